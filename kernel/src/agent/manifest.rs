@@ -1,0 +1,483 @@
+//! Agent types: the seven-field [`AgentTypeSpec`] an agent may write, the full [`Manifest`]
+//! an operator may write, and the one validator both go through.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::capability::{Capabilities, Grant, MemoryScope};
+use crate::error::{Error, FieldError, Result, from_value};
+
+const MAX_DESCRIPTION: usize = 2_000;
+const MAX_SYSTEM_PROMPT: usize = 100_000;
+const MAX_MODEL: usize = 200;
+const MAX_LIST: usize = 256;
+const MAX_BLOCKS: usize = 32;
+const MAX_PROMPT: usize = 10_000;
+
+/// Names of agent types, agents and providers: 1–64 lowercase letters, digits, `-`, `_`.
+pub fn is_valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+}
+
+pub const NAME_RULE: &str = "1-64 characters: lowercase letters, digits, `-` or `_`";
+
+/// Which tool schemas a turn sends the model (spec §1, §1b).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolMode {
+    /// Every granted tool's schema, every turn.
+    #[default]
+    All,
+    /// Meta tools plus tools loaded in this session.
+    Lazy,
+    /// A fixed, byte-identical array (`find_tools`, `run_tool`, …) for prompt caching.
+    Stable,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, ToSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// Model calls one turn may make before it is ended.
+    pub max_iterations: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_iterations: 25 }
+    }
+}
+
+/// A `[[cron]]` block: a recurring turn declared in the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CronBlock {
+    /// Five-field cron expression (minute hour day-of-month month day-of-week).
+    pub schedule: String,
+    pub prompt: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    /// IANA time zone; UTC when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timezone: Option<String>,
+}
+
+/// A `[[trigger]]` block: a turn started by a matching event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TriggerBlock {
+    /// Event type pattern (glob), e.g. `inbox.*`.
+    pub event: String,
+    /// Prompt template; `{{payload}}` is replaced by the event's payload.
+    pub prompt: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cooldown_secs: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_fires: Option<u64>,
+}
+
+/// A full, validated agent manifest. Only [`validate`] makes one from outside input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Manifest {
+    pub name: String,
+    pub description: String,
+    pub system_prompt: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    pub skills: Vec<String>,
+    pub tool_mode: ToolMode,
+    #[schema(value_type = CapabilitiesDoc)]
+    pub capabilities: Capabilities,
+    pub limits: Limits,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cron: Vec<CronBlock>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trigger: Vec<TriggerBlock>,
+}
+
+/// OpenAPI shape of `[capabilities]` (grants are strings on the wire).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct CapabilitiesDoc {
+    tools: Vec<String>,
+    deny: Option<Vec<String>>,
+    memory_read: Option<Vec<String>>,
+    memory_write: Option<Vec<String>>,
+}
+
+/// The seven fields an agent may set when it creates an agent type (spec §3). Everything
+/// else in the manifest takes its default.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentTypeSpec {
+    /// Name of the new agent type: lowercase letters, digits, `-`, `_`.
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+    #[serde(default)]
+    pub provider: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Tool grants: globs over tool names or `family.*`.
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
+    #[serde(default)]
+    pub skills: Option<Vec<String>>,
+}
+
+/// A manifest as it arrives from outside, before validation. Accepts the seven-field
+/// [`AgentTypeSpec`] shape too: top-level `tools` is shorthand for `capabilities.tools`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestInput {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+    #[serde(default)]
+    pub provider: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
+    #[serde(default)]
+    pub skills: Option<Vec<String>>,
+    #[serde(default)]
+    pub tool_mode: Option<ToolMode>,
+    /// Synonym for `tool_mode = "lazy"`.
+    #[serde(default)]
+    pub lazy_tools: Option<bool>,
+    #[serde(default)]
+    pub capabilities: Option<CapabilitiesInput>,
+    #[serde(default)]
+    pub limits: Option<Limits>,
+    #[serde(default)]
+    pub cron: Option<Vec<CronBlock>>,
+    #[serde(default)]
+    pub trigger: Option<Vec<TriggerBlock>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CapabilitiesInput {
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
+    #[serde(default)]
+    pub deny: Option<Vec<String>>,
+    #[serde(default)]
+    pub memory_read: Option<Vec<String>>,
+    #[serde(default)]
+    pub memory_write: Option<Vec<String>>,
+}
+
+impl From<AgentTypeSpec> for ManifestInput {
+    fn from(s: AgentTypeSpec) -> Self {
+        ManifestInput {
+            name: Some(s.name),
+            description: s.description,
+            system_prompt: s.system_prompt,
+            provider: s.provider,
+            model: s.model,
+            tools: s.tools,
+            skills: s.skills,
+            ..Default::default()
+        }
+    }
+}
+
+impl From<&Manifest> for ManifestInput {
+    fn from(m: &Manifest) -> Self {
+        let strings = |gs: &[Grant]| gs.iter().map(|g| g.as_str().to_string()).collect::<Vec<_>>();
+        let scopes =
+            |s: &Option<Vec<MemoryScope>>| s.as_ref().map(|v| v.iter().map(|s| String::from(s.clone())).collect());
+        ManifestInput {
+            name: Some(m.name.clone()),
+            description: Some(m.description.clone()),
+            system_prompt: Some(m.system_prompt.clone()),
+            provider: m.provider.clone(),
+            model: m.model.clone(),
+            tools: None,
+            skills: Some(m.skills.clone()),
+            tool_mode: Some(m.tool_mode),
+            lazy_tools: None,
+            capabilities: Some(CapabilitiesInput {
+                tools: Some(strings(&m.capabilities.tools)),
+                deny: Some(strings(&m.capabilities.deny)),
+                memory_read: scopes(&m.capabilities.memory_read),
+                memory_write: scopes(&m.capabilities.memory_write),
+            }),
+            limits: Some(m.limits.clone()),
+            cron: Some(m.cron.clone()),
+            trigger: Some(m.trigger.clone()),
+        }
+    }
+}
+
+/// Parses a manifest from JSON or TOML text into a [`ManifestInput`]; a type error names the
+/// field's path.
+pub fn parse_manifest(text: &str, format: ManifestFormat) -> Result<ManifestInput> {
+    let value: serde_json::Value = match format {
+        ManifestFormat::Json => {
+            serde_json::from_str(text).map_err(|e| Error::invalid(format!("body is not valid JSON: {e}")))?
+        }
+        ManifestFormat::Toml => toml::from_str(text)
+            .map_err(|e| Error::invalid(format!("body is not valid TOML: {}", e.message().trim())))?,
+    };
+    from_value(value)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ManifestFormat {
+    Json,
+    Toml,
+}
+
+/// Renders a manifest as TOML (the format operators edit).
+pub fn to_toml(m: &Manifest) -> String {
+    toml::to_string_pretty(m).unwrap_or_else(|e| format!("# cannot render manifest as TOML: {e}\n"))
+}
+
+/// The one validator for agent types, used by `POST /api/templates`, `agent_type_create`,
+/// the dashboard and the CLI. Collects every problem, not just the first.
+pub fn validate(input: ManifestInput) -> Result<Manifest> {
+    let mut errors = Vec::new();
+    let mut err = |field: &str, message: String| errors.push(FieldError { field: field.into(), message });
+
+    let name = input.name.unwrap_or_default();
+    if name.is_empty() {
+        err("name", "is required".into());
+    } else if !is_valid_name(&name) {
+        err("name", format!("`{name}` is not a valid name: {NAME_RULE}"));
+    }
+    let description = input.description.unwrap_or_default();
+    if description.chars().count() > MAX_DESCRIPTION {
+        err("description", format!("is at most {MAX_DESCRIPTION} characters"));
+    }
+    let system_prompt = input.system_prompt.unwrap_or_default();
+    if system_prompt.len() > MAX_SYSTEM_PROMPT {
+        err("system_prompt", format!("is at most {MAX_SYSTEM_PROMPT} bytes"));
+    }
+    let provider = input.provider.filter(|p| !p.is_empty());
+    if let Some(p) = &provider
+        && !is_valid_name(p)
+    {
+        err("provider", format!("`{p}` is not a valid provider name: {NAME_RULE}"));
+    }
+    let model = input.model.filter(|m| !m.is_empty());
+    if let Some(m) = &model
+        && (m.len() > MAX_MODEL || m.chars().any(char::is_control))
+    {
+        err("model", format!("is at most {MAX_MODEL} printable characters"));
+    }
+    let skills = input.skills.unwrap_or_default();
+    if skills.len() > MAX_LIST {
+        err("skills", format!("lists at most {MAX_LIST} skills"));
+    }
+    for (i, s) in skills.iter().enumerate() {
+        if !is_valid_name(s) {
+            err(&format!("skills[{i}]"), format!("`{s}` is not a valid skill name: {NAME_RULE}"));
+        }
+    }
+
+    let tool_mode = match (input.tool_mode, input.lazy_tools) {
+        (Some(mode), Some(true)) if mode != ToolMode::Lazy => {
+            err("lazy_tools", "`lazy_tools = true` contradicts `tool_mode`; set only `tool_mode`".into());
+            mode
+        }
+        (Some(mode), _) => mode,
+        (None, Some(true)) => ToolMode::Lazy,
+        (None, _) => ToolMode::All,
+    };
+
+    let caps_in = input.capabilities.unwrap_or_default();
+    let (tools_field, tool_patterns) = match (input.tools, caps_in.tools) {
+        (Some(_), Some(_)) => {
+            err("tools", "given twice: use either `tools` or `capabilities.tools`".into());
+            ("tools", Vec::new())
+        }
+        (Some(t), None) => ("tools", t),
+        (None, Some(t)) => ("capabilities.tools", t),
+        (None, None) => ("capabilities.tools", Vec::new()),
+    };
+    let tools = parse_grants(tools_field, &tool_patterns, &mut err);
+    let deny = parse_grants("capabilities.deny", &caps_in.deny.unwrap_or_default(), &mut err);
+    let memory_read = parse_scopes("capabilities.memory_read", caps_in.memory_read, &mut err);
+    let memory_write = parse_scopes("capabilities.memory_write", caps_in.memory_write, &mut err);
+
+    let limits = input.limits.unwrap_or_default();
+    if !(1..=200).contains(&limits.max_iterations) {
+        err("limits.max_iterations", "expected a whole number from 1 to 200".into());
+    }
+    let cron = input.cron.unwrap_or_default();
+    if cron.len() > MAX_BLOCKS {
+        err("cron", format!("at most {MAX_BLOCKS} blocks"));
+    }
+    for (i, c) in cron.iter().enumerate() {
+        let fields = c.schedule.split_whitespace().count();
+        if fields != 5 {
+            err(
+                &format!("cron[{i}].schedule"),
+                format!("`{}` has {fields} fields; write 5: minute hour day-of-month month day-of-week", c.schedule),
+            );
+        }
+        check_prompt(&format!("cron[{i}].prompt"), &c.prompt, &mut err);
+    }
+    let trigger = input.trigger.unwrap_or_default();
+    if trigger.len() > MAX_BLOCKS {
+        err("trigger", format!("at most {MAX_BLOCKS} blocks"));
+    }
+    for (i, t) in trigger.iter().enumerate() {
+        if t.event.is_empty() || t.event.len() > 128 || t.event.chars().any(char::is_whitespace) {
+            err(&format!("trigger[{i}].event"), "an event type pattern of 1-128 characters without spaces".into());
+        }
+        check_prompt(&format!("trigger[{i}].prompt"), &t.prompt, &mut err);
+    }
+
+    if !errors.is_empty() {
+        return Err(Error::invalid_fields(errors));
+    }
+    Ok(Manifest {
+        name,
+        description,
+        system_prompt,
+        provider,
+        model,
+        skills,
+        tool_mode,
+        capabilities: Capabilities { tools, deny, memory_read, memory_write },
+        limits,
+        cron,
+        trigger,
+    })
+}
+
+fn parse_grants(field: &str, patterns: &[String], err: &mut impl FnMut(&str, String)) -> Vec<Grant> {
+    if patterns.len() > MAX_LIST {
+        err(field, format!("lists at most {MAX_LIST} patterns"));
+    }
+    let mut grants = Vec::with_capacity(patterns.len());
+    for (i, p) in patterns.iter().enumerate() {
+        match Grant::parse(p) {
+            Ok(g) if !grants.contains(&g) => grants.push(g),
+            Ok(_) => {}
+            Err(e) => err(&format!("{field}[{i}]"), e),
+        }
+    }
+    grants
+}
+
+fn parse_scopes(
+    field: &str,
+    scopes: Option<Vec<String>>,
+    err: &mut impl FnMut(&str, String),
+) -> Option<Vec<MemoryScope>> {
+    let scopes = scopes?;
+    let mut parsed = Vec::with_capacity(scopes.len());
+    for (i, s) in scopes.into_iter().enumerate() {
+        match MemoryScope::try_from(s) {
+            Ok(s) => parsed.push(s),
+            Err(e) => err(&format!("{field}[{i}]"), e),
+        }
+    }
+    Some(parsed)
+}
+
+fn check_prompt(field: &str, prompt: &str, err: &mut impl FnMut(&str, String)) {
+    if prompt.trim().is_empty() {
+        err(field, "is required".into());
+    } else if prompt.len() > MAX_PROMPT {
+        err(field, format!("is at most {MAX_PROMPT} bytes"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(json: serde_json::Value) -> ManifestInput {
+        from_value(json).unwrap()
+    }
+
+    #[test]
+    fn the_seven_field_spec_becomes_a_manifest_with_defaults() {
+        let m = validate(
+            AgentTypeSpec {
+                name: "coder".into(),
+                tools: Some(vec!["meta.*".into(), "system_time".into()]),
+                ..Default::default()
+            }
+            .into(),
+        )
+        .unwrap();
+        assert_eq!(m.capabilities.tools.len(), 2);
+        assert_eq!(m.tool_mode, ToolMode::All);
+        assert_eq!(m.limits.max_iterations, 25);
+    }
+
+    #[test]
+    fn every_problem_is_reported_with_its_field() {
+        let e = validate(input(serde_json::json!({
+            "name": "Bad Name",
+            "tools": ["ok_*", "bad pattern"],
+            "skills": ["Nope"],
+            "cron": [{"schedule": "* * *", "prompt": ""}],
+        })))
+        .unwrap_err();
+        let fields: Vec<_> = e.fields.iter().map(|f| f.field.as_str()).collect();
+        assert_eq!(fields, ["name", "skills[0]", "tools[1]", "cron[0].schedule", "cron[0].prompt"]);
+    }
+
+    #[test]
+    fn type_errors_name_the_path_and_unknown_fields_are_refused() {
+        let e =
+            from_value::<ManifestInput>(serde_json::json!({"name": "a", "capabilities": {"tools": "x"}})).unwrap_err();
+        assert_eq!(e.fields[0].field, "capabilities.tools");
+        let e = from_value::<ManifestInput>(serde_json::json!({"name": "a", "colour": "red"})).unwrap_err();
+        assert!(e.message.contains("unknown field `colour`"), "{}", e.message);
+    }
+
+    #[test]
+    fn lazy_tools_is_a_synonym_and_contradictions_are_refused() {
+        let m = validate(input(serde_json::json!({"name": "a", "lazy_tools": true}))).unwrap();
+        assert_eq!(m.tool_mode, ToolMode::Lazy);
+        assert!(validate(input(serde_json::json!({"name": "a", "lazy_tools": true, "tool_mode": "stable"}))).is_err());
+        assert!(validate(input(serde_json::json!({"name": "a", "tools": [], "capabilities": {"tools": []}}))).is_err());
+    }
+
+    #[test]
+    fn toml_round_trip_is_lossless() {
+        let m = validate(input(serde_json::json!({
+            "name": "ops", "description": "on call", "provider": "local", "model": "m",
+            "tool_mode": "stable",
+            "capabilities": {"tools": ["tasks.*"], "deny": ["task_post"], "memory_read": ["kv:*"]},
+            "cron": [{"schedule": "0 9 * * 1", "prompt": "weekly report"}],
+            "trigger": [{"event": "inbox.*", "prompt": "look at {{payload}}", "cooldown_secs": 60}],
+        })))
+        .unwrap();
+        let text = to_toml(&m);
+        let back = validate(parse_manifest(&text, ManifestFormat::Toml).unwrap()).unwrap();
+        assert_eq!(back, m);
+        let back = validate((&m).into()).unwrap();
+        assert_eq!(back, m);
+    }
+
+    #[test]
+    fn the_stored_json_form_reads_back_with_and_without_optional_blocks() {
+        for json in [
+            serde_json::json!({"name": "a"}),
+            serde_json::json!({"name": "b", "cron": [{"schedule": "0 * * * *", "prompt": "p"}]}),
+        ] {
+            let m = validate(input(json)).unwrap();
+            let stored = serde_json::to_string(&m).unwrap();
+            let back: Manifest = serde_json::from_str(&stored).unwrap();
+            assert_eq!(back, m);
+        }
+    }
+}

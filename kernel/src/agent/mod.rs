@@ -1,0 +1,347 @@
+//! Agent types and the agents made from them: one store, one validator, one namespace.
+//!
+//! Type names and running-agent names share a namespace: creating a type whose name a type or
+//! a running agent already has is a `Conflict`, never an overwrite (spec §3). Reads come from
+//! an in-memory copy kept in step with the database, so the hot paths (`GET /api/templates`,
+//! the capability gate) never wait on SQLite.
+
+pub mod manifest;
+mod store;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock};
+
+use serde::Serialize;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+pub use manifest::{
+    AgentTypeSpec, CapabilitiesInput, Manifest, ManifestFormat, ManifestInput, NAME_RULE, ToolMode, is_valid_name,
+    parse_manifest, to_toml, validate,
+};
+
+use crate::db::{self, Db};
+use crate::error::{Error, FieldError, Result};
+
+pub type AgentId = Uuid;
+
+/// A stored, reusable manifest.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AgentType {
+    #[serde(flatten)]
+    pub manifest: Manifest,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentStatus {
+    Running,
+    Stopped,
+}
+
+impl AgentStatus {
+    fn as_str(self) -> &'static str {
+        match self {
+            AgentStatus::Running => "running",
+            AgentStatus::Stopped => "stopped",
+        }
+    }
+    fn parse(s: &str) -> AgentStatus {
+        if s == "running" { AgentStatus::Running } else { AgentStatus::Stopped }
+    }
+}
+
+/// An agent: a copy of its type's manifest (whose grants can then change on their own), a
+/// goal and a status.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Agent {
+    pub id: Uuid,
+    pub name: String,
+    pub agent_type: String,
+    pub manifest: Manifest,
+    pub goal: Option<String>,
+    pub status: AgentStatus,
+    pub parent_id: Option<Uuid>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl Agent {
+    pub fn is_running(&self) -> bool {
+        self.status == AgentStatus::Running
+    }
+}
+
+/// What to spawn: from which type, under which name, with which goal.
+#[derive(Debug, Clone, Default)]
+pub struct SpawnRequest {
+    pub agent_type: String,
+    pub name: Option<String>,
+    pub goal: Option<String>,
+    pub parent: Option<AgentId>,
+}
+
+const MAX_GOAL: usize = 10_000;
+
+#[derive(Default)]
+struct State {
+    types: BTreeMap<String, Arc<AgentType>>,
+    agents: HashMap<AgentId, Arc<Agent>>,
+}
+
+impl State {
+    fn running_agent_named(&self, name: &str) -> Option<&Arc<Agent>> {
+        self.agents.values().find(|a| a.is_running() && a.name == name)
+    }
+
+    /// Why `name` cannot be taken by a new type or agent, if it cannot.
+    fn name_conflict(&self, name: &str, own_type: Option<&str>) -> Option<Error> {
+        if self.types.contains_key(name) && own_type != Some(name) {
+            return Some(Error::conflict(format!("an agent type named `{name}` already exists")));
+        }
+        self.running_agent_named(name)
+            .map(|a| Error::conflict(format!("an agent named `{name}` is running (id {})", a.id)))
+    }
+}
+
+pub struct Agents {
+    db: Db,
+    state: RwLock<State>,
+    /// Serialises writes and reloads so a reload can never put back a stale copy.
+    write: tokio::sync::Mutex<()>,
+}
+
+impl Agents {
+    pub(crate) async fn load(db: Db) -> Result<Agents> {
+        let agents = Agents { db, state: RwLock::default(), write: tokio::sync::Mutex::new(()) };
+        agents.reload().await?;
+        Ok(agents)
+    }
+
+    /// Re-reads everything from the database (after another process wrote to it).
+    pub async fn reload(&self) -> Result<()> {
+        let _w = self.write.lock().await;
+        let state = State {
+            types: store::load_types(&self.db)
+                .await?
+                .into_iter()
+                .map(|t| (t.manifest.name.clone(), Arc::new(t)))
+                .collect(),
+            agents: store::load_agents(&self.db).await?.into_iter().map(|a| (a.id, Arc::new(a))).collect(),
+        };
+        *self.state.write().expect("agent state lock") = state;
+        Ok(())
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
+        self.state.read().expect("agent state lock")
+    }
+
+    // ---- agent types ----
+
+    /// All agent types, by name.
+    pub fn types(&self) -> Vec<Arc<AgentType>> {
+        self.read().types.values().cloned().collect()
+    }
+
+    pub fn get_type(&self, name: &str) -> Result<Arc<AgentType>> {
+        self.read().types.get(name).cloned().ok_or_else(|| Error::not_found(format!("no agent type named `{name}`")))
+    }
+
+    /// Validates and stores a new agent type.
+    pub async fn create_type(&self, input: ManifestInput) -> Result<Arc<AgentType>> {
+        let manifest = validate(input)?;
+        let _w = self.write.lock().await;
+        if let Some(e) = self.read().name_conflict(&manifest.name, None) {
+            return Err(e);
+        }
+        let now = db::now();
+        let t = AgentType { manifest, created_at: now.clone(), updated_at: now };
+        store::insert_type(&self.db, &t).await?;
+        let t = Arc::new(t);
+        self.state.write().expect("agent state lock").types.insert(t.manifest.name.clone(), t.clone());
+        Ok(t)
+    }
+
+    /// Replaces an existing type's whole manifest. Agents already made from it keep theirs.
+    pub async fn replace_type(&self, name: &str, mut input: ManifestInput) -> Result<Arc<AgentType>> {
+        match &input.name {
+            Some(n) if n != name => {
+                return Err(Error::invalid_fields(vec![FieldError {
+                    field: "name".into(),
+                    message: format!("`{n}` differs from `{name}` in the path; a type cannot be renamed"),
+                }]));
+            }
+            _ => input.name = Some(name.to_string()),
+        }
+        let manifest = validate(input)?;
+        let _w = self.write.lock().await;
+        let created_at = self.get_type(name)?.created_at.clone();
+        let t = AgentType { manifest, created_at, updated_at: db::now() };
+        store::update_type(&self.db, &t).await?;
+        let t = Arc::new(t);
+        self.state.write().expect("agent state lock").types.insert(name.to_string(), t.clone());
+        Ok(t)
+    }
+
+    pub async fn delete_type(&self, name: &str) -> Result<()> {
+        let _w = self.write.lock().await;
+        self.get_type(name)?;
+        store::delete_type(&self.db, name).await?;
+        self.state.write().expect("agent state lock").types.remove(name);
+        Ok(())
+    }
+
+    // ---- agents ----
+
+    /// Every agent, oldest first.
+    pub fn list(&self) -> Vec<Arc<Agent>> {
+        let mut all: Vec<_> = self.read().agents.values().cloned().collect();
+        all.sort_by_key(|a| a.id);
+        all
+    }
+
+    /// Finds an agent by id, or a running agent by name.
+    pub fn get(&self, id_or_name: &str) -> Result<Arc<Agent>> {
+        let state = self.read();
+        let found = match Uuid::parse_str(id_or_name) {
+            Ok(id) => state.agents.get(&id),
+            Err(_) => state.running_agent_named(id_or_name),
+        };
+        found.cloned().ok_or_else(|| Error::not_found(format!("no agent `{id_or_name}`")))
+    }
+
+    pub fn get_by_id(&self, id: AgentId) -> Option<Arc<Agent>> {
+        self.read().agents.get(&id).cloned()
+    }
+
+    pub async fn spawn(&self, req: SpawnRequest) -> Result<Arc<Agent>> {
+        if let Some(goal) = &req.goal
+            && goal.len() > MAX_GOAL
+        {
+            return Err(Error::invalid_fields(vec![FieldError {
+                field: "goal".into(),
+                message: format!("is at most {MAX_GOAL} bytes"),
+            }]));
+        }
+        if let Some(name) = &req.name
+            && !is_valid_name(name)
+        {
+            return Err(Error::invalid_fields(vec![FieldError {
+                field: "name".into(),
+                message: format!("`{name}` is not a valid name: {NAME_RULE}"),
+            }]));
+        }
+        let _w = self.write.lock().await;
+        let agent_type = self.get_type(&req.agent_type)?;
+        let name = {
+            let state = self.read();
+            match req.name {
+                Some(name) => {
+                    if let Some(e) = state.name_conflict(&name, Some(&req.agent_type)) {
+                        return Err(e);
+                    }
+                    name
+                }
+                None => free_name(&state, &req.agent_type),
+            }
+        };
+        let now = db::now();
+        let agent = Agent {
+            id: Uuid::now_v7(),
+            name,
+            agent_type: req.agent_type,
+            manifest: agent_type.manifest.clone(),
+            goal: req.goal.filter(|g| !g.is_empty()),
+            status: AgentStatus::Running,
+            parent_id: req.parent,
+            created_at: now.clone(),
+            updated_at: now,
+        };
+        store::insert_agent(&self.db, &agent).await?;
+        Ok(self.cache(agent))
+    }
+
+    /// Stops an agent. Its record, sessions and audit stay.
+    pub async fn stop(&self, id_or_name: &str) -> Result<Arc<Agent>> {
+        self.update(id_or_name, |a| {
+            a.status = AgentStatus::Stopped;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Replaces an agent's `[capabilities]`, validated like any manifest.
+    pub async fn set_capabilities(&self, id_or_name: &str, caps: CapabilitiesInput) -> Result<Arc<Agent>> {
+        self.update(id_or_name, |a| {
+            let mut input = ManifestInput::from(&a.manifest);
+            input.capabilities = Some(caps);
+            a.manifest = validate(input)?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Adds one grant pattern to an agent (no-op if present).
+    pub async fn grant(&self, id_or_name: &str, pattern: &str) -> Result<Arc<Agent>> {
+        let grant = parse_grant(pattern)?;
+        self.update(id_or_name, |a| {
+            if !a.manifest.capabilities.tools.contains(&grant) {
+                a.manifest.capabilities.tools.push(grant);
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// Removes one grant pattern; `NotFound` if the agent does not have it.
+    pub async fn revoke(&self, id_or_name: &str, pattern: &str) -> Result<Arc<Agent>> {
+        let grant = parse_grant(pattern)?;
+        self.update(id_or_name, |a| {
+            let before = a.manifest.capabilities.tools.len();
+            a.manifest.capabilities.tools.retain(|g| *g != grant);
+            if a.manifest.capabilities.tools.len() == before {
+                return Err(Error::not_found(format!("agent `{}` has no grant `{pattern}`", a.name)));
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// Read-modify-write of one agent under the write lock.
+    async fn update(&self, id_or_name: &str, change: impl FnOnce(&mut Agent) -> Result<()>) -> Result<Arc<Agent>> {
+        let _w = self.write.lock().await;
+        let mut agent = Agent::clone(&*self.get(id_or_name)?);
+        change(&mut agent)?;
+        agent.updated_at = db::now();
+        store::update_agent(&self.db, &agent).await?;
+        Ok(self.cache(agent))
+    }
+
+    fn cache(&self, agent: Agent) -> Arc<Agent> {
+        let agent = Arc::new(agent);
+        self.state.write().expect("agent state lock").agents.insert(agent.id, agent.clone());
+        agent
+    }
+}
+
+fn parse_grant(pattern: &str) -> Result<crate::capability::Grant> {
+    crate::capability::Grant::parse(pattern)
+        .map_err(|message| Error::invalid_fields(vec![FieldError { field: "pattern".into(), message }]))
+}
+
+/// The type's own name if free, else `name-2`, `name-3`, …
+fn free_name(state: &State, type_name: &str) -> String {
+    if state.name_conflict(type_name, Some(type_name)).is_none() {
+        return type_name.to_string();
+    }
+    (2..)
+        .map(|n| {
+            let base = &type_name[..type_name.len().min(58)];
+            format!("{base}-{n}")
+        })
+        .find(|candidate| state.name_conflict(candidate, None).is_none())
+        .expect("an unbounded range always yields a free name")
+}

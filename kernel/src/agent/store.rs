@@ -1,0 +1,115 @@
+//! SQL for agent types and agents. Manifests are stored as JSON text.
+
+use sqlx::Row;
+
+use super::{Agent, AgentStatus, AgentType};
+use crate::db::Db;
+use crate::error::{Error, Result};
+
+fn manifest_json<T: serde::Serialize>(m: &T) -> String {
+    serde_json::to_string(m).expect("a manifest always serialises")
+}
+
+fn manifest_from(json: &str) -> Result<super::Manifest> {
+    serde_json::from_str(json).map_err(|e| Error::failed(format!("stored manifest is unreadable: {e}")))
+}
+
+pub(super) async fn load_types(db: &Db) -> Result<Vec<AgentType>> {
+    let rows =
+        sqlx::query("SELECT manifest, created_at, updated_at FROM agent_types ORDER BY name").fetch_all(db).await?;
+    rows.iter()
+        .map(|r| {
+            Ok(AgentType {
+                manifest: manifest_from(r.get("manifest"))?,
+                created_at: r.get("created_at"),
+                updated_at: r.get("updated_at"),
+            })
+        })
+        .collect()
+}
+
+pub(super) async fn insert_type(db: &Db, t: &AgentType) -> Result<()> {
+    sqlx::query("INSERT INTO agent_types (name, manifest, created_at, updated_at) VALUES (?, ?, ?, ?)")
+        .bind(&t.manifest.name)
+        .bind(manifest_json(&t.manifest))
+        .bind(&t.created_at)
+        .bind(&t.updated_at)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+pub(super) async fn update_type(db: &Db, t: &AgentType) -> Result<()> {
+    sqlx::query("UPDATE agent_types SET manifest = ?, updated_at = ? WHERE name = ?")
+        .bind(manifest_json(&t.manifest))
+        .bind(&t.updated_at)
+        .bind(&t.manifest.name)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+pub(super) async fn delete_type(db: &Db, name: &str) -> Result<()> {
+    sqlx::query("DELETE FROM agent_types WHERE name = ?").bind(name).execute(db).await?;
+    Ok(())
+}
+
+pub(super) async fn load_agents(db: &Db) -> Result<Vec<Agent>> {
+    let rows = sqlx::query(
+        "SELECT id, name, agent_type, manifest, goal, status, parent_id, created_at, updated_at FROM agents",
+    )
+    .fetch_all(db)
+    .await?;
+    rows.iter()
+        .map(|r| {
+            let id: String = r.get("id");
+            let parent: Option<String> = r.get("parent_id");
+            Ok(Agent {
+                id: parse_id(&id)?,
+                name: r.get("name"),
+                agent_type: r.get("agent_type"),
+                manifest: manifest_from(r.get("manifest"))?,
+                goal: r.get("goal"),
+                status: AgentStatus::parse(r.get("status")),
+                parent_id: parent.as_deref().map(parse_id).transpose()?,
+                created_at: r.get("created_at"),
+                updated_at: r.get("updated_at"),
+            })
+        })
+        .collect()
+}
+
+fn parse_id(s: &str) -> Result<uuid::Uuid> {
+    uuid::Uuid::parse_str(s).map_err(|e| Error::failed(format!("stored agent id `{s}` is unreadable: {e}")))
+}
+
+pub(super) async fn insert_agent(db: &Db, a: &Agent) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO agents (id, name, agent_type, manifest, goal, status, parent_id, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(a.id.to_string())
+    .bind(&a.name)
+    .bind(&a.agent_type)
+    .bind(manifest_json(&a.manifest))
+    .bind(&a.goal)
+    .bind(a.status.as_str())
+    .bind(a.parent_id.map(|p| p.to_string()))
+    .bind(&a.created_at)
+    .bind(&a.updated_at)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+pub(super) async fn update_agent(db: &Db, a: &Agent) -> Result<()> {
+    sqlx::query("UPDATE agents SET manifest = ?, goal = ?, status = ?, updated_at = ? WHERE id = ?")
+        .bind(manifest_json(&a.manifest))
+        .bind(&a.goal)
+        .bind(a.status.as_str())
+        .bind(&a.updated_at)
+        .bind(a.id.to_string())
+        .execute(db)
+        .await?;
+    Ok(())
+}

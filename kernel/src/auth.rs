@@ -1,0 +1,186 @@
+//! Who may use the daemon: operators (people, argon2id passwords) and API tokens
+//! (automation; only a SHA-256 of each token is stored).
+
+use std::sync::RwLock;
+
+use argon2::Argon2;
+use argon2::password_hash::phc::PasswordHash;
+use argon2::password_hash::{PasswordHasher, PasswordVerifier};
+use rand::RngExt;
+use sha2::{Digest, Sha256};
+use sqlx::Row;
+use subtle::ConstantTimeEq;
+
+use crate::agent::{NAME_RULE, is_valid_name};
+use crate::db::{self, Db};
+use crate::error::{Error, Result};
+
+/// Prefix that makes a Kennel token recognisable in logs and secret scanners.
+const TOKEN_PREFIX: &str = "kn_";
+const MIN_PASSWORD: usize = 8;
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TokenInfo {
+    pub name: String,
+    pub created_at: String,
+}
+
+struct TokenRecord {
+    name: String,
+    hash: [u8; 32],
+}
+
+pub struct Auth {
+    db: Db,
+    /// Hashes of live tokens, reloaded when another process (the CLI) changes them.
+    tokens: RwLock<Vec<TokenRecord>>,
+}
+
+fn token_hash(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+fn check_name(name: &str) -> Result<()> {
+    if is_valid_name(name) { Ok(()) } else { Err(Error::invalid(format!("`{name}` is not a valid name: {NAME_RULE}"))) }
+}
+
+impl Auth {
+    pub(crate) async fn load(db: Db) -> Result<Auth> {
+        let auth = Auth { db, tokens: RwLock::new(Vec::new()) };
+        auth.reload().await?;
+        Ok(auth)
+    }
+
+    pub async fn reload(&self) -> Result<()> {
+        let rows = sqlx::query("SELECT name, token_hash FROM api_tokens").fetch_all(&self.db).await?;
+        let records = rows
+            .iter()
+            .filter_map(|r| {
+                let mut hash = [0u8; 32];
+                hex::decode_to_slice(r.get::<&str, _>("token_hash"), &mut hash).ok()?;
+                Some(TokenRecord { name: r.get("name"), hash })
+            })
+            .collect();
+        *self.tokens.write().expect("token lock") = records;
+        Ok(())
+    }
+
+    /// Creates a token and returns it; this is the only time it can be seen.
+    pub async fn create_token(&self, name: &str) -> Result<String> {
+        check_name(name)?;
+        let secret: [u8; 32] = rand::rng().random();
+        let token = format!("{TOKEN_PREFIX}{}", hex::encode(secret));
+        let result = sqlx::query("INSERT INTO api_tokens (name, token_hash, created_at) VALUES (?, ?, ?)")
+            .bind(name)
+            .bind(hex::encode(token_hash(&token)))
+            .bind(db::now())
+            .execute(&self.db)
+            .await;
+        match result {
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+                return Err(Error::conflict(format!("a token named `{name}` exists; revoke it first")));
+            }
+            other => other?,
+        };
+        self.reload().await?;
+        Ok(token)
+    }
+
+    pub async fn revoke_token(&self, name: &str) -> Result<()> {
+        let done = sqlx::query("DELETE FROM api_tokens WHERE name = ?").bind(name).execute(&self.db).await?;
+        if done.rows_affected() == 0 {
+            return Err(Error::not_found(format!("no token named `{name}`")));
+        }
+        self.reload().await
+    }
+
+    pub async fn list_tokens(&self) -> Result<Vec<TokenInfo>> {
+        let rows = sqlx::query("SELECT name, created_at FROM api_tokens ORDER BY name").fetch_all(&self.db).await?;
+        Ok(rows.iter().map(|r| TokenInfo { name: r.get("name"), created_at: r.get("created_at") }).collect())
+    }
+
+    /// The name of the token, if it is live. Every stored hash is compared in constant time,
+    /// so timing says nothing about which (or whether any) token nearly matched.
+    pub fn verify_token(&self, token: &str) -> Option<String> {
+        let presented = token_hash(token);
+        let mut found = None;
+        for record in self.tokens.read().expect("token lock").iter() {
+            if bool::from(record.hash.ct_eq(&presented)) {
+                found = Some(record.name.clone());
+            }
+        }
+        found
+    }
+
+    /// Adds an operator with an argon2id hash of `password`.
+    pub async fn add_operator(&self, name: &str, password: &str) -> Result<()> {
+        check_name(name)?;
+        if password.chars().count() < MIN_PASSWORD {
+            return Err(Error::invalid(format!("a password needs at least {MIN_PASSWORD} characters")));
+        }
+        let password = password.to_string();
+        let hash = tokio::task::spawn_blocking(move || {
+            Argon2::default().hash_password(password.as_bytes()).map(|h| h.to_string())
+        })
+        .await
+        .map_err(|e| Error::failed(format!("hashing failed: {e}")))?
+        .map_err(|e| Error::failed(format!("hashing failed: {e}")))?;
+        let result = sqlx::query("INSERT INTO operators (name, password_hash, created_at) VALUES (?, ?, ?)")
+            .bind(name)
+            .bind(hash)
+            .bind(db::now())
+            .execute(&self.db)
+            .await;
+        match result {
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+                Err(Error::conflict(format!("an operator named `{name}` exists")))
+            }
+            other => other.map(|_| ()).map_err(Error::from),
+        }
+    }
+
+    /// Whether `name` / `password` is a valid operator sign-in. An unknown name costs the
+    /// same hashing work as a wrong password, so the two cannot be told apart by timing.
+    pub async fn verify_operator(&self, name: &str, password: &str) -> Result<bool> {
+        let stored: Option<String> = sqlx::query_scalar("SELECT password_hash FROM operators WHERE name = ?")
+            .bind(name)
+            .fetch_optional(&self.db)
+            .await?;
+        let known = stored.is_some();
+        let hash = match stored {
+            Some(h) => h,
+            None => dummy_hash().await?,
+        };
+        let password = password.to_string();
+        let ok = tokio::task::spawn_blocking(move || {
+            PasswordHash::new(&hash)
+                .map(|h| Argon2::default().verify_password(password.as_bytes(), &h).is_ok())
+                .unwrap_or(false)
+        })
+        .await
+        .map_err(|e| Error::failed(format!("verifying failed: {e}")))?;
+        Ok(known && ok)
+    }
+
+    pub async fn operator_count(&self) -> Result<i64> {
+        Ok(sqlx::query_scalar("SELECT COUNT(*) FROM operators").fetch_one(&self.db).await?)
+    }
+}
+
+/// An argon2id hash (default parameters) of a random password, checked against when the
+/// operator is unknown so that case costs the same work as a wrong password.
+async fn dummy_hash() -> Result<String> {
+    static DUMMY: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
+    DUMMY
+        .get_or_try_init(|| async {
+            tokio::task::spawn_blocking(|| {
+                let password: [u8; 16] = rand::rng().random();
+                Argon2::default().hash_password(&password).map(|h| h.to_string())
+            })
+            .await
+            .map_err(|e| Error::failed(format!("hashing failed: {e}")))?
+            .map_err(|e| Error::failed(format!("hashing failed: {e}")))
+        })
+        .await
+        .cloned()
+}

@@ -1,0 +1,261 @@
+//! Grants: which tools an agent may call (spec §0.2) and which memory it may touch (§4).
+//!
+//! A grant is either a glob over tool names (`memory_*`, `system_time`, `*`) or a whole
+//! family (`browser.*`). Patterns are parsed once into [`Grant`]; after that they are trusted.
+
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::tool::ToolDef;
+
+const MAX_PATTERN_LEN: usize = 128;
+
+/// A validated tool grant pattern.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Grant {
+    pattern: String,
+    kind: GrantKind,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum GrantKind {
+    /// `family.*`: every tool of that family.
+    Family(String),
+    /// A glob over tool names with `*` (any run) and `?` (one character).
+    Glob,
+}
+
+impl Grant {
+    pub fn parse(pattern: &str) -> Result<Grant, String> {
+        if pattern.is_empty() {
+            return Err("a grant pattern cannot be empty".into());
+        }
+        if pattern.len() > MAX_PATTERN_LEN {
+            return Err(format!("a grant pattern is at most {MAX_PATTERN_LEN} characters"));
+        }
+        if let Some(family) = pattern.strip_suffix(".*") {
+            if !family.is_empty() && family.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
+                return Ok(Grant { pattern: pattern.into(), kind: GrantKind::Family(family.into()) });
+            }
+            return Err(format!(
+                "`{pattern}` is not a family grant: write `family.*` with a family name of lowercase letters, digits and `_`"
+            ));
+        }
+        if let Some(bad) = pattern.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '*' | '?')))
+        {
+            return Err(format!(
+                "`{pattern}` has `{bad}`: a tool pattern uses letters, digits, `_`, `-`, `*` and `?`, or is `family.*`"
+            ));
+        }
+        Ok(Grant { pattern: pattern.into(), kind: GrantKind::Glob })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.pattern
+    }
+
+    pub fn matches(&self, tool: &ToolDef) -> bool {
+        match &self.kind {
+            GrantKind::Family(family) => tool.family == *family,
+            GrantKind::Glob => glob_match(self.pattern.as_bytes(), tool.name.as_bytes()),
+        }
+    }
+}
+
+impl fmt::Debug for Grant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Grant({})", self.pattern)
+    }
+}
+
+impl fmt::Display for Grant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.pattern)
+    }
+}
+
+impl Serialize for Grant {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.pattern)
+    }
+}
+
+impl<'de> Deserialize<'de> for Grant {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Grant::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for Grant {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Grant".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A glob over tool names (`memory_*`) or a whole family (`browser.*`)."
+        })
+    }
+}
+
+/// Matches `*` (any run, including empty) and `?` (one byte). Iterative with one backtrack
+/// point, so it is linear in practice and never recurses on hostile patterns.
+pub fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
+    let (mut p, mut t) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        if p < pattern.len() && (pattern[p] == b'?' || pattern[p] == text[t]) {
+            p += 1;
+            t += 1;
+        } else if p < pattern.len() && pattern[p] == b'*' {
+            star = Some((p, t));
+            p += 1;
+        } else if let Some((sp, st)) = star {
+            p = sp + 1;
+            t = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    pattern[p..].iter().all(|&b| b == b'*')
+}
+
+/// A memory scope (spec §4): `*`, or a store (`kv`, `semantic`) with a glob over keys.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(try_from = "String", into = "String")]
+pub struct MemoryScope(String);
+
+impl TryFrom<String> for MemoryScope {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        if s == "*" {
+            return Ok(MemoryScope(s));
+        }
+        match s.split_once(':') {
+            Some(("kv" | "semantic", glob)) if !glob.is_empty() && glob.len() <= MAX_PATTERN_LEN => Ok(MemoryScope(s)),
+            _ => Err(format!("`{s}` is not a memory scope: write `*`, `kv:<glob>` or `semantic:<glob>`")),
+        }
+    }
+}
+
+impl From<MemoryScope> for String {
+    fn from(s: MemoryScope) -> String {
+        s.0
+    }
+}
+
+impl MemoryScope {
+    /// Whether this scope reaches into `store` (`kv` or `semantic`) at all.
+    pub fn covers_store(&self, store: &str) -> bool {
+        self.0 == "*" || self.0.split_once(':').is_some_and(|(s, _)| s == store)
+    }
+}
+
+/// An agent's `[capabilities]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Capabilities {
+    /// Tools the agent may call.
+    pub tools: Vec<Grant>,
+    /// Tools refused even when `tools` allows them; a deny always wins.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub deny: Vec<Grant>,
+    /// Memory the agent may read; absent = open (spec §4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_read: Option<Vec<MemoryScope>>,
+    /// Memory the agent may write; absent = open.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_write: Option<Vec<MemoryScope>>,
+}
+
+/// Why a tool is or is not in an agent's effective set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision<'a> {
+    Allowed { by: &'a Grant },
+    Denied { by: &'a Grant },
+    NotGranted,
+}
+
+impl Capabilities {
+    pub fn decide(&self, tool: &ToolDef) -> Decision<'_> {
+        if let Some(by) = self.deny.iter().find(|g| g.matches(tool)) {
+            return Decision::Denied { by };
+        }
+        match self.tools.iter().find(|g| g.matches(tool)) {
+            Some(by) => Decision::Allowed { by },
+            None => Decision::NotGranted,
+        }
+    }
+
+    pub fn allows(&self, tool: &ToolDef) -> bool {
+        matches!(self.decide(tool), Decision::Allowed { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def(name: &'static str, family: &'static str) -> ToolDef {
+        ToolDef::new(name, family, "test tool")
+    }
+
+    #[test]
+    fn glob_matching() {
+        assert!(glob_match(b"memory_*", b"memory_store"));
+        assert!(glob_match(b"memory_*", b"memory_"));
+        assert!(!glob_match(b"memory_*", b"memor"));
+        assert!(glob_match(b"*", b"anything"));
+        assert!(glob_match(b"*_time", b"system_time"));
+        assert!(glob_match(b"a*b*c", b"aXXbYYc"));
+        assert!(!glob_match(b"a*b*c", b"aXXbYY"));
+        assert!(glob_match(b"task_????", b"task_post"));
+        assert!(!glob_match(b"task_???", b"task_post"));
+        assert!(!glob_match(b"system_time", b"system_times"));
+        // Hostile pattern stays fast.
+        assert!(!glob_match(b"*a*a*a*a*a*a*a*b", &[b'a'; 200]));
+    }
+
+    #[test]
+    fn family_grants_match_the_family_only() {
+        let g = Grant::parse("browser.*").unwrap();
+        assert!(g.matches(&def("browser_click", "browser")));
+        assert!(!g.matches(&def("browser_click", "media")));
+        assert!(!g.matches(&def("system_time", "system")));
+    }
+
+    #[test]
+    fn bad_patterns_are_refused_with_a_reason() {
+        assert!(Grant::parse("").is_err());
+        assert!(Grant::parse("Browser.*").unwrap_err().contains("family"));
+        assert!(Grant::parse("rm -rf").unwrap_err().contains("` `"));
+        assert!(Grant::parse("a.b").is_err());
+        assert!(Grant::parse(&"x".repeat(200)).is_err());
+        assert!(Grant::parse("mcp__github__*").is_ok());
+    }
+
+    #[test]
+    fn deny_wins_over_allow() {
+        let caps = Capabilities {
+            tools: vec![Grant::parse("agents.*").unwrap()],
+            deny: vec![Grant::parse("agent_spawn").unwrap()],
+            ..Default::default()
+        };
+        assert!(caps.allows(&def("agent_list", "agents")));
+        assert!(matches!(caps.decide(&def("agent_spawn", "agents")), Decision::Denied { .. }));
+        assert_eq!(caps.decide(&def("system_time", "system")), Decision::NotGranted);
+    }
+
+    #[test]
+    fn memory_scopes() {
+        let kv = MemoryScope::try_from("kv:*".to_string()).unwrap();
+        assert!(kv.covers_store("kv"));
+        assert!(!kv.covers_store("semantic"));
+        assert!(MemoryScope::try_from("*".to_string()).unwrap().covers_store("semantic"));
+        assert!(MemoryScope::try_from("files:*".to_string()).is_err());
+    }
+}

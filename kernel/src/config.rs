@@ -1,0 +1,256 @@
+//! `$KENNEL_HOME/config.toml` → a typed [`Config`]. Every section is optional and takes the
+//! spec's defaults; an unknown key, a wrong type or an out-of-range value is an error that
+//! names the file, the line and what was expected.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::Path;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub kernel: KernelConfig,
+    pub task_board: TaskBoardConfig,
+    pub tool_results: ToolResultsConfig,
+    pub server: ServerConfig,
+    /// LLM providers by the name agent types use (`provider = "local"`).
+    pub providers: BTreeMap<String, ProviderConfig>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct KernelConfig {
+    /// How deep blocking `agent_send` chains and nested `workflow_run` may go (spec §0.7).
+    #[serde(deserialize_with = "in_range::<_, 1, 64>")]
+    pub max_agent_call_depth: u64,
+}
+
+impl Default for KernelConfig {
+    fn default() -> Self {
+        KernelConfig { max_agent_call_depth: 5 }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TaskBoardConfig {
+    /// A claim not completed within this many seconds goes back to pending (spec §5).
+    #[serde(deserialize_with = "in_range::<_, 1, 604800>")]
+    pub claim_ttl_secs: u64,
+    /// Resets before a task is marked failed; 0 = unlimited.
+    pub max_retries: u64,
+}
+
+impl Default for TaskBoardConfig {
+    fn default() -> Self {
+        TaskBoardConfig { claim_ttl_secs: 600, max_retries: 0 }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolResultsConfig {
+    /// Results larger than this go to the artifact store (spec §0.5).
+    #[serde(deserialize_with = "in_range::<_, 64, 67108864>")]
+    pub spill_threshold_bytes: u64,
+}
+
+impl Default for ToolResultsConfig {
+    fn default() -> Self {
+        ToolResultsConfig { spill_threshold_bytes: 16384 }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    pub bind: SocketAddr,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig { bind: SocketAddr::from(([127, 0, 0, 1], 4545)) }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// OpenAI-compatible chat completions (OpenAI, Ollama, vLLM, llama.cpp, OpenRouter, …).
+    Openai,
+    /// Anthropic Messages API.
+    Anthropic,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    pub kind: ProviderKind,
+    /// Defaults to the vendor's public endpoint for `kind`.
+    pub base_url: Option<String>,
+    /// The environment variable holding the API key; defaults by `kind`. Local servers
+    /// that need no key can set `api_key_env = ""`.
+    pub api_key_env: Option<String>,
+    #[serde(default = "default_timeout_secs", deserialize_with = "in_range::<_, 1, 3600>")]
+    pub timeout_secs: u64,
+}
+
+fn default_timeout_secs() -> u64 {
+    120
+}
+
+/// A config problem a person can fix: where it is and what was expected.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{file}:{line}:{column}: {message}")]
+pub struct ConfigError {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+impl Config {
+    /// Parses a config file's text. `file` is only used to name the file in errors.
+    pub fn parse(file: &Path, text: &str) -> Result<Config, ConfigError> {
+        let error_at = |offset: usize, message: String| {
+            let (line, column) = line_and_column(text, offset);
+            ConfigError { file: file.display().to_string(), line, column, message }
+        };
+        let config: Config = toml::from_str(text).map_err(|e| {
+            let offset = e.span().map(|s| s.start).unwrap_or(0);
+            error_at(offset, e.message().trim().to_string())
+        })?;
+        for name in config.providers.keys() {
+            if !crate::agent::is_valid_name(name) {
+                let offset = text.find(&format!("providers.{name}")).unwrap_or(0);
+                return Err(error_at(
+                    offset,
+                    format!("provider name `{name}` must be 1-64 lowercase letters, digits, `-` or `_`"),
+                ));
+            }
+        }
+        Ok(config)
+    }
+
+    /// Reads `path`; a missing file means all defaults.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Config::parse(path, &text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+            Err(e) => Err(ConfigError {
+                file: path.display().to_string(),
+                line: 0,
+                column: 0,
+                message: format!("cannot read: {e}"),
+            }),
+        }
+    }
+}
+
+fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
+    (line, column)
+}
+
+fn in_range<'de, D: Deserializer<'de>, const MIN: u64, const MAX: u64>(d: D) -> Result<u64, D::Error> {
+    let value = u64::deserialize(d)?;
+    if (MIN..=MAX).contains(&value) {
+        Ok(value)
+    } else {
+        Err(serde::de::Error::custom(format!("expected a whole number from {MIN} to {MAX}, found {value}")))
+    }
+}
+
+/// The `config.toml` written on first start: every section, commented out at its default.
+pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section is optional; the values shown are the defaults.
+# An unknown key or a wrong value stops start-up with the line that is wrong.
+
+# [server]
+# bind = "127.0.0.1:4545"
+
+# [kernel]
+# How deep blocking agent_send chains and nested workflow_run steps may recurse.
+# max_agent_call_depth = 5
+
+# [task_board]
+# claim_ttl_secs = 600
+# max_retries = 0          # 0 = unlimited
+
+# [tool_results]
+# Tool results larger than this are stored as artifacts; the model gets a preview.
+# spill_threshold_bytes = 16384
+
+# LLM providers, named as agent types refer to them (provider = "openai").
+# [providers.openai]
+# kind = "openai"                        # OpenAI-compatible chat completions
+# base_url = "https://api.openai.com/v1"
+# api_key_env = "OPENAI_API_KEY"
+# timeout_secs = 120
+#
+# [providers.anthropic]
+# kind = "anthropic"
+# api_key_env = "ANTHROPIC_API_KEY"
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(Path::new("config.toml"), text)
+    }
+
+    #[test]
+    fn empty_file_gives_the_spec_defaults() {
+        let c = parse("").unwrap();
+        assert_eq!(c.kernel.max_agent_call_depth, 5);
+        assert_eq!(c.task_board.claim_ttl_secs, 600);
+        assert_eq!(c.tool_results.spill_threshold_bytes, 16384);
+        assert_eq!(c.server.bind.to_string(), "127.0.0.1:4545");
+    }
+
+    #[test]
+    fn the_commented_default_file_parses_to_the_defaults() {
+        let c = parse(DEFAULT_CONFIG_TOML).unwrap();
+        assert_eq!(c.kernel.max_agent_call_depth, 5);
+        assert!(c.providers.is_empty());
+    }
+
+    #[test]
+    fn unknown_key_names_line_and_key() {
+        let e = parse("[kernel]\nmax_agent_call_depth = 3\nmax_depht = 4\n").unwrap_err();
+        assert_eq!((e.line, e.column), (3, 1));
+        assert!(e.message.contains("unknown field `max_depht`"), "{}", e.message);
+        assert_eq!(e.to_string().split(':').next(), Some("config.toml"));
+    }
+
+    #[test]
+    fn out_of_range_value_says_what_was_expected() {
+        let e = parse("\n[kernel]\nmax_agent_call_depth = 0\n").unwrap_err();
+        assert_eq!(e.line, 3);
+        assert!(e.message.contains("from 1 to 64"), "{}", e.message);
+    }
+
+    #[test]
+    fn wrong_type_and_bad_address_are_errors() {
+        let e = parse("[task_board]\nclaim_ttl_secs = \"ten\"\n").unwrap_err();
+        assert_eq!(e.line, 2);
+        let e = parse("[server]\nbind = \"localhost\"\n").unwrap_err();
+        assert_eq!(e.line, 2);
+    }
+
+    #[test]
+    fn providers_parse_with_defaults_and_reject_unknown_kinds() {
+        let c = parse("[providers.local]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\n").unwrap();
+        assert_eq!(c.providers["local"].kind, ProviderKind::Openai);
+        assert_eq!(c.providers["local"].timeout_secs, 120);
+        let e = parse("[providers.x]\nkind = \"gemini\"\n").unwrap_err();
+        assert_eq!(e.line, 2);
+        let e = parse("[providers.Bad]\nkind = \"openai\"\n").unwrap_err();
+        assert!(e.message.contains("provider name"), "{}", e.message);
+    }
+}

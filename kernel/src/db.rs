@@ -1,0 +1,65 @@
+//! The SQLite database: one WAL file under `$KENNEL_HOME`, migrations embedded and applied at
+//! open, and a watcher that notices commits made by another process (the CLI).
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Connection, SqliteConnection, SqlitePool};
+
+use crate::error::Result;
+
+pub type Db = SqlitePool;
+
+fn options(path: &Path) -> Result<SqliteConnectOptions> {
+    Ok(SqliteConnectOptions::from_str("sqlite://")?
+        .filename(path)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Normal)
+        .foreign_keys(true)
+        .busy_timeout(Duration::from_secs(5)))
+}
+
+/// Opens (creating if needed) the database and applies the embedded migrations.
+pub async fn open(path: &Path) -> Result<Db> {
+    let pool = SqlitePoolOptions::new().max_connections(4).connect_with(options(path)?).await?;
+    sqlx::migrate!("../migrations").run(&pool).await?;
+    Ok(pool)
+}
+
+/// Calls `on_change` whenever another connection — another process, or this one's pool —
+/// has committed since the last look. Uses `PRAGMA data_version` on a connection of its own,
+/// so a look costs one tiny query and no table scan.
+pub async fn watch_changes<F>(path: &Path, every: Duration, mut on_change: F) -> Result<()>
+where
+    F: FnMut() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send + 'static,
+{
+    let mut conn = SqliteConnection::connect_with(&options(path)?).await?;
+    let mut seen: i64 = sqlx::query_scalar("PRAGMA data_version").fetch_one(&mut conn).await?;
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            match sqlx::query_scalar::<_, i64>("PRAGMA data_version").fetch_one(&mut conn).await {
+                Ok(v) if v != seen => {
+                    seen = v;
+                    on_change().await;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "change watcher stopped");
+                    return;
+                }
+            }
+        }
+    });
+    Ok(())
+}
+
+/// Current time as the RFC 3339 UTC text stored in every table.
+pub fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}

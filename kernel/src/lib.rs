@@ -1,0 +1,164 @@
+//! Kennel's kernel: the agent OS. It owns every service — agent types and agents, grants,
+//! sessions, the tool registry and call pipeline, artifacts, the audit log — and knows
+//! nothing of HTTP or HTML. Every front (REST, dashboard, CLI, the agent loop) is a thin
+//! adapter over [`Kernel`].
+
+pub mod agent;
+pub mod auth;
+pub mod capability;
+pub mod config;
+pub mod db;
+pub mod error;
+pub mod session;
+pub mod system;
+pub mod tool;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent::Agents;
+use auth::Auth;
+use config::{Config, ConfigError};
+use session::Sessions;
+use tool::artifact::ArtifactStore;
+use tool::audit::AuditLog;
+use tool::{CallContext, Registry};
+
+pub use error::{Error, ErrorKind, Result};
+
+/// The kernel handle. Cheap to clone; every clone is the same kernel.
+#[derive(Clone)]
+pub struct Kernel(Arc<Inner>);
+
+struct Inner {
+    home: PathBuf,
+    config: Config,
+    db: db::Db,
+    agents: Agents,
+    auth: Auth,
+    sessions: Sessions,
+    tools: Registry,
+    artifacts: ArtifactStore,
+    audit: AuditLog,
+}
+
+/// Why the kernel could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("config error: {0}")]
+    Config(#[from] ConfigError),
+    #[error("cannot prepare {path}: {source}")]
+    Home { path: String, source: std::io::Error },
+    #[error("{0}")]
+    Kernel(#[from] Error),
+}
+
+/// How often the kernel looks for commits made by another process (the CLI granting a tool
+/// or revoking a token while the daemon runs).
+const CHANGE_POLL: Duration = Duration::from_millis(200);
+
+impl Kernel {
+    /// Opens `$KENNEL_HOME`: creates it with a commented `config.toml` on first use, reads
+    /// the config, opens the database (applying migrations) and loads every service.
+    pub async fn open(home: &Path) -> Result<Kernel, OpenError> {
+        prepare_home(home)?;
+        let config = Config::load(&home.join("config.toml"))?;
+        Kernel::open_with(home, config).await
+    }
+
+    /// Like [`Kernel::open`] with an already-loaded config.
+    pub async fn open_with(home: &Path, config: Config) -> Result<Kernel, OpenError> {
+        prepare_home(home)?;
+        let db_path = home.join("kennel.db");
+        let db = db::open(&db_path).await?;
+        let kernel = Kernel(Arc::new(Inner {
+            home: home.to_path_buf(),
+            tools: Registry::builtin(&config),
+            config,
+            agents: Agents::load(db.clone()).await?,
+            auth: Auth::load(db.clone()).await?,
+            sessions: Sessions::new(db.clone()),
+            artifacts: ArtifactStore::new(home.join("artifacts")),
+            audit: AuditLog::start(db.clone()),
+            db,
+        }));
+        let weak = Arc::downgrade(&kernel.0);
+        db::watch_changes(&db_path, CHANGE_POLL, move || {
+            let weak = weak.clone();
+            Box::pin(async move {
+                if let Some(inner) = weak.upgrade() {
+                    Kernel(inner).reload().await;
+                }
+            })
+        })
+        .await?;
+        Ok(kernel)
+    }
+
+    /// Re-reads the state another process may have changed.
+    pub async fn reload(&self) {
+        if let Err(e) = self.0.agents.reload().await {
+            tracing::warn!(error = %e, "reloading agents failed");
+        }
+        if let Err(e) = self.0.auth.reload().await {
+            tracing::warn!(error = %e, "reloading tokens failed");
+        }
+    }
+
+    pub fn home(&self) -> &Path {
+        &self.0.home
+    }
+    pub fn config(&self) -> &Config {
+        &self.0.config
+    }
+    pub fn agents(&self) -> &Agents {
+        &self.0.agents
+    }
+    pub fn auth(&self) -> &Auth {
+        &self.0.auth
+    }
+    pub fn sessions(&self) -> &Sessions {
+        &self.0.sessions
+    }
+    pub fn tools(&self) -> &Registry {
+        &self.0.tools
+    }
+    pub fn artifacts(&self) -> &ArtifactStore {
+        &self.0.artifacts
+    }
+    pub fn audit(&self) -> &AuditLog {
+        &self.0.audit
+    }
+
+    /// Runs a tool call through the pipeline. The only way any front runs a tool.
+    pub async fn call_tool(
+        &self,
+        ctx: CallContext,
+        name: &str,
+        args: serde_json::Value,
+    ) -> Result<tool::pipeline::CallOutput> {
+        tool::pipeline::call(ctx, name, args).await
+    }
+
+    /// Writes out queued audit entries and closes the database.
+    pub async fn close(&self) {
+        self.0.audit.flush().await;
+        self.0.db.close().await;
+    }
+}
+
+fn prepare_home(home: &Path) -> Result<(), OpenError> {
+    let io = |e: std::io::Error| OpenError::Home { path: home.display().to_string(), source: e };
+    std::fs::create_dir_all(home.join("artifacts")).map_err(io)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(home, std::fs::Permissions::from_mode(0o700)).map_err(io)?;
+    }
+    let config = home.join("config.toml");
+    if !config.exists() {
+        std::fs::write(&config, config::DEFAULT_CONFIG_TOML).map_err(io)?;
+    }
+    Ok(())
+}

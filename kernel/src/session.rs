@@ -1,0 +1,93 @@
+//! Sessions: an agent's conversations. Each remembers which tools it has loaded (spec §1).
+
+use serde::Serialize;
+use sqlx::Row;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::agent::AgentId;
+use crate::db::{self, Db};
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Session {
+    pub id: Uuid,
+    pub agent_id: Uuid,
+    pub label: Option<String>,
+    pub created_at: String,
+}
+
+pub struct Sessions {
+    db: Db,
+}
+
+const MAX_LABEL: usize = 200;
+
+impl Sessions {
+    pub(crate) fn new(db: Db) -> Sessions {
+        Sessions { db }
+    }
+
+    pub async fn create(&self, agent_id: AgentId, label: Option<String>) -> Result<Session> {
+        if label.as_ref().is_some_and(|l| l.len() > MAX_LABEL) {
+            return Err(Error::invalid(format!("a session label is at most {MAX_LABEL} bytes")));
+        }
+        let session = Session { id: Uuid::now_v7(), agent_id, label, created_at: db::now() };
+        sqlx::query("INSERT INTO sessions (id, agent_id, label, created_at) VALUES (?, ?, ?, ?)")
+            .bind(session.id.to_string())
+            .bind(agent_id.to_string())
+            .bind(&session.label)
+            .bind(&session.created_at)
+            .execute(&self.db)
+            .await?;
+        Ok(session)
+    }
+
+    pub async fn get(&self, id: Uuid) -> Result<Session> {
+        let row = sqlx::query("SELECT id, agent_id, label, created_at FROM sessions WHERE id = ?")
+            .bind(id.to_string())
+            .fetch_optional(&self.db)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("no session `{id}`")))?;
+        session_from(&row)
+    }
+
+    /// The agent's sessions, newest first.
+    pub async fn list(&self, agent_id: AgentId) -> Result<Vec<Session>> {
+        let rows =
+            sqlx::query("SELECT id, agent_id, label, created_at FROM sessions WHERE agent_id = ? ORDER BY id DESC")
+                .bind(agent_id.to_string())
+                .fetch_all(&self.db)
+                .await?;
+        rows.iter().map(session_from).collect()
+    }
+
+    pub async fn loaded_tools(&self, session: Uuid) -> Result<Vec<String>> {
+        Ok(sqlx::query_scalar("SELECT tool FROM session_loaded_tools WHERE session_id = ? ORDER BY loaded_at, tool")
+            .bind(session.to_string())
+            .fetch_all(&self.db)
+            .await?)
+    }
+
+    pub async fn load_tool(&self, session: Uuid, tool: &str) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO session_loaded_tools (session_id, tool, loaded_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+        )
+        .bind(session.to_string())
+        .bind(tool)
+        .bind(db::now())
+        .execute(&self.db)
+        .await?;
+        Ok(())
+    }
+}
+
+fn session_from(row: &sqlx::sqlite::SqliteRow) -> Result<Session> {
+    let parse = |s: &str| Uuid::parse_str(s).map_err(|e| Error::failed(format!("stored id `{s}` is unreadable: {e}")));
+    Ok(Session {
+        id: parse(row.get("id"))?,
+        agent_id: parse(row.get("agent_id"))?,
+        label: row.get("label"),
+        created_at: row.get("created_at"),
+    })
+}

@@ -1,0 +1,128 @@
+//! The content-addressed artifact store (spec §0.5): large tool results live here as files
+//! named by their SHA-256, and `read_artifact` pages them back.
+
+use std::path::{Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::{CallContext, Tool, ToolDef};
+use crate::error::{Error, Result};
+
+pub struct ArtifactStore {
+    dir: PathBuf,
+}
+
+impl ArtifactStore {
+    pub fn new(dir: PathBuf) -> ArtifactStore {
+        ArtifactStore { dir }
+    }
+
+    /// Where an id's bytes live; `None` if `id` is not a SHA-256 in hex (so no id can name a
+    /// path outside the store).
+    fn path(&self, id: &str) -> Option<PathBuf> {
+        let valid = id.len() == 64 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        valid.then(|| self.dir.join(&id[..2]).join(&id[2..]))
+    }
+
+    /// Stores `bytes` and returns their id. Storing the same bytes twice is one file.
+    pub async fn put(&self, bytes: &[u8]) -> Result<String> {
+        let id = hex::encode(Sha256::digest(bytes));
+        let path = self.path(&id).expect("a sha256 hex digest is a valid id");
+        if tokio::fs::try_exists(&path).await? {
+            return Ok(id);
+        }
+        let parent = path.parent().expect("artifact paths have a parent");
+        tokio::fs::create_dir_all(parent).await?;
+        // Write then rename, so a reader never sees a half-written artifact.
+        let tmp = parent.join(format!(".{}.{}", &id[2..], uuid::Uuid::now_v7()));
+        tokio::fs::write(&tmp, bytes).await?;
+        tokio::fs::rename(&tmp, &path).await?;
+        Ok(id)
+    }
+
+    /// Reads up to `length` bytes from `offset`, and the artifact's total size.
+    pub async fn read(&self, id: &str, offset: u64, length: u64) -> Result<(Vec<u8>, u64)> {
+        use tokio::io::{AsyncReadExt, AsyncSeekExt};
+        let path =
+            self.path(id).ok_or_else(|| Error::invalid(format!("`{id}` is not an artifact id (64 hex digits)")))?;
+        let mut file = match tokio::fs::File::open(&path).await {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::not_found(format!("no artifact `{id}`")));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let size = file.metadata().await?.len();
+        if offset > size {
+            return Err(Error::invalid(format!("offset {offset} is past the end of the artifact ({size} bytes)")));
+        }
+        file.seek(std::io::SeekFrom::Start(offset)).await?;
+        let mut buf = Vec::with_capacity(length.min(size - offset) as usize);
+        file.take(length).read_to_end(&mut buf).await?;
+        Ok((buf, size))
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+/// `read_artifact(artifact_id, offset?, length?)`.
+pub struct ReadArtifact;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadArtifactArgs {
+    /// The id from a spilled result's placeholder.
+    pub artifact_id: String,
+    /// Byte offset to start at (default 0). Use `next_offset` from the previous page.
+    #[serde(default)]
+    pub offset: u64,
+    /// How many bytes to read (default and maximum: the spill threshold).
+    pub length: Option<u64>,
+}
+
+impl Tool for ReadArtifact {
+    type Args = ReadArtifactArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new(
+            "read_artifact",
+            "meta",
+            "Read part of a stored artifact (a spilled tool result) by id, offset and length.",
+        )
+        .tags(&["artifact", "spill", "read", "page"])
+        .never_spill()
+    }
+
+    async fn run(&self, ctx: CallContext, args: ReadArtifactArgs) -> Result<Value> {
+        let page = ctx.kernel.config().tool_results.spill_threshold_bytes;
+        let length = args.length.unwrap_or(page).clamp(1, page);
+        let (bytes, size) = ctx.kernel.artifacts().read(&args.artifact_id, args.offset, length).await?;
+        let text = utf8_page(&bytes, args.offset)?;
+        let end = args.offset + text.len() as u64;
+        Ok(json!({
+            "artifact_id": args.artifact_id,
+            "offset": args.offset,
+            "length": text.len(),
+            "size_bytes": size,
+            "content": text,
+            "next_offset": (end < size).then_some(end),
+        }))
+    }
+}
+
+/// The longest valid UTF-8 text at the start of `bytes`. A page may end inside a character
+/// (it is then shorter, and `next_offset` starts at that character); it may not start inside one.
+fn utf8_page(bytes: &[u8], offset: u64) -> Result<&str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Ok(text),
+        Err(e) if e.valid_up_to() > 0 => Ok(std::str::from_utf8(&bytes[..e.valid_up_to()]).expect("valid up to here")),
+        Err(_) => Err(Error::invalid(format!(
+            "no whole character at offset {offset}: continue from a `next_offset` and read at least 4 bytes"
+        ))),
+    }
+}

@@ -1,0 +1,171 @@
+//! The audit log (spec §0.6): every tool call, whatever its outcome.
+//!
+//! Recording must not slow the call path, so [`AuditLog::record`] only queues the entry; a
+//! writer task inserts queued entries in batches, one transaction each. Readers call
+//! [`AuditLog::list`], which first waits until everything queued before it is written, so a
+//! call is always visible to a read that starts after the call returned.
+
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+use tokio::sync::{mpsc, oneshot};
+use utoipa::{IntoParams, ToSchema};
+use uuid::Uuid;
+
+use crate::db::{self, Db};
+use crate::error::{Error, Result};
+
+pub struct AuditEntry {
+    pub agent_id: Uuid,
+    pub session_id: Option<Uuid>,
+    pub caller: String,
+    pub tool: String,
+    pub args_digest: String,
+    pub outcome: &'static str,
+    pub message: Option<String>,
+    pub duration_us: u64,
+    pub artifact_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AuditRecord {
+    pub id: i64,
+    pub at: String,
+    pub agent_id: String,
+    pub session_id: Option<String>,
+    pub caller: String,
+    pub tool: String,
+    pub args_digest: String,
+    /// `ok` or an error kind.
+    pub outcome: String,
+    pub message: Option<String>,
+    pub duration_us: i64,
+    pub artifact_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AuditFilter {
+    /// Agent id.
+    pub agent: Option<String>,
+    /// Exact tool name.
+    pub tool: Option<String>,
+    /// Only records older than this id (for paging).
+    pub before: Option<i64>,
+    /// At most this many records, newest first (default 100, at most 1000).
+    pub limit: Option<u32>,
+}
+
+enum Msg {
+    Entry(AuditEntry, String),
+    Flush(oneshot::Sender<()>),
+}
+
+pub struct AuditLog {
+    db: Db,
+    tx: mpsc::UnboundedSender<Msg>,
+}
+
+const MESSAGE_LIMIT: usize = 2_000;
+
+impl AuditLog {
+    pub(crate) fn start(db: Db) -> AuditLog {
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(write_loop(db.clone(), rx));
+        AuditLog { db, tx }
+    }
+
+    /// Queues an entry; never blocks, never fails the call it describes.
+    pub fn record(&self, entry: AuditEntry) {
+        if self.tx.send(Msg::Entry(entry, db::now())).is_err() {
+            tracing::error!("audit writer is gone; an audit entry was lost");
+        }
+    }
+
+    /// Waits until every entry queued so far is in the database.
+    pub async fn flush(&self) {
+        let (done, wait) = oneshot::channel();
+        if self.tx.send(Msg::Flush(done)).is_ok() {
+            let _ = wait.await;
+        }
+    }
+
+    pub async fn list(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>> {
+        self.flush().await;
+        let limit = filter.limit.unwrap_or(100).clamp(1, 1000);
+        let rows = sqlx::query(
+            "SELECT id, at, agent_id, session_id, caller, tool, args_digest, outcome, message, duration_us, artifact_id
+             FROM audit
+             WHERE (?1 IS NULL OR agent_id = ?1) AND (?2 IS NULL OR tool = ?2) AND (?3 IS NULL OR id < ?3)
+             ORDER BY id DESC LIMIT ?4",
+        )
+        .bind(&filter.agent)
+        .bind(&filter.tool)
+        .bind(filter.before)
+        .bind(limit)
+        .fetch_all(&self.db)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|r| AuditRecord {
+                id: r.get("id"),
+                at: r.get("at"),
+                agent_id: r.get("agent_id"),
+                session_id: r.get("session_id"),
+                caller: r.get("caller"),
+                tool: r.get("tool"),
+                args_digest: r.get("args_digest"),
+                outcome: r.get("outcome"),
+                message: r.get("message"),
+                duration_us: r.get("duration_us"),
+                artifact_id: r.get("artifact_id"),
+            })
+            .collect())
+    }
+}
+
+async fn write_loop(db: Db, mut rx: mpsc::UnboundedReceiver<Msg>) {
+    let mut batch = Vec::new();
+    let mut waiters = Vec::new();
+    while rx.recv_many(&mut batch, 512).await > 0 {
+        let mut entries = Vec::with_capacity(batch.len());
+        for msg in batch.drain(..) {
+            match msg {
+                Msg::Entry(e, at) => entries.push((e, at)),
+                Msg::Flush(done) => waiters.push(done),
+            }
+        }
+        if !entries.is_empty()
+            && let Err(e) = write_batch(&db, &entries).await
+        {
+            tracing::error!(error = %e.message, count = entries.len(), "audit entries could not be written");
+        }
+        for done in waiters.drain(..) {
+            let _ = done.send(());
+        }
+    }
+}
+
+async fn write_batch(db: &Db, entries: &[(AuditEntry, String)]) -> Result<(), Error> {
+    let mut tx = db.begin().await?;
+    for (e, at) in entries {
+        let message = e.message.as_ref().map(|m| m.chars().take(MESSAGE_LIMIT).collect::<String>());
+        sqlx::query(
+            "INSERT INTO audit (at, agent_id, session_id, caller, tool, args_digest, outcome, message, duration_us, artifact_id)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(at)
+        .bind(e.agent_id.to_string())
+        .bind(e.session_id.map(|s| s.to_string()))
+        .bind(&e.caller)
+        .bind(&e.tool)
+        .bind(&e.args_digest)
+        .bind(e.outcome)
+        .bind(message)
+        .bind(e.duration_us as i64)
+        .bind(&e.artifact_id)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}

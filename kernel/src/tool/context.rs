@@ -1,0 +1,77 @@
+//! What a tool call knows about where it comes from.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::Kernel;
+use crate::agent::Agent;
+
+/// Who started a call: the agent's own loop, or a person or script acting as the agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caller {
+    Agent,
+    Operator(String),
+    Token(String),
+}
+
+impl Caller {
+    pub fn audit_label(&self) -> String {
+        match self {
+            Caller::Agent => "agent".into(),
+            Caller::Operator(name) => format!("operator:{name}"),
+            Caller::Token(name) => format!("token:{name}"),
+        }
+    }
+}
+
+/// The conversation a turn is answering, when it came from a channel (spec §6).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelContext {
+    pub channel: String,
+    pub chat_id: String,
+    pub user_id: Option<String>,
+    pub is_group: bool,
+}
+
+/// The context of one tool call. Cheap to clone.
+#[derive(Clone)]
+pub struct CallContext {
+    pub kernel: Kernel,
+    /// The agent as it was when the call started; the gate re-reads its grants.
+    pub agent: Arc<Agent>,
+    pub session: Option<Uuid>,
+    pub caller: Caller,
+    /// How many blocking agent hops led here (0 for an agent's own turn).
+    pub depth: u32,
+    /// The agent ids along the blocking chain, for loop errors that name it.
+    pub chain: Arc<[Uuid]>,
+    pub channel: Option<ChannelContext>,
+    /// True when no person is present to answer (API, schedule, trigger).
+    pub headless: bool,
+    pub cancel: CancellationToken,
+}
+
+impl CallContext {
+    /// A context for a call made directly as `agent`, outside any chain.
+    pub fn new(kernel: Kernel, agent: Arc<Agent>, caller: Caller) -> CallContext {
+        let chain: Arc<[Uuid]> = Arc::from(vec![agent.id]);
+        CallContext {
+            kernel,
+            agent,
+            session: None,
+            caller,
+            depth: 0,
+            chain,
+            channel: None,
+            headless: true,
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    pub fn with_session(mut self, session: Option<Uuid>) -> CallContext {
+        self.session = session;
+        self
+    }
+}

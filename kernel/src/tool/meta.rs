@@ -1,0 +1,136 @@
+//! Meta tools (spec §1): find tools and load their schemas into a session.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{CallContext, Registry, Tool, ToolDef};
+use crate::agent::Agent;
+use crate::error::{Error, Result};
+
+/// `tool_search(query)`: the agent's usable tools whose name, description or tags match.
+pub struct ToolSearch;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSearchArgs {
+    /// Words to look for in tool names, descriptions and tags.
+    pub query: String,
+    /// At most this many results (default 10, at most 50).
+    pub limit: Option<usize>,
+}
+
+/// One hit of [`search`], best first.
+pub struct SearchHit<'a> {
+    pub def: &'a ToolDef,
+    pub score: u32,
+}
+
+/// Ranks the tools `agent` can use against `query`: a word in the name counts most, then a
+/// tag, then the description. An empty query lists every usable tool.
+pub fn search<'a>(registry: &'a Registry, agent: &'a Agent, query: &str, limit: usize) -> Vec<SearchHit<'a>> {
+    let words: Vec<String> =
+        query.split(|c: char| c.is_whitespace() || c == ',').filter(|w| !w.is_empty()).map(str::to_lowercase).collect();
+    let mut hits: Vec<SearchHit<'a>> = registry
+        .usable_by(agent)
+        .filter_map(|def| {
+            let score = if words.is_empty() { 1 } else { words.iter().map(|w| score_word(def, w)).sum() };
+            (score > 0).then_some(SearchHit { def, score })
+        })
+        .collect();
+    hits.sort_by(|a, b| b.score.cmp(&a.score).then_with(|| a.def.name.cmp(&b.def.name)));
+    hits.truncate(limit);
+    hits
+}
+
+fn score_word(def: &ToolDef, word: &str) -> u32 {
+    let mut score = 0;
+    if def.name == word {
+        score += 8;
+    } else if def.name.contains(word) {
+        score += 4;
+    }
+    if def.family == word || def.tags.iter().any(|t| t == word) {
+        score += 3;
+    }
+    if def.description.to_lowercase().contains(word) {
+        score += 1;
+    }
+    score
+}
+
+impl Tool for ToolSearch {
+    type Args = ToolSearchArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new(
+            "tool_search",
+            "meta",
+            "Find tools you may use by words in their name, description or tags. No side effects.",
+        )
+        .tags(&["tools", "discover", "lazy"])
+    }
+
+    async fn run(&self, ctx: CallContext, args: ToolSearchArgs) -> Result<Value> {
+        let limit = args.limit.unwrap_or(10).clamp(1, 50);
+        let loaded = match ctx.session {
+            Some(s) => ctx.kernel.sessions().loaded_tools(s).await?,
+            None => Vec::new(),
+        };
+        let hits = search(ctx.kernel.tools(), &ctx.agent, &args.query, limit);
+        let tools: Vec<Value> = hits
+            .iter()
+            .map(|h| {
+                json!({
+                    "name": h.def.name,
+                    "family": h.def.family,
+                    "description": h.def.description,
+                    "tags": h.def.tags,
+                    "loaded": loaded.contains(&h.def.name),
+                })
+            })
+            .collect();
+        Ok(json!({ "query": args.query, "tools": tools }))
+    }
+}
+
+/// `tool_load(name)`: adds a tool's schema to this session; later turns can call it.
+pub struct ToolLoad;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolLoadArgs {
+    /// Exact tool name, as `tool_search` returned it.
+    pub name: String,
+}
+
+impl Tool for ToolLoad {
+    type Args = ToolLoadArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new("tool_load", "meta", "Load a tool's full schema into this session so later turns can call it.")
+            .tags(&["tools", "load", "lazy"])
+    }
+
+    async fn run(&self, ctx: CallContext, args: ToolLoadArgs) -> Result<Value> {
+        let session = ctx
+            .session
+            .ok_or_else(|| Error::unavailable("tool_load needs a session: loaded tools are remembered per session"))?;
+        let registry = ctx.kernel.tools();
+        let def = registry.usable_by(&ctx.agent).find(|d| d.name == args.name).ok_or_else(|| {
+            match registry.get(&args.name) {
+                Some(_) => Error::forbidden(format!(
+                    "`{}` is not among the tools agent `{}` may use",
+                    args.name, ctx.agent.name
+                )),
+                None => Error::not_found(format!("no tool named `{}`; tool_search finds tools", args.name)),
+            }
+        })?;
+        ctx.kernel.sessions().load_tool(session, &def.name).await?;
+        Ok(json!({
+            "loaded": def.name,
+            "description": def.description,
+            "parameters": def.schema,
+        }))
+    }
+}

@@ -1,0 +1,128 @@
+//! The machinery every tool goes through: the [`Tool`] trait, the [`Registry`], and the one
+//! call [`pipeline`] (resolve → gate → validate → depth → run → spill → audit).
+//!
+//! A tool is one type with a typed argument struct. The JSON Schema the model sees is derived
+//! from that struct, and the same struct is what the call deserialises, so schema and
+//! validation cannot drift apart.
+
+pub mod artifact;
+pub mod audit;
+mod context;
+pub mod meta;
+pub mod pipeline;
+mod registry;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+pub use context::{CallContext, Caller, ChannelContext};
+pub use registry::{Availability, EffectiveTool, Registry, ToolStatus};
+
+use crate::error::{Result, from_value};
+
+/// What the registry, the REST API and the dashboard know about a tool.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ToolDef {
+    pub name: String,
+    pub family: String,
+    pub description: String,
+    pub tags: Vec<String>,
+    /// JSON Schema of the arguments, derived from the argument type.
+    #[schema(value_type = Object)]
+    pub schema: Value,
+    /// Needs a person to answer (`ask_user`): left out of headless turns.
+    pub needs_person: bool,
+    /// Its result is never spilled to the artifact store (`read_artifact` itself).
+    pub never_spill: bool,
+}
+
+impl ToolDef {
+    pub fn new(name: impl Into<String>, family: impl Into<String>, description: impl Into<String>) -> ToolDef {
+        ToolDef {
+            name: name.into(),
+            family: family.into(),
+            description: description.into(),
+            tags: Vec::new(),
+            schema: serde_json::json!({"type": "object"}),
+            needs_person: false,
+            never_spill: false,
+        }
+    }
+
+    pub fn tags(mut self, tags: &[&str]) -> ToolDef {
+        self.tags = tags.iter().map(|t| t.to_string()).collect();
+        self
+    }
+
+    pub fn never_spill(mut self) -> ToolDef {
+        self.never_spill = true;
+        self
+    }
+}
+
+/// A built-in tool. Implement this, then register it with one line in [`Registry::builtin`].
+pub trait Tool: Send + Sync + 'static {
+    /// The arguments; their schema is what the model sees.
+    type Args: DeserializeOwned + JsonSchema + Send + 'static;
+
+    /// Name, family, description, tags. The schema is filled in by the registry.
+    fn def(&self) -> ToolDef;
+
+    /// A family's extra condition beyond the grant (a memory scope, an allowlist).
+    fn gate(&self, _ctx: &CallContext) -> Result<()> {
+        Ok(())
+    }
+
+    fn run(&self, ctx: CallContext, args: Self::Args) -> impl Future<Output = Result<Value>> + Send;
+}
+
+/// Arguments of a tool that takes none.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// A call whose arguments have been validated, ready to run.
+pub(crate) type PreparedCall = Box<dyn FnOnce(CallContext) -> BoxFuture<Result<Value>> + Send>;
+
+/// [`Tool`] with its argument type erased, so the registry can hold every tool in one map.
+pub(crate) trait ErasedTool: Send + Sync {
+    fn gate(&self, ctx: &CallContext) -> Result<()>;
+    fn prepare(self: Arc<Self>, args: Value) -> Result<PreparedCall>;
+}
+
+impl<T: Tool> ErasedTool for T {
+    fn gate(&self, ctx: &CallContext) -> Result<()> {
+        Tool::gate(self, ctx)
+    }
+
+    fn prepare(self: Arc<Self>, args: Value) -> Result<PreparedCall> {
+        // Models send `null` or nothing for tools without arguments.
+        let args = if args.is_null() { Value::Object(Default::default()) } else { args };
+        let args: T::Args = from_value(args)?;
+        Ok(Box::new(move |ctx| Box::pin(async move { self.run(ctx, args).await })))
+    }
+}
+
+/// The model-facing JSON Schema of `T`: subschemas inlined, no `$schema`/`title` noise.
+pub fn schema_for<T: JsonSchema>() -> Value {
+    let generator =
+        schemars::generate::SchemaSettings::draft2020_12().with(|s| s.inline_subschemas = true).into_generator();
+    let mut schema = generator.into_root_schema_for::<T>().to_value();
+    if let Some(obj) = schema.as_object_mut() {
+        obj.remove("$schema");
+        obj.remove("title");
+        if obj.get("type") == Some(&Value::String("object".into())) && !obj.contains_key("properties") {
+            obj.insert("properties".into(), Value::Object(Default::default()));
+        }
+    }
+    schema
+}

@@ -1,0 +1,158 @@
+//! The one call path (spec §0): resolve → gate → validate → depth → run → spill → audit.
+//! The agent loop, the REST "invoke" endpoint and the dashboard all call [`call`]; nothing
+//! runs a tool any other way.
+
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use utoipa::ToSchema;
+
+use super::audit::AuditEntry;
+use super::{Availability, CallContext, ToolDef};
+use crate::capability::Decision;
+use crate::error::{Error, ErrorKind, Result};
+
+/// A tool's result as the caller (and the model) gets it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CallOutput {
+    /// The result, or the spill placeholder when it was too large.
+    #[schema(value_type = Object)]
+    pub content: Value,
+    /// Set when the full result went to the artifact store.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub artifact_id: Option<String>,
+    pub duration_us: u64,
+}
+
+/// How many characters of a spilled result the placeholder previews.
+const PREVIEW_CHARS: usize = 1024;
+
+/// Runs one tool call through every step of the pipeline and records it in the audit log,
+/// whatever the outcome.
+pub async fn call(ctx: CallContext, name: &str, args: Value) -> Result<CallOutput> {
+    let started = Instant::now();
+    let kernel = ctx.kernel.clone();
+    let digest = args_digest(&args);
+    let (agent_id, session, caller) = (ctx.agent.id, ctx.session, ctx.caller.audit_label());
+    let result = run_steps(ctx, name, args, started).await;
+    let duration_us = started.elapsed().as_micros() as u64;
+    let (outcome, message, artifact_id) = match &result {
+        Ok(out) => ("ok", None, out.artifact_id.clone()),
+        Err(e) => (e.kind.as_str(), Some(e.message.clone()), None),
+    };
+    kernel.audit().record(AuditEntry {
+        agent_id,
+        session_id: session,
+        caller,
+        tool: name.to_string(),
+        args_digest: digest,
+        outcome,
+        message,
+        duration_us,
+        artifact_id,
+    });
+    result
+}
+
+async fn run_steps(mut ctx: CallContext, name: &str, args: Value, started: Instant) -> Result<CallOutput> {
+    let kernel = ctx.kernel.clone();
+
+    // 1. resolve
+    let entry = kernel.tools().resolve(name).ok_or_else(|| {
+        Error::not_found(format!("no tool named `{name}`; tool_search finds tools by name, description or tag"))
+    })?;
+
+    // 2. gate: the agent's current grants (a revoke applies to the very next call), the
+    //    tool's availability on this daemon, and the family's own condition.
+    if let Some(current) = kernel.agents().get_by_id(ctx.agent.id) {
+        ctx.agent = current;
+    }
+    gate(&ctx, &entry.def, &entry.availability)?;
+    entry.tool.gate(&ctx)?;
+
+    // 3. validate: the typed arguments are parsed here; nothing has run yet.
+    let prepared = entry.tool.clone().prepare(args)?;
+
+    // 4. depth
+    let max_depth = kernel.config().kernel.max_agent_call_depth;
+    if u64::from(ctx.depth) > max_depth {
+        return Err(Error::new(
+            ErrorKind::ResourceExhausted,
+            format!("call depth {} exceeds [kernel] max_agent_call_depth = {max_depth}", ctx.depth),
+        ));
+    }
+
+    // 5. run, unless the turn was cancelled meanwhile
+    let cancel = ctx.cancel.clone();
+    let value = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => return Err(Error::failed("cancelled: the agent's turn was stopped")),
+        value = prepared(ctx) => value?,
+    };
+
+    // 6. spill
+    let threshold = kernel.config().tool_results.spill_threshold_bytes as usize;
+    let (content, artifact_id) =
+        if entry.def.never_spill { (value, None) } else { spill(&kernel, value, threshold).await? };
+    Ok(CallOutput { content, artifact_id, duration_us: started.elapsed().as_micros() as u64 })
+}
+
+fn gate(ctx: &CallContext, def: &ToolDef, availability: &Availability) -> Result<()> {
+    let agent = &ctx.agent;
+    if !agent.is_running() {
+        return Err(Error::unavailable(format!("agent `{}` is stopped", agent.name)));
+    }
+    match agent.manifest.capabilities.decide(def) {
+        Decision::Allowed { .. } => {}
+        Decision::Denied { by } => {
+            return Err(Error::forbidden(format!("`{}` is denied to agent `{}` by `{by}`", def.name, agent.name)));
+        }
+        Decision::NotGranted => {
+            return Err(Error::forbidden(format!(
+                "agent `{}` has no grant for `{}` (family `{}`); an operator can add one: kennel agent grant {} {}",
+                agent.name, def.name, def.family, agent.name, def.name
+            )));
+        }
+    }
+    if let Availability::Excluded { reason } = availability {
+        return Err(Error::unavailable(format!("`{}` is not available on this daemon: {reason}", def.name)));
+    }
+    if def.needs_person && ctx.headless {
+        return Err(Error::unavailable(format!("`{}` needs a person to answer and this turn has none", def.name)));
+    }
+    Ok(())
+}
+
+/// The text a result occupies in the model's context: strings as they are, the rest as JSON.
+pub fn result_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+async fn spill(kernel: &crate::Kernel, value: Value, threshold: usize) -> Result<(Value, Option<String>)> {
+    let text = result_text(&value);
+    if text.len() <= threshold {
+        return Ok((value, None));
+    }
+    let id = kernel.artifacts().put(text.as_bytes()).await?;
+    let preview: String = text.chars().take(PREVIEW_CHARS).collect();
+    let placeholder = serde_json::json!({
+        "spilled": true,
+        "artifact_id": id,
+        "size_bytes": text.len(),
+        "preview": preview,
+        "note": "The full result is in the artifact store: read it with read_artifact(artifact_id, offset, length).",
+    });
+    Ok((placeholder, Some(id)))
+}
+
+/// A short fingerprint of the arguments for the audit log (the arguments themselves may hold
+/// secrets or personal data, so they are not stored).
+fn args_digest(args: &Value) -> String {
+    let hash = Sha256::digest(args.to_string().as_bytes());
+    hex::encode(&hash[..8])
+}

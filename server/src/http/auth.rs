@@ -1,0 +1,35 @@
+//! API authentication: every `/api/*` route needs `Authorization: Bearer TOKEN`.
+
+use axum::extract::{Request, State};
+use axum::http::header::AUTHORIZATION;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use kennel_kernel::Kernel;
+
+use super::error::ApiError;
+
+/// The API token a request was made with (its name, never the secret).
+#[derive(Debug, Clone)]
+pub struct TokenName(pub String);
+
+pub async fn require_token(State(kernel): State<Kernel>, mut req: Request, next: Next) -> Response {
+    let presented = req
+        .headers()
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    let Some(token) = presented else {
+        return ApiError::Unauthorized(
+            "send an API token: `Authorization: Bearer TOKEN` (create one with `kennel token create NAME`)",
+        )
+        .into_response();
+    };
+    match kernel.auth().verify_token(token) {
+        Some(name) => {
+            req.extensions_mut().insert(TokenName(name));
+            next.run(req).await
+        }
+        None => ApiError::Unauthorized("the API token is not valid or has been revoked").into_response(),
+    }
+}

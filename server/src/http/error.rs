@@ -1,0 +1,71 @@
+//! One error type for every route: `{ "error": { "kind", "message", "fields"? } }` with the
+//! status that matches the kind.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use kennel_kernel::{Error, ErrorKind};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+pub enum ApiError {
+    Kernel(Error),
+    /// No token, or a token that is not (or no longer) valid.
+    Unauthorized(&'static str),
+}
+
+impl From<Error> for ApiError {
+    fn from(e: Error) -> Self {
+        ApiError::Kernel(e)
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+/// The error body every route answers with.
+#[derive(Serialize, ToSchema)]
+pub struct ErrorBody {
+    error: ErrorDetail,
+}
+
+#[derive(Serialize, ToSchema)]
+struct ErrorDetail {
+    /// `NotFound`, `Forbidden`, `InvalidArguments`, `ResourceExhausted`, `Timeout`,
+    /// `Conflict`, `Unavailable`, `Failed` or `Unauthorized`.
+    kind: &'static str,
+    message: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    fields: Vec<kennel_kernel::error::FieldError>,
+}
+
+pub fn status_for(kind: ErrorKind) -> StatusCode {
+    match kind {
+        ErrorKind::NotFound => StatusCode::NOT_FOUND,
+        ErrorKind::Forbidden => StatusCode::FORBIDDEN,
+        ErrorKind::InvalidArguments => StatusCode::UNPROCESSABLE_ENTITY,
+        ErrorKind::ResourceExhausted => StatusCode::TOO_MANY_REQUESTS,
+        ErrorKind::Timeout => StatusCode::GATEWAY_TIMEOUT,
+        ErrorKind::Conflict => StatusCode::CONFLICT,
+        ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorKind::Failed => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, detail) = match self {
+            ApiError::Kernel(e) => {
+                (status_for(e.kind), ErrorDetail { kind: e.kind.as_str(), message: e.message, fields: e.fields })
+            }
+            ApiError::Unauthorized(message) => (
+                StatusCode::UNAUTHORIZED,
+                ErrorDetail { kind: "Unauthorized", message: message.into(), fields: Vec::new() },
+            ),
+        };
+        let mut response = (status, Json(ErrorBody { error: detail })).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert("www-authenticate", axum::http::HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}

@@ -1,0 +1,121 @@
+//! The HTTP front: one axum router for the REST API, the dashboard and health checks.
+//! Handlers are thin: parse, call one kernel service, map the result.
+
+mod agents;
+mod auth;
+mod body;
+mod error;
+mod templates;
+mod tools;
+
+use std::net::SocketAddr;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::header::CONTENT_TYPE;
+use axum::middleware;
+use axum::response::{Html, IntoResponse};
+use axum::routing::get;
+use kennel_kernel::Kernel;
+use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
+use tracing::Level;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Kennel", description = "The Kennel agent daemon's REST API. Every `/api/*` route needs `Authorization: Bearer TOKEN`."),
+    modifiers(&BearerAuth),
+    security(("bearer" = [])),
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        openapi.components.get_or_insert_with(Default::default).add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// The whole application router.
+pub fn router(kernel: Kernel) -> Router {
+    let (api, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(templates::router())
+        .merge(agents::router())
+        .merge(tools::router())
+        .split_for_parts();
+    let openapi_json = openapi.to_pretty_json().expect("the OpenAPI document serialises");
+    let api = api
+        .route("/api/openapi.json", get(move || async move { ([(CONTENT_TYPE, "application/json")], openapi_json) }))
+        .layer(middleware::from_fn_with_state(kernel.clone(), auth::require_token));
+    Router::new()
+        .merge(api)
+        .route("/healthz", get(healthz))
+        .route("/", get(overview))
+        .route("/style/kennel.css", get(stylesheet))
+        .fallback(not_found)
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(DefaultMakeSpan::new().level(Level::INFO))
+                .on_request(())
+                .on_response(DefaultOnResponse::new().level(Level::INFO)),
+        )
+        .with_state(kernel)
+}
+
+async fn healthz() -> impl IntoResponse {
+    axum::Json(serde_json::json!({ "status": "ok", "version": env!("CARGO_PKG_VERSION") }))
+}
+
+async fn overview(State(kernel): State<Kernel>) -> Html<String> {
+    Html(kennel_app::render_overview(kennel_app::Overview {
+        version: env!("CARGO_PKG_VERSION"),
+        agents_running: kernel.agents().list().iter().filter(|a| a.is_running()).count(),
+        agent_types: kernel.agents().types().len(),
+        tools: kernel.tools().len(),
+    }))
+}
+
+async fn stylesheet() -> impl IntoResponse {
+    ([(CONTENT_TYPE, "text/css; charset=utf-8")], include_str!("../../../style/kennel.css"))
+}
+
+async fn not_found() -> error::ApiError {
+    kennel_kernel::Error::not_found("no such route; the API is described at /api/openapi.json").into()
+}
+
+/// Serves until SIGINT or SIGTERM, lets in-flight requests finish, then closes the kernel.
+pub async fn serve(kernel: Kernel, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+    let addr: SocketAddr = listener.local_addr()?;
+    tracing::info!(%addr, "listening");
+    axum::serve(listener, router(kernel.clone())).with_graceful_shutdown(shutdown_signal()).await?;
+    tracing::info!("shutting down: closing the database");
+    kernel.close().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+}

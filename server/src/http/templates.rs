@@ -1,0 +1,88 @@
+//! `/api/templates`: agent types. One validator and one store, shared with the
+//! `agent_type_create` tool and the dashboard (all in `kennel_kernel::agent`).
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header::LOCATION};
+use axum::response::{IntoResponse, Response};
+use kennel_kernel::Kernel;
+use kennel_kernel::agent::{AgentType, ManifestInput};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::body::{ManifestBody, toml_response, wants_toml};
+use super::error::{ApiResult, ErrorBody};
+
+pub fn router() -> OpenApiRouter<Kernel> {
+    OpenApiRouter::new().routes(routes!(list_templates, create_template)).routes(routes!(
+        get_template,
+        replace_template,
+        delete_template
+    ))
+}
+
+/// Every agent type, by name.
+#[utoipa::path(get, path = "/api/templates", tag = "agent types",
+    responses((status = 200, body = Vec<AgentType>)))]
+async fn list_templates(State(kernel): State<Kernel>) -> Json<Vec<std::sync::Arc<AgentType>>> {
+    Json(kernel.agents().types())
+}
+
+/// Creates an agent type from a manifest (JSON, or TOML with `Content-Type: application/toml`).
+/// A name already used by an agent type or a running agent is a 409, never an overwrite.
+#[utoipa::path(post, path = "/api/templates", tag = "agent types",
+    request_body(content = ManifestInput, description = "A manifest; top-level `tools` is shorthand for `capabilities.tools`"),
+    responses(
+        (status = 201, body = AgentType, headers(("location" = String))),
+        (status = 409, body = ErrorBody, description = "The name is taken"),
+        (status = 422, body = ErrorBody, description = "Invalid fields, each listed"),
+    ))]
+async fn create_template(
+    State(kernel): State<Kernel>,
+    headers: HeaderMap,
+    ManifestBody(input): ManifestBody,
+) -> ApiResult<Response> {
+    let created = kernel.agents().create_type(input).await?;
+    let location = format!("/api/templates/{}", created.manifest.name);
+    let body = template_response(&headers, &created);
+    Ok((StatusCode::CREATED, [(LOCATION, location)], body).into_response())
+}
+
+/// One agent type; `Accept: application/toml` gives the manifest as TOML.
+#[utoipa::path(get, path = "/api/templates/{name}", tag = "agent types",
+    params(("name" = String, Path)),
+    responses((status = 200, body = AgentType), (status = 404, body = ErrorBody)))]
+async fn get_template(
+    State(kernel): State<Kernel>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+) -> ApiResult<Response> {
+    Ok(template_response(&headers, &*kernel.agents().get_type(&name)?))
+}
+
+/// Replaces an agent type's whole manifest. Agents already made from it keep their own copy.
+#[utoipa::path(put, path = "/api/templates/{name}", tag = "agent types",
+    params(("name" = String, Path)),
+    request_body(content = ManifestInput),
+    responses((status = 200, body = AgentType), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn replace_template(
+    State(kernel): State<Kernel>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+    ManifestBody(input): ManifestBody,
+) -> ApiResult<Response> {
+    Ok(template_response(&headers, &*kernel.agents().replace_type(&name, input).await?))
+}
+
+/// Deletes an agent type. Agents made from it keep running.
+#[utoipa::path(delete, path = "/api/templates/{name}", tag = "agent types",
+    params(("name" = String, Path)),
+    responses((status = 204), (status = 404, body = ErrorBody)))]
+async fn delete_template(State(kernel): State<Kernel>, Path(name): Path<String>) -> ApiResult<StatusCode> {
+    kernel.agents().delete_type(&name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+fn template_response(headers: &HeaderMap, t: &AgentType) -> Response {
+    if wants_toml(headers) { toml_response(&t.manifest) } else { Json(t).into_response() }
+}

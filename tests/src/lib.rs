@@ -1,0 +1,243 @@
+//! Test harness: the real `kennel` binary on a temp home, driven over HTTP and its CLI.
+//!
+//! The binary is the one `cargo build -p kennel` made in this workspace's target directory
+//! (or `$KENNEL_BIN`). `scripts/test` builds it before running the suite.
+
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+use tempfile::TempDir;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// Where the `kennel` binary is.
+pub fn kennel_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("KENNEL_BIN") {
+        return PathBuf::from(p);
+    }
+    // target/<profile>/deps/<test-binary> → target/<profile>/kennel
+    let exe = std::env::current_exe().expect("test binary path");
+    let bin = exe.parent().and_then(Path::parent).expect("target dir").join("kennel");
+    assert!(bin.exists(), "{} is missing: run `cargo build -p kennel` first (scripts/test does)", bin.display());
+    bin
+}
+
+/// A temporary `$KENNEL_HOME`.
+pub struct Home {
+    dir: TempDir,
+}
+
+impl Default for Home {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Home {
+    pub fn new() -> Home {
+        Home { dir: tempfile::tempdir().expect("temp dir") }
+    }
+
+    /// A home whose `config.toml` is `config`.
+    pub fn with_config(config: &str) -> Home {
+        let home = Home::new();
+        std::fs::write(home.path().join("config.toml"), config).expect("write config");
+        home
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Runs `kennel --home HOME args…` to completion.
+    pub async fn cli(&self, args: &[&str]) -> Output {
+        self.cli_with_stdin(args, "").await
+    }
+
+    pub async fn cli_with_stdin(&self, args: &[&str], stdin: &str) -> Output {
+        use tokio::io::AsyncWriteExt;
+        let mut child = Command::new(kennel_bin())
+            .arg("--home")
+            .arg(self.path())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .env("RUST_LOG", "warn")
+            .spawn()
+            .expect("spawn kennel");
+        let mut input = child.stdin.take().expect("stdin");
+        input.write_all(stdin.as_bytes()).await.expect("write stdin");
+        drop(input);
+        child.wait_with_output().await.expect("kennel ran")
+    }
+
+    /// Runs a CLI command that must succeed; returns its standard output.
+    pub async fn cli_ok(&self, args: &[&str]) -> String {
+        let out = self.cli(args).await;
+        assert!(out.status.success(), "kennel {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).expect("utf-8 output")
+    }
+
+    /// Creates an API token with the CLI.
+    pub async fn token(&self, name: &str) -> String {
+        self.cli_ok(&["token", "create", name]).await.trim().to_string()
+    }
+
+    /// Starts the daemon on a free loopback port and waits until `/healthz` answers.
+    pub async fn start(&self) -> Daemon {
+        let mut child = Command::new(kennel_bin())
+            .arg("--home")
+            .arg(self.path())
+            .args(["start", "--bind", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .env("RUST_LOG", std::env::var("KENNEL_TEST_LOG").unwrap_or_else(|_| "warn".into()))
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn kennel start");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await;
+        let base = match line {
+            Ok(Ok(Some(line))) => line.strip_prefix("kennel listening on ").expect("listening line").to_string(),
+            other => {
+                let out = child.wait_with_output().await.expect("daemon output");
+                panic!("daemon did not start ({other:?}): {}", String::from_utf8_lossy(&out.stderr));
+            }
+        };
+        let daemon = Daemon { child, base, http: reqwest::Client::new() };
+        let health = daemon.http.get(format!("{}/healthz", daemon.base)).send().await.expect("healthz");
+        assert_eq!(health.status(), 200);
+        daemon
+    }
+}
+
+/// A running daemon.
+pub struct Daemon {
+    child: Child,
+    pub base: String,
+    http: reqwest::Client,
+}
+
+/// An HTTP answer: status, headers and the body as JSON (or as a JSON string if it is not JSON).
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub text: String,
+    pub body: Value,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// The `error.kind` of an error body.
+    pub fn error_kind(&self) -> &str {
+        self.body["error"]["kind"].as_str().unwrap_or("")
+    }
+
+    pub fn error_message(&self) -> &str {
+        self.body["error"]["message"].as_str().unwrap_or("")
+    }
+}
+
+impl Daemon {
+    /// A client that sends `token` on every request.
+    pub fn api(&self, token: &str) -> Api {
+        Api { base: self.base.clone(), http: self.http.clone(), token: Some(token.to_string()) }
+    }
+
+    /// A client that sends no token.
+    pub fn anonymous(&self) -> Api {
+        Api { base: self.base.clone(), http: self.http.clone(), token: None }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("daemon is running")
+    }
+
+    /// Sends SIGTERM and waits for a clean exit; returns the exit code and standard error.
+    pub async fn stop(mut self) -> (Option<i32>, String) {
+        let status =
+            std::process::Command::new("kill").args(["-TERM", &self.pid().to_string()]).status().expect("kill");
+        assert!(status.success());
+        let child = std::mem::replace(&mut self.child, Command::new("true").spawn().expect("placeholder"));
+        let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+            .await
+            .expect("daemon stops within 20 s")
+            .expect("daemon output");
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// A small REST client for one daemon.
+#[derive(Clone)]
+pub struct Api {
+    base: String,
+    http: reqwest::Client,
+    token: Option<String>,
+}
+
+impl Api {
+    pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let req = self.http.request(method, format!("{}{path}", self.base));
+        match &self.token {
+            Some(t) => req.bearer_auth(t),
+            None => req,
+        }
+    }
+
+    pub async fn send(req: reqwest::RequestBuilder) -> Reply {
+        let res = req.send().await.expect("request sent");
+        let status = res.status().as_u16();
+        let headers = res.headers().clone();
+        let text = res.text().await.expect("body");
+        let body = serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.clone()));
+        Reply { status, headers, text, body }
+    }
+
+    pub async fn get(&self, path: &str) -> Reply {
+        Self::send(self.request(reqwest::Method::GET, path)).await
+    }
+
+    pub async fn delete(&self, path: &str) -> Reply {
+        Self::send(self.request(reqwest::Method::DELETE, path)).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> Reply {
+        Self::send(self.request(reqwest::Method::POST, path).json(&body)).await
+    }
+
+    pub async fn put(&self, path: &str, body: Value) -> Reply {
+        Self::send(self.request(reqwest::Method::PUT, path).json(&body)).await
+    }
+
+    /// Invokes a tool as an agent through the pipeline.
+    pub async fn invoke(&self, agent: &str, tool: &str, args: Value) -> Reply {
+        self.post(&format!("/api/agents/{agent}/tools/{tool}/invoke"), serde_json::json!({ "args": args })).await
+    }
+}
+
+/// Polls `check` until it holds or `within` passes; for changes the CLI makes to a running
+/// daemon, which it picks up within a fraction of a second.
+pub async fn eventually<F, Fut>(within: Duration, mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        if check().await {
+            return true;
+        }
+        if tokio::time::Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}

@@ -1,0 +1,85 @@
+use std::time::Duration;
+
+use kennel_tests::eventually;
+use serde_json::json;
+
+use crate::daemon;
+
+#[tokio::test]
+async fn spawn_list_get_and_stop() {
+    let (_home, _d, api) = daemon().await;
+    api.post("/api/templates", json!({"name": "coder", "tools": ["system_time"]})).await;
+
+    let first = api.post("/api/agents", json!({"template": "coder", "goal": "ship it"})).await;
+    assert_eq!(first.status, 201, "{}", first.text);
+    assert_eq!(first.body["name"], "coder");
+    assert_eq!(first.body["goal"], "ship it");
+    assert_eq!(first.body["status"], "running");
+    let id = first.body["id"].as_str().unwrap();
+    assert_eq!(first.header("location"), Some(format!("/api/agents/{id}").as_str()));
+
+    let second = api.post("/api/agents", json!({"template": "coder"})).await;
+    assert_eq!(second.body["name"], "coder-2");
+
+    assert_eq!(api.get("/api/agents").await.body.as_array().unwrap().len(), 2);
+    assert_eq!(api.get(&format!("/api/agents/{id}")).await.body["name"], "coder");
+    assert_eq!(api.get("/api/agents/coder-2").await.body["id"], second.body["id"]);
+
+    let stopped = api.delete(&format!("/api/agents/{id}")).await;
+    assert_eq!(stopped.body["status"], "stopped");
+    let refused = api.invoke(id, "system_time", json!({})).await;
+    assert_eq!(refused.status, 503);
+    assert!(refused.error_message().contains("stopped"));
+}
+
+#[tokio::test]
+async fn spawning_checks_type_name_and_goal() {
+    let (_home, _d, api) = daemon().await;
+    let unknown = api.post("/api/agents", json!({"template": "ghost"})).await;
+    assert_eq!(unknown.status, 404);
+    api.post("/api/templates", json!({"name": "coder"})).await;
+    api.post("/api/templates", json!({"name": "other"})).await;
+    let bad_name = api.post("/api/agents", json!({"template": "coder", "name": "No Spaces"})).await;
+    assert_eq!(bad_name.status, 422);
+    let type_name = api.post("/api/agents", json!({"template": "coder", "name": "other"})).await;
+    assert_eq!(type_name.status, 409, "agent and type names share one namespace");
+    let missing = api.post("/api/agents", json!({})).await;
+    assert_eq!(missing.status, 422);
+    assert!(missing.error_message().contains("template"));
+}
+
+#[tokio::test]
+async fn grants_change_over_rest_and_cli() {
+    let (home, _d, api) = daemon().await;
+    let id = crate::agent_with(&api, "helper", &["tool_search"]).await;
+
+    let caps =
+        api.put(&format!("/api/agents/{id}/capabilities"), json!({"tools": ["meta.*"], "deny": ["tool_load"]})).await;
+    assert_eq!(caps.status, 200, "{}", caps.text);
+    assert_eq!(caps.body["manifest"]["capabilities"]["tools"], json!(["meta.*"]));
+    let bad = api.put(&format!("/api/agents/{id}/capabilities"), json!({"tools": ["a.b.c"]})).await;
+    assert_eq!(bad.status, 422);
+    assert_eq!(bad.body["error"]["fields"][0]["field"], "capabilities.tools[0]");
+
+    // The CLI changes the same agent while the daemon runs.
+    home.cli_ok(&["agent", "grant", "helper", "system_time"]).await;
+    let path = format!("/api/agents/{id}");
+    let seen = eventually(Duration::from_secs(3), || async {
+        api.get(&path).await.body["manifest"]["capabilities"]["tools"] == json!(["meta.*", "system_time"])
+    })
+    .await;
+    assert!(seen, "the daemon sees a grant made with the CLI");
+    assert_eq!(api.invoke(&id, "system_time", json!({})).await.status, 200);
+
+    home.cli_ok(&["agent", "revoke", "helper", "system_time"]).await;
+    let revoked =
+        eventually(Duration::from_secs(3), || async { api.invoke(&id, "system_time", json!({})).await.status == 403 })
+            .await;
+    assert!(revoked, "a revoke applies to the next call");
+
+    let listed = home.cli_ok(&["agent", "list"]).await;
+    assert!(listed.contains("helper") && listed.contains("meta.*"), "{listed}");
+    let not_held = home.cli(&["agent", "revoke", "helper", "browser.*"]).await;
+    assert!(!not_held.status.success());
+    assert!(String::from_utf8_lossy(&not_held.stderr).contains("has no grant"));
+}
