@@ -53,7 +53,7 @@ fn score_word(def: &ToolDef, word: &str) -> u32 {
     if def.family == word || def.tags.iter().any(|t| t == word) {
         score += 3;
     }
-    if def.description.to_lowercase().contains(word) {
+    if def.description_lower.contains(word) {
         score += 1;
     }
     score

@@ -41,14 +41,19 @@ pub struct ToolDef {
     pub needs_person: bool,
     /// Its result is never spilled to the artifact store (`read_artifact` itself).
     pub never_spill: bool,
+    /// The description in lower case, made once so `tool_search` does not redo it per call.
+    #[serde(skip)]
+    pub(crate) description_lower: String,
 }
 
 impl ToolDef {
     pub fn new(name: impl Into<String>, family: impl Into<String>, description: impl Into<String>) -> ToolDef {
+        let description = description.into();
         ToolDef {
             name: name.into(),
             family: family.into(),
-            description: description.into(),
+            description_lower: description.to_lowercase(),
+            description,
             tags: Vec::new(),
             schema: serde_json::json!({"type": "object"}),
             needs_person: false,
