@@ -61,7 +61,8 @@ impl Tool for Synthetic {
 
 fn tool_search(c: &mut Criterion) {
     let mut registry = Registry::builtin(&Config::default());
-    let families = ["browser", "memory", "tasks", "schedule", "media", "channel", "process", "skills", "knowledge", "a2a"];
+    let families =
+        ["browser", "memory", "tasks", "schedule", "media", "channel", "process", "skills", "knowledge", "a2a"];
     for i in 0..150 {
         let family = families[i % families.len()];
         let def = ToolDef::new(

@@ -184,3 +184,43 @@ async fn dummy_hash() -> Result<String> {
         .await
         .cloned()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn auth() -> (tempfile::TempDir, Auth) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::db::open(&dir.path().join("k.db")).await.unwrap();
+        (dir, Auth::load(db).await.unwrap())
+    }
+
+    #[tokio::test]
+    async fn operators_verify_only_with_their_password() {
+        let (_dir, auth) = auth().await;
+        auth.add_operator("ada", "correct horse").await.unwrap();
+        assert!(auth.verify_operator("ada", "correct horse").await.unwrap());
+        assert!(!auth.verify_operator("ada", "wrong horse").await.unwrap());
+        assert!(!auth.verify_operator("nobody", "correct horse").await.unwrap());
+        assert_eq!(auth.operator_count().await.unwrap(), 1);
+        assert_eq!(auth.add_operator("ada", "another one").await.unwrap_err().kind, crate::ErrorKind::Conflict);
+        assert_eq!(
+            auth.add_operator("Ada Lovelace", "correct horse").await.unwrap_err().kind,
+            crate::ErrorKind::InvalidArguments
+        );
+    }
+
+    #[tokio::test]
+    async fn tokens_verify_until_revoked() {
+        let (_dir, auth) = auth().await;
+        let token = auth.create_token("ci").await.unwrap();
+        let other = auth.create_token("cd").await.unwrap();
+        assert_eq!(auth.verify_token(&token).as_deref(), Some("ci"));
+        assert_eq!(auth.verify_token(&other).as_deref(), Some("cd"));
+        assert_eq!(auth.verify_token("kn_guess"), None);
+        auth.revoke_token("ci").await.unwrap();
+        assert_eq!(auth.verify_token(&token), None);
+        assert_eq!(auth.verify_token(&other).as_deref(), Some("cd"));
+        assert_eq!(auth.revoke_token("ci").await.unwrap_err().kind, crate::ErrorKind::NotFound);
+    }
+}

@@ -3,6 +3,7 @@
 mod agents;
 mod auth;
 mod config;
+mod openapi;
 mod restart;
 mod templates;
 mod tools;
