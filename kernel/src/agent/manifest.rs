@@ -115,18 +115,12 @@ pub struct CapabilitiesDoc {
 pub struct AgentTypeSpec {
     /// Name of the new agent type: lowercase letters, digits, `-`, `_`.
     pub name: String,
-    #[serde(default)]
     pub description: Option<String>,
-    #[serde(default)]
     pub system_prompt: Option<String>,
-    #[serde(default)]
     pub provider: Option<String>,
-    #[serde(default)]
     pub model: Option<String>,
     /// Tool grants: globs over tool names or `family.*`.
-    #[serde(default)]
     pub tools: Option<Vec<String>>,
-    #[serde(default)]
     pub skills: Option<Vec<String>>,
 }
 
@@ -135,45 +129,28 @@ pub struct AgentTypeSpec {
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ManifestInput {
-    #[serde(default)]
     pub name: Option<String>,
-    #[serde(default)]
     pub description: Option<String>,
-    #[serde(default)]
     pub system_prompt: Option<String>,
-    #[serde(default)]
     pub provider: Option<String>,
-    #[serde(default)]
     pub model: Option<String>,
-    #[serde(default)]
     pub tools: Option<Vec<String>>,
-    #[serde(default)]
     pub skills: Option<Vec<String>>,
-    #[serde(default)]
     pub tool_mode: Option<ToolMode>,
     /// Synonym for `tool_mode = "lazy"`.
-    #[serde(default)]
     pub lazy_tools: Option<bool>,
-    #[serde(default)]
     pub capabilities: Option<CapabilitiesInput>,
-    #[serde(default)]
     pub limits: Option<Limits>,
-    #[serde(default)]
     pub cron: Option<Vec<CronBlock>>,
-    #[serde(default)]
     pub trigger: Option<Vec<TriggerBlock>>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CapabilitiesInput {
-    #[serde(default)]
     pub tools: Option<Vec<String>>,
-    #[serde(default)]
     pub deny: Option<Vec<String>>,
-    #[serde(default)]
     pub memory_read: Option<Vec<String>>,
-    #[serde(default)]
     pub memory_write: Option<Vec<String>>,
 }
 
