@@ -25,11 +25,18 @@ pub struct KernelConfig {
     /// How deep blocking `agent_send` chains and nested `workflow_run` may go (spec §0.7).
     #[serde(deserialize_with = "in_range::<_, 1, 64>")]
     pub max_agent_call_depth: u64,
+    /// The most model calls any turn may make; an agent type's `limits.max_iterations` can
+    /// only lower it.
+    #[serde(deserialize_with = "in_range::<_, 1, 500>")]
+    pub max_turn_iterations: u64,
+    /// `max_tokens` asked of the model for each reply.
+    #[serde(deserialize_with = "in_range::<_, 16, 1000000>")]
+    pub max_reply_tokens: u64,
 }
 
 impl Default for KernelConfig {
     fn default() -> Self {
-        KernelConfig { max_agent_call_depth: 5 }
+        KernelConfig { max_agent_call_depth: 5, max_turn_iterations: 50, max_reply_tokens: 4096 }
     }
 }
 
@@ -95,6 +102,13 @@ pub struct ProviderConfig {
     pub api_key_env: Option<String>,
     #[serde(default = "default_timeout_secs", deserialize_with = "in_range::<_, 1, 3600>")]
     pub timeout_secs: u64,
+    /// Retries after a 429, a 5xx or a dropped connection, with backoff.
+    #[serde(default = "default_max_retries", deserialize_with = "in_range::<_, 0, 10>")]
+    pub max_retries: u64,
+}
+
+fn default_max_retries() -> u64 {
+    3
 }
 
 fn default_timeout_secs() -> u64 {
@@ -175,6 +189,9 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # [kernel]
 # How deep blocking agent_send chains and nested workflow_run steps may recurse.
 # max_agent_call_depth = 5
+# The most model calls one turn may make (an agent type's limits.max_iterations can lower it).
+# max_turn_iterations = 50
+# max_reply_tokens = 4096
 
 # [task_board]
 # claim_ttl_secs = 600
@@ -190,6 +207,7 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # base_url = "https://api.openai.com/v1"
 # api_key_env = "OPENAI_API_KEY"
 # timeout_secs = 120
+# max_retries = 3                        # after 429 / 5xx, with backoff
 #
 # [providers.anthropic]
 # kind = "anthropic"

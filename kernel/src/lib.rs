@@ -9,10 +9,13 @@ pub mod capability;
 pub mod config;
 pub mod db;
 pub mod error;
+pub mod llm;
 pub mod session;
 pub mod system;
 pub mod tool;
+pub mod turn;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +27,7 @@ use session::Sessions;
 use tool::artifact::ArtifactStore;
 use tool::audit::AuditLog;
 use tool::{CallContext, Registry};
+use turn::{TurnRequest, TurnResult, Turns};
 
 pub use error::{Error, ErrorKind, Result};
 
@@ -41,6 +45,8 @@ struct Inner {
     tools: Registry,
     artifacts: ArtifactStore,
     audit: AuditLog,
+    providers: BTreeMap<String, llm::Provider>,
+    turns: Turns,
 }
 
 /// Why the kernel could not start.
@@ -72,7 +78,14 @@ impl Kernel {
         prepare_home(home)?;
         let db_path = home.join("kennel.db");
         let db = db::open(&db_path).await?;
+        let providers = config
+            .providers
+            .iter()
+            .map(|(name, p)| Ok((name.clone(), llm::Provider::new(name, p.clone())?)))
+            .collect::<Result<_>>()?;
         let kernel = Kernel(Arc::new(Inner {
+            providers,
+            turns: Turns::default(),
             home: home.to_path_buf(),
             tools: Registry::builtin(&config),
             config,
@@ -129,6 +142,50 @@ impl Kernel {
     }
     pub fn audit(&self) -> &AuditLog {
         &self.0.audit
+    }
+
+    pub fn turns(&self) -> &Turns {
+        &self.0.turns
+    }
+    pub fn providers(&self) -> &BTreeMap<String, llm::Provider> {
+        &self.0.providers
+    }
+
+    /// The provider an agent's turns use: the one its type names, or the only one configured.
+    pub fn provider_for(&self, agent: &agent::Agent) -> Result<&llm::Provider> {
+        let configured = || self.0.providers.keys().cloned().collect::<Vec<_>>().join(", ");
+        match agent.manifest.provider.as_deref() {
+            Some(name) => self.0.providers.get(name).ok_or_else(|| {
+                Error::unavailable(format!(
+                    "agent `{}` uses provider `{name}`, which config.toml does not define: add [providers.{name}] (configured: {})",
+                    agent.name,
+                    if self.0.providers.is_empty() { "none".into() } else { configured() }
+                ))
+            }),
+            None if self.0.providers.len() == 1 => Ok(self.0.providers.values().next().expect("one provider")),
+            None if self.0.providers.is_empty() => Err(Error::unavailable(format!(
+                "no LLM provider is configured, so agent `{}` cannot think: add a [providers.NAME] section to config.toml",
+                agent.name
+            ))),
+            None => Err(Error::unavailable(format!(
+                "agent `{}` names no provider and several are configured ({}): set `provider` in its agent type",
+                agent.name,
+                configured()
+            ))),
+        }
+    }
+
+    /// Runs one turn of `agent` (by id, or running agent by name).
+    pub async fn send_message(&self, agent: &str, req: TurnRequest) -> Result<TurnResult> {
+        let agent = self.0.agents.get(agent)?;
+        turn::run(self, agent, req).await
+    }
+
+    /// Stops an agent and cancels its running turns.
+    pub async fn stop_agent(&self, agent: &str) -> Result<Arc<agent::Agent>> {
+        let stopped = self.0.agents.stop(agent).await?;
+        self.0.turns.cancel_agent(stopped.id);
+        Ok(stopped)
     }
 
     /// Runs a tool call through the pipeline. The only way any front runs a tool.

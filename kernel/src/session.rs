@@ -8,6 +8,7 @@ use uuid::Uuid;
 use crate::agent::AgentId;
 use crate::db::{self, Db};
 use crate::error::{Error, Result};
+use crate::llm::Message;
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Session {
@@ -79,6 +80,54 @@ impl Sessions {
         .execute(&self.db)
         .await?;
         Ok(())
+    }
+}
+
+/// A message of a session with its place and time.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct StoredMessage {
+    pub seq: i64,
+    #[serde(flatten)]
+    pub message: Message,
+    pub created_at: String,
+}
+
+impl Sessions {
+    /// Appends messages at the end of the session, in one transaction. Each insert computes
+    /// its own place, so the transaction starts by writing (a read first could not be upgraded
+    /// to a write once another connection had committed: SQLITE_BUSY_SNAPSHOT).
+    pub async fn append(&self, session: Uuid, messages: &[Message]) -> Result<()> {
+        let mut tx = self.db.begin().await?;
+        let now = db::now();
+        for m in messages {
+            sqlx::query(
+                "INSERT INTO session_messages (session_id, seq, message, created_at)
+                 SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3 FROM session_messages WHERE session_id = ?1",
+            )
+            .bind(session.to_string())
+            .bind(serde_json::to_string(m).expect("messages serialise"))
+            .bind(&now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The whole history of a session, oldest first.
+    pub async fn messages(&self, session: Uuid) -> Result<Vec<StoredMessage>> {
+        let rows =
+            sqlx::query("SELECT seq, message, created_at FROM session_messages WHERE session_id = ? ORDER BY seq")
+                .bind(session.to_string())
+                .fetch_all(&self.db)
+                .await?;
+        rows.iter()
+            .map(|r| {
+                let message = serde_json::from_str(r.get("message"))
+                    .map_err(|e| Error::failed(format!("stored message is unreadable: {e}")))?;
+                Ok(StoredMessage { seq: r.get("seq"), message, created_at: r.get("created_at") })
+            })
+            .collect()
     }
 }
 

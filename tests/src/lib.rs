@@ -3,6 +3,8 @@
 //! The binary is the one `cargo build -p kennel` made in this workspace's target directory
 //! (or `$KENNEL_BIN`). `scripts/test` builds it before running the suite.
 
+pub mod fake_llm;
+
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::Duration;
@@ -88,6 +90,11 @@ impl Home {
 
     /// Starts the daemon on a free loopback port and waits until `/healthz` answers.
     pub async fn start(&self) -> Daemon {
+        self.start_with_env(&[]).await
+    }
+
+    /// Like [`Home::start`], with extra environment variables for the daemon.
+    pub async fn start_with_env(&self, env: &[(&str, &str)]) -> Daemon {
         let mut child = Command::new(kennel_bin())
             .arg("--home")
             .arg(self.path())
@@ -95,6 +102,7 @@ impl Home {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .env("RUST_LOG", std::env::var("KENNEL_TEST_LOG").unwrap_or_else(|_| "warn".into()))
+            .envs(env.iter().copied())
             .kill_on_drop(true)
             .spawn()
             .expect("spawn kennel start");

@@ -36,6 +36,16 @@ pub enum ToolMode {
     Stable,
 }
 
+impl ToolMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolMode::All => "all",
+            ToolMode::Lazy => "lazy",
+            ToolMode::Stable => "stable",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, ToSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Limits {

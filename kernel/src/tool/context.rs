@@ -5,8 +5,10 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use std::collections::HashSet;
+
 use crate::Kernel;
-use crate::agent::Agent;
+use crate::agent::{Agent, ToolMode};
 
 /// Who started a call: the agent's own loop, or a person or script acting as the agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +53,16 @@ pub struct CallContext {
     /// True when no person is present to answer (API, schedule, trigger).
     pub headless: bool,
     pub cancel: CancellationToken,
+    /// In a turn: the tools this model call was offered. Anything else is refused with a
+    /// pointer to how the mode reaches it (`tool_load`, `run_tool`).
+    pub offered: Option<Arc<Offered>>,
+}
+
+/// The tool names one model call was offered, and in which mode.
+#[derive(Debug, Clone)]
+pub struct Offered {
+    pub mode: ToolMode,
+    pub names: HashSet<String>,
 }
 
 impl CallContext {
@@ -67,6 +79,7 @@ impl CallContext {
             channel: None,
             headless: true,
             cancel: CancellationToken::new(),
+            offered: None,
         }
     }
 

@@ -134,3 +134,107 @@ impl Tool for ToolLoad {
         }))
     }
 }
+
+/// `find_tools(names)`: stable mode's way to see tools' arguments (spec §1b).
+pub struct FindTools;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FindToolsArgs {
+    /// Tool names from the `Tools (call through run_tool)` line.
+    pub names: Vec<String>,
+}
+
+const MAX_FIND: usize = 32;
+
+impl Tool for FindTools {
+    type Args = FindToolsArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new(
+            "find_tools",
+            "meta",
+            "Get the argument schemas of tools named in your context, so you can call them with run_tool.",
+        )
+        .tags(&["tools", "schema", "stable"])
+    }
+
+    async fn run(&self, ctx: CallContext, args: FindToolsArgs) -> Result<Value> {
+        if args.names.is_empty() || args.names.len() > MAX_FIND {
+            return Err(Error::invalid(format!("`names` lists 1 to {MAX_FIND} tool names")));
+        }
+        let session = ctx.session.ok_or_else(|| Error::unavailable("find_tools needs a session"))?;
+        let registry = ctx.kernel.tools();
+        let (mut tools, mut unknown, mut not_permitted) = (Vec::new(), Vec::new(), Vec::new());
+        for name in &args.names {
+            match registry.usable_by(&ctx.agent).find(|d| &d.name == name) {
+                Some(def) => {
+                    ctx.kernel.sessions().load_tool(session, &def.name).await?;
+                    tools.push(json!({"name": def.name, "description": def.description, "parameters": def.schema}));
+                }
+                None if registry.get(name).is_some() => not_permitted.push(name.clone()),
+                None => unknown.push(name.clone()),
+            }
+        }
+        Ok(json!({ "tools": tools, "unknown": unknown, "not_permitted": not_permitted }))
+    }
+}
+
+/// `run_tool(name, args)`: runs another tool through the whole pipeline under its own name,
+/// so its grant, argument validation and audit apply to the real tool (spec §1b).
+pub struct RunTool;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunToolArgs {
+    /// The tool to run.
+    pub name: String,
+    /// Its arguments, as find_tools described them.
+    #[serde(default)]
+    pub args: Value,
+}
+
+impl Tool for RunTool {
+    type Args = RunToolArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new(
+            "run_tool",
+            "meta",
+            "Run a tool named in your context with its arguments (see find_tools for them).",
+        )
+        .tags(&["tools", "run", "stable"])
+    }
+
+    async fn run(&self, ctx: CallContext, args: RunToolArgs) -> Result<Value> {
+        let RunToolArgs { name, args } = args;
+        if super::modes::is_machinery(crate::agent::ToolMode::Stable, &name) {
+            return Err(Error::invalid(format!("run_tool runs other tools; call `{name}` directly")));
+        }
+        let session = ctx.session.ok_or_else(|| Error::unavailable("run_tool needs a session"))?;
+        let registry = ctx.kernel.tools();
+        let Some((def, _)) = registry.get(&name) else {
+            return Err(Error::not_found(format!(
+                "no tool named `{name}`; only the tools named in your context can be run"
+            )));
+        };
+        let usable = registry.usable_by(&ctx.agent).any(|d| d.name == name);
+        if usable && !ctx.kernel.sessions().loaded_tools(session).await?.contains(&name) {
+            // Seen now: the next run_tool of it runs.
+            ctx.kernel.sessions().load_tool(session, &name).await?;
+            return Ok(json!({
+                "not_run": true,
+                "name": name,
+                "description": def.description,
+                "parameters": def.schema,
+                "note": "This tool's arguments had not been fetched in this session, so it did not run. Call run_tool again with args that match `parameters`.",
+            }));
+        }
+        // The inner call is a call of its own: gate, validation, spill and audit by its name.
+        let mut inner = ctx;
+        inner.offered = None;
+        let call: super::BoxFuture<Result<super::pipeline::CallOutput>> =
+            Box::pin(async move { super::pipeline::call(inner, &name, args).await });
+        Ok(call.await?.content)
+    }
+}

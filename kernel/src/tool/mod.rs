@@ -9,6 +9,7 @@ pub mod artifact;
 pub mod audit;
 mod context;
 pub mod meta;
+pub mod modes;
 pub mod pipeline;
 mod registry;
 
@@ -22,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-pub use context::{CallContext, Caller, ChannelContext};
+pub use context::{CallContext, Caller, ChannelContext, Offered};
 pub use registry::{Availability, EffectiveTool, Registry, ToolStatus};
 
 use crate::error::{Result, from_value};
@@ -41,6 +42,9 @@ pub struct ToolDef {
     pub needs_person: bool,
     /// Its result is never spilled to the artifact store (`read_artifact` itself).
     pub never_spill: bool,
+    /// Runs alone and in order when a model asks for several calls at once (a browser tab,
+    /// a process's stdin); other calls of one response run concurrently.
+    pub exclusive: bool,
     /// The description in lower case, made once so `tool_search` does not redo it per call.
     #[serde(skip)]
     pub(crate) description_lower: String,
@@ -58,6 +62,7 @@ impl ToolDef {
             schema: serde_json::json!({"type": "object"}),
             needs_person: false,
             never_spill: false,
+            exclusive: false,
         }
     }
 
@@ -110,8 +115,18 @@ impl<T: Tool> ErasedTool for T {
     }
 
     fn prepare(self: Arc<Self>, args: Value) -> Result<PreparedCall> {
-        // Models send `null` or nothing for tools without arguments.
-        let args = if args.is_null() { Value::Object(Default::default()) } else { args };
+        let args = match args {
+            // Models send `null` or nothing for tools without arguments.
+            Value::Null => Value::Object(Default::default()),
+            // What a model sent that was not JSON at all (see `llm::parse_arguments`).
+            Value::String(raw) => {
+                let shown: String = raw.chars().take(200).collect();
+                return Err(crate::Error::invalid(format!(
+                    "the arguments must be a JSON object; got text that is not JSON: {shown}"
+                )));
+            }
+            args => args,
+        };
         let args: T::Args = from_value(args)?;
         Ok(Box::new(move |ctx| Box::pin(async move { self.run(ctx, args).await })))
     }

@@ -11,6 +11,7 @@ use utoipa::ToSchema;
 
 use super::audit::AuditEntry;
 use super::{Availability, CallContext, ToolDef};
+use crate::agent::ToolMode;
 use crate::capability::Decision;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -71,6 +72,11 @@ async fn run_steps(mut ctx: CallContext, name: &str, args: Value, started: Insta
     }
     gate(&ctx, &entry.def, &entry.availability)?;
     entry.tool.gate(&ctx)?;
+    if let Some(offered) = &ctx.offered
+        && !offered.names.contains(name)
+    {
+        return Err(not_offered(offered.mode, name));
+    }
 
     // 3. validate: the typed arguments are parsed here; nothing has run yet.
     let prepared = entry.tool.clone().prepare(args)?;
@@ -109,6 +115,7 @@ fn gate(ctx: &CallContext, def: &ToolDef, availability: &Availability) -> Result
         Decision::Denied { by } => {
             return Err(Error::forbidden(format!("`{}` is denied to agent `{}` by `{by}`", def.name, agent.name)));
         }
+        Decision::NotGranted if super::modes::is_machinery(agent.manifest.tool_mode, &def.name) => {}
         Decision::NotGranted => {
             return Err(Error::forbidden(format!(
                 "agent `{}` has no grant for `{}` (family `{}`); an operator can add one: kennel agent grant {} {}",
@@ -123,6 +130,17 @@ fn gate(ctx: &CallContext, def: &ToolDef, availability: &Availability) -> Result
         return Err(Error::unavailable(format!("`{}` needs a person to answer and this turn has none", def.name)));
     }
     Ok(())
+}
+
+/// Why a usable tool that this model call was not offered is refused, and what to do instead.
+fn not_offered(mode: ToolMode, name: &str) -> Error {
+    Error::forbidden(match mode {
+        ToolMode::Stable => format!(
+            "`{name}` is not called directly in stable tool mode: call run_tool(name=\"{name}\", args={{…}}); find_tools(names=[\"{name}\"]) shows its arguments"
+        ),
+        ToolMode::Lazy => format!("`{name}` is not loaded in this session: call tool_load(name=\"{name}\") first"),
+        ToolMode::All => format!("`{name}` was not offered in this turn"),
+    })
 }
 
 /// The text a result occupies in the model's context: strings as they are, the rest as JSON.

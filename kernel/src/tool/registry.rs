@@ -62,6 +62,8 @@ impl Registry {
         r.add(super::artifact::ReadArtifact);
         r.add(super::meta::ToolSearch);
         r.add(super::meta::ToolLoad);
+        r.add(super::meta::FindTools);
+        r.add(super::meta::RunTool);
         r
     }
 
@@ -119,12 +121,9 @@ impl Registry {
             .collect()
     }
 
-    /// The tools `agent` can call right now.
+    /// The tools `agent` can call right now (granted, or machinery of its tool mode).
     pub fn usable_by<'a>(&'a self, agent: &'a Agent) -> impl Iterator<Item = &'a Arc<ToolDef>> + 'a {
-        self.entries
-            .iter()
-            .filter(move |e| e.availability == Availability::Registered && agent.manifest.capabilities.allows(&e.def))
-            .map(|e| &e.def)
+        self.entries.iter().filter(move |e| super::modes::usable(agent, &e.def, &e.availability)).map(|e| &e.def)
     }
 }
 
@@ -135,6 +134,9 @@ fn status_for(agent: &Agent, def: &ToolDef, availability: &Availability) -> Tool
     match agent.manifest.capabilities.decide(def) {
         Decision::Allowed { by } => ToolStatus::Allowed { grant: by.to_string() },
         Decision::Denied { by } => ToolStatus::Denied { grant: by.to_string() },
+        Decision::NotGranted if super::modes::is_machinery(agent.manifest.tool_mode, &def.name) => {
+            ToolStatus::Allowed { grant: format!("tool_mode = \"{}\"", agent.manifest.tool_mode.as_str()) }
+        }
         Decision::NotGranted => ToolStatus::NotGranted,
     }
 }

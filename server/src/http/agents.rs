@@ -8,10 +8,16 @@ use axum::http::{StatusCode, header::LOCATION};
 use axum::response::{IntoResponse, Response};
 use kennel_kernel::Kernel;
 use kennel_kernel::agent::{Agent, CapabilitiesInput, SpawnRequest};
-use kennel_kernel::session::Session;
+use std::convert::Infallible;
+
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures_util::Stream;
+use kennel_kernel::session::{Session, StoredMessage};
 use kennel_kernel::tool::pipeline::CallOutput;
 use kennel_kernel::tool::{CallContext, Caller, EffectiveTool};
+use kennel_kernel::turn::{AgentEvent, TurnRequest, TurnResult};
 use serde::Deserialize;
+use tokio::sync::broadcast::error::RecvError;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -28,6 +34,9 @@ pub fn router() -> OpenApiRouter<Kernel> {
         .routes(routes!(agent_tools))
         .routes(routes!(invoke_tool))
         .routes(routes!(list_sessions, create_session))
+        .routes(routes!(send_message))
+        .routes(routes!(agent_events))
+        .routes(routes!(session_messages))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -65,11 +74,11 @@ async fn get_agent(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiR
     Ok(Json(kernel.agents().get(&id)?))
 }
 
-/// Stops an agent. Its record, sessions and audit stay.
+/// Stops an agent and cancels its running turns. Its record, sessions and audit stay.
 #[utoipa::path(delete, path = "/api/agents/{id}", tag = "agents", params(("id" = String, Path)),
     responses((status = 200, body = Agent), (status = 404, body = ErrorBody)))]
 async fn stop_agent(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Arc<Agent>>> {
-    Ok(Json(kernel.agents().stop(&id).await?))
+    Ok(Json(kernel.stop_agent(&id).await?))
 }
 
 /// Replaces the agent's `[capabilities]`.
@@ -160,4 +169,70 @@ async fn create_session(
 ) -> ApiResult<(StatusCode, Json<Session>)> {
     let agent = kernel.agents().get(&id)?;
     Ok((StatusCode::CREATED, Json(kernel.sessions().create(agent.id, body.label).await?)))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct MessageBody {
+    message: String,
+    /// Continue this session; without it a new session is opened (its id is in the answer).
+    session: Option<uuid::Uuid>,
+}
+
+/// Sends the agent a message and runs a turn: the model is called, tool calls go through the
+/// pipeline under the agent's grants, and the reply comes back with the trace of every call.
+/// API turns are headless: tools that need a person are left out.
+#[utoipa::path(post, path = "/api/agents/{id}/messages", tag = "agents", params(("id" = String, Path)),
+    request_body = MessageBody,
+    responses(
+        (status = 200, body = TurnResult),
+        (status = 404, body = ErrorBody),
+        (status = 503, body = ErrorBody, description = "No provider, no API key, or the agent is stopped"),
+    ))]
+async fn send_message(
+    State(kernel): State<Kernel>,
+    Extension(TokenName(token)): Extension<TokenName>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<MessageBody>,
+) -> ApiResult<Json<TurnResult>> {
+    let mut req = TurnRequest::headless(body.message, Caller::Token(token));
+    req.session = body.session;
+    Ok(Json(kernel.send_message(&id, req).await?))
+}
+
+/// Live progress of the agent's turns as server-sent events (`turn_started`, `model_call`,
+/// `tool_call_started`, `tool_call_finished`, `reply`, `turn_ended`, `turn_failed`).
+#[utoipa::path(get, path = "/api/agents/{id}/events", tag = "agents", params(("id" = String, Path)),
+    responses((status = 200, content_type = "text/event-stream", body = AgentEvent), (status = 404, body = ErrorBody)))]
+async fn agent_events(
+    State(kernel): State<Kernel>,
+    Path(id): Path<String>,
+) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    let agent_id = kernel.agents().get(&id)?.id;
+    let events = futures_util::stream::unfold(kernel.turns().subscribe(), move |mut rx| async move {
+        loop {
+            match rx.recv().await {
+                Ok(event) if event.agent_id == agent_id => {
+                    let sse = Event::default().event(event.kind.name()).json_data(&event).unwrap_or_default();
+                    return Some((Ok(sse), rx));
+                }
+                Ok(_) => continue,
+                Err(RecvError::Lagged(missed)) => {
+                    return Some((Ok(Event::default().event("lagged").data(missed.to_string())), rx));
+                }
+                Err(RecvError::Closed) => return None,
+            }
+        }
+    });
+    Ok(Sse::new(events).keep_alive(KeepAlive::default()))
+}
+
+/// A session's messages, oldest first, as the model saw them (tool calls and results, spill
+/// placeholders included).
+#[utoipa::path(get, path = "/api/sessions/{id}/messages", tag = "agents", params(("id" = String, Path)),
+    responses((status = 200, body = Vec<StoredMessage>), (status = 404, body = ErrorBody)))]
+async fn session_messages(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Vec<StoredMessage>>> {
+    let id = uuid::Uuid::parse_str(&id).map_err(|_| kennel_kernel::Error::not_found(format!("no session `{id}`")))?;
+    kernel.sessions().get(id).await?;
+    Ok(Json(kernel.sessions().messages(id).await?))
 }

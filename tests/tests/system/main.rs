@@ -6,7 +6,9 @@ mod config;
 mod openapi;
 mod restart;
 mod templates;
+mod tool_modes;
 mod tools;
+mod turns;
 
 use kennel_tests::{Api, Daemon, Home};
 
@@ -28,6 +30,23 @@ pub async fn agent_with(api: &Api, name: &str, grants: &[&str]) -> String {
     let t = api.post("/api/templates", serde_json::json!({ "name": name, "tools": grants })).await;
     assert_eq!(t.status, 201, "{}", t.text);
     let a = api.post("/api/agents", serde_json::json!({ "template": name })).await;
+    assert_eq!(a.status, 201, "{}", a.text);
+    a.body["id"].as_str().expect("agent id").to_string()
+}
+
+/// A daemon whose config has a provider `fake` (of `kind`) pointing at a fresh fake LLM.
+pub async fn daemon_with_llm(kind: &str, extra_config: &str) -> (Home, Daemon, Api, kennel_tests::fake_llm::FakeLlm) {
+    let llm = kennel_tests::fake_llm::FakeLlm::start().await;
+    let config = format!("{}{extra_config}", llm.provider_config("fake", kind));
+    let (home, daemon, api) = daemon_with_config(&config).await;
+    (home, daemon, api, llm)
+}
+
+/// Creates an agent type from a JSON manifest and spawns an agent of it; returns its id.
+pub async fn agent_from(api: &Api, manifest: serde_json::Value) -> String {
+    let t = api.post("/api/templates", manifest.clone()).await;
+    assert_eq!(t.status, 201, "{}", t.text);
+    let a = api.post("/api/agents", serde_json::json!({ "template": manifest["name"] })).await;
     assert_eq!(a.status, 201, "{}", a.text);
     a.body["id"].as_str().expect("agent id").to_string()
 }

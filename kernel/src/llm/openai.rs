@@ -1,0 +1,130 @@
+//! OpenAI-compatible chat completions with tool calling (OpenAI, Ollama, vLLM, llama.cpp
+//! server, OpenRouter, Groq, DeepSeek).
+
+use serde_json::{Value, json};
+
+use super::{ChatReply, ChatRequest, Message, ToolCall, Usage, parse_arguments};
+
+pub(super) fn request_body(req: &ChatRequest<'_>) -> Value {
+    let mut messages = Vec::with_capacity(req.messages.len() + 1);
+    if !req.system.is_empty() {
+        messages.push(json!({"role": "system", "content": req.system}));
+    }
+    for m in req.messages {
+        messages.push(match m {
+            Message::User { content } => json!({"role": "user", "content": content}),
+            Message::Assistant { content, tool_calls } => {
+                let mut msg = json!({"role": "assistant", "content": content});
+                if !tool_calls.is_empty() {
+                    msg["tool_calls"] = tool_calls
+                        .iter()
+                        .map(|c| {
+                            let arguments = match &c.arguments {
+                                Value::String(raw) => raw.clone(),
+                                other => other.to_string(),
+                            };
+                            json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": arguments}})
+                        })
+                        .collect();
+                }
+                msg
+            }
+            Message::Tool { call_id, content, .. } => json!({"role": "tool", "tool_call_id": call_id, "content": content}),
+        });
+    }
+    let mut body = json!({
+        "model": req.model,
+        "messages": messages,
+        "max_tokens": req.max_tokens,
+    });
+    if !req.tools.is_empty() {
+        body["tools"] = req
+            .tools
+            .iter()
+            .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+            .collect();
+        body["tool_choice"] = json!("auto");
+    }
+    body
+}
+
+pub(super) fn parse_reply(body: &Value) -> Result<ChatReply, String> {
+    let message = body["choices"].get(0).map(|c| &c["message"]).ok_or("no `choices[0].message`")?;
+    let content = message["content"].as_str().filter(|s| !s.is_empty()).map(str::to_string);
+    let mut tool_calls = Vec::new();
+    if let Some(calls) = message["tool_calls"].as_array() {
+        for (i, call) in calls.iter().enumerate() {
+            let name = call["function"]["name"].as_str().ok_or("a tool call without `function.name`")?;
+            let arguments = match &call["function"]["arguments"] {
+                Value::String(raw) => parse_arguments(raw),
+                Value::Null => Value::Object(Default::default()),
+                other => other.clone(),
+            };
+            let id = call["id"].as_str().map(str::to_string).unwrap_or_else(|| format!("call_{i}"));
+            tool_calls.push(ToolCall { id, name: name.to_string(), arguments });
+        }
+    }
+    let usage = &body["usage"];
+    Ok(ChatReply {
+        content,
+        tool_calls,
+        usage: Usage {
+            input_tokens: usage["prompt_tokens"].as_u64().unwrap_or(0),
+            output_tokens: usage["completion_tokens"].as_u64().unwrap_or(0),
+            cached_tokens: usage["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap_or(0),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::ToolSpec;
+
+    #[test]
+    fn history_and_tools_translate_to_the_wire_format() {
+        let messages = vec![
+            Message::User { content: "hi".into() },
+            Message::Assistant {
+                content: None,
+                tool_calls: vec![ToolCall { id: "c1".into(), name: "system_time".into(), arguments: json!({}) }],
+            },
+            Message::Tool {
+                call_id: "c1".into(),
+                name: "system_time".into(),
+                content: "{\"utc\":\"x\"}".into(),
+                is_error: false,
+            },
+        ];
+        let tools = vec![ToolSpec {
+            name: "system_time".into(),
+            description: "clock".into(),
+            parameters: json!({"type": "object"}),
+        }];
+        let body = request_body(&ChatRequest {
+            model: "m",
+            system: "be brief",
+            messages: &messages,
+            tools: &tools,
+            max_tokens: 100,
+            cache_prefix: false,
+        });
+        assert_eq!(body["messages"][0], json!({"role": "system", "content": "be brief"}));
+        assert_eq!(body["messages"][2]["tool_calls"][0]["function"]["arguments"], "{}");
+        assert_eq!(body["messages"][3], json!({"role": "tool", "tool_call_id": "c1", "content": "{\"utc\":\"x\"}"}));
+        assert_eq!(body["tools"][0]["function"]["name"], "system_time");
+    }
+
+    #[test]
+    fn replies_parse_with_bad_arguments_kept_as_text() {
+        let reply = parse_reply(&json!({"choices": [{"message": {"content": null, "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "t", "arguments": "{\"x\": 1}"}},
+            {"id": "b", "type": "function", "function": {"name": "t", "arguments": "{oops"}}
+        ]}}], "usage": {"prompt_tokens": 5, "completion_tokens": 2}}))
+        .unwrap();
+        assert_eq!(reply.tool_calls[0].arguments, json!({"x": 1}));
+        assert_eq!(reply.tool_calls[1].arguments, json!("{oops"));
+        assert_eq!(reply.usage.input_tokens, 5);
+        assert!(parse_reply(&json!({"nope": 1})).is_err());
+    }
+}

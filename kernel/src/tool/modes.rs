@@ -1,0 +1,110 @@
+//! Tool modes (spec §1, §1b): which tool schemas a turn sends the model. Execution is the same
+//! in every mode; only the offer differs.
+//!
+//! - `all`: every tool the agent may use.
+//! - `lazy`: `tool_search`, `tool_load`, the always-offered set, and tools this session loaded.
+//! - `stable`: `find_tools`, `run_tool` and the always-offered set — the same bytes on every
+//!   turn of every session, so provider prompt caches keep hitting. Every other usable tool is
+//!   named in one context line and reached through `run_tool`.
+
+use std::collections::{BTreeMap, HashSet};
+
+use super::{Availability, Registry, ToolDef};
+use crate::agent::{Agent, ToolMode};
+use crate::llm::ToolSpec;
+
+/// Tools that make lazy mode work; allowed in it without a grant, since they only reveal and
+/// load tools the agent is already granted.
+const LAZY_MACHINERY: [&str; 2] = ["tool_search", "tool_load"];
+/// Tools that make stable mode work; likewise allowed in it without a grant.
+const STABLE_MACHINERY: [&str; 2] = ["find_tools", "run_tool"];
+/// Offered in every mode whenever the agent may use them (spec §1, §1b).
+const ALWAYS_OFFERED: [&str; 2] = ["memory_semantic_search", "ask_user"];
+
+/// Whether `name` is part of `mode`'s own machinery (and so needs no grant in that mode).
+pub fn is_machinery(mode: ToolMode, name: &str) -> bool {
+    match mode {
+        ToolMode::All => false,
+        ToolMode::Lazy => LAZY_MACHINERY.contains(&name),
+        ToolMode::Stable => STABLE_MACHINERY.contains(&name),
+    }
+}
+
+/// Whether `agent` may call `def` at all: registered, and granted (or machinery of its mode).
+pub fn usable(agent: &Agent, def: &ToolDef, availability: &Availability) -> bool {
+    *availability == Availability::Registered
+        && (is_machinery(agent.manifest.tool_mode, &def.name) || agent.manifest.capabilities.allows(def))
+}
+
+/// What one model call is offered.
+#[derive(Debug, Clone)]
+pub struct Offer {
+    pub mode: ToolMode,
+    pub specs: Vec<ToolSpec>,
+    /// Names in `specs`; a call of anything else is refused with a mode-specific pointer.
+    pub names: HashSet<String>,
+    /// Stable mode's `Tools (call through run_tool): …` line for the system prompt.
+    pub context_line: Option<String>,
+}
+
+/// Builds the offer for `agent` in its tool mode. `loaded` is what this session has loaded
+/// (lazy) or fetched (stable); a headless turn leaves out tools that need a person.
+pub fn offer(registry: &Registry, agent: &Agent, loaded: &[String], headless: bool) -> Offer {
+    let mode = agent.manifest.tool_mode;
+    let usable_defs: Vec<&ToolDef> = registry
+        .all()
+        .filter(|(def, availability)| usable(agent, def, availability))
+        .filter(|(def, _)| !(headless && def.needs_person))
+        .map(|(def, _)| def.as_ref())
+        .collect();
+    let in_array = |def: &ToolDef| -> bool {
+        let name = def.name.as_str();
+        match mode {
+            ToolMode::All => !STABLE_MACHINERY.contains(&name),
+            ToolMode::Lazy => {
+                LAZY_MACHINERY.contains(&name) || ALWAYS_OFFERED.contains(&name) || loaded.iter().any(|l| l == name)
+            }
+            ToolMode::Stable => STABLE_MACHINERY.contains(&name) || ALWAYS_OFFERED.contains(&name),
+        }
+    };
+    let (offered, rest): (Vec<&ToolDef>, Vec<&ToolDef>) = usable_defs.into_iter().partition(|d| in_array(d));
+    let specs: Vec<ToolSpec> = offered.iter().map(|d| spec_of(d)).collect();
+    let names = offered.iter().map(|d| d.name.clone()).collect();
+    let context_line = (mode == ToolMode::Stable && !rest.is_empty())
+        .then(|| format!("Tools (call through run_tool): {}", grouped_names(rest.iter().map(|d| d.name.as_str()))));
+    Offer { mode, specs, names, context_line }
+}
+
+/// The model-facing form of a tool.
+pub fn spec_of(def: &ToolDef) -> ToolSpec {
+    ToolSpec { name: def.name.clone(), description: def.description.clone(), parameters: def.schema.clone() }
+}
+
+/// `a, b, mcp__github__{issues, pulls}`: MCP tools grouped per server (spec §1b).
+fn grouped_names<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    let mut plain = Vec::new();
+    let mut mcp: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for name in names {
+        match name.strip_prefix("mcp__").and_then(|rest| rest.split_once("__")) {
+            Some((server, tool)) => mcp.entry(server).or_default().push(tool),
+            None => plain.push(name.to_string()),
+        }
+    }
+    plain.sort();
+    plain.extend(mcp.into_iter().map(|(server, tools)| format!("mcp__{server}__{{{}}}", tools.join(", "))));
+    plain.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mcp_names_are_grouped_per_server() {
+        let names = ["system_time", "mcp__github__issues", "mcp__fs__read", "mcp__github__pulls", "a2a_send"];
+        assert_eq!(
+            grouped_names(names.into_iter()),
+            "a2a_send, system_time, mcp__fs__{read}, mcp__github__{issues, pulls}"
+        );
+    }
+}

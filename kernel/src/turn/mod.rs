@@ -1,0 +1,319 @@
+//! The agent loop: a message goes in, the model is called with the tools of the agent's
+//! mode, tool calls go through the pipeline, results go back, until the model answers or
+//! the iteration cap ends the turn. Every message is stored in the session as it happens.
+
+mod events;
+mod prompt;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use futures_util::future::join_all;
+use serde::Serialize;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+pub use events::{AgentEvent, EventKind};
+
+use crate::Kernel;
+use crate::agent::{Agent, AgentId};
+use crate::error::{Error, Result};
+use crate::llm::{ChatRequest, Message, Provider, ToolCall, Usage};
+use crate::tool::pipeline::result_text;
+use crate::tool::{CallContext, Caller, ChannelContext, Offered, modes};
+
+/// What to send an agent.
+#[derive(Debug, Clone)]
+pub struct TurnRequest {
+    pub message: String,
+    /// Continue this session; `None` opens a new one.
+    pub session: Option<Uuid>,
+    pub caller: Caller,
+    /// No person is there to answer (API, schedule, trigger): tools that need one are left out.
+    pub headless: bool,
+    pub channel: Option<ChannelContext>,
+}
+
+impl TurnRequest {
+    pub fn headless(message: impl Into<String>, caller: Caller) -> TurnRequest {
+        TurnRequest { message: message.into(), session: None, caller, headless: true, channel: None }
+    }
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnEnd {
+    /// The model answered.
+    Reply,
+    /// The model was still calling tools when the iteration cap was reached.
+    IterationCap,
+    /// The agent was stopped during the turn.
+    Cancelled,
+}
+
+/// One tool call of a turn, for the caller and the dashboard.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TraceEntry {
+    pub call_id: String,
+    pub name: String,
+    #[schema(value_type = Object)]
+    pub arguments: Value,
+    /// `ok` or an error kind.
+    pub outcome: String,
+    /// The start of what the model was shown.
+    pub summary: String,
+    pub duration_us: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub artifact_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TurnResult {
+    pub turn_id: Uuid,
+    pub session_id: Uuid,
+    pub reply: String,
+    pub ended: TurnEnd,
+    /// Model calls made.
+    pub iterations: u32,
+    pub trace: Vec<TraceEntry>,
+    pub usage: Usage,
+}
+
+/// Turns in flight: their cancel tokens by agent, and one lock per session so two turns
+/// never interleave in one history.
+#[derive(Default)]
+pub struct Turns {
+    running: Mutex<HashMap<AgentId, Vec<(Uuid, CancellationToken)>>>,
+    session_locks: Mutex<HashMap<Uuid, Arc<tokio::sync::Mutex<()>>>>,
+    events: events::Bus,
+}
+
+const SUMMARY_CHARS: usize = 200;
+
+impl Turns {
+    /// Cancels every running turn of `agent`.
+    pub fn cancel_agent(&self, agent: AgentId) {
+        if let Some(turns) = self.running.lock().expect("turns lock").get(&agent) {
+            for (_, token) in turns {
+                token.cancel();
+            }
+        }
+    }
+
+    /// Live events of every agent; filter by `agent_id`.
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<AgentEvent> {
+        self.events.subscribe()
+    }
+
+    /// How many turns are running for `agent`.
+    pub fn running(&self, agent: AgentId) -> usize {
+        self.running.lock().expect("turns lock").get(&agent).map_or(0, Vec::len)
+    }
+
+    fn session_lock(&self, session: Uuid) -> Arc<tokio::sync::Mutex<()>> {
+        self.session_locks.lock().expect("session locks").entry(session).or_default().clone()
+    }
+
+    fn register(&self, agent: AgentId, turn: Uuid) -> CancellationToken {
+        let token = CancellationToken::new();
+        self.running.lock().expect("turns lock").entry(agent).or_default().push((turn, token.clone()));
+        token
+    }
+
+    fn unregister(&self, agent: AgentId, turn: Uuid) {
+        let mut running = self.running.lock().expect("turns lock");
+        if let Some(turns) = running.get_mut(&agent) {
+            turns.retain(|(id, _)| *id != turn);
+            if turns.is_empty() {
+                running.remove(&agent);
+            }
+        }
+    }
+}
+
+/// Runs one turn of `agent`.
+pub async fn run(kernel: &Kernel, agent: Arc<Agent>, req: TurnRequest) -> Result<TurnResult> {
+    if !agent.is_running() {
+        return Err(Error::unavailable(format!("agent `{}` is stopped", agent.name)));
+    }
+    // Configuration problems are reported before anything is stored.
+    let provider = kernel.provider_for(&agent)?;
+    let model = agent.manifest.model.clone().ok_or_else(|| {
+        Error::unavailable(format!("agent `{}` has no model: set `model` in its agent type", agent.name))
+    })?;
+    if req.message.trim().is_empty() {
+        return Err(Error::invalid("the message is empty"));
+    }
+    let session = match req.session {
+        Some(id) => {
+            let s = kernel.sessions().get(id).await?;
+            if s.agent_id != agent.id {
+                return Err(Error::not_found(format!("agent `{}` has no session `{id}`", agent.name)));
+            }
+            s.id
+        }
+        None => kernel.sessions().create(agent.id, None).await?.id,
+    };
+
+    let turns = kernel.turns();
+    let lock = turns.session_lock(session);
+    let _one_at_a_time = lock.lock().await;
+    let turn_id = Uuid::now_v7();
+    let cancel = turns.register(agent.id, turn_id);
+    let emit =
+        |kind: EventKind| turns.events.emit(AgentEvent { agent_id: agent.id, turn_id, session_id: session, kind });
+    emit(EventKind::TurnStarted { message: req.message.clone() });
+
+    let result =
+        Loop { kernel, agent: &agent, provider, model: &model, session, req: &req, cancel: &cancel, emit: &emit }
+            .run(turn_id)
+            .await;
+    turns.unregister(agent.id, turn_id);
+    match &result {
+        Ok(r) => emit(EventKind::TurnEnded { ended: r.ended, reply: r.reply.clone() }),
+        Err(e) => emit(EventKind::TurnFailed { kind: e.kind.as_str().into(), message: e.message.clone() }),
+    }
+    result
+}
+
+struct Loop<'a, E: Fn(EventKind)> {
+    kernel: &'a Kernel,
+    agent: &'a Arc<Agent>,
+    provider: &'a Provider,
+    model: &'a str,
+    session: Uuid,
+    req: &'a TurnRequest,
+    cancel: &'a CancellationToken,
+    emit: &'a E,
+}
+
+impl<E: Fn(EventKind)> Loop<'_, E> {
+    async fn run(&self, turn_id: Uuid) -> Result<TurnResult> {
+        let sessions = self.kernel.sessions();
+        let mut history: Vec<Message> = sessions.messages(self.session).await?.into_iter().map(|m| m.message).collect();
+        prompt::repair_dangling_calls(&mut history);
+        let user = Message::User { content: self.req.message.clone() };
+        sessions.append(self.session, std::slice::from_ref(&user)).await?;
+        history.push(user);
+
+        let cap =
+            self.kernel.config().kernel.max_turn_iterations.min(u64::from(self.agent.manifest.limits.max_iterations))
+                as u32;
+        let mut trace = Vec::new();
+        let mut usage = Usage::default();
+        let finish = |reply: String, ended: TurnEnd, iterations: u32, trace: Vec<TraceEntry>, usage: Usage| {
+            TurnResult { turn_id, session_id: self.session, reply, ended, iterations, trace, usage }
+        };
+
+        for iteration in 1..=cap {
+            let loaded = sessions.loaded_tools(self.session).await?;
+            let offer = modes::offer(self.kernel.tools(), self.agent, &loaded, self.req.headless);
+            let system = prompt::system_prompt(self.agent, offer.context_line.as_deref());
+            let chat = ChatRequest {
+                model: self.model,
+                system: &system,
+                messages: &history,
+                tools: &offer.specs,
+                max_tokens: self.kernel.config().kernel.max_reply_tokens as u32,
+                cache_prefix: offer.mode == crate::agent::ToolMode::Stable,
+            };
+            (self.emit)(EventKind::ModelCall { iteration });
+            let reply = tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => return Ok(finish(String::new(), TurnEnd::Cancelled, iteration, trace, usage)),
+                reply = self.provider.chat(&chat) => reply?,
+            };
+            usage.input_tokens += reply.usage.input_tokens;
+            usage.output_tokens += reply.usage.output_tokens;
+            usage.cached_tokens += reply.usage.cached_tokens;
+            let assistant = Message::Assistant { content: reply.content.clone(), tool_calls: reply.tool_calls.clone() };
+            sessions.append(self.session, std::slice::from_ref(&assistant)).await?;
+            history.push(assistant);
+
+            if reply.tool_calls.is_empty() {
+                let text = reply.content.unwrap_or_default();
+                (self.emit)(EventKind::Reply { text: text.clone() });
+                return Ok(finish(text, TurnEnd::Reply, iteration, trace, usage));
+            }
+
+            let offered = Arc::new(Offered { mode: offer.mode, names: offer.names });
+            let (results, entries) = self.run_calls(&reply.tool_calls, offered).await;
+            sessions.append(self.session, &results).await?;
+            history.extend(results);
+            trace.extend(entries);
+            if self.cancel.is_cancelled() {
+                return Ok(finish(String::new(), TurnEnd::Cancelled, iteration, trace, usage));
+            }
+        }
+        let reply = format!(
+            "The turn ended after {cap} model calls without a final answer (the iteration cap: [kernel] max_turn_iterations / limits.max_iterations)."
+        );
+        Ok(finish(reply, TurnEnd::IterationCap, cap, trace, usage))
+    }
+
+    /// Runs one response's tool calls through the pipeline: runs of non-exclusive calls
+    /// concurrently, exclusive ones alone, results in the model's order.
+    async fn run_calls(&self, calls: &[ToolCall], offered: Arc<Offered>) -> (Vec<Message>, Vec<TraceEntry>) {
+        let mut ctx = CallContext::new(self.kernel.clone(), self.agent.clone(), self.req.caller.clone())
+            .with_session(Some(self.session));
+        ctx.headless = self.req.headless;
+        ctx.channel = self.req.channel.clone();
+        ctx.cancel = self.cancel.clone();
+        ctx.offered = Some(offered);
+
+        let mut outcomes = Vec::with_capacity(calls.len());
+        let mut batch: Vec<&ToolCall> = Vec::new();
+        for call in calls {
+            if self.is_exclusive(&call.name) {
+                outcomes.extend(join_all(batch.drain(..).map(|c| self.run_call(ctx.clone(), c))).await);
+                outcomes.push(self.run_call(ctx.clone(), call).await);
+            } else {
+                batch.push(call);
+            }
+        }
+        outcomes.extend(join_all(batch.into_iter().map(|c| self.run_call(ctx.clone(), c))).await);
+        outcomes.into_iter().unzip()
+    }
+
+    fn is_exclusive(&self, name: &str) -> bool {
+        self.kernel.tools().get(name).is_some_and(|(def, _)| def.exclusive)
+    }
+
+    async fn run_call(&self, ctx: CallContext, call: &ToolCall) -> (Message, TraceEntry) {
+        (self.emit)(EventKind::ToolCallStarted {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+        });
+        let started = Instant::now();
+        let result = self.kernel.call_tool(ctx, &call.name, call.arguments.clone()).await;
+        let duration_us = started.elapsed().as_micros() as u64;
+        let (content, outcome, artifact_id, is_error) = match result {
+            Ok(out) => (result_text(&out.content), "ok".to_string(), out.artifact_id, false),
+            Err(e) => (e.model_text(), e.kind.as_str().to_string(), None, true),
+        };
+        let summary: String = content.chars().take(SUMMARY_CHARS).collect();
+        (self.emit)(EventKind::ToolCallFinished {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            outcome: outcome.clone(),
+            summary: summary.clone(),
+            duration_us,
+        });
+        let message = Message::Tool { call_id: call.id.clone(), name: call.name.clone(), content, is_error };
+        let entry = TraceEntry {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            outcome,
+            summary,
+            duration_us,
+            artifact_id,
+        };
+        (message, entry)
+    }
+}

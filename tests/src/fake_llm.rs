@@ -1,0 +1,264 @@
+//! A local LLM provider for tests that speaks the real wire protocols over HTTP: OpenAI
+//! chat completions (`POST /v1/chat/completions`) and Anthropic Messages (`POST /v1/messages`).
+//!
+//! Each test scripts the replies in order (text, tool calls, an HTTP error) and reads back
+//! every request the daemon sent, to assert what the model was shown. The same server runs as
+//! the `fake-llm` binary for the dashboard's end-to-end tests, scripted over HTTP:
+//! `POST /_script` (a JSON array of [`Scripted`]), `GET /_requests`.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// One scripted answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Scripted {
+    /// A final text answer.
+    Text { text: String },
+    /// Tool calls (name, arguments), with optional text before them.
+    ToolCalls {
+        calls: Vec<(String, Value)>,
+        #[serde(default)]
+        text: Option<String>,
+    },
+    /// An HTTP error with this status and body, and a `Retry-After` header if set.
+    Error {
+        status: u16,
+        body: String,
+        #[serde(default)]
+        retry_after: Option<u32>,
+    },
+    /// Wait this long before answering with the next scripted reply.
+    Delay { millis: u64 },
+}
+
+impl Scripted {
+    pub fn text(text: &str) -> Scripted {
+        Scripted::Text { text: text.into() }
+    }
+    pub fn call(name: &str, args: Value) -> Scripted {
+        Scripted::ToolCalls { calls: vec![(name.into(), args)], text: None }
+    }
+    pub fn calls(calls: &[(&str, Value)]) -> Scripted {
+        Scripted::ToolCalls { calls: calls.iter().map(|(n, a)| (n.to_string(), a.clone())).collect(), text: None }
+    }
+    pub fn error(status: u16, body: &str) -> Scripted {
+        Scripted::Error { status, body: body.into(), retry_after: None }
+    }
+}
+
+/// A request the daemon sent.
+#[derive(Debug, Clone, Serialize)]
+pub struct Recorded {
+    /// `openai` or `anthropic`.
+    pub protocol: &'static str,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    /// The names of the tools offered, in order.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.body["tools"]
+            .as_array()
+            .map(|tools| {
+                tools
+                    .iter()
+                    .map(|t| t["function"]["name"].as_str().or(t["name"].as_str()).unwrap_or_default().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The exact bytes of the `tools` array as sent.
+    pub fn tools_bytes(&self) -> String {
+        self.body.get("tools").map(|t| t.to_string()).unwrap_or_default()
+    }
+
+    /// The system prompt, in either protocol.
+    pub fn system(&self) -> String {
+        match self.protocol {
+            "anthropic" => self.body["system"][0]["text"].as_str().unwrap_or_default().to_string(),
+            _ => self.body["messages"][0]["content"].as_str().unwrap_or_default().to_string(),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    script: Mutex<VecDeque<Scripted>>,
+    requests: Mutex<Vec<Recorded>>,
+    /// Answered when the script is empty (for load tests); otherwise an empty script is a 500.
+    fallback: Mutex<Option<Scripted>>,
+}
+
+/// A running fake provider.
+#[derive(Clone)]
+pub struct FakeLlm {
+    shared: Arc<Shared>,
+    pub addr: SocketAddr,
+}
+
+impl FakeLlm {
+    /// Starts on a free loopback port.
+    pub async fn start() -> FakeLlm {
+        FakeLlm::start_on("127.0.0.1:0".parse().expect("addr")).await
+    }
+
+    pub async fn start_on(addr: SocketAddr) -> FakeLlm {
+        let shared = Arc::new(Shared::default());
+        let app = Router::new()
+            .route("/v1/chat/completions", post(openai))
+            .route("/v1/messages", post(anthropic))
+            .route("/_script", post(push_script))
+            .route("/_requests", get(list_requests))
+            .with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind(addr).await.expect("bind fake llm");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move { axum::serve(listener, app).await.expect("fake llm serves") });
+        FakeLlm { shared, addr }
+    }
+
+    /// The `base_url` for a provider config.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// A `[providers.NAME]` section pointing here.
+    pub fn provider_config(&self, name: &str, kind: &str) -> String {
+        format!("[providers.{name}]\nkind = \"{kind}\"\nbase_url = \"{}\"\napi_key_env = \"\"\n", self.base_url())
+    }
+
+    pub fn push(&self, reply: Scripted) -> &Self {
+        self.shared.script.lock().expect("script").push_back(reply);
+        self
+    }
+
+    pub fn push_all(&self, replies: impl IntoIterator<Item = Scripted>) {
+        self.shared.script.lock().expect("script").extend(replies);
+    }
+
+    /// Answer `reply` whenever the script is empty.
+    pub fn set_fallback(&self, reply: Scripted) {
+        *self.shared.fallback.lock().expect("fallback") = Some(reply);
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.shared.requests.lock().expect("requests").clone()
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.shared.script.lock().expect("script").len()
+    }
+}
+
+async fn push_script(State(shared): State<Arc<Shared>>, Json(replies): Json<Vec<Scripted>>) -> StatusCode {
+    shared.script.lock().expect("script").extend(replies);
+    StatusCode::NO_CONTENT
+}
+
+async fn list_requests(State(shared): State<Arc<Shared>>) -> Json<Value> {
+    Json(serde_json::to_value(&*shared.requests.lock().expect("requests")).expect("json"))
+}
+
+fn record(shared: &Shared, protocol: &'static str, headers: &HeaderMap, body: &Value) {
+    let headers = headers.iter().map(|(k, v)| (k.to_string(), v.to_str().unwrap_or_default().to_string())).collect();
+    shared.requests.lock().expect("requests").push(Recorded { protocol, headers, body: body.clone() });
+}
+
+/// The next reply, after any scripted delays.
+async fn next(shared: &Shared) -> Option<Scripted> {
+    loop {
+        let reply = shared.script.lock().expect("script").pop_front();
+        let reply = reply.or_else(|| shared.fallback.lock().expect("fallback").clone());
+        match reply {
+            Some(Scripted::Delay { millis }) => tokio::time::sleep(Duration::from_millis(millis)).await,
+            other => return other,
+        }
+    }
+}
+
+fn error_response(status: u16, body: String, retry_after: Option<u32>) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut res = (status, [("content-type", "application/json")], body).into_response();
+    if let Some(secs) = retry_after {
+        res.headers_mut().insert("retry-after", secs.into());
+    }
+    res
+}
+
+fn script_exhausted() -> Response {
+    error_response(500, json!({"error": {"message": "fake provider: no scripted reply left"}}).to_string(), None)
+}
+
+async fn openai(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
+    record(&shared, "openai", &headers, &body);
+    let message = match next(&shared).await {
+        None => return script_exhausted(),
+        Some(Scripted::Error { status, body, retry_after }) => return error_response(status, body, retry_after),
+        Some(Scripted::Text { text }) => json!({"role": "assistant", "content": text}),
+        Some(Scripted::ToolCalls { calls, text }) => {
+            let calls: Vec<Value> = calls
+                .iter()
+                .enumerate()
+                .map(|(i, (name, args))| {
+                    json!({"id": format!("call_{i}_{}", uuid_like()), "type": "function",
+                           "function": {"name": name, "arguments": args.to_string()}})
+                })
+                .collect();
+            json!({"role": "assistant", "content": text, "tool_calls": calls})
+        }
+        Some(Scripted::Delay { .. }) => unreachable!("delays are consumed by next()"),
+    };
+    let finish = if message.get("tool_calls").is_some() { "tool_calls" } else { "stop" };
+    Json(json!({
+        "id": "chatcmpl-fake", "object": "chat.completion", "model": body["model"],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }))
+    .into_response()
+}
+
+async fn anthropic(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
+    record(&shared, "anthropic", &headers, &body);
+    let (content, stop) = match next(&shared).await {
+        None => return script_exhausted(),
+        Some(Scripted::Error { status, body, retry_after }) => return error_response(status, body, retry_after),
+        Some(Scripted::Text { text }) => (vec![json!({"type": "text", "text": text})], "end_turn"),
+        Some(Scripted::ToolCalls { calls, text }) => {
+            let mut blocks: Vec<Value> = text.into_iter().map(|t| json!({"type": "text", "text": t})).collect();
+            blocks.extend(calls.iter().enumerate().map(|(i, (name, args))| {
+                json!({"type": "tool_use", "id": format!("toolu_{i}_{}", uuid_like()), "name": name, "input": args})
+            }));
+            (blocks, "tool_use")
+        }
+        Some(Scripted::Delay { .. }) => unreachable!("delays are consumed by next()"),
+    };
+    Json(json!({
+        "id": "msg_fake", "type": "message", "role": "assistant", "model": body["model"],
+        "content": content, "stop_reason": stop,
+        "usage": {"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 0},
+    }))
+    .into_response()
+}
+
+/// A short unique-enough suffix for call ids.
+fn uuid_like() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!("{:06}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
