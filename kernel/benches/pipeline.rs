@@ -8,14 +8,15 @@
 
 use std::sync::Arc;
 
+mod common;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use kennel_kernel::Kernel;
-use kennel_kernel::agent::{Agent, AgentTypeSpec, ManifestInput, SpawnRequest, validate};
+use kennel_kernel::agent::{Agent, AgentTypeSpec, ManifestInput, SpawnRequest};
 use kennel_kernel::config::Config;
-use kennel_kernel::error::Result;
 use kennel_kernel::system::SystemTime;
 use kennel_kernel::tool::meta::search;
-use kennel_kernel::tool::{CallContext, Caller, NoArgs, Registry, Tool, ToolDef};
+use kennel_kernel::tool::{CallContext, Caller, NoArgs, Tool};
 use serde_json::{Value, json};
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -46,50 +47,9 @@ fn pipeline(c: &mut Criterion) {
     rt.block_on(kernel.close());
 }
 
-/// A stand-in tool so the search bench ranks a registry the size of the full catalogue.
-struct Synthetic(ToolDef);
-
-impl Tool for Synthetic {
-    type Args = NoArgs;
-    fn def(&self) -> ToolDef {
-        self.0.clone()
-    }
-    async fn run(&self, _: CallContext, _: NoArgs) -> Result<Value> {
-        Ok(Value::Null)
-    }
-}
-
 fn tool_search(c: &mut Criterion) {
-    let mut registry = Registry::builtin(&Config::default());
-    let families =
-        ["browser", "memory", "tasks", "schedule", "media", "channel", "process", "skills", "knowledge", "a2a"];
-    for i in 0..150 {
-        let family = families[i % families.len()];
-        let def = ToolDef::new(
-            format!("{family}_action_{i}"),
-            family,
-            format!("Does synthetic thing number {i} for the {family} family, with a longer description like real tools have."),
-        )
-        .tags(&[family, "synthetic"]);
-        registry.add(Synthetic(def));
-    }
-    let manifest = validate(ManifestInput::from(AgentTypeSpec {
-        name: "all".into(),
-        tools: Some(vec!["*".into()]),
-        ..Default::default()
-    }))
-    .unwrap();
-    let agent = Agent {
-        id: uuid::Uuid::now_v7(),
-        name: "all".into(),
-        agent_type: "all".into(),
-        manifest,
-        goal: None,
-        status: kennel_kernel::agent::AgentStatus::Running,
-        parent_id: None,
-        created_at: String::new(),
-        updated_at: String::new(),
-    };
+    let registry = common::full_registry();
+    let agent = common::agent_granted(&["*"], "all");
     assert_eq!(registry.len(), 154);
     c.bench_function("tool_search/one_word_154_tools", |b| b.iter(|| search(&registry, &agent, "memory", 10).len()));
     c.bench_function("tool_search/three_words_154_tools", |b| {

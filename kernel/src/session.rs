@@ -97,18 +97,23 @@ impl Sessions {
     /// its own place, so the transaction starts by writing (a read first could not be upgraded
     /// to a write once another connection had committed: SQLITE_BUSY_SNAPSHOT).
     pub async fn append(&self, session: Uuid, messages: &[Message]) -> Result<()> {
-        let mut tx = self.db.begin().await?;
+        const INSERT: &str = "INSERT INTO session_messages (session_id, seq, message, created_at)
+             SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3 FROM session_messages WHERE session_id = ?1";
         let now = db::now();
+        let insert = |m: &Message| {
+            sqlx::query(INSERT)
+                .bind(session.to_string())
+                .bind(serde_json::to_string(m).expect("messages serialise"))
+                .bind(now.clone())
+        };
+        // One message is one statement, atomic on its own; more share a transaction.
+        if let [one] = messages {
+            insert(one).execute(&self.db).await?;
+            return Ok(());
+        }
+        let mut tx = self.db.begin().await?;
         for m in messages {
-            sqlx::query(
-                "INSERT INTO session_messages (session_id, seq, message, created_at)
-                 SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3 FROM session_messages WHERE session_id = ?1",
-            )
-            .bind(session.to_string())
-            .bind(serde_json::to_string(m).expect("messages serialise"))
-            .bind(&now)
-            .execute(&mut *tx)
-            .await?;
+            insert(m).execute(&mut *tx).await?;
         }
         tx.commit().await?;
         Ok(())

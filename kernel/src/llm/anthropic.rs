@@ -110,8 +110,8 @@ mod tests {
             Message::Tool { call_id: "y".into(), name: "t".into(), content: "2".into(), is_error: true },
         ];
         let tools = vec![
-            ToolSpec { name: "a".into(), description: "".into(), parameters: json!({"type": "object"}) },
-            ToolSpec { name: "b".into(), description: "".into(), parameters: json!({"type": "object"}) },
+            ToolSpec { name: "a".into(), description: "".into(), parameters: json!({"type": "object"}).into() },
+            ToolSpec { name: "b".into(), description: "".into(), parameters: json!({"type": "object"}).into() },
         ];
         let body = request_body(&ChatRequest {
             model: "m",

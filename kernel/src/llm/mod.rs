@@ -48,12 +48,12 @@ pub struct ToolCall {
     pub arguments: Value,
 }
 
-/// A tool as the model is shown it.
+/// A tool as the model is shown it. The schema is shared with the registry, not copied.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolSpec {
     pub name: String,
     pub description: String,
-    pub parameters: Value,
+    pub parameters: std::sync::Arc<Value>,
 }
 
 pub struct ChatRequest<'a> {

@@ -99,7 +99,7 @@ mod tests {
         let tools = vec![ToolSpec {
             name: "system_time".into(),
             description: "clock".into(),
-            parameters: json!({"type": "object"}),
+            parameters: json!({"type": "object"}).into(),
         }];
         let body = request_body(&ChatRequest {
             model: "m",

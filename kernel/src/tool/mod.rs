@@ -36,8 +36,9 @@ pub struct ToolDef {
     pub description: String,
     pub tags: Vec<String>,
     /// JSON Schema of the arguments, derived from the argument type.
+    /// Shared, so each turn's offer points at it instead of copying it.
     #[schema(value_type = Object)]
-    pub schema: Value,
+    pub schema: Arc<Value>,
     /// Needs a person to answer (`ask_user`): left out of headless turns.
     pub needs_person: bool,
     /// Its result is never spilled to the artifact store (`read_artifact` itself).
@@ -59,7 +60,7 @@ impl ToolDef {
             description_lower: description.to_lowercase(),
             description,
             tags: Vec::new(),
-            schema: serde_json::json!({"type": "object"}),
+            schema: Arc::new(serde_json::json!({"type": "object"})),
             needs_person: false,
             never_spill: false,
             exclusive: false,
@@ -68,6 +69,18 @@ impl ToolDef {
 
     pub fn tags(mut self, tags: &[&str]) -> ToolDef {
         self.tags = tags.iter().map(|t| t.to_string()).collect();
+        self
+    }
+
+    /// Marks a tool that asks a person and waits (`ask_user`): never offered in headless turns.
+    pub fn needs_person(mut self) -> ToolDef {
+        self.needs_person = true;
+        self
+    }
+
+    /// Marks a tool whose calls must not overlap (one browser tab, one stdin).
+    pub fn exclusive(mut self) -> ToolDef {
+        self.exclusive = true;
         self
     }
 

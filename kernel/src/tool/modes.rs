@@ -98,6 +98,63 @@ fn grouped_names<'a>(names: impl Iterator<Item = &'a str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::{AgentStatus, ManifestInput, validate};
+    use crate::config::Config;
+    use crate::error::Result;
+    use crate::tool::{CallContext, NoArgs, Tool};
+    use serde_json::Value;
+
+    struct AskUser;
+    impl Tool for AskUser {
+        type Args = NoArgs;
+        fn def(&self) -> ToolDef {
+            ToolDef::new("ask_user", "interactive", "Ask the operator and wait.").needs_person()
+        }
+        async fn run(&self, _: CallContext, _: NoArgs) -> Result<Value> {
+            Ok(Value::Null)
+        }
+    }
+
+    fn agent(manifest: serde_json::Value) -> Agent {
+        Agent {
+            id: uuid::Uuid::now_v7(),
+            name: "a".into(),
+            agent_type: "a".into(),
+            manifest: validate(crate::error::from_value::<ManifestInput>(manifest).unwrap()).unwrap(),
+            goal: None,
+            status: AgentStatus::Running,
+            parent_id: None,
+            created_at: String::new(),
+            updated_at: String::new(),
+        }
+    }
+
+    fn names(offer: &Offer) -> Vec<&str> {
+        offer.specs.iter().map(|s| s.name.as_str()).collect()
+    }
+
+    #[test]
+    fn headless_turns_leave_out_tools_that_need_a_person() {
+        let mut registry = Registry::builtin(&Config::default());
+        registry.add(AskUser);
+        for mode in ["all", "lazy", "stable"] {
+            let a = agent(serde_json::json!({"name": "a", "tool_mode": mode, "tools": ["ask_user", "system_time"]}));
+            assert!(names(&offer(&registry, &a, &[], false)).contains(&"ask_user"), "{mode}: offered with a person");
+            let headless = offer(&registry, &a, &[], true);
+            assert!(!names(&headless).contains(&"ask_user"), "{mode}: not offered headless");
+            assert!(!headless.context_line.unwrap_or_default().contains("ask_user"));
+        }
+    }
+
+    #[test]
+    fn stable_offers_depend_on_grants_only() {
+        let registry = Registry::builtin(&Config::default());
+        let a = agent(serde_json::json!({"name": "a", "tool_mode": "stable", "tools": ["*"]}));
+        let fresh = offer(&registry, &a, &[], true);
+        let loaded = offer(&registry, &a, &["system_time".to_string(), "read_artifact".to_string()], true);
+        assert_eq!(serde_json::to_string(&fresh.specs).unwrap(), serde_json::to_string(&loaded.specs).unwrap());
+        assert_eq!(names(&fresh), ["find_tools", "run_tool"]);
+    }
 
     #[test]
     fn mcp_names_are_grouped_per_server() {

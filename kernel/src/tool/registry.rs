@@ -81,7 +81,7 @@ impl Registry {
 
     fn add_with<T: Tool>(&mut self, tool: T, availability: Availability) {
         let mut def = tool.def();
-        def.schema = schema_for::<T::Args>();
+        def.schema = Arc::new(schema_for::<T::Args>());
         assert!(!self.by_name.contains_key(&def.name), "tool `{}` registered twice", def.name);
         self.by_name.insert(def.name.clone(), self.entries.len());
         self.entries.push(Entry { def: Arc::new(def), tool: Arc::new(tool), availability });

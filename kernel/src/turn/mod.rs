@@ -148,15 +148,15 @@ pub async fn run(kernel: &Kernel, agent: Arc<Agent>, req: TurnRequest) -> Result
     if req.message.trim().is_empty() {
         return Err(Error::invalid("the message is empty"));
     }
-    let session = match req.session {
+    let (session, is_new) = match req.session {
         Some(id) => {
             let s = kernel.sessions().get(id).await?;
             if s.agent_id != agent.id {
                 return Err(Error::not_found(format!("agent `{}` has no session `{id}`", agent.name)));
             }
-            s.id
+            (s.id, false)
         }
-        None => kernel.sessions().create(agent.id, None).await?.id,
+        None => (kernel.sessions().create(agent.id, None).await?.id, true),
     };
 
     let turns = kernel.turns();
@@ -168,10 +168,19 @@ pub async fn run(kernel: &Kernel, agent: Arc<Agent>, req: TurnRequest) -> Result
         |kind: EventKind| turns.events.emit(AgentEvent { agent_id: agent.id, turn_id, session_id: session, kind });
     emit(EventKind::TurnStarted { message: req.message.clone() });
 
-    let result =
-        Loop { kernel, agent: &agent, provider, model: &model, session, req: &req, cancel: &cancel, emit: &emit }
-            .run(turn_id)
-            .await;
+    let result = Loop {
+        kernel,
+        agent: &agent,
+        provider,
+        model: &model,
+        session,
+        is_new,
+        req: &req,
+        cancel: &cancel,
+        emit: &emit,
+    }
+    .run(turn_id)
+    .await;
     turns.unregister(agent.id, turn_id);
     match &result {
         Ok(r) => emit(EventKind::TurnEnded { ended: r.ended, reply: r.reply.clone() }),
@@ -186,6 +195,8 @@ struct Loop<'a, E: Fn(EventKind)> {
     provider: &'a Provider,
     model: &'a str,
     session: Uuid,
+    /// Opened for this turn, so there is no history to read.
+    is_new: bool,
     req: &'a TurnRequest,
     cancel: &'a CancellationToken,
     emit: &'a E,
@@ -194,7 +205,11 @@ struct Loop<'a, E: Fn(EventKind)> {
 impl<E: Fn(EventKind)> Loop<'_, E> {
     async fn run(&self, turn_id: Uuid) -> Result<TurnResult> {
         let sessions = self.kernel.sessions();
-        let mut history: Vec<Message> = sessions.messages(self.session).await?.into_iter().map(|m| m.message).collect();
+        let mut history: Vec<Message> = if self.is_new {
+            Vec::new()
+        } else {
+            sessions.messages(self.session).await?.into_iter().map(|m| m.message).collect()
+        };
         prompt::repair_dangling_calls(&mut history);
         let user = Message::User { content: self.req.message.clone() };
         sessions.append(self.session, std::slice::from_ref(&user)).await?;
@@ -210,7 +225,11 @@ impl<E: Fn(EventKind)> Loop<'_, E> {
         };
 
         for iteration in 1..=cap {
-            let loaded = sessions.loaded_tools(self.session).await?;
+            // Only lazy and stable offers depend on what the session has loaded.
+            let loaded = match self.agent.manifest.tool_mode {
+                crate::agent::ToolMode::All => Vec::new(),
+                _ => sessions.loaded_tools(self.session).await?,
+            };
             let offer = modes::offer(self.kernel.tools(), self.agent, &loaded, self.req.headless);
             let system = prompt::system_prompt(self.agent, offer.context_line.as_deref());
             let chat = ChatRequest {
