@@ -232,3 +232,14 @@ async fn turn_progress_streams_as_server_sent_events() {
     assert!(text.contains("\"name\":\"system_time\""));
     drop(d);
 }
+
+#[tokio::test]
+async fn the_system_prompt_carries_the_agents_goal() {
+    let (_home, _d, api, llm) = daemon_with_llm("openai", "").await;
+    api.post("/api/templates", json!({"name": "planner", "model": "m", "system_prompt": "Plan carefully."})).await;
+    let agent = api.post("/api/agents", json!({"template": "planner", "goal": "Ship the release by Friday"})).await;
+    let id = agent.body["id"].as_str().unwrap();
+    llm.push(Scripted::text("on it"));
+    say(&api, id, "status?").await;
+    assert_eq!(llm.requests()[0].system(), "Plan carefully.\n\nYour current goal: Ship the release by Friday");
+}
