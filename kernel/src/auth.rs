@@ -1,7 +1,10 @@
 //! Who may use the daemon: operators (people, argon2id passwords) and API tokens
 //! (automation; only a SHA-256 of each token is stored).
 
-use std::sync::RwLock;
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use argon2::Argon2;
 use argon2::password_hash::phc::PasswordHash;
@@ -34,7 +37,26 @@ pub struct Auth {
     db: Db,
     /// Hashes of live tokens, reloaded when another process (the CLI) changes them.
     tokens: RwLock<Vec<TokenRecord>>,
+    /// Live dashboard sign-ins by the hash of their cookie value.
+    sessions: RwLock<HashMap<[u8; 32], OperatorSession>>,
+    /// Recent failed sign-ins per client address.
+    failures: Mutex<HashMap<IpAddr, Vec<Instant>>>,
 }
+
+/// A signed-in operator's dashboard session.
+#[derive(Debug, Clone)]
+pub struct OperatorSession {
+    pub operator: String,
+    /// Every form of this session carries it; a POST without it is refused.
+    pub csrf: String,
+    pub expires_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// How long a dashboard sign-in lasts.
+pub const SESSION_HOURS: i64 = 12;
+/// Failed sign-ins one address may make per window before it must wait.
+pub const LOGIN_ATTEMPTS: usize = 5;
+pub const LOGIN_WINDOW: Duration = Duration::from_secs(60);
 
 fn token_hash(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
@@ -46,8 +68,10 @@ fn check_name(name: &str) -> Result<()> {
 
 impl Auth {
     pub(crate) async fn load(db: Db) -> Result<Auth> {
-        let auth = Auth { db, tokens: RwLock::new(Vec::new()) };
+        let auth =
+            Auth { db, tokens: RwLock::new(Vec::new()), sessions: RwLock::default(), failures: Mutex::default() };
         auth.reload().await?;
+        auth.load_sessions().await?;
         Ok(auth)
     }
 
@@ -165,6 +189,108 @@ impl Auth {
     pub async fn operator_count(&self) -> Result<i64> {
         Ok(sqlx::query_scalar("SELECT COUNT(*) FROM operators").fetch_one(&self.db).await?)
     }
+
+    // ---- dashboard sign-in ----
+
+    /// Signs an operator in: checks the per-address limit, then the password. On success
+    /// returns the cookie value (shown to no one else) and the session. A wrong password and
+    /// an unknown operator get the same error.
+    pub async fn sign_in(&self, client: IpAddr, name: &str, password: &str) -> Result<(String, OperatorSession)> {
+        if let Some(wait) = self.login_wait(client) {
+            return Err(Error::new(
+                crate::ErrorKind::ResourceExhausted,
+                format!("too many failed sign-ins from this address; try again in {} s", wait.as_secs().max(1)),
+            ));
+        }
+        if !self.verify_operator(name, password).await? {
+            self.failures.lock().expect("failures lock").entry(client).or_default().push(Instant::now());
+            return Err(Error::forbidden("unknown operator or wrong password"));
+        }
+        self.failures.lock().expect("failures lock").remove(&client);
+        self.open_session(name).await
+    }
+
+    /// How long `client` must wait before trying again, if it must.
+    fn login_wait(&self, client: IpAddr) -> Option<Duration> {
+        let mut failures = self.failures.lock().expect("failures lock");
+        let recent = failures.entry(client).or_default();
+        recent.retain(|t| t.elapsed() < LOGIN_WINDOW);
+        (recent.len() >= LOGIN_ATTEMPTS).then(|| LOGIN_WINDOW.saturating_sub(recent[0].elapsed()))
+    }
+
+    /// Opens a session for an operator who has proved who they are.
+    pub async fn open_session(&self, operator: &str) -> Result<(String, OperatorSession)> {
+        let cookie = format!("ks_{}", hex::encode(rand::rng().random::<[u8; 32]>()));
+        let session = OperatorSession {
+            operator: operator.to_string(),
+            csrf: new_form_token(),
+            expires_at: chrono::Utc::now() + chrono::Duration::hours(SESSION_HOURS),
+        };
+        let hash = token_hash(&cookie);
+        sqlx::query(
+            "INSERT INTO operator_sessions (token_hash, operator, csrf, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(hex::encode(hash))
+        .bind(operator)
+        .bind(&session.csrf)
+        .bind(db::now())
+        .bind(session.expires_at.to_rfc3339())
+        .execute(&self.db)
+        .await?;
+        self.sessions.write().expect("sessions lock").insert(hash, session.clone());
+        Ok((cookie, session))
+    }
+
+    /// The live session a cookie value belongs to; expired sessions are gone.
+    pub fn session(&self, cookie: &str) -> Option<OperatorSession> {
+        let hash = token_hash(cookie);
+        let session = self.sessions.read().expect("sessions lock").get(&hash).cloned()?;
+        (session.expires_at > chrono::Utc::now()).then_some(session)
+    }
+
+    /// Signs out: the cookie value stops working at once.
+    pub async fn close_session(&self, cookie: &str) -> Result<()> {
+        let hash = token_hash(cookie);
+        self.sessions.write().expect("sessions lock").remove(&hash);
+        sqlx::query("DELETE FROM operator_sessions WHERE token_hash = ?")
+            .bind(hex::encode(hash))
+            .execute(&self.db)
+            .await?;
+        Ok(())
+    }
+
+    async fn load_sessions(&self) -> Result<()> {
+        sqlx::query("DELETE FROM operator_sessions WHERE expires_at < ?")
+            .bind(chrono::Utc::now().to_rfc3339())
+            .execute(&self.db)
+            .await?;
+        let rows = sqlx::query("SELECT token_hash, operator, csrf, expires_at FROM operator_sessions")
+            .fetch_all(&self.db)
+            .await?;
+        let sessions = rows
+            .iter()
+            .filter_map(|r| {
+                let mut hash = [0u8; 32];
+                hex::decode_to_slice(r.get::<&str, _>("token_hash"), &mut hash).ok()?;
+                let expires_at =
+                    chrono::DateTime::parse_from_rfc3339(r.get("expires_at")).ok()?.with_timezone(&chrono::Utc);
+                Some((hash, OperatorSession { operator: r.get("operator"), csrf: r.get("csrf"), expires_at }))
+            })
+            .collect();
+        *self.sessions.write().expect("sessions lock") = sessions;
+        Ok(())
+    }
+}
+
+/// A fresh random token for a form (48 hex characters).
+pub fn new_form_token() -> String {
+    hex::encode(rand::rng().random::<[u8; 24]>())
+}
+
+/// Compares two secrets in constant time (CSRF tokens and the like). An empty secret never
+/// matches.
+pub fn secrets_match(a: &str, b: &str) -> bool {
+    !a.is_empty() && a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
 }
 
 /// An argon2id hash (default parameters) of a random password, checked against when the

@@ -1,6 +1,7 @@
 //! `kennel`: the daemon and its command line.
 
 mod cli;
+mod dashboard;
 mod http;
 
 use std::process::ExitCode;

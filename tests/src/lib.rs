@@ -249,3 +249,86 @@ where
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }
+
+/// A browser-like client for the dashboard: keeps cookies, follows no redirects, posts forms.
+pub struct Browser {
+    base: String,
+    http: reqwest::Client,
+    cookies: std::sync::Mutex<std::collections::BTreeMap<String, String>>,
+}
+
+impl Daemon {
+    pub fn browser(&self) -> Browser {
+        Browser {
+            base: self.base.clone(),
+            http: reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client"),
+            cookies: Default::default(),
+        }
+    }
+}
+
+impl Browser {
+    async fn send(&self, req: reqwest::RequestBuilder) -> Reply {
+        let cookie = self.cookie_header();
+        let req = if cookie.is_empty() { req } else { req.header("cookie", cookie) };
+        let reply = Api::send(req).await;
+        for set in reply.headers.get_all("set-cookie") {
+            let set = set.to_str().unwrap_or_default();
+            let pair = set.split(';').next().unwrap_or_default();
+            if let Some((k, v)) = pair.split_once('=') {
+                let mut cookies = self.cookies.lock().expect("cookies");
+                if v.is_empty() || set.contains("Max-Age=0") {
+                    cookies.remove(k);
+                } else {
+                    cookies.insert(k.to_string(), v.to_string());
+                }
+            }
+        }
+        reply
+    }
+
+    fn cookie_header(&self) -> String {
+        self.cookies.lock().expect("cookies").iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ")
+    }
+
+    pub fn cookie(&self, name: &str) -> Option<String> {
+        self.cookies.lock().expect("cookies").get(name).cloned()
+    }
+
+    pub fn set_cookie(&self, name: &str, value: &str) {
+        self.cookies.lock().expect("cookies").insert(name.into(), value.into());
+    }
+
+    pub async fn get(&self, path: &str) -> Reply {
+        self.send(self.http.get(format!("{}{path}", self.base))).await
+    }
+
+    /// Posts a urlencoded form exactly as given (add `csrf` yourself, or leave it out).
+    pub async fn post(&self, path: &str, form: &[(&str, &str)]) -> Reply {
+        self.send(self.http.post(format!("{}{path}", self.base)).form(form)).await
+    }
+
+    /// Posts a form with the CSRF token of the page at `page`.
+    pub async fn submit(&self, page: &str, action: &str, form: &[(&str, &str)]) -> Reply {
+        let html = self.get(page).await.text;
+        let csrf = csrf_in(&html).expect("the page has a CSRF field");
+        let mut fields = vec![("csrf", csrf.as_str())];
+        fields.extend_from_slice(form);
+        self.post(action, &fields).await
+    }
+
+    /// Creates the first operator through `/setup` and stays signed in.
+    pub async fn set_up(&self, name: &str, password: &str) -> Reply {
+        self.submit("/setup", "/setup", &[("name", name), ("password", password)]).await
+    }
+
+    pub async fn sign_in(&self, name: &str, password: &str) -> Reply {
+        self.submit("/login", "/login", &[("name", name), ("password", password)]).await
+    }
+}
+
+/// The first `csrf` hidden field's value in a page.
+pub fn csrf_in(html: &str) -> Option<String> {
+    let at = html.find("name=\"csrf\" value=\"")? + "name=\"csrf\" value=\"".len();
+    Some(html[at..].split('"').next()?.to_string())
+}

@@ -43,6 +43,12 @@ pub fn search<'a>(registry: &'a Registry, agent: &'a Agent, query: &str, limit: 
     hits
 }
 
+/// Whether every word of `query` appears in the tool's name, family, tags or description
+/// (the Tools inspector's filter). An empty query matches everything.
+pub fn matches_query(def: &ToolDef, query: &str) -> bool {
+    query.split_whitespace().map(str::to_lowercase).all(|w| score_word(def, &w) > 0)
+}
+
 fn score_word(def: &ToolDef, word: &str) -> u32 {
     let mut score = 0;
     if def.name == word {
@@ -50,7 +56,7 @@ fn score_word(def: &ToolDef, word: &str) -> u32 {
     } else if def.name.contains(word) {
         score += 4;
     }
-    if def.family == word || def.tags.iter().any(|t| t == word) {
+    if def.family.contains(word) || def.tags.iter().any(|t| t == word) {
         score += 3;
     }
     if def.description_lower.contains(word) {

@@ -209,6 +209,14 @@ async fn agent_events(
     Path(id): Path<String>,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     let agent_id = kernel.agents().get(&id)?.id;
+    Ok(event_stream(&kernel, agent_id))
+}
+
+/// The SSE stream of one agent's turn events; the dashboard's live chat uses it too.
+pub(crate) fn event_stream(
+    kernel: &Kernel,
+    agent_id: uuid::Uuid,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>> + use<>> {
     let events = futures_util::stream::unfold(kernel.turns().subscribe(), move |mut rx| async move {
         loop {
             match rx.recv().await {
@@ -224,7 +232,7 @@ async fn agent_events(
             }
         }
     });
-    Ok(Sse::new(events).keep_alive(KeepAlive::default()))
+    Sse::new(events).keep_alive(KeepAlive::default())
 }
 
 /// A session's messages, oldest first, as the model saw them (tool calls and results, spill

@@ -8,13 +8,15 @@ mod error;
 mod templates;
 mod tools;
 
+pub(crate) use agents::event_stream;
+pub(crate) use error::status_for;
+
 use std::net::SocketAddr;
 
 use axum::Router;
-use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
 use axum::middleware;
-use axum::response::{Html, IntoResponse};
+use axum::response::IntoResponse;
 use axum::routing::get;
 use kennel_kernel::Kernel;
 use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
@@ -55,9 +57,10 @@ pub fn router(kernel: Kernel) -> Router {
         .layer(middleware::from_fn_with_state(kernel.clone(), auth::require_token));
     Router::new()
         .merge(api)
+        .merge(crate::dashboard::router(kernel.clone()))
         .route("/healthz", get(healthz))
-        .route("/", get(overview))
         .route("/style/kennel.css", get(stylesheet))
+        .route("/public/live.js", get(live_js))
         .fallback(not_found)
         .layer(
             TraceLayer::new_for_http()
@@ -72,17 +75,12 @@ async fn healthz() -> impl IntoResponse {
     axum::Json(serde_json::json!({ "status": "ok", "version": env!("CARGO_PKG_VERSION") }))
 }
 
-async fn overview(State(kernel): State<Kernel>) -> Html<String> {
-    Html(kennel_app::render_overview(kennel_app::Overview {
-        version: env!("CARGO_PKG_VERSION"),
-        agents_running: kernel.agents().list().iter().filter(|a| a.is_running()).count(),
-        agent_types: kernel.agents().types().len(),
-        tools: kernel.tools().len(),
-    }))
-}
-
 async fn stylesheet() -> impl IntoResponse {
     ([(CONTENT_TYPE, "text/css; charset=utf-8")], include_str!("../../../style/kennel.css"))
+}
+
+async fn live_js() -> impl IntoResponse {
+    ([(CONTENT_TYPE, "text/javascript; charset=utf-8")], include_str!("../../../public/live.js"))
 }
 
 async fn not_found() -> error::ApiError {
@@ -93,7 +91,8 @@ async fn not_found() -> error::ApiError {
 pub async fn serve(kernel: Kernel, listener: tokio::net::TcpListener) -> std::io::Result<()> {
     let addr: SocketAddr = listener.local_addr()?;
     tracing::info!(%addr, "listening");
-    axum::serve(listener, router(kernel.clone())).with_graceful_shutdown(shutdown_signal()).await?;
+    let app = router(kernel.clone()).into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?;
     tracing::info!("shutting down: closing the database");
     kernel.close().await;
     Ok(())

@@ -3,6 +3,7 @@
 mod agents;
 mod auth;
 mod config;
+mod dashboard;
 mod openapi;
 mod restart;
 mod templates;

@@ -1,0 +1,203 @@
+//! `/agent-types`: the agent-type editor. A form for the seven fields an agent may also set
+//! (`agent_type_create`), and the full manifest as TOML. Validation is the kernel's; errors
+//! arrive as field errors and are shown next to their field.
+
+use std::sync::Arc;
+
+use kennel_kernel::agent::{AgentType, AgentTypeSpec, Manifest};
+use kennel_kernel::error::FieldError;
+use leptos::prelude::*;
+
+use crate::shell::{PageMeta, Shell};
+use crate::widgets::{Csrf, field_error};
+
+/// The seven fields as the form holds them (lists as comma- or line-separated text).
+#[derive(Debug, Clone, Default)]
+pub struct TypeForm {
+    pub name: String,
+    pub description: String,
+    pub system_prompt: String,
+    pub provider: String,
+    pub model: String,
+    pub tools: String,
+    pub skills: String,
+}
+
+fn list(text: &str) -> Option<Vec<String>> {
+    let items: Vec<String> =
+        text.split([',', '\n']).map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect();
+    Some(items)
+}
+
+fn text(value: &str) -> Option<String> {
+    (!value.trim().is_empty()).then(|| value.trim().to_string())
+}
+
+impl TypeForm {
+    pub fn from_manifest(m: &Manifest) -> TypeForm {
+        TypeForm {
+            name: m.name.clone(),
+            description: m.description.clone(),
+            system_prompt: m.system_prompt.clone(),
+            provider: m.provider.clone().unwrap_or_default(),
+            model: m.model.clone().unwrap_or_default(),
+            tools: m.capabilities.tools.iter().map(|g| g.as_str()).collect::<Vec<_>>().join(", "),
+            skills: m.skills.join(", "),
+        }
+    }
+
+    /// The form as the seven-field spec the kernel validates.
+    pub fn to_spec(&self) -> AgentTypeSpec {
+        AgentTypeSpec {
+            name: self.name.trim().to_string(),
+            description: text(&self.description),
+            system_prompt: text(&self.system_prompt),
+            provider: text(&self.provider),
+            model: text(&self.model),
+            tools: list(&self.tools),
+            skills: list(&self.skills),
+        }
+    }
+}
+
+pub struct AgentTypesPage {
+    pub types: Vec<Arc<AgentType>>,
+    pub form: TypeForm,
+    pub errors: Vec<FieldError>,
+}
+
+pub fn render_list(meta: PageMeta, page: AgentTypesPage) -> String {
+    let csrf = meta.csrf.clone();
+    let rows = page
+        .types
+        .iter()
+        .map(|t| {
+            let m = &t.manifest;
+            let grants = m.capabilities.tools.iter().map(|g| g.as_str()).collect::<Vec<_>>().join(", ");
+            view! {
+                <tr>
+                    <td><a href=format!("/agent-types/{}", m.name)>{m.name.clone()}</a></td>
+                    <td>{m.description.clone()}</td>
+                    <td>{m.model.clone().unwrap_or_default()}</td>
+                    <td>{m.tool_mode.as_str()}</td>
+                    <td><code>{grants}</code></td>
+                </tr>
+            }
+        })
+        .collect::<Vec<_>>();
+    let empty =
+        page.types.is_empty().then(|| view! { <p class="empty">"No agent types yet: create the first one below."</p> });
+    crate::document(
+        view! {
+            <Shell meta>
+                <h1>"Agent types"</h1>
+                <section class="card">
+                    {empty}
+                    <div class="scroll">
+                        <table>
+                            <thead><tr><th>"Name"</th><th>"Description"</th><th>"Model"</th><th>"Tool mode"</th><th>"Grants"</th></tr></thead>
+                            <tbody>{rows}</tbody>
+                        </table>
+                    </div>
+                </section>
+                <section class="card">
+                    <h2>"New agent type"</h2>
+                    <TypeFields action="/agent-types".into() form=page.form errors=page.errors csrf submit="Create agent type" name_editable=true/>
+                </section>
+            </Shell>
+        }
+        .to_html(),
+    )
+}
+
+#[component]
+fn TypeFields(
+    action: String,
+    form: TypeForm,
+    errors: Vec<FieldError>,
+    csrf: String,
+    submit: &'static str,
+    name_editable: bool,
+) -> impl IntoView {
+    // Grants typed as `tools` or stored as `capabilities.tools` belong to the same input.
+    let tools_error = field_error(&errors, "tools")
+        .map(IntoAny::into_any)
+        .or_else(|| field_error(&errors, "capabilities.tools").map(IntoAny::into_any));
+    view! {
+        <form method="post" action=action class="stack" id="type-form">
+            <Csrf token=csrf/>
+            <label>"Name"
+                <input type="text" name="name" value=form.name readonly=!name_editable required/>
+            </label>
+            {field_error(&errors, "name")}
+            <label>"Description" <input type="text" name="description" value=form.description/></label>
+            {field_error(&errors, "description")}
+            <label>"System prompt" <textarea name="system_prompt" rows="5">{form.system_prompt}</textarea></label>
+            {field_error(&errors, "system_prompt")}
+            <div class="row">
+                <label>"Provider" <input type="text" name="provider" value=form.provider placeholder="a [providers.NAME] of config.toml"/></label>
+                <label>"Model" <input type="text" name="model" value=form.model/></label>
+            </div>
+            {field_error(&errors, "provider")}
+            {field_error(&errors, "model")}
+            <label>"Tools (grants, comma-separated: system_time, memory_*, browser.*)" <input type="text" name="tools" value=form.tools/></label>
+            {tools_error}
+            <label>"Skills (comma-separated)" <input type="text" name="skills" value=form.skills/></label>
+            {field_error(&errors, "skills")}
+            <button type="submit">{submit}</button>
+        </form>
+    }
+}
+
+pub struct EditPage {
+    pub agent_type: Arc<AgentType>,
+    pub form: TypeForm,
+    pub errors: Vec<FieldError>,
+    /// The TOML text to show: the stored manifest, or what was just submitted with its error.
+    pub toml: String,
+    pub toml_errors: Vec<FieldError>,
+}
+
+pub fn render_edit(meta: PageMeta, page: EditPage) -> String {
+    let csrf = meta.csrf.clone();
+    let name = page.agent_type.manifest.name.clone();
+    let toml_errors = (!page.toml_errors.is_empty()).then(|| {
+        let items = page
+            .toml_errors
+            .iter()
+            .map(|e| view! { <li>{format!("{}: {}", e.field, e.message)}</li> })
+            .collect::<Vec<_>>();
+        view! { <ul class="field-error" id="toml-error">{items}</ul> }
+    });
+    crate::document(
+        view! {
+            <Shell meta>
+                <h1>{format!("Agent type {name}")}</h1>
+                <p class="hint">{format!("Created {}, changed {}. Agents already made from it keep their own copy.", page.agent_type.created_at, page.agent_type.updated_at)}</p>
+                <div class="columns">
+                    <section class="card">
+                        <h2>"The seven fields"</h2>
+                        <TypeFields action=format!("/agent-types/{name}") form=page.form errors=page.errors csrf=csrf.clone() submit="Save" name_editable=false/>
+                    </section>
+                    <section class="card">
+                        <h2>"Full manifest (TOML)"</h2>
+                        <form method="post" action=format!("/agent-types/{name}/toml") class="stack">
+                            <Csrf token=csrf.clone()/>
+                            <textarea name="toml" rows="20" class="code" spellcheck="false">{page.toml}</textarea>
+                            {toml_errors}
+                            <button type="submit">"Replace manifest"</button>
+                        </form>
+                    </section>
+                </div>
+                <section class="card">
+                    <form method="post" action=format!("/agent-types/{name}/delete") class="inline">
+                        <Csrf token=csrf/>
+                        <button type="submit" class="danger">"Delete this agent type"</button>
+                        <span class="hint">" Agents made from it keep running."</span>
+                    </form>
+                </section>
+            </Shell>
+        }
+        .to_html(),
+    )
+}

@@ -1,0 +1,215 @@
+//! `/agents` (list, spawn, stop) and `/agents/{id}` (manifest, grants, sessions, chat).
+
+use std::sync::Arc;
+
+use kennel_kernel::agent::{Agent, AgentType};
+use kennel_kernel::error::FieldError;
+use kennel_kernel::llm::Message;
+use kennel_kernel::session::{Session, StoredMessage};
+use leptos::prelude::*;
+
+use crate::shell::{PageMeta, Shell};
+use crate::widgets::{Csrf, field_error, short_time};
+
+#[derive(Debug, Clone, Default)]
+pub struct SpawnForm {
+    pub template: String,
+    pub name: String,
+    pub goal: String,
+}
+
+pub struct AgentsPage {
+    pub agents: Vec<Arc<Agent>>,
+    pub types: Vec<Arc<AgentType>>,
+    pub form: SpawnForm,
+    pub errors: Vec<FieldError>,
+}
+
+pub fn render_list(meta: PageMeta, page: AgentsPage) -> String {
+    let csrf = meta.csrf.clone();
+    let rows = page
+        .agents
+        .iter()
+        .rev()
+        .map(|a| {
+            let stop = a.is_running().then(|| {
+                let csrf = csrf.clone();
+                view! {
+                    <form method="post" action=format!("/agents/{}/stop", a.id)>
+                        <Csrf token=csrf/>
+                        <button type="submit" class="danger">"Stop"</button>
+                    </form>
+                }
+            });
+            let status = if a.is_running() { "running" } else { "stopped" };
+            view! {
+                <tr>
+                    <td><a href=format!("/agents/{}", a.id)>{a.name.clone()}</a></td>
+                    <td>{a.agent_type.clone()}</td>
+                    <td><span class=format!("status {status}")>{status}</span></td>
+                    <td>{a.goal.clone().unwrap_or_default()}</td>
+                    <td>{short_time(&a.created_at)}</td>
+                    <td>{stop}</td>
+                </tr>
+            }
+        })
+        .collect::<Vec<_>>();
+    let options = page
+        .types
+        .iter()
+        .map(|t| {
+            let (value, label) = (t.manifest.name.clone(), t.manifest.name.clone());
+            let selected = value == page.form.template;
+            view! { <option value=value selected=selected>{label}</option> }
+        })
+        .collect::<Vec<_>>();
+    let no_types = page.types.is_empty().then(|| {
+        view! { <p class="empty">"Create an agent type first: " <a href="/agent-types">"Agent types"</a></p> }
+    });
+    crate::document(
+        view! {
+            <Shell meta>
+                <h1>"Agents"</h1>
+                <section class="card">
+                    <div class="scroll">
+                        <table>
+                            <thead><tr><th>"Name"</th><th>"Type"</th><th>"Status"</th><th>"Goal"</th><th>"Created"</th><th></th></tr></thead>
+                            <tbody>{rows}</tbody>
+                        </table>
+                    </div>
+                </section>
+                <section class="card">
+                    <h2>"Spawn an agent"</h2>
+                    {no_types}
+                    <form method="post" action="/agents" class="stack" id="spawn-form">
+                        <Csrf token=csrf.clone()/>
+                        <div class="row">
+                            <label>"Agent type" <select name="template" required>{options}</select></label>
+                            <label>"Name (optional)" <input type="text" name="name" value=page.form.name/></label>
+                        </div>
+                        {field_error(&page.errors, "template")}
+                        {field_error(&page.errors, "name")}
+                        <label>"Goal (optional)" <input type="text" name="goal" value=page.form.goal/></label>
+                        {field_error(&page.errors, "goal")}
+                        <button type="submit">"Spawn"</button>
+                    </form>
+                </section>
+            </Shell>
+        }
+        .to_html(),
+    )
+}
+
+pub struct AgentPage {
+    pub agent: Arc<Agent>,
+    pub manifest_toml: String,
+    pub sessions: Vec<Session>,
+    pub session: Option<Session>,
+    pub messages: Vec<StoredMessage>,
+    pub chat_error: Option<String>,
+}
+
+pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
+    let csrf = meta.csrf.clone();
+    let a = page.agent.clone();
+    let id = a.id.to_string();
+    let grants = a
+        .manifest
+        .capabilities
+        .tools
+        .iter()
+        .map(|g| {
+            let csrf = csrf.clone();
+            view! {
+                <li>
+                    <code>{g.as_str().to_string()}</code>
+                    <form method="post" action=format!("/agents/{}/revoke", a.id) class="inline">
+                        <Csrf token=csrf/>
+                        <input type="hidden" name="pattern" value=g.as_str().to_string()/>
+                        <button type="submit" class="link danger">"revoke"</button>
+                    </form>
+                </li>
+            }
+        })
+        .collect::<Vec<_>>();
+    let current = page.session.as_ref().map(|s| s.id);
+    let sessions = page
+        .sessions
+        .iter()
+        .map(|s| {
+            let is = Some(s.id) == current;
+            let label = s.label.clone().unwrap_or_else(|| short_time(&s.created_at));
+            view! { <li><a href=format!("/agents/{}?session={}#chat", a.id, s.id) aria-current=if is { "true" } else { "false" }>{label}</a></li> }
+        })
+        .collect::<Vec<_>>();
+    let chat = page.messages.into_iter().map(message_view).collect::<Vec<_>>();
+    let chat_error = page.chat_error.map(|e| view! { <p class="flash error" role="alert" id="chat-error">{e}</p> });
+    let session_field = current.map(|s| view! { <input type="hidden" name="session" value=s.to_string()/> });
+    let status = if a.is_running() { "running" } else { "stopped" };
+    let goal = a.goal.clone().unwrap_or_else(|| "none".into());
+    crate::document(
+        view! {
+            <Shell meta>
+                <h1>{a.name.clone()}" "<span class=format!("status {status}")>{status}</span></h1>
+                <p class="hint">{format!("Type {} · id {} · goal: {goal}", a.agent_type, a.id)}</p>
+                <div class="columns">
+                    <section class="card" id="chat">
+                        <h2>"Chat"</h2>
+                        <ul class="sessions">
+                            <li><a href=format!("/agents/{}#chat", a.id) aria-current=if current.is_none() { "true" } else { "false" }>"New session"</a></li>
+                            {sessions}
+                        </ul>
+                        <div class="chat-log">{chat}</div>
+                        <ol class="live-log" id="live-log" hidden></ol>
+                        {chat_error}
+                        <form method="post" action=format!("/agents/{}/chat", a.id) class="stack" id="chat-form" data-live=format!("/agents/{}/live", a.id)>
+                            <Csrf token=csrf.clone()/>
+                            {session_field}
+                            <textarea name="message" rows="3" required placeholder="Message the agent"></textarea>
+                            <button type="submit">"Send"</button>
+                        </form>
+                    </section>
+                    <section class="card">
+                        <h2>"Grants"</h2>
+                        <ul class="grants">{grants}</ul>
+                        <form method="post" action=format!("/agents/{}/grant", a.id) class="inline">
+                            <Csrf token=csrf.clone()/>
+                            <input type="text" name="pattern" placeholder="system_time, memory_*, browser.*" required/>
+                            <button type="submit">"Grant"</button>
+                        </form>
+                        <p><a href=format!("/tools?agent={id}")>"The agent's effective tool set"</a></p>
+                        <h2>"Manifest"</h2>
+                        <pre class="code">{page.manifest_toml}</pre>
+                    </section>
+                </div>
+            </Shell>
+        }
+        .to_html(),
+    )
+}
+
+fn message_view(m: StoredMessage) -> AnyView {
+    match m.message {
+        Message::User { content } => {
+            view! { <div class="msg user"><span class="who">"You"</span><p>{content}</p></div> }.into_any()
+        }
+        Message::Assistant { content, tool_calls } => {
+            let calls = tool_calls
+                .into_iter()
+                .map(|c| view! { <div class="call"><code>{c.name}</code>" "<code class="args">{c.arguments.to_string()}</code></div> })
+                .collect::<Vec<_>>();
+            let text = content.map(|t| view! { <p>{t}</p> });
+            view! { <div class="msg assistant"><span class="who">"Agent"</span>{text}{calls}</div> }.into_any()
+        }
+        Message::Tool { name, content, is_error, .. } => {
+            let class = if is_error { "msg tool bad" } else { "msg tool" };
+            view! {
+                <details class=class>
+                    <summary>{format!("{name} result{}", if is_error { " (error)" } else { "" })}</summary>
+                    <pre>{content}</pre>
+                </details>
+            }
+            .into_any()
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! One module per dashboard page. Each exposes a data struct and a `render` function that
+//! returns the whole HTML document.
+
+pub mod agent_types;
+pub mod agents;
+pub mod audit;
+pub mod error;
+pub mod overview;
+pub mod settings;
+pub mod sign_in;
+pub mod tools;

@@ -1,0 +1,50 @@
+//! `/login` and `/setup`.
+
+use leptos::prelude::*;
+
+use crate::shell::{Nav, PageMeta, Shell};
+use crate::widgets::Csrf;
+
+pub struct SignIn {
+    /// First run: the form creates the first operator.
+    pub setup: bool,
+    pub name: String,
+    pub error: Option<String>,
+}
+
+pub fn render(meta: PageMeta, page: SignIn) -> String {
+    let csrf = meta.csrf.clone();
+    let (heading, action, button, hint) = if page.setup {
+        (
+            "Create the first operator",
+            "/setup",
+            "Create operator",
+            "Kennel has no operator yet. The operator you create here signs in to this dashboard; more can be added with `kennel operator add`.",
+        )
+    } else {
+        ("Sign in", "/login", "Sign in", "Operators are added with `kennel operator add NAME --password-stdin`.")
+    };
+    let error = page.error.map(|e| view! { <p class="flash error" role="alert">{e}</p> });
+    let meta = PageMeta { nav: Nav::None, ..meta };
+    crate::document(
+        view! {
+            <Shell meta>
+                <section class="card narrow">
+                    <h1>{heading}</h1>
+                    {error}
+                    <form method="post" action=action class="stack">
+                        <Csrf token=csrf/>
+                        <label>"Name" <input type="text" name="name" value=page.name autocomplete="username" required/></label>
+                        <label>
+                            "Password"
+                            <input type="password" name="password" autocomplete=if page.setup { "new-password" } else { "current-password" } required/>
+                        </label>
+                        <button type="submit">{button}</button>
+                    </form>
+                    <p class="hint">{hint}</p>
+                </section>
+            </Shell>
+        }
+        .to_html(),
+    )
+}

@@ -1,0 +1,91 @@
+//! The frame every page shares: head, navigation, notices.
+
+use leptos::prelude::*;
+
+/// Which section of the navigation is current.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Nav {
+    Overview,
+    Agents,
+    AgentTypes,
+    Tools,
+    Audit,
+    Settings,
+    /// Sign-in pages: no navigation.
+    None,
+}
+
+/// A notice shown at the top of a page.
+#[derive(Debug, Clone)]
+pub enum Flash {
+    Notice(String),
+    Error(String),
+}
+
+/// What every page needs from the request: who is signed in and the form token.
+#[derive(Debug, Clone)]
+pub struct PageMeta {
+    pub title: String,
+    pub nav: Nav,
+    pub operator: Option<String>,
+    /// The signed-in session's CSRF token; every form carries it.
+    pub csrf: String,
+    pub flash: Option<Flash>,
+}
+
+const SECTIONS: [(Nav, &str, &str); 6] = [
+    (Nav::Overview, "/", "Overview"),
+    (Nav::Agents, "/agents", "Agents"),
+    (Nav::AgentTypes, "/agent-types", "Agent types"),
+    (Nav::Tools, "/tools", "Tools"),
+    (Nav::Audit, "/audit", "Audit"),
+    (Nav::Settings, "/settings", "Settings"),
+];
+
+#[component]
+pub fn Shell(meta: PageMeta, children: Children) -> impl IntoView {
+    let nav = (meta.nav != Nav::None).then(|| {
+        let links = SECTIONS
+            .iter()
+            .map(|(section, href, label)| {
+                let current = if *section == meta.nav { "page" } else { "false" };
+                view! { <a href=*href aria-current=current>{*label}</a> }
+            })
+            .collect::<Vec<_>>();
+        let operator = meta.operator.clone().unwrap_or_default();
+        let csrf = meta.csrf.clone();
+        view! {
+            <nav class="sections" aria-label="Sections">{links}</nav>
+            <form class="signout" method="post" action="/logout">
+                <input type="hidden" name="csrf" value=csrf/>
+                <span class="who">{operator}</span>
+                <button type="submit" class="link">"Sign out"</button>
+            </form>
+        }
+    });
+    let flash = meta.flash.map(|f| match f {
+        Flash::Notice(text) => view! { <p class="flash notice" role="status">{text}</p> }.into_any(),
+        Flash::Error(text) => view! { <p class="flash error" role="alert">{text}</p> }.into_any(),
+    });
+    view! {
+        <html lang="en">
+            <head>
+                <meta charset="utf-8"/>
+                <meta name="viewport" content="width=device-width, initial-scale=1"/>
+                <title>{format!("{} · Kennel", meta.title)}</title>
+                <link rel="stylesheet" href="/style/kennel.css"/>
+                <script src="/public/live.js" defer></script>
+            </head>
+            <body>
+                <header class="top">
+                    <a class="brand" href="/">"Kennel"</a>
+                    {nav}
+                </header>
+                <main>
+                    {flash}
+                    {children()}
+                </main>
+            </body>
+        </html>
+    }
+}

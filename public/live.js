@@ -1,0 +1,47 @@
+// Live chat: while a turn runs, show each model call and tool call as it happens.
+// Progressive enhancement only: without this file the chat form posts and the page reloads.
+document.addEventListener('submit', (event) => {
+  const form = event.target;
+  if (!form.dataset.live || typeof EventSource === 'undefined') return;
+  event.preventDefault();
+  const log = document.getElementById('live-log');
+  const button = form.querySelector('button[type=submit]');
+  const line = (text, cls) => {
+    const li = document.createElement('li');
+    li.textContent = text;
+    if (cls) li.className = cls;
+    log.appendChild(li);
+  };
+  log.hidden = false;
+  log.replaceChildren();
+  button.disabled = true;
+  const events = new EventSource(form.dataset.live);
+  events.addEventListener('model_call', (e) => line(`model call ${JSON.parse(e.data).iteration}…`));
+  events.addEventListener('tool_call_started', (e) => {
+    const d = JSON.parse(e.data);
+    line(`→ ${d.name} ${JSON.stringify(d.arguments)}`);
+  });
+  events.addEventListener('tool_call_finished', (e) => {
+    const d = JSON.parse(e.data);
+    line(`← ${d.name}: ${d.outcome} (${(d.duration_us / 1000).toFixed(1)} ms)`, d.outcome === 'ok' ? 'ok' : 'bad');
+  });
+  events.addEventListener('reply', () => line('reply received', 'ok'));
+  events.onopen = async () => {
+    events.onopen = null;
+    try {
+      const response = await fetch(form.action, { method: 'POST', body: new URLSearchParams(new FormData(form)) });
+      events.close();
+      if (response.redirected) {
+        window.location.assign(response.url);
+      } else {
+        document.open();
+        document.write(await response.text());
+        document.close();
+      }
+    } catch (err) {
+      events.close();
+      line(`failed: ${err}`, 'bad');
+      button.disabled = false;
+    }
+  };
+});

@@ -1,0 +1,187 @@
+//! The agent-type editor's forms. Validation and conflicts are the kernel's
+//! (`Agents::create_type` / `replace_type`), exactly as for `/api/templates`.
+
+use std::sync::Arc;
+
+use axum::Form;
+use axum::extract::{Extension, Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use kennel_app::Nav;
+use kennel_app::pages::agent_types::{self, AgentTypesPage, EditPage, TypeForm};
+use kennel_kernel::agent::{AgentType, ManifestFormat, ManifestInput, parse_manifest, to_toml};
+use kennel_kernel::error::FieldError;
+use kennel_kernel::{Error, Kernel};
+use serde::Deserialize;
+
+use super::{Notice, Operator, error_page, field_errors, html, meta, see_other};
+
+#[derive(Deserialize)]
+pub struct TypeFields {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    system_prompt: String,
+    #[serde(default)]
+    provider: String,
+    #[serde(default)]
+    model: String,
+    #[serde(default)]
+    tools: String,
+    #[serde(default)]
+    skills: String,
+}
+
+impl From<TypeFields> for TypeForm {
+    fn from(f: TypeFields) -> TypeForm {
+        TypeForm {
+            name: f.name,
+            description: f.description,
+            system_prompt: f.system_prompt,
+            provider: f.provider,
+            model: f.model,
+            tools: f.tools,
+            skills: f.skills,
+        }
+    }
+}
+
+fn list_page(
+    kernel: &Kernel,
+    op: &Operator,
+    status: StatusCode,
+    form: TypeForm,
+    errors: Vec<FieldError>,
+    notice: Notice,
+) -> Response {
+    let page = AgentTypesPage { types: kernel.agents().types(), form, errors };
+    html(status, agent_types::render_list(meta(op, "Agent types", Nav::AgentTypes, notice.flash()), page))
+}
+
+pub async fn list(
+    State(kernel): State<Kernel>,
+    Extension(op): Extension<Operator>,
+    Query(n): Query<Notice>,
+) -> Response {
+    list_page(&kernel, &op, StatusCode::OK, TypeForm::default(), Vec::new(), n)
+}
+
+pub async fn create(
+    State(kernel): State<Kernel>,
+    Extension(op): Extension<Operator>,
+    Form(fields): Form<TypeFields>,
+) -> Response {
+    let form = TypeForm::from(fields);
+    match kernel.agents().create_type(form.to_spec().into()).await {
+        Ok(t) => see_other(
+            &format!("/agent-types/{}", t.manifest.name),
+            &format!("Agent type `{}` created.", t.manifest.name),
+        ),
+        Err(e) => {
+            let status = crate::http::status_for(e.kind);
+            list_page(&kernel, &op, status, form, field_errors(&e, "name"), Notice::default())
+        }
+    }
+}
+
+fn edit_page(op: &Operator, status: StatusCode, page: EditPage, notice: Notice) -> Response {
+    let title = format!("Agent type {}", page.agent_type.manifest.name);
+    html(status, agent_types::render_edit(meta(op, title, Nav::AgentTypes, notice.flash()), page))
+}
+
+fn fresh_edit(t: Arc<AgentType>) -> EditPage {
+    EditPage {
+        form: TypeForm::from_manifest(&t.manifest),
+        toml: to_toml(&t.manifest),
+        agent_type: t,
+        errors: Vec::new(),
+        toml_errors: Vec::new(),
+    }
+}
+
+pub async fn edit(
+    State(kernel): State<Kernel>,
+    Extension(op): Extension<Operator>,
+    Path(name): Path<String>,
+    Query(n): Query<Notice>,
+) -> Response {
+    match kernel.agents().get_type(&name) {
+        Ok(t) => edit_page(&op, StatusCode::OK, fresh_edit(t), n),
+        Err(e) => error_page(&op, &e),
+    }
+}
+
+/// Saves the seven fields; the rest of the manifest (mode, limits, cron, …) is kept.
+pub async fn save(
+    State(kernel): State<Kernel>,
+    Extension(op): Extension<Operator>,
+    Path(name): Path<String>,
+    Form(fields): Form<TypeFields>,
+) -> Response {
+    let current = match kernel.agents().get_type(&name) {
+        Ok(t) => t,
+        Err(e) => return error_page(&op, &e),
+    };
+    let mut form = TypeForm::from(fields);
+    form.name = name.clone();
+    let spec = form.to_spec();
+    let mut input = ManifestInput::from(&current.manifest);
+    input.description = spec.description;
+    input.system_prompt = spec.system_prompt;
+    input.provider = spec.provider;
+    input.model = spec.model;
+    input.skills = spec.skills;
+    if let Some(caps) = input.capabilities.as_mut() {
+        caps.tools = spec.tools;
+    }
+    match kernel.agents().replace_type(&name, input).await {
+        Ok(_) => see_other(&format!("/agent-types/{name}"), "Saved."),
+        Err(e) => {
+            let page = EditPage { errors: field_errors(&e, "name"), form, ..fresh_edit(current) };
+            edit_page(&op, crate::http::status_for(e.kind), page, Notice::default())
+        }
+    }
+}
+
+#[derive(Deserialize)]
+pub struct TomlForm {
+    toml: String,
+}
+
+/// Replaces the whole manifest from its TOML text.
+pub async fn replace_toml(
+    State(kernel): State<Kernel>,
+    Extension(op): Extension<Operator>,
+    Path(name): Path<String>,
+    Form(form): Form<TomlForm>,
+) -> Response {
+    let current = match kernel.agents().get_type(&name) {
+        Ok(t) => t,
+        Err(e) => return error_page(&op, &e),
+    };
+    let result: Result<_, Error> = async {
+        let input = parse_manifest(&form.toml, ManifestFormat::Toml)?;
+        kernel.agents().replace_type(&name, input).await
+    }
+    .await;
+    match result {
+        Ok(_) => see_other(&format!("/agent-types/{name}"), "Manifest replaced."),
+        Err(e) => {
+            let page = EditPage { toml: form.toml, toml_errors: field_errors(&e, "manifest"), ..fresh_edit(current) };
+            edit_page(&op, crate::http::status_for(e.kind), page, Notice::default())
+        }
+    }
+}
+
+pub async fn delete(
+    State(kernel): State<Kernel>,
+    Extension(op): Extension<Operator>,
+    Path(name): Path<String>,
+) -> Response {
+    match kernel.agents().delete_type(&name).await {
+        Ok(()) => see_other("/agent-types", &format!("Agent type `{name}` deleted.")),
+        Err(e) => error_page(&op, &e),
+    }
+}

@@ -1,0 +1,100 @@
+//! The operator dashboard: server-rendered pages (from `kennel-app`) and the plain HTML forms
+//! that act on them. Handlers call the same kernel services as the REST API, so a form shows
+//! exactly the API's validation messages.
+
+mod agent_types;
+mod agents;
+mod pages;
+mod session;
+mod sign_in;
+mod tools;
+
+use axum::Router;
+use axum::http::StatusCode;
+use axum::middleware;
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use kennel_app::{Flash, Nav, PageMeta};
+use kennel_kernel::{Error, Kernel};
+use serde::Deserialize;
+
+pub use session::Operator;
+
+/// Every dashboard route. Sign-in pages are open; everything else needs an operator session,
+/// and every POST needs the session's CSRF token.
+pub fn router(kernel: Kernel) -> Router<Kernel> {
+    let protected = Router::new()
+        .route("/", get(pages::overview))
+        .route("/logout", post(sign_in::logout))
+        .route("/tools", get(tools::page))
+        .route("/tools/{name}/try", post(tools::try_it))
+        .route("/agent-types", get(agent_types::list).post(agent_types::create))
+        .route("/agent-types/{name}", get(agent_types::edit).post(agent_types::save))
+        .route("/agent-types/{name}/toml", post(agent_types::replace_toml))
+        .route("/agent-types/{name}/delete", post(agent_types::delete))
+        .route("/agents", get(agents::list).post(agents::spawn))
+        .route("/agents/{id}", get(agents::page))
+        .route("/agents/{id}/stop", post(agents::stop))
+        .route("/agents/{id}/grant", post(agents::grant))
+        .route("/agents/{id}/revoke", post(agents::revoke))
+        .route("/agents/{id}/chat", post(agents::chat))
+        .route("/agents/{id}/live", get(agents::live))
+        .route("/audit", get(pages::audit))
+        .route("/settings", get(pages::settings))
+        .route("/settings/tokens", post(pages::create_token))
+        .route("/settings/tokens/{name}/revoke", post(pages::revoke_token))
+        .layer(middleware::from_fn(session::check_csrf))
+        .layer(middleware::from_fn_with_state(kernel, session::require_operator));
+    Router::new()
+        .route("/login", get(sign_in::login_page).post(sign_in::login))
+        .route("/setup", get(sign_in::setup_page).post(sign_in::setup))
+        .merge(protected)
+}
+
+/// The page frame for a signed-in operator.
+pub fn meta(op: &Operator, title: impl Into<String>, nav: Nav, flash: Option<Flash>) -> PageMeta {
+    PageMeta { title: title.into(), nav, operator: Some(op.name.clone()), csrf: op.csrf.clone(), flash }
+}
+
+/// `?notice=` on a page after a form redirected there.
+#[derive(Debug, Default, Deserialize)]
+pub struct Notice {
+    notice: Option<String>,
+}
+
+impl Notice {
+    pub fn flash(self) -> Option<Flash> {
+        self.notice.filter(|n| !n.is_empty()).map(Flash::Notice)
+    }
+}
+
+/// 303 to `path` with a notice for the next page.
+pub fn see_other(path: &str, notice: &str) -> Response {
+    let sep = if path.contains('?') { '&' } else { '?' };
+    let (path, anchor) = path.split_once('#').map_or((path, ""), |(p, a)| (p, a));
+    let encoded: String = serde_urlencoded::to_string([("notice", notice)]).unwrap_or_default();
+    let anchor = if anchor.is_empty() { String::new() } else { format!("#{anchor}") };
+    Redirect::to(&format!("{path}{sep}{encoded}{anchor}")).into_response()
+}
+
+/// A page with the status an error of this kind gets on the API.
+pub fn html(status: StatusCode, body: String) -> Response {
+    (status, Html(body)).into_response()
+}
+
+/// An error with no form to show it next to: its own page, with the API's status code.
+pub fn error_page(op: &Operator, e: &Error) -> Response {
+    let page =
+        kennel_app::pages::error::render(meta(op, e.kind.as_str(), Nav::None, None), e.kind.as_str(), &e.message);
+    html(crate::http::status_for(e.kind), page)
+}
+
+/// Form fields for a failed validation: the kernel's field errors, or the whole message on
+/// `fallback_field` (a name conflict belongs next to the name).
+pub fn field_errors(e: &Error, fallback_field: &str) -> Vec<kennel_kernel::error::FieldError> {
+    if e.fields.is_empty() {
+        vec![kennel_kernel::error::FieldError { field: fallback_field.into(), message: e.message.clone() }]
+    } else {
+        e.fields.clone()
+    }
+}

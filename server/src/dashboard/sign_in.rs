@@ -1,0 +1,130 @@
+//! `/setup` (first operator, loopback only), `/login`, `/logout`.
+
+use std::net::SocketAddr;
+
+use axum::Form;
+use axum::extract::{ConnectInfo, Extension, State};
+use axum::http::header::SET_COOKIE;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use kennel_app::pages::sign_in::{self, SignIn};
+use kennel_app::{Nav, PageMeta};
+use kennel_kernel::{ErrorKind, Kernel};
+use serde::Deserialize;
+
+use super::html;
+use super::session::{self, Operator, PRE_AUTH_COOKIE, cleared_session_cookie, cookie, csrf_refused, session_cookie};
+
+#[derive(Deserialize)]
+pub struct Credentials {
+    #[serde(default)]
+    csrf: String,
+    name: String,
+    password: String,
+}
+
+/// A sign-in page with a fresh double-submit token (reusing the visitor's if it has one).
+fn sign_in_page(headers: &HeaderMap, status: StatusCode, page: SignIn) -> Response {
+    let token =
+        cookie(headers, PRE_AUTH_COOKIE).filter(|t| t.len() == 48).unwrap_or_else(kennel_kernel::auth::new_form_token);
+    let title = if page.setup { "Set up" } else { "Sign in" };
+    let meta = PageMeta { title: title.into(), nav: Nav::None, operator: None, csrf: token.clone(), flash: None };
+    let cookie = session::set_cookie(headers, PRE_AUTH_COOKIE, &token, 3600);
+    (status, [(SET_COOKIE, cookie)], axum::response::Html(sign_in::render(meta, page))).into_response()
+}
+
+/// The sign-in forms' CSRF check: the field must equal the double-submit cookie.
+fn pre_auth_ok(headers: &HeaderMap, form_token: &str) -> bool {
+    cookie(headers, PRE_AUTH_COOKIE).is_some_and(|c| kennel_kernel::auth::secrets_match(&c, form_token))
+}
+
+async fn first_run(kernel: &Kernel) -> bool {
+    kernel.auth().operator_count().await.unwrap_or(1) == 0
+}
+
+pub async fn setup_page(
+    State(kernel): State<Kernel>,
+    ConnectInfo(client): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+) -> Response {
+    if !first_run(&kernel).await {
+        return Redirect::to("/login").into_response();
+    }
+    if !client.ip().is_loopback() {
+        return loopback_only();
+    }
+    sign_in_page(&headers, StatusCode::OK, SignIn { setup: true, name: String::new(), error: None })
+}
+
+fn loopback_only() -> Response {
+    (
+        StatusCode::FORBIDDEN,
+        "the first operator can only be created from this machine (a loopback address), or with `kennel operator add`",
+    )
+        .into_response()
+}
+
+pub async fn setup(
+    State(kernel): State<Kernel>,
+    ConnectInfo(client): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Form(form): Form<Credentials>,
+) -> Response {
+    if !first_run(&kernel).await {
+        return Redirect::to("/login").into_response();
+    }
+    if !client.ip().is_loopback() {
+        return loopback_only();
+    }
+    if !pre_auth_ok(&headers, &form.csrf) {
+        return csrf_refused();
+    }
+    if let Err(e) = kernel.auth().add_operator(&form.name, &form.password).await {
+        let status = crate::http::status_for(e.kind);
+        return sign_in_page(&headers, status, SignIn { setup: true, name: form.name, error: Some(e.message) });
+    }
+    signed_in(&kernel, &headers, &form.name).await
+}
+
+async fn signed_in(kernel: &Kernel, headers: &HeaderMap, name: &str) -> Response {
+    match kernel.auth().open_session(name).await {
+        Ok((cookie, _)) => ([session_cookie(headers, &cookie)], Redirect::to("/")).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.message).into_response(),
+    }
+}
+
+pub async fn login_page(State(kernel): State<Kernel>, headers: HeaderMap) -> Response {
+    if first_run(&kernel).await {
+        return Redirect::to("/setup").into_response();
+    }
+    sign_in_page(&headers, StatusCode::OK, SignIn { setup: false, name: String::new(), error: None })
+}
+
+pub async fn login(
+    State(kernel): State<Kernel>,
+    ConnectInfo(client): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Form(form): Form<Credentials>,
+) -> Response {
+    if !pre_auth_ok(&headers, &form.csrf) {
+        return csrf_refused();
+    }
+    match kernel.auth().sign_in(client.ip(), &form.name, &form.password).await {
+        Ok((cookie, _)) => ([session_cookie(&headers, &cookie)], Redirect::to("/")).into_response(),
+        Err(e) => {
+            let status = if e.kind == ErrorKind::ResourceExhausted {
+                StatusCode::TOO_MANY_REQUESTS
+            } else {
+                StatusCode::UNAUTHORIZED
+            };
+            sign_in_page(&headers, status, SignIn { setup: false, name: form.name, error: Some(e.message) })
+        }
+    }
+}
+
+pub async fn logout(State(kernel): State<Kernel>, Extension(op): Extension<Operator>, headers: HeaderMap) -> Response {
+    if let Err(e) = kernel.auth().close_session(&op.cookie).await {
+        return html(StatusCode::INTERNAL_SERVER_ERROR, e.message);
+    }
+    ([cleared_session_cookie(&headers)], Redirect::to("/login")).into_response()
+}

@@ -1,0 +1,268 @@
+use kennel_tests::fake_llm::Scripted;
+use kennel_tests::{Home, csrf_in};
+use serde_json::json;
+
+use crate::daemon;
+
+#[tokio::test]
+async fn first_run_goes_to_setup_which_creates_the_operator_once() {
+    let (_home, d, _api) = daemon().await;
+    let b = d.browser();
+    let home = b.get("/").await;
+    assert_eq!((home.status, home.header("location")), (303, Some("/setup")));
+    let setup = b.get("/setup").await;
+    assert_eq!(setup.status, 200);
+    assert!(setup.text.contains("Create the first operator"));
+
+    let forged = b.post("/setup", &[("csrf", "0123"), ("name", "ada"), ("password", "correct horse")]).await;
+    assert_eq!(forged.status, 403, "the sign-in forms have a CSRF check too");
+    let weak = b.set_up("ada", "short").await;
+    assert_eq!(weak.status, 422);
+    assert!(weak.text.contains("at least 8"));
+
+    let done = b.set_up("ada", "correct horse").await;
+    assert_eq!((done.status, done.header("location")), (303, Some("/")));
+    let cookie = done.header("set-cookie").unwrap();
+    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    assert!(!cookie.contains("Secure"), "plain HTTP on loopback");
+    let overview = b.get("/").await;
+    assert_eq!(overview.status, 200);
+    assert!(overview.text.contains("<h1>Overview</h1>") && overview.text.contains("ada"));
+
+    // Setup is closed once an operator exists.
+    let again = d.browser().get("/setup").await;
+    assert_eq!((again.status, again.header("location")), (303, Some("/login")));
+}
+
+#[tokio::test]
+async fn wrong_password_and_unknown_operator_look_the_same_and_sign_out_ends_the_session() {
+    let home = Home::new();
+    home.cli_with_stdin(&["operator", "add", "ada", "--password-stdin"], "correct horse\n").await;
+    let d = home.start().await;
+    let b = d.browser();
+    assert_eq!(b.get("/").await.header("location"), Some("/login"));
+
+    let wrong = b.sign_in("ada", "wrong horse").await;
+    let unknown = b.sign_in("bob", "wrong horse").await;
+    assert_eq!((wrong.status, unknown.status), (401, 401));
+    let message = |html: &str| {
+        let alert = html.split("role=\"alert\"").nth(1)?;
+        alert.split_once('>').and_then(|(_, rest)| rest.split('<').next()).map(str::to_string)
+    };
+    assert_eq!(message(&wrong.text), Some("unknown operator or wrong password".into()));
+    assert_eq!(message(&wrong.text), message(&unknown.text));
+
+    let ok = b.sign_in("ada", "correct horse").await;
+    assert_eq!(ok.status, 303);
+    let session = b.cookie("kennel_session").unwrap();
+    assert_eq!(b.get("/agents").await.status, 200);
+
+    let out = b.submit("/", "/logout", &[]).await;
+    assert_eq!((out.status, out.header("location")), (303, Some("/login")));
+    assert!(b.cookie("kennel_session").is_none());
+    // The old cookie value is dead on the server too.
+    let replay = d.browser();
+    replay.set_cookie("kennel_session", &session);
+    assert_eq!(replay.get("/agents").await.status, 303);
+}
+
+#[tokio::test]
+async fn sign_in_attempts_are_limited_per_address() {
+    let home = Home::new();
+    home.cli_with_stdin(&["operator", "add", "ada", "--password-stdin"], "correct horse\n").await;
+    let d = home.start().await;
+    let b = d.browser();
+    for _ in 0..5 {
+        assert_eq!(b.sign_in("ada", "guess").await.status, 401);
+    }
+    let limited = b.sign_in("ada", "correct horse").await;
+    assert_eq!(limited.status, 429, "even the right password waits once the limit is hit");
+    assert!(limited.text.contains("too many failed sign-ins"));
+}
+
+/// A signed-in browser on a fresh daemon (and the API client and home).
+async fn signed_in_with(config: &str) -> (Home, kennel_tests::Daemon, kennel_tests::Api, kennel_tests::Browser) {
+    let (home, d, api) = crate::daemon_with_config(config).await;
+    let b = d.browser();
+    assert_eq!(b.set_up("ada", "correct horse").await.status, 303);
+    (home, d, api, b)
+}
+
+#[tokio::test]
+async fn every_form_needs_the_sessions_csrf_token() {
+    let (_home, _d, api, b) = signed_in_with("").await;
+    let page = b.get("/agent-types").await;
+    let token = csrf_in(&page.text).unwrap();
+    let without = b.post("/agent-types", &[("name", "sneaky")]).await;
+    assert_eq!(without.status, 403);
+    let wrong = b.post("/agent-types", &[("csrf", "00000000"), ("name", "sneaky")]).await;
+    assert_eq!(wrong.status, 403);
+    assert!(api.get("/api/templates/sneaky").await.status == 404, "nothing was created");
+    let right = b.post("/agent-types", &[("csrf", &token), ("name", "honest")]).await;
+    assert_eq!(right.status, 303);
+    assert_eq!(api.get("/api/templates/honest").await.status, 200);
+}
+
+#[tokio::test]
+async fn the_agent_type_editor_shows_the_apis_validation_next_to_each_field() {
+    let (_home, _d, api, b) = signed_in_with("").await;
+    let bad = b.submit("/agent-types", "/agent-types", &[("name", "Bad Name"), ("tools", "system_time, rm -rf")]).await;
+    assert_eq!(bad.status, 422);
+    assert!(bad.text.contains("id=\"name-error\""), "error next to the name field");
+    assert!(bad.text.contains("`Bad Name` is not a valid name"));
+    assert!(bad.text.contains("tools[1]: `rm -rf` has ` `"));
+    assert!(bad.text.contains("value=\"system_time, rm -rf\""), "what was typed is kept");
+
+    let ok = b
+        .submit(
+            "/agent-types",
+            "/agent-types",
+            &[("name", "coder"), ("description", "writes code"), ("tools", "meta.*, system_time")],
+        )
+        .await;
+    assert_eq!((ok.status, ok.header("location").unwrap().starts_with("/agent-types/coder")), (303, true));
+    let stored = api.get("/api/templates/coder").await;
+    assert_eq!(stored.body["capabilities"]["tools"], json!(["meta.*", "system_time"]));
+
+    let clash = b.submit("/agent-types", "/agent-types", &[("name", "coder")]).await;
+    assert_eq!(clash.status, 409);
+    assert!(clash.text.contains("an agent type named `coder` already exists"));
+
+    // A running agent's name is explained as such.
+    api.post("/api/agents", json!({"template": "coder", "name": "scout"})).await;
+    let taken = b.submit("/agent-types", "/agent-types", &[("name", "scout")]).await;
+    assert_eq!(taken.status, 409);
+    assert!(taken.text.contains("an agent named `scout` is running"));
+
+    // Editing keeps the rest of the manifest; the TOML form replaces all of it.
+    api.put(
+        "/api/templates/coder",
+        json!({"tool_mode": "lazy", "capabilities": {"tools": ["meta.*"]}, "description": "x"}),
+    )
+    .await;
+    let saved = b
+        .submit(
+            "/agent-types/coder",
+            "/agent-types/coder",
+            &[("description", "reviews code"), ("tools", "tool_search")],
+        )
+        .await;
+    assert_eq!(saved.status, 303);
+    let stored = api.get("/api/templates/coder").await;
+    assert_eq!(
+        (stored.body["description"].as_str(), stored.body["tool_mode"].as_str()),
+        (Some("reviews code"), Some("lazy"))
+    );
+    let bad_toml = b
+        .submit(
+            "/agent-types/coder",
+            "/agent-types/coder/toml",
+            &[("toml", "name = \"coder\"\ntool_mode = \"sometimes\"\n")],
+        )
+        .await;
+    assert_eq!(bad_toml.status, 422);
+    assert!(bad_toml.text.contains("tool_mode"));
+    let good_toml = b
+        .submit(
+            "/agent-types/coder",
+            "/agent-types/coder/toml",
+            &[("toml", "name = \"coder\"\ndescription = \"from toml\"\n")],
+        )
+        .await;
+    assert_eq!(good_toml.status, 303);
+    assert_eq!(api.get("/api/templates/coder").await.body["description"], "from toml");
+    assert_eq!(b.submit("/agent-types/coder", "/agent-types/coder/delete", &[]).await.status, 303);
+    assert_eq!(api.get("/api/templates/coder").await.status, 404);
+}
+
+#[tokio::test]
+async fn the_tools_inspector_filters_grants_and_tries_tools_through_the_pipeline() {
+    let (_home, _d, api, b) = signed_in_with("").await;
+    let id = crate::agent_with(&api, "helper", &[]).await;
+
+    let filtered = b.get("/tools?q=artifact").await;
+    assert!(filtered.text.contains("id=\"tool-read_artifact\"") && !filtered.text.contains("id=\"tool-system_time\""));
+    let all = b.get("/tools").await;
+    assert!(all.text.contains("<code>query</code>"), "argument tables come from the schema");
+
+    let as_agent = b.get(&format!("/tools?agent={id}")).await;
+    assert!(as_agent.text.contains("helper: not granted"));
+    let granted = b
+        .submit(
+            &format!("/tools?agent={id}"),
+            &format!("/agents/{id}/grant"),
+            &[("pattern", "system.*"), ("back", &format!("/tools?agent={id}"))],
+        )
+        .await;
+    assert_eq!(granted.status, 303);
+    assert!(granted.header("location").unwrap().starts_with(&format!("/tools?agent={id}")));
+    let effective = api.get(&format!("/api/agents/{id}/tools")).await;
+    let system_time = effective.body.as_array().unwrap().iter().find(|t| t["name"] == "system_time").unwrap().clone();
+    assert_eq!(system_time["grant"], "system.*");
+
+    let tried =
+        b.submit(&format!("/tools?agent={id}"), "/tools/system_time/try", &[("agent", &id), ("args", "{}")]).await;
+    assert_eq!(tried.status, 200);
+    assert!(
+        tried.text.contains("id=\"try-result\"") && tried.text.contains("&quot;utc&quot;")
+            || tried.text.contains("\"utc\""),
+        "{}",
+        tried.text
+    );
+    let refused = b
+        .submit(
+            &format!("/tools?agent={id}"),
+            "/tools/tool_search/try",
+            &[("agent", &id), ("args", "{\"query\": \"x\"}")],
+        )
+        .await;
+    assert!(refused.text.contains("Forbidden"));
+    let audit = api.get(&format!("/api/audit?agent={id}")).await;
+    assert_eq!(audit.body[0]["caller"], "operator:ada");
+    assert_eq!(audit.body[1]["outcome"], "ok");
+}
+
+#[tokio::test]
+async fn spawn_chat_and_stop_from_the_dashboard() {
+    let llm = kennel_tests::fake_llm::FakeLlm::start().await;
+    let (_home, _d, api, b) = signed_in_with(&llm.provider_config("fake", "openai")).await;
+    api.post("/api/templates", json!({"name": "clock", "model": "m", "tools": ["system_time"]})).await;
+
+    let spawned = b.submit("/agents", "/agents", &[("template", "clock"), ("name", ""), ("goal", "tell time")]).await;
+    assert_eq!(spawned.status, 303);
+    let page = spawned.header("location").unwrap().split('?').next().unwrap().to_string();
+    let id = page.trim_start_matches("/agents/").to_string();
+    let unknown = b.submit("/agents", "/agents", &[("template", "ghost")]).await;
+    assert_eq!(unknown.status, 404);
+    assert!(unknown.text.contains("no agent type named `ghost`"));
+
+    llm.push(Scripted::call("system_time", json!({}))).push(Scripted::text("It is noon."));
+    let sent = b.submit(&page, &format!("/agents/{id}/chat"), &[("message", "What time is it?")]).await;
+    assert_eq!(sent.status, 303);
+    let chat = b.get(sent.header("location").unwrap()).await;
+    assert!(chat.text.contains("What time is it?"));
+    assert!(chat.text.contains("<code>system_time</code>"), "the tool call is shown");
+    assert!(chat.text.contains("system_time result"));
+    assert!(chat.text.contains("It is noon."));
+    assert!(!llm.requests().is_empty());
+
+    let stopped = b.submit("/agents", &format!("/agents/{id}/stop"), &[]).await;
+    assert_eq!(stopped.status, 303);
+    assert_eq!(api.get(&format!("/api/agents/{id}")).await.body["status"], "stopped");
+}
+
+#[tokio::test]
+async fn tokens_made_on_the_settings_page_are_shown_once_and_can_be_revoked() {
+    let (_home, d, _api, b) = signed_in_with("").await;
+    let made = b.submit("/settings", "/settings/tokens", &[("name", "deploy")]).await;
+    assert_eq!(made.status, 200);
+    let token = made.text.split("<pre class=\"token\">").nth(1).unwrap().split('<').next().unwrap().to_string();
+    assert!(token.starts_with("kn_"));
+    let api = d.api(&token);
+    assert_eq!(api.get("/api/agents").await.status, 200);
+    let later = b.get("/settings").await;
+    assert!(later.text.contains("deploy") && !later.text.contains(&token), "never shown again");
+    let revoked = b.submit("/settings", "/settings/tokens/deploy/revoke", &[]).await;
+    assert_eq!(revoked.status, 303);
+    assert_eq!(api.get("/api/agents").await.status, 401);
+}
