@@ -50,13 +50,16 @@ pub fn argument_rows(schema: &Value) -> Vec<ArgRow> {
 }
 
 fn type_label(prop: &Value) -> String {
+    // `true` and `{}` are schemas that accept anything.
+    if prop == &Value::Bool(true) || prop.as_object().is_some_and(|o| o.is_empty()) {
+        return "any".into();
+    }
     match &prop["type"] {
         Value::String(t) if t == "array" => format!("array of {}", type_label(&prop["items"])),
         Value::String(t) => t.clone(),
         Value::Array(types) => {
             types.iter().filter_map(Value::as_str).filter(|t| *t != "null").collect::<Vec<_>>().join(" | ")
         }
-        _ if prop.as_object().is_some_and(|o| o.is_empty()) => "any".into(),
         _ => "object".into(),
     }
 }
@@ -78,7 +81,8 @@ mod tests {
                 "query": {"type": "string", "description": "Words"},
                 "limit": {"type": ["integer", "null"]},
                 "names": {"type": "array", "items": {"type": "string"}},
-                "args": {}
+                "args": {},
+                "anything": true
             },
             "required": ["query"]
         });
@@ -89,5 +93,6 @@ mod tests {
         assert!(!by("limit").required);
         assert_eq!(by("names").kind, "array of string");
         assert_eq!(by("args").kind, "any");
+        assert_eq!(by("anything").kind, "any");
     }
 }

@@ -123,6 +123,7 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
             view! {
                 <li>
                     <code>{g.as_str().to_string()}</code>
+                    " "
                     <form method="post" action=format!("/agents/{}/revoke", a.id) class="inline">
                         <Csrf token=csrf/>
                         <input type="hidden" name="pattern" value=g.as_str().to_string()/>

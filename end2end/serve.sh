@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Starts what the end-to-end specs run against: the fake LLM provider on :4601 and the real
+# kennel release binary on :4600, on a fresh temporary home. Stops both when it is stopped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kennel=${KENNEL_BIN:-target/release/kennel}
+fake=${FAKE_LLM_BIN:-target/debug/fake-llm}
+home=$(mktemp -d)
+"$fake" --bind 127.0.0.1:4601 &
+fake_pid=$!
+trap 'kill $fake_pid 2>/dev/null; rm -rf "$home"' EXIT
+cat > "$home/config.toml" <<TOML
+[providers.fake]
+kind = "openai"
+base_url = "http://127.0.0.1:4601/v1"
+api_key_env = ""
+TOML
+RUST_LOG=${RUST_LOG:-warn} "$kennel" --home "$home" start --bind 127.0.0.1:4600 &
+wait $!

@@ -1,0 +1,163 @@
+// The operator's path through the dashboard, in one browser session, in order: first-run
+// setup, sign-in, CSRF, the agent-type editor, the Tools inspector, spawning and chatting.
+// Screenshots of each main page go to docs/screenshots/.
+import { test, expect, Page } from '@playwright/test';
+
+const shots = '../docs/screenshots';
+const fakeLlm = 'http://127.0.0.1:4601';
+
+test.describe.configure({ mode: 'serial' });
+
+let page: Page;
+
+test.beforeAll(async ({ browser }) => {
+  page = await browser.newPage();
+});
+
+test.afterAll(async () => {
+  await page.close();
+});
+
+async function shot(name: string) {
+  await page.screenshot({ path: `${shots}/${name}.png`, fullPage: true });
+}
+
+test('first run: the first operator is created on /setup', async () => {
+  await page.goto('/');
+  await expect(page).toHaveURL(/\/setup$/);
+  await expect(page.getByRole('heading', { name: 'Create the first operator' })).toBeVisible();
+  await shot('setup');
+  await page.getByLabel('Name').fill('ada');
+  await page.getByLabel('Password').fill('correct horse battery');
+  await page.getByRole('button', { name: 'Create operator' }).click();
+  await expect(page.getByRole('heading', { name: 'Overview' })).toBeVisible();
+  await expect(page.locator('.who')).toHaveText('ada');
+});
+
+test('sign out, a wrong password is refused, the right one signs in', async () => {
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await expect(page).toHaveURL(/\/login$/);
+  await page.getByLabel('Name').fill('ada');
+  await page.getByLabel('Password').fill('wrong horse');
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await expect(page.getByRole('alert')).toHaveText('unknown operator or wrong password');
+  await shot('login');
+  await page.getByLabel('Password').fill('correct horse battery');
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await expect(page.getByRole('heading', { name: 'Overview' })).toBeVisible();
+});
+
+test('a form posted without the CSRF token is refused', async () => {
+  const response = await page.request.post('/agent-types', { form: { name: 'forged' } });
+  expect(response.status()).toBe(403);
+  await page.goto('/agent-types');
+  await expect(page.getByRole('link', { name: 'forged' })).toHaveCount(0);
+});
+
+test('agent type: a validation error next to the field, fixed, then a name conflict', async () => {
+  await page.goto('/agent-types');
+  const form = page.locator('#type-form');
+  await form.getByLabel('Name').fill('Helper Bot');
+  await form.getByLabel('Description').fill('Answers questions');
+  await form.getByRole('button', { name: 'Create agent type' }).click();
+  await expect(page.locator('#name-error')).toContainText('`Helper Bot` is not a valid name');
+  await expect(form.getByLabel('Description')).toHaveValue('Answers questions');
+  await form.getByLabel('Name').fill('helper');
+  await form.getByRole('button', { name: 'Create agent type' }).click();
+  await expect(page.getByRole('heading', { name: 'Agent type helper' })).toBeVisible();
+  await expect(page.getByRole('status')).toHaveText('Agent type `helper` created.');
+  await shot('agent-type-editor');
+
+  await page.goto('/agent-types');
+  await page.locator('#type-form').getByLabel('Name').fill('helper');
+  await page.locator('#type-form').getByRole('button', { name: 'Create agent type' }).click();
+  await expect(page.locator('#name-error')).toHaveText('an agent type named `helper` already exists');
+
+  // A type for chatting: a model, the fake provider (the only one configured), one tool.
+  await page.locator('#type-form').getByLabel('Name').fill('clock');
+  await page.locator('#type-form').getByLabel('Model').fill('fake-model');
+  await page.locator('#type-form').getByLabel(/^Tools/).fill('system_time');
+  await page.locator('#type-form').getByRole('button', { name: 'Create agent type' }).click();
+  await expect(page.getByRole('heading', { name: 'Agent type clock' })).toBeVisible();
+  await page.goto('/agent-types');
+  await shot('agent-types');
+});
+
+test('a running agent\'s name is a conflict too', async () => {
+  await page.goto('/agents');
+  await page.locator('#spawn-form select[name=template]').selectOption('helper');
+  await page.locator('#spawn-form').getByLabel('Name (optional)').fill('scout');
+  await page.locator('#spawn-form').getByRole('button', { name: 'Spawn' }).click();
+  await expect(page.getByRole('heading', { name: /scout/ })).toBeVisible();
+  await page.goto('/agent-types');
+  await page.locator('#type-form').getByLabel('Name').fill('scout');
+  await page.locator('#type-form').getByRole('button', { name: 'Create agent type' }).click();
+  await expect(page.locator('#name-error')).toContainText('an agent named `scout` is running');
+});
+
+test('Tools inspector: filter, grant a family, the effective set changes, try system_time', async () => {
+  await page.goto('/tools');
+  await page.getByLabel('Filter').fill('artifact');
+  await page.getByRole('button', { name: 'Show' }).click();
+  await expect(page.locator('article.tool')).toHaveCount(1);
+  await expect(page.locator('#tool-read_artifact')).toBeVisible();
+
+  await page.getByLabel('Filter').fill('');
+  await page.getByLabel('As agent').selectOption({ label: 'scout' });
+  await page.getByRole('button', { name: 'Show' }).click();
+  const clock = page.locator('#tool-system_time');
+  await expect(clock).toContainText('scout: not granted');
+  await page.getByRole('button', { name: 'Grant system.*' }).click();
+  await expect(clock).toContainText('scout: allowed by system.*');
+  await clock.getByRole('button', { name: 'Try it' }).click();
+  await expect(page.locator('#try-result')).toContainText('"utc"');
+  await shot('tools');
+});
+
+test('spawn an agent and chat: the scripted tool call is visible', async () => {
+  await page.goto('/agents');
+  await page.locator('#spawn-form select[name=template]').selectOption('clock');
+  await page.locator('#spawn-form').getByLabel('Goal (optional)').fill('Tell people the time');
+  await page.locator('#spawn-form').getByRole('button', { name: 'Spawn' }).click();
+  await expect(page.getByRole('heading', { name: /clock/ })).toBeVisible();
+
+  const script = await page.request.post(`${fakeLlm}/_script`, {
+    data: [
+      { kind: 'tool_calls', calls: [['system_time', {}]] },
+      { kind: 'text', text: 'It is time for tea.' },
+    ],
+  });
+  expect(script.status()).toBe(204);
+  await page.getByPlaceholder('Message the agent').fill('What time is it?');
+  await page.getByRole('button', { name: 'Send' }).click();
+  await expect(page.locator('.chat-log')).toContainText('It is time for tea.');
+  await expect(page.locator('.msg.assistant code').first()).toHaveText('system_time');
+  await expect(page.locator('details.msg.tool summary')).toHaveText('system_time result');
+  await shot('agent-chat');
+
+  await page.goto('/agents');
+  await shot('agents');
+});
+
+test('audit, overview and settings', async () => {
+  await page.goto('/audit');
+  await expect(page.locator('tbody tr').first()).toContainText('system_time');
+  await shot('audit');
+  await page.goto('/settings');
+  await page.getByLabel('New token named').fill('deploy');
+  await page.getByRole('button', { name: 'Create token' }).click();
+  await expect(page.locator('#new-token pre.token')).toHaveText(/^kn_[0-9a-f]{64}$/);
+  await shot('settings');
+  await page.goto('/');
+  await shot('overview');
+});
+
+test('the layout works on a phone', async ({ browser }) => {
+  const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, storageState: await page.context().storageState() });
+  const small = await phone.newPage();
+  await small.goto('/tools');
+  const overflow = await small.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  expect(overflow).toBeLessThanOrEqual(0);
+  await small.screenshot({ path: `${shots}/tools-phone.png` });
+  await phone.close();
+});
