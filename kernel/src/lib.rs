@@ -9,6 +9,7 @@ pub mod capability;
 pub mod config;
 pub mod db;
 pub mod error;
+pub mod event;
 pub mod llm;
 pub mod session;
 pub mod system;
@@ -144,6 +145,9 @@ impl Kernel {
         &self.0.audit
     }
 
+    pub(crate) fn db(&self) -> &db::Db {
+        &self.0.db
+    }
     pub fn turns(&self) -> &Turns {
         &self.0.turns
     }

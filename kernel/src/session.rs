@@ -53,6 +53,22 @@ impl Sessions {
         session_from(&row)
     }
 
+    /// The agent's session with this label, made if it does not exist yet (one conversation
+    /// per sending agent, for instance).
+    pub async fn labelled(&self, agent_id: AgentId, label: &str) -> Result<Session> {
+        let row = sqlx::query(
+            "SELECT id, agent_id, label, created_at FROM sessions WHERE agent_id = ? AND label = ? ORDER BY id LIMIT 1",
+        )
+        .bind(agent_id.to_string())
+        .bind(label)
+        .fetch_optional(&self.db)
+        .await?;
+        match row {
+            Some(row) => session_from(&row),
+            None => self.create(agent_id, Some(label.to_string())).await,
+        }
+    }
+
     /// The agent's sessions, newest first.
     pub async fn list(&self, agent_id: AgentId) -> Result<Vec<Session>> {
         let rows =

@@ -7,6 +7,7 @@
 
 pub mod manifest;
 mod store;
+pub mod tools;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
@@ -81,9 +82,14 @@ pub struct SpawnRequest {
     pub name: Option<String>,
     pub goal: Option<String>,
     pub parent: Option<AgentId>,
+    /// Replaces the type's tool grants (a child's are narrowed to what its parent may use).
+    pub tools: Option<Vec<crate::capability::Grant>>,
 }
 
 const MAX_GOAL: usize = 10_000;
+
+/// Denied to every agent spawned by another agent (spec §3).
+pub const CHILD_DENIED: [&str; 2] = ["agent_spawn", "agent_kill"];
 
 #[derive(Default)]
 struct State {
@@ -249,11 +255,24 @@ impl Agents {
             }
         };
         let now = db::now();
+        let mut manifest = agent_type.manifest.clone();
+        if let Some(tools) = req.tools {
+            manifest.capabilities.tools = tools;
+        }
+        if req.parent.is_some() {
+            // No fork bombs: a child may not spawn or kill unless an operator allows it later.
+            for denied in CHILD_DENIED {
+                let grant = crate::capability::Grant::parse(denied).expect("valid built-in pattern");
+                if !manifest.capabilities.deny.contains(&grant) {
+                    manifest.capabilities.deny.push(grant);
+                }
+            }
+        }
         let agent = Agent {
             id: Uuid::now_v7(),
             name,
             agent_type: req.agent_type,
-            manifest: agent_type.manifest.clone(),
+            manifest,
             goal: req.goal.filter(|g| !g.is_empty()),
             status: AgentStatus::Running,
             parent_id: req.parent,
@@ -271,6 +290,39 @@ impl Agents {
             Ok(())
         })
         .await
+    }
+
+    /// Sets the agent's goal; later prompts show it. Empty clears it.
+    pub async fn set_goal(&self, id_or_name: &str, goal: &str) -> Result<Arc<Agent>> {
+        if goal.len() > MAX_GOAL {
+            return Err(Error::invalid(format!("a goal is at most {MAX_GOAL} bytes")));
+        }
+        self.update(id_or_name, |a| {
+            a.goal = Some(goal.trim().to_string()).filter(|g| !g.is_empty());
+            Ok(())
+        })
+        .await
+    }
+
+    /// The agents from `agent` up to the root of its spawn tree, starting with its parent.
+    pub fn ancestors(&self, agent: &Agent) -> Vec<Arc<Agent>> {
+        let state = self.read();
+        let mut out: Vec<Arc<Agent>> = Vec::new();
+        let mut next = agent.parent_id;
+        while let Some(id) = next {
+            // A cycle cannot be made through spawn, but a hand-edited database could hold one.
+            if out.iter().any(|a| a.id == id) {
+                break;
+            }
+            match state.agents.get(&id) {
+                Some(parent) => {
+                    next = parent.parent_id;
+                    out.push(parent.clone());
+                }
+                None => break,
+            }
+        }
+        out
     }
 
     /// Replaces an agent's `[capabilities]`, validated like any manifest.

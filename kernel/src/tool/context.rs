@@ -16,6 +16,8 @@ pub enum Caller {
     Agent,
     Operator(String),
     Token(String),
+    /// A turn started by a `[[trigger]]` on this event type.
+    Trigger(String),
 }
 
 impl Caller {
@@ -24,6 +26,7 @@ impl Caller {
             Caller::Agent => "agent".into(),
             Caller::Operator(name) => format!("operator:{name}"),
             Caller::Token(name) => format!("token:{name}"),
+            Caller::Trigger(event) => format!("trigger:{event}"),
         }
     }
 }

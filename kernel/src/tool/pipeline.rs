@@ -170,7 +170,7 @@ async fn spill(kernel: &crate::Kernel, value: Value, threshold: usize) -> Result
 
 /// A short fingerprint of the arguments for the audit log (the arguments themselves may hold
 /// secrets or personal data, so they are not stored).
-fn args_digest(args: &Value) -> String {
+pub(crate) fn args_digest(args: &Value) -> String {
     let hash = Sha256::digest(args.to_string().as_bytes());
     hex::encode(&hash[..8])
 }

@@ -64,6 +64,14 @@ impl Registry {
         r.add(super::meta::ToolLoad);
         r.add(super::meta::FindTools);
         r.add(super::meta::RunTool);
+        r.add(crate::agent::tools::AgentSend);
+        r.add(crate::agent::tools::AgentSpawn);
+        r.add(crate::agent::tools::AgentList);
+        r.add(crate::agent::tools::AgentFind);
+        r.add(crate::agent::tools::AgentKill);
+        r.add(crate::agent::tools::GoalUpdate);
+        r.add(crate::agent::tools::AgentTypeCreate);
+        r.add(crate::event::EventPublish);
         r
     }
 

@@ -35,11 +35,24 @@ pub struct TurnRequest {
     /// No person is there to answer (API, schedule, trigger): tools that need one are left out.
     pub headless: bool,
     pub channel: Option<ChannelContext>,
+    /// How deep in a chain of blocking agent calls this turn runs (0: started by a person,
+    /// a schedule or the API). Tool calls of the turn carry it; see `[kernel] max_agent_call_depth`.
+    pub depth: u32,
+    /// The agents along that chain, outermost first (this turn's agent is added to it).
+    pub chain: Vec<Uuid>,
 }
 
 impl TurnRequest {
     pub fn headless(message: impl Into<String>, caller: Caller) -> TurnRequest {
-        TurnRequest { message: message.into(), session: None, caller, headless: true, channel: None }
+        TurnRequest {
+            message: message.into(),
+            session: None,
+            caller,
+            headless: true,
+            channel: None,
+            depth: 0,
+            chain: Vec::new(),
+        }
     }
 }
 
@@ -112,6 +125,15 @@ impl Turns {
     /// How many turns are running for `agent`.
     pub fn running(&self, agent: AgentId) -> usize {
         self.running.lock().expect("turns lock").get(&agent).map_or(0, Vec::len)
+    }
+
+    /// Puts a message into a session between turns (an `agent_send` reply): it waits for a
+    /// turn running in that session to end, so it never lands between a tool call and its
+    /// result. The session's next turn sees it.
+    pub async fn deliver(&self, kernel: &Kernel, session: Uuid, text: &str) -> Result<()> {
+        let lock = self.session_lock(session);
+        let _between_turns = lock.lock().await;
+        kernel.sessions().append(session, &[Message::User { content: text.to_string() }]).await
     }
 
     fn session_lock(&self, session: Uuid) -> Arc<tokio::sync::Mutex<()>> {
@@ -231,7 +253,9 @@ impl<E: Fn(EventKind)> Loop<'_, E> {
                 _ => sessions.loaded_tools(self.session).await?,
             };
             let offer = modes::offer(self.kernel.tools(), self.agent, &loaded, self.req.headless);
-            let system = prompt::system_prompt(self.agent, offer.context_line.as_deref());
+            // The goal may have changed mid-turn (goal_update): read the agent again.
+            let current = self.kernel.agents().get_by_id(self.agent.id).unwrap_or_else(|| self.agent.clone());
+            let system = prompt::system_prompt(&current, offer.context_line.as_deref());
             let chat = ChatRequest {
                 model: self.model,
                 system: &system,
@@ -283,6 +307,10 @@ impl<E: Fn(EventKind)> Loop<'_, E> {
         ctx.channel = self.req.channel.clone();
         ctx.cancel = self.cancel.clone();
         ctx.offered = Some(offered);
+        ctx.depth = self.req.depth;
+        let mut chain = self.req.chain.clone();
+        chain.push(self.agent.id);
+        ctx.chain = chain.into();
 
         let mut outcomes = Vec::with_capacity(calls.len());
         let mut batch: Vec<&ToolCall> = Vec::new();

@@ -51,7 +51,7 @@ pub async fn spawn(
         agent_type: f.template.clone(),
         name: Some(f.name.trim().to_string()).filter(|n| !n.is_empty()),
         goal: Some(f.goal.trim().to_string()).filter(|g| !g.is_empty()),
-        parent: None,
+        ..Default::default()
     };
     match kernel.agents().spawn(req).await {
         Ok(a) => see_other(&format!("/agents/{}", a.id), &format!("Agent `{}` spawned.", a.name)),
@@ -202,13 +202,8 @@ pub async fn chat(
         Some(Err(_)) => return error_page(&op, &Error::invalid("the session id is not valid")),
         None => None,
     };
-    let req = TurnRequest {
-        message: f.message,
-        session,
-        caller: Caller::Operator(op.name.clone()),
-        headless: false,
-        channel: None,
-    };
+    let req =
+        TurnRequest { session, headless: false, ..TurnRequest::headless(f.message, Caller::Operator(op.name.clone())) };
     match kernel.send_message(&id, req).await {
         Ok(turn) => see_other(&format!("/agents/{id}?session={}#chat", turn.session_id), ""),
         Err(e) => agent_page(&kernel, &op, &id, f.session.as_deref(), Some(&e), Notice::default()).await,

@@ -61,7 +61,7 @@ async fn list_agents(State(kernel): State<Kernel>) -> Json<Vec<Arc<Agent>>> {
 async fn spawn_agent(State(kernel): State<Kernel>, JsonBody(body): JsonBody<SpawnBody>) -> ApiResult<Response> {
     let agent = kernel
         .agents()
-        .spawn(SpawnRequest { agent_type: body.template, name: body.name, goal: body.goal, parent: None })
+        .spawn(SpawnRequest { agent_type: body.template, name: body.name, goal: body.goal, ..Default::default() })
         .await?;
     let location = format!("/api/agents/{}", agent.id);
     Ok((StatusCode::CREATED, [(LOCATION, location)], Json(agent)).into_response())

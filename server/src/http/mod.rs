@@ -5,6 +5,7 @@ mod agents;
 mod auth;
 mod body;
 mod error;
+mod events;
 mod templates;
 mod tools;
 
@@ -50,6 +51,7 @@ pub fn router(kernel: Kernel) -> Router {
         .merge(templates::router())
         .merge(agents::router())
         .merge(tools::router())
+        .merge(events::router())
         .split_for_parts();
     let openapi_json = openapi.to_pretty_json().expect("the OpenAPI document serialises");
     let api = api

@@ -1,9 +1,11 @@
 //! System tests: the real daemon, over HTTP and its CLI.
 
 mod agents;
+mod agents_family;
 mod auth;
 mod config;
 mod dashboard;
+mod events;
 mod openapi;
 mod restart;
 mod templates;

@@ -1,0 +1,313 @@
+//! Family `agents` (spec §3): agents in the same daemon working together, and
+//! `agent_type_create`, which goes through exactly the validator and store of
+//! `POST /api/templates`.
+
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::{Agent, AgentTypeSpec, SpawnRequest};
+use crate::capability::Grant;
+use crate::error::{Error, ErrorKind, Result};
+use crate::tool::{CallContext, Caller, NoArgs, Tool, ToolDef};
+use crate::turn::{TurnRequest, TurnResult};
+
+const FAMILY: &str = "agents";
+
+fn agent_summary(a: &Agent) -> Value {
+    json!({
+        "agent_id": a.id,
+        "name": a.name,
+        "agent_type": a.agent_type,
+        "status": a.status,
+        "goal": a.goal,
+        "parent_id": a.parent_id,
+    })
+}
+
+/// `agent_send(agent_id, message, async?)`.
+pub struct AgentSend;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSendArgs {
+    /// The other agent's id or name.
+    pub agent_id: String,
+    pub message: String,
+    /// `true` (default): return a task id now; the reply arrives in this session when the
+    /// other agent's turn ends. `false`: wait for the reply and return it.
+    #[serde(rename = "async", default = "yes")]
+    pub is_async: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Tool for AgentSend {
+    type Args = AgentSendArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new(
+            "agent_send",
+            FAMILY,
+            "Send a message to another agent in this daemon. By default returns a task id at once and delivers the reply into this session later; async=false waits for the reply.",
+        )
+        .tags(&["agents", "message", "delegate"])
+    }
+
+    async fn run(&self, ctx: CallContext, args: AgentSendArgs) -> Result<Value> {
+        let kernel = ctx.kernel.clone();
+        let target = kernel.agents().get(&args.agent_id)?;
+        if !target.is_running() {
+            return Err(Error::unavailable(format!("agent `{}` is stopped", target.name)));
+        }
+        if args.message.trim().is_empty() {
+            return Err(Error::invalid("the message is empty"));
+        }
+        let depth = ctx.depth + 1;
+        let max = kernel.config().kernel.max_agent_call_depth;
+        if u64::from(depth) > max {
+            return Err(Error::new(
+                ErrorKind::ResourceExhausted,
+                format!(
+                    "refused: sending to `{}` would nest {depth} agent calls deep, over [kernel] max_agent_call_depth = {max} (chain: {} → {})",
+                    target.name,
+                    chain_names(&ctx),
+                    target.name
+                ),
+            ));
+        }
+        // One conversation per sender on the receiving side.
+        let session = kernel.sessions().labelled(target.id, &format!("from agent {}", ctx.agent.name)).await?;
+        let req = TurnRequest {
+            session: Some(session.id),
+            depth,
+            chain: ctx.chain.to_vec(),
+            ..TurnRequest::headless(args.message, Caller::Agent)
+        };
+        if !args.is_async {
+            let turn = crate::turn::run(&kernel, target.clone(), req).await?;
+            return Ok(
+                json!({ "agent_id": target.id, "reply": turn.reply, "ended": turn.ended, "session_id": turn.session_id }),
+            );
+        }
+        let reply_to = ctx.session.ok_or_else(|| {
+            Error::unavailable("an async agent_send needs a session to deliver the reply into; use async=false here")
+        })?;
+        let task_id = Uuid::now_v7();
+        let (from, to) = (ctx.agent.clone(), target.clone());
+        tokio::spawn(async move {
+            let outcome = crate::turn::run(&kernel, to.clone(), req).await;
+            let text = delivery_text(&to, task_id, &outcome);
+            if let Err(e) = kernel.turns().deliver(&kernel, reply_to, &text).await {
+                tracing::warn!(error = %e.message, from = %from.name, to = %to.name, "an agent_send reply could not be delivered");
+            }
+        });
+        Ok(json!({ "task_id": task_id, "agent_id": target.id, "status": "sent",
+                   "note": "The reply will appear in this conversation when the other agent's turn ends." }))
+    }
+}
+
+fn delivery_text(to: &Agent, task_id: Uuid, outcome: &Result<TurnResult>) -> String {
+    match outcome {
+        Ok(turn) => format!("[Reply from agent `{}` to agent_send task {task_id}]\n{}", to.name, turn.reply),
+        Err(e) => format!("[agent_send task {task_id} to agent `{}` failed] {}", to.name, e.model_text()),
+    }
+}
+
+/// `a → b → c`: the blocking chain that led to this call, by agent name.
+fn chain_names(ctx: &CallContext) -> String {
+    ctx.chain
+        .iter()
+        .map(|id| ctx.kernel.agents().get_by_id(*id).map_or_else(|| id.to_string(), |a| a.name.clone()))
+        .collect::<Vec<_>>()
+        .join(" → ")
+}
+
+/// `agent_spawn(template, name?, goal?)`.
+pub struct AgentSpawn;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpawnArgs {
+    /// The agent type to make the child from.
+    pub template: String,
+    pub name: Option<String>,
+    pub goal: Option<String>,
+}
+
+impl Tool for AgentSpawn {
+    type Args = AgentSpawnArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new("agent_spawn", FAMILY, "Spawn a child agent from an agent type. It gets only the tools both its type and you may use, and cannot spawn or kill.")
+            .tags(&["agents", "spawn", "child"])
+    }
+
+    async fn run(&self, ctx: CallContext, args: AgentSpawnArgs) -> Result<Value> {
+        let kernel = &ctx.kernel;
+        let agent_type = kernel.agents().get_type(&args.template)?;
+        // Never a grant the parent lacks: the child's grants are the exact tools both the
+        // type's grants and the parent's allow.
+        let tools: Vec<Grant> = kernel
+            .tools()
+            .all()
+            .filter(|(def, _)| {
+                agent_type.manifest.capabilities.allows(def) && ctx.agent.manifest.capabilities.allows(def)
+            })
+            .filter_map(|(def, _)| Grant::parse(&def.name).ok())
+            .collect();
+        let child = kernel
+            .agents()
+            .spawn(SpawnRequest {
+                agent_type: args.template,
+                name: args.name,
+                goal: args.goal,
+                parent: Some(ctx.agent.id),
+                tools: Some(tools),
+            })
+            .await?;
+        Ok(agent_summary(&child))
+    }
+}
+
+/// `agent_list()`.
+pub struct AgentList;
+
+impl Tool for AgentList {
+    type Args = NoArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new("agent_list", FAMILY, "List the running agents of this daemon: id, name, type, status, goal.")
+            .tags(&["agents", "list"])
+    }
+
+    async fn run(&self, ctx: CallContext, _: NoArgs) -> Result<Value> {
+        let agents: Vec<Value> =
+            ctx.kernel.agents().list().iter().filter(|a| a.is_running()).map(|a| agent_summary(a)).collect();
+        Ok(json!({ "agents": agents }))
+    }
+}
+
+/// `agent_find(query)`.
+pub struct AgentFind;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentFindArgs {
+    /// Part of a name, an id (or its start), or a tag: the agent type's name or a skill.
+    pub query: String,
+}
+
+impl Tool for AgentFind {
+    type Args = AgentFindArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new("agent_find", FAMILY, "Find running agents by name, id or tag (agent type or skill).")
+            .tags(&["agents", "find", "search"])
+    }
+
+    async fn run(&self, ctx: CallContext, args: AgentFindArgs) -> Result<Value> {
+        let q = args.query.trim().to_lowercase();
+        if q.is_empty() {
+            return Err(Error::invalid("the query is empty"));
+        }
+        let found: Vec<Value> = ctx
+            .kernel
+            .agents()
+            .list()
+            .iter()
+            .filter(|a| a.is_running() && matches_agent(a, &q))
+            .map(|a| agent_summary(a))
+            .collect();
+        Ok(json!({ "agents": found }))
+    }
+}
+
+fn matches_agent(a: &Agent, q: &str) -> bool {
+    a.name.contains(q)
+        || a.id.to_string().starts_with(q)
+        || a.agent_type == q
+        || a.manifest.skills.iter().any(|s| s == q)
+}
+
+/// `agent_kill(agent_id)`.
+pub struct AgentKill;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentKillArgs {
+    /// The agent's id or name.
+    pub agent_id: String,
+}
+
+impl Tool for AgentKill {
+    type Args = AgentKillArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new("agent_kill", FAMILY, "Stop a running agent (and cancel its turns).")
+            .tags(&["agents", "stop", "kill"])
+    }
+
+    async fn run(&self, ctx: CallContext, args: AgentKillArgs) -> Result<Value> {
+        let target = ctx.kernel.agents().get(&args.agent_id)?;
+        if target.id == ctx.agent.id {
+            return Err(Error::invalid("an agent cannot kill itself; finish the turn instead"));
+        }
+        let stopped = ctx.kernel.stop_agent(&target.id.to_string()).await?;
+        Ok(agent_summary(&stopped))
+    }
+}
+
+/// `goal_update(goal)`.
+pub struct GoalUpdate;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GoalUpdateArgs {
+    /// The new goal; later prompts show it. Empty clears it.
+    pub goal: String,
+}
+
+impl Tool for GoalUpdate {
+    type Args = GoalUpdateArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new(
+            "goal_update",
+            FAMILY,
+            "Change your own goal. It is stored with you and shown in every later prompt.",
+        )
+        .tags(&["agents", "goal", "plan"])
+    }
+
+    async fn run(&self, ctx: CallContext, args: GoalUpdateArgs) -> Result<Value> {
+        let updated = ctx.kernel.agents().set_goal(&ctx.agent.id.to_string(), &args.goal).await?;
+        Ok(json!({ "goal": updated.goal }))
+    }
+}
+
+/// `agent_type_create(name, description?, system_prompt?, provider?, model?, tools?, skills?)`.
+pub struct AgentTypeCreate;
+
+impl Tool for AgentTypeCreate {
+    type Args = AgentTypeSpec;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new(
+            "agent_type_create",
+            FAMILY,
+            "Create an agent type (a reusable manifest) from seven fields. A name already used by an agent type or a running agent is refused, never overwritten.",
+        )
+        .tags(&["agents", "agent type", "template", "create"])
+    }
+
+    async fn run(&self, ctx: CallContext, spec: AgentTypeSpec) -> Result<Value> {
+        let created = ctx.kernel.agents().create_type(spec.into()).await?;
+        Ok(json!({ "created": created.manifest.name, "agent_type": Arc::clone(&created).as_ref() }))
+    }
+}
