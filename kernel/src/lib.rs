@@ -15,6 +15,7 @@ pub mod session;
 pub mod system;
 pub mod tool;
 pub mod turn;
+pub mod workflow;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -48,6 +49,7 @@ struct Inner {
     audit: AuditLog,
     providers: BTreeMap<String, llm::Provider>,
     turns: Turns,
+    workflows: workflow::Workflows,
 }
 
 /// Why the kernel could not start.
@@ -87,6 +89,7 @@ impl Kernel {
         let kernel = Kernel(Arc::new(Inner {
             providers,
             turns: Turns::default(),
+            workflows: workflow::Workflows::new(db.clone()),
             home: home.to_path_buf(),
             tools: Registry::builtin(&config),
             config,
@@ -147,6 +150,9 @@ impl Kernel {
 
     pub(crate) fn db(&self) -> &db::Db {
         &self.0.db
+    }
+    pub fn workflows(&self) -> &workflow::Workflows {
+        &self.0.workflows
     }
     pub fn turns(&self) -> &Turns {
         &self.0.turns

@@ -72,6 +72,7 @@ impl Registry {
         r.add(crate::agent::tools::GoalUpdate);
         r.add(crate::agent::tools::AgentTypeCreate);
         r.add(crate::event::EventPublish);
+        r.add(crate::workflow::WorkflowRunTool);
         r
     }
 

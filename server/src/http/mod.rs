@@ -8,6 +8,7 @@ mod error;
 mod events;
 mod templates;
 mod tools;
+mod workflows;
 
 pub(crate) use agents::event_stream;
 pub(crate) use error::status_for;
@@ -52,6 +53,7 @@ pub fn router(kernel: Kernel) -> Router {
         .merge(agents::router())
         .merge(tools::router())
         .merge(events::router())
+        .merge(workflows::router())
         .split_for_parts();
     let openapi_json = openapi.to_pretty_json().expect("the OpenAPI document serialises");
     let api = api

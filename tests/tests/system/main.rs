@@ -12,6 +12,7 @@ mod templates;
 mod tool_modes;
 mod tools;
 mod turns;
+mod workflows;
 
 use kennel_tests::{Api, Daemon, Home};
 
