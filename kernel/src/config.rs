@@ -17,6 +17,26 @@ pub struct Config {
     pub server: ServerConfig,
     /// LLM providers by the name agent types use (`provider = "local"`).
     pub providers: BTreeMap<String, ProviderConfig>,
+    pub a2a: A2aConfig,
+}
+
+/// `[a2a]`: this daemon as an A2A server (which agents it exposes) and client (where it may
+/// connect).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct A2aConfig {
+    /// Agents (by name) other daemons and A2A clients may send tasks to.
+    pub expose: Vec<String>,
+    /// Exposed agents that need no API token (the rest need `Authorization: Bearer TOKEN`).
+    pub public: Vec<String>,
+    /// Hosts (`host` or `host:port`) `a2a_discover`/`a2a_send` may reach. Private and loopback
+    /// addresses are refused unless listed; when the list is not empty, only listed hosts.
+    pub allowed_hosts: Vec<String>,
+    /// Environment variables holding bearer tokens for remote daemons, by `host:port`.
+    pub tokens: BTreeMap<String, String>,
+    /// How long `a2a_send` waits for a remote task to finish.
+    #[serde(deserialize_with = "in_range::<_, 1, 86400>")]
+    pub task_ttl_secs: u64,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -105,6 +125,18 @@ pub struct ProviderConfig {
     /// Retries after a 429, a 5xx or a dropped connection, with backoff.
     #[serde(default = "default_max_retries", deserialize_with = "in_range::<_, 0, 10>")]
     pub max_retries: u64,
+}
+
+impl Default for A2aConfig {
+    fn default() -> Self {
+        A2aConfig {
+            expose: Vec::new(),
+            public: Vec::new(),
+            allowed_hosts: Vec::new(),
+            tokens: BTreeMap::new(),
+            task_ttl_secs: 300,
+        }
+    }
 }
 
 fn default_max_retries() -> u64 {
@@ -200,6 +232,14 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # [tool_results]
 # Tool results larger than this are stored as artifacts; the model gets a preview.
 # spill_threshold_bytes = 16384
+
+# [a2a]
+# expose = ["helper"]          # agents other daemons and A2A clients may send tasks to
+# public = []                  # exposed agents that need no API token
+# allowed_hosts = []           # where a2a_send may connect; private/loopback only if listed
+# task_ttl_secs = 300
+# [a2a.tokens]
+# "agents.example.com:443" = "EXAMPLE_A2A_TOKEN"   # env var with the bearer token for that host
 
 # LLM providers, named as agent types refer to them (provider = "openai").
 # [providers.openai]

@@ -3,6 +3,7 @@
 //! nothing of HTTP or HTML. Every front (REST, dashboard, CLI, the agent loop) is a thin
 //! adapter over [`Kernel`].
 
+pub mod a2a;
 pub mod agent;
 pub mod auth;
 pub mod capability;
@@ -50,6 +51,7 @@ struct Inner {
     providers: BTreeMap<String, llm::Provider>,
     turns: Turns,
     workflows: workflow::Workflows,
+    a2a: a2a::A2aTasks,
 }
 
 /// Why the kernel could not start.
@@ -90,6 +92,7 @@ impl Kernel {
             providers,
             turns: Turns::default(),
             workflows: workflow::Workflows::new(db.clone()),
+            a2a: a2a::A2aTasks::default(),
             home: home.to_path_buf(),
             tools: Registry::builtin(&config),
             config,
@@ -150,6 +153,9 @@ impl Kernel {
 
     pub(crate) fn db(&self) -> &db::Db {
         &self.0.db
+    }
+    pub(crate) fn a2a(&self) -> &a2a::A2aTasks {
+        &self.0.a2a
     }
     pub fn workflows(&self) -> &workflow::Workflows {
         &self.0.workflows

@@ -18,6 +18,8 @@ pub enum Caller {
     Token(String),
     /// A turn started by a `[[trigger]]` on this event type.
     Trigger(String),
+    /// A task sent over A2A without a token (a public agent).
+    A2a(String),
 }
 
 impl Caller {
@@ -27,6 +29,7 @@ impl Caller {
             Caller::Operator(name) => format!("operator:{name}"),
             Caller::Token(name) => format!("token:{name}"),
             Caller::Trigger(event) => format!("trigger:{event}"),
+            Caller::A2a(who) => format!("a2a:{who}"),
         }
     }
 }

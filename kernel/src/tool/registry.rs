@@ -73,6 +73,8 @@ impl Registry {
         r.add(crate::agent::tools::AgentTypeCreate);
         r.add(crate::event::EventPublish);
         r.add(crate::workflow::WorkflowRunTool);
+        r.add(crate::a2a::A2aDiscover);
+        r.add(crate::a2a::A2aSend);
         r
     }
 

@@ -40,6 +40,8 @@ pub struct TurnRequest {
     pub depth: u32,
     /// The agents along that chain, outermost first (this turn's agent is added to it).
     pub chain: Vec<Uuid>,
+    /// Cancels this turn when cancelled (besides stopping the agent).
+    pub cancel: Option<CancellationToken>,
 }
 
 impl TurnRequest {
@@ -52,6 +54,7 @@ impl TurnRequest {
             channel: None,
             depth: 0,
             chain: Vec::new(),
+            cancel: None,
         }
     }
 }
@@ -140,8 +143,9 @@ impl Turns {
         self.session_locks.lock().expect("session locks").entry(session).or_default().clone()
     }
 
-    fn register(&self, agent: AgentId, turn: Uuid) -> CancellationToken {
-        let token = CancellationToken::new();
+    fn register(&self, agent: AgentId, turn: Uuid, outer: Option<&CancellationToken>) -> CancellationToken {
+        // A caller's own token (an A2A task being cancelled) stops the turn too.
+        let token = outer.map_or_else(CancellationToken::new, CancellationToken::child_token);
         self.running.lock().expect("turns lock").entry(agent).or_default().push((turn, token.clone()));
         token
     }
@@ -185,7 +189,7 @@ pub async fn run(kernel: &Kernel, agent: Arc<Agent>, req: TurnRequest) -> Result
     let lock = turns.session_lock(session);
     let _one_at_a_time = lock.lock().await;
     let turn_id = Uuid::now_v7();
-    let cancel = turns.register(agent.id, turn_id);
+    let cancel = turns.register(agent.id, turn_id, req.cancel.as_ref());
     let emit =
         |kind: EventKind| turns.events.emit(AgentEvent { agent_id: agent.id, turn_id, session_id: session, kind });
     emit(EventKind::TurnStarted { message: req.message.clone() });

@@ -1,6 +1,7 @@
 //! The HTTP front: one axum router for the REST API, the dashboard and health checks.
 //! Handlers are thin: parse, call one kernel service, map the result.
 
+mod a2a;
 mod agents;
 mod auth;
 mod body;
@@ -62,6 +63,7 @@ pub fn router(kernel: Kernel) -> Router {
     Router::new()
         .merge(api)
         .merge(crate::dashboard::router(kernel.clone()))
+        .merge(a2a::router())
         .route("/healthz", get(healthz))
         .route("/style/kennel.css", get(stylesheet))
         .route("/public/live.js", get(live_js))

@@ -1,5 +1,6 @@
 //! System tests: the real daemon, over HTTP and its CLI.
 
+mod a2a;
 mod agents;
 mod agents_family;
 mod auth;
