@@ -175,3 +175,21 @@ async fn model_chosen_urls_cannot_reach_private_or_unlisted_hosts() {
     let unknown = api2.invoke(&agent, "a2a_send", json!({"agent_id": "nope", "message": "x"})).await;
     assert_eq!(unknown.status, 404);
 }
+
+#[tokio::test]
+async fn a_remote_task_that_outlives_the_ttl_is_a_timeout() {
+    let llm = FakeLlm::start().await;
+    let remote = format!("{}[a2a]\nexpose = [\"slow\"]\npublic = [\"slow\"]\n", llm.provider_config("fake", "openai"));
+    let (_hb, db, api_b) = daemon_with_config(&remote).await;
+    agent_from(&api_b, json!({"name": "slow", "model": "m"})).await;
+    let (_ha, _da, api_a) = daemon_with_config("[a2a]\nallowed_hosts = [\"127.0.0.1\"]\ntask_ttl_secs = 1\n").await;
+    let me = agent_from(&api_a, json!({"name": "impatient", "tools": ["a2a.*"]})).await;
+    let found = api_a.invoke(&me, "a2a_discover", json!({"url": db.base})).await;
+    llm.push(Scripted::Delay { millis: 3000 }).push(Scripted::text("too late"));
+    let started = std::time::Instant::now();
+    let sent =
+        api_a.invoke(&me, "a2a_send", json!({"agent_id": found.body["content"]["agent_id"], "message": "hurry"})).await;
+    assert_eq!(sent.status, 504, "{}", sent.text);
+    assert_eq!(sent.error_kind(), "Timeout");
+    assert!(started.elapsed() < Duration::from_millis(2500));
+}
