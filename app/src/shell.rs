@@ -9,6 +9,7 @@ pub enum Nav {
     Agents,
     AgentTypes,
     Tools,
+    Tasks,
     Audit,
     Settings,
     /// Sign-in pages: no navigation.
@@ -31,13 +32,16 @@ pub struct PageMeta {
     /// The signed-in session's CSRF token; every form carries it.
     pub csrf: String,
     pub flash: Option<Flash>,
+    /// Reload the page every this many seconds (the task board's live view without JS).
+    pub refresh_secs: Option<u32>,
 }
 
-const SECTIONS: [(Nav, &str, &str); 6] = [
+const SECTIONS: [(Nav, &str, &str); 7] = [
     (Nav::Overview, "/", "Overview"),
     (Nav::Agents, "/agents", "Agents"),
     (Nav::AgentTypes, "/agent-types", "Agent types"),
     (Nav::Tools, "/tools", "Tools"),
+    (Nav::Tasks, "/tasks", "Tasks"),
     (Nav::Audit, "/audit", "Audit"),
     (Nav::Settings, "/settings", "Settings"),
 ];
@@ -74,6 +78,7 @@ pub fn Shell(meta: PageMeta, children: Children) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <title>{format!("{} · Kennel", meta.title)}</title>
                 <link rel="stylesheet" href="/style/kennel.css"/>
+                {meta.refresh_secs.map(|s| view! { <meta http-equiv="refresh" content=s.to_string()/> })}
                 <script src="/public/live.js" defer></script>
             </head>
             <body>

@@ -9,6 +9,7 @@ const fakeLlm = 'http://127.0.0.1:4601';
 test.describe.configure({ mode: 'serial' });
 
 let page: Page;
+let apiToken = '';
 
 test.beforeAll(async ({ browser }) => {
   page = await browser.newPage();
@@ -147,9 +148,37 @@ test('audit, overview and settings', async () => {
   await page.getByLabel('New token named').fill('deploy');
   await page.getByRole('button', { name: 'Create token' }).click();
   await expect(page.locator('#new-token pre.token')).toHaveText(/^kn_[0-9a-f]{64}$/);
+  apiToken = (await page.locator('#new-token pre.token').textContent()) ?? '';
   await shot('settings');
   await page.goto('/');
   await shot('overview');
+});
+
+test('task board: a posted task moves to done', async () => {
+  const api = { headers: { Authorization: `Bearer ${apiToken}` } };
+  expect((await page.request.post('/api/templates', { ...api, data: { name: 'worker', tools: ['tasks.*'] } })).status()).toBe(201);
+  const worker = await (await page.request.post('/api/agents', { ...api, data: { template: 'worker' } })).json();
+
+  await page.goto('/tasks');
+  const form = page.locator('#post-task');
+  await form.getByLabel('Title').fill('Write the release notes');
+  await form.getByLabel('For').selectOption('worker');
+  await form.getByLabel('Priority').fill('8');
+  await form.getByRole('button', { name: 'Post' }).click();
+  await expect(page.locator('#column-pending')).toContainText('Write the release notes');
+
+  const claim = await page.request.post(`/api/agents/${worker.id}/tools/task_claim/invoke`, { ...api, data: { args: {} } });
+  const claimed = (await claim.json()).content.claimed;
+  expect(claimed.title).toBe('Write the release notes');
+  await page.reload();
+  await expect(page.locator('#column-claimed')).toContainText('Write the release notes');
+  await page.request.post(`/api/agents/${worker.id}/tools/task_complete/invoke`, { ...api, data: { args: { task_id: claimed.id, result: 'Notes written.' } } });
+  await page.reload();
+  await expect(page.locator('#column-done')).toContainText('Write the release notes');
+  await shot('tasks');
+  await page.locator('#column-done').getByRole('link', { name: 'Write the release notes' }).click();
+  await expect(page.locator('#task-history')).toContainText('claimed by worker');
+  await expect(page.locator('pre').last()).toHaveText('Notes written.');
 });
 
 test('the layout works on a phone', async ({ browser }) => {

@@ -68,11 +68,13 @@ pub struct TaskBoardConfig {
     pub claim_ttl_secs: u64,
     /// Resets before a task is marked failed; 0 = unlimited.
     pub max_retries: u64,
+    /// Posting a task for a running agent starts a turn telling it a task waits.
+    pub wake_assignee: bool,
 }
 
 impl Default for TaskBoardConfig {
     fn default() -> Self {
-        TaskBoardConfig { claim_ttl_secs: 600, max_retries: 0 }
+        TaskBoardConfig { claim_ttl_secs: 600, max_retries: 0, wake_assignee: true }
     }
 }
 
@@ -228,6 +230,7 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # [task_board]
 # claim_ttl_secs = 600
 # max_retries = 0          # 0 = unlimited
+# wake_assignee = true     # a task posted for an agent starts a turn telling it so
 
 # [tool_results]
 # Tool results larger than this are stored as artifacts; the model gets a preview.

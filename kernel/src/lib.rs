@@ -14,6 +14,7 @@ pub mod event;
 pub mod llm;
 pub mod session;
 pub mod system;
+pub mod tasks;
 pub mod tool;
 pub mod turn;
 pub mod workflow;
@@ -52,6 +53,7 @@ struct Inner {
     turns: Turns,
     workflows: workflow::Workflows,
     a2a: a2a::A2aTasks,
+    tasks: tasks::TaskBoard,
 }
 
 /// Why the kernel could not start.
@@ -93,6 +95,7 @@ impl Kernel {
             turns: Turns::default(),
             workflows: workflow::Workflows::new(db.clone()),
             a2a: a2a::A2aTasks::default(),
+            tasks: tasks::TaskBoard::new(db.clone()),
             home: home.to_path_buf(),
             tools: Registry::builtin(&config),
             config,
@@ -103,6 +106,7 @@ impl Kernel {
             audit: AuditLog::start(db.clone()),
             db,
         }));
+        tasks::start_sweeper(&kernel);
         let weak = Arc::downgrade(&kernel.0);
         db::watch_changes(&db_path, CHANGE_POLL, move || {
             let weak = weak.clone();
@@ -154,6 +158,42 @@ impl Kernel {
     pub(crate) fn db(&self) -> &db::Db {
         &self.0.db
     }
+    pub fn tasks(&self) -> &tasks::TaskBoard {
+        &self.0.tasks
+    }
+    pub(crate) fn downgrade(&self) -> std::sync::Weak<Inner> {
+        Arc::downgrade(&self.0)
+    }
+    pub(crate) fn upgrade(weak: &std::sync::Weak<Inner>) -> Option<Kernel> {
+        weak.upgrade().map(Kernel)
+    }
+
+    /// Posts a task and, if `[task_board] wake_assignee` is on and it is for a running agent,
+    /// starts a turn that tells that agent a task waits.
+    pub async fn post_task(
+        &self,
+        new: tasks::NewTask,
+        assignee: Option<String>,
+        posted_by: &str,
+    ) -> Result<tasks::Task> {
+        let task = self.0.tasks.post(new, assignee.clone(), posted_by).await?;
+        if self.0.config.task_board.wake_assignee
+            && let Some(agent) = assignee.and_then(|a| self.0.agents.get(&a).ok()).filter(|a| a.is_running())
+        {
+            let (kernel, title, id) = (self.clone(), task.title.clone(), task.id);
+            tokio::spawn(async move {
+                let message = format!(
+                    "A task was posted for you: \"{title}\" (task {id}). Claim it with task_claim when you can."
+                );
+                let req = TurnRequest::headless(message, tool::Caller::Agent);
+                if let Err(e) = turn::run(&kernel, agent.clone(), req).await {
+                    tracing::info!(agent = %agent.name, error = %e.message, "could not wake the assignee of a new task");
+                }
+            });
+        }
+        Ok(task)
+    }
+
     pub(crate) fn a2a(&self) -> &a2a::A2aTasks {
         &self.0.a2a
     }

@@ -8,4 +8,5 @@ pub mod error;
 pub mod overview;
 pub mod settings;
 pub mod sign_in;
+pub mod tasks;
 pub mod tools;

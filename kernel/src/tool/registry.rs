@@ -75,6 +75,11 @@ impl Registry {
         r.add(crate::workflow::WorkflowRunTool);
         r.add(crate::a2a::A2aDiscover);
         r.add(crate::a2a::A2aSend);
+        r.add(crate::tasks::TaskPost);
+        r.add(crate::tasks::TaskClaim);
+        r.add(crate::tasks::TaskComplete);
+        r.add(crate::tasks::TaskList);
+        r.add(crate::tasks::TaskStatus);
         r
     }
 

@@ -7,6 +7,7 @@ mod agents;
 mod pages;
 mod session;
 mod sign_in;
+mod tasks;
 mod tools;
 
 use axum::Router;
@@ -39,6 +40,11 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .route("/agents/{id}/revoke", post(agents::revoke))
         .route("/agents/{id}/chat", post(agents::chat))
         .route("/agents/{id}/live", get(agents::live))
+        .route("/tasks", get(tasks::board).post(tasks::post))
+        .route("/tasks/{id}", get(tasks::detail))
+        .route("/tasks/{id}/reassign", post(tasks::reassign))
+        .route("/tasks/{id}/cancel", post(tasks::cancel))
+        .route("/tasks/{id}/retry", post(tasks::retry))
         .route("/audit", get(pages::audit))
         .route("/settings", get(pages::settings))
         .route("/settings/tokens", post(pages::create_token))
@@ -53,7 +59,14 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
 
 /// The page frame for a signed-in operator.
 pub fn meta(op: &Operator, title: impl Into<String>, nav: Nav, flash: Option<Flash>) -> PageMeta {
-    PageMeta { title: title.into(), nav, operator: Some(op.name.clone()), csrf: op.csrf.clone(), flash }
+    PageMeta {
+        title: title.into(),
+        nav,
+        operator: Some(op.name.clone()),
+        csrf: op.csrf.clone(),
+        flash,
+        refresh_secs: None,
+    }
 }
 
 /// `?notice=` on a page after a form redirected there.

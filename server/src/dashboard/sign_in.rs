@@ -28,7 +28,14 @@ fn sign_in_page(headers: &HeaderMap, status: StatusCode, page: SignIn) -> Respon
     let token =
         cookie(headers, PRE_AUTH_COOKIE).filter(|t| t.len() == 48).unwrap_or_else(kennel_kernel::auth::new_form_token);
     let title = if page.setup { "Set up" } else { "Sign in" };
-    let meta = PageMeta { title: title.into(), nav: Nav::None, operator: None, csrf: token.clone(), flash: None };
+    let meta = PageMeta {
+        title: title.into(),
+        nav: Nav::None,
+        operator: None,
+        csrf: token.clone(),
+        flash: None,
+        refresh_secs: None,
+    };
     let cookie = session::set_cookie(headers, PRE_AUTH_COOKIE, &token, 3600);
     (status, [(SET_COOKIE, cookie)], axum::response::Html(sign_in::render(meta, page))).into_response()
 }

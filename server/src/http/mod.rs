@@ -7,6 +7,7 @@ mod auth;
 mod body;
 mod error;
 mod events;
+mod tasks;
 mod templates;
 mod tools;
 mod workflows;
@@ -55,6 +56,7 @@ pub fn router(kernel: Kernel) -> Router {
         .merge(tools::router())
         .merge(events::router())
         .merge(workflows::router())
+        .merge(tasks::router())
         .split_for_parts();
     let openapi_json = openapi.to_pretty_json().expect("the OpenAPI document serialises");
     let api = api

@@ -9,6 +9,7 @@ mod dashboard;
 mod events;
 mod openapi;
 mod restart;
+mod tasks;
 mod templates;
 mod tool_modes;
 mod tools;

@@ -1,0 +1,198 @@
+//! `/tasks`: the task board. Columns by status, filters, a task's history and the operator's
+//! actions (reassign, cancel, retry). The board reloads itself every few seconds while open.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use kennel_kernel::agent::Agent;
+use kennel_kernel::tasks::{STATUSES, Task, TaskEvent};
+use leptos::prelude::*;
+
+use crate::shell::{PageMeta, Shell};
+use crate::widgets::{Csrf, short_time};
+
+pub struct Board {
+    pub tasks: Vec<Task>,
+    pub agents: Vec<Arc<Agent>>,
+    pub assignee: String,
+    pub text: String,
+    pub min_priority: i64,
+}
+
+fn names(agents: &[Arc<Agent>]) -> HashMap<String, String> {
+    agents.iter().map(|a| (a.id.to_string(), a.name.clone())).collect()
+}
+
+pub fn render_board(meta: PageMeta, page: Board) -> String {
+    let csrf = meta.csrf.clone();
+    let names = names(&page.agents);
+    let name_of = |id: &Option<String>| {
+        id.as_ref().map(|i| names.get(i).cloned().unwrap_or_else(|| i.clone())).unwrap_or_else(|| "anyone".into())
+    };
+    let columns = STATUSES
+        .iter()
+        .map(|status| {
+            let cards = page
+                .tasks
+                .iter()
+                .filter(|t| t.status == *status)
+                .map(|t| {
+                    let who = if t.status == "claimed" {
+                        format!("claimed by {}", name_of(&t.claimed_by))
+                    } else {
+                        format!("for {}", name_of(&t.assigned_to))
+                    };
+                    view! {
+                        <li class="task-card">
+                            <a href=format!("/tasks/{}", t.id)>{t.title.clone()}</a>
+                            <span class="hint">{format!("P{} · {who}", t.priority)}</span>
+                        </li>
+                    }
+                })
+                .collect::<Vec<_>>();
+            let count = cards.len();
+            view! {
+                <section class="column" id=format!("column-{status}")>
+                    <h2>{format!("{status} ({count})")}</h2>
+                    <ul>{cards}</ul>
+                </section>
+            }
+        })
+        .collect::<Vec<_>>();
+    let options = page
+        .agents
+        .iter()
+        .map(|a| {
+            let (value, label) = (a.name.clone(), a.name.clone());
+            let selected = value == page.assignee;
+            view! { <option value=value selected=selected>{label}</option> }
+        })
+        .collect::<Vec<_>>();
+    let post_options = page
+        .agents
+        .iter()
+        .filter(|a| a.is_running())
+        .map(|a| view! { <option value=a.name.clone()>{a.name.clone()}</option> })
+        .collect::<Vec<_>>();
+    crate::document(
+        view! {
+            <Shell meta>
+                <h1>"Task board"</h1>
+                <form method="get" action="/tasks" class="filters">
+                    <label>"Assignee" <select name="assignee"><option value="">"any"</option>{options}</select></label>
+                    <label>"Priority at least" <input type="number" name="min_priority" min="0" max="9" value=page.min_priority.to_string()/></label>
+                    <label>"Text" <input type="search" name="text" value=page.text/></label>
+                    <button type="submit">"Filter"</button>
+                </form>
+                <div class="board">{columns}</div>
+                <section class="card">
+                    <h2>"Post a task"</h2>
+                    <form method="post" action="/tasks" class="stack" id="post-task">
+                        <Csrf token=csrf/>
+                        <div class="row">
+                            <label>"Title" <input type="text" name="title" required/></label>
+                            <label>"For" <select name="assignee"><option value="">"anyone"</option>{post_options}</select></label>
+                            <label>"Priority" <input type="number" name="priority" min="0" max="9" value="5"/></label>
+                        </div>
+                        <label>"Details" <textarea name="body" rows="3"></textarea></label>
+                        <button type="submit">"Post"</button>
+                    </form>
+                </section>
+            </Shell>
+        }
+        .to_html(),
+    )
+}
+
+pub struct Detail {
+    pub task: Task,
+    pub history: Vec<TaskEvent>,
+    pub agents: Vec<Arc<Agent>>,
+}
+
+pub fn render_detail(meta: PageMeta, page: Detail) -> String {
+    let csrf = meta.csrf.clone();
+    let names = names(&page.agents);
+    let t = page.task;
+    let name_of = |id: &Option<String>| id.as_ref().map(|i| names.get(i).cloned().unwrap_or_else(|| i.clone()));
+    let history = page
+        .history
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let what = match (i, e.status.as_str()) {
+                (0, _) => format!("posted by {}", e.actor.clone().unwrap_or_default()),
+                (_, "claimed") => format!("claimed by {}", name_of(&e.actor).unwrap_or_default()),
+                (_, "pending")
+                    if e.retries > 0
+                        && page.history.get(i - 1).is_some_and(|p| p.status == "claimed" && p.retries < e.retries) =>
+                {
+                    format!("claim expired: back to pending (retry {})", e.retries)
+                }
+                (_, "pending") => format!("pending (for {})", name_of(&e.actor).unwrap_or_else(|| "anyone".into())),
+                (_, "failed") => format!("failed after {} retries", e.retries),
+                (_, status) => status.to_string(),
+            };
+            view! { <li><span class="hint">{short_time(&e.at)}</span>" "{what}</li> }
+        })
+        .collect::<Vec<_>>();
+    let actions = {
+        let reassign = matches!(t.status.as_str(), "pending" | "claimed").then(|| {
+            let options = page
+                .agents
+                .iter()
+                .filter(|a| a.is_running())
+                .map(|a| view! { <option value=a.name.clone()>{a.name.clone()}</option> })
+                .collect::<Vec<_>>();
+            let csrf2 = csrf.clone();
+            view! {
+                <form method="post" action=format!("/tasks/{}/reassign", t.id) class="inline">
+                    <Csrf token=csrf.clone()/>
+                    <select name="assignee"><option value="">"anyone"</option>{options}</select>
+                    <button type="submit">"Reassign"</button>
+                </form>
+                <form method="post" action=format!("/tasks/{}/cancel", t.id) class="inline">
+                    <Csrf token=csrf2/>
+                    <button type="submit" class="danger">"Cancel"</button>
+                </form>
+            }
+        });
+        let retry = matches!(t.status.as_str(), "failed" | "cancelled").then(|| {
+            view! {
+                <form method="post" action=format!("/tasks/{}/retry", t.id) class="inline">
+                    <Csrf token=csrf.clone()/>
+                    <button type="submit">"Retry"</button>
+                </form>
+            }
+        });
+        view! { <div class="actions">{reassign}{retry}</div> }
+    };
+    let result = t.result.clone().map(|r| view! { <h2>"Result"</h2><pre>{r}</pre> });
+    let summary = format!(
+        "Priority {} · for {} · task {}",
+        t.priority,
+        name_of(&t.assigned_to).unwrap_or_else(|| "anyone".into()),
+        t.id
+    );
+    crate::document(
+        view! {
+            <Shell meta>
+                <h1>{t.title.clone()}" "<span class=format!("status {}", t.status)>{t.status.clone()}</span></h1>
+                <p class="hint">{summary}</p>
+                <div class="columns">
+                    <section class="card">
+                        <pre>{t.body.clone()}</pre>
+                        {result}
+                        {actions}
+                    </section>
+                    <section class="card">
+                        <h2>"History"</h2>
+                        <ol class="history" id="task-history">{history}</ol>
+                    </section>
+                </div>
+                <p><a href="/tasks">"Back to the board"</a></p>
+            </Shell>
+        }
+        .to_html(),
+    )
+}

@@ -1,0 +1,160 @@
+//! Family `tasks`: the board's tools, thin over [`super::TaskBoard`].
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{NewTask, TaskFilter};
+use crate::error::{Error, Result};
+use crate::tool::{CallContext, Tool, ToolDef};
+
+const FAMILY: &str = "tasks";
+
+/// An agent name or id → the agent's id, as the board stores assignees.
+fn agent_id(ctx: &CallContext, who: &str) -> Result<String> {
+    Ok(ctx.kernel.agents().get(who)?.id.to_string())
+}
+
+pub struct TaskPost;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskPostArgs {
+    pub title: String,
+    pub body: String,
+    /// An agent's name or id; without it any agent may claim the task.
+    pub assignee: Option<String>,
+    /// 0 (lowest) to 9 (highest); default 5.
+    pub priority: Option<i64>,
+}
+
+impl Tool for TaskPost {
+    type Args = TaskPostArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new("task_post", FAMILY, "Post a task on the shared board for another agent (or anyone) to claim.")
+            .tags(&["tasks", "board", "delegate", "post"])
+    }
+
+    async fn run(&self, ctx: CallContext, args: TaskPostArgs) -> Result<Value> {
+        let assignee = args.assignee.as_deref().map(|a| agent_id(&ctx, a)).transpose()?;
+        let new = NewTask { title: args.title, body: args.body, assignee: args.assignee, priority: args.priority };
+        let task = ctx.kernel.post_task(new, assignee, &format!("agent:{}", ctx.agent.name)).await?;
+        Ok(json!(task))
+    }
+}
+
+pub struct TaskClaim;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskClaimArgs {
+    /// Only claim tasks of at least this priority (0–9).
+    pub priority_filter: Option<i64>,
+}
+
+impl Tool for TaskClaim {
+    type Args = TaskClaimArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new(
+            "task_claim",
+            FAMILY,
+            "Claim the highest-priority pending task assigned to you or to nobody. Complete it with task_complete before the claim TTL runs out.",
+        )
+        .tags(&["tasks", "board", "claim", "work"])
+    }
+
+    async fn run(&self, ctx: CallContext, args: TaskClaimArgs) -> Result<Value> {
+        let claimed = ctx.kernel.tasks().claim(&ctx.agent.id.to_string(), args.priority_filter).await?;
+        Ok(match claimed {
+            Some(task) => json!({ "claimed": task }),
+            None => json!({ "claimed": null, "note": "no pending task for you right now" }),
+        })
+    }
+}
+
+pub struct TaskComplete;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskCompleteArgs {
+    pub task_id: String,
+    pub result: Option<String>,
+}
+
+impl Tool for TaskComplete {
+    type Args = TaskCompleteArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new(
+            "task_complete",
+            FAMILY,
+            "Mark a task you claimed as done, with its result. Only the current claimant may.",
+        )
+        .tags(&["tasks", "board", "complete", "done"])
+    }
+
+    async fn run(&self, ctx: CallContext, args: TaskCompleteArgs) -> Result<Value> {
+        let task = ctx.kernel.tasks().complete(&args.task_id, &ctx.agent.id.to_string(), args.result).await?;
+        Ok(json!(task))
+    }
+}
+
+pub struct TaskList;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskListArgs {
+    /// pending, claimed, done, failed or cancelled.
+    pub status: Option<String>,
+    /// An agent's name or id.
+    pub assignee: Option<String>,
+}
+
+impl Tool for TaskList {
+    type Args = TaskListArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new("task_list", FAMILY, "List tasks on the board, optionally by status and assignee.")
+            .tags(&["tasks", "board", "list"])
+    }
+
+    async fn run(&self, ctx: CallContext, args: TaskListArgs) -> Result<Value> {
+        let assignee = args.assignee.as_deref().map(|a| agent_id(&ctx, a)).transpose()?;
+        let tasks =
+            ctx.kernel.tasks().list(&TaskFilter { status: args.status, assignee, ..Default::default() }).await?;
+        Ok(json!({ "tasks": tasks }))
+    }
+}
+
+pub struct TaskStatus;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskStatusArgs {
+    pub task_id: String,
+}
+
+impl Tool for TaskStatus {
+    type Args = TaskStatusArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new("task_status", FAMILY, "One task's status and result: poll a task you posted.")
+            .tags(&["tasks", "board", "status", "poll"])
+    }
+
+    async fn run(&self, ctx: CallContext, args: TaskStatusArgs) -> Result<Value> {
+        let t = ctx.kernel.tasks().get(&args.task_id).await.map_err(|e| {
+            if e.kind == crate::ErrorKind::NotFound {
+                Error::not_found(format!("no task `{}`", args.task_id))
+            } else {
+                e
+            }
+        })?;
+        Ok(json!({
+            "task_id": t.id, "status": t.status, "result": t.result, "title": t.title,
+            "assigned_to": t.assigned_to, "created_at": t.created_at, "completed_at": t.completed_at,
+        }))
+    }
+}
