@@ -1,6 +1,11 @@
 //! Small pieces several pages use.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use kennel_kernel::agent::Agent;
 use kennel_kernel::error::FieldError;
+use kennel_kernel::tool::audit::AuditRecord;
 use leptos::prelude::*;
 use serde_json::Value;
 
@@ -61,6 +66,42 @@ fn type_label(prop: &Value) -> String {
             types.iter().filter_map(Value::as_str).filter(|t| *t != "null").collect::<Vec<_>>().join(" | ")
         }
         _ => "object".into(),
+    }
+}
+
+/// Agent names by id, to show names where records hold ids.
+pub fn agent_names(agents: &[Arc<Agent>]) -> HashMap<String, String> {
+    agents.iter().map(|a| (a.id.to_string(), a.name.clone())).collect()
+}
+
+/// Tool calls from the audit log as a table (the overview's recent calls and `/audit`).
+pub fn audit_table(records: Vec<AuditRecord>, agents: &[Arc<Agent>]) -> impl IntoView + use<> {
+    let names = agent_names(agents);
+    let rows = records
+        .into_iter()
+        .map(|r| {
+            let agent = names.get(&r.agent_id).cloned().unwrap_or_else(|| r.agent_id.clone());
+            let class = if r.outcome == "ok" { "ok" } else { "bad" };
+            view! {
+                <tr>
+                    <td>{short_time(&r.at)}</td>
+                    <td><a href=format!("/agents/{}", r.agent_id)>{agent}</a></td>
+                    <td>{r.tool}</td>
+                    <td class=class>{r.outcome}</td>
+                    <td>{r.message.unwrap_or_default()}</td>
+                    <td class="num">{format!("{:.2} ms", r.duration_us as f64 / 1000.0)}</td>
+                    <td>{r.caller}</td>
+                </tr>
+            }
+        })
+        .collect::<Vec<_>>();
+    view! {
+        <div class="scroll">
+            <table>
+                <thead><tr><th>"When"</th><th>"Agent"</th><th>"Tool"</th><th>"Outcome"</th><th>"Message"</th><th>"Took"</th><th>"Caller"</th></tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+        </div>
     }
 }
 

@@ -100,12 +100,7 @@ impl Auth {
             .bind(db::now())
             .execute(&self.db)
             .await;
-        match result {
-            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
-                return Err(Error::conflict(format!("a token named `{name}` exists; revoke it first")));
-            }
-            other => other?,
-        };
+        db::unique_or(result, || format!("a token named `{name}` exists; revoke it first"))?;
         self.reload().await?;
         Ok(token)
     }
@@ -155,12 +150,8 @@ impl Auth {
             .bind(db::now())
             .execute(&self.db)
             .await;
-        match result {
-            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
-                Err(Error::conflict(format!("an operator named `{name}` exists")))
-            }
-            other => other.map(|_| ()).map_err(Error::from),
-        }
+        db::unique_or(result, || format!("an operator named `{name}` exists"))?;
+        Ok(())
     }
 
     /// Whether `name` / `password` is a valid operator sign-in. An unknown name costs the

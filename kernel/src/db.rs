@@ -63,3 +63,11 @@ where
 pub fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
+
+/// A unique-constraint violation as a `Conflict` with `message`; other errors as they are.
+pub fn unique_or<T>(result: std::result::Result<T, sqlx::Error>, message: impl FnOnce() -> String) -> Result<T> {
+    match result {
+        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(crate::Error::conflict(message())),
+        other => other.map_err(crate::Error::from),
+    }
+}

@@ -7,7 +7,7 @@ use kennel_kernel::tool::audit::AuditRecord;
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::short_time;
+use crate::widgets::audit_table;
 
 pub struct ProviderStatus {
     pub name: String,
@@ -50,26 +50,7 @@ pub fn render(meta: PageMeta, o: Overview) -> String {
     let calls = if o.recent_calls.is_empty() {
         view! { <p class="empty">"No tool calls yet."</p> }.into_any()
     } else {
-        let names: std::collections::HashMap<String, String> =
-            o.agents.iter().map(|a| (a.id.to_string(), a.name.clone())).collect();
-        let rows = o
-            .recent_calls
-            .into_iter()
-            .map(|r| {
-                let agent = names.get(&r.agent_id).cloned().unwrap_or_else(|| r.agent_id.clone());
-                let class = if r.outcome == "ok" { "ok" } else { "bad" };
-                view! {
-                    <tr>
-                        <td>{short_time(&r.at)}</td>
-                        <td><a href=format!("/agents/{}", r.agent_id)>{agent}</a></td>
-                        <td>{r.tool}</td>
-                        <td class=class>{r.outcome}</td>
-                    </tr>
-                }
-            })
-            .collect::<Vec<_>>();
-        view! { <table><thead><tr><th>"When"</th><th>"Agent"</th><th>"Tool"</th><th>"Outcome"</th></tr></thead><tbody>{rows}</tbody></table> }
-            .into_any()
+        audit_table(o.recent_calls, &o.agents).into_any()
     };
     crate::document(
         view! {

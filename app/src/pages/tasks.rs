@@ -1,7 +1,6 @@
 //! `/tasks`: the task board. Columns by status, filters, a task's history and the operator's
 //! actions (reassign, cancel, retry). The board reloads itself every few seconds while open.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use kennel_kernel::agent::Agent;
@@ -9,7 +8,7 @@ use kennel_kernel::tasks::{STATUSES, Task, TaskEvent};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{Csrf, short_time};
+use crate::widgets::{Csrf, agent_names, short_time};
 
 pub struct Board {
     pub tasks: Vec<Task>,
@@ -19,13 +18,9 @@ pub struct Board {
     pub min_priority: i64,
 }
 
-fn names(agents: &[Arc<Agent>]) -> HashMap<String, String> {
-    agents.iter().map(|a| (a.id.to_string(), a.name.clone())).collect()
-}
-
 pub fn render_board(meta: PageMeta, page: Board) -> String {
     let csrf = meta.csrf.clone();
-    let names = names(&page.agents);
+    let names = agent_names(&page.agents);
     let name_of = |id: &Option<String>| {
         id.as_ref().map(|i| names.get(i).cloned().unwrap_or_else(|| i.clone())).unwrap_or_else(|| "anyone".into())
     };
@@ -112,7 +107,7 @@ pub struct Detail {
 
 pub fn render_detail(meta: PageMeta, page: Detail) -> String {
     let csrf = meta.csrf.clone();
-    let names = names(&page.agents);
+    let names = agent_names(&page.agents);
     let t = page.task;
     let name_of = |id: &Option<String>| id.as_ref().map(|i| names.get(i).cloned().unwrap_or_else(|| i.clone()));
     let history = page

@@ -145,12 +145,8 @@ impl Workflows {
         .bind(&wf.updated_at)
         .execute(&self.db)
         .await;
-        match result {
-            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
-                Err(Error::conflict(format!("a workflow named `{}` already exists", wf.name)))
-            }
-            other => other.map(|_| wf).map_err(Error::from),
-        }
+        db::unique_or(result, || format!("a workflow named `{}` already exists", wf.name))?;
+        Ok(wf)
     }
 
     pub async fn list(&self) -> Result<Vec<Workflow>> {
@@ -187,12 +183,8 @@ impl Workflows {
                 .bind(wf.id.to_string())
                 .execute(&self.db)
                 .await;
-        match result {
-            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
-                Err(Error::conflict(format!("a workflow named `{}` already exists", wf.name)))
-            }
-            other => other.map(|_| wf).map_err(Error::from),
-        }
+        db::unique_or(result, || format!("a workflow named `{}` already exists", wf.name))?;
+        Ok(wf)
     }
 
     pub async fn delete(&self, id_or_name: &str) -> Result<()> {
