@@ -170,12 +170,9 @@ impl Kernel {
 
     /// Posts a task and, if `[task_board] wake_assignee` is on and it is for a running agent,
     /// starts a turn that tells that agent a task waits.
-    pub async fn post_task(
-        &self,
-        new: tasks::NewTask,
-        assignee: Option<String>,
-        posted_by: &str,
-    ) -> Result<tasks::Task> {
+    /// `new.assignee` may be an agent's name or id.
+    pub async fn post_task(&self, new: tasks::NewTask, posted_by: &str) -> Result<tasks::Task> {
+        let assignee = self.0.agents.id_of(new.assignee.as_deref())?;
         let task = self.0.tasks.post(new, assignee.clone(), posted_by).await?;
         if self.0.config.task_board.wake_assignee
             && let Some(agent) = assignee.and_then(|a| self.0.agents.get(&a).ok()).filter(|a| a.is_running())

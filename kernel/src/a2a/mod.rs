@@ -68,13 +68,14 @@ fn target(kernel: &Kernel, path_agent: Option<&str>) -> Result<std::sync::Arc<Ag
 /// The daemon's card: every exposed agent is a skill, and has an interface of its own.
 pub fn daemon_card(kernel: &Kernel, base_url: &str) -> Value {
     let agents = exposed(kernel);
-    let interfaces: Vec<Value> =
-        agents.iter().map(|a| wire::interface(&format!("{base_url}/a2a/{}", a.name))).collect();
+    // With one exposed agent, `/a2a` reaches it too; it comes first for clients that take
+    // the first interface.
+    let shared = (agents.len() == 1).then(|| wire::interface(&format!("{base_url}/a2a")));
+    let interfaces: Vec<Value> = shared
+        .into_iter()
+        .chain(agents.iter().map(|a| wire::interface(&format!("{base_url}/a2a/{}", a.name))))
+        .collect();
     let skills: Vec<Value> = agents.iter().map(|a| wire::skill(a)).collect();
-    let mut interfaces = interfaces;
-    if agents.len() == 1 {
-        interfaces.insert(0, wire::interface(&format!("{base_url}/a2a")));
-    }
     json!({
         "name": "kennel",
         "description": "A Kennel agent daemon. Each skill is an agent you can send tasks to.",

@@ -219,6 +219,12 @@ impl Agents {
         found.cloned().ok_or_else(|| Error::not_found(format!("no agent `{id_or_name}`")))
     }
 
+    /// The id of the agent named by `who` (a name or an id); blank or absent means nobody.
+    /// Records that point at agents (task assignees) store this id.
+    pub fn id_of(&self, who: Option<&str>) -> Result<Option<String>> {
+        who.map(str::trim).filter(|w| !w.is_empty()).map(|w| self.get(w).map(|a| a.id.to_string())).transpose()
+    }
+
     pub fn get_by_id(&self, id: AgentId) -> Option<Arc<Agent>> {
         self.read().agents.get(&id).cloned()
     }

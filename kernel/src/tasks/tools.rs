@@ -5,15 +5,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{NewTask, TaskFilter};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::tool::{CallContext, Tool, ToolDef};
 
 const FAMILY: &str = "tasks";
-
-/// An agent name or id → the agent's id, as the board stores assignees.
-fn agent_id(ctx: &CallContext, who: &str) -> Result<String> {
-    Ok(ctx.kernel.agents().get(who)?.id.to_string())
-}
 
 pub struct TaskPost;
 
@@ -37,9 +32,8 @@ impl Tool for TaskPost {
     }
 
     async fn run(&self, ctx: CallContext, args: TaskPostArgs) -> Result<Value> {
-        let assignee = args.assignee.as_deref().map(|a| agent_id(&ctx, a)).transpose()?;
         let new = NewTask { title: args.title, body: args.body, assignee: args.assignee, priority: args.priority };
-        let task = ctx.kernel.post_task(new, assignee, &format!("agent:{}", ctx.agent.name)).await?;
+        let task = ctx.kernel.post_task(new, &format!("agent:{}", ctx.agent.name)).await?;
         Ok(json!(task))
     }
 }
@@ -121,7 +115,7 @@ impl Tool for TaskList {
     }
 
     async fn run(&self, ctx: CallContext, args: TaskListArgs) -> Result<Value> {
-        let assignee = args.assignee.as_deref().map(|a| agent_id(&ctx, a)).transpose()?;
+        let assignee = ctx.kernel.agents().id_of(args.assignee.as_deref())?;
         let tasks =
             ctx.kernel.tasks().list(&TaskFilter { status: args.status, assignee, ..Default::default() }).await?;
         Ok(json!({ "tasks": tasks }))
@@ -145,13 +139,7 @@ impl Tool for TaskStatus {
     }
 
     async fn run(&self, ctx: CallContext, args: TaskStatusArgs) -> Result<Value> {
-        let t = ctx.kernel.tasks().get(&args.task_id).await.map_err(|e| {
-            if e.kind == crate::ErrorKind::NotFound {
-                Error::not_found(format!("no task `{}`", args.task_id))
-            } else {
-                e
-            }
-        })?;
+        let t = ctx.kernel.tasks().get(&args.task_id).await?;
         Ok(json!({
             "task_id": t.id, "status": t.status, "result": t.result, "title": t.title,
             "assigned_to": t.assigned_to, "created_at": t.created_at, "completed_at": t.completed_at,

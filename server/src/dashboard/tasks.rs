@@ -25,10 +25,6 @@ pub struct BoardQuery {
     notice: Option<String>,
 }
 
-fn agent_id(kernel: &Kernel, who: &str) -> Result<Option<String>, Error> {
-    if who.trim().is_empty() { Ok(None) } else { Ok(Some(kernel.agents().get(who.trim())?.id.to_string())) }
-}
-
 pub async fn board(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
@@ -37,7 +33,7 @@ pub async fn board(
     let result = async {
         let filter = TaskFilter {
             status: None,
-            assignee: agent_id(&kernel, &q.assignee)?,
+            assignee: kernel.agents().id_of(Some(&q.assignee))?,
             text: Some(q.text.clone()),
             min_priority: q.min_priority,
         };
@@ -77,9 +73,8 @@ pub async fn post(
     Form(f): Form<PostForm>,
 ) -> Response {
     let result = async {
-        let assignee = agent_id(&kernel, &f.assignee)?;
-        let new = NewTask { title: f.title, body: f.body, assignee: None, priority: f.priority };
-        kernel.post_task(new, assignee, &format!("operator:{}", op.name)).await
+        let new = NewTask { title: f.title, body: f.body, assignee: Some(f.assignee), priority: f.priority };
+        kernel.post_task(new, &format!("operator:{}", op.name)).await
     }
     .await;
     match result {
@@ -117,7 +112,7 @@ pub async fn reassign(
     Path(id): Path<String>,
     Form(f): Form<ReassignForm>,
 ) -> Response {
-    let result = async { kernel.tasks().reassign(&id, agent_id(&kernel, &f.assignee)?).await }.await;
+    let result = async { kernel.tasks().reassign(&id, kernel.agents().id_of(Some(&f.assignee))?).await }.await;
     done(&op, &id, result.map(|_| "Reassigned."))
 }
 

@@ -24,18 +24,13 @@ pub fn router() -> OpenApiRouter<Kernel> {
         .routes(routes!(retry_task))
 }
 
-/// An agent name or id → its id (the board stores ids).
-fn agent_id(kernel: &Kernel, who: Option<&str>) -> ApiResult<Option<String>> {
-    Ok(who.filter(|w| !w.is_empty()).map(|w| kernel.agents().get(w).map(|a| a.id.to_string())).transpose()?)
-}
-
 /// Tasks, highest priority first, filtered by status, assignee (name or id), text, priority.
 #[utoipa::path(get, path = "/api/tasks", tag = "tasks", params(TaskFilter), responses((status = 200, body = Vec<Task>)))]
 async fn list_tasks(
     State(kernel): State<Kernel>,
     QueryParams(mut filter): QueryParams<TaskFilter>,
 ) -> ApiResult<Json<Vec<Task>>> {
-    filter.assignee = agent_id(&kernel, filter.assignee.as_deref())?;
+    filter.assignee = kernel.agents().id_of(filter.assignee.as_deref())?;
     Ok(Json(kernel.tasks().list(&filter).await?))
 }
 
@@ -47,8 +42,7 @@ async fn post_task(
     Extension(TokenName(token)): Extension<TokenName>,
     JsonBody(new): JsonBody<NewTask>,
 ) -> ApiResult<Response> {
-    let assignee = agent_id(&kernel, new.assignee.as_deref())?;
-    let task = kernel.post_task(new, assignee, &format!("token:{token}")).await?;
+    let task = kernel.post_task(new, &format!("token:{token}")).await?;
     let location = format!("/api/tasks/{}", task.id);
     Ok((StatusCode::CREATED, [(LOCATION, location)], Json(task)).into_response())
 }
@@ -84,7 +78,7 @@ async fn reassign_task(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<ReassignBody>,
 ) -> ApiResult<Json<Task>> {
-    let assignee = agent_id(&kernel, body.assignee.as_deref())?;
+    let assignee = kernel.agents().id_of(body.assignee.as_deref())?;
     Ok(Json(kernel.tasks().reassign(&id, assignee).await?))
 }
 

@@ -203,12 +203,9 @@ async fn the_tools_inspector_filters_grants_and_tries_tools_through_the_pipeline
     let tried =
         b.submit(&format!("/tools?agent={id}"), "/tools/system_time/try", &[("agent", &id), ("args", "{}")]).await;
     assert_eq!(tried.status, 200);
-    assert!(
-        tried.text.contains("id=\"try-result\"") && tried.text.contains("&quot;utc&quot;")
-            || tried.text.contains("\"utc\""),
-        "{}",
-        tried.text
-    );
+    // Only the result section counts: the page shows the tool's description elsewhere.
+    let result = tried.text.split("id=\"try-result\"").nth(1).expect("the try-it result is shown");
+    assert!(result.contains("&quot;utc&quot;") || result.contains("\"utc\""), "{result}");
     let refused = b
         .submit(
             &format!("/tools?agent={id}"),
