@@ -10,6 +10,7 @@ pub enum Nav {
     AgentTypes,
     Tools,
     Tasks,
+    Schedules,
     Audit,
     Settings,
     /// Sign-in pages: no navigation.
@@ -36,12 +37,13 @@ pub struct PageMeta {
     pub refresh_secs: Option<u32>,
 }
 
-const SECTIONS: [(Nav, &str, &str); 7] = [
+const SECTIONS: [(Nav, &str, &str); 8] = [
     (Nav::Overview, "/", "Overview"),
     (Nav::Agents, "/agents", "Agents"),
     (Nav::AgentTypes, "/agent-types", "Agent types"),
     (Nav::Tools, "/tools", "Tools"),
     (Nav::Tasks, "/tasks", "Tasks"),
+    (Nav::Schedules, "/schedules", "Schedules"),
     (Nav::Audit, "/audit", "Audit"),
     (Nav::Settings, "/settings", "Settings"),
 ];

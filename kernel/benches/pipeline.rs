@@ -27,7 +27,7 @@ async fn kernel_with_agent(dir: &std::path::Path) -> (Kernel, Arc<Agent>) {
     let kernel = Kernel::open_with(dir, Config::default()).await.unwrap();
     let spec = AgentTypeSpec { name: "bench".into(), tools: Some(vec!["system.*".into()]), ..Default::default() };
     kernel.agents().create_type(ManifestInput::from(spec)).await.unwrap();
-    let agent = kernel.agents().spawn(SpawnRequest { agent_type: "bench".into(), ..Default::default() }).await.unwrap();
+    let agent = kernel.spawn_agent(SpawnRequest { agent_type: "bench".into(), ..Default::default() }).await.unwrap();
     (kernel, agent)
 }
 

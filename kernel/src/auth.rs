@@ -52,6 +52,21 @@ pub struct OperatorSession {
     pub expires_at: chrono::DateTime<chrono::Utc>,
 }
 
+/// Proof that a signed-in operator asked for something in their dashboard session: the
+/// session cookie and the form's CSRF token were both checked. Human-only operations (deleting
+/// a schedule for good) take one. Only [`Auth::human_approval`] makes one, from secrets no
+/// agent and no API token holds.
+#[derive(Debug)]
+pub struct HumanApproval {
+    operator: String,
+}
+
+impl HumanApproval {
+    pub fn operator(&self) -> &str {
+        &self.operator
+    }
+}
+
 /// How long a dashboard sign-in lasts.
 pub const SESSION_HOURS: i64 = 12;
 /// Failed sign-ins one address may make per window before it must wait.
@@ -237,6 +252,18 @@ impl Auth {
         let hash = token_hash(cookie);
         let session = self.sessions.read().expect("sessions lock").get(&hash).cloned()?;
         (session.expires_at > chrono::Utc::now()).then_some(session)
+    }
+
+    /// A [`HumanApproval`] for the operator signed in with `cookie`, if `csrf` is that
+    /// session's form token.
+    pub fn human_approval(&self, cookie: &str, csrf: &str) -> Result<HumanApproval> {
+        let session = self.session(cookie).ok_or_else(|| {
+            Error::forbidden("this needs an operator signed in to the dashboard; sign in and try again there")
+        })?;
+        if !secrets_match(&session.csrf, csrf) {
+            return Err(Error::forbidden("the form's CSRF token does not match your session; reload the page"));
+        }
+        Ok(HumanApproval { operator: session.operator })
     }
 
     /// Signs out: the cookie value stops working at once.

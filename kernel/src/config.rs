@@ -13,6 +13,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 pub struct Config {
     pub kernel: KernelConfig,
     pub task_board: TaskBoardConfig,
+    pub schedules: SchedulesConfig,
     pub tool_results: ToolResultsConfig,
     pub server: ServerConfig,
     /// LLM providers by the name agent types use (`provider = "local"`).
@@ -75,6 +76,25 @@ pub struct TaskBoardConfig {
 impl Default for TaskBoardConfig {
     fn default() -> Self {
         TaskBoardConfig { claim_ttl_secs: 600, max_retries: 0, wake_assignee: true }
+    }
+}
+
+/// `[schedules]`: how schedule and cron fires run (spec §11).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SchedulesConfig {
+    /// Fired turns that may run at once; more wait their turn (a burst of due jobs must not
+    /// open thousands of provider requests together).
+    #[serde(deserialize_with = "in_range::<_, 1, 1024>")]
+    pub max_concurrent_fires: u64,
+    /// Fires remembered per schedule (outcome, duration); older ones are dropped.
+    #[serde(deserialize_with = "in_range::<_, 1, 10000>")]
+    pub fire_history: u64,
+}
+
+impl Default for SchedulesConfig {
+    fn default() -> Self {
+        SchedulesConfig { max_concurrent_fires: 32, fire_history: 100 }
     }
 }
 
@@ -231,6 +251,10 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # claim_ttl_secs = 600
 # max_retries = 0          # 0 = unlimited
 # wake_assignee = true     # a task posted for an agent starts a turn telling it so
+
+# [schedules]
+# max_concurrent_fires = 32   # scheduled turns running at once; more wait
+# fire_history = 100          # fires remembered per schedule
 
 # [tool_results]
 # Tool results larger than this are stored as artifacts; the model gets a preview.

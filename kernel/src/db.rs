@@ -67,7 +67,12 @@ where
 
 /// Current time as the RFC 3339 UTC text stored in every table.
 pub fn now() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    timestamp(chrono::Utc::now())
+}
+
+/// A time as stored: RFC 3339 UTC with milliseconds, so text order is time order.
+pub fn timestamp(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 /// A unique-constraint violation as a `Conflict` with `message`; other errors as they are.

@@ -7,11 +7,13 @@ pub mod a2a;
 pub mod agent;
 pub mod auth;
 pub mod capability;
+pub mod clock;
 pub mod config;
 pub mod db;
 pub mod error;
 pub mod event;
 pub mod llm;
+pub mod schedule;
 pub mod session;
 pub mod system;
 pub mod tasks;
@@ -54,6 +56,7 @@ struct Inner {
     workflows: workflow::Workflows,
     a2a: a2a::A2aTasks,
     tasks: tasks::TaskBoard,
+    schedules: schedule::Schedules,
 }
 
 /// Why the kernel could not start.
@@ -82,6 +85,11 @@ impl Kernel {
 
     /// Like [`Kernel::open`] with an already-loaded config.
     pub async fn open_with(home: &Path, config: Config) -> Result<Kernel, OpenError> {
+        Kernel::open_with_clock(home, config, clock::Clock::System).await
+    }
+
+    /// Like [`Kernel::open_with`] on a given clock (tests move a manual one to fire schedules).
+    pub async fn open_with_clock(home: &Path, config: Config, clock: clock::Clock) -> Result<Kernel, OpenError> {
         prepare_home(home)?;
         let db_path = home.join("kennel.db");
         let db = db::open(&db_path).await?;
@@ -96,6 +104,7 @@ impl Kernel {
             workflows: workflow::Workflows::new(db.clone()),
             a2a: a2a::A2aTasks::default(),
             tasks: tasks::TaskBoard::new(db.clone()),
+            schedules: schedule::Schedules::new(db.clone(), clock, config.schedules.fire_history),
             home: home.to_path_buf(),
             tools: Registry::builtin(&config),
             config,
@@ -107,6 +116,10 @@ impl Kernel {
             db,
         }));
         tasks::start_sweeper(&kernel);
+        for agent in kernel.0.agents.list() {
+            kernel.0.schedules.seed_manifest(&agent).await?;
+        }
+        schedule::runner::start(&kernel);
         let weak = Arc::downgrade(&kernel.0);
         db::watch_changes(&db_path, CHANGE_POLL, move || {
             let weak = weak.clone();
@@ -160,6 +173,9 @@ impl Kernel {
     }
     pub fn tasks(&self) -> &tasks::TaskBoard {
         &self.0.tasks
+    }
+    pub fn schedules(&self) -> &schedule::Schedules {
+        &self.0.schedules
     }
     pub(crate) fn downgrade(&self) -> std::sync::Weak<Inner> {
         Arc::downgrade(&self.0)
@@ -234,6 +250,14 @@ impl Kernel {
         turn::run(self, agent, req).await
     }
 
+    /// Spawns an agent and puts its manifest's `[[cron]]` jobs in the schedule store. The
+    /// only way any front spawns an agent.
+    pub async fn spawn_agent(&self, req: agent::SpawnRequest) -> Result<Arc<agent::Agent>> {
+        let agent = self.0.agents.spawn(req).await?;
+        self.0.schedules.seed_manifest(&agent).await?;
+        Ok(agent)
+    }
+
     /// Stops an agent and cancels its running turns.
     pub async fn stop_agent(&self, agent: &str) -> Result<Arc<agent::Agent>> {
         let stopped = self.0.agents.stop(agent).await?;
@@ -253,6 +277,7 @@ impl Kernel {
 
     /// Writes out queued audit entries and closes the database.
     pub async fn close(&self) {
+        self.0.schedules.stop();
         self.0.audit.flush().await;
         self.0.db.close().await;
     }

@@ -26,7 +26,7 @@ async fn agent(kernel: &Kernel, name: &str, tools: &[&str]) -> std::sync::Arc<ke
     let manifest: ManifestInput =
         kennel_kernel::error::from_value(json!({"name": name, "model": "m", "tools": tools})).unwrap();
     kernel.agents().create_type(manifest).await.unwrap();
-    kernel.agents().spawn(SpawnRequest { agent_type: name.into(), ..Default::default() }).await.unwrap()
+    kernel.spawn_agent(SpawnRequest { agent_type: name.into(), ..Default::default() }).await.unwrap()
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]

@@ -39,7 +39,7 @@ async fn main() {
     }))
     .unwrap();
     kernel.agents().create_type(manifest).await.unwrap();
-    let agent = kernel.agents().spawn(SpawnRequest { agent_type: "bench".into(), ..Default::default() }).await.unwrap();
+    let agent = kernel.spawn_agent(SpawnRequest { agent_type: "bench".into(), ..Default::default() }).await.unwrap();
     let agent = agent.id.to_string();
 
     // The provider alone, with a request of the same shape.

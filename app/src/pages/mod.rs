@@ -6,6 +6,7 @@ pub mod agents;
 pub mod audit;
 pub mod error;
 pub mod overview;
+pub mod schedules;
 pub mod settings;
 pub mod sign_in;
 pub mod tasks;

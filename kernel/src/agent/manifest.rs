@@ -307,12 +307,9 @@ pub fn validate(input: ManifestInput) -> Result<Manifest> {
         err("cron", format!("at most {MAX_BLOCKS} blocks"));
     }
     for (i, c) in cron.iter().enumerate() {
-        let fields = c.schedule.split_whitespace().count();
-        if fields != 5 {
-            err(
-                &format!("cron[{i}].schedule"),
-                format!("`{}` has {fields} fields; write 5: minute hour day-of-month month day-of-week", c.schedule),
-            );
+        if let Err(message) = crate::schedule::timing::parse_cron(&c.schedule, c.timezone.as_deref()) {
+            let field = if message.contains("time zone") { "timezone" } else { "schedule" };
+            err(&format!("cron[{i}].{field}"), message);
         }
         check_prompt(&format!("cron[{i}].prompt"), &c.prompt, &mut err);
     }

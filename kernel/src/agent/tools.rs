@@ -162,8 +162,7 @@ impl Tool for AgentSpawn {
             .filter_map(|(def, _)| Grant::parse(&def.name).ok())
             .collect();
         let child = kernel
-            .agents()
-            .spawn(SpawnRequest {
+            .spawn_agent(SpawnRequest {
                 agent_type: args.template,
                 name: args.name,
                 goal: args.goal,

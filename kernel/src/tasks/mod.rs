@@ -283,8 +283,7 @@ impl TaskBoard {
     /// (0 = unlimited) the task fails instead. Returns how many claims were taken back.
     pub async fn sweep(&self, ttl_secs: u64, max_retries: u64) -> Result<u64> {
         let now = chrono::Utc::now();
-        let cutoff =
-            (now - chrono::Duration::seconds(ttl_secs as i64)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let cutoff = db::timestamp(now - chrono::Duration::seconds(ttl_secs as i64));
         let done = sqlx::query(
             "UPDATE tasks SET
                  status = CASE WHEN ?2 > 0 AND retries + 1 >= ?2 THEN 'failed' ELSE 'pending' END,

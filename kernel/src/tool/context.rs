@@ -18,6 +18,8 @@ pub enum Caller {
     Token(String),
     /// A turn started by a `[[trigger]]` on this event type.
     Trigger(String),
+    /// A turn started by a schedule or cron job (its id).
+    Schedule(String),
     /// A task sent over A2A without a token (a public agent).
     A2a(String),
 }
@@ -29,6 +31,7 @@ impl Caller {
             Caller::Operator(name) => format!("operator:{name}"),
             Caller::Token(name) => format!("token:{name}"),
             Caller::Trigger(event) => format!("trigger:{event}"),
+            Caller::Schedule(id) => format!("schedule:{id}"),
             Caller::A2a(who) => format!("a2a:{who}"),
         }
     }

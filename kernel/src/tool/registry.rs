@@ -80,6 +80,14 @@ impl Registry {
         r.add(crate::tasks::TaskComplete);
         r.add(crate::tasks::TaskList);
         r.add(crate::tasks::TaskStatus);
+        r.add(crate::schedule::ScheduleCreate);
+        r.add(crate::schedule::ScheduleList);
+        r.add(crate::schedule::ScheduleDelete);
+        r.add(crate::schedule::ScheduleResume);
+        r.add(crate::schedule::CronCreate);
+        r.add(crate::schedule::CronList);
+        r.add(crate::schedule::CronCancel);
+        r.add(crate::schedule::CronEnable);
         r
     }
 

@@ -322,7 +322,7 @@ async fn step_agent(kernel: &Kernel, step: &Step) -> Result<(std::sync::Arc<crat
         }
         (None, Some(agent_type)) => {
             let agent =
-                kernel.agents().spawn(SpawnRequest { agent_type: agent_type.clone(), ..Default::default() }).await?;
+                kernel.spawn_agent(SpawnRequest { agent_type: agent_type.clone(), ..Default::default() }).await?;
             Ok((agent, true))
         }
         (None, None) => Err(Error::invalid("the step names no agent")),

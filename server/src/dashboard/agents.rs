@@ -53,7 +53,7 @@ pub async fn spawn(
         goal: Some(f.goal.trim().to_string()).filter(|g| !g.is_empty()),
         ..Default::default()
     };
-    match kernel.agents().spawn(req).await {
+    match kernel.spawn_agent(req).await {
         Ok(a) => see_other(&format!("/agents/{}", a.id), &format!("Agent `{}` spawned.", a.name)),
         Err(e) => {
             let field = if e.kind == kennel_kernel::ErrorKind::NotFound { "template" } else { "name" };

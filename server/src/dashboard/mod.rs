@@ -5,6 +5,7 @@
 mod agent_types;
 mod agents;
 mod pages;
+mod schedules;
 mod session;
 mod sign_in;
 mod tasks;
@@ -45,6 +46,11 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .route("/tasks/{id}/reassign", post(tasks::reassign))
         .route("/tasks/{id}/cancel", post(tasks::cancel))
         .route("/tasks/{id}/retry", post(tasks::retry))
+        .route("/schedules", get(schedules::list))
+        .route("/schedules/{id}", get(schedules::detail))
+        .route("/schedules/{id}/pause", post(schedules::pause))
+        .route("/schedules/{id}/resume", post(schedules::resume))
+        .route("/schedules/{id}/delete", get(schedules::confirm_delete).post(schedules::delete))
         .route("/audit", get(pages::audit))
         .route("/settings", get(pages::settings))
         .route("/settings/tokens", post(pages::create_token))

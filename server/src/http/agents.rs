@@ -60,8 +60,7 @@ async fn list_agents(State(kernel): State<Kernel>) -> Json<Vec<Arc<Agent>>> {
     responses((status = 201, body = Agent), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
 async fn spawn_agent(State(kernel): State<Kernel>, JsonBody(body): JsonBody<SpawnBody>) -> ApiResult<Response> {
     let agent = kernel
-        .agents()
-        .spawn(SpawnRequest { agent_type: body.template, name: body.name, goal: body.goal, ..Default::default() })
+        .spawn_agent(SpawnRequest { agent_type: body.template, name: body.name, goal: body.goal, ..Default::default() })
         .await?;
     let location = format!("/api/agents/{}", agent.id);
     Ok((StatusCode::CREATED, [(LOCATION, location)], Json(agent)).into_response())

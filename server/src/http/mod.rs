@@ -7,6 +7,7 @@ mod auth;
 mod body;
 mod error;
 mod events;
+mod schedules;
 mod tasks;
 mod templates;
 mod tools;
@@ -57,6 +58,7 @@ pub fn router(kernel: Kernel) -> Router {
         .merge(events::router())
         .merge(workflows::router())
         .merge(tasks::router())
+        .merge(schedules::router())
         .split_for_parts();
     let openapi_json = openapi.to_pretty_json().expect("the OpenAPI document serialises");
     let api = api

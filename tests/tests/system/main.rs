@@ -9,6 +9,8 @@ mod dashboard;
 mod events;
 mod openapi;
 mod restart;
+mod schedule_clock;
+mod schedules;
 mod tasks;
 mod templates;
 mod tool_modes;

@@ -1,0 +1,203 @@
+//! `/schedules`: the schedule manager. Every agent's one-shot schedules and cron jobs with
+//! next fire and last result, pause and resume, a schedule's fire history, and permanent
+//! deletion — human-only, behind a confirmation page that names the schedule and asks the
+//! operator to type its short id.
+
+use std::sync::Arc;
+
+use kennel_kernel::agent::Agent;
+use kennel_kernel::schedule::{Fire, Schedule, State};
+use leptos::prelude::*;
+
+use crate::shell::{PageMeta, Shell};
+use crate::widgets::{Csrf, agent_names, short_time};
+
+pub struct List {
+    pub schedules: Vec<Schedule>,
+    pub agents: Vec<Arc<Agent>>,
+}
+
+/// "ok · 2026-11-30 14:02:11 · 420 ms", or "never fired".
+fn last_result(fire: &Option<Fire>) -> String {
+    match fire {
+        None => "never fired".into(),
+        Some(f) => {
+            let took = f.duration_ms.map(|ms| format!(" · {ms} ms")).unwrap_or_default();
+            let missed =
+                if f.missed_slots > 0 { format!(" · caught up {} missed", f.missed_slots) } else { String::new() };
+            format!("{} · {}{took}{missed}", f.outcome, short_time(&f.fired_at))
+        }
+    }
+}
+
+/// Pause or Resume, whichever applies.
+fn toggle(s: &Schedule, csrf: &str) -> Option<impl IntoView + use<>> {
+    let (action, label) = match s.state {
+        State::Active => ("pause", "Pause"),
+        State::Paused => ("resume", "Resume"),
+        State::Done => return None,
+    };
+    Some(view! {
+        <form method="post" action=format!("/schedules/{}/{action}", s.id) class="inline">
+            <Csrf token=csrf.to_string()/>
+            <button type="submit">{label}</button>
+        </form>
+    })
+}
+
+pub fn render_list(meta: PageMeta, page: List) -> String {
+    let csrf = meta.csrf.clone();
+    let names = agent_names(&page.agents);
+    let rows = page
+        .schedules
+        .iter()
+        .map(|s| {
+            let agent = names.get(&s.agent_id).cloned().unwrap_or_else(|| s.agent_id.clone());
+            let next = s.next_fire.as_deref().map(short_time).unwrap_or_else(|| "—".into());
+            view! {
+                <tr id=format!("schedule-{}", s.id) data-state=s.state.as_str()>
+                    <td><a href=format!("/schedules/{}", s.id)>{s.short_id()}</a></td>
+                    <td>{agent}</td>
+                    <td>{s.timing()}<span class="hint">{format!(" {}", s.origin.as_str())}</span></td>
+                    <td class="prompt">{s.prompt.clone()}</td>
+                    <td><span class=format!("status {}", s.state.as_str())>{s.state.as_str()}</span></td>
+                    <td>{next}</td>
+                    <td>{last_result(&s.last_fire)}</td>
+                    <td class="actions">
+                        {toggle(s, &csrf)}
+                        <a class="button danger" href=format!("/schedules/{}/delete", s.id)>"Delete…"</a>
+                    </td>
+                </tr>
+            }
+        })
+        .collect::<Vec<_>>();
+    let empty = page.schedules.is_empty().then(|| {
+        view! { <p class="hint">"No schedules yet. Agents make them with schedule_create and cron_create; agent types declare them in [[cron]] blocks."</p> }
+    });
+    crate::document(
+        view! {
+            <Shell meta>
+                <h1>"Schedules"</h1>
+                <p class="hint">"Agents can only pause and resume their own schedules. Deleting one for good is for operators, here."</p>
+                {empty}
+                <div class="scroll">
+                    <table id="schedules">
+                        <thead><tr><th>"Id"</th><th>"Agent"</th><th>"When"</th><th>"Prompt"</th><th>"State"</th><th>"Next fire (UTC)"</th><th>"Last result"</th><th></th></tr></thead>
+                        <tbody>{rows}</tbody>
+                    </table>
+                </div>
+            </Shell>
+        }
+        .to_html(),
+    )
+}
+
+pub struct Detail {
+    pub schedule: Schedule,
+    pub agent: String,
+    pub fires: Vec<Fire>,
+}
+
+/// What a schedule is, in a definition list: shared by its page and the deletion page.
+fn summary(s: &Schedule, agent: &str) -> impl IntoView + use<> {
+    view! {
+        <dl class="facts">
+            <dt>"Agent"</dt><dd>{agent.to_string()}</dd>
+            <dt>"When"</dt><dd>{s.timing()}</dd>
+            <dt>"Prompt"</dt><dd><pre>{s.prompt.clone()}</pre></dd>
+            <dt>"From"</dt><dd>{format!("{} (created by {})", s.origin.as_str(), s.created_by)}</dd>
+            <dt>"State"</dt><dd>{s.state.as_str()}</dd>
+            <dt>"Next fire"</dt><dd>{s.next_fire.as_deref().map(short_time).unwrap_or_else(|| "—".into())}</dd>
+        </dl>
+    }
+}
+
+pub fn render_detail(meta: PageMeta, page: Detail) -> String {
+    let csrf = meta.csrf.clone();
+    let s = &page.schedule;
+    let fires = page
+        .fires
+        .iter()
+        .map(|f| {
+            let session = f.session_id.clone().map(|id| view! { <span class="hint">{format!(" session {id}")}</span> });
+            view! {
+                <tr>
+                    <td>{short_time(&f.due_at)}</td>
+                    <td>{short_time(&f.fired_at)}</td>
+                    <td><span class=format!("status {}", f.outcome)>{f.outcome.clone()}</span></td>
+                    <td>{f.duration_ms.map(|ms| format!("{ms} ms")).unwrap_or_default()}</td>
+                    <td>{if f.missed_slots > 0 { f.missed_slots.to_string() } else { String::new() }}</td>
+                    <td>{f.detail.clone().unwrap_or_default()}{session}</td>
+                </tr>
+            }
+        })
+        .collect::<Vec<_>>();
+    let (title, facts, toggle, delete) = (
+        format!("Schedule {}", s.short_id()),
+        summary(s, &page.agent),
+        toggle(s, &csrf),
+        format!("/schedules/{}/delete", s.id),
+    );
+    crate::document(
+        view! {
+            <Shell meta>
+                <h1>{title}</h1>
+                <section class="card">
+                    {facts}
+                    <div class="actions">
+                        {toggle}
+                        <a class="button danger" href=delete>"Delete…"</a>
+                    </div>
+                </section>
+                <section class="card">
+                    <h2>"Fires"</h2>
+                    <table id="fires">
+                        <thead><tr><th>"Due"</th><th>"Fired"</th><th>"Outcome"</th><th>"Took"</th><th>"Missed slots"</th><th>"Reply or error"</th></tr></thead>
+                        <tbody>{fires}</tbody>
+                    </table>
+                </section>
+                <p><a href="/schedules">"Back to schedules"</a></p>
+            </Shell>
+        }
+        .to_html(),
+    )
+}
+
+pub struct ConfirmDelete {
+    pub schedule: Schedule,
+    pub agent: String,
+    /// Why the last attempt was refused (a mistyped confirmation).
+    pub error: Option<String>,
+}
+
+pub fn render_confirm_delete(meta: PageMeta, page: ConfirmDelete) -> String {
+    let csrf = meta.csrf.clone();
+    let s = &page.schedule;
+    let short = s.short_id();
+    let error = page.error.map(|e| view! { <p class="field-error" id="confirm-error">{e}</p> });
+    let (facts, action, keep) =
+        (summary(s, &page.agent), format!("/schedules/{}/delete", s.id), format!("/schedules/{}", s.id));
+    crate::document(
+        view! {
+            <Shell meta>
+                <h1>{format!("Delete schedule {short} for good?")}</h1>
+                <section class="card danger-zone">
+                    {facts}
+                    <p>"This removes the schedule and its fire history. It cannot be undone. To stop it firing but keep it, pause it instead."</p>
+                    <form method="post" action=action class="stack" id="confirm-delete">
+                        <Csrf token=csrf/>
+                        <label>{format!("Type {short} to confirm")}
+                            <input type="text" name="confirm" autocomplete="off" required/>
+                        </label>
+                        {error}
+                        <div class="actions">
+                            <button type="submit" class="danger">"Delete permanently"</button>
+                            <a href=keep>"Keep it"</a>
+                        </div>
+                    </form>
+                </section>
+            </Shell>
+        }
+        .to_html(),
+    )
+}

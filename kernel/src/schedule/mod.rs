@@ -1,0 +1,532 @@
+//! Schedules (spec §11): one-shot turns (`schedule_create`) and cron jobs (`cron_create`,
+//! manifest `[[cron]]`) in one store. Agents create, list, pause and resume their own;
+//! operators pause and resume any; only an operator in a dashboard session deletes one for
+//! good ([`delete_permanently`] takes a [`HumanApproval`], which no tool or API token has).
+//! [`runner`] fires what is due.
+
+pub mod runner;
+pub mod timing;
+mod tools;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+use utoipa::{IntoParams, ToSchema};
+use uuid::Uuid;
+
+pub use tools::{
+    CronCancel, CronCreate, CronEnable, CronList, ScheduleCreate, ScheduleDelete, ScheduleList, ScheduleResume,
+};
+
+use crate::Kernel;
+use crate::agent::Agent;
+use crate::auth::HumanApproval;
+use crate::clock::Clock;
+use crate::db::{self, Db};
+use crate::error::{Error, FieldError, Result};
+use crate::tool::audit::AuditEntry;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// Fires once, at `run_at`.
+    Once,
+    /// Fires on every match of `expression`.
+    Cron,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    /// A `[[cron]]` block of the agent's manifest.
+    Manifest,
+    /// Made by a tool call at run time.
+    Runtime,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    Active,
+    Paused,
+    /// A one-shot schedule that has fired.
+    Done,
+}
+
+macro_rules! text_enum {
+    ($t:ty { $($v:ident = $s:literal),+ }) => {
+        impl $t {
+            pub fn as_str(self) -> &'static str {
+                match self { $(Self::$v => $s),+ }
+            }
+            fn parse(s: &str) -> Result<Self> {
+                match s {
+                    $($s => Ok(Self::$v),)+
+                    other => Err(Error::failed(format!("stored value `{other}` is not a {}", stringify!($t)))),
+                }
+            }
+        }
+    };
+}
+text_enum!(Kind { Once = "once", Cron = "cron" });
+text_enum!(Origin { Manifest = "manifest", Runtime = "runtime" });
+text_enum!(State { Active = "active", Paused = "paused", Done = "done" });
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Schedule {
+    pub id: Uuid,
+    /// The agent whose turn it starts.
+    pub agent_id: String,
+    pub kind: Kind,
+    pub origin: Origin,
+    /// Cron jobs: the 5-field expression.
+    pub expression: Option<String>,
+    /// Cron jobs: the IANA time zone the expression is read in (UTC when absent).
+    pub timezone: Option<String>,
+    /// One-shot schedules: when it fires.
+    pub run_at: Option<String>,
+    pub prompt: String,
+    /// Where the reply goes once channels exist.
+    pub channel: Option<String>,
+    pub state: State,
+    /// When it fires next (RFC 3339 UTC); only while active.
+    pub next_fire: Option<String>,
+    pub created_by: String,
+    pub created_at: String,
+    pub updated_at: String,
+    /// The latest fire, if any.
+    pub last_fire: Option<Fire>,
+}
+
+impl Schedule {
+    /// The short name an operator types to confirm a permanent deletion: the id's last 8
+    /// characters (its random part).
+    pub fn short_id(&self) -> String {
+        let id = self.id.simple().to_string();
+        id[id.len() - 8..].to_string()
+    }
+
+    /// `every 0 9 * * * (Europe/Berlin)` or `once at 2026-12-01T09:00:00Z`.
+    pub fn timing(&self) -> String {
+        match self.kind {
+            Kind::Cron => format!(
+                "every `{}`{}",
+                self.expression.as_deref().unwrap_or_default(),
+                self.timezone.as_ref().map(|tz| format!(" ({tz})")).unwrap_or_default()
+            ),
+            Kind::Once => format!("once at {}", self.run_at.as_deref().unwrap_or_default()),
+        }
+    }
+}
+
+/// One fire of a schedule.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Fire {
+    pub id: i64,
+    /// When it was meant to fire.
+    pub due_at: String,
+    /// When the scheduler fired it.
+    pub fired_at: String,
+    /// `running`, `ok`, `failed`, `skipped` (agent stopped) or `interrupted` (the daemon
+    /// stopped during the turn).
+    pub outcome: String,
+    /// The reply (shortened) or what went wrong.
+    pub detail: Option<String>,
+    /// The session the turn ran in.
+    pub session_id: Option<String>,
+    /// How long the turn took.
+    pub duration_ms: Option<i64>,
+    /// Fire times that passed while the daemon was down and were folded into this one fire
+    /// (0: it fired on time).
+    pub missed_slots: i64,
+}
+
+/// A schedule to create.
+#[derive(Debug, Clone)]
+pub struct NewSchedule {
+    pub agent_id: Uuid,
+    pub timing: NewTiming,
+    pub prompt: String,
+    pub channel: Option<String>,
+    pub origin: Origin,
+    pub created_by: String,
+}
+
+#[derive(Debug, Clone)]
+pub enum NewTiming {
+    /// An RFC 3339 time or `+15m`.
+    Once {
+        when: String,
+    },
+    Cron {
+        expression: String,
+        timezone: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ScheduleFilter {
+    /// An agent's name or id.
+    pub agent: Option<String>,
+    pub kind: Option<Kind>,
+    pub state: Option<State>,
+    /// At most this many (default 1000, up to 10000).
+    pub limit: Option<u32>,
+}
+
+/// Runtime schedules one agent may hold (active or paused).
+pub const MAX_PER_AGENT: i64 = 1000;
+const MAX_PROMPT: usize = 20_000;
+const DEFAULT_LIMIT: u32 = 1000;
+const MAX_LIMIT: u32 = 10_000;
+/// A fire's stored reply is cut to this many characters.
+const DETAIL_CHARS: usize = 500;
+
+pub struct Schedules {
+    db: Db,
+    clock: Clock,
+    /// Tells the runner the store changed, so it looks again for the earliest fire.
+    changed: tokio::sync::Notify,
+    /// Ends the runner when the kernel closes.
+    stopped: tokio_util::sync::CancellationToken,
+    fire_history: u64,
+}
+
+const SELECT: &str = "SELECT s.*, f.id AS f_id, f.due_at AS f_due_at, f.fired_at AS f_fired_at, f.outcome AS f_outcome,
+        f.detail AS f_detail, f.session_id AS f_session_id, f.duration_ms AS f_duration_ms, f.missed_slots AS f_missed_slots
+    FROM schedules s
+    LEFT JOIN schedule_fires f ON f.id = (SELECT max(id) FROM schedule_fires WHERE schedule_id = s.id)";
+
+fn field_error(field: &str, message: impl Into<String>) -> Error {
+    Error::invalid_fields(vec![FieldError { field: field.into(), message: message.into() }])
+}
+
+impl Schedules {
+    pub(crate) fn new(db: Db, clock: Clock, fire_history: u64) -> Schedules {
+        Schedules { db, clock, changed: tokio::sync::Notify::new(), stopped: Default::default(), fire_history }
+    }
+
+    /// Stops the runner (no new fires start; running turns finish on their own).
+    pub(crate) fn stop(&self) {
+        self.stopped.cancel();
+    }
+
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// Validates and stores a schedule; it is active at once.
+    pub async fn create(&self, new: NewSchedule) -> Result<Schedule> {
+        let now = self.clock.now();
+        let (kind, expression, timezone, run_at, next_fire) = match &new.timing {
+            NewTiming::Once { when } => {
+                let at = timing::parse_when(when, now).map_err(|m| field_error("when", m))?;
+                (Kind::Once, None, None, Some(db::timestamp(at)), at)
+            }
+            NewTiming::Cron { expression, timezone } => {
+                let spec = timing::parse_cron(expression, timezone.as_deref()).map_err(|m| {
+                    let field = if m.contains("time zone") { "timezone" } else { "expression" };
+                    field_error(field, m)
+                })?;
+                let next = spec.next_after(now).ok_or_else(|| field_error("expression", "never fires"))?;
+                let tz = timezone.as_ref().map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
+                (Kind::Cron, Some(expression.trim().to_string()), tz, None, next)
+            }
+        };
+        check_prompt(&new.prompt)?;
+        if let Some(channel) = &new.channel
+            && (channel.is_empty() || channel.len() > 64 || channel.chars().any(char::is_whitespace))
+        {
+            return Err(field_error("channel", "a channel name of 1-64 characters without spaces"));
+        }
+        let agent_id = new.agent_id.to_string();
+        if new.origin == Origin::Runtime {
+            let held: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM schedules WHERE agent_id = ? AND origin = 'runtime' AND state != 'done'",
+            )
+            .bind(&agent_id)
+            .fetch_one(&self.db)
+            .await?;
+            if held >= MAX_PER_AGENT {
+                return Err(Error::new(
+                    crate::ErrorKind::ResourceExhausted,
+                    format!(
+                        "this agent already has {MAX_PER_AGENT} schedules: pause is not enough, an operator must delete some"
+                    ),
+                ));
+            }
+        }
+        let stamp = db::timestamp(now);
+        let id = Uuid::now_v7();
+        sqlx::query(
+            "INSERT INTO schedules (id, agent_id, kind, origin, expression, timezone, run_at, prompt, channel, state,
+                                    next_fire, created_by, created_at, updated_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)",
+        )
+        .bind(id.to_string())
+        .bind(&agent_id)
+        .bind(kind.as_str())
+        .bind(new.origin.as_str())
+        .bind(expression)
+        .bind(timezone)
+        .bind(run_at)
+        .bind(&new.prompt)
+        .bind(&new.channel)
+        .bind(db::timestamp(next_fire))
+        .bind(&new.created_by)
+        .bind(&stamp)
+        .bind(&stamp)
+        .execute(&self.db)
+        .await?;
+        self.changed.notify_one();
+        self.get(&id.to_string()).await
+    }
+
+    pub async fn get(&self, id: &str) -> Result<Schedule> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!("{SELECT} WHERE s.id = ?")))
+            .bind(id)
+            .fetch_optional(&self.db)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("no schedule `{id}`")))?;
+        schedule_from(&row)
+    }
+
+    /// A schedule of `agent` of the given kind. Another agent's schedule reads as not found:
+    /// an agent cannot even learn that it exists.
+    pub async fn get_own(&self, id: &str, agent: &Agent, kind: Kind) -> Result<Schedule> {
+        let not_found = || {
+            let (what, list) = match kind {
+                Kind::Once => ("scheduled turn", "schedule_list"),
+                Kind::Cron => ("cron job", "cron_list"),
+            };
+            Error::not_found(format!("you have no {what} `{id}`: {list} shows yours"))
+        };
+        match self.get(id).await {
+            Ok(s) if s.agent_id == agent.id.to_string() && s.kind == kind => Ok(s),
+            Ok(_) | Err(Error { kind: crate::ErrorKind::NotFound, .. }) => Err(not_found()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Schedules matching the filter (`agent` already resolved to an id), oldest first.
+    pub async fn list(&self, filter: &ScheduleFilter) -> Result<Vec<Schedule>> {
+        let limit = filter.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "{SELECT} WHERE (?1 IS NULL OR s.agent_id = ?1) AND (?2 IS NULL OR s.kind = ?2) AND (?3 IS NULL OR s.state = ?3)
+             ORDER BY s.id LIMIT ?4"
+        )))
+        .bind(&filter.agent)
+        .bind(filter.kind.map(Kind::as_str))
+        .bind(filter.state.map(State::as_str))
+        .bind(limit)
+        .fetch_all(&self.db)
+        .await?;
+        rows.iter().map(schedule_from).collect()
+    }
+
+    /// The latest fires of a schedule, newest first.
+    pub async fn fires(&self, id: &str, limit: u32) -> Result<Vec<Fire>> {
+        let rows = sqlx::query(
+            "SELECT id AS f_id, due_at AS f_due_at, fired_at AS f_fired_at, outcome AS f_outcome, detail AS f_detail,
+                    session_id AS f_session_id, duration_ms AS f_duration_ms, missed_slots AS f_missed_slots
+             FROM schedule_fires WHERE schedule_id = ? ORDER BY id DESC LIMIT ?",
+        )
+        .bind(id)
+        .bind(limit)
+        .fetch_all(&self.db)
+        .await?;
+        Ok(rows.iter().filter_map(fire_from).collect())
+    }
+
+    /// Stops a schedule firing; its configuration is kept. Pausing a paused one is a no-op.
+    pub async fn pause(&self, id: &str) -> Result<Schedule> {
+        let current = self.get(id).await?;
+        match current.state {
+            State::Paused => return Ok(current),
+            State::Done => {
+                return Err(Error::conflict(format!("schedule {id} has already fired; there is nothing to pause")));
+            }
+            State::Active => {}
+        }
+        sqlx::query(
+            "UPDATE schedules SET state = 'paused', next_fire = NULL, updated_at = ? WHERE id = ? AND state = 'active'",
+        )
+        .bind(db::now())
+        .bind(id)
+        .execute(&self.db)
+        .await?;
+        self.changed.notify_one();
+        self.get(id).await
+    }
+
+    /// Lets a paused schedule fire again: a cron job from its next match after now; a one-shot
+    /// schedule at its time, or at once if that passed while it was paused.
+    pub async fn resume(&self, id: &str) -> Result<Schedule> {
+        let current = self.get(id).await?;
+        match current.state {
+            State::Active => return Ok(current),
+            State::Done => {
+                return Err(Error::conflict(format!(
+                    "schedule {id} has already fired; create a new one to run it again"
+                )));
+            }
+            State::Paused => {}
+        }
+        let now = self.clock.now();
+        let next = match current.kind {
+            Kind::Once => {
+                let at = current.run_at.as_deref().and_then(parse_time).unwrap_or(now);
+                at.max(now)
+            }
+            Kind::Cron => cron_spec(&current)?
+                .next_after(now)
+                .ok_or_else(|| Error::conflict(format!("schedule {id} never fires again")))?,
+        };
+        sqlx::query(
+            "UPDATE schedules SET state = 'active', next_fire = ?, updated_at = ? WHERE id = ? AND state = 'paused'",
+        )
+        .bind(db::timestamp(next))
+        .bind(db::now())
+        .bind(id)
+        .execute(&self.db)
+        .await?;
+        self.changed.notify_one();
+        self.get(id).await
+    }
+
+    /// Copies an agent's manifest `[[cron]]` blocks into the store, once per agent: a
+    /// manifest job an operator deleted stays deleted.
+    pub(crate) async fn seed_manifest(&self, agent: &Agent) -> Result<()> {
+        let mut tx = self.db.begin().await?;
+        let fresh = sqlx::query("INSERT INTO schedule_seeds (agent_id) VALUES (?) ON CONFLICT DO NOTHING")
+            .bind(agent.id.to_string())
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+            == 1;
+        if !fresh {
+            return Ok(());
+        }
+        let now = self.clock.now();
+        let stamp = db::timestamp(now);
+        for block in &agent.manifest.cron {
+            let next = match timing::parse_cron(&block.schedule, block.timezone.as_deref()) {
+                Ok(spec) => spec.next_after(now),
+                Err(e) => {
+                    tracing::warn!(agent = %agent.name, error = %e, "a [[cron]] block cannot be scheduled; it is stored paused");
+                    None
+                }
+            };
+            sqlx::query(
+                "INSERT INTO schedules (id, agent_id, kind, origin, expression, timezone, prompt, channel, state,
+                                        next_fire, created_by, created_at, updated_at)
+                 VALUES (?, ?, 'cron', 'manifest', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(Uuid::now_v7().to_string())
+            .bind(agent.id.to_string())
+            .bind(&block.schedule)
+            .bind(&block.timezone)
+            .bind(&block.prompt)
+            .bind(&block.channel)
+            .bind(if next.is_some() { "active" } else { "paused" })
+            .bind(next.map(db::timestamp))
+            .bind(format!("type:{}", agent.agent_type))
+            .bind(&stamp)
+            .bind(&stamp)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        self.changed.notify_one();
+        Ok(())
+    }
+}
+
+/// Deletes a schedule and its fire history for good. Human-only: it takes a
+/// [`HumanApproval`] (an operator's dashboard session and its CSRF token) and `confirm`, which
+/// must be the schedule's [`Schedule::short_id`] as the operator typed it on the confirmation
+/// page. No tool and no API token can make the approval, so neither can reach this.
+pub async fn delete_permanently(
+    kernel: &Kernel,
+    id: &str,
+    confirm: &str,
+    approval: &HumanApproval,
+) -> Result<Schedule> {
+    let schedules = kernel.schedules();
+    let schedule = schedules.get(id).await?;
+    if confirm.trim() != schedule.short_id() {
+        return Err(field_error(
+            "confirm",
+            format!("type {} (the schedule's short id) to confirm the permanent deletion", schedule.short_id()),
+        ));
+    }
+    sqlx::query("DELETE FROM schedules WHERE id = ?").bind(id).execute(&schedules.db).await?;
+    schedules.changed.notify_one();
+    if let Ok(agent_id) = Uuid::parse_str(&schedule.agent_id) {
+        kernel.audit().record(AuditEntry {
+            agent_id,
+            session_id: None,
+            caller: format!("operator:{}", approval.operator()),
+            tool: "schedule_delete_permanently".into(),
+            args_digest: crate::tool::pipeline::args_digest(&serde_json::json!({ "schedule_id": id })),
+            outcome: "ok",
+            message: Some(format!("deleted {} for good", schedule.timing())),
+            duration_us: 0,
+            artifact_id: None,
+        });
+    }
+    Ok(schedule)
+}
+
+fn check_prompt(prompt: &str) -> Result<()> {
+    if prompt.trim().is_empty() || prompt.len() > MAX_PROMPT {
+        return Err(field_error("prompt", format!("a prompt of 1 to {MAX_PROMPT} bytes")));
+    }
+    Ok(())
+}
+
+fn cron_spec(s: &Schedule) -> Result<timing::CronSpec> {
+    timing::parse_cron(s.expression.as_deref().unwrap_or_default(), s.timezone.as_deref())
+        .map_err(|e| Error::failed(format!("stored schedule {} has a bad expression: {e}", s.id)))
+}
+
+fn parse_time(text: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(text).ok().map(|t| t.with_timezone(&Utc))
+}
+
+fn schedule_from(row: &sqlx::sqlite::SqliteRow) -> Result<Schedule> {
+    let id: String = row.get("id");
+    Ok(Schedule {
+        id: Uuid::parse_str(&id).map_err(|e| Error::failed(format!("stored schedule id `{id}` is unreadable: {e}")))?,
+        agent_id: row.get("agent_id"),
+        kind: Kind::parse(row.get("kind"))?,
+        origin: Origin::parse(row.get("origin"))?,
+        expression: row.get("expression"),
+        timezone: row.get("timezone"),
+        run_at: row.get("run_at"),
+        prompt: row.get("prompt"),
+        channel: row.get("channel"),
+        state: State::parse(row.get("state"))?,
+        next_fire: row.get("next_fire"),
+        created_by: row.get("created_by"),
+        created_at: row.get("created_at"),
+        updated_at: row.get("updated_at"),
+        last_fire: fire_from(row),
+    })
+}
+
+/// The `f_`-prefixed fire columns of a row, if it has a fire.
+fn fire_from(row: &sqlx::sqlite::SqliteRow) -> Option<Fire> {
+    let id: Option<i64> = row.get("f_id");
+    Some(Fire {
+        id: id?,
+        due_at: row.get("f_due_at"),
+        fired_at: row.get("f_fired_at"),
+        outcome: row.get("f_outcome"),
+        detail: row.get("f_detail"),
+        session_id: row.get("f_session_id"),
+        duration_ms: row.get("f_duration_ms"),
+        missed_slots: row.get("f_missed_slots"),
+    })
+}

@@ -1,0 +1,233 @@
+//! The scheduler: one task that sleeps until the earliest `next_fire` in the store (or until
+//! the store changes, or a manual clock moves), then fires everything due. Each fire is
+//! written down — the schedule's next time and a `running` fire row, one transaction per
+//! batch — before its turn starts, so a crash never fires the same slot twice; the turn
+//! then runs headless, at most `[schedules] max_concurrent_fires` at once.
+//!
+//! A schedule whose time passed while the daemon was down fires once when it starts, with
+//! the slots it missed counted in the fire's `missed_slots`; a cron job then continues from
+//! its next match after now.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+use tokio::sync::Semaphore;
+use uuid::Uuid;
+
+use super::{Kind, Schedules, parse_time, timing};
+use crate::Kernel;
+use crate::db;
+use crate::error::Result;
+use crate::tool::Caller;
+use crate::turn::{self, TurnEnd, TurnRequest};
+
+/// Due schedules taken per pass (one transaction).
+const BATCH: i64 = 500;
+/// The longest the scheduler sleeps without looking again (the wall clock can be set back
+/// or forward under it).
+const MAX_SLEEP: Duration = Duration::from_secs(30);
+/// Missed slots counted at most (a minutely job down for a month stops counting here).
+const MISSED_CAP: u64 = 100_000;
+
+/// A fire written down and ready to run.
+struct Dispatch {
+    fire_id: i64,
+    schedule_id: String,
+    agent_id: String,
+    prompt: String,
+}
+
+/// Starts the scheduler for `kernel`. It stops when the kernel closes.
+pub(crate) fn start(kernel: &Kernel) {
+    let kernel = kernel.clone();
+    tokio::spawn(async move {
+        let schedules = kernel.schedules();
+        let started_at = schedules.clock.now();
+        if let Err(e) = schedules.mark_interrupted().await {
+            tracing::warn!(error = %e.message, "could not mark interrupted fires");
+        }
+        let permits = Arc::new(Semaphore::new(kernel.config().schedules.max_concurrent_fires as usize));
+        loop {
+            let now = schedules.clock.now();
+            let wait = match schedules.begin_due(now, started_at).await {
+                Ok(due) if !due.is_empty() => {
+                    for d in due {
+                        tokio::spawn(fire(kernel.clone(), d, permits.clone()));
+                    }
+                    continue;
+                }
+                Ok(_) => match schedules.earliest().await {
+                    Ok(Some(next)) => (next - now).to_std().unwrap_or(Duration::ZERO).min(MAX_SLEEP),
+                    Ok(None) => MAX_SLEEP,
+                    Err(e) => {
+                        tracing::warn!(error = %e.message, "the scheduler cannot read the store");
+                        Duration::from_secs(1)
+                    }
+                },
+                Err(e) => {
+                    tracing::warn!(error = %e.message, "the scheduler could not fire due schedules");
+                    Duration::from_secs(1)
+                }
+            };
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = schedules.changed.notified() => {}
+                _ = schedules.clock.jumped() => {}
+                _ = schedules.stopped.cancelled() => return,
+            }
+        }
+    });
+}
+
+/// Runs one fire's turn and records how it ended.
+async fn fire(kernel: Kernel, d: Dispatch, permits: Arc<Semaphore>) {
+    let Ok(_permit) = permits.acquire_owned().await else { return };
+    let started = Instant::now();
+    let agent = Uuid::parse_str(&d.agent_id).ok().and_then(|id| kernel.agents().get_by_id(id));
+    let (outcome, detail, session) = match agent {
+        Some(agent) if agent.is_running() => {
+            let req = TurnRequest::headless(d.prompt, Caller::Schedule(d.schedule_id.clone()));
+            match turn::run(&kernel, agent, req).await {
+                Ok(r) if r.ended == TurnEnd::Reply => ("ok", shorten(&r.reply), Some(r.session_id)),
+                Ok(r) => ("failed", format!("the turn ended without a reply: {:?}", r.ended), Some(r.session_id)),
+                Err(e) => ("failed", e.model_text(), None),
+            }
+        }
+        Some(agent) => ("skipped", format!("agent `{}` is stopped", agent.name), None),
+        None => ("skipped", "the agent no longer exists".to_string(), None),
+    };
+    let duration_ms = started.elapsed().as_millis() as i64;
+    if let Err(e) =
+        kernel.schedules().finish_fire(d.fire_id, &d.schedule_id, outcome, &detail, session, duration_ms).await
+    {
+        tracing::warn!(schedule = %d.schedule_id, error = %e.message, "could not record a fire's outcome");
+    }
+}
+
+fn shorten(reply: &str) -> String {
+    match reply.char_indices().nth(super::DETAIL_CHARS) {
+        Some((cut, _)) => format!("{}…", &reply[..cut]),
+        None => reply.to_string(),
+    }
+}
+
+impl Schedules {
+    /// Writes down every schedule due at `now` (up to a batch): its next fire time (or done)
+    /// and a `running` fire row. Those due before `started_at` were missed while the daemon
+    /// was down.
+    async fn begin_due(&self, now: DateTime<Utc>, started_at: DateTime<Utc>) -> Result<Vec<Dispatch>> {
+        let rows = sqlx::query(
+            "SELECT id, agent_id, kind, expression, timezone, prompt, next_fire FROM schedules
+             WHERE state = 'active' AND next_fire <= ? ORDER BY next_fire LIMIT ?",
+        )
+        .bind(db::timestamp(now))
+        .bind(BATCH)
+        .fetch_all(&self.db)
+        .await?;
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        let fired_at = db::timestamp(now);
+        let mut tx = self.db.begin().await?;
+        let mut due = Vec::with_capacity(rows.len());
+        for row in rows {
+            let id: String = row.get("id");
+            let due_text: String = row.get("next_fire");
+            let due_at = parse_time(&due_text).unwrap_or(now);
+            let spec = match row.get::<&str, _>("kind") {
+                "cron" => timing::parse_cron(row.get("expression"), row.get("timezone")).ok(),
+                _ => None,
+            };
+            let is_cron = row.get::<&str, _>("kind") == Kind::Cron.as_str();
+            let next = spec.as_ref().and_then(|s| s.next_after(now.max(due_at)));
+            let missed = if due_at < started_at {
+                1 + spec.as_ref().map_or(0, |s| s.slots_between(due_at, now, MISSED_CAP)) as i64
+            } else {
+                0
+            };
+            let state = match (is_cron, next) {
+                (true, Some(_)) => "active",
+                (true, None) => "paused",
+                (false, _) => "done",
+            };
+            let taken = sqlx::query(
+                "UPDATE schedules SET next_fire = ?, state = ?, updated_at = ?
+                 WHERE id = ? AND state = 'active' AND next_fire = ?",
+            )
+            .bind(next.map(db::timestamp))
+            .bind(state)
+            .bind(&fired_at)
+            .bind(&id)
+            .bind(&due_text)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if taken == 0 {
+                continue; // paused or changed since the read
+            }
+            let fire_id: i64 = sqlx::query_scalar(
+                "INSERT INTO schedule_fires (schedule_id, due_at, fired_at, outcome, missed_slots)
+                 VALUES (?, ?, ?, 'running', ?) RETURNING id",
+            )
+            .bind(&id)
+            .bind(&due_text)
+            .bind(&fired_at)
+            .bind(missed)
+            .fetch_one(&mut *tx)
+            .await?;
+            due.push(Dispatch { fire_id, schedule_id: id, agent_id: row.get("agent_id"), prompt: row.get("prompt") });
+        }
+        tx.commit().await?;
+        Ok(due)
+    }
+
+    /// The earliest fire time of any active schedule.
+    async fn earliest(&self) -> Result<Option<DateTime<Utc>>> {
+        let next: Option<String> = sqlx::query_scalar("SELECT min(next_fire) FROM schedules WHERE state = 'active'")
+            .fetch_one(&self.db)
+            .await?;
+        Ok(next.as_deref().and_then(parse_time))
+    }
+
+    /// Records how a fire ended and forgets fires beyond `[schedules] fire_history`.
+    async fn finish_fire(
+        &self,
+        fire_id: i64,
+        schedule_id: &str,
+        outcome: &str,
+        detail: &str,
+        session: Option<Uuid>,
+        duration_ms: i64,
+    ) -> Result<()> {
+        sqlx::query("UPDATE schedule_fires SET outcome = ?, detail = ?, session_id = ?, duration_ms = ? WHERE id = ?")
+            .bind(outcome)
+            .bind(detail)
+            .bind(session.map(|s| s.to_string()))
+            .bind(duration_ms)
+            .bind(fire_id)
+            .execute(&self.db)
+            .await?;
+        sqlx::query(
+            "DELETE FROM schedule_fires WHERE schedule_id = ?1 AND id <
+                (SELECT id FROM schedule_fires WHERE schedule_id = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)",
+        )
+        .bind(schedule_id)
+        .bind(self.fire_history as i64 - 1)
+        .execute(&self.db)
+        .await?;
+        Ok(())
+    }
+
+    /// Fires left `running` by a daemon that stopped mid-turn.
+    async fn mark_interrupted(&self) -> Result<()> {
+        sqlx::query(
+            "UPDATE schedule_fires SET outcome = 'interrupted', detail = 'the daemon stopped during this fire'
+             WHERE outcome = 'running'",
+        )
+        .execute(&self.db)
+        .await?;
+        Ok(())
+    }
+}

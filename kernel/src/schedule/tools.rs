@@ -1,0 +1,237 @@
+//! Family `schedule`: an agent's own scheduled turns and cron jobs, thin over
+//! [`super::Schedules`]. The "delete" tools only pause (spec §11): permanent deletion is an
+//! operator's, in the dashboard, and no tool can reach it.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{Kind, NewSchedule, NewTiming, Origin, Schedule, ScheduleFilter};
+use crate::error::{Error, Result};
+use crate::tool::{CallContext, Tool, ToolDef};
+
+const FAMILY: &str = "schedule";
+const PAUSED_NOTE: &str = "paused, not deleted: its configuration is kept and it can be resumed; only an operator can delete a schedule for good";
+
+fn created_by(ctx: &CallContext) -> String {
+    format!("agent:{}", ctx.agent.name)
+}
+
+async fn own_list(ctx: &CallContext, kind: Kind) -> Result<Vec<Schedule>> {
+    let filter = ScheduleFilter { agent: Some(ctx.agent.id.to_string()), kind: Some(kind), ..Default::default() };
+    ctx.kernel.schedules().list(&filter).await
+}
+
+/// Pauses or resumes one of the caller's own schedules of `kind`. Manifest cron jobs belong
+/// to the operator who wrote the agent type: an agent may read them, not switch them.
+async fn set_own(ctx: &CallContext, id: &str, kind: Kind, pause: bool) -> Result<Schedule> {
+    let schedules = ctx.kernel.schedules();
+    let schedule = schedules.get_own(id, &ctx.agent, kind).await?;
+    if schedule.origin == Origin::Manifest {
+        return Err(Error::forbidden(format!(
+            "cron job {id} comes from the [[cron]] blocks of agent type `{}`; an operator can pause or resume it in the dashboard",
+            ctx.agent.agent_type
+        )));
+    }
+    if pause { schedules.pause(id).await } else { schedules.resume(id).await }
+}
+
+pub struct ScheduleCreate;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleCreateArgs {
+    /// When to run: an RFC 3339 time (`2026-12-01T09:00:00Z`) or a duration from now (`+15m`, `+2h`, `+1h30m`, `+1d`). Must be in the future.
+    pub when: String,
+    /// What you will be told when it fires.
+    pub prompt: String,
+    /// Where to deliver the reply (a channel name).
+    pub channel: Option<String>,
+}
+
+impl Tool for ScheduleCreate {
+    type Args = ScheduleCreateArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new(
+            "schedule_create",
+            FAMILY,
+            "Schedule a one-shot turn for yourself at a future time, with a prompt.",
+        )
+        .tags(&["schedule", "reminder", "later", "timer", "once"])
+    }
+
+    async fn run(&self, ctx: CallContext, args: ScheduleCreateArgs) -> Result<Value> {
+        let new = NewSchedule {
+            agent_id: ctx.agent.id,
+            timing: NewTiming::Once { when: args.when },
+            prompt: args.prompt,
+            channel: args.channel,
+            origin: Origin::Runtime,
+            created_by: created_by(&ctx),
+        };
+        Ok(json!(ctx.kernel.schedules().create(new).await?))
+    }
+}
+
+pub struct ScheduleList;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+impl Tool for ScheduleList {
+    type Args = NoArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new("schedule_list", FAMILY, "Your one-shot scheduled turns: when, state, and how the last fire went.")
+            .tags(&["schedule", "list", "reminder"])
+    }
+
+    async fn run(&self, ctx: CallContext, _: NoArgs) -> Result<Value> {
+        Ok(json!({ "schedules": own_list(&ctx, Kind::Once).await? }))
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleIdArgs {
+    /// From schedule_list.
+    pub schedule_id: String,
+}
+
+pub struct ScheduleDelete;
+
+impl Tool for ScheduleDelete {
+    type Args = ScheduleIdArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new(
+            "schedule_delete",
+            FAMILY,
+            "Pause one of your scheduled turns so it does not fire. Its configuration is kept; schedule_resume brings it back.",
+        )
+        .tags(&["schedule", "pause", "cancel", "disable"])
+    }
+
+    async fn run(&self, ctx: CallContext, args: ScheduleIdArgs) -> Result<Value> {
+        let paused = set_own(&ctx, &args.schedule_id, Kind::Once, true).await?;
+        Ok(json!({ "paused": paused, "note": PAUSED_NOTE }))
+    }
+}
+
+pub struct ScheduleResume;
+
+impl Tool for ScheduleResume {
+    type Args = ScheduleIdArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new(
+            "schedule_resume",
+            FAMILY,
+            "Resume a paused scheduled turn; if its time passed while paused, it fires at once.",
+        )
+        .tags(&["schedule", "resume", "enable"])
+    }
+
+    async fn run(&self, ctx: CallContext, args: ScheduleIdArgs) -> Result<Value> {
+        Ok(json!(set_own(&ctx, &args.schedule_id, Kind::Once, false).await?))
+    }
+}
+
+pub struct CronCreate;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CronCreateArgs {
+    /// Five fields: minute hour day-of-month month day-of-week, e.g. `0 9 * * mon-fri` or `*/15 * * * *`.
+    pub expression: String,
+    /// What you will be told each time it fires.
+    pub prompt: String,
+    /// Where to deliver the replies (a channel name).
+    pub channel: Option<String>,
+    /// IANA time zone the expression is read in, e.g. `Europe/Berlin`; UTC when absent.
+    pub timezone: Option<String>,
+}
+
+impl Tool for CronCreate {
+    type Args = CronCreateArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new("cron_create", FAMILY, "Create a recurring turn for yourself on a 5-field cron expression.")
+            .tags(&["schedule", "cron", "recurring", "repeat", "every"])
+    }
+
+    async fn run(&self, ctx: CallContext, args: CronCreateArgs) -> Result<Value> {
+        let new = NewSchedule {
+            agent_id: ctx.agent.id,
+            timing: NewTiming::Cron { expression: args.expression, timezone: args.timezone },
+            prompt: args.prompt,
+            channel: args.channel,
+            origin: Origin::Runtime,
+            created_by: created_by(&ctx),
+        };
+        Ok(json!(ctx.kernel.schedules().create(new).await?))
+    }
+}
+
+pub struct CronList;
+
+impl Tool for CronList {
+    type Args = NoArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new(
+            "cron_list",
+            FAMILY,
+            "Your cron jobs (from your agent type's [[cron]] blocks and your own): expression, state, next fire, last result.",
+        )
+        .tags(&["schedule", "cron", "list", "recurring"])
+    }
+
+    async fn run(&self, ctx: CallContext, _: NoArgs) -> Result<Value> {
+        Ok(json!({ "cron_jobs": own_list(&ctx, Kind::Cron).await? }))
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CronIdArgs {
+    /// From cron_list.
+    pub cron_id: String,
+}
+
+pub struct CronCancel;
+
+impl Tool for CronCancel {
+    type Args = CronIdArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new(
+            "cron_cancel",
+            FAMILY,
+            "Pause one of your cron jobs. Its configuration is kept; cron_enable turns it back on.",
+        )
+        .tags(&["schedule", "cron", "pause", "cancel", "stop"])
+    }
+
+    async fn run(&self, ctx: CallContext, args: CronIdArgs) -> Result<Value> {
+        let paused = set_own(&ctx, &args.cron_id, Kind::Cron, true).await?;
+        Ok(json!({ "paused": paused, "note": PAUSED_NOTE }))
+    }
+}
+
+pub struct CronEnable;
+
+impl Tool for CronEnable {
+    type Args = CronIdArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new("cron_enable", FAMILY, "Turn a paused cron job back on; it fires from its next match after now.")
+            .tags(&["schedule", "cron", "resume", "enable"])
+    }
+
+    async fn run(&self, ctx: CallContext, args: CronIdArgs) -> Result<Value> {
+        Ok(json!(set_own(&ctx, &args.cron_id, Kind::Cron, false).await?))
+    }
+}

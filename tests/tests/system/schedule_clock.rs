@@ -1,0 +1,171 @@
+//! Cron fires on a controllable clock: the kernel in-process on a `ManualClock`, tools called
+//! through the pipeline, turns answered by the fake provider over HTTP. Moving the clock
+//! across a minute boundary fires a job at once instead of waiting for the real minute.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use kennel_kernel::Kernel;
+use kennel_kernel::agent::{ManifestInput, SpawnRequest};
+use kennel_kernel::clock::{Clock, ManualClock};
+use kennel_kernel::config::Config;
+use kennel_kernel::schedule::Fire;
+use kennel_kernel::tool::{CallContext, Caller};
+use kennel_tests::eventually;
+use kennel_tests::fake_llm::{FakeLlm, Scripted};
+use serde_json::{Value, json};
+
+fn at(s: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+}
+
+async fn open(home: &Path, llm: &FakeLlm, clock: &Arc<ManualClock>) -> Kernel {
+    let config = Config::parse(Path::new("config.toml"), &llm.provider_config("fake", "openai")).unwrap();
+    Kernel::open_with_clock(home, config, Clock::Manual(clock.clone())).await.unwrap()
+}
+
+async fn spawn_clockwork(kernel: &Kernel) -> String {
+    let manifest: ManifestInput =
+        kennel_kernel::error::from_value(json!({"name": "clockwork", "model": "m", "tools": ["schedule.*"]})).unwrap();
+    kernel.agents().create_type(manifest).await.unwrap();
+    kernel
+        .spawn_agent(SpawnRequest { agent_type: "clockwork".into(), ..Default::default() })
+        .await
+        .unwrap()
+        .id
+        .to_string()
+}
+
+async fn call(kernel: &Kernel, agent: &str, tool: &str, args: Value) -> Value {
+    let agent = kernel.agents().get(agent).unwrap();
+    let ctx = CallContext::new(kernel.clone(), agent, Caller::Operator("test".into()));
+    kernel.call_tool(ctx, tool, args).await.unwrap_or_else(|e| panic!("{tool}: {}", e.message)).content
+}
+
+async fn fires(kernel: &Kernel, id: &str) -> Vec<Fire> {
+    kernel.schedules().fires(id, 100).await.unwrap()
+}
+
+/// Waits until `id` has `n` finished fires; returns them, newest first.
+async fn finished(kernel: &Kernel, id: &str, n: usize) -> Vec<Fire> {
+    let done = eventually(Duration::from_secs(10), || async {
+        let f = fires(kernel, id).await;
+        f.len() >= n && f.iter().all(|f| f.outcome != "running")
+    })
+    .await;
+    let f = fires(kernel, id).await;
+    assert!(done, "{n} finished fires expected: {f:?}");
+    f
+}
+
+#[tokio::test]
+async fn cron_jobs_fire_when_the_clock_reaches_their_time_and_not_while_paused() {
+    let llm = FakeLlm::start().await;
+    llm.set_fallback(Scripted::text("tock"));
+    let home = tempfile::tempdir().unwrap();
+    let clock = ManualClock::starting_at(at("2026-12-01T10:00:30Z"));
+    let kernel = open(home.path(), &llm, &clock).await;
+    let agent = spawn_clockwork(&kernel).await;
+
+    let job = call(&kernel, &agent, "cron_create", json!({"expression": "* * * * *", "prompt": "tick"})).await;
+    let id = job["id"].as_str().unwrap().to_string();
+    assert_eq!(job["next_fire"], "2026-12-01T10:01:00.000Z");
+    let once = call(&kernel, &agent, "schedule_create", json!({"when": "+10m", "prompt": "once"})).await;
+    let once_id = once["id"].as_str().unwrap().to_string();
+    assert_eq!(once["run_at"], "2026-12-01T10:10:30.000Z");
+
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(fires(&kernel, &id).await.is_empty(), "nothing is due yet");
+
+    clock.set(at("2026-12-01T10:01:00.200Z"));
+    let f = finished(&kernel, &id, 1).await;
+    assert_eq!((f[0].outcome.as_str(), f[0].due_at.as_str()), ("ok", "2026-12-01T10:01:00.000Z"));
+    assert_eq!(f[0].fired_at, "2026-12-01T10:01:00.200Z", "fired 200 ms after its time on this clock");
+    assert_eq!(f[0].detail.as_deref(), Some("tock"));
+    assert!(llm.requests().iter().any(|r| r.body.to_string().contains("tick")));
+    assert_eq!(kernel.schedules().get(&id).await.unwrap().next_fire.as_deref(), Some("2026-12-01T10:02:00.000Z"));
+
+    call(&kernel, &agent, "cron_cancel", json!({"cron_id": id})).await;
+    clock.set(at("2026-12-01T10:03:30Z"));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(fires(&kernel, &id).await.len(), 1, "a paused job does not fire");
+
+    let enabled = call(&kernel, &agent, "cron_enable", json!({"cron_id": id})).await;
+    assert_eq!(enabled["next_fire"], "2026-12-01T10:04:00.000Z", "no catch-up for time spent paused");
+    clock.set(at("2026-12-01T10:04:00Z"));
+    assert_eq!(finished(&kernel, &id, 2).await.len(), 2);
+
+    clock.set(at("2026-12-01T10:10:30Z"));
+    let f = finished(&kernel, &once_id, 1).await;
+    assert_eq!(f[0].outcome, "ok");
+    assert_eq!(kernel.schedules().get(&once_id).await.unwrap().state, kennel_kernel::schedule::State::Done);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(fires(&kernel, &once_id).await.len(), 1, "a one-shot schedule fires once");
+    kernel.close().await;
+}
+
+#[tokio::test]
+async fn a_job_missed_while_the_daemon_was_down_fires_once_on_start_and_says_so() {
+    let llm = FakeLlm::start().await;
+    llm.set_fallback(Scripted::text("caught up"));
+    let home = tempfile::tempdir().unwrap();
+    let clock = ManualClock::starting_at(at("2026-12-01T10:00:30Z"));
+    let kernel = open(home.path(), &llm, &clock).await;
+    let agent = spawn_clockwork(&kernel).await;
+    let minutely = call(&kernel, &agent, "cron_create", json!({"expression": "* * * * *", "prompt": "tick"})).await;
+    let minutely = minutely["id"].as_str().unwrap().to_string();
+    let once = call(&kernel, &agent, "schedule_create", json!({"when": "+5m", "prompt": "once"})).await;
+    let once = once["id"].as_str().unwrap().to_string();
+    kernel.close().await;
+    drop(kernel);
+
+    // Three hours pass with the daemon down: 180 minutely slots and the one-shot's time.
+    clock.set(at("2026-12-01T13:00:30Z"));
+    let kernel = open(home.path(), &llm, &clock).await;
+    let f = finished(&kernel, &minutely, 1).await;
+    assert_eq!(f.len(), 1, "one fire, not one per missed slot: {f:?}");
+    assert_eq!(f[0].outcome, "ok");
+    assert_eq!(f[0].due_at, "2026-12-01T10:01:00.000Z");
+    assert_eq!(f[0].missed_slots, 180, "10:01 to 13:00 were missed");
+    let o = finished(&kernel, &once, 1).await;
+    assert_eq!((o[0].outcome.as_str(), o[0].missed_slots), ("ok", 1));
+    assert_eq!(kernel.schedules().get(&minutely).await.unwrap().next_fire.as_deref(), Some("2026-12-01T13:01:00.000Z"));
+
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(fires(&kernel, &minutely).await.len(), 1, "and no more until the next slot");
+    clock.set(at("2026-12-01T13:01:00Z"));
+    let f = finished(&kernel, &minutely, 2).await;
+    assert_eq!(f[0].missed_slots, 0, "back on time");
+    kernel.close().await;
+}
+
+#[tokio::test]
+async fn a_fire_interrupted_by_a_stop_is_marked_and_not_repeated() {
+    let llm = FakeLlm::start().await;
+    // The model never answers in time: the daemon stops mid-turn.
+    llm.push(Scripted::Delay { millis: 30_000 });
+    llm.push(Scripted::text("late"));
+    let home = tempfile::tempdir().unwrap();
+    let clock = ManualClock::starting_at(at("2026-12-01T10:00:30Z"));
+    let kernel = open(home.path(), &llm, &clock).await;
+    let agent = spawn_clockwork(&kernel).await;
+    let once = call(&kernel, &agent, "schedule_create", json!({"when": "+1m", "prompt": "slow"})).await;
+    let once = once["id"].as_str().unwrap().to_string();
+    clock.set(at("2026-12-01T10:01:30Z"));
+    let running = eventually(Duration::from_secs(5), || async { !fires(&kernel, &once).await.is_empty() }).await;
+    assert!(running);
+    kernel.close().await;
+    drop(kernel);
+
+    let kernel = open(home.path(), &llm, &clock).await;
+    let marked = eventually(Duration::from_secs(5), || async {
+        fires(&kernel, &once).await.first().is_some_and(|f| f.outcome == "interrupted")
+    })
+    .await;
+    assert!(marked, "{:?}", fires(&kernel, &once).await);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(fires(&kernel, &once).await.len(), 1, "the slot was taken before the turn: it is not fired again");
+    kernel.close().await;
+}

@@ -1,0 +1,260 @@
+//! Schedules on the real daemon: the tools through the pipeline, a real fire through the fake
+//! provider, REST pause/resume, restart persistence and the three deletion paths.
+//! (Fires on a controllable clock, and missed fires, are in `schedule_clock.rs`.)
+
+use std::time::Duration;
+
+use kennel_tests::{Api, csrf_in, eventually};
+use serde_json::{Value, json};
+
+use crate::{agent_from, daemon, daemon_with_llm};
+
+async fn schedule(api: &Api, id: &str) -> Value {
+    let r = api.get(&format!("/api/schedules/{id}")).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    r.body
+}
+
+fn id_of(reply: &kennel_tests::Reply) -> String {
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply.body["content"]["id"].as_str().expect("schedule id").to_string()
+}
+
+#[tokio::test]
+async fn agents_create_list_pause_and_resume_only_their_own_schedules() {
+    let (_home, _d, api) = daemon().await;
+    let alice = agent_from(&api, json!({"name": "alice", "tools": ["schedule.*"]})).await;
+    let bob = agent_from(&api, json!({"name": "bob", "tools": ["schedule.*"]})).await;
+
+    let once = id_of(&api.invoke(&alice, "schedule_create", json!({"when": "+1h", "prompt": "stretch"})).await);
+    let cron = api
+        .invoke(
+            &alice,
+            "cron_create",
+            json!({"expression": "0 9 * * mon-fri", "prompt": "standup notes", "timezone": "Europe/Berlin"}),
+        )
+        .await;
+    let cron_id = id_of(&cron);
+    assert_eq!(cron.body["content"]["state"], "active");
+    assert_eq!(cron.body["content"]["origin"], "runtime");
+    let next = cron.body["content"]["next_fire"].as_str().unwrap();
+    assert!(next.ends_with(":00:00.000Z") && (next.contains("T07:") || next.contains("T08:")), "09:00 Berlin: {next}");
+
+    // Bad input: a clear InvalidArguments naming the field, and nothing stored.
+    for (tool, args, field, words) in [
+        ("schedule_create", json!({"when": "2020-01-01T00:00:00Z", "prompt": "p"}), "when", "in the past"),
+        ("schedule_create", json!({"when": "+15x", "prompt": "p"}), "when", "units"),
+        ("cron_create", json!({"expression": "0 */5 * * * *", "prompt": "p"}), "expression", "no seconds"),
+        ("cron_create", json!({"expression": "61 * * * *", "prompt": "p"}), "expression", "not a valid cron"),
+        ("cron_create", json!({"expression": "* * * * *", "prompt": "p", "timezone": "Mars/Base"}), "timezone", "IANA"),
+        ("cron_create", json!({"expression": "* * * * *", "prompt": " "}), "prompt", "prompt"),
+    ] {
+        let r = api.invoke(&alice, tool, args).await;
+        assert_eq!(r.error_kind(), "InvalidArguments", "{tool}: {}", r.text);
+        assert!(r.text.contains(field) && r.error_message().contains(words), "{tool}: {}", r.text);
+    }
+    assert_eq!(api.get("/api/schedules").await.body.as_array().unwrap().len(), 2);
+
+    let listed = api.invoke(&alice, "schedule_list", json!({})).await;
+    let ids: Vec<&str> =
+        listed.body["content"]["schedules"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [once.as_str()], "schedule_list shows one-shot schedules");
+    let crons = api.invoke(&alice, "cron_list", json!({})).await;
+    assert_eq!(crons.body["content"]["cron_jobs"][0]["id"], cron_id.as_str());
+    assert_eq!(api.invoke(&bob, "cron_list", json!({})).await.body["content"]["cron_jobs"], json!([]));
+
+    // Someone else's id reads as not found, and changes nothing.
+    for (tool, args) in [
+        ("schedule_delete", json!({"schedule_id": once})),
+        ("schedule_resume", json!({"schedule_id": once})),
+        ("cron_cancel", json!({"cron_id": cron_id})),
+        ("cron_enable", json!({"cron_id": cron_id})),
+    ] {
+        let r = api.invoke(&bob, tool, args).await;
+        assert_eq!(r.error_kind(), "NotFound", "{tool}: {}", r.text);
+    }
+    assert_eq!(schedule(&api, &once).await["schedule"]["state"], "active");
+    // The wrong family's tool does not reach it either.
+    let r = api.invoke(&alice, "schedule_delete", json!({"schedule_id": cron_id})).await;
+    assert_eq!(r.error_kind(), "NotFound");
+
+    // "Delete" pauses: the configuration is kept, and resume brings it back.
+    let paused = api.invoke(&alice, "schedule_delete", json!({"schedule_id": once})).await;
+    assert_eq!(paused.body["content"]["paused"]["state"], "paused", "{}", paused.text);
+    assert!(paused.body["content"]["note"].as_str().unwrap().contains("not deleted"));
+    let kept = schedule(&api, &once).await;
+    assert_eq!(kept["schedule"]["state"], "paused");
+    assert_eq!(kept["schedule"]["prompt"], "stretch");
+    assert!(kept["schedule"]["next_fire"].is_null());
+    let resumed = api.invoke(&alice, "schedule_resume", json!({"schedule_id": once})).await;
+    assert_eq!(resumed.body["content"]["state"], "active");
+    assert!(resumed.body["content"]["next_fire"].is_string());
+
+    let cancelled = api.invoke(&alice, "cron_cancel", json!({"cron_id": cron_id})).await;
+    assert_eq!(cancelled.body["content"]["paused"]["state"], "paused");
+    let enabled = api.invoke(&alice, "cron_enable", json!({"cron_id": cron_id})).await;
+    assert_eq!(enabled.body["content"]["state"], "active");
+    assert_eq!(enabled.body["content"]["next_fire"].as_str(), Some(next), "re-enabled: the same next match");
+
+    // Without the grant, the gate refuses before anything runs.
+    let outsider = agent_from(&api, json!({"name": "outsider", "tools": ["system_time"]})).await;
+    let r = api.invoke(&outsider, "cron_create", json!({"expression": "* * * * *", "prompt": "p"})).await;
+    assert_eq!(r.error_kind(), "Forbidden");
+}
+
+#[tokio::test]
+async fn manifest_cron_jobs_are_in_the_same_store_and_only_operators_switch_them() {
+    let (_home, _d, api) = daemon().await;
+    let reporter = agent_from(
+        &api,
+        json!({"name": "reporter", "tools": ["schedule.*"],
+               "cron": [{"schedule": "30 6 * * *", "prompt": "morning report", "timezone": "Asia/Tokyo"}]}),
+    )
+    .await;
+    let listed = api.get("/api/schedules?agent=reporter").await;
+    let job = &listed.body[0];
+    assert_eq!(job["origin"], "manifest", "{}", listed.text);
+    assert_eq!(job["agent"], "reporter");
+    assert_eq!(job["expression"], "30 6 * * *");
+    assert_eq!(job["created_by"], "type:reporter");
+    let id = job["id"].as_str().unwrap();
+    let mine = api.invoke(&reporter, "cron_list", json!({})).await;
+    assert_eq!(mine.body["content"]["cron_jobs"][0]["id"], id);
+    let r = api.invoke(&reporter, "cron_cancel", json!({"cron_id": id})).await;
+    assert_eq!(r.error_kind(), "Forbidden", "{}", r.text);
+    assert!(r.error_message().contains("operator"));
+
+    let paused = api.post(&format!("/api/schedules/{id}/pause"), json!({})).await;
+    assert_eq!(paused.body["state"], "paused", "{}", paused.text);
+    let resumed = api.post(&format!("/api/schedules/{id}/resume"), json!({})).await;
+    assert_eq!(resumed.body["state"], "active");
+    assert_eq!(api.post("/api/schedules/nope/pause", json!({})).await.status, 404);
+
+    // A manifest with a bad [[cron]] is refused with the field named.
+    let bad =
+        api.post("/api/templates", json!({"name": "bad", "cron": [{"schedule": "* * * * * *", "prompt": "p"}]})).await;
+    assert_eq!(bad.status, 422);
+    assert!(bad.text.contains("cron[0].schedule") && bad.text.contains("6 fields"), "{}", bad.text);
+}
+
+#[tokio::test]
+async fn a_fire_runs_a_headless_turn_and_is_recorded_with_outcome_and_duration() {
+    let (_home, _d, api, llm) = daemon_with_llm("openai", "").await;
+    llm.set_fallback(kennel_tests::fake_llm::Scripted::text("The oven is off."));
+    let cook = agent_from(&api, json!({"name": "cook", "model": "m", "tools": ["schedule.*"]})).await;
+    let id = id_of(&api.invoke(&cook, "schedule_create", json!({"when": "+1s", "prompt": "check the oven"})).await);
+
+    let fired = eventually(Duration::from_secs(10), || async {
+        schedule(&api, &id).await["fires"][0]["outcome"].as_str().is_some_and(|o| o != "running")
+    })
+    .await;
+    assert!(fired, "the schedule fired within 10 s");
+    let detail = schedule(&api, &id).await;
+    let fire = &detail["fires"][0];
+    assert_eq!(fire["outcome"], "ok", "{detail}");
+    assert_eq!(fire["detail"], "The oven is off.");
+    assert_eq!(fire["missed_slots"], 0);
+    assert!(fire["duration_ms"].as_i64().is_some());
+    assert_eq!(detail["schedule"]["state"], "done");
+    assert_eq!(detail["schedule"]["last_fire"]["id"], fire["id"]);
+    let asked = llm.requests().iter().any(|r| r.body.to_string().contains("check the oven"));
+    assert!(asked, "the model was given the prompt");
+    // The fire points at the session the turn ran in.
+    let session = fire["session_id"].as_str().unwrap();
+    let sessions = api.get(&format!("/api/agents/{cook}/sessions")).await;
+    assert!(sessions.text.contains(session), "{}", sessions.text);
+    // A fired one-shot schedule cannot be resumed.
+    let r = api.invoke(&cook, "schedule_resume", json!({"schedule_id": id})).await;
+    assert_eq!(r.error_kind(), "Conflict");
+}
+
+#[tokio::test]
+async fn a_fire_for_a_stopped_agent_is_recorded_as_skipped() {
+    let (_home, _d, api) = daemon().await;
+    let sleeper = agent_from(&api, json!({"name": "sleeper", "tools": ["schedule.*"]})).await;
+    let id = id_of(&api.invoke(&sleeper, "schedule_create", json!({"when": "+1s", "prompt": "wake up"})).await);
+    api.delete(&format!("/api/agents/{sleeper}")).await;
+    let skipped =
+        eventually(Duration::from_secs(10), || async { schedule(&api, &id).await["fires"][0]["outcome"] == "skipped" })
+            .await;
+    assert!(skipped, "{}", schedule(&api, &id).await);
+    assert!(schedule(&api, &id).await["fires"][0]["detail"].as_str().unwrap().contains("stopped"));
+}
+
+#[tokio::test]
+async fn schedules_and_their_states_survive_a_restart() {
+    let home = kennel_tests::Home::new();
+    let token = home.token("ops").await;
+    let daemon = home.start().await;
+    let api = daemon.api(&token);
+    let agent = agent_from(&api, json!({"name": "keeper", "tools": ["schedule.*"]})).await;
+    let once = id_of(&api.invoke(&agent, "schedule_create", json!({"when": "+2h", "prompt": "later"})).await);
+    let cron = id_of(&api.invoke(&agent, "cron_create", json!({"expression": "*/10 * * * *", "prompt": "poll"})).await);
+    api.invoke(&agent, "cron_cancel", json!({"cron_id": cron})).await;
+    let before = api.get("/api/schedules").await.body;
+    assert_eq!(before.as_array().unwrap().len(), 2);
+
+    let (code, stderr) = daemon.stop().await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let daemon = home.start().await;
+    let api = daemon.api(&token);
+    assert_eq!(api.get("/api/schedules").await.body, before);
+    assert_eq!(schedule(&api, &once).await["schedule"]["state"], "active");
+    assert_eq!(schedule(&api, &cron).await["schedule"]["state"], "paused");
+}
+
+#[tokio::test]
+async fn permanent_deletion_is_human_only() {
+    let (_home, d, api) = daemon().await;
+    let agent = agent_from(&api, json!({"name": "owner", "tools": ["*"]})).await;
+    let id = id_of(&api.invoke(&agent, "cron_create", json!({"expression": "0 * * * *", "prompt": "hourly"})).await);
+
+    // 1. An API token: refused, and the schedule is still there.
+    let refused = api.delete(&format!("/api/schedules/{id}")).await;
+    assert_eq!(refused.status, 403, "{}", refused.text);
+    assert!(refused.error_message().contains("human-only"));
+    assert_eq!(schedule(&api, &id).await["schedule"]["state"], "active");
+
+    // 2. No tool: an agent granted every tool has none that deletes; the pausing ones keep it.
+    let tools = api.get(&format!("/api/agents/{agent}/tools")).await;
+    let names: Vec<String> =
+        tools.body.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().into()).collect();
+    let schedule_tools: Vec<&str> =
+        names.iter().map(String::as_str).filter(|n| n.starts_with("schedule_") || n.starts_with("cron_")).collect();
+    assert_eq!(schedule_tools.len(), 8, "{schedule_tools:?}");
+    api.invoke(&agent, "cron_cancel", json!({"cron_id": id})).await;
+    assert_eq!(schedule(&api, &id).await["schedule"]["state"], "paused", "cron_cancel pauses");
+    let r = api.invoke(&agent, "schedule_delete", json!({"schedule_id": id})).await;
+    assert_eq!(r.error_kind(), "NotFound", "schedule_delete does not reach cron jobs");
+    assert_eq!(api.get("/api/schedules").await.body.as_array().unwrap().len(), 1);
+
+    // 3. The dashboard: an operator's session, the CSRF token and the typed short id.
+    let b = d.browser();
+    assert_eq!(b.set_up("ada", "correct horse").await.status, 303);
+    let short = &id.replace('-', "")[24..];
+    let list = b.get("/schedules").await;
+    assert!(list.text.contains(short) && list.text.contains("hourly"), "{}", list.text);
+    let confirm = b.get(&format!("/schedules/{id}/delete")).await;
+    assert_eq!(confirm.status, 200);
+    assert!(confirm.text.contains(&format!("Type {short} to confirm")) && confirm.text.contains("0 * * * *"));
+    let csrf = csrf_in(&confirm.text).unwrap();
+    let action = format!("/schedules/{id}/delete");
+
+    let no_csrf = b.post(&action, &[("confirm", short)]).await;
+    assert_eq!(no_csrf.status, 403);
+    let mistyped = b.post(&action, &[("csrf", &csrf), ("confirm", "hourly")]).await;
+    assert_eq!(mistyped.status, 422);
+    assert!(mistyped.text.contains(&format!("type {short}")), "{}", mistyped.text);
+    let anonymous = d.browser().post(&action, &[("csrf", &csrf), ("confirm", short)]).await;
+    assert_eq!(anonymous.status, 403, "no session, no deletion");
+    assert_eq!(schedule(&api, &id).await["schedule"]["id"], id.as_str(), "still there");
+
+    let deleted = b.post(&action, &[("csrf", &csrf), ("confirm", short)]).await;
+    assert_eq!(deleted.status, 303, "{}", deleted.text);
+    assert_eq!(api.get(&format!("/api/schedules/{id}")).await.status, 404);
+    let audited = eventually(Duration::from_secs(5), || async {
+        api.get("/api/audit?tool=schedule_delete_permanently").await.text.contains("operator:ada")
+    })
+    .await;
+    assert!(audited, "the deletion is in the audit log");
+}
