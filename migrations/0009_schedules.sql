@@ -27,10 +27,11 @@ CREATE TABLE schedule_fires (
     schedule_id  TEXT NOT NULL REFERENCES schedules(id) ON DELETE CASCADE,
     due_at       TEXT NOT NULL,
     fired_at     TEXT NOT NULL,
+    finished_at  TEXT,                     -- when the turn ended (it may wait for a free slot first)
     outcome      TEXT NOT NULL,            -- running | ok | failed | skipped | interrupted
     detail       TEXT,
     session_id   TEXT,
-    duration_ms  INTEGER,
+    duration_ms  INTEGER,                  -- how long the turn itself took
     missed_slots INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX schedule_fires_by_schedule ON schedule_fires(schedule_id, id);

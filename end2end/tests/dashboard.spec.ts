@@ -181,6 +181,48 @@ test('task board: a posted task moves to done', async () => {
   await expect(page.locator('pre').last()).toHaveText('Notes written.');
 });
 
+test('schedule manager: pause, resume, and a permanent deletion that needs the typed confirmation', async () => {
+  const api = { headers: { Authorization: `Bearer ${apiToken}` } };
+  expect((await page.request.post('/api/templates', { ...api, data: {
+    name: 'reporter', tools: ['schedule.*'],
+    cron: [{ schedule: '0 7 * * mon-fri', prompt: 'Send the morning report', timezone: 'Europe/Berlin' }],
+  } })).status()).toBe(201);
+  const reporter = await (await page.request.post('/api/agents', { ...api, data: { template: 'reporter' } })).json();
+  const made = await page.request.post(`/api/agents/${reporter.id}/tools/cron_create/invoke`,
+    { ...api, data: { args: { expression: '*/30 * * * *', prompt: 'Check the build queue' } } });
+  const job = (await made.json()).content;
+  const short = job.id.replace(/-/g, '').slice(-8);
+
+  await page.goto('/schedules');
+  const row = page.locator(`#schedule-${job.id}`);
+  await expect(row).toContainText('Check the build queue');
+  await expect(row).toContainText('*/30 * * * *');
+  await expect(page.locator('#schedules')).toContainText('Send the morning report');
+  await expect(row.locator('.status')).toHaveText('active');
+  await shot('schedules');
+
+  await row.getByRole('button', { name: 'Pause' }).click();
+  await expect(page.getByRole('status')).toHaveText(`Schedule ${short} paused.`);
+  await expect(row.locator('.status')).toHaveText('paused');
+  await row.getByRole('button', { name: 'Resume' }).click();
+  await expect(page.getByRole('status')).toHaveText(`Schedule ${short} resumed.`);
+  await expect(row.locator('.status')).toHaveText('active');
+
+  await row.getByRole('link', { name: 'Delete…' }).click();
+  await expect(page.getByRole('heading', { name: `Delete schedule ${short} for good?` })).toBeVisible();
+  await expect(page.locator('.facts')).toContainText('Check the build queue');
+  await page.getByLabel(`Type ${short} to confirm`).fill('yes');
+  await page.getByRole('button', { name: 'Delete permanently' }).click();
+  await expect(page.locator('#confirm-error')).toContainText(`type ${short}`);
+  await shot('schedule-delete');
+  await page.getByLabel(`Type ${short} to confirm`).fill(short);
+  await page.getByRole('button', { name: 'Delete permanently' }).click();
+  await expect(page.getByRole('status')).toHaveText(`Schedule ${short} deleted for good.`);
+  await expect(page.locator(`#schedule-${job.id}`)).toHaveCount(0);
+  await expect(page.locator('#schedules')).toContainText('Send the morning report');
+  expect((await page.request.get(`/api/schedules/${job.id}`, api)).status()).toBe(404);
+});
+
 test('the layout works on a phone', async ({ browser }) => {
   const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, storageState: await page.context().storageState() });
   const small = await phone.newPage();

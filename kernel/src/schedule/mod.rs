@@ -127,6 +127,8 @@ pub struct Fire {
     pub due_at: String,
     /// When the scheduler fired it.
     pub fired_at: String,
+    /// When its turn ended (turns beyond `[schedules] max_concurrent_fires` wait first).
+    pub finished_at: Option<String>,
     /// `running`, `ok`, `failed`, `skipped` (agent stopped) or `interrupted` (the daemon
     /// stopped during the turn).
     pub outcome: String,
@@ -193,7 +195,7 @@ pub struct Schedules {
     fire_history: u64,
 }
 
-const SELECT: &str = "SELECT s.*, f.id AS f_id, f.due_at AS f_due_at, f.fired_at AS f_fired_at, f.outcome AS f_outcome,
+const SELECT: &str = "SELECT s.*, f.id AS f_id, f.due_at AS f_due_at, f.fired_at AS f_fired_at, f.finished_at AS f_finished_at, f.outcome AS f_outcome,
         f.detail AS f_detail, f.session_id AS f_session_id, f.duration_ms AS f_duration_ms, f.missed_slots AS f_missed_slots
     FROM schedules s
     LEFT JOIN schedule_fires f ON f.id = (SELECT max(id) FROM schedule_fires WHERE schedule_id = s.id)";
@@ -328,7 +330,7 @@ impl Schedules {
     /// The latest fires of a schedule, newest first.
     pub async fn fires(&self, id: &str, limit: u32) -> Result<Vec<Fire>> {
         let rows = sqlx::query(
-            "SELECT id AS f_id, due_at AS f_due_at, fired_at AS f_fired_at, outcome AS f_outcome, detail AS f_detail,
+            "SELECT id AS f_id, due_at AS f_due_at, fired_at AS f_fired_at, finished_at AS f_finished_at, outcome AS f_outcome, detail AS f_detail,
                     session_id AS f_session_id, duration_ms AS f_duration_ms, missed_slots AS f_missed_slots
              FROM schedule_fires WHERE schedule_id = ? ORDER BY id DESC LIMIT ?",
         )
@@ -523,6 +525,7 @@ fn fire_from(row: &sqlx::sqlite::SqliteRow) -> Option<Fire> {
         id: id?,
         due_at: row.get("f_due_at"),
         fired_at: row.get("f_fired_at"),
+        finished_at: row.get("f_finished_at"),
         outcome: row.get("f_outcome"),
         detail: row.get("f_detail"),
         session_id: row.get("f_session_id"),

@@ -41,6 +41,8 @@ struct Dispatch {
 
 /// Starts the scheduler for `kernel`. It stops when the kernel closes.
 pub(crate) fn start(kernel: &Kernel) {
+    let (queue, pending) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(run_fires(kernel.clone(), pending));
     let kernel = kernel.clone();
     tokio::spawn(async move {
         let schedules = kernel.schedules();
@@ -48,24 +50,32 @@ pub(crate) fn start(kernel: &Kernel) {
         if let Err(e) = schedules.mark_interrupted().await {
             tracing::warn!(error = %e.message, "could not mark interrupted fires");
         }
-        let permits = Arc::new(Semaphore::new(kernel.config().schedules.max_concurrent_fires as usize));
+        // Fires written down in this pass; their turns start once everything due is written,
+        // so a burst's turns do not slow the scheduler down while it is still catching up.
+        let mut ready = Vec::new();
         loop {
             let now = schedules.clock.now();
             let wait = match schedules.begin_due(now, started_at).await {
-                Ok(due) if !due.is_empty() => {
-                    for d in due {
-                        tokio::spawn(fire(kernel.clone(), d, permits.clone()));
-                    }
+                Ok(due) if due.len() as i64 == BATCH => {
+                    ready.extend(due);
                     continue;
                 }
-                Ok(_) => match schedules.earliest().await {
-                    Ok(Some(next)) => (next - now).to_std().unwrap_or(Duration::ZERO).min(MAX_SLEEP),
-                    Ok(None) => MAX_SLEEP,
-                    Err(e) => {
-                        tracing::warn!(error = %e.message, "the scheduler cannot read the store");
-                        Duration::from_secs(1)
+                Ok(due) => {
+                    ready.extend(due);
+                    for d in ready.drain(..) {
+                        let _ = queue.send(d);
                     }
-                },
+                    match schedules.earliest().await {
+                        Ok(Some(next)) => {
+                            (next - schedules.clock.now()).to_std().unwrap_or(Duration::ZERO).min(MAX_SLEEP)
+                        }
+                        Ok(None) => MAX_SLEEP,
+                        Err(e) => {
+                            tracing::warn!(error = %e.message, "the scheduler cannot read the store");
+                            Duration::from_secs(1)
+                        }
+                    }
+                }
                 Err(e) => {
                     tracing::warn!(error = %e.message, "the scheduler could not fire due schedules");
                     Duration::from_secs(1)
@@ -81,9 +91,18 @@ pub(crate) fn start(kernel: &Kernel) {
     });
 }
 
+/// Starts each written-down fire's turn as soon as one of `[schedules] max_concurrent_fires`
+/// slots is free; the queue holds plain records, not parked tasks.
+async fn run_fires(kernel: Kernel, mut pending: tokio::sync::mpsc::UnboundedReceiver<Dispatch>) {
+    let permits = Arc::new(Semaphore::new(kernel.config().schedules.max_concurrent_fires as usize));
+    while let Some(d) = pending.recv().await {
+        let Ok(permit) = permits.clone().acquire_owned().await else { return };
+        tokio::spawn(fire(kernel.clone(), d, permit));
+    }
+}
+
 /// Runs one fire's turn and records how it ended.
-async fn fire(kernel: Kernel, d: Dispatch, permits: Arc<Semaphore>) {
-    let Ok(_permit) = permits.acquire_owned().await else { return };
+async fn fire(kernel: Kernel, d: Dispatch, _permit: tokio::sync::OwnedSemaphorePermit) {
     let started = Instant::now();
     let agent = Uuid::parse_str(&d.agent_id).ok().and_then(|id| kernel.agents().get_by_id(id));
     let (outcome, detail, session) = match agent {
@@ -201,11 +220,14 @@ impl Schedules {
         session: Option<Uuid>,
         duration_ms: i64,
     ) -> Result<()> {
-        sqlx::query("UPDATE schedule_fires SET outcome = ?, detail = ?, session_id = ?, duration_ms = ? WHERE id = ?")
-            .bind(outcome)
+        sqlx::query(
+            "UPDATE schedule_fires SET outcome = ?, detail = ?, session_id = ?, duration_ms = ?, finished_at = ? WHERE id = ?",
+        )
+        .bind(outcome)
             .bind(detail)
             .bind(session.map(|s| s.to_string()))
             .bind(duration_ms)
+            .bind(db::timestamp(self.clock.now()))
             .bind(fire_id)
             .execute(&self.db)
             .await?;

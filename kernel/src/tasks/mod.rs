@@ -3,6 +3,7 @@
 //! older than `[task_board] claim_ttl_secs` to pending (or marks the task failed after
 //! `max_retries`), and only a task's current claimant may complete it.
 
+mod claims;
 mod tools;
 
 use serde::{Deserialize, Serialize};
@@ -78,6 +79,7 @@ const MAX_RESULT: usize = 100_000;
 
 pub struct TaskBoard {
     db: Db,
+    claims: claims::ClaimQueue,
 }
 
 fn check_priority(field: &str, p: i64) -> Result<()> {
@@ -93,7 +95,7 @@ fn check_priority(field: &str, p: i64) -> Result<()> {
 
 impl TaskBoard {
     pub(crate) fn new(db: Db) -> TaskBoard {
-        TaskBoard { db }
+        TaskBoard { claims: claims::ClaimQueue::start(db.clone()), db }
     }
 
     /// Posts a pending task. `assignee` must already be resolved to an agent id.
@@ -129,25 +131,12 @@ impl TaskBoard {
     }
 
     /// Claims the highest-priority, then oldest, pending task assigned to `agent` or to
-    /// nobody. Atomic: concurrent claimers never get the same task.
+    /// nobody. Atomic: concurrent claimers never get the same task (see [`claims`]).
     pub async fn claim(&self, agent: &str, min_priority: Option<i64>) -> Result<Option<Task>> {
         if let Some(p) = min_priority {
             check_priority("priority_filter", p)?;
         }
-        let now = db::now();
-        let row = sqlx::query(
-            "UPDATE tasks SET status = 'claimed', claimed_by = ?1, claimed_at = ?2, updated_at = ?2
-             WHERE id = (SELECT id FROM tasks
-                         WHERE status = 'pending' AND (assignee IS NULL OR assignee = ?1) AND priority >= ?3
-                         ORDER BY priority DESC, id ASC LIMIT 1)
-             RETURNING *",
-        )
-        .bind(agent)
-        .bind(&now)
-        .bind(min_priority.unwrap_or(0))
-        .fetch_optional(&self.db)
-        .await?;
-        row.as_ref().map(task_from).transpose()
+        self.claims.claim(agent, min_priority.unwrap_or(0)).await
     }
 
     /// Marks a claimed task done. Only its current claimant may.
