@@ -63,7 +63,7 @@ pub fn render_list(meta: PageMeta, page: List) -> String {
                     <td><span class=format!("status {}", s.state.as_str())>{s.state.as_str()}</span></td>
                     <td>{next}</td>
                     <td>{last_result(&s.last_fire)}</td>
-                    <td class="actions">
+                    <td class="row-actions">
                         {toggle(s, &csrf)}
                         <a class="button danger" href=format!("/schedules/{}/delete", s.id)>"Delete…"</a>
                     </td>
@@ -107,7 +107,7 @@ fn summary(s: &Schedule, agent: &str) -> impl IntoView + use<> {
             <dt>"Prompt"</dt><dd><pre>{s.prompt.clone()}</pre></dd>
             <dt>"From"</dt><dd>{format!("{} (created by {})", s.origin.as_str(), s.created_by)}</dd>
             <dt>"State"</dt><dd>{s.state.as_str()}</dd>
-            <dt>"Next fire"</dt><dd>{s.next_fire.as_deref().map(short_time).unwrap_or_else(|| "—".into())}</dd>
+            <dt>"Next fire"</dt><dd>{s.next_fire.as_deref().map(|t| format!("{} UTC", short_time(t))).unwrap_or_else(|| "—".into())}</dd>
         </dl>
     }
 }

@@ -106,11 +106,11 @@ impl Schedule {
         id[id.len() - 8..].to_string()
     }
 
-    /// `every 0 9 * * * (Europe/Berlin)` or `once at 2026-12-01T09:00:00Z`.
+    /// `every 0 9 * * * (Europe/Berlin)` or `once at 2026-12-01T09:00:00.000Z`.
     pub fn timing(&self) -> String {
         match self.kind {
             Kind::Cron => format!(
-                "every `{}`{}",
+                "every {}{}",
                 self.expression.as_deref().unwrap_or_default(),
                 self.timezone.as_ref().map(|tz| format!(" ({tz})")).unwrap_or_default()
             ),

@@ -134,13 +134,15 @@ impl Turns {
     /// turn running in that session to end, so it never lands between a tool call and its
     /// result. The session's next turn sees it.
     pub async fn deliver(&self, kernel: &Kernel, session: Uuid, text: &str) -> Result<()> {
-        let lock = self.session_lock(session);
-        let _between_turns = lock.lock().await;
+        let _between_turns = self.hold_session(session).await;
         kernel.sessions().append(session, &[Message::User { content: text.to_string() }]).await
     }
 
-    fn session_lock(&self, session: Uuid) -> Arc<tokio::sync::Mutex<()>> {
-        self.session_locks.lock().expect("session locks").entry(session).or_default().clone()
+    /// Waits until no other turn or delivery holds `session`, then holds it.
+    async fn hold_session(&self, session: Uuid) -> SessionHold<'_> {
+        let lock = self.session_locks.lock().expect("session locks").entry(session).or_default().clone();
+        let guard = lock.clone().lock_owned().await;
+        SessionHold { turns: self, session, lock, guard: Some(guard) }
     }
 
     fn register(&self, agent: AgentId, turn: Uuid, outer: Option<&CancellationToken>) -> CancellationToken {
@@ -157,6 +159,27 @@ impl Turns {
             if turns.is_empty() {
                 running.remove(&agent);
             }
+        }
+    }
+}
+
+/// A session held for one turn or delivery. Letting go forgets the session's lock when
+/// nobody else waits for it, so the map holds only sessions in use, not every session ever
+/// opened (a scheduled fire opens one each time).
+struct SessionHold<'a> {
+    turns: &'a Turns,
+    session: Uuid,
+    lock: Arc<tokio::sync::Mutex<()>>,
+    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+impl Drop for SessionHold<'_> {
+    fn drop(&mut self) {
+        drop(self.guard.take());
+        let mut locks = self.turns.session_locks.lock().expect("session locks");
+        // One reference in the map, one here: nobody is waiting.
+        if Arc::strong_count(&self.lock) == 2 {
+            locks.remove(&self.session);
         }
     }
 }
@@ -186,8 +209,7 @@ pub async fn run(kernel: &Kernel, agent: Arc<Agent>, req: TurnRequest) -> Result
     };
 
     let turns = kernel.turns();
-    let lock = turns.session_lock(session);
-    let _one_at_a_time = lock.lock().await;
+    let _one_at_a_time = turns.hold_session(session).await;
     let turn_id = Uuid::now_v7();
     let cancel = turns.register(agent.id, turn_id, req.cancel.as_ref());
     let emit =
@@ -366,5 +388,31 @@ impl<E: Fn(EventKind)> Loop<'_, E> {
             artifact_id,
         };
         (message, entry)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn held(turns: &Turns) -> usize {
+        turns.session_locks.lock().unwrap().len()
+    }
+
+    #[tokio::test]
+    async fn a_session_lock_is_forgotten_once_nobody_holds_or_waits_for_it() {
+        let turns = Turns::default();
+        let session = Uuid::now_v7();
+        let first = turns.hold_session(session).await;
+        assert_eq!(held(&turns), 1);
+        let mut second = Box::pin(turns.hold_session(session));
+        assert!(tokio::time::timeout(Duration::from_millis(20), &mut second).await.is_err(), "one at a time");
+        drop(first);
+        assert_eq!(held(&turns), 1, "kept while another turn waits");
+        let second = second.await;
+        drop(second);
+        assert_eq!(held(&turns), 0);
     }
 }

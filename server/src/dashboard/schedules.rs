@@ -116,7 +116,10 @@ pub async fn delete(
     match result.await {
         Ok(s) => see_other("/schedules", &format!("Schedule {} deleted for good.", s.short_id())),
         Err(e) if e.kind == ErrorKind::InvalidArguments => match kernel.schedules().get(&id).await {
-            Ok(schedule) => confirm_page(&kernel, &op, StatusCode::UNPROCESSABLE_ENTITY, schedule, Some(e.message)),
+            Ok(schedule) => {
+                let message = e.fields.first().map_or(e.message, |f| f.message.clone());
+                confirm_page(&kernel, &op, StatusCode::UNPROCESSABLE_ENTITY, schedule, Some(message))
+            }
             Err(e) => error_page(&op, &e),
         },
         Err(e) => error_page(&op, &e),

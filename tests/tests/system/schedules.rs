@@ -258,3 +258,29 @@ async fn permanent_deletion_is_human_only() {
     .await;
     assert!(audited, "the deletion is in the audit log");
 }
+
+#[tokio::test]
+async fn a_one_shot_schedule_due_while_the_daemon_was_down_fires_once_at_start() {
+    let llm = kennel_tests::fake_llm::FakeLlm::start().await;
+    llm.set_fallback(kennel_tests::fake_llm::Scripted::text("Better late than never."));
+    let home = kennel_tests::Home::with_config(&llm.provider_config("fake", "openai"));
+    let token = home.token("ops").await;
+    let daemon = home.start().await;
+    let api = daemon.api(&token);
+    let agent = agent_from(&api, json!({"name": "napper", "model": "m", "tools": ["schedule.*"]})).await;
+    let id = id_of(&api.invoke(&agent, "schedule_create", json!({"when": "+2s", "prompt": "wake me"})).await);
+    let (code, stderr) = daemon.stop().await;
+    assert_eq!(code, Some(0), "{stderr}");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    let daemon = home.start().await;
+    let api = daemon.api(&token);
+    let fired =
+        eventually(Duration::from_secs(10), || async { schedule(&api, &id).await["fires"][0]["outcome"] == "ok" })
+            .await;
+    let detail = schedule(&api, &id).await;
+    assert!(fired, "{detail}");
+    assert_eq!(detail["fires"].as_array().unwrap().len(), 1);
+    assert_eq!(detail["fires"][0]["missed_slots"], 1, "recorded as missed while down");
+    assert_eq!(detail["schedule"]["state"], "done");
+}
