@@ -33,8 +33,9 @@ pub struct PageMeta {
     /// The signed-in session's CSRF token; every form carries it.
     pub csrf: String,
     pub flash: Option<Flash>,
-    /// Reload the page every this many seconds (the task board's live view without JS).
-    pub refresh_secs: Option<u32>,
+    /// Reload the page every this many seconds, from this URL (the task board's live view
+    /// without JS; the URL drops a one-time `?notice=`).
+    pub refresh: Option<(u32, String)>,
 }
 
 const SECTIONS: [(Nav, &str, &str); 8] = [
@@ -80,7 +81,7 @@ pub fn Shell(meta: PageMeta, children: Children) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <title>{format!("{} · Kennel", meta.title)}</title>
                 <link rel="stylesheet" href="/style/kennel.css"/>
-                {meta.refresh_secs.map(|s| view! { <meta http-equiv="refresh" content=s.to_string()/> })}
+                {meta.refresh.map(|(secs, url)| view! { <meta http-equiv="refresh" content=format!("{secs}; url={url}")/> })}
                 <script src="/public/live.js" defer></script>
             </head>
             <body>

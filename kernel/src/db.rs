@@ -35,26 +35,39 @@ pub async fn open(path: &Path) -> Result<Db> {
     Ok(pool)
 }
 
-/// Calls `on_change` whenever another connection — another process, or this one's pool —
-/// has committed since the last look. Uses `PRAGMA data_version` on a connection of its own,
-/// so a look costs one tiny query and no table scan.
+/// Calls `on_change` whenever a commit — by another process, or this one's pool — changed a
+/// table the kernel keeps in memory (agent types, agents, API tokens). Looks every `every`
+/// with `PRAGMA data_version` on a connection of its own (one tiny query, no table scan), and
+/// on a commit reads the `cached_tables_version` counter that triggers on those tables move,
+/// so the many commits that touch nothing cached (audit, claims, fires) cause no reload.
 pub async fn watch_changes<F>(path: &Path, every: Duration, mut on_change: F) -> Result<()>
 where
     F: FnMut() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send + 'static,
 {
+    const CACHED_VERSION: &str = "SELECT version FROM cached_tables_version";
     let mut conn = SqliteConnection::connect_with(&options(path)?).await?;
     let mut seen: i64 = sqlx::query_scalar("PRAGMA data_version").fetch_one(&mut conn).await?;
+    let mut cached: i64 = sqlx::query_scalar(CACHED_VERSION).fetch_one(&mut conn).await?;
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
-            match sqlx::query_scalar::<_, i64>("PRAGMA data_version").fetch_one(&mut conn).await {
-                Ok(v) if v != seen => {
-                    seen = v;
+            let version = match sqlx::query_scalar::<_, i64>("PRAGMA data_version").fetch_one(&mut conn).await {
+                Ok(v) if v == seen => continue,
+                Ok(v) => v,
+                Err(e) => {
+                    tracing::warn!(error = %e, "change watcher stopped");
+                    return;
+                }
+            };
+            seen = version;
+            match sqlx::query_scalar::<_, i64>(CACHED_VERSION).fetch_one(&mut conn).await {
+                Ok(v) if v == cached => {}
+                Ok(v) => {
+                    cached = v;
                     on_change().await;
                 }
-                Ok(_) => {}
                 Err(e) => {
                     tracing::warn!(error = %e, "change watcher stopped");
                     return;

@@ -121,7 +121,9 @@ pub async fn publish(kernel: &Kernel, event_type: &str, payload: Value, origin: 
     Ok(published)
 }
 
-/// Records a fire if the trigger's limits allow it; otherwise says why not.
+/// Records a fire if the trigger's limits allow it; otherwise says why not. The check and the
+/// record are one statement, so two events published at once cannot both take a trigger's
+/// last allowed fire.
 async fn claim_fire(
     kernel: &Kernel,
     agent: &Agent,
@@ -129,42 +131,45 @@ async fn claim_fire(
     cooldown_secs: Option<u64>,
     max_fires: Option<u64>,
 ) -> Result<Option<String>> {
-    let db = kernel.db();
-    let row = sqlx::query("SELECT fires, last_fired FROM trigger_state WHERE agent_id = ? AND trigger_key = ?")
-        .bind(agent.id.to_string())
-        .bind(key)
-        .fetch_optional(db)
-        .await?;
-    let now = Utc::now();
-    if let Some(row) = &row {
-        let fires: i64 = row.get("fires");
-        if let Some(max) = max_fires
-            && fires as u64 >= max
-        {
-            return Ok(Some(format!("max_fires = {max} reached")));
-        }
-        let last =
-            chrono::DateTime::parse_from_rfc3339(row.get("last_fired")).map(|t| t.with_timezone(&Utc)).unwrap_or(now);
-        if let Some(cooldown) = cooldown_secs {
-            let since = (now - last).num_milliseconds().max(0) as u64;
-            if since < cooldown * 1000 {
-                return Ok(Some(format!(
-                    "cooling down: {} s of cooldown_secs = {cooldown} left",
-                    (cooldown * 1000 - since).div_ceil(1000)
-                )));
-            }
-        }
+    if max_fires == Some(0) {
+        return Ok(Some("max_fires = 0".into()));
     }
-    sqlx::query(
+    let db = kernel.db();
+    let now = Utc::now();
+    let cooled_since = cooldown_secs.map(|c| crate::db::timestamp(now - chrono::Duration::seconds(c as i64)));
+    let fired = sqlx::query(
         "INSERT INTO trigger_state (agent_id, trigger_key, fires, last_fired) VALUES (?1, ?2, 1, ?3)
-         ON CONFLICT (agent_id, trigger_key) DO UPDATE SET fires = fires + 1, last_fired = ?3",
+         ON CONFLICT (agent_id, trigger_key) DO UPDATE SET fires = fires + 1, last_fired = ?3
+         WHERE (?4 IS NULL OR fires < ?4) AND (?5 IS NULL OR last_fired <= ?5)",
     )
     .bind(agent.id.to_string())
     .bind(key)
-    .bind(now.to_rfc3339())
+    .bind(crate::db::timestamp(now))
+    .bind(max_fires.map(|m| m as i64))
+    .bind(cooled_since)
     .execute(db)
-    .await?;
-    Ok(None)
+    .await?
+    .rows_affected()
+        == 1;
+    if fired {
+        return Ok(None);
+    }
+    let row = sqlx::query("SELECT fires, last_fired FROM trigger_state WHERE agent_id = ? AND trigger_key = ?")
+        .bind(agent.id.to_string())
+        .bind(key)
+        .fetch_one(db)
+        .await?;
+    let fires: i64 = row.get("fires");
+    if let Some(max) = max_fires
+        && fires as u64 >= max
+    {
+        return Ok(Some(format!("max_fires = {max} reached")));
+    }
+    let last =
+        chrono::DateTime::parse_from_rfc3339(row.get("last_fired")).map(|t| t.with_timezone(&Utc)).unwrap_or(now);
+    let cooldown = cooldown_secs.unwrap_or_default();
+    let left_ms = (cooldown * 1000).saturating_sub((now - last).num_milliseconds().max(0) as u64);
+    Ok(Some(format!("cooling down: {} s of cooldown_secs = {cooldown} left", left_ms.div_ceil(1000).max(1))))
 }
 
 /// `event_publish(event_type, payload)`.

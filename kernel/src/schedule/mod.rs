@@ -398,7 +398,8 @@ impl Schedules {
     }
 
     /// Copies an agent's manifest `[[cron]]` blocks into the store, once per agent: a
-    /// manifest job an operator deleted stays deleted.
+    /// manifest job an operator deleted stays deleted. A stopped agent's jobs are stored
+    /// paused.
     pub(crate) async fn seed_manifest(&self, agent: &Agent) -> Result<()> {
         let mut tx = self.db.begin().await?;
         let fresh = sqlx::query("INSERT INTO schedule_seeds (agent_id) VALUES (?) ON CONFLICT DO NOTHING")
@@ -431,8 +432,8 @@ impl Schedules {
             .bind(&block.timezone)
             .bind(&block.prompt)
             .bind(&block.channel)
-            .bind(if next.is_some() { "active" } else { "paused" })
-            .bind(next.map(db::timestamp))
+            .bind(if next.is_some() && agent.is_running() { "active" } else { "paused" })
+            .bind(next.filter(|_| agent.is_running()).map(db::timestamp))
             .bind(format!("type:{}", agent.agent_type))
             .bind(&stamp)
             .bind(&stamp)

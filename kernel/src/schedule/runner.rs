@@ -117,6 +117,16 @@ async fn fire(kernel: Kernel, d: Dispatch, _permit: tokio::sync::OwnedSemaphoreP
         Some(agent) => ("skipped", format!("agent `{}` is stopped", agent.name), None),
         None => ("skipped", "the agent no longer exists".to_string(), None),
     };
+    if outcome == "skipped" {
+        // A stopped agent's cron job would otherwise record a skipped fire at every slot; it
+        // keeps its configuration and an operator can resume it.
+        // (A one-shot schedule is done already: nothing to pause.)
+        if let Err(e) = kernel.schedules().pause(&d.schedule_id).await
+            && e.kind != crate::ErrorKind::Conflict
+        {
+            tracing::warn!(schedule = %d.schedule_id, error = %e.message, "could not pause the schedule of a stopped agent");
+        }
+    }
     let duration_ms = started.elapsed().as_millis() as i64;
     if let Err(e) =
         kernel.schedules().finish_fire(d.fire_id, &d.schedule_id, outcome, &detail, session, duration_ms).await
@@ -156,7 +166,10 @@ impl Schedules {
             let due_text: String = row.get("next_fire");
             let due_at = parse_time(&due_text).unwrap_or(now);
             let spec = match row.get::<&str, _>("kind") {
-                "cron" => timing::parse_cron(row.get("expression"), row.get("timezone")).ok(),
+                "cron" => {
+                    let expression = row.get::<Option<&str>, _>("expression").unwrap_or_default();
+                    timing::parse_cron(expression, row.get("timezone")).ok()
+                }
                 _ => None,
             };
             let is_cron = row.get::<&str, _>("kind") == Kind::Cron.as_str();

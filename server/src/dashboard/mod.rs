@@ -65,14 +65,7 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
 
 /// The page frame for a signed-in operator.
 pub fn meta(op: &Operator, title: impl Into<String>, nav: Nav, flash: Option<Flash>) -> PageMeta {
-    PageMeta {
-        title: title.into(),
-        nav,
-        operator: Some(op.name.clone()),
-        csrf: op.csrf.clone(),
-        flash,
-        refresh_secs: None,
-    }
+    PageMeta { title: title.into(), nav, operator: Some(op.name.clone()), csrf: op.csrf.clone(), flash, refresh: None }
 }
 
 /// `?notice=` on a page after a form redirected there.

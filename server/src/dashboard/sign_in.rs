@@ -34,7 +34,7 @@ fn sign_in_page(headers: &HeaderMap, status: StatusCode, page: SignIn) -> Respon
         operator: None,
         csrf: token.clone(),
         flash: None,
-        refresh_secs: None,
+        refresh: None,
     };
     let cookie = session::set_cookie(headers, PRE_AUTH_COOKIE, &token, 3600);
     (status, [(SET_COOKIE, cookie)], axum::response::Html(sign_in::render(meta, page))).into_response()

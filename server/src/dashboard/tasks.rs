@@ -42,6 +42,12 @@ pub async fn board(
     .await;
     match result {
         Ok(tasks) => {
+            let filters = [("assignee", q.assignee.clone()), ("text", q.text.clone())]
+                .into_iter()
+                .chain(q.min_priority.map(|p| ("min_priority", p.to_string())))
+                .filter(|(_, v)| !v.is_empty());
+            let query = serde_urlencoded::to_string(filters.collect::<Vec<_>>()).unwrap_or_default();
+            let refresh_url = if query.is_empty() { "/tasks".to_string() } else { format!("/tasks?{query}") };
             let page = Board {
                 tasks,
                 agents: kernel.agents().list(),
@@ -50,7 +56,7 @@ pub async fn board(
                 min_priority: q.min_priority.unwrap_or(0),
             };
             let mut meta = meta(&op, "Task board", Nav::Tasks, Notice { notice: q.notice }.flash());
-            meta.refresh_secs = Some(BOARD_REFRESH_SECS);
+            meta.refresh = Some((BOARD_REFRESH_SECS, refresh_url));
             html(StatusCode::OK, tasks::render_board(meta, page))
         }
         Err(e) => error_page(&op, &e),

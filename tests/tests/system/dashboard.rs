@@ -263,3 +263,17 @@ async fn tokens_made_on_the_settings_page_are_shown_once_and_can_be_revoked() {
     assert_eq!(revoked.status, 303);
     assert_eq!(api.get("/api/agents").await.status, 401);
 }
+
+#[tokio::test]
+async fn the_task_board_reloads_itself_with_its_filters_but_not_a_one_time_notice() {
+    let (_home, _d, _api, b) = signed_in_with("[task_board]\nwake_assignee = false\n").await;
+    let posted = b.submit("/tasks", "/tasks", &[("title", "Water the plants"), ("priority", "4")]).await;
+    assert_eq!(posted.status, 303);
+    let location = posted.header("location").unwrap().to_string();
+    assert!(location.contains("notice="), "{location}");
+    let board = b.get(&location).await;
+    assert!(board.text.contains("Water the plants"));
+    assert!(board.text.contains(r#"content="5; url=/tasks""#), "reloads the board, without the notice");
+    let filtered = b.get("/tasks?text=plants&min_priority=3&notice=Done").await;
+    assert!(filtered.text.contains(r#"content="5; url=/tasks?text=plants&amp;min_priority=3""#), "{}", filtered.text);
+}

@@ -66,3 +66,25 @@ async fn cooldown_and_max_fires_limit_a_trigger_and_agents_can_publish() {
     let fired = eventually(Duration::from_secs(5), || async { llm.requests().len() == 3 }).await;
     assert!(fired, "three turns in all: {}", llm.requests().len());
 }
+
+#[tokio::test]
+async fn events_published_at_once_never_exceed_max_fires() {
+    let (_home, _d, api, llm) = daemon_with_llm("openai", "").await;
+    agent_from(
+        &api,
+        json!({"name": "capped", "model": "m", "trigger": [{"event": "burst", "prompt": "b", "max_fires": 3}]}),
+    )
+    .await;
+    llm.set_fallback(Scripted::text("ok"));
+    let publishes = (0..20).map(|_| {
+        let api = api.clone();
+        tokio::spawn(async move { api.post("/api/events", json!({"event_type": "burst"})).await })
+    });
+    let mut fired = 0;
+    for p in publishes {
+        let r = p.await.unwrap();
+        assert_eq!(r.status, 200, "{}", r.text);
+        fired += r.body["fired"].as_array().unwrap().len();
+    }
+    assert_eq!(fired, 3, "exactly max_fires fires, however the publishes interleave");
+}

@@ -169,3 +169,30 @@ async fn a_fire_interrupted_by_a_stop_is_marked_and_not_repeated() {
     assert_eq!(fires(&kernel, &once).await.len(), 1, "the slot was taken before the turn: it is not fired again");
     kernel.close().await;
 }
+
+#[tokio::test]
+async fn a_stopped_agents_cron_job_is_skipped_once_then_paused() {
+    let llm = FakeLlm::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let clock = ManualClock::starting_at(at("2026-12-01T10:00:30Z"));
+    let kernel = open(home.path(), &llm, &clock).await;
+    let agent = spawn_clockwork(&kernel).await;
+    let job = call(&kernel, &agent, "cron_create", json!({"expression": "*/5 * * * *", "prompt": "tick"})).await;
+    let id = job["id"].as_str().unwrap().to_string();
+    kernel.stop_agent(&agent).await.unwrap();
+
+    clock.set(at("2026-12-01T10:05:00Z"));
+    let f = finished(&kernel, &id, 1).await;
+    assert_eq!(f[0].outcome, "skipped");
+    assert!(f[0].detail.as_deref().unwrap_or_default().contains("stopped"), "{f:?}");
+    let paused = eventually(Duration::from_secs(5), || async {
+        kernel.schedules().get(&id).await.unwrap().state == kennel_kernel::schedule::State::Paused
+    })
+    .await;
+    assert!(paused, "paused, not fired into the void at every slot");
+    clock.set(at("2026-12-01T10:30:00Z"));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(fires(&kernel, &id).await.len(), 1);
+    assert!(llm.requests().is_empty(), "no turn ran");
+    kernel.close().await;
+}

@@ -177,8 +177,10 @@ async fn a_fire_for_a_stopped_agent_is_recorded_as_skipped() {
     let skipped =
         eventually(Duration::from_secs(10), || async { schedule(&api, &id).await["fires"][0]["outcome"] == "skipped" })
             .await;
-    assert!(skipped, "{}", schedule(&api, &id).await);
-    assert!(schedule(&api, &id).await["fires"][0]["detail"].as_str().unwrap().contains("stopped"));
+    let detail = schedule(&api, &id).await;
+    assert!(skipped, "{detail}");
+    assert!(detail["fires"][0]["detail"].as_str().unwrap().contains("stopped"));
+    assert_eq!(detail["schedule"]["state"], "done", "a one-shot schedule has had its fire");
 }
 
 #[tokio::test]
