@@ -5,6 +5,7 @@ use std::sync::Arc;
 use kennel_kernel::agent::{Agent, AgentType};
 use kennel_kernel::error::FieldError;
 use kennel_kernel::llm::Message;
+use kennel_kernel::schedule::Schedule;
 use kennel_kernel::session::{Session, StoredMessage};
 use leptos::prelude::*;
 
@@ -107,6 +108,8 @@ pub struct AgentPage {
     pub session: Option<Session>,
     pub messages: Vec<StoredMessage>,
     pub chat_error: Option<String>,
+    /// Its first schedules and cron jobs.
+    pub schedules: Vec<Schedule>,
 }
 
 pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
@@ -148,6 +151,20 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
     let session_field = current.map(|s| view! { <input type="hidden" name="session" value=s.to_string()/> });
     let status = if a.is_running() { "running" } else { "stopped" };
     let goal = a.goal.clone().unwrap_or_else(|| "none".into());
+    let schedules = page
+        .schedules
+        .iter()
+        .map(|s| {
+            let next = s.next_fire.as_deref().map(|t| format!(" · next {} UTC", short_time(t))).unwrap_or_default();
+            view! {
+                <li>
+                    <a href=format!("/schedules/{}", s.id)>{s.timing()}</a>
+                    <span class="hint">{format!(" {}{next}", s.state.as_str())}</span>
+                </li>
+            }
+        })
+        .collect::<Vec<_>>();
+    let no_schedules = page.schedules.is_empty().then(|| view! { <p class="hint">"None."</p> });
     crate::document(
         view! {
             <Shell meta>
@@ -179,6 +196,10 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
                             <button type="submit">"Grant"</button>
                         </form>
                         <p><a href=format!("/tools?agent={id}")>"The agent's effective tool set"</a></p>
+                        <h2>"Schedules"</h2>
+                        <ul class="schedules" id="agent-schedules">{schedules}</ul>
+                        {no_schedules}
+                        <p><a href=format!("/schedules?agent={id}")>"Manage its schedules"</a></p>
                         <h2>"Manifest"</h2>
                         <pre class="code">{page.manifest_toml}</pre>
                     </section>

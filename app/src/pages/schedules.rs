@@ -15,6 +15,8 @@ use crate::widgets::{Csrf, agent_names, short_time};
 pub struct List {
     pub schedules: Vec<Schedule>,
     pub agents: Vec<Arc<Agent>>,
+    /// The agent filter as typed (name or id); empty: every agent.
+    pub agent: String,
 }
 
 /// "ok · 2026-11-30 14:02:11 · 420 ms", or "never fired".
@@ -71,6 +73,14 @@ pub fn render_list(meta: PageMeta, page: List) -> String {
             }
         })
         .collect::<Vec<_>>();
+    let options = page
+        .agents
+        .iter()
+        .map(|a| {
+            let selected = a.name == page.agent || a.id.to_string() == page.agent;
+            view! { <option value=a.name.clone() selected=selected>{a.name.clone()}</option> }
+        })
+        .collect::<Vec<_>>();
     let empty = page.schedules.is_empty().then(|| {
         view! { <p class="hint">"No schedules yet. Agents make them with schedule_create and cron_create; agent types declare them in [[cron]] blocks."</p> }
     });
@@ -79,6 +89,10 @@ pub fn render_list(meta: PageMeta, page: List) -> String {
             <Shell meta>
                 <h1>"Schedules"</h1>
                 <p class="hint">"Agents can only pause and resume their own schedules. Deleting one for good is for operators, here."</p>
+                <form method="get" action="/schedules" class="filters">
+                    <label>"Agent" <select name="agent"><option value="">"any"</option>{options}</select></label>
+                    <button type="submit">"Filter"</button>
+                </form>
                 {empty}
                 <div class="scroll">
                     <table id="schedules">

@@ -102,8 +102,7 @@ impl Schedule {
     /// The short name an operator types to confirm a permanent deletion: the id's last 8
     /// characters (its random part).
     pub fn short_id(&self) -> String {
-        let id = self.id.simple().to_string();
-        id[id.len() - 8..].to_string()
+        short_id(&self.id.to_string())
     }
 
     /// `every 0 9 * * * (Europe/Berlin)` or `once at 2026-12-01T09:00:00.000Z`.
@@ -480,6 +479,12 @@ pub async fn delete_permanently(
         });
     }
     Ok(schedule)
+}
+
+/// The last 8 hex digits of a schedule id (its random part).
+fn short_id(id: &str) -> String {
+    let hex: Vec<char> = id.chars().filter(char::is_ascii_hexdigit).collect();
+    hex[hex.len().saturating_sub(8)..].iter().collect()
 }
 
 fn check_prompt(prompt: &str) -> Result<()> {

@@ -107,7 +107,10 @@ async fn fire(kernel: Kernel, d: Dispatch, _permit: tokio::sync::OwnedSemaphoreP
     let agent = Uuid::parse_str(&d.agent_id).ok().and_then(|id| kernel.agents().get_by_id(id));
     let (outcome, detail, session) = match agent {
         Some(agent) if agent.is_running() => {
-            let req = TurnRequest::headless(d.prompt, Caller::Schedule(d.schedule_id.clone()));
+            let req = TurnRequest {
+                new_session_label: Some(format!("schedule {}", super::short_id(&d.schedule_id))),
+                ..TurnRequest::headless(d.prompt, Caller::Schedule(d.schedule_id.clone()))
+            };
             match turn::run(&kernel, agent, req).await {
                 Ok(r) if r.ended == TurnEnd::Reply => ("ok", shorten(&r.reply), Some(r.session_id)),
                 Ok(r) => ("failed", format!("the turn ended without a reply: {:?}", r.ended), Some(r.session_id)),

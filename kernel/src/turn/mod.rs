@@ -31,6 +31,8 @@ pub struct TurnRequest {
     pub message: String,
     /// Continue this session; `None` opens a new one.
     pub session: Option<Uuid>,
+    /// The label of the session this turn opens, if it opens one (`schedule 1a2b3c4d`).
+    pub new_session_label: Option<String>,
     pub caller: Caller,
     /// No person is there to answer (API, schedule, trigger): tools that need one are left out.
     pub headless: bool,
@@ -49,6 +51,7 @@ impl TurnRequest {
         TurnRequest {
             message: message.into(),
             session: None,
+            new_session_label: None,
             caller,
             headless: true,
             channel: None,
@@ -205,7 +208,7 @@ pub async fn run(kernel: &Kernel, agent: Arc<Agent>, req: TurnRequest) -> Result
             }
             (s.id, false)
         }
-        None => (kernel.sessions().create(agent.id, None).await?.id, true),
+        None => (kernel.sessions().create(agent.id, req.new_session_label.clone()).await?.id, true),
     };
 
     let turns = kernel.turns();

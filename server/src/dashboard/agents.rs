@@ -74,6 +74,9 @@ pub struct PageQuery {
     notice: Option<String>,
 }
 
+/// Schedules listed on an agent's page; the Schedules page has them all.
+const AGENT_PAGE_SCHEDULES: u32 = 20;
+
 async fn agent_page(
     kernel: &Kernel,
     op: &Operator,
@@ -102,8 +105,15 @@ async fn agent_page(
             Some(s) => kernel.sessions().messages(s.id).await?,
             None => Vec::new(),
         };
+        let filter = kennel_kernel::schedule::ScheduleFilter {
+            agent: Some(agent.id.to_string()),
+            limit: Some(AGENT_PAGE_SCHEDULES),
+            ..Default::default()
+        };
+        let schedules = kernel.schedules().list(&filter).await?;
         Ok(AgentPage {
             manifest_toml: to_toml(&agent.manifest),
+            schedules,
             agent,
             sessions,
             session,

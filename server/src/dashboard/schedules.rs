@@ -18,15 +18,28 @@ fn agent_name(kernel: &Kernel, s: &Schedule) -> String {
     kernel.agents().get(&s.agent_id).map(|a| a.name.clone()).unwrap_or_else(|_| s.agent_id.clone())
 }
 
+#[derive(Deserialize)]
+pub struct ListQuery {
+    /// An agent's name or id.
+    #[serde(default)]
+    agent: String,
+    notice: Option<String>,
+}
+
 pub async fn list(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
-    axum::extract::Query(n): axum::extract::Query<Notice>,
+    axum::extract::Query(q): axum::extract::Query<ListQuery>,
 ) -> Response {
-    match kernel.schedules().list(&ScheduleFilter::default()).await {
+    let result = async {
+        let filter = ScheduleFilter { agent: kernel.agents().id_of(Some(&q.agent))?, ..Default::default() };
+        kernel.schedules().list(&filter).await
+    };
+    match result.await {
         Ok(schedules) => {
-            let page = List { schedules, agents: kernel.agents().list() };
-            html(StatusCode::OK, schedules::render_list(meta(&op, "Schedules", Nav::Schedules, n.flash()), page))
+            let page = List { schedules, agents: kernel.agents().list(), agent: q.agent };
+            let flash = Notice { notice: q.notice }.flash();
+            html(StatusCode::OK, schedules::render_list(meta(&op, "Schedules", Nav::Schedules, flash), page))
         }
         Err(e) => error_page(&op, &e),
     }

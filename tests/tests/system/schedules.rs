@@ -163,6 +163,8 @@ async fn a_fire_runs_a_headless_turn_and_is_recorded_with_outcome_and_duration()
     let session = fire["session_id"].as_str().unwrap();
     let sessions = api.get(&format!("/api/agents/{cook}/sessions")).await;
     assert!(sessions.text.contains(session), "{}", sessions.text);
+    let short = &id.replace('-', "")[24..];
+    assert!(sessions.text.contains(&format!("schedule {short}")), "the session says which schedule: {}", sessions.text);
     // A fired one-shot schedule cannot be resumed.
     let r = api.invoke(&cook, "schedule_resume", json!({"schedule_id": id})).await;
     assert_eq!(r.error_kind(), "Conflict");
@@ -285,4 +287,26 @@ async fn a_one_shot_schedule_due_while_the_daemon_was_down_fires_once_at_start()
     assert_eq!(detail["fires"].as_array().unwrap().len(), 1);
     assert_eq!(detail["fires"][0]["missed_slots"], 1, "recorded as missed while down");
     assert_eq!(detail["schedule"]["state"], "done");
+}
+
+#[tokio::test]
+async fn the_manager_filters_by_agent_and_an_agents_page_lists_its_schedules() {
+    let (_home, d, api) = daemon().await;
+    let ann = agent_from(&api, json!({"name": "ann", "tools": ["schedule.*"]})).await;
+    let ben = agent_from(&api, json!({"name": "ben", "tools": ["schedule.*"]})).await;
+    api.invoke(&ann, "cron_create", json!({"expression": "15 * * * *", "prompt": "ann's hourly"})).await;
+    api.invoke(&ben, "schedule_create", json!({"when": "+3h", "prompt": "ben's reminder"})).await;
+    let b = d.browser();
+    assert_eq!(b.set_up("ada", "correct horse").await.status, 303);
+
+    let all = b.get("/schedules").await;
+    assert!(all.text.contains("ann&#x27;s hourly") || all.text.contains("ann's hourly"), "{}", all.text);
+    assert!(all.text.contains("ben&#x27;s reminder") || all.text.contains("ben's reminder"));
+    let anns = b.get("/schedules?agent=ann").await;
+    assert!(anns.text.contains("every 15 * * * *"));
+    assert!(!anns.text.contains("reminder"), "only ann's");
+    assert_eq!(b.get("/schedules?agent=nobody").await.status, 404);
+
+    let page = b.get(&format!("/agents/{ann}")).await;
+    assert!(page.text.contains("every 15 * * * *") && page.text.contains("/schedules?agent="), "{}", page.text);
 }
