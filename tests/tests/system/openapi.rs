@@ -18,16 +18,25 @@ async fn the_openapi_document_describes_every_route() {
         ("/api/agents/{id}/sessions", &["get", "post"]),
         ("/api/tools", &["get"]),
         ("/api/audit", &["get"]),
+        ("/api/tasks", &["get", "post"]),
+        ("/api/tasks/{id}", &["get"]),
+        ("/api/schedules", &["get"]),
+        ("/api/schedules/{id}", &["get", "delete"]),
+        ("/api/schedules/{id}/pause", &["post"]),
+        ("/api/schedules/{id}/resume", &["post"]),
     ] {
         for m in methods {
             assert!(paths.get(path).and_then(|p| p.get(*m)).is_some(), "{m} {path} is not documented");
         }
     }
     let schemas = doc.body["components"]["schemas"].as_object().unwrap();
-    for name in ["AgentType", "ManifestInput", "Agent", "CallOutput", "ErrorBody", "AuditRecord"] {
+    for name in ["AgentType", "ManifestInput", "Agent", "CallOutput", "ErrorBody", "AuditRecord", "Schedule", "Fire"] {
         assert!(schemas.contains_key(name), "schema {name} missing");
     }
     assert_eq!(doc.body["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
+    // Permanent deletion of a schedule is documented as what it is for tokens: refused.
+    let delete = &paths["/api/schedules/{id}"]["delete"]["responses"];
+    assert!(delete.get("403").is_some() && delete.get("200").is_none(), "{delete}");
     // The request body of POST /api/templates is the manifest input, derived from its type.
     let post = &paths["/api/templates"]["post"];
     assert_eq!(
