@@ -115,11 +115,9 @@ impl Kernel {
             audit: AuditLog::start(db.clone()),
             db,
         }));
-        tasks::start_sweeper(&kernel);
         for agent in kernel.0.agents.list() {
             kernel.0.schedules.seed_manifest(&agent).await?;
         }
-        schedule::runner::start(&kernel);
         let weak = Arc::downgrade(&kernel.0);
         db::watch_changes(&db_path, CHANGE_POLL, move || {
             let weak = weak.clone();
@@ -131,6 +129,14 @@ impl Kernel {
         })
         .await?;
         Ok(kernel)
+    }
+
+    /// Starts the daemon's own work: the task board's sweeper and the scheduler. Only the
+    /// daemon calls this — a CLI command opening the same home must not fire schedules or
+    /// mark the daemon's running fires interrupted.
+    pub fn start_background(&self) {
+        tasks::start_sweeper(self);
+        schedule::runner::start(self);
     }
 
     /// Re-reads the state another process may have changed.
@@ -258,10 +264,12 @@ impl Kernel {
         Ok(agent)
     }
 
-    /// Stops an agent and cancels its running turns.
+    /// Stops an agent, cancels its running turns and pauses its schedules (kept, so an
+    /// operator can resume them).
     pub async fn stop_agent(&self, agent: &str) -> Result<Arc<agent::Agent>> {
         let stopped = self.0.agents.stop(agent).await?;
         self.0.turns.cancel_agent(stopped.id);
+        self.0.schedules.pause_agent(stopped.id).await?;
         Ok(stopped)
     }
 

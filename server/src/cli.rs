@@ -150,6 +150,7 @@ async fn open(home: &std::path::Path) -> anyhow::Result<Kernel> {
 async fn start(home: PathBuf, bind: Option<SocketAddr>) -> anyhow::Result<()> {
     init_logging();
     let kernel = open(&home).await?;
+    kernel.start_background();
     let addr = bind.unwrap_or(kernel.config().server.bind);
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
     // One line on stdout that scripts (and our tests) can wait for; logs go to stderr.

@@ -4,7 +4,7 @@
 //! Each test scripts the replies in order (text, tool calls, an HTTP error) and reads back
 //! every request the daemon sent, to assert what the model was shown. The same server runs as
 //! the `fake-llm` binary for the dashboard's end-to-end tests, scripted over HTTP:
-//! `POST /_script` (a JSON array of [`Scripted`]), `GET /_requests`.
+//! `POST /_script` (a JSON array of [`Scripted`]), `GET /_requests`, `GET /_requests/count`.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -126,6 +126,7 @@ impl FakeLlm {
             .route("/v1/messages", post(anthropic))
             .route("/_script", post(push_script))
             .route("/_requests", get(list_requests))
+            .route("/_requests/count", get(count_requests))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind(addr).await.expect("bind fake llm");
         let addr = listener.local_addr().expect("addr");
@@ -169,6 +170,10 @@ impl FakeLlm {
 async fn push_script(State(shared): State<Arc<Shared>>, Json(replies): Json<Vec<Scripted>>) -> StatusCode {
     shared.script.lock().expect("script").extend(replies);
     StatusCode::NO_CONTENT
+}
+
+async fn count_requests(State(shared): State<Arc<Shared>>) -> Json<Value> {
+    Json(json!({ "count": shared.requests.lock().expect("requests").len() }))
 }
 
 async fn list_requests(State(shared): State<Arc<Shared>>) -> Json<Value> {

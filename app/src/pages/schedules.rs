@@ -77,8 +77,10 @@ pub fn render_list(meta: PageMeta, page: List) -> String {
         .agents
         .iter()
         .map(|a| {
-            let selected = a.name == page.agent || a.id.to_string() == page.agent;
-            view! { <option value=a.name.clone() selected=selected>{a.name.clone()}</option> }
+            // By id: a stopped agent's name no longer resolves.
+            let id = a.id.to_string();
+            let selected = a.name == page.agent || id == page.agent;
+            view! { <option value=id selected=selected>{a.name.clone()}</option> }
         })
         .collect::<Vec<_>>();
     let empty = page.schedules.is_empty().then(|| {

@@ -322,6 +322,12 @@ pub fn validate(input: ManifestInput) -> Result<Manifest> {
             err(&format!("trigger[{i}].event"), "an event type pattern of 1-128 characters without spaces".into());
         }
         check_prompt(&format!("trigger[{i}].prompt"), &t.prompt, &mut err);
+        if t.cooldown_secs.is_some_and(|c| c > MAX_COOLDOWN_SECS) {
+            err(&format!("trigger[{i}].cooldown_secs"), format!("at most {MAX_COOLDOWN_SECS} (a year)"));
+        }
+        if t.max_fires.is_some_and(|m| m > MAX_FIRES) {
+            err(&format!("trigger[{i}].max_fires"), format!("at most {MAX_FIRES}"));
+        }
     }
 
     if !errors.is_empty() {
@@ -373,6 +379,10 @@ fn parse_scopes(
     Some(parsed)
 }
 
+/// Bounds that keep trigger limits inside what time and counter arithmetic can hold.
+const MAX_COOLDOWN_SECS: u64 = 365 * 24 * 3600;
+const MAX_FIRES: u64 = 1_000_000_000;
+
 fn check_prompt(field: &str, prompt: &str, err: &mut impl FnMut(&str, String)) {
     if prompt.trim().is_empty() {
         err(field, "is required".into());
@@ -411,11 +421,24 @@ mod tests {
             "name": "Bad Name",
             "tools": ["ok_*", "bad pattern"],
             "skills": ["Nope"],
-            "cron": [{"schedule": "* * *", "prompt": ""}],
+            "cron": [{"schedule": "* * *", "prompt": ""}, {"schedule": "* * * * *", "prompt": "p", "timezone": "Nowhere"}],
+            "trigger": [{"event": "e", "prompt": "p", "cooldown_secs": 10_000_000_000_000u64, "max_fires": u64::MAX}],
         })))
         .unwrap_err();
         let fields: Vec<_> = e.fields.iter().map(|f| f.field.as_str()).collect();
-        assert_eq!(fields, ["name", "skills[0]", "tools[1]", "cron[0].schedule", "cron[0].prompt"]);
+        assert_eq!(
+            fields,
+            [
+                "name",
+                "skills[0]",
+                "tools[1]",
+                "cron[0].schedule",
+                "cron[0].prompt",
+                "cron[1].timezone",
+                "trigger[0].cooldown_secs",
+                "trigger[0].max_fires"
+            ]
+        );
     }
 
     #[test]

@@ -136,7 +136,12 @@ async fn claim_fire(
     }
     let db = kernel.db();
     let now = Utc::now();
-    let cooled_since = cooldown_secs.map(|c| crate::db::timestamp(now - chrono::Duration::seconds(c as i64)));
+    // Validated manifests bound both limits; stored ones from before that are clamped.
+    let cooled_since = cooldown_secs.map(|c| {
+        let cooldown =
+            chrono::Duration::try_seconds(c.min(i64::MAX as u64 / 1000) as i64).unwrap_or(chrono::Duration::MAX);
+        crate::db::timestamp(now.checked_sub_signed(cooldown).unwrap_or(chrono::DateTime::<Utc>::MIN_UTC))
+    });
     let fired = sqlx::query(
         "INSERT INTO trigger_state (agent_id, trigger_key, fires, last_fired) VALUES (?1, ?2, 1, ?3)
          ON CONFLICT (agent_id, trigger_key) DO UPDATE SET fires = fires + 1, last_fired = ?3
@@ -145,7 +150,7 @@ async fn claim_fire(
     .bind(agent.id.to_string())
     .bind(key)
     .bind(crate::db::timestamp(now))
-    .bind(max_fires.map(|m| m as i64))
+    .bind(max_fires.map(|m| m.min(i64::MAX as u64) as i64))
     .bind(cooled_since)
     .execute(db)
     .await?
@@ -168,7 +173,7 @@ async fn claim_fire(
     let last =
         chrono::DateTime::parse_from_rfc3339(row.get("last_fired")).map(|t| t.with_timezone(&Utc)).unwrap_or(now);
     let cooldown = cooldown_secs.unwrap_or_default();
-    let left_ms = (cooldown * 1000).saturating_sub((now - last).num_milliseconds().max(0) as u64);
+    let left_ms = cooldown.saturating_mul(1000).saturating_sub((now - last).num_milliseconds().max(0) as u64);
     Ok(Some(format!("cooling down: {} s of cooldown_secs = {cooldown} left", left_ms.div_ceil(1000).max(1))))
 }
 

@@ -242,12 +242,14 @@ impl Schedules {
             return Err(field_error("channel", "a channel name of 1-64 characters without spaces"));
         }
         let agent_id = new.agent_id.to_string();
+        // Count and insert under one write lock, so concurrent creates cannot pass the limit.
+        let mut tx = self.db.begin_with("BEGIN IMMEDIATE").await?;
         if new.origin == Origin::Runtime {
             let held: i64 = sqlx::query_scalar(
                 "SELECT count(*) FROM schedules WHERE agent_id = ? AND origin = 'runtime' AND state != 'done'",
             )
             .bind(&agent_id)
-            .fetch_one(&self.db)
+            .fetch_one(&mut *tx)
             .await?;
             if held >= MAX_PER_AGENT {
                 return Err(Error::new(
@@ -278,8 +280,9 @@ impl Schedules {
         .bind(&new.created_by)
         .bind(&stamp)
         .bind(&stamp)
-        .execute(&self.db)
+        .execute(&mut *tx)
         .await?;
+        tx.commit().await?;
         self.changed.notify_one();
         self.get(&id.to_string()).await
     }
@@ -359,6 +362,19 @@ impl Schedules {
         .await?;
         self.changed.notify_one();
         self.get(id).await
+    }
+
+    /// Pauses every active schedule of an agent (it was stopped).
+    pub(crate) async fn pause_agent(&self, agent_id: Uuid) -> Result<()> {
+        sqlx::query(
+            "UPDATE schedules SET state = 'paused', next_fire = NULL, updated_at = ? WHERE agent_id = ? AND state = 'active'",
+        )
+        .bind(db::now())
+        .bind(agent_id.to_string())
+        .execute(&self.db)
+        .await?;
+        self.changed.notify_one();
+        Ok(())
     }
 
     /// Lets a paused schedule fire again: a cron job from its next match after now; a one-shot

@@ -8,6 +8,7 @@
 //! the slots it missed counted in the fire's `missed_slots`; a cron job then continues from
 //! its next match after now.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,8 +29,9 @@ const BATCH: i64 = 500;
 /// The longest the scheduler sleeps without looking again (the wall clock can be set back
 /// or forward under it).
 const MAX_SLEEP: Duration = Duration::from_secs(30);
-/// Missed slots counted at most (a minutely job down for a month stops counting here).
-const MISSED_CAP: u64 = 100_000;
+/// Missed slots counted at most per fire (counting walks the calendar slot by slot; a
+/// minutely job down for a day stops counting here).
+const MISSED_CAP: u64 = 1_000;
 
 /// A fire written down and ready to run.
 struct Dispatch {
@@ -50,20 +52,16 @@ pub(crate) fn start(kernel: &Kernel) {
         if let Err(e) = schedules.mark_interrupted().await {
             tracing::warn!(error = %e.message, "could not mark interrupted fires");
         }
-        // Fires written down in this pass; their turns start once everything due is written,
-        // so a burst's turns do not slow the scheduler down while it is still catching up.
-        let mut ready = Vec::new();
         loop {
             let now = schedules.clock.now();
             let wait = match schedules.begin_due(now, started_at).await {
-                Ok(due) if due.len() as i64 == BATCH => {
-                    ready.extend(due);
-                    continue;
-                }
                 Ok(due) => {
-                    ready.extend(due);
-                    for d in ready.drain(..) {
+                    let full = due.len() as i64 == BATCH;
+                    for d in due {
                         let _ = queue.send(d);
+                    }
+                    if full {
+                        continue; // more may be due
                     }
                     match schedules.earliest().await {
                         Ok(Some(next)) => {
@@ -99,6 +97,54 @@ async fn run_fires(kernel: Kernel, mut pending: tokio::sync::mpsc::UnboundedRece
         let Ok(permit) = permits.clone().acquire_owned().await else { return };
         tokio::spawn(fire(kernel.clone(), d, permit));
     }
+}
+
+/// What firing one due schedule means, worked out before anything is written.
+struct Planned {
+    dispatch: Dispatch,
+    /// The `next_fire` it was due at, as stored (the write is guarded on it).
+    due: String,
+    next: Option<DateTime<Utc>>,
+    state: &'static str,
+    missed: i64,
+}
+
+/// For each due row: its next fire (cron) or `done` (one-shot), and the slots it missed —
+/// those that passed while the daemon was down (the due one included), and any later ones
+/// passed over because the fire came late. Expressions shared by many jobs are parsed once.
+fn plan(rows: &[sqlx::sqlite::SqliteRow], now: DateTime<Utc>, started_at: DateTime<Utc>) -> Vec<Planned> {
+    let mut parsed: HashMap<(String, Option<String>), Option<timing::CronSpec>> = HashMap::new();
+    rows.iter()
+        .map(|row| {
+            let due: String = row.get("next_fire");
+            let due_at = parse_time(&due).unwrap_or(now);
+            let is_cron = row.get::<&str, _>("kind") == Kind::Cron.as_str();
+            let spec = is_cron
+                .then(|| {
+                    let key = (
+                        row.get::<Option<String>, _>("expression").unwrap_or_default(),
+                        row.get::<Option<String>, _>("timezone"),
+                    );
+                    parsed.entry(key).or_insert_with_key(|(e, tz)| timing::parse_cron(e, tz.as_deref()).ok()).clone()
+                })
+                .flatten();
+            let next = spec.as_ref().and_then(|s| s.next_after(now.max(due_at)));
+            let passed_over = spec.as_ref().map_or(0, |s| s.slots_between(due_at, now, MISSED_CAP)) as i64;
+            let missed = passed_over + i64::from(due_at < started_at);
+            let state = match (is_cron, next) {
+                (true, Some(_)) => "active",
+                (true, None) => "paused",
+                (false, _) => "done",
+            };
+            let dispatch = Dispatch {
+                fire_id: 0,
+                schedule_id: row.get("id"),
+                agent_id: row.get("agent_id"),
+                prompt: row.get("prompt"),
+            };
+            Planned { dispatch, due, next, state, missed }
+        })
+        .collect()
 }
 
 /// Runs one fire's turn and records how it ended.
@@ -147,8 +193,9 @@ fn shorten(reply: &str) -> String {
 
 impl Schedules {
     /// Writes down every schedule due at `now` (up to a batch): its next fire time (or done)
-    /// and a `running` fire row. Those due before `started_at` were missed while the daemon
-    /// was down.
+    /// and a `running` fire row, in one transaction; the fires' turns are queued as soon as it
+    /// commits. What each fire means (next time, missed slots) is worked out before the
+    /// transaction, so the write lock is held only for the writes.
     async fn begin_due(&self, now: DateTime<Utc>, started_at: DateTime<Utc>) -> Result<Vec<Dispatch>> {
         let rows = sqlx::query(
             "SELECT id, agent_id, kind, expression, timezone, prompt, next_fire FROM schedules
@@ -161,41 +208,20 @@ impl Schedules {
         if rows.is_empty() {
             return Ok(Vec::new());
         }
-        let fired_at = db::timestamp(now);
+        let planned = plan(&rows, now, started_at);
+        let fired_at = db::timestamp(self.clock.now());
         let mut tx = self.db.begin().await?;
-        let mut due = Vec::with_capacity(rows.len());
-        for row in rows {
-            let id: String = row.get("id");
-            let due_text: String = row.get("next_fire");
-            let due_at = parse_time(&due_text).unwrap_or(now);
-            let spec = match row.get::<&str, _>("kind") {
-                "cron" => {
-                    let expression = row.get::<Option<&str>, _>("expression").unwrap_or_default();
-                    timing::parse_cron(expression, row.get("timezone")).ok()
-                }
-                _ => None,
-            };
-            let is_cron = row.get::<&str, _>("kind") == Kind::Cron.as_str();
-            let next = spec.as_ref().and_then(|s| s.next_after(now.max(due_at)));
-            let missed = if due_at < started_at {
-                1 + spec.as_ref().map_or(0, |s| s.slots_between(due_at, now, MISSED_CAP)) as i64
-            } else {
-                0
-            };
-            let state = match (is_cron, next) {
-                (true, Some(_)) => "active",
-                (true, None) => "paused",
-                (false, _) => "done",
-            };
+        let mut due = Vec::with_capacity(planned.len());
+        for p in planned {
             let taken = sqlx::query(
                 "UPDATE schedules SET next_fire = ?, state = ?, updated_at = ?
                  WHERE id = ? AND state = 'active' AND next_fire = ?",
             )
-            .bind(next.map(db::timestamp))
-            .bind(state)
+            .bind(p.next.map(db::timestamp))
+            .bind(p.state)
             .bind(&fired_at)
-            .bind(&id)
-            .bind(&due_text)
+            .bind(&p.dispatch.schedule_id)
+            .bind(&p.due)
             .execute(&mut *tx)
             .await?
             .rows_affected();
@@ -206,13 +232,13 @@ impl Schedules {
                 "INSERT INTO schedule_fires (schedule_id, due_at, fired_at, outcome, missed_slots)
                  VALUES (?, ?, ?, 'running', ?) RETURNING id",
             )
-            .bind(&id)
-            .bind(&due_text)
+            .bind(&p.dispatch.schedule_id)
+            .bind(&p.due)
             .bind(&fired_at)
-            .bind(missed)
+            .bind(p.missed)
             .fetch_one(&mut *tx)
             .await?;
-            due.push(Dispatch { fire_id, schedule_id: id, agent_id: row.get("agent_id"), prompt: row.get("prompt") });
+            due.push(Dispatch { fire_id, ..p.dispatch });
         }
         tx.commit().await?;
         Ok(due)
@@ -261,9 +287,10 @@ impl Schedules {
     /// Fires left `running` by a daemon that stopped mid-turn.
     async fn mark_interrupted(&self) -> Result<()> {
         sqlx::query(
-            "UPDATE schedule_fires SET outcome = 'interrupted', detail = 'the daemon stopped during this fire'
-             WHERE outcome = 'running'",
+            "UPDATE schedule_fires SET outcome = 'interrupted', detail = 'the daemon stopped during this fire',
+                 finished_at = ? WHERE outcome = 'running'",
         )
+        .bind(db::timestamp(self.clock.now()))
         .execute(&self.db)
         .await?;
         Ok(())

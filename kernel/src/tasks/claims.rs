@@ -49,15 +49,37 @@ async fn drain(db: Db, mut rx: mpsc::Receiver<Request>) {
     while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
         match claim_all(&db, &batch).await {
             Ok(claimed) => {
+                let mut orphaned = Vec::new();
                 for (request, task) in batch.drain(..).zip(claimed) {
-                    let _ = request.reply.send(Ok(task));
+                    if let Err(Ok(Some(task))) = request.reply.send(Ok(task)) {
+                        orphaned.push(task.id.to_string());
+                    }
                 }
+                release(&db, &orphaned).await;
             }
             Err(e) => {
                 for request in batch.drain(..) {
                     let _ = request.reply.send(Err(e.clone()));
                 }
             }
+        }
+    }
+}
+
+/// Puts back tasks claimed for callers that went away before hearing of it (a client
+/// disconnected mid-call), instead of leaving them claimed until the TTL runs out.
+async fn release(db: &Db, tasks: &[String]) {
+    for id in tasks {
+        let released = sqlx::query(
+            "UPDATE tasks SET status = 'pending', claimed_by = NULL, claimed_at = NULL, updated_at = ?
+             WHERE id = ? AND status = 'claimed'",
+        )
+        .bind(db::now())
+        .bind(id)
+        .execute(db)
+        .await;
+        if let Err(e) = released {
+            tracing::warn!(task = %id, error = %e, "a claim nobody received stays until its TTL");
         }
     }
 }

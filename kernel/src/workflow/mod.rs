@@ -321,8 +321,9 @@ async fn step_agent(kernel: &Kernel, step: &Step) -> Result<(std::sync::Arc<crat
             Ok((agent, false))
         }
         (None, Some(agent_type)) => {
+            // A step agent lives for one step: its type's [[cron]] jobs are not scheduled.
             let agent =
-                kernel.spawn_agent(SpawnRequest { agent_type: agent_type.clone(), ..Default::default() }).await?;
+                kernel.agents().spawn(SpawnRequest { agent_type: agent_type.clone(), ..Default::default() }).await?;
             Ok((agent, true))
         }
         (None, None) => Err(Error::invalid("the step names no agent")),

@@ -11,7 +11,7 @@ use kennel_kernel::Kernel;
 use kennel_kernel::agent::{ManifestInput, SpawnRequest};
 use kennel_kernel::clock::{Clock, ManualClock};
 use kennel_kernel::config::Config;
-use kennel_kernel::schedule::Fire;
+use kennel_kernel::schedule::{self, Fire};
 use kennel_kernel::tool::{CallContext, Caller};
 use kennel_tests::eventually;
 use kennel_tests::fake_llm::{FakeLlm, Scripted};
@@ -23,7 +23,9 @@ fn at(s: &str) -> DateTime<Utc> {
 
 async fn open(home: &Path, llm: &FakeLlm, clock: &Arc<ManualClock>) -> Kernel {
     let config = Config::parse(Path::new("config.toml"), &llm.provider_config("fake", "openai")).unwrap();
-    Kernel::open_with_clock(home, config, Clock::Manual(clock.clone())).await.unwrap()
+    let kernel = Kernel::open_with_clock(home, config, Clock::Manual(clock.clone())).await.unwrap();
+    kernel.start_background();
+    kernel
 }
 
 async fn spawn_clockwork(kernel: &Kernel) -> String {
@@ -171,7 +173,7 @@ async fn a_fire_interrupted_by_a_stop_is_marked_and_not_repeated() {
 }
 
 #[tokio::test]
-async fn a_stopped_agents_cron_job_is_skipped_once_then_paused() {
+async fn a_cron_job_due_for_an_agent_that_stopped_is_skipped_once_then_paused() {
     let llm = FakeLlm::start().await;
     let home = tempfile::tempdir().unwrap();
     let clock = ManualClock::starting_at(at("2026-12-01T10:00:30Z"));
@@ -179,7 +181,10 @@ async fn a_stopped_agents_cron_job_is_skipped_once_then_paused() {
     let agent = spawn_clockwork(&kernel).await;
     let job = call(&kernel, &agent, "cron_create", json!({"expression": "*/5 * * * *", "prompt": "tick"})).await;
     let id = job["id"].as_str().unwrap().to_string();
-    kernel.stop_agent(&agent).await.unwrap();
+    // Stopped behind the kernel's back (as an older daemon could leave it): the job is still
+    // active when its time comes.
+    kernel.agents().stop(&agent).await.unwrap();
+    assert_eq!(kernel.schedules().get(&id).await.unwrap().state, kennel_kernel::schedule::State::Active);
 
     clock.set(at("2026-12-01T10:05:00Z"));
     let f = finished(&kernel, &id, 1).await;
@@ -194,5 +199,39 @@ async fn a_stopped_agents_cron_job_is_skipped_once_then_paused() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(fires(&kernel, &id).await.len(), 1);
     assert!(llm.requests().is_empty(), "no turn ran");
+    kernel.close().await;
+}
+
+#[tokio::test]
+async fn only_a_live_operator_session_with_its_csrf_token_and_the_typed_short_id_deletes() {
+    let llm = FakeLlm::start().await;
+    let home = tempfile::tempdir().unwrap();
+    let clock = ManualClock::starting_at(at("2026-12-01T10:00:30Z"));
+    let kernel = open(home.path(), &llm, &clock).await;
+    let agent = spawn_clockwork(&kernel).await;
+    let job = call(&kernel, &agent, "cron_create", json!({"expression": "0 * * * *", "prompt": "hourly"})).await;
+    let id = job["id"].as_str().unwrap().to_string();
+    let short = kernel.schedules().get(&id).await.unwrap().short_id();
+    kernel.auth().add_operator("ada", "correct horse").await.unwrap();
+    let (cookie, session) = kernel.auth().open_session("ada").await.unwrap();
+
+    let refused = |r: Result<kennel_kernel::auth::HumanApproval, kennel_kernel::Error>| r.unwrap_err().kind;
+    assert_eq!(
+        refused(kernel.auth().human_approval("not-a-session", &session.csrf)),
+        kennel_kernel::ErrorKind::Forbidden
+    );
+    assert_eq!(refused(kernel.auth().human_approval(&cookie, "wrong-token")), kennel_kernel::ErrorKind::Forbidden);
+    let approval = kernel.auth().human_approval(&cookie, &session.csrf).unwrap();
+    assert_eq!(approval.operator(), "ada");
+
+    let e = schedule::delete_permanently(&kernel, &id, "hourly", &approval).await.unwrap_err();
+    assert_eq!(e.fields[0].field, "confirm");
+    assert!(kernel.schedules().get(&id).await.is_ok(), "a wrong confirmation deletes nothing");
+    schedule::delete_permanently(&kernel, &id, &short, &approval).await.unwrap();
+    assert_eq!(kernel.schedules().get(&id).await.unwrap_err().kind, kennel_kernel::ErrorKind::NotFound);
+    assert!(fires(&kernel, &id).await.is_empty());
+
+    kernel.auth().close_session(&cookie).await.unwrap();
+    assert_eq!(refused(kernel.auth().human_approval(&cookie, &session.csrf)), kennel_kernel::ErrorKind::Forbidden);
     kernel.close().await;
 }

@@ -171,18 +171,32 @@ async fn a_fire_runs_a_headless_turn_and_is_recorded_with_outcome_and_duration()
 }
 
 #[tokio::test]
-async fn a_fire_for_a_stopped_agent_is_recorded_as_skipped() {
-    let (_home, _d, api) = daemon().await;
+async fn stopping_an_agent_pauses_its_schedules_and_the_cli_never_fires_them() {
+    let home = kennel_tests::Home::new();
+    let token = home.token("ops").await;
+    let daemon = home.start().await;
+    let api = daemon.api(&token);
     let sleeper = agent_from(&api, json!({"name": "sleeper", "tools": ["schedule.*"]})).await;
-    let id = id_of(&api.invoke(&sleeper, "schedule_create", json!({"when": "+1s", "prompt": "wake up"})).await);
+    let once = id_of(&api.invoke(&sleeper, "schedule_create", json!({"when": "+2s", "prompt": "wake up"})).await);
+    let cron = id_of(&api.invoke(&sleeper, "cron_create", json!({"expression": "* * * * *", "prompt": "tick"})).await);
     api.delete(&format!("/api/agents/{sleeper}")).await;
-    let skipped =
-        eventually(Duration::from_secs(10), || async { schedule(&api, &id).await["fires"][0]["outcome"] == "skipped" })
-            .await;
-    let detail = schedule(&api, &id).await;
-    assert!(skipped, "{detail}");
+    for id in [&once, &cron] {
+        let s = schedule(&api, id).await;
+        assert_eq!(s["schedule"]["state"], "paused", "kept, paused: {s}");
+    }
+    // A CLI command on the same home while the daemon runs: it must not run a scheduler.
+    home.cli_ok(&["token", "list"]).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(schedule(&api, &once).await["fires"], json!([]), "a paused schedule does not fire");
+    assert_eq!(api.post(&format!("/api/schedules/{once}/resume"), json!({})).await.body["state"], "active");
+    let skipped = eventually(Duration::from_secs(10), || async {
+        schedule(&api, &once).await["fires"][0]["outcome"] == "skipped"
+    })
+    .await;
+    let detail = schedule(&api, &once).await;
+    assert!(skipped, "resumed for a stopped agent, it fires and is recorded as skipped: {detail}");
     assert!(detail["fires"][0]["detail"].as_str().unwrap().contains("stopped"));
-    assert_eq!(detail["schedule"]["state"], "done", "a one-shot schedule has had its fire");
+    assert_eq!(detail["schedule"]["state"], "done");
 }
 
 #[tokio::test]
@@ -272,10 +286,11 @@ async fn a_one_shot_schedule_due_while_the_daemon_was_down_fires_once_at_start()
     let daemon = home.start().await;
     let api = daemon.api(&token);
     let agent = agent_from(&api, json!({"name": "napper", "model": "m", "tools": ["schedule.*"]})).await;
-    let id = id_of(&api.invoke(&agent, "schedule_create", json!({"when": "+2s", "prompt": "wake me"})).await);
+    let id = id_of(&api.invoke(&agent, "schedule_create", json!({"when": "+3s", "prompt": "wake me"})).await);
     let (code, stderr) = daemon.stop().await;
     assert_eq!(code, Some(0), "{stderr}");
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(llm.requests().is_empty(), "stopped before its time");
+    tokio::time::sleep(Duration::from_secs(4)).await;
 
     let daemon = home.start().await;
     let api = daemon.api(&token);
