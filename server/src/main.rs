@@ -30,7 +30,8 @@ fn main() -> ExitCode {
 /// glibc gives each thread that allocates its own heap ("arena") and rarely hands freed memory
 /// back, so a burst of work spread over the runtime's workers and SQLite's connection threads
 /// leaves the daemon holding several heaps' worth of freed memory. With two arenas, a burst of
-/// 10,000 scheduled turns leaves 111 MiB resident instead of 178 MiB (docs/BENCHMARKS.md).
+/// 10,000 scheduled turns read back as 10 MB responses left 111 MiB resident instead of
+/// 178 MiB (docs/BENCHMARKS.md, schedules).
 fn limit_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets an allocator tunable; it is called before any other thread exists.
