@@ -32,10 +32,13 @@ fn main() -> ExitCode {
 /// leaves the daemon holding several heaps' worth of freed memory. With two arenas, a burst of
 /// 10,000 scheduled turns read back as 10 MB responses left 111 MiB resident instead of
 /// 178 MiB (docs/BENCHMARKS.md, schedules).
+/// An operator's own `MALLOC_ARENA_MAX` wins.
 fn limit_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets an allocator tunable; it is called before any other thread exists.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 2);
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+        // SAFETY: mallopt only sets an allocator tunable; it runs before any other thread exists.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, 2);
+        }
     }
 }
