@@ -260,28 +260,22 @@ impl Schedules {
                 ));
             }
         }
-        let stamp = db::timestamp(now);
         let id = Uuid::now_v7();
-        sqlx::query(
-            "INSERT INTO schedules (id, agent_id, kind, origin, expression, timezone, run_at, prompt, channel, state,
-                                    next_fire, created_by, created_at, updated_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)",
-        )
-        .bind(id.to_string())
-        .bind(&agent_id)
-        .bind(kind.as_str())
-        .bind(new.origin.as_str())
-        .bind(expression)
-        .bind(timezone)
-        .bind(run_at)
-        .bind(&new.prompt)
-        .bind(&new.channel)
-        .bind(db::timestamp(next_fire))
-        .bind(&new.created_by)
-        .bind(&stamp)
-        .bind(&stamp)
-        .execute(&mut *tx)
-        .await?;
+        let row = StoredRow {
+            id,
+            agent_id: &agent_id,
+            kind,
+            origin: new.origin,
+            expression: expression.as_deref(),
+            timezone: timezone.as_deref(),
+            run_at: run_at.as_deref(),
+            prompt: &new.prompt,
+            channel: new.channel.as_deref(),
+            next_fire: Some(next_fire),
+            created_by: &new.created_by,
+            at: now,
+        };
+        insert(&mut tx, row).await?;
         tx.commit().await?;
         self.changed.notify_one();
         self.get(&id.to_string()).await
@@ -427,7 +421,6 @@ impl Schedules {
             return Ok(());
         }
         let now = self.clock.now();
-        let stamp = db::timestamp(now);
         for block in &agent.manifest.cron {
             let next = match timing::parse_cron(&block.schedule, block.timezone.as_deref()) {
                 Ok(spec) => spec.next_after(now),
@@ -436,24 +429,23 @@ impl Schedules {
                     None
                 }
             };
-            sqlx::query(
-                "INSERT INTO schedules (id, agent_id, kind, origin, expression, timezone, prompt, channel, state,
-                                        next_fire, created_by, created_at, updated_at)
-                 VALUES (?, ?, 'cron', 'manifest', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(Uuid::now_v7().to_string())
-            .bind(agent.id.to_string())
-            .bind(&block.schedule)
-            .bind(&block.timezone)
-            .bind(&block.prompt)
-            .bind(&block.channel)
-            .bind(if next.is_some() && agent.is_running() { "active" } else { "paused" })
-            .bind(next.filter(|_| agent.is_running()).map(db::timestamp))
-            .bind(format!("type:{}", agent.agent_type))
-            .bind(&stamp)
-            .bind(&stamp)
-            .execute(&mut *tx)
-            .await?;
+            let agent_id = agent.id.to_string();
+            let created_by = format!("type:{}", agent.agent_type);
+            let row = StoredRow {
+                id: Uuid::now_v7(),
+                agent_id: &agent_id,
+                kind: Kind::Cron,
+                origin: Origin::Manifest,
+                expression: Some(&block.schedule),
+                timezone: block.timezone.as_deref(),
+                run_at: None,
+                prompt: &block.prompt,
+                channel: block.channel.as_deref(),
+                next_fire: next.filter(|_| agent.is_running()),
+                created_by: &created_by,
+                at: now,
+            };
+            insert(&mut tx, row).await?;
         }
         tx.commit().await?;
         self.changed.notify_one();
@@ -501,6 +493,50 @@ pub async fn delete_permanently(
 fn short_id(id: &str) -> String {
     let hex: Vec<char> = id.chars().filter(char::is_ascii_hexdigit).collect();
     hex[hex.len().saturating_sub(8)..].iter().collect()
+}
+
+/// A `schedules` row as both ways of making one (tools, manifests) store it: active when it
+/// has a next fire, paused otherwise.
+struct StoredRow<'a> {
+    id: Uuid,
+    agent_id: &'a str,
+    kind: Kind,
+    origin: Origin,
+    expression: Option<&'a str>,
+    timezone: Option<&'a str>,
+    run_at: Option<&'a str>,
+    prompt: &'a str,
+    channel: Option<&'a str>,
+    next_fire: Option<DateTime<Utc>>,
+    created_by: &'a str,
+    at: DateTime<Utc>,
+}
+
+async fn insert(conn: &mut sqlx::SqliteConnection, row: StoredRow<'_>) -> Result<()> {
+    let state = if row.next_fire.is_some() { State::Active } else { State::Paused };
+    let at = db::timestamp(row.at);
+    sqlx::query(
+        "INSERT INTO schedules (id, agent_id, kind, origin, expression, timezone, run_at, prompt, channel, state,
+                                next_fire, created_by, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(row.id.to_string())
+    .bind(row.agent_id)
+    .bind(row.kind.as_str())
+    .bind(row.origin.as_str())
+    .bind(row.expression)
+    .bind(row.timezone)
+    .bind(row.run_at)
+    .bind(row.prompt)
+    .bind(row.channel)
+    .bind(state.as_str())
+    .bind(row.next_fire.map(db::timestamp))
+    .bind(row.created_by)
+    .bind(&at)
+    .bind(&at)
+    .execute(conn)
+    .await?;
+    Ok(())
 }
 
 fn check_prompt(prompt: &str) -> Result<()> {
