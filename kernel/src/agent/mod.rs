@@ -225,6 +225,11 @@ impl Agents {
         who.map(str::trim).filter(|w| !w.is_empty()).map(|w| self.get(w).map(|a| a.id.to_string())).transpose()
     }
 
+    /// The name of the agent with this id (running or stopped), or the id itself if none has it.
+    pub fn name_of(&self, id: &str) -> String {
+        Uuid::parse_str(id).ok().and_then(|id| self.get_by_id(id)).map_or_else(|| id.to_string(), |a| a.name.clone())
+    }
+
     pub fn get_by_id(&self, id: AgentId) -> Option<Arc<Agent>> {
         self.read().agents.get(&id).cloned()
     }

@@ -347,24 +347,24 @@ impl Schedules {
             }
             State::Active => {}
         }
-        sqlx::query(
-            "UPDATE schedules SET state = 'paused', next_fire = NULL, updated_at = ? WHERE id = ? AND state = 'active'",
-        )
-        .bind(db::now())
-        .bind(id)
-        .execute(&self.db)
-        .await?;
-        self.changed.notify_one();
+        self.pause_matching(Some(id), None).await?;
         self.get(id).await
     }
 
     /// Pauses every active schedule of an agent (it was stopped).
     pub(crate) async fn pause_agent(&self, agent_id: Uuid) -> Result<()> {
+        self.pause_matching(None, Some(&agent_id.to_string())).await
+    }
+
+    /// Pauses the active schedules with this id, or of this agent.
+    async fn pause_matching(&self, id: Option<&str>, agent_id: Option<&str>) -> Result<()> {
         sqlx::query(
-            "UPDATE schedules SET state = 'paused', next_fire = NULL, updated_at = ? WHERE agent_id = ? AND state = 'active'",
+            "UPDATE schedules SET state = 'paused', next_fire = NULL, updated_at = ?1
+             WHERE state = 'active' AND (?2 IS NULL OR id = ?2) AND (?3 IS NULL OR agent_id = ?3)",
         )
         .bind(db::now())
-        .bind(agent_id.to_string())
+        .bind(id)
+        .bind(agent_id)
         .execute(&self.db)
         .await?;
         self.changed.notify_one();

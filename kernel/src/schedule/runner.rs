@@ -17,7 +17,7 @@ use sqlx::Row;
 use tokio::sync::Semaphore;
 use uuid::Uuid;
 
-use super::{Kind, Schedules, parse_time, timing};
+use super::{Kind, Schedules, State, parse_time, timing};
 use crate::Kernel;
 use crate::db;
 use crate::error::Result;
@@ -105,7 +105,7 @@ struct Planned {
     /// The `next_fire` it was due at, as stored (the write is guarded on it).
     due: String,
     next: Option<DateTime<Utc>>,
-    state: &'static str,
+    state: State,
     missed: i64,
 }
 
@@ -132,9 +132,9 @@ fn plan(rows: &[sqlx::sqlite::SqliteRow], now: DateTime<Utc>, started_at: DateTi
             let passed_over = spec.as_ref().map_or(0, |s| s.slots_between(due_at, now, MISSED_CAP)) as i64;
             let missed = passed_over + i64::from(due_at < started_at);
             let state = match (is_cron, next) {
-                (true, Some(_)) => "active",
-                (true, None) => "paused",
-                (false, _) => "done",
+                (true, Some(_)) => State::Active,
+                (true, None) => State::Paused,
+                (false, _) => State::Done,
             };
             let dispatch = Dispatch {
                 fire_id: 0,
@@ -218,7 +218,7 @@ impl Schedules {
                  WHERE id = ? AND state = 'active' AND next_fire = ?",
             )
             .bind(p.next.map(db::timestamp))
-            .bind(p.state)
+            .bind(p.state.as_str())
             .bind(&fired_at)
             .bind(&p.dispatch.schedule_id)
             .bind(&p.due)

@@ -14,10 +14,6 @@ use serde::Deserialize;
 
 use super::{Notice, Operator, error_page, html, meta, see_other};
 
-fn agent_name(kernel: &Kernel, s: &Schedule) -> String {
-    kernel.agents().get(&s.agent_id).map(|a| a.name.clone()).unwrap_or_else(|_| s.agent_id.clone())
-}
-
 #[derive(Deserialize)]
 pub struct ListQuery {
     /// An agent's name or id.
@@ -56,7 +52,7 @@ pub async fn detail(
     match result.await {
         Ok((schedule, fires)) => {
             let title = format!("Schedule {}", schedule.short_id());
-            let page = Detail { agent: agent_name(&kernel, &schedule), schedule, fires };
+            let page = Detail { agent: kernel.agents().name_of(&schedule.agent_id), schedule, fires };
             html(StatusCode::OK, schedules::render_detail(meta(&op, title, Nav::Schedules, n.flash()), page))
         }
         Err(e) => error_page(&op, &e),
@@ -105,7 +101,7 @@ fn confirm_page(
     error: Option<String>,
 ) -> Response {
     let title = format!("Delete schedule {}", schedule.short_id());
-    let page = ConfirmDelete { agent: agent_name(kernel, &schedule), schedule, error };
+    let page = ConfirmDelete { agent: kernel.agents().name_of(&schedule.agent_id), schedule, error };
     html(status, schedules::render_confirm_delete(meta(op, title, Nav::Schedules, None), page))
 }
 

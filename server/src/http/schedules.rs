@@ -27,12 +27,12 @@ pub fn router() -> OpenApiRouter<Kernel> {
 struct OwnedSchedule {
     #[serde(flatten)]
     schedule: Schedule,
-    /// The owner agent's name.
+    /// The owner agent's name (its id if it has none).
     agent: String,
 }
 
 fn owned(kernel: &Kernel, schedule: Schedule) -> OwnedSchedule {
-    let agent = kernel.agents().get(&schedule.agent_id).map(|a| a.name.clone()).unwrap_or_default();
+    let agent = kernel.agents().name_of(&schedule.agent_id);
     OwnedSchedule { schedule, agent }
 }
 
