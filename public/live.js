@@ -45,3 +45,12 @@ document.addEventListener('submit', (event) => {
     }
   };
 });
+
+// An error page's "Back" link returns to the form (its href, the overview, is the fallback
+// without JS). Here and not in an inline handler: the dashboard's CSP allows no inline script.
+document.addEventListener('click', (event) => {
+  const link = event.target.closest && event.target.closest('a[data-back]');
+  if (!link || window.history.length < 2) return;
+  event.preventDefault();
+  window.history.back();
+});

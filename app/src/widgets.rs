@@ -9,6 +9,35 @@ use kennel_kernel::tool::audit::AuditRecord;
 use leptos::prelude::*;
 use serde_json::Value;
 
+/// A `<textarea>` whose text is always escaped; pages use this, never `<textarea>` itself.
+///
+/// Why: tachys (Leptos 0.8's renderer) writes the children of `textarea`, `script`, `style`
+/// and `noscript` unescaped (`ESCAPE_CHILDREN = false` in its element table), so stored text
+/// placed inside a plain `<textarea>` could close the element and add markup. The text is
+/// escaped here, and a newline goes first because an HTML parser drops one newline right
+/// after `<textarea>`: text that starts with a newline keeps it.
+#[component]
+pub fn TextArea(
+    name: &'static str,
+    rows: u32,
+    /// The text inside: escaped whatever it holds.
+    #[prop(into, optional)]
+    value: String,
+    #[prop(optional)] class: Option<&'static str>,
+    #[prop(optional)] required: bool,
+    #[prop(optional)] placeholder: Option<&'static str>,
+    #[prop(optional)] spellcheck: Option<&'static str>,
+) -> impl IntoView {
+    view! {
+        <textarea name=name rows=rows class=class required=required placeholder=placeholder spellcheck=spellcheck>{textarea_text(&value)}</textarea>
+    }
+}
+
+/// What goes between `<textarea>` and `</textarea>` for `value`: escaped (tachys will not).
+fn textarea_text(value: &str) -> String {
+    format!("\n{}", html_escape::encode_text(value))
+}
+
 /// The hidden CSRF field every form carries.
 #[component]
 pub fn Csrf(token: String) -> impl IntoView {
@@ -112,7 +141,52 @@ pub fn short_time(rfc3339: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::path::{Path, PathBuf};
+
     use super::*;
+
+    #[test]
+    fn hostile_text_in_a_text_area_stays_text() {
+        let hostile = "</textarea><script>alert(1)</script> &lt;b&gt; & </TEXTAREA >";
+        let html = view! { <TextArea name="x" rows=2 value=hostile/> }.to_html();
+        assert_eq!(
+            html,
+            "<textarea name=\"x\" rows=\"2\" class=\"\">\n&lt;/textarea&gt;&lt;script&gt;alert(1)&lt;/script&gt; \
+             &amp;lt;b&amp;gt; &amp; &lt;/TEXTAREA &gt;</textarea>"
+        );
+        let empty = view! { <TextArea name="m" rows=3 required=true placeholder="Say"/> }.to_html();
+        assert_eq!(empty, "<textarea name=\"m\" rows=\"3\" required placeholder=\"Say\" class=\"\">\n</textarea>");
+    }
+
+    fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("app/src is readable") {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                rust_files(&path, found);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                found.push(path);
+            }
+        }
+    }
+
+    /// tachys writes the children of these elements unescaped. Outside this file (where
+    /// `TextArea` escapes) no component may open one, except the shell's script, which has a
+    /// `src` and no children. `inner_html` skips escaping too.
+    #[test]
+    fn no_page_writes_an_element_whose_text_tachys_leaves_raw() {
+        let mut files = Vec::new();
+        rust_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut files);
+        assert!(files.len() > 10, "found the pages: {files:?}");
+        for file in files.iter().filter(|f| !f.ends_with("widgets.rs")) {
+            let source = std::fs::read_to_string(file).expect("a source file");
+            // Tests (at the end of a file) may hold hostile strings.
+            let source = source.split("#[cfg(test)]").next().unwrap_or_default();
+            let source = source.replace(r#"<script src="/public/live.js" defer></script>"#, "");
+            for raw in ["<textarea", "<script", "<style", "<noscript", "inner_html"] {
+                assert!(!source.contains(raw), "{} writes `{raw}`: use widgets::TextArea", file.display());
+            }
+        }
+    }
 
     #[test]
     fn argument_rows_read_types_requirement_and_descriptions() {

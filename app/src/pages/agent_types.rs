@@ -9,7 +9,7 @@ use kennel_kernel::error::FieldError;
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{Csrf, field_error};
+use crate::widgets::{Csrf, TextArea, field_error};
 
 /// The seven fields as the form holds them (lists as comma- or line-separated text).
 #[derive(Debug, Clone, Default)]
@@ -132,7 +132,7 @@ fn TypeFields(
             {field_error(&errors, "name")}
             <label>"Description" <input type="text" name="description" value=form.description/></label>
             {field_error(&errors, "description")}
-            <label>"System prompt" <textarea name="system_prompt" rows="5">{form.system_prompt}</textarea></label>
+            <label>"System prompt" <TextArea name="system_prompt" rows=5 value=form.system_prompt/></label>
             {field_error(&errors, "system_prompt")}
             <div class="row">
                 <label>"Provider" <input type="text" name="provider" value=form.provider placeholder="a [providers.NAME] of config.toml"/></label>
@@ -183,7 +183,7 @@ pub fn render_edit(meta: PageMeta, page: EditPage) -> String {
                         <h2>"Full manifest (TOML)"</h2>
                         <form method="post" action=format!("/agent-types/{name}/toml") class="stack">
                             <Csrf token=csrf.clone()/>
-                            <textarea name="toml" rows="20" class="code" spellcheck="false">{page.toml}</textarea>
+                            <TextArea name="toml" rows=20 class="code" spellcheck="false" value=page.toml/>
                             {toml_errors}
                             <button type="submit">"Replace manifest"</button>
                         </form>
@@ -200,4 +200,45 @@ pub fn render_edit(meta: PageMeta, page: EditPage) -> String {
         }
         .to_html(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use kennel_kernel::agent::manifest::{to_toml, validate};
+
+    use super::*;
+    use crate::shell::Nav;
+
+    /// The attack: an agent stores a system prompt that closes the textarea. Both
+    /// textareas of the editor (the field and the TOML) must keep it as text.
+    #[test]
+    fn a_system_prompt_that_closes_the_textarea_stays_text_in_the_editor() {
+        let hostile = "</textarea><script>alert(document.cookie)</script>";
+        let spec = AgentTypeSpec {
+            name: "evil".into(),
+            description: Some(hostile.into()),
+            system_prompt: Some(hostile.into()),
+            ..Default::default()
+        };
+        let manifest = validate(spec.into()).expect("a valid manifest");
+        let page = EditPage {
+            form: TypeForm::from_manifest(&manifest),
+            toml: to_toml(&manifest),
+            agent_type: Arc::new(AgentType { manifest, created_at: "now".into(), updated_at: "now".into() }),
+            errors: Vec::new(),
+            toml_errors: Vec::new(),
+        };
+        let meta = PageMeta {
+            title: hostile.into(),
+            nav: Nav::AgentTypes,
+            operator: Some("ada".into()),
+            csrf: "token".into(),
+            flash: None,
+            refresh: None,
+        };
+        let html = render_edit(meta, page);
+        assert!(!html.contains("<script>alert"), "{html}");
+        assert_eq!(html.matches("<script").count(), 1, "only live.js");
+        assert_eq!(html.matches("&lt;/textarea&gt;&lt;script&gt;").count(), 5, "title, description, prompt, TOML twice: {html}");
+    }
 }

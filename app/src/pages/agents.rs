@@ -10,7 +10,7 @@ use kennel_kernel::session::{Session, StoredMessage};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{Csrf, field_error, short_time};
+use crate::widgets::{Csrf, TextArea, field_error, short_time};
 
 #[derive(Debug, Clone, Default)]
 pub struct SpawnForm {
@@ -183,7 +183,7 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
                         <form method="post" action=format!("/agents/{}/chat", a.id) class="stack" id="chat-form" data-live=format!("/agents/{}/live", a.id)>
                             <Csrf token=csrf.clone()/>
                             {session_field}
-                            <textarea name="message" rows="3" required placeholder="Message the agent"></textarea>
+                            <TextArea name="message" rows=3 required=true placeholder="Message the agent"/>
                             <button type="submit">"Send"</button>
                         </form>
                     </section>

@@ -12,7 +12,7 @@ pub fn render(meta: PageMeta, kind: &str, message: &str) -> String {
                 <section class="card">
                     <h1>{kind}</h1>
                     <p>{message}</p>
-                    <p><a href="javascript:history.back()">"Back"</a>" · "<a href="/">"Overview"</a></p>
+                    <p><a href="/" data-back="">"Back"</a>" · "<a href="/">"Overview"</a></p>
                 </section>
             </Shell>
         }

@@ -8,7 +8,7 @@ use kennel_kernel::tasks::{STATUSES, Task, TaskEvent};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{Csrf, agent_names, short_time};
+use crate::widgets::{Csrf, TextArea, agent_names, short_time};
 
 pub struct Board {
     pub tasks: Vec<Task>,
@@ -89,7 +89,7 @@ pub fn render_board(meta: PageMeta, page: Board) -> String {
                             <label>"For" <select name="assignee"><option value="">"anyone"</option>{post_options}</select></label>
                             <label>"Priority" <input type="number" name="priority" min="0" max="9" value="5"/></label>
                         </div>
-                        <label>"Details" <textarea name="body" rows="3"></textarea></label>
+                        <label>"Details" <TextArea name="body" rows=3/></label>
                         <button type="submit">"Post"</button>
                     </form>
                 </section>

@@ -10,7 +10,7 @@ use kennel_kernel::tool::{Availability, EffectiveTool, ToolDef, ToolStatus};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{Csrf, argument_rows};
+use crate::widgets::{Csrf, TextArea, argument_rows};
 
 /// The outcome of a "try it" run.
 pub struct TryResult {
@@ -186,7 +186,7 @@ fn agent_controls(def: &ToolDef, agent: &Arc<Agent>, status: &ToolStatus, csrf: 
             <form method="post" action=format!("/tools/{}/try", def.name) class="try">
                 <Csrf token=csrf/>
                 <input type="hidden" name="agent" value=agent.id.to_string()/>
-                <label>"Arguments (JSON)" <textarea name="args" rows="2" class="code">"{}"</textarea></label>
+                <label>"Arguments (JSON)" <TextArea name="args" rows=2 class="code" value="{}"/></label>
                 <button type="submit">"Try it"</button>
             </form>
         }
