@@ -239,6 +239,10 @@ mod tests {
         let html = render_edit(meta, page);
         assert!(!html.contains("<script>alert"), "{html}");
         assert_eq!(html.matches("<script").count(), 1, "only live.js");
-        assert_eq!(html.matches("&lt;/textarea&gt;&lt;script&gt;").count(), 5, "title, description, prompt, TOML twice: {html}");
+        assert_eq!(
+            html.matches("&lt;/textarea&gt;&lt;script&gt;").count(),
+            5,
+            "title, description, prompt, TOML twice: {html}"
+        );
     }
 }

@@ -4,6 +4,7 @@
 
 mod agent_types;
 mod agents;
+mod headers;
 mod pages;
 mod schedules;
 mod session;
@@ -13,6 +14,7 @@ mod tools;
 
 use axum::Router;
 use axum::http::StatusCode;
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::middleware;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -22,8 +24,9 @@ use serde::Deserialize;
 
 pub use session::Operator;
 
-/// Every dashboard route. Sign-in pages are open; everything else needs an operator session,
-/// and every POST needs the session's CSRF token.
+/// Every dashboard route. Sign-in pages and assets are open; everything else needs an
+/// operator session, and every POST needs the session's CSRF token. Every response, whatever
+/// answers it, gets the security headers (`headers.rs`).
 pub fn router(kernel: Kernel) -> Router<Kernel> {
     let protected = Router::new()
         .route("/", get(pages::overview))
@@ -60,7 +63,26 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
     Router::new()
         .route("/login", get(sign_in::login_page).post(sign_in::login))
         .route("/setup", get(sign_in::setup_page).post(sign_in::setup))
+        .route("/style/kennel.css", get(stylesheet))
+        .route("/public/live.js", get(live_js))
         .merge(protected)
+        .layer(middleware::from_fn(headers::security_headers))
+}
+
+// The assets are embedded in the binary; `no-cache` makes a browser ask again, so a new
+// binary's script and styles apply at once.
+async fn stylesheet() -> impl IntoResponse {
+    (
+        [(CONTENT_TYPE, "text/css; charset=utf-8"), (CACHE_CONTROL, "no-cache")],
+        include_str!("../../../style/kennel.css"),
+    )
+}
+
+async fn live_js() -> impl IntoResponse {
+    (
+        [(CONTENT_TYPE, "text/javascript; charset=utf-8"), (CACHE_CONTROL, "no-cache")],
+        include_str!("../../../public/live.js"),
+    )
 }
 
 /// The page frame for a signed-in operator.

@@ -69,8 +69,6 @@ pub fn router(kernel: Kernel) -> Router {
         .merge(crate::dashboard::router(kernel.clone()))
         .merge(a2a::router())
         .route("/healthz", get(healthz))
-        .route("/style/kennel.css", get(stylesheet))
-        .route("/public/live.js", get(live_js))
         .fallback(not_found)
         .layer(
             TraceLayer::new_for_http()
@@ -83,14 +81,6 @@ pub fn router(kernel: Kernel) -> Router {
 
 async fn healthz() -> impl IntoResponse {
     axum::Json(serde_json::json!({ "status": "ok", "version": env!("CARGO_PKG_VERSION") }))
-}
-
-async fn stylesheet() -> impl IntoResponse {
-    ([(CONTENT_TYPE, "text/css; charset=utf-8")], include_str!("../../../style/kennel.css"))
-}
-
-async fn live_js() -> impl IntoResponse {
-    ([(CONTENT_TYPE, "text/javascript; charset=utf-8")], include_str!("../../../public/live.js"))
 }
 
 async fn not_found() -> error::ApiError {

@@ -1,0 +1,351 @@
+//! Hostile text never comes back as markup (issue 10 §1). A corpus of payloads goes into every
+//! stored field a dashboard page shows, through the API, agents' tools, the model's replies and
+//! the dashboard's own forms; then every page is read the way a browser tokenizes it
+//! (html5gum, switching to raw-text states after `textarea`, `title`, `script`, `style`) and
+//! must hold only the dashboard's own elements and attributes, while the payloads are there as
+//! text. Fields that refuse such text (names) are checked for the refusal.
+//!
+//! This test grows with every page that later shows stored text. Workflows are stored but no
+//! page shows them yet.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use html5gum::{Token, Tokenizer};
+use kennel_tests::fake_llm::Scripted;
+use kennel_tests::{Browser, Reply, eventually};
+use serde_json::{Value, json};
+
+use crate::{agent_from, daemon_with_llm};
+
+/// Closing tags of the elements browsers read as raw text, attribute breakers, script URLs,
+/// comments, text that is already escaped, and Unicode look-alikes and controls.
+const PAYLOADS: &[&str] = &[
+    "</textarea><script>alert('textarea')</script>",
+    "</title><script>alert('title')</script>",
+    "</script><script>alert('script')</script>",
+    "</style><img src=x onerror=alert('style')>",
+    "</noscript><svg onload=alert('noscript')>",
+    "\"><img src=x onerror=alert('double-quote')>",
+    "' autofocus onfocus='alert(\"single-quote\")",
+    "javascript:alert('url')",
+    "<a href=\"javascript:alert('href')\">click</a>",
+    "<iframe src=\"/settings\"></iframe>",
+    "<!-- <script>alert('comment')</script> -->",
+    "<ScRiPt>alert('case')</sCrIpT>",
+    "&lt;b&gt;already escaped&lt;/b&gt; &amp; &#60;i&#62;",
+    "\u{FF1C}script\u{FF1E}alert('fullwidth')\u{FF1C}/script\u{FF1E}",
+    "\u{202E}gnp.exe \u{2028}line\u{2029}para \u{200B}zero\u{FEFF}width",
+];
+
+/// Every payload in one text.
+fn corpus() -> String {
+    PAYLOADS.join(" ")
+}
+
+/// The elements the dashboard's pages are made of; any other is injected.
+const ELEMENTS: &[&str] = &[
+    "a", "article", "body", "button", "code", "dd", "details", "div", "dl", "dt", "form", "h1", "h2", "h3", "head",
+    "header", "html", "input", "label", "li", "link", "main", "meta", "nav", "ol", "option", "p", "pre", "script",
+    "section", "select", "span", "strong", "summary", "table", "tbody", "td", "textarea", "th", "thead", "title", "tr",
+    "ul",
+];
+
+/// A page as a browser's tokenizer reads it.
+struct Page {
+    /// Start tags: name and attributes (entities decoded).
+    tags: Vec<(String, BTreeMap<String, String>)>,
+    /// Every text run and attribute value, decoded, separated by U+0001.
+    text: String,
+    comments: Vec<String>,
+    /// Each textarea's decoded text by its `name`.
+    textareas: BTreeMap<String, String>,
+}
+
+fn utf8(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn read(html: &str) -> Page {
+    let mut emitter = html5gum::DefaultEmitter::default();
+    // What a browser's tree builder does after these start tags (textarea, title: RCDATA;
+    // script, style, noscript…: raw text): exactly where a missing escape lets text out.
+    emitter.naively_switch_states(true);
+    let mut page = Page { tags: Vec::new(), text: String::new(), comments: Vec::new(), textareas: BTreeMap::new() };
+    let mut open_textarea: Option<String> = None;
+    for token in Tokenizer::new_with_emitter(html, emitter).flatten() {
+        match token {
+            Token::StartTag(tag) => {
+                let name = utf8(&tag.name);
+                let attrs: BTreeMap<String, String> =
+                    tag.attributes.iter().map(|(k, v)| (utf8(k), utf8(&v.value))).collect();
+                page.text.push('\u{1}');
+                for value in attrs.values() {
+                    page.text.push_str(value);
+                    page.text.push('\u{1}');
+                }
+                if name == "textarea" {
+                    let field = attrs.get("name").cloned().unwrap_or_default();
+                    page.textareas.insert(field.clone(), String::new());
+                    open_textarea = Some(field);
+                }
+                page.tags.push((name, attrs));
+            }
+            Token::EndTag(_) => {
+                page.text.push('\u{1}');
+                open_textarea = None;
+            }
+            Token::String(s) => {
+                let s = utf8(&s.value);
+                if let Some(field) = &open_textarea {
+                    page.textareas.get_mut(field).expect("opened").push_str(&s);
+                }
+                page.text.push_str(&s);
+            }
+            Token::Comment(c) => {
+                page.comments.push(utf8(&c.value));
+                page.text.push('\u{1}');
+            }
+            Token::Doctype(_) | Token::Error(_) => {}
+        }
+    }
+    // The parser drops one newline right after `<textarea>`.
+    for text in page.textareas.values_mut() {
+        if text.starts_with('\n') {
+            text.remove(0);
+        }
+    }
+    page
+}
+
+/// Only the dashboard's own markup: known elements, one script (`live.js`), no event handler
+/// or style attributes, links and forms only to this site's paths, no comments but tachys's
+/// empty `<!>` markers.
+fn assert_no_markup(what: &str, html: &str) -> Page {
+    let page = read(html);
+    for (name, attrs) in &page.tags {
+        assert!(ELEMENTS.contains(&name.as_str()), "{what}: injected element <{name} {attrs:?}>");
+        for (attr, value) in attrs {
+            assert!(!attr.starts_with("on"), "{what}: event handler {attr}={value:?} on <{name}>");
+            assert!(!["style", "srcdoc", "formaction"].contains(&attr.as_str()), "{what}: {attr} on <{name}>");
+            if ["href", "src", "action"].contains(&attr.as_str()) {
+                let site_path = value.starts_with('/') && !value.starts_with("//");
+                assert!(site_path, "{what}: <{name} {attr}={value:?}> leaves the site or runs script");
+            }
+        }
+        if name == "script" {
+            assert_eq!(attrs.get("src").map(String::as_str), Some("/public/live.js"), "{what}: a script");
+        }
+    }
+    let scripts = page.tags.iter().filter(|(n, _)| n == "script").count();
+    assert!(scripts <= 1, "{what}: {scripts} scripts");
+    assert!(page.comments.iter().all(String::is_empty), "{what}: comments {:?}", page.comments);
+    page
+}
+
+/// Which payloads a page must show as text (so the test sees them stored and shown, and cannot
+/// pass on a page that simply dropped them).
+#[derive(Clone, Copy)]
+enum Shows {
+    /// Every one: the page shows a field that holds the whole corpus verbatim.
+    All,
+    /// The first (it survives TOML and JSON quoting unchanged).
+    First,
+    /// None: the page shows no stored text, it must only stay clean.
+    Nothing,
+}
+
+/// The page at `path`: 200, clean, with the security headers, and showing `shows`.
+async fn check(b: &Browser, path: &str, shows: Shows) -> Page {
+    let reply = b.get(path).await;
+    assert_eq!(reply.status, 200, "{path}: {}", reply.text);
+    check_reply(path, &reply, shows)
+}
+
+fn check_reply(what: &str, reply: &Reply, shows: Shows) -> Page {
+    crate::security_headers::assert_headers(what, reply);
+    let page = assert_no_markup(what, &reply.text);
+    let wanted = match shows {
+        Shows::All => PAYLOADS,
+        Shows::First => &PAYLOADS[..1],
+        Shows::Nothing => &[],
+    };
+    for payload in wanted {
+        assert!(page.text.contains(payload), "{what} does not show {payload:?} as text:\n{}", reply.text);
+    }
+    page
+}
+
+/// `path` with `?name=value` (or `&`), the value percent-encoded.
+fn with_query(path: &str, name: &str, value: &str) -> String {
+    let url = reqwest::Url::parse_with_params("http://x/", &[(name, value)]).expect("a URL");
+    let sep = if path.contains('?') { '&' } else { '?' };
+    format!("{path}{sep}{}", url.query().unwrap_or_default())
+}
+
+fn content_id(reply: &Reply, pointer: &str) -> String {
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply.body["content"].pointer(pointer).and_then(Value::as_str).expect("an id").to_string()
+}
+
+#[tokio::test]
+async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
+    let corpus = corpus();
+    let (_home, d, api, llm) = daemon_with_llm("openai", "[task_board]\nwake_assignee = false\n").await;
+    let b = d.browser();
+
+    // Operator names are names: refused, and the refusal shows the text as text.
+    let refused = b.set_up(&corpus, "correct horse").await;
+    assert_eq!(refused.status, 422, "{}", refused.text);
+    check_reply("/setup refusing a hostile name", &refused, Shows::All);
+    assert_eq!(b.set_up("ada", "correct horse").await.status, 303);
+
+    // An agent with agents.*, tasks.* and schedule.* stores text through its tools, as in the
+    // issue: agent_type_create with a system prompt that closes the textarea.
+    let maker =
+        agent_from(&api, json!({"name": "maker", "model": "m", "tools": ["agents.*", "tasks.*", "schedule.*"]})).await;
+    // (A model name is at most 200 bytes: one payload.)
+    let spec = json!({"name": "evil", "description": corpus, "system_prompt": corpus, "model": PAYLOADS[0]});
+    assert_eq!(api.invoke(&maker, "agent_type_create", spec).await.status, 200);
+    let bad_skill = api.invoke(&maker, "agent_type_create", json!({"name": "evil2", "skills": [corpus]})).await;
+    assert_eq!(bad_skill.error_kind(), "InvalidArguments", "skills are names: {}", bad_skill.text);
+    // Manifest blocks through the API.
+    let blocks = json!({
+        "name": "blocks", "description": corpus, "model": "m",
+        "cron": [{"schedule": "0 3 * * *", "prompt": corpus}],
+        "trigger": [{"event": "inbox.*", "prompt": corpus}],
+    });
+    let blocks_agent = agent_from(&api, blocks).await;
+    // Through the dashboard's forms: the seven fields, the TOML, and a refused form that
+    // shows back what was typed.
+    let formed = b
+        .submit(
+            "/agent-types",
+            "/agent-types",
+            &[("name", "formed"), ("description", &corpus), ("system_prompt", &corpus)],
+        )
+        .await;
+    assert_eq!(formed.status, 303, "{}", formed.text);
+    let typed_back = b
+        .submit(
+            "/agent-types",
+            "/agent-types",
+            &[("name", &corpus), ("description", &corpus), ("system_prompt", &corpus)],
+        )
+        .await;
+    assert_eq!(typed_back.status, 422);
+    let typed_back = check_reply("/agent-types typing a hostile form back", &typed_back, Shows::All);
+    assert_eq!(typed_back.textareas["system_prompt"], corpus, "the textarea holds exactly what was typed");
+    let toml = format!(
+        "name = \"tomled\"\ndescription = {0}\nsystem_prompt = {0}\n[[cron]]\nschedule = \"0 4 * * *\"\nprompt = {0}\n",
+        serde_json::to_string(&corpus).unwrap()
+    );
+    let created = b.submit("/agent-types", "/agent-types", &[("name", "tomled")]).await;
+    assert_eq!(created.status, 303);
+    let replaced = b.submit("/agent-types/tomled", "/agent-types/tomled/toml", &[("toml", &toml)]).await;
+    assert_eq!(replaced.status, 303, "{}", replaced.text);
+
+    // Agents: names are refused, goals are free text (API, form and goal_update).
+    let bad_name = api.post("/api/agents", json!({"template": "evil", "name": corpus})).await;
+    assert_eq!(bad_name.status, 422, "{}", bad_name.text);
+    let bad_form = b.submit("/agents", "/agents", &[("template", "evil"), ("name", &corpus), ("goal", &corpus)]).await;
+    assert_eq!(bad_form.status, 422);
+    check_reply("/agents refusing a hostile name", &bad_form, Shows::All);
+    let evil = api.post("/api/agents", json!({"template": "evil", "goal": corpus})).await;
+    let evil = evil.body["id"].as_str().expect("spawned").to_string();
+    let spawned = b.submit("/agents", "/agents", &[("template", "formed"), ("goal", &corpus)]).await;
+    assert_eq!(spawned.status, 303);
+    assert_eq!(api.invoke(&maker, "goal_update", json!({"goal": corpus})).await.status, 200);
+
+    // Tasks: titles (at most 200 bytes: one payload each), bodies and results; from the API,
+    // a tool and the board's form.
+    let mut tasks = Vec::new();
+    for payload in PAYLOADS {
+        let t = api.post("/api/tasks", json!({"title": payload, "body": corpus})).await;
+        assert_eq!(t.status, 201, "{}", t.text);
+        tasks.push(t.body["id"].as_str().unwrap().to_string());
+    }
+    let posted = api.invoke(&maker, "task_post", json!({"title": PAYLOADS[1], "body": corpus})).await;
+    let by_tool = content_id(&posted, "/id");
+    let claimed = api.invoke(&maker, "task_claim", json!({})).await;
+    let done = content_id(&claimed, "/claimed/id");
+    let completed = api.invoke(&maker, "task_complete", json!({"task_id": done, "result": corpus})).await;
+    assert_eq!(completed.status, 200, "{}", completed.text);
+    assert_eq!(b.submit("/tasks", "/tasks", &[("title", PAYLOADS[0]), ("body", &corpus)]).await.status, 303);
+
+    // Schedules: a prompt from a tool, and a fire whose reply (the model's text) is hostile.
+    let later = api.invoke(&maker, "schedule_create", json!({"when": "+1h", "prompt": corpus})).await;
+    let later = content_id(&later, "/id");
+
+    // Chat: the operator's message, the model's text and tool calls (one to a tool whose name
+    // is hostile), the tool results; all stored in the session.
+    let chatty = agent_from(&api, json!({"name": "chatty", "model": "m", "tools": ["tasks.*"]})).await;
+    llm.push(Scripted::ToolCalls {
+        calls: vec![
+            ("task_post".into(), json!({"title": PAYLOADS[2], "body": corpus})),
+            (PAYLOADS[0].into(), json!({"x": corpus})),
+        ],
+        text: Some(corpus.clone()),
+    })
+    .push(Scripted::text(&corpus));
+    let page = format!("/agents/{chatty}");
+    let sent = b.submit(&page, &format!("/agents/{chatty}/chat"), &[("message", &corpus)]).await;
+    assert_eq!(sent.status, 303, "{}", sent.text);
+    let session = sent.header("location").unwrap().split('#').next().unwrap().to_string();
+
+    llm.set_fallback(Scripted::text(&corpus));
+    let soon = api.invoke(&maker, "schedule_create", json!({"when": "+1s", "prompt": corpus})).await;
+    let soon = content_id(&soon, "/id");
+    let fired = eventually(Duration::from_secs(10), || async {
+        let s = api.get(&format!("/api/schedules/{soon}")).await;
+        s.body["fires"][0]["outcome"].as_str().is_some_and(|o| o != "running")
+    })
+    .await;
+    assert!(fired, "the schedule fired");
+
+    // Token names are names: refused on the settings page, which shows the text as text.
+    let token = b.submit("/settings", "/settings/tokens", &[("name", &corpus)]).await;
+    assert_eq!(token.status, 422, "{}", token.text);
+    check_reply("/settings refusing a hostile token name", &token, Shows::All);
+
+    // Every page.
+    let evil_type = check(&b, "/agent-types/evil", Shows::All).await;
+    assert_eq!(evil_type.textareas["system_prompt"], corpus, "the agent's prompt, exactly, as text");
+    assert!(evil_type.textareas["toml"].contains(PAYLOADS[0]), "{}", evil_type.textareas["toml"]);
+    for path in ["/agent-types", "/agent-types/formed", "/agent-types/tomled", "/agent-types/blocks"] {
+        check(&b, path, Shows::All).await;
+    }
+    let chat = check(&b, &session, Shows::All).await;
+    assert!(chat.textareas.contains_key("message"), "the chat form is there");
+    check(&b, &format!("/agents/{blocks_agent}"), Shows::First).await;
+    check(&b, &format!("/tools?agent={chatty}"), Shows::Nothing).await;
+    check(&b, "/", Shows::First).await;
+    check(&b, "/audit", Shows::First).await;
+    for path in [
+        "/agents".to_string(),
+        format!("/agents/{evil}"),
+        format!("/agents/{maker}"),
+        "/tasks".into(),
+        format!("/tasks/{by_tool}"),
+        format!("/tasks/{done}"),
+        "/schedules".into(),
+        format!("/schedules/{later}"),
+        format!("/schedules/{later}/delete"),
+        format!("/schedules/{soon}"),
+    ] {
+        check(&b, &path, Shows::All).await;
+    }
+    for id in &tasks {
+        check(&b, &format!("/tasks/{id}"), Shows::All).await;
+    }
+    // Text from the request itself: notices, filters, an unknown id on an error page.
+    for path in ["/", "/agents", "/agent-types", "/tools", "/tasks", "/schedules", "/audit", "/settings"] {
+        check(&b, &with_query(path, "notice", &corpus), Shows::All).await;
+    }
+    check(&b, &with_query("/tools", "q", &corpus), Shows::All).await;
+    check(&b, &with_query("/audit", "tool", &corpus), Shows::All).await;
+    check(&b, &with_query("/tasks", "text", &corpus), Shows::All).await;
+    let missing = b.get(&format!("/agents/{}", with_query("", "x", PAYLOADS[0]).trim_start_matches("?x="))).await;
+    assert_eq!(missing.status, 404, "{}", missing.text);
+    check_reply("an error page naming a hostile id", &missing, Shows::First);
+}
