@@ -303,6 +303,21 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     .await;
     assert!(fired, "the schedule fired");
 
+    // Workflow steps: no page lists workflows yet, but a step's prompt (inputs filled in) and
+    // its reply are the step agent's session, which that agent's page shows.
+    api.post("/api/templates", json!({"name": "stepper", "model": "m"})).await;
+    let step = json!({"agent_type": "stepper", "prompt": format!("{corpus} {{{{inputs.topic}}}}")});
+    let wf = api.post("/api/workflows", json!({"name": "hostile", "description": corpus, "steps": [step]})).await;
+    assert_eq!(wf.status, 201, "{}", wf.text);
+    let runs = format!("/api/workflows/{}/runs", wf.body["id"].as_str().unwrap());
+    let run = api.post(&runs, json!({"inputs": {"topic": corpus}})).await;
+    assert_eq!(run.body["status"], "succeeded", "{}", run.text);
+    let agents = api.get("/api/agents").await;
+    let stepper = agents.body.as_array().unwrap().iter().find(|a| a["agent_type"] == "stepper").expect("step agent");
+    let stepper = stepper["id"].as_str().unwrap().to_string();
+    let step_session = api.get(&format!("/api/agents/{stepper}/sessions")).await.body[0]["id"].clone();
+    let step_page = format!("/agents/{stepper}?session={}", step_session.as_str().expect("a session"));
+
     // Token names are names: refused on the settings page, which shows the text as text.
     let token = b.submit("/settings", "/settings/tokens", &[("name", &corpus)]).await;
     assert_eq!(token.status, 422, "{}", token.text);
@@ -332,12 +347,19 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
         format!("/schedules/{later}"),
         format!("/schedules/{later}/delete"),
         format!("/schedules/{soon}"),
+        step_page,
     ] {
         check(&b, &path, Shows::All).await;
     }
     for id in &tasks {
         check(&b, &format!("/tasks/{id}"), Shows::All).await;
     }
+    // A tool's result on the inspector's "try it": stored titles, as JSON.
+    let tried =
+        b.submit("/tools", "/tools/task_list/try", &[("agent", &chatty), ("args", r#"{"status": "pending"}"#)]).await;
+    assert_eq!(tried.status, 200, "{}", tried.text);
+    assert!(tried.text.contains("id=\"try-result\""));
+    check_reply("a try-it result", &tried, Shows::First);
     // Text from the request itself: notices, filters, an unknown id on an error page.
     for path in ["/", "/agents", "/agent-types", "/tools", "/tasks", "/schedules", "/audit", "/settings"] {
         check(&b, &with_query(path, "notice", &corpus), Shows::All).await;
