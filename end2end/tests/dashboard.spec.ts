@@ -10,9 +10,15 @@ test.describe.configure({ mode: 'serial' });
 
 let page: Page;
 let apiToken = '';
+// Every message Chromium logs about the Content-Security-Policy refusing something: the pages
+// must need no inline script or style, so there must be none (checked by the last spec).
+const cspViolations: string[] = [];
 
 test.beforeAll(async ({ browser }) => {
   page = await browser.newPage();
+  page.on('console', (msg) => {
+    if (msg.text().includes('Content Security Policy')) cspViolations.push(`${page.url()}: ${msg.text()}`);
+  });
 });
 
 test.afterAll(async () => {
@@ -231,4 +237,8 @@ test('the layout works on a phone', async ({ browser }) => {
   expect(overflow).toBeLessThanOrEqual(0);
   await small.screenshot({ path: `${shots}/tools-phone.png` });
   await phone.close();
+});
+
+test('no page broke the Content-Security-Policy', async () => {
+  expect(cspViolations).toEqual([]);
 });
