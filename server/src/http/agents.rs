@@ -120,6 +120,9 @@ struct InvokeBody {
         (status = 200, body = CallOutput),
         (status = 403, body = ErrorBody, description = "Not granted; the tool did not run"),
         (status = 404, body = ErrorBody), (status = 422, body = ErrorBody, description = "Invalid arguments, with the JSON path"),
+        (status = 502, body = ErrorBody, description = "`Failed`: the tool ran and failed (or what it called did)"),
+        (status = 504, body = ErrorBody, description = "`Timeout`: the tool did not finish in time"),
+        (status = 500, body = ErrorBody, description = "`Internal`: a fault of this daemon; the message is `internal error (ref ID)`"),
     ))]
 async fn invoke_tool(
     State(kernel): State<Kernel>,
