@@ -153,3 +153,32 @@ pub fn from_value<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> R
 fn missing_field(message: &str) -> Option<&str> {
     message.strip_prefix("missing field `")?.split_once('`').map(|(name, _)| name)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Outer {
+        inner: Inner,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Inner {
+        tools: Vec<String>,
+    }
+
+    /// A missing required field is named itself, so a form can show the problem next to it.
+    #[test]
+    fn a_missing_field_is_named_by_its_own_path() {
+        let top = from_value::<Inner>(serde_json::json!({})).unwrap_err();
+        assert_eq!(top.fields[0].field, "tools");
+        assert!(top.message.contains("missing field `tools`"), "{top}");
+        let nested = from_value::<Outer>(serde_json::json!({"inner": {}})).unwrap_err();
+        assert_eq!(nested.fields[0].field, "inner.tools");
+        let wrong_type = from_value::<Outer>(serde_json::json!({"inner": {"tools": [1]}})).unwrap_err();
+        assert_eq!(wrong_type.fields[0].field, "inner.tools[0]");
+    }
+}
