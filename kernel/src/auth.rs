@@ -96,8 +96,9 @@ impl Auth {
             .iter()
             .filter_map(|r| {
                 let mut hash = [0u8; 32];
-                hex::decode_to_slice(r.get::<&str, _>("token_hash"), &mut hash).ok()?;
-                Some(TokenRecord { name: r.get("name"), hash })
+                // An unreadable row is logged (under its ref) and skipped: that token cannot sign in.
+                hex::decode_to_slice(r.try_get::<&str, _>("token_hash").map_err(Error::from).ok()?, &mut hash).ok()?;
+                Some(TokenRecord { name: r.try_get("name").map_err(Error::from).ok()?, hash })
             })
             .collect();
         *self.tokens.write().expect("token lock") = records;
@@ -130,7 +131,7 @@ impl Auth {
 
     pub async fn list_tokens(&self) -> Result<Vec<TokenInfo>> {
         let rows = sqlx::query("SELECT name, created_at FROM api_tokens ORDER BY name").fetch_all(&self.db).await?;
-        Ok(rows.iter().map(|r| TokenInfo { name: r.get("name"), created_at: r.get("created_at") }).collect())
+        rows.iter().map(|r| Ok(TokenInfo { name: r.try_get("name")?, created_at: r.try_get("created_at")? })).collect()
     }
 
     /// The name of the token, if it is live. Every stored hash is compared in constant time,
@@ -289,10 +290,13 @@ impl Auth {
             .iter()
             .filter_map(|r| {
                 let mut hash = [0u8; 32];
-                hex::decode_to_slice(r.get::<&str, _>("token_hash"), &mut hash).ok()?;
+                // An unreadable row is logged (under its ref) and skipped: that session is over.
+                let column = |name| r.try_get::<&str, _>(name).map_err(Error::from).ok();
+                hex::decode_to_slice(column("token_hash")?, &mut hash).ok()?;
                 let expires_at =
-                    chrono::DateTime::parse_from_rfc3339(r.get("expires_at")).ok()?.with_timezone(&chrono::Utc);
-                Some((hash, OperatorSession { operator: r.get("operator"), csrf: r.get("csrf"), expires_at }))
+                    chrono::DateTime::parse_from_rfc3339(column("expires_at")?).ok()?.with_timezone(&chrono::Utc);
+                let (operator, csrf) = (column("operator")?.to_string(), column("csrf")?.to_string());
+                Some((hash, OperatorSession { operator, csrf, expires_at }))
             })
             .collect();
         *self.sessions.write().expect("sessions lock") = sessions;

@@ -12,7 +12,7 @@ use crate::error::Result;
 
 pub type Db = SqlitePool;
 
-fn options(path: &Path) -> Result<SqliteConnectOptions> {
+fn options(path: &Path) -> Result<SqliteConnectOptions, sqlx::Error> {
     Ok(SqliteConnectOptions::from_str("sqlite://")?
         .filename(path)
         .create_if_missing(true)
@@ -28,8 +28,9 @@ fn options(path: &Path) -> Result<SqliteConnectOptions> {
         .pragma("cache_size", "-16000"))
 }
 
-/// Opens (creating if needed) the database and applies the embedded migrations.
-pub async fn open(path: &Path) -> Result<Db> {
+/// Opens (creating if needed) the database and applies the embedded migrations. The error
+/// keeps its detail: it goes to the operator starting the daemon, never to a client.
+pub async fn open(path: &Path) -> Result<Db, sqlx::Error> {
     let pool = SqlitePoolOptions::new().max_connections(4).connect_with(options(path)?).await?;
     sqlx::migrate!("../migrations").run(&pool).await?;
     Ok(pool)

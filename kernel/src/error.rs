@@ -15,10 +15,27 @@ pub enum ErrorKind {
     Conflict,
     /// A prerequisite is missing: a config section, a provider, a binary.
     Unavailable,
+    /// The tool (or the remote it talks to) ran and failed; not the daemon's fault.
     Failed,
+    /// A fault of this daemon (storage, decoding a stored row, I/O). The caller sees only
+    /// `internal error (ref ID)`; the full error is in the log under that ref.
+    Internal,
 }
 
 impl ErrorKind {
+    /// Every kind, in the order the status table lists them.
+    pub const ALL: [ErrorKind; 9] = [
+        ErrorKind::InvalidArguments,
+        ErrorKind::NotFound,
+        ErrorKind::Forbidden,
+        ErrorKind::Conflict,
+        ErrorKind::ResourceExhausted,
+        ErrorKind::Unavailable,
+        ErrorKind::Failed,
+        ErrorKind::Timeout,
+        ErrorKind::Internal,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorKind::NotFound => "NotFound",
@@ -29,6 +46,7 @@ impl ErrorKind {
             ErrorKind::Conflict => "Conflict",
             ErrorKind::Unavailable => "Unavailable",
             ErrorKind::Failed => "Failed",
+            ErrorKind::Internal => "Internal",
         }
     }
 }
@@ -75,6 +93,14 @@ impl Error {
         Self::new(ErrorKind::InvalidArguments, message)
     }
 
+    /// A fault of this daemon. `detail` (SQL, file paths, stored values) goes only to the log,
+    /// under a short ref that the caller — a client, the dashboard, a model — gets instead.
+    pub fn internal(detail: impl std::fmt::Display) -> Self {
+        let reference = new_ref();
+        tracing::error!(reference = %reference, error = %detail, "internal error");
+        Self::new(ErrorKind::Internal, format!("internal error (ref {reference})"))
+    }
+
     /// An invalid input with every problem found, so a form can show each next to its field.
     pub fn invalid_fields(fields: Vec<FieldError>) -> Self {
         let message = fields.iter().map(|f| format!("{}: {}", f.field, f.message)).collect::<Vec<_>>().join("; ");
@@ -87,35 +113,72 @@ impl Error {
     }
 }
 
-/// Storage failures are not the caller's fault and carry no detail worth showing a model;
-/// the full error goes to the log.
-impl From<sqlx::Error> for Error {
-    fn from(e: sqlx::Error) -> Self {
-        tracing::error!(error = %e, "database error");
-        Error::failed(format!("database error: {e}"))
-    }
+/// Eight hex digits naming one internal error in the log.
+fn new_ref() -> String {
+    format!("{:08x}", rand::random::<u32>())
 }
 
-impl From<sqlx::migrate::MigrateError> for Error {
-    fn from(e: sqlx::migrate::MigrateError) -> Self {
-        Error::failed(format!("database migration failed: {e}"))
+/// Storage failures are not the caller's fault and carry no detail worth showing anyone: a
+/// decode mismatch or an SQL error is `Internal`, with the full text only in the log.
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Self {
+        Error::internal(format_args!("database error: {e}"))
     }
 }
 
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {
-        Error::failed(format!("i/o error: {e}"))
+        Error::internal(format_args!("i/o error: {e}"))
     }
 }
 
 /// Deserialises a JSON value into `T`, naming the JSON path of the first problem
-/// (`capabilities.tools[2]`). Used for every input that arrives as JSON: tool arguments,
-/// manifests, request bodies.
+/// (`capabilities.tools[2]`); a missing required field is named itself (`tools`), not its
+/// parent. Used for every input that arrives as JSON: tool arguments, manifests, request bodies.
 pub fn from_value<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
-        let field = if path == "." { "(arguments)".to_string() } else { path };
         let message = e.into_inner().to_string();
+        let field = match (missing_field(&message), path.as_str()) {
+            (Some(name), ".") => name.to_string(),
+            (Some(name), parent) => format!("{parent}.{name}"),
+            (None, ".") => "(arguments)".to_string(),
+            (None, _) => path,
+        };
         Error::invalid_fields(vec![FieldError { field, message }])
     })
+}
+
+/// The field named by serde's "missing field `x`" message.
+fn missing_field(message: &str) -> Option<&str> {
+    message.strip_prefix("missing field `")?.split_once('`').map(|(name, _)| name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Outer {
+        inner: Inner,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Inner {
+        tools: Vec<String>,
+    }
+
+    /// A missing required field is named itself, so a form can show the problem next to it.
+    #[test]
+    fn a_missing_field_is_named_by_its_own_path() {
+        let top = from_value::<Inner>(serde_json::json!({})).unwrap_err();
+        assert_eq!(top.fields[0].field, "tools");
+        assert!(top.message.contains("missing field `tools`"), "{top}");
+        let nested = from_value::<Outer>(serde_json::json!({"inner": {}})).unwrap_err();
+        assert_eq!(nested.fields[0].field, "inner.tools");
+        let wrong_type = from_value::<Outer>(serde_json::json!({"inner": {"tools": [1]}})).unwrap_err();
+        assert_eq!(wrong_type.fields[0].field, "inner.tools[0]");
+    }
 }

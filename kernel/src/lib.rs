@@ -66,6 +66,8 @@ pub enum OpenError {
     Config(#[from] ConfigError),
     #[error("cannot prepare {path}: {source}")]
     Home { path: String, source: std::io::Error },
+    #[error("cannot open the database {path}: {source}")]
+    Database { path: String, source: sqlx::Error },
     #[error("{0}")]
     Kernel(#[from] Error),
 }
@@ -92,7 +94,9 @@ impl Kernel {
     pub async fn open_with_clock(home: &Path, config: Config, clock: clock::Clock) -> Result<Kernel, OpenError> {
         prepare_home(home)?;
         let db_path = home.join("kennel.db");
-        let db = db::open(&db_path).await?;
+        let db = db::open(&db_path)
+            .await
+            .map_err(|source| OpenError::Database { path: db_path.display().to_string(), source })?;
         let providers = config
             .providers
             .iter()

@@ -144,20 +144,21 @@ impl Sessions {
                 .await?;
         rows.iter()
             .map(|r| {
-                let message = serde_json::from_str(r.get("message"))
-                    .map_err(|e| Error::failed(format!("stored message is unreadable: {e}")))?;
-                Ok(StoredMessage { seq: r.get("seq"), message, created_at: r.get("created_at") })
+                let message = serde_json::from_str(r.try_get("message")?)
+                    .map_err(|e| Error::internal(format_args!("stored message is unreadable: {e}")))?;
+                Ok(StoredMessage { seq: r.try_get("seq")?, message, created_at: r.try_get("created_at")? })
             })
             .collect()
     }
 }
 
 fn session_from(row: &sqlx::sqlite::SqliteRow) -> Result<Session> {
-    let parse = |s: &str| Uuid::parse_str(s).map_err(|e| Error::failed(format!("stored id `{s}` is unreadable: {e}")));
+    let parse =
+        |s: &str| Uuid::parse_str(s).map_err(|e| Error::internal(format_args!("stored id `{s}` is unreadable: {e}")));
     Ok(Session {
-        id: parse(row.get("id"))?,
-        agent_id: parse(row.get("agent_id"))?,
-        label: row.get("label"),
-        created_at: row.get("created_at"),
+        id: parse(row.try_get("id")?)?,
+        agent_id: parse(row.try_get("agent_id")?)?,
+        label: row.try_get("label")?,
+        created_at: row.try_get("created_at")?,
     })
 }

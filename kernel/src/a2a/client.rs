@@ -199,8 +199,8 @@ impl Tool for A2aSend {
             .fetch_optional(kernel.db())
             .await?
             .ok_or_else(|| Error::not_found(format!("no remote agent `{}`; call a2a_discover first", args.agent_id)))?;
-        let card: Value =
-            serde_json::from_str(row.get("card")).map_err(|e| Error::failed(format!("stored card unreadable: {e}")))?;
+        let card: Value = serde_json::from_str(row.try_get("card")?)
+            .map_err(|e| Error::internal(format_args!("stored card unreadable: {e}")))?;
         let endpoint = card["supportedInterfaces"]
             .as_array()
             .and_then(|list| list.iter().find(|i| i["protocolBinding"] == "JSONRPC"))

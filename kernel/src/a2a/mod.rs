@@ -201,13 +201,13 @@ async fn load_task(kernel: &Kernel, agent: &Agent, id: &str) -> Result<Value> {
         .await?
         .ok_or_else(|| Error::not_found(format!("task `{id}` not found")))?;
     Ok(wire::task(
-        row.get("id"),
-        row.get("context_id"),
-        row.get("state"),
-        &row.get::<String, _>("updated_at"),
-        serde_json::from_str(row.get("request")).unwrap_or(Value::Null),
-        row.get("reply"),
-        row.get("error"),
+        row.try_get("id")?,
+        row.try_get("context_id")?,
+        row.try_get("state")?,
+        &row.try_get::<String, _>("updated_at")?,
+        serde_json::from_str(row.try_get("request")?).unwrap_or(Value::Null),
+        row.try_get("reply")?,
+        row.try_get("error")?,
     ))
 }
 

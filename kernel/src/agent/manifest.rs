@@ -164,6 +164,30 @@ pub struct CapabilitiesInput {
     pub memory_write: Option<Vec<String>>,
 }
 
+/// An agent's new `[capabilities]`, replacing the old ones whole. `tools` is required (`[]`
+/// clears every grant), so an empty or forgotten body cannot wipe an agent's grants; the
+/// rest may be left out (then empty or, for memory scopes, open).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewCapabilities {
+    /// Tool grants: globs over tool names or `family.*`.
+    pub tools: Vec<String>,
+    pub deny: Option<Vec<String>>,
+    pub memory_read: Option<Vec<String>>,
+    pub memory_write: Option<Vec<String>>,
+}
+
+impl From<NewCapabilities> for CapabilitiesInput {
+    fn from(c: NewCapabilities) -> Self {
+        CapabilitiesInput {
+            tools: Some(c.tools),
+            deny: c.deny,
+            memory_read: c.memory_read,
+            memory_write: c.memory_write,
+        }
+    }
+}
+
 impl From<AgentTypeSpec> for ManifestInput {
     fn from(s: AgentTypeSpec) -> Self {
         ManifestInput {

@@ -17,8 +17,8 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 pub use manifest::{
-    AgentTypeSpec, CapabilitiesInput, Manifest, ManifestFormat, ManifestInput, NAME_RULE, ToolMode, is_valid_name,
-    parse_manifest, to_toml, validate,
+    AgentTypeSpec, CapabilitiesInput, Manifest, ManifestFormat, ManifestInput, NAME_RULE, NewCapabilities, ToolMode,
+    is_valid_name, parse_manifest, to_toml, validate,
 };
 
 use crate::db::{self, Db};
@@ -337,10 +337,10 @@ impl Agents {
     }
 
     /// Replaces an agent's `[capabilities]`, validated like any manifest.
-    pub async fn set_capabilities(&self, id_or_name: &str, caps: CapabilitiesInput) -> Result<Arc<Agent>> {
+    pub async fn set_capabilities(&self, id_or_name: &str, caps: NewCapabilities) -> Result<Arc<Agent>> {
         self.update(id_or_name, |a| {
             let mut input = ManifestInput::from(&a.manifest);
-            input.capabilities = Some(caps);
+            input.capabilities = Some(caps.into());
             a.manifest = validate(input)?;
             Ok(())
         })

@@ -11,7 +11,7 @@ fn manifest_json<T: serde::Serialize>(m: &T) -> String {
 }
 
 fn manifest_from(json: &str) -> Result<super::Manifest> {
-    serde_json::from_str(json).map_err(|e| Error::failed(format!("stored manifest is unreadable: {e}")))
+    serde_json::from_str(json).map_err(|e| Error::internal(format_args!("stored manifest is unreadable: {e}")))
 }
 
 pub(super) async fn load_types(db: &Db) -> Result<Vec<AgentType>> {
@@ -20,9 +20,9 @@ pub(super) async fn load_types(db: &Db) -> Result<Vec<AgentType>> {
     rows.iter()
         .map(|r| {
             Ok(AgentType {
-                manifest: manifest_from(r.get("manifest"))?,
-                created_at: r.get("created_at"),
-                updated_at: r.get("updated_at"),
+                manifest: manifest_from(r.try_get("manifest")?)?,
+                created_at: r.try_get("created_at")?,
+                updated_at: r.try_get("updated_at")?,
             })
         })
         .collect()
@@ -62,25 +62,25 @@ pub(super) async fn load_agents(db: &Db) -> Result<Vec<Agent>> {
     .await?;
     rows.iter()
         .map(|r| {
-            let id: String = r.get("id");
-            let parent: Option<String> = r.get("parent_id");
+            let id: String = r.try_get("id")?;
+            let parent: Option<String> = r.try_get("parent_id")?;
             Ok(Agent {
                 id: parse_id(&id)?,
-                name: r.get("name"),
-                agent_type: r.get("agent_type"),
-                manifest: manifest_from(r.get("manifest"))?,
-                goal: r.get("goal"),
-                status: AgentStatus::parse(r.get("status")),
+                name: r.try_get("name")?,
+                agent_type: r.try_get("agent_type")?,
+                manifest: manifest_from(r.try_get("manifest")?)?,
+                goal: r.try_get("goal")?,
+                status: AgentStatus::parse(r.try_get("status")?),
                 parent_id: parent.as_deref().map(parse_id).transpose()?,
-                created_at: r.get("created_at"),
-                updated_at: r.get("updated_at"),
+                created_at: r.try_get("created_at")?,
+                updated_at: r.try_get("updated_at")?,
             })
         })
         .collect()
 }
 
 fn parse_id(s: &str) -> Result<uuid::Uuid> {
-    uuid::Uuid::parse_str(s).map_err(|e| Error::failed(format!("stored agent id `{s}` is unreadable: {e}")))
+    uuid::Uuid::parse_str(s).map_err(|e| Error::internal(format_args!("stored agent id `{s}` is unreadable: {e}")))
 }
 
 pub(super) async fn insert_agent(db: &Db, a: &Agent) -> Result<()> {

@@ -164,14 +164,14 @@ async fn claim_fire(
         .bind(key)
         .fetch_one(db)
         .await?;
-    let fires: i64 = row.get("fires");
+    let fires: i64 = row.try_get("fires")?;
     if let Some(max) = max_fires
         && fires as u64 >= max
     {
         return Ok(Some(format!("max_fires = {max} reached")));
     }
     let last =
-        chrono::DateTime::parse_from_rfc3339(row.get("last_fired")).map(|t| t.with_timezone(&Utc)).unwrap_or(now);
+        chrono::DateTime::parse_from_rfc3339(row.try_get("last_fired")?).map(|t| t.with_timezone(&Utc)).unwrap_or(now);
     let cooldown = cooldown_secs.unwrap_or_default();
     let left_ms = cooldown.saturating_mul(1000).saturating_sub((now - last).num_milliseconds().max(0) as u64);
     Ok(Some(format!("cooling down: {} s of cooldown_secs = {cooldown} left", left_ms.div_ceil(1000).max(1))))

@@ -62,7 +62,7 @@ macro_rules! text_enum {
             fn parse(s: &str) -> Result<Self> {
                 match s {
                     $($s => Ok(Self::$v),)+
-                    other => Err(Error::failed(format!("stored value `{other}` is not a {}", stringify!($t)))),
+                    other => Err(Error::internal(format_args!("stored value `{other}` is not a {}", stringify!($t)))),
                 }
             }
         }
@@ -334,7 +334,7 @@ impl Schedules {
         .bind(limit)
         .fetch_all(&self.db)
         .await?;
-        Ok(rows.iter().filter_map(fire_from).collect())
+        rows.iter().filter_map(|r| fire_from(r).transpose()).collect()
     }
 
     /// Stops a schedule firing; its configuration is kept. Pausing a paused one is a no-op.
@@ -548,7 +548,7 @@ fn check_prompt(prompt: &str) -> Result<()> {
 
 fn cron_spec(s: &Schedule) -> Result<timing::CronSpec> {
     timing::parse_cron(s.expression.as_deref().unwrap_or_default(), s.timezone.as_deref())
-        .map_err(|e| Error::failed(format!("stored schedule {} has a bad expression: {e}", s.id)))
+        .map_err(|e| Error::internal(format_args!("stored schedule {} has a bad expression: {e}", s.id)))
 }
 
 fn parse_time(text: &str) -> Option<DateTime<Utc>> {
@@ -556,38 +556,39 @@ fn parse_time(text: &str) -> Option<DateTime<Utc>> {
 }
 
 fn schedule_from(row: &sqlx::sqlite::SqliteRow) -> Result<Schedule> {
-    let id: String = row.get("id");
+    let id: String = row.try_get("id")?;
     Ok(Schedule {
-        id: Uuid::parse_str(&id).map_err(|e| Error::failed(format!("stored schedule id `{id}` is unreadable: {e}")))?,
-        agent_id: row.get("agent_id"),
-        kind: Kind::parse(row.get("kind"))?,
-        origin: Origin::parse(row.get("origin"))?,
-        expression: row.get("expression"),
-        timezone: row.get("timezone"),
-        run_at: row.get("run_at"),
-        prompt: row.get("prompt"),
-        channel: row.get("channel"),
-        state: State::parse(row.get("state"))?,
-        next_fire: row.get("next_fire"),
-        created_by: row.get("created_by"),
-        created_at: row.get("created_at"),
-        updated_at: row.get("updated_at"),
-        last_fire: fire_from(row),
+        id: Uuid::parse_str(&id)
+            .map_err(|e| Error::internal(format_args!("stored schedule id `{id}` is unreadable: {e}")))?,
+        agent_id: row.try_get("agent_id")?,
+        kind: Kind::parse(row.try_get("kind")?)?,
+        origin: Origin::parse(row.try_get("origin")?)?,
+        expression: row.try_get("expression")?,
+        timezone: row.try_get("timezone")?,
+        run_at: row.try_get("run_at")?,
+        prompt: row.try_get("prompt")?,
+        channel: row.try_get("channel")?,
+        state: State::parse(row.try_get("state")?)?,
+        next_fire: row.try_get("next_fire")?,
+        created_by: row.try_get("created_by")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+        last_fire: fire_from(row)?,
     })
 }
 
 /// The `f_`-prefixed fire columns of a row, if it has a fire.
-fn fire_from(row: &sqlx::sqlite::SqliteRow) -> Option<Fire> {
-    let id: Option<i64> = row.get("f_id");
-    Some(Fire {
-        id: id?,
-        due_at: row.get("f_due_at"),
-        fired_at: row.get("f_fired_at"),
-        finished_at: row.get("f_finished_at"),
-        outcome: row.get("f_outcome"),
-        detail: row.get("f_detail"),
-        session_id: row.get("f_session_id"),
-        duration_ms: row.get("f_duration_ms"),
-        missed_slots: row.get("f_missed_slots"),
-    })
+fn fire_from(row: &sqlx::sqlite::SqliteRow) -> Result<Option<Fire>> {
+    let Some(id) = row.try_get("f_id")? else { return Ok(None) };
+    Ok(Some(Fire {
+        id,
+        due_at: row.try_get("f_due_at")?,
+        fired_at: row.try_get("f_fired_at")?,
+        finished_at: row.try_get("f_finished_at")?,
+        outcome: row.try_get("f_outcome")?,
+        detail: row.try_get("f_detail")?,
+        session_id: row.try_get("f_session_id")?,
+        duration_ms: row.try_get("f_duration_ms")?,
+        missed_slots: row.try_get("f_missed_slots")?,
+    }))
 }

@@ -112,19 +112,16 @@ struct Planned {
 /// For each due row: its next fire (cron) or `done` (one-shot), and the slots it missed —
 /// those that passed while the daemon was down (the due one included), and any later ones
 /// passed over because the fire came late. Expressions shared by many jobs are parsed once.
-fn plan(rows: &[sqlx::sqlite::SqliteRow], now: DateTime<Utc>, started_at: DateTime<Utc>) -> Vec<Planned> {
+fn plan(rows: &[sqlx::sqlite::SqliteRow], now: DateTime<Utc>, started_at: DateTime<Utc>) -> Result<Vec<Planned>> {
     let mut parsed: HashMap<(String, Option<String>), Option<timing::CronSpec>> = HashMap::new();
     rows.iter()
         .map(|row| {
-            let due: String = row.get("next_fire");
+            let due: String = row.try_get("next_fire")?;
             let due_at = parse_time(&due).unwrap_or(now);
-            let is_cron = row.get::<&str, _>("kind") == Kind::Cron.as_str();
+            let is_cron = row.try_get::<&str, _>("kind")? == Kind::Cron.as_str();
+            let key = (row.try_get::<Option<String>, _>("expression")?.unwrap_or_default(), row.try_get("timezone")?);
             let spec = is_cron
                 .then(|| {
-                    let key = (
-                        row.get::<Option<String>, _>("expression").unwrap_or_default(),
-                        row.get::<Option<String>, _>("timezone"),
-                    );
                     parsed.entry(key).or_insert_with_key(|(e, tz)| timing::parse_cron(e, tz.as_deref()).ok()).clone()
                 })
                 .flatten();
@@ -138,11 +135,11 @@ fn plan(rows: &[sqlx::sqlite::SqliteRow], now: DateTime<Utc>, started_at: DateTi
             };
             let dispatch = Dispatch {
                 fire_id: 0,
-                schedule_id: row.get("id"),
-                agent_id: row.get("agent_id"),
-                prompt: row.get("prompt"),
+                schedule_id: row.try_get("id")?,
+                agent_id: row.try_get("agent_id")?,
+                prompt: row.try_get("prompt")?,
             };
-            Planned { dispatch, due, next, state, missed }
+            Ok(Planned { dispatch, due, next, state, missed })
         })
         .collect()
 }
@@ -208,7 +205,7 @@ impl Schedules {
         if rows.is_empty() {
             return Ok(Vec::new());
         }
-        let planned = plan(&rows, now, started_at);
+        let planned = plan(&rows, now, started_at)?;
         let fired_at = db::timestamp(self.clock.now());
         let mut tx = self.db.begin().await?;
         let mut due = Vec::with_capacity(planned.len());

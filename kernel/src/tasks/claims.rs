@@ -40,7 +40,7 @@ impl ClaimQueue {
         let (reply, answer) = oneshot::channel();
         let request = Request { agent: agent.to_string(), min_priority, reply };
         self.requests.send(request).await.map_err(|_| Error::unavailable("the task board is shutting down"))?;
-        answer.await.map_err(|_| Error::failed("the claim was dropped while the task board shut down"))?
+        answer.await.map_err(|_| Error::unavailable("the task board is shutting down; the claim was not made"))?
     }
 }
 

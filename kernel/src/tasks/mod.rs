@@ -183,15 +183,16 @@ impl TaskBoard {
             .bind(id)
             .fetch_all(&self.db)
             .await?;
-        Ok(rows
-            .iter()
-            .map(|r| TaskEvent {
-                at: r.get("at"),
-                status: r.get("status"),
-                actor: r.get("actor"),
-                retries: r.get("retries"),
+        rows.iter()
+            .map(|r| {
+                Ok(TaskEvent {
+                    at: r.try_get("at")?,
+                    status: r.try_get("status")?,
+                    actor: r.try_get("actor")?,
+                    retries: r.try_get("retries")?,
+                })
             })
-            .collect())
+            .collect()
     }
 
     /// Tasks matching the filter (`assignee` already resolved to an id), best first.
@@ -291,22 +292,23 @@ impl TaskBoard {
 }
 
 fn task_from(row: &sqlx::sqlite::SqliteRow) -> Result<Task> {
-    let id: String = row.get("id");
+    let id: String = row.try_get("id")?;
     Ok(Task {
-        id: Uuid::parse_str(&id).map_err(|e| Error::failed(format!("stored task id `{id}` is unreadable: {e}")))?,
-        title: row.get("title"),
-        body: row.get("body"),
-        assigned_to: row.get("assignee"),
-        priority: row.get("priority"),
-        status: row.get("status"),
-        claimed_by: row.get("claimed_by"),
-        claimed_at: row.get("claimed_at"),
-        retries: row.get("retries"),
-        result: row.get("result"),
-        posted_by: row.get("posted_by"),
-        created_at: row.get("created_at"),
-        updated_at: row.get("updated_at"),
-        completed_at: row.get("completed_at"),
+        id: Uuid::parse_str(&id)
+            .map_err(|e| Error::internal(format_args!("stored task id `{id}` is unreadable: {e}")))?,
+        title: row.try_get("title")?,
+        body: row.try_get("body")?,
+        assigned_to: row.try_get("assignee")?,
+        priority: row.try_get("priority")?,
+        status: row.try_get("status")?,
+        claimed_by: row.try_get("claimed_by")?,
+        claimed_at: row.try_get("claimed_at")?,
+        retries: row.try_get("retries")?,
+        result: row.try_get("result")?,
+        posted_by: row.try_get("posted_by")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+        completed_at: row.try_get("completed_at")?,
     })
 }
 
@@ -340,4 +342,36 @@ pub(crate) fn start_sweeper(kernel: &crate::Kernel) {
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stored value of the wrong type (a damaged database, a bad migration) is an
+    /// `Internal` error with a ref, not a panic, and says nothing of the SQL or the column.
+    #[tokio::test]
+    async fn a_row_that_does_not_decode_is_an_internal_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db::open(&dir.path().join("k.db")).await.unwrap();
+        let board = TaskBoard::new(db.clone());
+        let id = Uuid::now_v7().to_string();
+        sqlx::query(
+            "INSERT INTO tasks (id, title, body, priority, status, posted_by, created_at, updated_at)
+             VALUES (?, 'title', '', 'high', 'pending', 'test', ?, ?)",
+        )
+        .bind(&id)
+        .bind(db::now())
+        .bind(db::now())
+        .execute(&db)
+        .await
+        .unwrap();
+
+        for e in [board.get(&id).await.unwrap_err(), board.list(&TaskFilter::default()).await.unwrap_err()] {
+            assert_eq!(e.kind, crate::ErrorKind::Internal, "{e}");
+            let reference = e.message.strip_prefix("internal error (ref ").and_then(|m| m.strip_suffix(')'));
+            assert!(reference.is_some_and(|r| r.len() == 8 && r.bytes().all(|b| b.is_ascii_hexdigit())), "{e}");
+            assert!(!e.message.contains("priority") && !e.model_text().contains("SELECT"), "{e}");
+        }
+    }
 }

@@ -126,3 +126,25 @@ fn utf8_page(bytes: &[u8], offset: u64) -> Result<&str> {
         ))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file-system fault is `Internal`: the store's path never reaches a client or a model.
+    #[tokio::test]
+    async fn an_io_fault_hides_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ArtifactStore::new(dir.path().to_path_buf());
+        let id = store.put(b"some bytes").await.unwrap();
+        // The artifact's file replaced by a directory: opening works, reading fails.
+        let file = store.path(&id).unwrap();
+        std::fs::remove_file(&file).unwrap();
+        std::fs::create_dir(&file).unwrap();
+        let e = store.read(&id, 0, 10).await.unwrap_err();
+        assert_eq!(e.kind, crate::ErrorKind::Internal, "{e}");
+        let root = dir.path().to_string_lossy();
+        assert!(!e.message.contains(root.as_ref()) && !e.message.contains(&id[2..]), "{e}");
+        assert!(e.message.starts_with("internal error (ref "), "{e}");
+    }
+}

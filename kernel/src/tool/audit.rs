@@ -104,22 +104,23 @@ impl AuditLog {
         .bind(limit)
         .fetch_all(&self.db)
         .await?;
-        Ok(rows
-            .iter()
-            .map(|r| AuditRecord {
-                id: r.get("id"),
-                at: r.get("at"),
-                agent_id: r.get("agent_id"),
-                session_id: r.get("session_id"),
-                caller: r.get("caller"),
-                tool: r.get("tool"),
-                args_digest: r.get("args_digest"),
-                outcome: r.get("outcome"),
-                message: r.get("message"),
-                duration_us: r.get("duration_us"),
-                artifact_id: r.get("artifact_id"),
+        rows.iter()
+            .map(|r| {
+                Ok(AuditRecord {
+                    id: r.try_get("id")?,
+                    at: r.try_get("at")?,
+                    agent_id: r.try_get("agent_id")?,
+                    session_id: r.try_get("session_id")?,
+                    caller: r.try_get("caller")?,
+                    tool: r.try_get("tool")?,
+                    args_digest: r.try_get("args_digest")?,
+                    outcome: r.try_get("outcome")?,
+                    message: r.try_get("message")?,
+                    duration_us: r.try_get("duration_us")?,
+                    artifact_id: r.try_get("artifact_id")?,
+                })
             })
-            .collect())
+            .collect()
     }
 }
 

@@ -331,29 +331,29 @@ async fn step_agent(kernel: &Kernel, step: &Step) -> Result<(std::sync::Arc<crat
 }
 
 fn workflow_from(row: &sqlx::sqlite::SqliteRow) -> Result<Workflow> {
-    let unreadable = |e: String| Error::failed(format!("stored workflow is unreadable: {e}"));
+    let unreadable = |e: String| Error::internal(format_args!("stored workflow is unreadable: {e}"));
     Ok(Workflow {
-        id: Uuid::parse_str(row.get("id")).map_err(|e| unreadable(e.to_string()))?,
-        name: row.get("name"),
-        description: row.get("description"),
-        steps: serde_json::from_str(row.get("steps")).map_err(|e| unreadable(e.to_string()))?,
-        created_at: row.get("created_at"),
-        updated_at: row.get("updated_at"),
+        id: Uuid::parse_str(row.try_get("id")?).map_err(|e| unreadable(e.to_string()))?,
+        name: row.try_get("name")?,
+        description: row.try_get("description")?,
+        steps: serde_json::from_str(row.try_get("steps")?).map_err(|e| unreadable(e.to_string()))?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
     })
 }
 
 fn run_from(row: &sqlx::sqlite::SqliteRow) -> Result<WorkflowRun> {
-    let unreadable = |e: String| Error::failed(format!("stored workflow run is unreadable: {e}"));
+    let unreadable = |e: String| Error::internal(format_args!("stored workflow run is unreadable: {e}"));
     Ok(WorkflowRun {
-        id: Uuid::parse_str(row.get("id")).map_err(|e| unreadable(e.to_string()))?,
-        workflow_id: Uuid::parse_str(row.get("workflow_id")).map_err(|e| unreadable(e.to_string()))?,
-        inputs: serde_json::from_str(row.get("inputs")).map_err(|e| unreadable(e.to_string()))?,
-        status: row.get("status"),
-        output: row.get("output"),
-        error: row.get("error"),
-        steps: serde_json::from_str(row.get("steps")).map_err(|e| unreadable(e.to_string()))?,
-        started_at: row.get("started_at"),
-        finished_at: row.get("finished_at"),
+        id: Uuid::parse_str(row.try_get("id")?).map_err(|e| unreadable(e.to_string()))?,
+        workflow_id: Uuid::parse_str(row.try_get("workflow_id")?).map_err(|e| unreadable(e.to_string()))?,
+        inputs: serde_json::from_str(row.try_get("inputs")?).map_err(|e| unreadable(e.to_string()))?,
+        status: row.try_get("status")?,
+        output: row.try_get("output")?,
+        error: row.try_get("error")?,
+        steps: serde_json::from_str(row.try_get("steps")?).map_err(|e| unreadable(e.to_string()))?,
+        started_at: row.try_get("started_at")?,
+        finished_at: row.try_get("finished_at")?,
     })
 }
 

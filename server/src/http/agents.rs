@@ -7,7 +7,7 @@ use axum::extract::{Extension, Path, State};
 use axum::http::{StatusCode, header::LOCATION};
 use axum::response::{IntoResponse, Response};
 use kennel_kernel::Kernel;
-use kennel_kernel::agent::{Agent, CapabilitiesInput, SpawnRequest};
+use kennel_kernel::agent::{Agent, NewCapabilities, SpawnRequest};
 use std::convert::Infallible;
 
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -80,14 +80,15 @@ async fn stop_agent(State(kernel): State<Kernel>, Path(id): Path<String>) -> Api
     Ok(Json(kernel.stop_agent(&id).await?))
 }
 
-/// Replaces the agent's `[capabilities]`.
+/// Replaces the agent's `[capabilities]`. `tools` is required (`[]` clears every grant); an
+/// empty body is refused and changes nothing.
 #[utoipa::path(put, path = "/api/agents/{id}/capabilities", tag = "agents", params(("id" = String, Path)),
-    request_body = CapabilitiesInput,
+    request_body = NewCapabilities,
     responses((status = 200, body = Agent), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 async fn set_capabilities(
     State(kernel): State<Kernel>,
     Path(id): Path<String>,
-    JsonBody(caps): JsonBody<CapabilitiesInput>,
+    JsonBody(caps): JsonBody<NewCapabilities>,
 ) -> ApiResult<Json<Arc<Agent>>> {
     Ok(Json(kernel.agents().set_capabilities(&id, caps).await?))
 }
@@ -119,6 +120,9 @@ struct InvokeBody {
         (status = 200, body = CallOutput),
         (status = 403, body = ErrorBody, description = "Not granted; the tool did not run"),
         (status = 404, body = ErrorBody), (status = 422, body = ErrorBody, description = "Invalid arguments, with the JSON path"),
+        (status = 502, body = ErrorBody, description = "`Failed`: the tool ran and failed (or what it called did)"),
+        (status = 504, body = ErrorBody, description = "`Timeout`: the tool did not finish in time"),
+        (status = 500, body = ErrorBody, description = "`Internal`: a fault of this daemon; the message is `internal error (ref ID)`"),
     ))]
 async fn invoke_tool(
     State(kernel): State<Kernel>,

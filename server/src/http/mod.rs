@@ -32,7 +32,7 @@ use utoipa_axum::router::OpenApiRouter;
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Kennel", description = "The Kennel agent daemon's REST API. Every `/api/*` route needs `Authorization: Bearer TOKEN`."),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &StatusTable),
     security(("bearer" = [])),
 )]
 struct ApiDoc;
@@ -46,6 +46,21 @@ impl utoipa::Modify for BearerAuth {
             "bearer",
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
         );
+    }
+}
+
+/// Appends the status table to the document's description, so clients read it where they
+/// read the routes.
+struct StatusTable;
+
+impl utoipa::Modify for StatusTable {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let intro = openapi.info.description.take().unwrap_or_default();
+        openapi.info.description = Some(format!(
+            "{intro}\n\n## Errors\n\nEvery error answers `{{\"error\": {{\"kind\", \"message\", \"fields\"?}}}}` \
+             with the status of its kind:\n\n{}",
+            error::status_table()
+        ));
     }
 }
 

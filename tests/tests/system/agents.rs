@@ -83,3 +83,34 @@ async fn grants_change_over_rest_and_cli() {
     assert!(!not_held.status.success());
     assert!(String::from_utf8_lossy(&not_held.stderr).contains("has no grant"));
 }
+
+#[tokio::test]
+async fn an_empty_body_never_clears_grants_but_still_opens_a_session() {
+    let (_home, _d, api) = daemon().await;
+    let id = crate::agent_with(&api, "keeper", &["system_time", "meta.*"]).await;
+    let caps = format!("/api/agents/{id}/capabilities");
+    let grants =
+        || async { api.get(&format!("/api/agents/{id}")).await.body["manifest"]["capabilities"]["tools"].clone() };
+
+    // No body at all, and an empty object: `tools` is required, nothing changes.
+    let no_body = kennel_tests::Api::send(api.request(reqwest::Method::PUT, &caps)).await;
+    assert_eq!(no_body.status, 422, "{}", no_body.text);
+    assert_eq!(no_body.body["error"]["fields"][0]["field"], "tools", "{}", no_body.text);
+    assert!(no_body.error_message().contains("the body is empty"), "{}", no_body.text);
+    let empty_object = api.put(&caps, json!({})).await;
+    assert_eq!(empty_object.status, 422, "{}", empty_object.text);
+    assert_eq!(empty_object.body["error"]["fields"][0]["field"], "tools");
+    let only_deny = api.put(&caps, json!({"deny": ["tool_load"]})).await;
+    assert_eq!(only_deny.status, 422, "{}", only_deny.text);
+    assert_eq!(grants().await, json!(["system_time", "meta.*"]), "a refused body changed nothing");
+
+    // An explicit empty list still clears.
+    let cleared = api.put(&caps, json!({"tools": []})).await;
+    assert_eq!(cleared.status, 200, "{}", cleared.text);
+    assert_eq!(grants().await, json!([]));
+
+    // A body whose fields are all optional still accepts no body at all.
+    let session =
+        kennel_tests::Api::send(api.request(reqwest::Method::POST, &format!("/api/agents/{id}/sessions"))).await;
+    assert_eq!(session.status, 201, "{}", session.text);
+}

@@ -44,3 +44,20 @@ async fn the_openapi_document_describes_every_route() {
         "#/components/schemas/ManifestInput"
     );
 }
+
+#[tokio::test]
+async fn the_openapi_document_carries_the_status_table() {
+    let (_home, _d, api) = daemon().await;
+    let doc = api.get("/api/openapi.json").await;
+    let description = doc.body["info"]["description"].as_str().unwrap_or_default();
+    for row in [
+        "| `Failed` | 502 |",
+        "| `Timeout` | 504 |",
+        "| `Internal` | 500 |",
+        "| `InvalidArguments` | 422 |",
+        "| `Unauthorized` | 401 |",
+    ] {
+        assert!(description.contains(row), "the OpenAPI description lacks `{row}`:\n{description}");
+    }
+    assert!(description.contains("internal error (ref ID)"), "{description}");
+}

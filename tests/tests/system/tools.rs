@@ -179,3 +179,17 @@ async fn tool_load_needs_a_session_of_that_agent() {
     let wrong = api.post(&format!("/api/agents/{id}/tools/tool_load/invoke"), body).await;
     assert_eq!(wrong.status, 404, "another agent's session is not found");
 }
+
+#[tokio::test]
+async fn a_tool_that_fails_is_a_bad_gateway_not_a_server_error() {
+    // A port nothing listens on, on a host the config allows: the tool really runs and fails.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let config = format!("[a2a]\nallowed_hosts = [\"127.0.0.1:{closed}\"]\n");
+    let (_home, _d, api) = daemon_with_config(&config).await;
+    let id = agent_with(&api, "caller", &["a2a.*"]).await;
+    let failed = api.invoke(&id, "a2a_discover", json!({"url": format!("http://127.0.0.1:{closed}/")})).await;
+    assert_eq!(failed.status, 502, "{}", failed.text);
+    assert_eq!(failed.error_kind(), "Failed", "{}", failed.text);
+    let audit = api.get(&format!("/api/audit?agent={id}")).await;
+    assert_eq!(audit.body[0]["outcome"], "Failed");
+}

@@ -158,7 +158,7 @@ async fn rate_limits_and_server_errors_are_retried_client_errors_are_not() {
 
     llm.push(Scripted::error(400, r#"{"error":{"message":"model `m` does not exist"}}"#));
     let failed = say(&api, &id, "hi").await;
-    assert_eq!(failed.status, 500);
+    assert_eq!(failed.status, 502, "a provider's refusal is a bad gateway");
     assert!(failed.error_message().contains("model `m` does not exist"), "{}", failed.text);
     assert_eq!(llm.requests().len(), 4, "a 400 is not retried");
 }
