@@ -11,6 +11,7 @@ mod openapi;
 mod restart;
 mod schedule_clock;
 mod schedules;
+mod sign_in;
 mod tasks;
 mod templates;
 mod tool_modes;
