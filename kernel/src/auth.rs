@@ -87,7 +87,7 @@ pub const SIGN_IN_FORM_SECS: i64 = 3600;
 /// Argon2 runs at once in this process. Each holds about 19 MiB (argon2id's default memory
 /// cost) for tens of milliseconds, so this bounds the daemon's memory under a sign-in flood.
 pub const HASHING_SLOTS: usize = 2;
-/// Password checks that may wait for a slot; one more is refused as busy (429), so a flood
+/// Password checks that may wait for a slot; beyond that they are refused as busy (429), so a flood
 /// from many addresses cannot queue without end either.
 pub const HASHING_QUEUE: usize = 64;
 static HASHING: HashingGate = HashingGate::new(HASHING_SLOTS, HASHING_QUEUE);
@@ -240,7 +240,8 @@ impl Auth {
     /// On success returns the cookie value (shown to no one else) and the session. A wrong
     /// password and an unknown operator get the same error.
     ///
-    /// The attempt is counted before argon2 runs and given back only on success, so however
+    /// The attempt is counted before argon2 runs and given back only on success (or when no
+    /// password could be checked: the server was busy), so however
     /// many requests one address sends at once, at most [`LOGIN_ATTEMPTS`] per window reach
     /// the password check; the rest are `ResourceExhausted` at once.
     pub async fn sign_in(&self, client: IpAddr, name: &str, password: &str) -> Result<(String, OperatorSession)> {
