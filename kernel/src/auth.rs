@@ -3,16 +3,19 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use argon2::Argon2;
 use argon2::password_hash::phc::PasswordHash;
 use argon2::password_hash::{PasswordHasher, PasswordVerifier};
+use hmac::{Hmac, Mac};
 use rand::RngExt;
 use sha2::{Digest, Sha256};
 use sqlx::Row;
 use subtle::ConstantTimeEq;
+use tokio::sync::Semaphore;
 
 use crate::agent::{NAME_RULE, is_valid_name};
 use crate::db::{self, Db};
@@ -39,8 +42,11 @@ pub struct Auth {
     tokens: RwLock<Vec<TokenRecord>>,
     /// Live dashboard sign-ins by the hash of their cookie value.
     sessions: RwLock<HashMap<[u8; 32], OperatorSession>>,
-    /// Recent failed sign-ins per client address.
+    /// Recent sign-in attempts per client address that have not succeeded (an attempt counts
+    /// from before its password is checked until it succeeds).
     failures: Mutex<HashMap<IpAddr, Vec<Instant>>>,
+    /// Key for the sign-in forms' tokens; random at each start, never stored.
+    sign_in_key: [u8; 32],
 }
 
 /// A signed-in operator's dashboard session.
@@ -72,6 +78,19 @@ pub const SESSION_HOURS: i64 = 12;
 /// Failed sign-ins one address may make per window before it must wait.
 pub const LOGIN_ATTEMPTS: usize = 5;
 pub const LOGIN_WINDOW: Duration = Duration::from_secs(60);
+/// Addresses with recent failures remembered before expired ones are swept out, so a flood
+/// from many addresses cannot grow the map without end.
+const TRACKED_ADDRESSES: usize = 10_000;
+/// How long a sign-in form's token (and the cookie that carries it) stays good.
+pub const SIGN_IN_FORM_SECS: i64 = 3600;
+
+/// Argon2 runs at once in this process. Each holds about 19 MiB (argon2id's default memory
+/// cost) for tens of milliseconds, so this bounds the daemon's memory under a sign-in flood.
+pub const HASHING_SLOTS: usize = 2;
+/// Password checks that may wait for a slot; beyond that they are refused as busy (429), so a flood
+/// from many addresses cannot queue without end either.
+pub const HASHING_QUEUE: usize = 64;
+static HASHING: HashingGate = HashingGate::new(HASHING_SLOTS, HASHING_QUEUE);
 
 fn token_hash(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
@@ -83,8 +102,13 @@ fn check_name(name: &str) -> Result<()> {
 
 impl Auth {
     pub(crate) async fn load(db: Db) -> Result<Auth> {
-        let auth =
-            Auth { db, tokens: RwLock::new(Vec::new()), sessions: RwLock::default(), failures: Mutex::default() };
+        let auth = Auth {
+            db,
+            tokens: RwLock::new(Vec::new()),
+            sessions: RwLock::default(),
+            failures: Mutex::default(),
+            sign_in_key: rand::rng().random(),
+        };
         auth.reload().await?;
         auth.load_sessions().await?;
         Ok(auth)
@@ -149,17 +173,8 @@ impl Auth {
 
     /// Adds an operator with an argon2id hash of `password`.
     pub async fn add_operator(&self, name: &str, password: &str) -> Result<()> {
-        check_name(name)?;
-        if password.chars().count() < MIN_PASSWORD {
-            return Err(Error::invalid(format!("a password needs at least {MIN_PASSWORD} characters")));
-        }
-        let password = password.to_string();
-        let hash = tokio::task::spawn_blocking(move || {
-            Argon2::default().hash_password(password.as_bytes()).map(|h| h.to_string())
-        })
-        .await
-        .map_err(|e| Error::failed(format!("hashing failed: {e}")))?
-        .map_err(|e| Error::failed(format!("hashing failed: {e}")))?;
+        check_new_operator(name, password)?;
+        let hash = hash_password(password).await?;
         let result = sqlx::query("INSERT INTO operators (name, password_hash, created_at) VALUES (?, ?, ?)")
             .bind(name)
             .bind(hash)
@@ -167,6 +182,29 @@ impl Auth {
             .execute(&self.db)
             .await;
         db::unique_or(result, || format!("an operator named `{name}` exists"))?;
+        Ok(())
+    }
+
+    /// Adds the first operator, only while there is none. "None yet" and the insert are one
+    /// statement, so of several setups racing exactly one creates an operator; the others
+    /// get `Conflict`.
+    pub async fn add_first_operator(&self, name: &str, password: &str) -> Result<()> {
+        check_new_operator(name, password)?;
+        let hash = hash_password(password).await?;
+        let done = sqlx::query(
+            "INSERT INTO operators (name, password_hash, created_at) \
+             SELECT ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM operators)",
+        )
+        .bind(name)
+        .bind(hash)
+        .bind(db::now())
+        .execute(&self.db)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(Error::conflict(
+                "the first operator has been created already; sign in, or add operators with `kennel operator add`",
+            ));
+        }
         Ok(())
     }
 
@@ -183,13 +221,13 @@ impl Auth {
             None => dummy_hash().await?,
         };
         let password = password.to_string();
-        let ok = tokio::task::spawn_blocking(move || {
-            PasswordHash::new(&hash)
-                .map(|h| Argon2::default().verify_password(password.as_bytes(), &h).is_ok())
-                .unwrap_or(false)
-        })
-        .await
-        .map_err(|e| Error::failed(format!("verifying failed: {e}")))?;
+        let ok = HASHING
+            .run(move || {
+                PasswordHash::new(&hash)
+                    .map(|h| Argon2::default().verify_password(password.as_bytes(), &h).is_ok())
+                    .unwrap_or(false)
+            })
+            .await?;
         Ok(known && ok)
     }
 
@@ -199,30 +237,94 @@ impl Auth {
 
     // ---- dashboard sign-in ----
 
-    /// Signs an operator in: checks the per-address limit, then the password. On success
-    /// returns the cookie value (shown to no one else) and the session. A wrong password and
-    /// an unknown operator get the same error.
+    /// Signs an operator in: takes one of the address's attempts, then checks the password.
+    /// On success returns the cookie value (shown to no one else) and the session. A wrong
+    /// password and an unknown operator get the same error.
+    ///
+    /// The attempt is counted before argon2 runs and given back only on success (or when no
+    /// password could be checked: the server was busy), so however
+    /// many requests one address sends at once, at most [`LOGIN_ATTEMPTS`] per window reach
+    /// the password check; the rest are `ResourceExhausted` at once.
     pub async fn sign_in(&self, client: IpAddr, name: &str, password: &str) -> Result<(String, OperatorSession)> {
-        if let Some(wait) = self.login_wait(client) {
+        let attempt = self.take_attempt(client)?;
+        match self.verify_operator(name, password).await {
+            Ok(true) => {
+                self.failures.lock().expect("failures lock").remove(&client);
+                self.open_session(name).await
+            }
+            Ok(false) => Err(Error::forbidden("unknown operator or wrong password")),
+            Err(e) => {
+                // No password was checked (the server was busy, or the database failed):
+                // that is not the visitor's attempt to lose.
+                self.give_back_attempt(client, attempt);
+                Err(e)
+            }
+        }
+    }
+
+    /// Counts an attempt from `client`, or says how long it must wait.
+    fn take_attempt(&self, client: IpAddr) -> Result<Instant> {
+        let mut failures = self.failures.lock().expect("failures lock");
+        if failures.len() >= TRACKED_ADDRESSES {
+            failures.retain(|_, times| times.iter().any(|t| t.elapsed() < LOGIN_WINDOW));
+        }
+        let recent = failures.entry(client).or_default();
+        recent.retain(|t| t.elapsed() < LOGIN_WINDOW);
+        if recent.len() >= LOGIN_ATTEMPTS {
+            let wait = LOGIN_WINDOW.saturating_sub(recent[0].elapsed());
             return Err(Error::new(
                 crate::ErrorKind::ResourceExhausted,
                 format!("too many failed sign-ins from this address; try again in {} s", wait.as_secs().max(1)),
             ));
         }
-        if !self.verify_operator(name, password).await? {
-            self.failures.lock().expect("failures lock").entry(client).or_default().push(Instant::now());
-            return Err(Error::forbidden("unknown operator or wrong password"));
-        }
-        self.failures.lock().expect("failures lock").remove(&client);
-        self.open_session(name).await
+        let now = Instant::now();
+        recent.push(now);
+        Ok(now)
     }
 
-    /// How long `client` must wait before trying again, if it must.
-    fn login_wait(&self, client: IpAddr) -> Option<Duration> {
+    fn give_back_attempt(&self, client: IpAddr, attempt: Instant) {
         let mut failures = self.failures.lock().expect("failures lock");
-        let recent = failures.entry(client).or_default();
-        recent.retain(|t| t.elapsed() < LOGIN_WINDOW);
-        (recent.len() >= LOGIN_ATTEMPTS).then(|| LOGIN_WINDOW.saturating_sub(recent[0].elapsed()))
+        if let Some(recent) = failures.get_mut(&client)
+            && let Some(at) = recent.iter().position(|t| *t == attempt)
+        {
+            recent.remove(at);
+        }
+    }
+
+    /// A token for the sign-in forms (`/setup`, `/login`), which have no session to hold one:
+    /// the page sets it as a cookie and as a form field, and the POST must bring both. Only
+    /// the daemon can make one (it carries a MAC under a key that never leaves this process),
+    /// so a value a visitor or another site chose is never accepted. Good for
+    /// [`SIGN_IN_FORM_SECS`]; a restart invalidates it (the form is simply reloaded).
+    pub fn mint_sign_in_token(&self) -> String {
+        self.sign_in_token_issued_at(chrono::Utc::now().timestamp())
+    }
+
+    fn sign_in_token_issued_at(&self, issued: i64) -> String {
+        let nonce: [u8; 16] = rand::rng().random();
+        let mac = self.sign_in_mac(issued, &nonce);
+        format!("{}{}{}", hex::encode(issued.to_be_bytes()), hex::encode(nonce), hex::encode(mac))
+    }
+
+    /// Whether `token` is one [`Auth::mint_sign_in_token`] made, and still fresh.
+    pub fn sign_in_token_valid(&self, token: &str) -> bool {
+        let mut raw = [0u8; 8 + 16 + 32];
+        if hex::decode_to_slice(token, &mut raw).is_err() {
+            return false;
+        }
+        let (issued, rest) = raw.split_at(8);
+        let (nonce, mac) = rest.split_at(16);
+        let issued = i64::from_be_bytes(issued.try_into().expect("8 bytes"));
+        let age = chrono::Utc::now().timestamp() - issued;
+        (0..SIGN_IN_FORM_SECS).contains(&age) && bool::from(self.sign_in_mac(issued, nonce).ct_eq(mac))
+    }
+
+    /// HMAC-SHA-256 of the token's issue time and nonce under this process's key.
+    fn sign_in_mac(&self, issued: i64, nonce: &[u8]) -> [u8; 32] {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.sign_in_key).expect("HMAC takes any key length");
+        mac.update(&issued.to_be_bytes());
+        mac.update(nonce);
+        mac.finalize().into_bytes().into()
     }
 
     /// Opens a session for an operator who has proved who they are.
@@ -315,22 +417,83 @@ pub fn secrets_match(a: &str, b: &str) -> bool {
     !a.is_empty() && a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
 }
 
+fn check_new_operator(name: &str, password: &str) -> Result<()> {
+    check_name(name)?;
+    if password.chars().count() < MIN_PASSWORD {
+        return Err(Error::invalid(format!("a password needs at least {MIN_PASSWORD} characters")));
+    }
+    Ok(())
+}
+
+/// An argon2id hash (default parameters) of `password`.
+async fn hash_password(password: &str) -> Result<String> {
+    let password = password.to_string();
+    HASHING
+        .run(move || Argon2::default().hash_password(password.as_bytes()).map(|h| h.to_string()))
+        .await?
+        .map_err(|e| Error::failed(format!("hashing failed: {e}")))
+}
+
 /// An argon2id hash (default parameters) of a random password, checked against when the
 /// operator is unknown so that case costs the same work as a wrong password.
 async fn dummy_hash() -> Result<String> {
     static DUMMY: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
     DUMMY
         .get_or_try_init(|| async {
-            tokio::task::spawn_blocking(|| {
-                let password: [u8; 16] = rand::rng().random();
-                Argon2::default().hash_password(&password).map(|h| h.to_string())
-            })
-            .await
-            .map_err(|e| Error::failed(format!("hashing failed: {e}")))?
-            .map_err(|e| Error::failed(format!("hashing failed: {e}")))
+            let password = hex::encode(rand::rng().random::<[u8; 16]>());
+            hash_password(&password).await
         })
         .await
         .cloned()
+}
+
+/// The one way argon2 runs: at most `slots` at once on the blocking pool, at most `queue`
+/// more waiting, and anything beyond refused as busy.
+struct HashingGate {
+    slots: Semaphore,
+    /// Runs admitted: waiting for a slot or holding one.
+    admitted: AtomicUsize,
+    capacity: usize,
+}
+
+impl HashingGate {
+    const fn new(slots: usize, queue: usize) -> HashingGate {
+        HashingGate { slots: Semaphore::const_new(slots), admitted: AtomicUsize::new(0), capacity: slots + queue }
+    }
+
+    async fn run<T: Send + 'static>(&'static self, work: impl FnOnce() -> T + Send + 'static) -> Result<T> {
+        let admitted = self.admit()?;
+        let slot = self.slots.acquire().await.map_err(|_| Error::failed("password hashing has stopped"))?;
+        // The slot goes with the work: should the caller stop waiting (a client that hung
+        // up), the slot stays taken until the hashing has really finished.
+        tokio::task::spawn_blocking(move || {
+            let _held = (admitted, slot);
+            work()
+        })
+        .await
+        .map_err(|e| Error::failed(format!("password hashing failed: {e}")))
+    }
+
+    fn admit(&'static self) -> Result<Admitted> {
+        self.admitted
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < self.capacity).then_some(n + 1))
+            .map_err(|_| {
+                Error::new(
+                    crate::ErrorKind::ResourceExhausted,
+                    "the server is busy checking other passwords; try again in a few seconds",
+                )
+            })?;
+        Ok(Admitted(&self.admitted))
+    }
+}
+
+/// One admitted run; leaving makes room.
+struct Admitted(&'static AtomicUsize);
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 #[cfg(test)]
@@ -356,6 +519,128 @@ mod tests {
             auth.add_operator("Ada Lovelace", "correct horse").await.unwrap_err().kind,
             crate::ErrorKind::InvalidArguments
         );
+    }
+
+    fn client() -> IpAddr {
+        IpAddr::from([192, 0, 2, 7])
+    }
+
+    #[tokio::test]
+    async fn wrong_sign_ins_sent_at_once_from_one_address_check_at_most_five_passwords() {
+        let (_dir, auth) = auth().await;
+        auth.add_operator("ada", "correct horse").await.unwrap();
+        let attempts = (0..20).map(|_| auth.sign_in(client(), "ada", "wrong horse"));
+        let kinds: Vec<_> =
+            futures_util::future::join_all(attempts).await.into_iter().map(|r| r.unwrap_err().kind).collect();
+        let checked = kinds.iter().filter(|k| **k == crate::ErrorKind::Forbidden).count();
+        let refused = kinds.iter().filter(|k| **k == crate::ErrorKind::ResourceExhausted).count();
+        assert_eq!((checked, refused), (LOGIN_ATTEMPTS, 20 - LOGIN_ATTEMPTS), "{kinds:?}");
+        // Another address is not held up.
+        assert!(auth.sign_in(IpAddr::from([192, 0, 2, 8]), "ada", "correct horse").await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_successful_sign_in_clears_the_addresss_failures() {
+        let (_dir, auth) = auth().await;
+        auth.add_operator("ada", "correct horse").await.unwrap();
+        for _ in 0..LOGIN_ATTEMPTS - 1 {
+            assert_eq!(auth.sign_in(client(), "ada", "guess").await.unwrap_err().kind, crate::ErrorKind::Forbidden);
+        }
+        assert!(auth.sign_in(client(), "ada", "correct horse").await.is_ok());
+        for _ in 0..LOGIN_ATTEMPTS {
+            assert_eq!(auth.sign_in(client(), "bob", "guess").await.unwrap_err().kind, crate::ErrorKind::Forbidden);
+        }
+        let limited = auth.sign_in(client(), "ada", "correct horse").await.unwrap_err();
+        assert_eq!(limited.kind, crate::ErrorKind::ResourceExhausted);
+        assert!(limited.message.contains("too many failed sign-ins"), "{}", limited.message);
+    }
+
+    #[tokio::test]
+    async fn hashing_runs_a_few_at_once_queues_a_few_more_and_refuses_the_rest() {
+        let gate: &'static HashingGate = Box::leak(Box::new(HashingGate::new(2, 3)));
+        let running = std::sync::Arc::new(AtomicUsize::new(0));
+        let peak = std::sync::Arc::new(AtomicUsize::new(0));
+        let runs = (0..10).map(|_| {
+            let (running, peak) = (running.clone(), peak.clone());
+            gate.run(move || {
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(now, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(50));
+                running.fetch_sub(1, Ordering::SeqCst);
+            })
+        });
+        let results = futures_util::future::join_all(runs).await;
+        let done = results.iter().filter(|r| r.is_ok()).count();
+        let busy = results.iter().filter(|r| r.as_ref().is_err_and(|e| e.kind == crate::ErrorKind::ResourceExhausted));
+        assert_eq!((done, busy.count()), (5, 5), "2 slots + 3 waiting; the rest are refused");
+        assert_eq!(peak.load(Ordering::SeqCst), 2);
+        assert!(gate.run(|| ()).await.is_ok(), "room again once the runs are done");
+    }
+
+    #[tokio::test]
+    async fn a_caller_that_gives_up_keeps_its_slot_until_the_hashing_ends() {
+        let gate: &'static HashingGate = Box::leak(Box::new(HashingGate::new(1, 0)));
+        let (finished_tx, finished_rx) = std::sync::mpsc::channel();
+        let gave_up = tokio::time::timeout(
+            Duration::from_millis(20),
+            gate.run(move || {
+                std::thread::sleep(Duration::from_millis(200));
+                finished_tx.send(()).unwrap();
+            }),
+        )
+        .await;
+        assert!(gave_up.is_err());
+        assert_eq!(gate.run(|| ()).await.unwrap_err().kind, crate::ErrorKind::ResourceExhausted, "still hashing");
+        tokio::task::spawn_blocking(move || finished_rx.recv().unwrap()).await.unwrap();
+        // The slot is let go just after the work's last line.
+        for _ in 0..100 {
+            if gate.slots.available_permits() == 1 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(gate.run(|| ()).await.is_ok(), "the slot came back when the work ended");
+    }
+
+    #[tokio::test]
+    async fn of_racing_first_operators_exactly_one_is_created() {
+        let (_dir, auth) = auth().await;
+        let names: Vec<String> = (0..8).map(|i| format!("op{i}")).collect();
+        let setups = names.iter().map(|n| auth.add_first_operator(n, "correct horse"));
+        let results = futures_util::future::join_all(setups).await;
+        let created = results.iter().filter(|r| r.is_ok()).count();
+        let refused = results.iter().filter(|r| r.as_ref().is_err_and(|e| e.kind == crate::ErrorKind::Conflict));
+        assert_eq!((created, refused.count()), (1, 7));
+        assert_eq!(auth.operator_count().await.unwrap(), 1);
+        // More operators come from `kennel operator add`.
+        auth.add_operator("bea", "correct horse").await.unwrap();
+        assert_eq!(auth.operator_count().await.unwrap(), 2);
+        assert_eq!(
+            auth.add_first_operator("cy", "short").await.unwrap_err().kind,
+            crate::ErrorKind::InvalidArguments,
+            "input is checked before anything else"
+        );
+    }
+
+    #[tokio::test]
+    async fn sign_in_tokens_are_only_the_ones_this_daemon_minted_recently() {
+        let (_dir, auth) = auth().await;
+        let (_dir2, other) = self::auth().await;
+        let token = auth.mint_sign_in_token();
+        assert!(auth.sign_in_token_valid(&token));
+        assert_ne!(token, auth.mint_sign_in_token(), "a fresh nonce each time");
+        assert!(!other.sign_in_token_valid(&token), "another daemon's key");
+        let mut tampered = token.clone().into_bytes();
+        let last = tampered.len() - 1;
+        tampered[last] = if tampered[last] == b'0' { b'1' } else { b'0' };
+        assert!(!auth.sign_in_token_valid(std::str::from_utf8(&tampered).unwrap()));
+        assert!(!auth.sign_in_token_valid(&new_form_token()), "a well-formed value the client chose");
+        assert!(!auth.sign_in_token_valid(""));
+        assert!(!auth.sign_in_token_valid(&format!("{token}00")));
+        let now = chrono::Utc::now().timestamp();
+        assert!(!auth.sign_in_token_valid(&auth.sign_in_token_issued_at(now - SIGN_IN_FORM_SECS - 1)), "expired");
+        assert!(!auth.sign_in_token_valid(&auth.sign_in_token_issued_at(now + 600)), "from the future");
+        assert!(auth.sign_in_token_valid(&auth.sign_in_token_issued_at(now - SIGN_IN_FORM_SECS + 60)));
     }
 
     #[tokio::test]

@@ -116,12 +116,61 @@ impl Default for ToolResultsConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct ServerConfig {
     pub bind: SocketAddr,
+    /// Names browsers may reach the dashboard by besides this daemon's own address and
+    /// `localhost` (say, a reverse proxy's), written as browsers send them in `Host`:
+    /// `kennel.example.com` for the scheme's default port, `kennel.example.com:8443` for
+    /// another. `/setup` and `/login` refuse every other name (DNS rebinding).
+    #[serde(deserialize_with = "host_names")]
+    pub public_names: Vec<String>,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        ServerConfig { bind: SocketAddr::from(([127, 0, 0, 1], 4545)) }
+        ServerConfig { bind: SocketAddr::from(([127, 0, 0, 1], 4545)), public_names: Vec::new() }
     }
+}
+
+/// `text` as `(name, port)` if it is a `Host` value: a DNS name, an IPv4 address or a
+/// bracketed IPv6 address, then optionally `:` and a port from 1 to 65535. Names are
+/// compared lowercased; this does not lowercase them.
+pub fn split_host(text: &str) -> Option<(&str, Option<u16>)> {
+    let (name, port) = if text.starts_with('[') {
+        let end = text.find(']')?;
+        text[1..end].parse::<std::net::Ipv6Addr>().ok()?;
+        (&text[..=end], &text[end + 1..])
+    } else {
+        let (name, port) = text.find(':').map_or((text, ""), |at| text.split_at(at));
+        let label_ok = |l: &str| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+        };
+        (name.len() <= 253 && name.split('.').all(label_ok)).then_some(())?;
+        (name, port)
+    };
+    let port = match port.strip_prefix(':') {
+        None if port.is_empty() => None,
+        None => return None,
+        Some(p) if p.bytes().all(|b| b.is_ascii_digit()) => Some(p.parse::<u16>().ok().filter(|p| *p != 0)?),
+        Some(_) => return None,
+    };
+    Some((name, port))
+}
+
+fn host_names<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let names = Vec::<String>::deserialize(d)?;
+    names
+        .into_iter()
+        .map(|name| match split_host(&name) {
+            Some(_) => Ok(name.to_ascii_lowercase()),
+            None => Err(serde::de::Error::custom(format!(
+                "`{name}` is not a host name; write it as browsers send it in Host, like \
+                 `kennel.example.com` or `kennel.example.com:8443` (no scheme, no path)"
+            ))),
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -239,6 +288,10 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 
 # [server]
 # bind = "127.0.0.1:4545"
+# Names the dashboard is reached by besides this address and localhost (a reverse proxy's),
+# as browsers send them in Host: "kennel.example.com", or "kennel.example.com:8443" for a
+# port other than the scheme's default. /setup and /login refuse any other Host.
+# public_names = []
 
 # [kernel]
 # How deep blocking agent_send chains and nested workflow_run steps may recurse.
@@ -326,6 +379,30 @@ mod tests {
         assert_eq!(e.line, 2);
         let e = parse("[server]\nbind = \"localhost\"\n").unwrap_err();
         assert_eq!(e.line, 2);
+    }
+
+    #[test]
+    fn public_names_are_host_names_as_browsers_send_them() {
+        let c = parse("[server]\npublic_names = [\"Kennel.Example.com\", \"kennel.example.com:8443\", \"[::1]:9\"]\n")
+            .unwrap();
+        assert_eq!(c.server.public_names, ["kennel.example.com", "kennel.example.com:8443", "[::1]:9"]);
+        assert!(parse("").unwrap().server.public_names.is_empty());
+        for bad in ["https://kennel.example.com", "kennel.example.com/", "kennel.example.com:0", "a..b", "", "x:99999"]
+        {
+            let e = parse(&format!("[server]\n\npublic_names = [\"{bad}\"]\n")).unwrap_err();
+            assert_eq!(e.line, 3, "{bad}: {e}");
+            assert!(e.message.contains("is not a host name"), "{bad}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn hosts_split_into_name_and_port() {
+        assert_eq!(split_host("localhost:4545"), Some(("localhost", Some(4545))));
+        assert_eq!(split_host("127.0.0.1"), Some(("127.0.0.1", None)));
+        assert_eq!(split_host("[::1]:80"), Some(("[::1]", Some(80))));
+        for bad in ["[::1", "[nope]:1", "a b", "a:", "a:1:2", "-a.b", "a:+1", "[::1]x", "evil.example\\x", "a@b"] {
+            assert_eq!(split_host(bad), None, "{bad}");
+        }
     }
 
     #[test]

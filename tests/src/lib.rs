@@ -259,11 +259,29 @@ pub struct Browser {
 
 impl Daemon {
     pub fn browser(&self) -> Browser {
+        self.browser_with(reqwest::Client::builder())
+    }
+
+    /// A browser whose connections come from `ip` (any of 127.0.0.0/8 reaches a daemon on
+    /// 127.0.0.1), for per-address rules.
+    pub fn browser_from(&self, ip: std::net::IpAddr) -> Browser {
+        self.browser_with(reqwest::Client::builder().local_address(ip))
+    }
+
+    fn browser_with(&self, client: reqwest::ClientBuilder) -> Browser {
         Browser {
             base: self.base.clone(),
-            http: reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client"),
+            http: client.redirect(reqwest::redirect::Policy::none()).build().expect("client"),
             cookies: Default::default(),
         }
+    }
+
+    /// The daemon's peak resident memory so far (`VmHWM`), in MiB.
+    pub fn peak_rss_mib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).expect("/proc/PID/status");
+        let line = status.lines().find(|l| l.starts_with("VmHWM:")).expect("a VmHWM line");
+        let kib: u64 = line.split_whitespace().nth(1).and_then(|n| n.parse().ok()).expect("VmHWM in kB");
+        kib / 1024
     }
 }
 
@@ -300,12 +318,22 @@ impl Browser {
     }
 
     pub async fn get(&self, path: &str) -> Reply {
-        self.send(self.http.get(format!("{}{path}", self.base))).await
+        self.get_with(path, &[]).await
+    }
+
+    /// Like [`Browser::get`], with extra headers (a `Host` or `Origin` of the test's choosing).
+    pub async fn get_with(&self, path: &str, headers: &[(&str, &str)]) -> Reply {
+        self.send(with_headers(self.http.get(format!("{}{path}", self.base)), headers)).await
     }
 
     /// Posts a urlencoded form exactly as given (add `csrf` yourself, or leave it out).
     pub async fn post(&self, path: &str, form: &[(&str, &str)]) -> Reply {
-        self.send(self.http.post(format!("{}{path}", self.base)).form(form)).await
+        self.post_with(path, form, &[]).await
+    }
+
+    /// Like [`Browser::post`], with extra headers.
+    pub async fn post_with(&self, path: &str, form: &[(&str, &str)], headers: &[(&str, &str)]) -> Reply {
+        self.send(with_headers(self.http.post(format!("{}{path}", self.base)).form(form), headers)).await
     }
 
     /// Posts a form with the CSRF token of the page at `page`.
@@ -325,6 +353,10 @@ impl Browser {
     pub async fn sign_in(&self, name: &str, password: &str) -> Reply {
         self.submit("/login", "/login", &[("name", name), ("password", password)]).await
     }
+}
+
+fn with_headers(req: reqwest::RequestBuilder, headers: &[(&str, &str)]) -> reqwest::RequestBuilder {
+    headers.iter().fold(req, |req, (k, v)| req.header(*k, *v))
 }
 
 /// The first `csrf` hidden field's value in a page.

@@ -162,10 +162,7 @@ pub struct GrantForm {
 
 fn back_to(form_back: Option<&str>, id: &str) -> String {
     // Only paths on this site: never an open redirect.
-    form_back
-        .filter(|b| b.starts_with('/') && !b.starts_with("//"))
-        .map(str::to_string)
-        .unwrap_or_else(|| format!("/agents/{id}"))
+    form_back.and_then(super::site::same_site_path).map(str::to_string).unwrap_or_else(|| format!("/agents/{id}"))
 }
 
 pub async fn grant(

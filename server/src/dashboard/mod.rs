@@ -9,6 +9,7 @@ mod pages;
 mod schedules;
 mod session;
 mod sign_in;
+pub(crate) mod site;
 mod tasks;
 mod tools;
 

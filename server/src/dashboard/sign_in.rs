@@ -1,4 +1,5 @@
-//! `/setup` (first operator, loopback only), `/login`, `/logout`.
+//! `/setup` (first operator, loopback only), `/login`, `/logout`. `/setup` and `/login` take
+//! [`OwnSite`]: they answer only requests addressed to this daemon from its own pages.
 
 use std::net::SocketAddr;
 
@@ -9,11 +10,13 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use kennel_app::pages::sign_in::{self, SignIn};
 use kennel_app::{Nav, PageMeta};
+use kennel_kernel::auth::SIGN_IN_FORM_SECS;
 use kennel_kernel::{ErrorKind, Kernel};
 use serde::Deserialize;
 
 use super::html;
 use super::session::{self, Operator, PRE_AUTH_COOKIE, cleared_session_cookie, cookie, csrf_refused, session_cookie};
+use super::site::OwnSite;
 
 #[derive(Deserialize)]
 pub struct Credentials {
@@ -23,10 +26,12 @@ pub struct Credentials {
     password: String,
 }
 
-/// A sign-in page with a fresh double-submit token (reusing the visitor's if it has one).
-fn sign_in_page(headers: &HeaderMap, status: StatusCode, page: SignIn) -> Response {
-    let token =
-        cookie(headers, PRE_AUTH_COOKIE).filter(|t| t.len() == 48).unwrap_or_else(kennel_kernel::auth::new_form_token);
+/// A sign-in page with a double-submit token: the visitor's own if the daemon minted it and
+/// it is still good, otherwise a fresh one. A value the visitor chose is never sent back.
+fn sign_in_page(kernel: &Kernel, headers: &HeaderMap, status: StatusCode, page: SignIn) -> Response {
+    let token = cookie(headers, PRE_AUTH_COOKIE)
+        .filter(|t| kernel.auth().sign_in_token_valid(t))
+        .unwrap_or_else(|| kernel.auth().mint_sign_in_token());
     let title = if page.setup { "Set up" } else { "Sign in" };
     let meta = PageMeta {
         title: title.into(),
@@ -36,13 +41,15 @@ fn sign_in_page(headers: &HeaderMap, status: StatusCode, page: SignIn) -> Respon
         flash: None,
         refresh: None,
     };
-    let cookie = session::set_cookie(headers, PRE_AUTH_COOKIE, &token, 3600);
+    let cookie = session::set_cookie(headers, PRE_AUTH_COOKIE, &token, SIGN_IN_FORM_SECS);
     (status, [(SET_COOKIE, cookie)], axum::response::Html(sign_in::render(meta, page))).into_response()
 }
 
-/// The sign-in forms' CSRF check: the field must equal the double-submit cookie.
-fn pre_auth_ok(headers: &HeaderMap, form_token: &str) -> bool {
-    cookie(headers, PRE_AUTH_COOKIE).is_some_and(|c| kennel_kernel::auth::secrets_match(&c, form_token))
+/// The sign-in forms' CSRF check: the cookie must be a token this daemon minted, and the
+/// form field must equal it.
+fn pre_auth_ok(kernel: &Kernel, headers: &HeaderMap, form_token: &str) -> bool {
+    cookie(headers, PRE_AUTH_COOKIE)
+        .is_some_and(|c| kernel.auth().sign_in_token_valid(&c) && kennel_kernel::auth::secrets_match(&c, form_token))
 }
 
 async fn first_run(kernel: &Kernel) -> bool {
@@ -52,6 +59,7 @@ async fn first_run(kernel: &Kernel) -> bool {
 pub async fn setup_page(
     State(kernel): State<Kernel>,
     ConnectInfo(client): ConnectInfo<SocketAddr>,
+    _: OwnSite,
     headers: HeaderMap,
 ) -> Response {
     if !first_run(&kernel).await {
@@ -60,7 +68,7 @@ pub async fn setup_page(
     if !client.ip().is_loopback() {
         return loopback_only();
     }
-    sign_in_page(&headers, StatusCode::OK, SignIn { setup: true, name: String::new(), error: None })
+    sign_in_page(&kernel, &headers, StatusCode::OK, SignIn { setup: true, name: String::new(), error: None })
 }
 
 fn loopback_only() -> Response {
@@ -74,6 +82,7 @@ fn loopback_only() -> Response {
 pub async fn setup(
     State(kernel): State<Kernel>,
     ConnectInfo(client): ConnectInfo<SocketAddr>,
+    _: OwnSite,
     headers: HeaderMap,
     Form(form): Form<Credentials>,
 ) -> Response {
@@ -83,14 +92,18 @@ pub async fn setup(
     if !client.ip().is_loopback() {
         return loopback_only();
     }
-    if !pre_auth_ok(&headers, &form.csrf) {
+    if !pre_auth_ok(&kernel, &headers, &form.csrf) {
         return csrf_refused();
     }
-    if let Err(e) = kernel.auth().add_operator(&form.name, &form.password).await {
-        let status = crate::http::status_for(e.kind);
-        return sign_in_page(&headers, status, SignIn { setup: true, name: form.name, error: Some(e.message) });
+    match kernel.auth().add_first_operator(&form.name, &form.password).await {
+        Ok(()) => signed_in(&kernel, &headers, &form.name).await,
+        // Another setup won the race: there is an operator now, so sign in as on any visit.
+        Err(e) if e.kind == ErrorKind::Conflict => Redirect::to("/login").into_response(),
+        Err(e) => {
+            let status = crate::http::status_for(e.kind);
+            sign_in_page(&kernel, &headers, status, SignIn { setup: true, name: form.name, error: Some(e.message) })
+        }
     }
-    signed_in(&kernel, &headers, &form.name).await
 }
 
 async fn signed_in(kernel: &Kernel, headers: &HeaderMap, name: &str) -> Response {
@@ -100,20 +113,21 @@ async fn signed_in(kernel: &Kernel, headers: &HeaderMap, name: &str) -> Response
     }
 }
 
-pub async fn login_page(State(kernel): State<Kernel>, headers: HeaderMap) -> Response {
+pub async fn login_page(State(kernel): State<Kernel>, _: OwnSite, headers: HeaderMap) -> Response {
     if first_run(&kernel).await {
         return Redirect::to("/setup").into_response();
     }
-    sign_in_page(&headers, StatusCode::OK, SignIn { setup: false, name: String::new(), error: None })
+    sign_in_page(&kernel, &headers, StatusCode::OK, SignIn { setup: false, name: String::new(), error: None })
 }
 
 pub async fn login(
     State(kernel): State<Kernel>,
     ConnectInfo(client): ConnectInfo<SocketAddr>,
+    _: OwnSite,
     headers: HeaderMap,
     Form(form): Form<Credentials>,
 ) -> Response {
-    if !pre_auth_ok(&headers, &form.csrf) {
+    if !pre_auth_ok(&kernel, &headers, &form.csrf) {
         return csrf_refused();
     }
     match kernel.auth().sign_in(client.ip(), &form.name, &form.password).await {
@@ -124,7 +138,7 @@ pub async fn login(
             } else {
                 StatusCode::UNAUTHORIZED
             };
-            sign_in_page(&headers, status, SignIn { setup: false, name: form.name, error: Some(e.message) })
+            sign_in_page(&kernel, &headers, status, SignIn { setup: false, name: form.name, error: Some(e.message) })
         }
     }
 }

@@ -106,7 +106,9 @@ async fn not_found() -> error::ApiError {
 pub async fn serve(kernel: Kernel, listener: tokio::net::TcpListener) -> std::io::Result<()> {
     let addr: SocketAddr = listener.local_addr()?;
     tracing::info!(%addr, "listening");
-    let app = router(kernel.clone()).into_make_service_with_connect_info::<SocketAddr>();
+    let app = router(kernel.clone())
+        .layer(axum::Extension(crate::dashboard::site::ListenAddr(addr)))
+        .into_make_service_with_connect_info::<SocketAddr>();
     axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?;
     tracing::info!("shutting down: closing the database");
     kernel.close().await;

@@ -220,6 +220,19 @@ async fn the_tools_inspector_filters_grants_and_tries_tools_through_the_pipeline
 }
 
 #[tokio::test]
+async fn forms_go_back_only_to_paths_on_this_site() {
+    let (_home, _d, api, b) = signed_in_with("").await;
+    let id = crate::agent_with(&api, "helper", &[]).await;
+    let page = format!("/agents/{id}");
+    for evil in ["/\\evil.example/", "//evil.example/", "/\t/evil.example/", "https://evil.example/", "/é"] {
+        let granted = b.submit(&page, &format!("/agents/{id}/grant"), &[("pattern", "system.*"), ("back", evil)]).await;
+        assert_eq!(granted.status, 303, "{evil:?}");
+        let location = granted.header("location").unwrap();
+        assert!(location.starts_with(&format!("{page}?notice=")), "{evil:?} went to {location:?}");
+    }
+}
+
+#[tokio::test]
 async fn spawn_chat_and_stop_from_the_dashboard() {
     let llm = kennel_tests::fake_llm::FakeLlm::start().await;
     let (_home, _d, api, b) = signed_in_with(&llm.provider_config("fake", "openai")).await;

@@ -13,6 +13,7 @@ mod restart;
 mod schedule_clock;
 mod schedules;
 mod security_headers;
+mod sign_in;
 mod tasks;
 mod templates;
 mod tool_modes;
