@@ -29,13 +29,22 @@ pub struct CronSpec {
     fixed_time: bool,
 }
 
-/// One of the five fields: its name in messages, its range and its names, if any.
+/// One of the five fields: its name in messages, its range, its names and extras, if any.
 struct Field {
     name: &'static str,
     min: u32,
     max: u32,
     /// Three-letter names, upper case, for the values from `min` on.
     names: &'static [&'static str],
+    day: Day,
+}
+
+/// The day fields take croner's extras (`?`, `L`, `W`, `#`); the others none.
+#[derive(PartialEq)]
+enum Day {
+    No,
+    OfMonth,
+    OfWeek,
 }
 
 const MONTHS: &[&str] = &["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"];
@@ -43,16 +52,14 @@ const DAYS: &[&str] = &["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"];
 
 const MINUTE: usize = 0;
 const HOUR: usize = 1;
-const DAY_OF_MONTH: usize = 2;
 const MONTH: usize = 3;
-const DAY_OF_WEEK: usize = 4;
 
 const FIELDS: [Field; 5] = [
-    Field { name: "minute", min: 0, max: 59, names: &[] },
-    Field { name: "hour", min: 0, max: 23, names: &[] },
-    Field { name: "day-of-month", min: 1, max: 31, names: &[] },
-    Field { name: "month", min: 1, max: 12, names: MONTHS },
-    Field { name: "day-of-week", min: 0, max: 7, names: DAYS },
+    Field { name: "minute", min: 0, max: 59, names: &[], day: Day::No },
+    Field { name: "hour", min: 0, max: 23, names: &[], day: Day::No },
+    Field { name: "day-of-month", min: 1, max: 31, names: &[], day: Day::OfMonth },
+    Field { name: "month", min: 1, max: 12, names: MONTHS, day: Day::No },
+    Field { name: "day-of-week", min: 0, max: 7, names: DAYS, day: Day::OfWeek },
 ];
 
 const FIELD_LIST: &str = "minute hour day-of-month month day-of-week";
@@ -242,7 +249,7 @@ fn normalize_item(field: &Field, item: &str) -> std::result::Result<String, Stri
             if base != "*" && !base.contains('-') {
                 return Err(format!(
                     "a step follows `*` or a range, like `*/{n}` or `{base}-{}/{n}`",
-                    field_max(field)
+                    if field.day == Day::OfWeek { 6 } else { field.max }
                 ));
             }
             (base, Some(n))
@@ -251,12 +258,12 @@ fn normalize_item(field: &Field, item: &str) -> std::result::Result<String, Stri
     };
     let base = match base {
         "*" => "*".to_string(),
-        "?" if is_day_field(field) => "?".to_string(),
+        "?" if field.day != Day::No => "?".to_string(),
         _ => match base.split_once('-') {
             Some((low, high)) => {
                 let low = value(field, low)?;
                 let mut high = value(field, high)?;
-                if field.name == FIELDS[DAY_OF_WEEK].name && high == 0 && low > 0 {
+                if field.day == Day::OfWeek && high == 0 && low > 0 {
                     high = 7; // `sat-sun`: Sunday ends a range as 7
                 }
                 if low > high {
@@ -276,24 +283,24 @@ fn normalize_item(field: &Field, item: &str) -> std::result::Result<String, Stri
 /// croner's day extras: `L` (last day), `LW` (last weekday), `15W` (the weekday nearest the
 /// 15th) in day-of-month; `5L` (last Friday) and `5#2` (second Friday) in day-of-week.
 fn special(field: &Field, base: &str) -> Option<std::result::Result<String, String>> {
-    if field.name == FIELDS[DAY_OF_MONTH].name {
-        if base == "L" || base == "LW" {
-            return Some(Ok(base.to_string()));
+    match field.day {
+        Day::No => None,
+        Day::OfMonth if base == "L" || base == "LW" => Some(Ok(base.to_string())),
+        Day::OfMonth => {
+            let day = base.strip_suffix('W')?;
+            Some(value(field, day).map(|d| format!("{d}W")))
         }
-        let day = base.strip_suffix('W')?;
-        return Some(value(field, day).map(|d| format!("{d}W")));
-    }
-    if field.name == FIELDS[DAY_OF_WEEK].name {
-        if let Some((day, nth)) = base.split_once('#') {
-            return Some(value(field, day).and_then(|d| match whole_number(nth) {
-                Some(n @ 1..=5) => Ok(format!("{d}#{n}")),
-                _ => Err(format!("`#{nth}`: which occurrence in the month, 1 to 5")),
-            }));
+        Day::OfWeek => {
+            if let Some((day, nth)) = base.split_once('#') {
+                return Some(value(field, day).and_then(|d| match whole_number(nth) {
+                    Some(n @ 1..=5) => Ok(format!("{d}#{n}")),
+                    _ => Err(format!("`#{nth}`: which occurrence in the month, 1 to 5")),
+                }));
+            }
+            let day = base.strip_suffix('L').filter(|d| !d.is_empty())?;
+            Some(value(field, day).map(|d| format!("{d}L")))
         }
-        let day = base.strip_suffix('L').filter(|d| !d.is_empty())?;
-        return Some(value(field, day).map(|d| format!("{d}L")));
     }
-    None
 }
 
 /// A number in the field's range, or (month, day-of-week) a three-letter name.
@@ -305,7 +312,7 @@ fn value(field: &Field, text: &str) -> std::result::Result<u32, String> {
         if (field.min..=field.max).contains(&n) {
             return Ok(n);
         }
-        let sunday = if field.names == DAYS { ", 0 and 7 are Sunday" } else { "" };
+        let sunday = if field.day == Day::OfWeek { ", 0 and 7 are Sunday" } else { "" };
         return Err(format!("{n} is outside {}-{}{sunday}", field.min, field.max));
     }
     if let Some(i) = field.names.iter().position(|name| *name == text) {
@@ -321,14 +328,6 @@ fn value(field: &Field, text: &str) -> std::result::Result<u32, String> {
 
 fn whole_number(text: &str) -> Option<u32> {
     (!text.is_empty() && text.len() <= 4 && text.bytes().all(|b| b.is_ascii_digit())).then(|| text.parse().ok())?
-}
-
-fn field_max(field: &Field) -> u32 {
-    if field.names == DAYS { 6 } else { field.max }
-}
-
-fn is_day_field(field: &Field) -> bool {
-    field.name == FIELDS[DAY_OF_MONTH].name || field.name == FIELDS[DAY_OF_WEEK].name
 }
 
 /// Names the field croner refused (each is parsed alone, the others `*`); our own checks
