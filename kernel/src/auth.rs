@@ -431,7 +431,7 @@ async fn hash_password(password: &str) -> Result<String> {
     HASHING
         .run(move || Argon2::default().hash_password(password.as_bytes()).map(|h| h.to_string()))
         .await?
-        .map_err(|e| Error::failed(format!("hashing failed: {e}")))
+        .map_err(|e| Error::internal(format_args!("hashing failed: {e}")))
 }
 
 /// An argon2id hash (default parameters) of a random password, checked against when the
@@ -463,7 +463,7 @@ impl HashingGate {
 
     async fn run<T: Send + 'static>(&'static self, work: impl FnOnce() -> T + Send + 'static) -> Result<T> {
         let admitted = self.admit()?;
-        let slot = self.slots.acquire().await.map_err(|_| Error::failed("password hashing has stopped"))?;
+        let slot = self.slots.acquire().await.map_err(|_| Error::internal("password hashing has stopped"))?;
         // The slot goes with the work: should the caller stop waiting (a client that hung
         // up), the slot stays taken until the hashing has really finished.
         tokio::task::spawn_blocking(move || {
@@ -471,7 +471,7 @@ impl HashingGate {
             work()
         })
         .await
-        .map_err(|e| Error::failed(format!("password hashing failed: {e}")))
+        .map_err(|e| Error::internal(format_args!("password hashing failed: {e}")))
     }
 
     fn admit(&'static self) -> Result<Admitted> {

@@ -331,7 +331,7 @@ pub fn validate(input: ManifestInput) -> Result<Manifest> {
         err("cron", format!("at most {MAX_BLOCKS} blocks"));
     }
     for (i, c) in cron.iter().enumerate() {
-        if let Err(message) = crate::schedule::timing::parse_cron(&c.schedule, c.timezone.as_deref()) {
+        if let Err(message) = crate::schedule::cron::parse_cron(&c.schedule, c.timezone.as_deref()) {
             let field = if message.contains("time zone") { "timezone" } else { "schedule" };
             err(&format!("cron[{i}].{field}"), message);
         }

@@ -158,7 +158,7 @@ impl Agents {
 
     /// Validates and stores a new agent type.
     pub async fn create_type(&self, input: ManifestInput) -> Result<Arc<AgentType>> {
-        let manifest = validate(input)?;
+        let manifest = validate_off_runtime(input).await?;
         let _w = self.write.lock().await;
         if let Some(e) = self.read().name_conflict(&manifest.name, None) {
             return Err(e);
@@ -182,7 +182,7 @@ impl Agents {
             }
             _ => input.name = Some(name.to_string()),
         }
-        let manifest = validate(input)?;
+        let manifest = validate_off_runtime(input).await?;
         let _w = self.write.lock().await;
         let created_at = self.get_type(name)?.created_at.clone();
         let t = AgentType { manifest, created_at, updated_at: db::now() };
@@ -388,6 +388,12 @@ impl Agents {
         self.state.write().expect("agent state lock").agents.insert(agent.id, agent.clone());
         agent
     }
+}
+
+/// Validates a manifest on the blocking pool: its `[[cron]]` blocks are parsed and checked
+/// for a matching date, CPU work kept off the runtime's workers.
+async fn validate_off_runtime(input: ManifestInput) -> Result<Manifest> {
+    crate::schedule::cron::off_runtime(move || validate(input)).await?
 }
 
 fn parse_grant(pattern: &str) -> Result<crate::capability::Grant> {

@@ -4,6 +4,7 @@
 //! good ([`delete_permanently`] takes a [`HumanApproval`], which no tool or API token has).
 //! [`runner`] fires what is due.
 
+pub mod cron;
 pub mod runner;
 pub mod timing;
 mod tools;
@@ -226,11 +227,16 @@ impl Schedules {
                 (Kind::Once, None, None, Some(db::timestamp(at)), at)
             }
             NewTiming::Cron { expression, timezone } => {
-                let spec = timing::parse_cron(expression, timezone.as_deref()).map_err(|m| {
+                let (text, zone) = (expression.clone(), timezone.clone());
+                let next = cron::off_runtime(move || {
+                    cron::parse_cron(&text, zone.as_deref()).map(|spec| spec.next_after(now))
+                })
+                .await?
+                .map_err(|m| {
                     let field = if m.contains("time zone") { "timezone" } else { "expression" };
                     field_error(field, m)
-                })?;
-                let next = spec.next_after(now).ok_or_else(|| field_error("expression", "never fires"))?;
+                })?
+                .ok_or_else(|| field_error("expression", "never fires"))?;
                 let tz = timezone.as_ref().map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
                 (Kind::Cron, Some(expression.trim().to_string()), tz, None, next)
             }
@@ -390,9 +396,16 @@ impl Schedules {
                 let at = current.run_at.as_deref().and_then(parse_time).unwrap_or(now);
                 at.max(now)
             }
-            Kind::Cron => cron_spec(&current)?
-                .next_after(now)
-                .ok_or_else(|| Error::conflict(format!("schedule {id} never fires again")))?,
+            Kind::Cron => {
+                let (expression, timezone) = (current.expression.clone(), current.timezone.clone());
+                cron::off_runtime(move || {
+                    cron::parse_cron(expression.as_deref().unwrap_or_default(), timezone.as_deref())
+                        .map(|spec| spec.next_after(now))
+                })
+                .await?
+                .map_err(|e| Error::conflict(format!("schedule {id} has an expression this daemon no longer accepts: {e}; create it again with a valid one")))?
+                .ok_or_else(|| Error::conflict(format!("schedule {id} never fires again")))?
+            }
         };
         sqlx::query(
             "UPDATE schedules SET state = 'active', next_fire = ?, updated_at = ? WHERE id = ? AND state = 'paused'",
@@ -410,6 +423,18 @@ impl Schedules {
     /// manifest job an operator deleted stays deleted. A stopped agent's jobs are stored
     /// paused.
     pub(crate) async fn seed_manifest(&self, agent: &Agent) -> Result<()> {
+        let now = self.clock.now();
+        let blocks: Vec<(String, Option<String>)> =
+            agent.manifest.cron.iter().map(|b| (b.schedule.clone(), b.timezone.clone())).collect();
+        let nexts = cron::off_runtime(move || {
+            blocks
+                .iter()
+                .map(|(expression, timezone)| {
+                    cron::parse_cron(expression, timezone.as_deref()).map(|s| s.next_after(now))
+                })
+                .collect::<Vec<_>>()
+        })
+        .await?;
         let mut tx = self.db.begin().await?;
         let fresh = sqlx::query("INSERT INTO schedule_seeds (agent_id) VALUES (?) ON CONFLICT DO NOTHING")
             .bind(agent.id.to_string())
@@ -420,10 +445,9 @@ impl Schedules {
         if !fresh {
             return Ok(());
         }
-        let now = self.clock.now();
-        for block in &agent.manifest.cron {
-            let next = match timing::parse_cron(&block.schedule, block.timezone.as_deref()) {
-                Ok(spec) => spec.next_after(now),
+        for (block, next) in agent.manifest.cron.iter().zip(nexts) {
+            let next = match next {
+                Ok(next) => next,
                 Err(e) => {
                     tracing::warn!(agent = %agent.name, error = %e, "a [[cron]] block cannot be scheduled; it is stored paused");
                     None
@@ -544,11 +568,6 @@ fn check_prompt(prompt: &str) -> Result<()> {
         return Err(field_error("prompt", format!("a prompt of 1 to {MAX_PROMPT} bytes")));
     }
     Ok(())
-}
-
-fn cron_spec(s: &Schedule) -> Result<timing::CronSpec> {
-    timing::parse_cron(s.expression.as_deref().unwrap_or_default(), s.timezone.as_deref())
-        .map_err(|e| Error::internal(format_args!("stored schedule {} has a bad expression: {e}", s.id)))
 }
 
 fn parse_time(text: &str) -> Option<DateTime<Utc>> {

@@ -1,47 +1,8 @@
-//! When things fire: `when` for one-shot schedules (an RFC 3339 time or `+15m`) and 5-field
-//! cron expressions in a time zone. Parsing and "next occurrence" come from croner; this
-//! module only adds the rules and messages of spec §11.
+//! When things fire: `when` for one-shot schedules (an RFC 3339 time or `+15m`) and the time
+//! zones cron jobs are read in (cron expressions themselves are `super::cron`'s).
 
 use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
-use croner::Cron;
-use croner::parser::{CronParser, Seconds, Year};
-
-/// A validated cron expression and the time zone its fields are read in.
-#[derive(Debug, Clone)]
-pub struct CronSpec {
-    cron: Cron,
-    tz: Tz,
-}
-
-const FIELDS: &str = "minute hour day-of-month month day-of-week";
-
-/// Parses a 5-field cron expression (`*/5 9-17 * * mon-fri`, or an alias such as `@daily`)
-/// read in `timezone` (IANA name; UTC when absent). The message says what to write instead.
-pub fn parse_cron(expression: &str, timezone: Option<&str>) -> Result<CronSpec, String> {
-    let expression = expression.trim();
-    let fields = expression.split_whitespace().count();
-    if !expression.starts_with('@') && fields != 5 {
-        let hint = match fields {
-            6 => " (no seconds field: Kennel's cron is minute-granular)",
-            7 => " (no seconds or year field)",
-            _ => "",
-        };
-        return Err(format!("`{expression}` has {fields} fields; write 5: {FIELDS}{hint}"));
-    }
-    let cron = CronParser::builder()
-        .seconds(Seconds::Disallowed)
-        .year(Year::Disallowed)
-        .build()
-        .parse(expression)
-        .map_err(|e| format!("`{expression}` is not a valid cron expression ({FIELDS}): {e}"))?;
-    let tz = parse_timezone(timezone)?;
-    let spec = CronSpec { cron, tz };
-    if spec.next_after(Utc::now()).is_none() {
-        return Err(format!("`{expression}` never fires (no such date on the calendar)"));
-    }
-    Ok(spec)
-}
 
 /// An IANA time zone name (`Europe/Berlin`); none means UTC.
 pub fn parse_timezone(timezone: Option<&str>) -> Result<Tz, String> {
@@ -50,29 +11,6 @@ pub fn parse_timezone(timezone: Option<&str>) -> Result<Tz, String> {
         Some(name) => name
             .parse::<Tz>()
             .map_err(|_| format!("`{name}` is not an IANA time zone name (like Europe/Berlin or America/New_York)")),
-    }
-}
-
-impl CronSpec {
-    /// The first fire strictly after `t`.
-    pub fn next_after(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        self.cron.find_next_occurrence(&t.with_timezone(&self.tz), false).ok().map(|n| n.with_timezone(&Utc))
-    }
-
-    /// How many fire times fall in `(after, until]`, counting no further than `cap`.
-    pub fn slots_between(&self, after: DateTime<Utc>, until: DateTime<Utc>, cap: u64) -> u64 {
-        let mut count = 0;
-        let mut t = after;
-        while count < cap {
-            match self.next_after(t) {
-                Some(next) if next <= until => {
-                    count += 1;
-                    t = next;
-                }
-                _ => break,
-            }
-        }
-        count
     }
 }
 
@@ -137,36 +75,6 @@ mod tests {
 
     fn at(s: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
-    }
-
-    #[test]
-    fn five_fields_are_required_and_six_get_a_hint() {
-        assert!(parse_cron("*/5 * * * *", None).is_ok());
-        assert!(parse_cron("@daily", None).is_ok());
-        let e = parse_cron("0 */5 * * * *", None).unwrap_err();
-        assert!(e.contains("6 fields") && e.contains("no seconds"), "{e}");
-        let e = parse_cron("61 * * * *", None).unwrap_err();
-        assert!(e.contains("not a valid cron expression"), "{e}");
-        let e = parse_cron("0 0 30 2 *", None).unwrap_err();
-        assert!(e.contains("never fires"), "{e}");
-    }
-
-    #[test]
-    fn next_fire_is_read_in_the_time_zone() {
-        let nine_berlin = parse_cron("0 9 * * *", Some("Europe/Berlin")).unwrap();
-        // 1 December: Berlin is UTC+1, so 09:00 there is 08:00 UTC.
-        assert_eq!(nine_berlin.next_after(at("2026-12-01T07:00:00Z")), Some(at("2026-12-01T08:00:00Z")));
-        let nine_utc = parse_cron("0 9 * * *", None).unwrap();
-        assert_eq!(nine_utc.next_after(at("2026-12-01T09:00:00Z")), Some(at("2026-12-02T09:00:00Z")));
-        assert!(parse_cron("0 9 * * *", Some("Mars/Olympus")).unwrap_err().contains("IANA"));
-    }
-
-    #[test]
-    fn missed_slots_are_counted_up_to_a_cap() {
-        let every_minute = parse_cron("* * * * *", None).unwrap();
-        let from = at("2026-12-01T10:00:00Z");
-        assert_eq!(every_minute.slots_between(from, at("2026-12-01T10:05:30Z"), 1000), 5);
-        assert_eq!(every_minute.slots_between(from, at("2026-12-02T10:00:00Z"), 100), 100);
     }
 
     #[test]

@@ -144,7 +144,8 @@ pub struct CronCreate;
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CronCreateArgs {
-    /// Five fields: minute hour day-of-month month day-of-week, e.g. `0 9 * * mon-fri` or `*/15 * * * *`.
+    /// Five fields: minute hour day-of-month month day-of-week, e.g. `0 9 * * mon-fri` or `*/15 * * * *`;
+    /// or `@hourly`, `@daily`, `@weekly`, `@monthly`, `@yearly`.
     pub expression: String,
     /// What you will be told each time it fires.
     pub prompt: String,

@@ -235,3 +235,36 @@ async fn only_a_live_operator_session_with_its_csrf_token_and_the_typed_short_id
     assert_eq!(refused(kernel.auth().human_approval(&cookie, &session.csrf)), kennel_kernel::ErrorKind::Forbidden);
     kernel.close().await;
 }
+
+/// Europe/Berlin skips 02:00-03:00 on 28 March 2027 (01:00 UTC). A job at fixed times given as
+/// a list or a range still runs that night, right after the jump, as Vixie cron does; croner
+/// alone dropped `0,30 2` for the whole day and the 02:30 slot of `30 2-3`.
+#[tokio::test]
+async fn fixed_time_lists_and_ranges_run_right_after_a_spring_forward_gap() {
+    let llm = FakeLlm::start().await;
+    llm.set_fallback(Scripted::text("ran"));
+    let home = tempfile::tempdir().unwrap();
+    let clock = ManualClock::starting_at(at("2027-03-28T00:50:00Z"));
+    let kernel = open(home.path(), &llm, &clock).await;
+    let agent = spawn_clockwork(&kernel).await;
+    let create =
+        |expression: &str| json!({"expression": expression, "prompt": "night shift", "timezone": "Europe/Berlin"});
+    let list = call(&kernel, &agent, "cron_create", create("0,30 2 28 3 *")).await;
+    let range = call(&kernel, &agent, "cron_create", create("30 2-3 28 3 *")).await;
+    assert_eq!(list["next_fire"], "2027-03-28T01:00:00.000Z", "03:00 CEST, right after the gap");
+    assert_eq!(range["next_fire"], "2027-03-28T01:00:00.000Z");
+    let (list, range) = (list["id"].as_str().unwrap().to_string(), range["id"].as_str().unwrap().to_string());
+
+    clock.set(at("2027-03-28T01:00:00Z"));
+    assert_eq!(finished(&kernel, &list, 1).await[0].due_at, "2027-03-28T01:00:00.000Z");
+    assert_eq!(finished(&kernel, &range, 1).await[0].missed_slots, 0);
+    let next = |id: String| {
+        let kernel = kernel.clone();
+        async move { kernel.schedules().get(&id).await.unwrap().next_fire }
+    };
+    assert_eq!(next(list.clone()).await.as_deref(), Some("2028-03-28T00:00:00.000Z"), "both gap slots ran once");
+    assert_eq!(next(range.clone()).await.as_deref(), Some("2027-03-28T01:30:00.000Z"), "then 03:30 as usual");
+    clock.set(at("2027-03-28T01:30:00Z"));
+    assert_eq!(finished(&kernel, &range, 2).await.len(), 2);
+    kernel.close().await;
+}
