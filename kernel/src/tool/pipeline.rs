@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use super::audit::AuditEntry;
+use super::registry::Entry;
 use super::{Availability, CallContext, ToolDef};
 use crate::agent::ToolMode;
 use crate::capability::Decision;
@@ -31,19 +32,31 @@ pub struct CallOutput {
 const PREVIEW_CHARS: usize = 1024;
 
 /// Runs one tool call through every step of the pipeline and records it in the audit log,
-/// whatever the outcome.
+/// whatever the outcome. A call of a tool that changes state (not [`ToolDef::read_only`]) is
+/// answered only once its audit record is committed.
 pub async fn call(ctx: CallContext, name: &str, args: Value) -> Result<CallOutput> {
     let started = Instant::now();
     let kernel = ctx.kernel.clone();
     let digest = args_digest(&args);
     let (agent_id, session, caller) = (ctx.agent.id, ctx.session, ctx.caller.audit_label());
-    let result = run_steps(ctx, name, args, started).await;
+
+    // 1. resolve
+    let entry = kernel.tools().resolve(name);
+    let durable = entry.is_some_and(|e| !e.def.read_only);
+    let result = match entry {
+        Some(entry) => run_steps(ctx, entry, args, started).await,
+        None => Err(Error::not_found(format!(
+            "no tool named `{name}`; tool_search finds tools by name, description or tag"
+        ))),
+    };
+
+    // 7. audit
     let duration_us = started.elapsed().as_micros() as u64;
     let (outcome, message, artifact_id) = match &result {
         Ok(out) => ("ok", None, out.artifact_id.clone()),
         Err(e) => (e.kind.as_str(), Some(e.message.clone()), None),
     };
-    kernel.audit().record(AuditEntry {
+    let audit_entry = AuditEntry {
         agent_id,
         session_id: session,
         caller,
@@ -53,17 +66,23 @@ pub async fn call(ctx: CallContext, name: &str, args: Value) -> Result<CallOutpu
         message,
         duration_us,
         artifact_id,
-    });
-    result
+    };
+    if !durable {
+        kernel.audit().record(audit_entry);
+        return result;
+    }
+    match kernel.audit().record_durably(audit_entry).await {
+        Ok(()) => result,
+        Err(e) => Err(Error::failed(format!(
+            "`{name}` was called (outcome: {outcome}), but {}; whatever it did stands, so do not repeat it blindly",
+            e.message
+        ))),
+    }
 }
 
-async fn run_steps(mut ctx: CallContext, name: &str, args: Value, started: Instant) -> Result<CallOutput> {
+async fn run_steps(mut ctx: CallContext, entry: &Entry, args: Value, started: Instant) -> Result<CallOutput> {
     let kernel = ctx.kernel.clone();
-
-    // 1. resolve
-    let entry = kernel.tools().resolve(name).ok_or_else(|| {
-        Error::not_found(format!("no tool named `{name}`; tool_search finds tools by name, description or tag"))
-    })?;
+    let name = entry.def.name.as_str();
 
     // 2. gate: the agent's current grants (a revoke applies to the very next call), the
     //    tool's availability on this daemon, and the family's own condition.
@@ -170,7 +189,7 @@ async fn spill(kernel: &crate::Kernel, value: Value, threshold: usize) -> Result
 
 /// A short fingerprint of the arguments for the audit log (the arguments themselves may hold
 /// secrets or personal data, so they are not stored).
-pub(crate) fn args_digest(args: &Value) -> String {
+pub fn args_digest(args: &Value) -> String {
     let hash = Sha256::digest(args.to_string().as_bytes());
     hex::encode(&hash[..8])
 }
