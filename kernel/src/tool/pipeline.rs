@@ -193,3 +193,35 @@ pub fn args_digest(args: &Value) -> String {
     let hash = Sha256::digest(args.to_string().as_bytes());
     hex::encode(&hash[..8])
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::Kernel;
+    use crate::agent::{AgentTypeSpec, ManifestInput, SpawnRequest};
+    use crate::config::Config;
+    use crate::tool::{CallContext, Caller};
+
+    async fn audit_rows(kernel: &Kernel, tool: &str) -> i64 {
+        // Straight from the table: `AuditLog::list` would flush the queue first.
+        sqlx::query_scalar("SELECT count(*) FROM audit WHERE tool = ?").bind(tool).fetch_one(kernel.db()).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_state_changing_call_returns_only_once_its_audit_row_is_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let kernel = Kernel::open_with(dir.path(), Config::default()).await.unwrap();
+        let spec = AgentTypeSpec { name: "poster".into(), tools: Some(vec!["task_post".into()]), ..Default::default() };
+        kernel.agents().create_type(ManifestInput::from(spec)).await.unwrap();
+        let agent =
+            kernel.spawn_agent(SpawnRequest { agent_type: "poster".into(), ..Default::default() }).await.unwrap();
+        assert!(!kernel.tools().get("task_post").unwrap().0.read_only);
+        for i in 1..=50 {
+            let ctx = CallContext::new(kernel.clone(), agent.clone(), Caller::Agent);
+            kernel.call_tool(ctx, "task_post", json!({"title": format!("t{i}"), "body": ""})).await.unwrap();
+            assert_eq!(audit_rows(&kernel, "task_post").await, i, "call {i} was answered before its row was written");
+        }
+        kernel.close().await;
+    }
+}
