@@ -208,6 +208,32 @@ mod tests {
         sqlx::query_scalar("SELECT count(*) FROM audit WHERE tool = ?").bind(tool).fetch_one(kernel.db()).await.unwrap()
     }
 
+    /// The split documented in ARCHITECTURE.md (pipeline step 7); a new read-only mark is a
+    /// decision, so it shows up here.
+    #[test]
+    fn only_these_built_in_tools_skip_the_durable_audit() {
+        let registry = crate::tool::Registry::builtin(&Config::default());
+        let read_only: Vec<&str> = registry.all().filter(|(d, _)| d.read_only).map(|(d, _)| d.name.as_str()).collect();
+        assert_eq!(
+            read_only,
+            [
+                "system_time",
+                "read_artifact",
+                "tool_search",
+                "tool_load",
+                "find_tools",
+                "run_tool",
+                "agent_list",
+                "agent_find",
+                "a2a_discover",
+                "task_list",
+                "task_status",
+                "schedule_list",
+                "cron_list",
+            ]
+        );
+    }
+
     #[tokio::test]
     async fn a_state_changing_call_returns_only_once_its_audit_row_is_committed() {
         let dir = tempfile::tempdir().unwrap();
