@@ -1,9 +1,13 @@
 //! Pipeline overhead and tool search, measured with criterion.
 //!
 //! - `pipeline/system_time`: a whole call through the pipeline (resolve, gate, validate,
-//!   depth, run, spill check, audit queueing) of a trivial tool.
+//!   depth, run, spill check, audit queueing) of a trivial read-only tool.
 //! - `direct/system_time`: the same tool's `run` called directly; the difference between the
-//!   two is the pipeline's overhead.
+//!   two is the pipeline's overhead on the read-only (queued audit) path.
+//! - `pipeline/goal_update` and `direct/goal_update`: the same for a tool that changes state,
+//!   whose call waits until its audit row is committed (the durable path).
+//! - `audit/queued` and `audit/durable`: recording one entry either way; `audit/durable_x32`:
+//!   32 concurrent durable records, which share commits (group commit).
 //! - `tool_search/*`: ranking a registry of the built-ins plus 150 synthetic tools.
 
 use std::sync::Arc;
@@ -12,9 +16,11 @@ mod common;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use kennel_kernel::Kernel;
+use kennel_kernel::agent::tools::{GoalUpdate, GoalUpdateArgs};
 use kennel_kernel::agent::{Agent, AgentTypeSpec, ManifestInput, SpawnRequest};
 use kennel_kernel::config::Config;
 use kennel_kernel::system::SystemTime;
+use kennel_kernel::tool::audit::AuditEntry;
 use kennel_kernel::tool::meta::search;
 use kennel_kernel::tool::{CallContext, Caller, NoArgs, Tool};
 use serde_json::{Value, json};
@@ -25,7 +31,11 @@ fn runtime() -> tokio::runtime::Runtime {
 
 async fn kernel_with_agent(dir: &std::path::Path) -> (Kernel, Arc<Agent>) {
     let kernel = Kernel::open_with(dir, Config::default()).await.unwrap();
-    let spec = AgentTypeSpec { name: "bench".into(), tools: Some(vec!["system.*".into()]), ..Default::default() };
+    let spec = AgentTypeSpec {
+        name: "bench".into(),
+        tools: Some(vec!["system.*".into(), "goal_update".into()]),
+        ..Default::default()
+    };
     kernel.agents().create_type(ManifestInput::from(spec)).await.unwrap();
     let agent = kernel.spawn_agent(SpawnRequest { agent_type: "bench".into(), ..Default::default() }).await.unwrap();
     (kernel, agent)
@@ -44,15 +54,53 @@ fn pipeline(c: &mut Criterion) {
         b.to_async(&rt).iter(|| kernel.call_tool(ctx.clone(), "tool_search", json!({"query": "x"})))
     });
     c.bench_function("direct/system_time", |b| b.to_async(&rt).iter(|| SystemTime.run(ctx.clone(), NoArgs {})));
+    c.bench_function("pipeline/goal_update", |b| {
+        b.to_async(&rt).iter(|| kernel.call_tool(ctx.clone(), "goal_update", json!({"goal": "bench"})))
+    });
+    c.bench_function("direct/goal_update", |b| {
+        b.to_async(&rt).iter(|| GoalUpdate.run(ctx.clone(), GoalUpdateArgs { goal: "bench".into() }))
+    });
+    let entry = || AuditEntry {
+        agent_id: ctx.agent.id,
+        session_id: None,
+        caller: "agent".into(),
+        tool: "bench".into(),
+        args_digest: "0123456789abcdef".into(),
+        outcome: "ok",
+        message: None,
+        duration_us: 1,
+        artifact_id: None,
+    };
+    c.bench_function("audit/durable", |b| b.to_async(&rt).iter(|| kernel.audit().record_durably(entry())));
+    c.bench_function("audit/durable_x32", |b| {
+        b.to_async(&rt).iter(|| futures_util::future::join_all((0..32).map(|_| kernel.audit().record_durably(entry()))))
+    });
+    // Last: it writes millions of rows, which would slow the durable inserts measured above.
+    // Timed: queueing; untimed after each sample: writing what was queued, so the queue (and
+    // memory) does not grow for the whole run.
+    c.bench_function("audit/queued", |b| {
+        b.iter_custom(|iters| {
+            let started = std::time::Instant::now();
+            for _ in 0..iters {
+                kernel.audit().record(entry());
+            }
+            let took = started.elapsed();
+            rt.block_on(kernel.audit().flush());
+            took
+        })
+    });
     rt.block_on(kernel.close());
 }
 
 fn tool_search(c: &mut Criterion) {
     let registry = common::full_registry();
     let agent = common::agent_granted(&["*"], "all");
-    assert_eq!(registry.len(), 154);
-    c.bench_function("tool_search/one_word_154_tools", |b| b.iter(|| search(&registry, &agent, "memory", 10).len()));
-    c.bench_function("tool_search/three_words_154_tools", |b| {
+    // The built-ins plus 150 synthetic tools: the size of the spec's full catalogue and more.
+    let n = registry.len();
+    c.bench_function(&format!("tool_search/one_word_{n}_tools"), |b| {
+        b.iter(|| search(&registry, &agent, "memory", 10).len())
+    });
+    c.bench_function(&format!("tool_search/three_words_{n}_tools"), |b| {
         b.iter(|| search(&registry, &agent, "browser click page", 10).len())
     });
 }

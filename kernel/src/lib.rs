@@ -13,6 +13,7 @@ pub mod db;
 pub mod error;
 pub mod event;
 pub mod llm;
+pub mod net;
 pub mod schedule;
 pub mod session;
 pub mod system;

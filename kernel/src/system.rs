@@ -18,6 +18,7 @@ impl Tool for SystemTime {
             "The daemon's wall clock as RFC 3339 UTC, with the Unix time in milliseconds.",
         )
         .tags(&["time", "clock", "date", "now"])
+        .read_only()
     }
 
     async fn run(&self, _ctx: CallContext, _args: NoArgs) -> Result<Value> {

@@ -47,7 +47,7 @@ async fn main() {
     api.post("/api/agents", json!({"template": "bob"})).await;
 
     let dir = tempfile::tempdir().unwrap();
-    let config = format!("{}[a2a]\nallowed_hosts = [\"127.0.0.1\"]\n", llm.provider_config("fake", "openai"));
+    let config = format!("{}[a2a]\nallowed_hosts = [\"127.0.0.1:*\"]\n", llm.provider_config("fake", "openai"));
     let config = Config::parse(std::path::Path::new("bench.toml"), &config).unwrap();
     let kernel = Kernel::open_with(dir.path(), config).await.unwrap();
     let alice = agent(&kernel, "alice", &["agent_send", "a2a.*"]).await;

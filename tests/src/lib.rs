@@ -169,6 +169,12 @@ impl Daemon {
         self.child.id().expect("daemon is running")
     }
 
+    /// Kills the daemon with SIGKILL, as a crash would (no shutdown, nothing flushed), and
+    /// waits until it is gone.
+    pub async fn kill(mut self) {
+        self.child.kill().await.expect("kill -9 the daemon");
+    }
+
     /// Sends SIGTERM and waits for a clean exit; returns the exit code and standard error.
     pub async fn stop(mut self) -> (Option<i32>, String) {
         let status =

@@ -1,9 +1,10 @@
 //! Kennel as an A2A client: `a2a_discover(url)` and `a2a_send(agent_id, message, task_id?)`.
-//! Every outbound connection is checked against `[a2a] allowed_hosts` first, and the request
-//! is pinned to the address that was checked, so a model-chosen URL cannot reach a private
-//! or loopback service (SSRF), not even by DNS tricks or redirects.
+//! Every outbound connection goes through the kernel's address guard (`net::guard`) with
+//! `[a2a] allowed_hosts`, and the request is pinned to the address that was checked, so a
+//! model-chosen URL cannot reach a private or loopback service (SSRF), not even by DNS tricks
+//! or redirects.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
@@ -16,67 +17,15 @@ use super::wire;
 use crate::Kernel;
 use crate::db;
 use crate::error::{Error, ErrorKind, Result};
+use crate::net::{guard, pinned_client};
 use crate::tool::{CallContext, Tool, ToolDef};
 
 const FAMILY: &str = "a2a";
 const CARD_PATHS: [&str; 2] = ["/.well-known/agent-card.json", "/.well-known/agent.json"];
 
-/// Whether an address is private, loopback, link-local or otherwise not on the internet.
-fn is_internal(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            v4.is_private()
-                || v4.is_loopback()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.octets()[0] == 100 && (64..128).contains(&v4.octets()[1])
-        }
-        IpAddr::V6(v6) => {
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || (v6.segments()[0] & 0xfe00) == 0xfc00
-                || (v6.segments()[0] & 0xffc0) == 0xfe80
-                || v6.to_ipv4_mapped().is_some_and(|v4| is_internal(IpAddr::V4(v4)))
-        }
-    }
-}
-
-/// Checks `url` against `[a2a] allowed_hosts` and returns the address to connect to.
+/// The address to connect to for `url`, by the one address guard and `[a2a] allowed_hosts`.
 async fn checked_address(kernel: &Kernel, url: &reqwest::Url) -> Result<SocketAddr> {
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(Error::invalid(format!("`{url}` is not an http(s) URL")));
-    }
-    let host = url.host_str().ok_or_else(|| Error::invalid(format!("`{url}` has no host")))?;
-    let port = url.port_or_known_default().unwrap_or(80);
-    let allowed = &kernel.config().a2a.allowed_hosts;
-    let host_port = format!("{host}:{port}");
-    let listed = allowed.iter().any(|h| h == host || *h == host_port);
-    if !allowed.is_empty() && !listed {
-        return Err(Error::forbidden(format!("`{host_port}` is not in [a2a] allowed_hosts")));
-    }
-    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.trim_matches(['[', ']']), port))
-        .await
-        .map_err(|e| Error::failed(format!("cannot resolve `{host}`: {e}")))?
-        .collect();
-    let first = *addrs.first().ok_or_else(|| Error::failed(format!("`{host}` resolves to no address")))?;
-    if !listed && addrs.iter().any(|a| is_internal(a.ip())) {
-        return Err(Error::forbidden(format!(
-            "`{host_port}` is a private or loopback address; list it in [a2a] allowed_hosts to allow it"
-        )));
-    }
-    Ok(first)
-}
-
-/// A client that connects only to the checked address and follows no redirects.
-fn pinned_client(url: &reqwest::Url, addr: SocketAddr, timeout: Duration) -> Result<reqwest::Client> {
-    let host = url.host_str().unwrap_or_default().trim_matches(['[', ']']).to_string();
-    reqwest::Client::builder()
-        .resolve(&host, addr)
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(timeout)
-        .build()
-        .map_err(|e| Error::failed(format!("cannot build an HTTP client: {e}")))
+    guard::resolve(url, &kernel.config().a2a.allowed_hosts, "[a2a] allowed_hosts").await
 }
 
 fn parse_url(text: &str) -> Result<reqwest::Url> {
@@ -110,6 +59,8 @@ impl Tool for A2aDiscover {
             "Fetch a remote A2A agent's card and remember it; returns the agent_id to use with a2a_send.",
         )
         .tags(&["a2a", "remote", "discover", "agent card"])
+        // A GET of a public card; its only write is our cached copy of that card.
+        .read_only()
     }
 
     async fn run(&self, ctx: CallContext, args: A2aDiscoverArgs) -> Result<Value> {
@@ -286,31 +237,4 @@ async fn rpc(
         )));
     }
     answer.get("result").cloned().ok_or_else(|| Error::failed(format!("{url} answered without a result")))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn internal_addresses_are_recognised() {
-        for ip in [
-            "127.0.0.1",
-            "10.1.2.3",
-            "172.16.0.1",
-            "192.168.1.1",
-            "169.254.1.1",
-            "100.64.0.1",
-            "0.0.0.0",
-            "::1",
-            "fd00::1",
-            "fe80::1",
-            "::ffff:127.0.0.1",
-        ] {
-            assert!(is_internal(ip.parse().unwrap()), "{ip}");
-        }
-        for ip in ["8.8.8.8", "1.1.1.1", "2606:4700::1111"] {
-            assert!(!is_internal(ip.parse().unwrap()), "{ip}");
-        }
-    }
 }

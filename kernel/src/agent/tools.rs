@@ -183,6 +183,7 @@ impl Tool for AgentList {
     fn def(&self) -> ToolDef {
         ToolDef::new("agent_list", FAMILY, "List the running agents of this daemon: id, name, type, status, goal.")
             .tags(&["agents", "list"])
+            .read_only()
     }
 
     async fn run(&self, ctx: CallContext, _: NoArgs) -> Result<Value> {
@@ -208,6 +209,7 @@ impl Tool for AgentFind {
     fn def(&self) -> ToolDef {
         ToolDef::new("agent_find", FAMILY, "Find running agents by name, id or tag (agent type or skill).")
             .tags(&["agents", "find", "search"])
+            .read_only()
     }
 
     async fn run(&self, ctx: CallContext, args: AgentFindArgs) -> Result<Value> {

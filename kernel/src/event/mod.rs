@@ -118,6 +118,11 @@ pub async fn publish(kernel: &Kernel, event_type: &str, payload: Value, origin: 
             published.fired.push(fire);
         }
     }
+    if !published.fired.is_empty() {
+        // A fire changes state (a turn starts): its audit row is written before anyone is
+        // answered, like a state-changing tool call's.
+        kernel.audit().flush().await;
+    }
     Ok(published)
 }
 

@@ -498,17 +498,22 @@ pub async fn delete_permanently(
     sqlx::query("DELETE FROM schedules WHERE id = ?").bind(id).execute(&schedules.db).await?;
     schedules.changed.notify_one();
     if let Ok(agent_id) = Uuid::parse_str(&schedule.agent_id) {
-        kernel.audit().record(AuditEntry {
-            agent_id,
-            session_id: None,
-            caller: format!("operator:{}", approval.operator()),
-            tool: "schedule_delete_permanently".into(),
-            args_digest: crate::tool::pipeline::args_digest(&serde_json::json!({ "schedule_id": id })),
-            outcome: "ok",
-            message: Some(format!("deleted {} for good", schedule.timing())),
-            duration_us: 0,
-            artifact_id: None,
-        });
+        // Not answered before its audit row is committed, like a state-changing tool call.
+        kernel
+            .audit()
+            .record_durably(AuditEntry {
+                agent_id,
+                session_id: None,
+                caller: format!("operator:{}", approval.operator()),
+                tool: "schedule_delete_permanently".into(),
+                args_digest: crate::tool::pipeline::args_digest(&serde_json::json!({ "schedule_id": id })),
+                outcome: "ok",
+                message: Some(format!("deleted {} for good", schedule.timing())),
+                duration_us: 0,
+                artifact_id: None,
+            })
+            .await
+            .map_err(|e| Error::failed(format!("the schedule was deleted, but {}", e.message)))?;
     }
     Ok(schedule)
 }

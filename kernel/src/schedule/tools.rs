@@ -86,6 +86,7 @@ impl Tool for ScheduleList {
     fn def(&self) -> ToolDef {
         ToolDef::new("schedule_list", FAMILY, "Your one-shot scheduled turns: when, state, and how the last fire went.")
             .tags(&["schedule", "list", "reminder"])
+            .read_only()
     }
 
     async fn run(&self, ctx: CallContext, _: NoArgs) -> Result<Value> {
@@ -188,6 +189,7 @@ impl Tool for CronList {
             "Your cron jobs (from your agent type's [[cron]] blocks and your own): expression, state, next fire, last result.",
         )
         .tags(&["schedule", "cron", "list", "recurring"])
+            .read_only()
     }
 
     async fn run(&self, ctx: CallContext, _: NoArgs) -> Result<Value> {

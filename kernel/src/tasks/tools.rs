@@ -112,6 +112,7 @@ impl Tool for TaskList {
     fn def(&self) -> ToolDef {
         ToolDef::new("task_list", FAMILY, "List tasks on the board, optionally by status and assignee.")
             .tags(&["tasks", "board", "list"])
+            .read_only()
     }
 
     async fn run(&self, ctx: CallContext, args: TaskListArgs) -> Result<Value> {
@@ -136,6 +137,7 @@ impl Tool for TaskStatus {
     fn def(&self) -> ToolDef {
         ToolDef::new("task_status", FAMILY, "One task's status and result: poll a task you posted.")
             .tags(&["tasks", "board", "status", "poll"])
+            .read_only()
     }
 
     async fn run(&self, ctx: CallContext, args: TaskStatusArgs) -> Result<Value> {

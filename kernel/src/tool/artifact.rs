@@ -95,6 +95,7 @@ impl Tool for ReadArtifact {
             "Read part of a stored artifact (a spilled tool result) by id, offset and length.",
         )
         .tags(&["artifact", "spill", "read", "page"])
+        .read_only()
         .never_spill()
     }
 

@@ -1,9 +1,15 @@
 //! The audit log (spec §0.6): every tool call, whatever its outcome.
 //!
-//! Recording must not slow the call path, so [`AuditLog::record`] only queues the entry; a
-//! writer task inserts queued entries in batches, one transaction each. Readers call
-//! [`AuditLog::list`], which first waits until everything queued before it is written, so a
-//! call is always visible to a read that starts after the call returned.
+//! One writer task inserts queued entries in batches, one transaction each. Two ways in:
+//! - [`AuditLog::record_durably`], for calls that change state: it resolves once the batch
+//!   holding the entry is committed, so such a call is never acknowledged without its record
+//!   (a commit in WAL mode with `synchronous = NORMAL` survives the process being killed).
+//!   Concurrent calls share one commit (group commit).
+//! - [`AuditLog::record`], for read-only calls: it only queues the entry; a crash right after
+//!   may lose the last few such records.
+//!
+//! Readers call [`AuditLog::list`], which first waits until everything queued before it is
+//! written, so a call is always visible to a read that starts after the call returned.
 
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
@@ -55,8 +61,18 @@ pub struct AuditFilter {
     pub limit: Option<u32>,
 }
 
+/// An entry waiting for the writer, with its time and, for a durable record, who waits for
+/// the commit (told whether it succeeded).
+struct Queued {
+    entry: AuditEntry,
+    at: String,
+    committed: Option<oneshot::Sender<bool>>,
+}
+
+// Entries far outnumber flushes; boxing them would cost an allocation on every call.
+#[allow(clippy::large_enum_variant)]
 enum Msg {
-    Entry(AuditEntry, String),
+    Entry(Queued),
     Flush(oneshot::Sender<()>),
 }
 
@@ -66,6 +82,8 @@ pub struct AuditLog {
 }
 
 const MESSAGE_LIMIT: usize = 2_000;
+/// The most entries (and flushes) one write takes.
+const BATCH: usize = 512;
 
 impl AuditLog {
     pub(crate) fn start(db: Db) -> AuditLog {
@@ -74,11 +92,22 @@ impl AuditLog {
         AuditLog { db, tx }
     }
 
-    /// Queues an entry; never blocks, never fails the call it describes.
+    /// Queues an entry; never blocks, never fails the call it describes. For read-only calls.
     pub fn record(&self, entry: AuditEntry) {
-        if self.tx.send(Msg::Entry(entry, db::now())).is_err() {
+        if self.tx.send(Msg::Entry(Queued { entry, at: db::now(), committed: None })).is_err() {
             tracing::error!("audit writer is gone; an audit entry was lost");
         }
+    }
+
+    /// Queues an entry and waits until the batch holding it is committed. For calls that
+    /// change state: the caller must not answer before this returns `Ok`.
+    pub async fn record_durably(&self, entry: AuditEntry) -> Result<()> {
+        let (committed, wait) = oneshot::channel();
+        let queued = Queued { entry, at: db::now(), committed: Some(committed) };
+        if self.tx.send(Msg::Entry(queued)).is_ok() && wait.await == Ok(true) {
+            return Ok(());
+        }
+        Err(Error::failed("the audit record could not be written (see the daemon's log)"))
     }
 
     /// Waits until every entry queued so far is in the database.
@@ -127,18 +156,24 @@ impl AuditLog {
 async fn write_loop(db: Db, mut rx: mpsc::UnboundedReceiver<Msg>) {
     let mut batch = Vec::new();
     let mut waiters = Vec::new();
-    while rx.recv_many(&mut batch, 512).await > 0 {
+    while rx.recv_many(&mut batch, BATCH).await > 0 {
         let mut entries = Vec::with_capacity(batch.len());
         for msg in batch.drain(..) {
             match msg {
-                Msg::Entry(e, at) => entries.push((e, at)),
+                Msg::Entry(queued) => entries.push(queued),
                 Msg::Flush(done) => waiters.push(done),
             }
         }
-        if !entries.is_empty()
-            && let Err(e) = write_batch(&db, &entries).await
-        {
-            tracing::error!(error = %e.message, count = entries.len(), "audit entries could not be written");
+        let written = entries.is_empty()
+            || match write_batch(&db, &entries).await {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::error!(error = %e.message, count = entries.len(), "audit entries could not be written");
+                    false
+                }
+            };
+        for committed in entries.into_iter().filter_map(|q| q.committed) {
+            let _ = committed.send(written);
         }
         for done in waiters.drain(..) {
             let _ = done.send(());
@@ -146,27 +181,27 @@ async fn write_loop(db: Db, mut rx: mpsc::UnboundedReceiver<Msg>) {
     }
 }
 
-async fn write_batch(db: &Db, entries: &[(AuditEntry, String)]) -> Result<(), Error> {
-    let mut tx = db.begin().await?;
-    for (e, at) in entries {
+/// Writes a batch as one multi-row `INSERT`: one statement is one round trip to SQLite's
+/// thread and its own transaction (all rows or none), where BEGIN, an INSERT per row and
+/// COMMIT were several. A durable call waits for this, so it is its latency. A batch holds at
+/// most `BATCH` rows, 10 parameters each: far below SQLite's 32,766 parameters.
+async fn write_batch(db: &Db, entries: &[Queued]) -> Result<(), Error> {
+    let mut insert = sqlx::QueryBuilder::new(
+        "INSERT INTO audit (at, agent_id, session_id, caller, tool, args_digest, outcome, message, duration_us, artifact_id) ",
+    );
+    insert.push_values(entries, |mut row, Queued { entry: e, at, .. }| {
         let message = e.message.as_ref().map(|m| m.chars().take(MESSAGE_LIMIT).collect::<String>());
-        sqlx::query(
-            "INSERT INTO audit (at, agent_id, session_id, caller, tool, args_digest, outcome, message, duration_us, artifact_id)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(at)
-        .bind(e.agent_id.to_string())
-        .bind(e.session_id.map(|s| s.to_string()))
-        .bind(&e.caller)
-        .bind(&e.tool)
-        .bind(&e.args_digest)
-        .bind(e.outcome)
-        .bind(message)
-        .bind(e.duration_us as i64)
-        .bind(&e.artifact_id)
-        .execute(&mut *tx)
-        .await?;
-    }
-    tx.commit().await?;
+        row.push_bind(at.as_str())
+            .push_bind(e.agent_id.to_string())
+            .push_bind(e.session_id.map(|s| s.to_string()))
+            .push_bind(e.caller.as_str())
+            .push_bind(e.tool.as_str())
+            .push_bind(e.args_digest.as_str())
+            .push_bind(e.outcome)
+            .push_bind(message)
+            .push_bind(e.duration_us as i64)
+            .push_bind(e.artifact_id.as_deref());
+    });
+    insert.build().execute(db).await?;
     Ok(())
 }

@@ -75,6 +75,7 @@ impl Tool for ToolSearch {
             "Find tools you may use by words in their name, description or tags. No side effects.",
         )
         .tags(&["tools", "discover", "lazy"])
+        .read_only()
     }
 
     async fn run(&self, ctx: CallContext, args: ToolSearchArgs) -> Result<Value> {
@@ -116,6 +117,7 @@ impl Tool for ToolLoad {
     fn def(&self) -> ToolDef {
         ToolDef::new("tool_load", "meta", "Load a tool's full schema into this session so later turns can call it.")
             .tags(&["tools", "load", "lazy"])
+            .read_only()
     }
 
     async fn run(&self, ctx: CallContext, args: ToolLoadArgs) -> Result<Value> {
@@ -163,6 +165,7 @@ impl Tool for FindTools {
             "Get the argument schemas of tools named in your context, so you can call them with run_tool.",
         )
         .tags(&["tools", "schema", "stable"])
+        .read_only()
     }
 
     async fn run(&self, ctx: CallContext, args: FindToolsArgs) -> Result<Value> {
@@ -210,6 +213,9 @@ impl Tool for RunTool {
             "Run a tool named in your context with its arguments (see find_tools for them).",
         )
         .tags(&["tools", "run", "stable"])
+        // Itself it only routes: the inner call is audited under the inner tool's name, and
+        // durably before run_tool returns if that tool changes state.
+        .read_only()
     }
 
     async fn run(&self, ctx: CallContext, args: RunToolArgs) -> Result<Value> {

@@ -46,6 +46,12 @@ pub struct ToolDef {
     /// Runs alone and in order when a model asks for several calls at once (a browser tab,
     /// a process's stdin); other calls of one response run concurrently.
     pub exclusive: bool,
+    /// Changes nothing that the audit log must vouch for: it reads, or only notes in its
+    /// session which tools were seen. A call of any other tool is not answered before its
+    /// audit record is committed; a read-only call's record is written a moment later.
+    /// Tools change state unless declared read-only, so a forgotten mark costs latency, not
+    /// an audit record.
+    pub read_only: bool,
     /// The description in lower case, made once so `tool_search` does not redo it per call.
     #[serde(skip)]
     pub(crate) description_lower: String,
@@ -64,6 +70,7 @@ impl ToolDef {
             needs_person: false,
             never_spill: false,
             exclusive: false,
+            read_only: false,
         }
     }
 
@@ -81,6 +88,13 @@ impl ToolDef {
     /// Marks a tool whose calls must not overlap (one browser tab, one stdin).
     pub fn exclusive(mut self) -> ToolDef {
         self.exclusive = true;
+        self
+    }
+
+    /// Marks a tool that changes no state (see [`ToolDef::read_only`]): its audit record is
+    /// queued and the call answered without waiting for the write.
+    pub fn read_only(mut self) -> ToolDef {
+        self.read_only = true;
         self
     }
 

@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use super::audit::AuditEntry;
+use super::registry::Entry;
 use super::{Availability, CallContext, ToolDef};
 use crate::agent::ToolMode;
 use crate::capability::Decision;
@@ -31,19 +32,31 @@ pub struct CallOutput {
 const PREVIEW_CHARS: usize = 1024;
 
 /// Runs one tool call through every step of the pipeline and records it in the audit log,
-/// whatever the outcome.
+/// whatever the outcome. A call of a tool that changes state (not [`ToolDef::read_only`]) is
+/// answered only once its audit record is committed.
 pub async fn call(ctx: CallContext, name: &str, args: Value) -> Result<CallOutput> {
     let started = Instant::now();
     let kernel = ctx.kernel.clone();
     let digest = args_digest(&args);
     let (agent_id, session, caller) = (ctx.agent.id, ctx.session, ctx.caller.audit_label());
-    let result = run_steps(ctx, name, args, started).await;
+
+    // 1. resolve
+    let entry = kernel.tools().resolve(name);
+    let durable = entry.is_some_and(|e| !e.def.read_only);
+    let result = match entry {
+        Some(entry) => run_steps(ctx, entry, args, started).await,
+        None => Err(Error::not_found(format!(
+            "no tool named `{name}`; tool_search finds tools by name, description or tag"
+        ))),
+    };
+
+    // 7. audit
     let duration_us = started.elapsed().as_micros() as u64;
     let (outcome, message, artifact_id) = match &result {
         Ok(out) => ("ok", None, out.artifact_id.clone()),
         Err(e) => (e.kind.as_str(), Some(e.message.clone()), None),
     };
-    kernel.audit().record(AuditEntry {
+    let audit_entry = AuditEntry {
         agent_id,
         session_id: session,
         caller,
@@ -53,17 +66,23 @@ pub async fn call(ctx: CallContext, name: &str, args: Value) -> Result<CallOutpu
         message,
         duration_us,
         artifact_id,
-    });
-    result
+    };
+    if !durable {
+        kernel.audit().record(audit_entry);
+        return result;
+    }
+    match kernel.audit().record_durably(audit_entry).await {
+        Ok(()) => result,
+        Err(e) => Err(Error::failed(format!(
+            "`{name}` was called (outcome: {outcome}), but {}; whatever it did stands, so do not repeat it blindly",
+            e.message
+        ))),
+    }
 }
 
-async fn run_steps(mut ctx: CallContext, name: &str, args: Value, started: Instant) -> Result<CallOutput> {
+async fn run_steps(mut ctx: CallContext, entry: &Entry, args: Value, started: Instant) -> Result<CallOutput> {
     let kernel = ctx.kernel.clone();
-
-    // 1. resolve
-    let entry = kernel.tools().resolve(name).ok_or_else(|| {
-        Error::not_found(format!("no tool named `{name}`; tool_search finds tools by name, description or tag"))
-    })?;
+    let name = entry.def.name.as_str();
 
     // 2. gate: the agent's current grants (a revoke applies to the very next call), the
     //    tool's availability on this daemon, and the family's own condition.
@@ -170,7 +189,65 @@ async fn spill(kernel: &crate::Kernel, value: Value, threshold: usize) -> Result
 
 /// A short fingerprint of the arguments for the audit log (the arguments themselves may hold
 /// secrets or personal data, so they are not stored).
-pub(crate) fn args_digest(args: &Value) -> String {
+pub fn args_digest(args: &Value) -> String {
     let hash = Sha256::digest(args.to_string().as_bytes());
     hex::encode(&hash[..8])
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::Kernel;
+    use crate::agent::{AgentTypeSpec, ManifestInput, SpawnRequest};
+    use crate::config::Config;
+    use crate::tool::{CallContext, Caller};
+
+    async fn audit_rows(kernel: &Kernel, tool: &str) -> i64 {
+        // Straight from the table: `AuditLog::list` would flush the queue first.
+        sqlx::query_scalar("SELECT count(*) FROM audit WHERE tool = ?").bind(tool).fetch_one(kernel.db()).await.unwrap()
+    }
+
+    /// The split documented in ARCHITECTURE.md (pipeline step 7); a new read-only mark is a
+    /// decision, so it shows up here.
+    #[test]
+    fn only_these_built_in_tools_skip_the_durable_audit() {
+        let registry = crate::tool::Registry::builtin(&Config::default());
+        let read_only: Vec<&str> = registry.all().filter(|(d, _)| d.read_only).map(|(d, _)| d.name.as_str()).collect();
+        assert_eq!(
+            read_only,
+            [
+                "system_time",
+                "read_artifact",
+                "tool_search",
+                "tool_load",
+                "find_tools",
+                "run_tool",
+                "agent_list",
+                "agent_find",
+                "a2a_discover",
+                "task_list",
+                "task_status",
+                "schedule_list",
+                "cron_list",
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_state_changing_call_returns_only_once_its_audit_row_is_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let kernel = Kernel::open_with(dir.path(), Config::default()).await.unwrap();
+        let spec = AgentTypeSpec { name: "poster".into(), tools: Some(vec!["task_post".into()]), ..Default::default() };
+        kernel.agents().create_type(ManifestInput::from(spec)).await.unwrap();
+        let agent =
+            kernel.spawn_agent(SpawnRequest { agent_type: "poster".into(), ..Default::default() }).await.unwrap();
+        assert!(!kernel.tools().get("task_post").unwrap().0.read_only);
+        for i in 1..=50 {
+            let ctx = CallContext::new(kernel.clone(), agent.clone(), Caller::Agent);
+            kernel.call_tool(ctx, "task_post", json!({"title": format!("t{i}"), "body": ""})).await.unwrap();
+            assert_eq!(audit_rows(&kernel, "task_post").await, i, "call {i} was answered before its row was written");
+        }
+        kernel.close().await;
+    }
 }

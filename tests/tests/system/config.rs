@@ -19,6 +19,7 @@ async fn config_errors_stop_start_up_naming_file_and_line() {
         ("[tool_results]\n\nspill_threshold_bytes = \"big\"\n", 3, "invalid type"),
         ("[kernel]\nmax_agent_call_depth = 0\n", 2, "from 1 to 64"),
         ("[browsr]\nenabled = true\n", 1, "unknown field `browsr`"),
+        ("[a2a]\nallowed_hosts = [\"vm\"]\n", 2, "`vm` has no port: write `vm:PORT`"),
     ] {
         let home = Home::with_config(config);
         let out = home.cli(&["start", "--bind", "127.0.0.1:0"]).await;

@@ -1,0 +1,22 @@
+//! Outbound connections. Every URL Kennel opens on someone's behalf goes through
+//! [`guard::resolve`] and is then fetched with a [`pinned_client`], so what was checked is
+//! what is reached.
+
+pub mod guard;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// A client that connects only to `addr` (the address [`guard::resolve`] checked) for `url`'s
+/// host and follows no redirects: a redirect is a new URL and would need its own check.
+pub fn pinned_client(url: &reqwest::Url, addr: SocketAddr, timeout: Duration) -> Result<reqwest::Client> {
+    let host = url.host_str().unwrap_or_default().trim_matches(['[', ']']).to_string();
+    reqwest::Client::builder()
+        .resolve(&host, addr)
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(timeout)
+        .build()
+        .map_err(|e| Error::failed(format!("cannot build an HTTP client: {e}")))
+}
