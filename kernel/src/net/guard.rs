@@ -338,8 +338,14 @@ mod tests {
         let refused = verdict(&AllowedHosts::default(), inside, 80, inside).unwrap_err();
         assert_eq!(refused.kind, crate::ErrorKind::Forbidden);
         assert!(refused.message.contains("only an IP or CIDR entry"), "{}", refused.message);
+        assert!(
+            refused.message.contains(&net.to_string()),
+            "an address in the URL is named with its range: {}",
+            refused.message
+        );
         let refused = verdict(&list(&["peer.example:*"]), "peer.example", 80, inside).unwrap_err();
-        assert!(refused.message.contains(&net.to_string()), "{}", refused.message);
+        assert!(refused.message.contains("only an IP or CIDR entry"), "{}", refused.message);
+        assert!(!refused.message.contains(inside), "a name's address is not told: {}", refused.message);
         let cidr = if net.addr().is_ipv6() { format!("[{net}]") } else { net.to_string() };
         assert!(verdict(&list(&[&format!("{cidr}:81")]), inside, 80, inside).is_err(), "{range}: another port");
         verdict(&list(&[&format!("{cidr}:80")]), inside, 80, inside).unwrap();
