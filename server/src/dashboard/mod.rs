@@ -112,7 +112,8 @@ pub fn see_other(path: &str, notice: &str) -> Response {
     Redirect::to(&format!("{path}{sep}{encoded}{anchor}")).into_response()
 }
 
-/// A page with the status an error of this kind gets on the API.
+/// A rendered page (from `kennel_app::pages`) with a status. Never pass it other text: only the
+/// page renderers escape what they show.
 pub fn html(status: StatusCode, body: String) -> Response {
     (status, Html(body)).into_response()
 }

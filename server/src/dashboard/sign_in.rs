@@ -14,7 +14,7 @@ use kennel_kernel::auth::SIGN_IN_FORM_SECS;
 use kennel_kernel::{ErrorKind, Kernel};
 use serde::Deserialize;
 
-use super::html;
+use super::error_page;
 use super::session::{self, Operator, PRE_AUTH_COOKIE, cleared_session_cookie, cookie, csrf_refused, session_cookie};
 use super::site::OwnSite;
 
@@ -145,7 +145,7 @@ pub async fn login(
 
 pub async fn logout(State(kernel): State<Kernel>, Extension(op): Extension<Operator>, headers: HeaderMap) -> Response {
     if let Err(e) = kernel.auth().close_session(&op.cookie).await {
-        return html(StatusCode::INTERNAL_SERVER_ERROR, e.message);
+        return error_page(&op, &e);
     }
     ([cleared_session_cookie(&headers)], Redirect::to("/login")).into_response()
 }
