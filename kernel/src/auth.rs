@@ -246,6 +246,7 @@ impl Auth {
     /// many requests one address sends at once, at most [`LOGIN_ATTEMPTS`] per window reach
     /// the password check; the rest are `ResourceExhausted` at once.
     pub async fn sign_in(&self, client: IpAddr, name: &str, password: &str) -> Result<(String, OperatorSession)> {
+        let client = limited_as(client);
         let attempt = self.take_attempt(client)?;
         match self.verify_operator(name, password).await {
             Ok(true) => {
@@ -315,8 +316,12 @@ impl Auth {
         let (issued, rest) = raw.split_at(8);
         let (nonce, mac) = rest.split_at(16);
         let issued = i64::from_be_bytes(issued.try_into().expect("8 bytes"));
-        let age = chrono::Utc::now().timestamp() - issued;
-        (0..SIGN_IN_FORM_SECS).contains(&age) && bool::from(self.sign_in_mac(issued, nonce).ct_eq(mac))
+        // The MAC first: until it holds, `issued` is whatever the visitor sent (even i64::MIN).
+        bool::from(self.sign_in_mac(issued, nonce).ct_eq(mac))
+            && chrono::Utc::now()
+                .timestamp()
+                .checked_sub(issued)
+                .is_some_and(|age| (0..SIGN_IN_FORM_SECS).contains(&age))
     }
 
     /// HMAC-SHA-256 of the token's issue time and nonce under this process's key.
@@ -407,6 +412,19 @@ impl Auth {
 }
 
 /// A fresh random token for a form (48 hex characters).
+/// The address whose attempts `client`'s count against: an IPv4 address as it is (also when it
+/// arrives IPv4-mapped), an IPv6 address by its /64, since one host commonly holds a whole /64
+/// and could otherwise take a fresh address for every guess.
+fn limited_as(client: IpAddr) -> IpAddr {
+    match client {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6((u128::from(v6) & !u128::from(u64::MAX)).into()),
+        },
+        v4 => v4,
+    }
+}
+
 pub fn new_form_token() -> String {
     hex::encode(rand::rng().random::<[u8; 24]>())
 }
@@ -641,6 +659,20 @@ mod tests {
         assert!(!auth.sign_in_token_valid(&auth.sign_in_token_issued_at(now - SIGN_IN_FORM_SECS - 1)), "expired");
         assert!(!auth.sign_in_token_valid(&auth.sign_in_token_issued_at(now + 600)), "from the future");
         assert!(auth.sign_in_token_valid(&auth.sign_in_token_issued_at(now - SIGN_IN_FORM_SECS + 60)));
+        // Extreme issue times, forged or even MACed, are refused without overflowing.
+        let forged = format!("{}{}", hex::encode(i64::MIN.to_be_bytes()), "ab".repeat(48));
+        assert!(!auth.sign_in_token_valid(&forged));
+        assert!(!auth.sign_in_token_valid(&auth.sign_in_token_issued_at(i64::MIN)));
+        assert!(!auth.sign_in_token_valid(&auth.sign_in_token_issued_at(i64::MAX)));
+    }
+
+    #[test]
+    fn attempts_count_per_ipv4_address_and_per_ipv6_64() {
+        let at = |s: &str| limited_as(s.parse().unwrap());
+        assert_eq!(at("192.0.2.7"), at("::ffff:192.0.2.7"), "an IPv4-mapped address is its IPv4 address");
+        assert_ne!(at("192.0.2.7"), at("192.0.2.8"));
+        assert_eq!(at("2001:db8:1:2::1"), at("2001:db8:1:2:ffff:ffff:ffff:ffff"), "one /64");
+        assert_ne!(at("2001:db8:1:2::1"), at("2001:db8:1:3::1"));
     }
 
     #[tokio::test]

@@ -59,8 +59,8 @@ impl Tool for A2aDiscover {
             "Fetch a remote A2A agent's card and remember it; returns the agent_id to use with a2a_send.",
         )
         .tags(&["a2a", "remote", "discover", "agent card"])
-        // A GET of a public card; its only write is our cached copy of that card.
-        .read_only()
+        // Not read-only: it stores the remote's card (which a2a_send later connects by), and
+        // a model-chosen outbound fetch is the call whose audit row matters most.
     }
 
     async fn run(&self, ctx: CallContext, args: A2aDiscoverArgs) -> Result<Value> {

@@ -330,7 +330,8 @@ pub fn validate(input: ManifestInput) -> Result<Manifest> {
     if cron.len() > MAX_BLOCKS {
         err("cron", format!("at most {MAX_BLOCKS} blocks"));
     }
-    for (i, c) in cron.iter().enumerate() {
+    // Over the limit, the blocks are not read at all: each costs a cron parse.
+    for (i, c) in cron.iter().enumerate().take_while(|_| cron.len() <= MAX_BLOCKS) {
         if let Err(message) = crate::schedule::cron::parse_cron(&c.schedule, c.timezone.as_deref()) {
             let field = if message.contains("time zone") { "timezone" } else { "schedule" };
             err(&format!("cron[{i}].{field}"), message);
@@ -341,7 +342,7 @@ pub fn validate(input: ManifestInput) -> Result<Manifest> {
     if trigger.len() > MAX_BLOCKS {
         err("trigger", format!("at most {MAX_BLOCKS} blocks"));
     }
-    for (i, t) in trigger.iter().enumerate() {
+    for (i, t) in trigger.iter().enumerate().take_while(|_| trigger.len() <= MAX_BLOCKS) {
         if t.event.is_empty() || t.event.len() > 128 || t.event.chars().any(char::is_whitespace) {
             err(&format!("trigger[{i}].event"), "an event type pattern of 1-128 characters without spaces".into());
         }
@@ -421,6 +422,20 @@ mod tests {
 
     fn input(json: serde_json::Value) -> ManifestInput {
         from_value(json).unwrap()
+    }
+
+    #[test]
+    fn blocks_over_the_limit_are_refused_without_being_read() {
+        let bad_cron = serde_json::json!({ "schedule": "61 * * * *", "prompt": "p" });
+        let bad_trigger = serde_json::json!({ "event": "has space", "prompt": "p" });
+        let e = validate(input(serde_json::json!({
+            "name": "many",
+            "cron": vec![bad_cron; MAX_BLOCKS + 1],
+            "trigger": vec![bad_trigger; MAX_BLOCKS + 1],
+        })))
+        .unwrap_err();
+        let fields: Vec<&str> = e.fields.iter().map(|f| f.field.as_str()).collect();
+        assert_eq!(fields, ["cron", "trigger"], "only the limits, no block was parsed: {e}");
     }
 
     #[test]

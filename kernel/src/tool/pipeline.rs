@@ -73,7 +73,7 @@ pub async fn call(ctx: CallContext, name: &str, args: Value) -> Result<CallOutpu
     }
     match kernel.audit().record_durably(audit_entry).await {
         Ok(()) => result,
-        Err(e) => Err(Error::failed(format!(
+        Err(e) => Err(Error::internal(format_args!(
             "`{name}` was called (outcome: {outcome}), but {}; whatever it did stands, so do not repeat it blindly",
             e.message
         ))),
@@ -225,7 +225,6 @@ mod tests {
                 "run_tool",
                 "agent_list",
                 "agent_find",
-                "a2a_discover",
                 "task_list",
                 "task_status",
                 "schedule_list",

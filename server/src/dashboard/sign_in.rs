@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use super::error_page;
 use super::session::{self, Operator, PRE_AUTH_COOKIE, cleared_session_cookie, cookie, csrf_refused, session_cookie};
-use super::site::OwnSite;
+use super::site::{self, OwnSite};
 
 #[derive(Deserialize)]
 pub struct Credentials {
@@ -65,7 +65,7 @@ pub async fn setup_page(
     if !first_run(&kernel).await {
         return Redirect::to("/login").into_response();
     }
-    if !client.ip().is_loopback() {
+    if !site::direct_from_this_machine(client.ip(), &headers) {
         return loopback_only();
     }
     sign_in_page(&kernel, &headers, StatusCode::OK, SignIn { setup: true, name: String::new(), error: None })
@@ -74,7 +74,7 @@ pub async fn setup_page(
 fn loopback_only() -> Response {
     (
         StatusCode::FORBIDDEN,
-        "the first operator can only be created from this machine (a loopback address), or with `kennel operator add`",
+        "the first operator can only be created directly from this machine (a loopback address, not through a proxy), or with `kennel operator add`",
     )
         .into_response()
 }
@@ -89,7 +89,7 @@ pub async fn setup(
     if !first_run(&kernel).await {
         return Redirect::to("/login").into_response();
     }
-    if !client.ip().is_loopback() {
+    if !site::direct_from_this_machine(client.ip(), &headers) {
         return loopback_only();
     }
     if !pre_auth_ok(&kernel, &headers, &form.csrf) {

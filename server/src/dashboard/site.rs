@@ -51,29 +51,47 @@ impl OwnNames<'_> {
     /// Whether `host` (a `Host` value, or an origin's host) is one of ours; no port means
     /// `default_port` (80 in `Host`, the scheme's in an origin).
     fn include(&self, host: &str, default_port: u16) -> bool {
+        self.names(host, default_port) || self.any_address(host, default_port)
+    }
+
+    /// `host` is a public name, a loopback name or the listen address, with our port.
+    fn names(&self, host: &str, default_port: u16) -> bool {
         let host = host.to_ascii_lowercase();
         if self.public.contains(&host) {
             return true;
         }
         let Some((name, port)) = split_host(&host) else { return false };
-        if port.unwrap_or(default_port) != self.listen.port() {
-            return false;
-        }
-        let ip = self.listen.ip();
-        matches!(name, "localhost" | "127.0.0.1" | "[::1]")
-            || name == host_form(ip)
-            || (ip.is_unspecified() && ip_literal(name).is_some())
+        port.unwrap_or(default_port) == self.listen.port()
+            && (matches!(name, "localhost" | "127.0.0.1" | "[::1]") || name == host_form(self.listen.ip()))
+    }
+
+    /// Listening on every address, `host` is some IP address with our port.
+    fn any_address(&self, host: &str, default_port: u16) -> bool {
+        let Some((name, port)) = split_host(host) else { return false };
+        self.listen.ip().is_unspecified()
+            && port.unwrap_or(default_port) == self.listen.port()
+            && ip_literal(name).is_some()
     }
 
     /// Whether `origin` (`scheme://host[:port]`) is one of our pages. `null` (sandboxed or
-    /// privacy-sensitive contexts) is not.
-    fn include_origin(&self, origin: &str) -> bool {
+    /// privacy-sensitive contexts) is not. An origin that is ours only as "any address" must
+    /// also be the address the request went to: otherwise a page served from another
+    /// machine's address (when listening on every address) could post here.
+    fn include_origin(&self, origin: &str, request_host: &str) -> bool {
         let parsed = origin
             .strip_prefix("http://")
             .map(|authority| (authority, 80))
             .or_else(|| origin.strip_prefix("https://").map(|authority| (authority, 443)));
-        parsed.is_some_and(|(authority, port)| self.include(authority, port))
+        parsed.is_some_and(|(authority, port)| {
+            self.names(authority, port) || (self.any_address(authority, port) && same_name(authority, request_host))
+        })
     }
+}
+
+/// Whether two `host[:port]` values name the same host (ports are checked by the caller).
+fn same_name(a: &str, b: &str) -> bool {
+    let name_of = |h: &str| split_host(&h.to_ascii_lowercase()).map(|(name, _)| name.to_string());
+    name_of(a).is_some_and(|n| Some(n) == name_of(b))
 }
 
 /// An IP address as it appears in a `Host` header (IPv6 in brackets).
@@ -103,13 +121,21 @@ fn check(headers: &HeaderMap, names: &OwnNames) -> Result<(), String> {
         ));
     }
     if let Some(origin) = headers.get(ORIGIN)
-        && !origin.to_str().is_ok_and(|o| names.include_origin(o))
+        && !origin.to_str().is_ok_and(|o| names.include_origin(o, host))
     {
         return Err("this form was sent from a page on another site (its Origin header); sign-in and setup accept \
                     forms only from Kennel's own pages"
             .into());
     }
     Ok(())
+}
+
+/// Whether a request came from this machine itself and not through a proxy on it: a reverse
+/// proxy on the same machine connects from loopback for every visitor on the internet, so
+/// first-run setup (loopback only) refuses requests that carry a proxy's forwarding headers.
+pub fn direct_from_this_machine(client: IpAddr, headers: &HeaderMap) -> bool {
+    const FORWARDING: [&str; 4] = ["forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip"];
+    client.is_loopback() && !FORWARDING.iter().any(|h| headers.contains_key(*h))
 }
 
 /// `path` if it is a path on this site to redirect to: one `/` followed by neither `/` nor
@@ -167,6 +193,27 @@ mod tests {
             assert!(!allowed("127.0.0.1:4545", &[], host, None), "{host}");
         }
         assert!(!allowed("192.168.1.5:4545", &[], "192.168.1.6:4545", None));
+    }
+
+    #[test]
+    fn an_origin_must_name_the_host_the_request_went_to() {
+        // Listening everywhere, any IP literal is ours: a page served from another machine's
+        // address must still not post to this one.
+        assert!(!allowed("0.0.0.0:4545", &[], "192.168.1.5:4545", Some("http://203.0.113.9:4545")));
+        assert!(allowed("0.0.0.0:4545", &[], "192.168.1.5:4545", Some("http://192.168.1.5:4545")));
+        assert!(allowed("0.0.0.0:4545", &[], "192.168.1.5:4545", Some("http://localhost:4545")), "named: ours");
+    }
+
+    #[test]
+    fn setup_is_direct_from_this_machine_only() {
+        let loopback: IpAddr = "127.0.0.1".parse().unwrap();
+        assert!(direct_from_this_machine(loopback, &HeaderMap::new()));
+        assert!(!direct_from_this_machine("192.168.1.6".parse().unwrap(), &HeaderMap::new()));
+        for header in ["forwarded", "x-forwarded-for", "x-forwarded-host", "x-real-ip"] {
+            let mut proxied = HeaderMap::new();
+            proxied.insert(header, HeaderValue::from_static("203.0.113.9"));
+            assert!(!direct_from_this_machine(loopback, &proxied), "{header}");
+        }
     }
 
     #[test]
