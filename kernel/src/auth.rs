@@ -411,7 +411,6 @@ impl Auth {
     }
 }
 
-/// A fresh random token for a form (48 hex characters).
 /// The address whose attempts `client`'s count against: an IPv4 address as it is (also when it
 /// arrives IPv4-mapped), an IPv6 address by its /64, since one host commonly holds a whole /64
 /// and could otherwise take a fresh address for every guess.
@@ -425,6 +424,7 @@ fn limited_as(client: IpAddr) -> IpAddr {
     }
 }
 
+/// A fresh random token for a form (48 hex characters).
 pub fn new_form_token() -> String {
     hex::encode(rand::rng().random::<[u8; 24]>())
 }

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    limit_malloc_arenas();
+    tune_malloc();
     let args = cli::Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -39,7 +39,7 @@ fn main() -> ExitCode {
 /// ones in its heaps, where smaller allocations pin them: 70 sign-ins in a row (argon2 takes
 /// 19 MiB each, at most two at once) left the daemon holding 550 MiB instead of 41 MiB. An
 /// operator's own `MALLOC_MMAP_THRESHOLD_` wins.
-fn limit_malloc_arenas() {
+fn tune_malloc() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
         // SAFETY: mallopt only sets an allocator tunable; it runs before any other thread exists.

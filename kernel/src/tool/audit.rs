@@ -102,12 +102,17 @@ impl AuditLog {
     /// Queues an entry and waits until the batch holding it is committed. For calls that
     /// change state: the caller must not answer before this returns `Ok`.
     pub async fn record_durably(&self, entry: AuditEntry) -> Result<()> {
+        let tool = entry.tool.clone();
         let (committed, wait) = oneshot::channel();
         let queued = Queued { entry, at: db::now(), committed: Some(committed) };
         if self.tx.send(Msg::Entry(queued)).is_ok() && wait.await == Ok(true) {
             return Ok(());
         }
-        Err(Error::failed("the audit record could not be written (see the daemon's log)"))
+        // The writer has logged why (or is gone): a fault of this daemon. Whatever the call did
+        // stands, so the log says so for whoever follows up the ref.
+        Err(Error::internal(format_args!(
+            "the audit record of a `{tool}` call could not be written; the call itself ran"
+        )))
     }
 
     /// Waits until every entry queued so far is in the database.

@@ -71,13 +71,8 @@ pub async fn call(ctx: CallContext, name: &str, args: Value) -> Result<CallOutpu
         kernel.audit().record(audit_entry);
         return result;
     }
-    match kernel.audit().record_durably(audit_entry).await {
-        Ok(()) => result,
-        Err(e) => Err(Error::internal(format_args!(
-            "`{name}` was called (outcome: {outcome}), but {}; whatever it did stands, so do not repeat it blindly",
-            e.message
-        ))),
-    }
+    kernel.audit().record_durably(audit_entry).await?;
+    result
 }
 
 async fn run_steps(mut ctx: CallContext, entry: &Entry, args: Value, started: Instant) -> Result<CallOutput> {
