@@ -98,10 +98,10 @@ fn tool_search(c: &mut Criterion) {
     // The built-ins plus 150 synthetic tools: the size of the spec's full catalogue and more.
     let n = registry.len();
     c.bench_function(&format!("tool_search/one_word_{n}_tools"), |b| {
-        b.iter(|| search(&registry, &agent, "memory", 10).len())
+        b.iter(|| search(&registry, &agent, None, "memory", 10).len())
     });
     c.bench_function(&format!("tool_search/three_words_{n}_tools"), |b| {
-        b.iter(|| search(&registry, &agent, "browser click page", 10).len())
+        b.iter(|| search(&registry, &agent, None, "browser click page", 10).len())
     });
 }
 

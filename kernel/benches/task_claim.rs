@@ -19,7 +19,7 @@ async fn main() {
     for i in 0..TASKS {
         let new =
             NewTask { title: format!("job {i}"), body: String::new(), assignee: None, priority: Some((i % 10) as i64) };
-        kernel.tasks().post(new, None, "bench").await.unwrap();
+        kernel.tasks().post(new, "bench").await.unwrap();
     }
     let started = Instant::now();
     let claimers: Vec<_> = (0..CLAIMERS)

@@ -4,7 +4,11 @@
 mod common;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use kennel_kernel::tool::TurnScope;
 use kennel_kernel::tool::modes::offer;
+
+/// An API turn: no person, no channel conversation.
+const HEADLESS: TurnScope = TurnScope { person: false, conversation: false };
 
 fn tool_modes(c: &mut Criterion) {
     for (label, registry) in [
@@ -15,7 +19,7 @@ fn tool_modes(c: &mut Criterion) {
             .iter()
             .map(|mode| {
                 let agent = common::agent_granted(&["*"], mode);
-                let o = offer(&registry, &agent, &[], true);
+                let o = offer(&registry, &agent, &[], HEADLESS);
                 let bytes = serde_json::to_string(&o.specs).unwrap().len() + o.context_line.map_or(0, |l| l.len());
                 (*mode, o.specs.len(), bytes)
             })
@@ -30,7 +34,7 @@ fn tool_modes(c: &mut Criterion) {
     for mode in ["all", "lazy", "stable"] {
         let agent = common::agent_granted(&["*"], mode);
         c.bench_function(&format!("offer/{mode}_154_tools"), |b| {
-            b.iter(|| offer(&registry, &agent, &[], true).specs.len())
+            b.iter(|| offer(&registry, &agent, &[], HEADLESS).specs.len())
         });
     }
 }

@@ -101,6 +101,19 @@ impl JsonSchema for Grant {
     }
 }
 
+/// A grant as the API writes it: a glob over tool names (`memory_*`, letters, digits, `_`, `-`,
+/// `*`, `?`) or a whole family (`browser.*`). The schema of [`Grant`] on the wire.
+#[derive(utoipa::ToSchema)]
+#[schema(pattern = r"^([a-z0-9_]+\.\*|[A-Za-z0-9_*?-]+)$", max_length = 128)]
+#[allow(dead_code)]
+pub struct GrantPattern(String);
+
+/// A memory scope as the API writes it: `*`, `kv:<glob>` or `semantic:<glob>`.
+#[derive(utoipa::ToSchema)]
+#[schema(pattern = r"^(\*|(kv|semantic):[\s\S]{1,128})$")]
+#[allow(dead_code)]
+pub struct MemoryScopePattern(String);
+
 /// Matches `*` (any run, including empty) and `?` (one byte). Iterative with one backtrack
 /// point, so it is linear in practice and never recurses on hostile patterns.
 pub fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
@@ -136,7 +149,9 @@ impl TryFrom<String> for MemoryScope {
             return Ok(MemoryScope(s));
         }
         match s.split_once(':') {
-            Some(("kv" | "semantic", glob)) if !glob.is_empty() && glob.len() <= MAX_PATTERN_LEN => Ok(MemoryScope(s)),
+            Some(("kv" | "semantic", glob)) if !glob.is_empty() && !crate::text::longer_than(glob, MAX_PATTERN_LEN) => {
+                Ok(MemoryScope(s))
+            }
             _ => Err(format!("`{s}` is not a memory scope: write `*`, `kv:<glob>` or `semantic:<glob>`")),
         }
     }

@@ -1,5 +1,10 @@
-//! The SQLite database: one WAL file under `$KENNEL_HOME`, migrations embedded and applied at
+//! The database: one SQLite WAL file under `$KENNEL_HOME`, migrations embedded and applied at
 //! open, and a watcher that notices commits made by another process (the CLI).
+//!
+//! SQL lives only here and in each domain's `store.rs` (a unit test in `lib.rs` checks). Stores
+//! reach the database through [`Db`] and name rows and connections by this module's aliases,
+//! and their SQL is portable (`$N` placeholders, no SQLite-only statements), so a PostgreSQL
+//! back end can take the place of what [`Db`] holds without touching a service.
 
 use std::path::Path;
 use std::str::FromStr;
@@ -10,7 +15,37 @@ use sqlx::{Connection, SqliteConnection, SqlitePool};
 
 use crate::error::Result;
 
-pub type Db = SqlitePool;
+/// A row as the stores read it.
+pub(crate) type Row = sqlx::sqlite::SqliteRow;
+/// One connection (inside a transaction) as the stores write through it.
+pub(crate) type Conn = SqliteConnection;
+/// A transaction of [`Db`].
+pub(crate) type Tx = sqlx::Transaction<'static, sqlx::Sqlite>;
+
+/// The database every store uses. Cheap to clone (a pool handle).
+#[derive(Clone, Debug)]
+pub struct Db(SqlitePool);
+
+impl Db {
+    /// The pool, for a store's queries.
+    pub(crate) fn pool(&self) -> &SqlitePool {
+        &self.0
+    }
+
+    pub(crate) async fn begin(&self) -> Result<Tx> {
+        Ok(self.0.begin().await?)
+    }
+
+    /// A transaction that holds the write lock from its first statement, for a read that a
+    /// write in the same transaction depends on (count, then insert below a limit).
+    pub(crate) async fn begin_write(&self) -> Result<Tx> {
+        Ok(self.0.begin_with("BEGIN IMMEDIATE").await?)
+    }
+
+    pub async fn close(&self) {
+        self.0.close().await;
+    }
+}
 
 fn options(path: &Path) -> Result<SqliteConnectOptions, sqlx::Error> {
     Ok(SqliteConnectOptions::from_str("sqlite://")?
@@ -33,7 +68,7 @@ fn options(path: &Path) -> Result<SqliteConnectOptions, sqlx::Error> {
 pub async fn open(path: &Path) -> Result<Db, sqlx::Error> {
     let pool = SqlitePoolOptions::new().max_connections(4).connect_with(options(path)?).await?;
     sqlx::migrate!("../migrations").run(&pool).await?;
-    Ok(pool)
+    Ok(Db(pool))
 }
 
 /// Calls `on_change` whenever a commit — by another process, or this one's pool — changed a
@@ -96,3 +131,34 @@ pub fn unique_or<T>(result: std::result::Result<T, sqlx::Error>, message: impl F
         other => other.map_err(crate::Error::from),
     }
 }
+
+/// `as_str` (the text stored) and `parse` (a stored text back; anything else is `Internal`,
+/// since only this daemon writes these columns) for an enum stored as text.
+macro_rules! stored_enum {
+    ($t:ty { $($v:ident = $s:literal),+ $(,)? }) => {
+        impl $t {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$t] = &[$(<$t>::$v),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $(Self::$v => $s),+ }
+            }
+
+            pub(crate) fn parse(s: &str) -> $crate::error::Result<Self> {
+                match s {
+                    $($s => Ok(Self::$v),)+
+                    other => Err($crate::error::Error::internal(format_args!(
+                        "stored value `{other}` is not a {}", stringify!($t)
+                    ))),
+                }
+            }
+        }
+
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+pub(crate) use stored_enum;

@@ -5,6 +5,7 @@
 
 pub mod a2a;
 pub mod agent;
+pub mod artifact;
 pub mod auth;
 pub mod capability;
 pub mod clock;
@@ -14,10 +15,12 @@ pub mod error;
 pub mod event;
 pub mod llm;
 pub mod net;
+pub mod page;
 pub mod schedule;
 pub mod session;
 pub mod system;
 pub mod tasks;
+pub mod text;
 pub mod tool;
 pub mod turn;
 pub mod workflow;
@@ -28,12 +31,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent::Agents;
+use artifact::ArtifactStore;
 use auth::Auth;
 use config::{Config, ConfigError};
 use session::Sessions;
-use tool::artifact::ArtifactStore;
 use tool::audit::AuditLog;
-use tool::{CallContext, Registry};
+use tool::{CallContext, Registry, Tools};
 use turn::{TurnRequest, TurnResult, Turns};
 
 pub use error::{Error, ErrorKind, Result};
@@ -46,10 +49,10 @@ struct Inner {
     home: PathBuf,
     config: Config,
     db: db::Db,
-    agents: Agents,
+    agents: Arc<Agents>,
     auth: Auth,
     sessions: Sessions,
-    tools: Registry,
+    tools: Tools,
     artifacts: ArtifactStore,
     audit: AuditLog,
     providers: BTreeMap<String, llm::Provider>,
@@ -103,21 +106,22 @@ impl Kernel {
             .iter()
             .map(|(name, p)| Ok((name.clone(), llm::Provider::new(name, p.clone())?)))
             .collect::<Result<_>>()?;
+        let agents = Arc::new(Agents::load(db.clone()).await?);
         let kernel = Kernel(Arc::new(Inner {
             providers,
             turns: Turns::default(),
             workflows: workflow::Workflows::new(db.clone()),
-            a2a: a2a::A2aTasks::default(),
-            tasks: tasks::TaskBoard::new(db.clone()),
-            schedules: schedule::Schedules::new(db.clone(), clock, config.schedules.fire_history),
+            a2a: a2a::A2aTasks::new(db.clone()),
+            tasks: tasks::TaskBoard::new(db.clone(), agents.clone()),
+            schedules: schedule::Schedules::new(db.clone(), clock, config.schedules.fire_history, agents.clone()),
             home: home.to_path_buf(),
-            tools: Registry::builtin(&config),
+            tools: Tools::new(Registry::builtin(&config)),
             config,
-            agents: Agents::load(db.clone()).await?,
             auth: Auth::load(db.clone()).await?,
             sessions: Sessions::new(db.clone()),
-            artifacts: ArtifactStore::new(home.join("artifacts")),
-            audit: AuditLog::start(db.clone()),
+            artifacts: ArtifactStore::new(home.join("artifacts"), db.clone()),
+            audit: AuditLog::start(db.clone(), agents.clone()),
+            agents,
             db,
         }));
         for agent in kernel.0.agents.list() {
@@ -169,7 +173,12 @@ impl Kernel {
     pub fn sessions(&self) -> &Sessions {
         &self.0.sessions
     }
-    pub fn tools(&self) -> &Registry {
+    /// The tool list as it is now (built-in tools and what dynamic providers offer).
+    pub fn tools(&self) -> Arc<Registry> {
+        self.0.tools.snapshot()
+    }
+    /// The live tool list, for dynamic providers that add and remove tools.
+    pub fn tool_list(&self) -> &Tools {
         &self.0.tools
     }
     pub fn artifacts(&self) -> &ArtifactStore {
@@ -199,10 +208,10 @@ impl Kernel {
     /// starts a turn that tells that agent a task waits.
     /// `new.assignee` may be an agent's name or id.
     pub async fn post_task(&self, new: tasks::NewTask, posted_by: &str) -> Result<tasks::Task> {
-        let assignee = self.0.agents.id_of(new.assignee.as_deref())?;
-        let task = self.0.tasks.post(new, assignee.clone(), posted_by).await?;
+        let task = self.0.tasks.post(new, posted_by).await?;
         if self.0.config.task_board.wake_assignee
-            && let Some(agent) = assignee.and_then(|a| self.0.agents.get(&a).ok()).filter(|a| a.is_running())
+            && let Some(agent) =
+                task.assigned_to.as_deref().and_then(|a| self.0.agents.get(a).ok()).filter(|a| a.is_running())
         {
             let (kernel, title, id) = (self.clone(), task.title.clone(), task.id);
             tokio::spawn(async move {
@@ -309,4 +318,36 @@ fn prepare_home(home: &Path) -> Result<(), OpenError> {
         std::fs::write(&config, config::DEFAULT_CONFIG_TOML).map_err(io)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    /// SQL lives only in `db.rs` and the domains' `store.rs` files (tests aside), so a second
+    /// database back end replaces stores, never services, tools or fronts.
+    #[test]
+    fn sql_is_written_only_in_store_modules() {
+        fn visit(dir: &std::path::Path, found: &mut Vec<String>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    visit(&path, found);
+                    continue;
+                }
+                let name = path.file_name().unwrap().to_string_lossy();
+                if name == "store.rs" || name == "db.rs" || path.extension().is_none_or(|e| e != "rs") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap();
+                let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+                for needle in ["sqlx::query", "QueryBuilder", ".pool()"] {
+                    if code.contains(needle) {
+                        found.push(format!("{} uses {needle}", path.display()));
+                    }
+                }
+            }
+        }
+        let mut found = Vec::new();
+        visit(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut found);
+        assert!(found.is_empty(), "SQL outside store modules:\n{}", found.join("\n"));
+    }
 }

@@ -2,8 +2,13 @@
 
 use serde_json::{Value, json};
 
+use crate::config::Config;
 use crate::error::Result;
-use crate::tool::{CallContext, NoArgs, Tool, ToolDef};
+use crate::tool::{CallContext, NoArgs, Registry, Tool, ToolDef};
+
+pub(crate) fn register(r: &mut Registry, _: &Config) {
+    r.add(SystemTime);
+}
 
 /// `system_time()`: the wall clock, RFC 3339 UTC.
 pub struct SystemTime;

@@ -156,7 +156,7 @@ async fn start(home: PathBuf, bind: Option<SocketAddr>) -> anyhow::Result<()> {
     // One line on stdout that scripts (and our tests) can wait for; logs go to stderr.
     println!("kennel listening on http://{}", listener.local_addr()?);
     std::io::stdout().flush()?;
-    crate::http::serve(kernel, listener).await?;
+    crate::app::serve(kernel, listener).await?;
     Ok(())
 }
 

@@ -1,8 +1,11 @@
 //! `kennel`: the daemon and its command line.
 
+mod app;
 mod cli;
 mod dashboard;
 mod http;
+mod live;
+mod status;
 
 use std::process::ExitCode;
 

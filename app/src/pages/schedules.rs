@@ -140,7 +140,7 @@ pub fn render_detail(meta: PageMeta, page: Detail) -> String {
                 <tr>
                     <td>{short_time(&f.due_at)}</td>
                     <td>{short_time(&f.fired_at)}</td>
-                    <td><span class=format!("status {}", f.outcome)>{f.outcome.clone()}</span></td>
+                    <td><span class=format!("status {}", f.outcome)>{f.outcome.as_str()}</span></td>
                     <td>{f.duration_ms.map(|ms| format!("{ms} ms")).unwrap_or_default()}</td>
                     <td>{if f.missed_slots > 0 { f.missed_slots.to_string() } else { String::new() }}</td>
                     <td>{f.detail.clone().unwrap_or_default()}{session}</td>

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use kennel_kernel::agent::Agent;
-use kennel_kernel::tasks::{STATUSES, Task, TaskEvent};
+use kennel_kernel::tasks::{Task, TaskAction, TaskEvent, TaskStatus};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
@@ -24,7 +24,7 @@ pub fn render_board(meta: PageMeta, page: Board) -> String {
     let name_of = |id: &Option<String>| {
         id.as_ref().map(|i| names.get(i).cloned().unwrap_or_else(|| i.clone())).unwrap_or_else(|| "anyone".into())
     };
-    let columns = STATUSES
+    let columns = TaskStatus::ALL
         .iter()
         .map(|status| {
             let cards = page
@@ -32,7 +32,7 @@ pub fn render_board(meta: PageMeta, page: Board) -> String {
                 .iter()
                 .filter(|t| t.status == *status)
                 .map(|t| {
-                    let who = if t.status == "claimed" {
+                    let who = if t.status == TaskStatus::Claimed {
                         format!("claimed by {}", name_of(&t.claimed_by))
                     } else {
                         format!("for {}", name_of(&t.assigned_to))
@@ -115,44 +115,52 @@ pub fn render_detail(meta: PageMeta, page: Detail) -> String {
         .iter()
         .enumerate()
         .map(|(i, e)| {
-            let what = match (i, e.status.as_str()) {
+            let what = match (i, e.status) {
                 (0, _) => format!("posted by {}", e.actor.clone().unwrap_or_default()),
-                (_, "claimed") => format!("claimed by {}", name_of(&e.actor).unwrap_or_default()),
-                (_, "pending")
+                (_, TaskStatus::Claimed) => format!("claimed by {}", name_of(&e.actor).unwrap_or_default()),
+                (_, TaskStatus::Pending)
                     if e.retries > 0
-                        && page.history.get(i - 1).is_some_and(|p| p.status == "claimed" && p.retries < e.retries) =>
+                        && page
+                            .history
+                            .get(i - 1)
+                            .is_some_and(|p| p.status == TaskStatus::Claimed && p.retries < e.retries) =>
                 {
                     format!("claim expired: back to pending (retry {})", e.retries)
                 }
-                (_, "pending") => format!("pending (for {})", name_of(&e.actor).unwrap_or_else(|| "anyone".into())),
-                (_, "failed") => format!("failed after {} retries", e.retries),
+                (_, TaskStatus::Pending) => {
+                    format!("pending (for {})", name_of(&e.actor).unwrap_or_else(|| "anyone".into()))
+                }
+                (_, TaskStatus::Failed) => format!("failed after {} retries", e.retries),
                 (_, status) => status.to_string(),
             };
             view! { <li><span class="hint">{short_time(&e.at)}</span>" "{what}</li> }
         })
         .collect::<Vec<_>>();
     let actions = {
-        let reassign = matches!(t.status.as_str(), "pending" | "claimed").then(|| {
+        let reassign = t.status.allows(TaskAction::Reassign).then(|| {
             let options = page
                 .agents
                 .iter()
                 .filter(|a| a.is_running())
                 .map(|a| view! { <option value=a.name.clone()>{a.name.clone()}</option> })
                 .collect::<Vec<_>>();
-            let csrf2 = csrf.clone();
             view! {
                 <form method="post" action=format!("/tasks/{}/reassign", t.id) class="inline">
                     <Csrf token=csrf.clone()/>
                     <select name="assignee"><option value="">"anyone"</option>{options}</select>
                     <button type="submit">"Reassign"</button>
                 </form>
+            }
+        });
+        let cancel = t.status.allows(TaskAction::Cancel).then(|| {
+            view! {
                 <form method="post" action=format!("/tasks/{}/cancel", t.id) class="inline">
-                    <Csrf token=csrf2/>
+                    <Csrf token=csrf.clone()/>
                     <button type="submit" class="danger">"Cancel"</button>
                 </form>
             }
         });
-        let retry = matches!(t.status.as_str(), "failed" | "cancelled").then(|| {
+        let retry = t.status.allows(TaskAction::Retry).then(|| {
             view! {
                 <form method="post" action=format!("/tasks/{}/retry", t.id) class="inline">
                     <Csrf token=csrf.clone()/>
@@ -160,7 +168,7 @@ pub fn render_detail(meta: PageMeta, page: Detail) -> String {
                 </form>
             }
         });
-        view! { <div class="actions">{reassign}{retry}</div> }
+        view! { <div class="actions">{reassign}{cancel}{retry}</div> }
     };
     let result = t.result.clone().map(|r| view! { <h2>"Result"</h2><pre>{r}</pre> });
     let summary = format!(
@@ -172,7 +180,7 @@ pub fn render_detail(meta: PageMeta, page: Detail) -> String {
     crate::document(
         view! {
             <Shell meta>
-                <h1>{t.title.clone()}" "<span class=format!("status {}", t.status)>{t.status.clone()}</span></h1>
+                <h1>{t.title.clone()}" "<span class=format!("status {}", t.status)>{t.status.as_str()}</span></h1>
                 <p class="hint">{summary}</p>
                 <div class="columns">
                     <section class="card">

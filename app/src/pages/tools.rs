@@ -156,13 +156,21 @@ fn tool_card(
     }
 }
 
+fn layer_name(layer: kennel_kernel::tool::Layer) -> &'static str {
+    match layer {
+        kennel_kernel::tool::Layer::Daemon => "daemon",
+        kennel_kernel::tool::Layer::Agent => "agent",
+        kennel_kernel::tool::Layer::Turn => "turn",
+    }
+}
+
 fn agent_controls(def: &ToolDef, agent: &Arc<Agent>, status: &ToolStatus, csrf: &str) -> impl IntoView + use<> {
     let back = format!("/tools?agent={}", agent.id);
     let (label, class) = match status {
         ToolStatus::Allowed { grant } => (format!("allowed by {grant}"), "ok"),
         ToolStatus::Denied { grant } => (format!("denied by {grant}"), "bad"),
         ToolStatus::NotGranted => ("not granted".to_string(), "bad"),
-        ToolStatus::Excluded { reason } => (format!("excluded: {reason}"), "bad"),
+        ToolStatus::Excluded { layer, reason } => (format!("excluded ({}): {reason}", layer_name(*layer)), "bad"),
     };
     let action = match status {
         ToolStatus::Allowed { grant } if grant == &def.name => Some(("revoke", grant.clone())),

@@ -10,12 +10,10 @@ use std::time::{Duration, Instant};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use sqlx::Row;
 use uuid::Uuid;
 
 use super::wire;
 use crate::Kernel;
-use crate::db;
 use crate::error::{Error, ErrorKind, Result};
 use crate::net::{guard, pinned_client};
 use crate::tool::{CallContext, Tool, ToolDef};
@@ -98,17 +96,7 @@ impl Tool for A2aDiscover {
 }
 
 async fn remember(kernel: &Kernel, url: &str, card: Value) -> Result<Value> {
-    let id = Uuid::now_v7().to_string();
-    let stored: String = sqlx::query_scalar(
-        "INSERT INTO a2a_remotes (id, url, card, discovered_at) VALUES (?1, ?2, ?3, ?4)
-         ON CONFLICT (url) DO UPDATE SET card = ?3, discovered_at = ?4 RETURNING id",
-    )
-    .bind(&id)
-    .bind(url)
-    .bind(card.to_string())
-    .bind(db::now())
-    .fetch_one(kernel.db())
-    .await?;
+    let stored = super::store::remember_remote(kernel.db(), url, &card.to_string()).await?;
     Ok(json!({
         "agent_id": stored,
         "name": card["name"],
@@ -145,13 +133,9 @@ impl Tool for A2aSend {
 
     async fn run(&self, ctx: CallContext, args: A2aSendArgs) -> Result<Value> {
         let kernel = &ctx.kernel;
-        let row = sqlx::query("SELECT url, card FROM a2a_remotes WHERE id = ?")
-            .bind(&args.agent_id)
-            .fetch_optional(kernel.db())
+        let card = super::store::remote(kernel.db(), &args.agent_id)
             .await?
             .ok_or_else(|| Error::not_found(format!("no remote agent `{}`; call a2a_discover first", args.agent_id)))?;
-        let card: Value = serde_json::from_str(row.try_get("card")?)
-            .map_err(|e| Error::internal(format_args!("stored card unreadable: {e}")))?;
         let endpoint = card["supportedInterfaces"]
             .as_array()
             .and_then(|list| list.iter().find(|i| i["protocolBinding"] == "JSONRPC"))

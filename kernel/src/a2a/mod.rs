@@ -3,23 +3,27 @@
 //! operator exposes) and as a client (`a2a_discover`, `a2a_send`, in `client.rs`).
 
 mod client;
+mod store;
 mod wire;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use serde_json::{Value, json};
-use sqlx::Row;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-pub use client::{A2aDiscover, A2aSend};
-
 use crate::Kernel;
 use crate::agent::Agent;
-use crate::db;
+use crate::config::Config;
+use crate::db::Db;
 use crate::error::{Error, ErrorKind, Result};
-use crate::tool::Caller;
+use crate::tool::{Caller, Registry};
+
+pub(crate) fn register(r: &mut Registry, _: &Config) {
+    r.add(client::A2aDiscover);
+    r.add(client::A2aSend);
+}
 use crate::turn::{TurnEnd, TurnRequest};
 
 pub const PROTOCOL_VERSION: &str = "1.0";
@@ -40,9 +44,15 @@ pub enum Refusal {
 }
 
 /// Tasks other clients sent this daemon's agents, and the cancel handle of running ones.
-#[derive(Default)]
 pub struct A2aTasks {
+    db: Db,
     running: Mutex<HashMap<Uuid, CancellationToken>>,
+}
+
+impl A2aTasks {
+    pub(crate) fn new(db: Db) -> A2aTasks {
+        A2aTasks { db, running: Mutex::default() }
+    }
 }
 
 fn exposed(kernel: &Kernel) -> Vec<std::sync::Arc<Agent>> {
@@ -157,17 +167,7 @@ async fn send_message(
     let context_id = message["contextId"].as_str().map(str::to_string).unwrap_or_else(|| Uuid::now_v7().to_string());
     let session = kernel.sessions().labelled(agent.id, &format!("a2a:{context_id}")).await?;
     let task_id = Uuid::now_v7();
-    let now = db::now();
-    sqlx::query("INSERT INTO a2a_tasks (id, agent_id, context_id, state, request, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
-        .bind(task_id.to_string())
-        .bind(agent.id.to_string())
-        .bind(&context_id)
-        .bind(wire::WORKING)
-        .bind(message.to_string())
-        .bind(&now)
-        .bind(&now)
-        .execute(kernel.db())
-        .await?;
+    store::insert_task(&kernel.a2a().db, task_id, agent.id, &context_id, wire::WORKING, &message.to_string()).await?;
     let cancel = CancellationToken::new();
     kernel.a2a().running.lock().expect("a2a tasks").insert(task_id, cancel.clone());
     let caller = match inbound {
@@ -182,32 +182,22 @@ async fn send_message(
         Ok(turn) => (wire::COMPLETED, Some(turn.reply), None),
         Err(e) => (wire::FAILED, None, Some(e.model_text())),
     };
-    sqlx::query("UPDATE a2a_tasks SET state = ?, reply = ?, error = ?, updated_at = ? WHERE id = ?")
-        .bind(state)
-        .bind(&reply)
-        .bind(&error)
-        .bind(db::now())
-        .bind(task_id.to_string())
-        .execute(kernel.db())
-        .await?;
+    store::finish_task(&kernel.a2a().db, task_id, state, reply.as_deref(), error.as_deref()).await?;
     load_task(kernel, agent, &task_id.to_string()).await
 }
 
 async fn load_task(kernel: &Kernel, agent: &Agent, id: &str) -> Result<Value> {
-    let row = sqlx::query("SELECT * FROM a2a_tasks WHERE id = ? AND agent_id = ?")
-        .bind(id)
-        .bind(agent.id.to_string())
-        .fetch_optional(kernel.db())
+    let task = store::task(&kernel.a2a().db, agent.id, id)
         .await?
         .ok_or_else(|| Error::not_found(format!("task `{id}` not found")))?;
     Ok(wire::task(
-        row.try_get("id")?,
-        row.try_get("context_id")?,
-        row.try_get("state")?,
-        &row.try_get::<String, _>("updated_at")?,
-        serde_json::from_str(row.try_get("request")?).unwrap_or(Value::Null),
-        row.try_get("reply")?,
-        row.try_get("error")?,
+        task.id,
+        task.context_id,
+        task.state,
+        &task.updated_at,
+        serde_json::from_str(&task.request).unwrap_or(Value::Null),
+        task.reply,
+        task.error,
     ))
 }
 
@@ -224,12 +214,7 @@ async fn cancel_task(kernel: &Kernel, agent: &Agent, params: &Value) -> Result<V
     match running {
         Some(token) => {
             token.cancel();
-            sqlx::query("UPDATE a2a_tasks SET state = ?, updated_at = ? WHERE id = ?")
-                .bind(wire::CANCELED)
-                .bind(db::now())
-                .bind(id)
-                .execute(kernel.db())
-                .await?;
+            store::set_state(&kernel.a2a().db, id, wire::CANCELED).await?;
             load_task(kernel, agent, id).await
         }
         None => Err(Error::new(

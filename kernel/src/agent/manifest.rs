@@ -5,8 +5,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::capability::{Capabilities, Grant, MemoryScope};
+use crate::capability::{Capabilities, Grant, GrantPattern, MemoryScope, MemoryScopePattern};
 use crate::error::{Error, FieldError, Result, from_value};
+use crate::text::{is_blank, is_space, longer_than};
 
 const MAX_DESCRIPTION: usize = 2_000;
 const MAX_SYSTEM_PROMPT: usize = 100_000;
@@ -22,6 +23,13 @@ pub fn is_valid_name(name: &str) -> bool {
 }
 
 pub const NAME_RULE: &str = "1-64 characters: lowercase letters, digits, `-` or `_`";
+
+/// A name as the API writes it (agent types, agents, providers, skills): the schema of
+/// [`is_valid_name`].
+#[derive(ToSchema)]
+#[schema(pattern = r"^[a-z0-9_-]{1,64}$")]
+#[allow(dead_code)]
+pub struct Name(String);
 
 /// Which tool schemas a turn sends the model (spec §1, §1b).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema, ToSchema)]
@@ -49,7 +57,8 @@ impl ToolMode {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, ToSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Limits {
-    /// Model calls one turn may make before it is ended.
+    /// Model calls one turn may make before it is ended (1–200, default 25).
+    #[schema(minimum = 1, maximum = 200)]
     pub max_iterations: u32,
 }
 
@@ -63,8 +72,12 @@ impl Default for Limits {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CronBlock {
-    /// Five-field cron expression (minute hour day-of-month month day-of-week).
+    /// Five-field cron expression (minute hour day-of-month month day-of-week), or a
+    /// nickname such as `@daily`.
+    #[schema(min_length = 1)]
     pub schedule: String,
+    /// What the agent is told at each fire; 1–10,000 characters, not blank.
+    #[schema(pattern = r"[^ \t\n\r\f\v]", max_length = 10000)]
     pub prompt: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channel: Option<String>,
@@ -77,13 +90,20 @@ pub struct CronBlock {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TriggerBlock {
-    /// Event type pattern (glob), e.g. `inbox.*`.
+    /// Event type pattern (glob), e.g. `inbox.*`: 1–128 characters, no spaces.
+    #[schema(pattern = r"^[^ \t\n\r\f\v]{1,128}$")]
     pub event: String,
-    /// Prompt template; `{{payload}}` is replaced by the event's payload.
+    /// Prompt template; `{{payload}}` is replaced by the event's payload. 1–10,000
+    /// characters, not blank.
+    #[schema(pattern = r"[^ \t\n\r\f\v]", max_length = 10000)]
     pub prompt: String,
+    /// Seconds before the trigger may fire again (at most a year).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(maximum = 31536000)]
     pub cooldown_secs: Option<u64>,
+    /// Fires at most this many times in all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(maximum = 1000000000)]
     pub max_fires: Option<u64>,
 }
 
@@ -139,28 +159,53 @@ pub struct AgentTypeSpec {
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ManifestInput {
+    /// The agent type's name (required to create one; given by the path to replace one).
+    #[schema(pattern = r"^[a-z0-9_-]{1,64}$")]
     pub name: Option<String>,
+    /// At most 2,000 characters.
+    #[schema(max_length = 2000)]
     pub description: Option<String>,
+    /// At most 100,000 characters.
+    #[schema(max_length = 100000)]
     pub system_prompt: Option<String>,
+    /// A `[providers.NAME]` of config.toml; empty or absent: the only one configured.
+    #[schema(pattern = r"^[a-z0-9_-]{0,64}$")]
     pub provider: Option<String>,
+    /// The model's name at the provider; at most 200 printable characters.
+    #[schema(max_length = 200, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$")]
     pub model: Option<String>,
+    /// Shorthand for `capabilities.tools` (give one or the other).
+    #[schema(value_type = Option<Vec<GrantPattern>>, max_items = 256)]
     pub tools: Option<Vec<String>>,
+    #[schema(value_type = Option<Vec<Name>>, max_items = 256)]
     pub skills: Option<Vec<String>>,
     pub tool_mode: Option<ToolMode>,
     /// Synonym for `tool_mode = "lazy"`.
     pub lazy_tools: Option<bool>,
     pub capabilities: Option<CapabilitiesInput>,
     pub limits: Option<Limits>,
+    /// At most 32 blocks.
+    #[schema(max_items = 32)]
     pub cron: Option<Vec<CronBlock>>,
+    /// At most 32 blocks.
+    #[schema(max_items = 32)]
     pub trigger: Option<Vec<TriggerBlock>>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CapabilitiesInput {
+    /// Tool grants: globs over tool names or `family.*`.
+    #[schema(value_type = Option<Vec<GrantPattern>>, max_items = 256)]
     pub tools: Option<Vec<String>>,
+    /// Tools refused even when `tools` allows them.
+    #[schema(value_type = Option<Vec<GrantPattern>>, max_items = 256)]
     pub deny: Option<Vec<String>>,
+    /// Memory the agent may read; absent = open.
+    #[schema(value_type = Option<Vec<MemoryScopePattern>>)]
     pub memory_read: Option<Vec<String>>,
+    /// Memory the agent may write; absent = open.
+    #[schema(value_type = Option<Vec<MemoryScopePattern>>)]
     pub memory_write: Option<Vec<String>>,
 }
 
@@ -171,9 +216,16 @@ pub struct CapabilitiesInput {
 #[serde(deny_unknown_fields)]
 pub struct NewCapabilities {
     /// Tool grants: globs over tool names or `family.*`.
+    #[schema(value_type = Vec<GrantPattern>, max_items = 256)]
     pub tools: Vec<String>,
+    /// Tools refused even when `tools` allows them.
+    #[schema(value_type = Option<Vec<GrantPattern>>, max_items = 256)]
     pub deny: Option<Vec<String>>,
+    /// Memory the agent may read; absent = open.
+    #[schema(value_type = Option<Vec<MemoryScopePattern>>)]
     pub memory_read: Option<Vec<String>>,
+    /// Memory the agent may write; absent = open.
+    #[schema(value_type = Option<Vec<MemoryScopePattern>>)]
     pub memory_write: Option<Vec<String>>,
 }
 
@@ -272,8 +324,8 @@ pub fn validate(input: ManifestInput) -> Result<Manifest> {
         err("description", format!("is at most {MAX_DESCRIPTION} characters"));
     }
     let system_prompt = input.system_prompt.unwrap_or_default();
-    if system_prompt.len() > MAX_SYSTEM_PROMPT {
-        err("system_prompt", format!("is at most {MAX_SYSTEM_PROMPT} bytes"));
+    if longer_than(&system_prompt, MAX_SYSTEM_PROMPT) {
+        err("system_prompt", format!("is at most {MAX_SYSTEM_PROMPT} characters"));
     }
     let provider = input.provider.filter(|p| !p.is_empty());
     if let Some(p) = &provider
@@ -283,7 +335,7 @@ pub fn validate(input: ManifestInput) -> Result<Manifest> {
     }
     let model = input.model.filter(|m| !m.is_empty());
     if let Some(m) = &model
-        && (m.len() > MAX_MODEL || m.chars().any(char::is_control))
+        && (longer_than(m, MAX_MODEL) || m.chars().any(char::is_control))
     {
         err("model", format!("is at most {MAX_MODEL} printable characters"));
     }
@@ -343,7 +395,7 @@ pub fn validate(input: ManifestInput) -> Result<Manifest> {
         err("trigger", format!("at most {MAX_BLOCKS} blocks"));
     }
     for (i, t) in trigger.iter().enumerate().take_while(|_| trigger.len() <= MAX_BLOCKS) {
-        if t.event.is_empty() || t.event.len() > 128 || t.event.chars().any(char::is_whitespace) {
+        if t.event.is_empty() || longer_than(&t.event, 128) || t.event.chars().any(is_space) {
             err(&format!("trigger[{i}].event"), "an event type pattern of 1-128 characters without spaces".into());
         }
         check_prompt(&format!("trigger[{i}].prompt"), &t.prompt, &mut err);
@@ -409,10 +461,10 @@ const MAX_COOLDOWN_SECS: u64 = 365 * 24 * 3600;
 const MAX_FIRES: u64 = 1_000_000_000;
 
 fn check_prompt(field: &str, prompt: &str, err: &mut impl FnMut(&str, String)) {
-    if prompt.trim().is_empty() {
+    if is_blank(prompt) {
         err(field, "is required".into());
-    } else if prompt.len() > MAX_PROMPT {
-        err(field, format!("is at most {MAX_PROMPT} bytes"));
+    } else if longer_than(prompt, MAX_PROMPT) {
+        err(field, format!("is at most {MAX_PROMPT} characters"));
     }
 }
 

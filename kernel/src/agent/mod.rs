@@ -21,8 +21,12 @@ pub use manifest::{
     is_valid_name, parse_manifest, to_toml, validate,
 };
 
-use crate::db::{self, Db};
+pub(crate) use tools::register;
+
+use crate::db::{self, Db, stored_enum};
 use crate::error::{Error, FieldError, Result};
+use crate::page::{Key, Page, PageRequest};
+use crate::text::longer_than;
 
 pub type AgentId = Uuid;
 
@@ -42,17 +46,7 @@ pub enum AgentStatus {
     Stopped,
 }
 
-impl AgentStatus {
-    fn as_str(self) -> &'static str {
-        match self {
-            AgentStatus::Running => "running",
-            AgentStatus::Stopped => "stopped",
-        }
-    }
-    fn parse(s: &str) -> AgentStatus {
-        if s == "running" { AgentStatus::Running } else { AgentStatus::Stopped }
-    }
-}
+stored_enum!(AgentStatus { Running = "running", Stopped = "stopped" });
 
 /// An agent: a copy of its type's manifest (whose grants can then change on their own), a
 /// goal and a status.
@@ -72,6 +66,19 @@ pub struct Agent {
 impl Agent {
     pub fn is_running(&self) -> bool {
         self.status == AgentStatus::Running
+    }
+
+    /// Refuses work for a stopped agent. A stopped agent is a state that does not allow the
+    /// call (`Conflict`, 409), not a missing prerequisite.
+    pub fn ensure_running(&self) -> Result<()> {
+        if self.is_running() {
+            Ok(())
+        } else {
+            Err(Error::conflict(format!(
+                "agent `{}` is stopped; spawn a new agent from type `{}` to go on",
+                self.name, self.agent_type
+            )))
+        }
     }
 }
 
@@ -152,6 +159,11 @@ impl Agents {
         self.read().types.values().cloned().collect()
     }
 
+    /// A page of the agent types, by name.
+    pub fn types_page(&self, page: &PageRequest) -> Result<Page<Arc<AgentType>>> {
+        Ok(Page::of_sorted(self.types(), page, page.after(Key::Name)?, |t| t.manifest.name.clone()))
+    }
+
     pub fn get_type(&self, name: &str) -> Result<Arc<AgentType>> {
         self.read().types.get(name).cloned().ok_or_else(|| Error::not_found(format!("no agent type named `{name}`")))
     }
@@ -209,6 +221,11 @@ impl Agents {
         all
     }
 
+    /// A page of the agents, oldest first (ids are time-ordered, so their text sorts so too).
+    pub fn page(&self, page: &PageRequest) -> Result<Page<Arc<Agent>>> {
+        Ok(Page::of_sorted(self.list(), page, page.after(Key::Id)?, |a| a.id.to_string()))
+    }
+
     /// Finds an agent by id, or a running agent by name.
     pub fn get(&self, id_or_name: &str) -> Result<Arc<Agent>> {
         let state = self.read();
@@ -236,11 +253,11 @@ impl Agents {
 
     pub async fn spawn(&self, req: SpawnRequest) -> Result<Arc<Agent>> {
         if let Some(goal) = &req.goal
-            && goal.len() > MAX_GOAL
+            && longer_than(goal, MAX_GOAL)
         {
             return Err(Error::invalid_fields(vec![FieldError {
                 field: "goal".into(),
-                message: format!("is at most {MAX_GOAL} bytes"),
+                message: format!("is at most {MAX_GOAL} characters"),
             }]));
         }
         if let Some(name) = &req.name
@@ -305,8 +322,8 @@ impl Agents {
 
     /// Sets the agent's goal; later prompts show it. Empty clears it.
     pub async fn set_goal(&self, id_or_name: &str, goal: &str) -> Result<Arc<Agent>> {
-        if goal.len() > MAX_GOAL {
-            return Err(Error::invalid(format!("a goal is at most {MAX_GOAL} bytes")));
+        if longer_than(goal, MAX_GOAL) {
+            return Err(Error::invalid(format!("a goal is at most {MAX_GOAL} characters")));
         }
         self.update(id_or_name, |a| {
             a.goal = Some(goal.trim().to_string()).filter(|g| !g.is_empty());

@@ -15,8 +15,9 @@ fn manifest_from(json: &str) -> Result<super::Manifest> {
 }
 
 pub(super) async fn load_types(db: &Db) -> Result<Vec<AgentType>> {
-    let rows =
-        sqlx::query("SELECT manifest, created_at, updated_at FROM agent_types ORDER BY name").fetch_all(db).await?;
+    let rows = sqlx::query("SELECT manifest, created_at, updated_at FROM agent_types ORDER BY name")
+        .fetch_all(db.pool())
+        .await?;
     rows.iter()
         .map(|r| {
             Ok(AgentType {
@@ -29,28 +30,28 @@ pub(super) async fn load_types(db: &Db) -> Result<Vec<AgentType>> {
 }
 
 pub(super) async fn insert_type(db: &Db, t: &AgentType) -> Result<()> {
-    sqlx::query("INSERT INTO agent_types (name, manifest, created_at, updated_at) VALUES (?, ?, ?, ?)")
+    sqlx::query("INSERT INTO agent_types (name, manifest, created_at, updated_at) VALUES ($1, $2, $3, $4)")
         .bind(&t.manifest.name)
         .bind(manifest_json(&t.manifest))
         .bind(&t.created_at)
         .bind(&t.updated_at)
-        .execute(db)
+        .execute(db.pool())
         .await?;
     Ok(())
 }
 
 pub(super) async fn update_type(db: &Db, t: &AgentType) -> Result<()> {
-    sqlx::query("UPDATE agent_types SET manifest = ?, updated_at = ? WHERE name = ?")
+    sqlx::query("UPDATE agent_types SET manifest = $1, updated_at = $2 WHERE name = $3")
         .bind(manifest_json(&t.manifest))
         .bind(&t.updated_at)
         .bind(&t.manifest.name)
-        .execute(db)
+        .execute(db.pool())
         .await?;
     Ok(())
 }
 
 pub(super) async fn delete_type(db: &Db, name: &str) -> Result<()> {
-    sqlx::query("DELETE FROM agent_types WHERE name = ?").bind(name).execute(db).await?;
+    sqlx::query("DELETE FROM agent_types WHERE name = $1").bind(name).execute(db.pool()).await?;
     Ok(())
 }
 
@@ -58,7 +59,7 @@ pub(super) async fn load_agents(db: &Db) -> Result<Vec<Agent>> {
     let rows = sqlx::query(
         "SELECT id, name, agent_type, manifest, goal, status, parent_id, created_at, updated_at FROM agents",
     )
-    .fetch_all(db)
+    .fetch_all(db.pool())
     .await?;
     rows.iter()
         .map(|r| {
@@ -70,7 +71,7 @@ pub(super) async fn load_agents(db: &Db) -> Result<Vec<Agent>> {
                 agent_type: r.try_get("agent_type")?,
                 manifest: manifest_from(r.try_get("manifest")?)?,
                 goal: r.try_get("goal")?,
-                status: AgentStatus::parse(r.try_get("status")?),
+                status: AgentStatus::parse(r.try_get("status")?)?,
                 parent_id: parent.as_deref().map(parse_id).transpose()?,
                 created_at: r.try_get("created_at")?,
                 updated_at: r.try_get("updated_at")?,
@@ -86,7 +87,7 @@ fn parse_id(s: &str) -> Result<uuid::Uuid> {
 pub(super) async fn insert_agent(db: &Db, a: &Agent) -> Result<()> {
     sqlx::query(
         "INSERT INTO agents (id, name, agent_type, manifest, goal, status, parent_id, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     )
     .bind(a.id.to_string())
     .bind(&a.name)
@@ -97,19 +98,19 @@ pub(super) async fn insert_agent(db: &Db, a: &Agent) -> Result<()> {
     .bind(a.parent_id.map(|p| p.to_string()))
     .bind(&a.created_at)
     .bind(&a.updated_at)
-    .execute(db)
+    .execute(db.pool())
     .await?;
     Ok(())
 }
 
 pub(super) async fn update_agent(db: &Db, a: &Agent) -> Result<()> {
-    sqlx::query("UPDATE agents SET manifest = ?, goal = ?, status = ?, updated_at = ? WHERE id = ?")
+    sqlx::query("UPDATE agents SET manifest = $1, goal = $2, status = $3, updated_at = $4 WHERE id = $5")
         .bind(manifest_json(&a.manifest))
         .bind(&a.goal)
         .bind(a.status.as_str())
         .bind(&a.updated_at)
         .bind(a.id.to_string())
-        .execute(db)
+        .execute(db.pool())
         .await?;
     Ok(())
 }

@@ -11,11 +11,22 @@ use uuid::Uuid;
 
 use super::{Agent, AgentTypeSpec, SpawnRequest};
 use crate::capability::Grant;
-use crate::error::{Error, ErrorKind, Result};
-use crate::tool::{CallContext, Caller, NoArgs, Tool, ToolDef};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::tool::{CallContext, Caller, NoArgs, Registry, Tool, ToolDef};
 use crate::turn::{TurnRequest, TurnResult};
 
 const FAMILY: &str = "agents";
+
+pub(crate) fn register(r: &mut Registry, _: &Config) {
+    r.add(AgentSend);
+    r.add(AgentSpawn);
+    r.add(AgentList);
+    r.add(AgentFind);
+    r.add(AgentKill);
+    r.add(GoalUpdate);
+    r.add(AgentTypeCreate);
+}
 
 fn agent_summary(a: &Agent) -> Value {
     json!({
@@ -62,25 +73,13 @@ impl Tool for AgentSend {
     async fn run(&self, ctx: CallContext, args: AgentSendArgs) -> Result<Value> {
         let kernel = ctx.kernel.clone();
         let target = kernel.agents().get(&args.agent_id)?;
-        if !target.is_running() {
-            return Err(Error::unavailable(format!("agent `{}` is stopped", target.name)));
-        }
-        if args.message.trim().is_empty() {
+        target.ensure_running()?;
+        if crate::text::is_blank(&args.message) {
             return Err(Error::invalid("the message is empty"));
         }
         let depth = ctx.depth + 1;
-        let max = kernel.config().kernel.max_agent_call_depth;
-        if u64::from(depth) > max {
-            return Err(Error::new(
-                ErrorKind::ResourceExhausted,
-                format!(
-                    "refused: sending to `{}` would nest {depth} agent calls deep, over [kernel] max_agent_call_depth = {max} (chain: {} → {})",
-                    target.name,
-                    chain_names(&ctx),
-                    target.name
-                ),
-            ));
-        }
+        let chain: Vec<Uuid> = ctx.chain.iter().copied().chain([target.id]).collect();
+        crate::turn::depth::check(&kernel, depth, &chain, &format!("sending to agent `{}`", target.name))?;
         // One conversation per sender on the receiving side.
         let session = kernel.sessions().labelled(target.id, &format!("from agent {}", ctx.agent.name)).await?;
         let req = TurnRequest {
@@ -117,15 +116,6 @@ fn delivery_text(to: &Agent, task_id: Uuid, outcome: &Result<TurnResult>) -> Str
         Ok(turn) => format!("[Reply from agent `{}` to agent_send task {task_id}]\n{}", to.name, turn.reply),
         Err(e) => format!("[agent_send task {task_id} to agent `{}` failed] {}", to.name, e.model_text()),
     }
-}
-
-/// `a → b → c`: the blocking chain that led to this call, by agent name.
-fn chain_names(ctx: &CallContext) -> String {
-    ctx.chain
-        .iter()
-        .map(|id| ctx.kernel.agents().get_by_id(*id).map_or_else(|| id.to_string(), |a| a.name.clone()))
-        .collect::<Vec<_>>()
-        .join(" → ")
 }
 
 /// `agent_spawn(template, name?, goal?)`.

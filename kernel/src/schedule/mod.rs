@@ -6,25 +6,26 @@
 
 pub mod cron;
 pub mod runner;
+mod store;
 pub mod timing;
 mod tools;
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use sqlx::Row;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-pub use tools::{
-    CronCancel, CronCreate, CronEnable, CronList, ScheduleCreate, ScheduleDelete, ScheduleList, ScheduleResume,
-};
+pub(crate) use tools::register;
 
 use crate::Kernel;
-use crate::agent::Agent;
+use crate::agent::{Agent, Agents};
 use crate::auth::HumanApproval;
 use crate::clock::Clock;
-use crate::db::{self, Db};
+use crate::db::{self, Db, stored_enum};
 use crate::error::{Error, FieldError, Result};
+use crate::page::{Key, Page, PageRequest};
 use crate::tool::audit::AuditEntry;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -54,24 +55,32 @@ pub enum State {
     Done,
 }
 
-macro_rules! text_enum {
-    ($t:ty { $($v:ident = $s:literal),+ }) => {
-        impl $t {
-            pub fn as_str(self) -> &'static str {
-                match self { $(Self::$v => $s),+ }
-            }
-            fn parse(s: &str) -> Result<Self> {
-                match s {
-                    $($s => Ok(Self::$v),)+
-                    other => Err(Error::internal(format_args!("stored value `{other}` is not a {}", stringify!($t)))),
-                }
-            }
-        }
-    };
+/// How a fire went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum FireOutcome {
+    /// Its turn is running (or waiting for one of `[schedules] max_concurrent_fires`).
+    Running,
+    /// The agent answered.
+    Ok,
+    /// The turn failed or ended without an answer.
+    Failed,
+    /// The agent was stopped (or is gone); the schedule was paused.
+    Skipped,
+    /// The daemon stopped during the turn.
+    Interrupted,
 }
-text_enum!(Kind { Once = "once", Cron = "cron" });
-text_enum!(Origin { Manifest = "manifest", Runtime = "runtime" });
-text_enum!(State { Active = "active", Paused = "paused", Done = "done" });
+
+stored_enum!(Kind { Once = "once", Cron = "cron" });
+stored_enum!(Origin { Manifest = "manifest", Runtime = "runtime" });
+stored_enum!(State { Active = "active", Paused = "paused", Done = "done" });
+stored_enum!(FireOutcome {
+    Running = "running",
+    Ok = "ok",
+    Failed = "failed",
+    Skipped = "skipped",
+    Interrupted = "interrupted",
+});
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Schedule {
@@ -129,9 +138,7 @@ pub struct Fire {
     pub fired_at: String,
     /// When its turn ended (turns beyond `[schedules] max_concurrent_fires` wait first).
     pub finished_at: Option<String>,
-    /// `running`, `ok`, `failed`, `skipped` (agent stopped) or `interrupted` (the daemon
-    /// stopped during the turn).
-    pub outcome: String,
+    pub outcome: FireOutcome,
     /// The reply (shortened) or what went wrong.
     pub detail: Option<String>,
     /// The session the turn ran in.
@@ -173,20 +180,18 @@ pub struct ScheduleFilter {
     pub agent: Option<String>,
     pub kind: Option<Kind>,
     pub state: Option<State>,
-    /// At most this many (default 1000, up to 10000).
-    pub limit: Option<u32>,
 }
 
 /// Runtime schedules one agent may hold (active or paused).
 pub const MAX_PER_AGENT: i64 = 1000;
+/// A prompt's length, in characters.
 const MAX_PROMPT: usize = 20_000;
-const DEFAULT_LIMIT: u32 = 1000;
-const MAX_LIMIT: u32 = 10_000;
 /// A fire's stored reply is cut to this many characters.
 const DETAIL_CHARS: usize = 500;
 
 pub struct Schedules {
     db: Db,
+    agents: Arc<Agents>,
     clock: Clock,
     /// Tells the runner the store changed, so it looks again for the earliest fire.
     changed: tokio::sync::Notify,
@@ -195,18 +200,13 @@ pub struct Schedules {
     fire_history: u64,
 }
 
-const SELECT: &str = "SELECT s.*, f.id AS f_id, f.due_at AS f_due_at, f.fired_at AS f_fired_at, f.finished_at AS f_finished_at, f.outcome AS f_outcome,
-        f.detail AS f_detail, f.session_id AS f_session_id, f.duration_ms AS f_duration_ms, f.missed_slots AS f_missed_slots
-    FROM schedules s
-    LEFT JOIN schedule_fires f ON f.id = (SELECT max(id) FROM schedule_fires WHERE schedule_id = s.id)";
-
 fn field_error(field: &str, message: impl Into<String>) -> Error {
     Error::invalid_fields(vec![FieldError { field: field.into(), message: message.into() }])
 }
 
 impl Schedules {
-    pub(crate) fn new(db: Db, clock: Clock, fire_history: u64) -> Schedules {
-        Schedules { db, clock, changed: tokio::sync::Notify::new(), stopped: Default::default(), fire_history }
+    pub(crate) fn new(db: Db, clock: Clock, fire_history: u64, agents: Arc<Agents>) -> Schedules {
+        Schedules { db, agents, clock, changed: tokio::sync::Notify::new(), stopped: Default::default(), fire_history }
     }
 
     /// Stops the runner (no new fires start; running turns finish on their own).
@@ -248,26 +248,8 @@ impl Schedules {
             return Err(field_error("channel", "a channel name of 1-64 characters without spaces"));
         }
         let agent_id = new.agent_id.to_string();
-        // Count and insert under one write lock, so concurrent creates cannot pass the limit.
-        let mut tx = self.db.begin_with("BEGIN IMMEDIATE").await?;
-        if new.origin == Origin::Runtime {
-            let held: i64 = sqlx::query_scalar(
-                "SELECT count(*) FROM schedules WHERE agent_id = ? AND origin = 'runtime' AND state != 'done'",
-            )
-            .bind(&agent_id)
-            .fetch_one(&mut *tx)
-            .await?;
-            if held >= MAX_PER_AGENT {
-                return Err(Error::new(
-                    crate::ErrorKind::ResourceExhausted,
-                    format!(
-                        "this agent already has {MAX_PER_AGENT} schedules: pause is not enough, an operator must delete some"
-                    ),
-                ));
-            }
-        }
         let id = Uuid::now_v7();
-        let row = StoredRow {
+        let row = store::NewRow {
             id,
             agent_id: &agent_id,
             kind,
@@ -281,19 +263,20 @@ impl Schedules {
             created_by: &new.created_by,
             at: now,
         };
-        insert(&mut tx, row).await?;
-        tx.commit().await?;
+        if !store::insert_runtime_within(&self.db, row, MAX_PER_AGENT).await? {
+            return Err(Error::new(
+                crate::ErrorKind::ResourceExhausted,
+                format!(
+                    "this agent already has {MAX_PER_AGENT} schedules: pause is not enough, an operator must delete some"
+                ),
+            ));
+        }
         self.changed.notify_one();
         self.get(&id.to_string()).await
     }
 
     pub async fn get(&self, id: &str) -> Result<Schedule> {
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!("{SELECT} WHERE s.id = ?")))
-            .bind(id)
-            .fetch_optional(&self.db)
-            .await?
-            .ok_or_else(|| Error::not_found(format!("no schedule `{id}`")))?;
-        schedule_from(&row)
+        store::get(&self.db, id).await?.ok_or_else(|| Error::not_found(format!("no schedule `{id}`")))
     }
 
     /// A schedule of `agent` of the given kind. Another agent's schedule reads as not found:
@@ -313,34 +296,18 @@ impl Schedules {
         }
     }
 
-    /// Schedules matching the filter (`agent` already resolved to an id), oldest first.
-    pub async fn list(&self, filter: &ScheduleFilter) -> Result<Vec<Schedule>> {
-        let limit = filter.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "{SELECT} WHERE (?1 IS NULL OR s.agent_id = ?1) AND (?2 IS NULL OR s.kind = ?2) AND (?3 IS NULL OR s.state = ?3)
-             ORDER BY s.id LIMIT ?4"
-        )))
-        .bind(&filter.agent)
-        .bind(filter.kind.map(Kind::as_str))
-        .bind(filter.state.map(State::as_str))
-        .bind(limit)
-        .fetch_all(&self.db)
-        .await?;
-        rows.iter().map(schedule_from).collect()
+    /// A page of the schedules matching the filter (`agent` a name or id), oldest first.
+    pub async fn list(&self, filter: &ScheduleFilter, page: &PageRequest) -> Result<Page<Schedule>> {
+        let agent_id = self.agents.id_of(filter.agent.as_deref())?;
+        let query = store::Query { agent_id: agent_id.as_deref(), kind: filter.kind, state: filter.state };
+        let rows = store::list(&self.db, &query, page.after(Key::Id)?, page.fetch_limit()).await?;
+        let total = store::count(&self.db, &query).await?;
+        Ok(Page::from_rows(rows, page, total, |s| s.id.to_string()))
     }
 
     /// The latest fires of a schedule, newest first.
     pub async fn fires(&self, id: &str, limit: u32) -> Result<Vec<Fire>> {
-        let rows = sqlx::query(
-            "SELECT id AS f_id, due_at AS f_due_at, fired_at AS f_fired_at, finished_at AS f_finished_at, outcome AS f_outcome, detail AS f_detail,
-                    session_id AS f_session_id, duration_ms AS f_duration_ms, missed_slots AS f_missed_slots
-             FROM schedule_fires WHERE schedule_id = ? ORDER BY id DESC LIMIT ?",
-        )
-        .bind(id)
-        .bind(limit)
-        .fetch_all(&self.db)
-        .await?;
-        rows.iter().filter_map(|r| fire_from(r).transpose()).collect()
+        store::fires(&self.db, id, limit).await
     }
 
     /// Stops a schedule firing; its configuration is kept. Pausing a paused one is a no-op.
@@ -364,15 +331,7 @@ impl Schedules {
 
     /// Pauses the active schedules with this id, or of this agent.
     async fn pause_matching(&self, id: Option<&str>, agent_id: Option<&str>) -> Result<()> {
-        sqlx::query(
-            "UPDATE schedules SET state = 'paused', next_fire = NULL, updated_at = ?1
-             WHERE state = 'active' AND (?2 IS NULL OR id = ?2) AND (?3 IS NULL OR agent_id = ?3)",
-        )
-        .bind(db::now())
-        .bind(id)
-        .bind(agent_id)
-        .execute(&self.db)
-        .await?;
+        store::pause(&self.db, id, agent_id).await?;
         self.changed.notify_one();
         Ok(())
     }
@@ -407,14 +366,7 @@ impl Schedules {
                 .ok_or_else(|| Error::conflict(format!("schedule {id} never fires again")))?
             }
         };
-        sqlx::query(
-            "UPDATE schedules SET state = 'active', next_fire = ?, updated_at = ? WHERE id = ? AND state = 'paused'",
-        )
-        .bind(db::timestamp(next))
-        .bind(db::now())
-        .bind(id)
-        .execute(&self.db)
-        .await?;
+        store::resume(&self.db, id, next).await?;
         self.changed.notify_one();
         self.get(id).await
     }
@@ -435,16 +387,8 @@ impl Schedules {
                 .collect::<Vec<_>>()
         })
         .await?;
-        let mut tx = self.db.begin().await?;
-        let fresh = sqlx::query("INSERT INTO schedule_seeds (agent_id) VALUES (?) ON CONFLICT DO NOTHING")
-            .bind(agent.id.to_string())
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-            == 1;
-        if !fresh {
-            return Ok(());
-        }
+        let (agent_id, created_by) = (agent.id.to_string(), format!("type:{}", agent.agent_type));
+        let mut rows = Vec::with_capacity(agent.manifest.cron.len());
         for (block, next) in agent.manifest.cron.iter().zip(nexts) {
             let next = match next {
                 Ok(next) => next,
@@ -453,9 +397,7 @@ impl Schedules {
                     None
                 }
             };
-            let agent_id = agent.id.to_string();
-            let created_by = format!("type:{}", agent.agent_type);
-            let row = StoredRow {
+            rows.push(store::NewRow {
                 id: Uuid::now_v7(),
                 agent_id: &agent_id,
                 kind: Kind::Cron,
@@ -468,11 +410,11 @@ impl Schedules {
                 next_fire: next.filter(|_| agent.is_running()),
                 created_by: &created_by,
                 at: now,
-            };
-            insert(&mut tx, row).await?;
+            });
         }
-        tx.commit().await?;
-        self.changed.notify_one();
+        if store::seed(&self.db, &agent_id, rows).await? {
+            self.changed.notify_one();
+        }
         Ok(())
     }
 }
@@ -495,7 +437,7 @@ pub async fn delete_permanently(
             format!("type {} (the schedule's short id) to confirm the permanent deletion", schedule.short_id()),
         ));
     }
-    sqlx::query("DELETE FROM schedules WHERE id = ?").bind(id).execute(&schedules.db).await?;
+    store::delete(&schedules.db, id).await?;
     schedules.changed.notify_one();
     if let Ok(agent_id) = Uuid::parse_str(&schedule.agent_id) {
         // Not answered before its audit row is committed, like a state-changing tool call.
@@ -524,95 +466,13 @@ fn short_id(id: &str) -> String {
     hex[hex.len().saturating_sub(8)..].iter().collect()
 }
 
-/// A `schedules` row as both ways of making one (tools, manifests) store it: active when it
-/// has a next fire, paused otherwise.
-struct StoredRow<'a> {
-    id: Uuid,
-    agent_id: &'a str,
-    kind: Kind,
-    origin: Origin,
-    expression: Option<&'a str>,
-    timezone: Option<&'a str>,
-    run_at: Option<&'a str>,
-    prompt: &'a str,
-    channel: Option<&'a str>,
-    next_fire: Option<DateTime<Utc>>,
-    created_by: &'a str,
-    at: DateTime<Utc>,
-}
-
-async fn insert(conn: &mut sqlx::SqliteConnection, row: StoredRow<'_>) -> Result<()> {
-    let state = if row.next_fire.is_some() { State::Active } else { State::Paused };
-    let at = db::timestamp(row.at);
-    sqlx::query(
-        "INSERT INTO schedules (id, agent_id, kind, origin, expression, timezone, run_at, prompt, channel, state,
-                                next_fire, created_by, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(row.id.to_string())
-    .bind(row.agent_id)
-    .bind(row.kind.as_str())
-    .bind(row.origin.as_str())
-    .bind(row.expression)
-    .bind(row.timezone)
-    .bind(row.run_at)
-    .bind(row.prompt)
-    .bind(row.channel)
-    .bind(state.as_str())
-    .bind(row.next_fire.map(db::timestamp))
-    .bind(row.created_by)
-    .bind(&at)
-    .bind(&at)
-    .execute(conn)
-    .await?;
-    Ok(())
-}
-
 fn check_prompt(prompt: &str) -> Result<()> {
-    if prompt.trim().is_empty() || prompt.len() > MAX_PROMPT {
-        return Err(field_error("prompt", format!("a prompt of 1 to {MAX_PROMPT} bytes")));
+    if crate::text::is_blank(prompt) || crate::text::longer_than(prompt, MAX_PROMPT) {
+        return Err(field_error("prompt", format!("a prompt of 1 to {MAX_PROMPT} characters")));
     }
     Ok(())
 }
 
 fn parse_time(text: &str) -> Option<DateTime<Utc>> {
     DateTime::parse_from_rfc3339(text).ok().map(|t| t.with_timezone(&Utc))
-}
-
-fn schedule_from(row: &sqlx::sqlite::SqliteRow) -> Result<Schedule> {
-    let id: String = row.try_get("id")?;
-    Ok(Schedule {
-        id: Uuid::parse_str(&id)
-            .map_err(|e| Error::internal(format_args!("stored schedule id `{id}` is unreadable: {e}")))?,
-        agent_id: row.try_get("agent_id")?,
-        kind: Kind::parse(row.try_get("kind")?)?,
-        origin: Origin::parse(row.try_get("origin")?)?,
-        expression: row.try_get("expression")?,
-        timezone: row.try_get("timezone")?,
-        run_at: row.try_get("run_at")?,
-        prompt: row.try_get("prompt")?,
-        channel: row.try_get("channel")?,
-        state: State::parse(row.try_get("state")?)?,
-        next_fire: row.try_get("next_fire")?,
-        created_by: row.try_get("created_by")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
-        last_fire: fire_from(row)?,
-    })
-}
-
-/// The `f_`-prefixed fire columns of a row, if it has a fire.
-fn fire_from(row: &sqlx::sqlite::SqliteRow) -> Result<Option<Fire>> {
-    let Some(id) = row.try_get("f_id")? else { return Ok(None) };
-    Ok(Some(Fire {
-        id,
-        due_at: row.try_get("f_due_at")?,
-        fired_at: row.try_get("f_fired_at")?,
-        finished_at: row.try_get("f_finished_at")?,
-        outcome: row.try_get("f_outcome")?,
-        detail: row.try_get("f_detail")?,
-        session_id: row.try_get("f_session_id")?,
-        duration_ms: row.try_get("f_duration_ms")?,
-        missed_slots: row.try_get("f_missed_slots")?,
-    }))
 }

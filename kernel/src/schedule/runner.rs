@@ -13,11 +13,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use sqlx::Row;
 use tokio::sync::Semaphore;
 use uuid::Uuid;
 
-use super::{Kind, Schedules, State, cron, parse_time};
+use super::store::{self, DueRow};
+use super::{FireOutcome, Kind, Schedules, State, cron, parse_time};
 use crate::Kernel;
 use crate::db;
 use crate::error::Result;
@@ -113,14 +113,14 @@ struct Planned {
 /// those that passed while the daemon was down (the due one included), and any later ones
 /// passed over because the fire came late. Expressions shared by many jobs are parsed once.
 /// Runs on the blocking pool (see `begin_due`).
-fn plan(rows: &[sqlx::sqlite::SqliteRow], now: DateTime<Utc>, started_at: DateTime<Utc>) -> Result<Vec<Planned>> {
+fn plan(rows: Vec<DueRow>, now: DateTime<Utc>, started_at: DateTime<Utc>) -> Vec<Planned> {
     let mut parsed: HashMap<(String, Option<String>), Option<cron::CronSpec>> = HashMap::new();
-    rows.iter()
+    rows.into_iter()
         .map(|row| {
-            let due: String = row.try_get("next_fire")?;
+            let due = row.next_fire;
             let due_at = parse_time(&due).unwrap_or(now);
-            let is_cron = row.try_get::<&str, _>("kind")? == Kind::Cron.as_str();
-            let key = (row.try_get::<Option<String>, _>("expression")?.unwrap_or_default(), row.try_get("timezone")?);
+            let is_cron = row.kind == Kind::Cron;
+            let key = (row.expression.unwrap_or_default(), row.timezone);
             let spec = is_cron
                 .then(|| {
                     parsed.entry(key).or_insert_with_key(|(e, tz)| cron::parse_cron(e, tz.as_deref()).ok()).clone()
@@ -134,13 +134,8 @@ fn plan(rows: &[sqlx::sqlite::SqliteRow], now: DateTime<Utc>, started_at: DateTi
                 (true, None) => State::Paused,
                 (false, _) => State::Done,
             };
-            let dispatch = Dispatch {
-                fire_id: 0,
-                schedule_id: row.try_get("id")?,
-                agent_id: row.try_get("agent_id")?,
-                prompt: row.try_get("prompt")?,
-            };
-            Ok(Planned { dispatch, due, next, state, missed })
+            let dispatch = Dispatch { fire_id: 0, schedule_id: row.id, agent_id: row.agent_id, prompt: row.prompt };
+            Planned { dispatch, due, next, state, missed }
         })
         .collect()
 }
@@ -156,15 +151,17 @@ async fn fire(kernel: Kernel, d: Dispatch, _permit: tokio::sync::OwnedSemaphoreP
                 ..TurnRequest::headless(d.prompt, Caller::Schedule(d.schedule_id.clone()))
             };
             match turn::run(&kernel, agent, req).await {
-                Ok(r) if r.ended == TurnEnd::Reply => ("ok", shorten(&r.reply), Some(r.session_id)),
-                Ok(r) => ("failed", format!("the turn ended without a reply: {:?}", r.ended), Some(r.session_id)),
-                Err(e) => ("failed", e.model_text(), None),
+                Ok(r) if r.ended == TurnEnd::Reply => (FireOutcome::Ok, shorten(&r.reply), Some(r.session_id)),
+                Ok(r) => {
+                    (FireOutcome::Failed, format!("the turn ended without a reply: {:?}", r.ended), Some(r.session_id))
+                }
+                Err(e) => (FireOutcome::Failed, e.model_text(), None),
             }
         }
-        Some(agent) => ("skipped", format!("agent `{}` is stopped", agent.name), None),
-        None => ("skipped", "the agent no longer exists".to_string(), None),
+        Some(agent) => (FireOutcome::Skipped, format!("agent `{}` is stopped", agent.name), None),
+        None => (FireOutcome::Skipped, "the agent no longer exists".to_string(), None),
     };
-    if outcome == "skipped" {
+    if outcome == FireOutcome::Skipped {
         // A stopped agent's cron job would otherwise record a skipped fire at every slot; it
         // keeps its configuration and an operator can resume it.
         // (A one-shot schedule is done already: nothing to pause.)
@@ -175,9 +172,16 @@ async fn fire(kernel: Kernel, d: Dispatch, _permit: tokio::sync::OwnedSemaphoreP
         }
     }
     let duration_ms = started.elapsed().as_millis() as i64;
-    if let Err(e) =
-        kernel.schedules().finish_fire(d.fire_id, &d.schedule_id, outcome, &detail, session, duration_ms).await
-    {
+    let finished = store::Finished {
+        fire_id: d.fire_id,
+        schedule_id: &d.schedule_id,
+        outcome,
+        detail: &detail,
+        session,
+        duration_ms,
+        at: kernel.schedules().clock.now(),
+    };
+    if let Err(e) = store::finish_fire(&kernel.schedules().db, finished, kernel.schedules().fire_history).await {
         tracing::warn!(schedule = %d.schedule_id, error = %e.message, "could not record a fire's outcome");
     }
 }
@@ -195,103 +199,39 @@ impl Schedules {
     /// commits. What each fire means (next time, missed slots) is worked out before the
     /// transaction, so the write lock is held only for the writes.
     async fn begin_due(&self, now: DateTime<Utc>, started_at: DateTime<Utc>) -> Result<Vec<Dispatch>> {
-        let rows = sqlx::query(
-            "SELECT id, agent_id, kind, expression, timezone, prompt, next_fire FROM schedules
-             WHERE state = 'active' AND next_fire <= ? ORDER BY next_fire LIMIT ?",
-        )
-        .bind(db::timestamp(now))
-        .bind(BATCH)
-        .fetch_all(&self.db)
-        .await?;
+        let rows = store::due(&self.db, now, BATCH).await?;
         if rows.is_empty() {
             return Ok(Vec::new());
         }
         // Counting missed slots walks up to 1,000 slots per row: CPU work, off the runtime.
-        let planned = cron::off_runtime(move || plan(&rows, now, started_at)).await??;
+        let planned = cron::off_runtime(move || plan(rows, now, started_at)).await?;
         let fired_at = db::timestamp(self.clock.now());
-        let mut tx = self.db.begin().await?;
-        let mut due = Vec::with_capacity(planned.len());
-        for p in planned {
-            let taken = sqlx::query(
-                "UPDATE schedules SET next_fire = ?, state = ?, updated_at = ?
-                 WHERE id = ? AND state = 'active' AND next_fire = ?",
-            )
-            .bind(p.next.map(db::timestamp))
-            .bind(p.state.as_str())
-            .bind(&fired_at)
-            .bind(&p.dispatch.schedule_id)
-            .bind(&p.due)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            if taken == 0 {
-                continue; // paused or changed since the read
-            }
-            let fire_id: i64 = sqlx::query_scalar(
-                "INSERT INTO schedule_fires (schedule_id, due_at, fired_at, outcome, missed_slots)
-                 VALUES (?, ?, ?, 'running', ?) RETURNING id",
-            )
-            .bind(&p.dispatch.schedule_id)
-            .bind(&p.due)
-            .bind(&fired_at)
-            .bind(p.missed)
-            .fetch_one(&mut *tx)
-            .await?;
-            due.push(Dispatch { fire_id, ..p.dispatch });
-        }
-        tx.commit().await?;
-        Ok(due)
+        let taking: Vec<store::Taking<'_>> = planned
+            .iter()
+            .map(|p| store::Taking {
+                schedule_id: &p.dispatch.schedule_id,
+                due: &p.due,
+                next: p.next,
+                state: p.state,
+                missed: p.missed,
+            })
+            .collect();
+        let fire_ids = store::take_fires(&self.db, &fired_at, &taking).await?;
+        Ok(planned
+            .into_iter()
+            .zip(fire_ids)
+            // Not taken: paused or changed since the read.
+            .filter_map(|(p, id)| id.map(|fire_id| Dispatch { fire_id, ..p.dispatch }))
+            .collect())
     }
 
     /// The earliest fire time of any active schedule.
     async fn earliest(&self) -> Result<Option<DateTime<Utc>>> {
-        let next: Option<String> = sqlx::query_scalar("SELECT min(next_fire) FROM schedules WHERE state = 'active'")
-            .fetch_one(&self.db)
-            .await?;
-        Ok(next.as_deref().and_then(parse_time))
-    }
-
-    /// Records how a fire ended and forgets fires beyond `[schedules] fire_history`.
-    async fn finish_fire(
-        &self,
-        fire_id: i64,
-        schedule_id: &str,
-        outcome: &str,
-        detail: &str,
-        session: Option<Uuid>,
-        duration_ms: i64,
-    ) -> Result<()> {
-        sqlx::query(
-            "UPDATE schedule_fires SET outcome = ?, detail = ?, session_id = ?, duration_ms = ?, finished_at = ? WHERE id = ?",
-        )
-        .bind(outcome)
-            .bind(detail)
-            .bind(session.map(|s| s.to_string()))
-            .bind(duration_ms)
-            .bind(db::timestamp(self.clock.now()))
-            .bind(fire_id)
-            .execute(&self.db)
-            .await?;
-        sqlx::query(
-            "DELETE FROM schedule_fires WHERE schedule_id = ?1 AND id <
-                (SELECT id FROM schedule_fires WHERE schedule_id = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)",
-        )
-        .bind(schedule_id)
-        .bind(self.fire_history as i64 - 1)
-        .execute(&self.db)
-        .await?;
-        Ok(())
+        Ok(store::earliest(&self.db).await?.as_deref().and_then(parse_time))
     }
 
     /// Fires left `running` by a daemon that stopped mid-turn.
     async fn mark_interrupted(&self) -> Result<()> {
-        sqlx::query(
-            "UPDATE schedule_fires SET outcome = 'interrupted', detail = 'the daemon stopped during this fire',
-                 finished_at = ? WHERE outcome = 'running'",
-        )
-        .bind(db::timestamp(self.clock.now()))
-        .execute(&self.db)
-        .await?;
-        Ok(())
+        store::mark_interrupted(&self.db, self.clock.now()).await
     }
 }

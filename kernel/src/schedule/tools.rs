@@ -7,19 +7,30 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Kind, NewSchedule, NewTiming, Origin, Schedule, ScheduleFilter};
+use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::tool::{CallContext, Tool, ToolDef};
+use crate::page::{MAX_LIMIT, Page, PageRequest};
+use crate::tool::{CallContext, Registry, Tool, ToolDef};
 
 const FAMILY: &str = "schedule";
 const PAUSED_NOTE: &str = "paused, not deleted: its configuration is kept and it can be resumed; only an operator can delete a schedule for good";
 
-fn created_by(ctx: &CallContext) -> String {
-    format!("agent:{}", ctx.agent.name)
+pub(crate) fn register(r: &mut Registry, _: &Config) {
+    r.add(ScheduleCreate);
+    r.add(ScheduleList);
+    r.add(ScheduleDelete);
+    r.add(ScheduleResume);
+    r.add(CronCreate);
+    r.add(CronList);
+    r.add(CronCancel);
+    r.add(CronEnable);
 }
 
-async fn own_list(ctx: &CallContext, kind: Kind) -> Result<Vec<Schedule>> {
+/// The caller's own schedules of `kind`, oldest first (an agent holds at most
+/// [`super::MAX_PER_AGENT`] runtime ones, and its manifest's few).
+async fn own_list(ctx: &CallContext, kind: Kind) -> Result<Page<Schedule>> {
     let filter = ScheduleFilter { agent: Some(ctx.agent.id.to_string()), kind: Some(kind), ..Default::default() };
-    ctx.kernel.schedules().list(&filter).await
+    ctx.kernel.schedules().list(&filter, &PageRequest::first(MAX_LIMIT)).await
 }
 
 /// Pauses or resumes one of the caller's own schedules of `kind`. Manifest cron jobs belong
@@ -68,7 +79,7 @@ impl Tool for ScheduleCreate {
             prompt: args.prompt,
             channel: args.channel,
             origin: Origin::Runtime,
-            created_by: created_by(&ctx),
+            created_by: ctx.actor(),
         };
         Ok(json!(ctx.kernel.schedules().create(new).await?))
     }
@@ -90,7 +101,8 @@ impl Tool for ScheduleList {
     }
 
     async fn run(&self, ctx: CallContext, _: NoArgs) -> Result<Value> {
-        Ok(json!({ "schedules": own_list(&ctx, Kind::Once).await? }))
+        let page = own_list(&ctx, Kind::Once).await?;
+        Ok(json!({ "schedules": page.items, "total": page.total }))
     }
 }
 
@@ -171,7 +183,7 @@ impl Tool for CronCreate {
             prompt: args.prompt,
             channel: args.channel,
             origin: Origin::Runtime,
-            created_by: created_by(&ctx),
+            created_by: ctx.actor(),
         };
         Ok(json!(ctx.kernel.schedules().create(new).await?))
     }
@@ -193,7 +205,8 @@ impl Tool for CronList {
     }
 
     async fn run(&self, ctx: CallContext, _: NoArgs) -> Result<Value> {
-        Ok(json!({ "cron_jobs": own_list(&ctx, Kind::Cron).await? }))
+        let page = own_list(&ctx, Kind::Cron).await?;
+        Ok(json!({ "cron_jobs": page.items, "total": page.total }))
     }
 }
 

@@ -5,18 +5,12 @@
 
 use tokio::sync::{mpsc, oneshot};
 
-use super::{Task, task_from};
-use crate::db::{self, Db};
+use super::{Task, store};
+use crate::db::Db;
 use crate::error::{Error, Result};
 
 /// Claims folded into one transaction at most.
 const MAX_BATCH: usize = 64;
-
-const CLAIM: &str = "UPDATE tasks SET status = 'claimed', claimed_by = ?1, claimed_at = ?2, updated_at = ?2
-     WHERE id = (SELECT id FROM tasks
-                 WHERE status = 'pending' AND (assignee IS NULL OR assignee = ?1) AND priority >= ?3
-                 ORDER BY priority DESC, id ASC LIMIT 1)
-     RETURNING *";
 
 struct Request {
     agent: String,
@@ -47,7 +41,7 @@ impl ClaimQueue {
 async fn drain(db: Db, mut rx: mpsc::Receiver<Request>) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        match claim_all(&db, &batch).await {
+        match store::claim_all(&db, batch.iter().map(|r| (r.agent.as_str(), r.min_priority))).await {
             Ok(claimed) => {
                 let mut orphaned = Vec::new();
                 for (request, task) in batch.drain(..).zip(claimed) {
@@ -70,34 +64,8 @@ async fn drain(db: Db, mut rx: mpsc::Receiver<Request>) {
 /// disconnected mid-call), instead of leaving them claimed until the TTL runs out.
 async fn release(db: &Db, tasks: &[String]) {
     for id in tasks {
-        let released = sqlx::query(
-            "UPDATE tasks SET status = 'pending', claimed_by = NULL, claimed_at = NULL, updated_at = ?
-             WHERE id = ? AND status = 'claimed'",
-        )
-        .bind(db::now())
-        .bind(id)
-        .execute(db)
-        .await;
-        if let Err(e) = released {
-            tracing::warn!(task = %id, error = %e, "a claim nobody received stays until its TTL");
+        if let Err(e) = store::release(db, id).await {
+            tracing::warn!(task = %id, error = %e.message, "a claim nobody received stays until its TTL");
         }
     }
-}
-
-/// Runs the claims in order in one transaction; all commit or none do.
-async fn claim_all(db: &Db, batch: &[Request]) -> Result<Vec<Option<Task>>> {
-    let now = db::now();
-    let mut tx = db.begin().await?;
-    let mut claimed = Vec::with_capacity(batch.len());
-    for request in batch {
-        let row = sqlx::query(CLAIM)
-            .bind(&request.agent)
-            .bind(&now)
-            .bind(request.min_priority)
-            .fetch_optional(&mut *tx)
-            .await?;
-        claimed.push(row.as_ref().map(task_from).transpose()?);
-    }
-    tx.commit().await?;
-    Ok(claimed)
 }

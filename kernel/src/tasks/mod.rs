@@ -4,17 +4,82 @@
 //! `max_retries`), and only a task's current claimant may complete it.
 
 mod claims;
+mod store;
 mod tools;
 
+use std::sync::Arc;
+
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use sqlx::Row;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-pub use tools::{TaskClaim, TaskComplete, TaskList, TaskPost, TaskStatus};
+pub(crate) use tools::register;
 
-use crate::db::{self, Db};
+use crate::agent::Agents;
+use crate::db::{self, Db, stored_enum};
 use crate::error::{Error, FieldError, Result};
+use crate::page::{Key, Page, PageRequest, bad_cursor};
+use crate::text::{is_blank, longer_than};
+
+/// Where a task is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskStatus {
+    /// Waiting to be claimed.
+    Pending,
+    /// An agent took it and has until the claim TTL to complete it.
+    Claimed,
+    Done,
+    /// Its claims expired `max_retries` times.
+    Failed,
+    /// An operator withdrew it.
+    Cancelled,
+}
+stored_enum!(TaskStatus { Pending = "pending", Claimed = "claimed", Done = "done", Failed = "failed", Cancelled = "cancelled" });
+
+/// What an operator can do to a task (the dashboard's buttons, `/api/tasks/{id}/…`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskAction {
+    /// Give it to another agent (or to anyone); it is pending again.
+    Reassign,
+    /// Withdraw it.
+    Cancel,
+    /// Put it back to pending.
+    Retry,
+}
+
+impl TaskStatus {
+    /// The operator actions a task in this status allows: the one rule the board, the API
+    /// and the dashboard's buttons all follow.
+    pub fn actions(self) -> &'static [TaskAction] {
+        match self {
+            TaskStatus::Pending | TaskStatus::Claimed => &[TaskAction::Reassign, TaskAction::Cancel],
+            TaskStatus::Failed | TaskStatus::Cancelled => &[TaskAction::Retry],
+            TaskStatus::Done => &[],
+        }
+    }
+
+    pub fn allows(self, action: TaskAction) -> bool {
+        self.actions().contains(&action)
+    }
+}
+
+impl TaskAction {
+    fn verb(self) -> &'static str {
+        match self {
+            TaskAction::Reassign => "reassigned",
+            TaskAction::Cancel => "cancelled",
+            TaskAction::Retry => "retried",
+        }
+    }
+
+    /// The statuses this action applies to, for its refusal message.
+    fn applies_to(self) -> String {
+        let from: Vec<&str> = TaskStatus::ALL.iter().filter(|s| s.allows(self)).map(|s| s.as_str()).collect();
+        from.join(" or ")
+    }
+}
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Task {
@@ -25,8 +90,7 @@ pub struct Task {
     pub assigned_to: Option<String>,
     /// 0 (lowest) to 9 (highest).
     pub priority: i64,
-    /// `pending`, `claimed`, `done`, `failed` or `cancelled`.
-    pub status: String,
+    pub status: TaskStatus,
     pub claimed_by: Option<String>,
     pub claimed_at: Option<String>,
     /// Times the sweeper took it back from a claimant that did not finish.
@@ -42,7 +106,7 @@ pub struct Task {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct TaskEvent {
     pub at: String,
-    pub status: String,
+    pub status: TaskStatus,
     pub actor: Option<String>,
     pub retries: i64,
 }
@@ -51,27 +115,33 @@ pub struct TaskEvent {
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewTask {
+    /// What is to be done: 1 to 200 characters, not blank.
+    #[schema(max_length = 200, pattern = r"[^ \t\n\r\f\v]")]
     pub title: String,
+    /// Details, at most 20,000 characters.
     #[serde(default)]
+    #[schema(max_length = 20000)]
     pub body: String,
-    /// An agent's name or id.
+    /// An agent's name or id; absent or empty: anyone may claim it.
     pub assignee: Option<String>,
     /// 0–9, default 5.
+    #[schema(minimum = 0, maximum = 9)]
     pub priority: Option<i64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct TaskFilter {
-    pub status: Option<String>,
+    pub status: Option<TaskStatus>,
     /// An agent's name or id.
     pub assignee: Option<String>,
     /// Words in the title or body.
     pub text: Option<String>,
+    /// Only tasks of at least this priority (0–9).
+    #[param(minimum = 0, maximum = 9)]
     pub min_priority: Option<i64>,
 }
 
-pub const STATUSES: [&str; 5] = ["pending", "claimed", "done", "failed", "cancelled"];
 const DEFAULT_PRIORITY: i64 = 5;
 const MAX_TITLE: usize = 200;
 const MAX_BODY: usize = 20_000;
@@ -79,6 +149,7 @@ const MAX_RESULT: usize = 100_000;
 
 pub struct TaskBoard {
     db: Db,
+    agents: Arc<Agents>,
     claims: claims::ClaimQueue,
 }
 
@@ -93,41 +164,44 @@ fn check_priority(field: &str, p: i64) -> Result<()> {
     }
 }
 
+/// `text` as a `LIKE` pattern that matches it anywhere, its own `%`, `_` and `\` taken literally.
+fn contains_pattern(text: &str) -> String {
+    let escaped: String =
+        text.chars().flat_map(|c| if matches!(c, '%' | '_' | '\\') { vec!['\\', c] } else { vec![c] }).collect();
+    format!("%{escaped}%")
+}
+
 impl TaskBoard {
-    pub(crate) fn new(db: Db) -> TaskBoard {
-        TaskBoard { claims: claims::ClaimQueue::start(db.clone()), db }
+    pub(crate) fn new(db: Db, agents: Arc<Agents>) -> TaskBoard {
+        TaskBoard { claims: claims::ClaimQueue::start(db.clone()), db, agents }
     }
 
-    /// Posts a pending task. `assignee` must already be resolved to an agent id.
-    pub async fn post(&self, new: NewTask, assignee_id: Option<String>, posted_by: &str) -> Result<Task> {
+    /// Posts a pending task. `new.assignee` may be an agent's name or id; the task stores the id.
+    pub async fn post(&self, new: NewTask, posted_by: &str) -> Result<Task> {
         let mut errors = Vec::new();
-        if new.title.trim().is_empty() || new.title.len() > MAX_TITLE {
-            errors.push(FieldError { field: "title".into(), message: format!("a title of 1 to {MAX_TITLE} bytes") });
+        if is_blank(&new.title) || longer_than(&new.title, MAX_TITLE) {
+            errors.push(FieldError {
+                field: "title".into(),
+                message: format!("a title of 1 to {MAX_TITLE} characters, not blank"),
+            });
         }
-        if new.body.len() > MAX_BODY {
-            errors.push(FieldError { field: "body".into(), message: format!("at most {MAX_BODY} bytes") });
+        if longer_than(&new.body, MAX_BODY) {
+            errors.push(FieldError { field: "body".into(), message: format!("at most {MAX_BODY} characters") });
         }
         if !errors.is_empty() {
             return Err(Error::invalid_fields(errors));
         }
         let priority = new.priority.unwrap_or(DEFAULT_PRIORITY);
         check_priority("priority", priority)?;
-        let now = db::now();
-        let row = sqlx::query(
-            "INSERT INTO tasks (id, title, body, assignee, priority, status, posted_by, created_at, updated_at)
-             VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?) RETURNING *",
-        )
-        .bind(Uuid::now_v7().to_string())
-        .bind(new.title.trim())
-        .bind(&new.body)
-        .bind(assignee_id)
-        .bind(priority)
-        .bind(posted_by)
-        .bind(&now)
-        .bind(&now)
-        .fetch_one(&self.db)
-        .await?;
-        task_from(&row)
+        let assignee = self.agents.id_of(new.assignee.as_deref())?;
+        let row = store::NewRow {
+            title: new.title.trim(),
+            body: &new.body,
+            assignee: assignee.as_deref(),
+            priority,
+            posted_by,
+        };
+        store::insert(&self.db, row).await
     }
 
     /// Claims the highest-priority, then oldest, pending task assigned to `agent` or to
@@ -141,131 +215,82 @@ impl TaskBoard {
 
     /// Marks a claimed task done. Only its current claimant may.
     pub async fn complete(&self, id: &str, agent: &str, result: Option<String>) -> Result<Task> {
-        if result.as_ref().is_some_and(|r| r.len() > MAX_RESULT) {
-            return Err(Error::invalid(format!("a result is at most {MAX_RESULT} bytes")));
+        if result.as_ref().is_some_and(|r| longer_than(r, MAX_RESULT)) {
+            return Err(Error::invalid(format!("a result is at most {MAX_RESULT} characters")));
         }
-        let now = db::now();
-        let row = sqlx::query(
-            "UPDATE tasks SET status = 'done', result = ?3, completed_at = ?4, updated_at = ?4
-             WHERE id = ?1 AND status = 'claimed' AND claimed_by = ?2 RETURNING *",
-        )
-        .bind(id)
-        .bind(agent)
-        .bind(result)
-        .bind(&now)
-        .fetch_optional(&self.db)
-        .await?;
-        match row {
-            Some(row) => task_from(&row),
-            None => {
-                let task = self.get(id).await?;
-                Err(match task.status.as_str() {
-                    "claimed" => Error::forbidden(format!(
-                        "task {id} is claimed by another agent; only its claimant may complete it"
-                    )),
-                    status => Error::conflict(format!("task {id} is {status}, not claimed: claim it first")),
-                })
+        if let Some(task) = store::complete(&self.db, id, agent, result.as_deref()).await? {
+            return Ok(task);
+        }
+        let task = self.get(id).await?;
+        Err(match task.status {
+            TaskStatus::Claimed => {
+                Error::forbidden(format!("task {id} is claimed by another agent; only its claimant may complete it"))
             }
-        }
+            status => Error::conflict(format!("task {id} is {status}, not claimed: claim it first")),
+        })
     }
 
     pub async fn get(&self, id: &str) -> Result<Task> {
-        let row = sqlx::query("SELECT * FROM tasks WHERE id = ?")
-            .bind(id)
-            .fetch_optional(&self.db)
-            .await?
-            .ok_or_else(|| Error::not_found(format!("no task `{id}`")))?;
-        task_from(&row)
+        store::get(&self.db, id).await?.ok_or_else(|| Error::not_found(format!("no task `{id}`")))
     }
 
     pub async fn history(&self, id: &str) -> Result<Vec<TaskEvent>> {
-        let rows = sqlx::query("SELECT at, status, actor, retries FROM task_events WHERE task_id = ? ORDER BY id")
-            .bind(id)
-            .fetch_all(&self.db)
-            .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(TaskEvent {
-                    at: r.try_get("at")?,
-                    status: r.try_get("status")?,
-                    actor: r.try_get("actor")?,
-                    retries: r.try_get("retries")?,
-                })
-            })
-            .collect()
+        store::history(&self.db, id).await
     }
 
-    /// Tasks matching the filter (`assignee` already resolved to an id), best first.
-    pub async fn list(&self, filter: &TaskFilter) -> Result<Vec<Task>> {
-        if let Some(s) = &filter.status
-            && !STATUSES.contains(&s.as_str())
-        {
-            return Err(Error::invalid(format!("`{s}` is not a status: {}", STATUSES.join(", "))));
+    /// A page of the tasks matching the filter, best first (priority, then oldest).
+    pub async fn list(&self, filter: &TaskFilter, page: &PageRequest) -> Result<Page<Task>> {
+        if let Some(p) = filter.min_priority {
+            check_priority("min_priority", p)?;
         }
-        let text = filter.text.as_ref().filter(|t| !t.trim().is_empty()).map(|t| format!("%{}%", t.trim()));
-        let rows = sqlx::query(
-            "SELECT * FROM tasks
-             WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR assignee = ?2)
-               AND (?3 IS NULL OR title LIKE ?3 OR body LIKE ?3) AND priority >= ?4
-             ORDER BY priority DESC, id ASC LIMIT 500",
-        )
-        .bind(&filter.status)
-        .bind(&filter.assignee)
-        .bind(text)
-        .bind(filter.min_priority.unwrap_or(0))
-        .fetch_all(&self.db)
-        .await?;
-        rows.iter().map(task_from).collect()
+        let assignee = self.agents.id_of(filter.assignee.as_deref())?;
+        let query = store::Query {
+            status: filter.status,
+            assignee: assignee.as_deref(),
+            text: filter.text.as_deref().map(str::trim).filter(|t| !t.is_empty()).map(contains_pattern),
+            min_priority: filter.min_priority.unwrap_or(0),
+        };
+        let after = page.after(Key::PriorityId)?.map(parse_cursor).transpose()?;
+        let rows = store::list(&self.db, &query, after, page.fetch_limit()).await?;
+        let total = store::count(&self.db, &query).await?;
+        Ok(Page::from_rows(rows, page, total, |t| format!("{}:{}", t.priority, t.id)))
     }
 
-    /// Operator action: give the task to another agent (or to anyone) and put it back to pending.
-    pub async fn reassign(&self, id: &str, assignee_id: Option<String>) -> Result<Task> {
-        let row = sqlx::query(
-            "UPDATE tasks SET assignee = ?2, status = 'pending', claimed_by = NULL, claimed_at = NULL, updated_at = ?3
-             WHERE id = ?1 AND status IN ('pending', 'claimed') RETURNING *",
-        )
-        .bind(id)
-        .bind(assignee_id)
-        .bind(db::now())
-        .fetch_optional(&self.db)
-        .await?;
-        self.changed(id, row, "only a pending or claimed task can be reassigned").await
+    /// Operator action: give the task to another agent (a name or id; `None` or empty: anyone)
+    /// and put it back to pending.
+    pub async fn reassign(&self, id: &str, assignee: Option<&str>) -> Result<Task> {
+        let assignee = self.agents.id_of(assignee)?;
+        self.act(id, TaskAction::Reassign, store::Change::Reassign { assignee: assignee.as_deref() }).await
     }
 
     /// Operator action: withdraw a task that is not finished.
     pub async fn cancel(&self, id: &str) -> Result<Task> {
-        let row = sqlx::query(
-            "UPDATE tasks SET status = 'cancelled', claimed_by = NULL, updated_at = ?2, completed_at = ?2
-             WHERE id = ?1 AND status IN ('pending', 'claimed') RETURNING *",
-        )
-        .bind(id)
-        .bind(db::now())
-        .fetch_optional(&self.db)
-        .await?;
-        self.changed(id, row, "only a pending or claimed task can be cancelled").await
+        self.act(id, TaskAction::Cancel, store::Change::Cancel).await
     }
 
     /// Operator action: put a failed or cancelled task back to pending.
     pub async fn retry(&self, id: &str) -> Result<Task> {
-        let row = sqlx::query(
-            "UPDATE tasks SET status = 'pending', claimed_by = NULL, claimed_at = NULL, result = NULL, completed_at = NULL, updated_at = ?2
-             WHERE id = ?1 AND status IN ('failed', 'cancelled') RETURNING *",
-        )
-        .bind(id)
-        .bind(db::now())
-        .fetch_optional(&self.db)
-        .await?;
-        self.changed(id, row, "only a failed or cancelled task can be retried").await
+        self.act(id, TaskAction::Retry, store::Change::Retry).await
     }
 
-    /// The updated task, or why the update did not apply.
-    async fn changed(&self, id: &str, row: Option<sqlx::sqlite::SqliteRow>, refusal: &str) -> Result<Task> {
-        match row {
-            Some(row) => task_from(&row),
-            None => {
-                let task = self.get(id).await?;
-                Err(Error::conflict(format!("{refusal}; task {id} is {}", task.status)))
-            }
+    /// Applies an operator action if the task's status allows it ([`TaskStatus::actions`]).
+    /// The update names the status it was allowed from, so a task that moved meanwhile is
+    /// refused, not changed from a status that does not allow it.
+    async fn act(&self, id: &str, action: TaskAction, change: store::Change<'_>) -> Result<Task> {
+        let task = self.get(id).await?;
+        let refusal = |status: TaskStatus| {
+            Error::conflict(format!(
+                "only a {} task can be {}; task {id} is {status}",
+                action.applies_to(),
+                action.verb()
+            ))
+        };
+        if !task.status.allows(action) {
+            return Err(refusal(task.status));
+        }
+        match store::change(&self.db, id, task.status, change).await? {
+            Some(task) => Ok(task),
+            None => Err(refusal(self.get(id).await?.status)),
         }
     }
 
@@ -274,42 +299,14 @@ impl TaskBoard {
     pub async fn sweep(&self, ttl_secs: u64, max_retries: u64) -> Result<u64> {
         let now = chrono::Utc::now();
         let cutoff = db::timestamp(now - chrono::Duration::seconds(ttl_secs as i64));
-        let done = sqlx::query(
-            "UPDATE tasks SET
-                 status = CASE WHEN ?2 > 0 AND retries + 1 >= ?2 THEN 'failed' ELSE 'pending' END,
-                 retries = retries + 1, claimed_by = NULL, claimed_at = NULL, updated_at = ?3,
-                 completed_at = CASE WHEN ?2 > 0 AND retries + 1 >= ?2 THEN ?3 ELSE NULL END,
-                 result = CASE WHEN ?2 > 0 AND retries + 1 >= ?2 THEN 'failed: the claim expired ' || (retries + 1) || ' times' ELSE result END
-             WHERE status = 'claimed' AND claimed_at < ?1",
-        )
-        .bind(cutoff)
-        .bind(max_retries as i64)
-        .bind(db::now())
-        .execute(&self.db)
-        .await?;
-        Ok(done.rows_affected())
+        store::sweep(&self.db, &cutoff, max_retries as i64).await
     }
 }
 
-fn task_from(row: &sqlx::sqlite::SqliteRow) -> Result<Task> {
-    let id: String = row.try_get("id")?;
-    Ok(Task {
-        id: Uuid::parse_str(&id)
-            .map_err(|e| Error::internal(format_args!("stored task id `{id}` is unreadable: {e}")))?,
-        title: row.try_get("title")?,
-        body: row.try_get("body")?,
-        assigned_to: row.try_get("assignee")?,
-        priority: row.try_get("priority")?,
-        status: row.try_get("status")?,
-        claimed_by: row.try_get("claimed_by")?,
-        claimed_at: row.try_get("claimed_at")?,
-        retries: row.try_get("retries")?,
-        result: row.try_get("result")?,
-        posted_by: row.try_get("posted_by")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
-        completed_at: row.try_get("completed_at")?,
-    })
+/// `PRIORITY:ID` (already checked to be a [`Key::PriorityId`]), as [`TaskBoard::list`] hands it out.
+fn parse_cursor(cursor: &str) -> Result<(i64, &str)> {
+    let (priority, id) = cursor.split_once(':').ok_or_else(bad_cursor)?;
+    Ok((priority.parse().map_err(|_| bad_cursor())?, id))
 }
 
 /// Starts the sweeper: every second it takes back expired claims, reading `[task_board]`
@@ -354,20 +351,23 @@ mod tests {
     async fn a_row_that_does_not_decode_is_an_internal_error() {
         let dir = tempfile::tempdir().unwrap();
         let db = db::open(&dir.path().join("k.db")).await.unwrap();
-        let board = TaskBoard::new(db.clone());
+        let agents = Arc::new(Agents::load(db.clone()).await.unwrap());
+        let board = TaskBoard::new(db.clone(), agents);
         let id = Uuid::now_v7().to_string();
         sqlx::query(
             "INSERT INTO tasks (id, title, body, priority, status, posted_by, created_at, updated_at)
-             VALUES (?, 'title', '', 'high', 'pending', 'test', ?, ?)",
+             VALUES ($1, 'title', '', 'high', 'pending', 'test', $2, $2)",
         )
         .bind(&id)
         .bind(db::now())
-        .bind(db::now())
-        .execute(&db)
+        .execute(db.pool())
         .await
         .unwrap();
 
-        for e in [board.get(&id).await.unwrap_err(), board.list(&TaskFilter::default()).await.unwrap_err()] {
+        for e in [
+            board.get(&id).await.unwrap_err(),
+            board.list(&TaskFilter::default(), &PageRequest::default()).await.unwrap_err(),
+        ] {
             assert_eq!(e.kind, crate::ErrorKind::Internal, "{e}");
             let reference = e.message.strip_prefix("internal error (ref ").and_then(|m| m.strip_suffix(')'));
             assert!(reference.is_some_and(|r| r.len() == 8 && r.bytes().all(|b| b.is_ascii_hexdigit())), "{e}");

@@ -4,11 +4,21 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{NewTask, TaskFilter};
+use super::{NewTask, TaskFilter, TaskStatus};
+use crate::config::Config;
 use crate::error::Result;
-use crate::tool::{CallContext, Tool, ToolDef};
+use crate::page::PageRequest;
+use crate::tool::{CallContext, Registry, Tool, ToolDef};
 
 const FAMILY: &str = "tasks";
+
+pub(crate) fn register(r: &mut Registry, _: &Config) {
+    r.add(TaskPost);
+    r.add(TaskClaim);
+    r.add(TaskComplete);
+    r.add(TaskList);
+    r.add(TaskStatusTool);
+}
 
 pub struct TaskPost;
 
@@ -33,7 +43,7 @@ impl Tool for TaskPost {
 
     async fn run(&self, ctx: CallContext, args: TaskPostArgs) -> Result<Value> {
         let new = NewTask { title: args.title, body: args.body, assignee: args.assignee, priority: args.priority };
-        let task = ctx.kernel.post_task(new, &format!("agent:{}", ctx.agent.name)).await?;
+        let task = ctx.kernel.post_task(new, &ctx.actor()).await?;
         Ok(json!(task))
     }
 }
@@ -100,8 +110,7 @@ pub struct TaskList;
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskListArgs {
-    /// pending, claimed, done, failed or cancelled.
-    pub status: Option<String>,
+    pub status: Option<TaskStatus>,
     /// An agent's name or id.
     pub assignee: Option<String>,
 }
@@ -116,14 +125,13 @@ impl Tool for TaskList {
     }
 
     async fn run(&self, ctx: CallContext, args: TaskListArgs) -> Result<Value> {
-        let assignee = ctx.kernel.agents().id_of(args.assignee.as_deref())?;
-        let tasks =
-            ctx.kernel.tasks().list(&TaskFilter { status: args.status, assignee, ..Default::default() }).await?;
-        Ok(json!({ "tasks": tasks }))
+        let filter = TaskFilter { status: args.status, assignee: args.assignee, ..Default::default() };
+        let page = ctx.kernel.tasks().list(&filter, &PageRequest::default()).await?;
+        Ok(json!({ "tasks": page.items, "total": page.total }))
     }
 }
 
-pub struct TaskStatus;
+pub struct TaskStatusTool;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -131,7 +139,7 @@ pub struct TaskStatusArgs {
     pub task_id: String,
 }
 
-impl Tool for TaskStatus {
+impl Tool for TaskStatusTool {
     type Args = TaskStatusArgs;
 
     fn def(&self) -> ToolDef {

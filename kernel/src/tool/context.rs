@@ -25,6 +25,10 @@ pub enum Caller {
 }
 
 impl Caller {
+    /// The one way a caller is named in stored records: the audit log's `caller`, and who
+    /// posted a task, created a schedule or published an event (`token:NAME`,
+    /// `operator:NAME`, …). An agent acting in its own loop is `agent` here; records that
+    /// need its name use [`CallContext::actor`].
     pub fn audit_label(&self) -> String {
         match self {
             Caller::Agent => "agent".into(),
@@ -95,5 +99,19 @@ impl CallContext {
     pub fn with_session(mut self, session: Option<Uuid>) -> CallContext {
         self.session = session;
         self
+    }
+
+    /// Who acts in this call, as records name them: `agent:NAME` in the agent's own loop,
+    /// otherwise the caller's [`Caller::audit_label`] (`token:NAME`, `operator:NAME`, …).
+    pub fn actor(&self) -> String {
+        match self.caller {
+            Caller::Agent => format!("agent:{}", self.agent.name),
+            ref other => other.audit_label(),
+        }
+    }
+
+    /// What this call's turn offers tools beyond grants: a person, a channel conversation.
+    pub fn turn_scope(&self) -> super::TurnScope {
+        super::TurnScope { person: !self.headless, conversation: self.channel.is_some() }
     }
 }

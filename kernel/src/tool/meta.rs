@@ -4,9 +4,33 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{CallContext, Registry, Tool, ToolDef};
+use super::{CallContext, Registry, Tool, ToolDef, TurnScope};
 use crate::agent::Agent;
+use crate::config::Config;
 use crate::error::{Error, Result};
+
+pub(crate) fn register(r: &mut Registry, _: &Config) {
+    r.add(ToolSearch);
+    r.add(ToolLoad);
+    r.add(FindTools);
+    r.add(RunTool);
+}
+
+/// Why `name` cannot be loaded or run by the caller: not its to use, gone, or unknown.
+fn unusable(registry: &Registry, ctx: &CallContext, name: &str) -> Error {
+    if registry.get(name).is_some() {
+        Error::forbidden(format!("`{name}` is not among the tools agent `{}` may use now", ctx.agent.name))
+    } else if let Some(reason) = registry.gone(name) {
+        no_longer_available(name, reason)
+    } else {
+        Error::not_found(format!("no tool named `{name}`; tool_search finds tools"))
+    }
+}
+
+/// The refusal for a tool a provider removed while the daemon ran.
+pub(crate) fn no_longer_available(name: &str, reason: &str) -> Error {
+    Error::unavailable(format!("`{name}` is no longer available: {reason}"))
+}
 
 /// `tool_search(query)`: the agent's usable tools whose name, description or tags match.
 pub struct ToolSearch;
@@ -28,11 +52,17 @@ pub struct SearchHit<'a> {
 
 /// Ranks the tools `agent` can use against `query`: a word in the name counts most, then a
 /// tag, then the description. An empty query lists every usable tool.
-pub fn search<'a>(registry: &'a Registry, agent: &'a Agent, query: &str, limit: usize) -> Vec<SearchHit<'a>> {
+pub fn search<'a>(
+    registry: &'a Registry,
+    agent: &'a Agent,
+    turn: Option<TurnScope>,
+    query: &str,
+    limit: usize,
+) -> Vec<SearchHit<'a>> {
     let words: Vec<String> =
         query.split(|c: char| c.is_whitespace() || c == ',').filter(|w| !w.is_empty()).map(str::to_lowercase).collect();
     let mut hits: Vec<SearchHit<'a>> = registry
-        .usable_by(agent)
+        .usable_by(agent, turn)
         .filter_map(|def| {
             let score = if words.is_empty() { 1 } else { words.iter().map(|w| score_word(def, w)).sum() };
             (score > 0).then_some(SearchHit { def, score })
@@ -84,7 +114,8 @@ impl Tool for ToolSearch {
             Some(s) => ctx.kernel.sessions().loaded_tools(s).await?,
             None => Vec::new(),
         };
-        let hits = search(ctx.kernel.tools(), &ctx.agent, &args.query, limit);
+        let registry = ctx.kernel.tools();
+        let hits = search(&registry, &ctx.agent, Some(ctx.turn_scope()), &args.query, limit);
         let tools: Vec<Value> = hits
             .iter()
             .map(|h| {
@@ -125,15 +156,10 @@ impl Tool for ToolLoad {
             .session
             .ok_or_else(|| Error::unavailable("tool_load needs a session: loaded tools are remembered per session"))?;
         let registry = ctx.kernel.tools();
-        let def = registry.usable_by(&ctx.agent).find(|d| d.name == args.name).ok_or_else(|| {
-            match registry.get(&args.name) {
-                Some(_) => Error::forbidden(format!(
-                    "`{}` is not among the tools agent `{}` may use",
-                    args.name, ctx.agent.name
-                )),
-                None => Error::not_found(format!("no tool named `{}`; tool_search finds tools", args.name)),
-            }
-        })?;
+        let def = registry
+            .usable_by(&ctx.agent, Some(ctx.turn_scope()))
+            .find(|d| d.name == args.name)
+            .ok_or_else(|| unusable(&registry, &ctx, &args.name))?;
         ctx.kernel.sessions().load_tool(session, &def.name).await?;
         Ok(json!({
             "loaded": def.name,
@@ -176,7 +202,7 @@ impl Tool for FindTools {
         let registry = ctx.kernel.tools();
         let (mut tools, mut unknown, mut not_permitted) = (Vec::new(), Vec::new(), Vec::new());
         for name in &args.names {
-            match registry.usable_by(&ctx.agent).find(|d| &d.name == name) {
+            match registry.usable_by(&ctx.agent, Some(ctx.turn_scope())).find(|d| &d.name == name) {
                 Some(def) => {
                     ctx.kernel.sessions().load_tool(session, &def.name).await?;
                     tools.push(json!({"name": def.name, "description": def.description, "parameters": def.schema}));
@@ -226,11 +252,14 @@ impl Tool for RunTool {
         let session = ctx.session.ok_or_else(|| Error::unavailable("run_tool needs a session"))?;
         let registry = ctx.kernel.tools();
         let Some((def, _)) = registry.get(&name) else {
-            return Err(Error::not_found(format!(
-                "no tool named `{name}`; only the tools named in your context can be run"
-            )));
+            return Err(match registry.gone(&name) {
+                Some(reason) => no_longer_available(&name, reason),
+                None => {
+                    Error::not_found(format!("no tool named `{name}`; only the tools named in your context can be run"))
+                }
+            });
         };
-        let usable = registry.usable_by(&ctx.agent).any(|d| d.name == name);
+        let usable = registry.usable_by(&ctx.agent, Some(ctx.turn_scope())).any(|d| d.name == name);
         if usable && !ctx.kernel.sessions().loaded_tools(session).await?.contains(&name) {
             // Seen now: the next run_tool of it runs.
             ctx.kernel.sessions().load_tool(session, &name).await?;

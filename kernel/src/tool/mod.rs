@@ -5,8 +5,8 @@
 //! from that struct, and the same struct is what the call deserialises, so schema and
 //! validation cannot drift apart.
 
-pub mod artifact;
 pub mod audit;
+pub mod availability;
 mod context;
 pub mod meta;
 pub mod modes;
@@ -23,8 +23,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
+pub use availability::{Layer, Needs, TurnScope};
 pub use context::{CallContext, Caller, ChannelContext, Offered};
-pub use registry::{Availability, EffectiveTool, Registry, ToolStatus};
+pub use registry::{Availability, BUILT_IN_GRANT, EffectiveTool, Provided, Registry, ToolStatus, Tools};
 
 use crate::error::{Result, from_value};
 
@@ -41,6 +42,12 @@ pub struct ToolDef {
     pub schema: Arc<Value>,
     /// Needs a person to answer (`ask_user`): left out of headless turns.
     pub needs_person: bool,
+    /// Answers in the turn's channel conversation (`channel_dm`): left out of out-of-band
+    /// turns (cron, trigger, API), which have none.
+    pub needs_conversation: bool,
+    /// Every agent may call it whatever its grants and tool mode (`read_artifact`, which
+    /// reads only the caller's own spilled results); offered in every mode.
+    pub built_in_grant: bool,
     /// Its result is never spilled to the artifact store (`read_artifact` itself).
     pub never_spill: bool,
     /// Runs alone and in order when a model asks for several calls at once (a browser tab,
@@ -68,6 +75,8 @@ impl ToolDef {
             tags: Vec::new(),
             schema: Arc::new(serde_json::json!({"type": "object"})),
             needs_person: false,
+            needs_conversation: false,
+            built_in_grant: false,
             never_spill: false,
             exclusive: false,
             read_only: false,
@@ -82,6 +91,19 @@ impl ToolDef {
     /// Marks a tool that asks a person and waits (`ask_user`): never offered in headless turns.
     pub fn needs_person(mut self) -> ToolDef {
         self.needs_person = true;
+        self
+    }
+
+    /// Marks a tool that answers in the turn's channel conversation: never offered in
+    /// out-of-band turns.
+    pub fn needs_conversation(mut self) -> ToolDef {
+        self.needs_conversation = true;
+        self
+    }
+
+    /// Marks a tool every agent may call, granted or not (see [`ToolDef::built_in_grant`]).
+    pub(crate) fn built_in_grant(mut self) -> ToolDef {
+        self.built_in_grant = true;
         self
     }
 
@@ -104,7 +126,8 @@ impl ToolDef {
     }
 }
 
-/// A built-in tool. Implement this, then register it with one line in [`Registry::builtin`].
+/// A built-in tool. Implement this in its domain, then register it with one line in the
+/// domain's `register(&mut Registry, &Config)`.
 pub trait Tool: Send + Sync + 'static {
     /// The arguments; their schema is what the model sees.
     type Args: DeserializeOwned + JsonSchema + Send + 'static;
@@ -112,7 +135,15 @@ pub trait Tool: Send + Sync + 'static {
     /// Name, family, description, tags. The schema is filled in by the registry.
     fn def(&self) -> ToolDef;
 
-    /// A family's extra condition beyond the grant (a memory scope, an allowlist).
+    /// The agent layer of availability: why this tool is left out for `agent` although it
+    /// may be granted (its memory scopes do not cover the family), if it is. The model is
+    /// not offered it and the inspector shows the reason.
+    fn excluded_for(&self, _agent: &crate::agent::Agent) -> Option<String> {
+        None
+    }
+
+    /// A family's extra condition on one call beyond the grant (an allowlist for this
+    /// argument).
     fn gate(&self, _ctx: &CallContext) -> Result<()> {
         Ok(())
     }
@@ -132,11 +163,16 @@ pub(crate) type PreparedCall = Box<dyn FnOnce(CallContext) -> BoxFuture<Result<V
 
 /// [`Tool`] with its argument type erased, so the registry can hold every tool in one map.
 pub(crate) trait ErasedTool: Send + Sync {
+    fn excluded_for(&self, agent: &crate::agent::Agent) -> Option<String>;
     fn gate(&self, ctx: &CallContext) -> Result<()>;
     fn prepare(self: Arc<Self>, args: Value) -> Result<PreparedCall>;
 }
 
 impl<T: Tool> ErasedTool for T {
+    fn excluded_for(&self, agent: &crate::agent::Agent) -> Option<String> {
+        Tool::excluded_for(self, agent)
+    }
+
     fn gate(&self, ctx: &CallContext) -> Result<()> {
         Tool::gate(self, ctx)
     }

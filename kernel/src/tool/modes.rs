@@ -6,10 +6,14 @@
 //! - `stable`: `find_tools`, `run_tool` and the always-offered set — the same bytes on every
 //!   turn of every session, so provider prompt caches keep hitting. Every other usable tool is
 //!   named in one context line and reached through `run_tool`.
+//!
+//! The always-offered set is every tool with a built-in grant (`read_artifact`, so a spill
+//! placeholder never names a tool the model was not given) and `memory_semantic_search` and
+//! `ask_user` where the agent may use them.
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::{Availability, Registry, ToolDef};
+use super::{Registry, ToolDef, TurnScope};
 use crate::agent::{Agent, ToolMode};
 use crate::llm::ToolSpec;
 
@@ -18,8 +22,13 @@ use crate::llm::ToolSpec;
 const LAZY_MACHINERY: [&str; 2] = ["tool_search", "tool_load"];
 /// Tools that make stable mode work; likewise allowed in it without a grant.
 const STABLE_MACHINERY: [&str; 2] = ["find_tools", "run_tool"];
-/// Offered in every mode whenever the agent may use them (spec §1, §1b).
+/// Offered in every mode whenever the agent may use them (spec §1, §1b), besides the tools
+/// with a built-in grant.
 const ALWAYS_OFFERED: [&str; 2] = ["memory_semantic_search", "ask_user"];
+
+fn always_offered(def: &ToolDef) -> bool {
+    def.built_in_grant || ALWAYS_OFFERED.contains(&def.name.as_str())
+}
 
 /// Whether `name` is part of `mode`'s own machinery (and so needs no grant in that mode).
 pub fn is_machinery(mode: ToolMode, name: &str) -> bool {
@@ -28,12 +37,6 @@ pub fn is_machinery(mode: ToolMode, name: &str) -> bool {
         ToolMode::Lazy => LAZY_MACHINERY.contains(&name),
         ToolMode::Stable => STABLE_MACHINERY.contains(&name),
     }
-}
-
-/// Whether `agent` may call `def` at all: registered, and granted (or machinery of its mode).
-pub fn usable(agent: &Agent, def: &ToolDef, availability: &Availability) -> bool {
-    *availability == Availability::Registered
-        && (is_machinery(agent.manifest.tool_mode, &def.name) || agent.manifest.capabilities.allows(def))
 }
 
 /// What one model call is offered.
@@ -47,24 +50,18 @@ pub struct Offer {
     pub context_line: Option<String>,
 }
 
-/// Builds the offer for `agent` in its tool mode. `loaded` is what this session has loaded
-/// (lazy) or fetched (stable); a headless turn leaves out tools that need a person.
-pub fn offer(registry: &Registry, agent: &Agent, loaded: &[String], headless: bool) -> Offer {
+/// Builds the offer for `agent` in its tool mode, for a turn of `turn`'s scope (a headless
+/// turn leaves out tools that need a person). `loaded` is what this session has loaded
+/// (lazy) or fetched (stable).
+pub fn offer(registry: &Registry, agent: &Agent, loaded: &[String], turn: TurnScope) -> Offer {
     let mode = agent.manifest.tool_mode;
-    let usable_defs: Vec<&ToolDef> = registry
-        .all()
-        .filter(|(def, availability)| usable(agent, def, availability))
-        .filter(|(def, _)| !(headless && def.needs_person))
-        .map(|(def, _)| def.as_ref())
-        .collect();
+    let usable_defs: Vec<&ToolDef> = registry.usable_by(agent, Some(turn)).map(|d| d.as_ref()).collect();
     let in_array = |def: &ToolDef| -> bool {
         let name = def.name.as_str();
         match mode {
             ToolMode::All => !STABLE_MACHINERY.contains(&name),
-            ToolMode::Lazy => {
-                LAZY_MACHINERY.contains(&name) || ALWAYS_OFFERED.contains(&name) || loaded.iter().any(|l| l == name)
-            }
-            ToolMode::Stable => STABLE_MACHINERY.contains(&name) || ALWAYS_OFFERED.contains(&name),
+            ToolMode::Lazy => LAZY_MACHINERY.contains(&name) || always_offered(def) || loaded.iter().any(|l| l == name),
+            ToolMode::Stable => STABLE_MACHINERY.contains(&name) || always_offered(def),
         }
     };
     let (offered, rest): (Vec<&ToolDef>, Vec<&ToolDef>) = usable_defs.into_iter().partition(|d| in_array(d));
@@ -137,10 +134,15 @@ mod tests {
     fn headless_turns_leave_out_tools_that_need_a_person() {
         let mut registry = Registry::builtin(&Config::default());
         registry.add(AskUser);
+        let (with_person, headless) =
+            (TurnScope { person: true, conversation: false }, TurnScope { person: false, conversation: false });
         for mode in ["all", "lazy", "stable"] {
             let a = agent(serde_json::json!({"name": "a", "tool_mode": mode, "tools": ["ask_user", "system_time"]}));
-            assert!(names(&offer(&registry, &a, &[], false)).contains(&"ask_user"), "{mode}: offered with a person");
-            let headless = offer(&registry, &a, &[], true);
+            assert!(
+                names(&offer(&registry, &a, &[], with_person)).contains(&"ask_user"),
+                "{mode}: offered with a person"
+            );
+            let headless = offer(&registry, &a, &[], headless);
             assert!(!names(&headless).contains(&"ask_user"), "{mode}: not offered headless");
             assert!(!headless.context_line.unwrap_or_default().contains("ask_user"));
         }
@@ -150,10 +152,27 @@ mod tests {
     fn stable_offers_depend_on_grants_only() {
         let registry = Registry::builtin(&Config::default());
         let a = agent(serde_json::json!({"name": "a", "tool_mode": "stable", "tools": ["*"]}));
-        let fresh = offer(&registry, &a, &[], true);
-        let loaded = offer(&registry, &a, &["system_time".to_string(), "read_artifact".to_string()], true);
+        let turn = TurnScope { person: false, conversation: false };
+        let fresh = offer(&registry, &a, &[], turn);
+        let loaded = offer(&registry, &a, &["system_time".to_string(), "agent_list".to_string()], turn);
         assert_eq!(serde_json::to_string(&fresh.specs).unwrap(), serde_json::to_string(&loaded.specs).unwrap());
-        assert_eq!(names(&fresh), ["find_tools", "run_tool"]);
+        assert_eq!(names(&fresh), ["read_artifact", "find_tools", "run_tool"]);
+    }
+
+    /// A spill placeholder points at `read_artifact`: every agent is offered it, in every
+    /// mode, with no grant at all and even when a deny would cover it.
+    #[test]
+    fn read_artifact_is_offered_to_every_agent_in_every_mode() {
+        let registry = Registry::builtin(&Config::default());
+        let turn = TurnScope { person: false, conversation: false };
+        for mode in ["all", "lazy", "stable"] {
+            let a = agent(serde_json::json!({"name": "a", "tool_mode": mode}));
+            assert!(names(&offer(&registry, &a, &[], turn)).contains(&"read_artifact"), "{mode}");
+            let denied = agent(
+                serde_json::json!({"name": "a", "tool_mode": mode, "capabilities": {"tools": ["*"], "deny": ["read_*"]}}),
+            );
+            assert!(names(&offer(&registry, &denied, &[], turn)).contains(&"read_artifact"), "{mode}, denied");
+        }
     }
 
     #[test]

@@ -11,10 +11,9 @@ use utoipa::ToSchema;
 
 use super::audit::AuditEntry;
 use super::registry::Entry;
-use super::{Availability, CallContext, ToolDef};
+use super::{CallContext, Layer, Registry, ToolStatus};
 use crate::agent::ToolMode;
-use crate::capability::Decision;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 
 /// A tool's result as the caller (and the model) gets it.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -40,14 +39,13 @@ pub async fn call(ctx: CallContext, name: &str, args: Value) -> Result<CallOutpu
     let digest = args_digest(&args);
     let (agent_id, session, caller) = (ctx.agent.id, ctx.session, ctx.caller.audit_label());
 
-    // 1. resolve
-    let entry = kernel.tools().resolve(name);
+    // 1. resolve, in the tool list as it is now; this call keeps that snapshot.
+    let registry = kernel.tools();
+    let entry = registry.resolve(name);
     let durable = entry.is_some_and(|e| !e.def.read_only);
     let result = match entry {
-        Some(entry) => run_steps(ctx, entry, args, started).await,
-        None => Err(Error::not_found(format!(
-            "no tool named `{name}`; tool_search finds tools by name, description or tag"
-        ))),
+        Some(entry) => run_steps(ctx, &registry, entry, args, started).await,
+        None => Err(unresolved(&ctx, &registry, name).await),
     };
 
     // 7. audit
@@ -75,16 +73,36 @@ pub async fn call(ctx: CallContext, name: &str, args: Value) -> Result<CallOutpu
     result
 }
 
-async fn run_steps(mut ctx: CallContext, entry: &Entry, args: Value, started: Instant) -> Result<CallOutput> {
+/// Why `name` is not in the tool list: a provider removed it (or this session loaded it once,
+/// so it existed), or there never was such a tool.
+async fn unresolved(ctx: &CallContext, registry: &Registry, name: &str) -> Error {
+    if let Some(reason) = registry.gone(name) {
+        return super::meta::no_longer_available(name, reason);
+    }
+    if let Some(session) = ctx.session
+        && ctx.kernel.sessions().loaded_tools(session).await.is_ok_and(|loaded| loaded.iter().any(|t| t == name))
+    {
+        return super::meta::no_longer_available(name, "this session loaded it, but this daemon offers it no more");
+    }
+    Error::not_found(format!("no tool named `{name}`; tool_search finds tools by name, description or tag"))
+}
+
+async fn run_steps(
+    mut ctx: CallContext,
+    registry: &Registry,
+    entry: &Entry,
+    args: Value,
+    started: Instant,
+) -> Result<CallOutput> {
     let kernel = ctx.kernel.clone();
     let name = entry.def.name.as_str();
 
-    // 2. gate: the agent's current grants (a revoke applies to the very next call), the
-    //    tool's availability on this daemon, and the family's own condition.
+    // 2. gate: the agent's current grants (a revoke applies to the very next call), then the
+    //    tool's standing for it in this turn (every layer), then the family's own condition.
     if let Some(current) = kernel.agents().get_by_id(ctx.agent.id) {
         ctx.agent = current;
     }
-    gate(&ctx, &entry.def, &entry.availability)?;
+    gate(&ctx, registry, entry)?;
     entry.tool.gate(&ctx)?;
     if let Some(offered) = &ctx.offered
         && !offered.names.contains(name)
@@ -96,16 +114,11 @@ async fn run_steps(mut ctx: CallContext, entry: &Entry, args: Value, started: In
     let prepared = entry.tool.clone().prepare(args)?;
 
     // 4. depth
-    let max_depth = kernel.config().kernel.max_agent_call_depth;
-    if u64::from(ctx.depth) > max_depth {
-        return Err(Error::new(
-            ErrorKind::ResourceExhausted,
-            format!("call depth {} exceeds [kernel] max_agent_call_depth = {max_depth}", ctx.depth),
-        ));
-    }
+    crate::turn::depth::check(&kernel, ctx.depth, &ctx.chain, &format!("calling `{name}`"))?;
 
     // 5. run, unless the turn was cancelled meanwhile
     let cancel = ctx.cancel.clone();
+    let agent = ctx.agent.id;
     let value = tokio::select! {
         biased;
         _ = cancel.cancelled() => return Err(Error::failed("cancelled: the agent's turn was stopped")),
@@ -115,35 +128,34 @@ async fn run_steps(mut ctx: CallContext, entry: &Entry, args: Value, started: In
     // 6. spill
     let threshold = kernel.config().tool_results.spill_threshold_bytes as usize;
     let (content, artifact_id) =
-        if entry.def.never_spill { (value, None) } else { spill(&kernel, value, threshold).await? };
+        if entry.def.never_spill { (value, None) } else { spill(&kernel, agent, value, threshold).await? };
     Ok(CallOutput { content, artifact_id, duration_us: started.elapsed().as_micros() as u64 })
 }
 
-fn gate(ctx: &CallContext, def: &ToolDef, availability: &Availability) -> Result<()> {
-    let agent = &ctx.agent;
-    if !agent.is_running() {
-        return Err(Error::unavailable(format!("agent `{}` is stopped", agent.name)));
-    }
-    match agent.manifest.capabilities.decide(def) {
-        Decision::Allowed { .. } => {}
-        Decision::Denied { by } => {
-            return Err(Error::forbidden(format!("`{}` is denied to agent `{}` by `{by}`", def.name, agent.name)));
+/// The tool's standing for the caller in this turn ([`Registry::standing`]) as the error a
+/// refused call gets.
+fn gate(ctx: &CallContext, registry: &Registry, entry: &Entry) -> Result<()> {
+    let (agent, def) = (&ctx.agent, &entry.def);
+    agent.ensure_running()?;
+    match registry.standing(entry, agent, Some(ctx.turn_scope())) {
+        ToolStatus::Allowed { .. } => Ok(()),
+        ToolStatus::Denied { grant } => {
+            Err(Error::forbidden(format!("`{}` is denied to agent `{}` by `{grant}`", def.name, agent.name)))
         }
-        Decision::NotGranted if super::modes::is_machinery(agent.manifest.tool_mode, &def.name) => {}
-        Decision::NotGranted => {
-            return Err(Error::forbidden(format!(
-                "agent `{}` has no grant for `{}` (family `{}`); an operator can add one: kennel agent grant {} {}",
-                agent.name, def.name, def.family, agent.name, def.name
-            )));
+        ToolStatus::NotGranted => Err(Error::forbidden(format!(
+            "agent `{}` has no grant for `{}` (family `{}`); an operator can add one: kennel agent grant {} {}",
+            agent.name, def.name, def.family, agent.name, def.name
+        ))),
+        ToolStatus::Excluded { layer: Layer::Daemon, reason } => {
+            Err(Error::unavailable(format!("`{}` is not available on this daemon: {reason}", def.name)))
+        }
+        ToolStatus::Excluded { layer: Layer::Agent, reason } => {
+            Err(Error::forbidden(format!("`{}` is not available to agent `{}`: {reason}", def.name, agent.name)))
+        }
+        ToolStatus::Excluded { layer: Layer::Turn, reason } => {
+            Err(Error::unavailable(format!("`{}` is not available in this turn: {reason}", def.name)))
         }
     }
-    if let Availability::Excluded { reason } = availability {
-        return Err(Error::unavailable(format!("`{}` is not available on this daemon: {reason}", def.name)));
-    }
-    if def.needs_person && ctx.headless {
-        return Err(Error::unavailable(format!("`{}` needs a person to answer and this turn has none", def.name)));
-    }
-    Ok(())
 }
 
 /// Why a usable tool that this model call was not offered is refused, and what to do instead.
@@ -165,12 +177,17 @@ pub fn result_text(value: &Value) -> String {
     }
 }
 
-async fn spill(kernel: &crate::Kernel, value: Value, threshold: usize) -> Result<(Value, Option<String>)> {
+async fn spill(
+    kernel: &crate::Kernel,
+    agent: uuid::Uuid,
+    value: Value,
+    threshold: usize,
+) -> Result<(Value, Option<String>)> {
     let text = result_text(&value);
     if text.len() <= threshold {
         return Ok((value, None));
     }
-    let id = kernel.artifacts().put(text.as_bytes()).await?;
+    let id = kernel.artifacts().put_for(agent, text.as_bytes()).await?;
     let preview: String = text.chars().take(PREVIEW_CHARS).collect();
     let placeholder = serde_json::json!({
         "spilled": true,
@@ -200,7 +217,11 @@ mod tests {
 
     async fn audit_rows(kernel: &Kernel, tool: &str) -> i64 {
         // Straight from the table: `AuditLog::list` would flush the queue first.
-        sqlx::query_scalar("SELECT count(*) FROM audit WHERE tool = ?").bind(tool).fetch_one(kernel.db()).await.unwrap()
+        sqlx::query_scalar("SELECT count(*) FROM audit WHERE tool = $1")
+            .bind(tool)
+            .fetch_one(kernel.db().pool())
+            .await
+            .unwrap()
     }
 
     /// The split documented in ARCHITECTURE.md (pipeline step 7); a new read-only mark is a

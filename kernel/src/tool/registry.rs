@@ -1,18 +1,41 @@
-//! The one list of tools (spec §0.1). The model's tools array, `GET /api/tools` and the
-//! Tools inspector are all read from here.
+//! The one list of tools (spec §0.1). The model's tools array, the pipeline's gate,
+//! `GET /api/tools`, `GET /api/agents/{id}/tools` and the Tools inspector are all read from
+//! here, through one answer per tool and agent: [`Registry::standing`].
+//!
+//! Built-in tools are registered at start by their domains (`register(&mut Registry, &Config)`,
+//! listed in [`DOMAINS`]). Dynamic providers (MCP servers, script folders) add and remove
+//! tools while the daemon runs through [`Tools::provide`], which swaps in a new snapshot;
+//! a tool that disappears is remembered with the reason, so a session that loaded it is told
+//! it is "no longer available" rather than that it never existed.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::availability::{Layer, Needs, TurnScope};
 use super::{ErasedTool, Tool, ToolDef, schema_for};
 use crate::agent::Agent;
 use crate::capability::Decision;
 use crate::config::Config;
+use crate::error::Result;
+use crate::page::{Key, Page, PageRequest};
 
-/// Whether a tool is offered at all on this daemon (spec §0.8).
+/// Every built-in domain's registration, in the order their tools are listed.
+const DOMAINS: [fn(&mut Registry, &Config); 9] = [
+    crate::system::register,
+    crate::artifact::register,
+    super::meta::register,
+    crate::agent::register,
+    crate::event::register,
+    crate::workflow::register,
+    crate::a2a::register,
+    crate::tasks::register,
+    crate::schedule::register,
+];
+
+/// Whether a tool is offered at all on this daemon (spec §0.8): the daemon layer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(tag = "state", rename_all = "lowercase")]
 pub enum Availability {
@@ -23,16 +46,23 @@ pub enum Availability {
     },
 }
 
+#[derive(Clone)]
 pub(crate) struct Entry {
     pub def: Arc<ToolDef>,
     pub tool: Arc<dyn ErasedTool>,
     pub availability: Availability,
+    /// The dynamic provider that added it; `None` for a built-in tool.
+    provider: Option<Arc<str>>,
 }
 
-#[derive(Default)]
+/// One snapshot of every tool. Cheap to share: a turn or a call holds the snapshot it started
+/// with while providers change the live list.
+#[derive(Default, Clone)]
 pub struct Registry {
     entries: Vec<Entry>,
     by_name: HashMap<String, usize>,
+    /// Tools a provider removed while the daemon ran, with why.
+    gone: HashMap<String, String>,
 }
 
 /// A tool as one agent sees it: usable, or why not.
@@ -42,73 +72,66 @@ pub struct EffectiveTool {
     pub family: String,
     #[serde(flatten)]
     pub status: ToolStatus,
+    /// Kinds of turn that leave it out even when it is allowed (`ask_user` needs a person).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub left_out_of: Option<String>,
 }
 
+/// How one tool stands for one agent: the answer of [`Registry::standing`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum ToolStatus {
-    Allowed { grant: String },
-    Denied { grant: String },
+    Allowed {
+        grant: String,
+    },
+    Denied {
+        grant: String,
+    },
     NotGranted,
-    Excluded { reason: String },
+    /// Left out on this daemon, for this agent, or in this kind of turn, and why.
+    Excluded {
+        layer: Layer,
+        reason: String,
+    },
 }
 
+impl ToolStatus {
+    pub fn is_allowed(&self) -> bool {
+        matches!(self, ToolStatus::Allowed { .. })
+    }
+}
+
+/// The grant shown for `read_artifact`, which every agent may call on its own results.
+pub const BUILT_IN_GRANT: &str = "built in: every agent reads its own spilled results";
+
 impl Registry {
-    /// Every built-in tool, each registered by one line. Tools whose prerequisite is absent
-    /// are registered as excluded, with the reason.
-    pub fn builtin(_config: &Config) -> Registry {
+    /// Every built-in tool, registered by its domain. Tools whose prerequisite is absent are
+    /// registered as excluded, with the reason.
+    pub fn builtin(config: &Config) -> Registry {
         let mut r = Registry::default();
-        r.add(crate::system::SystemTime);
-        r.add(super::artifact::ReadArtifact);
-        r.add(super::meta::ToolSearch);
-        r.add(super::meta::ToolLoad);
-        r.add(super::meta::FindTools);
-        r.add(super::meta::RunTool);
-        r.add(crate::agent::tools::AgentSend);
-        r.add(crate::agent::tools::AgentSpawn);
-        r.add(crate::agent::tools::AgentList);
-        r.add(crate::agent::tools::AgentFind);
-        r.add(crate::agent::tools::AgentKill);
-        r.add(crate::agent::tools::GoalUpdate);
-        r.add(crate::agent::tools::AgentTypeCreate);
-        r.add(crate::event::EventPublish);
-        r.add(crate::workflow::WorkflowRunTool);
-        r.add(crate::a2a::A2aDiscover);
-        r.add(crate::a2a::A2aSend);
-        r.add(crate::tasks::TaskPost);
-        r.add(crate::tasks::TaskClaim);
-        r.add(crate::tasks::TaskComplete);
-        r.add(crate::tasks::TaskList);
-        r.add(crate::tasks::TaskStatus);
-        r.add(crate::schedule::ScheduleCreate);
-        r.add(crate::schedule::ScheduleList);
-        r.add(crate::schedule::ScheduleDelete);
-        r.add(crate::schedule::ScheduleResume);
-        r.add(crate::schedule::CronCreate);
-        r.add(crate::schedule::CronList);
-        r.add(crate::schedule::CronCancel);
-        r.add(crate::schedule::CronEnable);
+        for register in DOMAINS {
+            register(&mut r, config);
+        }
         r
     }
 
+    /// Registers a tool that is always available on this daemon.
     pub fn add<T: Tool>(&mut self, tool: T) {
-        self.add_with(tool, Availability::Registered);
+        self.add_needing(tool, &Needs::nothing());
     }
 
-    /// Registers `tool` as available only if `prerequisite` holds; otherwise excluded with
-    /// `reason` ("[browser] not configured").
-    pub fn add_if<T: Tool>(&mut self, tool: T, prerequisite: bool, reason: &str) {
-        let availability =
-            if prerequisite { Availability::Registered } else { Availability::Excluded { reason: reason.into() } };
-        self.add_with(tool, availability);
+    /// Registers a tool that is available only if `needs` holds; otherwise it is excluded with
+    /// the reason ("[browser] is not configured").
+    pub fn add_needing<T: Tool>(&mut self, tool: T, needs: &Needs) {
+        self.insert(Provided::typed(tool, needs).0);
     }
 
-    fn add_with<T: Tool>(&mut self, tool: T, availability: Availability) {
-        let mut def = tool.def();
-        def.schema = Arc::new(schema_for::<T::Args>());
-        assert!(!self.by_name.contains_key(&def.name), "tool `{}` registered twice", def.name);
-        self.by_name.insert(def.name.clone(), self.entries.len());
-        self.entries.push(Entry { def: Arc::new(def), tool: Arc::new(tool), availability });
+    fn insert(&mut self, entry: Entry) {
+        let name = entry.def.name.clone();
+        assert!(!self.by_name.contains_key(&name), "tool `{name}` registered twice");
+        self.gone.remove(&name);
+        self.by_name.insert(name, self.entries.len());
+        self.entries.push(entry);
     }
 
     pub(crate) fn resolve(&self, name: &str) -> Option<&Entry> {
@@ -117,6 +140,23 @@ impl Registry {
 
     pub fn get(&self, name: &str) -> Option<(&Arc<ToolDef>, &Availability)> {
         self.resolve(name).map(|e| (&e.def, &e.availability))
+    }
+
+    /// Why a tool that is not registered now was removed, if a provider removed it.
+    pub fn gone(&self, name: &str) -> Option<&str> {
+        self.gone.get(name).map(String::as_str)
+    }
+
+    /// A page of the tools with their availability, in registration order (the cursor is
+    /// a position).
+    pub fn page(&self, page: &PageRequest) -> Result<Page<(Arc<ToolDef>, Availability)>> {
+        let all = self.entries.iter().map(|e| (e.def.clone(), e.availability.clone())).collect();
+        by_position(all, page)
+    }
+
+    /// A page of [`Registry::effective`].
+    pub fn effective_page(&self, agent: &Agent, page: &PageRequest) -> Result<Page<EffectiveTool>> {
+        by_position(self.effective(agent), page)
     }
 
     /// Every tool with its availability, in registration order.
@@ -132,35 +172,127 @@ impl Registry {
         self.entries.is_empty()
     }
 
-    /// How each tool stands for `agent`: allowed by which grant, denied by which, not granted,
-    /// or excluded on this daemon.
+    /// How `def` stands for `agent`, layer by layer: excluded on this daemon, not granted or
+    /// denied, excluded for this agent (its family's condition on the agent), and — when
+    /// `turn` is given — excluded in this kind of turn. Every front reads this one answer.
+    pub(crate) fn standing(&self, entry: &Entry, agent: &Agent, turn: Option<TurnScope>) -> ToolStatus {
+        let def = &entry.def;
+        if let Availability::Excluded { reason } = &entry.availability {
+            return ToolStatus::Excluded { layer: Layer::Daemon, reason: reason.clone() };
+        }
+        let granted = match agent.manifest.capabilities.decide(def) {
+            _ if def.built_in_grant => BUILT_IN_GRANT.to_string(),
+            Decision::Allowed { by } => by.to_string(),
+            Decision::Denied { by } => return ToolStatus::Denied { grant: by.to_string() },
+            Decision::NotGranted if super::modes::is_machinery(agent.manifest.tool_mode, &def.name) => {
+                format!("tool_mode = \"{}\"", agent.manifest.tool_mode.as_str())
+            }
+            Decision::NotGranted => return ToolStatus::NotGranted,
+        };
+        if let Some(reason) = entry.tool.excluded_for(agent) {
+            return ToolStatus::Excluded { layer: Layer::Agent, reason };
+        }
+        if let Some(reason) = turn.and_then(|t| t.leaves_out(def)) {
+            return ToolStatus::Excluded { layer: Layer::Turn, reason: reason.to_string() };
+        }
+        ToolStatus::Allowed { grant: granted }
+    }
+
+    /// How each tool stands for `agent` outside any particular turn (`GET
+    /// /api/agents/{id}/tools`, the inspector), with the kinds of turn that leave it out.
     pub fn effective(&self, agent: &Agent) -> Vec<EffectiveTool> {
         self.entries
             .iter()
             .map(|e| EffectiveTool {
                 name: e.def.name.clone(),
                 family: e.def.family.clone(),
-                status: status_for(agent, &e.def, &e.availability),
+                status: self.standing(e, agent, None),
+                left_out_of: TurnScope::left_out_of(&e.def),
             })
             .collect()
     }
 
-    /// The tools `agent` can call right now (granted, or machinery of its tool mode).
-    pub fn usable_by<'a>(&'a self, agent: &'a Agent) -> impl Iterator<Item = &'a Arc<ToolDef>> + 'a {
-        self.entries.iter().filter(move |e| super::modes::usable(agent, &e.def, &e.availability)).map(|e| &e.def)
+    /// The tools `agent` can call in a turn of this scope (`None`: whatever the turn).
+    pub fn usable_by<'a>(
+        &'a self,
+        agent: &'a Agent,
+        turn: Option<TurnScope>,
+    ) -> impl Iterator<Item = &'a Arc<ToolDef>> + 'a {
+        self.entries.iter().filter(move |e| self.standing(e, agent, turn).is_allowed()).map(|e| &e.def)
     }
 }
 
-fn status_for(agent: &Agent, def: &ToolDef, availability: &Availability) -> ToolStatus {
-    if let Availability::Excluded { reason } = availability {
-        return ToolStatus::Excluded { reason: reason.clone() };
+/// A page of a list in registration order; the cursor is the last item's position.
+fn by_position<T>(items: Vec<T>, page: &PageRequest) -> Result<Page<T>> {
+    let numbered: Vec<(usize, T)> = items.into_iter().enumerate().collect();
+    let after = page.after(Key::Position)?;
+    Ok(Page::of_sorted(numbered, page, after, |(i, _)| format!("{i:06}")).map(|(_, item)| item))
+}
+
+fn typed_entry<T: Tool>(tool: T, availability: Availability, provider: Option<Arc<str>>) -> Entry {
+    let mut def = tool.def();
+    def.schema = Arc::new(schema_for::<T::Args>());
+    Entry { def: Arc::new(def), tool: Arc::new(tool), availability, provider }
+}
+
+/// A tool a dynamic provider offers.
+pub struct Provided(Entry);
+
+impl Provided {
+    /// A provided tool with typed arguments, available while its provider offers it if
+    /// `needs` holds (an MCP server's command on `PATH`, say).
+    pub fn typed<T: Tool>(tool: T, needs: &Needs) -> Provided {
+        let availability = match needs.missing() {
+            None => Availability::Registered,
+            Some(reason) => Availability::Excluded { reason: reason.to_string() },
+        };
+        Provided(typed_entry(tool, availability, None))
     }
-    match agent.manifest.capabilities.decide(def) {
-        Decision::Allowed { by } => ToolStatus::Allowed { grant: by.to_string() },
-        Decision::Denied { by } => ToolStatus::Denied { grant: by.to_string() },
-        Decision::NotGranted if super::modes::is_machinery(agent.manifest.tool_mode, &def.name) => {
-            ToolStatus::Allowed { grant: format!("tool_mode = \"{}\"", agent.manifest.tool_mode.as_str()) }
+}
+
+/// The live tool list: built-in tools and what dynamic providers offer right now.
+pub struct Tools {
+    current: RwLock<Arc<Registry>>,
+}
+
+impl Tools {
+    pub(crate) fn new(builtin: Registry) -> Tools {
+        Tools { current: RwLock::new(Arc::new(builtin)) }
+    }
+
+    /// The list as it is now. A call holds the snapshot it resolved its tool in.
+    pub fn snapshot(&self) -> Arc<Registry> {
+        self.current.read().expect("tools lock").clone()
+    }
+
+    /// Sets everything `provider` offers (an MCP server's tools after it connected or
+    /// changed its list; empty when it went away). Tools it offered before and not now are
+    /// remembered as gone with `reason`.
+    pub fn provide(&self, provider: &str, tools: Vec<Provided>, reason: &str) {
+        let mut current = self.current.write().expect("tools lock");
+        let provider: Arc<str> = Arc::from(provider);
+        let mut next = Registry { gone: current.gone.clone(), ..Registry::default() };
+        let mut removed = Vec::new();
+        for entry in current.entries.iter() {
+            if entry.provider.as_deref() == Some(&*provider) {
+                removed.push(entry.def.name.clone());
+            } else {
+                next.insert(entry.clone());
+            }
         }
-        Decision::NotGranted => ToolStatus::NotGranted,
+        for Provided(mut entry) in tools {
+            entry.provider = Some(provider.clone());
+            if next.by_name.contains_key(&entry.def.name) {
+                tracing::warn!(tool = %entry.def.name, provider = %provider, "a provided tool has the name of another tool; it is left out");
+                continue;
+            }
+            next.insert(entry);
+        }
+        for name in removed {
+            if !next.by_name.contains_key(&name) {
+                next.gone.insert(name, reason.to_string());
+            }
+        }
+        *current = Arc::new(next);
     }
 }

@@ -2,6 +2,7 @@
 //! mode, tool calls go through the pipeline, results go back, until the model answers or
 //! the iteration cap ends the turn. Every message is stored in the session as it happens.
 
+pub(crate) mod depth;
 mod events;
 mod prompt;
 
@@ -47,6 +48,11 @@ pub struct TurnRequest {
 }
 
 impl TurnRequest {
+    /// What this turn offers tools beyond grants: a person, a channel conversation.
+    pub fn scope(&self) -> crate::tool::TurnScope {
+        crate::tool::TurnScope { person: !self.headless, conversation: self.channel.is_some() }
+    }
+
     pub fn headless(message: impl Into<String>, caller: Caller) -> TurnRequest {
         TurnRequest {
             message: message.into(),
@@ -189,25 +195,17 @@ impl Drop for SessionHold<'_> {
 
 /// Runs one turn of `agent`.
 pub async fn run(kernel: &Kernel, agent: Arc<Agent>, req: TurnRequest) -> Result<TurnResult> {
-    if !agent.is_running() {
-        return Err(Error::unavailable(format!("agent `{}` is stopped", agent.name)));
-    }
+    agent.ensure_running()?;
     // Configuration problems are reported before anything is stored.
     let provider = kernel.provider_for(&agent)?;
     let model = agent.manifest.model.clone().ok_or_else(|| {
         Error::unavailable(format!("agent `{}` has no model: set `model` in its agent type", agent.name))
     })?;
-    if req.message.trim().is_empty() {
+    if crate::text::is_blank(&req.message) {
         return Err(Error::invalid("the message is empty"));
     }
     let (session, is_new) = match req.session {
-        Some(id) => {
-            let s = kernel.sessions().get(id).await?;
-            if s.agent_id != agent.id {
-                return Err(Error::not_found(format!("agent `{}` has no session `{id}`", agent.name)));
-            }
-            (s.id, false)
-        }
+        Some(id) => (kernel.sessions().of_agent(&agent, id).await?.id, false),
         None => (kernel.sessions().create(agent.id, req.new_session_label.clone()).await?.id, true),
     };
 
@@ -281,7 +279,7 @@ impl<E: Fn(EventKind)> Loop<'_, E> {
                 crate::agent::ToolMode::All => Vec::new(),
                 _ => sessions.loaded_tools(self.session).await?,
             };
-            let offer = modes::offer(self.kernel.tools(), self.agent, &loaded, self.req.headless);
+            let offer = modes::offer(&self.kernel.tools(), self.agent, &loaded, self.req.scope());
             // The goal may have changed mid-turn (goal_update): read the agent again.
             let current = self.kernel.agents().get_by_id(self.agent.id).unwrap_or_else(|| self.agent.clone());
             let system = prompt::system_prompt(&current, offer.context_line.as_deref());

@@ -3,6 +3,7 @@
 //! /api/workflows/{id}/runs` run one synchronously; every run is kept with each step's output
 //! and timing. Each step nests one level of `[kernel] max_agent_call_depth`.
 
+mod store;
 mod template;
 
 use std::time::Instant;
@@ -10,42 +11,124 @@ use std::time::Instant;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sqlx::Row;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::Kernel;
 use crate::agent::{NAME_RULE, SpawnRequest, is_valid_name};
-use crate::db::{self, Db};
-use crate::error::{Error, ErrorKind, FieldError, Result};
-use crate::tool::{CallContext, Caller, Tool, ToolDef};
+use crate::config::Config;
+use crate::db::{self, Db, stored_enum};
+use crate::error::{Error, FieldError, Result};
+use crate::page::{Key, Page, PageRequest};
+use crate::text::{is_blank, longer_than};
+use crate::tool::{CallContext, Caller, Registry, Tool, ToolDef};
 use crate::turn::TurnRequest;
+
+pub(crate) fn register(r: &mut Registry, _: &Config) {
+    r.add(WorkflowRunTool);
+}
+
+/// Where a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Running,
+    /// Every step answered.
+    Succeeded,
+    /// A step failed; the run stopped there.
+    Failed,
+}
+stored_enum!(RunStatus { Running = "running", Succeeded = "succeeded", Failed = "failed" });
 
 pub use template::render;
 
-/// One step: an existing agent, or an agent type to spawn a fresh agent from for the step.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, ToSchema)]
+/// One step: an existing agent's turn, or the turn of an agent spawned from an agent type for
+/// the step. Exactly one of `agent` and `agent_type` names who runs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(untagged, try_from = "StepInput")]
+pub enum Step {
+    Agent(AgentStep),
+    AgentType(AgentTypeStep),
+}
+
+/// A step run by an existing agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Step {
+pub struct AgentStep {
     /// A running agent's name or id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent: Option<String>,
-    /// Or an agent type: a new agent is spawned for the step and stopped after it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_type: Option<String>,
-    /// The step's message. `{{inputs.KEY}}`, `{{steps.N.output}}` (N from 1) and `{{previous}}`
-    /// are replaced when the step runs.
+    #[schema(min_length = 1)]
+    pub agent: String,
+    /// The step's message (1–10,000 characters, not blank). `{{inputs.KEY}}`,
+    /// `{{steps.N.output}}` (N from 1, an earlier step) and `{{previous}}` are replaced when
+    /// the step runs.
+    #[schema(pattern = r"[^ \t\n\r\f\v]", max_length = 10000)]
     pub prompt: String,
+}
+
+/// A step run by a new agent of a type, spawned for the step and stopped after it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentTypeStep {
+    /// The agent type's name.
+    #[schema(min_length = 1)]
+    pub agent_type: String,
+    /// As [`AgentStep::prompt`].
+    #[schema(pattern = r"[^ \t\n\r\f\v]", max_length = 10000)]
+    pub prompt: String,
+}
+
+/// A step as written, before it is known to name exactly one runner (the validator reports
+/// every step that does not, with the rest of the workflow's problems).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepInput {
+    pub agent: Option<String>,
+    pub agent_type: Option<String>,
+    pub prompt: String,
+}
+
+impl TryFrom<StepInput> for Step {
+    type Error = &'static str;
+
+    fn try_from(f: StepInput) -> std::result::Result<Step, &'static str> {
+        match (f.agent, f.agent_type) {
+            (Some(agent), None) => Ok(Step::Agent(AgentStep { agent, prompt: f.prompt })),
+            (None, Some(agent_type)) => Ok(Step::AgentType(AgentTypeStep { agent_type, prompt: f.prompt })),
+            _ => Err("name exactly one of `agent` or `agent_type`"),
+        }
+    }
+}
+
+impl Step {
+    pub fn prompt(&self) -> &str {
+        match self {
+            Step::Agent(s) => &s.prompt,
+            Step::AgentType(s) => &s.prompt,
+        }
+    }
+
+    /// Who runs it, as written: the agent, or the agent type.
+    pub fn runner(&self) -> &str {
+        match self {
+            Step::Agent(s) => &s.agent,
+            Step::AgentType(s) => &s.agent_type,
+        }
+    }
 }
 
 /// A workflow as it is written (REST body).
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkflowInput {
+    #[schema(pattern = r"^[a-z0-9_-]{1,64}$")]
     pub name: String,
+    /// At most 2,000 characters.
     #[serde(default)]
+    #[schema(max_length = 2000)]
     pub description: String,
-    pub steps: Vec<Step>,
+    /// 1 to 32 steps, run in order.
+    #[schema(value_type = Vec<Step>, min_items = 1, max_items = 32)]
+    pub steps: Vec<StepInput>,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -75,8 +158,7 @@ pub struct WorkflowRun {
     pub workflow_id: Uuid,
     #[schema(value_type = Object)]
     pub inputs: Value,
-    /// `running`, `succeeded` or `failed`.
-    pub status: String,
+    pub status: RunStatus,
     /// The last step's output.
     pub output: Option<String>,
     pub error: Option<String>,
@@ -87,31 +169,35 @@ pub struct WorkflowRun {
 
 const MAX_STEPS: usize = 32;
 const MAX_PROMPT: usize = 10_000;
+const MAX_DESCRIPTION: usize = 2_000;
 
-/// Checks a workflow; every problem is reported with its field.
-fn validate(input: &WorkflowInput) -> Result<()> {
+/// Checks a workflow and returns its steps; every problem is reported with its field.
+fn validate(input: &WorkflowInput) -> Result<Vec<Step>> {
     let mut errors = Vec::new();
     let mut err = |field: String, message: String| errors.push(FieldError { field, message });
     if !is_valid_name(&input.name) {
         err("name".into(), format!("`{}` is not a valid name: {NAME_RULE}", input.name));
     }
-    if input.description.len() > 2_000 {
-        err("description".into(), "is at most 2000 bytes".into());
+    if longer_than(&input.description, MAX_DESCRIPTION) {
+        err("description".into(), format!("is at most {MAX_DESCRIPTION} characters"));
     }
     if input.steps.is_empty() || input.steps.len() > MAX_STEPS {
         err("steps".into(), format!("a workflow has 1 to {MAX_STEPS} steps"));
     }
+    let mut steps = Vec::with_capacity(input.steps.len());
     for (i, step) in input.steps.iter().enumerate() {
-        if step.agent.is_some() == step.agent_type.is_some() {
-            err(format!("steps[{i}]"), "name exactly one of `agent` or `agent_type`".into());
+        match Step::try_from(step.clone()) {
+            Ok(s) if s.runner().is_empty() => err(format!("steps[{i}]"), "the agent or agent type is empty".into()),
+            Ok(s) => steps.push(s),
+            Err(message) => err(format!("steps[{i}]"), message.into()),
         }
-        if step.prompt.trim().is_empty() || step.prompt.len() > MAX_PROMPT {
-            err(format!("steps[{i}].prompt"), format!("a prompt of 1 to {MAX_PROMPT} bytes"));
+        if is_blank(&step.prompt) || longer_than(&step.prompt, MAX_PROMPT) {
+            err(format!("steps[{i}].prompt"), format!("a prompt of 1 to {MAX_PROMPT} characters, not blank"));
         } else if let Err(message) = template::check(&step.prompt, i + 1) {
             err(format!("steps[{i}].prompt"), message);
         }
     }
-    if errors.is_empty() { Ok(()) } else { Err(Error::invalid_fields(errors)) }
+    if errors.is_empty() { Ok(steps) } else { Err(Error::invalid_fields(errors)) }
 }
 
 pub struct Workflows {
@@ -124,103 +210,53 @@ impl Workflows {
     }
 
     pub async fn create(&self, input: WorkflowInput) -> Result<Workflow> {
-        validate(&input)?;
+        let steps = validate(&input)?;
         let now = db::now();
         let wf = Workflow {
             id: Uuid::now_v7(),
             name: input.name,
             description: input.description,
-            steps: input.steps,
+            steps,
             created_at: now.clone(),
             updated_at: now,
         };
-        let result = sqlx::query(
-            "INSERT INTO workflows (id, name, description, steps, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-        )
-        .bind(wf.id.to_string())
-        .bind(&wf.name)
-        .bind(&wf.description)
-        .bind(serde_json::to_string(&wf.steps).expect("steps serialise"))
-        .bind(&wf.created_at)
-        .bind(&wf.updated_at)
-        .execute(&self.db)
-        .await;
-        db::unique_or(result, || format!("a workflow named `{}` already exists", wf.name))?;
+        store::insert(&self.db, &wf).await?;
         Ok(wf)
     }
 
-    pub async fn list(&self) -> Result<Vec<Workflow>> {
-        let rows = sqlx::query("SELECT * FROM workflows ORDER BY name").fetch_all(&self.db).await?;
-        rows.iter().map(workflow_from).collect()
+    /// A page of the workflows, by name.
+    pub async fn list(&self, page: &PageRequest) -> Result<Page<Workflow>> {
+        let rows = store::list(&self.db, page.after(Key::Name)?, page.fetch_limit()).await?;
+        Ok(Page::from_rows(rows, page, store::count(&self.db).await?, |w| w.name.clone()))
     }
 
     /// By id or name.
     pub async fn get(&self, id_or_name: &str) -> Result<Workflow> {
-        let row = sqlx::query("SELECT * FROM workflows WHERE id = ?1 OR name = ?1")
-            .bind(id_or_name)
-            .fetch_optional(&self.db)
-            .await?
-            .ok_or_else(|| Error::not_found(format!("no workflow `{id_or_name}`")))?;
-        workflow_from(&row)
+        store::get(&self.db, id_or_name).await?.ok_or_else(|| Error::not_found(format!("no workflow `{id_or_name}`")))
     }
 
     pub async fn replace(&self, id_or_name: &str, input: WorkflowInput) -> Result<Workflow> {
         let current = self.get(id_or_name).await?;
-        validate(&input)?;
-        let wf = Workflow {
-            name: input.name,
-            description: input.description,
-            steps: input.steps,
-            updated_at: db::now(),
-            ..current
-        };
-        let result =
-            sqlx::query("UPDATE workflows SET name = ?, description = ?, steps = ?, updated_at = ? WHERE id = ?")
-                .bind(&wf.name)
-                .bind(&wf.description)
-                .bind(serde_json::to_string(&wf.steps).expect("steps serialise"))
-                .bind(&wf.updated_at)
-                .bind(wf.id.to_string())
-                .execute(&self.db)
-                .await;
-        db::unique_or(result, || format!("a workflow named `{}` already exists", wf.name))?;
+        let steps = validate(&input)?;
+        let wf = Workflow { name: input.name, description: input.description, steps, updated_at: db::now(), ..current };
+        store::update(&self.db, &wf).await?;
         Ok(wf)
     }
 
     pub async fn delete(&self, id_or_name: &str) -> Result<()> {
         let wf = self.get(id_or_name).await?;
-        sqlx::query("DELETE FROM workflows WHERE id = ?").bind(wf.id.to_string()).execute(&self.db).await?;
-        Ok(())
+        store::delete(&self.db, wf.id).await
     }
 
-    /// The workflow's runs, newest first.
-    pub async fn runs(&self, id_or_name: &str) -> Result<Vec<WorkflowRun>> {
+    /// A page of the workflow's runs, newest first.
+    pub async fn runs(&self, id_or_name: &str, page: &PageRequest) -> Result<Page<WorkflowRun>> {
         let wf = self.get(id_or_name).await?;
-        let rows = sqlx::query("SELECT * FROM workflow_runs WHERE workflow_id = ? ORDER BY id DESC LIMIT 100")
-            .bind(wf.id.to_string())
-            .fetch_all(&self.db)
-            .await?;
-        rows.iter().map(run_from).collect()
+        let rows = store::runs(&self.db, wf.id, page.after(Key::Id)?, page.fetch_limit()).await?;
+        Ok(Page::from_rows(rows, page, store::run_count(&self.db, wf.id).await?, |r| r.id.to_string()))
     }
 
     async fn save_run(&self, run: &WorkflowRun) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO workflow_runs (id, workflow_id, inputs, status, output, error, steps, started_at, finished_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-             ON CONFLICT (id) DO UPDATE SET status = ?4, output = ?5, error = ?6, steps = ?7, finished_at = ?9",
-        )
-        .bind(run.id.to_string())
-        .bind(run.workflow_id.to_string())
-        .bind(run.inputs.to_string())
-        .bind(&run.status)
-        .bind(&run.output)
-        .bind(&run.error)
-        .bind(serde_json::to_string(&run.steps).expect("steps serialise"))
-        .bind(&run.started_at)
-        .bind(&run.finished_at)
-        .execute(&self.db)
-        .await?;
-        Ok(())
+        store::save_run(&self.db, run).await
     }
 }
 
@@ -239,21 +275,12 @@ pub async fn run(kernel: &Kernel, id_or_name: &str, inputs: Value, origin: RunOr
         return Err(Error::invalid("`inputs` must be a JSON object"));
     }
     let depth = origin.depth + 1;
-    let max = kernel.config().kernel.max_agent_call_depth;
-    if u64::from(depth) > max {
-        return Err(Error::new(
-            ErrorKind::ResourceExhausted,
-            format!(
-                "refused: workflow `{}` would run {depth} agent calls deep, over [kernel] max_agent_call_depth = {max}",
-                wf.name
-            ),
-        ));
-    }
+    crate::turn::depth::check(kernel, depth, &origin.chain, &format!("workflow `{}`", wf.name))?;
     let mut run = WorkflowRun {
         id: Uuid::now_v7(),
         workflow_id: wf.id,
         inputs: if inputs.is_null() { json!({}) } else { inputs },
-        status: "running".into(),
+        status: RunStatus::Running,
         output: None,
         error: None,
         steps: Vec::new(),
@@ -265,7 +292,7 @@ pub async fn run(kernel: &Kernel, id_or_name: &str, inputs: Value, origin: RunOr
         let started = Instant::now();
         let outputs: Vec<&str> = run.steps.iter().map(|s| s.output.as_deref().unwrap_or_default()).collect();
         let outcome = async {
-            let prompt = render(&step.prompt, &run.inputs, &outputs)?;
+            let prompt = render(step.prompt(), &run.inputs, &outputs)?;
             let (agent, spawned) = step_agent(kernel, step).await?;
             let req = TurnRequest {
                 depth,
@@ -285,16 +312,15 @@ pub async fn run(kernel: &Kernel, id_or_name: &str, inputs: Value, origin: RunOr
                 run.steps.push(StepRun { step: i + 1, agent, prompt, output: Some(reply), error: None, duration_ms })
             }
             Err(e) => {
-                let agent = step.agent.clone().or(step.agent_type.clone()).unwrap_or_default();
                 run.steps.push(StepRun {
                     step: i + 1,
-                    agent,
-                    prompt: step.prompt.clone(),
+                    agent: step.runner().to_string(),
+                    prompt: step.prompt().to_string(),
                     output: None,
                     error: Some(e.model_text()),
                     duration_ms,
                 });
-                run.status = "failed".into();
+                run.status = RunStatus::Failed;
                 run.error = Some(format!("step {} failed: {}", i + 1, e.model_text()));
                 run.finished_at = Some(db::now());
                 kernel.workflows().save_run(&run).await?;
@@ -303,7 +329,7 @@ pub async fn run(kernel: &Kernel, id_or_name: &str, inputs: Value, origin: RunOr
         }
         kernel.workflows().save_run(&run).await?;
     }
-    run.status = "succeeded".into();
+    run.status = RunStatus::Succeeded;
     run.output = run.steps.last().and_then(|s| s.output.clone());
     run.finished_at = Some(db::now());
     kernel.workflows().save_run(&run).await?;
@@ -312,49 +338,19 @@ pub async fn run(kernel: &Kernel, id_or_name: &str, inputs: Value, origin: RunOr
 
 /// The step's agent, and whether it was spawned for this step.
 async fn step_agent(kernel: &Kernel, step: &Step) -> Result<(std::sync::Arc<crate::agent::Agent>, bool)> {
-    match (&step.agent, &step.agent_type) {
-        (Some(agent), _) => {
-            let agent = kernel.agents().get(agent)?;
-            if !agent.is_running() {
-                return Err(Error::unavailable(format!("agent `{}` is stopped", agent.name)));
-            }
+    match step {
+        Step::Agent(s) => {
+            let agent = kernel.agents().get(&s.agent)?;
+            agent.ensure_running()?;
             Ok((agent, false))
         }
-        (None, Some(agent_type)) => {
+        Step::AgentType(s) => {
             // A step agent lives for one step: its type's [[cron]] jobs are not scheduled.
             let agent =
-                kernel.agents().spawn(SpawnRequest { agent_type: agent_type.clone(), ..Default::default() }).await?;
+                kernel.agents().spawn(SpawnRequest { agent_type: s.agent_type.clone(), ..Default::default() }).await?;
             Ok((agent, true))
         }
-        (None, None) => Err(Error::invalid("the step names no agent")),
     }
-}
-
-fn workflow_from(row: &sqlx::sqlite::SqliteRow) -> Result<Workflow> {
-    let unreadable = |e: String| Error::internal(format_args!("stored workflow is unreadable: {e}"));
-    Ok(Workflow {
-        id: Uuid::parse_str(row.try_get("id")?).map_err(|e| unreadable(e.to_string()))?,
-        name: row.try_get("name")?,
-        description: row.try_get("description")?,
-        steps: serde_json::from_str(row.try_get("steps")?).map_err(|e| unreadable(e.to_string()))?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
-    })
-}
-
-fn run_from(row: &sqlx::sqlite::SqliteRow) -> Result<WorkflowRun> {
-    let unreadable = |e: String| Error::internal(format_args!("stored workflow run is unreadable: {e}"));
-    Ok(WorkflowRun {
-        id: Uuid::parse_str(row.try_get("id")?).map_err(|e| unreadable(e.to_string()))?,
-        workflow_id: Uuid::parse_str(row.try_get("workflow_id")?).map_err(|e| unreadable(e.to_string()))?,
-        inputs: serde_json::from_str(row.try_get("inputs")?).map_err(|e| unreadable(e.to_string()))?,
-        status: row.try_get("status")?,
-        output: row.try_get("output")?,
-        error: row.try_get("error")?,
-        steps: serde_json::from_str(row.try_get("steps")?).map_err(|e| unreadable(e.to_string()))?,
-        started_at: row.try_get("started_at")?,
-        finished_at: row.try_get("finished_at")?,
-    })
 }
 
 /// `workflow_run(workflow_id, inputs?)`.
@@ -381,7 +377,7 @@ impl Tool for WorkflowRunTool {
     async fn run(&self, ctx: CallContext, args: WorkflowRunArgs) -> Result<Value> {
         let origin = RunOrigin { caller: Caller::Agent, depth: ctx.depth, chain: ctx.chain.to_vec() };
         let run = run(&ctx.kernel, &args.workflow_id, args.inputs, origin).await?;
-        if run.status == "failed" {
+        if run.status == RunStatus::Failed {
             return Err(Error::failed(format!("workflow run {} {}", run.id, run.error.unwrap_or_default())));
         }
         Ok(json!({ "run_id": run.id, "status": run.status, "output": run.output, "steps": run.steps }))

@@ -80,7 +80,7 @@ pub async fn create(
             &format!("Agent type `{}` created.", t.manifest.name),
         ),
         Err(e) => {
-            let status = crate::http::status_for(e.kind);
+            let status = crate::status::status_for(e.kind);
             list_page(&kernel, &op, status, form, field_errors(&e, "name"), Notice::default())
         }
     }
@@ -140,7 +140,7 @@ pub async fn save(
         Ok(_) => see_other(&format!("/agent-types/{name}"), "Saved."),
         Err(e) => {
             let page = EditPage { errors: field_errors(&e, "name"), form, ..fresh_edit(current) };
-            edit_page(&op, crate::http::status_for(e.kind), page, Notice::default())
+            edit_page(&op, crate::status::status_for(e.kind), page, Notice::default())
         }
     }
 }
@@ -170,7 +170,7 @@ pub async fn replace_toml(
         Ok(_) => see_other(&format!("/agent-types/{name}"), "Manifest replaced."),
         Err(e) => {
             let page = EditPage { toml: form.toml, toml_errors: field_errors(&e, "manifest"), ..fresh_edit(current) };
-            edit_page(&op, crate::http::status_for(e.kind), page, Notice::default())
+            edit_page(&op, crate::status::status_for(e.kind), page, Notice::default())
         }
     }
 }

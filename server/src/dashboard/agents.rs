@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 use kennel_app::Nav;
 use kennel_app::pages::agents::{self, AgentPage, AgentsPage, SpawnForm};
 use kennel_kernel::agent::{SpawnRequest, to_toml};
+use kennel_kernel::page::PageRequest;
 use kennel_kernel::tool::Caller;
 use kennel_kernel::turn::TurnRequest;
 use kennel_kernel::{Error, Kernel};
@@ -63,7 +64,7 @@ pub async fn spawn(
                 form: SpawnForm { template: f.template, name: f.name, goal: f.goal },
                 errors: field_errors(&e, field),
             };
-            list_page(&op, crate::http::status_for(e.kind), page, Notice::default())
+            list_page(&op, crate::status::status_for(e.kind), page, Notice::default())
         }
     }
 }
@@ -76,6 +77,8 @@ pub struct PageQuery {
 
 /// Schedules listed on an agent's page; the Schedules page has them all.
 const AGENT_PAGE_SCHEDULES: u32 = 20;
+/// Sessions listed on an agent's page, newest first.
+const AGENT_PAGE_SESSIONS: u32 = 50;
 
 async fn agent_page(
     kernel: &Kernel,
@@ -87,7 +90,7 @@ async fn agent_page(
 ) -> Response {
     let result: Result<AgentPage, Error> = async {
         let agent = kernel.agents().get(id)?;
-        let sessions = kernel.sessions().list(agent.id).await?;
+        let sessions = kernel.sessions().list(agent.id, &PageRequest::first(AGENT_PAGE_SESSIONS)).await?.items;
         let session = match session.filter(|s| !s.is_empty()) {
             Some(s) => {
                 let wanted = uuid::Uuid::parse_str(s).map_err(|_| Error::not_found(format!("no session `{s}`")))?;
@@ -105,12 +108,9 @@ async fn agent_page(
             Some(s) => kernel.sessions().messages(s.id).await?,
             None => Vec::new(),
         };
-        let filter = kennel_kernel::schedule::ScheduleFilter {
-            agent: Some(agent.id.to_string()),
-            limit: Some(AGENT_PAGE_SCHEDULES),
-            ..Default::default()
-        };
-        let schedules = kernel.schedules().list(&filter).await?;
+        let filter =
+            kennel_kernel::schedule::ScheduleFilter { agent: Some(agent.id.to_string()), ..Default::default() };
+        let schedules = kernel.schedules().list(&filter, &PageRequest::first(AGENT_PAGE_SCHEDULES)).await?.items;
         Ok(AgentPage {
             manifest_toml: to_toml(&agent.manifest),
             schedules,
@@ -124,7 +124,7 @@ async fn agent_page(
     .await;
     match result {
         Ok(page) => {
-            let status = chat_error.map_or(StatusCode::OK, |e| crate::http::status_for(e.kind));
+            let status = chat_error.map_or(StatusCode::OK, |e| crate::status::status_for(e.kind));
             let title = page.agent.name.clone();
             html(status, agents::render_agent(meta(op, title, Nav::Agents, notice.flash()), page))
         }
@@ -225,7 +225,7 @@ pub async fn live(
     Path(id): Path<String>,
 ) -> Response {
     match kernel.agents().get(&id) {
-        Ok(agent) => crate::http::event_stream(&kernel, agent.id).into_response(),
+        Ok(agent) => crate::live::event_stream(&kernel, agent.id).into_response(),
         Err(e) => error_page(&op, &e),
     }
 }

@@ -122,7 +122,7 @@ pub fn html(status: StatusCode, body: String) -> Response {
 pub fn error_page(op: &Operator, e: &Error) -> Response {
     let page =
         kennel_app::pages::error::render(meta(op, e.kind.as_str(), Nav::None, None), e.kind.as_str(), &e.message);
-    html(crate::http::status_for(e.kind), page)
+    html(crate::status::status_for(e.kind), page)
 }
 
 /// Form fields for a failed validation: the kernel's field errors, or the whole message on

@@ -7,6 +7,7 @@ use axum::response::Response;
 use kennel_app::pages::{audit, overview, settings};
 use kennel_app::{Flash, Nav};
 use kennel_kernel::Kernel;
+use kennel_kernel::page::PageRequest;
 use kennel_kernel::tool::audit::AuditFilter;
 use serde::Deserialize;
 
@@ -17,8 +18,8 @@ pub async fn overview(
     Extension(op): Extension<Operator>,
     Query(n): Query<Notice>,
 ) -> Response {
-    let recent_calls = match kernel.audit().list(&AuditFilter { limit: Some(10), ..Default::default() }).await {
-        Ok(r) => r,
+    let recent_calls = match kernel.audit().list(&AuditFilter::default(), &PageRequest::first(10)).await {
+        Ok(r) => r.items,
         Err(e) => return error_page(&op, &e),
     };
     let providers = kernel
@@ -54,9 +55,10 @@ pub async fn audit(
 ) -> Response {
     let agent = q.agent.filter(|a| !a.is_empty());
     let tool = q.tool.filter(|t| !t.trim().is_empty()).map(|t| t.trim().to_string());
-    let filter = AuditFilter { agent: agent.clone(), tool: tool.clone(), before: None, limit: Some(200) };
-    match kernel.audit().list(&filter).await {
+    let filter = AuditFilter { agent: agent.clone(), tool: tool.clone() };
+    match kernel.audit().list(&filter, &PageRequest::first(200)).await {
         Ok(records) => {
+            let records = records.items;
             let page = audit::AuditPage { records, agents: kernel.agents().list(), agent, tool };
             html(StatusCode::OK, audit::render(meta(&op, "Audit", Nav::Audit, None), page))
         }
@@ -98,7 +100,7 @@ pub async fn create_token(
     let name = form.name.trim().to_string();
     let (status, new_token, name_error) = match kernel.auth().create_token(&name).await {
         Ok(token) => (StatusCode::OK, Some((name, token)), None),
-        Err(e) => (crate::http::status_for(e.kind), None, Some(e.message)),
+        Err(e) => (crate::status::status_for(e.kind), None, Some(e.message)),
     };
     match kernel.auth().list_tokens().await {
         Ok(tokens) => settings_page(&op, status, settings::Settings { tokens, new_token, name_error }, None),

@@ -8,6 +8,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use kennel_app::Nav;
 use kennel_app::pages::schedules::{self, ConfirmDelete, Detail, List};
+use kennel_kernel::page::PageRequest;
 use kennel_kernel::schedule::{self as schedule, Schedule, ScheduleFilter};
 use kennel_kernel::{Error, ErrorKind, Kernel};
 use serde::Deserialize;
@@ -28,8 +29,8 @@ pub async fn list(
     axum::extract::Query(q): axum::extract::Query<ListQuery>,
 ) -> Response {
     let result = async {
-        let filter = ScheduleFilter { agent: kernel.agents().id_of(Some(&q.agent))?, ..Default::default() };
-        kernel.schedules().list(&filter).await
+        let filter = ScheduleFilter { agent: Some(q.agent.clone()), ..Default::default() };
+        kernel.schedules().list(&filter, &PageRequest::first(1000)).await.map(|p| p.items)
     };
     match result.await {
         Ok(schedules) => {

@@ -100,7 +100,7 @@ pub async fn setup(
         // Another setup won the race: there is an operator now, so sign in as on any visit.
         Err(e) if e.kind == ErrorKind::Conflict => Redirect::to("/login").into_response(),
         Err(e) => {
-            let status = crate::http::status_for(e.kind);
+            let status = crate::status::status_for(e.kind);
             sign_in_page(&kernel, &headers, status, SignIn { setup: true, name: form.name, error: Some(e.message) })
         }
     }

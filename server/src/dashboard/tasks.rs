@@ -6,7 +6,9 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use kennel_app::Nav;
 use kennel_app::pages::tasks::{self, Board, Detail};
+use kennel_kernel::page::PageRequest;
 use kennel_kernel::tasks::{NewTask, TaskFilter};
+use kennel_kernel::tool::Caller;
 use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
 
@@ -33,11 +35,11 @@ pub async fn board(
     let result = async {
         let filter = TaskFilter {
             status: None,
-            assignee: kernel.agents().id_of(Some(&q.assignee))?,
+            assignee: Some(q.assignee.clone()),
             text: Some(q.text.clone()),
             min_priority: q.min_priority,
         };
-        kernel.tasks().list(&filter).await
+        kernel.tasks().list(&filter, &PageRequest::first(500)).await.map(|p| p.items)
     }
     .await;
     match result {
@@ -80,7 +82,7 @@ pub async fn post(
 ) -> Response {
     let result = async {
         let new = NewTask { title: f.title, body: f.body, assignee: Some(f.assignee), priority: f.priority };
-        kernel.post_task(new, &format!("operator:{}", op.name)).await
+        kernel.post_task(new, &Caller::Operator(op.name.clone()).audit_label()).await
     }
     .await;
     match result {
@@ -118,7 +120,7 @@ pub async fn reassign(
     Path(id): Path<String>,
     Form(f): Form<ReassignForm>,
 ) -> Response {
-    let result = async { kernel.tasks().reassign(&id, kernel.agents().id_of(Some(&f.assignee))?).await }.await;
+    let result = kernel.tasks().reassign(&id, Some(&f.assignee)).await;
     done(&op, &id, result.map(|_| "Reassigned."))
 }
 

@@ -8,35 +8,33 @@ use axum::http::{StatusCode, header::LOCATION};
 use axum::response::{IntoResponse, Response};
 use kennel_kernel::Kernel;
 use kennel_kernel::agent::{Agent, NewCapabilities, SpawnRequest};
-use std::convert::Infallible;
-
-use axum::response::sse::{Event, KeepAlive, Sse};
-use futures_util::Stream;
+use kennel_kernel::page::PageQuery;
 use kennel_kernel::session::{Session, StoredMessage};
 use kennel_kernel::tool::pipeline::CallOutput;
 use kennel_kernel::tool::{CallContext, Caller, EffectiveTool};
 use kennel_kernel::turn::{AgentEvent, TurnRequest, TurnResult};
 use serde::Deserialize;
-use tokio::sync::broadcast::error::RecvError;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::auth::TokenName;
 use super::body::JsonBody;
 use super::error::{ApiResult, ErrorBody};
+use super::page::PageParams;
 
-pub fn router() -> OpenApiRouter<Kernel> {
-    OpenApiRouter::new()
-        .routes(routes!(list_agents, spawn_agent))
-        .routes(routes!(get_agent, stop_agent))
-        .routes(routes!(set_capabilities))
-        .routes(routes!(agent_tools))
-        .routes(routes!(invoke_tool))
-        .routes(routes!(list_sessions, create_session))
-        .routes(routes!(send_message))
-        .routes(routes!(agent_events))
-        .routes(routes!(session_messages))
+pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
+    vec![
+        routes!(list_agents, spawn_agent),
+        routes!(get_agent, stop_agent),
+        routes!(set_capabilities),
+        routes!(agent_tools),
+        routes!(invoke_tool),
+        routes!(list_sessions, create_session),
+        routes!(send_message),
+        routes!(agent_events),
+        routes!(session_messages),
+    ]
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -45,19 +43,30 @@ struct SpawnBody {
     /// The agent type to make the agent from.
     template: String,
     /// Defaults to the type's name, or `name-2`, `name-3`… when taken.
+    #[schema(pattern = r"^[a-z0-9_-]{1,64}$")]
     name: Option<String>,
+    /// What the agent is for; later prompts show it. At most 10,000 characters.
+    #[schema(max_length = 10000)]
     goal: Option<String>,
 }
 
 /// Every agent, oldest first.
-#[utoipa::path(get, path = "/api/agents", tag = "agents", responses((status = 200, body = Vec<Agent>)))]
-async fn list_agents(State(kernel): State<Kernel>) -> Json<Vec<Arc<Agent>>> {
-    Json(kernel.agents().list())
+#[utoipa::path(get, path = "/api/agents", tag = "agents", params(PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last agent's id)")),
+    responses((status = 200, description = "A page of agents", body = Vec<Agent>, headers(
+        ("x-total-count" = u64, description = "Agents on all pages"),
+        ("link" = Option<String>, description = "`<URL>; rel=\"next\"` when there is a next page"),
+    ))))]
+async fn list_agents(State(kernel): State<Kernel>, page: PageParams) -> ApiResult<Response> {
+    Ok(page.answer(kernel.agents().page(&page.request)?))
 }
 
 /// Spawns an agent from an agent type.
 #[utoipa::path(post, path = "/api/agents", tag = "agents", request_body = SpawnBody,
-    responses((status = 201, body = Agent), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+    responses(
+        (status = 201, description = "The new agent", body = Agent, headers(("location" = String, description = "Its URL"))),
+        (status = 404, body = ErrorBody, description = "No agent type of that name"),
+        (status = 409, body = ErrorBody, description = "The name is taken by an agent type or a running agent"),
+    ))]
 async fn spawn_agent(State(kernel): State<Kernel>, JsonBody(body): JsonBody<SpawnBody>) -> ApiResult<Response> {
     let agent = kernel
         .spawn_agent(SpawnRequest { agent_type: body.template, name: body.name, goal: body.goal, ..Default::default() })
@@ -67,24 +76,24 @@ async fn spawn_agent(State(kernel): State<Kernel>, JsonBody(body): JsonBody<Spaw
 }
 
 /// One agent, by id or (for a running agent) by name.
-#[utoipa::path(get, path = "/api/agents/{id}", tag = "agents", params(("id" = String, Path)),
-    responses((status = 200, body = Agent), (status = 404, body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/agents/{id}", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
+    responses((status = 200, description = "The agent", body = Agent), (status = 404, body = ErrorBody, description = "No such agent")))]
 async fn get_agent(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Arc<Agent>>> {
     Ok(Json(kernel.agents().get(&id)?))
 }
 
 /// Stops an agent and cancels its running turns. Its record, sessions and audit stay.
-#[utoipa::path(delete, path = "/api/agents/{id}", tag = "agents", params(("id" = String, Path)),
-    responses((status = 200, body = Agent), (status = 404, body = ErrorBody)))]
+#[utoipa::path(delete, path = "/api/agents/{id}", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
+    responses((status = 200, description = "The stopped agent", body = Agent), (status = 404, body = ErrorBody, description = "No such agent")))]
 async fn stop_agent(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Arc<Agent>>> {
     Ok(Json(kernel.stop_agent(&id).await?))
 }
 
 /// Replaces the agent's `[capabilities]`. `tools` is required (`[]` clears every grant); an
 /// empty body is refused and changes nothing.
-#[utoipa::path(put, path = "/api/agents/{id}/capabilities", tag = "agents", params(("id" = String, Path)),
+#[utoipa::path(put, path = "/api/agents/{id}/capabilities", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
     request_body = NewCapabilities,
-    responses((status = 200, body = Agent), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+    responses((status = 200, description = "The agent with its new grants", body = Agent), (status = 404, body = ErrorBody, description = "No such agent")))]
 async fn set_capabilities(
     State(kernel): State<Kernel>,
     Path(id): Path<String>,
@@ -94,20 +103,22 @@ async fn set_capabilities(
 }
 
 /// The agent's effective tool set: every tool, allowed or not, and why.
-#[utoipa::path(get, path = "/api/agents/{id}/tools", tag = "agents", params(("id" = String, Path)),
-    responses((status = 200, body = Vec<EffectiveTool>), (status = 404, body = ErrorBody)))]
-async fn agent_tools(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Vec<EffectiveTool>>> {
+#[utoipa::path(get, path = "/api/agents/{id}/tools", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name"), PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9]{6}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last tool's position)")),
+    responses((status = 200, description = "A page of the agent's effective tool set", body = Vec<EffectiveTool>, headers(
+        ("x-total-count" = u64, description = "Tools on all pages"),
+        ("link" = Option<String>, description = "`<URL>; rel=\"next\"` when there is a next page"),
+    )), (status = 404, body = ErrorBody, description = "No such agent")))]
+async fn agent_tools(State(kernel): State<Kernel>, Path(id): Path<String>, page: PageParams) -> ApiResult<Response> {
     let agent = kernel.agents().get(&id)?;
-    Ok(Json(kernel.tools().effective(&agent)))
+    Ok(page.answer(kernel.tools().effective_page(&agent, &page.request)?))
 }
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct InvokeBody {
-    /// The tool's arguments.
-    #[serde(default)]
-    #[schema(value_type = Object)]
-    args: serde_json::Value,
+    /// The tool's arguments, as its schema in `GET /api/tools` describes them.
+    #[schema(value_type = Option<Object>)]
+    args: Option<serde_json::Map<String, serde_json::Value>>,
     /// Run within this session of the agent (needed by `tool_load`).
     session_id: Option<uuid::Uuid>,
 }
@@ -115,14 +126,18 @@ struct InvokeBody {
 /// Runs a tool as the agent, through the same pipeline as the agent loop: grants, argument
 /// validation, spill and audit all apply. For debugging and the dashboard's "try it".
 #[utoipa::path(post, path = "/api/agents/{id}/tools/{name}/invoke", tag = "agents",
-    params(("id" = String, Path), ("name" = String, Path)), request_body = InvokeBody,
+    params(("id" = String, Path, description = "The agent's id, or a running agent's name"), ("name" = String, Path, description = "The tool's name")),
+    request_body = Option<InvokeBody>,
     responses(
-        (status = 200, body = CallOutput),
-        (status = 403, body = ErrorBody, description = "Not granted; the tool did not run"),
-        (status = 404, body = ErrorBody), (status = 422, body = ErrorBody, description = "Invalid arguments, with the JSON path"),
+        (status = 200, description = "The tool's result (or its spill placeholder)", body = CallOutput),
+        (status = 403, body = ErrorBody, description = "Not granted, or not allowed for this agent; the tool did not run"),
+        (status = 404, body = ErrorBody, description = "No such agent, tool or session"),
+        (status = 409, body = ErrorBody, description = "The agent is stopped, or what the tool acts on is in a state that does not allow it"),
+        (status = 422, body = ErrorBody, description = "Invalid arguments, with the JSON path; nothing ran"),
+        (status = 429, body = ErrorBody, description = "A limit was reached (call depth, a count)"),
         (status = 502, body = ErrorBody, description = "`Failed`: the tool ran and failed (or what it called did)"),
+        (status = 503, body = ErrorBody, description = "The tool is not available on this daemon or in this call (a missing prerequisite)"),
         (status = 504, body = ErrorBody, description = "`Timeout`: the tool did not finish in time"),
-        (status = 500, body = ErrorBody, description = "`Internal`: a fault of this daemon; the message is `internal error (ref ID)`"),
     ))]
 async fn invoke_tool(
     State(kernel): State<Kernel>,
@@ -132,39 +147,35 @@ async fn invoke_tool(
 ) -> ApiResult<Json<CallOutput>> {
     let agent = kernel.agents().get(&id)?;
     if let Some(session) = body.session_id {
-        session_of(&kernel, &agent, session).await?;
+        kernel.sessions().of_agent(&agent, session).await?;
     }
     let ctx = CallContext::new(kernel.clone(), agent, Caller::Token(token)).with_session(body.session_id);
-    Ok(Json(kernel.call_tool(ctx, &name, body.args).await?))
-}
-
-async fn session_of(kernel: &Kernel, agent: &Agent, session: uuid::Uuid) -> ApiResult<Session> {
-    let s = kernel.sessions().get(session).await?;
-    if s.agent_id != agent.id {
-        return Err(
-            kennel_kernel::Error::not_found(format!("agent `{}` has no session `{session}`", agent.name)).into()
-        );
-    }
-    Ok(s)
+    let args = serde_json::Value::Object(body.args.unwrap_or_default());
+    Ok(Json(kernel.call_tool(ctx, &name, args).await?))
 }
 
 /// The agent's sessions, newest first.
-#[utoipa::path(get, path = "/api/agents/{id}/sessions", tag = "agents", params(("id" = String, Path)),
-    responses((status = 200, body = Vec<Session>), (status = 404, body = ErrorBody)))]
-async fn list_sessions(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Vec<Session>>> {
+#[utoipa::path(get, path = "/api/agents/{id}/sessions", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name"), PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last session's id)")),
+    responses((status = 200, description = "A page of the agent's sessions", body = Vec<Session>, headers(
+        ("x-total-count" = u64, description = "Sessions on all pages"),
+        ("link" = Option<String>, description = "`<URL>; rel=\"next\"` when there is a next page"),
+    )), (status = 404, body = ErrorBody, description = "No such agent")))]
+async fn list_sessions(State(kernel): State<Kernel>, Path(id): Path<String>, page: PageParams) -> ApiResult<Response> {
     let agent = kernel.agents().get(&id)?;
-    Ok(Json(kernel.sessions().list(agent.id).await?))
+    Ok(page.answer(kernel.sessions().list(agent.id, &page.request).await?))
 }
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct SessionBody {
+    /// A label to find it by; at most 200 characters.
+    #[schema(max_length = 200)]
     label: Option<String>,
 }
 
 /// Opens a new session for the agent.
-#[utoipa::path(post, path = "/api/agents/{id}/sessions", tag = "agents", params(("id" = String, Path)),
-    request_body = SessionBody, responses((status = 201, body = Session), (status = 404, body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/agents/{id}/sessions", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
+    request_body = Option<SessionBody>, responses((status = 201, description = "The new session", body = Session), (status = 404, body = ErrorBody, description = "No such agent")))]
 async fn create_session(
     State(kernel): State<Kernel>,
     Path(id): Path<String>,
@@ -177,6 +188,8 @@ async fn create_session(
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct MessageBody {
+    /// What to tell the agent; not blank.
+    #[schema(pattern = r"[^ \t\n\r\f\v]")]
     message: String,
     /// Continue this session; without it a new session is opened (its id is in the answer).
     session: Option<uuid::Uuid>,
@@ -185,12 +198,16 @@ struct MessageBody {
 /// Sends the agent a message and runs a turn: the model is called, tool calls go through the
 /// pipeline under the agent's grants, and the reply comes back with the trace of every call.
 /// API turns are headless: tools that need a person are left out.
-#[utoipa::path(post, path = "/api/agents/{id}/messages", tag = "agents", params(("id" = String, Path)),
+#[utoipa::path(post, path = "/api/agents/{id}/messages", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
     request_body = MessageBody,
     responses(
-        (status = 200, body = TurnResult),
-        (status = 404, body = ErrorBody),
-        (status = 503, body = ErrorBody, description = "No provider, no API key, or the agent is stopped"),
+        (status = 200, description = "The turn's reply, session and trace", body = TurnResult),
+        (status = 404, body = ErrorBody, description = "No such agent or session"),
+        (status = 409, body = ErrorBody, description = "The agent is stopped"),
+        (status = 429, body = ErrorBody, description = "The provider refused for now (rate limit)"),
+        (status = 502, body = ErrorBody, description = "The provider answered with an error"),
+        (status = 503, body = ErrorBody, description = "No provider, model or API key configured for the agent"),
+        (status = 504, body = ErrorBody, description = "The provider did not answer in time"),
     ))]
 async fn send_message(
     State(kernel): State<Kernel>,
@@ -205,45 +222,26 @@ async fn send_message(
 
 /// Live progress of the agent's turns as server-sent events (`turn_started`, `model_call`,
 /// `tool_call_started`, `tool_call_finished`, `reply`, `turn_ended`, `turn_failed`).
-#[utoipa::path(get, path = "/api/agents/{id}/events", tag = "agents", params(("id" = String, Path)),
-    responses((status = 200, content_type = "text/event-stream", body = AgentEvent), (status = 404, body = ErrorBody)))]
-async fn agent_events(
-    State(kernel): State<Kernel>,
-    Path(id): Path<String>,
-) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+#[utoipa::path(get, path = "/api/agents/{id}/events", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
+    responses((status = 200, description = "An endless stream of the agent's turn events", content_type = "text/event-stream", body = AgentEvent), (status = 404, body = ErrorBody, description = "No such agent")))]
+async fn agent_events(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Response> {
     let agent_id = kernel.agents().get(&id)?.id;
-    Ok(event_stream(&kernel, agent_id))
-}
-
-/// The SSE stream of one agent's turn events; the dashboard's live chat uses it too.
-pub(crate) fn event_stream(
-    kernel: &Kernel,
-    agent_id: uuid::Uuid,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>> + use<>> {
-    let events = futures_util::stream::unfold(kernel.turns().subscribe(), move |mut rx| async move {
-        loop {
-            match rx.recv().await {
-                Ok(event) if event.agent_id == agent_id => {
-                    let sse = Event::default().event(event.kind.name()).json_data(&event).unwrap_or_default();
-                    return Some((Ok(sse), rx));
-                }
-                Ok(_) => continue,
-                Err(RecvError::Lagged(missed)) => {
-                    return Some((Ok(Event::default().event("lagged").data(missed.to_string())), rx));
-                }
-                Err(RecvError::Closed) => return None,
-            }
-        }
-    });
-    Sse::new(events).keep_alive(KeepAlive::default())
+    Ok(crate::live::event_stream(&kernel, agent_id).into_response())
 }
 
 /// A session's messages, oldest first, as the model saw them (tool calls and results, spill
 /// placeholders included).
-#[utoipa::path(get, path = "/api/sessions/{id}/messages", tag = "agents", params(("id" = String, Path)),
-    responses((status = 200, body = Vec<StoredMessage>), (status = 404, body = ErrorBody)))]
-async fn session_messages(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Vec<StoredMessage>>> {
+#[utoipa::path(get, path = "/api/sessions/{id}/messages", tag = "agents", params(("id" = String, Path, description = "The session's id"), PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9]{1,18}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last message's `seq`)")),
+    responses((status = 200, description = "A page of the session's messages", body = Vec<StoredMessage>, headers(
+        ("x-total-count" = u64, description = "Messages on all pages"),
+        ("link" = Option<String>, description = "`<URL>; rel=\"next\"` when there is a next page"),
+    )), (status = 404, body = ErrorBody, description = "No such session")))]
+async fn session_messages(
+    State(kernel): State<Kernel>,
+    Path(id): Path<String>,
+    page: PageParams,
+) -> ApiResult<Response> {
     let id = uuid::Uuid::parse_str(&id).map_err(|_| kennel_kernel::Error::not_found(format!("no session `{id}`")))?;
     kernel.sessions().get(id).await?;
-    Ok(Json(kernel.sessions().messages(id).await?))
+    Ok(page.answer(kernel.sessions().messages_page(id, &page.request).await?))
 }

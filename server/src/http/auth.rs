@@ -1,4 +1,5 @@
-//! API authentication: every `/api/*` route needs `Authorization: Bearer TOKEN`.
+//! API authentication: every `/api/*` route needs `Authorization: Bearer TOKEN`; `/healthz`
+//! needs none.
 
 use axum::extract::{Request, State};
 use axum::http::header::AUTHORIZATION;
@@ -12,7 +13,12 @@ use super::error::ApiError;
 #[derive(Debug, Clone)]
 pub struct TokenName(pub String);
 
+/// Lets requests with a live API token through to `/api/*`; the API router's only other
+/// route, `/healthz`, is public.
 pub async fn require_token(State(kernel): State<Kernel>, mut req: Request, next: Next) -> Response {
+    if !req.uri().path().starts_with("/api/") {
+        return next.run(req).await;
+    }
     let presented = req
         .headers()
         .get(AUTHORIZATION)

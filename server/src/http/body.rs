@@ -25,9 +25,9 @@ async fn read_text(req: Request) -> Result<String, ApiError> {
     String::from_utf8(bytes.to_vec()).map_err(|_| Error::invalid("the body is not UTF-8 text").into())
 }
 
-/// A JSON body parsed into `T`. An empty body stands for `{}` and nothing more: a type with a
-/// required field refuses it (422 naming the field), so a forgotten body can never reach a
-/// service as defaults. Types whose fields are all optional accept it.
+/// A JSON body parsed into `T`. An empty body (or `null`) stands for `{}` and nothing more: a
+/// type with a required field refuses it (422 naming the field), so a forgotten body can never
+/// reach a service as defaults. Types whose fields are all optional accept it.
 pub struct JsonBody<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
@@ -35,7 +35,8 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
 
     async fn from_request(req: Request, _: &S) -> Result<Self, ApiError> {
         let text = read_text(req).await?;
-        if text.trim().is_empty() {
+        // No body, or JSON `null` (how clients write "no body" for an optional one).
+        if text.trim().is_empty() || text.trim() == "null" {
             let empty = serde_json::Value::Object(Default::default());
             return kennel_kernel::error::from_value(empty).map(JsonBody).map_err(|mut e| {
                 e.message = format!("the body is empty: {}", e.message);

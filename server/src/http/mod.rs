@@ -1,5 +1,6 @@
-//! The HTTP front: one axum router for the REST API, the dashboard and health checks.
-//! Handlers are thin: parse, call one kernel service, map the result.
+//! The HTTP front's machine side: the REST API (`/api/*`, described by `/api/openapi.json`),
+//! A2A (`/a2a`, `/.well-known/…`) and `/healthz`. Handlers are thin: parse, call one kernel
+//! service, map the result.
 
 mod a2a;
 mod agents;
@@ -7,131 +8,130 @@ mod auth;
 mod body;
 mod error;
 mod events;
+mod openapi;
+mod page;
 mod schedules;
 mod tasks;
 mod templates;
 mod tools;
 mod workflows;
 
-pub(crate) use agents::event_stream;
-pub(crate) use error::status_for;
-
-use std::net::SocketAddr;
+use std::collections::{BTreeMap, BTreeSet};
 
 use axum::Router;
-use axum::http::header::CONTENT_TYPE;
 use axum::middleware;
-use axum::response::IntoResponse;
-use axum::routing::get;
 use kennel_kernel::Kernel;
-use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
-use tracing::Level;
-use utoipa::OpenApi;
-use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 
-#[derive(OpenApi)]
-#[openapi(
-    info(title = "Kennel", description = "The Kennel agent daemon's REST API. Every `/api/*` route needs `Authorization: Bearer TOKEN`."),
-    modifiers(&BearerAuth, &StatusTable),
-    security(("bearer" = [])),
-)]
-struct ApiDoc;
+pub use error::ApiError;
 
-struct BearerAuth;
+/// Every documented API route, one line per front module.
+fn api_routes() -> Vec<UtoipaMethodRouter<Kernel>> {
+    [
+        templates::routes(),
+        agents::routes(),
+        tools::routes(),
+        events::routes(),
+        workflows::routes(),
+        tasks::routes(),
+        schedules::routes(),
+        openapi::routes(),
+    ]
+    .concat()
+}
 
-impl utoipa::Modify for BearerAuth {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-        openapi.components.get_or_insert_with(Default::default).add_security_scheme(
-            "bearer",
-            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
-        );
+/// The API as registered: the router and, recorded by the same calls that add each route,
+/// every path and method it serves and every schema the routes bring. A test compares those
+/// with the published document.
+pub(crate) struct Api {
+    router: OpenApiRouter<Kernel>,
+    /// `(path, method)` of every route served.
+    served: BTreeSet<(String, String)>,
+    /// Each schema name, with the schema it was first registered with.
+    schemas: BTreeMap<String, serde_json::Value>,
+    /// Names registered twice with different schemas (one would silently replace the other).
+    clashes: BTreeSet<String>,
+}
+
+impl Api {
+    fn new() -> Api {
+        Api {
+            router: OpenApiRouter::with_openapi(openapi::base()),
+            served: BTreeSet::new(),
+            schemas: BTreeMap::new(),
+            clashes: BTreeSet::new(),
+        }
+    }
+
+    fn routes(mut self, route: UtoipaMethodRouter<Kernel>) -> Api {
+        let (schemas, paths, _) = &route;
+        for (path, item) in &paths.paths {
+            for method in openapi::methods(item) {
+                self.served.insert((path.clone(), method));
+            }
+        }
+        for (name, schema) in schemas {
+            let schema = serde_json::to_value(schema).unwrap_or_default();
+            match self.schemas.get(name) {
+                Some(seen) if *seen != schema => {
+                    self.clashes.insert(name.clone());
+                }
+                Some(_) => {}
+                None => {
+                    self.schemas.insert(name.clone(), schema);
+                }
+            }
+        }
+        self.router = self.router.routes(route);
+        self
+    }
+
+    fn build() -> Api {
+        api_routes().into_iter().fold(Api::new(), Api::routes)
     }
 }
 
-/// Appends the status table to the document's description, so clients read it where they
-/// read the routes.
-struct StatusTable;
-
-impl utoipa::Modify for StatusTable {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        let intro = openapi.info.description.take().unwrap_or_default();
-        openapi.info.description = Some(format!(
-            "{intro}\n\n## Errors\n\nEvery error answers `{{\"error\": {{\"kind\", \"message\", \"fields\"?}}}}` \
-             with the status of its kind:\n\n{}",
-            error::status_table()
-        ));
-    }
-}
-
-/// The whole application router.
-pub fn router(kernel: Kernel) -> Router {
-    let (api, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
-        .merge(templates::router())
-        .merge(agents::router())
-        .merge(tools::router())
-        .merge(events::router())
-        .merge(workflows::router())
-        .merge(tasks::router())
-        .merge(schedules::router())
-        .split_for_parts();
-    let openapi_json = openapi.to_pretty_json().expect("the OpenAPI document serialises");
+/// The REST API (token-protected except `/healthz`), A2A and health, with the OpenAPI document.
+pub fn router(kernel: Kernel) -> Router<Kernel> {
+    let (api, document) = Api::build().router.split_for_parts();
+    let document = openapi::finish(document);
     let api = api
-        .route("/api/openapi.json", get(move || async move { ([(CONTENT_TYPE, "application/json")], openapi_json) }))
-        .layer(middleware::from_fn_with_state(kernel.clone(), auth::require_token));
-    Router::new()
-        .merge(api)
-        .merge(crate::dashboard::router(kernel.clone()))
-        .merge(a2a::router())
-        .route("/healthz", get(healthz))
-        .fallback(not_found)
-        .layer(
-            TraceLayer::new_for_http()
-                .make_span_with(DefaultMakeSpan::new().level(Level::INFO))
-                .on_request(())
-                .on_response(DefaultOnResponse::new().level(Level::INFO)),
-        )
-        .with_state(kernel)
+        .layer(axum::Extension(openapi::Document::new(&document)))
+        .layer(middleware::from_fn_with_state(kernel, auth::require_token));
+    Router::new().merge(api).merge(a2a::router())
 }
 
-async fn healthz() -> impl IntoResponse {
-    axum::Json(serde_json::json!({ "status": "ok", "version": env!("CARGO_PKG_VERSION") }))
-}
-
-async fn not_found() -> error::ApiError {
+/// The answer for a path no route serves: a JSON error like every other.
+pub async fn not_found() -> ApiError {
     kennel_kernel::Error::not_found("no such route; the API is described at /api/openapi.json").into()
 }
 
-/// Serves until SIGINT or SIGTERM, lets in-flight requests finish, then closes the kernel.
-pub async fn serve(kernel: Kernel, listener: tokio::net::TcpListener) -> std::io::Result<()> {
-    let addr: SocketAddr = listener.local_addr()?;
-    tracing::info!(%addr, "listening");
-    let app = router(kernel.clone())
-        .layer(axum::Extension(crate::dashboard::site::ListenAddr(addr)))
-        .into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?;
-    tracing::info!("shutting down: closing the database");
-    kernel.close().await;
-    Ok(())
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    /// The document lists exactly what the router serves: every (path, method) recorded while
+    /// the routes were added, no more and no less.
+    #[test]
+    fn the_document_lists_every_route_the_router_serves() {
+        let api = Api::build();
+        let served = api.served.clone();
+        let (_, document) = api.router.split_for_parts();
+        let document = openapi::finish(document);
+        let mut documented = BTreeSet::new();
+        for (path, item) in document["paths"].as_object().unwrap() {
+            for method in openapi::methods(item) {
+                documented.insert((path.clone(), method));
             }
-            Err(_) => std::future::pending::<()>().await,
         }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = terminate => {},
+        assert_eq!(served, documented);
+        assert!(served.len() > 30, "{served:?}");
+    }
+
+    /// No two schemas share a name: utoipa keeps the last one registered under a name, so a
+    /// clash would describe one type's responses with another's schema.
+    #[test]
+    fn no_two_schemas_share_a_name() {
+        assert!(Api::build().clashes.is_empty(), "schemas registered twice: {:?}", Api::build().clashes);
     }
 }

@@ -4,22 +4,26 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
+use axum::response::Response;
+use kennel_kernel::page::PageQuery;
 use kennel_kernel::schedule::{Fire, Schedule, ScheduleFilter};
 use kennel_kernel::{Error, Kernel};
 use serde::Serialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::body::QueryParams;
 use super::error::{ApiResult, ErrorBody};
+use super::page::PageParams;
 
-pub fn router() -> OpenApiRouter<Kernel> {
-    OpenApiRouter::new()
-        .routes(routes!(list_schedules))
-        .routes(routes!(get_schedule, delete_schedule))
-        .routes(routes!(pause_schedule))
-        .routes(routes!(resume_schedule))
+pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
+    vec![
+        routes!(list_schedules),
+        routes!(get_schedule, delete_schedule),
+        routes!(pause_schedule),
+        routes!(resume_schedule),
+    ]
 }
 
 /// A schedule with its owner's name.
@@ -38,15 +42,18 @@ fn owned(kernel: &Kernel, schedule: Schedule) -> OwnedSchedule {
 
 /// Every schedule and cron job (manifest and runtime), with owner agent, next fire and last
 /// outcome; filtered by agent (name or id), kind and state.
-#[utoipa::path(get, path = "/api/schedules", tag = "schedules", params(ScheduleFilter),
-    responses((status = 200, body = Vec<OwnedSchedule>), (status = 404, body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/schedules", tag = "schedules", params(ScheduleFilter, PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last schedule's id)")),
+    responses((status = 200, description = "A page of schedules, oldest first", body = Vec<OwnedSchedule>, headers(
+        ("x-total-count" = u64, description = "Matching schedules on all pages"),
+        ("link" = Option<String>, description = "`<URL>; rel=\"next\"` when there is a next page"),
+    )), (status = 404, body = ErrorBody, description = "No agent of that name or id")))]
 async fn list_schedules(
     State(kernel): State<Kernel>,
-    QueryParams(mut filter): QueryParams<ScheduleFilter>,
-) -> ApiResult<Json<Vec<OwnedSchedule>>> {
-    filter.agent = kernel.agents().id_of(filter.agent.as_deref())?;
-    let schedules = kernel.schedules().list(&filter).await?;
-    Ok(Json(schedules.into_iter().map(|s| owned(&kernel, s)).collect()))
+    QueryParams(filter): QueryParams<ScheduleFilter>,
+    page: PageParams,
+) -> ApiResult<Response> {
+    let schedules = kernel.schedules().list(&filter, &page.request).await?;
+    Ok(page.answer(schedules.map(|s| owned(&kernel, s))))
 }
 
 #[derive(Serialize, ToSchema)]
@@ -57,8 +64,8 @@ struct ScheduleDetail {
 }
 
 /// One schedule with its recent fires.
-#[utoipa::path(get, path = "/api/schedules/{id}", tag = "schedules", params(("id" = String, Path)),
-    responses((status = 200, body = ScheduleDetail), (status = 404, body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/schedules/{id}", tag = "schedules", params(("id" = String, Path, description = "The schedule's id")),
+    responses((status = 200, description = "The schedule and its latest 50 fires", body = ScheduleDetail), (status = 404, body = ErrorBody, description = "No such schedule")))]
 async fn get_schedule(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<ScheduleDetail>> {
     let schedule = kernel.schedules().get(&id).await?;
     let fires = kernel.schedules().fires(&id, 50).await?;
@@ -66,16 +73,24 @@ async fn get_schedule(State(kernel): State<Kernel>, Path(id): Path<String>) -> A
 }
 
 /// Pauses a schedule: it stops firing and keeps its configuration.
-#[utoipa::path(post, path = "/api/schedules/{id}/pause", tag = "schedules", params(("id" = String, Path)),
-    responses((status = 200, body = OwnedSchedule), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/schedules/{id}/pause", tag = "schedules", params(("id" = String, Path, description = "The schedule's id")),
+    responses(
+        (status = 200, description = "The paused schedule (pausing a paused one changes nothing)", body = OwnedSchedule),
+        (status = 404, body = ErrorBody, description = "No such schedule"),
+        (status = 409, body = ErrorBody, description = "A one-shot schedule that has fired"),
+    ))]
 async fn pause_schedule(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<OwnedSchedule>> {
     let schedule = kernel.schedules().pause(&id).await?;
     Ok(Json(owned(&kernel, schedule)))
 }
 
 /// Resumes a paused schedule (a cron job from its next match after now).
-#[utoipa::path(post, path = "/api/schedules/{id}/resume", tag = "schedules", params(("id" = String, Path)),
-    responses((status = 200, body = OwnedSchedule), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/schedules/{id}/resume", tag = "schedules", params(("id" = String, Path, description = "The schedule's id")),
+    responses(
+        (status = 200, description = "The active schedule", body = OwnedSchedule),
+        (status = 404, body = ErrorBody, description = "No such schedule"),
+        (status = 409, body = ErrorBody, description = "It has fired (one-shot), never fires again, or its stored expression is no longer accepted"),
+    ))]
 async fn resume_schedule(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<OwnedSchedule>> {
     let schedule = kernel.schedules().resume(&id).await?;
     Ok(Json(owned(&kernel, schedule)))
@@ -83,8 +98,8 @@ async fn resume_schedule(State(kernel): State<Kernel>, Path(id): Path<String>) -
 
 /// Always refused: deleting a schedule for good is a human-only operation, done by an
 /// operator in the dashboard with a confirmation. Pause it instead.
-#[utoipa::path(delete, path = "/api/schedules/{id}", tag = "schedules", params(("id" = String, Path)),
-    responses((status = 403, body = ErrorBody)))]
+#[utoipa::path(delete, path = "/api/schedules/{id}", tag = "schedules", params(("id" = String, Path, description = "The schedule's id")),
+    responses((status = 403, body = ErrorBody, description = "Always: deleting a schedule for good is human-only (the dashboard)")))]
 async fn delete_schedule(Path(id): Path<String>) -> ApiResult<Json<()>> {
     Err(Error::forbidden(format!(
         "deleting a schedule for good is human-only: an operator does it on the dashboard's Schedules page, with confirmation. \

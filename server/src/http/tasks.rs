@@ -5,44 +5,55 @@ use axum::extract::{Extension, Path, State};
 use axum::http::{StatusCode, header::LOCATION};
 use axum::response::{IntoResponse, Response};
 use kennel_kernel::Kernel;
+use kennel_kernel::page::PageQuery;
 use kennel_kernel::tasks::{NewTask, Task, TaskEvent, TaskFilter};
+use kennel_kernel::tool::Caller;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::auth::TokenName;
 use super::body::{JsonBody, QueryParams};
 use super::error::{ApiResult, ErrorBody};
+use super::page::PageParams;
 
-pub fn router() -> OpenApiRouter<Kernel> {
-    OpenApiRouter::new()
-        .routes(routes!(list_tasks, post_task))
-        .routes(routes!(get_task))
-        .routes(routes!(reassign_task))
-        .routes(routes!(cancel_task))
-        .routes(routes!(retry_task))
+pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
+    vec![
+        routes!(list_tasks, post_task),
+        routes!(get_task),
+        routes!(reassign_task),
+        routes!(cancel_task),
+        routes!(retry_task),
+    ]
 }
 
 /// Tasks, highest priority first, filtered by status, assignee (name or id), text, priority.
-#[utoipa::path(get, path = "/api/tasks", tag = "tasks", params(TaskFilter), responses((status = 200, body = Vec<Task>)))]
+#[utoipa::path(get, path = "/api/tasks", tag = "tasks", params(TaskFilter, PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9]:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last task's priority and id)")),
+    responses((status = 200, description = "A page of tasks, highest priority first, then oldest", body = Vec<Task>, headers(
+        ("x-total-count" = u64, description = "Matching tasks on all pages"),
+        ("link" = Option<String>, description = "`<URL>; rel=\"next\"` when there is a next page"),
+    )), (status = 404, body = ErrorBody, description = "No agent of that name or id")))]
 async fn list_tasks(
     State(kernel): State<Kernel>,
-    QueryParams(mut filter): QueryParams<TaskFilter>,
-) -> ApiResult<Json<Vec<Task>>> {
-    filter.assignee = kernel.agents().id_of(filter.assignee.as_deref())?;
-    Ok(Json(kernel.tasks().list(&filter).await?))
+    QueryParams(filter): QueryParams<TaskFilter>,
+    page: PageParams,
+) -> ApiResult<Response> {
+    Ok(page.answer(kernel.tasks().list(&filter, &page.request).await?))
 }
 
 /// Posts a pending task (for an agent, or for anyone).
 #[utoipa::path(post, path = "/api/tasks", tag = "tasks", request_body = NewTask,
-    responses((status = 201, body = Task), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+    responses(
+        (status = 201, description = "The posted task", body = Task, headers(("location" = String, description = "Its URL"))),
+        (status = 404, body = ErrorBody, description = "No agent of that name or id"),
+    ))]
 async fn post_task(
     State(kernel): State<Kernel>,
     Extension(TokenName(token)): Extension<TokenName>,
     JsonBody(new): JsonBody<NewTask>,
 ) -> ApiResult<Response> {
-    let task = kernel.post_task(new, &format!("token:{token}")).await?;
+    let task = kernel.post_task(new, &Caller::Token(token).audit_label()).await?;
     let location = format!("/api/tasks/{}", task.id);
     Ok((StatusCode::CREATED, [(LOCATION, location)], Json(task)).into_response())
 }
@@ -55,8 +66,8 @@ struct TaskDetail {
 }
 
 /// One task with its history.
-#[utoipa::path(get, path = "/api/tasks/{id}", tag = "tasks", params(("id" = String, Path)),
-    responses((status = 200, body = TaskDetail), (status = 404, body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/tasks/{id}", tag = "tasks", params(("id" = String, Path, description = "The task's id")),
+    responses((status = 200, description = "The task and its history", body = TaskDetail), (status = 404, body = ErrorBody, description = "No such task")))]
 async fn get_task(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<TaskDetail>> {
     let task = kernel.tasks().get(&id).await?;
     let history = kernel.tasks().history(&id).await?;
@@ -66,32 +77,43 @@ async fn get_task(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiRe
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct ReassignBody {
-    /// An agent's name or id; absent: anyone may claim it.
+    /// An agent's name or id; absent or empty: anyone may claim it.
     assignee: Option<String>,
 }
 
 /// Gives a pending or claimed task to another agent (or anyone); it is pending again.
-#[utoipa::path(post, path = "/api/tasks/{id}/reassign", tag = "tasks", params(("id" = String, Path)), request_body = ReassignBody,
-    responses((status = 200, body = Task), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/tasks/{id}/reassign", tag = "tasks", params(("id" = String, Path, description = "The task's id")), request_body = Option<ReassignBody>,
+    responses(
+        (status = 200, description = "The task, pending again", body = Task),
+        (status = 404, body = ErrorBody, description = "No such task or agent"),
+        (status = 409, body = ErrorBody, description = "The task is done, failed or cancelled"),
+    ))]
 async fn reassign_task(
     State(kernel): State<Kernel>,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<ReassignBody>,
 ) -> ApiResult<Json<Task>> {
-    let assignee = kernel.agents().id_of(body.assignee.as_deref())?;
-    Ok(Json(kernel.tasks().reassign(&id, assignee).await?))
+    Ok(Json(kernel.tasks().reassign(&id, body.assignee.as_deref()).await?))
 }
 
 /// Withdraws a pending or claimed task.
-#[utoipa::path(post, path = "/api/tasks/{id}/cancel", tag = "tasks", params(("id" = String, Path)),
-    responses((status = 200, body = Task), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/tasks/{id}/cancel", tag = "tasks", params(("id" = String, Path, description = "The task's id")),
+    responses(
+        (status = 200, description = "The cancelled task", body = Task),
+        (status = 404, body = ErrorBody, description = "No such task"),
+        (status = 409, body = ErrorBody, description = "The task is done, failed or cancelled"),
+    ))]
 async fn cancel_task(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Task>> {
     Ok(Json(kernel.tasks().cancel(&id).await?))
 }
 
 /// Puts a failed or cancelled task back to pending.
-#[utoipa::path(post, path = "/api/tasks/{id}/retry", tag = "tasks", params(("id" = String, Path)),
-    responses((status = 200, body = Task), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/tasks/{id}/retry", tag = "tasks", params(("id" = String, Path, description = "The task's id")),
+    responses(
+        (status = 200, description = "The task, pending again", body = Task),
+        (status = 404, body = ErrorBody, description = "No such task"),
+        (status = 409, body = ErrorBody, description = "The task is pending, claimed or done"),
+    ))]
 async fn retry_task(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Task>> {
     Ok(Json(kernel.tasks().retry(&id).await?))
 }

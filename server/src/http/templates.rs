@@ -7,34 +7,38 @@ use axum::http::{HeaderMap, StatusCode, header::LOCATION};
 use axum::response::{IntoResponse, Response};
 use kennel_kernel::Kernel;
 use kennel_kernel::agent::{AgentType, ManifestInput};
-use utoipa_axum::router::OpenApiRouter;
+use kennel_kernel::page::PageQuery;
+use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::body::{ManifestBody, toml_response, wants_toml};
 use super::error::{ApiResult, ErrorBody};
+use super::page::PageParams;
 
-pub fn router() -> OpenApiRouter<Kernel> {
-    OpenApiRouter::new().routes(routes!(list_templates, create_template)).routes(routes!(
-        get_template,
-        replace_template,
-        delete_template
-    ))
+pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
+    vec![routes!(list_templates, create_template), routes!(get_template, replace_template, delete_template)]
 }
 
 /// Every agent type, by name.
-#[utoipa::path(get, path = "/api/templates", tag = "agent types",
-    responses((status = 200, body = Vec<AgentType>)))]
-async fn list_templates(State(kernel): State<Kernel>) -> Json<Vec<std::sync::Arc<AgentType>>> {
-    Json(kernel.agents().types())
+#[utoipa::path(get, path = "/api/templates", tag = "agent types", params(PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[a-z0-9_-]{1,64}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last agent type's name)")),
+    responses((status = 200, description = "A page of agent types", body = Vec<AgentType>, headers(
+        ("x-total-count" = u64, description = "Agent types on all pages"),
+        ("link" = Option<String>, description = "`<URL>; rel=\"next\"` when there is a next page"),
+    ))))]
+async fn list_templates(State(kernel): State<Kernel>, page: PageParams) -> ApiResult<Response> {
+    Ok(page.answer(kernel.agents().types_page(&page.request)?))
 }
 
 /// Creates an agent type from a manifest (JSON, or TOML with `Content-Type: application/toml`).
 /// A name already used by an agent type or a running agent is a 409, never an overwrite.
 #[utoipa::path(post, path = "/api/templates", tag = "agent types",
-    request_body(content = ManifestInput, description = "A manifest; top-level `tools` is shorthand for `capabilities.tools`"),
+    request_body(content(
+        (ManifestInput = "application/json"),
+        (String = "application/toml"),
+    ), description = "A manifest; top-level `tools` is shorthand for `capabilities.tools`"),
     responses(
-        (status = 201, body = AgentType, headers(("location" = String))),
-        (status = 409, body = ErrorBody, description = "The name is taken"),
+        (status = 201, description = "The agent type as stored", body = AgentType, headers(("location" = String, description = "Its URL"))),
+        (status = 409, body = ErrorBody, description = "The name is taken by an agent type or a running agent"),
         (status = 422, body = ErrorBody, description = "Invalid fields, each listed"),
     ))]
 async fn create_template(
@@ -50,8 +54,14 @@ async fn create_template(
 
 /// One agent type; `Accept: application/toml` gives the manifest as TOML.
 #[utoipa::path(get, path = "/api/templates/{name}", tag = "agent types",
-    params(("name" = String, Path)),
-    responses((status = 200, body = AgentType), (status = 404, body = ErrorBody)))]
+    params(("name" = String, Path, description = "The agent type's name")),
+    responses(
+        (status = 200, description = "The agent type", content(
+            (AgentType = "application/json"),
+            (String = "application/toml"),
+        )),
+        (status = 404, body = ErrorBody, description = "No agent type of that name"),
+    ))]
 async fn get_template(
     State(kernel): State<Kernel>,
     headers: HeaderMap,
@@ -62,9 +72,16 @@ async fn get_template(
 
 /// Replaces an agent type's whole manifest. Agents already made from it keep their own copy.
 #[utoipa::path(put, path = "/api/templates/{name}", tag = "agent types",
-    params(("name" = String, Path)),
-    request_body(content = ManifestInput),
-    responses((status = 200, body = AgentType), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+    params(("name" = String, Path, description = "The agent type's name")),
+    request_body(content(
+        (ManifestInput = "application/json"),
+        (String = "application/toml"),
+    ), description = "The whole new manifest; a `name`, if given, must be the one in the path"),
+    responses(
+        (status = 200, description = "The agent type as stored", body = AgentType),
+        (status = 404, body = ErrorBody, description = "No agent type of that name"),
+        (status = 422, body = ErrorBody, description = "Invalid fields, each listed (a `name` other than the path's among them)"),
+    ))]
 async fn replace_template(
     State(kernel): State<Kernel>,
     headers: HeaderMap,
@@ -76,8 +93,11 @@ async fn replace_template(
 
 /// Deletes an agent type. Agents made from it keep running.
 #[utoipa::path(delete, path = "/api/templates/{name}", tag = "agent types",
-    params(("name" = String, Path)),
-    responses((status = 204), (status = 404, body = ErrorBody)))]
+    params(("name" = String, Path, description = "The agent type's name")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, body = ErrorBody, description = "No agent type of that name"),
+    ))]
 async fn delete_template(State(kernel): State<Kernel>, Path(name): Path<String>) -> ApiResult<StatusCode> {
     kernel.agents().delete_type(&name).await?;
     Ok(StatusCode::NO_CONTENT)

@@ -1,43 +1,54 @@
 //! `/api/tools` (the registry) and `/api/audit` (the tool-call log).
 
-use axum::Json;
 use axum::extract::State;
+use axum::response::Response;
 use kennel_kernel::Kernel;
+use kennel_kernel::page::PageQuery;
 use kennel_kernel::tool::audit::{AuditFilter, AuditRecord};
 use kennel_kernel::tool::{Availability, ToolDef};
 use serde::Serialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::body::QueryParams;
 use super::error::ApiResult;
+use super::page::PageParams;
 
-pub fn router() -> OpenApiRouter<Kernel> {
-    OpenApiRouter::new().routes(routes!(list_tools)).routes(routes!(list_audit))
+pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
+    vec![routes!(list_tools), routes!(list_audit)]
 }
 
+/// A tool as the registry holds it, with whether this daemon offers it.
 #[derive(Serialize, ToSchema)]
-struct ToolEntry<'a> {
+struct ToolEntry {
     #[serde(flatten)]
-    def: &'a ToolDef,
-    availability: &'a Availability,
+    #[schema(value_type = ToolDef)]
+    def: std::sync::Arc<ToolDef>,
+    availability: Availability,
 }
 
 /// Every tool definition: family, tags, description, argument schema and availability.
-#[utoipa::path(get, path = "/api/tools", tag = "tools", responses((status = 200, body = Vec<ToolEntry>)))]
-async fn list_tools(State(kernel): State<Kernel>) -> Json<serde_json::Value> {
-    let entries: Vec<ToolEntry<'_>> =
-        kernel.tools().all().map(|(def, availability)| ToolEntry { def, availability }).collect();
-    Json(serde_json::to_value(entries).expect("tool definitions serialise"))
+#[utoipa::path(get, path = "/api/tools", tag = "tools", params(PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9]{6}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last tool's position)")),
+    responses((status = 200, description = "A page of tools, in registration order", body = Vec<ToolEntry>, headers(
+        ("x-total-count" = u64, description = "Tools on all pages"),
+        ("link" = Option<String>, description = "`<URL>; rel=\"next\"` when there is a next page"),
+    ))))]
+async fn list_tools(State(kernel): State<Kernel>, page: PageParams) -> ApiResult<Response> {
+    let tools = kernel.tools().page(&page.request)?.map(|(def, availability)| ToolEntry { def, availability });
+    Ok(page.answer(tools))
 }
 
-/// Recorded tool calls, newest first, filtered by agent id and tool name.
-#[utoipa::path(get, path = "/api/audit", tag = "tools", params(AuditFilter),
-    responses((status = 200, body = Vec<AuditRecord>)))]
+/// Recorded tool calls, newest first, filtered by agent (name or id) and tool name.
+#[utoipa::path(get, path = "/api/audit", tag = "tools", params(AuditFilter, PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9]{1,18}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last record's id)")),
+    responses((status = 200, description = "A page of audit records, newest first", body = Vec<AuditRecord>, headers(
+        ("x-total-count" = u64, description = "Matching records on all pages"),
+        ("link" = Option<String>, description = "`<URL>; rel=\"next\"` when there is a next page"),
+    )), (status = 404, body = super::error::ErrorBody, description = "No such agent")))]
 async fn list_audit(
     State(kernel): State<Kernel>,
     QueryParams(filter): QueryParams<AuditFilter>,
-) -> ApiResult<Json<Vec<AuditRecord>>> {
-    Ok(Json(kernel.audit().list(&filter).await?))
+    page: PageParams,
+) -> ApiResult<Response> {
+    Ok(page.answer(kernel.audit().list(&filter, &page.request).await?))
 }

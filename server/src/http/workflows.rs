@@ -5,33 +5,43 @@ use axum::extract::{Extension, Path, State};
 use axum::http::{StatusCode, header::LOCATION};
 use axum::response::{IntoResponse, Response};
 use kennel_kernel::Kernel;
+use kennel_kernel::page::PageQuery;
 use kennel_kernel::tool::Caller;
 use kennel_kernel::workflow::{RunOrigin, Workflow, WorkflowInput, WorkflowRun, run};
 use serde::Deserialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::auth::TokenName;
 use super::body::JsonBody;
 use super::error::{ApiResult, ErrorBody};
+use super::page::PageParams;
 
-pub fn router() -> OpenApiRouter<Kernel> {
-    OpenApiRouter::new()
-        .routes(routes!(list_workflows, create_workflow))
-        .routes(routes!(get_workflow, replace_workflow, delete_workflow))
-        .routes(routes!(list_runs, start_run))
+pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
+    vec![
+        routes!(list_workflows, create_workflow),
+        routes!(get_workflow, replace_workflow, delete_workflow),
+        routes!(list_runs, start_run),
+    ]
 }
 
 /// Every workflow, by name.
-#[utoipa::path(get, path = "/api/workflows", tag = "workflows", responses((status = 200, body = Vec<Workflow>)))]
-async fn list_workflows(State(kernel): State<Kernel>) -> ApiResult<Json<Vec<Workflow>>> {
-    Ok(Json(kernel.workflows().list().await?))
+#[utoipa::path(get, path = "/api/workflows", tag = "workflows", params(PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[a-z0-9_-]{1,64}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last workflow's name)")),
+    responses((status = 200, description = "A page of workflows, by name", body = Vec<Workflow>, headers(
+        ("x-total-count" = u64, description = "Workflows on all pages"),
+        ("link" = Option<String>, description = "`<URL>; rel=\"next\"` when there is a next page"),
+    ))))]
+async fn list_workflows(State(kernel): State<Kernel>, page: PageParams) -> ApiResult<Response> {
+    Ok(page.answer(kernel.workflows().list(&page.request).await?))
 }
 
 /// Stores a workflow: ordered steps, each an agent (or agent type) and a prompt template.
 #[utoipa::path(post, path = "/api/workflows", tag = "workflows", request_body = WorkflowInput,
-    responses((status = 201, body = Workflow), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+    responses(
+        (status = 201, description = "The stored workflow", body = Workflow, headers(("location" = String, description = "Its URL"))),
+        (status = 409, body = ErrorBody, description = "A workflow of that name exists"),
+    ))]
 async fn create_workflow(
     State(kernel): State<Kernel>,
     JsonBody(input): JsonBody<WorkflowInput>,
@@ -42,15 +52,19 @@ async fn create_workflow(
 }
 
 /// One workflow, by id or name.
-#[utoipa::path(get, path = "/api/workflows/{id}", tag = "workflows", params(("id" = String, Path)),
-    responses((status = 200, body = Workflow), (status = 404, body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/workflows/{id}", tag = "workflows", params(("id" = String, Path, description = "The workflow's id or name")),
+    responses((status = 200, description = "The workflow", body = Workflow), (status = 404, body = ErrorBody, description = "No such workflow")))]
 async fn get_workflow(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Workflow>> {
     Ok(Json(kernel.workflows().get(&id).await?))
 }
 
 /// Replaces a workflow's name, description and steps. Past runs stay.
-#[utoipa::path(put, path = "/api/workflows/{id}", tag = "workflows", params(("id" = String, Path)), request_body = WorkflowInput,
-    responses((status = 200, body = Workflow), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+#[utoipa::path(put, path = "/api/workflows/{id}", tag = "workflows", params(("id" = String, Path, description = "The workflow's id or name")), request_body = WorkflowInput,
+    responses(
+        (status = 200, description = "The workflow as stored", body = Workflow),
+        (status = 404, body = ErrorBody, description = "No such workflow"),
+        (status = 409, body = ErrorBody, description = "Another workflow has the new name"),
+    ))]
 async fn replace_workflow(
     State(kernel): State<Kernel>,
     Path(id): Path<String>,
@@ -60,32 +74,39 @@ async fn replace_workflow(
 }
 
 /// Deletes a workflow. Its run history is kept.
-#[utoipa::path(delete, path = "/api/workflows/{id}", tag = "workflows", params(("id" = String, Path)),
-    responses((status = 204), (status = 404, body = ErrorBody)))]
+#[utoipa::path(delete, path = "/api/workflows/{id}", tag = "workflows", params(("id" = String, Path, description = "The workflow's id or name")),
+    responses((status = 204, description = "Deleted"), (status = 404, body = ErrorBody, description = "No such workflow")))]
 async fn delete_workflow(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<StatusCode> {
     kernel.workflows().delete(&id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 /// The workflow's runs, newest first, with each step's output and timing.
-#[utoipa::path(get, path = "/api/workflows/{id}/runs", tag = "workflows", params(("id" = String, Path)),
-    responses((status = 200, body = Vec<WorkflowRun>), (status = 404, body = ErrorBody)))]
-async fn list_runs(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Vec<WorkflowRun>>> {
-    Ok(Json(kernel.workflows().runs(&id).await?))
+#[utoipa::path(get, path = "/api/workflows/{id}/runs", tag = "workflows", params(("id" = String, Path, description = "The workflow's id or name"), PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last run's id)")),
+    responses((status = 200, description = "A page of the workflow's runs, newest first", body = Vec<WorkflowRun>, headers(
+        ("x-total-count" = u64, description = "Runs on all pages"),
+        ("link" = Option<String>, description = "`<URL>; rel=\"next\"` when there is a next page"),
+    )), (status = 404, body = ErrorBody, description = "No such workflow")))]
+async fn list_runs(State(kernel): State<Kernel>, Path(id): Path<String>, page: PageParams) -> ApiResult<Response> {
+    Ok(page.answer(kernel.workflows().runs(&id, &page.request).await?))
 }
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct RunBody {
-    #[serde(default)]
-    #[schema(value_type = Object)]
-    inputs: serde_json::Value,
+    /// Values for the steps' `{{inputs.KEY}}`.
+    #[schema(value_type = Option<Object>)]
+    inputs: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// Runs the workflow now and answers when it has finished (a failed step ends the run with
 /// `status: "failed"`).
-#[utoipa::path(post, path = "/api/workflows/{id}/runs", tag = "workflows", params(("id" = String, Path)), request_body = RunBody,
-    responses((status = 200, body = WorkflowRun), (status = 404, body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/workflows/{id}/runs", tag = "workflows", params(("id" = String, Path, description = "The workflow's id or name")), request_body = Option<RunBody>,
+    responses(
+        (status = 200, description = "The finished run (a failed step is `status: failed`, not an error)", body = WorkflowRun),
+        (status = 404, body = ErrorBody, description = "No such workflow"),
+        (status = 429, body = ErrorBody, description = "It would run deeper than [kernel] max_agent_call_depth"),
+    ))]
 async fn start_run(
     State(kernel): State<Kernel>,
     Extension(TokenName(token)): Extension<TokenName>,
@@ -93,5 +114,6 @@ async fn start_run(
     JsonBody(body): JsonBody<RunBody>,
 ) -> ApiResult<Json<WorkflowRun>> {
     let origin = RunOrigin { caller: Caller::Token(token), depth: 0, chain: Vec::new() };
-    Ok(Json(run(&kernel, &id, body.inputs, origin).await?))
+    let inputs = serde_json::Value::Object(body.inputs.unwrap_or_default());
+    Ok(Json(run(&kernel, &id, inputs, origin).await?))
 }

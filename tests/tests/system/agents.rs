@@ -28,7 +28,7 @@ async fn spawn_list_get_and_stop() {
     let stopped = api.delete(&format!("/api/agents/{id}")).await;
     assert_eq!(stopped.body["status"], "stopped");
     let refused = api.invoke(id, "system_time", json!({})).await;
-    assert_eq!(refused.status, 503);
+    assert_eq!(refused.status, 409, "a stopped agent is a state that refuses the call");
     assert!(refused.error_message().contains("stopped"));
 }
 

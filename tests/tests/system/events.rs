@@ -29,7 +29,7 @@ async fn a_published_event_starts_a_turn_on_each_matching_trigger() {
     let prompt = llm.requests()[0].body["messages"][1]["content"].as_str().unwrap().to_string();
     assert_eq!(prompt, "New file: {\"path\":\"/inbox/a.pdf\"} (inbox.new_file)");
     let audit = api.get(&format!("/api/audit?agent={watcher}&tool=trigger")).await;
-    assert_eq!(audit.body[0]["caller"], "event:api:tests");
+    assert_eq!(audit.body[0]["caller"], "event:token:tests", "callers are named as everywhere else");
     assert!(audit.body[0]["message"].as_str().unwrap().contains("inbox.new_file"));
 
     let bad = api.post("/api/events", json!({"event_type": "Not Valid"})).await;

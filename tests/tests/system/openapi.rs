@@ -1,48 +1,88 @@
+//! The published contract against the running daemon. (Its validity as OpenAPI 3.1 and every
+//! operation's behaviour under generated requests are checked by `tests/contract/run`, with
+//! openapi-spec-validator and schemathesis, in `./scripts/test`.)
+
 use crate::daemon;
 
+/// Every documented operation is served: calling it reaches its handler, never the router's
+/// "no such route" or a 405. (That the router serves nothing undocumented is checked where the
+/// routes are registered, `server/src/http/mod.rs`.)
 #[tokio::test]
-async fn the_openapi_document_describes_every_route() {
+async fn every_documented_operation_is_served() {
     let (_home, _d, api) = daemon().await;
     let doc = api.get("/api/openapi.json").await;
     assert_eq!(doc.status, 200);
     assert_eq!(doc.body["openapi"], "3.1.0");
     let paths = doc.body["paths"].as_object().unwrap();
-    for (path, methods) in [
-        ("/api/templates", &["get", "post"][..]),
-        ("/api/templates/{name}", &["get", "put", "delete"]),
-        ("/api/agents", &["get", "post"]),
-        ("/api/agents/{id}", &["get", "delete"]),
-        ("/api/agents/{id}/capabilities", &["put"]),
-        ("/api/agents/{id}/tools", &["get"]),
-        ("/api/agents/{id}/tools/{name}/invoke", &["post"]),
-        ("/api/agents/{id}/sessions", &["get", "post"]),
-        ("/api/tools", &["get"]),
-        ("/api/audit", &["get"]),
-        ("/api/tasks", &["get", "post"]),
-        ("/api/tasks/{id}", &["get"]),
-        ("/api/schedules", &["get"]),
-        ("/api/schedules/{id}", &["get", "delete"]),
-        ("/api/schedules/{id}/pause", &["post"]),
-        ("/api/schedules/{id}/resume", &["post"]),
-    ] {
-        for m in methods {
-            assert!(paths.get(path).and_then(|p| p.get(*m)).is_some(), "{m} {path} is not documented");
+    assert!(paths.len() >= 27, "{:?}", paths.keys());
+    let mut checked = 0;
+    for (path, item) in paths {
+        let concrete = path.split('/').map(|s| if s.starts_with('{') { "x" } else { s }).collect::<Vec<_>>().join("/");
+        for method in item.as_object().unwrap().keys() {
+            let method = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let response =
+                tokio::time::timeout(std::time::Duration::from_secs(10), api.request(method.clone(), &concrete).send())
+                    .await
+                    .expect("answered")
+                    .expect("sent");
+            let status = response.status().as_u16();
+            let body = response.text().await.unwrap_or_default();
+            assert_ne!(status, 405, "{method} {path} is documented but not served");
+            assert!(!body.contains("no such route"), "{method} {path} is documented but not served: {body}");
+            checked += 1;
         }
     }
-    let schemas = doc.body["components"]["schemas"].as_object().unwrap();
-    for name in ["AgentType", "ManifestInput", "Agent", "CallOutput", "ErrorBody", "AuditRecord", "Schedule", "Fire"] {
-        assert!(schemas.contains_key(name), "schema {name} missing");
+    assert!(checked >= 38, "{checked} operations");
+}
+
+#[tokio::test]
+async fn the_bearer_scheme_is_declared_once_and_applies_to_every_api_operation() {
+    let (_home, _d, api) = daemon().await;
+    let doc = api.get("/api/openapi.json").await.body;
+    assert_eq!(doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
+    assert_eq!(doc["security"], serde_json::json!([{ "bearer": [] }]));
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let public = path == "/healthz";
+            assert_eq!(op["responses"].get("401").is_some(), !public, "{method} {path}: 401 documented");
+            assert!(op["responses"].get("500").is_some(), "{method} {path}: 500 documented");
+            for (status, response) in op["responses"].as_object().unwrap() {
+                let description = response["description"].as_str().unwrap_or_default();
+                assert!(!description.is_empty(), "{method} {path} {status} has no description");
+            }
+        }
     }
-    assert_eq!(doc.body["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
-    // Permanent deletion of a schedule is documented as what it is for tokens: refused.
-    let delete = &paths["/api/schedules/{id}"]["delete"]["responses"];
+    // Deleting a schedule for good is documented as what it is for tokens: refused.
+    let delete = &doc["paths"]["/api/schedules/{id}"]["delete"]["responses"];
     assert!(delete.get("403").is_some() && delete.get("200").is_none(), "{delete}");
-    // The request body of POST /api/templates is the manifest input, derived from its type.
-    let post = &paths["/api/templates"]["post"];
-    assert_eq!(
-        post["requestBody"]["content"]["application/json"]["schema"]["$ref"],
-        "#/components/schemas/ManifestInput"
-    );
+}
+
+#[tokio::test]
+async fn request_schemas_carry_the_rules_the_server_enforces() {
+    let (_home, _d, api) = daemon().await;
+    let doc = api.get("/api/openapi.json").await.body;
+    let schemas = &doc["components"]["schemas"];
+    assert_eq!(schemas["WorkflowInput"]["properties"]["steps"]["minItems"], 1);
+    assert_eq!(schemas["WorkflowInput"]["properties"]["steps"]["maxItems"], 32);
+    assert_eq!(schemas["WorkflowInput"]["properties"]["name"]["pattern"], "^[a-z0-9_-]{1,64}$");
+    assert_eq!(schemas["NewTask"]["properties"]["title"]["maxLength"], 200);
+    assert_eq!(schemas["NewTask"]["required"], serde_json::json!(["title"]));
+    assert_eq!(schemas["NewCapabilities"]["required"], serde_json::json!(["tools"]));
+    assert!(schemas["Step"]["oneOf"].as_array().is_some_and(|o| o.len() == 2), "exactly one of agent, agent_type");
+    let limit = doc["paths"]["/api/tasks"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "limit")
+        .expect("limit documented")
+        .clone();
+    assert_eq!((limit["schema"]["minimum"].as_i64(), limit["schema"]["maximum"].as_i64()), (Some(1), Some(1000)));
+    // Creating an agent type needs a name; replacing one takes it from the path.
+    let create = &doc["paths"]["/api/templates"]["post"]["requestBody"]["content"]["application/json"]["schema"];
+    assert_eq!(create["allOf"][0]["$ref"], "#/components/schemas/ManifestInput");
+    assert_eq!(create["allOf"][1]["required"], serde_json::json!(["name"]));
+    // A schedule's fire and an event's trigger fire are two schemas, not one shadowing the other.
+    assert!(schemas.get("Fire").is_some() && schemas.get("TriggerFire").is_some());
 }
 
 #[tokio::test]

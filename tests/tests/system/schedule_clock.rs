@@ -11,7 +11,7 @@ use kennel_kernel::Kernel;
 use kennel_kernel::agent::{ManifestInput, SpawnRequest};
 use kennel_kernel::clock::{Clock, ManualClock};
 use kennel_kernel::config::Config;
-use kennel_kernel::schedule::{self, Fire};
+use kennel_kernel::schedule::{self, Fire, FireOutcome};
 use kennel_kernel::tool::{CallContext, Caller};
 use kennel_tests::eventually;
 use kennel_tests::fake_llm::{FakeLlm, Scripted};
@@ -54,7 +54,7 @@ async fn fires(kernel: &Kernel, id: &str) -> Vec<Fire> {
 async fn finished(kernel: &Kernel, id: &str, n: usize) -> Vec<Fire> {
     let done = eventually(Duration::from_secs(10), || async {
         let f = fires(kernel, id).await;
-        f.len() >= n && f.iter().all(|f| f.outcome != "running")
+        f.len() >= n && f.iter().all(|f| f.outcome != FireOutcome::Running)
     })
     .await;
     let f = fires(kernel, id).await;
@@ -101,7 +101,7 @@ async fn cron_jobs_fire_when_the_clock_reaches_their_time_and_not_while_paused()
 
     clock.set(at("2026-12-01T10:10:30Z"));
     let f = finished(&kernel, &once_id, 1).await;
-    assert_eq!(f[0].outcome, "ok");
+    assert_eq!(f[0].outcome, FireOutcome::Ok);
     assert_eq!(kernel.schedules().get(&once_id).await.unwrap().state, kennel_kernel::schedule::State::Done);
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(fires(&kernel, &once_id).await.len(), 1, "a one-shot schedule fires once");
@@ -128,7 +128,7 @@ async fn a_job_missed_while_the_daemon_was_down_fires_once_on_start_and_says_so(
     let kernel = open(home.path(), &llm, &clock).await;
     let f = finished(&kernel, &minutely, 1).await;
     assert_eq!(f.len(), 1, "one fire, not one per missed slot: {f:?}");
-    assert_eq!(f[0].outcome, "ok");
+    assert_eq!(f[0].outcome, FireOutcome::Ok);
     assert_eq!(f[0].due_at, "2026-12-01T10:01:00.000Z");
     assert_eq!(f[0].missed_slots, 180, "10:01 to 13:00 were missed");
     let o = finished(&kernel, &once, 1).await;
@@ -163,7 +163,7 @@ async fn a_fire_interrupted_by_a_stop_is_marked_and_not_repeated() {
 
     let kernel = open(home.path(), &llm, &clock).await;
     let marked = eventually(Duration::from_secs(5), || async {
-        fires(&kernel, &once).await.first().is_some_and(|f| f.outcome == "interrupted")
+        fires(&kernel, &once).await.first().is_some_and(|f| f.outcome == FireOutcome::Interrupted)
     })
     .await;
     assert!(marked, "{:?}", fires(&kernel, &once).await);
@@ -188,7 +188,7 @@ async fn a_cron_job_due_for_an_agent_that_stopped_is_skipped_once_then_paused() 
 
     clock.set(at("2026-12-01T10:05:00Z"));
     let f = finished(&kernel, &id, 1).await;
-    assert_eq!(f[0].outcome, "skipped");
+    assert_eq!(f[0].outcome, FireOutcome::Skipped);
     assert!(f[0].detail.as_deref().unwrap_or_default().contains("stopped"), "{f:?}");
     let paused = eventually(Duration::from_secs(5), || async {
         kernel.schedules().get(&id).await.unwrap().state == kennel_kernel::schedule::State::Paused

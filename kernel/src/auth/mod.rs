@@ -1,6 +1,8 @@
 //! Who may use the daemon: operators (people, argon2id passwords) and API tokens
 //! (automation; only a SHA-256 of each token is stored).
 
+mod store;
+
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -13,12 +15,11 @@ use argon2::password_hash::{PasswordHasher, PasswordVerifier};
 use hmac::{Hmac, Mac};
 use rand::RngExt;
 use sha2::{Digest, Sha256};
-use sqlx::Row;
 use subtle::ConstantTimeEq;
 use tokio::sync::Semaphore;
 
 use crate::agent::{NAME_RULE, is_valid_name};
-use crate::db::{self, Db};
+use crate::db::Db;
 use crate::error::{Error, Result};
 
 /// Prefix that makes a Kennel token recognisable in logs and secret scanners.
@@ -115,14 +116,13 @@ impl Auth {
     }
 
     pub async fn reload(&self) -> Result<()> {
-        let rows = sqlx::query("SELECT name, token_hash FROM api_tokens").fetch_all(&self.db).await?;
-        let records = rows
-            .iter()
-            .filter_map(|r| {
+        let records = store::tokens(&self.db)
+            .await?
+            .into_iter()
+            .filter_map(|t| {
                 let mut hash = [0u8; 32];
-                // An unreadable row is logged (under its ref) and skipped: that token cannot sign in.
-                hex::decode_to_slice(r.try_get::<&str, _>("token_hash").map_err(Error::from).ok()?, &mut hash).ok()?;
-                Some(TokenRecord { name: r.try_get("name").map_err(Error::from).ok()?, hash })
+                hex::decode_to_slice(&t.hash, &mut hash).ok()?;
+                Some(TokenRecord { name: t.name, hash })
             })
             .collect();
         *self.tokens.write().expect("token lock") = records;
@@ -134,28 +134,20 @@ impl Auth {
         check_name(name)?;
         let secret: [u8; 32] = rand::rng().random();
         let token = format!("{TOKEN_PREFIX}{}", hex::encode(secret));
-        let result = sqlx::query("INSERT INTO api_tokens (name, token_hash, created_at) VALUES (?, ?, ?)")
-            .bind(name)
-            .bind(hex::encode(token_hash(&token)))
-            .bind(db::now())
-            .execute(&self.db)
-            .await;
-        db::unique_or(result, || format!("a token named `{name}` exists; revoke it first"))?;
+        store::insert_token(&self.db, name, &hex::encode(token_hash(&token))).await?;
         self.reload().await?;
         Ok(token)
     }
 
     pub async fn revoke_token(&self, name: &str) -> Result<()> {
-        let done = sqlx::query("DELETE FROM api_tokens WHERE name = ?").bind(name).execute(&self.db).await?;
-        if done.rows_affected() == 0 {
+        if !store::delete_token(&self.db, name).await? {
             return Err(Error::not_found(format!("no token named `{name}`")));
         }
         self.reload().await
     }
 
     pub async fn list_tokens(&self) -> Result<Vec<TokenInfo>> {
-        let rows = sqlx::query("SELECT name, created_at FROM api_tokens ORDER BY name").fetch_all(&self.db).await?;
-        rows.iter().map(|r| Ok(TokenInfo { name: r.try_get("name")?, created_at: r.try_get("created_at")? })).collect()
+        store::list_tokens(&self.db).await
     }
 
     /// The name of the token, if it is live. Every stored hash is compared in constant time,
@@ -175,14 +167,7 @@ impl Auth {
     pub async fn add_operator(&self, name: &str, password: &str) -> Result<()> {
         check_new_operator(name, password)?;
         let hash = hash_password(password).await?;
-        let result = sqlx::query("INSERT INTO operators (name, password_hash, created_at) VALUES (?, ?, ?)")
-            .bind(name)
-            .bind(hash)
-            .bind(db::now())
-            .execute(&self.db)
-            .await;
-        db::unique_or(result, || format!("an operator named `{name}` exists"))?;
-        Ok(())
+        store::insert_operator(&self.db, name, &hash).await
     }
 
     /// Adds the first operator, only while there is none. "None yet" and the insert are one
@@ -191,16 +176,7 @@ impl Auth {
     pub async fn add_first_operator(&self, name: &str, password: &str) -> Result<()> {
         check_new_operator(name, password)?;
         let hash = hash_password(password).await?;
-        let done = sqlx::query(
-            "INSERT INTO operators (name, password_hash, created_at) \
-             SELECT ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM operators)",
-        )
-        .bind(name)
-        .bind(hash)
-        .bind(db::now())
-        .execute(&self.db)
-        .await?;
-        if done.rows_affected() == 0 {
+        if !store::insert_first_operator(&self.db, name, &hash).await? {
             return Err(Error::conflict(
                 "the first operator has been created already; sign in, or add operators with `kennel operator add`",
             ));
@@ -211,10 +187,7 @@ impl Auth {
     /// Whether `name` / `password` is a valid operator sign-in. An unknown name costs the
     /// same hashing work as a wrong password, so the two cannot be told apart by timing.
     pub async fn verify_operator(&self, name: &str, password: &str) -> Result<bool> {
-        let stored: Option<String> = sqlx::query_scalar("SELECT password_hash FROM operators WHERE name = ?")
-            .bind(name)
-            .fetch_optional(&self.db)
-            .await?;
+        let stored = store::password_hash(&self.db, name).await?;
         let known = stored.is_some();
         let hash = match stored {
             Some(h) => h,
@@ -232,7 +205,7 @@ impl Auth {
     }
 
     pub async fn operator_count(&self) -> Result<i64> {
-        Ok(sqlx::query_scalar("SELECT COUNT(*) FROM operators").fetch_one(&self.db).await?)
+        store::operator_count(&self.db).await
     }
 
     // ---- dashboard sign-in ----
@@ -341,16 +314,13 @@ impl Auth {
             expires_at: chrono::Utc::now() + chrono::Duration::hours(SESSION_HOURS),
         };
         let hash = token_hash(&cookie);
-        sqlx::query(
-            "INSERT INTO operator_sessions (token_hash, operator, csrf, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
-        )
-        .bind(hex::encode(hash))
-        .bind(operator)
-        .bind(&session.csrf)
-        .bind(db::now())
-        .bind(session.expires_at.to_rfc3339())
-        .execute(&self.db)
-        .await?;
+        let stored = store::StoredSession {
+            hash: hex::encode(hash),
+            operator: operator.to_string(),
+            csrf: session.csrf.clone(),
+            expires_at: session.expires_at.to_rfc3339(),
+        };
+        store::insert_session(&self.db, &stored).await?;
         self.sessions.write().expect("sessions lock").insert(hash, session.clone());
         Ok((cookie, session))
     }
@@ -378,32 +348,18 @@ impl Auth {
     pub async fn close_session(&self, cookie: &str) -> Result<()> {
         let hash = token_hash(cookie);
         self.sessions.write().expect("sessions lock").remove(&hash);
-        sqlx::query("DELETE FROM operator_sessions WHERE token_hash = ?")
-            .bind(hex::encode(hash))
-            .execute(&self.db)
-            .await?;
-        Ok(())
+        store::delete_session(&self.db, &hex::encode(hash)).await
     }
 
     async fn load_sessions(&self) -> Result<()> {
-        sqlx::query("DELETE FROM operator_sessions WHERE expires_at < ?")
-            .bind(chrono::Utc::now().to_rfc3339())
-            .execute(&self.db)
-            .await?;
-        let rows = sqlx::query("SELECT token_hash, operator, csrf, expires_at FROM operator_sessions")
-            .fetch_all(&self.db)
-            .await?;
-        let sessions = rows
-            .iter()
-            .filter_map(|r| {
+        let sessions = store::live_sessions(&self.db, &chrono::Utc::now().to_rfc3339())
+            .await?
+            .into_iter()
+            .filter_map(|s| {
                 let mut hash = [0u8; 32];
-                // An unreadable row is logged (under its ref) and skipped: that session is over.
-                let column = |name| r.try_get::<&str, _>(name).map_err(Error::from).ok();
-                hex::decode_to_slice(column("token_hash")?, &mut hash).ok()?;
-                let expires_at =
-                    chrono::DateTime::parse_from_rfc3339(column("expires_at")?).ok()?.with_timezone(&chrono::Utc);
-                let (operator, csrf) = (column("operator")?.to_string(), column("csrf")?.to_string());
-                Some((hash, OperatorSession { operator, csrf, expires_at }))
+                hex::decode_to_slice(&s.hash, &mut hash).ok()?;
+                let expires_at = chrono::DateTime::parse_from_rfc3339(&s.expires_at).ok()?.with_timezone(&chrono::Utc);
+                Some((hash, OperatorSession { operator: s.operator, csrf: s.csrf, expires_at }))
             })
             .collect();
         *self.sessions.write().expect("sessions lock") = sessions;

@@ -1,5 +1,9 @@
 //! The content-addressed artifact store (spec §0.5): large tool results live here as files
-//! named by their SHA-256, and `read_artifact` pages them back.
+//! named by their SHA-256, and `read_artifact` pages them back. The store is shared (the same
+//! bytes are one file), so each spill also records which agent it belongs to, and an agent
+//! reads only its own: another agent's artifact is not found.
+
+mod store;
 
 use std::path::{Path, PathBuf};
 
@@ -7,17 +11,44 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use uuid::Uuid;
 
-use super::{CallContext, Tool, ToolDef};
+use crate::config::Config;
+use crate::db::Db;
 use crate::error::{Error, Result};
+use crate::tool::{CallContext, Registry, Tool, ToolDef};
+
+pub(crate) fn register(r: &mut Registry, _: &Config) {
+    r.add(ReadArtifact);
+}
 
 pub struct ArtifactStore {
     dir: PathBuf,
+    db: Db,
 }
 
 impl ArtifactStore {
-    pub fn new(dir: PathBuf) -> ArtifactStore {
-        ArtifactStore { dir }
+    pub(crate) fn new(dir: PathBuf, db: Db) -> ArtifactStore {
+        ArtifactStore { dir, db }
+    }
+
+    /// Stores a result of `agent` that spilled, and records it as that agent's.
+    pub async fn put_for(&self, agent: Uuid, bytes: &[u8]) -> Result<String> {
+        let id = self.put(bytes).await?;
+        store::add_owner(&self.db, agent, &id).await?;
+        Ok(id)
+    }
+
+    /// Reads part of one of `agent`'s artifacts (see [`ArtifactStore::read`]); an artifact of
+    /// another agent is not found, as if it did not exist.
+    pub async fn read_own(&self, agent: Uuid, id: &str, offset: u64, length: u64) -> Result<(Vec<u8>, u64)> {
+        let not_found = || Error::not_found(format!("no artifact `{id}` among your spilled results"));
+        if self.path(id).is_some() && !store::is_owner(&self.db, agent, id).await? {
+            return Err(not_found());
+        }
+        self.read(id, offset, length)
+            .await
+            .map_err(|e| if e.kind == crate::ErrorKind::NotFound { not_found() } else { e })
     }
 
     /// Where an id's bytes live; `None` if `id` is not a SHA-256 in hex (so no id can name a
@@ -28,7 +59,7 @@ impl ArtifactStore {
     }
 
     /// Stores `bytes` and returns their id. Storing the same bytes twice is one file.
-    pub async fn put(&self, bytes: &[u8]) -> Result<String> {
+    async fn put(&self, bytes: &[u8]) -> Result<String> {
         let id = hex::encode(Sha256::digest(bytes));
         let path = self.path(&id).expect("a sha256 hex digest is a valid id");
         if tokio::fs::try_exists(&path).await? {
@@ -44,7 +75,7 @@ impl ArtifactStore {
     }
 
     /// Reads up to `length` bytes from `offset`, and the artifact's total size.
-    pub async fn read(&self, id: &str, offset: u64, length: u64) -> Result<(Vec<u8>, u64)> {
+    async fn read(&self, id: &str, offset: u64, length: u64) -> Result<(Vec<u8>, u64)> {
         use tokio::io::{AsyncReadExt, AsyncSeekExt};
         let path =
             self.path(id).ok_or_else(|| Error::invalid(format!("`{id}` is not an artifact id (64 hex digits)")))?;
@@ -70,7 +101,8 @@ impl ArtifactStore {
     }
 }
 
-/// `read_artifact(artifact_id, offset?, length?)`.
+/// `read_artifact(artifact_id, offset?, length?)`: every agent may call it, granted or not and
+/// in every tool mode, so a spill placeholder never points at a tool the agent cannot call.
 pub struct ReadArtifact;
 
 #[derive(Deserialize, JsonSchema)]
@@ -92,17 +124,19 @@ impl Tool for ReadArtifact {
         ToolDef::new(
             "read_artifact",
             "meta",
-            "Read part of a stored artifact (a spilled tool result) by id, offset and length.",
+            "Read part of one of your spilled tool results by artifact id, offset and length.",
         )
         .tags(&["artifact", "spill", "read", "page"])
         .read_only()
         .never_spill()
+        .built_in_grant()
     }
 
     async fn run(&self, ctx: CallContext, args: ReadArtifactArgs) -> Result<Value> {
         let page = ctx.kernel.config().tool_results.spill_threshold_bytes;
         let length = args.length.unwrap_or(page).clamp(1, page);
-        let (bytes, size) = ctx.kernel.artifacts().read(&args.artifact_id, args.offset, length).await?;
+        let (bytes, size) =
+            ctx.kernel.artifacts().read_own(ctx.agent.id, &args.artifact_id, args.offset, length).await?;
         let text = utf8_page(&bytes, args.offset)?;
         let end = args.offset + text.len() as u64;
         Ok(json!({
@@ -136,7 +170,8 @@ mod tests {
     #[tokio::test]
     async fn an_io_fault_hides_the_path() {
         let dir = tempfile::tempdir().unwrap();
-        let store = ArtifactStore::new(dir.path().to_path_buf());
+        let db = crate::db::open(&dir.path().join("k.db")).await.unwrap();
+        let store = ArtifactStore::new(dir.path().join("artifacts"), db);
         let id = store.put(b"some bytes").await.unwrap();
         // The artifact's file replaced by a directory: opening works, reading fails.
         let file = store.path(&id).unwrap();
@@ -147,5 +182,31 @@ mod tests {
         let root = dir.path().to_string_lossy();
         assert!(!e.message.contains(root.as_ref()) && !e.message.contains(&id[2..]), "{e}");
         assert!(e.message.starts_with("internal error (ref "), "{e}");
+    }
+
+    /// The store is shared, ownership is not: the same bytes spilled by two agents are one
+    /// file that each may read, and an agent that never spilled them reads "not found".
+    #[tokio::test]
+    async fn an_agent_reads_only_its_own_artifacts() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::db::open(&dir.path().join("k.db")).await.unwrap();
+        let store = ArtifactStore::new(dir.path().join("artifacts"), db);
+        let (alice, bob, carol) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+        let id = store.put_for(alice, b"alice's long result").await.unwrap();
+        assert_eq!(store.read_own(alice, &id, 0, 7).await.unwrap(), (b"alice's".to_vec(), 19));
+        let e = store.read_own(bob, &id, 0, 7).await.unwrap_err();
+        assert_eq!(e.kind, crate::ErrorKind::NotFound, "{e}");
+        assert_eq!(store.put_for(bob, b"alice's long result").await.unwrap(), id, "one file for the same bytes");
+        assert!(store.read_own(bob, &id, 0, 7).await.is_ok());
+        let missing = "0".repeat(64);
+        let (foreign, absent) = (
+            store.read_own(carol, &id, 0, 1).await.unwrap_err(),
+            store.read_own(carol, &missing, 0, 1).await.unwrap_err(),
+        );
+        assert_eq!(
+            foreign.message.replace(&id, "ID"),
+            absent.message.replace(&missing, "ID"),
+            "nothing tells them apart"
+        );
     }
 }

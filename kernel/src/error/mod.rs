@@ -1,6 +1,8 @@
 //! The kernel's one error type. Every front maps it the same way: tools show the model a
 //! short text (`Forbidden: …`), the REST API answers `{ "error": { "kind", "message" } }`.
 
+mod strict;
+
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -135,8 +137,11 @@ impl From<std::io::Error> for Error {
 /// Deserialises a JSON value into `T`, naming the JSON path of the first problem
 /// (`capabilities.tools[2]`); a missing required field is named itself (`tools`), not its
 /// parent. Used for every input that arrives as JSON: tool arguments, manifests, request bodies.
-pub fn from_value<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
+/// Read as the schemas describe it: a struct takes only an object (never an array of its
+/// fields), and `6.0` is the integer 6.
+pub fn from_value<T: serde::de::DeserializeOwned>(mut value: serde_json::Value) -> Result<T> {
+    whole_numbers(&mut value);
+    serde_path_to_error::deserialize(strict::Strict(value)).map_err(|e| {
         let path = e.path().to_string();
         let message = e.into_inner().to_string();
         let field = match (missing_field(&message), path.as_str()) {
@@ -147,6 +152,23 @@ pub fn from_value<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> R
         };
         Error::invalid_fields(vec![FieldError { field, message }])
     })
+}
+
+/// Writes numbers without a fractional part (`6.0`) as the whole numbers they are, as JSON
+/// Schema reads them, so an integer field takes `6.0` like `6`.
+fn whole_numbers(value: &mut serde_json::Value) {
+    /// Floats up to 2^53 hold every whole number exactly.
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    match value {
+        serde_json::Value::Number(n) if n.is_f64() => {
+            if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() <= EXACT) {
+                *value = serde_json::Value::from(f as i64);
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(whole_numbers),
+        serde_json::Value::Object(fields) => fields.values_mut().for_each(whole_numbers),
+        _ => {}
+    }
 }
 
 /// The field named by serde's "missing field `x`" message.
@@ -180,5 +202,30 @@ mod tests {
         assert_eq!(nested.fields[0].field, "inner.tools");
         let wrong_type = from_value::<Outer>(serde_json::json!({"inner": {"tools": [1]}})).unwrap_err();
         assert_eq!(wrong_type.fields[0].field, "inner.tools[0]");
+    }
+
+    /// A struct is an object at every depth: serde alone would take an array of its fields.
+    #[test]
+    fn structs_take_objects_only_at_any_depth() {
+        let top = from_value::<Inner>(serde_json::json!([["a"]])).unwrap_err();
+        assert_eq!(top.fields[0].field, "(arguments)", "{top}");
+        let nested = from_value::<Outer>(serde_json::json!({"inner": [["a"]]})).unwrap_err();
+        assert_eq!(nested.fields[0].field, "inner", "{nested}");
+        assert!(nested.message.contains("expected struct Inner"), "{nested}");
+        let ok = from_value::<Outer>(serde_json::json!({"inner": {"tools": ["a"]}}));
+        assert!(ok.is_ok());
+    }
+
+    /// JSON Schema counts `6.0` as the integer 6; so does every integer field here.
+    #[test]
+    fn whole_floats_are_integers_and_fractions_are_not() {
+        #[derive(Debug, serde::Deserialize)]
+        struct P {
+            priority: i64,
+        }
+        assert_eq!(from_value::<P>(serde_json::json!({"priority": 6.0})).unwrap().priority, 6);
+        assert_eq!(from_value::<P>(serde_json::json!({"priority": -0.0})).unwrap().priority, 0);
+        assert!(from_value::<P>(serde_json::json!({"priority": 6.5})).is_err());
+        assert!(from_value::<P>(serde_json::json!({"priority": 1e300})).is_err());
     }
 }

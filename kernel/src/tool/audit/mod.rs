@@ -11,14 +11,19 @@
 //! Readers call [`AuditLog::list`], which first waits until everything queued before it is
 //! written, so a call is always visible to a read that starts after the call returned.
 
+mod store;
+
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
-use sqlx::Row;
 use tokio::sync::{mpsc, oneshot};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
+use crate::agent::Agents;
 use crate::db::{self, Db};
 use crate::error::{Error, Result};
+use crate::page::{Key, Page, PageRequest, bad_cursor};
 
 pub struct AuditEntry {
     pub agent_id: Uuid,
@@ -51,19 +56,15 @@ pub struct AuditRecord {
 #[derive(Debug, Clone, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct AuditFilter {
-    /// Agent id.
+    /// An agent's name or id.
     pub agent: Option<String>,
     /// Exact tool name.
     pub tool: Option<String>,
-    /// Only records older than this id (for paging).
-    pub before: Option<i64>,
-    /// At most this many records, newest first (default 100, at most 1000).
-    pub limit: Option<u32>,
 }
 
 /// An entry waiting for the writer, with its time and, for a durable record, who waits for
 /// the commit (told whether it succeeded).
-struct Queued {
+pub(super) struct Queued {
     entry: AuditEntry,
     at: String,
     committed: Option<oneshot::Sender<bool>>,
@@ -78,18 +79,18 @@ enum Msg {
 
 pub struct AuditLog {
     db: Db,
+    agents: Arc<Agents>,
     tx: mpsc::UnboundedSender<Msg>,
 }
 
-const MESSAGE_LIMIT: usize = 2_000;
 /// The most entries (and flushes) one write takes.
 const BATCH: usize = 512;
 
 impl AuditLog {
-    pub(crate) fn start(db: Db) -> AuditLog {
+    pub(crate) fn start(db: Db, agents: Arc<Agents>) -> AuditLog {
         let (tx, rx) = mpsc::unbounded_channel();
         tokio::spawn(write_loop(db.clone(), rx));
-        AuditLog { db, tx }
+        AuditLog { db, agents, tx }
     }
 
     /// Queues an entry; never blocks, never fails the call it describes. For read-only calls.
@@ -123,38 +124,17 @@ impl AuditLog {
         }
     }
 
-    pub async fn list(&self, filter: &AuditFilter) -> Result<Vec<AuditRecord>> {
+    /// A page of the records matching the filter, newest first (the cursor is the last
+    /// record's id). Waits for everything queued before it, so a call is visible to a read
+    /// that starts after the call returned.
+    pub async fn list(&self, filter: &AuditFilter, page: &PageRequest) -> Result<Page<AuditRecord>> {
         self.flush().await;
-        let limit = filter.limit.unwrap_or(100).clamp(1, 1000);
-        let rows = sqlx::query(
-            "SELECT id, at, agent_id, session_id, caller, tool, args_digest, outcome, message, duration_us, artifact_id
-             FROM audit
-             WHERE (?1 IS NULL OR agent_id = ?1) AND (?2 IS NULL OR tool = ?2) AND (?3 IS NULL OR id < ?3)
-             ORDER BY id DESC LIMIT ?4",
-        )
-        .bind(&filter.agent)
-        .bind(&filter.tool)
-        .bind(filter.before)
-        .bind(limit)
-        .fetch_all(&self.db)
-        .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(AuditRecord {
-                    id: r.try_get("id")?,
-                    at: r.try_get("at")?,
-                    agent_id: r.try_get("agent_id")?,
-                    session_id: r.try_get("session_id")?,
-                    caller: r.try_get("caller")?,
-                    tool: r.try_get("tool")?,
-                    args_digest: r.try_get("args_digest")?,
-                    outcome: r.try_get("outcome")?,
-                    message: r.try_get("message")?,
-                    duration_us: r.try_get("duration_us")?,
-                    artifact_id: r.try_get("artifact_id")?,
-                })
-            })
-            .collect()
+        let agent_id = self.agents.id_of(filter.agent.as_deref())?;
+        let tool = filter.tool.as_deref().map(str::trim).filter(|t| !t.is_empty());
+        let before = page.after(Key::Number)?.map(|c| c.parse::<i64>().map_err(|_| bad_cursor())).transpose()?;
+        let rows = store::list(&self.db, agent_id.as_deref(), tool, before, page.fetch_limit()).await?;
+        let total = store::count(&self.db, agent_id.as_deref(), tool).await?;
+        Ok(Page::from_rows(rows, page, total, |r| r.id.to_string()))
     }
 }
 
@@ -170,7 +150,7 @@ async fn write_loop(db: Db, mut rx: mpsc::UnboundedReceiver<Msg>) {
             }
         }
         let written = entries.is_empty()
-            || match write_batch(&db, &entries).await {
+            || match store::insert_batch(&db, &entries).await {
                 Ok(()) => true,
                 Err(e) => {
                     tracing::error!(error = %e.message, count = entries.len(), "audit entries could not be written");
@@ -184,29 +164,4 @@ async fn write_loop(db: Db, mut rx: mpsc::UnboundedReceiver<Msg>) {
             let _ = done.send(());
         }
     }
-}
-
-/// Writes a batch as one multi-row `INSERT`: one statement is one round trip to SQLite's
-/// thread and its own transaction (all rows or none), where BEGIN, an INSERT per row and
-/// COMMIT were several. A durable call waits for this, so it is its latency. A batch holds at
-/// most `BATCH` rows, 10 parameters each: far below SQLite's 32,766 parameters.
-async fn write_batch(db: &Db, entries: &[Queued]) -> Result<(), Error> {
-    let mut insert = sqlx::QueryBuilder::new(
-        "INSERT INTO audit (at, agent_id, session_id, caller, tool, args_digest, outcome, message, duration_us, artifact_id) ",
-    );
-    insert.push_values(entries, |mut row, Queued { entry: e, at, .. }| {
-        let message = e.message.as_ref().map(|m| m.chars().take(MESSAGE_LIMIT).collect::<String>());
-        row.push_bind(at.as_str())
-            .push_bind(e.agent_id.to_string())
-            .push_bind(e.session_id.map(|s| s.to_string()))
-            .push_bind(e.caller.as_str())
-            .push_bind(e.tool.as_str())
-            .push_bind(e.args_digest.as_str())
-            .push_bind(e.outcome)
-            .push_bind(message)
-            .push_bind(e.duration_us as i64)
-            .push_bind(e.artifact_id.as_deref());
-    });
-    insert.build().execute(db).await?;
-    Ok(())
 }

@@ -1,0 +1,132 @@
+//! SQL for operators, their dashboard sessions and API tokens.
+
+use sqlx::Row;
+
+use super::TokenInfo;
+use crate::db::{self, Db};
+use crate::error::{Error, Result};
+
+/// A stored token: its name and the hex SHA-256 of the secret.
+pub(super) struct StoredToken {
+    pub name: String,
+    pub hash: String,
+}
+
+/// A stored dashboard session, as text.
+pub(super) struct StoredSession {
+    pub hash: String,
+    pub operator: String,
+    pub csrf: String,
+    pub expires_at: String,
+}
+
+/// Every token. An unreadable row is logged (under its ref) and skipped: that token cannot
+/// sign in.
+pub(super) async fn tokens(db: &Db) -> Result<Vec<StoredToken>> {
+    let rows = sqlx::query("SELECT name, token_hash FROM api_tokens").fetch_all(db.pool()).await?;
+    Ok(rows
+        .iter()
+        .filter_map(|r| {
+            let column = |name| r.try_get::<String, _>(name).map_err(Error::from).ok();
+            Some(StoredToken { name: column("name")?, hash: column("token_hash")? })
+        })
+        .collect())
+}
+
+pub(super) async fn insert_token(db: &Db, name: &str, hash: &str) -> Result<()> {
+    let result = sqlx::query("INSERT INTO api_tokens (name, token_hash, created_at) VALUES ($1, $2, $3)")
+        .bind(name)
+        .bind(hash)
+        .bind(db::now())
+        .execute(db.pool())
+        .await;
+    db::unique_or(result, || format!("a token named `{name}` exists; revoke it first"))?;
+    Ok(())
+}
+
+/// Deletes a token; whether there was one.
+pub(super) async fn delete_token(db: &Db, name: &str) -> Result<bool> {
+    let done = sqlx::query("DELETE FROM api_tokens WHERE name = $1").bind(name).execute(db.pool()).await?;
+    Ok(done.rows_affected() > 0)
+}
+
+pub(super) async fn list_tokens(db: &Db) -> Result<Vec<TokenInfo>> {
+    let rows = sqlx::query("SELECT name, created_at FROM api_tokens ORDER BY name").fetch_all(db.pool()).await?;
+    rows.iter().map(|r| Ok(TokenInfo { name: r.try_get("name")?, created_at: r.try_get("created_at")? })).collect()
+}
+
+pub(super) async fn insert_operator(db: &Db, name: &str, password_hash: &str) -> Result<()> {
+    let result = sqlx::query("INSERT INTO operators (name, password_hash, created_at) VALUES ($1, $2, $3)")
+        .bind(name)
+        .bind(password_hash)
+        .bind(db::now())
+        .execute(db.pool())
+        .await;
+    db::unique_or(result, || format!("an operator named `{name}` exists"))?;
+    Ok(())
+}
+
+/// Inserts the operator only if there is none yet, in one statement; whether it did.
+pub(super) async fn insert_first_operator(db: &Db, name: &str, password_hash: &str) -> Result<bool> {
+    let done = sqlx::query(
+        "INSERT INTO operators (name, password_hash, created_at) \
+         SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM operators)",
+    )
+    .bind(name)
+    .bind(password_hash)
+    .bind(db::now())
+    .execute(db.pool())
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub(super) async fn password_hash(db: &Db, name: &str) -> Result<Option<String>> {
+    Ok(sqlx::query_scalar("SELECT password_hash FROM operators WHERE name = $1")
+        .bind(name)
+        .fetch_optional(db.pool())
+        .await?)
+}
+
+pub(super) async fn operator_count(db: &Db) -> Result<i64> {
+    Ok(sqlx::query_scalar("SELECT COUNT(*) FROM operators").fetch_one(db.pool()).await?)
+}
+
+pub(super) async fn insert_session(db: &Db, session: &StoredSession) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO operator_sessions (token_hash, operator, csrf, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(&session.hash)
+    .bind(&session.operator)
+    .bind(&session.csrf)
+    .bind(db::now())
+    .bind(&session.expires_at)
+    .execute(db.pool())
+    .await?;
+    Ok(())
+}
+
+pub(super) async fn delete_session(db: &Db, hash: &str) -> Result<()> {
+    sqlx::query("DELETE FROM operator_sessions WHERE token_hash = $1").bind(hash).execute(db.pool()).await?;
+    Ok(())
+}
+
+/// Drops sessions that expired before `now`, then returns the rest. An unreadable row is
+/// logged (under its ref) and skipped: that session is over.
+pub(super) async fn live_sessions(db: &Db, now: &str) -> Result<Vec<StoredSession>> {
+    sqlx::query("DELETE FROM operator_sessions WHERE expires_at < $1").bind(now).execute(db.pool()).await?;
+    let rows = sqlx::query("SELECT token_hash, operator, csrf, expires_at FROM operator_sessions")
+        .fetch_all(db.pool())
+        .await?;
+    Ok(rows
+        .iter()
+        .filter_map(|r| {
+            let column = |name| r.try_get::<String, _>(name).map_err(Error::from).ok();
+            Some(StoredSession {
+                hash: column("token_hash")?,
+                operator: column("operator")?,
+                csrf: column("csrf")?,
+                expires_at: column("expires_at")?,
+            })
+        })
+        .collect())
+}

@@ -1,0 +1,362 @@
+//! SQL for schedules and their fires. The services ([`super::Schedules`], the runner) decide;
+//! this module only reads and writes rows.
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+use uuid::Uuid;
+
+use super::{Fire, FireOutcome, Kind, Origin, Schedule, State};
+use crate::db::{self, Db};
+use crate::error::{Error, Result};
+
+/// A schedule with its latest fire's columns, prefixed `f_`.
+const SELECT: &str = "SELECT s.*, f.id AS f_id, f.due_at AS f_due_at, f.fired_at AS f_fired_at, f.finished_at AS f_finished_at, f.outcome AS f_outcome,
+        f.detail AS f_detail, f.session_id AS f_session_id, f.duration_ms AS f_duration_ms, f.missed_slots AS f_missed_slots
+    FROM schedules s
+    LEFT JOIN schedule_fires f ON f.id = (SELECT max(id) FROM schedule_fires WHERE schedule_id = s.id)";
+
+/// A `schedules` row as both ways of making one (tools, manifests) store it: active when it
+/// has a next fire, paused otherwise.
+pub(super) struct NewRow<'a> {
+    pub id: Uuid,
+    pub agent_id: &'a str,
+    pub kind: Kind,
+    pub origin: Origin,
+    pub expression: Option<&'a str>,
+    pub timezone: Option<&'a str>,
+    pub run_at: Option<&'a str>,
+    pub prompt: &'a str,
+    pub channel: Option<&'a str>,
+    pub next_fire: Option<DateTime<Utc>>,
+    pub created_by: &'a str,
+    pub at: DateTime<Utc>,
+}
+
+/// What a list selects, the agent resolved to its id.
+pub(super) struct Query<'a> {
+    pub agent_id: Option<&'a str>,
+    pub kind: Option<Kind>,
+    pub state: Option<State>,
+}
+
+async fn insert(conn: &mut db::Conn, row: NewRow<'_>) -> Result<()> {
+    let state = if row.next_fire.is_some() { State::Active } else { State::Paused };
+    let at = db::timestamp(row.at);
+    sqlx::query(
+        "INSERT INTO schedules (id, agent_id, kind, origin, expression, timezone, run_at, prompt, channel, state,
+                                next_fire, created_by, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)",
+    )
+    .bind(row.id.to_string())
+    .bind(row.agent_id)
+    .bind(row.kind.as_str())
+    .bind(row.origin.as_str())
+    .bind(row.expression)
+    .bind(row.timezone)
+    .bind(row.run_at)
+    .bind(row.prompt)
+    .bind(row.channel)
+    .bind(state.as_str())
+    .bind(row.next_fire.map(db::timestamp))
+    .bind(row.created_by)
+    .bind(&at)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Inserts a runtime schedule unless its agent already holds `limit` that are not done; the
+/// count and the insert hold the write lock together, so concurrent creates cannot pass the
+/// limit. Whether it was inserted.
+pub(super) async fn insert_runtime_within(db: &Db, row: NewRow<'_>, limit: i64) -> Result<bool> {
+    let mut tx = db.begin_write().await?;
+    let held: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM schedules WHERE agent_id = $1 AND origin = 'runtime' AND state != 'done'",
+    )
+    .bind(row.agent_id)
+    .fetch_one(&mut *tx)
+    .await?;
+    if held >= limit {
+        return Ok(false);
+    }
+    insert(&mut tx, row).await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// Inserts an agent's manifest jobs, once per agent ever: if its seed was recorded before,
+/// nothing is written. Whether they were inserted.
+pub(super) async fn seed(db: &Db, agent_id: &str, rows: Vec<NewRow<'_>>) -> Result<bool> {
+    let mut tx = db.begin().await?;
+    let fresh = sqlx::query("INSERT INTO schedule_seeds (agent_id) VALUES ($1) ON CONFLICT DO NOTHING")
+        .bind(agent_id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+        == 1;
+    if !fresh {
+        return Ok(false);
+    }
+    for row in rows {
+        insert(&mut tx, row).await?;
+    }
+    tx.commit().await?;
+    Ok(true)
+}
+
+pub(super) async fn get(db: &Db, id: &str) -> Result<Option<Schedule>> {
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!("{SELECT} WHERE s.id = $1")))
+        .bind(id)
+        .fetch_optional(db.pool())
+        .await?;
+    row.as_ref().map(schedule_from).transpose()
+}
+
+const FILTER: &str = "($1 IS NULL OR s.agent_id = $1) AND ($2 IS NULL OR s.kind = $2) AND ($3 IS NULL OR s.state = $3)";
+
+/// Schedules matching `q` after the id `after`, oldest first, at most `limit`.
+pub(super) async fn list(db: &Db, q: &Query<'_>, after: Option<&str>, limit: i64) -> Result<Vec<Schedule>> {
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "{SELECT} WHERE {FILTER} AND ($4 IS NULL OR s.id > $4) ORDER BY s.id LIMIT $5"
+    )))
+    .bind(q.agent_id)
+    .bind(q.kind.map(Kind::as_str))
+    .bind(q.state.map(State::as_str))
+    .bind(after)
+    .bind(limit)
+    .fetch_all(db.pool())
+    .await?;
+    rows.iter().map(schedule_from).collect()
+}
+
+pub(super) async fn count(db: &Db, q: &Query<'_>) -> Result<u64> {
+    let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM schedules s WHERE {FILTER}")))
+        .bind(q.agent_id)
+        .bind(q.kind.map(Kind::as_str))
+        .bind(q.state.map(State::as_str))
+        .fetch_one(db.pool())
+        .await?;
+    Ok(n as u64)
+}
+
+/// The latest fires of a schedule, newest first.
+pub(super) async fn fires(db: &Db, id: &str, limit: u32) -> Result<Vec<Fire>> {
+    let rows = sqlx::query(
+        "SELECT id AS f_id, due_at AS f_due_at, fired_at AS f_fired_at, finished_at AS f_finished_at, outcome AS f_outcome, detail AS f_detail,
+                session_id AS f_session_id, duration_ms AS f_duration_ms, missed_slots AS f_missed_slots
+         FROM schedule_fires WHERE schedule_id = $1 ORDER BY id DESC LIMIT $2",
+    )
+    .bind(id)
+    .bind(i64::from(limit))
+    .fetch_all(db.pool())
+    .await?;
+    rows.iter().filter_map(|r| fire_from(r).transpose()).collect()
+}
+
+/// Pauses the active schedules with this id, or of this agent.
+pub(super) async fn pause(db: &Db, id: Option<&str>, agent_id: Option<&str>) -> Result<()> {
+    sqlx::query(
+        "UPDATE schedules SET state = 'paused', next_fire = NULL, updated_at = $1
+         WHERE state = 'active' AND ($2 IS NULL OR id = $2) AND ($3 IS NULL OR agent_id = $3)",
+    )
+    .bind(db::now())
+    .bind(id)
+    .bind(agent_id)
+    .execute(db.pool())
+    .await?;
+    Ok(())
+}
+
+/// Makes a paused schedule active again, firing next at `next`.
+pub(super) async fn resume(db: &Db, id: &str, next: DateTime<Utc>) -> Result<()> {
+    sqlx::query(
+        "UPDATE schedules SET state = 'active', next_fire = $1, updated_at = $2 WHERE id = $3 AND state = 'paused'",
+    )
+    .bind(db::timestamp(next))
+    .bind(db::now())
+    .bind(id)
+    .execute(db.pool())
+    .await?;
+    Ok(())
+}
+
+/// Deletes a schedule and (by the foreign key's cascade) its fires.
+pub(super) async fn delete(db: &Db, id: &str) -> Result<()> {
+    sqlx::query("DELETE FROM schedules WHERE id = $1").bind(id).execute(db.pool()).await?;
+    Ok(())
+}
+
+/// An active schedule that is due, as the runner plans its fire.
+pub(super) struct DueRow {
+    pub id: String,
+    pub agent_id: String,
+    pub kind: Kind,
+    pub expression: Option<String>,
+    pub timezone: Option<String>,
+    pub prompt: String,
+    /// The `next_fire` it is due at, as stored (the fire's write is guarded on it).
+    pub next_fire: String,
+}
+
+/// Active schedules due at `now`, earliest first, at most `limit`.
+pub(super) async fn due(db: &Db, now: DateTime<Utc>, limit: i64) -> Result<Vec<DueRow>> {
+    let rows = sqlx::query(
+        "SELECT id, agent_id, kind, expression, timezone, prompt, next_fire FROM schedules
+         WHERE state = 'active' AND next_fire <= $1 ORDER BY next_fire LIMIT $2",
+    )
+    .bind(db::timestamp(now))
+    .bind(limit)
+    .fetch_all(db.pool())
+    .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(DueRow {
+                id: r.try_get("id")?,
+                agent_id: r.try_get("agent_id")?,
+                kind: Kind::parse(r.try_get("kind")?)?,
+                expression: r.try_get("expression")?,
+                timezone: r.try_get("timezone")?,
+                prompt: r.try_get("prompt")?,
+                next_fire: r.try_get("next_fire")?,
+            })
+        })
+        .collect()
+}
+
+/// One fire to write down: the schedule's next state, and the `running` fire row.
+pub(super) struct Taking<'a> {
+    pub schedule_id: &'a str,
+    /// The `next_fire` it was due at; a schedule changed since is not taken.
+    pub due: &'a str,
+    pub next: Option<DateTime<Utc>>,
+    pub state: State,
+    pub missed: i64,
+}
+
+/// Writes down fires in one transaction, each only if its schedule is still active and due
+/// at the same time. The fire row id of each taken one (`None`: paused or changed since).
+pub(super) async fn take_fires(db: &Db, fired_at: &str, fires: &[Taking<'_>]) -> Result<Vec<Option<i64>>> {
+    let mut tx = db.begin().await?;
+    let mut ids = Vec::with_capacity(fires.len());
+    for f in fires {
+        let taken = sqlx::query(
+            "UPDATE schedules SET next_fire = $1, state = $2, updated_at = $3
+             WHERE id = $4 AND state = 'active' AND next_fire = $5",
+        )
+        .bind(f.next.map(db::timestamp))
+        .bind(f.state.as_str())
+        .bind(fired_at)
+        .bind(f.schedule_id)
+        .bind(f.due)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if taken == 0 {
+            ids.push(None);
+            continue;
+        }
+        let fire_id: i64 = sqlx::query_scalar(
+            "INSERT INTO schedule_fires (schedule_id, due_at, fired_at, outcome, missed_slots)
+             VALUES ($1, $2, $3, 'running', $4) RETURNING id",
+        )
+        .bind(f.schedule_id)
+        .bind(f.due)
+        .bind(fired_at)
+        .bind(f.missed)
+        .fetch_one(&mut *tx)
+        .await?;
+        ids.push(Some(fire_id));
+    }
+    tx.commit().await?;
+    Ok(ids)
+}
+
+/// The earliest `next_fire` of any active schedule, as stored.
+pub(super) async fn earliest(db: &Db) -> Result<Option<String>> {
+    Ok(sqlx::query_scalar("SELECT min(next_fire) FROM schedules WHERE state = 'active'").fetch_one(db.pool()).await?)
+}
+
+/// How a fire ended.
+pub(super) struct Finished<'a> {
+    pub fire_id: i64,
+    pub schedule_id: &'a str,
+    pub outcome: FireOutcome,
+    pub detail: &'a str,
+    pub session: Option<Uuid>,
+    pub duration_ms: i64,
+    pub at: DateTime<Utc>,
+}
+
+/// Records how a fire ended and drops the schedule's fires beyond the newest `keep`.
+pub(super) async fn finish_fire(db: &Db, f: Finished<'_>, keep: u64) -> Result<()> {
+    sqlx::query(
+        "UPDATE schedule_fires SET outcome = $1, detail = $2, session_id = $3, duration_ms = $4, finished_at = $5 WHERE id = $6",
+    )
+    .bind(f.outcome.as_str())
+    .bind(f.detail)
+    .bind(f.session.map(|s| s.to_string()))
+    .bind(f.duration_ms)
+    .bind(db::timestamp(f.at))
+    .bind(f.fire_id)
+    .execute(db.pool())
+    .await?;
+    sqlx::query(
+        "DELETE FROM schedule_fires WHERE schedule_id = $1 AND id <
+            (SELECT id FROM schedule_fires WHERE schedule_id = $1 ORDER BY id DESC LIMIT 1 OFFSET $2)",
+    )
+    .bind(f.schedule_id)
+    .bind(keep as i64 - 1)
+    .execute(db.pool())
+    .await?;
+    Ok(())
+}
+
+/// Marks fires left `running` (by a daemon that stopped mid-turn) `interrupted`.
+pub(super) async fn mark_interrupted(db: &Db, at: DateTime<Utc>) -> Result<()> {
+    sqlx::query(
+        "UPDATE schedule_fires SET outcome = 'interrupted', detail = 'the daemon stopped during this fire',
+             finished_at = $1 WHERE outcome = 'running'",
+    )
+    .bind(db::timestamp(at))
+    .execute(db.pool())
+    .await?;
+    Ok(())
+}
+
+fn schedule_from(row: &db::Row) -> Result<Schedule> {
+    let id: String = row.try_get("id")?;
+    Ok(Schedule {
+        id: Uuid::parse_str(&id)
+            .map_err(|e| Error::internal(format_args!("stored schedule id `{id}` is unreadable: {e}")))?,
+        agent_id: row.try_get("agent_id")?,
+        kind: Kind::parse(row.try_get("kind")?)?,
+        origin: Origin::parse(row.try_get("origin")?)?,
+        expression: row.try_get("expression")?,
+        timezone: row.try_get("timezone")?,
+        run_at: row.try_get("run_at")?,
+        prompt: row.try_get("prompt")?,
+        channel: row.try_get("channel")?,
+        state: State::parse(row.try_get("state")?)?,
+        next_fire: row.try_get("next_fire")?,
+        created_by: row.try_get("created_by")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+        last_fire: fire_from(row)?,
+    })
+}
+
+/// The `f_`-prefixed fire columns of a row, if it has a fire.
+fn fire_from(row: &db::Row) -> Result<Option<Fire>> {
+    let Some(id) = row.try_get("f_id")? else { return Ok(None) };
+    Ok(Some(Fire {
+        id,
+        due_at: row.try_get("f_due_at")?,
+        fired_at: row.try_get("f_fired_at")?,
+        finished_at: row.try_get("f_finished_at")?,
+        outcome: FireOutcome::parse(row.try_get("f_outcome")?)?,
+        detail: row.try_get("f_detail")?,
+        session_id: row.try_get("f_session_id")?,
+        duration_ms: row.try_get("f_duration_ms")?,
+        missed_slots: row.try_get("f_missed_slots")?,
+    }))
+}

@@ -1,0 +1,147 @@
+//! SQL for sessions, their messages and the tools each has loaded.
+
+use sqlx::Row;
+use uuid::Uuid;
+
+use super::{Session, StoredMessage};
+use crate::agent::AgentId;
+use crate::db::{self, Db};
+use crate::error::{Error, Result};
+use crate::llm::Message;
+use crate::page::{Key, Page, PageRequest};
+
+const COLUMNS: &str = "SELECT id, agent_id, label, created_at FROM sessions";
+
+pub(super) async fn insert(db: &Db, session: &Session) -> Result<()> {
+    sqlx::query("INSERT INTO sessions (id, agent_id, label, created_at) VALUES ($1, $2, $3, $4)")
+        .bind(session.id.to_string())
+        .bind(session.agent_id.to_string())
+        .bind(&session.label)
+        .bind(&session.created_at)
+        .execute(db.pool())
+        .await?;
+    Ok(())
+}
+
+pub(super) async fn get(db: &Db, id: Uuid) -> Result<Option<Session>> {
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!("{COLUMNS} WHERE id = $1")))
+        .bind(id.to_string())
+        .fetch_optional(db.pool())
+        .await?;
+    row.as_ref().map(session_from).transpose()
+}
+
+/// The agent's oldest session with this label.
+pub(super) async fn labelled(db: &Db, agent_id: AgentId, label: &str) -> Result<Option<Session>> {
+    let row =
+        sqlx::query(sqlx::AssertSqlSafe(format!("{COLUMNS} WHERE agent_id = $1 AND label = $2 ORDER BY id LIMIT 1")))
+            .bind(agent_id.to_string())
+            .bind(label)
+            .fetch_optional(db.pool())
+            .await?;
+    row.as_ref().map(session_from).transpose()
+}
+
+/// A page of the agent's sessions, newest first (the cursor is the last session's id).
+pub(super) async fn list(db: &Db, agent_id: AgentId, page: &PageRequest) -> Result<Page<Session>> {
+    let before = page.after(Key::Id)?;
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "{COLUMNS} WHERE agent_id = $1 AND ($2 IS NULL OR id < $2) ORDER BY id DESC LIMIT $3"
+    )))
+    .bind(agent_id.to_string())
+    .bind(before)
+    .bind(page.fetch_limit())
+    .fetch_all(db.pool())
+    .await?;
+    let total: i64 = sqlx::query_scalar("SELECT count(*) FROM sessions WHERE agent_id = $1")
+        .bind(agent_id.to_string())
+        .fetch_one(db.pool())
+        .await?;
+    let sessions = rows.iter().map(session_from).collect::<Result<Vec<_>>>()?;
+    Ok(Page::from_rows(sessions, page, total as u64, |s| s.id.to_string()))
+}
+
+pub(super) async fn loaded_tools(db: &Db, session: Uuid) -> Result<Vec<String>> {
+    Ok(sqlx::query_scalar("SELECT tool FROM session_loaded_tools WHERE session_id = $1 ORDER BY loaded_at, tool")
+        .bind(session.to_string())
+        .fetch_all(db.pool())
+        .await?)
+}
+
+pub(super) async fn load_tool(db: &Db, session: Uuid, tool: &str) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO session_loaded_tools (session_id, tool, loaded_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+    )
+    .bind(session.to_string())
+    .bind(tool)
+    .bind(db::now())
+    .execute(db.pool())
+    .await?;
+    Ok(())
+}
+
+/// Appends messages at the end of the session, in one transaction. Each insert computes its
+/// own place, so the transaction starts by writing (a read first could not be upgraded to a
+/// write once another connection had committed: SQLITE_BUSY_SNAPSHOT).
+pub(super) async fn append(db: &Db, session: Uuid, messages: &[Message]) -> Result<()> {
+    const INSERT: &str = "INSERT INTO session_messages (session_id, seq, message, created_at)
+         SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3 FROM session_messages WHERE session_id = $1";
+    let now = db::now();
+    let insert = |m: &Message| {
+        sqlx::query(INSERT)
+            .bind(session.to_string())
+            .bind(serde_json::to_string(m).expect("messages serialise"))
+            .bind(now.clone())
+    };
+    // One message is one statement, atomic on its own; more share a transaction.
+    if let [one] = messages {
+        insert(one).execute(db.pool()).await?;
+        return Ok(());
+    }
+    let mut tx = db.begin().await?;
+    for m in messages {
+        insert(m).execute(&mut *tx).await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Messages after `after_seq` (0: from the start), oldest first, at most `limit` (all when
+/// `None`).
+pub(super) async fn messages(db: &Db, session: Uuid, after_seq: i64, limit: Option<i64>) -> Result<Vec<StoredMessage>> {
+    let rows = sqlx::query(
+        "SELECT seq, message, created_at FROM session_messages
+         WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+    )
+    .bind(session.to_string())
+    .bind(after_seq)
+    .bind(limit.unwrap_or(i64::MAX))
+    .fetch_all(db.pool())
+    .await?;
+    rows.iter()
+        .map(|r| {
+            let message = serde_json::from_str(r.try_get("message")?)
+                .map_err(|e| Error::internal(format_args!("stored message is unreadable: {e}")))?;
+            Ok(StoredMessage { seq: r.try_get("seq")?, message, created_at: r.try_get("created_at")? })
+        })
+        .collect()
+}
+
+pub(super) async fn message_count(db: &Db, session: Uuid) -> Result<u64> {
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM session_messages WHERE session_id = $1")
+        .bind(session.to_string())
+        .fetch_one(db.pool())
+        .await?;
+    Ok(n as u64)
+}
+
+fn session_from(row: &db::Row) -> Result<Session> {
+    let parse =
+        |s: &str| Uuid::parse_str(s).map_err(|e| Error::internal(format_args!("stored id `{s}` is unreadable: {e}")));
+    Ok(Session {
+        id: parse(row.try_get("id")?)?,
+        agent_id: parse(row.try_get("agent_id")?)?,
+        label: row.try_get("label")?,
+        created_at: row.try_get("created_at")?,
+    })
+}

@@ -1,0 +1,231 @@
+//! SQL for the task board. A task's history comes from SQL triggers on `tasks` (see the
+//! migration), written in the same statement as each change.
+
+use sqlx::Row;
+use uuid::Uuid;
+
+use super::{Task, TaskEvent, TaskStatus};
+use crate::db::{self, Db};
+use crate::error::{Error, Result};
+
+/// Claims the best pending task for `agent` in one statement: the subquery picks it, the
+/// update takes it, so two claims can never take the same task. (PostgreSQL needs
+/// `FOR UPDATE SKIP LOCKED` in the subquery; SQLite runs writes one at a time.)
+const CLAIM: &str = "UPDATE tasks SET status = 'claimed', claimed_by = $1, claimed_at = $2, updated_at = $2
+     WHERE id = (SELECT id FROM tasks
+                 WHERE status = 'pending' AND (assignee IS NULL OR assignee = $1) AND priority >= $3
+                 ORDER BY priority DESC, id ASC LIMIT 1)
+     RETURNING *";
+
+/// What a list selects: the filter of [`super::TaskFilter`] with the assignee resolved.
+pub(super) struct Query<'a> {
+    pub status: Option<TaskStatus>,
+    pub assignee: Option<&'a str>,
+    /// A `LIKE` pattern, already escaped.
+    pub text: Option<String>,
+    pub min_priority: i64,
+}
+
+pub(super) struct NewRow<'a> {
+    pub title: &'a str,
+    pub body: &'a str,
+    pub assignee: Option<&'a str>,
+    pub priority: i64,
+    pub posted_by: &'a str,
+}
+
+pub(super) async fn insert(db: &Db, new: NewRow<'_>) -> Result<Task> {
+    let now = db::now();
+    let row = sqlx::query(
+        "INSERT INTO tasks (id, title, body, assignee, priority, status, posted_by, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $7) RETURNING *",
+    )
+    .bind(Uuid::now_v7().to_string())
+    .bind(new.title)
+    .bind(new.body)
+    .bind(new.assignee)
+    .bind(new.priority)
+    .bind(new.posted_by)
+    .bind(&now)
+    .fetch_one(db.pool())
+    .await?;
+    task_from(&row)
+}
+
+pub(super) async fn get(db: &Db, id: &str) -> Result<Option<Task>> {
+    let row = sqlx::query("SELECT * FROM tasks WHERE id = $1").bind(id).fetch_optional(db.pool()).await?;
+    row.as_ref().map(task_from).transpose()
+}
+
+/// Runs claims in order in one transaction (all commit or none): a burst of claims writes
+/// the pages it changed once instead of once per claim.
+pub(super) async fn claim_all(db: &Db, claims: impl Iterator<Item = (&str, i64)>) -> Result<Vec<Option<Task>>> {
+    let now = db::now();
+    let mut tx = db.begin().await?;
+    let mut claimed = Vec::new();
+    for (agent, min_priority) in claims {
+        let row = sqlx::query(CLAIM).bind(agent).bind(&now).bind(min_priority).fetch_optional(&mut *tx).await?;
+        claimed.push(row.as_ref().map(task_from).transpose()?);
+    }
+    tx.commit().await?;
+    Ok(claimed)
+}
+
+/// Puts a claimed task back to pending (its claimant never heard of the claim).
+pub(super) async fn release(db: &Db, id: &str) -> Result<()> {
+    sqlx::query(
+        "UPDATE tasks SET status = 'pending', claimed_by = NULL, claimed_at = NULL, updated_at = $1
+         WHERE id = $2 AND status = 'claimed'",
+    )
+    .bind(db::now())
+    .bind(id)
+    .execute(db.pool())
+    .await?;
+    Ok(())
+}
+
+/// Marks the task done if `agent` holds its claim; `None` if it does not.
+pub(super) async fn complete(db: &Db, id: &str, agent: &str, result: Option<&str>) -> Result<Option<Task>> {
+    let row = sqlx::query(
+        "UPDATE tasks SET status = 'done', result = $3, completed_at = $4, updated_at = $4
+         WHERE id = $1 AND status = 'claimed' AND claimed_by = $2 RETURNING *",
+    )
+    .bind(id)
+    .bind(agent)
+    .bind(result)
+    .bind(db::now())
+    .fetch_optional(db.pool())
+    .await?;
+    row.as_ref().map(task_from).transpose()
+}
+
+/// How an operator action changes a task.
+pub(super) enum Change<'a> {
+    Reassign { assignee: Option<&'a str> },
+    Cancel,
+    Retry,
+}
+
+/// Applies `change` if the task is still in status `from`; `None` if it no longer is.
+pub(super) async fn change(db: &Db, id: &str, from: TaskStatus, change: Change<'_>) -> Result<Option<Task>> {
+    let now = db::now();
+    let query = match change {
+        Change::Reassign { assignee } => sqlx::query(
+            "UPDATE tasks SET assignee = $3, status = 'pending', claimed_by = NULL, claimed_at = NULL, updated_at = $4
+             WHERE id = $1 AND status = $2 RETURNING *",
+        )
+        .bind(id)
+        .bind(from.as_str())
+        .bind(assignee)
+        .bind(now),
+        Change::Cancel => sqlx::query(
+            "UPDATE tasks SET status = 'cancelled', claimed_by = NULL, updated_at = $3, completed_at = $3
+             WHERE id = $1 AND status = $2 RETURNING *",
+        )
+        .bind(id)
+        .bind(from.as_str())
+        .bind(now),
+        Change::Retry => sqlx::query(
+            "UPDATE tasks SET status = 'pending', claimed_by = NULL, claimed_at = NULL, result = NULL, completed_at = NULL,
+                              updated_at = $3
+             WHERE id = $1 AND status = $2 RETURNING *",
+        )
+        .bind(id)
+        .bind(from.as_str())
+        .bind(now),
+    };
+    let row = query.fetch_optional(db.pool()).await?;
+    row.as_ref().map(task_from).transpose()
+}
+
+pub(super) async fn history(db: &Db, id: &str) -> Result<Vec<TaskEvent>> {
+    let rows = sqlx::query("SELECT at, status, actor, retries FROM task_events WHERE task_id = $1 ORDER BY id")
+        .bind(id)
+        .fetch_all(db.pool())
+        .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(TaskEvent {
+                at: r.try_get("at")?,
+                status: TaskStatus::parse(r.try_get("status")?)?,
+                actor: r.try_get("actor")?,
+                retries: r.try_get("retries")?,
+            })
+        })
+        .collect()
+}
+
+const FILTER: &str = "($1 IS NULL OR status = $1) AND ($2 IS NULL OR assignee = $2)
+     AND ($3 IS NULL OR lower(title) LIKE lower($3) ESCAPE '\\' OR lower(body) LIKE lower($3) ESCAPE '\\')
+     AND priority >= $4";
+
+/// Tasks matching `q`, best first (priority, then oldest), after `after` = (priority, id) of
+/// the previous page's last task, at most `limit`.
+pub(super) async fn list(db: &Db, q: &Query<'_>, after: Option<(i64, &str)>, limit: i64) -> Result<Vec<Task>> {
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT * FROM tasks WHERE {FILTER}
+           AND ($5 IS NULL OR priority < $5 OR (priority = $5 AND id > $6))
+         ORDER BY priority DESC, id ASC LIMIT $7"
+    )))
+    .bind(q.status.map(TaskStatus::as_str))
+    .bind(q.assignee)
+    .bind(&q.text)
+    .bind(q.min_priority)
+    .bind(after.map(|(p, _)| p))
+    .bind(after.map(|(_, id)| id))
+    .bind(limit)
+    .fetch_all(db.pool())
+    .await?;
+    rows.iter().map(task_from).collect()
+}
+
+pub(super) async fn count(db: &Db, q: &Query<'_>) -> Result<u64> {
+    let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM tasks WHERE {FILTER}")))
+        .bind(q.status.map(TaskStatus::as_str))
+        .bind(q.assignee)
+        .bind(&q.text)
+        .bind(q.min_priority)
+        .fetch_one(db.pool())
+        .await?;
+    Ok(n as u64)
+}
+
+/// Returns claims made before `cutoff` to pending, counting a retry; past `max_retries`
+/// (0 = unlimited) the task fails instead. How many claims were taken back.
+pub(super) async fn sweep(db: &Db, cutoff: &str, max_retries: i64) -> Result<u64> {
+    let done = sqlx::query(
+        "UPDATE tasks SET
+             status = CASE WHEN $2 > 0 AND retries + 1 >= $2 THEN 'failed' ELSE 'pending' END,
+             retries = retries + 1, claimed_by = NULL, claimed_at = NULL, updated_at = $3,
+             completed_at = CASE WHEN $2 > 0 AND retries + 1 >= $2 THEN $3 ELSE NULL END,
+             result = CASE WHEN $2 > 0 AND retries + 1 >= $2 THEN 'failed: the claim expired ' || (retries + 1) || ' times' ELSE result END
+         WHERE status = 'claimed' AND claimed_at < $1",
+    )
+    .bind(cutoff)
+    .bind(max_retries)
+    .bind(db::now())
+    .execute(db.pool())
+    .await?;
+    Ok(done.rows_affected())
+}
+
+fn task_from(row: &db::Row) -> Result<Task> {
+    let id: String = row.try_get("id")?;
+    Ok(Task {
+        id: Uuid::parse_str(&id)
+            .map_err(|e| Error::internal(format_args!("stored task id `{id}` is unreadable: {e}")))?,
+        title: row.try_get("title")?,
+        body: row.try_get("body")?,
+        assigned_to: row.try_get("assignee")?,
+        priority: row.try_get("priority")?,
+        status: TaskStatus::parse(row.try_get("status")?)?,
+        claimed_by: row.try_get("claimed_by")?,
+        claimed_at: row.try_get("claimed_at")?,
+        retries: row.try_get("retries")?,
+        result: row.try_get("result")?,
+        posted_by: row.try_get("posted_by")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+        completed_at: row.try_get("completed_at")?,
+    })
+}

@@ -1,0 +1,40 @@
+//! Rules for free text that every validator shares, stated so the API's JSON Schema can carry
+//! them exactly: lengths count characters (as JSON Schema's `maxLength` does), and "blank"
+//! means only spaces, tabs and line breaks (the `[^ \t\n\r\f\v]` pattern's complement).
+
+/// Whether `text` holds nothing but spaces, tabs and line breaks (or nothing at all). The
+/// schema twin of "not blank" is the pattern `[^ \t\n\r\f\v]`.
+pub fn is_blank(text: &str) -> bool {
+    text.chars().all(is_space)
+}
+
+/// A space, tab or line break: what [`is_blank`] text is made of (`[ \t\n\r\f\v]`).
+pub fn is_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c')
+}
+
+/// Whether `text` is longer than `max` characters.
+pub fn longer_than(text: &str, max: usize) -> bool {
+    text.chars().nth(max).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blank_is_only_ascii_spaces_and_line_breaks() {
+        for blank in ["", " ", "\t\r\n", "\x0b\x0c "] {
+            assert!(is_blank(blank), "{blank:?}");
+        }
+        for text in ["a", " x ", "\u{a0}", "\u{3000}"] {
+            assert!(!is_blank(text), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn lengths_count_characters_not_bytes() {
+        assert!(!longer_than("ééé", 3));
+        assert!(longer_than("éééé", 3));
+    }
+}

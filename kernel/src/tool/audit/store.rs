@@ -1,0 +1,86 @@
+//! SQL for the audit log.
+
+use sqlx::Row;
+
+use super::{AuditRecord, Queued};
+use crate::db::Db;
+use crate::error::{Error, Result};
+
+/// A message is cut to this many characters in the log.
+const MESSAGE_LIMIT: usize = 2_000;
+
+/// Writes a batch as one multi-row `INSERT`: one statement is one round trip to the database
+/// and its own transaction (all rows or none), where BEGIN, an INSERT per row and COMMIT were
+/// several. A durable call waits for this, so it is its latency. A batch holds at most
+/// `super::BATCH` rows, 10 parameters each: far below SQLite's 32,766 parameters.
+pub(super) async fn insert_batch(db: &Db, entries: &[Queued]) -> Result<(), Error> {
+    let mut insert = sqlx::QueryBuilder::new(
+        "INSERT INTO audit (at, agent_id, session_id, caller, tool, args_digest, outcome, message, duration_us, artifact_id) ",
+    );
+    insert.push_values(entries, |mut row, Queued { entry: e, at, .. }| {
+        let message = e.message.as_ref().map(|m| m.chars().take(MESSAGE_LIMIT).collect::<String>());
+        row.push_bind(at.as_str())
+            .push_bind(e.agent_id.to_string())
+            .push_bind(e.session_id.map(|s| s.to_string()))
+            .push_bind(e.caller.as_str())
+            .push_bind(e.tool.as_str())
+            .push_bind(e.args_digest.as_str())
+            .push_bind(e.outcome)
+            .push_bind(message)
+            .push_bind(e.duration_us as i64)
+            .push_bind(e.artifact_id.as_deref());
+    });
+    insert.build().execute(db.pool()).await?;
+    Ok(())
+}
+
+/// Records newest first, for `agent_id` and `tool` when given, older than the record `before`,
+/// at most `limit`.
+pub(super) async fn list(
+    db: &Db,
+    agent_id: Option<&str>,
+    tool: Option<&str>,
+    before: Option<i64>,
+    limit: i64,
+) -> Result<Vec<AuditRecord>> {
+    let rows = sqlx::query(
+        "SELECT id, at, agent_id, session_id, caller, tool, args_digest, outcome, message, duration_us, artifact_id
+         FROM audit
+         WHERE ($1 IS NULL OR agent_id = $1) AND ($2 IS NULL OR tool = $2) AND ($3 IS NULL OR id < $3)
+         ORDER BY id DESC LIMIT $4",
+    )
+    .bind(agent_id)
+    .bind(tool)
+    .bind(before)
+    .bind(limit)
+    .fetch_all(db.pool())
+    .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(AuditRecord {
+                id: r.try_get("id")?,
+                at: r.try_get("at")?,
+                agent_id: r.try_get("agent_id")?,
+                session_id: r.try_get("session_id")?,
+                caller: r.try_get("caller")?,
+                tool: r.try_get("tool")?,
+                args_digest: r.try_get("args_digest")?,
+                outcome: r.try_get("outcome")?,
+                message: r.try_get("message")?,
+                duration_us: r.try_get("duration_us")?,
+                artifact_id: r.try_get("artifact_id")?,
+            })
+        })
+        .collect()
+}
+
+pub(super) async fn count(db: &Db, agent_id: Option<&str>, tool: Option<&str>) -> Result<u64> {
+    let n: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM audit WHERE ($1 IS NULL OR agent_id = $1) AND ($2 IS NULL OR tool = $2)",
+    )
+    .bind(agent_id)
+    .bind(tool)
+    .fetch_one(db.pool())
+    .await?;
+    Ok(n as u64)
+}

@@ -1,0 +1,33 @@
+//! The depth budget (spec §0.7): how many blocking agent calls deep work may run. Every
+//! place that starts nested work — a tool call, a blocking `agent_send`, a workflow step, a
+//! triggered turn — asks [`check`], so the limit and its wording are one.
+
+use uuid::Uuid;
+
+use crate::Kernel;
+use crate::error::{Error, ErrorKind, Result};
+
+/// Refuses `what` (`sending to agent \`b\``, `calling \`task_post\``) if it would run `depth`
+/// agent calls deep, past `[kernel] max_agent_call_depth`, naming the chain that led there.
+pub(crate) fn check(kernel: &Kernel, depth: u32, chain: &[Uuid], what: &str) -> Result<()> {
+    let max = kernel.config().kernel.max_agent_call_depth;
+    if u64::from(depth) <= max {
+        return Ok(());
+    }
+    let chain = if chain.is_empty() { String::new() } else { format!(" (chain: {})", chain_names(kernel, chain)) };
+    Err(Error::new(
+        ErrorKind::ResourceExhausted,
+        format!(
+            "refused: {what} would run {depth} agent calls deep, over [kernel] max_agent_call_depth = {max}{chain}"
+        ),
+    ))
+}
+
+/// `a → b → c`: agents along a chain by name (by id if one is gone).
+fn chain_names(kernel: &Kernel, chain: &[Uuid]) -> String {
+    chain
+        .iter()
+        .map(|id| kernel.agents().get_by_id(*id).map_or_else(|| id.to_string(), |a| a.name.clone()))
+        .collect::<Vec<_>>()
+        .join(" → ")
+}

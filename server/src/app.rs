@@ -1,0 +1,59 @@
+//! The whole application: the machine side (`http`: REST, A2A, health) and the dashboard on
+//! one router, and the server loop. The two fronts share the status table (`status`) and the
+//! live event stream (`live`) and know nothing of each other.
+
+use std::net::SocketAddr;
+
+use axum::Router;
+use kennel_kernel::Kernel;
+use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
+use tracing::Level;
+
+/// Every route of the daemon.
+pub fn router(kernel: Kernel) -> Router {
+    Router::new()
+        .merge(crate::http::router(kernel.clone()))
+        .merge(crate::dashboard::router(kernel.clone()))
+        .fallback(crate::http::not_found)
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(DefaultMakeSpan::new().level(Level::INFO))
+                .on_request(())
+                .on_response(DefaultOnResponse::new().level(Level::INFO)),
+        )
+        .with_state(kernel)
+}
+
+/// Serves until SIGINT or SIGTERM, lets in-flight requests finish, then closes the kernel.
+pub async fn serve(kernel: Kernel, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+    let addr: SocketAddr = listener.local_addr()?;
+    tracing::info!(%addr, "listening");
+    let app = router(kernel.clone())
+        .layer(axum::Extension(crate::dashboard::site::ListenAddr(addr)))
+        .into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?;
+    tracing::info!("shutting down: closing the database");
+    kernel.close().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+}

@@ -1,0 +1,171 @@
+//! The published contract: `GET /api/openapi.json`, a valid OpenAPI 3.1 document derived from
+//! the handlers' types (`utoipa`), then finished here with what every operation shares —
+//! the bearer scheme, the status table, and the error answers any operation can give (401 for
+//! a missing or revoked token, 500 for a fault of this daemon, 404 where the path names
+//! something, 422 where there is input to refuse).
+
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::http::header::CONTENT_TYPE;
+use axum::response::IntoResponse;
+use kennel_kernel::{ErrorKind, Kernel};
+use serde_json::{Value, json};
+use utoipa::OpenApi;
+use utoipa_axum::router::UtoipaMethodRouter;
+use utoipa_axum::routes;
+
+use crate::status::{meaning, status_for, status_table};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Kennel",
+        description = "The Kennel agent daemon's REST API. Every `/api/*` route needs `Authorization: Bearer TOKEN` \
+                       (create one with `kennel token create NAME`).\n\n\
+                       Lists are paged: `?limit=` (1–1000, default 100) and `?cursor=`; the answer is the page's \
+                       items as an array, with `X-Total-Count` (items on all pages) and, when there is a next page, \
+                       `Link: <URL>; rel=\"next\"`."
+    ),
+    components(schemas(super::error::ErrorBody)),
+    security(("bearer" = [])),
+)]
+struct ApiDoc;
+
+pub(super) fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
+    vec![routes!(openapi_json), routes!(healthz)]
+}
+
+/// The document every route starts from (info, the error body, global security).
+pub(super) fn base() -> utoipa::openapi::OpenApi {
+    ApiDoc::openapi()
+}
+
+/// The methods of a path item, lower case as the document writes them.
+pub(super) fn methods(item: &impl serde::Serialize) -> Vec<String> {
+    const METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+    let item = serde_json::to_value(item).unwrap_or_default();
+    METHODS.iter().filter(|m| item.get(**m).is_some()).map(|m| m.to_string()).collect()
+}
+
+/// The served document, finished: every operation answers the shared error statuses, every
+/// response has a description, and the bearer scheme and status table are in place.
+pub(super) fn finish(document: utoipa::openapi::OpenApi) -> Value {
+    let mut doc = serde_json::to_value(&document).expect("the OpenAPI document serialises");
+    doc["components"]["securitySchemes"] = json!({ "bearer": { "type": "http", "scheme": "bearer", "description": "An API token: `kennel token create NAME`" } });
+    let intro = doc["info"]["description"].as_str().unwrap_or_default().to_string();
+    doc["info"]["description"] = Value::String(format!(
+        "{intro}\n\n## Errors\n\nEvery error answers `{{\"error\": {{\"kind\", \"message\", \"fields\"?}}}}` \
+         with the status of its kind:\n\n{}",
+        status_table()
+    ));
+    require_name_to_create_an_agent_type(&mut doc);
+    if let Some(paths) = doc["paths"].as_object_mut() {
+        for (path, item) in paths.iter_mut() {
+            for (method, operation) in item.as_object_mut().into_iter().flatten() {
+                if method != "parameters" {
+                    finish_operation(path, operation);
+                }
+            }
+        }
+    }
+    doc
+}
+
+/// `ManifestInput` serves both creating an agent type (the name in the body) and replacing one
+/// (the name in the path), so its `name` is optional; creating one requires it.
+fn require_name_to_create_an_agent_type(doc: &mut Value) {
+    let body = &mut doc["paths"]["/api/templates"]["post"]["requestBody"]["content"]["application/json"]["schema"];
+    if body.is_object() {
+        let name = json!({ "type": "string", "pattern": "^[a-z0-9_-]{1,64}$" });
+        *body = json!({ "allOf": [body.clone(), { "required": ["name"], "properties": { "name": name } }] });
+    }
+}
+
+fn finish_operation(path: &str, op: &mut Value) {
+    let public =
+        op["security"].as_array().is_some_and(|s| s.iter().all(|r| r.as_object().is_some_and(|o| o.is_empty())));
+    let params = op["parameters"].as_array().cloned().unwrap_or_default();
+    let takes_input = op.get("requestBody").is_some() || params.iter().any(|p| p["in"] == "query");
+    let responses = op["responses"].as_object_mut().expect("every operation has responses");
+    let mut shared = vec![ErrorKind::Internal];
+    if path.contains('{') {
+        shared.push(ErrorKind::NotFound);
+    }
+    if takes_input {
+        shared.push(ErrorKind::InvalidArguments);
+    }
+    for kind in shared {
+        let status = status_for(kind).as_u16().to_string();
+        responses.entry(status).or_insert_with(|| error_response(meaning(kind)));
+    }
+    if !public {
+        responses.entry("401".to_string()).or_insert_with(|| error_response(UNAUTHORIZED));
+    }
+    for (status, response) in responses.iter_mut() {
+        if response["description"].as_str().is_none_or(str::is_empty) {
+            response["description"] = Value::String(default_description(status));
+        }
+        if !status.starts_with('2') && response.get("content").is_none() {
+            response["content"] = error_content();
+        }
+    }
+}
+
+const UNAUTHORIZED: &str = "no token, or a token that is not (or no longer) valid";
+
+fn error_content() -> Value {
+    json!({ "application/json": { "schema": { "$ref": "#/components/schemas/ErrorBody" } } })
+}
+
+fn error_response(description: &str) -> Value {
+    json!({ "description": description, "content": error_content() })
+}
+
+/// A description for a response the handler left without one: the status table's meaning
+/// for error statuses, the reason phrase otherwise.
+fn default_description(status: &str) -> String {
+    let code: u16 = status.parse().unwrap_or(0);
+    if code == 401 {
+        return UNAUTHORIZED.to_string();
+    }
+    ErrorKind::ALL
+        .into_iter()
+        .find(|k| status_for(*k).as_u16() == code)
+        .map(|k| meaning(k).to_string())
+        .or_else(|| axum::http::StatusCode::from_u16(code).ok().and_then(|s| s.canonical_reason()).map(str::to_string))
+        .unwrap_or_else(|| "the answer".to_string())
+}
+
+/// The finished document as served, shared by every request.
+#[derive(Clone)]
+pub(super) struct Document(Arc<str>);
+
+impl Document {
+    pub(super) fn new(document: &Value) -> Document {
+        Document(Arc::from(serde_json::to_string_pretty(document).expect("the document serialises")))
+    }
+}
+
+/// This document: the REST API's contract (OpenAPI 3.1).
+#[utoipa::path(get, path = "/api/openapi.json", tag = "meta",
+    responses((status = 200, description = "The OpenAPI 3.1 document of this API", content_type = "application/json", body = Object)))]
+async fn openapi_json(Extension(Document(document)): Extension<Document>) -> impl IntoResponse {
+    ([(CONTENT_TYPE, "application/json")], document.to_string())
+}
+
+/// What `/healthz` answers.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+struct Health {
+    /// Always `ok` while the daemon serves requests.
+    status: &'static str,
+    /// The daemon's version.
+    version: &'static str,
+}
+
+/// Whether the daemon is up. Needs no token.
+#[utoipa::path(get, path = "/healthz", tag = "meta", security(()),
+    responses((status = 200, description = "The daemon is serving", body = Health)))]
+async fn healthz() -> axum::Json<Health> {
+    axum::Json(Health { status: "ok", version: env!("CARGO_PKG_VERSION") })
+}
