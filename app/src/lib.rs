@@ -8,6 +8,7 @@ mod shell;
 mod widgets;
 
 pub use shell::{Flash, Nav, PageMeta};
+pub use widgets::Paging;
 
 /// A rendered page as a complete HTML document.
 fn document(html: String) -> String {

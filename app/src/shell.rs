@@ -13,7 +13,7 @@ pub enum Nav {
     Schedules,
     Audit,
     Settings,
-    /// Sign-in pages: no navigation.
+    /// No section is current (sign-in pages, error pages).
     None,
 }
 
@@ -38,7 +38,9 @@ pub struct PageMeta {
     pub refresh: Option<(u32, String)>,
 }
 
-const SECTIONS: [(Nav, &str, &str); 8] = [
+/// The navigation, in order: a section's page, link and label. A new page family adds its
+/// `Nav` variant and its line here.
+const SECTIONS: &[(Nav, &str, &str)] = &[
     (Nav::Overview, "/", "Overview"),
     (Nav::Agents, "/agents", "Agents"),
     (Nav::AgentTypes, "/agent-types", "Agent types"),
@@ -51,7 +53,8 @@ const SECTIONS: [(Nav, &str, &str); 8] = [
 
 #[component]
 pub fn Shell(meta: PageMeta, children: Children) -> impl IntoView {
-    let nav = (meta.nav != Nav::None).then(|| {
+    // Signed-in pages (an error page too) have the navigation; sign-in pages do not.
+    let nav = meta.operator.is_some().then(|| {
         let links = SECTIONS
             .iter()
             .map(|(section, href, label)| {

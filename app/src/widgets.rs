@@ -134,6 +134,21 @@ pub fn audit_table(records: Vec<AuditRecord>, agents: &[Arc<Agent>]) -> impl Int
     }
 }
 
+/// Where a paged list stands: how many of how many, and the link to the next page (its
+/// filters kept) when there is one.
+#[derive(Debug, Clone, Default)]
+pub struct Paging {
+    pub total: u64,
+    pub next: Option<String>,
+}
+
+/// `20 of 130 · Next page →` under a paged list.
+#[component]
+pub fn Pager(shown: usize, paging: Paging) -> impl IntoView {
+    let next = paging.next.map(|href| view! { " · " <a href=href rel="next">"Next page →"</a> });
+    view! { <p class="pager hint">{format!("{shown} of {}", paging.total)}{next}</p> }
+}
+
 /// A timestamp as a person reads it: `2026-11-30 14:02:11`.
 pub fn short_time(rfc3339: &str) -> String {
     rfc3339.get(..19).map(|s| s.replace('T', " ")).unwrap_or_else(|| rfc3339.to_string())

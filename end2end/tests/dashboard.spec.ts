@@ -102,20 +102,25 @@ test('a running agent\'s name is a conflict too', async () => {
   await expect(page.locator('#name-error')).toContainText('an agent named `scout` is running');
 });
 
-test('Tools inspector: filter, grant a family, the effective set changes, try system_time', async () => {
+test('Tools inspector: search, grant a family, narrow by standing, try system_time', async () => {
   await page.goto('/tools');
-  await page.getByLabel('Filter').fill('artifact');
+  await expect(page.getByRole('navigation', { name: 'Families' }).getByRole('link', { name: 'tasks' })).toBeVisible();
+  await page.getByLabel('Search').fill('artifact');
   await page.getByRole('button', { name: 'Show' }).click();
-  await expect(page.locator('article.tool')).toHaveCount(1);
+  await expect(page.locator('details.tool-row')).toHaveCount(1);
   await expect(page.locator('#tool-read_artifact')).toBeVisible();
 
-  await page.getByLabel('Filter').fill('');
+  await page.getByLabel('Search').fill('');
   await page.getByLabel('As agent').selectOption({ label: 'scout' });
   await page.getByRole('button', { name: 'Show' }).click();
   const clock = page.locator('#tool-system_time');
-  await expect(clock).toContainText('scout: not granted');
+  await expect(clock.locator('summary')).toContainText('scout: not granted');
   await page.getByRole('button', { name: 'Grant system.*' }).click();
-  await expect(clock).toContainText('scout: allowed by system.*');
+  await expect(clock.locator('summary')).toContainText('scout: allowed by system.*');
+  await page.getByLabel('Standing').selectOption({ label: 'allowed' });
+  await page.getByRole('button', { name: 'Show' }).click();
+  await expect(page.locator('#tool-task_post')).toHaveCount(0);
+  await clock.locator('summary').click();
   await clock.getByRole('button', { name: 'Try it' }).click();
   await expect(page.locator('#try-result')).toContainText('"utc"');
   await shot('tools');

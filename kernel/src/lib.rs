@@ -287,6 +287,16 @@ impl Kernel {
         Ok(stopped)
     }
 
+    /// Stops an agent if it runs, then removes it: no longer listed or found, its sessions,
+    /// schedules (paused) and audit rows kept.
+    pub async fn remove_agent(&self, agent: &str) -> Result<Arc<agent::Agent>> {
+        let agent = self.0.agents.get(agent)?;
+        if agent.is_running() {
+            self.stop_agent(&agent.id.to_string()).await?;
+        }
+        self.0.agents.remove(&agent.id.to_string()).await
+    }
+
     /// Runs a tool call through the pipeline. The only way any front runs a tool.
     pub async fn call_tool(
         &self,

@@ -10,7 +10,7 @@ use kennel_kernel::session::{Session, StoredMessage};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{Csrf, TextArea, field_error, short_time};
+use crate::widgets::{Csrf, Pager, Paging, TextArea, field_error, short_time};
 
 #[derive(Debug, Clone, Default)]
 pub struct SpawnForm {
@@ -20,7 +20,9 @@ pub struct SpawnForm {
 }
 
 pub struct AgentsPage {
+    /// A page of the agents, oldest first.
     pub agents: Vec<Arc<Agent>>,
+    pub paging: Paging,
     pub types: Vec<Arc<AgentType>>,
     pub form: SpawnForm,
     pub errors: Vec<FieldError>,
@@ -28,20 +30,20 @@ pub struct AgentsPage {
 
 pub fn render_list(meta: PageMeta, page: AgentsPage) -> String {
     let csrf = meta.csrf.clone();
+    let shown = page.agents.len();
     let rows = page
         .agents
         .iter()
-        .rev()
         .map(|a| {
-            let stop = a.is_running().then(|| {
-                let csrf = csrf.clone();
-                view! {
-                    <form method="post" action=format!("/agents/{}/stop", a.id)>
-                        <Csrf token=csrf/>
-                        <button type="submit" class="danger">"Stop"</button>
-                    </form>
-                }
-            });
+            let csrf = csrf.clone();
+            let (action, label, class) =
+                if a.is_running() { ("stop", "Stop", "danger") } else { ("remove", "Remove", "link danger") };
+            let stop = view! {
+                <form method="post" action=format!("/agents/{}/{action}", a.id)>
+                    <Csrf token=csrf/>
+                    <button type="submit" class=class>{label}</button>
+                </form>
+            };
             let status = if a.is_running() { "running" } else { "stopped" };
             view! {
                 <tr>
@@ -78,6 +80,7 @@ pub fn render_list(meta: PageMeta, page: AgentsPage) -> String {
                             <tbody>{rows}</tbody>
                         </table>
                     </div>
+                    <Pager shown paging=page.paging/>
                 </section>
                 <section class="card">
                     <h2>"Spawn an agent"</h2>
@@ -110,6 +113,8 @@ pub struct AgentPage {
     pub chat_error: Option<String>,
     /// Its first schedules and cron jobs.
     pub schedules: Vec<Schedule>,
+    /// A refused grant or revoke, shown at the grant form.
+    pub grant_error: Option<String>,
 }
 
 pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
@@ -190,11 +195,12 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
                     <section class="card">
                         <h2>"Grants"</h2>
                         <ul class="grants">{grants}</ul>
-                        <form method="post" action=format!("/agents/{}/grant", a.id) class="inline">
+                        <form method="post" action=format!("/agents/{}/grant", a.id) class="inline" id="grant-form">
                             <Csrf token=csrf.clone()/>
-                            <input type="text" name="pattern" placeholder="system_time, memory_*, browser.*" required/>
+                            <input type="text" name="pattern" placeholder="system_time, memory_*, browser.*" required aria-label="Grant pattern"/>
                             <button type="submit">"Grant"</button>
                         </form>
+                        {page.grant_error.map(|e| view! { <p class="field-error" id="pattern-error" role="alert">{e}</p> })}
                         <p><a href=format!("/tools?agent={id}")>"The agent's effective tool set"</a></p>
                         <h2>"Schedules"</h2>
                         <ul class="schedules" id="agent-schedules">{schedules}</ul>

@@ -7,10 +7,12 @@ use kennel_kernel::tool::audit::AuditRecord;
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::audit_table;
+use crate::widgets::{Pager, Paging, audit_table};
 
 pub struct AuditPage {
+    /// A page of records, newest first.
     pub records: Vec<AuditRecord>,
+    pub paging: Paging,
     pub agents: Vec<Arc<Agent>>,
     pub agent: Option<String>,
     pub tool: Option<String>,
@@ -27,6 +29,7 @@ pub fn render(meta: PageMeta, page: AuditPage) -> String {
             view! { <option value=id selected=is>{a.name.clone()}</option> }
         })
         .collect::<Vec<_>>();
+    let shown = page.records.len();
     let table = audit_table(page.records, &page.agents);
     crate::document(
         view! {
@@ -38,6 +41,7 @@ pub fn render(meta: PageMeta, page: AuditPage) -> String {
                     <button type="submit">"Filter"</button>
                 </form>
                 {table}
+                <Pager shown paging=page.paging/>
             </Shell>
         }
         .to_html(),

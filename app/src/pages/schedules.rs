@@ -10,10 +10,12 @@ use kennel_kernel::schedule::{Fire, Schedule, State};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{Csrf, agent_names, short_time};
+use crate::widgets::{Csrf, Pager, Paging, agent_names, short_time};
 
 pub struct List {
+    /// A page of the schedules, oldest first.
     pub schedules: Vec<Schedule>,
+    pub paging: Paging,
     pub agents: Vec<Arc<Agent>>,
     /// The agent filter as typed (name or id); empty: every agent.
     pub agent: String,
@@ -50,6 +52,7 @@ fn toggle(s: &Schedule, csrf: &str) -> Option<impl IntoView + use<>> {
 pub fn render_list(meta: PageMeta, page: List) -> String {
     let csrf = meta.csrf.clone();
     let names = agent_names(&page.agents);
+    let shown = page.schedules.len();
     let rows = page
         .schedules
         .iter()
@@ -102,6 +105,7 @@ pub fn render_list(meta: PageMeta, page: List) -> String {
                         <tbody>{rows}</tbody>
                     </table>
                 </div>
+                <Pager shown paging=page.paging/>
             </Shell>
         }
         .to_html(),

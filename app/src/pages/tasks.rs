@@ -8,14 +8,28 @@ use kennel_kernel::tasks::{Task, TaskAction, TaskEvent, TaskStatus};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{Csrf, TextArea, agent_names, short_time};
+use crate::widgets::{Csrf, Pager, Paging, TextArea, agent_names, field_error, short_time};
 
 pub struct Board {
+    /// A page of the tasks, highest priority first.
     pub tasks: Vec<Task>,
+    pub paging: Paging,
     pub agents: Vec<Arc<Agent>>,
     pub assignee: String,
     pub text: String,
     pub min_priority: i64,
+    /// The "post a task" form as sent, when it was refused, with what was wrong.
+    pub post: PostForm,
+}
+
+/// The fields of the "post a task" form and their problems.
+#[derive(Debug, Clone, Default)]
+pub struct PostForm {
+    pub title: String,
+    pub body: String,
+    pub assignee: String,
+    pub priority: Option<i64>,
+    pub errors: Vec<kennel_kernel::error::FieldError>,
 }
 
 pub fn render_board(meta: PageMeta, page: Board) -> String {
@@ -63,12 +77,17 @@ pub fn render_board(meta: PageMeta, page: Board) -> String {
             view! { <option value=value selected=selected>{label}</option> }
         })
         .collect::<Vec<_>>();
+    let post = page.post;
     let post_options = page
         .agents
         .iter()
         .filter(|a| a.is_running())
-        .map(|a| view! { <option value=a.name.clone()>{a.name.clone()}</option> })
+        .map(|a| {
+            let selected = a.name == post.assignee;
+            view! { <option value=a.name.clone() selected=selected>{a.name.clone()}</option> }
+        })
         .collect::<Vec<_>>();
+    let shown = page.tasks.len();
     crate::document(
         view! {
             <Shell meta>
@@ -80,16 +99,21 @@ pub fn render_board(meta: PageMeta, page: Board) -> String {
                     <button type="submit">"Filter"</button>
                 </form>
                 <div class="board">{columns}</div>
+                <Pager shown paging=page.paging/>
                 <section class="card">
                     <h2>"Post a task"</h2>
                     <form method="post" action="/tasks" class="stack" id="post-task">
                         <Csrf token=csrf/>
                         <div class="row">
-                            <label>"Title" <input type="text" name="title" required/></label>
+                            <label>"Title" <input type="text" name="title" required value=post.title/></label>
                             <label>"For" <select name="assignee"><option value="">"anyone"</option>{post_options}</select></label>
-                            <label>"Priority" <input type="number" name="priority" min="0" max="9" value="5"/></label>
+                            <label>"Priority" <input type="number" name="priority" min="0" max="9" value=post.priority.unwrap_or(5).to_string()/></label>
                         </div>
-                        <label>"Details" <TextArea name="body" rows=3/></label>
+                        {field_error(&post.errors, "title")}
+                        {field_error(&post.errors, "assignee")}
+                        {field_error(&post.errors, "priority")}
+                        <label>"Details" <TextArea name="body" rows=3 value=post.body/></label>
+                        {field_error(&post.errors, "body")}
                         <button type="submit">"Post"</button>
                     </form>
                 </section>

@@ -1,6 +1,8 @@
-//! `/tools`: the Tools inspector. Every tool by family with its arguments (read from the
-//! derived schema) and availability; with `?agent=`, that agent's effective set, grant and
-//! revoke, and a "try it" form that runs a tool as the agent through the pipeline.
+//! `/tools`: the Tools inspector, built to stay usable at eighty tools. A search box and an
+//! index of families at the top; each tool one line (name, description, standing) that opens
+//! to its tags, arguments (read from the derived schema) and controls. With `?agent=`, that
+//! agent's effective set, filterable by standing (allowed, not granted, denied, excluded),
+//! grant and revoke, and a "try it" form that runs a tool as the agent through the pipeline.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,15 +22,25 @@ pub struct TryResult {
     pub outcome: Result<String, (String, String)>,
 }
 
+/// The standings the effective set can be narrowed to (`?show=`).
+pub const STANDINGS: [(&str, &str); 4] =
+    [("allowed", "allowed"), ("not_granted", "not granted"), ("denied", "denied"), ("excluded", "excluded")];
+
 pub struct ToolsPage {
-    /// The tools that match the filter, with their availability.
+    /// The tools that match the search (and the standing shown), with their availability.
     pub tools: Vec<(Arc<ToolDef>, Availability)>,
     pub total: usize,
     pub query: String,
     pub agents: Vec<Arc<Agent>>,
-    /// The agent whose effective set is shown.
+    /// The agent whose effective set is shown, with every tool's standing.
     pub agent: Option<(Arc<Agent>, Vec<EffectiveTool>)>,
+    /// The standing shown (one of [`STANDINGS`]); empty: all.
+    pub show: String,
+    /// The tool shown opened (just tried, granted or refused).
+    pub open: Option<String>,
     pub tried: Option<TryResult>,
+    /// A refused grant or revoke: the tool it was for and why.
+    pub refused: Option<(String, String)>,
 }
 
 pub fn render(meta: PageMeta, page: ToolsPage) -> String {
@@ -44,18 +56,33 @@ pub fn render(meta: PageMeta, page: ToolsPage) -> String {
             view! { <option value=id selected=is>{a.name.clone()}</option> }
         })
         .collect::<Vec<_>>();
-    let statuses: BTreeMap<String, ToolStatus> = page
+    let statuses: BTreeMap<String, EffectiveTool> = page
         .agent
         .as_ref()
-        .map(|(_, set)| set.iter().map(|t| (t.name.clone(), t.status.clone())).collect())
+        .map(|(_, set)| set.iter().map(|t| (t.name.clone(), t.clone())).collect())
         .unwrap_or_default();
     let agent = page.agent.as_ref().map(|(a, _)| a.clone());
+    let show_select = agent.as_ref().map(|_| {
+        let options = STANDINGS
+            .iter()
+            .map(|(value, label)| view! { <option value=*value selected={page.show == *value}>{*label}</option> })
+            .collect::<Vec<_>>();
+        view! { <label>"Standing" <select name="show"><option value="">"all"</option>{options}</select></label> }
+    });
 
     let shown = page.tools.len();
     let mut families: BTreeMap<String, Vec<(Arc<ToolDef>, Availability)>> = BTreeMap::new();
     for (def, availability) in page.tools {
         families.entry(def.family.clone()).or_default().push((def, availability));
     }
+    let index = families
+        .iter()
+        .map(|(family, tools)| {
+            view! { <li><a href=format!("#family-{family}")>{family.clone()}</a>" "<span class="hint">{tools.len()}</span></li> }
+        })
+        .collect::<Vec<_>>();
+    let back = agent.as_ref().map(|a| format!("/tools?agent={}", a.id)).unwrap_or_else(|| "/tools".into());
+    let open = page.open.clone().or_else(|| page.tried.as_ref().map(|t| t.tool.clone()));
     let groups = families
         .into_iter()
         .map(|(family, tools)| {
@@ -65,21 +92,31 @@ pub fn render(meta: PageMeta, page: ToolsPage) -> String {
                     <form method="post" action=format!("/agents/{}/grant", a.id) class="inline">
                         <Csrf token=csrf/>
                         <input type="hidden" name="pattern" value=format!("{family}.*")/>
-                        <input type="hidden" name="back" value=format!("/tools?agent={}", a.id)/>
+                        <input type="hidden" name="back" value=back.clone()/>
                         <button type="submit" class="small">{format!("Grant {family}.*")}</button>
                     </form>
                 }
             });
-            let cards = tools
+            let rows = tools
                 .into_iter()
                 .map(|(def, availability)| {
-                    tool_card(&def, &availability, agent.as_ref(), statuses.get(&def.name), &csrf)
+                    let card = Card {
+                        def: &def,
+                        availability: &availability,
+                        agent: agent.as_ref(),
+                        standing: statuses.get(&def.name),
+                        open: open.as_deref() == Some(def.name.as_str()),
+                        refused: page.refused.as_ref().filter(|(t, _)| *t == def.name).map(|(_, m)| m.clone()),
+                        back: &back,
+                        csrf: &csrf,
+                    };
+                    tool_row(card)
                 })
                 .collect::<Vec<_>>();
             view! {
                 <section class="family" id=format!("family-{family}")>
                     <h2>{family.clone()}" "{grant_family}</h2>
-                    {cards}
+                    {rows}
                 </section>
             }
         })
@@ -98,17 +135,23 @@ pub fn render(meta: PageMeta, page: ToolsPage) -> String {
         }
     });
     let shown = format!("{shown} of {} tools shown", page.total);
+    let nothing = (shown.starts_with("0 ")).then(|| view! { <p class="empty">"No tool matches."</p> });
     crate::document(
         view! {
             <Shell meta>
                 <h1>"Tools"</h1>
-                <form method="get" action="/tools" class="filters">
-                    <label>"Filter" <input type="search" name="q" value=page.query placeholder="name, family, tag or words"/></label>
+                <form method="get" action="/tools" class="filters" role="search">
+                    <label>"Search" <input type="search" name="q" value=page.query placeholder="name, family, tag or words"/></label>
                     <label>"As agent" <select name="agent"><option value="">"(none)"</option>{agent_options}</select></label>
+                    {show_select}
                     <button type="submit">"Show"</button>
                 </form>
-                <p class="hint">{shown}</p>
+                <nav class="family-index" aria-label="Families">
+                    <p class="hint">{shown}</p>
+                    <ul>{index}</ul>
+                </nav>
                 {tried}
+                {nothing}
                 {groups}
             </Shell>
         }
@@ -116,13 +159,21 @@ pub fn render(meta: PageMeta, page: ToolsPage) -> String {
     )
 }
 
-fn tool_card(
-    def: &ToolDef,
-    availability: &Availability,
-    agent: Option<&Arc<Agent>>,
-    status: Option<&ToolStatus>,
-    csrf: &str,
-) -> impl IntoView + use<> {
+/// What one tool's row shows.
+struct Card<'a> {
+    def: &'a ToolDef,
+    availability: &'a Availability,
+    agent: Option<&'a Arc<Agent>>,
+    standing: Option<&'a EffectiveTool>,
+    open: bool,
+    refused: Option<String>,
+    back: &'a str,
+    csrf: &'a str,
+}
+
+/// One tool: a line (name, description, standing) that opens to its details.
+fn tool_row(card: Card<'_>) -> impl IntoView + use<> {
+    let def = card.def;
     let rows = argument_rows(&def.schema)
         .into_iter()
         .map(|r| {
@@ -134,44 +185,55 @@ fn tool_card(
     } else {
         view! { <table class="args"><thead><tr><th>"Argument"</th><th>"Type"</th><th>"Required"</th><th>"Description"</th></tr></thead><tbody>{rows}</tbody></table> }.into_any()
     };
-    let availability = match availability {
-        Availability::Registered => view! { <span class="ok">"available"</span> }.into_any(),
-        Availability::Excluded { reason } => {
-            view! { <span class="bad">{format!("excluded: {reason}")}</span> }.into_any()
-        }
+    let (badge, class) = match (card.agent.zip(card.standing), card.availability) {
+        (Some((a, t)), _) => (format!("{}: {}", a.name, standing_label(&t.status)), standing_class(&t.status)),
+        (None, Availability::Registered) => ("available".to_string(), "ok"),
+        (None, Availability::Excluded { reason }) => (format!("excluded: {reason}"), "bad"),
     };
+    let left_out = card
+        .standing
+        .and_then(|t| t.left_out_of.clone())
+        .map(|l| view! { <p class="hint">{format!("Left out of {l}.")}</p> });
     let tags = def.tags.join(", ");
-    let per_agent = agent.zip(status).map(|(a, s)| agent_controls(def, a, s, csrf));
+    let refused = card.refused.map(|m| view! { <p class="field-error" role="alert">{m}</p> });
+    let controls = card.agent.zip(card.standing).map(|(a, t)| agent_controls(def, a, &t.status, card.back, card.csrf));
     view! {
-        <article class="tool" id=format!("tool-{}", def.name)>
-            <header>
-                <h3><code>{def.name.clone()}</code></h3>
-                {availability}
-            </header>
-            <p>{def.description.clone()}</p>
-            <p class="hint">{format!("tags: {tags}")}</p>
+        <details class="tool-row" id=format!("tool-{}", def.name) open=card.open>
+            <summary>
+                <code class="name">{def.name.clone()}</code>
+                <span class="summary-text">{def.description.clone()}</span>
+                <span class=format!("standing {class}")>{badge}</span>
+            </summary>
+            <p class="hint">{format!("family {} · tags: {tags}", def.family)}</p>
+            {left_out}
             {args}
-            {per_agent}
-        </article>
+            {refused}
+            {controls}
+        </details>
     }
 }
 
-fn layer_name(layer: kennel_kernel::tool::Layer) -> &'static str {
-    match layer {
-        kennel_kernel::tool::Layer::Daemon => "daemon",
-        kennel_kernel::tool::Layer::Agent => "agent",
-        kennel_kernel::tool::Layer::Turn => "turn",
+fn standing_label(status: &ToolStatus) -> String {
+    match status {
+        ToolStatus::Allowed { grant } => format!("allowed by {grant}"),
+        ToolStatus::Denied { grant } => format!("denied by {grant}"),
+        ToolStatus::NotGranted => "not granted".to_string(),
+        ToolStatus::Excluded { layer, reason } => format!("excluded ({}): {reason}", layer.as_str()),
     }
 }
 
-fn agent_controls(def: &ToolDef, agent: &Arc<Agent>, status: &ToolStatus, csrf: &str) -> impl IntoView + use<> {
-    let back = format!("/tools?agent={}", agent.id);
-    let (label, class) = match status {
-        ToolStatus::Allowed { grant } => (format!("allowed by {grant}"), "ok"),
-        ToolStatus::Denied { grant } => (format!("denied by {grant}"), "bad"),
-        ToolStatus::NotGranted => ("not granted".to_string(), "bad"),
-        ToolStatus::Excluded { layer, reason } => (format!("excluded ({}): {reason}", layer_name(*layer)), "bad"),
-    };
+fn standing_class(status: &ToolStatus) -> &'static str {
+    if status.is_allowed() { "ok" } else { "bad" }
+}
+
+fn agent_controls(
+    def: &ToolDef,
+    agent: &Arc<Agent>,
+    status: &ToolStatus,
+    back: &str,
+    csrf: &str,
+) -> impl IntoView + use<> {
+    let back = format!("{back}&open={}#tool-{}", def.name, def.name);
     let action = match status {
         ToolStatus::Allowed { grant } if grant == &def.name => Some(("revoke", grant.clone())),
         ToolStatus::NotGranted => Some(("grant", def.name.clone())),
@@ -188,7 +250,7 @@ fn agent_controls(def: &ToolDef, agent: &Arc<Agent>, status: &ToolStatus, csrf: 
             </form>
         }
     });
-    let try_it = matches!(status, ToolStatus::Allowed { .. }).then(|| {
+    let try_it = status.is_allowed().then(|| {
         let csrf = csrf.to_string();
         view! {
             <form method="post" action=format!("/tools/{}/try", def.name) class="try">
@@ -199,11 +261,5 @@ fn agent_controls(def: &ToolDef, agent: &Arc<Agent>, status: &ToolStatus, csrf: 
             </form>
         }
     });
-    view! {
-        <div class="agent-status">
-            <span class=class>{format!("{}: {label}", agent.name)}</span>
-            {action}
-            {try_it}
-        </div>
-    }
+    view! { <div class="agent-status">{action}{try_it}</div> }
 }

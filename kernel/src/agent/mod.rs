@@ -43,10 +43,14 @@ pub struct AgentType {
 #[serde(rename_all = "lowercase")]
 pub enum AgentStatus {
     Running,
+    /// Stopped: kept, listed and found by id, its name free for a new agent.
     Stopped,
+    /// Stopped and removed by an operator: no longer listed or found, but its record stays
+    /// for the sessions, schedules and audit rows that name it.
+    Removed,
 }
 
-stored_enum!(AgentStatus { Running = "running", Stopped = "stopped" });
+stored_enum!(AgentStatus { Running = "running", Stopped = "stopped", Removed = "removed" });
 
 /// An agent: a copy of its type's manifest (whose grants can then change on their own), a
 /// goal and a status.
@@ -214,9 +218,10 @@ impl Agents {
 
     // ---- agents ----
 
-    /// Every agent, oldest first.
+    /// Every agent not removed, oldest first.
     pub fn list(&self) -> Vec<Arc<Agent>> {
-        let mut all: Vec<_> = self.read().agents.values().cloned().collect();
+        let mut all: Vec<_> =
+            self.read().agents.values().filter(|a| a.status != AgentStatus::Removed).cloned().collect();
         all.sort_by_key(|a| a.id);
         all
     }
@@ -226,20 +231,27 @@ impl Agents {
         Ok(Page::of_sorted(self.list(), page, page.after(Key::Id)?, |a| a.id.to_string()))
     }
 
-    /// Finds an agent by id, or a running agent by name.
+    /// Finds an agent by id, or a running agent by name. A removed agent is not found.
     pub fn get(&self, id_or_name: &str) -> Result<Arc<Agent>> {
         let state = self.read();
         let found = match Uuid::parse_str(id_or_name) {
-            Ok(id) => state.agents.get(&id),
+            Ok(id) => state.agents.get(&id).filter(|a| a.status != AgentStatus::Removed),
             Err(_) => state.running_agent_named(id_or_name),
         };
         found.cloned().ok_or_else(|| Error::not_found(format!("no agent `{id_or_name}`")))
     }
 
     /// The id of the agent named by `who` (a name or an id); blank or absent means nobody.
-    /// Records that point at agents (task assignees) store this id.
+    /// Records that point at agents (task assignees) store this id. An unknown agent is
+    /// `NotFound` (a filter naming nobody).
     pub fn id_of(&self, who: Option<&str>) -> Result<Option<String>> {
         who.map(str::trim).filter(|w| !w.is_empty()).map(|w| self.get(w).map(|a| a.id.to_string())).transpose()
+    }
+
+    /// Like [`Agents::id_of`] for an input field that refers to an agent (a task's `assignee`):
+    /// an unknown agent is an invalid value of that field.
+    pub fn id_for_field(&self, field: &str, who: Option<&str>) -> Result<Option<String>> {
+        self.id_of(who).map_err(|e| e.on_field(field))
     }
 
     /// The name of the agent with this id (running or stopped), or the id itself if none has it.
@@ -269,7 +281,7 @@ impl Agents {
             }]));
         }
         let _w = self.write.lock().await;
-        let agent_type = self.get_type(&req.agent_type)?;
+        let agent_type = self.get_type(&req.agent_type).map_err(|e| e.on_field("template"))?;
         let name = {
             let state = self.read();
             match req.name {
@@ -309,6 +321,19 @@ impl Agents {
         };
         store::insert_agent(&self.db, &agent).await?;
         Ok(self.cache(agent))
+    }
+
+    /// Marks a stopped agent removed: it is no longer listed or found (see
+    /// [`AgentStatus::Removed`]). A running agent must be stopped first.
+    pub async fn remove(&self, id_or_name: &str) -> Result<Arc<Agent>> {
+        self.update(id_or_name, |a| {
+            if a.is_running() {
+                return Err(Error::conflict(format!("agent `{}` is running: stop it before removing it", a.name)));
+            }
+            a.status = AgentStatus::Removed;
+            Ok(())
+        })
+        .await
     }
 
     /// Stops an agent. Its record, sessions and audit stay.

@@ -109,6 +109,15 @@ impl Error {
         Error { kind: ErrorKind::InvalidArguments, message, fields }
     }
 
+    /// A `NotFound` for what an input field names (an agent type, an agent), as an invalid
+    /// value of that field; other errors as they are.
+    pub fn on_field(self, field: &str) -> Self {
+        if self.kind != ErrorKind::NotFound {
+            return self;
+        }
+        Error::invalid_fields(vec![FieldError { field: field.into(), message: self.message }])
+    }
+
     /// The short text form a model sees as a tool result.
     pub fn model_text(&self) -> String {
         format!("{}: {}", self.kind.as_str(), self.message)

@@ -193,7 +193,7 @@ impl TaskBoard {
         }
         let priority = new.priority.unwrap_or(DEFAULT_PRIORITY);
         check_priority("priority", priority)?;
-        let assignee = self.agents.id_of(new.assignee.as_deref())?;
+        let assignee = self.agents.id_for_field("assignee", new.assignee.as_deref())?;
         let row = store::NewRow {
             title: new.title.trim(),
             body: &new.body,
@@ -259,7 +259,7 @@ impl TaskBoard {
     /// Operator action: give the task to another agent (a name or id; `None` or empty: anyone)
     /// and put it back to pending.
     pub async fn reassign(&self, id: &str, assignee: Option<&str>) -> Result<Task> {
-        let assignee = self.agents.id_of(assignee)?;
+        let assignee = self.agents.id_for_field("assignee", assignee)?;
         self.act(id, TaskAction::Reassign, store::Change::Reassign { assignee: assignee.as_deref() }).await
     }
 

@@ -23,6 +23,16 @@ pub enum Layer {
     Turn,
 }
 
+impl Layer {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Layer::Daemon => "daemon",
+            Layer::Agent => "agent",
+            Layer::Turn => "turn",
+        }
+    }
+}
+
 /// What a family needs from the daemon, or the first thing missing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Needs {

@@ -99,6 +99,16 @@ impl ToolStatus {
     pub fn is_allowed(&self) -> bool {
         matches!(self, ToolStatus::Allowed { .. })
     }
+
+    /// The status's name as the API writes it: `allowed`, `denied`, `not_granted`, `excluded`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ToolStatus::Allowed { .. } => "allowed",
+            ToolStatus::Denied { .. } => "denied",
+            ToolStatus::NotGranted => "not_granted",
+            ToolStatus::Excluded { .. } => "excluded",
+        }
+    }
 }
 
 /// The grant shown for `read_artifact`, which every agent may call on its own results.

@@ -14,7 +14,7 @@ use kennel_kernel::error::FieldError;
 use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
 
-use super::{Notice, Operator, error_page, field_errors, html, meta, see_other};
+use super::{Notice, Operator, PageResult, field_errors, html, meta, see_other};
 
 #[derive(Deserialize)]
 pub struct TypeFields {
@@ -106,11 +106,8 @@ pub async fn edit(
     Extension(op): Extension<Operator>,
     Path(name): Path<String>,
     Query(n): Query<Notice>,
-) -> Response {
-    match kernel.agents().get_type(&name) {
-        Ok(t) => edit_page(&op, StatusCode::OK, fresh_edit(t), n),
-        Err(e) => error_page(&op, &e),
-    }
+) -> PageResult {
+    Ok(edit_page(&op, StatusCode::OK, fresh_edit(kernel.agents().get_type(&name)?), n))
 }
 
 /// Saves the seven fields; the rest of the manifest (mode, limits, cron, …) is kept.
@@ -119,11 +116,8 @@ pub async fn save(
     Extension(op): Extension<Operator>,
     Path(name): Path<String>,
     Form(fields): Form<TypeFields>,
-) -> Response {
-    let current = match kernel.agents().get_type(&name) {
-        Ok(t) => t,
-        Err(e) => return error_page(&op, &e),
-    };
+) -> PageResult {
+    let current = kernel.agents().get_type(&name)?;
     let mut form = TypeForm::from(fields);
     form.name = name.clone();
     let spec = form.to_spec();
@@ -137,10 +131,10 @@ pub async fn save(
         caps.tools = spec.tools;
     }
     match kernel.agents().replace_type(&name, input).await {
-        Ok(_) => see_other(&format!("/agent-types/{name}"), "Saved."),
+        Ok(_) => Ok(see_other(&format!("/agent-types/{name}"), "Saved.")),
         Err(e) => {
             let page = EditPage { errors: field_errors(&e, "name"), form, ..fresh_edit(current) };
-            edit_page(&op, crate::status::status_for(e.kind), page, Notice::default())
+            Ok(edit_page(&op, crate::status::status_for(e.kind), page, Notice::default()))
         }
     }
 }
@@ -156,32 +150,27 @@ pub async fn replace_toml(
     Extension(op): Extension<Operator>,
     Path(name): Path<String>,
     Form(form): Form<TomlForm>,
-) -> Response {
-    let current = match kernel.agents().get_type(&name) {
-        Ok(t) => t,
-        Err(e) => return error_page(&op, &e),
-    };
+) -> PageResult {
+    let current = kernel.agents().get_type(&name)?;
     let result: Result<_, Error> = async {
         let input = parse_manifest(&form.toml, ManifestFormat::Toml)?;
         kernel.agents().replace_type(&name, input).await
     }
     .await;
     match result {
-        Ok(_) => see_other(&format!("/agent-types/{name}"), "Manifest replaced."),
+        Ok(_) => Ok(see_other(&format!("/agent-types/{name}"), "Manifest replaced.")),
         Err(e) => {
             let page = EditPage { toml: form.toml, toml_errors: field_errors(&e, "manifest"), ..fresh_edit(current) };
-            edit_page(&op, crate::status::status_for(e.kind), page, Notice::default())
+            Ok(edit_page(&op, crate::status::status_for(e.kind), page, Notice::default()))
         }
     }
 }
 
 pub async fn delete(
     State(kernel): State<Kernel>,
-    Extension(op): Extension<Operator>,
+    Extension(_): Extension<Operator>,
     Path(name): Path<String>,
-) -> Response {
-    match kernel.agents().delete_type(&name).await {
-        Ok(()) => see_other("/agent-types", &format!("Agent type `{name}` deleted.")),
-        Err(e) => error_page(&op, &e),
-    }
+) -> PageResult {
+    kernel.agents().delete_type(&name).await?;
+    Ok(see_other("/agent-types", &format!("Agent type `{name}` deleted.")))
 }

@@ -1,11 +1,11 @@
-//! Agents: spawn, stop, grants, and the chat.
+//! Agents: spawn, stop, remove, grants, and the chat.
 
 use axum::Form;
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use kennel_app::Nav;
 use kennel_app::pages::agents::{self, AgentPage, AgentsPage, SpawnForm};
+use kennel_app::{Nav, Paging};
 use kennel_kernel::agent::{SpawnRequest, to_toml};
 use kennel_kernel::page::PageRequest;
 use kennel_kernel::tool::Caller;
@@ -13,24 +13,46 @@ use kennel_kernel::turn::TurnRequest;
 use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
 
-use super::{Notice, Operator, error_page, field_errors, html, meta, see_other};
+use super::tools::{Outcome, ToolsQuery, tools_page};
+use super::{Cursor, Notice, Operator, PageResult, field_errors, html, meta, next_page, see_other};
 
-fn list_page(op: &Operator, status: StatusCode, page: AgentsPage, notice: Notice) -> Response {
-    html(status, agents::render_list(meta(op, "Agents", Nav::Agents, notice.flash()), page))
+/// Agents on one page of the list.
+const PER_PAGE: u32 = 100;
+
+fn list_page(
+    kernel: &Kernel,
+    op: &Operator,
+    status: StatusCode,
+    cursor: &Cursor,
+    form: SpawnForm,
+    errors: Vec<kennel_kernel::error::FieldError>,
+    notice: Notice,
+) -> PageResult {
+    let agents = kernel.agents().page(&cursor.page(PER_PAGE))?;
+    let page = AgentsPage {
+        paging: Paging { total: agents.total, next: next_page("/agents", &[], agents.next.as_deref()) },
+        agents: agents.items,
+        types: kernel.agents().types(),
+        form,
+        errors,
+    };
+    Ok(html(status, agents::render_list(meta(op, "Agents", Nav::Agents, notice.flash()), page)))
+}
+
+#[derive(Deserialize)]
+pub struct ListQuery {
+    #[serde(flatten)]
+    cursor: Cursor,
+    #[serde(flatten)]
+    notice: Notice,
 }
 
 pub async fn list(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
-    Query(n): Query<Notice>,
-) -> Response {
-    let page = AgentsPage {
-        agents: kernel.agents().list(),
-        types: kernel.agents().types(),
-        form: SpawnForm::default(),
-        errors: Vec::new(),
-    };
-    list_page(&op, StatusCode::OK, page, n)
+    Query(q): Query<ListQuery>,
+) -> PageResult {
+    list_page(&kernel, &op, StatusCode::OK, &q.cursor, SpawnForm::default(), Vec::new(), q.notice)
 }
 
 #[derive(Deserialize)]
@@ -47,7 +69,7 @@ pub async fn spawn(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
     Form(f): Form<SpawnFields>,
-) -> Response {
+) -> PageResult {
     let req = SpawnRequest {
         agent_type: f.template.clone(),
         name: Some(f.name.trim().to_string()).filter(|n| !n.is_empty()),
@@ -55,16 +77,11 @@ pub async fn spawn(
         ..Default::default()
     };
     match kernel.spawn_agent(req).await {
-        Ok(a) => see_other(&format!("/agents/{}", a.id), &format!("Agent `{}` spawned.", a.name)),
+        Ok(a) => Ok(see_other(&format!("/agents/{}", a.id), &format!("Agent `{}` spawned.", a.name))),
         Err(e) => {
-            let field = if e.kind == kennel_kernel::ErrorKind::NotFound { "template" } else { "name" };
-            let page = AgentsPage {
-                agents: kernel.agents().list(),
-                types: kernel.agents().types(),
-                form: SpawnForm { template: f.template, name: f.name, goal: f.goal },
-                errors: field_errors(&e, field),
-            };
-            list_page(&op, crate::status::status_for(e.kind), page, Notice::default())
+            let status = crate::status::status_for(e.kind);
+            let form = SpawnForm { template: f.template, name: f.name, goal: f.goal };
+            list_page(&kernel, &op, status, &Cursor::default(), form, field_errors(&e, "name"), Notice::default())
         }
     }
 }
@@ -80,56 +97,49 @@ const AGENT_PAGE_SCHEDULES: u32 = 20;
 /// Sessions listed on an agent's page, newest first.
 const AGENT_PAGE_SESSIONS: u32 = 50;
 
+/// What the agent page shows besides the agent: a refused chat message or grant.
+#[derive(Default)]
+struct Refused<'a> {
+    chat: Option<&'a Error>,
+    grant: Option<&'a Error>,
+}
+
 async fn agent_page(
     kernel: &Kernel,
     op: &Operator,
     id: &str,
     session: Option<&str>,
-    chat_error: Option<&Error>,
+    refused: Refused<'_>,
     notice: Notice,
-) -> Response {
-    let result: Result<AgentPage, Error> = async {
-        let agent = kernel.agents().get(id)?;
-        let sessions = kernel.sessions().list(agent.id, &PageRequest::first(AGENT_PAGE_SESSIONS)).await?.items;
-        let session = match session.filter(|s| !s.is_empty()) {
-            Some(s) => {
-                let wanted = uuid::Uuid::parse_str(s).map_err(|_| Error::not_found(format!("no session `{s}`")))?;
-                Some(
-                    sessions
-                        .iter()
-                        .find(|x| x.id == wanted)
-                        .cloned()
-                        .ok_or_else(|| Error::not_found(format!("agent `{}` has no session `{s}`", agent.name)))?,
-                )
-            }
-            None => None,
-        };
-        let messages = match &session {
-            Some(s) => kernel.sessions().messages(s.id).await?,
-            None => Vec::new(),
-        };
-        let filter =
-            kennel_kernel::schedule::ScheduleFilter { agent: Some(agent.id.to_string()), ..Default::default() };
-        let schedules = kernel.schedules().list(&filter, &PageRequest::first(AGENT_PAGE_SCHEDULES)).await?.items;
-        Ok(AgentPage {
-            manifest_toml: to_toml(&agent.manifest),
-            schedules,
-            agent,
-            sessions,
-            session,
-            messages,
-            chat_error: chat_error.map(|e| e.model_text()),
-        })
-    }
-    .await;
-    match result {
-        Ok(page) => {
-            let status = chat_error.map_or(StatusCode::OK, |e| crate::status::status_for(e.kind));
-            let title = page.agent.name.clone();
-            html(status, agents::render_agent(meta(op, title, Nav::Agents, notice.flash()), page))
+) -> PageResult {
+    let agent = kernel.agents().get(id)?;
+    let sessions = kernel.sessions().list(agent.id, &PageRequest::first(AGENT_PAGE_SESSIONS)).await?.items;
+    let session = match session.filter(|s| !s.is_empty()) {
+        Some(s) => {
+            let wanted = uuid::Uuid::parse_str(s).map_err(|_| Error::not_found(format!("no session `{s}`")))?;
+            Some(kernel.sessions().of_agent(&agent, wanted).await?)
         }
-        Err(e) => error_page(op, &e),
-    }
+        None => None,
+    };
+    let messages = match &session {
+        Some(s) => kernel.sessions().messages(s.id).await?,
+        None => Vec::new(),
+    };
+    let filter = kennel_kernel::schedule::ScheduleFilter { agent: Some(agent.id.to_string()), ..Default::default() };
+    let schedules = kernel.schedules().list(&filter, &PageRequest::first(AGENT_PAGE_SCHEDULES)).await?.items;
+    let status = refused.chat.or(refused.grant).map_or(StatusCode::OK, |e| crate::status::status_for(e.kind));
+    let page = AgentPage {
+        manifest_toml: to_toml(&agent.manifest),
+        schedules,
+        agent,
+        sessions,
+        session,
+        messages,
+        chat_error: refused.chat.map(|e| e.model_text()),
+        grant_error: refused.grant.map(|e| e.fields.first().map_or(e.message.clone(), |f| f.message.clone())),
+    };
+    let title = page.agent.name.clone();
+    Ok(html(status, agents::render_agent(meta(op, title, Nav::Agents, notice.flash()), page)))
 }
 
 pub async fn page(
@@ -137,20 +147,28 @@ pub async fn page(
     Extension(op): Extension<Operator>,
     Path(id): Path<String>,
     Query(q): Query<PageQuery>,
-) -> Response {
+) -> PageResult {
     let notice = Notice { notice: q.notice };
-    agent_page(&kernel, &op, &id, q.session.as_deref(), None, notice).await
+    agent_page(&kernel, &op, &id, q.session.as_deref(), Refused::default(), notice).await
 }
 
 pub async fn stop(
     State(kernel): State<Kernel>,
-    Extension(op): Extension<Operator>,
+    Extension(_): Extension<Operator>,
     Path(id): Path<String>,
-) -> Response {
-    match kernel.stop_agent(&id).await {
-        Ok(a) => see_other("/agents", &format!("Agent `{}` stopped.", a.name)),
-        Err(e) => error_page(&op, &e),
-    }
+) -> PageResult {
+    let a = kernel.stop_agent(&id).await?;
+    Ok(see_other("/agents", &format!("Agent `{}` stopped.", a.name)))
+}
+
+/// Removes a stopped agent from the lists (its sessions, schedules and audit stay).
+pub async fn remove(
+    State(kernel): State<Kernel>,
+    Extension(_): Extension<Operator>,
+    Path(id): Path<String>,
+) -> PageResult {
+    let a = kernel.remove_agent(&id).await?;
+    Ok(see_other("/agents", &format!("Agent `{}` removed.", a.name)))
 }
 
 #[derive(Deserialize)]
@@ -170,11 +188,10 @@ pub async fn grant(
     Extension(op): Extension<Operator>,
     Path(id): Path<String>,
     Form(f): Form<GrantForm>,
-) -> Response {
-    match kernel.agents().grant(&id, f.pattern.trim()).await {
-        Ok(a) => see_other(&back_to(f.back.as_deref(), &id), &format!("`{}` granted to {}.", f.pattern.trim(), a.name)),
-        Err(e) => error_page(&op, &e),
-    }
+) -> PageResult {
+    let pattern = f.pattern.trim();
+    let done = kernel.agents().grant(&id, pattern).await;
+    grant_done(&kernel, &op, &id, f.back.as_deref(), done.map(|a| format!("`{pattern}` granted to {}.", a.name))).await
 }
 
 pub async fn revoke(
@@ -182,13 +199,40 @@ pub async fn revoke(
     Extension(op): Extension<Operator>,
     Path(id): Path<String>,
     Form(f): Form<GrantForm>,
-) -> Response {
-    match kernel.agents().revoke(&id, f.pattern.trim()).await {
-        Ok(a) => {
-            see_other(&back_to(f.back.as_deref(), &id), &format!("`{}` revoked from {}.", f.pattern.trim(), a.name))
-        }
-        Err(e) => error_page(&op, &e),
+) -> PageResult {
+    let pattern = f.pattern.trim();
+    let done = kernel.agents().revoke(&id, pattern).await;
+    grant_done(&kernel, &op, &id, f.back.as_deref(), done.map(|a| format!("`{pattern}` revoked from {}.", a.name)))
+        .await
+}
+
+/// After a grant or revoke: back where the form was, with a notice; or that page again with
+/// the refusal next to the form that was sent (the inspector's tool, the agent's grant field).
+async fn grant_done(
+    kernel: &Kernel,
+    op: &Operator,
+    id: &str,
+    back: Option<&str>,
+    done: Result<String, Error>,
+) -> PageResult {
+    let back = back_to(back, id);
+    let e = match done {
+        Ok(notice) => return Ok(see_other(&back, &notice)),
+        Err(e) => e,
+    };
+    let message = e.fields.first().map_or(e.message.clone(), |f| f.message.clone());
+    if let Some(query) = back.strip_prefix("/tools?") {
+        let query = query.split('#').next().unwrap_or_default();
+        let q: ToolsQuery = serde_urlencoded::from_str(query).unwrap_or_default();
+        let tool = q.open.clone().unwrap_or_default();
+        let outcome = Outcome {
+            refused: Some((tool, message)),
+            status: Some(crate::status::status_for(e.kind)),
+            ..Default::default()
+        };
+        return tools_page(kernel, op, q, outcome);
     }
+    agent_page(kernel, op, id, None, Refused { grant: Some(&e), ..Default::default() }, Notice::default()).await
 }
 
 #[derive(Deserialize)]
@@ -203,17 +247,20 @@ pub async fn chat(
     Extension(op): Extension<Operator>,
     Path(id): Path<String>,
     Form(f): Form<ChatForm>,
-) -> Response {
+) -> PageResult {
     let session = match f.session.as_deref().filter(|s| !s.is_empty()).map(uuid::Uuid::parse_str) {
         Some(Ok(s)) => Some(s),
-        Some(Err(_)) => return error_page(&op, &Error::invalid("the session id is not valid")),
+        Some(Err(_)) => return Err(Error::invalid("the session id is not valid").into()),
         None => None,
     };
     let req =
         TurnRequest { session, headless: false, ..TurnRequest::headless(f.message, Caller::Operator(op.name.clone())) };
     match kernel.send_message(&id, req).await {
-        Ok(turn) => see_other(&format!("/agents/{id}?session={}#chat", turn.session_id), ""),
-        Err(e) => agent_page(&kernel, &op, &id, f.session.as_deref(), Some(&e), Notice::default()).await,
+        Ok(turn) => Ok(see_other(&format!("/agents/{id}?session={}#chat", turn.session_id), "")),
+        Err(e) => {
+            let refused = Refused { chat: Some(&e), ..Default::default() };
+            agent_page(&kernel, &op, &id, f.session.as_deref(), refused, Notice::default()).await
+        }
     }
 }
 
@@ -221,11 +268,9 @@ pub async fn chat(
 /// `GET /api/agents/{id}/events`, behind the operator's session instead of a token).
 pub async fn live(
     State(kernel): State<Kernel>,
-    Extension(op): Extension<Operator>,
+    Extension(_): Extension<Operator>,
     Path(id): Path<String>,
-) -> Response {
-    match kernel.agents().get(&id) {
-        Ok(agent) => crate::live::event_stream(&kernel, agent.id).into_response(),
-        Err(e) => error_page(&op, &e),
-    }
+) -> Result<Response, super::PageError> {
+    let agent = kernel.agents().get(&id)?;
+    Ok(crate::live::event_stream(&kernel, agent.id).into_response())
 }

@@ -14,12 +14,14 @@ mod tasks;
 mod tools;
 
 use axum::Router;
+use axum::extract::Request;
 use axum::http::StatusCode;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
-use axum::middleware;
+use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use kennel_app::{Flash, Nav, PageMeta};
+use kennel_kernel::page::PageRequest;
 use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
 
@@ -41,6 +43,7 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .route("/agents", get(agents::list).post(agents::spawn))
         .route("/agents/{id}", get(agents::page))
         .route("/agents/{id}/stop", post(agents::stop))
+        .route("/agents/{id}/remove", post(agents::remove))
         .route("/agents/{id}/grant", post(agents::grant))
         .route("/agents/{id}/revoke", post(agents::revoke))
         .route("/agents/{id}/chat", post(agents::chat))
@@ -59,6 +62,7 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .route("/settings", get(pages::settings))
         .route("/settings/tokens", post(pages::create_token))
         .route("/settings/tokens/{name}/revoke", post(pages::revoke_token))
+        .layer(middleware::from_fn(error_pages))
         .layer(middleware::from_fn(session::check_csrf))
         .layer(middleware::from_fn_with_state(kernel, session::require_operator));
     Router::new()
@@ -118,11 +122,79 @@ pub fn html(status: StatusCode, body: String) -> Response {
     (status, Html(body)).into_response()
 }
 
+/// What a page handler answers when its page cannot be shown: an error with no form to show
+/// it next to. It becomes the error page, with the API's status code, in the signed-in
+/// operator's frame (`error_pages` renders it), so handlers just use `?`.
+pub struct PageError(pub Error);
+
+impl From<Error> for PageError {
+    fn from(e: Error) -> Self {
+        PageError(e)
+    }
+}
+
+/// An error on its way to [`error_pages`].
+#[derive(Clone)]
+struct ErrorToShow(Error);
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        let mut response = crate::status::status_for(self.0.kind).into_response();
+        response.extensions_mut().insert(ErrorToShow(self.0));
+        response
+    }
+}
+
+/// What a dashboard handler returns.
+pub type PageResult = Result<Response, PageError>;
+
+/// Renders the error page for a [`PageError`], with the operator the request was made by.
+async fn error_pages(req: Request, next: Next) -> Response {
+    let op = req.extensions().get::<Operator>().cloned();
+    let mut response = next.run(req).await;
+    match (response.extensions_mut().remove::<ErrorToShow>(), op) {
+        (Some(ErrorToShow(e)), Some(op)) => error_page(&op, &e),
+        _ => response,
+    }
+}
+
 /// An error with no form to show it next to: its own page, with the API's status code.
-pub fn error_page(op: &Operator, e: &Error) -> Response {
+fn error_page(op: &Operator, e: &Error) -> Response {
     let page =
         kennel_app::pages::error::render(meta(op, e.kind.as_str(), Nav::None, None), e.kind.as_str(), &e.message);
     html(crate::status::status_for(e.kind), page)
+}
+
+/// `?cursor=` of a paged dashboard list, and the link to its next page.
+#[derive(Debug, Default, Deserialize)]
+pub struct Cursor {
+    cursor: Option<String>,
+}
+
+impl Cursor {
+    /// The page asked for, `per_page` items long.
+    pub fn page(&self, per_page: u32) -> PageRequest {
+        PageRequest { cursor: self.cursor.clone(), ..PageRequest::first(per_page) }
+    }
+}
+
+/// `path?filters` (the empty ones left out), and `&cursor=` when given: a list's own URL.
+pub fn list_url(path: &str, filters: &[(&str, String)], cursor: Option<&str>) -> String {
+    let pairs: Vec<(&str, &str)> = filters
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, v)| (*k, v.as_str()))
+        .chain(cursor.map(|c| ("cursor", c)))
+        .collect();
+    if pairs.is_empty() {
+        return path.to_string();
+    }
+    format!("{path}?{}", serde_urlencoded::to_string(pairs).unwrap_or_default())
+}
+
+/// The link to a list's next page, its filters kept; `None` on the last page.
+pub fn next_page(path: &str, filters: &[(&str, String)], next: Option<&str>) -> Option<String> {
+    next.map(|n| list_url(path, filters, Some(n)))
 }
 
 /// Form fields for a failed validation: the kernel's field errors, or the whole message on

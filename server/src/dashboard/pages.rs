@@ -5,23 +5,20 @@ use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use kennel_app::pages::{audit, overview, settings};
-use kennel_app::{Flash, Nav};
+use kennel_app::{Flash, Nav, Paging};
 use kennel_kernel::Kernel;
 use kennel_kernel::page::PageRequest;
 use kennel_kernel::tool::audit::AuditFilter;
 use serde::Deserialize;
 
-use super::{Notice, Operator, error_page, html, meta, see_other};
+use super::{Cursor, Notice, Operator, PageResult, html, meta, next_page, see_other};
 
 pub async fn overview(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
     Query(n): Query<Notice>,
-) -> Response {
-    let recent_calls = match kernel.audit().list(&AuditFilter::default(), &PageRequest::first(10)).await {
-        Ok(r) => r.items,
-        Err(e) => return error_page(&op, &e),
-    };
+) -> PageResult {
+    let recent_calls = kernel.audit().list(&AuditFilter::default(), &PageRequest::first(10)).await?.items;
     let providers = kernel
         .providers()
         .values()
@@ -39,31 +36,33 @@ pub async fn overview(
         recent_calls,
         providers,
     };
-    html(StatusCode::OK, overview::render(meta(&op, "Overview", Nav::Overview, n.flash()), page))
+    Ok(html(StatusCode::OK, overview::render(meta(&op, "Overview", Nav::Overview, n.flash()), page)))
 }
 
 #[derive(Deserialize)]
 pub struct AuditQuery {
     agent: Option<String>,
     tool: Option<String>,
+    #[serde(flatten)]
+    cursor: Cursor,
 }
+
+/// Audit records on one page.
+const AUDIT_PER_PAGE: u32 = 200;
 
 pub async fn audit(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
     Query(q): Query<AuditQuery>,
-) -> Response {
+) -> PageResult {
     let agent = q.agent.filter(|a| !a.is_empty());
     let tool = q.tool.filter(|t| !t.trim().is_empty()).map(|t| t.trim().to_string());
     let filter = AuditFilter { agent: agent.clone(), tool: tool.clone() };
-    match kernel.audit().list(&filter, &PageRequest::first(200)).await {
-        Ok(records) => {
-            let records = records.items;
-            let page = audit::AuditPage { records, agents: kernel.agents().list(), agent, tool };
-            html(StatusCode::OK, audit::render(meta(&op, "Audit", Nav::Audit, None), page))
-        }
-        Err(e) => error_page(&op, &e),
-    }
+    let records = kernel.audit().list(&filter, &q.cursor.page(AUDIT_PER_PAGE)).await?;
+    let filters = [("agent", agent.clone().unwrap_or_default()), ("tool", tool.clone().unwrap_or_default())];
+    let paging = Paging { total: records.total, next: next_page("/audit", &filters, records.next.as_deref()) };
+    let page = audit::AuditPage { records: records.items, paging, agents: kernel.agents().list(), agent, tool };
+    Ok(html(StatusCode::OK, audit::render(meta(&op, "Audit", Nav::Audit, None), page)))
 }
 
 fn settings_page(op: &Operator, status: StatusCode, page: settings::Settings, flash: Option<Flash>) -> Response {
@@ -74,16 +73,10 @@ pub async fn settings(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
     Query(n): Query<Notice>,
-) -> Response {
-    match kernel.auth().list_tokens().await {
-        Ok(tokens) => settings_page(
-            &op,
-            StatusCode::OK,
-            settings::Settings { tokens, new_token: None, name_error: None },
-            n.flash(),
-        ),
-        Err(e) => error_page(&op, &e),
-    }
+) -> PageResult {
+    let tokens = kernel.auth().list_tokens().await?;
+    let page = settings::Settings { tokens, new_token: None, name_error: None };
+    Ok(settings_page(&op, StatusCode::OK, page, n.flash()))
 }
 
 #[derive(Deserialize)]
@@ -96,25 +89,21 @@ pub async fn create_token(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
     Form(form): Form<TokenForm>,
-) -> Response {
+) -> PageResult {
     let name = form.name.trim().to_string();
     let (status, new_token, name_error) = match kernel.auth().create_token(&name).await {
         Ok(token) => (StatusCode::OK, Some((name, token)), None),
         Err(e) => (crate::status::status_for(e.kind), None, Some(e.message)),
     };
-    match kernel.auth().list_tokens().await {
-        Ok(tokens) => settings_page(&op, status, settings::Settings { tokens, new_token, name_error }, None),
-        Err(e) => error_page(&op, &e),
-    }
+    let tokens = kernel.auth().list_tokens().await?;
+    Ok(settings_page(&op, status, settings::Settings { tokens, new_token, name_error }, None))
 }
 
 pub async fn revoke_token(
     State(kernel): State<Kernel>,
-    Extension(op): Extension<Operator>,
+    Extension(_): Extension<Operator>,
     Path(name): Path<String>,
-) -> Response {
-    match kernel.auth().revoke_token(&name).await {
-        Ok(()) => see_other("/settings", &format!("Token `{name}` revoked.")),
-        Err(e) => error_page(&op, &e),
-    }
+) -> PageResult {
+    kernel.auth().revoke_token(&name).await?;
+    Ok(see_other("/settings", &format!("Token `{name}` revoked.")))
 }

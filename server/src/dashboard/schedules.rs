@@ -3,83 +3,77 @@
 //! CSRF token and a typed confirmation.
 
 use axum::Form;
-use axum::extract::{Extension, Path, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use kennel_app::Nav;
 use kennel_app::pages::schedules::{self, ConfirmDelete, Detail, List};
-use kennel_kernel::page::PageRequest;
+use kennel_app::{Nav, Paging};
 use kennel_kernel::schedule::{self as schedule, Schedule, ScheduleFilter};
-use kennel_kernel::{Error, ErrorKind, Kernel};
+use kennel_kernel::{ErrorKind, Kernel};
 use serde::Deserialize;
 
-use super::{Notice, Operator, error_page, html, meta, see_other};
+use super::{Cursor, Notice, Operator, PageResult, html, meta, next_page, see_other};
+
+/// Schedules on one page of the list.
+const PER_PAGE: u32 = 200;
 
 #[derive(Deserialize)]
 pub struct ListQuery {
     /// An agent's name or id.
     #[serde(default)]
     agent: String,
+    #[serde(flatten)]
+    cursor: Cursor,
     notice: Option<String>,
 }
 
 pub async fn list(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
-    axum::extract::Query(q): axum::extract::Query<ListQuery>,
-) -> Response {
-    let result = async {
-        let filter = ScheduleFilter { agent: Some(q.agent.clone()), ..Default::default() };
-        kernel.schedules().list(&filter, &PageRequest::first(1000)).await.map(|p| p.items)
+    Query(q): Query<ListQuery>,
+) -> PageResult {
+    let filter = ScheduleFilter { agent: Some(q.agent.clone()), ..Default::default() };
+    let found = kernel.schedules().list(&filter, &q.cursor.page(PER_PAGE)).await?;
+    let next = next_page("/schedules", &[("agent", q.agent.clone())], found.next.as_deref());
+    let page = List {
+        schedules: found.items,
+        paging: Paging { total: found.total, next },
+        agents: kernel.agents().list(),
+        agent: q.agent,
     };
-    match result.await {
-        Ok(schedules) => {
-            let page = List { schedules, agents: kernel.agents().list(), agent: q.agent };
-            let flash = Notice { notice: q.notice }.flash();
-            html(StatusCode::OK, schedules::render_list(meta(&op, "Schedules", Nav::Schedules, flash), page))
-        }
-        Err(e) => error_page(&op, &e),
-    }
+    let flash = Notice { notice: q.notice }.flash();
+    Ok(html(StatusCode::OK, schedules::render_list(meta(&op, "Schedules", Nav::Schedules, flash), page)))
 }
 
 pub async fn detail(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
     Path(id): Path<String>,
-    axum::extract::Query(n): axum::extract::Query<Notice>,
-) -> Response {
-    let result =
-        async { Ok::<_, Error>((kernel.schedules().get(&id).await?, kernel.schedules().fires(&id, 50).await?)) };
-    match result.await {
-        Ok((schedule, fires)) => {
-            let title = format!("Schedule {}", schedule.short_id());
-            let page = Detail { agent: kernel.agents().name_of(&schedule.agent_id), schedule, fires };
-            html(StatusCode::OK, schedules::render_detail(meta(&op, title, Nav::Schedules, n.flash()), page))
-        }
-        Err(e) => error_page(&op, &e),
-    }
+    Query(n): Query<Notice>,
+) -> PageResult {
+    let schedule = kernel.schedules().get(&id).await?;
+    let fires = kernel.schedules().fires(&id, 50).await?;
+    let title = format!("Schedule {}", schedule.short_id());
+    let page = Detail { agent: kernel.agents().name_of(&schedule.agent_id), schedule, fires };
+    Ok(html(StatusCode::OK, schedules::render_detail(meta(&op, title, Nav::Schedules, n.flash()), page)))
 }
 
 pub async fn pause(
     State(kernel): State<Kernel>,
-    Extension(op): Extension<Operator>,
+    Extension(_): Extension<Operator>,
     Path(id): Path<String>,
-) -> Response {
-    match kernel.schedules().pause(&id).await {
-        Ok(s) => see_other("/schedules", &format!("Schedule {} paused.", s.short_id())),
-        Err(e) => error_page(&op, &e),
-    }
+) -> PageResult {
+    let s = kernel.schedules().pause(&id).await?;
+    Ok(see_other("/schedules", &format!("Schedule {} paused.", s.short_id())))
 }
 
 pub async fn resume(
     State(kernel): State<Kernel>,
-    Extension(op): Extension<Operator>,
+    Extension(_): Extension<Operator>,
     Path(id): Path<String>,
-) -> Response {
-    match kernel.schedules().resume(&id).await {
-        Ok(s) => see_other("/schedules", &format!("Schedule {} resumed.", s.short_id())),
-        Err(e) => error_page(&op, &e),
-    }
+) -> PageResult {
+    let s = kernel.schedules().resume(&id).await?;
+    Ok(see_other("/schedules", &format!("Schedule {} resumed.", s.short_id())))
 }
 
 /// The confirmation step: names the schedule and asks for its short id.
@@ -87,11 +81,9 @@ pub async fn confirm_delete(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
     Path(id): Path<String>,
-) -> Response {
-    match kernel.schedules().get(&id).await {
-        Ok(schedule) => confirm_page(&kernel, &op, StatusCode::OK, schedule, None),
-        Err(e) => error_page(&op, &e),
-    }
+) -> PageResult {
+    let schedule = kernel.schedules().get(&id).await?;
+    Ok(confirm_page(&kernel, &op, StatusCode::OK, schedule, None))
 }
 
 fn confirm_page(
@@ -118,20 +110,15 @@ pub async fn delete(
     Extension(op): Extension<Operator>,
     Path(id): Path<String>,
     Form(f): Form<DeleteForm>,
-) -> Response {
-    let result = async {
-        let approval = kernel.auth().human_approval(&op.cookie, &f.csrf)?;
-        schedule::delete_permanently(&kernel, &id, &f.confirm, &approval).await
-    };
-    match result.await {
-        Ok(s) => see_other("/schedules", &format!("Schedule {} deleted for good.", s.short_id())),
-        Err(e) if e.kind == ErrorKind::InvalidArguments => match kernel.schedules().get(&id).await {
-            Ok(schedule) => {
-                let message = e.fields.first().map_or(e.message, |f| f.message.clone());
-                confirm_page(&kernel, &op, StatusCode::UNPROCESSABLE_ENTITY, schedule, Some(message))
-            }
-            Err(e) => error_page(&op, &e),
-        },
-        Err(e) => error_page(&op, &e),
+) -> PageResult {
+    let approval = kernel.auth().human_approval(&op.cookie, &f.csrf)?;
+    match schedule::delete_permanently(&kernel, &id, &f.confirm, &approval).await {
+        Ok(s) => Ok(see_other("/schedules", &format!("Schedule {} deleted for good.", s.short_id()))),
+        Err(e) if e.kind == ErrorKind::InvalidArguments => {
+            let schedule = kernel.schedules().get(&id).await?;
+            let message = e.fields.first().map_or(e.message, |f| f.message.clone());
+            Ok(confirm_page(&kernel, &op, StatusCode::UNPROCESSABLE_ENTITY, schedule, Some(message)))
+        }
+        Err(e) => Err(e.into()),
     }
 }

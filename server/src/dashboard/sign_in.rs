@@ -14,7 +14,6 @@ use kennel_kernel::auth::SIGN_IN_FORM_SECS;
 use kennel_kernel::{ErrorKind, Kernel};
 use serde::Deserialize;
 
-use super::error_page;
 use super::session::{self, Operator, PRE_AUTH_COOKIE, cleared_session_cookie, cookie, csrf_refused, session_cookie};
 use super::site::{self, OwnSite};
 
@@ -143,9 +142,11 @@ pub async fn login(
     }
 }
 
-pub async fn logout(State(kernel): State<Kernel>, Extension(op): Extension<Operator>, headers: HeaderMap) -> Response {
-    if let Err(e) = kernel.auth().close_session(&op.cookie).await {
-        return error_page(&op, &e);
-    }
-    ([cleared_session_cookie(&headers)], Redirect::to("/login")).into_response()
+pub async fn logout(
+    State(kernel): State<Kernel>,
+    Extension(op): Extension<Operator>,
+    headers: HeaderMap,
+) -> super::PageResult {
+    kernel.auth().close_session(&op.cookie).await?;
+    Ok(([cleared_session_cookie(&headers)], Redirect::to("/login")).into_response())
 }

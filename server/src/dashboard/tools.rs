@@ -3,61 +3,84 @@
 use axum::Form;
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
-use axum::response::Response;
 use kennel_app::Nav;
-use kennel_app::pages::tools::{self, ToolsPage, TryResult};
+use kennel_app::pages::tools::{self, STANDINGS, ToolsPage, TryResult};
 use kennel_kernel::tool::meta::matches_query;
 use kennel_kernel::tool::{CallContext, Caller};
 use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
 
-use super::{Notice, Operator, error_page, html, meta};
+use super::{Notice, Operator, PageResult, html, meta};
 
-#[derive(Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 pub struct ToolsQuery {
     #[serde(default)]
-    q: String,
-    agent: Option<String>,
-    notice: Option<String>,
+    pub q: String,
+    pub agent: Option<String>,
+    /// One of the standings (`allowed`, `not_granted`, `denied`, `excluded`); empty: all.
+    #[serde(default)]
+    pub show: String,
+    /// A tool to show opened.
+    pub open: Option<String>,
+    pub notice: Option<String>,
 }
 
-fn tools_page(
-    kernel: &Kernel,
-    op: &Operator,
-    query: &str,
-    agent: Option<&str>,
-    tried: Option<TryResult>,
-    notice: Notice,
-) -> Response {
-    let agent = match agent.filter(|a| !a.is_empty()).map(|a| kernel.agents().get(a)).transpose() {
-        Ok(agent) => agent.map(|a| {
-            let set = kernel.tools().effective(&a);
-            (a, set)
-        }),
-        Err(e) => return error_page(op, &e),
+/// What else the page shows besides the list: a tried tool's result, a refused grant.
+#[derive(Default)]
+pub struct Outcome {
+    pub tried: Option<TryResult>,
+    pub refused: Option<(String, String)>,
+    pub status: Option<StatusCode>,
+}
+
+/// The inspector for `q`, with what `outcome` adds.
+pub fn tools_page(kernel: &Kernel, op: &Operator, q: ToolsQuery, outcome: Outcome) -> PageResult {
+    let agent = match q.agent.as_deref().filter(|a| !a.is_empty()) {
+        Some(a) => {
+            let agent = kernel.agents().get(a)?;
+            let set = kernel.tools().effective(&agent);
+            Some((agent, set))
+        }
+        None => None,
+    };
+    if !q.show.is_empty() && !STANDINGS.iter().any(|(s, _)| *s == q.show) {
+        return Err(Error::invalid(format!(
+            "`{}` is not a standing: allowed, not_granted, denied or excluded",
+            q.show
+        ))
+        .into());
+    }
+    let standing_shown = |name: &str| match &agent {
+        Some((_, set)) if !q.show.is_empty() => set.iter().any(|t| t.name == name && t.status.name() == q.show),
+        _ => true,
     };
     let registry = kernel.tools();
     let page = ToolsPage {
         tools: registry
             .all()
-            .filter(|(def, _)| matches_query(def, query))
+            .filter(|(def, _)| matches_query(def, &q.q) && standing_shown(&def.name))
             .map(|(def, availability)| (def.clone(), availability.clone()))
             .collect(),
         total: registry.len(),
-        query: query.to_string(),
+        query: q.q,
         agents: kernel.agents().list(),
         agent,
-        tried,
+        show: q.show,
+        open: q.open,
+        tried: outcome.tried,
+        refused: outcome.refused,
     };
-    html(StatusCode::OK, tools::render(meta(op, "Tools", Nav::Tools, notice.flash()), page))
+    let notice = Notice { notice: q.notice };
+    let status = outcome.status.unwrap_or(StatusCode::OK);
+    Ok(html(status, tools::render(meta(op, "Tools", Nav::Tools, notice.flash()), page)))
 }
 
 pub async fn page(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
     Query(q): Query<ToolsQuery>,
-) -> Response {
-    tools_page(&kernel, &op, &q.q, q.agent.as_deref(), None, Notice { notice: q.notice })
+) -> PageResult {
+    tools_page(&kernel, &op, q, Outcome::default())
 }
 
 #[derive(Deserialize)]
@@ -73,11 +96,8 @@ pub async fn try_it(
     Extension(op): Extension<Operator>,
     Path(name): Path<String>,
     Form(f): Form<TryForm>,
-) -> Response {
-    let agent = match kernel.agents().get(&f.agent) {
-        Ok(a) => a,
-        Err(e) => return error_page(&op, &e),
-    };
+) -> PageResult {
+    let agent = kernel.agents().get(&f.agent)?;
     let args_text = if f.args.trim().is_empty() { "{}".to_string() } else { f.args.trim().to_string() };
     let outcome = match serde_json::from_str::<serde_json::Value>(&args_text) {
         Err(e) => Err(Error::invalid(format!("the arguments are not valid JSON: {e}"))),
@@ -94,5 +114,6 @@ pub async fn try_it(
             .map(|out| serde_json::to_string_pretty(&out.content).unwrap_or_default())
             .map_err(|e| (e.kind.as_str().to_string(), e.message)),
     };
-    tools_page(&kernel, &op, "", Some(&agent.id.to_string()), Some(tried), Notice::default())
+    let q = ToolsQuery { agent: Some(agent.id.to_string()), ..Default::default() };
+    tools_page(&kernel, &op, q, Outcome { tried: Some(tried), ..Default::default() })
 }

@@ -26,7 +26,8 @@ use super::page::PageParams;
 pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
     vec![
         routes!(list_agents, spawn_agent),
-        routes!(get_agent, stop_agent),
+        routes!(get_agent, remove_agent),
+        routes!(stop_agent),
         routes!(set_capabilities),
         routes!(agent_tools),
         routes!(invoke_tool),
@@ -64,8 +65,8 @@ async fn list_agents(State(kernel): State<Kernel>, page: PageParams) -> ApiResul
 #[utoipa::path(post, path = "/api/agents", tag = "agents", request_body = SpawnBody,
     responses(
         (status = 201, description = "The new agent", body = Agent, headers(("location" = String, description = "Its URL"))),
-        (status = 404, body = ErrorBody, description = "No agent type of that name"),
         (status = 409, body = ErrorBody, description = "The name is taken by an agent type or a running agent"),
+        (status = 422, body = ErrorBody, description = "Invalid fields, each listed (a `template` that names no agent type among them)"),
     ))]
 async fn spawn_agent(State(kernel): State<Kernel>, JsonBody(body): JsonBody<SpawnBody>) -> ApiResult<Response> {
     let agent = kernel
@@ -82,11 +83,19 @@ async fn get_agent(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiR
     Ok(Json(kernel.agents().get(&id)?))
 }
 
-/// Stops an agent and cancels its running turns. Its record, sessions and audit stay.
-#[utoipa::path(delete, path = "/api/agents/{id}", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
-    responses((status = 200, description = "The stopped agent", body = Agent), (status = 404, body = ErrorBody, description = "No such agent")))]
+/// Stops an agent and cancels its running turns; it stays listed, with its sessions and audit.
+#[utoipa::path(post, path = "/api/agents/{id}/stop", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
+    responses((status = 200, description = "The stopped agent (stopping a stopped one changes nothing)", body = Agent), (status = 404, body = ErrorBody, description = "No such agent")))]
 async fn stop_agent(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Arc<Agent>>> {
     Ok(Json(kernel.stop_agent(&id).await?))
+}
+
+/// Stops the agent if it runs and removes it: it is no longer listed or found. Its sessions,
+/// schedules (paused) and audit rows stay.
+#[utoipa::path(delete, path = "/api/agents/{id}", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
+    responses((status = 200, description = "The removed agent", body = Agent), (status = 404, body = ErrorBody, description = "No such agent")))]
+async fn remove_agent(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Arc<Agent>>> {
+    Ok(Json(kernel.remove_agent(&id).await?))
 }
 
 /// Replaces the agent's `[capabilities]`. `tools` is required (`[]` clears every grant); an

@@ -36,7 +36,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     async fn from_request(req: Request, _: &S) -> Result<Self, ApiError> {
         let text = read_text(req).await?;
         // No body, or JSON `null` (how clients write "no body" for an optional one).
-        if text.trim().is_empty() || text.trim() == "null" {
+        if text.is_empty() || text.trim() == "null" {
             let empty = serde_json::Value::Object(Default::default());
             return kennel_kernel::error::from_value(empty).map(JsonBody).map_err(|mut e| {
                 e.message = format!("the body is empty: {}", e.message);

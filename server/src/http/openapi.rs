@@ -60,6 +60,7 @@ pub(super) fn finish(document: utoipa::openapi::OpenApi) -> Value {
         status_table()
     ));
     require_name_to_create_an_agent_type(&mut doc);
+    link_created_resources(&mut doc);
     if let Some(paths) = doc["paths"].as_object_mut() {
         for (path, item) in paths.iter_mut() {
             for (method, operation) in item.as_object_mut().into_iter().flatten() {
@@ -79,6 +80,44 @@ fn require_name_to_create_an_agent_type(doc: &mut Value) {
     if body.is_object() {
         let name = json!({ "type": "string", "pattern": "^[a-z0-9_-]{1,64}$" });
         *body = json!({ "allOf": [body.clone(), { "required": ["name"], "properties": { "name": name } }] });
+    }
+}
+
+/// OpenAPI links from each operation that creates something (`201`) to the operations on what
+/// it created, so a client (and schemathesis's stateful phase) can follow them: `POST
+/// /api/tasks` to `/api/tasks/{id}/…` with the new task's `id`, `POST /api/templates` to
+/// `/api/templates/{name}` and to spawning an agent of the new type, a new session to its
+/// messages.
+fn link_created_resources(doc: &mut Value) {
+    let paths = doc["paths"].as_object().cloned().unwrap_or_default();
+    let operation_id = |path: &str, method: &str| paths[path][method]["operationId"].as_str().map(str::to_string);
+    let mut links: Vec<(String, String, Value)> = Vec::new(); // (creating path, link name, link)
+    for (path, item) in &paths {
+        if item["post"]["responses"].get("201").is_none() {
+            continue;
+        }
+        for (other, other_item) in &paths {
+            let Some(rest) = other.strip_prefix(&format!("{path}/{{")) else { continue };
+            let param = rest.split('}').next().unwrap_or_default();
+            let field = if param == "name" { "name" } else { "id" };
+            for method in methods(other_item) {
+                if let Some(id) = operation_id(other, &method) {
+                    let link =
+                        json!({ "operationId": id, "parameters": { param: format!("$response.body#/{field}") } });
+                    links.push((path.clone(), id, link));
+                }
+            }
+        }
+    }
+    let session_messages = json!({ "operationId": "session_messages", "parameters": { "id": "$response.body#/id" } });
+    links.push(("/api/agents/{id}/sessions".into(), "session_messages".into(), session_messages));
+    let spawn = json!({ "operationId": "spawn_agent", "requestBody": { "template": "$response.body#/name" } });
+    links.push(("/api/templates".into(), "spawn_agent".into(), spawn));
+    for (path, name, link) in links {
+        let created = &mut doc["paths"][&path]["post"]["responses"]["201"];
+        if created.is_object() {
+            created["links"][name] = link;
+        }
     }
 }
 

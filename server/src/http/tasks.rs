@@ -46,7 +46,7 @@ async fn list_tasks(
 #[utoipa::path(post, path = "/api/tasks", tag = "tasks", request_body = NewTask,
     responses(
         (status = 201, description = "The posted task", body = Task, headers(("location" = String, description = "Its URL"))),
-        (status = 404, body = ErrorBody, description = "No agent of that name or id"),
+        (status = 422, body = ErrorBody, description = "Invalid fields, each listed (an `assignee` that names no agent among them)"),
     ))]
 async fn post_task(
     State(kernel): State<Kernel>,
@@ -85,7 +85,8 @@ struct ReassignBody {
 #[utoipa::path(post, path = "/api/tasks/{id}/reassign", tag = "tasks", params(("id" = String, Path, description = "The task's id")), request_body = Option<ReassignBody>,
     responses(
         (status = 200, description = "The task, pending again", body = Task),
-        (status = 404, body = ErrorBody, description = "No such task or agent"),
+        (status = 404, body = ErrorBody, description = "No such task"),
+        (status = 422, body = ErrorBody, description = "The `assignee` names no agent"),
         (status = 409, body = ErrorBody, description = "The task is done, failed or cancelled"),
     ))]
 async fn reassign_task(

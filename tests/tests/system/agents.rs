@@ -25,18 +25,31 @@ async fn spawn_list_get_and_stop() {
     assert_eq!(api.get(&format!("/api/agents/{id}")).await.body["name"], "coder");
     assert_eq!(api.get("/api/agents/coder-2").await.body["id"], second.body["id"]);
 
-    let stopped = api.delete(&format!("/api/agents/{id}")).await;
+    let stopped = api.post(&format!("/api/agents/{id}/stop"), json!({})).await;
     assert_eq!(stopped.body["status"], "stopped");
     let refused = api.invoke(id, "system_time", json!({})).await;
     assert_eq!(refused.status, 409, "a stopped agent is a state that refuses the call");
     assert!(refused.error_message().contains("stopped"));
+    assert_eq!(api.get(&format!("/api/agents/{id}")).await.body["status"], "stopped", "still found by id");
+
+    // Removing (DELETE) stops a running agent too; a removed agent is neither listed nor found,
+    // while its sessions and audit rows stay.
+    let removed = api.delete("/api/agents/coder-2").await;
+    assert_eq!((removed.status, removed.body["status"].as_str()), (200, Some("removed")), "{}", removed.text);
+    let gone = second.body["id"].as_str().unwrap();
+    assert_eq!(api.get(&format!("/api/agents/{gone}")).await.status, 404);
+    assert_eq!(api.delete(&format!("/api/agents/{gone}")).await.status, 404);
+    let listed = api.get("/api/agents").await;
+    assert_eq!(listed.body.as_array().unwrap().len(), 1, "{}", listed.text);
+    assert_eq!(listed.headers["x-total-count"], "1");
 }
 
 #[tokio::test]
 async fn spawning_checks_type_name_and_goal() {
     let (_home, _d, api) = daemon().await;
     let unknown = api.post("/api/agents", json!({"template": "ghost"})).await;
-    assert_eq!(unknown.status, 404);
+    assert_eq!(unknown.status, 422, "a body field naming nothing is an invalid field");
+    assert_eq!(unknown.body["error"]["fields"][0]["field"], "template");
     api.post("/api/templates", json!({"name": "coder"})).await;
     api.post("/api/templates", json!({"name": "other"})).await;
     let bad_name = api.post("/api/agents", json!({"template": "coder", "name": "No Spaces"})).await;
@@ -113,4 +126,16 @@ async fn an_empty_body_never_clears_grants_but_still_opens_a_session() {
     let session =
         kennel_tests::Api::send(api.request(reqwest::Method::POST, &format!("/api/agents/{id}/sessions"))).await;
     assert_eq!(session.status, 201, "{}", session.text);
+}
+
+/// A removed agent's name is free like a stopped one's (found by the contract run: the name
+/// index counted removed agents as running, and spawning under the name was a 500).
+#[tokio::test]
+async fn a_removed_agents_name_can_be_taken_again() {
+    let (_home, _d, api) = daemon().await;
+    let first = crate::agent_with(&api, "keeper", &[]).await;
+    assert_eq!(api.delete(&format!("/api/agents/{first}")).await.status, 200);
+    let again = api.post("/api/agents", json!({"template": "keeper"})).await;
+    assert_eq!((again.status, again.body["name"].as_str()), (201, Some("keeper")), "{}", again.text);
+    assert_ne!(again.body["id"].as_str(), Some(first.as_str()));
 }

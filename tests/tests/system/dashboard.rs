@@ -243,8 +243,9 @@ async fn spawn_chat_and_stop_from_the_dashboard() {
     let page = spawned.header("location").unwrap().split('?').next().unwrap().to_string();
     let id = page.trim_start_matches("/agents/").to_string();
     let unknown = b.submit("/agents", "/agents", &[("template", "ghost")]).await;
-    assert_eq!(unknown.status, 404);
+    assert_eq!(unknown.status, 422);
     assert!(unknown.text.contains("no agent type named `ghost`"));
+    assert!(unknown.text.contains("id=\"template-error\""), "shown next to the field");
 
     llm.push(Scripted::call("system_time", json!({}))).push(Scripted::text("It is noon."));
     let sent = b.submit(&page, &format!("/agents/{id}/chat"), &[("message", "What time is it?")]).await;
@@ -289,4 +290,91 @@ async fn the_task_board_reloads_itself_with_its_filters_but_not_a_one_time_notic
     assert!(board.text.contains(r#"content="5; url=/tasks""#), "reloads the board, without the notice");
     let filtered = b.get("/tasks?text=plants&min_priority=3&notice=Done").await;
     assert!(filtered.text.contains(r#"content="5; url=/tasks?text=plants&amp;min_priority=3""#), "{}", filtered.text);
+}
+
+/// Refused forms show the problem next to the field that was sent, with the API's status: a
+/// task to post, a grant on the agent page and on the inspector.
+#[tokio::test]
+async fn refused_forms_show_the_problem_next_to_the_field() {
+    let (_home, _d, api, b) = signed_in_with("").await;
+    let id = crate::agent_with(&api, "helper", &[]).await;
+
+    let task = b.submit("/tasks", "/tasks", &[("title", "  "), ("body", "kept"), ("assignee", "ghost")]).await;
+    assert_eq!(task.status, 422);
+    assert!(task.text.contains("id=\"title-error\""), "{}", task.text);
+    assert!(task.text.contains("kept"), "the form keeps what was typed");
+    let ghost = b.submit("/tasks", "/tasks", &[("title", "real"), ("assignee", "ghost")]).await;
+    assert_eq!(ghost.status, 422);
+    assert!(ghost.text.contains("id=\"assignee-error\"") && ghost.text.contains("no agent `ghost`"));
+
+    let page = format!("/agents/{id}");
+    let bad = b.submit(&page, &format!("/agents/{id}/grant"), &[("pattern", "rm -rf")]).await;
+    assert_eq!(bad.status, 422);
+    assert!(bad.text.contains("id=\"pattern-error\"") && bad.text.contains("has ` `"), "{}", bad.text);
+    let missing = b.submit(&page, &format!("/agents/{id}/revoke"), &[("pattern", "system_time")]).await;
+    assert_eq!(missing.status, 404);
+    assert!(missing.text.contains("id=\"pattern-error\""), "still the agent page, not an error page");
+
+    let back = format!("/tools?agent={id}&open=task_post");
+    let inspector =
+        b.submit(&back, &format!("/agents/{id}/revoke"), &[("pattern", "task_post"), ("back", &back)]).await;
+    assert_eq!(inspector.status, 404);
+    let card = inspector.text.split("id=\"tool-task_post\"").nth(1).expect("the inspector again");
+    assert!(card.starts_with(" open"), "the tool is shown open");
+    let card = card.split("</details>").next().unwrap();
+    assert!(card.contains("field-error") && card.contains("has no grant `task_post`"), "{card}");
+}
+
+/// An error with no form to show it next to is the error page, with the API's status, in
+/// the operator's frame.
+#[tokio::test]
+async fn errors_without_a_form_are_an_error_page_with_the_apis_status() {
+    let (_home, _d, _api, b) = signed_in_with("").await;
+    let missing = b.get("/tasks/nope").await;
+    assert_eq!(missing.status, 404);
+    assert!(missing.text.contains("NotFound") && missing.text.contains("no task `nope`"));
+    assert!(missing.text.contains("Sign out"), "in the operator's frame");
+    let bad_cursor = b.get("/audit?cursor=x").await;
+    assert_eq!(bad_cursor.status, 422);
+}
+
+/// The inspector at eighty tools: a family index, one line per tool, and the agent's
+/// effective set narrowed by standing.
+#[tokio::test]
+async fn the_inspector_indexes_families_and_narrows_an_agents_set_by_standing() {
+    let (_home, _d, api, b) = signed_in_with("").await;
+    let id = crate::agent_from(&api, json!({"name": "narrow", "tools": ["tasks.*"], "capabilities": null})).await;
+    let all = b.get("/tools").await;
+    for family in ["tasks", "schedule", "agents", "meta"] {
+        assert!(all.text.contains(&format!("href=\"#family-{family}\"")), "index lists {family}");
+    }
+    let tag = all.text.split("id=\"tool-task_post\"").next().unwrap().rsplit('<').next().unwrap().to_string()
+        + all.text.split("id=\"tool-task_post\"").nth(1).unwrap().split('>').next().unwrap();
+    assert!(tag.starts_with("details") && !tag.contains("open"), "tools start closed: <{tag}>");
+    let allowed = b.get(&format!("/tools?agent={id}&show=allowed")).await;
+    assert!(allowed.text.contains("id=\"tool-task_post\"") && allowed.text.contains("id=\"tool-read_artifact\""));
+    assert!(!allowed.text.contains("id=\"tool-cron_create\""), "not granted: not shown");
+    let not_granted = b.get(&format!("/tools?agent={id}&show=not_granted")).await;
+    assert!(
+        not_granted.text.contains("id=\"tool-cron_create\"") && !not_granted.text.contains("id=\"tool-task_post\"")
+    );
+    assert_eq!(b.get(&format!("/tools?agent={id}&show=sideways")).await.status, 422);
+}
+
+/// Dashboard lists page like the API: a page, how many in all, and a link to the next page
+/// that keeps the filters.
+#[tokio::test]
+async fn dashboard_lists_page_with_a_next_link_that_keeps_the_filters() {
+    let (_home, _d, api, b) = signed_in_with("").await;
+    let id = crate::agent_with(&api, "caller", &["system_time"]).await;
+    for _ in 0..205 {
+        api.invoke(&id, "system_time", json!({})).await;
+    }
+    let first = b.get(&format!("/audit?agent={id}")).await;
+    assert!(first.text.contains("200 of 205"), "{}", first.text);
+    let next = first.text.split("rel=\"next\"").next().unwrap().rsplit("href=\"").next().unwrap();
+    let next = next.split('"').next().unwrap().replace("&amp;", "&");
+    assert!(next.starts_with(&format!("/audit?agent={id}&cursor=")), "{next}");
+    let second = b.get(&next).await;
+    assert!(second.text.contains("5 of 205") && !second.text.contains("rel=\"next\""), "{}", second.text);
 }

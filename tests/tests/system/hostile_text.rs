@@ -130,7 +130,9 @@ fn assert_no_markup(what: &str, html: &str) -> Page {
             assert!(!["style", "srcdoc", "formaction"].contains(&attr.as_str()), "{what}: {attr} on <{name}>");
             if ["href", "src", "action"].contains(&attr.as_str()) {
                 let site_path = value.starts_with('/') && !value.starts_with("//");
-                assert!(site_path, "{what}: <{name} {attr}={value:?}> leaves the site or runs script");
+                // A fragment (`#family-tasks`) moves within the page: it can neither leave nor run.
+                let fragment = attr == "href" && value.starts_with('#');
+                assert!(site_path || fragment, "{what}: <{name} {attr}={value:?}> leaves the site or runs script");
             }
         }
         if name == "script" {
@@ -272,6 +274,23 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     let completed = api.invoke(&maker, "task_complete", json!({"task_id": done, "result": corpus})).await;
     assert_eq!(completed.status, 200, "{}", completed.text);
     assert_eq!(b.submit("/tasks", "/tasks", &[("title", PAYLOADS[0]), ("body", &corpus)]).await.status, 303);
+    // A refused task keeps the form as sent (every payload in the title is over its 200
+    // characters), the problem shown next to the field.
+    let long_title = corpus.repeat(2);
+    let refused =
+        b.submit("/tasks", "/tasks", &[("title", &long_title), ("body", &corpus), ("assignee", PAYLOADS[3])]).await;
+    assert_eq!(refused.status, 422, "{}", refused.text);
+    check_reply("/tasks refusing a hostile task", &refused, Shows::All);
+    // A refused grant on the inspector: the pattern is shown back next to the tool.
+    let grant = b
+        .submit(
+            &format!("/tools?agent={maker}"),
+            &format!("/agents/{maker}/grant"),
+            &[("pattern", &corpus), ("back", &format!("/tools?agent={maker}&open=task_post"))],
+        )
+        .await;
+    assert_eq!(grant.status, 422, "{}", grant.text);
+    check_reply("/tools refusing a hostile grant", &grant, Shows::Nothing);
 
     // Schedules: a prompt from a tool, and a fire whose reply (the model's text) is hostile.
     let later = api.invoke(&maker, "schedule_create", json!({"when": "+1h", "prompt": corpus})).await;

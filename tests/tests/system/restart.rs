@@ -17,7 +17,7 @@ async fn types_agents_grants_tokens_and_sessions_survive_a_restart() {
     let id = agent_with(&api, "keeper", &["tool_search"]).await;
     api.put(&format!("/api/agents/{id}/capabilities"), json!({"tools": ["meta.*"], "memory_read": ["kv:*"]})).await;
     let stopped = agent_with(&api, "retired", &[]).await;
-    api.delete(&format!("/api/agents/{stopped}")).await;
+    api.post(&format!("/api/agents/{stopped}/stop"), json!({})).await;
     let session =
         api.post(&format!("/api/agents/{id}/sessions"), json!({})).await.body["id"].as_str().unwrap().to_string();
     let load = api

@@ -179,7 +179,7 @@ async fn stopping_an_agent_pauses_its_schedules_and_the_cli_never_fires_them() {
     let sleeper = agent_from(&api, json!({"name": "sleeper", "tools": ["schedule.*"]})).await;
     let once = id_of(&api.invoke(&sleeper, "schedule_create", json!({"when": "+2s", "prompt": "wake up"})).await);
     let cron = id_of(&api.invoke(&sleeper, "cron_create", json!({"expression": "* * * * *", "prompt": "tick"})).await);
-    api.delete(&format!("/api/agents/{sleeper}")).await;
+    api.post(&format!("/api/agents/{sleeper}/stop"), json!({})).await;
     for id in [&once, &cron] {
         let s = schedule(&api, id).await;
         assert_eq!(s["schedule"]["state"], "paused", "kept, paused: {s}");

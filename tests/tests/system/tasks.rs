@@ -128,5 +128,6 @@ async fn operators_reassign_cancel_and_retry() {
     assert_eq!(api.post(&format!("/api/tasks/{id}/cancel"), json!({})).await.status, 409);
     assert_eq!(api.post(&format!("/api/tasks/{id}/retry"), json!({})).await.body["status"], "pending");
     assert_eq!(api.post("/api/tasks/nope/retry", json!({})).await.status, 404);
-    assert_eq!(api.post("/api/tasks", json!({"title": "x", "assignee": "ghost"})).await.status, 404);
+    let ghost = api.post("/api/tasks", json!({"title": "x", "assignee": "ghost"})).await;
+    assert_eq!((ghost.status, ghost.body["error"]["fields"][0]["field"].as_str()), (422, Some("assignee")));
 }

@@ -68,7 +68,7 @@ async fn a_running_agents_name_is_a_conflict_until_it_stops() {
     assert_eq!(api.get("/api/templates/scout").await.status, 404);
 
     let id = agent.body["id"].as_str().unwrap();
-    assert_eq!(api.delete(&format!("/api/agents/{id}")).await.body["status"], "stopped");
+    assert_eq!(api.post(&format!("/api/agents/{id}/stop"), json!({})).await.body["status"], "stopped");
     assert_eq!(api.post("/api/templates", json!({"name": "scout"})).await.status, 201);
 }
 

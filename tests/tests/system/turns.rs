@@ -203,7 +203,7 @@ async fn stopping_an_agent_cancels_its_running_turn() {
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
     let started = std::time::Instant::now();
-    api.delete(&format!("/api/agents/{id}")).await;
+    api.post(&format!("/api/agents/{id}/stop"), json!({})).await;
     let turn = tokio::time::timeout(Duration::from_secs(5), running).await.expect("the turn ends at once").unwrap();
     assert!(started.elapsed() < Duration::from_secs(3));
     assert_eq!(turn.status, 200, "{}", turn.text);
