@@ -3,6 +3,9 @@
 //! function here; pages hold no rules, only presentation. Every action is a plain HTML form
 //! that works without JavaScript; `public/live.js` adds live chat updates where it runs.
 
+// Leptos views are deeply nested types; the task page's outgrew the default limit in release builds.
+#![recursion_limit = "256"]
+
 pub mod pages;
 mod shell;
 mod widgets;
