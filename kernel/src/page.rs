@@ -4,8 +4,9 @@
 //! page the same way.
 //!
 //! A cursor is the sort key of the last item of a page (keyset paging), so a page never skips
-//! or repeats an item because others were added or removed meanwhile. Its text is the list's
-//! business; clients pass back what they were given.
+//! or repeats an item because others were added or removed meanwhile, except in the lists
+//! kept in memory in registration order (the tools), whose cursor is a position. Its text is
+//! the list's business ([`Key`]); clients pass back what they were given.
 
 use serde::Deserialize;
 use utoipa::IntoParams;

@@ -30,11 +30,11 @@ pub fn meaning(kind: ErrorKind) -> &'static str {
         }
         ErrorKind::NotFound => "no such agent, agent type, tool, session, task, schedule or route",
         ErrorKind::Forbidden => "not granted or not allowed; nothing ran",
-        ErrorKind::Conflict => "a name is taken, or the thing is in a state that does not allow this",
-        ErrorKind::ResourceExhausted => "a limit was reached (call depth, a count, sign-in attempts)",
-        ErrorKind::Unavailable => {
-            "a prerequisite is missing: a config section, a provider, an API key, a running agent"
+        ErrorKind::Conflict => {
+            "a name is taken, or the thing is in a state that does not allow this (a stopped agent, a finished task)"
         }
+        ErrorKind::ResourceExhausted => "a limit was reached (call depth, a count, sign-in attempts)",
+        ErrorKind::Unavailable => "a prerequisite is missing: a config section, a provider, a model, an API key",
         ErrorKind::Failed => {
             "a tool ran and failed, or the provider or remote agent it called did (not a fault of this daemon)"
         }

@@ -88,7 +88,7 @@ def main():
                 "run", base + "/api/openapi.json", "-H", f"Authorization: Bearer {token}",
                 "--checks", "all", "--max-examples", EXAMPLES, "--seed", seed_value,
                 "--max-time", MAX_TIME, "--warnings", "off", "--no-color",
-            ])
+            ], cwd=home)  # its cache goes to the temporary home, not the repository
             print(f"schemathesis (seed {seed_value}) took {time.monotonic() - started:.0f} s")
             if result.returncode != 0:
                 with open(LOG) as f:

@@ -107,7 +107,9 @@ pub fn render_list(meta: PageMeta, page: AgentsPage) -> String {
 pub struct AgentPage {
     pub agent: Arc<Agent>,
     pub manifest_toml: String,
+    /// A page of its sessions, newest first.
     pub sessions: Vec<Session>,
+    pub sessions_paging: Paging,
     pub session: Option<Session>,
     pub messages: Vec<StoredMessage>,
     pub chat_error: Option<String>,
@@ -142,6 +144,7 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
         })
         .collect::<Vec<_>>();
     let current = page.session.as_ref().map(|s| s.id);
+    let shown_sessions = page.sessions.len();
     let sessions = page
         .sessions
         .iter()
@@ -182,6 +185,7 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
                             <li><a href=format!("/agents/{}#chat", a.id) aria-current=if current.is_none() { "true" } else { "false" }>"New session"</a></li>
                             {sessions}
                         </ul>
+                        <Pager shown=shown_sessions paging=page.sessions_paging/>
                         <div class="chat-log">{chat}</div>
                         <ol class="live-log" id="live-log" hidden></ol>
                         {chat_error}

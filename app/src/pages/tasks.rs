@@ -72,9 +72,10 @@ pub fn render_board(meta: PageMeta, page: Board) -> String {
         .agents
         .iter()
         .map(|a| {
-            let (value, label) = (a.name.clone(), a.name.clone());
-            let selected = value == page.assignee;
-            view! { <option value=value selected=selected>{label}</option> }
+            // By id: a stopped agent's name no longer resolves.
+            let id = a.id.to_string();
+            let selected = id == page.assignee || a.name == page.assignee;
+            view! { <option value=id selected=selected>{a.name.clone()}</option> }
         })
         .collect::<Vec<_>>();
     let post = page.post;

@@ -241,11 +241,18 @@ impl Agents {
         found.cloned().ok_or_else(|| Error::not_found(format!("no agent `{id_or_name}`")))
     }
 
-    /// The id of the agent named by `who` (a name or an id); blank or absent means nobody.
-    /// Records that point at agents (task assignees) store this id. An unknown agent is
-    /// `NotFound` (a filter naming nobody).
+    /// The id of the agent named by `who` (a running agent's name, or any agent's id, a
+    /// stopped or removed one's too: records keep naming them); blank or absent means nobody.
+    /// Records that point at agents (task assignees) store this id; filters select by it. An
+    /// unknown agent is `NotFound`.
     pub fn id_of(&self, who: Option<&str>) -> Result<Option<String>> {
-        who.map(str::trim).filter(|w| !w.is_empty()).map(|w| self.get(w).map(|a| a.id.to_string())).transpose()
+        let Some(who) = who.map(str::trim).filter(|w| !w.is_empty()) else { return Ok(None) };
+        let state = self.read();
+        let found = match Uuid::parse_str(who) {
+            Ok(id) => state.agents.get(&id),
+            Err(_) => state.running_agent_named(who),
+        };
+        found.map(|a| Some(a.id.to_string())).ok_or_else(|| Error::not_found(format!("no agent `{who}`")))
     }
 
     /// Like [`Agents::id_of`] for an input field that refers to an agent (a task's `assignee`):

@@ -293,9 +293,20 @@ mod tests {
         let s = fresh.sessions().create(other.id, None).await.unwrap().id;
         fresh.sessions().load_tool(s, "mcp__demo__echo").await.unwrap();
         let ctx = CallContext::new(fresh.clone(), other, Caller::Agent).with_session(Some(s));
-        let e = fresh.call_tool(ctx, "mcp__demo__echo", json!({})).await.unwrap_err();
+        let e = fresh.call_tool(ctx.clone(), "mcp__demo__echo", json!({})).await.unwrap_err();
         assert_eq!(e.kind, ErrorKind::Unavailable, "{e}");
+        let through_run_tool = fresh.call_tool(ctx, "run_tool", json!({"name": "mcp__demo__echo"})).await;
+        assert_eq!(through_run_tool.unwrap_err().kind, ErrorKind::Unavailable, "run_tool says the same");
         let never = fresh.call_tool(CallContext::new(fresh.clone(), agent.clone(), Caller::Agent), "nope", json!({}));
         assert_eq!(never.await.unwrap_err().kind, ErrorKind::NotFound);
+    }
+
+    /// A provider cannot hand its tools the built-in grant `read_artifact` has.
+    #[tokio::test]
+    async fn a_provided_tool_never_goes_ungranted() {
+        let tools = vec![Provided::typed(Probe(|| probe("mcp__x__sneaky").built_in_grant(), None), &Needs::nothing())];
+        let (_dir, kernel, agent) = kernel_with(tools, &["system_time"], None).await;
+        assert_eq!(standing(&kernel, &agent, "mcp__x__sneaky"), ToolStatus::NotGranted);
+        assert!(!offered(&kernel, &agent, API_TURN).contains(&"mcp__x__sneaky".into()));
     }
 }

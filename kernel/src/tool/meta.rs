@@ -16,14 +16,13 @@ pub(crate) fn register(r: &mut Registry, _: &Config) {
     r.add(RunTool);
 }
 
-/// Why `name` cannot be loaded or run by the caller: not its to use, gone, or unknown.
-fn unusable(registry: &Registry, ctx: &CallContext, name: &str) -> Error {
-    if registry.get(name).is_some() {
-        Error::forbidden(format!("`{name}` is not among the tools agent `{}` may use now", ctx.agent.name))
-    } else if let Some(reason) = registry.gone(name) {
-        no_longer_available(name, reason)
-    } else {
-        Error::not_found(format!("no tool named `{name}`; tool_search finds tools"))
+/// Why the caller cannot load `name`: the refusal the pipeline would give a call of it (its
+/// standing for the caller in this turn), or why it is not in the tool list at all.
+async fn unusable(registry: &Registry, ctx: &CallContext, name: &str) -> Error {
+    match registry.resolve(name) {
+        Some(entry) => super::pipeline::standing_refusal(ctx, registry, entry)
+            .unwrap_or_else(|| Error::forbidden(format!("`{name}` cannot be loaded here"))),
+        None => super::pipeline::unresolved(ctx, registry, name).await,
     }
 }
 
@@ -156,10 +155,9 @@ impl Tool for ToolLoad {
             .session
             .ok_or_else(|| Error::unavailable("tool_load needs a session: loaded tools are remembered per session"))?;
         let registry = ctx.kernel.tools();
-        let def = registry
-            .usable_by(&ctx.agent, Some(ctx.turn_scope()))
-            .find(|d| d.name == args.name)
-            .ok_or_else(|| unusable(&registry, &ctx, &args.name))?;
+        let Some(def) = registry.usable_by(&ctx.agent, Some(ctx.turn_scope())).find(|d| d.name == args.name) else {
+            return Err(unusable(&registry, &ctx, &args.name).await);
+        };
         ctx.kernel.sessions().load_tool(session, &def.name).await?;
         Ok(json!({
             "loaded": def.name,
@@ -251,14 +249,15 @@ impl Tool for RunTool {
         }
         let session = ctx.session.ok_or_else(|| Error::unavailable("run_tool needs a session"))?;
         let registry = ctx.kernel.tools();
+        let mut inner = ctx;
+        inner.offered = None;
         let Some((def, _)) = registry.get(&name) else {
-            return Err(match registry.gone(&name) {
-                Some(reason) => no_longer_available(&name, reason),
-                None => {
-                    Error::not_found(format!("no tool named `{name}`; only the tools named in your context can be run"))
-                }
-            });
+            // The pipeline says why (no longer available, or no such tool) and audits the name.
+            let call: super::BoxFuture<Result<super::pipeline::CallOutput>> =
+                Box::pin(async move { super::pipeline::call(inner, &name, args).await });
+            return Ok(call.await?.content);
         };
+        let ctx = inner;
         let usable = registry.usable_by(&ctx.agent, Some(ctx.turn_scope())).any(|d| d.name == name);
         if usable && !ctx.kernel.sessions().loaded_tools(session).await?.contains(&name) {
             // Seen now: the next run_tool of it runs.
@@ -272,10 +271,8 @@ impl Tool for RunTool {
             }));
         }
         // The inner call is a call of its own: gate, validation, spill and audit by its name.
-        let mut inner = ctx;
-        inner.offered = None;
         let call: super::BoxFuture<Result<super::pipeline::CallOutput>> =
-            Box::pin(async move { super::pipeline::call(inner, &name, args).await });
+            Box::pin(async move { super::pipeline::call(ctx, &name, args).await });
         Ok(call.await?.content)
     }
 }

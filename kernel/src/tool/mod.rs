@@ -46,7 +46,8 @@ pub struct ToolDef {
     /// turns (cron, trigger, API), which have none.
     pub needs_conversation: bool,
     /// Every agent may call it whatever its grants and tool mode (`read_artifact`, which
-    /// reads only the caller's own spilled results); offered in every mode.
+    /// reads only the caller's own spilled results); offered in every mode. Only built-in
+    /// tools keep it: `Tools::provide` clears it on what a dynamic provider offers.
     pub built_in_grant: bool,
     /// Its result is never spilled to the artifact store (`read_artifact` itself).
     pub never_spill: bool,

@@ -75,7 +75,7 @@ pub async fn call(ctx: CallContext, name: &str, args: Value) -> Result<CallOutpu
 
 /// Why `name` is not in the tool list: a provider removed it (or this session loaded it once,
 /// so it existed), or there never was such a tool.
-async fn unresolved(ctx: &CallContext, registry: &Registry, name: &str) -> Error {
+pub(crate) async fn unresolved(ctx: &CallContext, registry: &Registry, name: &str) -> Error {
     if let Some(reason) = registry.gone(name) {
         return super::meta::no_longer_available(name, reason);
     }
@@ -135,27 +135,33 @@ async fn run_steps(
 /// The tool's standing for the caller in this turn ([`Registry::standing`]) as the error a
 /// refused call gets.
 fn gate(ctx: &CallContext, registry: &Registry, entry: &Entry) -> Result<()> {
+    ctx.agent.ensure_running()?;
+    standing_refusal(ctx, registry, entry).map_or(Ok(()), Err)
+}
+
+/// Why the caller may not use this tool in this turn, if it may not: the one mapping from a
+/// standing to an error, for the gate and for the meta tools that load or run other tools.
+pub(crate) fn standing_refusal(ctx: &CallContext, registry: &Registry, entry: &Entry) -> Option<Error> {
     let (agent, def) = (&ctx.agent, &entry.def);
-    agent.ensure_running()?;
-    match registry.standing(entry, agent, Some(ctx.turn_scope())) {
-        ToolStatus::Allowed { .. } => Ok(()),
+    Some(match registry.standing(entry, agent, Some(ctx.turn_scope())) {
+        ToolStatus::Allowed { .. } => return None,
         ToolStatus::Denied { grant } => {
-            Err(Error::forbidden(format!("`{}` is denied to agent `{}` by `{grant}`", def.name, agent.name)))
+            Error::forbidden(format!("`{}` is denied to agent `{}` by `{grant}`", def.name, agent.name))
         }
-        ToolStatus::NotGranted => Err(Error::forbidden(format!(
+        ToolStatus::NotGranted => Error::forbidden(format!(
             "agent `{}` has no grant for `{}` (family `{}`); an operator can add one: kennel agent grant {} {}",
             agent.name, def.name, def.family, agent.name, def.name
-        ))),
+        )),
         ToolStatus::Excluded { layer: Layer::Daemon, reason } => {
-            Err(Error::unavailable(format!("`{}` is not available on this daemon: {reason}", def.name)))
+            Error::unavailable(format!("`{}` is not available on this daemon: {reason}", def.name))
         }
         ToolStatus::Excluded { layer: Layer::Agent, reason } => {
-            Err(Error::forbidden(format!("`{}` is not available to agent `{}`: {reason}", def.name, agent.name)))
+            Error::forbidden(format!("`{}` is not available to agent `{}`: {reason}", def.name, agent.name))
         }
         ToolStatus::Excluded { layer: Layer::Turn, reason } => {
-            Err(Error::unavailable(format!("`{}` is not available in this turn: {reason}", def.name)))
+            Error::unavailable(format!("`{}` is not available in this turn: {reason}", def.name))
         }
-    }
+    })
 }
 
 /// Why a usable tool that this model call was not offered is refused, and what to do instead.

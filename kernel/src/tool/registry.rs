@@ -292,6 +292,12 @@ impl Tools {
         }
         for Provided(mut entry) in tools {
             entry.provider = Some(provider.clone());
+            if entry.def.built_in_grant {
+                // Only the kernel's own tools go ungranted; a provider's never do.
+                let mut def = ToolDef::clone(&entry.def);
+                def.built_in_grant = false;
+                entry.def = Arc::new(def);
+            }
             if next.by_name.contains_key(&entry.def.name) {
                 tracing::warn!(tool = %entry.def.name, provider = %provider, "a provided tool has the name of another tool; it is left out");
                 continue;

@@ -89,6 +89,9 @@ pub async fn spawn(
 #[derive(Deserialize)]
 pub struct PageQuery {
     session: Option<String>,
+    /// Where the list of sessions continues.
+    #[serde(flatten)]
+    cursor: Cursor,
     notice: Option<String>,
 }
 
@@ -108,12 +111,18 @@ async fn agent_page(
     kernel: &Kernel,
     op: &Operator,
     id: &str,
-    session: Option<&str>,
+    (session, cursor): (Option<&str>, &Cursor),
     refused: Refused<'_>,
     notice: Notice,
 ) -> PageResult {
     let agent = kernel.agents().get(id)?;
-    let sessions = kernel.sessions().list(agent.id, &PageRequest::first(AGENT_PAGE_SESSIONS)).await?.items;
+    let sessions = kernel.sessions().list(agent.id, &cursor.page(AGENT_PAGE_SESSIONS)).await?;
+    let path = format!("/agents/{}", agent.id);
+    let sessions_paging = Paging {
+        total: sessions.total,
+        next: next_page(&path, &[("session", session.unwrap_or_default().to_string())], sessions.next.as_deref()),
+    };
+    let sessions = sessions.items;
     let session = match session.filter(|s| !s.is_empty()) {
         Some(s) => {
             let wanted = uuid::Uuid::parse_str(s).map_err(|_| Error::not_found(format!("no session `{s}`")))?;
@@ -133,6 +142,7 @@ async fn agent_page(
         schedules,
         agent,
         sessions,
+        sessions_paging,
         session,
         messages,
         chat_error: refused.chat.map(|e| e.model_text()),
@@ -149,7 +159,7 @@ pub async fn page(
     Query(q): Query<PageQuery>,
 ) -> PageResult {
     let notice = Notice { notice: q.notice };
-    agent_page(&kernel, &op, &id, q.session.as_deref(), Refused::default(), notice).await
+    agent_page(&kernel, &op, &id, (q.session.as_deref(), &q.cursor), Refused::default(), notice).await
 }
 
 pub async fn stop(
@@ -232,7 +242,8 @@ async fn grant_done(
         };
         return tools_page(kernel, op, q, outcome);
     }
-    agent_page(kernel, op, id, None, Refused { grant: Some(&e), ..Default::default() }, Notice::default()).await
+    let refused = Refused { grant: Some(&e), ..Default::default() };
+    agent_page(kernel, op, id, (None, &Cursor::default()), refused, Notice::default()).await
 }
 
 #[derive(Deserialize)]
@@ -259,7 +270,7 @@ pub async fn chat(
         Ok(turn) => Ok(see_other(&format!("/agents/{id}?session={}#chat", turn.session_id), "")),
         Err(e) => {
             let refused = Refused { chat: Some(&e), ..Default::default() };
-            agent_page(&kernel, &op, &id, f.session.as_deref(), refused, Notice::default()).await
+            agent_page(&kernel, &op, &id, (f.session.as_deref(), &Cursor::default()), refused, Notice::default()).await
         }
     }
 }

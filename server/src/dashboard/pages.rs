@@ -7,7 +7,6 @@ use axum::response::Response;
 use kennel_app::pages::{audit, overview, settings};
 use kennel_app::{Flash, Nav, Paging};
 use kennel_kernel::Kernel;
-use kennel_kernel::page::PageRequest;
 use kennel_kernel::tool::audit::AuditFilter;
 use serde::Deserialize;
 
@@ -18,7 +17,7 @@ pub async fn overview(
     Extension(op): Extension<Operator>,
     Query(n): Query<Notice>,
 ) -> PageResult {
-    let recent_calls = kernel.audit().list(&AuditFilter::default(), &PageRequest::first(10)).await?.items;
+    let recent_calls = kernel.audit().recent(10).await?;
     let providers = kernel
         .providers()
         .values()

@@ -5,6 +5,7 @@ use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use kennel_app::pages::tasks::{self, Board, Detail, PostForm};
 use kennel_app::{Nav, Paging};
+use kennel_kernel::error::FieldError;
 use kennel_kernel::tasks::{NewTask, TaskFilter};
 use kennel_kernel::tool::Caller;
 use kennel_kernel::{Error, Kernel};
@@ -19,37 +20,35 @@ const PER_PAGE: u32 = 200;
 
 #[derive(Deserialize, Default)]
 pub struct BoardQuery {
+    /// An agent's id (the filter lists every agent by id: a stopped one's name does not resolve).
     #[serde(default)]
     assignee: String,
     #[serde(default)]
     text: String,
-    min_priority: Option<i64>,
+    /// As typed: empty means no filter.
+    #[serde(default)]
+    min_priority: String,
     #[serde(flatten)]
     cursor: Cursor,
     notice: Option<String>,
 }
 
 async fn board_page(kernel: &Kernel, op: &Operator, q: BoardQuery, status: StatusCode, post: PostForm) -> PageResult {
-    let filter = TaskFilter {
-        status: None,
-        assignee: Some(q.assignee.clone()),
-        text: Some(q.text.clone()),
-        min_priority: q.min_priority,
-    };
+    let min_priority = whole_number("min_priority", &q.min_priority)?;
+    let filter =
+        TaskFilter { status: None, assignee: Some(q.assignee.clone()), text: Some(q.text.clone()), min_priority };
     let tasks = kernel.tasks().list(&filter, &q.cursor.page(PER_PAGE)).await?;
-    let filters = [
-        ("assignee", q.assignee.clone()),
-        ("text", q.text.clone()),
-        ("min_priority", q.min_priority.map(|p| p.to_string()).unwrap_or_default()),
-    ];
-    let refresh_url = list_url("/tasks", &filters, None);
+    let filters =
+        [("assignee", q.assignee.clone()), ("text", q.text.clone()), ("min_priority", q.min_priority.clone())];
+    // The page reloads where it is (its cursor kept), without a one-time notice.
+    let refresh_url = list_url("/tasks", &filters, q.cursor.cursor.as_deref());
     let page = Board {
         paging: Paging { total: tasks.total, next: next_page("/tasks", &filters, tasks.next.as_deref()) },
         tasks: tasks.items,
         agents: kernel.agents().list(),
         assignee: q.assignee,
         text: q.text,
-        min_priority: q.min_priority.unwrap_or(0),
+        min_priority: min_priority.unwrap_or(0),
         post,
     };
     let mut meta = meta(op, "Task board", Nav::Tasks, Notice { notice: q.notice }.flash());
@@ -73,7 +72,24 @@ pub struct PostFields {
     body: String,
     #[serde(default)]
     assignee: String,
-    priority: Option<i64>,
+    /// As typed: empty means the default.
+    #[serde(default)]
+    priority: String,
+}
+
+/// A form's number field as typed: empty is `None`; anything but a whole number is a problem
+/// of that field.
+fn whole_number(field: &str, text: &str) -> Result<Option<i64>, Error> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    text.parse().map(Some).map_err(|_| {
+        Error::invalid_fields(vec![FieldError {
+            field: field.into(),
+            message: format!("`{text}` is not a whole number"),
+        }])
+    })
 }
 
 /// Posts a task; a refused one shows the board again with the form as sent and each problem
@@ -83,20 +99,22 @@ pub async fn post(
     Extension(op): Extension<Operator>,
     Form(f): Form<PostFields>,
 ) -> PageResult {
-    let new = NewTask {
-        title: f.title.clone(),
-        body: f.body.clone(),
-        assignee: Some(f.assignee.clone()),
-        priority: f.priority,
+    let posted = match whole_number("priority", &f.priority) {
+        Ok(priority) => {
+            let assignee = Some(f.assignee.clone());
+            let new = NewTask { title: f.title.clone(), body: f.body.clone(), assignee, priority };
+            kernel.post_task(new, &Caller::Operator(op.name.clone()).audit_label()).await
+        }
+        Err(e) => Err(e),
     };
-    match kernel.post_task(new, &Caller::Operator(op.name.clone()).audit_label()).await {
+    match posted {
         Ok(task) => Ok(see_other("/tasks", &format!("Task `{}` posted.", task.title))),
         Err(e) if e.kind == kennel_kernel::ErrorKind::InvalidArguments => {
             let post = PostForm {
+                priority: f.priority.trim().parse().ok(),
                 title: f.title,
                 body: f.body,
                 assignee: f.assignee,
-                priority: f.priority,
                 errors: field_errors(&e, "title"),
             };
             board_page(&kernel, &op, BoardQuery::default(), crate::status::status_for(e.kind), post).await

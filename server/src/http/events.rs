@@ -24,7 +24,8 @@ struct EventBody {
     /// Like `inbox.new_file`: 1–128 lowercase letters, digits, `.`, `_` or `-`.
     #[schema(pattern = r"^[a-z0-9._-]{1,128}$")]
     event_type: String,
-    /// Any JSON; triggers can put it into their prompt with `{{payload}}`.
+    /// Any JSON, at most 64 KiB as JSON text; triggers can put it into their prompt with
+    /// `{{payload}}`.
     #[serde(default)]
     payload: serde_json::Value,
 }

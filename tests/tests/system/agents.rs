@@ -138,4 +138,7 @@ async fn a_removed_agents_name_can_be_taken_again() {
     let again = api.post("/api/agents", json!({"template": "keeper"})).await;
     assert_eq!((again.status, again.body["name"].as_str()), (201, Some("keeper")), "{}", again.text);
     assert_ne!(again.body["id"].as_str(), Some(first.as_str()));
+    // Its records still answer to its id in filters.
+    assert_eq!(api.get(&format!("/api/audit?agent={first}")).await.status, 200);
+    assert_eq!(api.get(&format!("/api/schedules?agent={first}")).await.status, 200);
 }

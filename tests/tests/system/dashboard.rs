@@ -303,6 +303,11 @@ async fn refused_forms_show_the_problem_next_to_the_field() {
     assert_eq!(task.status, 422);
     assert!(task.text.contains("id=\"title-error\""), "{}", task.text);
     assert!(task.text.contains("kept"), "the form keeps what was typed");
+    let unnumbered = b.submit("/tasks", "/tasks", &[("title", "real"), ("priority", "high")]).await;
+    assert_eq!(unnumbered.status, 422);
+    assert!(unnumbered.text.contains("id=\"priority-error\""), "{}", unnumbered.text);
+    let defaulted = b.submit("/tasks", "/tasks", &[("title", "real"), ("priority", "")]).await;
+    assert_eq!(defaulted.status, 303, "an emptied number field takes the default");
     let ghost = b.submit("/tasks", "/tasks", &[("title", "real"), ("assignee", "ghost")]).await;
     assert_eq!(ghost.status, 422);
     assert!(ghost.text.contains("id=\"assignee-error\"") && ghost.text.contains("no agent `ghost`"));
@@ -377,4 +382,15 @@ async fn dashboard_lists_page_with_a_next_link_that_keeps_the_filters() {
     assert!(next.starts_with(&format!("/audit?agent={id}&cursor=")), "{next}");
     let second = b.get(&next).await;
     assert!(second.text.contains("5 of 205") && !second.text.contains("rel=\"next\""), "{}", second.text);
+
+    // The task board's reload stays on the page it is on.
+    for i in 0..201 {
+        api.post("/api/tasks", json!({"title": format!("t{i}")})).await;
+    }
+    let board = b.get("/tasks").await;
+    let next = board.text.split("rel=\"next\"").next().unwrap().rsplit("href=\"").next().unwrap();
+    let next = next.split('"').next().unwrap().replace("&amp;", "&");
+    let second = b.get(&next).await;
+    let cursor = next.split("cursor=").nth(1).unwrap();
+    assert!(second.text.contains(&format!("url=/tasks?cursor={cursor}\"")), "reloads page 2");
 }

@@ -124,6 +124,12 @@ impl AuditLog {
         }
     }
 
+    /// The latest `limit` records, newest first (the overview's recent calls: no total).
+    pub async fn recent(&self, limit: u32) -> Result<Vec<AuditRecord>> {
+        self.flush().await;
+        store::list(&self.db, None, None, None, i64::from(limit)).await
+    }
+
     /// A page of the records matching the filter, newest first (the cursor is the last
     /// record's id). Waits for everything queued before it, so a call is visible to a read
     /// that starts after the call returned.

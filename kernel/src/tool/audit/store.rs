@@ -34,6 +34,26 @@ pub(super) async fn insert_batch(db: &Db, entries: &[Queued]) -> Result<(), Erro
     Ok(())
 }
 
+/// The `WHERE` of a list: only the filters given, so `audit_agent(agent_id, id)` and
+/// `audit_tool(tool, id)` serve them (an `$1 IS NULL OR …` form would scan the whole log).
+fn filtered(
+    query: &mut sqlx::QueryBuilder<sqlx::Sqlite>,
+    agent_id: Option<&str>,
+    tool: Option<&str>,
+    before: Option<i64>,
+) {
+    let mut and = " WHERE ";
+    for (column, value) in [("agent_id = ", agent_id), ("tool = ", tool)] {
+        if let Some(value) = value {
+            query.push(and).push(column).push_bind(value.to_string());
+            and = " AND ";
+        }
+    }
+    if let Some(before) = before {
+        query.push(and).push("id < ").push_bind(before);
+    }
+}
+
 /// Records newest first, for `agent_id` and `tool` when given, older than the record `before`,
 /// at most `limit`.
 pub(super) async fn list(
@@ -43,18 +63,12 @@ pub(super) async fn list(
     before: Option<i64>,
     limit: i64,
 ) -> Result<Vec<AuditRecord>> {
-    let rows = sqlx::query(
-        "SELECT id, at, agent_id, session_id, caller, tool, args_digest, outcome, message, duration_us, artifact_id
-         FROM audit
-         WHERE ($1 IS NULL OR agent_id = $1) AND ($2 IS NULL OR tool = $2) AND ($3 IS NULL OR id < $3)
-         ORDER BY id DESC LIMIT $4",
-    )
-    .bind(agent_id)
-    .bind(tool)
-    .bind(before)
-    .bind(limit)
-    .fetch_all(db.pool())
-    .await?;
+    let mut query = sqlx::QueryBuilder::new(
+        "SELECT id, at, agent_id, session_id, caller, tool, args_digest, outcome, message, duration_us, artifact_id FROM audit",
+    );
+    filtered(&mut query, agent_id, tool, before);
+    query.push(" ORDER BY id DESC LIMIT ").push_bind(limit);
+    let rows = query.build().fetch_all(db.pool()).await?;
     rows.iter()
         .map(|r| {
             Ok(AuditRecord {
@@ -75,12 +89,8 @@ pub(super) async fn list(
 }
 
 pub(super) async fn count(db: &Db, agent_id: Option<&str>, tool: Option<&str>) -> Result<u64> {
-    let n: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM audit WHERE ($1 IS NULL OR agent_id = $1) AND ($2 IS NULL OR tool = $2)",
-    )
-    .bind(agent_id)
-    .bind(tool)
-    .fetch_one(db.pool())
-    .await?;
+    let mut query = sqlx::QueryBuilder::new("SELECT count(*) FROM audit");
+    filtered(&mut query, agent_id, tool, None);
+    let n: i64 = query.build_query_scalar().fetch_one(db.pool()).await?;
     Ok(n as u64)
 }
