@@ -31,6 +31,7 @@ pub async fn serve(kernel: Kernel, listener: tokio::net::TcpListener) -> std::io
     let app = router(kernel.clone())
         .layer(axum::Extension(crate::dashboard::site::ListenAddr(addr)))
         .into_make_service_with_connect_info::<SocketAddr>();
+    crate::release_startup_memory();
     axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?;
     tracing::info!("shutting down: closing the database");
     kernel.close().await;

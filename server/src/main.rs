@@ -30,6 +30,18 @@ fn main() -> ExitCode {
     }
 }
 
+/// Start-up derives the API's OpenAPI schemas (every handler brings its own copies), the tool
+/// registry and the router: many short-lived allocations whose freed memory glibc keeps in its
+/// heaps. Once the router stands, hand that back, so idle memory is what the daemon holds, not
+/// what starting it took (measured: docs/BENCHMARKS.md, daemon).
+pub fn release_startup_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free heap pages to the system; it is thread-safe.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// glibc gives each thread that allocates its own heap ("arena") and rarely hands freed memory
 /// back, so a burst of work spread over the runtime's workers and SQLite's connection threads
 /// leaves the daemon holding several heaps' worth of freed memory. With two arenas, a burst of

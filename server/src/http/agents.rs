@@ -20,7 +20,7 @@ use utoipa_axum::routes;
 
 use super::auth::TokenName;
 use super::body::JsonBody;
-use super::error::{ApiResult, ErrorBody};
+use super::error::ApiResult;
 use super::page::PageParams;
 
 pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
@@ -65,8 +65,8 @@ async fn list_agents(State(kernel): State<Kernel>, page: PageParams) -> ApiResul
 #[utoipa::path(post, path = "/api/agents", tag = "agents", request_body = SpawnBody,
     responses(
         (status = 201, description = "The new agent", body = Agent, headers(("location" = String, description = "Its URL"))),
-        (status = 409, body = ErrorBody, description = "The name is taken by an agent type or a running agent"),
-        (status = 422, body = ErrorBody, description = "Invalid fields, each listed (a `template` that names no agent type among them)"),
+        (status = 409, description = "The name is taken by an agent type or a running agent"),
+        (status = 422, description = "Invalid fields, each listed (a `template` that names no agent type among them)"),
     ))]
 async fn spawn_agent(State(kernel): State<Kernel>, JsonBody(body): JsonBody<SpawnBody>) -> ApiResult<Response> {
     let agent = kernel
@@ -78,14 +78,14 @@ async fn spawn_agent(State(kernel): State<Kernel>, JsonBody(body): JsonBody<Spaw
 
 /// One agent, by id or (for a running agent) by name.
 #[utoipa::path(get, path = "/api/agents/{id}", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
-    responses((status = 200, description = "The agent", body = Agent), (status = 404, body = ErrorBody, description = "No such agent")))]
+    responses((status = 200, description = "The agent", body = Agent), (status = 404, description = "No such agent")))]
 async fn get_agent(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Arc<Agent>>> {
     Ok(Json(kernel.agents().get(&id)?))
 }
 
 /// Stops an agent and cancels its running turns; it stays listed, with its sessions and audit.
 #[utoipa::path(post, path = "/api/agents/{id}/stop", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
-    responses((status = 200, description = "The stopped agent (stopping a stopped one changes nothing)", body = Agent), (status = 404, body = ErrorBody, description = "No such agent")))]
+    responses((status = 200, description = "The stopped agent (stopping a stopped one changes nothing)", body = Agent), (status = 404, description = "No such agent")))]
 async fn stop_agent(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Arc<Agent>>> {
     Ok(Json(kernel.stop_agent(&id).await?))
 }
@@ -93,7 +93,7 @@ async fn stop_agent(State(kernel): State<Kernel>, Path(id): Path<String>) -> Api
 /// Stops the agent if it runs and removes it: it is no longer listed or found. Its sessions,
 /// schedules (paused) and audit rows stay.
 #[utoipa::path(delete, path = "/api/agents/{id}", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
-    responses((status = 200, description = "The removed agent", body = Agent), (status = 404, body = ErrorBody, description = "No such agent")))]
+    responses((status = 200, description = "The removed agent", body = Agent), (status = 404, description = "No such agent")))]
 async fn remove_agent(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Arc<Agent>>> {
     Ok(Json(kernel.remove_agent(&id).await?))
 }
@@ -102,7 +102,7 @@ async fn remove_agent(State(kernel): State<Kernel>, Path(id): Path<String>) -> A
 /// empty body is refused and changes nothing.
 #[utoipa::path(put, path = "/api/agents/{id}/capabilities", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
     request_body = NewCapabilities,
-    responses((status = 200, description = "The agent with its new grants", body = Agent), (status = 404, body = ErrorBody, description = "No such agent")))]
+    responses((status = 200, description = "The agent with its new grants", body = Agent), (status = 404, description = "No such agent")))]
 async fn set_capabilities(
     State(kernel): State<Kernel>,
     Path(id): Path<String>,
@@ -116,7 +116,7 @@ async fn set_capabilities(
     responses((status = 200, description = "A page of the agent's effective tool set", body = Vec<EffectiveTool>, headers(
         ("x-total-count" = u64, description = "Tools on all pages"),
         ("link" = Option<String>, description = "`<URL>; rel=\"next\"` when there is a next page"),
-    )), (status = 404, body = ErrorBody, description = "No such agent")))]
+    )), (status = 404, description = "No such agent")))]
 async fn agent_tools(State(kernel): State<Kernel>, Path(id): Path<String>, page: PageParams) -> ApiResult<Response> {
     let agent = kernel.agents().get(&id)?;
     Ok(page.answer(kernel.tools().effective_page(&agent, &page.request)?))
@@ -139,14 +139,14 @@ struct InvokeBody {
     request_body = Option<InvokeBody>,
     responses(
         (status = 200, description = "The tool's result (or its spill placeholder)", body = CallOutput),
-        (status = 403, body = ErrorBody, description = "Not granted, or not allowed for this agent; the tool did not run"),
-        (status = 404, body = ErrorBody, description = "No such agent, tool or session"),
-        (status = 409, body = ErrorBody, description = "The agent is stopped, or what the tool acts on is in a state that does not allow it"),
-        (status = 422, body = ErrorBody, description = "Invalid arguments, with the JSON path; nothing ran"),
-        (status = 429, body = ErrorBody, description = "A limit was reached (call depth, a count)"),
-        (status = 502, body = ErrorBody, description = "`Failed`: the tool ran and failed (or what it called did)"),
-        (status = 503, body = ErrorBody, description = "The tool is not available on this daemon or in this call (a missing prerequisite)"),
-        (status = 504, body = ErrorBody, description = "`Timeout`: the tool did not finish in time"),
+        (status = 403, description = "Not granted, or not allowed for this agent; the tool did not run"),
+        (status = 404, description = "No such agent, tool or session"),
+        (status = 409, description = "The agent is stopped, or what the tool acts on is in a state that does not allow it"),
+        (status = 422, description = "Invalid arguments, with the JSON path; nothing ran"),
+        (status = 429, description = "A limit was reached (call depth, a count)"),
+        (status = 502, description = "`Failed`: the tool ran and failed (or what it called did)"),
+        (status = 503, description = "The tool is not available on this daemon or in this call (a missing prerequisite)"),
+        (status = 504, description = "`Timeout`: the tool did not finish in time"),
     ))]
 async fn invoke_tool(
     State(kernel): State<Kernel>,
@@ -168,7 +168,7 @@ async fn invoke_tool(
     responses((status = 200, description = "A page of the agent's sessions", body = Vec<Session>, headers(
         ("x-total-count" = u64, description = "Sessions on all pages"),
         ("link" = Option<String>, description = "`<URL>; rel=\"next\"` when there is a next page"),
-    )), (status = 404, body = ErrorBody, description = "No such agent")))]
+    )), (status = 404, description = "No such agent")))]
 async fn list_sessions(State(kernel): State<Kernel>, Path(id): Path<String>, page: PageParams) -> ApiResult<Response> {
     let agent = kernel.agents().get(&id)?;
     Ok(page.answer(kernel.sessions().list(agent.id, &page.request).await?))
@@ -184,7 +184,7 @@ struct SessionBody {
 
 /// Opens a new session for the agent.
 #[utoipa::path(post, path = "/api/agents/{id}/sessions", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
-    request_body = Option<SessionBody>, responses((status = 201, description = "The new session", body = Session), (status = 404, body = ErrorBody, description = "No such agent")))]
+    request_body = Option<SessionBody>, responses((status = 201, description = "The new session", body = Session), (status = 404, description = "No such agent")))]
 async fn create_session(
     State(kernel): State<Kernel>,
     Path(id): Path<String>,
@@ -211,12 +211,12 @@ struct MessageBody {
     request_body = MessageBody,
     responses(
         (status = 200, description = "The turn's reply, session and trace", body = TurnResult),
-        (status = 404, body = ErrorBody, description = "No such agent or session"),
-        (status = 409, body = ErrorBody, description = "The agent is stopped"),
-        (status = 429, body = ErrorBody, description = "The provider refused for now (rate limit)"),
-        (status = 502, body = ErrorBody, description = "The provider answered with an error"),
-        (status = 503, body = ErrorBody, description = "No provider, model or API key configured for the agent"),
-        (status = 504, body = ErrorBody, description = "The provider did not answer in time"),
+        (status = 404, description = "No such agent or session"),
+        (status = 409, description = "The agent is stopped"),
+        (status = 429, description = "The provider refused for now (rate limit)"),
+        (status = 502, description = "The provider answered with an error"),
+        (status = 503, description = "No provider, model or API key configured for the agent"),
+        (status = 504, description = "The provider did not answer in time"),
     ))]
 async fn send_message(
     State(kernel): State<Kernel>,
@@ -232,7 +232,7 @@ async fn send_message(
 /// Live progress of the agent's turns as server-sent events (`turn_started`, `model_call`,
 /// `tool_call_started`, `tool_call_finished`, `reply`, `turn_ended`, `turn_failed`).
 #[utoipa::path(get, path = "/api/agents/{id}/events", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
-    responses((status = 200, description = "An endless stream of the agent's turn events", content_type = "text/event-stream", body = AgentEvent), (status = 404, body = ErrorBody, description = "No such agent")))]
+    responses((status = 200, description = "An endless stream of the agent's turn events", content_type = "text/event-stream", body = AgentEvent), (status = 404, description = "No such agent")))]
 async fn agent_events(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Response> {
     let agent_id = kernel.agents().get(&id)?.id;
     Ok(crate::live::event_stream(&kernel, agent_id).into_response())
@@ -244,7 +244,7 @@ async fn agent_events(State(kernel): State<Kernel>, Path(id): Path<String>) -> A
     responses((status = 200, description = "A page of the session's messages", body = Vec<StoredMessage>, headers(
         ("x-total-count" = u64, description = "Messages on all pages"),
         ("link" = Option<String>, description = "`<URL>; rel=\"next\"` when there is a next page"),
-    )), (status = 404, body = ErrorBody, description = "No such session")))]
+    )), (status = 404, description = "No such session")))]
 async fn session_messages(
     State(kernel): State<Kernel>,
     Path(id): Path<String>,

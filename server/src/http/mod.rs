@@ -16,8 +16,6 @@ mod templates;
 mod tools;
 mod workflows;
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use axum::Router;
 use axum::middleware;
 use kennel_kernel::Kernel;
@@ -26,7 +24,7 @@ use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 pub use error::ApiError;
 
 /// Every documented API route, one line per front module.
-fn api_routes() -> Vec<UtoipaMethodRouter<Kernel>> {
+fn api_routes() -> impl Iterator<Item = UtoipaMethodRouter<Kernel>> {
     [
         templates::routes(),
         agents::routes(),
@@ -37,64 +35,14 @@ fn api_routes() -> Vec<UtoipaMethodRouter<Kernel>> {
         schedules::routes(),
         openapi::routes(),
     ]
-    .concat()
-}
-
-/// The API as registered: the router and, recorded by the same calls that add each route,
-/// every path and method it serves and every schema the routes bring. A test compares those
-/// with the published document.
-pub(crate) struct Api {
-    router: OpenApiRouter<Kernel>,
-    /// `(path, method)` of every route served.
-    served: BTreeSet<(String, String)>,
-    /// Each schema name, with the schema it was first registered with.
-    schemas: BTreeMap<String, serde_json::Value>,
-    /// Names registered twice with different schemas (one would silently replace the other).
-    clashes: BTreeSet<String>,
-}
-
-impl Api {
-    fn new() -> Api {
-        Api {
-            router: OpenApiRouter::with_openapi(openapi::base()),
-            served: BTreeSet::new(),
-            schemas: BTreeMap::new(),
-            clashes: BTreeSet::new(),
-        }
-    }
-
-    fn routes(mut self, route: UtoipaMethodRouter<Kernel>) -> Api {
-        let (schemas, paths, _) = &route;
-        for (path, item) in &paths.paths {
-            for method in openapi::methods(item) {
-                self.served.insert((path.clone(), method));
-            }
-        }
-        for (name, schema) in schemas {
-            let schema = serde_json::to_value(schema).unwrap_or_default();
-            match self.schemas.get(name) {
-                Some(seen) if *seen != schema => {
-                    self.clashes.insert(name.clone());
-                }
-                Some(_) => {}
-                None => {
-                    self.schemas.insert(name.clone(), schema);
-                }
-            }
-        }
-        self.router = self.router.routes(route);
-        self
-    }
-
-    fn build() -> Api {
-        api_routes().into_iter().fold(Api::new(), Api::routes)
-    }
+    .into_iter()
+    .flatten()
 }
 
 /// The REST API (token-protected except `/healthz`), A2A and health, with the OpenAPI document.
 pub fn router(kernel: Kernel) -> Router<Kernel> {
-    let (api, document) = Api::build().router.split_for_parts();
-    let document = openapi::finish(document);
+    let routes = api_routes().fold(OpenApiRouter::with_openapi(openapi::base()), OpenApiRouter::routes);
+    let (api, document) = routes.split_for_parts();
     let api = api
         .layer(axum::Extension(openapi::Document::new(&document)))
         .layer(middleware::from_fn_with_state(kernel, auth::require_token));
@@ -108,23 +56,34 @@ pub async fn not_found() -> ApiError {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
     use super::*;
 
-    /// Every route added through `Api` is in the finished document with its methods: `finish`
-    /// drops none and adds none. (Routes reach the router only through `Api::routes`; that each
-    /// documented operation is served is `openapi::every_documented_operation_is_served`.)
-    #[test]
-    fn the_document_lists_every_route_the_router_serves() {
-        let api = Api::build();
-        let served = api.served.clone();
-        let (_, document) = api.router.split_for_parts();
-        let document = openapi::finish(document);
-        let mut documented = BTreeSet::new();
-        for (path, item) in document["paths"].as_object().unwrap() {
-            for method in openapi::methods(item) {
-                documented.insert((path.clone(), method));
+    /// `(path, method)` of every route `api_routes` adds: what the router serves, since routes
+    /// reach it only through `api_routes` (`router` folds them in).
+    fn served() -> BTreeSet<(String, String)> {
+        let mut served = BTreeSet::new();
+        for (_, paths, _) in api_routes() {
+            for (path, item) in &paths.paths {
+                served.extend(openapi::methods(item).into_iter().map(|m| (path.clone(), m)));
             }
         }
+        served
+    }
+
+    /// Every route the router is built from is in the finished document with its methods, and
+    /// nothing else is: `finish` drops none and adds none. (That each documented operation
+    /// is served by the running daemon is `openapi::every_documented_operation_is_served`.)
+    #[test]
+    fn the_document_lists_every_route_the_router_serves() {
+        let routes = api_routes().fold(OpenApiRouter::with_openapi(openapi::base()), OpenApiRouter::routes);
+        let document = openapi::finish(serde_json::to_value(routes.split_for_parts().1).unwrap());
+        let mut documented = BTreeSet::new();
+        for (path, item) in document["paths"].as_object().unwrap() {
+            documented.extend(openapi::methods(item).into_iter().map(|m| (path.clone(), m)));
+        }
+        let served = served();
         assert_eq!(served, documented);
         assert!(served.len() > 30, "{served:?}");
     }
@@ -133,6 +92,22 @@ mod tests {
     /// clash would describe one type's responses with another's schema.
     #[test]
     fn no_two_schemas_share_a_name() {
-        assert!(Api::build().clashes.is_empty(), "schemas registered twice: {:?}", Api::build().clashes);
+        let mut seen: BTreeMap<String, serde_json::Value> = BTreeMap::new();
+        let mut clashes = BTreeSet::new();
+        for (schemas, _, _) in api_routes() {
+            for (name, schema) in schemas {
+                let schema = serde_json::to_value(schema).unwrap();
+                match seen.get(&name) {
+                    Some(first) if *first != schema => {
+                        clashes.insert(name);
+                    }
+                    Some(_) => {}
+                    None => {
+                        seen.insert(name, schema);
+                    }
+                }
+            }
+        }
+        assert!(clashes.is_empty(), "schemas registered twice: {clashes:?}");
     }
 }

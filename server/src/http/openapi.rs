@@ -4,7 +4,7 @@
 //! a missing or revoked token, 500 for a fault of this daemon, 404 where the path names
 //! something, 422 where there is input to refuse).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use axum::Extension;
 use axum::http::header::CONTENT_TYPE;
@@ -50,8 +50,7 @@ pub(super) fn methods(item: &impl serde::Serialize) -> Vec<String> {
 
 /// The served document, finished: every operation answers the shared error statuses, every
 /// response has a description, and the bearer scheme and status table are in place.
-pub(super) fn finish(document: utoipa::openapi::OpenApi) -> Value {
-    let mut doc = serde_json::to_value(&document).expect("the OpenAPI document serialises");
+pub(super) fn finish(mut doc: Value) -> Value {
     doc["components"]["securitySchemes"] = json!({ "bearer": { "type": "http", "scheme": "bearer", "description": "An API token: `kennel token create NAME`" } });
     let intro = doc["info"]["description"].as_str().unwrap_or_default().to_string();
     doc["info"]["description"] = Value::String(format!(
@@ -176,21 +175,32 @@ fn default_description(status: &str) -> String {
         .unwrap_or_else(|| "the answer".to_string())
 }
 
-/// The finished document as served, shared by every request.
+/// The document as served, shared by every request. The daemon keeps only its derived JSON
+/// text from start-up and finishes it when it is first asked for: finishing is work (and
+/// memory the allocator keeps) that start-up need not pay.
 #[derive(Clone)]
-pub(super) struct Document(Arc<str>);
+pub(super) struct Document(Arc<(String, OnceLock<String>)>);
 
 impl Document {
-    pub(super) fn new(document: &Value) -> Document {
-        Document(Arc::from(serde_json::to_string_pretty(document).expect("the document serialises")))
+    pub(super) fn new(document: &utoipa::openapi::OpenApi) -> Document {
+        let derived = serde_json::to_string(document).expect("the OpenAPI document serialises");
+        Document(Arc::new((derived, OnceLock::new())))
+    }
+
+    fn finished(&self) -> &str {
+        let (derived, finished) = &*self.0;
+        finished.get_or_init(|| {
+            let derived: Value = serde_json::from_str(derived).expect("JSON this daemon wrote at start");
+            serde_json::to_string_pretty(&finish(derived)).expect("the document serialises")
+        })
     }
 }
 
 /// This document: the REST API's contract (OpenAPI 3.1).
 #[utoipa::path(get, path = "/api/openapi.json", tag = "meta",
     responses((status = 200, description = "The OpenAPI 3.1 document of this API", content_type = "application/json", body = Object)))]
-async fn openapi_json(Extension(Document(document)): Extension<Document>) -> impl IntoResponse {
-    ([(CONTENT_TYPE, "application/json")], document.to_string())
+async fn openapi_json(Extension(document): Extension<Document>) -> impl IntoResponse {
+    ([(CONTENT_TYPE, "application/json")], document.finished().to_string())
 }
 
 /// What `/healthz` answers.

@@ -14,7 +14,7 @@ use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::body::QueryParams;
-use super::error::{ApiResult, ErrorBody};
+use super::error::ApiResult;
 use super::page::PageParams;
 
 pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
@@ -46,7 +46,7 @@ fn owned(kernel: &Kernel, schedule: Schedule) -> OwnedSchedule {
     responses((status = 200, description = "A page of schedules, oldest first", body = Vec<OwnedSchedule>, headers(
         ("x-total-count" = u64, description = "Matching schedules on all pages"),
         ("link" = Option<String>, description = "`<URL>; rel=\"next\"` when there is a next page"),
-    )), (status = 404, body = ErrorBody, description = "No agent of that name or id")))]
+    )), (status = 404, description = "No agent of that name or id")))]
 async fn list_schedules(
     State(kernel): State<Kernel>,
     QueryParams(filter): QueryParams<ScheduleFilter>,
@@ -65,7 +65,7 @@ struct ScheduleDetail {
 
 /// One schedule with its recent fires.
 #[utoipa::path(get, path = "/api/schedules/{id}", tag = "schedules", params(("id" = String, Path, description = "The schedule's id")),
-    responses((status = 200, description = "The schedule and its latest 50 fires", body = ScheduleDetail), (status = 404, body = ErrorBody, description = "No such schedule")))]
+    responses((status = 200, description = "The schedule and its latest 50 fires", body = ScheduleDetail), (status = 404, description = "No such schedule")))]
 async fn get_schedule(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<ScheduleDetail>> {
     let schedule = kernel.schedules().get(&id).await?;
     let fires = kernel.schedules().fires(&id, 50).await?;
@@ -76,8 +76,8 @@ async fn get_schedule(State(kernel): State<Kernel>, Path(id): Path<String>) -> A
 #[utoipa::path(post, path = "/api/schedules/{id}/pause", tag = "schedules", params(("id" = String, Path, description = "The schedule's id")),
     responses(
         (status = 200, description = "The paused schedule (pausing a paused one changes nothing)", body = OwnedSchedule),
-        (status = 404, body = ErrorBody, description = "No such schedule"),
-        (status = 409, body = ErrorBody, description = "A one-shot schedule that has fired"),
+        (status = 404, description = "No such schedule"),
+        (status = 409, description = "A one-shot schedule that has fired"),
     ))]
 async fn pause_schedule(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<OwnedSchedule>> {
     let schedule = kernel.schedules().pause(&id).await?;
@@ -88,8 +88,8 @@ async fn pause_schedule(State(kernel): State<Kernel>, Path(id): Path<String>) ->
 #[utoipa::path(post, path = "/api/schedules/{id}/resume", tag = "schedules", params(("id" = String, Path, description = "The schedule's id")),
     responses(
         (status = 200, description = "The active schedule", body = OwnedSchedule),
-        (status = 404, body = ErrorBody, description = "No such schedule"),
-        (status = 409, body = ErrorBody, description = "It has fired (one-shot), never fires again, or its stored expression is no longer accepted"),
+        (status = 404, description = "No such schedule"),
+        (status = 409, description = "It has fired (one-shot), never fires again, or its stored expression is no longer accepted"),
     ))]
 async fn resume_schedule(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<OwnedSchedule>> {
     let schedule = kernel.schedules().resume(&id).await?;
@@ -99,7 +99,7 @@ async fn resume_schedule(State(kernel): State<Kernel>, Path(id): Path<String>) -
 /// Always refused: deleting a schedule for good is a human-only operation, done by an
 /// operator in the dashboard with a confirmation. Pause it instead.
 #[utoipa::path(delete, path = "/api/schedules/{id}", tag = "schedules", params(("id" = String, Path, description = "The schedule's id")),
-    responses((status = 403, body = ErrorBody, description = "Always: deleting a schedule for good is human-only (the dashboard)")))]
+    responses((status = 403, description = "Always: deleting a schedule for good is human-only (the dashboard)")))]
 async fn delete_schedule(Path(id): Path<String>) -> ApiResult<Json<()>> {
     Err(Error::forbidden(format!(
         "deleting a schedule for good is human-only: an operator does it on the dashboard's Schedules page, with confirmation. \

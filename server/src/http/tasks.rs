@@ -15,7 +15,7 @@ use utoipa_axum::routes;
 
 use super::auth::TokenName;
 use super::body::{JsonBody, QueryParams};
-use super::error::{ApiResult, ErrorBody};
+use super::error::ApiResult;
 use super::page::PageParams;
 
 pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
@@ -33,7 +33,7 @@ pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
     responses((status = 200, description = "A page of tasks, highest priority first, then oldest", body = Vec<Task>, headers(
         ("x-total-count" = u64, description = "Matching tasks on all pages"),
         ("link" = Option<String>, description = "`<URL>; rel=\"next\"` when there is a next page"),
-    )), (status = 404, body = ErrorBody, description = "No agent of that name or id")))]
+    )), (status = 404, description = "No agent of that name or id")))]
 async fn list_tasks(
     State(kernel): State<Kernel>,
     QueryParams(filter): QueryParams<TaskFilter>,
@@ -46,7 +46,7 @@ async fn list_tasks(
 #[utoipa::path(post, path = "/api/tasks", tag = "tasks", request_body = NewTask,
     responses(
         (status = 201, description = "The posted task", body = Task, headers(("location" = String, description = "Its URL"))),
-        (status = 422, body = ErrorBody, description = "Invalid fields, each listed (an `assignee` that names no agent among them)"),
+        (status = 422, description = "Invalid fields, each listed (an `assignee` that names no agent among them)"),
     ))]
 async fn post_task(
     State(kernel): State<Kernel>,
@@ -67,7 +67,7 @@ struct TaskDetail {
 
 /// One task with its history.
 #[utoipa::path(get, path = "/api/tasks/{id}", tag = "tasks", params(("id" = String, Path, description = "The task's id")),
-    responses((status = 200, description = "The task and its history", body = TaskDetail), (status = 404, body = ErrorBody, description = "No such task")))]
+    responses((status = 200, description = "The task and its history", body = TaskDetail), (status = 404, description = "No such task")))]
 async fn get_task(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<TaskDetail>> {
     let task = kernel.tasks().get(&id).await?;
     let history = kernel.tasks().history(&id).await?;
@@ -85,9 +85,9 @@ struct ReassignBody {
 #[utoipa::path(post, path = "/api/tasks/{id}/reassign", tag = "tasks", params(("id" = String, Path, description = "The task's id")), request_body = Option<ReassignBody>,
     responses(
         (status = 200, description = "The task, pending again", body = Task),
-        (status = 404, body = ErrorBody, description = "No such task"),
-        (status = 422, body = ErrorBody, description = "The `assignee` names no agent"),
-        (status = 409, body = ErrorBody, description = "The task is done, failed or cancelled"),
+        (status = 404, description = "No such task"),
+        (status = 422, description = "The `assignee` names no agent"),
+        (status = 409, description = "The task is done, failed or cancelled"),
     ))]
 async fn reassign_task(
     State(kernel): State<Kernel>,
@@ -101,8 +101,8 @@ async fn reassign_task(
 #[utoipa::path(post, path = "/api/tasks/{id}/cancel", tag = "tasks", params(("id" = String, Path, description = "The task's id")),
     responses(
         (status = 200, description = "The cancelled task", body = Task),
-        (status = 404, body = ErrorBody, description = "No such task"),
-        (status = 409, body = ErrorBody, description = "The task is done, failed or cancelled"),
+        (status = 404, description = "No such task"),
+        (status = 409, description = "The task is done, failed or cancelled"),
     ))]
 async fn cancel_task(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Task>> {
     Ok(Json(kernel.tasks().cancel(&id).await?))
@@ -112,8 +112,8 @@ async fn cancel_task(State(kernel): State<Kernel>, Path(id): Path<String>) -> Ap
 #[utoipa::path(post, path = "/api/tasks/{id}/retry", tag = "tasks", params(("id" = String, Path, description = "The task's id")),
     responses(
         (status = 200, description = "The task, pending again", body = Task),
-        (status = 404, body = ErrorBody, description = "No such task"),
-        (status = 409, body = ErrorBody, description = "The task is pending, claimed or done"),
+        (status = 404, description = "No such task"),
+        (status = 409, description = "The task is pending, claimed or done"),
     ))]
 async fn retry_task(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Task>> {
     Ok(Json(kernel.tasks().retry(&id).await?))

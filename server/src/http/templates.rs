@@ -12,7 +12,7 @@ use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::body::{ManifestBody, toml_response, wants_toml};
-use super::error::{ApiResult, ErrorBody};
+use super::error::ApiResult;
 use super::page::PageParams;
 
 pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
@@ -38,8 +38,8 @@ async fn list_templates(State(kernel): State<Kernel>, page: PageParams) -> ApiRe
     ), description = "A manifest; top-level `tools` is shorthand for `capabilities.tools`"),
     responses(
         (status = 201, description = "The agent type as stored", body = AgentType, headers(("location" = String, description = "Its URL"))),
-        (status = 409, body = ErrorBody, description = "The name is taken by an agent type or a running agent"),
-        (status = 422, body = ErrorBody, description = "Invalid fields, each listed"),
+        (status = 409, description = "The name is taken by an agent type or a running agent"),
+        (status = 422, description = "Invalid fields, each listed"),
     ))]
 async fn create_template(
     State(kernel): State<Kernel>,
@@ -60,7 +60,7 @@ async fn create_template(
             (AgentType = "application/json"),
             (String = "application/toml"),
         )),
-        (status = 404, body = ErrorBody, description = "No agent type of that name"),
+        (status = 404, description = "No agent type of that name"),
     ))]
 async fn get_template(
     State(kernel): State<Kernel>,
@@ -79,8 +79,8 @@ async fn get_template(
     ), description = "The whole new manifest; a `name`, if given, must be the one in the path"),
     responses(
         (status = 200, description = "The agent type as stored", body = AgentType),
-        (status = 404, body = ErrorBody, description = "No agent type of that name"),
-        (status = 422, body = ErrorBody, description = "Invalid fields, each listed (a `name` other than the path's among them)"),
+        (status = 404, description = "No agent type of that name"),
+        (status = 422, description = "Invalid fields, each listed (a `name` other than the path's among them)"),
     ))]
 async fn replace_template(
     State(kernel): State<Kernel>,
@@ -96,7 +96,7 @@ async fn replace_template(
     params(("name" = String, Path, description = "The agent type's name")),
     responses(
         (status = 204, description = "Deleted"),
-        (status = 404, body = ErrorBody, description = "No agent type of that name"),
+        (status = 404, description = "No agent type of that name"),
     ))]
 async fn delete_template(State(kernel): State<Kernel>, Path(name): Path<String>) -> ApiResult<StatusCode> {
     kernel.agents().delete_type(&name).await?;

@@ -44,7 +44,7 @@ async fn list_tools(State(kernel): State<Kernel>, page: PageParams) -> ApiResult
     responses((status = 200, description = "A page of audit records, newest first", body = Vec<AuditRecord>, headers(
         ("x-total-count" = u64, description = "Matching records on all pages"),
         ("link" = Option<String>, description = "`<URL>; rel=\"next\"` when there is a next page"),
-    )), (status = 404, body = super::error::ErrorBody, description = "No such agent")))]
+    )), (status = 404, description = "No such agent")))]
 async fn list_audit(
     State(kernel): State<Kernel>,
     QueryParams(filter): QueryParams<AuditFilter>,

@@ -15,7 +15,7 @@ use utoipa_axum::routes;
 
 use super::auth::TokenName;
 use super::body::JsonBody;
-use super::error::{ApiResult, ErrorBody};
+use super::error::ApiResult;
 use super::page::PageParams;
 
 pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
@@ -40,7 +40,7 @@ async fn list_workflows(State(kernel): State<Kernel>, page: PageParams) -> ApiRe
 #[utoipa::path(post, path = "/api/workflows", tag = "workflows", request_body = WorkflowInput,
     responses(
         (status = 201, description = "The stored workflow", body = Workflow, headers(("location" = String, description = "Its URL"))),
-        (status = 409, body = ErrorBody, description = "A workflow of that name exists"),
+        (status = 409, description = "A workflow of that name exists"),
     ))]
 async fn create_workflow(
     State(kernel): State<Kernel>,
@@ -53,7 +53,7 @@ async fn create_workflow(
 
 /// One workflow, by id or name.
 #[utoipa::path(get, path = "/api/workflows/{id}", tag = "workflows", params(("id" = String, Path, description = "The workflow's id or name")),
-    responses((status = 200, description = "The workflow", body = Workflow), (status = 404, body = ErrorBody, description = "No such workflow")))]
+    responses((status = 200, description = "The workflow", body = Workflow), (status = 404, description = "No such workflow")))]
 async fn get_workflow(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Workflow>> {
     Ok(Json(kernel.workflows().get(&id).await?))
 }
@@ -62,8 +62,8 @@ async fn get_workflow(State(kernel): State<Kernel>, Path(id): Path<String>) -> A
 #[utoipa::path(put, path = "/api/workflows/{id}", tag = "workflows", params(("id" = String, Path, description = "The workflow's id or name")), request_body = WorkflowInput,
     responses(
         (status = 200, description = "The workflow as stored", body = Workflow),
-        (status = 404, body = ErrorBody, description = "No such workflow"),
-        (status = 409, body = ErrorBody, description = "Another workflow has the new name"),
+        (status = 404, description = "No such workflow"),
+        (status = 409, description = "Another workflow has the new name"),
     ))]
 async fn replace_workflow(
     State(kernel): State<Kernel>,
@@ -75,7 +75,7 @@ async fn replace_workflow(
 
 /// Deletes a workflow. Its run history is kept.
 #[utoipa::path(delete, path = "/api/workflows/{id}", tag = "workflows", params(("id" = String, Path, description = "The workflow's id or name")),
-    responses((status = 204, description = "Deleted"), (status = 404, body = ErrorBody, description = "No such workflow")))]
+    responses((status = 204, description = "Deleted"), (status = 404, description = "No such workflow")))]
 async fn delete_workflow(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<StatusCode> {
     kernel.workflows().delete(&id).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -86,7 +86,7 @@ async fn delete_workflow(State(kernel): State<Kernel>, Path(id): Path<String>) -
     responses((status = 200, description = "A page of the workflow's runs, newest first", body = Vec<WorkflowRun>, headers(
         ("x-total-count" = u64, description = "Runs on all pages"),
         ("link" = Option<String>, description = "`<URL>; rel=\"next\"` when there is a next page"),
-    )), (status = 404, body = ErrorBody, description = "No such workflow")))]
+    )), (status = 404, description = "No such workflow")))]
 async fn list_runs(State(kernel): State<Kernel>, Path(id): Path<String>, page: PageParams) -> ApiResult<Response> {
     Ok(page.answer(kernel.workflows().runs(&id, &page.request).await?))
 }
@@ -104,8 +104,8 @@ struct RunBody {
 #[utoipa::path(post, path = "/api/workflows/{id}/runs", tag = "workflows", params(("id" = String, Path, description = "The workflow's id or name")), request_body = Option<RunBody>,
     responses(
         (status = 200, description = "The finished run (a failed step is `status: failed`, not an error)", body = WorkflowRun),
-        (status = 404, body = ErrorBody, description = "No such workflow"),
-        (status = 429, body = ErrorBody, description = "It would run deeper than [kernel] max_agent_call_depth"),
+        (status = 404, description = "No such workflow"),
+        (status = 429, description = "It would run deeper than [kernel] max_agent_call_depth"),
     ))]
 async fn start_run(
     State(kernel): State<Kernel>,
