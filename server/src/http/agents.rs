@@ -53,10 +53,7 @@ struct SpawnBody {
 
 /// Every agent, oldest first.
 #[utoipa::path(get, path = "/api/agents", tag = "agents", params(PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last agent's id)")),
-    responses((status = 200, description = "A page of agents", body = Vec<Agent>, headers(
-        ("x-total-count" = u64, description = "Agents on all pages"),
-        ("link" = Option<String>, description = "`<URL>; rel=\"next\"` when there is a next page"),
-    ))))]
+    responses((status = 200, description = "A page of agents", body = Vec<Agent>)))]
 async fn list_agents(State(kernel): State<Kernel>, page: PageParams) -> ApiResult<Response> {
     Ok(page.answer(kernel.agents().page(&page.request)?))
 }
@@ -113,10 +110,7 @@ async fn set_capabilities(
 
 /// The agent's effective tool set: every tool, allowed or not, and why.
 #[utoipa::path(get, path = "/api/agents/{id}/tools", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name"), PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9]{6}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last tool's position)")),
-    responses((status = 200, description = "A page of the agent's effective tool set", body = Vec<EffectiveTool>, headers(
-        ("x-total-count" = u64, description = "Tools on all pages"),
-        ("link" = Option<String>, description = "`<URL>; rel=\"next\"` when there is a next page"),
-    )), (status = 404, description = "No such agent")))]
+    responses((status = 200, description = "A page of the agent's effective tool set", body = Vec<EffectiveTool>), (status = 404, description = "No such agent")))]
 async fn agent_tools(State(kernel): State<Kernel>, Path(id): Path<String>, page: PageParams) -> ApiResult<Response> {
     let agent = kernel.agents().get(&id)?;
     Ok(page.answer(kernel.tools().effective_page(&agent, &page.request)?))
@@ -165,10 +159,7 @@ async fn invoke_tool(
 
 /// The agent's sessions, newest first.
 #[utoipa::path(get, path = "/api/agents/{id}/sessions", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name"), PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last session's id)")),
-    responses((status = 200, description = "A page of the agent's sessions", body = Vec<Session>, headers(
-        ("x-total-count" = u64, description = "Sessions on all pages"),
-        ("link" = Option<String>, description = "`<URL>; rel=\"next\"` when there is a next page"),
-    )), (status = 404, description = "No such agent")))]
+    responses((status = 200, description = "A page of the agent's sessions", body = Vec<Session>), (status = 404, description = "No such agent")))]
 async fn list_sessions(State(kernel): State<Kernel>, Path(id): Path<String>, page: PageParams) -> ApiResult<Response> {
     let agent = kernel.agents().get(&id)?;
     Ok(page.answer(kernel.sessions().list(agent.id, &page.request).await?))
@@ -241,10 +232,7 @@ async fn agent_events(State(kernel): State<Kernel>, Path(id): Path<String>) -> A
 /// A session's messages, oldest first, as the model saw them (tool calls and results, spill
 /// placeholders included).
 #[utoipa::path(get, path = "/api/sessions/{id}/messages", tag = "agents", params(("id" = String, Path, description = "The session's id"), PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9]{1,18}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last message's `seq`)")),
-    responses((status = 200, description = "A page of the session's messages", body = Vec<StoredMessage>, headers(
-        ("x-total-count" = u64, description = "Messages on all pages"),
-        ("link" = Option<String>, description = "`<URL>; rel=\"next\"` when there is a next page"),
-    )), (status = 404, description = "No such session")))]
+    responses((status = 200, description = "A page of the session's messages", body = Vec<StoredMessage>), (status = 404, description = "No such session")))]
 async fn session_messages(
     State(kernel): State<Kernel>,
     Path(id): Path<String>,

@@ -140,6 +140,11 @@ fn finish_operation(path: &str, op: &mut Value) {
     if !public {
         responses.entry("401".to_string()).or_insert_with(|| error_response(UNAUTHORIZED));
     }
+    if params.iter().any(|p| p["in"] == "query" && p["name"] == "limit")
+        && let Some(ok) = responses.get_mut("200")
+    {
+        ok["headers"] = paging_headers();
+    }
     for (status, response) in responses.iter_mut() {
         if response["description"].as_str().is_none_or(str::is_empty) {
             response["description"] = Value::String(default_description(status));
@@ -148,6 +153,22 @@ fn finish_operation(path: &str, op: &mut Value) {
             response["content"] = error_content();
         }
     }
+}
+
+/// Every paged list (an operation taking `limit`) answers with the same two headers; they are
+/// added here rather than repeated in each handler's annotation.
+fn paging_headers() -> Value {
+    json!({
+        (super::page::TOTAL_COUNT): {
+            "description": "Items on all pages",
+            "required": true,
+            "schema": { "type": "integer", "format": "int64", "minimum": 0 },
+        },
+        "link": {
+            "description": "`<URL>; rel=\"next\"` when there is a next page",
+            "schema": { "type": "string" },
+        },
+    })
 }
 
 const UNAUTHORIZED: &str = "no token, or a token that is not (or no longer) valid";

@@ -30,10 +30,7 @@ pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
 
 /// Tasks, highest priority first, filtered by status, assignee (name or id), text, priority.
 #[utoipa::path(get, path = "/api/tasks", tag = "tasks", params(TaskFilter, PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9]:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last task's priority and id)")),
-    responses((status = 200, description = "A page of tasks, highest priority first, then oldest", body = Vec<Task>, headers(
-        ("x-total-count" = u64, description = "Matching tasks on all pages"),
-        ("link" = Option<String>, description = "`<URL>; rel=\"next\"` when there is a next page"),
-    )), (status = 404, description = "No agent of that name or id")))]
+    responses((status = 200, description = "A page of tasks, highest priority first, then oldest", body = Vec<Task>), (status = 404, description = "No agent of that name or id")))]
 async fn list_tasks(
     State(kernel): State<Kernel>,
     QueryParams(filter): QueryParams<TaskFilter>,

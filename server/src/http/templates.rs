@@ -21,10 +21,7 @@ pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
 
 /// Every agent type, by name.
 #[utoipa::path(get, path = "/api/templates", tag = "agent types", params(PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[a-z0-9_-]{1,64}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last agent type's name)")),
-    responses((status = 200, description = "A page of agent types", body = Vec<AgentType>, headers(
-        ("x-total-count" = u64, description = "Agent types on all pages"),
-        ("link" = Option<String>, description = "`<URL>; rel=\"next\"` when there is a next page"),
-    ))))]
+    responses((status = 200, description = "A page of agent types", body = Vec<AgentType>)))]
 async fn list_templates(State(kernel): State<Kernel>, page: PageParams) -> ApiResult<Response> {
     Ok(page.answer(kernel.agents().types_page(&page.request)?))
 }

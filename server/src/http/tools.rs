@@ -30,10 +30,7 @@ struct ToolEntry {
 
 /// Every tool definition: family, tags, description, argument schema and availability.
 #[utoipa::path(get, path = "/api/tools", tag = "tools", params(PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9]{6}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last tool's position)")),
-    responses((status = 200, description = "A page of tools, in registration order", body = Vec<ToolEntry>, headers(
-        ("x-total-count" = u64, description = "Tools on all pages"),
-        ("link" = Option<String>, description = "`<URL>; rel=\"next\"` when there is a next page"),
-    ))))]
+    responses((status = 200, description = "A page of tools, in registration order", body = Vec<ToolEntry>)))]
 async fn list_tools(State(kernel): State<Kernel>, page: PageParams) -> ApiResult<Response> {
     let tools = kernel.tools().page(&page.request)?.map(|(def, availability)| ToolEntry { def, availability });
     Ok(page.answer(tools))
@@ -41,10 +38,7 @@ async fn list_tools(State(kernel): State<Kernel>, page: PageParams) -> ApiResult
 
 /// Recorded tool calls, newest first, filtered by agent (name or id) and tool name.
 #[utoipa::path(get, path = "/api/audit", tag = "tools", params(AuditFilter, PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9]{1,18}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last record's id)")),
-    responses((status = 200, description = "A page of audit records, newest first", body = Vec<AuditRecord>, headers(
-        ("x-total-count" = u64, description = "Matching records on all pages"),
-        ("link" = Option<String>, description = "`<URL>; rel=\"next\"` when there is a next page"),
-    )), (status = 404, description = "No such agent")))]
+    responses((status = 200, description = "A page of audit records, newest first", body = Vec<AuditRecord>), (status = 404, description = "No such agent")))]
 async fn list_audit(
     State(kernel): State<Kernel>,
     QueryParams(filter): QueryParams<AuditFilter>,

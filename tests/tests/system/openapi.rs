@@ -36,7 +36,7 @@ async fn every_documented_operation_is_served() {
 }
 
 #[tokio::test]
-async fn the_bearer_scheme_is_declared_once_and_applies_to_every_api_operation() {
+async fn the_bearer_scheme_and_paging_headers_are_declared_once_and_apply_to_every_operation() {
     let (_home, _d, api) = daemon().await;
     let doc = api.get("/api/openapi.json").await.body;
     assert_eq!(doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
@@ -46,6 +46,10 @@ async fn the_bearer_scheme_is_declared_once_and_applies_to_every_api_operation()
             let public = path == "/healthz";
             assert_eq!(op["responses"].get("401").is_some(), !public, "{method} {path}: 401 documented");
             assert!(op["responses"].get("500").is_some(), "{method} {path}: 500 documented");
+            let paged = op["parameters"].as_array().is_some_and(|ps| ps.iter().any(|p| p["name"] == "limit"));
+            let headers = &op["responses"]["200"]["headers"];
+            assert_eq!(headers.get("x-total-count").is_some(), paged, "{method} {path}: x-total-count documented");
+            assert_eq!(headers.get("link").is_some(), paged, "{method} {path}: link documented");
             for (status, response) in op["responses"].as_object().unwrap() {
                 let description = response["description"].as_str().unwrap_or_default();
                 assert!(!description.is_empty(), "{method} {path} {status} has no description");
