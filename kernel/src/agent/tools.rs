@@ -79,7 +79,7 @@ impl Tool for AgentSend {
         }
         let depth = ctx.depth + 1;
         let chain: Vec<Uuid> = ctx.chain.iter().copied().chain([target.id]).collect();
-        crate::turn::depth::check(&kernel, depth, &chain, &format!("sending to agent `{}`", target.name))?;
+        crate::turn::depth::check(&kernel, depth, &chain, || format!("sending to agent `{}`", target.name))?;
         // One conversation per sender on the receiving side.
         let session = kernel.sessions().labelled(target.id, &format!("from agent {}", ctx.agent.name)).await?;
         let req = TurnRequest {

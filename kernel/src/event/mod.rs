@@ -87,12 +87,9 @@ pub async fn publish(kernel: &Kernel, event_type: &str, payload: Value, origin: 
                 reason: None,
             };
             let key = format!("{index}:{}", trigger.event);
-            let within = crate::turn::depth::check(
-                kernel,
-                origin.depth + 1,
-                &origin.chain,
-                &format!("the turn of trigger `{}`", trigger.event),
-            );
+            let within = crate::turn::depth::check(kernel, origin.depth + 1, &origin.chain, || {
+                format!("the turn of trigger `{}`", trigger.event)
+            });
             let skip = if let Err(e) = within {
                 Some(e.message)
             } else {

@@ -10,8 +10,8 @@ use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use super::audit::AuditEntry;
-use super::registry::Entry;
-use super::{CallContext, Layer, Registry, ToolStatus};
+use super::registry::{Entry, Standing};
+use super::{CallContext, Layer, Registry};
 use crate::agent::ToolMode;
 use crate::error::{Error, Result};
 
@@ -114,7 +114,7 @@ async fn run_steps(
     let prepared = entry.tool.clone().prepare(args)?;
 
     // 4. depth
-    crate::turn::depth::check(&kernel, ctx.depth, &ctx.chain, &format!("calling `{name}`"))?;
+    crate::turn::depth::check(&kernel, ctx.depth, &ctx.chain, || format!("calling `{name}`"))?;
 
     // 5. run, unless the turn was cancelled meanwhile
     let cancel = ctx.cancel.clone();
@@ -143,22 +143,22 @@ fn gate(ctx: &CallContext, registry: &Registry, entry: &Entry) -> Result<()> {
 /// standing to an error, for the gate and for the meta tools that load or run other tools.
 pub(crate) fn standing_refusal(ctx: &CallContext, registry: &Registry, entry: &Entry) -> Option<Error> {
     let (agent, def) = (&ctx.agent, &entry.def);
-    Some(match registry.standing(entry, agent, Some(ctx.turn_scope())) {
-        ToolStatus::Allowed { .. } => return None,
-        ToolStatus::Denied { grant } => {
+    Some(match registry.decide(entry, agent, Some(ctx.turn_scope())) {
+        Standing::Allowed(_) => return None,
+        Standing::Denied(grant) => {
             Error::forbidden(format!("`{}` is denied to agent `{}` by `{grant}`", def.name, agent.name))
         }
-        ToolStatus::NotGranted => Error::forbidden(format!(
+        Standing::NotGranted => Error::forbidden(format!(
             "agent `{}` has no grant for `{}` (family `{}`); an operator can add one: kennel agent grant {} {}",
             agent.name, def.name, def.family, agent.name, def.name
         )),
-        ToolStatus::Excluded { layer: Layer::Daemon, reason } => {
+        Standing::Excluded(Layer::Daemon, reason) => {
             Error::unavailable(format!("`{}` is not available on this daemon: {reason}", def.name))
         }
-        ToolStatus::Excluded { layer: Layer::Agent, reason } => {
+        Standing::Excluded(Layer::Agent, reason) => {
             Error::forbidden(format!("`{}` is not available to agent `{}`: {reason}", def.name, agent.name))
         }
-        ToolStatus::Excluded { layer: Layer::Turn, reason } => {
+        Standing::Excluded(Layer::Turn, reason) => {
             Error::unavailable(format!("`{}` is not available in this turn: {reason}", def.name))
         }
     })

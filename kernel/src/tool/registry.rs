@@ -8,6 +8,7 @@
 //! a tool that disappears is remembered with the reason, so a session that loaded it is told
 //! it is "no longer available" rather than that it never existed.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
@@ -111,6 +112,25 @@ impl ToolStatus {
     }
 }
 
+/// A [`ToolStatus`] borrowing what it names from the agent's grants and the registry.
+pub(crate) enum Standing<'a> {
+    Allowed(Cow<'a, str>),
+    Denied(&'a str),
+    NotGranted,
+    Excluded(Layer, Cow<'a, str>),
+}
+
+impl From<Standing<'_>> for ToolStatus {
+    fn from(standing: Standing<'_>) -> ToolStatus {
+        match standing {
+            Standing::Allowed(grant) => ToolStatus::Allowed { grant: grant.into_owned() },
+            Standing::Denied(grant) => ToolStatus::Denied { grant: grant.to_string() },
+            Standing::NotGranted => ToolStatus::NotGranted,
+            Standing::Excluded(layer, reason) => ToolStatus::Excluded { layer, reason: reason.into_owned() },
+        }
+    }
+}
+
 /// The grant shown for `read_artifact`, which every agent may call on its own results.
 pub const BUILT_IN_GRANT: &str = "built in: every agent reads its own spilled results";
 
@@ -186,26 +206,32 @@ impl Registry {
     /// denied, excluded for this agent (its family's condition on the agent), and — when
     /// `turn` is given — excluded in this kind of turn. Every front reads this one answer.
     pub(crate) fn standing(&self, entry: &Entry, agent: &Agent, turn: Option<TurnScope>) -> ToolStatus {
+        self.decide(entry, agent, turn).into()
+    }
+
+    /// [`Registry::standing`] as decided, borrowing the grant and reasons it names: the gate
+    /// and [`Registry::usable_by`] (every tool, every model call) decide without copying them.
+    pub(crate) fn decide<'a>(&self, entry: &'a Entry, agent: &'a Agent, turn: Option<TurnScope>) -> Standing<'a> {
         let def = &entry.def;
         if let Availability::Excluded { reason } = &entry.availability {
-            return ToolStatus::Excluded { layer: Layer::Daemon, reason: reason.clone() };
+            return Standing::Excluded(Layer::Daemon, Cow::Borrowed(reason));
         }
         let granted = match agent.manifest.capabilities.decide(def) {
-            _ if def.built_in_grant => BUILT_IN_GRANT.to_string(),
-            Decision::Allowed { by } => by.to_string(),
-            Decision::Denied { by } => return ToolStatus::Denied { grant: by.to_string() },
+            _ if def.built_in_grant => Cow::Borrowed(BUILT_IN_GRANT),
+            Decision::Allowed { by } => Cow::Borrowed(by.as_str()),
+            Decision::Denied { by } => return Standing::Denied(by.as_str()),
             Decision::NotGranted if super::modes::is_machinery(agent.manifest.tool_mode, &def.name) => {
-                format!("tool_mode = \"{}\"", agent.manifest.tool_mode.as_str())
+                Cow::Owned(format!("tool_mode = \"{}\"", agent.manifest.tool_mode.as_str()))
             }
-            Decision::NotGranted => return ToolStatus::NotGranted,
+            Decision::NotGranted => return Standing::NotGranted,
         };
         if let Some(reason) = entry.tool.excluded_for(agent) {
-            return ToolStatus::Excluded { layer: Layer::Agent, reason };
+            return Standing::Excluded(Layer::Agent, Cow::Owned(reason));
         }
         if let Some(reason) = turn.and_then(|t| t.leaves_out(def)) {
-            return ToolStatus::Excluded { layer: Layer::Turn, reason: reason.to_string() };
+            return Standing::Excluded(Layer::Turn, Cow::Borrowed(reason));
         }
-        ToolStatus::Allowed { grant: granted }
+        Standing::Allowed(granted)
     }
 
     /// How each tool stands for `agent` outside any particular turn (`GET
@@ -228,7 +254,7 @@ impl Registry {
         agent: &'a Agent,
         turn: Option<TurnScope>,
     ) -> impl Iterator<Item = &'a Arc<ToolDef>> + 'a {
-        self.entries.iter().filter(move |e| self.standing(e, agent, turn).is_allowed()).map(|e| &e.def)
+        self.entries.iter().filter(move |e| matches!(self.decide(e, agent, turn), Standing::Allowed(_))).map(|e| &e.def)
     }
 }
 

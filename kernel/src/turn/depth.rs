@@ -9,7 +9,8 @@ use crate::error::{Error, ErrorKind, Result};
 
 /// Refuses `what` (`sending to agent \`b\``, `calling \`task_post\``) if it would run `depth`
 /// agent calls deep, past `[kernel] max_agent_call_depth`, naming the chain that led there.
-pub(crate) fn check(kernel: &Kernel, depth: u32, chain: &[Uuid], what: &str) -> Result<()> {
+/// `what` is only worded when the call is refused: every tool call passes through here.
+pub(crate) fn check(kernel: &Kernel, depth: u32, chain: &[Uuid], what: impl FnOnce() -> String) -> Result<()> {
     let max = kernel.config().kernel.max_agent_call_depth;
     if u64::from(depth) <= max {
         return Ok(());
@@ -18,7 +19,8 @@ pub(crate) fn check(kernel: &Kernel, depth: u32, chain: &[Uuid], what: &str) -> 
     Err(Error::new(
         ErrorKind::ResourceExhausted,
         format!(
-            "refused: {what} would run {depth} agent calls deep, over [kernel] max_agent_call_depth = {max}{chain}"
+            "refused: {} would run {depth} agent calls deep, over [kernel] max_agent_call_depth = {max}{chain}",
+            what()
         ),
     ))
 }

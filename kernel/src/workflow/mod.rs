@@ -275,7 +275,7 @@ pub async fn run(kernel: &Kernel, id_or_name: &str, inputs: Value, origin: RunOr
         return Err(Error::invalid("`inputs` must be a JSON object"));
     }
     let depth = origin.depth + 1;
-    crate::turn::depth::check(kernel, depth, &origin.chain, &format!("workflow `{}`", wf.name))?;
+    crate::turn::depth::check(kernel, depth, &origin.chain, || format!("workflow `{}`", wf.name))?;
     let mut run = WorkflowRun {
         id: Uuid::now_v7(),
         workflow_id: wf.id,
