@@ -31,9 +31,10 @@ fn tool_modes(c: &mut Criterion) {
         }
     }
     let registry = common::full_registry();
+    let tools = registry.len();
     for mode in ["all", "lazy", "stable"] {
         let agent = common::agent_granted(&["*"], mode);
-        c.bench_function(&format!("offer/{mode}_154_tools"), |b| {
+        c.bench_function(&format!("offer/{mode}_{tools}_tools"), |b| {
             b.iter(|| offer(&registry, &agent, &[], HEADLESS).specs.len())
         });
     }
