@@ -140,12 +140,14 @@ impl Kernel {
         Ok(kernel)
     }
 
-    /// Starts the daemon's own work: the task board's sweeper and the scheduler. Only the
-    /// daemon calls this — a CLI command opening the same home must not fire schedules or
-    /// mark the daemon's running fires interrupted.
+    /// Starts the daemon's own work: the task board's sweeper, the scheduler, and the end of
+    /// A2A tasks a previous run left working. Only the daemon calls this — a CLI command
+    /// opening the same home must not fire schedules or mark the daemon's running work
+    /// interrupted.
     pub fn start_background(&self) {
         tasks::start_sweeper(self);
         schedule::runner::start(self);
+        a2a::start(self);
     }
 
     /// Re-reads the state another process may have changed.

@@ -1,17 +1,31 @@
-"""A2A peers built with the official Python SDK (PyPI `a2a-sdk`), for Kennel's interop tests.
+"""A2A 1.0 peers built with the official Python SDK (PyPI `a2a-sdk` 1.3.0), for Kennel's
+interop tests. Each client command prints one JSON object on stdout.
 
-    python3 peer.py serve PORT              an SDK A2A server whose agent answers "echo: <text>"
-    python3 peer.py send CARD_BASE_URL TEXT [TOKEN]
-                                            the SDK client: resolves the agent card, sends one
-                                            message, prints the answer's text (JSON on stdout)
+    python3 peer.py serve PORT        an SDK A2A server whose agent answers "echo: <text>"
+    python3 peer.py send BASE TEXT [--stream]   SendMessage (or SendStreamingMessage): the
+                                      answer's text, the kinds of the events seen, the state
+    python3 peer.py poll BASE TEXT    SendMessage with returnImmediately, then GetTask until
+                                      the task ends: every state seen
+    python3 peer.py get BASE ID [--history N]   GetTask
+    python3 peer.py list BASE [--page-size N] [--page-token T] [--context C] [--status S]
+                                      [--history N] [--artifacts]   ListTasks
+    python3 peer.py cancel BASE ID    CancelTask
+    python3 peer.py subscribe BASE ID SubscribeToTask: the kinds of the events, the state
+
+BASE is where the agent card is (BASE/.well-known/agent-card.json). `--token T` (any client
+command) sends `Authorization: Bearer T`. An error prints {"error": ..., "code": ...} and
+exits 1.
 """
 
+import argparse
 import asyncio
+import contextlib
 import json
 import sys
 
 import httpx
 import uvicorn
+from google.protobuf.json_format import MessageToDict
 from starlette.applications import Starlette
 
 from a2a.client import ClientConfig, ClientFactory
@@ -56,35 +70,129 @@ def serve(port: int) -> None:
     uvicorn.run(Starlette(routes=routes), host="127.0.0.1", port=port, log_level="warning")
 
 
-def answer_text(result) -> str:
-    """The text of whatever the SDK client yielded: a message, or a task with artifacts."""
-    texts = []
-    for item in result:
-        obj = item[0] if isinstance(item, tuple) else item
-        if isinstance(obj, pb.StreamResponse):
-            which = obj.WhichOneof("payload")
-            obj = getattr(obj, which) if which else obj
-        if isinstance(obj, pb.Message):
-            texts.append(get_message_text(obj))
-        elif isinstance(obj, pb.Task):
-            for artifact in obj.artifacts:
-                texts.extend(p.text for p in artifact.parts if p.text)
-            if obj.status.message.parts:
-                texts.append(get_message_text(obj.status.message))
-    return "\n".join(t for t in texts if t)
+def task_text(task: pb.Task) -> str:
+    texts = [p.text for a in task.artifacts for p in a.parts if p.text]
+    if not texts and task.status.message.parts:
+        texts.append(get_message_text(task.status.message))
+    return "\n".join(texts)
 
 
-async def send(base: str, text: str, token: str | None) -> None:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
+@contextlib.asynccontextmanager
+async def client_for(args, streaming: bool):
+    headers = {"Authorization": f"Bearer {args.token}"} if args.token else {}
     async with httpx.AsyncClient(headers=headers, timeout=30) as http:
-        client = await ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create_from_url(base)
-        message = new_text_message(text, role=pb.Role.ROLE_USER)
-        results = [r async for r in client.send_message(pb.SendMessageRequest(message=message))]
-        print(json.dumps({"text": answer_text(results)}), flush=True)
+        yield await ClientFactory(ClientConfig(httpx_client=http, streaming=streaming)).create_from_url(args.base)
+
+
+def state_name(state) -> str:
+    return pb.TaskState.Name(state)
+
+
+async def follow(stream) -> dict:
+    """Reads a stream of StreamResponse to its end: the kinds seen, the last state and text."""
+    kinds, state, texts, task_id = [], None, [], None
+    async for response in stream:
+        kind = response.WhichOneof("payload")
+        kinds.append(kind)
+        if kind == "task":
+            state, task_id = state_name(response.task.status.state), response.task.id
+        elif kind == "status_update":
+            state, task_id = state_name(response.status_update.status.state), response.status_update.task_id
+        elif kind == "artifact_update":
+            texts.extend(p.text for p in response.artifact_update.artifact.parts if p.text)
+        elif kind == "message":
+            texts.append(get_message_text(response.message))
+    return {"kinds": kinds, "state": state, "text": "\n".join(texts), "task_id": task_id}
+
+
+async def send(args) -> dict:
+    async with client_for(args, streaming=args.stream) as client:
+        request = pb.SendMessageRequest(message=new_text_message(args.text, role=pb.Role.ROLE_USER))
+        if not args.stream:
+            responses = [r async for r in client.send_message(request)]
+            task = responses[0].task
+            return {"kinds": ["task"], "state": state_name(task.status.state), "text": task_text(task), "task_id": task.id}
+        return await follow(client.send_message(request))
+
+
+async def poll(args) -> dict:
+    async with client_for(args, streaming=False) as client:
+        request = pb.SendMessageRequest(
+            message=new_text_message(args.text, role=pb.Role.ROLE_USER),
+            configuration=pb.SendMessageConfiguration(return_immediately=True),
+        )
+        task = [r async for r in client.send_message(request)][0].task
+        states = [state_name(task.status.state)]
+        while task.status.state not in (pb.TaskState.TASK_STATE_COMPLETED, pb.TaskState.TASK_STATE_FAILED, pb.TaskState.TASK_STATE_CANCELED):
+            await asyncio.sleep(0.05)
+            task = await client.get_task(pb.GetTaskRequest(id=task.id))
+            if state_name(task.status.state) != states[-1]:
+                states.append(state_name(task.status.state))
+        return {"states": states, "text": task_text(task), "task_id": task.id}
+
+
+async def get(args) -> dict:
+    async with client_for(args, streaming=False) as client:
+        request = pb.GetTaskRequest(id=args.id)
+        if args.history is not None:
+            request.history_length = args.history
+        return MessageToDict(await client.get_task(request))
+
+
+async def list_tasks(args) -> dict:
+    async with client_for(args, streaming=False) as client:
+        request = pb.ListTasksRequest(include_artifacts=args.artifacts)
+        if args.page_size:
+            request.page_size = args.page_size
+        if args.page_token:
+            request.page_token = args.page_token
+        if args.context:
+            request.context_id = args.context
+        if args.status:
+            request.status = pb.TaskState.Value(args.status)
+        if args.history is not None:
+            request.history_length = args.history
+        return MessageToDict(await client.list_tasks(request), always_print_fields_with_no_presence=True)
+
+
+async def cancel(args) -> dict:
+    async with client_for(args, streaming=False) as client:
+        return MessageToDict(await client.cancel_task(pb.CancelTaskRequest(id=args.id)))
+
+
+async def subscribe(args) -> dict:
+    async with client_for(args, streaming=True) as client:
+        return await follow(client.subscribe(pb.SubscribeToTaskRequest(id=args.id)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("serve").add_argument("port", type=int)
+    for name, extra in [("send", ["text"]), ("poll", ["text"]), ("get", ["id"]), ("list", []), ("cancel", ["id"]), ("subscribe", ["id"])]:
+        command = commands.add_parser(name)
+        command.add_argument("base")
+        for arg in extra:
+            command.add_argument(arg)
+        command.add_argument("--token")
+        command.add_argument("--stream", action="store_true")
+        command.add_argument("--history", type=int)
+        command.add_argument("--page-size", type=int, default=0)
+        command.add_argument("--page-token")
+        command.add_argument("--context")
+        command.add_argument("--status")
+        command.add_argument("--artifacts", action="store_true")
+    args = parser.parse_args()
+    if args.command == "serve":
+        serve(args.port)
+        return
+    run = {"send": send, "poll": poll, "get": get, "list": list_tasks, "cancel": cancel, "subscribe": subscribe}
+    try:
+        print(json.dumps(asyncio.run(run[args.command](args))), flush=True)
+    except Exception as e:  # the test reads what went wrong
+        print(json.dumps({"error": str(e), "type": type(e).__name__, "code": getattr(e, "code", None)}), flush=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "serve":
-        serve(int(sys.argv[2]))
-    else:
-        asyncio.run(send(sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None))
+    main()

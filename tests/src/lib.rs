@@ -231,9 +231,73 @@ impl Api {
         Self::send(self.request(reqwest::Method::PUT, path).json(&body)).await
     }
 
+    /// One A2A JSON-RPC call to `path` (`/a2a/NAME`), with `A2A-Version: version` if given.
+    pub async fn rpc(&self, path: &str, method: &str, params: Value, version: Option<&str>) -> Reply {
+        Self::send(self.rpc_request(path, method, params, version)).await
+    }
+
+    /// A streaming A2A call: its answer's server-sent events as they come.
+    pub async fn rpc_stream(&self, path: &str, method: &str, params: Value, version: Option<&str>) -> Events {
+        let res = self.rpc_request(path, method, params, version).send().await.expect("request sent");
+        Events { res, buffer: String::new() }
+    }
+
+    fn rpc_request(&self, path: &str, method: &str, params: Value, version: Option<&str>) -> reqwest::RequestBuilder {
+        let body = serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
+        let req = self.request(reqwest::Method::POST, path).json(&body);
+        match version {
+            Some(v) => req.header("A2A-Version", v),
+            None => req,
+        }
+    }
+
     /// Invokes a tool as an agent through the pipeline.
     pub async fn invoke(&self, agent: &str, tool: &str, args: Value) -> Reply {
         self.post(&format!("/api/agents/{agent}/tools/{tool}/invoke"), serde_json::json!({ "args": args })).await
+    }
+}
+
+/// A server-sent event stream, read event by event: each event's `data` as JSON.
+pub struct Events {
+    res: reqwest::Response,
+    buffer: String,
+}
+
+impl Events {
+    pub fn status(&self) -> u16 {
+        self.res.status().as_u16()
+    }
+
+    pub fn content_type(&self) -> &str {
+        self.res.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default()
+    }
+
+    /// The next event with data (comments and keep-alives skipped); `None` once the stream ends.
+    pub async fn next(&mut self) -> Option<Value> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let event: String = self.buffer.drain(..end + 2).collect();
+                let data: Vec<&str> =
+                    event.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim_start).collect();
+                if !data.is_empty() {
+                    return Some(serde_json::from_str(&data.join("\n")).expect("event data is JSON"));
+                }
+                continue;
+            }
+            match self.res.chunk().await {
+                Ok(Some(bytes)) => self.buffer.push_str(&String::from_utf8_lossy(&bytes)),
+                _ => return None,
+            }
+        }
+    }
+
+    /// Every remaining event, until the stream ends.
+    pub async fn rest(&mut self) -> Vec<Value> {
+        let mut all = Vec::new();
+        while let Some(event) = self.next().await {
+            all.push(event);
+        }
+        all
     }
 }
 

@@ -12,7 +12,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::wire;
+use super::task::TaskState;
+use super::wire::{self, Dialect};
 use crate::Kernel;
 use crate::error::{Error, ErrorKind, Result};
 use crate::net::{guard, pinned_client};
@@ -70,7 +71,7 @@ impl Tool for A2aDiscover {
             let card_url = parse_url(&format!("{base_text}{path}"))?;
             let addr = checked_address(kernel, &card_url).await?;
             let client = pinned_client(&card_url, addr, Duration::from_secs(15))?;
-            let mut req = client.get(card_url.clone()).header("A2A-Version", super::PROTOCOL_VERSION);
+            let mut req = client.get(card_url.clone()).header("A2A-Version", Dialect::V1.version());
             if let Some(token) = token_for(kernel, &card_url) {
                 req = req.bearer_auth(token);
             }
@@ -136,32 +137,27 @@ impl Tool for A2aSend {
         let card = super::store::remote(kernel.db(), &args.agent_id)
             .await?
             .ok_or_else(|| Error::not_found(format!("no remote agent `{}`; call a2a_discover first", args.agent_id)))?;
-        let endpoint = card["supportedInterfaces"]
-            .as_array()
-            .and_then(|list| list.iter().find(|i| i["protocolBinding"] == "JSONRPC"))
-            .and_then(|i| i["url"].as_str())
-            .or(card["url"].as_str())
-            .ok_or_else(|| Error::unavailable("the remote agent's card offers no JSON-RPC interface"))?;
-        let url = parse_url(endpoint)?;
-        let addr = checked_address(kernel, &url).await?;
+        let endpoint = Endpoint::of(&card)?;
+        let addr = checked_address(kernel, &endpoint.url).await?;
         let ttl = Duration::from_secs(kernel.config().a2a.task_ttl_secs);
-        let client = pinned_client(&url, addr, ttl)?;
-        let token = token_for(kernel, &url);
+        let remote = Remote {
+            client: pinned_client(&endpoint.url, addr, ttl)?,
+            token: token_for(kernel, &endpoint.url),
+            endpoint,
+        };
         let mut message = json!({ "messageId": Uuid::now_v7().to_string(), "role": "ROLE_USER", "parts": [{ "text": args.message }] });
         if let Some(task) = &args.task_id {
             message["taskId"] = json!(task);
         }
         let started = Instant::now();
-        let result =
-            rpc(&client, &url, token.as_deref(), "SendMessage", json!({ "message": message, "configuration": {} }))
-                .await?;
+        let result = remote.send(message).await?;
         let mut task = match (result.get("task"), result.get("message")) {
             (Some(task), _) => task.clone(),
-            (None, Some(msg)) => return Ok(json!({ "reply": wire::message_text(msg), "state": "message" })),
+            (None, Some(msg)) => return Ok(json!({ "reply": wire::v1::message_text(msg), "state": "message" })),
             _ => return Err(Error::failed("the remote answered with neither a task nor a message")),
         };
         // Wait for a task that is still running, until the TTL.
-        while !wire::is_terminal(task["status"]["state"].as_str().unwrap_or_default()) {
+        while !is_terminal(task["status"]["state"].as_str().unwrap_or_default()) {
             if started.elapsed() >= ttl {
                 return Err(Error::new(
                     ErrorKind::Timeout,
@@ -169,56 +165,128 @@ impl Tool for A2aSend {
                 ));
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
-            task = rpc(&client, &url, token.as_deref(), "GetTask", json!({ "id": task["id"] })).await?;
+            task = remote.get_task(&task["id"]).await?;
         }
         let state = task["status"]["state"].as_str().unwrap_or_default().to_string();
         let reply = reply_text(&task);
-        if state != wire::COMPLETED {
+        if state != TaskState::Completed.as_str() {
             return Err(Error::failed(format!("the remote task ended {state}: {reply}")));
         }
-        Ok(json!({ "task_id": task["id"], "context_id": task["contextId"], "state": state, "reply": reply }))
+        Ok(json!({
+            "task_id": task["id"],
+            "context_id": task["contextId"],
+            "state": state,
+            "reply": reply,
+            "protocol": remote.endpoint.dialect.version(),
+        }))
+    }
+}
+
+/// Whether a 1.0 state name is one after which a task changes no more.
+fn is_terminal(state: &str) -> bool {
+    TaskState::ALL.iter().any(|s| s.as_str() == state && s.is_terminal())
+}
+
+/// Where a remote agent takes JSON-RPC, and in which version.
+struct Endpoint {
+    url: reqwest::Url,
+    dialect: Dialect,
+}
+
+impl Endpoint {
+    /// From its card: a 1.0 JSON-RPC interface if it lists one, else a 0.3 one (a 1.0 card's
+    /// interface marked 0.3, or a 0.3 card's `url`).
+    fn of(card: &Value) -> Result<Endpoint> {
+        let interfaces = card["supportedInterfaces"].as_array().map(Vec::as_slice).unwrap_or_default();
+        let jsonrpc = || interfaces.iter().filter(|i| i["protocolBinding"] == "JSONRPC");
+        let speaking = |dialect: Dialect| {
+            jsonrpc().find(|i| Dialect::requested(i["protocolVersion"].as_str()) == Ok(Some(dialect)))
+        };
+        let chosen = speaking(Dialect::V1)
+            .map(|i| (i, Dialect::V1))
+            .or_else(|| speaking(Dialect::V0_3).map(|i| (i, Dialect::V0_3)))
+            .or_else(|| jsonrpc().find(|i| i.get("protocolVersion").is_none()).map(|i| (i, Dialect::V1)));
+        if let Some((interface, dialect)) = chosen {
+            let url = interface["url"]
+                .as_str()
+                .ok_or_else(|| Error::failed("the card lists an interface without a `url`"))?;
+            return Ok(Endpoint { url: parse_url(url)?, dialect });
+        }
+        let v0_3 = Dialect::requested(card["protocolVersion"].as_str()) == Ok(Some(Dialect::V0_3));
+        let over_jsonrpc = card.get("preferredTransport").is_none_or(|t| t == "JSONRPC");
+        match card["url"].as_str() {
+            Some(url) if v0_3 && over_jsonrpc => Ok(Endpoint { url: parse_url(url)?, dialect: Dialect::V0_3 }),
+            _ => Err(Error::unavailable("the remote agent's card offers no JSON-RPC interface of A2A 1.0 or 0.3")),
+        }
+    }
+}
+
+/// A remote agent being talked to: the pinned client, our token for it, where and how.
+struct Remote {
+    client: reqwest::Client,
+    token: Option<String>,
+    endpoint: Endpoint,
+}
+
+impl Remote {
+    /// Sends a 1.0 message and waits (as the remote allows) for the task; the answer in the
+    /// 1.0 form (`{ "task": … }` or `{ "message": … }`).
+    async fn send(&self, message: Value) -> Result<Value> {
+        match self.endpoint.dialect {
+            Dialect::V1 => self.rpc("SendMessage", json!({ "message": message, "configuration": {} })).await,
+            Dialect::V0_3 => {
+                let message = wire::v0_3::message_from_v1(&message);
+                let result = self
+                    .rpc("message/send", json!({ "message": message, "configuration": { "blocking": true } }))
+                    .await?;
+                Ok(wire::v0_3::result_to_v1(&result))
+            }
+        }
+    }
+
+    /// The task `id` in the 1.0 form.
+    async fn get_task(&self, id: &Value) -> Result<Value> {
+        match self.endpoint.dialect {
+            Dialect::V1 => self.rpc("GetTask", json!({ "id": id })).await,
+            Dialect::V0_3 => Ok(wire::v0_3::task_to_v1(&self.rpc("tasks/get", json!({ "id": id })).await?)),
+        }
+    }
+
+    async fn rpc(&self, method: &str, params: Value) -> Result<Value> {
+        let url = &self.endpoint.url;
+        let body = json!({ "jsonrpc": "2.0", "id": Uuid::now_v7().to_string(), "method": method, "params": params });
+        let mut req = self.client.post(url.clone()).header("A2A-Version", self.endpoint.dialect.version()).json(&body);
+        if let Some(token) = &self.token {
+            req = req.bearer_auth(token);
+        }
+        let res = req.send().await.map_err(|e| {
+            if e.is_timeout() {
+                Error::new(ErrorKind::Timeout, format!("{url} did not answer in time"))
+            } else {
+                Error::failed(format!("cannot reach {url}: {e}"))
+            }
+        })?;
+        let status = res.status();
+        if status.as_u16() == 401 || status.as_u16() == 403 {
+            return Err(Error::forbidden(format!("{url} refused us ({status}); set a token for it in [a2a.tokens]")));
+        }
+        let answer: Value =
+            res.json().await.map_err(|e| Error::failed(format!("{url} answered {status} without JSON: {e}")))?;
+        if let Some(err) = answer.get("error") {
+            return Err(Error::failed(format!(
+                "{url}: {} (code {})",
+                err["message"].as_str().unwrap_or("error"),
+                err["code"]
+            )));
+        }
+        answer.get("result").cloned().ok_or_else(|| Error::failed(format!("{url} answered without a result")))
     }
 }
 
 /// The answer in a finished task: its artifacts' text, else its status message.
 fn reply_text(task: &Value) -> String {
     let artifacts: Vec<String> =
-        task["artifacts"].as_array().map(|a| a.iter().map(wire::message_text).collect()).unwrap_or_default();
+        task["artifacts"].as_array().map(|a| a.iter().map(wire::v1::message_text).collect()).unwrap_or_default();
     let text = artifacts.join("\n");
-    if text.is_empty() { wire::message_text(&task["status"]["message"]) } else { text }
-}
-
-async fn rpc(
-    client: &reqwest::Client,
-    url: &reqwest::Url,
-    token: Option<&str>,
-    method: &str,
-    params: Value,
-) -> Result<Value> {
-    let body = json!({ "jsonrpc": "2.0", "id": Uuid::now_v7().to_string(), "method": method, "params": params });
-    let mut req = client.post(url.clone()).header("A2A-Version", super::PROTOCOL_VERSION).json(&body);
-    if let Some(token) = token {
-        req = req.bearer_auth(token);
-    }
-    let res = req.send().await.map_err(|e| {
-        if e.is_timeout() {
-            Error::new(ErrorKind::Timeout, format!("{url} did not answer in time"))
-        } else {
-            Error::failed(format!("cannot reach {url}: {e}"))
-        }
-    })?;
-    let status = res.status();
-    if status.as_u16() == 401 || status.as_u16() == 403 {
-        return Err(Error::forbidden(format!("{url} refused us ({status}); set a token for it in [a2a.tokens]")));
-    }
-    let answer: Value =
-        res.json().await.map_err(|e| Error::failed(format!("{url} answered {status} without JSON: {e}")))?;
-    if let Some(err) = answer.get("error") {
-        return Err(Error::failed(format!(
-            "{url}: {} (code {})",
-            err["message"].as_str().unwrap_or("error"),
-            err["code"]
-        )));
-    }
-    answer.get("result").cloned().ok_or_else(|| Error::failed(format!("{url} answered without a result")))
+    if text.is_empty() { wire::v1::message_text(&task["status"]["message"]) } else { text }
 }

@@ -1,17 +1,27 @@
-//! A2A over HTTP: agent cards under `/.well-known/` and JSON-RPC at `/a2a` and `/a2a/{agent}`.
-//! Outside `/api`: a public agent needs no token; any other exposed agent needs an API token.
+//! A2A over HTTP: agent cards under `/.well-known/` and JSON-RPC at `/a2a` and `/a2a/{agent}`
+//! (one JSON answer, or server-sent events for the streaming methods). Outside `/api`: a
+//! public agent needs no token; any other exposed agent needs an API token.
+
+use std::convert::Infallible;
 
 use axum::Json;
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::header::AUTHORIZATION;
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use futures_util::StreamExt;
 use kennel_kernel::Kernel;
-use kennel_kernel::a2a::{self, Inbound, Refusal};
+use kennel_kernel::a2a::{self, Answer, Inbound, Refusal};
+use kennel_kernel::error::Error;
 
 use super::error::ApiError;
+
+/// How often a quiet stream gets a comment: under the 5 s a default-built SDK client waits
+/// for the next bytes before it gives up.
+const STREAM_KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(2);
 
 pub fn router() -> Router<Kernel> {
     Router::new()
@@ -30,16 +40,46 @@ fn base_url(headers: &HeaderMap) -> String {
     format!("{}://{host}", if tls { "https" } else { "http" })
 }
 
-async fn daemon_card(State(kernel): State<Kernel>, headers: HeaderMap) -> Json<serde_json::Value> {
-    Json(a2a::daemon_card(&kernel, &base_url(&headers)))
+/// The caller: anonymous without a token, named by a valid one; a token that is not valid is
+/// refused rather than read as no token.
+fn inbound(kernel: &Kernel, headers: &HeaderMap) -> Result<Inbound, ApiError> {
+    let presented =
+        headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).map(str::trim);
+    match presented {
+        None => Ok(Inbound::Anonymous),
+        Some(token) => kernel
+            .auth()
+            .verify_token(token)
+            .map(Inbound::Token)
+            .ok_or(ApiError::Unauthorized("the API token is not valid or has been revoked")),
+    }
 }
 
-async fn agent_card(
-    State(kernel): State<Kernel>,
-    headers: HeaderMap,
-    Path(agent): Path<String>,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    Ok(Json(a2a::agent_card(&kernel, &agent, &base_url(&headers))?))
+fn refused(refusal: Refusal) -> Response {
+    match refusal {
+        Refusal::NotFound(message) => ApiError::Kernel(Error::not_found(message)).into_response(),
+        Refusal::Unauthorized => {
+            ApiError::Unauthorized("this agent needs an API token: `Authorization: Bearer TOKEN`").into_response()
+        }
+    }
+}
+
+async fn daemon_card(State(kernel): State<Kernel>, headers: HeaderMap) -> Response {
+    match inbound(&kernel, &headers) {
+        Ok(caller) => Json(a2a::daemon_card(&kernel, &base_url(&headers), &caller)).into_response(),
+        Err(refused) => refused.into_response(),
+    }
+}
+
+async fn agent_card(State(kernel): State<Kernel>, headers: HeaderMap, Path(agent): Path<String>) -> Response {
+    let caller = match inbound(&kernel, &headers) {
+        Ok(caller) => caller,
+        Err(refused) => return refused.into_response(),
+    };
+    match a2a::agent_card(&kernel, &agent, &base_url(&headers), &caller) {
+        Ok(card) => Json(card).into_response(),
+        Err(refusal) => refused(refusal),
+    }
 }
 
 async fn rpc_default(State(kernel): State<Kernel>, headers: HeaderMap, body: String) -> Response {
@@ -56,19 +96,17 @@ async fn rpc_agent(
 }
 
 async fn rpc(kernel: &Kernel, agent: Option<&str>, headers: &HeaderMap, body: &str) -> Response {
-    let presented =
-        headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).map(str::trim);
-    let inbound = match presented {
-        None => Inbound::Anonymous,
-        Some(token) => match kernel.auth().verify_token(token) {
-            Some(name) => Inbound::Token(name),
-            None => return ApiError::Unauthorized("the API token is not valid or has been revoked").into_response(),
-        },
+    let caller = match inbound(kernel, headers) {
+        Ok(caller) => caller,
+        Err(refused) => return refused.into_response(),
     };
-    match a2a::handle(kernel, agent, inbound, body).await {
-        Ok(answer) => (StatusCode::OK, Json(answer)).into_response(),
-        Err(Refusal::Unauthorized) => {
-            ApiError::Unauthorized("this agent needs an API token: `Authorization: Bearer TOKEN`").into_response()
+    let version = headers.get("a2a-version").and_then(|v| v.to_str().ok());
+    match a2a::handle(kernel, agent, caller, version, body).await {
+        Ok(Answer::Json(answer)) => (StatusCode::OK, Json(answer)).into_response(),
+        Ok(Answer::Stream(updates)) => {
+            let events = updates.map(|update| Ok::<_, Infallible>(Event::default().data(update.to_string())));
+            Sse::new(events).keep_alive(KeepAlive::new().interval(STREAM_KEEP_ALIVE)).into_response()
         }
+        Err(refusal) => refused(refusal),
     }
 }

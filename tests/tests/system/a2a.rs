@@ -1,133 +1,13 @@
-//! A2A interop: the official Python SDK (`a2a-sdk`) as a client of Kennel and as a server for
-//! Kennel's `a2a_send`, and two Kennel daemons talking both ways, all on loopback.
+//! Kennel as an A2A client: two Kennel daemons talking both ways, the address guard on
+//! model-chosen URLs, and the task TTL, all on loopback. (The official SDK as client and
+//! server: `a2a_sdk.rs`; the server's protocol: `a2a_server.rs`.)
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use kennel_tests::fake_llm::{FakeLlm, Scripted};
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::{agent_from, daemon_with_config};
-
-fn peer_script() -> String {
-    format!("{}/a2a/peer.py", env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The SDK client sending one message; its printed answer, or its error output.
-async fn sdk_send(url: &str, text: &str, token: Option<&str>) -> Result<String, String> {
-    let mut cmd = tokio::process::Command::new("python3");
-    cmd.arg(peer_script()).args(["send", url, text]);
-    if let Some(t) = token {
-        cmd.arg(t);
-    }
-    let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
-        .await
-        .expect("the SDK client finishes")
-        .expect("python3 runs");
-    if out.status.success() {
-        let answer: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
-        Ok(answer["text"].as_str().unwrap_or_default().to_string())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).into_owned())
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-#[tokio::test]
-async fn the_sdk_client_sends_a_task_to_a_kennel_agent() {
-    let llm = FakeLlm::start().await;
-    let config = format!(
-        "{}[a2a]\nexpose = [\"helper\", \"vault\"]\npublic = [\"helper\"]\n",
-        llm.provider_config("fake", "openai")
-    );
-    let (home, d, api) = daemon_with_config(&config).await;
-    agent_from(&api, json!({"name": "helper", "model": "m", "description": "Answers questions"})).await;
-    agent_from(&api, json!({"name": "vault", "model": "m"})).await;
-
-    let card = d.anonymous().get("/.well-known/agent-card.json").await;
-    let skills: Vec<_> = card.body["skills"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
-    assert_eq!(skills, ["helper", "vault"]);
-    assert_eq!(
-        d.anonymous().get("/.well-known/agent.json").await.body,
-        card.body,
-        "the older path serves the same card"
-    );
-
-    llm.push(Scripted::text("Hello from Kennel"));
-    let answer = sdk_send(&format!("{}/a2a/helper", d.base), "hi there", None).await.expect("the SDK client succeeds");
-    assert_eq!(answer, "Hello from Kennel");
-    assert_eq!(llm.requests()[0].body["messages"][1]["content"], "hi there");
-
-    // Not public: refused without a token, answered with one.
-    let refused = sdk_send(&format!("{}/a2a/vault", d.base), "open up", None).await;
-    assert!(refused.is_err(), "a non-public agent needs a token");
-    let token = home.token("peer").await;
-    tokio::time::sleep(Duration::from_millis(400)).await; // the daemon picks up the CLI's token
-    llm.push(Scripted::text("vault says hi"));
-    let answer = sdk_send(&format!("{}/a2a/vault", d.base), "open up", Some(&token)).await.expect("with a token");
-    assert_eq!(answer, "vault says hi");
-}
-
-#[tokio::test]
-async fn kennel_tasks_can_be_read_back_and_finished_ones_not_canceled() {
-    let llm = FakeLlm::start().await;
-    let config =
-        format!("{}[a2a]\nexpose = [\"helper\"]\npublic = [\"helper\"]\n", llm.provider_config("fake", "openai"));
-    let (_home, d, api) = daemon_with_config(&config).await;
-    agent_from(&api, json!({"name": "helper", "model": "m"})).await;
-    llm.push(Scripted::text("done"));
-    let rpc = |method: &str, params: serde_json::Value| {
-        let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
-        let api = d.anonymous();
-        async move { kennel_tests::Api::send(api.request(reqwest::Method::POST, "/a2a").json(&body)).await }
-    };
-    let sent =
-        rpc("SendMessage", json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "go"}]}}))
-            .await;
-    let task = &sent.body["result"]["task"];
-    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
-    assert_eq!(task["artifacts"][0]["parts"][0]["text"], "done");
-    let id = task["id"].as_str().unwrap();
-    let got = rpc("GetTask", json!({"id": id})).await;
-    assert_eq!(got.body["result"]["id"], id);
-    assert_eq!(got.body["id"], 7);
-    let cancel = rpc("CancelTask", json!({"id": id})).await;
-    assert_eq!(cancel.body["error"]["code"], -32002);
-    assert_eq!(rpc("GetTask", json!({"id": "nope"})).await.body["error"]["code"], -32001);
-    assert_eq!(rpc("message/stream", json!({})).await.body["error"]["code"], -32601);
-}
-
-#[tokio::test]
-async fn kennels_a2a_send_talks_to_an_sdk_server() {
-    let port = free_port();
-    let mut peer = tokio::process::Command::new("python3")
-        .arg(peer_script())
-        .args(["serve", &port.to_string()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("python3 runs");
-    let mut lines = BufReader::new(peer.stdout.take().unwrap()).lines();
-    let ready = tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await.expect("the SDK server starts");
-    assert!(ready.unwrap().unwrap().contains("listening"));
-
-    let config = format!("[a2a]\nallowed_hosts = [\"127.0.0.1:{port}\"]\n");
-    let (_home, _d, api) = daemon_with_config(&config).await;
-    let caller = agent_from(&api, json!({"name": "caller", "tools": ["a2a.*"]})).await;
-    let found = api.invoke(&caller, "a2a_discover", json!({"url": format!("http://127.0.0.1:{port}")})).await;
-    assert_eq!(found.status, 200, "{}", found.text);
-    assert_eq!(found.body["content"]["name"], "python-echo");
-    let remote = found.body["content"]["agent_id"].as_str().unwrap();
-    let sent = api.invoke(&caller, "a2a_send", json!({"agent_id": remote, "message": "ping"})).await;
-    assert_eq!(sent.status, 200, "{}", sent.text);
-    assert_eq!(sent.body["content"]["reply"], "echo: ping");
-    assert_eq!(sent.body["content"]["state"], "TASK_STATE_COMPLETED");
-}
 
 #[tokio::test]
 async fn two_kennel_daemons_talk_both_ways() {

@@ -1,6 +1,8 @@
 //! System tests: the real daemon, over HTTP and its CLI.
 
 mod a2a;
+mod a2a_sdk;
+mod a2a_server;
 mod agents;
 mod agents_family;
 mod auth;

@@ -1,0 +1,402 @@
+//! A2A tasks: work other clients give this daemon's agents. A task is one turn of the agent in
+//! the session of its context. It runs on its own: a client that disconnects (or asked not to
+//! wait) does not stop it; only `CancelTask` or stopping the agent does, and its end is stored
+//! for `GetTask`. While it runs, its updates go out to every subscriber (streaming sends,
+//! `SubscribeToTask`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::error::A2aError;
+use super::store::{self, NewRow};
+use super::{Inbound, wire};
+use crate::Kernel;
+use crate::agent::Agent;
+use crate::db::{self, Db, stored_enum};
+use crate::tool::Caller;
+use crate::turn::{EventKind, TurnEnd, TurnRequest};
+
+/// A task's state, stored by its 1.0 name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskState {
+    Submitted,
+    Working,
+    Completed,
+    Failed,
+    Canceled,
+    Rejected,
+    InputRequired,
+    AuthRequired,
+}
+
+stored_enum!(TaskState {
+    Submitted = "TASK_STATE_SUBMITTED",
+    Working = "TASK_STATE_WORKING",
+    Completed = "TASK_STATE_COMPLETED",
+    Failed = "TASK_STATE_FAILED",
+    Canceled = "TASK_STATE_CANCELED",
+    Rejected = "TASK_STATE_REJECTED",
+    InputRequired = "TASK_STATE_INPUT_REQUIRED",
+    AuthRequired = "TASK_STATE_AUTH_REQUIRED",
+});
+
+impl TaskState {
+    /// States after which a task changes no more.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, TaskState::Completed | TaskState::Failed | TaskState::Canceled | TaskState::Rejected)
+    }
+
+    /// The state in words, for messages (`completed`, `input-required`).
+    fn word(self) -> &'static str {
+        wire::v0_3::state(self)
+    }
+}
+
+/// A task as stored; `request` is the user's message in the 1.0 form.
+#[derive(Debug, Clone)]
+pub struct Task {
+    pub id: Uuid,
+    pub agent_id: Uuid,
+    pub context_id: String,
+    /// `token:NAME` or `anonymous`; none for tasks from before owners were kept.
+    pub owner: Option<String>,
+    pub state: TaskState,
+    pub updated_at: String,
+    pub request: Value,
+    pub reply: Option<String>,
+    pub error: Option<String>,
+}
+
+/// What a running task tells its subscribers.
+#[derive(Debug, Clone)]
+pub enum TaskEvent {
+    /// Its state changed; `message` says why it failed.
+    Status { state: TaskState, message: Option<String>, timestamp: String },
+    /// The agent's reply, whole (sent just before the `Completed` status).
+    Artifact { text: String },
+}
+
+/// Which of an agent's tasks `ListTasks` asks for.
+#[derive(Debug, Default)]
+pub struct ListFilter {
+    pub context_id: Option<String>,
+    pub state: Option<TaskState>,
+    /// Updated at or after this stored timestamp.
+    pub updated_since: Option<String>,
+    /// Continue after this task (from a page token).
+    pub after: Option<Cursor>,
+    pub page_size: usize,
+}
+
+/// Where a page of tasks ended: the last task's update time and id (the listing's order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor {
+    pub updated_at: String,
+    pub id: Uuid,
+}
+
+impl Cursor {
+    /// The opaque `pageToken` a client sends back.
+    pub fn token(&self) -> String {
+        hex::encode(format!("{}|{}", self.updated_at, self.id))
+    }
+
+    pub fn from_token(token: &str) -> Result<Cursor, A2aError> {
+        let refused = || A2aError::InvalidParams(format!("`pageToken` `{token}` is not one this daemon gave out"));
+        let text = hex::decode(token).ok().and_then(|b| String::from_utf8(b).ok()).ok_or_else(refused)?;
+        let (updated_at, id) = text.split_once('|').ok_or_else(refused)?;
+        Ok(Cursor { updated_at: updated_at.to_string(), id: Uuid::parse_str(id).map_err(|_| refused())? })
+    }
+}
+
+pub struct TaskPage {
+    pub tasks: Vec<Task>,
+    pub next_page_token: Option<String>,
+    pub total: u64,
+}
+
+/// A task just started, and its updates from the start.
+pub struct Started {
+    pub task: Task,
+    pub events: broadcast::Receiver<TaskEvent>,
+}
+
+/// A running task's handles: its turn's cancel token and its updates' sender.
+struct Running {
+    cancel: CancellationToken,
+    events: broadcast::Sender<TaskEvent>,
+}
+
+/// Tasks other clients sent this daemon's agents, and the handles of running ones.
+pub struct A2aTasks {
+    pub(super) db: Db,
+    running: Mutex<HashMap<Uuid, Running>>,
+}
+
+impl Inbound {
+    /// Whose the tasks this caller sends are.
+    fn owner(&self) -> String {
+        match self {
+            Inbound::Token(name) => format!("token:{name}"),
+            Inbound::Anonymous => "anonymous".to_string(),
+        }
+    }
+
+    /// Whether this caller may read a task of `owner`: its own; one from before owners were
+    /// kept only with a token.
+    fn may_read(&self, owner: Option<&str>) -> bool {
+        match owner {
+            Some(owner) => owner == self.owner(),
+            None => matches!(self, Inbound::Token(_)),
+        }
+    }
+
+    fn caller(&self) -> Caller {
+        match self {
+            Inbound::Token(name) => Caller::Token(name.clone()),
+            Inbound::Anonymous => Caller::A2a("public".into()),
+        }
+    }
+}
+
+impl A2aTasks {
+    pub(crate) fn new(db: Db) -> A2aTasks {
+        A2aTasks { db, running: Mutex::default() }
+    }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, Running>> {
+        self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Starts a task for `message` (1.0 form): the agent's turn runs in the background.
+    pub async fn start(
+        &self,
+        kernel: &Kernel,
+        agent: Arc<Agent>,
+        mut message: Value,
+        inbound: &Inbound,
+    ) -> Result<Started, A2aError> {
+        let text = wire::v1::message_text(&message);
+        if crate::text::is_blank(&text) {
+            return Err(A2aError::InvalidParams("the message has no text, data or file for the agent".into()));
+        }
+        if let Some(task_id) = message["taskId"].as_str().filter(|t| !t.is_empty()) {
+            return Err(self.follow_up_refusal(&agent, task_id, &message, inbound).await);
+        }
+        let context_id = match message["contextId"].as_str().filter(|c| !c.is_empty()) {
+            Some(context) => context.to_string(),
+            None => Uuid::now_v7().to_string(),
+        };
+        let owner = inbound.owner();
+        // A context is a conversation of one caller: its session is keyed by both.
+        let session = kernel.sessions().labelled(agent.id, &format!("a2a:{owner}:{context_id}")).await?;
+        let id = Uuid::now_v7();
+        message["contextId"] = Value::from(context_id.as_str());
+        message["taskId"] = Value::from(id.to_string());
+        let row = NewRow {
+            id,
+            agent: agent.id,
+            context_id: &context_id,
+            owner: &owner,
+            state: TaskState::Working,
+            request: &message.to_string(),
+        };
+        store::insert_task(&self.db, row).await?;
+        let task = self.load(agent.id, id).await?;
+
+        let (events, receiver) = broadcast::channel(16);
+        let cancel = CancellationToken::new();
+        self.running().insert(id, Running { cancel: cancel.clone(), events: events.clone() });
+        let turn = TurnRequest {
+            session: Some(session.id),
+            cancel: Some(cancel),
+            ..TurnRequest::headless(text, inbound.caller())
+        };
+        tokio::spawn(run(kernel.clone(), agent, id, turn, events));
+        Ok(Started { task, events: receiver })
+    }
+
+    /// Why a message naming an existing task is refused: Kennel tasks take no input once
+    /// started, and a finished one takes none at all (its context continues the conversation).
+    async fn follow_up_refusal(&self, agent: &Agent, task_id: &str, message: &Value, inbound: &Inbound) -> A2aError {
+        let task = match self.get(agent, task_id, inbound).await {
+            Ok(task) => task,
+            Err(refused) => return refused,
+        };
+        if let Some(context) = message["contextId"].as_str().filter(|c| !c.is_empty() && *c != task.context_id) {
+            return A2aError::InvalidParams(format!(
+                "context `{context}` is not the context of task `{task_id}` (`{}`)",
+                task.context_id
+            ));
+        }
+        if task.state.is_terminal() {
+            A2aError::UnsupportedOperation(format!(
+                "task `{task_id}` is {}: a finished task takes no more messages; send a new message with contextId `{}` to continue the conversation",
+                task.state.word(),
+                task.context_id
+            ))
+        } else {
+            A2aError::UnsupportedOperation(format!(
+                "task `{task_id}` is {} and takes no input while it runs: wait for it (GetTask, SubscribeToTask) or cancel it",
+                task.state.word()
+            ))
+        }
+    }
+
+    /// Waits until a started task has ended; the ended task.
+    pub async fn wait(&self, mut started: Started) -> Result<Task, A2aError> {
+        loop {
+            match started.events.recv().await {
+                Ok(TaskEvent::Status { state, .. }) if state.is_terminal() => break,
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => break,
+            }
+        }
+        self.load(started.task.agent_id, started.task.id).await
+    }
+
+    /// The task `id` of `agent`, if this caller may read it (else, as for a task that does not
+    /// exist, `TaskNotFound`).
+    pub async fn get(&self, agent: &Agent, id: &str, inbound: &Inbound) -> Result<Task, A2aError> {
+        let not_found = || A2aError::TaskNotFound(format!("agent `{}` has no task `{id}`", agent.name));
+        let uuid = Uuid::parse_str(id).map_err(|_| not_found())?;
+        let task = store::task(&self.db, agent.id, uuid).await?.ok_or_else(not_found)?;
+        if !inbound.may_read(task.owner.as_deref()) {
+            return Err(not_found());
+        }
+        Ok(task)
+    }
+
+    async fn load(&self, agent: Uuid, id: Uuid) -> Result<Task, A2aError> {
+        store::task(&self.db, agent, id)
+            .await?
+            .ok_or_else(|| A2aError::Internal(format!("task `{id}` was stored but cannot be read back")))
+    }
+
+    /// Cancels a task that has not ended: its turn is stopped and it ends `Canceled`.
+    pub async fn cancel(&self, agent: &Agent, id: &str, inbound: &Inbound) -> Result<Task, A2aError> {
+        let task = self.get(agent, id, inbound).await?;
+        let not_cancelable = |task: &Task| {
+            A2aError::TaskNotCancelable(format!("task `{id}` is {}: it has already ended", task.state.word()))
+        };
+        if task.state.is_terminal() {
+            return Err(not_cancelable(&task));
+        }
+        if !store::finish_task(&self.db, task.id, TaskState::Canceled, None, None).await? {
+            return Err(not_cancelable(&self.load(agent.id, task.id).await?));
+        }
+        if let Some(running) = self.running().get(&task.id) {
+            running.cancel.cancel();
+        }
+        self.load(agent.id, task.id).await
+    }
+
+    /// A task to stream, with its updates from now on: `None` when it has ended meanwhile
+    /// (the task then shows its end).
+    pub async fn subscribe(
+        &self,
+        agent: &Agent,
+        id: &str,
+        inbound: &Inbound,
+    ) -> Result<(Task, Option<broadcast::Receiver<TaskEvent>>), A2aError> {
+        let task = self.get(agent, id, inbound).await?;
+        if task.state.is_terminal() {
+            return Err(A2aError::UnsupportedOperation(format!(
+                "task `{id}` is {}: it has ended and nothing more will be streamed; GetTask reads it",
+                task.state.word()
+            )));
+        }
+        let events = self.running().get(&task.id).map(|r| r.events.subscribe());
+        // Read again after subscribing, so no update falls between the two.
+        let task = self.load(agent.id, task.id).await?;
+        Ok((task, events))
+    }
+
+    /// A page of the tasks this caller sent `agent`, most recently updated first.
+    pub async fn list(&self, agent: &Agent, inbound: &Inbound, filter: &ListFilter) -> Result<TaskPage, A2aError> {
+        if matches!(inbound, Inbound::Anonymous) {
+            return Err(A2aError::UnsupportedOperation(
+                "ListTasks lists the tasks sent with your API token; tasks sent without one are not listed (GetTask reads one by its id)".into(),
+            ));
+        }
+        let (mut tasks, total) = store::list(&self.db, agent.id, &inbound.owner(), filter).await?;
+        let next_page_token = (tasks.len() > filter.page_size).then(|| {
+            tasks.truncate(filter.page_size);
+            let last = tasks.last().expect("a full page");
+            Cursor { updated_at: last.updated_at.clone(), id: last.id }.token()
+        });
+        Ok(TaskPage { tasks, next_page_token, total })
+    }
+
+    /// Fails the tasks a previous run of the daemon left working (created before `before`):
+    /// no turn runs for them any more.
+    pub(crate) async fn fail_unfinished(&self, before: &str) -> crate::error::Result<u64> {
+        store::fail_unfinished(&self.db, before, "the daemon stopped while this task ran; send the message again").await
+    }
+}
+
+/// A task's turn, its progress (each tool call, as a `Working` status with a message), then
+/// its end: stored first (unless a cancel ended it already), then told.
+async fn run(kernel: Kernel, agent: Arc<Agent>, id: Uuid, turn: TurnRequest, events: broadcast::Sender<TaskEvent>) {
+    let session = turn.session;
+    let mut progress = kernel.turns().subscribe();
+    let mut listening = true;
+    let running = crate::turn::run(&kernel, agent.clone(), turn);
+    tokio::pin!(running);
+    let outcome = loop {
+        tokio::select! {
+            outcome = &mut running => break outcome,
+            event = progress.recv(), if listening => match event {
+                Ok(event) if Some(event.session_id) == session => {
+                    if let Some(text) = progress_text(&event.kind) {
+                        let _ = events.send(TaskEvent::Status { state: TaskState::Working, message: Some(text), timestamp: db::now() });
+                    }
+                }
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => listening = false,
+            },
+        }
+    };
+    let (state, reply, error) = match outcome {
+        Ok(turn) if turn.ended == TurnEnd::Cancelled => (TaskState::Canceled, None, None),
+        Ok(turn) => (TaskState::Completed, Some(turn.reply), None),
+        Err(e) => (TaskState::Failed, None, Some(e.model_text())),
+    };
+    let tasks = kernel.a2a();
+    if let Err(e) = store::finish_task(&tasks.db, id, state, reply.as_deref(), error.as_deref()).await {
+        tracing::error!(task = %id, error = %e, "storing the end of an A2A task failed");
+    }
+    let ended = store::task(&tasks.db, agent.id, id).await.ok().flatten();
+    tasks.running().remove(&id);
+    // No subscriber is not an error: the end is stored for GetTask.
+    match ended {
+        Some(task) => {
+            if let (TaskState::Completed, Some(text)) = (task.state, task.reply) {
+                let _ = events.send(TaskEvent::Artifact { text });
+            }
+            let _ =
+                events.send(TaskEvent::Status { state: task.state, message: task.error, timestamp: task.updated_at });
+        }
+        None => {
+            let _ = events.send(TaskEvent::Status {
+                state: TaskState::Failed,
+                message: Some("the end of this task could not be stored".into()),
+                timestamp: db::now(),
+            });
+        }
+    }
+}
+
+/// What a subscriber is told of a step of the turn: the tool calls, as they start and end.
+fn progress_text(kind: &EventKind) -> Option<String> {
+    match kind {
+        EventKind::ToolCallStarted { name, .. } => Some(format!("calling `{name}`")),
+        EventKind::ToolCallFinished { name, outcome, .. } => Some(format!("`{name}` finished: {outcome}")),
+        _ => None,
+    }
+}
