@@ -189,7 +189,7 @@ impl A2aTasks {
             return Err(self.follow_up_refusal(&agent, task_id, &message, inbound).await);
         }
         let context_id = match message["contextId"].as_str().filter(|c| !c.is_empty()) {
-            Some(context) => context.to_string(),
+            Some(context) => checked_context(context)?.to_string(),
             None => Uuid::now_v7().to_string(),
         };
         let owner = inbound.owner();
@@ -338,6 +338,18 @@ impl A2aTasks {
     pub(crate) async fn fail_unfinished(&self, before: &str) -> crate::error::Result<u64> {
         store::fail_unfinished(&self.db, before, "the daemon stopped while this task ran; send the message again").await
     }
+}
+
+/// The longest `contextId` a client may choose: it names the caller's session with the agent.
+const MAX_CONTEXT_CHARS: usize = 128;
+
+fn checked_context(context: &str) -> Result<&str, A2aError> {
+    if crate::text::longer_than(context, MAX_CONTEXT_CHARS) || context.chars().any(char::is_control) {
+        return Err(A2aError::InvalidParams(format!(
+            "`contextId` must be at most {MAX_CONTEXT_CHARS} characters, without control characters"
+        )));
+    }
+    Ok(context)
 }
 
 /// A task's turn, its progress (each tool call, as a `Working` status with a message), then

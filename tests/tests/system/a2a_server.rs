@@ -136,6 +136,9 @@ async fn unsupported_operations_versions_and_bad_requests_get_the_specs_errors()
     assert_eq!(error_code(&call("ListTasks", json!({"pageSize": 500}), None).await), -32602);
     let no_text = json!({ "message": { "role": "ROLE_USER", "parts": [{ "video": "x" }] } });
     assert_eq!(error_code(&call("SendMessage", no_text, None).await), -32602);
+    let long_context =
+        json!({ "message": { "role": "ROLE_USER", "contextId": "c".repeat(129), "parts": [{ "text": "x" }] } });
+    assert_eq!(error_code(&call("SendMessage", long_context, None).await), -32602);
     let images_only =
         json!({ "message": message("hi")["message"], "configuration": { "acceptedOutputModes": ["image/png"] } });
     assert_eq!(error_code(&call("SendMessage", images_only, None).await), -32005);

@@ -193,7 +193,8 @@ fn content_id(reply: &Reply, pointer: &str) -> String {
 #[tokio::test]
 async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     let corpus = corpus();
-    let (_home, d, api, llm) = daemon_with_llm("openai", "[task_board]\nwake_assignee = false\n").await;
+    let config = "[task_board]\nwake_assignee = false\n[a2a]\nexpose = [\"frontdesk\"]\npublic = [\"frontdesk\"]\n";
+    let (_home, d, api, llm) = daemon_with_llm("openai", config).await;
     let b = d.browser();
 
     // Operator names are names: refused, and the refusal shows the text as text.
@@ -337,6 +338,15 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     let step_session = api.get(&format!("/api/agents/{stepper}/sessions")).await.body[0]["id"].clone();
     let step_page = format!("/agents/{stepper}?session={}", step_session.as_str().expect("a session"));
 
+    // A2A: a remote client's message and context id (the session's label), and the reply.
+    let frontdesk = agent_from(&api, json!({"name": "frontdesk", "model": "m"})).await;
+    let message = json!({ "message": { "messageId": "m", "role": "ROLE_USER", "contextId": PAYLOADS[0], "parts": [{ "text": corpus }] } });
+    let sent = d.anonymous().rpc("/a2a/frontdesk", "SendMessage", message, Some("1.0")).await;
+    assert_eq!(sent.body["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{}", sent.text);
+    let a2a_session = api.get(&format!("/api/agents/{frontdesk}/sessions")).await.body[0]["id"].clone();
+    let a2a_page = format!("/agents/{frontdesk}?session={}", a2a_session.as_str().expect("a session"));
+    check(&b, &format!("/agents/{frontdesk}"), Shows::First).await;
+
     // Token names are names: refused on the settings page, which shows the text as text.
     let token = b.submit("/settings", "/settings/tokens", &[("name", &corpus)]).await;
     assert_eq!(token.status, 422, "{}", token.text);
@@ -367,6 +377,7 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
         format!("/schedules/{later}/delete"),
         format!("/schedules/{soon}"),
         step_page,
+        a2a_page,
     ] {
         check(&b, &path, Shows::All).await;
     }

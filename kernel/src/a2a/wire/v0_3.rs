@@ -81,7 +81,10 @@ pub fn message_from_v1(message: &Value) -> Value {
 fn part_to_v1(part: &Value) -> Option<Value> {
     let mut out = Map::new();
     copy(part, &mut out, &["metadata"]);
-    match part["kind"].as_str()? {
+    // The 0.3 SDK reads a part without `kind` by the fields it has; so does this.
+    let kind =
+        part["kind"].as_str().or_else(|| ["text", "data", "file"].into_iter().find(|k| part.get(*k).is_some()))?;
+    match kind {
         "text" => {
             out.insert("text".into(), part.get("text").filter(|t| t.is_string())?.clone());
         }
@@ -268,6 +271,8 @@ mod tests {
         let sent = json!({ "role": "user", "parts": [{ "kind": "text", "text": "a" }, { "kind": "video" }] });
         assert_eq!(message_to_v1(&sent).unwrap_err(), "`params.message.parts[1]` is not a text, data or file part");
         assert!(message_to_v1(&json!({ "role": "user", "parts": [] })).is_err());
+        let untagged = message_to_v1(&json!({ "role": "user", "parts": [{ "text": "no kind" }] })).unwrap();
+        assert_eq!(untagged["parts"][0], json!({ "text": "no kind" }), "a part is read by its fields, as the SDK does");
     }
 
     #[test]
