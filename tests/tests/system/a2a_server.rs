@@ -1,6 +1,6 @@
 //! Kennel's A2A server, spoken to over raw JSON-RPC: cards, the spec's errors, versions,
 //! sending without waiting, history lengths, follow-ups, ListTasks, cancelling, streaming,
-//! and tasks that outlive their client or their daemon. (The official SDK clients are in
+//! and tasks that outlive their client or their daemon, or end with their agent. (The official SDK clients are in
 //! `a2a_sdk.rs`.)
 
 use std::time::{Duration, Instant};
@@ -340,6 +340,29 @@ async fn a_task_outlives_the_client_that_sent_it() {
     .await;
     assert!(finished, "the turn ran to its end and its reply is stored for GetTask");
     let _ = api;
+}
+
+#[tokio::test]
+async fn stopping_the_agent_cancels_its_running_task() {
+    let (_home, _d, api, llm) = exposing().await;
+    llm.push(Scripted::Delay { millis: 20_000 }).push(Scripted::text("too late"));
+    let mut stream = api.rpc_stream("/a2a/vault", "SendStreamingMessage", message("slow"), Some("1.0")).await;
+    let first = stream.next().await.expect("the task comes first");
+    let id = first["result"]["task"]["id"].as_str().expect("a task").to_string();
+    let agents = api.get("/api/agents").await.body;
+    let vault = agents.as_array().unwrap().iter().find(|a| a["name"] == "vault").expect("vault is listed");
+    tokio::time::sleep(Duration::from_millis(200)).await; // the turn is in its model call
+
+    let started = Instant::now();
+    let stopped = api.post(&format!("/api/agents/{}/stop", vault["id"].as_str().unwrap()), json!({})).await;
+    assert_eq!(stopped.status, 200, "{}", stopped.text);
+    let rest = stream.rest().await;
+    let last = rest.last().expect("a final status");
+    assert_eq!(last["result"]["statusUpdate"]["status"]["state"], "TASK_STATE_CANCELED", "{rest:?}");
+    assert!(started.elapsed() < Duration::from_secs(3), "the turn stopped, not waited out");
+    // A stopped agent is no longer served (its name is free for a new agent): its path is gone.
+    let gone = api.rpc("/a2a/vault", "GetTask", json!({"id": id}), None).await;
+    assert_eq!(gone.status, 404, "{}", gone.text);
 }
 
 #[tokio::test]
