@@ -54,3 +54,35 @@ document.addEventListener('click', (event) => {
   event.preventDefault();
   window.history.back();
 });
+
+// Live canvas: an agent page shows each new canvas version as it is presented (the version
+// list gains its link, the frame loads it). Without this file the page shows the latest on
+// reload. Text from the agent (the title) is set as text, never as HTML.
+document.addEventListener('DOMContentLoaded', () => {
+  const card = document.querySelector('[data-canvas-live]');
+  if (!card || typeof EventSource === 'undefined') return;
+  const events = new EventSource(card.dataset.canvasLive);
+  events.addEventListener('canvas', (e) => {
+    const c = JSON.parse(e.data);
+    let frame = card.querySelector('iframe.canvas');
+    if (!frame) {
+      frame = document.createElement('iframe');
+      frame.className = 'canvas';
+      frame.setAttribute('sandbox', 'allow-scripts');
+      frame.setAttribute('referrerpolicy', 'no-referrer');
+      card.querySelector('.canvas-live').replaceChildren(frame);
+    }
+    frame.title = `Canvas v${c.version}: ${c.title}`;
+    frame.dataset.version = String(c.version);
+    frame.src = c.frame;
+    const list = card.querySelector('ol.versions');
+    list.querySelectorAll('a[aria-current=page]').forEach((a) => a.setAttribute('aria-current', 'false'));
+    const li = document.createElement('li');
+    const link = document.createElement('a');
+    link.href = c.page;
+    link.textContent = `v${c.version} · ${c.title}`;
+    link.setAttribute('aria-current', 'page');
+    li.appendChild(link);
+    list.prepend(li);
+  });
+});

@@ -11,6 +11,7 @@ pub enum Nav {
     Tools,
     Tasks,
     Schedules,
+    Canvases,
     Audit,
     Settings,
     /// No section is current (sign-in pages, error pages).
@@ -47,6 +48,7 @@ const SECTIONS: &[(Nav, &str, &str)] = &[
     (Nav::Tools, "/tools", "Tools"),
     (Nav::Tasks, "/tasks", "Tasks"),
     (Nav::Schedules, "/schedules", "Schedules"),
+    (Nav::Canvases, "/canvas", "Canvases"),
     (Nav::Audit, "/audit", "Audit"),
     (Nav::Settings, "/settings", "Settings"),
 ];

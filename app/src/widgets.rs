@@ -150,6 +150,32 @@ pub fn Pager(shown: usize, paging: Paging) -> impl IntoView {
 }
 
 /// A timestamp as a person reads it: `2026-11-30 14:02:11`.
+/// A size for people: `812 B`, `14.2 KiB`, `3.0 MiB`.
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut size = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while size >= 1024.0 && unit + 1 < UNITS.len() {
+        size /= 1024.0;
+        unit += 1;
+    }
+    format!("{size:.1} {}", UNITS[unit])
+}
+
+/// An agent's canvas version in its sandbox: scripts run, but in an origin of their own (no
+/// `allow-same-origin`), with no forms, popups or top-level navigation. The frame's route
+/// adds a sandboxing CSP of its own, so the HTML is contained even when opened directly.
+#[component]
+pub fn CanvasFrame(canvas: kennel_kernel::canvas::Canvas) -> impl IntoView {
+    view! {
+        <iframe class="canvas" sandbox="allow-scripts" referrerpolicy="no-referrer" src=canvas.frame_path()
+            title=format!("Canvas v{}: {}", canvas.version, canvas.title) data-version=canvas.version.to_string()></iframe>
+    }
+}
+
 pub fn short_time(rfc3339: &str) -> String {
     rfc3339.get(..19).map(|s| s.replace('T', " ")).unwrap_or_else(|| rfc3339.to_string())
 }

@@ -21,6 +21,38 @@ pub struct Config {
     /// LLM providers by the name agent types use (`provider = "local"`).
     pub providers: BTreeMap<String, ProviderConfig>,
     pub a2a: A2aConfig,
+    pub workspace: WorkspaceConfig,
+    pub canvas: CanvasConfig,
+}
+
+/// `[workspace]`: each agent's folder under `$KENNEL_HOME/workspaces/`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorkspaceConfig {
+    /// The largest file a workspace takes (an upload, a tool's output) or hands out whole.
+    #[serde(deserialize_with = "in_range::<_, 1024, 4294967296>")]
+    pub max_file_bytes: u64,
+}
+
+impl Default for WorkspaceConfig {
+    fn default() -> Self {
+        WorkspaceConfig { max_file_bytes: 64 * 1024 * 1024 }
+    }
+}
+
+/// `[canvas]`: what `canvas_present` keeps.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CanvasConfig {
+    /// The largest canvas (its HTML, in bytes) an agent may present.
+    #[serde(deserialize_with = "in_range::<_, 1024, 16777216>")]
+    pub max_bytes: u64,
+}
+
+impl Default for CanvasConfig {
+    fn default() -> Self {
+        CanvasConfig { max_bytes: 1024 * 1024 }
+    }
 }
 
 /// `[a2a]`: this daemon as an A2A server (which agents it exposes) and client (where it may
@@ -327,6 +359,13 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # task_ttl_secs = 300
 # [a2a.tokens]
 # "agents.example.com:443" = "EXAMPLE_A2A_TOKEN"   # env var with the bearer token for that host
+
+# [workspace]
+# Each agent's files live in workspaces/AGENT_ID/ under this home.
+# max_file_bytes = 67108864    # the largest file a workspace takes or hands out whole
+
+# [canvas]
+# max_bytes = 1048576          # the largest canvas_present HTML
 
 # LLM providers, named as agent types refer to them (provider = "openai").
 # [providers.openai]

@@ -7,6 +7,7 @@ pub mod a2a;
 pub mod agent;
 pub mod artifact;
 pub mod auth;
+pub mod canvas;
 pub mod capability;
 pub mod clock;
 pub mod config;
@@ -24,6 +25,7 @@ pub mod text;
 pub mod tool;
 pub mod turn;
 pub mod workflow;
+pub mod workspace;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -61,6 +63,8 @@ struct Inner {
     a2a: a2a::A2aTasks,
     tasks: tasks::TaskBoard,
     schedules: schedule::Schedules,
+    workspaces: workspace::Workspaces,
+    canvases: canvas::Canvases,
 }
 
 /// Why the kernel could not start.
@@ -114,6 +118,8 @@ impl Kernel {
             a2a: a2a::A2aTasks::new(db.clone()),
             tasks: tasks::TaskBoard::new(db.clone(), agents.clone()),
             schedules: schedule::Schedules::new(db.clone(), clock, config.schedules.fire_history, agents.clone()),
+            workspaces: workspace::Workspaces::new(home.join("workspaces"), config.workspace.max_file_bytes),
+            canvases: canvas::Canvases::new(db.clone(), config.canvas.max_bytes),
             home: home.to_path_buf(),
             tools: Tools::new(Registry::builtin(&config)),
             config,
@@ -188,6 +194,13 @@ impl Kernel {
     }
     pub fn audit(&self) -> &AuditLog {
         &self.0.audit
+    }
+    /// Each agent's folder of files.
+    pub fn workspaces(&self) -> &workspace::Workspaces {
+        &self.0.workspaces
+    }
+    pub fn canvases(&self) -> &canvas::Canvases {
+        &self.0.canvases
     }
 
     pub(crate) fn db(&self) -> &db::Db {

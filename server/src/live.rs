@@ -1,5 +1,6 @@
-//! The live stream of an agent's turn events as server-sent events: the REST API serves it
-//! at `GET /api/agents/{id}/events`, the dashboard's chat at `/agents/{id}/live`.
+//! Live streams as server-sent events: an agent's turn events (the REST API serves them at
+//! `GET /api/agents/{id}/events`, the dashboard's chat at `/agents/{id}/live`) and its new
+//! canvas versions (the agent page, at `/agents/{id}/canvas/live`).
 
 use std::convert::Infallible;
 
@@ -24,6 +25,34 @@ pub fn event_stream(
                 Err(RecvError::Lagged(missed)) => {
                     return Some((Ok(Event::default().event("lagged").data(missed.to_string())), rx));
                 }
+                Err(RecvError::Closed) => return None,
+            }
+        }
+    });
+    Sse::new(events).keep_alive(KeepAlive::default())
+}
+
+/// The SSE stream of one agent's new canvas versions (`event: canvas`), for its page.
+pub fn canvas_stream(
+    kernel: &Kernel,
+    agent_id: uuid::Uuid,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>> + use<>> {
+    let events = futures_util::stream::unfold(kernel.canvases().subscribe(), move |mut rx| async move {
+        loop {
+            match rx.recv().await {
+                Ok(canvas) if canvas.agent_id == agent_id => {
+                    let data = serde_json::json!({
+                        "version": canvas.version,
+                        "title": canvas.title,
+                        "created_at": canvas.created_at,
+                        "page": canvas.page_path(),
+                        "frame": canvas.frame_path(),
+                    });
+                    return Some((Ok(Event::default().event("canvas").data(data.to_string())), rx));
+                }
+                Ok(_) => continue,
+                // Missed versions: the next one brings the page up to date all the same.
+                Err(RecvError::Lagged(_)) => continue,
                 Err(RecvError::Closed) => return None,
             }
         }

@@ -415,6 +415,54 @@ impl Browser {
         self.post(action, &fields).await
     }
 
+    /// Opens a server-sent event stream of the dashboard (an agent page's live feed).
+    pub async fn events(&self, path: &str) -> Events {
+        let req = self.http.get(format!("{}{path}", self.base)).header("cookie", self.cookie_header());
+        Events { res: req.send().await.expect("request sent"), buffer: String::new() }
+    }
+
+    /// Uploads a file as the agent page's upload form does: multipart, with the session's
+    /// CSRF token (read from `page`) in the action's query, `fields` before the file.
+    pub async fn upload(&self, page: &str, action: &str, fields: &[(&str, &str)], file: (&str, &[u8])) -> Reply {
+        let html = self.get(page).await.text;
+        let csrf = csrf_in(&html).expect("the page has a CSRF field");
+        self.upload_with_token(&csrf, action, fields, file).await
+    }
+
+    /// Like [`Browser::upload`] with the CSRF token given (a wrong one, to see it refused).
+    pub async fn upload_with_token(
+        &self,
+        csrf: &str,
+        action: &str,
+        fields: &[(&str, &str)],
+        file: (&str, &[u8]),
+    ) -> Reply {
+        let boundary = "kennel-test-boundary-7d1f";
+        let mut body = Vec::new();
+        for (name, value) in fields {
+            body.extend(
+                format!("--{boundary}\r\ncontent-disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").bytes(),
+            );
+        }
+        let (file_name, bytes) = file;
+        body.extend(
+            format!(
+                "--{boundary}\r\ncontent-disposition: form-data; name=\"file\"; filename=\"{file_name}\"\r\n\
+                 content-type: application/octet-stream\r\n\r\n"
+            )
+            .bytes(),
+        );
+        body.extend_from_slice(bytes);
+        body.extend(format!("\r\n--{boundary}--\r\n").bytes());
+        let query = serde_urlencoded::to_string([("csrf", csrf)]).expect("a query");
+        let req = self
+            .http
+            .post(format!("{}{action}?{query}", self.base))
+            .header("content-type", format!("multipart/form-data; boundary={boundary}"))
+            .body(body);
+        self.send(req).await
+    }
+
     /// Creates the first operator through `/setup` and stays signed in.
     pub async fn set_up(&self, name: &str, password: &str) -> Reply {
         self.submit("/setup", "/setup", &[("name", name), ("password", password)]).await

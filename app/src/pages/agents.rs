@@ -3,14 +3,16 @@
 use std::sync::Arc;
 
 use kennel_kernel::agent::{Agent, AgentType};
+use kennel_kernel::canvas::Canvas;
 use kennel_kernel::error::FieldError;
 use kennel_kernel::llm::Message;
 use kennel_kernel::schedule::Schedule;
 use kennel_kernel::session::{Session, StoredMessage};
+use kennel_kernel::workspace::{FileEntry, Inert, Listing};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{Csrf, Pager, Paging, TextArea, field_error, short_time};
+use crate::widgets::{CanvasFrame, Csrf, Pager, Paging, TextArea, field_error, human_bytes, short_time};
 
 #[derive(Debug, Clone, Default)]
 pub struct SpawnForm {
@@ -117,6 +119,12 @@ pub struct AgentPage {
     pub schedules: Vec<Schedule>,
     /// A refused grant or revoke, shown at the grant form.
     pub grant_error: Option<String>,
+    /// Its workspace's files.
+    pub workspace: Listing,
+    /// A refused upload, shown at the upload form.
+    pub upload_error: Option<String>,
+    /// Its latest canvas versions, newest first.
+    pub canvases: Vec<Canvas>,
 }
 
 pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
@@ -154,7 +162,7 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
             view! { <li><a href=format!("/agents/{}?session={}#chat", a.id, s.id) aria-current=if is { "true" } else { "false" }>{label}</a></li> }
         })
         .collect::<Vec<_>>();
-    let chat = page.messages.into_iter().map(message_view).collect::<Vec<_>>();
+    let chat = page.messages.into_iter().map(|m| message_view(&id, m)).collect::<Vec<_>>();
     let chat_error = page.chat_error.map(|e| view! { <p class="flash error" role="alert" id="chat-error">{e}</p> });
     let session_field = current.map(|s| view! { <input type="hidden" name="session" value=s.to_string()/> });
     let status = if a.is_running() { "running" } else { "stopped" };
@@ -197,6 +205,7 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
                         </form>
                     </section>
                     <section class="card">
+                        {canvas_card(&id, page.canvases)}
                         <h2>"Grants"</h2>
                         <ul class="grants">{grants}</ul>
                         <form method="post" action=format!("/agents/{}/grant", a.id) class="inline" id="grant-form">
@@ -214,13 +223,118 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
                         <pre class="code">{page.manifest_toml}</pre>
                     </section>
                 </div>
+                {workspace_card(&id, &csrf, page.workspace, page.upload_error)}
             </Shell>
         }
         .to_html(),
     )
 }
 
-fn message_view(m: StoredMessage) -> AnyView {
+/// The agent's latest canvas, live: `live.js` swaps in each new version as it is presented.
+fn canvas_card(agent: &str, versions: Vec<Canvas>) -> impl IntoView + use<> {
+    let live = format!("/agents/{agent}/canvas/live");
+    let frame = match versions.first() {
+        Some(latest) => view! { <CanvasFrame canvas=latest.clone()/> }.into_any(),
+        None => view! { <p class="hint" id="no-canvas">"No canvas yet: an agent granted "<code>"canvas_present"</code>" shows one here."</p> }.into_any(),
+    };
+    let items = super::canvas::version_items(&versions, versions.first().map(|c| c.version));
+    view! {
+        <div id="canvas" data-canvas-live=live>
+            <h2>"Canvas"</h2>
+            <div class="canvas-live">{frame}</div>
+            <ol class="versions" id="canvas-versions">{items}</ol>
+        </div>
+    }
+}
+
+/// Where a workspace file is served: inline for inert types, else as a download.
+pub fn file_url(agent: &str, path: &str, download: bool) -> String {
+    let query = serde_urlencoded::to_string([("path", path)]).unwrap_or_default();
+    format!("/agents/{agent}/files/raw?{query}{}", if download { "&download=1" } else { "" })
+}
+
+fn workspace_card(agent: &str, csrf: &str, listing: Listing, error: Option<String>) -> impl IntoView + use<> {
+    let empty = listing.files.is_empty().then(|| view! { <p class="hint">"No files yet."</p> });
+    let more = listing.truncated.then(|| view! { <p class="hint">{format!("Only the first {} files are listed.", kennel_kernel::workspace::MAX_LISTED)}</p> });
+    let rows = listing
+        .files
+        .into_iter()
+        .map(|f| {
+            let view_url = format!(
+                "/agents/{agent}/files/view?{}",
+                serde_urlencoded::to_string([("path", &f.path)]).unwrap_or_default()
+            );
+            let download = file_url(agent, &f.path, true);
+            view! {
+                <tr>
+                    <td><a href=view_url>{f.path.clone()}</a></td>
+                    <td>{human_bytes(f.bytes)}</td>
+                    <td>{short_time(&f.modified)}</td>
+                    <td><a href=download download="">"Download"</a></td>
+                </tr>
+            }
+        })
+        .collect::<Vec<_>>();
+    // A multipart body is not read before the handler, so its CSRF token rides in the URL.
+    let action = format!("/agents/{agent}/files?{}", serde_urlencoded::to_string([("csrf", csrf)]).unwrap_or_default());
+    view! {
+        <section class="card" id="workspace">
+            <h2>"Workspace"</h2>
+            <div class="scroll">
+                <table>
+                    <thead><tr><th>"File"</th><th>"Size"</th><th>"Modified"</th><th></th></tr></thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            </div>
+            {empty}
+            {more}
+            <form method="post" action=action enctype="multipart/form-data" class="inline" id="upload-form">
+                <input type="file" name="file" required aria-label="File to upload"/>
+                <input type="text" name="folder" placeholder="folder (optional)" aria-label="Folder in the workspace"/>
+                <button type="submit">"Upload"</button>
+            </form>
+            {error.map(|e| view! { <p class="field-error" id="upload-error" role="alert">{e}</p> })}
+        </section>
+    }
+}
+
+pub struct FilePage {
+    pub agent: Arc<Agent>,
+    pub file: FileEntry,
+    pub inert: Option<Inert>,
+    /// The text of a text file (valid UTF-8, not too long to show).
+    pub text: Option<String>,
+}
+
+/// One workspace file: shown inline when its type is inert, else offered as a download.
+pub fn render_file(meta: PageMeta, page: FilePage) -> String {
+    let agent = page.agent.id.to_string();
+    let f = page.file;
+    let inline = file_url(&agent, &f.path, false);
+    let preview = match (page.inert, page.text) {
+        (Some(Inert::Image(_)), _) => view! { <img class="preview" src=inline alt=f.path.clone()/> }.into_any(),
+        (Some(Inert::Audio(_)), _) => view! { <audio controls src=inline></audio> }.into_any(),
+        (Some(Inert::Video(_)), _) => view! { <video class="preview" controls src=inline></video> }.into_any(),
+        (Some(Inert::Text), Some(text)) => view! { <pre class="code">{text}</pre> }.into_any(),
+        _ => view! { <p class="hint">"This type is not shown here (it could run as a page on the dashboard's origin): download it."</p> }.into_any(),
+    };
+    crate::document(
+        view! {
+            <Shell meta>
+                <h1>{f.path.clone()}</h1>
+                <p class="hint">
+                    "In the workspace of "<a href=format!("/agents/{agent}#workspace")>{page.agent.name.clone()}</a>
+                    {format!(" · {} · modified {}", human_bytes(f.bytes), short_time(&f.modified))}
+                </p>
+                <section class="card">{preview}</section>
+                <p><a href=file_url(&agent, &f.path, true) download="">"Download"</a></p>
+            </Shell>
+        }
+        .to_html(),
+    )
+}
+
+fn message_view(agent: &str, m: StoredMessage) -> AnyView {
     match m.message {
         Message::User { content } => {
             view! { <div class="msg user"><span class="who">"You"</span><p>{content}</p></div> }.into_any()
@@ -233,6 +347,9 @@ fn message_view(m: StoredMessage) -> AnyView {
             let text = content.map(|t| view! { <p>{t}</p> });
             view! { <div class="msg assistant"><span class="who">"Agent"</span>{text}{calls}</div> }.into_any()
         }
+        Message::Tool { name, content, is_error: false, .. } if name == "canvas_present" => {
+            canvas_call_card(agent, &content)
+        }
         Message::Tool { name, content, is_error, .. } => {
             let class = if is_error { "msg tool bad" } else { "msg tool" };
             view! {
@@ -244,4 +361,18 @@ fn message_view(m: StoredMessage) -> AnyView {
             .into_any()
         }
     }
+}
+
+/// A `canvas_present` result in the chat: a card linking to the version it made.
+fn canvas_call_card(agent: &str, result: &str) -> AnyView {
+    let value: serde_json::Value = serde_json::from_str(result).unwrap_or_default();
+    let version = value["version"].as_u64().unwrap_or_default();
+    let title = value["title"].as_str().unwrap_or("Canvas").to_string();
+    view! {
+        <div class="msg tool canvas-call">
+            <span class="who">"Canvas"</span>
+            <a href=format!("/canvas/{agent}/{version}")>{format!("v{version} · {title}")}</a>
+        </div>
+    }
+    .into_any()
 }

@@ -4,6 +4,7 @@
 pub mod agent_types;
 pub mod agents;
 pub mod audit;
+pub mod canvas;
 pub mod error;
 pub mod overview;
 pub mod schedules;

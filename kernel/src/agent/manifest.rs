@@ -126,6 +126,10 @@ pub struct Manifest {
     pub cron: Vec<CronBlock>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trigger: Vec<TriggerBlock>,
+    /// Whether this type's canvases may load from and connect to `https:` (off: a canvas
+    /// reaches nothing outside itself). An operator's choice: `agent_type_create` cannot set it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub canvas_network: bool,
 }
 
 /// OpenAPI shape of `[capabilities]` (grants are strings on the wire).
@@ -190,6 +194,8 @@ pub struct ManifestInput {
     /// At most 32 blocks.
     #[schema(max_items = 32)]
     pub trigger: Option<Vec<TriggerBlock>>,
+    /// Lets this type's canvases load from and connect to `https:` (default false).
+    pub canvas_network: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
@@ -279,6 +285,7 @@ impl From<&Manifest> for ManifestInput {
             limits: Some(m.limits.clone()),
             cron: Some(m.cron.clone()),
             trigger: Some(m.trigger.clone()),
+            canvas_network: Some(m.canvas_network),
         }
     }
 }
@@ -422,6 +429,7 @@ pub fn validate(input: ManifestInput) -> Result<Manifest> {
         limits,
         cron,
         trigger,
+        canvas_network: input.canvas_network.unwrap_or(false),
     })
 }
 

@@ -24,7 +24,7 @@ use crate::error::Result;
 use crate::page::{Key, Page, PageRequest};
 
 /// Every built-in domain's registration, in the order their tools are listed.
-const DOMAINS: [fn(&mut Registry, &Config); 9] = [
+const DOMAINS: [fn(&mut Registry, &Config); 10] = [
     crate::system::register,
     crate::artifact::register,
     super::meta::register,
@@ -34,6 +34,7 @@ const DOMAINS: [fn(&mut Registry, &Config); 9] = [
     crate::a2a::register,
     crate::tasks::register,
     crate::schedule::register,
+    crate::canvas::register,
 ];
 
 /// Whether a tool is offered at all on this daemon (spec §0.8): the daemon layer.

@@ -100,14 +100,18 @@ const AGENT_PAGE_SCHEDULES: u32 = 20;
 /// Sessions listed on an agent's page, newest first.
 const AGENT_PAGE_SESSIONS: u32 = 50;
 
-/// What the agent page shows besides the agent: a refused chat message or grant.
+/// Canvas versions listed on an agent's page.
+const AGENT_PAGE_CANVASES: u32 = 10;
+
+/// What the agent page shows besides the agent: a refused chat message, grant or upload.
 #[derive(Default)]
-struct Refused<'a> {
-    chat: Option<&'a Error>,
-    grant: Option<&'a Error>,
+pub(super) struct Refused<'a> {
+    pub chat: Option<&'a Error>,
+    pub grant: Option<&'a Error>,
+    pub upload: Option<&'a Error>,
 }
 
-async fn agent_page(
+pub(super) async fn agent_page(
     kernel: &Kernel,
     op: &Operator,
     id: &str,
@@ -136,7 +140,10 @@ async fn agent_page(
     };
     let filter = kennel_kernel::schedule::ScheduleFilter { agent: Some(agent.id.to_string()), ..Default::default() };
     let schedules = kernel.schedules().list(&filter, &PageRequest::first(AGENT_PAGE_SCHEDULES)).await?.items;
-    let status = refused.chat.or(refused.grant).map_or(StatusCode::OK, |e| crate::status::status_for(e.kind));
+    let workspace = kernel.workspaces().list(agent.id).await?;
+    let canvases = kernel.canvases().versions(agent.id, &PageRequest::first(AGENT_PAGE_CANVASES)).await?.items;
+    let status =
+        refused.chat.or(refused.grant).or(refused.upload).map_or(StatusCode::OK, |e| crate::status::status_for(e.kind));
     let page = AgentPage {
         manifest_toml: to_toml(&agent.manifest),
         schedules,
@@ -147,6 +154,9 @@ async fn agent_page(
         messages,
         chat_error: refused.chat.map(|e| e.model_text()),
         grant_error: refused.grant.map(|e| e.fields.first().map_or(e.message.clone(), |f| f.message.clone())),
+        upload_error: refused.upload.map(|e| e.message.clone()),
+        workspace,
+        canvases,
     };
     let title = page.agent.name.clone();
     Ok(html(status, agents::render_agent(meta(op, title, Nav::Agents, notice.flash()), page)))

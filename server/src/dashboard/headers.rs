@@ -1,9 +1,10 @@
 //! Security headers on every dashboard response (pages, sign-in, redirects, assets), set by
 //! one middleware so no route can forget them:
 //!
-//! - `Content-Security-Policy`: scripts, styles and connections only from this origin, no
-//!   inline script or style, forms post only here, and no framing (`frame-ancestors 'none'`).
-//!   A route the dashboard itself must frame says so with [`allow_same_origin_framing`].
+//! - `Content-Security-Policy`: scripts, styles, media, frames and connections only from this
+//!   origin, no inline script or style, forms post only here, and no framing
+//!   (`frame-ancestors 'none'`). An agent's canvas, the one route the dashboard frames, gets
+//!   a sandboxing policy instead ([`Framing::Canvas`], set with [`canvas_policy`]).
 //!   Exactly one CSP header per response: the middleware replaces any other.
 //! - `X-Content-Type-Options: nosniff` and `Referrer-Policy: same-origin`.
 //! - `Cache-Control: no-store` unless the handler chose a policy (the assets do): signed-in
@@ -21,20 +22,27 @@ pub enum Framing {
     /// Nobody (clickjacking): the default for every route.
     #[default]
     Nobody,
-    /// Dashboard pages on this origin (for a view the dashboard embeds, like the canvas).
-    SameOrigin,
+    /// Agent HTML, framed by dashboard pages on this origin: sandboxed (an opaque origin of
+    /// its own, so no cookie, no dashboard DOM, no API), inline script and style only, images
+    /// only as `data:`, no forms; `network` (the agent type's `canvas_network`) opens `https:`.
+    Canvas { network: bool },
 }
 
-/// The policy: everything from this origin only, nothing inline, no plugins, no `<base>`.
+/// The policy for each kind of response.
 pub fn content_security_policy(framing: Framing) -> &'static str {
     match framing {
         Framing::Nobody => {
-            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; \
-             form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; media-src 'self'; \
+             frame-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
         }
-        Framing::SameOrigin => {
-            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; \
-             form-action 'self'; base-uri 'none'; frame-ancestors 'self'"
+        Framing::Canvas { network: false } => {
+            "sandbox allow-scripts; default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
+             img-src data:; form-action 'none'; base-uri 'none'; frame-ancestors 'self'"
+        }
+        Framing::Canvas { network: true } => {
+            "sandbox allow-scripts; default-src 'none'; script-src 'unsafe-inline' https:; \
+             style-src 'unsafe-inline' https:; img-src data: https:; font-src https:; media-src data: https:; \
+             connect-src https:; form-action 'none'; base-uri 'none'; frame-ancestors 'self'"
         }
     }
 }
@@ -51,11 +59,9 @@ pub async fn security_headers(req: Request, next: Next) -> Response {
     res
 }
 
-/// For a route the dashboard frames itself:
-/// `.route("/canvas", get(canvas).layer(middleware::map_response(allow_same_origin_framing)))`.
-#[allow(dead_code)] // no such route yet; the canvas will be the first
-pub async fn allow_same_origin_framing(mut res: Response) -> Response {
-    res.extensions_mut().insert(Framing::SameOrigin);
+/// Marks a response as a canvas's HTML: the middleware gives it the canvas policy.
+pub fn canvas_policy(mut res: Response, network: bool) -> Response {
+    res.extensions_mut().insert(Framing::Canvas { network });
     res
 }
 
@@ -79,7 +85,7 @@ mod tests {
         Router::new()
             .route("/page", get(|| async { "page" }))
             .route("/asset", get(|| async { ([(CACHE_CONTROL, "no-cache")], "asset") }))
-            .route("/framed", get(|| async { "framed" }).layer(middleware::map_response(allow_same_origin_framing)))
+            .route("/framed", get(|| async { canvas_policy("canvas".into_response(), false) }))
             .route(
                 "/own-csp",
                 get(|| async { ([(CONTENT_SECURITY_POLICY, "default-src *")], StatusCode::NOT_FOUND).into_response() }),
@@ -94,7 +100,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn every_response_gets_the_headers_and_one_route_may_allow_same_origin_frames() {
+    async fn every_response_gets_the_headers_and_a_canvas_gets_the_sandbox() {
         let page = call(app(), "/page").await;
         assert!(one(&page, CONTENT_SECURITY_POLICY).ends_with("frame-ancestors 'none'"));
         assert!(!one(&page, CONTENT_SECURITY_POLICY).contains("unsafe-inline"));
@@ -106,7 +112,9 @@ mod tests {
         assert_eq!(one(&asset, CACHE_CONTROL), "no-cache", "a handler's own cache policy stays");
 
         let framed = call(app(), "/framed").await;
-        assert!(one(&framed, CONTENT_SECURITY_POLICY).ends_with("frame-ancestors 'self'"));
+        let canvas = one(&framed, CONTENT_SECURITY_POLICY);
+        assert!(canvas.starts_with("sandbox allow-scripts;") && canvas.ends_with("frame-ancestors 'self'"), "{canvas}");
+        assert!(!canvas.contains("allow-same-origin") && !canvas.contains("https:"), "{canvas}");
         let own = call(app(), "/own-csp").await;
         assert_eq!(one(&own, CONTENT_SECURITY_POLICY), content_security_policy(Framing::Nobody), "ours, alone");
     }

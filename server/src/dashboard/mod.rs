@@ -4,6 +4,8 @@
 
 mod agent_types;
 mod agents;
+mod canvas;
+mod files;
 mod headers;
 mod pages;
 mod schedules;
@@ -14,7 +16,7 @@ mod tasks;
 mod tools;
 
 use axum::Router;
-use axum::extract::Request;
+use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::StatusCode;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::middleware::{self, Next};
@@ -31,6 +33,9 @@ pub use session::Operator;
 /// operator session, and every POST needs the session's CSRF token. Every response, whatever
 /// answers it, gets the security headers (`headers.rs`).
 pub fn router(kernel: Kernel) -> Router<Kernel> {
+    // An upload's body: the largest file a workspace takes, and room for the form around it.
+    let upload_limit =
+        usize::try_from(kernel.config().workspace.max_file_bytes).unwrap_or(usize::MAX).saturating_add(64 * 1024);
     let protected = Router::new()
         .route("/", get(pages::overview))
         .route("/logout", post(sign_in::logout))
@@ -48,6 +53,13 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .route("/agents/{id}/revoke", post(agents::revoke))
         .route("/agents/{id}/chat", post(agents::chat))
         .route("/agents/{id}/live", get(agents::live))
+        .route("/agents/{id}/files", post(files::upload).layer(DefaultBodyLimit::max(upload_limit)))
+        .route("/agents/{id}/files/view", get(files::view))
+        .route("/agents/{id}/files/raw", get(files::raw))
+        .route("/agents/{id}/canvas/live", get(canvas::live))
+        .route("/canvas", get(canvas::list))
+        .route("/canvas/{agent}/{version}", get(canvas::version))
+        .route("/canvas/{agent}/{version}/frame", get(canvas::frame))
         .route("/tasks", get(tasks::board).post(tasks::post))
         .route("/tasks/{id}", get(tasks::detail))
         .route("/tasks/{id}/reassign", post(tasks::reassign))

@@ -72,7 +72,8 @@ pub async fn require_operator(State(kernel): State<Kernel>, mut req: Request, ne
 }
 
 /// Refuses every POST whose `csrf` form field is not this session's token (403). The body is
-/// read once here and handed on unchanged.
+/// read once here and handed on unchanged; a multipart upload carries the token in its URL's
+/// query instead (`?csrf=`) and its body goes on unread.
 pub async fn check_csrf(req: Request, next: Next) -> Response {
     if req.method() != Method::POST {
         return next.run(req).await;
@@ -81,6 +82,11 @@ pub async fn check_csrf(req: Request, next: Next) -> Response {
         Some(op) => op.csrf.clone(),
         None => return csrf_refused(),
     };
+    // An upload is streamed to its handler, not read here: its token is in the form's URL.
+    if is_multipart(req.headers()) {
+        let query = req.uri().query().unwrap_or_default().as_bytes();
+        return if form_token_matches(query, &expected) { next.run(req).await } else { csrf_refused() };
+    }
     let (parts, body) = req.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, FORM_LIMIT).await else {
         return (StatusCode::PAYLOAD_TOO_LARGE, "the form is too large").into_response();
@@ -89,6 +95,13 @@ pub async fn check_csrf(req: Request, next: Next) -> Response {
         return csrf_refused();
     }
     next.run(Request::from_parts(parts, Body::from(bytes))).await
+}
+
+fn is_multipart(headers: &HeaderMap) -> bool {
+    headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.trim_start().to_ascii_lowercase().starts_with("multipart/form-data"))
 }
 
 /// Whether the urlencoded `form` carries `csrf` equal to `expected`.

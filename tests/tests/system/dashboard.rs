@@ -81,7 +81,9 @@ async fn sign_in_attempts_are_limited_per_address() {
 }
 
 /// A signed-in browser on a fresh daemon (and the API client and home).
-async fn signed_in_with(config: &str) -> (Home, kennel_tests::Daemon, kennel_tests::Api, kennel_tests::Browser) {
+pub(crate) async fn signed_in_with(
+    config: &str,
+) -> (Home, kennel_tests::Daemon, kennel_tests::Api, kennel_tests::Browser) {
     let (home, d, api) = crate::daemon_with_config(config).await;
     let b = d.browser();
     assert_eq!(b.set_up("ada", "correct horse").await.status, 303);

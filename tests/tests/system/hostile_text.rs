@@ -6,7 +6,8 @@
 //! text. Fields that refuse such text (names) are checked for the refusal.
 //!
 //! This test grows with every page that later shows stored text. Workflows are stored but no
-//! page shows them yet.
+//! page shows them yet. Elements only the dashboard makes (a canvas's sandboxed frame, a
+//! workspace file's image or player) are allowed only as it makes them.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -38,6 +39,11 @@ const PAYLOADS: &[&str] = &[
     "\u{202E}gnp.exe \u{2028}line\u{2029}para \u{200B}zero\u{FEFF}width",
 ];
 
+/// A payload as a file name: `/` cannot be in one.
+fn file_name(payload: &str) -> String {
+    payload.replace('/', "\u{2215}")
+}
+
 /// Every payload in one text.
 fn corpus() -> String {
     PAYLOADS.join(" ")
@@ -45,10 +51,10 @@ fn corpus() -> String {
 
 /// The elements the dashboard's pages are made of; any other is injected.
 const ELEMENTS: &[&str] = &[
-    "a", "article", "body", "button", "code", "dd", "details", "div", "dl", "dt", "form", "h1", "h2", "h3", "head",
-    "header", "html", "input", "label", "li", "link", "main", "meta", "nav", "ol", "option", "p", "pre", "script",
-    "section", "select", "span", "strong", "summary", "table", "tbody", "td", "textarea", "th", "thead", "title", "tr",
-    "ul",
+    "a", "article", "audio", "body", "button", "code", "dd", "details", "div", "dl", "dt", "form", "h1", "h2", "h3",
+    "head", "header", "html", "iframe", "img", "input", "label", "li", "link", "main", "meta", "nav", "ol", "option",
+    "p", "pre", "script", "section", "select", "span", "strong", "summary", "table", "tbody", "td", "textarea", "th",
+    "thead", "title", "tr", "ul", "video",
 ];
 
 /// A page as a browser's tokenizer reads it.
@@ -138,11 +144,32 @@ fn assert_no_markup(what: &str, html: &str) -> Page {
         if name == "script" {
             assert_eq!(attrs.get("src").map(String::as_str), Some("/public/live.js"), "{what}: a script");
         }
+        if name == "iframe" {
+            assert_canvas_frame(what, attrs);
+        }
+        if ["img", "audio", "video"].contains(&name.as_str()) {
+            let src = attrs.get("src").map(String::as_str).unwrap_or_default();
+            assert!(src.contains("/files/raw?path="), "{what}: <{name}> not of a workspace file: {attrs:?}");
+        }
     }
     let scripts = page.tags.iter().filter(|(n, _)| n == "script").count();
     assert!(scripts <= 1, "{what}: {scripts} scripts");
     assert!(page.comments.iter().all(String::is_empty), "{what}: comments {:?}", page.comments);
     page
+}
+
+/// The only frame a page may hold: a canvas version's route, sandboxed without
+/// `allow-same-origin` (its scripts get an origin of their own).
+fn assert_canvas_frame(what: &str, attrs: &BTreeMap<String, String>) {
+    assert_eq!(attrs.get("sandbox").map(String::as_str), Some("allow-scripts"), "{what}: a frame {attrs:?}");
+    let src = attrs.get("src").map(String::as_str).unwrap_or_default();
+    let parts: Vec<&str> = src.split('/').collect();
+    let canvas_route = parts.len() == 5
+        && parts[..2] == ["", "canvas"]
+        && parts[2].len() == 36
+        && parts[3].bytes().all(|b| b.is_ascii_digit())
+        && parts[4] == "frame";
+    assert!(canvas_route, "{what}: a frame of {src:?}");
 }
 
 /// Which payloads a page must show as text (so the test sees them stored and shown, and cannot
@@ -194,7 +221,7 @@ fn content_id(reply: &Reply, pointer: &str) -> String {
 async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     let corpus = corpus();
     let config = "[task_board]\nwake_assignee = false\n[a2a]\nexpose = [\"frontdesk\"]\npublic = [\"frontdesk\"]\n";
-    let (_home, d, api, llm) = daemon_with_llm("openai", config).await;
+    let (home, d, api, llm) = daemon_with_llm("openai", config).await;
     let b = d.browser();
 
     // Operator names are names: refused, and the refusal shows the text as text.
@@ -202,6 +229,29 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     assert_eq!(refused.status, 422, "{}", refused.text);
     check_reply("/setup refusing a hostile name", &refused, Shows::All);
     assert_eq!(b.set_up("ada", "correct horse").await.status, 303);
+
+    // Canvases: titles and HTML from the agent (one version through a turn, so the chat shows
+    // its card), each payload a title; the HTML only ever in the sandboxed frame.
+    let painter = agent_from(&api, json!({"name": "painter", "model": "m", "tools": ["canvas_present"]})).await;
+    llm.push(Scripted::call("canvas_present", json!({"html": corpus, "title": PAYLOADS[0]})))
+        .push(Scripted::text("shown"));
+    let painted =
+        b.submit(&format!("/agents/{painter}"), &format!("/agents/{painter}/chat"), &[("message", "draw")]).await;
+    let canvas_chat = painted.header("location").unwrap().split('#').next().unwrap().to_string();
+    for title in &PAYLOADS[1..] {
+        let shown = api.invoke(&painter, "canvas_present", json!({"html": corpus, "title": title})).await;
+        assert_eq!(shown.status, 200, "{}", shown.text);
+    }
+
+    // Workspace files: names from an agent (written to its folder as a tool would), one per
+    // payload (a name holds no `/`), and a text file holding the corpus.
+    let keeper = agent_from(&api, json!({"name": "keeper", "model": "m"})).await;
+    let folder = home.path().join("workspaces").join(&keeper);
+    std::fs::create_dir_all(folder.join(file_name(PAYLOADS[1]))).unwrap();
+    std::fs::write(folder.join(file_name(PAYLOADS[1])).join("inner.txt"), &corpus).unwrap();
+    for payload in PAYLOADS {
+        std::fs::write(folder.join(format!("{}.txt", file_name(payload))), &corpus).unwrap();
+    }
 
     // An agent with agents.*, tasks.* and schedule.* stores text through its tools, as in the
     // issue: agent_type_create with a system prompt that closes the textarea.
@@ -346,6 +396,25 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     let a2a_session = api.get(&format!("/api/agents/{frontdesk}/sessions")).await.body[0]["id"].clone();
     let a2a_page = format!("/agents/{frontdesk}?session={}", a2a_session.as_str().expect("a session"));
     check(&b, &format!("/agents/{frontdesk}"), Shows::First).await;
+
+    // Canvases and workspace files.
+    check(&b, &format!("/canvas/{painter}/1"), Shows::All).await;
+    check(&b, &canvas_chat, Shows::First).await;
+    let canvases = check(&b, "/canvas", Shows::Nothing).await;
+    assert!(canvases.text.contains(PAYLOADS[PAYLOADS.len() - 1]), "the latest title, as text");
+    let painter_page = check(&b, &format!("/agents/{painter}"), Shows::Nothing).await;
+    assert!(painter_page.text.contains(PAYLOADS[PAYLOADS.len() - 1]), "the version list, as text");
+    let frame = b.get(&format!("/canvas/{painter}/1/frame")).await;
+    assert_eq!(frame.text, corpus, "the frame serves the agent's HTML as it is, in its sandbox");
+    assert!(frame.header("content-security-policy").unwrap().starts_with("sandbox allow-scripts;"));
+    let files = check(&b, &format!("/agents/{keeper}"), Shows::Nothing).await;
+    for payload in PAYLOADS {
+        assert!(files.text.contains(&format!("{}.txt", file_name(payload))), "{payload:?} listed as text");
+    }
+    let inner = format!("{}/inner.txt", file_name(PAYLOADS[1]));
+    for path in [inner.as_str(), &format!("{}.txt", file_name(PAYLOADS[0]))] {
+        check(&b, &with_query(&format!("/agents/{keeper}/files/view"), "path", path), Shows::All).await;
+    }
 
     // Token names are names: refused on the settings page, which shows the text as text.
     let token = b.submit("/settings", "/settings/tokens", &[("name", &corpus)]).await;

@@ -22,6 +22,7 @@ mod tool_modes;
 mod tools;
 mod turns;
 mod workflows;
+mod workspace_canvas;
 
 use kennel_tests::{Api, Daemon, Home};
 
