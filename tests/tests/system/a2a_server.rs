@@ -1,7 +1,7 @@
 //! Kennel's A2A server, spoken to over raw JSON-RPC: cards, the spec's errors, versions,
 //! sending without waiting, history lengths, follow-ups, ListTasks, cancelling, streaming,
-//! and tasks that outlive their client or their daemon, or end with their agent. (The official SDK clients are in
-//! `a2a_sdk.rs`.)
+//! and tasks that outlive their client or their daemon, or end with their agent. (The official
+//! SDK clients are in `a2a_sdk.rs`.)
 
 use std::time::{Duration, Instant};
 
