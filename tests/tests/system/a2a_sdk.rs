@@ -6,12 +6,12 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use kennel_tests::fake_llm::{FakeLlm, Scripted};
-use kennel_tests::{Api, Daemon, Home};
+use kennel_tests::fake_llm::Scripted;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Child;
 
+use crate::a2a_server::exposing_with_token as exposing;
 use crate::{agent_from, daemon_with_config};
 
 fn script(name: &str) -> String {
@@ -73,23 +73,6 @@ async fn sdk_server(python: impl AsRef<std::ffi::OsStr>, peer: &str, port: u16) 
     let ready = tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await.expect("the SDK server starts");
     assert!(ready.unwrap().unwrap().contains("listening"));
     child
-}
-
-/// A daemon exposing `helper` (public, may call `system_time`) and `vault` (token only).
-async fn exposing() -> (Home, Daemon, Api, FakeLlm, String) {
-    let llm = FakeLlm::start().await;
-    let config = format!(
-        "{}[a2a]\nexpose = [\"helper\", \"vault\"]\npublic = [\"helper\"]\n",
-        llm.provider_config("fake", "openai")
-    );
-    let home = Home::with_config(&config);
-    let token = home.token("peer").await;
-    let daemon = home.start().await;
-    let api = daemon.api(&token);
-    let helper = json!({"name": "helper", "model": "m", "description": "Answers questions", "tools": ["system_time"]});
-    agent_from(&api, helper).await;
-    agent_from(&api, json!({"name": "vault", "model": "m"})).await;
-    (home, daemon, api, llm, token)
 }
 
 #[tokio::test]

@@ -11,8 +11,9 @@ use serde_json::{Value, json};
 
 use crate::agent_from;
 
-/// A daemon exposing `helper` (public) and `vault` (token only), both on the fake provider.
-async fn exposing() -> (Home, Daemon, Api, FakeLlm) {
+/// A daemon exposing `helper` (public, may call `system_time`) and `vault` (token only), both
+/// on the fake provider; and the API token it was started with.
+pub(crate) async fn exposing_with_token() -> (Home, Daemon, Api, FakeLlm, String) {
     let llm = FakeLlm::start().await;
     let config = format!(
         "{}[a2a]\nexpose = [\"helper\", \"vault\"]\npublic = [\"helper\"]\n",
@@ -22,8 +23,14 @@ async fn exposing() -> (Home, Daemon, Api, FakeLlm) {
     let token = home.token("peer").await;
     let daemon = home.start().await;
     let api = daemon.api(&token);
-    agent_from(&api, json!({"name": "helper", "model": "m", "description": "Answers questions"})).await;
+    let helper = json!({"name": "helper", "model": "m", "description": "Answers questions", "tools": ["system_time"]});
+    agent_from(&api, helper).await;
     agent_from(&api, json!({"name": "vault", "model": "m"})).await;
+    (home, daemon, api, llm, token)
+}
+
+async fn exposing() -> (Home, Daemon, Api, FakeLlm) {
+    let (home, daemon, api, llm, _) = exposing_with_token().await;
     (home, daemon, api, llm)
 }
 
