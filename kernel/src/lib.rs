@@ -110,7 +110,7 @@ impl Kernel {
             .iter()
             .map(|(name, p)| Ok((name.clone(), llm::Provider::new(name, p.clone())?)))
             .collect::<Result<_>>()?;
-        let agents = Arc::new(Agents::load(db.clone()).await?);
+        let agents = Arc::new(Agents::load(db.clone(), config.providers.keys().cloned().collect()).await?);
         let kernel = Kernel(Arc::new(Inner {
             providers,
             turns: Turns::default(),

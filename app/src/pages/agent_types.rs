@@ -62,6 +62,8 @@ impl TypeForm {
 
 pub struct AgentTypesPage {
     pub types: Vec<Arc<AgentType>>,
+    /// The providers config.toml defines: the choices of the provider field.
+    pub providers: Vec<String>,
     pub form: TypeForm,
     pub errors: Vec<FieldError>,
 }
@@ -102,7 +104,7 @@ pub fn render_list(meta: PageMeta, page: AgentTypesPage) -> String {
                 </section>
                 <section class="card">
                     <h2>"New agent type"</h2>
-                    <TypeFields action="/agent-types".into() form=page.form errors=page.errors csrf submit="Create agent type" name_editable=true/>
+                    <TypeFields action="/agent-types".into() form=page.form errors=page.errors csrf submit="Create agent type" name_editable=true providers=page.providers/>
                 </section>
             </Shell>
         }
@@ -118,7 +120,9 @@ fn TypeFields(
     csrf: String,
     submit: &'static str,
     name_editable: bool,
+    providers: Vec<String>,
 ) -> impl IntoView {
+    let provider_choices = provider_options(&providers, &form.provider);
     // Grants typed as `tools` or stored as `capabilities.tools` belong to the same input.
     let tools_error = field_error(&errors, "tools")
         .map(IntoAny::into_any)
@@ -135,7 +139,7 @@ fn TypeFields(
             <label>"System prompt" <TextArea name="system_prompt" rows=5 value=form.system_prompt/></label>
             {field_error(&errors, "system_prompt")}
             <div class="row">
-                <label>"Provider" <input type="text" name="provider" value=form.provider placeholder="a [providers.NAME] of config.toml"/></label>
+                <label>"Provider" <select name="provider">{provider_choices}</select></label>
                 <label>"Model" <input type="text" name="model" value=form.model/></label>
             </div>
             {field_error(&errors, "provider")}
@@ -149,8 +153,29 @@ fn TypeFields(
     }
 }
 
+/// The provider field's choices: "the default" (empty), each configured provider, and the
+/// form's own value when it is none of them (so a stored or typed name that is not
+/// configured stays visible next to its error instead of silently becoming the default).
+fn provider_options(providers: &[String], current: &str) -> Vec<AnyView> {
+    let default = match providers {
+        [] => "none configured (add [providers.NAME] to config.toml)".to_string(),
+        [only] => format!("the default ({only}, the only one configured)"),
+        _ => "the default (pick one: several are configured)".to_string(),
+    };
+    let mut options = vec![view! { <option value="" selected=current.is_empty()>{default}</option> }.into_any()];
+    for p in providers {
+        options.push(view! { <option value=p.clone() selected=p == current>{p.clone()}</option> }.into_any());
+    }
+    if !current.is_empty() && !providers.iter().any(|p| p == current) {
+        let label = format!("{current} (not configured)");
+        options.push(view! { <option value=current.to_string() selected=true>{label}</option> }.into_any());
+    }
+    options
+}
+
 pub struct EditPage {
     pub agent_type: Arc<AgentType>,
+    pub providers: Vec<String>,
     pub form: TypeForm,
     pub errors: Vec<FieldError>,
     /// The TOML text to show: the stored manifest, or what was just submitted with its error.
@@ -177,7 +202,7 @@ pub fn render_edit(meta: PageMeta, page: EditPage) -> String {
                 <div class="columns">
                     <section class="card">
                         <h2>"The seven fields"</h2>
-                        <TypeFields action=format!("/agent-types/{name}") form=page.form errors=page.errors csrf=csrf.clone() submit="Save" name_editable=false/>
+                        <TypeFields action=format!("/agent-types/{name}") form=page.form errors=page.errors csrf=csrf.clone() submit="Save" name_editable=false providers=page.providers/>
                     </section>
                     <section class="card">
                         <h2>"Full manifest (TOML)"</h2>
@@ -225,6 +250,7 @@ mod tests {
             form: TypeForm::from_manifest(&manifest),
             toml: to_toml(&manifest),
             agent_type: Arc::new(AgentType { manifest, created_at: "now".into(), updated_at: "now".into() }),
+            providers: vec!["local".into()],
             errors: Vec::new(),
             toml_errors: Vec::new(),
         };

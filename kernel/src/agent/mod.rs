@@ -125,14 +125,16 @@ impl State {
 
 pub struct Agents {
     db: Db,
+    /// The providers config.toml defines: the only ones an agent type may name.
+    providers: Vec<String>,
     state: RwLock<State>,
     /// Serialises writes and reloads so a reload can never put back a stale copy.
     write: tokio::sync::Mutex<()>,
 }
 
 impl Agents {
-    pub(crate) async fn load(db: Db) -> Result<Agents> {
-        let agents = Agents { db, state: RwLock::default(), write: tokio::sync::Mutex::new(()) };
+    pub(crate) async fn load(db: Db, providers: Vec<String>) -> Result<Agents> {
+        let agents = Agents { db, providers, state: RwLock::default(), write: tokio::sync::Mutex::new(()) };
         agents.reload().await?;
         Ok(agents)
     }
@@ -174,7 +176,7 @@ impl Agents {
 
     /// Validates and stores a new agent type.
     pub async fn create_type(&self, input: ManifestInput) -> Result<Arc<AgentType>> {
-        let manifest = validate_off_runtime(input).await?;
+        let manifest = self.validate(input).await?;
         let _w = self.write.lock().await;
         if let Some(e) = self.read().name_conflict(&manifest.name, None) {
             return Err(e);
@@ -198,7 +200,7 @@ impl Agents {
             }
             _ => input.name = Some(name.to_string()),
         }
-        let manifest = validate_off_runtime(input).await?;
+        let manifest = self.validate(input).await?;
         let _w = self.write.lock().await;
         let created_at = self.get_type(name)?.created_at.clone();
         let t = AgentType { manifest, created_at, updated_at: db::now() };
@@ -206,6 +208,39 @@ impl Agents {
         let t = Arc::new(t);
         self.state.write().expect("agent state lock").types.insert(name.to_string(), t.clone());
         Ok(t)
+    }
+
+    /// The one validator, and the one rule it cannot know: a named provider must be one
+    /// config.toml defines (else the type's agents fail only when they first think). Its
+    /// refusal joins the validator's others.
+    async fn validate(&self, input: ManifestInput) -> Result<Manifest> {
+        let provider = input.provider.clone().filter(|p| !p.is_empty() && !self.providers.contains(p));
+        let unknown = provider.map(|p| FieldError {
+            field: "provider".into(),
+            message: format!("`{p}` is not a provider of this daemon (configured: {})", self.configured_providers()),
+        });
+        match (validate_off_runtime(input).await, unknown) {
+            (Ok(m), None) => Ok(m),
+            (Ok(_), Some(field)) => Err(Error::invalid_fields(vec![field])),
+            (Err(mut e), Some(field)) if !e.fields.is_empty() => {
+                e.fields.push(field);
+                Err(e)
+            }
+            (Err(e), _) => Err(e),
+        }
+    }
+
+    /// The providers an agent type may name.
+    pub fn providers(&self) -> &[String] {
+        &self.providers
+    }
+
+    fn configured_providers(&self) -> String {
+        if self.providers.is_empty() {
+            "none; add a [providers.NAME] section to config.toml".into()
+        } else {
+            self.providers.join(", ")
+        }
     }
 
     pub async fn delete_type(&self, name: &str) -> Result<()> {

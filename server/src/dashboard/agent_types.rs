@@ -56,7 +56,7 @@ fn list_page(
     errors: Vec<FieldError>,
     notice: Notice,
 ) -> Response {
-    let page = AgentTypesPage { types: kernel.agents().types(), form, errors };
+    let page = AgentTypesPage { types: kernel.agents().types(), providers: kernel.agents().providers().to_vec(), form, errors };
     html(status, agent_types::render_list(meta(op, "Agent types", Nav::AgentTypes, notice.flash()), page))
 }
 
@@ -77,7 +77,7 @@ pub async fn create(
     match kernel.agents().create_type(form.to_spec().into()).await {
         Ok(t) => see_other(
             &format!("/agent-types/{}", t.manifest.name),
-            &format!("Agent type `{}` created.", t.manifest.name),
+            &saved_notice(&kernel, &t, &format!("Agent type \u{201c}{}\u{201d} created.", t.manifest.name)),
         ),
         Err(e) => {
             let status = crate::status::status_for(e.kind);
@@ -91,8 +91,19 @@ fn edit_page(op: &Operator, status: StatusCode, page: EditPage, notice: Notice) 
     html(status, agent_types::render_edit(meta(op, title, Nav::AgentTypes, notice.flash()), page))
 }
 
-fn fresh_edit(t: Arc<AgentType>) -> EditPage {
+/// `done`, and a warning for each grant that matches no tool on this daemon (a typo, or a
+/// family not installed): saved all the same, since a dynamic provider may add it later.
+fn saved_notice(kernel: &Kernel, t: &AgentType, done: &str) -> String {
+    let unmatched = kernel.tools().unmatched(&t.manifest.capabilities.tools).join(", ");
+    if unmatched.is_empty() {
+        return done.to_string();
+    }
+    format!("{done} Warning: no tool on this daemon matches the grant {unmatched}; check its spelling on the Tools page.")
+}
+
+fn fresh_edit(kernel: &Kernel, t: Arc<AgentType>) -> EditPage {
     EditPage {
+        providers: kernel.agents().providers().to_vec(),
         form: TypeForm::from_manifest(&t.manifest),
         toml: to_toml(&t.manifest),
         agent_type: t,
@@ -107,7 +118,7 @@ pub async fn edit(
     Path(name): Path<String>,
     Query(n): Query<Notice>,
 ) -> PageResult {
-    Ok(edit_page(&op, StatusCode::OK, fresh_edit(kernel.agents().get_type(&name)?), n))
+    Ok(edit_page(&op, StatusCode::OK, fresh_edit(&kernel, kernel.agents().get_type(&name)?), n))
 }
 
 /// Saves the seven fields; the rest of the manifest (mode, limits, cron, …) is kept.
@@ -131,9 +142,9 @@ pub async fn save(
         caps.tools = spec.tools;
     }
     match kernel.agents().replace_type(&name, input).await {
-        Ok(_) => Ok(see_other(&format!("/agent-types/{name}"), "Saved.")),
+        Ok(t) => Ok(see_other(&format!("/agent-types/{name}"), &saved_notice(&kernel, &t, "Saved."))),
         Err(e) => {
-            let page = EditPage { errors: field_errors(&e, "name"), form, ..fresh_edit(current) };
+            let page = EditPage { errors: field_errors(&e, "name"), form, ..fresh_edit(&kernel, current) };
             Ok(edit_page(&op, crate::status::status_for(e.kind), page, Notice::default()))
         }
     }
@@ -158,9 +169,9 @@ pub async fn replace_toml(
     }
     .await;
     match result {
-        Ok(_) => Ok(see_other(&format!("/agent-types/{name}"), "Manifest replaced.")),
+        Ok(t) => Ok(see_other(&format!("/agent-types/{name}"), &saved_notice(&kernel, &t, "Manifest replaced."))),
         Err(e) => {
-            let page = EditPage { toml: form.toml, toml_errors: field_errors(&e, "manifest"), ..fresh_edit(current) };
+            let page = EditPage { toml: form.toml, toml_errors: field_errors(&e, "manifest"), ..fresh_edit(&kernel, current) };
             Ok(edit_page(&op, crate::status::status_for(e.kind), page, Notice::default()))
         }
     }

@@ -8,7 +8,8 @@ use crate::{agent_from, daemon, daemon_with_config, daemon_with_llm};
 
 #[tokio::test]
 async fn agent_type_create_and_rest_store_identical_types_and_never_overwrite() {
-    let (_home, _d, api) = daemon().await;
+    let local = "[providers.local]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"\"\n";
+    let (_home, _d, api) = daemon_with_config(local).await;
     let maker = agent_from(&api, json!({"name": "maker", "tools": ["agent_type_create"]})).await;
     let fields = json!({"description": "writes reports", "system_prompt": "Be brief.", "provider": "local",
                         "model": "m1", "tools": ["system_time", "memory_*"], "skills": ["writing"]});

@@ -178,6 +178,34 @@ async fn the_agent_type_editor_shows_the_apis_validation_next_to_each_field() {
 }
 
 #[tokio::test]
+async fn the_editor_offers_the_configured_providers_and_warns_of_grants_that_match_no_tool() {
+    let local = "[providers.local]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"\"\n";
+    let (_home, _d, api, b) = signed_in_with(local).await;
+    let page = b.get("/agent-types").await.text;
+    assert!(page.contains("<select name=\"provider\">"), "a choice, not a free text field");
+    assert!(page.contains("<option value=\"local\">local</option>"), "{page}");
+    assert!(page.contains("the default (local, the only one configured)"));
+
+    // A typed provider that is not configured (an old form, a hand-made request) is refused
+    // next to the field with the ones that are, and stays selected, marked.
+    let typo = b.submit("/agent-types", "/agent-types", &[("name", "typo"), ("provider", "locl")]).await;
+    assert_eq!(typo.status, 422, "{}", typo.text);
+    assert!(typo.text.contains("id=\"provider-error\""), "next to the field");
+    assert!(typo.text.contains("`locl` is not a provider of this daemon (configured: local)"), "{}", typo.text);
+    assert!(typo.text.contains("<option value=\"locl\" selected>locl (not configured)</option>"), "{}", typo.text);
+    assert_eq!(api.get("/api/templates/typo").await.status, 404, "nothing saved");
+
+    // A grant that matches no tool is saved, with a warning that names it.
+    let saved =
+        b.submit("/agent-types", "/agent-types", &[("name", "misspelt"), ("tools", "system_time, memry_*")]).await;
+    assert_eq!(saved.status, 303, "{}", saved.text);
+    let shown = b.get(saved.header("location").unwrap()).await.text;
+    assert!(shown.contains("Warning: no tool on this daemon matches the grant memry_*"), "{shown}");
+    let clean = b.submit("/agent-types/misspelt", "/agent-types/misspelt", &[("tools", "system_time")]).await;
+    assert!(!b.get(clean.header("location").unwrap()).await.text.contains("Warning"), "no warning when all match");
+}
+
+#[tokio::test]
 async fn the_tools_inspector_filters_grants_and_tries_tools_through_the_pipeline() {
     let (_home, _d, api, b) = signed_in_with("").await;
     let id = crate::agent_with(&api, "helper", &[]).await;

@@ -96,9 +96,11 @@ async fn missing_provider_or_key_is_a_clear_error_and_the_daemon_keeps_serving()
     let refused = say(&api, &id, "hello?").await;
     assert_eq!(refused.status, 503);
     assert!(refused.error_message().contains("set KENNEL_TEST_NOT_SET"), "{}", refused.text);
-    let other = agent_from(&api, json!({"name": "elsewhere", "model": "m", "provider": "nope"})).await;
-    let refused = say(&api, &other, "hello?").await;
-    assert!(refused.error_message().contains("add [providers.nope]"), "{}", refused.text);
+    // A provider config.toml does not define is refused when the type is made, not at the first turn.
+    let unknown = api.post("/api/templates", json!({"name": "elsewhere", "model": "m", "provider": "nope"})).await;
+    assert_eq!(unknown.status, 422, "{}", unknown.text);
+    assert_eq!(unknown.body["error"]["fields"][0]["field"], "provider", "{}", unknown.text);
+    assert!(unknown.text.contains("`nope` is not a provider of this daemon (configured: cloud)"), "{}", unknown.text);
     let no_model = agent_from(&api, json!({"name": "modelless", "provider": "cloud"})).await;
     assert!(say(&api, &no_model, "hi").await.error_message().contains("no model"));
 }
