@@ -86,3 +86,12 @@ document.addEventListener('DOMContentLoaded', () => {
     list.prepend(li);
   });
 });
+
+// Destructive forms ask first: `data-confirm` holds the question. Without JS they post at once.
+document.addEventListener('submit', (event) => {
+  const question = event.target.dataset && event.target.dataset.confirm;
+  if (question && !window.confirm(question)) {
+    event.preventDefault();
+    event.stopImmediatePropagation();
+  }
+}, true);

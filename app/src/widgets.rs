@@ -150,6 +150,16 @@ pub fn Pager(shown: usize, paging: Paging) -> impl IntoView {
 }
 
 /// A timestamp as a person reads it: `2026-11-30 14:02:11`.
+/// An agent as lists of agents to choose from show it: a running agent by its name, a
+/// stopped one with its status and short id (its name may be a running agent's now).
+pub fn agent_label(a: &Agent) -> String {
+    if a.is_running() {
+        a.name.clone()
+    } else {
+        format!("{} (stopped · {})", a.name, kennel_kernel::text::short_id(&a.id.to_string()))
+    }
+}
+
 /// A size for people: `812 B`, `14.2 KiB`, `3.0 MiB`.
 pub fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];

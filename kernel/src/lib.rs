@@ -302,6 +302,12 @@ impl Kernel {
         Ok(stopped)
     }
 
+    /// Starts a stopped agent again. Its schedules stay paused (stopping paused them, and
+    /// which ones an operator had paused before is not known): resume them on purpose.
+    pub async fn start_agent(&self, agent: &str) -> Result<Arc<agent::Agent>> {
+        self.0.agents.start(agent).await
+    }
+
     /// Stops an agent if it runs, then removes it: no longer listed or found, its sessions,
     /// schedules (paused) and audit rows kept.
     pub async fn remove_agent(&self, agent: &str) -> Result<Arc<agent::Agent>> {

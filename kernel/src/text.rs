@@ -18,6 +18,13 @@ pub fn longer_than(text: &str, max: usize) -> bool {
     text.chars().nth(max).is_some()
 }
 
+/// The short form of an id, as operators see and type it: its last 8 hex digits (the random
+/// part of a UUIDv7).
+pub fn short_id(id: &str) -> String {
+    let hex: Vec<char> = id.chars().filter(char::is_ascii_hexdigit).collect();
+    hex[hex.len().saturating_sub(8)..].iter().collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

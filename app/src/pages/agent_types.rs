@@ -215,7 +215,8 @@ pub fn render_edit(meta: PageMeta, page: EditPage) -> String {
                     </section>
                 </div>
                 <section class="card">
-                    <form method="post" action=format!("/agent-types/{name}/delete") class="inline">
+                    <form method="post" action=format!("/agent-types/{name}/delete") class="inline"
+                        data-confirm=format!("Delete agent type {name}? Agents made from it keep running.")>
                         <Csrf token=csrf/>
                         <button type="submit" class="danger">"Delete this agent type"</button>
                         <span class="hint">" Agents made from it keep running."</span>

@@ -37,15 +37,7 @@ pub fn render_list(meta: PageMeta, page: AgentsPage) -> String {
         .agents
         .iter()
         .map(|a| {
-            let csrf = csrf.clone();
-            let (action, label, class) =
-                if a.is_running() { ("stop", "Stop", "danger") } else { ("remove", "Remove", "link danger") };
-            let stop = view! {
-                <form method="post" action=format!("/agents/{}/{action}", a.id)>
-                    <Csrf token=csrf/>
-                    <button type="submit" class=class>{label}</button>
-                </form>
-            };
+            let stop = lifecycle_buttons(a, &csrf);
             let status = if a.is_running() { "running" } else { "stopped" };
             view! {
                 <tr>
@@ -166,6 +158,20 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
     let chat_error = page.chat_error.map(|e| view! { <p class="flash error" role="alert" id="chat-error">{e}</p> });
     let session_field = current.map(|s| view! { <input type="hidden" name="session" value=s.to_string()/> });
     let status = if a.is_running() { "running" } else { "stopped" };
+    // A stopped agent takes no messages: no chat box that can only fail.
+    let chat_form = if a.is_running() {
+        view! {
+            <form method="post" action=format!("/agents/{}/chat", a.id) class="stack" id="chat-form" data-live=format!("/agents/{}/live", a.id)>
+                <Csrf token=csrf.clone()/>
+                {session_field}
+                <TextArea name="message" rows=3 required=true placeholder="Message the agent"/>
+                <button type="submit">"Send"</button>
+            </form>
+        }
+        .into_any()
+    } else {
+        view! { <p class="hint" id="chat-stopped">"This agent is stopped: start it to chat."</p> }.into_any()
+    };
     let goal = a.goal.clone().unwrap_or_else(|| "none".into());
     let schedules = page
         .schedules
@@ -186,6 +192,7 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
             <Shell meta>
                 <h1>{a.name.clone()}" "<span class=format!("status {status}")>{status}</span></h1>
                 <p class="hint">{format!("Type {} · id {} · goal: {goal}", a.agent_type, a.id)}</p>
+                <div class="actions">{lifecycle_buttons(&a, &csrf)}</div>
                 <div class="columns">
                     <section class="card" id="chat">
                         <h2>"Chat"</h2>
@@ -197,12 +204,7 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
                         <div class="chat-log">{chat}</div>
                         <ol class="live-log" id="live-log" hidden></ol>
                         {chat_error}
-                        <form method="post" action=format!("/agents/{}/chat", a.id) class="stack" id="chat-form" data-live=format!("/agents/{}/live", a.id)>
-                            <Csrf token=csrf.clone()/>
-                            {session_field}
-                            <TextArea name="message" rows=3 required=true placeholder="Message the agent"/>
-                            <button type="submit">"Send"</button>
-                        </form>
+                        {chat_form}
                     </section>
                     <section class="card">
                         {canvas_card(&id, page.canvases)}
@@ -228,6 +230,27 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
         }
         .to_html(),
     )
+}
+
+/// Stop for a running agent; Start and Delete for a stopped one. Stopping and deleting ask
+/// first (`data-confirm`, read by live.js).
+fn lifecycle_buttons(a: &Agent, csrf: &str) -> impl IntoView + use<> {
+    let button = |action: &str, label: &'static str, class: &'static str, confirm: Option<String>| {
+        view! {
+            <form method="post" action=format!("/agents/{}/{action}", a.id) class="inline" data-confirm=confirm>
+                <Csrf token=csrf.to_string()/>
+                <button type="submit" class=class>{label}</button>
+            </form>
+        }
+    };
+    if a.is_running() {
+        let confirm = format!("Stop agent {}? Its running turns are cancelled and its schedules paused.", a.name);
+        view! { {button("stop", "Stop", "danger", Some(confirm))} }.into_any()
+    } else {
+        let confirm = format!("Delete agent {}? It leaves every list; its history and audit stay.", a.name);
+        view! { {button("start", "Start", "", None)}" "{button("remove", "Delete", "link danger", Some(confirm))} }
+            .into_any()
+    }
 }
 
 /// The agent's latest canvas, live: `live.js` swaps in each new version as it is presented.

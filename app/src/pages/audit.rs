@@ -7,7 +7,7 @@ use kennel_kernel::tool::audit::AuditRecord;
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{Pager, Paging, audit_table};
+use crate::widgets::{Pager, Paging, agent_label, audit_table};
 
 pub struct AuditPage {
     /// A page of records, newest first.
@@ -26,7 +26,7 @@ pub fn render(meta: PageMeta, page: AuditPage) -> String {
         .map(|a| {
             let id = a.id.to_string();
             let is = id == selected;
-            view! { <option value=id selected=is>{a.name.clone()}</option> }
+            view! { <option value=id selected=is>{agent_label(a)}</option> }
         })
         .collect::<Vec<_>>();
     let shown = page.records.len();

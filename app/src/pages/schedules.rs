@@ -10,7 +10,7 @@ use kennel_kernel::schedule::{Fire, Schedule, State};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{Csrf, Pager, Paging, agent_names, short_time};
+use crate::widgets::{Csrf, Pager, Paging, agent_label, agent_names, short_time};
 
 pub struct List {
     /// A page of the schedules, oldest first.
@@ -83,7 +83,7 @@ pub fn render_list(meta: PageMeta, page: List) -> String {
             // By id: a stopped agent's name no longer resolves.
             let id = a.id.to_string();
             let selected = a.name == page.agent || id == page.agent;
-            view! { <option value=id selected=selected>{a.name.clone()}</option> }
+            view! { <option value=id selected=selected>{agent_label(a)}</option> }
         })
         .collect::<Vec<_>>();
     let empty = page.schedules.is_empty().then(|| {

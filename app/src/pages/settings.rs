@@ -30,12 +30,13 @@ pub fn render(meta: PageMeta, page: Settings) -> String {
         .map(|t| {
             let csrf = csrf.clone();
             let action = format!("/settings/tokens/{}/revoke", t.name);
+            let confirm = format!("Revoke token {}? Whatever uses it is refused from now on.", t.name);
             view! {
                 <tr>
                     <td>{t.name.clone()}</td>
                     <td>{short_time(&t.created_at)}</td>
                     <td>
-                        <form method="post" action=action>
+                        <form method="post" action=action data-confirm=confirm>
                             <Csrf token=csrf/>
                             <button type="submit" class="danger">"Revoke"</button>
                         </form>

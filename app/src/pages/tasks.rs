@@ -8,7 +8,7 @@ use kennel_kernel::tasks::{Task, TaskAction, TaskEvent, TaskStatus};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{Csrf, Pager, Paging, TextArea, agent_names, field_error, short_time};
+use crate::widgets::{Csrf, Pager, Paging, TextArea, agent_label, agent_names, field_error, short_time};
 
 pub struct Board {
     /// A page of the tasks, highest priority first.
@@ -75,7 +75,7 @@ pub fn render_board(meta: PageMeta, page: Board) -> String {
             // By id: a stopped agent's name no longer resolves.
             let id = a.id.to_string();
             let selected = id == page.assignee || a.name == page.assignee;
-            view! { <option value=id selected=selected>{a.name.clone()}</option> }
+            view! { <option value=id selected=selected>{agent_label(a)}</option> }
         })
         .collect::<Vec<_>>();
     let post = page.post;
@@ -167,7 +167,11 @@ pub fn render_detail(meta: PageMeta, page: Detail) -> String {
                 .agents
                 .iter()
                 .filter(|a| a.is_running())
-                .map(|a| view! { <option value=a.name.clone()>{a.name.clone()}</option> })
+                .map(|a| {
+                    // The current assignee first chosen: reassigning starts from who has it.
+                    let current = t.assigned_to.as_deref() == Some(a.id.to_string().as_str());
+                    view! { <option value=a.name.clone() selected=current>{a.name.clone()}</option> }
+                })
                 .collect::<Vec<_>>();
             view! {
                 <form method="post" action=format!("/tasks/{}/reassign", t.id) class="inline">

@@ -12,7 +12,7 @@ use kennel_kernel::tool::{Availability, EffectiveTool, ToolDef, ToolStatus};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{Csrf, TextArea, argument_rows};
+use crate::widgets::{Csrf, TextArea, agent_label, argument_rows};
 
 /// The outcome of a "try it" run.
 pub struct TryResult {
@@ -53,7 +53,7 @@ pub fn render(meta: PageMeta, page: ToolsPage) -> String {
         .map(|a| {
             let id = a.id.to_string();
             let is = id == selected;
-            view! { <option value=id selected=is>{a.name.clone()}</option> }
+            view! { <option value=id selected=is>{agent_label(a)}</option> }
         })
         .collect::<Vec<_>>();
     let statuses: BTreeMap<String, EffectiveTool> = page

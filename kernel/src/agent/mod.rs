@@ -387,6 +387,25 @@ impl Agents {
         .await
     }
 
+    /// Starts a stopped agent again, with its sessions and history. Refused while another
+    /// running agent holds its name (the name was free for a new agent while it was stopped).
+    pub async fn start(&self, id_or_name: &str) -> Result<Arc<Agent>> {
+        self.update(id_or_name, |a| {
+            if a.is_running() {
+                return Ok(());
+            }
+            if let Some(other) = self.read().running_agent_named(&a.name) {
+                return Err(Error::conflict(format!(
+                    "an agent named `{}` is running (id {}): stop it first, or keep this one stopped",
+                    a.name, other.id
+                )));
+            }
+            a.status = AgentStatus::Running;
+            Ok(())
+        })
+        .await
+    }
+
     /// Sets the agent's goal; later prompts show it. Empty clears it.
     pub async fn set_goal(&self, id_or_name: &str, goal: &str) -> Result<Arc<Agent>> {
         if longer_than(goal, MAX_GOAL) {

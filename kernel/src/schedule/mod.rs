@@ -460,11 +460,7 @@ pub async fn delete_permanently(
     Ok(schedule)
 }
 
-/// The last 8 hex digits of a schedule id (its random part).
-fn short_id(id: &str) -> String {
-    let hex: Vec<char> = id.chars().filter(char::is_ascii_hexdigit).collect();
-    hex[hex.len().saturating_sub(8)..].iter().collect()
-}
+pub(crate) use crate::text::short_id;
 
 fn check_prompt(prompt: &str) -> Result<()> {
     if crate::text::is_blank(prompt) || crate::text::longer_than(prompt, MAX_PROMPT) {

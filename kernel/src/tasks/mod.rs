@@ -351,7 +351,7 @@ mod tests {
     async fn a_row_that_does_not_decode_is_an_internal_error() {
         let dir = tempfile::tempdir().unwrap();
         let db = db::open(&dir.path().join("k.db")).await.unwrap();
-        let agents = Arc::new(Agents::load(db.clone()).await.unwrap());
+        let agents = Arc::new(Agents::load(db.clone(), Vec::new()).await.unwrap());
         let board = TaskBoard::new(db.clone(), agents);
         let id = Uuid::now_v7().to_string();
         sqlx::query(

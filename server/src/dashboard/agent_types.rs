@@ -56,7 +56,12 @@ fn list_page(
     errors: Vec<FieldError>,
     notice: Notice,
 ) -> Response {
-    let page = AgentTypesPage { types: kernel.agents().types(), providers: kernel.agents().providers().to_vec(), form, errors };
+    let page = AgentTypesPage {
+        types: kernel.agents().types(),
+        providers: kernel.agents().providers().to_vec(),
+        form,
+        errors,
+    };
     html(status, agent_types::render_list(meta(op, "Agent types", Nav::AgentTypes, notice.flash()), page))
 }
 
@@ -98,7 +103,9 @@ fn saved_notice(kernel: &Kernel, t: &AgentType, done: &str) -> String {
     if unmatched.is_empty() {
         return done.to_string();
     }
-    format!("{done} Warning: no tool on this daemon matches the grant {unmatched}; check its spelling on the Tools page.")
+    format!(
+        "{done} Warning: no tool on this daemon matches the grant {unmatched}; check its spelling on the Tools page."
+    )
 }
 
 fn fresh_edit(kernel: &Kernel, t: Arc<AgentType>) -> EditPage {
@@ -171,7 +178,8 @@ pub async fn replace_toml(
     match result {
         Ok(t) => Ok(see_other(&format!("/agent-types/{name}"), &saved_notice(&kernel, &t, "Manifest replaced."))),
         Err(e) => {
-            let page = EditPage { toml: form.toml, toml_errors: field_errors(&e, "manifest"), ..fresh_edit(&kernel, current) };
+            let page =
+                EditPage { toml: form.toml, toml_errors: field_errors(&e, "manifest"), ..fresh_edit(&kernel, current) };
             Ok(edit_page(&op, crate::status::status_for(e.kind), page, Notice::default()))
         }
     }

@@ -181,6 +181,17 @@ pub async fn stop(
     Ok(see_other("/agents", &format!("Agent `{}` stopped.", a.name)))
 }
 
+/// Starts a stopped agent again (its schedules stay paused).
+pub async fn start(
+    State(kernel): State<Kernel>,
+    Extension(_): Extension<Operator>,
+    Path(id): Path<String>,
+) -> PageResult {
+    let a = kernel.start_agent(&id).await?;
+    let notice = format!("Agent {} started. Its schedules stay paused: resume them on the Schedules page.", a.name);
+    Ok(see_other(&format!("/agents/{}", a.id), &notice))
+}
+
 /// Removes a stopped agent from the lists (its sessions, schedules and audit stay).
 pub async fn remove(
     State(kernel): State<Kernel>,
@@ -188,7 +199,7 @@ pub async fn remove(
     Path(id): Path<String>,
 ) -> PageResult {
     let a = kernel.remove_agent(&id).await?;
-    Ok(see_other("/agents", &format!("Agent `{}` removed.", a.name)))
+    Ok(see_other("/agents", &format!("Agent {} deleted: its history and audit stay.", a.name)))
 }
 
 #[derive(Deserialize)]

@@ -48,6 +48,7 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .route("/agents", get(agents::list).post(agents::spawn))
         .route("/agents/{id}", get(agents::page))
         .route("/agents/{id}/stop", post(agents::stop))
+        .route("/agents/{id}/start", post(agents::start))
         .route("/agents/{id}/remove", post(agents::remove))
         .route("/agents/{id}/grant", post(agents::grant))
         .route("/agents/{id}/revoke", post(agents::revoke))

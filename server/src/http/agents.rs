@@ -28,6 +28,7 @@ pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
         routes!(list_agents, spawn_agent),
         routes!(get_agent, remove_agent),
         routes!(stop_agent),
+        routes!(start_agent),
         routes!(set_capabilities),
         routes!(agent_tools),
         routes!(invoke_tool),
@@ -85,6 +86,14 @@ async fn get_agent(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiR
     responses((status = 200, description = "The stopped agent (stopping a stopped one changes nothing)", body = Agent), (status = 404, description = "No such agent")))]
 async fn stop_agent(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Arc<Agent>>> {
     Ok(Json(kernel.stop_agent(&id).await?))
+}
+
+/// Starts a stopped agent again, with its sessions and history; its schedules stay paused.
+#[utoipa::path(post, path = "/api/agents/{id}/start", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
+    responses((status = 200, description = "The running agent (starting a running one changes nothing)", body = Agent), (status = 404, description = "No such agent"),
+        (status = 409, description = "Another running agent has its name")))]
+async fn start_agent(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Arc<Agent>>> {
+    Ok(Json(kernel.start_agent(&id).await?))
 }
 
 /// Stops the agent if it runs and removes it: it is no longer listed or found. Its sessions,

@@ -287,9 +287,56 @@ async fn spawn_chat_and_stop_from_the_dashboard() {
     assert!(chat.text.contains("It is noon."));
     assert!(!llm.requests().is_empty());
 
+    let running_page = b.get(&page).await.text;
+    assert!(running_page.contains("data-confirm=\"Stop agent clock?"), "stopping asks first");
     let stopped = b.submit("/agents", &format!("/agents/{id}/stop"), &[]).await;
     assert_eq!(stopped.status, 303);
     assert_eq!(api.get(&format!("/api/agents/{id}")).await.body["status"], "stopped");
+
+    // Stopped: no chat box that can only fail; Start and Delete instead of Stop.
+    let stopped_page = b.get(&page).await.text;
+    assert!(!stopped_page.contains("id=\"chat-form\""), "no chat input on a stopped agent");
+    assert!(stopped_page.contains("This agent is stopped: start it to chat."));
+    assert!(stopped_page.contains(&format!("action=\"/agents/{id}/start\"")));
+    assert!(stopped_page.contains("data-confirm=\"Delete agent clock?"));
+
+    // A new agent takes the free name; lists to choose from tell the two apart.
+    let twin = api.post("/api/agents", json!({"template": "clock"})).await.body["id"].as_str().unwrap().to_string();
+    let short = &id.replace('-', "")[24..];
+    let audit = b.get("/audit").await.text;
+    assert!(audit.contains(&format!(">clock (stopped · {short})</option>")), "{audit}");
+    let refused = b.submit(&page, &format!("/agents/{id}/start"), &[]).await;
+    assert_eq!(refused.status, 409, "the name is taken by the running twin: {}", refused.text);
+    assert!(refused.text.contains("an agent named `clock` is running"));
+    api.post(&format!("/api/agents/{twin}/stop"), json!({})).await;
+    let started = b.submit(&page, &format!("/agents/{id}/start"), &[]).await;
+    assert_eq!(started.status, 303, "{}", started.text);
+    assert!(b.get(started.header("location").unwrap()).await.text.contains("Its schedules stay paused"));
+    assert_eq!(api.get(&format!("/api/agents/{id}")).await.body["status"], "running");
+    let history = b.get(sent.header("location").unwrap()).await.text;
+    assert!(history.contains("It is noon.") && history.contains("id=\"chat-form\""), "its history, and the chat again");
+
+    // Delete archives: gone from the lists, its audit kept.
+    api.post(&format!("/api/agents/{id}/stop"), json!({})).await;
+    let deleted = b.submit(&page, &format!("/agents/{id}/remove"), &[]).await;
+    assert_eq!(deleted.status, 303);
+    assert!(!b.get("/agents").await.text.contains(&format!("/agents/{id}\"")), "no longer listed");
+    assert_eq!(api.get(&format!("/api/audit?agent={id}")).await.body[0]["tool"], "system_time", "its audit stays");
+}
+
+#[tokio::test]
+async fn the_api_starts_a_stopped_agent_unless_its_name_is_taken() {
+    let (_home, _d, api) = crate::daemon().await;
+    let first = crate::agent_with(&api, "solo", &[]).await;
+    assert_eq!(api.post(&format!("/api/agents/{first}/start"), json!({})).await.status, 200, "running: no change");
+    api.post(&format!("/api/agents/{first}/stop"), json!({})).await;
+    let second = api.post("/api/agents", json!({"template": "solo"})).await.body["id"].as_str().unwrap().to_string();
+    let clash = api.post(&format!("/api/agents/{first}/start"), json!({})).await;
+    assert_eq!(clash.status, 409, "{}", clash.text);
+    api.post(&format!("/api/agents/{second}/stop"), json!({})).await;
+    let started = api.post(&format!("/api/agents/{first}/start"), json!({})).await;
+    assert_eq!((started.status, started.body["status"].as_str()), (200, Some("running")));
+    assert_eq!(api.get("/api/agents/solo").await.body["id"], first.as_str(), "the name finds it again");
 }
 
 #[tokio::test]
@@ -320,6 +367,18 @@ async fn the_task_board_reloads_itself_with_its_filters_but_not_a_one_time_notic
     assert!(board.text.contains(r#"content="5; url=/tasks""#), "reloads the board, without the notice");
     let filtered = b.get("/tasks?text=plants&min_priority=3&notice=Done").await;
     assert!(filtered.text.contains(r#"content="5; url=/tasks?text=plants&amp;min_priority=3""#), "{}", filtered.text);
+}
+
+#[tokio::test]
+async fn reassigning_a_task_starts_from_its_current_assignee() {
+    let (_home, _d, api, b) = signed_in_with("[task_board]\nwake_assignee = false\n").await;
+    crate::agent_with(&api, "ann", &[]).await;
+    crate::agent_with(&api, "bob", &[]).await;
+    let task = api.post("/api/tasks", json!({"title": "Sort the mail", "assignee": "bob"})).await;
+    let id = task.body["id"].as_str().expect("a task").to_string();
+    let detail = b.get(&format!("/tasks/{id}")).await.text;
+    assert!(detail.contains("<option value=\"bob\" selected>bob</option>"), "{detail}");
+    assert!(detail.contains("<option value=\"ann\">ann</option>"));
 }
 
 /// Refused forms show the problem next to the field that was sent, with the API's status: a
