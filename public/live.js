@@ -95,3 +95,12 @@ document.addEventListener('submit', (event) => {
     event.stopImmediatePropagation();
   }
 }, true);
+
+// Ctrl+Enter (Cmd+Enter on a Mac) sends the chat message.
+document.addEventListener('keydown', (event) => {
+  if (event.key !== 'Enter' || !(event.ctrlKey || event.metaKey)) return;
+  const form = event.target.closest && event.target.closest('#chat-form');
+  if (!form) return;
+  event.preventDefault();
+  form.requestSubmit();
+});

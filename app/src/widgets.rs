@@ -160,6 +160,41 @@ pub fn agent_label(a: &Agent) -> String {
     }
 }
 
+/// Where a session came from, by its label: how the session list names it, and who its
+/// user messages are from ("You" only in an operator's own sessions).
+pub struct Origin {
+    pub name: String,
+    pub sender: String,
+    pub by_operator: bool,
+}
+
+pub fn session_origin(label: Option<&str>) -> Origin {
+    let origin = |name: String, sender: &str| Origin { name, sender: sender.to_string(), by_operator: false };
+    let Some(label) = label else {
+        return Origin { name: "Operator or API".into(), sender: "You".into(), by_operator: true };
+    };
+    if let Some(op) = label.strip_prefix("operator ") {
+        return Origin { name: format!("Operator {op}"), sender: "You".into(), by_operator: true };
+    }
+    if let Some(task) = label.strip_prefix("task ") {
+        return origin(format!("Task {task} wake-up"), "Task board");
+    }
+    if let Some(s) = label.strip_prefix("schedule ") {
+        return origin(format!("Schedule {s}"), "Schedule");
+    }
+    if let Some(e) = label.strip_prefix("trigger ") {
+        return origin(format!("Trigger {e}"), "Event");
+    }
+    if let Some(a) = label.strip_prefix("from agent ") {
+        return origin(format!("From agent {a}"), &format!("Agent {a}"));
+    }
+    if let Some(rest) = label.strip_prefix("a2a:") {
+        let (owner, context) = rest.split_once(':').unwrap_or((rest, ""));
+        return origin(format!("A2A {context} ({owner})"), "A2A client");
+    }
+    origin(label.to_string(), "Sender")
+}
+
 /// A size for people: `812 B`, `14.2 KiB`, `3.0 MiB`.
 pub fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];

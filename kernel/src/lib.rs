@@ -233,7 +233,9 @@ impl Kernel {
                 let message = format!(
                     "A task was posted for you: \"{title}\" (task {id}). Claim it with task_claim when you can."
                 );
-                let req = TurnRequest::headless(message, tool::Caller::Agent);
+                let label = Some(format!("task {}", text::short_id(&id.to_string())));
+                let req =
+                    TurnRequest { new_session_label: label, ..TurnRequest::headless(message, tool::Caller::Agent) };
                 if let Err(e) = turn::run(&kernel, agent.clone(), req).await {
                     tracing::info!(agent = %agent.name, error = %e.message, "could not wake the assignee of a new task");
                 }

@@ -7,12 +7,14 @@ use kennel_kernel::canvas::Canvas;
 use kennel_kernel::error::FieldError;
 use kennel_kernel::llm::Message;
 use kennel_kernel::schedule::Schedule;
-use kennel_kernel::session::{Session, StoredMessage};
+use kennel_kernel::session::{Failure, Session, StoredMessage};
 use kennel_kernel::workspace::{FileEntry, Inert, Listing};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{CanvasFrame, Csrf, Pager, Paging, TextArea, field_error, human_bytes, short_time};
+use crate::widgets::{
+    CanvasFrame, Csrf, Origin, Pager, Paging, TextArea, field_error, human_bytes, session_origin, short_time,
+};
 
 #[derive(Debug, Clone, Default)]
 pub struct SpawnForm {
@@ -106,7 +108,11 @@ pub struct AgentPage {
     pub sessions_paging: Paging,
     pub session: Option<Session>,
     pub messages: Vec<StoredMessage>,
+    /// The session's failed turns, shown after the message each left unanswered.
+    pub failures: Vec<Failure>,
     pub chat_error: Option<String>,
+    /// What a refused chat was sending, back in the box.
+    pub draft: Option<String>,
     /// Its first schedules and cron jobs.
     pub schedules: Vec<Schedule>,
     /// A refused grant or revoke, shown at the grant form.
@@ -150,11 +156,22 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
         .iter()
         .map(|s| {
             let is = Some(s.id) == current;
-            let label = s.label.clone().unwrap_or_else(|| short_time(&s.created_at));
+            let label = format!("{} · {}", session_origin(s.label.as_deref()).name, short_time(&s.created_at));
             view! { <li><a href=format!("/agents/{}?session={}#chat", a.id, s.id) aria-current=if is { "true" } else { "false" }>{label}</a></li> }
         })
         .collect::<Vec<_>>();
-    let chat = page.messages.into_iter().map(|m| message_view(&id, m)).collect::<Vec<_>>();
+    let origin = session_origin(page.session.as_ref().and_then(|s| s.label.as_deref()));
+    let mut failures = page.failures.into_iter().peekable();
+    let mut chat = Vec::new();
+    for m in page.messages {
+        let seq = m.seq;
+        chat.push(message_view(&id, &origin, m));
+        while let Some(f) = failures.next_if(|f| f.after_seq <= seq) {
+            chat.push(failure_view(f));
+        }
+    }
+    chat.extend(failures.map(failure_view));
+    let retry = page.chat_error.is_some() && page.draft.is_some();
     let chat_error = page.chat_error.map(|e| view! { <p class="flash error" role="alert" id="chat-error">{e}</p> });
     let session_field = current.map(|s| view! { <input type="hidden" name="session" value=s.to_string()/> });
     let status = if a.is_running() { "running" } else { "stopped" };
@@ -164,8 +181,12 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
             <form method="post" action=format!("/agents/{}/chat", a.id) class="stack" id="chat-form" data-live=format!("/agents/{}/live", a.id)>
                 <Csrf token=csrf.clone()/>
                 {session_field}
-                <TextArea name="message" rows=3 required=true placeholder="Message the agent"/>
-                <button type="submit">"Send"</button>
+                {retry.then(|| view! { <input type="hidden" name="retry" value="1"/> })}
+                <TextArea name="message" rows=3 required=true placeholder="Message the agent" value=page.draft.clone().unwrap_or_default()/>
+                <div class="row">
+                    <button type="submit">{if retry { "Retry" } else { "Send" }}</button>
+                    <span class="hint">"Ctrl+Enter sends."</span>
+                </div>
             </form>
         }
         .into_any()
@@ -197,7 +218,7 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
                     <section class="card" id="chat">
                         <h2>"Chat"</h2>
                         <ul class="sessions">
-                            <li><a href=format!("/agents/{}#chat", a.id) aria-current=if current.is_none() { "true" } else { "false" }>"New session"</a></li>
+                            <li><a href=format!("/agents/{}?session=new#chat", a.id) aria-current=if current.is_none() { "true" } else { "false" }>"New session"</a></li>
                             {sessions}
                         </ul>
                         <Pager shown=shown_sessions paging=page.sessions_paging/>
@@ -357,10 +378,25 @@ pub fn render_file(meta: PageMeta, page: FilePage) -> String {
     )
 }
 
-fn message_view(agent: &str, m: StoredMessage) -> AnyView {
+/// A failed turn, where it failed: the unanswered message's answer is this error.
+fn failure_view(f: Failure) -> AnyView {
+    view! {
+        <div class="msg failed" role="note">
+            <span class="who">{format!("Failed · {}", short_time(&f.created_at))}</span>
+            <p>{f.message}</p>
+        </div>
+    }
+    .into_any()
+}
+
+fn message_view(agent: &str, origin: &Origin, m: StoredMessage) -> AnyView {
     match m.message {
-        Message::User { content } => {
+        Message::User { content } if origin.by_operator => {
             view! { <div class="msg user"><span class="who">"You"</span><p>{content}</p></div> }.into_any()
+        }
+        Message::User { content } => {
+            view! { <div class="msg system"><span class="who">{origin.sender.clone()}</span><p>{content}</p></div> }
+                .into_any()
         }
         Message::Assistant { content, tool_calls } => {
             let calls = tool_calls

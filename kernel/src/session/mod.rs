@@ -29,6 +29,16 @@ pub struct StoredMessage {
     pub created_at: String,
 }
 
+/// A turn of a session that failed, after message `after_seq` (the one it left unanswered).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct Failure {
+    pub after_seq: i64,
+    /// The error's kind (`Unavailable`, …).
+    pub kind: String,
+    pub message: String,
+    pub created_at: String,
+}
+
 pub struct Sessions {
     db: Db,
 }
@@ -92,6 +102,16 @@ impl Sessions {
     /// The whole history of a session, oldest first (what the model is sent).
     pub async fn messages(&self, session: Uuid) -> Result<Vec<StoredMessage>> {
         store::messages(&self.db, session, 0, None).await
+    }
+
+    /// Records that a turn in `session` failed, after the session's last message.
+    pub async fn record_failure(&self, session: Uuid, error: &Error) -> Result<()> {
+        store::record_failure(&self.db, session, error.kind.as_str(), &error.model_text()).await
+    }
+
+    /// The failed turns of a session, oldest first.
+    pub async fn failures(&self, session: Uuid) -> Result<Vec<Failure>> {
+        store::failures(&self.db, session).await
     }
 
     /// A page of a session's messages, oldest first (the cursor is the last message's `seq`).

@@ -3,7 +3,7 @@
 use sqlx::Row;
 use uuid::Uuid;
 
-use super::{Session, StoredMessage};
+use super::{Failure, Session, StoredMessage};
 use crate::agent::AgentId;
 use crate::db::{self, Db};
 use crate::error::{Error, Result};
@@ -144,4 +144,38 @@ fn session_from(row: &db::Row) -> Result<Session> {
         label: row.try_get("label")?,
         created_at: row.try_get("created_at")?,
     })
+}
+
+pub(super) async fn record_failure(db: &Db, session: Uuid, kind: &str, message: &str) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO session_failures (session_id, after_seq, kind, message, created_at)
+         SELECT $1, COALESCE(MAX(seq), 0), $2, $3, $4 FROM session_messages WHERE session_id = $1",
+    )
+    .bind(session.to_string())
+    .bind(kind)
+    .bind(message)
+    .bind(db::now())
+    .execute(db.pool())
+    .await?;
+    Ok(())
+}
+
+pub(super) async fn failures(db: &Db, session: Uuid) -> Result<Vec<Failure>> {
+    let rows = sqlx::query(
+        "SELECT after_seq, kind, message, created_at FROM session_failures WHERE session_id = $1
+         ORDER BY after_seq, created_at",
+    )
+    .bind(session.to_string())
+    .fetch_all(db.pool())
+    .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(Failure {
+                after_seq: r.try_get("after_seq")?,
+                kind: r.try_get("kind")?,
+                message: r.try_get("message")?,
+                created_at: r.try_get("created_at")?,
+            })
+        })
+        .collect()
 }

@@ -45,6 +45,9 @@ pub struct TurnRequest {
     pub chain: Vec<Uuid>,
     /// Cancels this turn when cancelled (besides stopping the agent).
     pub cancel: Option<CancellationToken>,
+    /// Answer the session's last message again instead of adding `message` anew, when that
+    /// last message is `message` and unanswered (a retry after a failed turn).
+    pub retry: bool,
 }
 
 impl TurnRequest {
@@ -64,6 +67,7 @@ impl TurnRequest {
             depth: 0,
             chain: Vec::new(),
             cancel: None,
+            retry: false,
         }
     }
 }
@@ -233,7 +237,12 @@ pub async fn run(kernel: &Kernel, agent: Arc<Agent>, req: TurnRequest) -> Result
     turns.unregister(agent.id, turn_id);
     match &result {
         Ok(r) => emit(EventKind::TurnEnded { ended: r.ended, reply: r.reply.clone() }),
-        Err(e) => emit(EventKind::TurnFailed { kind: e.kind.as_str().into(), message: e.message.clone() }),
+        Err(e) => {
+            emit(EventKind::TurnFailed { kind: e.kind.as_str().into(), message: e.message.clone() });
+            if let Err(store) = kernel.sessions().record_failure(session, e).await {
+                tracing::warn!(session = %session, error = %store, "recording a failed turn failed");
+            }
+        }
     }
     result
 }
@@ -260,9 +269,12 @@ impl<E: Fn(EventKind)> Loop<'_, E> {
             sessions.messages(self.session).await?.into_iter().map(|m| m.message).collect()
         };
         prompt::repair_dangling_calls(&mut history);
-        let user = Message::User { content: self.req.message.clone() };
-        sessions.append(self.session, std::slice::from_ref(&user)).await?;
-        history.push(user);
+        let unanswered = matches!(history.last(), Some(Message::User { content }) if *content == self.req.message);
+        if !(self.req.retry && unanswered) {
+            let user = Message::User { content: self.req.message.clone() };
+            sessions.append(self.session, std::slice::from_ref(&user)).await?;
+            history.push(user);
+        }
 
         let cap =
             self.kernel.config().kernel.max_turn_iterations.min(u64::from(self.agent.manifest.limits.max_iterations))

@@ -107,6 +107,8 @@ const AGENT_PAGE_CANVASES: u32 = 10;
 #[derive(Default)]
 pub(super) struct Refused<'a> {
     pub chat: Option<&'a Error>,
+    /// The message the refused chat was sending: back in the box, to retry or edit.
+    pub draft: Option<&'a str>,
     pub grant: Option<&'a Error>,
     pub upload: Option<&'a Error>,
 }
@@ -127,16 +129,22 @@ pub(super) async fn agent_page(
         next: next_page(&path, &[("session", session.unwrap_or_default().to_string())], sessions.next.as_deref()),
     };
     let sessions = sessions.items;
+    // No session asked for: the latest one (returning to an agent continues where it was);
+    // `new` starts a fresh one.
     let session = match session.filter(|s| !s.is_empty()) {
+        None if cursor.is_first() => sessions.first().map(|s| s.id.to_string()),
+        other => other.filter(|s| *s != "new").map(str::to_string),
+    };
+    let session = match session.as_deref() {
         Some(s) => {
             let wanted = uuid::Uuid::parse_str(s).map_err(|_| Error::not_found(format!("no session `{s}`")))?;
             Some(kernel.sessions().of_agent(&agent, wanted).await?)
         }
         None => None,
     };
-    let messages = match &session {
-        Some(s) => kernel.sessions().messages(s.id).await?,
-        None => Vec::new(),
+    let (messages, failures) = match &session {
+        Some(s) => (kernel.sessions().messages(s.id).await?, kernel.sessions().failures(s.id).await?),
+        None => (Vec::new(), Vec::new()),
     };
     let filter = kennel_kernel::schedule::ScheduleFilter { agent: Some(agent.id.to_string()), ..Default::default() };
     let schedules = kernel.schedules().list(&filter, &PageRequest::first(AGENT_PAGE_SCHEDULES)).await?.items;
@@ -152,6 +160,8 @@ pub(super) async fn agent_page(
         sessions_paging,
         session,
         messages,
+        failures,
+        draft: refused.draft.map(str::to_string),
         chat_error: refused.chat.map(|e| e.model_text()),
         grant_error: refused.grant.map(|e| e.fields.first().map_or(e.message.clone(), |f| f.message.clone())),
         upload_error: refused.upload.map(|e| e.message.clone()),
@@ -271,6 +281,8 @@ async fn grant_done(
 pub struct ChatForm {
     message: String,
     session: Option<String>,
+    /// Set by the Retry button: answer the session's unanswered last message again.
+    retry: Option<String>,
 }
 
 /// Runs a turn with the operator present (not headless), then shows the session.
@@ -280,18 +292,28 @@ pub async fn chat(
     Path(id): Path<String>,
     Form(f): Form<ChatForm>,
 ) -> PageResult {
+    let agent = kernel.agents().get(&id)?;
     let session = match f.session.as_deref().filter(|s| !s.is_empty()).map(uuid::Uuid::parse_str) {
         Some(Ok(s)) => Some(s),
         Some(Err(_)) => return Err(Error::invalid("the session id is not valid").into()),
+        // Opened here, not by the turn, so a failed first turn still has its session to show.
+        None if agent.is_running() && !kennel_kernel::text::is_blank(&f.message) => {
+            Some(kernel.sessions().create(agent.id, Some(format!("operator {}", op.name))).await?.id)
+        }
         None => None,
     };
-    let req =
-        TurnRequest { session, headless: false, ..TurnRequest::headless(f.message, Caller::Operator(op.name.clone())) };
+    let req = TurnRequest {
+        session,
+        headless: false,
+        retry: f.retry.is_some(),
+        ..TurnRequest::headless(f.message.clone(), Caller::Operator(op.name.clone()))
+    };
     match kernel.send_message(&id, req).await {
         Ok(turn) => Ok(see_other(&format!("/agents/{id}?session={}#chat", turn.session_id), "")),
         Err(e) => {
-            let refused = Refused { chat: Some(&e), ..Default::default() };
-            agent_page(&kernel, &op, &id, (f.session.as_deref(), &Cursor::default()), refused, Notice::default()).await
+            let refused = Refused { chat: Some(&e), draft: Some(&f.message), ..Default::default() };
+            let shown = session.map(|s| s.to_string()).unwrap_or_else(|| "new".into());
+            agent_page(&kernel, &op, &id, (Some(&shown), &Cursor::default()), refused, Notice::default()).await
         }
     }
 }

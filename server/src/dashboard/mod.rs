@@ -185,6 +185,11 @@ pub struct Cursor {
 }
 
 impl Cursor {
+    /// Whether this is a list's first page.
+    pub fn is_first(&self) -> bool {
+        self.cursor.is_none()
+    }
+
     /// The page asked for, `per_page` items long.
     pub fn page(&self, per_page: u32) -> PageRequest {
         PageRequest { cursor: self.cursor.clone(), ..PageRequest::first(per_page) }

@@ -325,6 +325,43 @@ async fn spawn_chat_and_stop_from_the_dashboard() {
 }
 
 #[tokio::test]
+async fn a_failed_turn_keeps_the_draft_offers_a_retry_and_stays_in_the_session() {
+    let llm = kennel_tests::fake_llm::FakeLlm::start().await;
+    let (_home, _d, api, b) = signed_in_with(&llm.provider_config("fake", "openai")).await;
+    let id = crate::agent_from(&api, json!({"name": "flaky", "model": "m"})).await;
+    let page = format!("/agents/{id}");
+    llm.push(Scripted::Error { status: 400, body: "model overloaded".into(), retry_after: None });
+    let failed = b.submit(&page, &format!("/agents/{id}/chat"), &[("message", "Summarise the week")]).await;
+    assert_eq!(failed.status, 502, "{}", failed.text);
+    assert!(failed.text.contains("id=\"chat-error\""));
+    assert!(failed.text.contains("\nSummarise the week</textarea>"), "the draft is kept: {}", failed.text);
+    assert!(failed.text.contains("name=\"retry\" value=\"1\"") && failed.text.contains(">Retry</button>"));
+
+    // Reopened later (the latest session opens by itself): the message and why it went unanswered.
+    let reopened = b.get(&page).await.text;
+    assert!(reopened.contains("Summarise the week"), "{reopened}");
+    assert!(reopened.contains("class=\"msg failed\""), "the failure is stored with the session: {reopened}");
+    assert!(reopened.contains("Operator ada · "), "sessions are named by origin");
+    let session = api.get(&format!("/api/agents/{id}/sessions")).await.body[0]["id"].as_str().unwrap().to_string();
+
+    // Retry answers the same message; it is not stored twice.
+    llm.push(Scripted::text("Here is the summary."));
+    let retried = b
+        .submit(
+            &page,
+            &format!("/agents/{id}/chat"),
+            &[("message", "Summarise the week"), ("session", &session), ("retry", "1")],
+        )
+        .await;
+    assert_eq!(retried.status, 303, "{}", retried.text);
+    let messages = api.get(&format!("/api/sessions/{session}/messages")).await.body;
+    let users = messages.as_array().unwrap().iter().filter(|m| m["role"] == "user").count();
+    assert_eq!(users, 1, "{messages}");
+    assert!(b.get(&page).await.text.contains("Here is the summary."));
+    assert!(b.get(&format!("{page}?session=new")).await.text.contains("aria-current=\"true\">New session"));
+}
+
+#[tokio::test]
 async fn the_api_starts_a_stopped_agent_unless_its_name_is_taken() {
     let (_home, _d, api) = crate::daemon().await;
     let first = crate::agent_with(&api, "solo", &[]).await;

@@ -243,6 +243,13 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
         assert_eq!(shown.status, 200, "{}", shown.text);
     }
 
+    // A failed turn: the provider's error body is stored with the session and shown in it.
+    let failing = agent_from(&api, json!({"name": "failing", "model": "m"})).await;
+    llm.push(Scripted::Error { status: 400, body: corpus.clone(), retry_after: None });
+    let failed =
+        b.submit(&format!("/agents/{failing}"), &format!("/agents/{failing}/chat"), &[("message", &corpus)]).await;
+    check_reply("a refused chat, its draft kept", &failed, Shows::All);
+
     // Workspace files: names from an agent (written to its folder as a tool would), one per
     // payload (a name holds no `/`), and a text file holding the corpus.
     let keeper = agent_from(&api, json!({"name": "keeper", "model": "m"})).await;
@@ -407,6 +414,8 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     let frame = b.get(&format!("/canvas/{painter}/1/frame")).await;
     assert_eq!(frame.text, corpus, "the frame serves the agent's HTML as it is, in its sandbox");
     assert!(frame.header("content-security-policy").unwrap().starts_with("sandbox allow-scripts;"));
+    let failure = check(&b, &format!("/agents/{failing}"), Shows::All).await;
+    assert!(failure.textareas["message"].is_empty(), "reopened: the failure shows, the box is empty");
     let files = check(&b, &format!("/agents/{keeper}"), Shows::Nothing).await;
     for payload in PAYLOADS {
         assert!(files.text.contains(&format!("{}.txt", file_name(payload))), "{payload:?} listed as text");
