@@ -83,6 +83,33 @@ pub fn argument_rows(schema: &Value) -> Vec<ArgRow> {
         .collect()
 }
 
+/// Arguments to start a "try it" from: each required key with an empty value of its type,
+/// pretty-printed; `{}` when none is required.
+pub fn argument_skeleton(schema: &Value) -> String {
+    let required: Vec<&str> =
+        schema["required"].as_array().map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    if required.is_empty() {
+        return "{}".into();
+    }
+    let empty = |prop: &Value| {
+        let kind = match &prop["type"] {
+            Value::String(t) => t.clone(),
+            Value::Array(ts) => ts.iter().filter_map(Value::as_str).find(|t| *t != "null").unwrap_or("").to_string(),
+            _ => String::new(),
+        };
+        match kind.as_str() {
+            "integer" | "number" => Value::from(0),
+            "boolean" => Value::Bool(false),
+            "array" => Value::Array(Vec::new()),
+            "object" => Value::Object(Default::default()),
+            _ => Value::String(String::new()),
+        }
+    };
+    let skeleton: serde_json::Map<String, Value> =
+        required.iter().map(|k| (k.to_string(), empty(&schema["properties"][*k]))).collect();
+    serde_json::to_string_pretty(&skeleton).unwrap_or_else(|_| "{}".into())
+}
+
 fn type_label(prop: &Value) -> String {
     // `true` and `{}` are schemas that accept anything.
     if prop == &Value::Bool(true) || prop.as_object().is_some_and(|o| o.is_empty()) {

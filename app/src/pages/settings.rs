@@ -57,8 +57,9 @@ pub fn render(meta: PageMeta, page: Settings) -> String {
                     <table><thead><tr><th>"Name"</th><th>"Created"</th><th></th></tr></thead><tbody>{rows}</tbody></table>
                     <form method="post" action="/settings/tokens" class="inline">
                         <Csrf token=csrf.clone()/>
-                        <label>"New token named " <input type="text" name="name" required pattern="[a-z0-9_-]{1,64}"/></label>
+                        <label>"New token named " <input type="text" name="name" required pattern="[a-z0-9_\\-]{1,64}" aria-describedby="token-name-rule"/></label>
                         <button type="submit">"Create token"</button>
+                        <p class="hint" id="token-name-rule">"1 to 64 characters: lowercase letters, digits, - or _."</p>
                         {name_error}
                     </form>
                 </section>

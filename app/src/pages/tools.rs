@@ -12,7 +12,7 @@ use kennel_kernel::tool::{Availability, EffectiveTool, ToolDef, ToolStatus};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{Csrf, TextArea, agent_label, argument_rows};
+use crate::widgets::{Csrf, TextArea, agent_label, argument_rows, argument_skeleton};
 
 /// The outcome of a "try it" run.
 pub struct TryResult {
@@ -81,7 +81,16 @@ pub fn render(meta: PageMeta, page: ToolsPage) -> String {
             view! { <li><a href=format!("#family-{family}")>{family.clone()}</a>" "<span class="hint">{tools.len()}</span></li> }
         })
         .collect::<Vec<_>>();
-    let back = agent.as_ref().map(|a| format!("/tools?agent={}", a.id)).unwrap_or_else(|| "/tools".into());
+    // Where grant forms and "try it" return: this view, its filters kept.
+    let view_query: Vec<(&str, String)> = [
+        ("agent", agent.as_ref().map(|a| a.id.to_string()).unwrap_or_default()),
+        ("q", page.query.clone()),
+        ("show", page.show.clone()),
+    ]
+    .into_iter()
+    .filter(|(_, v)| !v.is_empty())
+    .collect();
+    let back = format!("/tools?{}", serde_urlencoded::to_string(&view_query).unwrap_or_default());
     let open = page.open.clone().or_else(|| page.tried.as_ref().map(|t| t.tool.clone()));
     let groups = families
         .into_iter()
@@ -89,7 +98,8 @@ pub fn render(meta: PageMeta, page: ToolsPage) -> String {
             let grant_family = agent.as_ref().map(|a| {
                 let csrf = csrf.clone();
                 view! {
-                    <form method="post" action=format!("/agents/{}/grant", a.id) class="inline">
+                    <form method="post" action=format!("/agents/{}/grant", a.id) class="inline"
+                        data-confirm=format!("Grant {} every tool of the {family} family ({} tools, and any added later)?", a.name, tools.len())>
                         <Csrf token=csrf/>
                         <input type="hidden" name="pattern" value=format!("{family}.*")/>
                         <input type="hidden" name="back" value=back.clone()/>
@@ -107,6 +117,8 @@ pub fn render(meta: PageMeta, page: ToolsPage) -> String {
                         standing: statuses.get(&def.name),
                         open: open.as_deref() == Some(def.name.as_str()),
                         refused: page.refused.as_ref().filter(|(t, _)| *t == def.name).map(|(_, m)| m.clone()),
+                        tried_args: page.tried.as_ref().filter(|t| t.tool == def.name).map(|t| t.args.clone()),
+                        view_query: &view_query,
                         back: &back,
                         csrf: &csrf,
                     };
@@ -167,6 +179,10 @@ struct Card<'a> {
     standing: Option<&'a EffectiveTool>,
     open: bool,
     refused: Option<String>,
+    /// The arguments this tool was just tried with: back in its form.
+    tried_args: Option<String>,
+    /// The view's filters, kept through a "try it".
+    view_query: &'a [(&'a str, String)],
     back: &'a str,
     csrf: &'a str,
 }
@@ -196,7 +212,13 @@ fn tool_row(card: Card<'_>) -> impl IntoView + use<> {
         .map(|l| view! { <p class="hint">{format!("Left out of {l}.")}</p> });
     let tags = def.tags.join(", ");
     let refused = card.refused.map(|m| view! { <p class="field-error" role="alert">{m}</p> });
-    let controls = card.agent.zip(card.standing).map(|(a, t)| agent_controls(def, a, &t.status, card.back, card.csrf));
+    let args_text = card.tried_args.clone().unwrap_or_else(|| argument_skeleton(&def.schema));
+    let keep: Vec<(String, String)> =
+        card.view_query.iter().filter(|(k, _)| *k != "agent").map(|(k, v)| (k.to_string(), v.clone())).collect();
+    let controls = card
+        .agent
+        .zip(card.standing)
+        .map(|(a, t)| agent_controls(def, a, &t.status, Try { args: args_text, keep }, card.back, card.csrf));
     view! {
         <details class="tool-row" id=format!("tool-{}", def.name) open=card.open>
             <summary>
@@ -226,10 +248,17 @@ fn standing_class(status: &ToolStatus) -> &'static str {
     if status.is_allowed() { "ok" } else { "bad" }
 }
 
+/// A "try it" form's starting arguments and the filters it keeps.
+struct Try {
+    args: String,
+    keep: Vec<(String, String)>,
+}
+
 fn agent_controls(
     def: &ToolDef,
     agent: &Arc<Agent>,
     status: &ToolStatus,
+    try_form: Try,
     back: &str,
     csrf: &str,
 ) -> impl IntoView + use<> {
@@ -256,7 +285,8 @@ fn agent_controls(
             <form method="post" action=format!("/tools/{}/try", def.name) class="try">
                 <Csrf token=csrf/>
                 <input type="hidden" name="agent" value=agent.id.to_string()/>
-                <label>"Arguments (JSON)" <TextArea name="args" rows=2 class="code" value="{}"/></label>
+                {try_form.keep.into_iter().map(|(k, v)| view! { <input type="hidden" name=k value=v/> }).collect::<Vec<_>>()}
+                <label>"Arguments (JSON)" <TextArea name="args" rows=4 class="code" value=try_form.args/></label>
                 <button type="submit">"Try it"</button>
             </form>
         }

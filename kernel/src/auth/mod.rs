@@ -46,6 +46,9 @@ pub struct Auth {
     /// Recent sign-in attempts per client address that have not succeeded (an attempt counts
     /// from before its password is checked until it succeeds).
     failures: Mutex<HashMap<IpAddr, Vec<Instant>>>,
+    /// A new token's secret waiting to be shown, once, to the dashboard session that made it
+    /// (post/redirect/get: the page after the redirect takes it).
+    reveals: Mutex<HashMap<[u8; 32], (String, String)>>,
     /// Key for the sign-in forms' tokens; random at each start, never stored.
     sign_in_key: [u8; 32],
 }
@@ -108,6 +111,7 @@ impl Auth {
             tokens: RwLock::new(Vec::new()),
             sessions: RwLock::default(),
             failures: Mutex::default(),
+            reveals: Mutex::default(),
             sign_in_key: rand::rng().random(),
         };
         auth.reload().await?;
@@ -330,6 +334,16 @@ impl Auth {
         let hash = token_hash(cookie);
         let session = self.sessions.read().expect("sessions lock").get(&hash).cloned()?;
         (session.expires_at > chrono::Utc::now()).then_some(session)
+    }
+
+    /// Keeps token `name`'s secret for the next page of the session signed in with `cookie`.
+    pub fn hold_reveal(&self, cookie: &str, name: &str, secret: &str) {
+        self.reveals.lock().expect("reveals lock").insert(token_hash(cookie), (name.to_string(), secret.to_string()));
+    }
+
+    /// The secret held for this session, if any: handed out once, then gone.
+    pub fn take_reveal(&self, cookie: &str) -> Option<(String, String)> {
+        self.reveals.lock().expect("reveals lock").remove(&token_hash(cookie))
     }
 
     /// A [`HumanApproval`] for the operator signed in with `cookie`, if `csrf` is that

@@ -40,7 +40,7 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .route("/", get(pages::overview))
         .route("/logout", post(sign_in::logout))
         .route("/tools", get(tools::page))
-        .route("/tools/{name}/try", post(tools::try_it))
+        .route("/tools/{name}/try", get(tools::try_page).post(tools::try_it))
         .route("/agent-types", get(agent_types::list).post(agent_types::create))
         .route("/agent-types/{name}", get(agent_types::edit).post(agent_types::save))
         .route("/agent-types/{name}/toml", post(agent_types::replace_toml))

@@ -74,7 +74,9 @@ pub async fn settings(
     Query(n): Query<Notice>,
 ) -> PageResult {
     let tokens = kernel.auth().list_tokens().await?;
-    let page = settings::Settings { tokens, new_token: None, name_error: None };
+    // A token made by this session's last post is shown here, this once.
+    let new_token = kernel.auth().take_reveal(&op.cookie);
+    let page = settings::Settings { tokens, new_token, name_error: None };
     Ok(settings_page(&op, StatusCode::OK, page, n.flash()))
 }
 
@@ -90,12 +92,17 @@ pub async fn create_token(
     Form(form): Form<TokenForm>,
 ) -> PageResult {
     let name = form.name.trim().to_string();
-    let (status, new_token, name_error) = match kernel.auth().create_token(&name).await {
-        Ok(token) => (StatusCode::OK, Some((name, token)), None),
-        Err(e) => (crate::status::status_for(e.kind), None, Some(e.message)),
-    };
-    let tokens = kernel.auth().list_tokens().await?;
-    Ok(settings_page(&op, status, settings::Settings { tokens, new_token, name_error }, None))
+    match kernel.auth().create_token(&name).await {
+        Ok(secret) => {
+            kernel.auth().hold_reveal(&op.cookie, &name, &secret);
+            Ok(see_other("/settings#new-token", ""))
+        }
+        Err(e) => {
+            let tokens = kernel.auth().list_tokens().await?;
+            let page = settings::Settings { tokens, new_token: None, name_error: Some(e.message) };
+            Ok(settings_page(&op, crate::status::status_for(e.kind), page, None))
+        }
+    }
 }
 
 pub async fn revoke_token(
@@ -104,5 +111,5 @@ pub async fn revoke_token(
     Path(name): Path<String>,
 ) -> PageResult {
     kernel.auth().revoke_token(&name).await?;
-    Ok(see_other("/settings", &format!("Token `{name}` revoked.")))
+    Ok(see_other("/settings", &format!("Token {name} revoked.")))
 }

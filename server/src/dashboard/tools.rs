@@ -3,6 +3,7 @@
 use axum::Form;
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
+use axum::response::IntoResponse;
 use kennel_app::Nav;
 use kennel_app::pages::tools::{self, STANDINGS, ToolsPage, TryResult};
 use kennel_kernel::tool::meta::matches_query;
@@ -88,6 +89,11 @@ pub struct TryForm {
     agent: String,
     #[serde(default)]
     args: String,
+    /// The inspector's filters when the form was sent, kept on the result.
+    #[serde(default)]
+    q: String,
+    #[serde(default)]
+    show: String,
 }
 
 /// Runs the tool as the agent through the pipeline (grants, validation, audit all apply).
@@ -114,6 +120,14 @@ pub async fn try_it(
             .map(|out| serde_json::to_string_pretty(&out.content).unwrap_or_default())
             .map_err(|e| (e.kind.as_str().to_string(), e.message)),
     };
-    let q = ToolsQuery { agent: Some(agent.id.to_string()), ..Default::default() };
+    let q = ToolsQuery { agent: Some(agent.id.to_string()), q: f.q, show: f.show, ..Default::default() };
     tools_page(&kernel, &op, q, Outcome { tried: Some(tried), ..Default::default() })
+}
+
+/// A "try it" result's URL opened on its own (a reload, a bookmark): the tool, opened, in the
+/// inspector, since the result belongs to the post that made it.
+pub async fn try_page(Path(name): Path<String>) -> axum::response::Response {
+    let query = serde_urlencoded::to_string([("open", name.as_str())]).unwrap_or_default();
+    // The name only as an encoded query value: a path segment may decode to anything.
+    axum::response::Redirect::to(&format!("/tools?{query}")).into_response()
 }

@@ -247,6 +247,26 @@ async fn the_tools_inspector_filters_grants_and_tries_tools_through_the_pipeline
     let audit = api.get(&format!("/api/audit?agent={id}")).await;
     assert_eq!(audit.body[0]["caller"], "operator:ada");
     assert_eq!(audit.body[1]["outcome"], "ok");
+
+    // A try-it starts from the required keys, keeps its arguments and the view's filters after
+    // a run, and its URL opened on its own goes back to the tool.
+    api.put(&format!("/api/agents/{id}/capabilities"), json!({"tools": ["system.*", "tool_search"]})).await;
+    let view = format!("/tools?agent={id}&q=tool&show=allowed");
+    let page = b.get(&view).await.text;
+    assert!(page.contains("\n{\n  \"query\": \"\"\n}</textarea>"), "required keys first: {page}");
+    assert!(page.contains("data-confirm=\"Grant helper every tool of the meta family"), "family grants ask first");
+    let retried = b
+        .submit(
+            &view,
+            "/tools/tool_search/try",
+            &[("agent", &id), ("args", "{\"query\": 7}"), ("q", "tool"), ("show", "allowed")],
+        )
+        .await;
+    assert!(retried.text.contains("InvalidArguments"), "{}", retried.text);
+    assert!(retried.text.contains("{\"query\": 7}</textarea>"), "the arguments are kept: {}", retried.text);
+    assert!(retried.text.contains("name=\"q\" value=\"tool\"") && !retried.text.contains("id=\"tool-system_time\""));
+    let direct = b.get("/tools/tool_search/try").await;
+    assert_eq!((direct.status, direct.header("location")), (303, Some("/tools?open=tool_search")));
 }
 
 #[tokio::test]
@@ -379,14 +399,17 @@ async fn the_api_starts_a_stopped_agent_unless_its_name_is_taken() {
 #[tokio::test]
 async fn tokens_made_on_the_settings_page_are_shown_once_and_can_be_revoked() {
     let (_home, d, _api, b) = signed_in_with("").await;
-    let made = b.submit("/settings", "/settings/tokens", &[("name", "deploy")]).await;
-    assert_eq!(made.status, 200);
+    let posted = b.submit("/settings", "/settings/tokens", &[("name", "deploy")]).await;
+    assert_eq!(posted.status, 303, "post/redirect/get: a reload cannot post it again");
+    let made = b.get(posted.header("location").unwrap()).await;
+    assert!(made.text.contains("1 to 64 characters: lowercase letters, digits, - or _."), "the format is stated");
+    assert!(made.text.contains(r#"pattern="[a-z0-9_\-]{1,64}""#), "a pattern Chromium's v-mode accepts");
     let token = made.text.split("<pre class=\"token\">").nth(1).unwrap().split('<').next().unwrap().to_string();
     assert!(token.starts_with("kn_"));
     let api = d.api(&token);
     assert_eq!(api.get("/api/agents").await.status, 200);
-    let later = b.get("/settings").await;
-    assert!(later.text.contains("deploy") && !later.text.contains(&token), "never shown again");
+    let later = b.get(posted.header("location").unwrap()).await;
+    assert!(later.text.contains("deploy") && !later.text.contains(&token), "never shown again, even on a reload");
     let revoked = b.submit("/settings", "/settings/tokens/deploy/revoke", &[]).await;
     assert_eq!(revoked.status, 303);
     assert_eq!(api.get("/api/agents").await.status, 401);

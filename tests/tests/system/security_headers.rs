@@ -103,7 +103,9 @@ async fn every_dashboard_response_has_the_security_headers_and_pages_need_no_inl
     let redirect = b.submit("/agent-types", "/agent-types", &[("name", "made")]).await;
     assert_eq!(redirect.status, 303);
     assert_page_headers("a form's redirect", &redirect);
-    let token = b.submit("/settings", "/settings/tokens", &[("name", "deploy")]).await;
+    let posted = b.submit("/settings", "/settings/tokens", &[("name", "deploy")]).await;
+    assert_eq!(posted.status, 303);
+    let token = b.get(posted.header("location").unwrap()).await;
     assert_eq!(token.status, 200);
     assert!(token.text.contains("kn_"));
     assert_page_headers("the new-token page", &token);
