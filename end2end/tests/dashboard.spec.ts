@@ -72,7 +72,7 @@ test('agent type: a validation error next to the field, fixed, then a name confl
   await form.getByLabel('Name').fill('helper');
   await form.getByRole('button', { name: 'Create agent type' }).click();
   await expect(page.getByRole('heading', { name: 'Agent type helper' })).toBeVisible();
-  await expect(page.getByRole('status')).toHaveText('Agent type `helper` created.');
+  await expect(page.getByRole('status')).toHaveText('Agent type “helper” created.');
   await shot('agent-type-editor');
 
   await page.goto('/agent-types');
