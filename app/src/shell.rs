@@ -76,8 +76,12 @@ pub fn Shell(meta: PageMeta, children: Children) -> impl IntoView {
         }
     });
     let flash = meta.flash.map(|f| match f {
-        Flash::Notice(text) => view! { <p class="flash notice" role="status">{text}</p> }.into_any(),
-        Flash::Error(text) => view! { <p class="flash error" role="alert">{text}</p> }.into_any(),
+        Flash::Notice(text) => {
+            view! { <p class="flash notice" role="status">{crate::widgets::rich_text(&text)}</p> }.into_any()
+        }
+        Flash::Error(text) => {
+            view! { <p class="flash error" role="alert">{crate::widgets::rich_text(&text)}</p> }.into_any()
+        }
     });
     view! {
         <html lang="en">

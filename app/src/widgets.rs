@@ -55,7 +55,7 @@ pub fn field_error(errors: &[FieldError], field: &str) -> Option<impl IntoView +
         .collect();
     (!messages.is_empty()).then(|| {
         let id = format!("{}-error", field.replace('.', "-"));
-        view! { <p class="field-error" id=id>{messages.join("; ")}</p> }
+        view! { <p class="field-error" id=id>{rich_text(&messages.join("; "))}</p> }
     })
 }
 
@@ -220,6 +220,22 @@ pub fn session_origin(label: Option<&str>) -> Origin {
         return origin(format!("A2A {context} ({owner})"), "A2A client");
     }
     origin(label.to_string(), "Sender")
+}
+
+/// Text whose `backtick` spans (names and values in kernel messages) are shown as code, not
+/// as literal backticks. Everything stays text: the spans are only split, never parsed.
+pub fn rich_text(text: &str) -> Vec<AnyView> {
+    let parts: Vec<&str> = text.split('`').collect();
+    if parts.len().is_multiple_of(2) {
+        return vec![text.to_string().into_any()]; // an unpaired backtick: as it is
+    }
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, part)| {
+            if i % 2 == 1 { view! { <code>{part.to_string()}</code> }.into_any() } else { part.to_string().into_any() }
+        })
+        .collect()
 }
 
 /// A size for people: `812 B`, `14.2 KiB`, `3.0 MiB`.

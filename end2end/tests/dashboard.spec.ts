@@ -67,7 +67,7 @@ test('agent type: a validation error next to the field, fixed, then a name confl
   await form.getByLabel('Name').fill('Helper Bot');
   await form.getByLabel('Description').fill('Answers questions');
   await form.getByRole('button', { name: 'Create agent type' }).click();
-  await expect(page.locator('#name-error')).toContainText('`Helper Bot` is not a valid name');
+  await expect(page.locator('#name-error')).toContainText('Helper Bot is not a valid name');
   await expect(form.getByLabel('Description')).toHaveValue('Answers questions');
   await form.getByLabel('Name').fill('helper');
   await form.getByRole('button', { name: 'Create agent type' }).click();
@@ -78,7 +78,7 @@ test('agent type: a validation error next to the field, fixed, then a name confl
   await page.goto('/agent-types');
   await page.locator('#type-form').getByLabel('Name').fill('helper');
   await page.locator('#type-form').getByRole('button', { name: 'Create agent type' }).click();
-  await expect(page.locator('#name-error')).toHaveText('an agent type named `helper` already exists');
+  await expect(page.locator('#name-error')).toHaveText('an agent type named helper already exists');
 
   // A type for chatting: a model, the fake provider (the only one configured), one tool.
   await page.locator('#type-form').getByLabel('Name').fill('clock');
@@ -99,7 +99,7 @@ test('a running agent\'s name is a conflict too', async () => {
   await page.goto('/agent-types');
   await page.locator('#type-form').getByLabel('Name').fill('scout');
   await page.locator('#type-form').getByRole('button', { name: 'Create agent type' }).click();
-  await expect(page.locator('#name-error')).toContainText('an agent named `scout` is running');
+  await expect(page.locator('#name-error')).toContainText('an agent named scout is running');
 });
 
 test('Tools inspector: search, grant a family, narrow by standing, try system_time', async () => {

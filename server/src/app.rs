@@ -14,7 +14,7 @@ pub fn router(kernel: Kernel) -> Router {
     Router::new()
         .merge(crate::http::router(kernel.clone()))
         .merge(crate::dashboard::router(kernel.clone()))
-        .fallback(crate::http::not_found)
+        .fallback(crate::dashboard::not_found)
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(DefaultMakeSpan::new().level(Level::INFO))

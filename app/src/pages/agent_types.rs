@@ -190,7 +190,7 @@ pub fn render_edit(meta: PageMeta, page: EditPage) -> String {
         let items = page
             .toml_errors
             .iter()
-            .map(|e| view! { <li>{format!("{}: {}", e.field, e.message)}</li> })
+            .map(|e| view! { <li>{format!("{}: ", e.field)}{crate::widgets::rich_text(&e.message)}</li> })
             .collect::<Vec<_>>();
         view! { <ul class="field-error" id="toml-error">{items}</ul> }
     });

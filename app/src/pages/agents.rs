@@ -172,7 +172,9 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
     }
     chat.extend(failures.map(failure_view));
     let retry = page.chat_error.is_some() && page.draft.is_some();
-    let chat_error = page.chat_error.map(|e| view! { <p class="flash error" role="alert" id="chat-error">{e}</p> });
+    let chat_error = page
+        .chat_error
+        .map(|e| view! { <p class="flash error" role="alert" id="chat-error">{crate::widgets::rich_text(&e)}</p> });
     let session_field = current.map(|s| view! { <input type="hidden" name="session" value=s.to_string()/> });
     let status = if a.is_running() { "running" } else { "stopped" };
     // A stopped agent takes no messages: no chat box that can only fail.
@@ -236,7 +238,7 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
                             <input type="text" name="pattern" placeholder="system_time, memory_*, browser.*" required aria-label="Grant pattern"/>
                             <button type="submit">"Grant"</button>
                         </form>
-                        {page.grant_error.map(|e| view! { <p class="field-error" id="pattern-error" role="alert">{e}</p> })}
+                        {page.grant_error.map(|e| view! { <p class="field-error" id="pattern-error" role="alert">{crate::widgets::rich_text(&e)}</p> })}
                         <p><a href=format!("/tools?agent={id}")>"The agent's effective tool set"</a></p>
                         <h2>"Schedules"</h2>
                         <ul class="schedules" id="agent-schedules">{schedules}</ul>
@@ -337,7 +339,7 @@ fn workspace_card(agent: &str, csrf: &str, listing: Listing, error: Option<Strin
                 <input type="text" name="folder" placeholder="folder (optional)" aria-label="Folder in the workspace"/>
                 <button type="submit">"Upload"</button>
             </form>
-            {error.map(|e| view! { <p class="field-error" id="upload-error" role="alert">{e}</p> })}
+            {error.map(|e| view! { <p class="field-error" id="upload-error" role="alert">{crate::widgets::rich_text(&e)}</p> })}
         </section>
     }
 }

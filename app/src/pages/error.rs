@@ -11,7 +11,7 @@ pub fn render(meta: PageMeta, kind: &str, message: &str) -> String {
             <Shell meta>
                 <section class="card">
                     <h1>{kind}</h1>
-                    <p>{message}</p>
+                    <p>{crate::widgets::rich_text(&message)}</p>
                     <p><a href="/" data-back="">"Back"</a>" · "<a href="/">"Overview"</a></p>
                 </section>
             </Shell>

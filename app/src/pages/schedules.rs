@@ -194,7 +194,8 @@ pub fn render_confirm_delete(meta: PageMeta, page: ConfirmDelete) -> String {
     let csrf = meta.csrf.clone();
     let s = &page.schedule;
     let short = s.short_id();
-    let error = page.error.map(|e| view! { <p class="field-error" id="confirm-error">{e}</p> });
+    let error =
+        page.error.map(|e| view! { <p class="field-error" id="confirm-error">{crate::widgets::rich_text(&e)}</p> });
     let (facts, action, keep) =
         (summary(s, &page.agent), format!("/schedules/{}/delete", s.id), format!("/schedules/{}", s.id));
     crate::document(

@@ -18,7 +18,7 @@ pub fn render(meta: PageMeta, page: Settings) -> String {
     let fresh = page.new_token.map(|(name, token)| {
         view! {
             <section class="card highlight" id="new-token">
-                <h2>{format!("Token `{name}` created")}</h2>
+                <h2>"Token "<code>{name.clone()}</code>" created"</h2>
                 <p>"Copy it now: it is shown only this once, and only its hash is stored."</p>
                 <pre class="token">{token}</pre>
             </section>
@@ -45,7 +45,8 @@ pub fn render(meta: PageMeta, page: Settings) -> String {
             }
         })
         .collect::<Vec<_>>();
-    let name_error = page.name_error.map(|e| view! { <p class="field-error" id="name-error">{e}</p> });
+    let name_error =
+        page.name_error.map(|e| view! { <p class="field-error" id="name-error">{crate::widgets::rich_text(&e)}</p> });
     crate::document(
         view! {
             <Shell meta>
@@ -53,7 +54,7 @@ pub fn render(meta: PageMeta, page: Settings) -> String {
                 {fresh}
                 <section class="card">
                     <h2>"API tokens"</h2>
-                    <p class="hint">"Scripts send a token as `Authorization: Bearer TOKEN` to /api/*. Revoking one refuses it at once."</p>
+                    <p class="hint">"Scripts send a token as "<code>"Authorization: Bearer TOKEN"</code>" to "<code>"/api/*"</code>". Revoking one refuses it at once."</p>
                     <table><thead><tr><th>"Name"</th><th>"Created"</th><th></th></tr></thead><tbody>{rows}</tbody></table>
                     <form method="post" action="/settings/tokens" class="inline">
                         <Csrf token=csrf.clone()/>

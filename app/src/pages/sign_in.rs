@@ -10,6 +10,8 @@ pub struct SignIn {
     pub setup: bool,
     pub name: String,
     pub error: Option<String>,
+    /// The page to go to once signed in (a deep link followed while signed out).
+    pub next: Option<String>,
 }
 
 pub fn render(meta: PageMeta, page: SignIn) -> String {
@@ -19,11 +21,13 @@ pub fn render(meta: PageMeta, page: SignIn) -> String {
             "Create the first operator",
             "/setup",
             "Create operator",
-            "Kennel has no operator yet. The operator you create here signs in to this dashboard; more can be added with `kennel operator add`.",
+            "Kennel has no operator yet. The operator you create here signs in to this dashboard; more can be added with ",
         )
     } else {
-        ("Sign in", "/login", "Sign in", "Operators are added with `kennel operator add NAME --password-stdin`.")
+        ("Sign in", "/login", "Sign in", "Operators are added with ")
     };
+    let command = if page.setup { "kennel operator add" } else { "kennel operator add NAME --password-stdin" };
+    let next = page.next.map(|n| view! { <input type="hidden" name="next" value=n/> });
     let error = page.error.map(|e| view! { <p class="flash error" role="alert">{e}</p> });
     let meta = PageMeta { nav: Nav::None, ..meta };
     crate::document(
@@ -34,6 +38,7 @@ pub fn render(meta: PageMeta, page: SignIn) -> String {
                     {error}
                     <form method="post" action=action class="stack">
                         <Csrf token=csrf/>
+                        {next}
                         <label>"Name" <input type="text" name="name" value=page.name autocomplete="username" required/></label>
                         <label>
                             "Password"
@@ -41,7 +46,7 @@ pub fn render(meta: PageMeta, page: SignIn) -> String {
                         </label>
                         <button type="submit">{button}</button>
                     </form>
-                    <p class="hint">{hint}</p>
+                    <p class="hint">{hint}<code>{command}</code>"."</p>
                 </section>
             </Shell>
         }

@@ -211,7 +211,8 @@ fn tool_row(card: Card<'_>) -> impl IntoView + use<> {
         .and_then(|t| t.left_out_of.clone())
         .map(|l| view! { <p class="hint">{format!("Left out of {l}.")}</p> });
     let tags = def.tags.join(", ");
-    let refused = card.refused.map(|m| view! { <p class="field-error" role="alert">{m}</p> });
+    let refused =
+        card.refused.map(|m| view! { <p class="field-error" role="alert">{crate::widgets::rich_text(&m)}</p> });
     let args_text = card.tried_args.clone().unwrap_or_else(|| argument_skeleton(&def.schema));
     let keep: Vec<(String, String)> =
         card.view_query.iter().filter(|(k, _)| *k != "agent").map(|(k, v)| (k.to_string(), v.clone())).collect();

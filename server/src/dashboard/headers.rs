@@ -50,13 +50,19 @@ pub fn content_security_policy(framing: Framing) -> &'static str {
 /// The middleware on the dashboard router.
 pub async fn security_headers(req: Request, next: Next) -> Response {
     let mut res = next.run(req).await;
+    apply(&mut res);
+    res
+}
+
+/// Sets the headers on one response (the middleware's work, for a response made outside the
+/// dashboard router: its HTML 404).
+pub fn apply(res: &mut Response) {
     let framing = res.extensions().get::<Framing>().copied().unwrap_or_default();
     let headers = res.headers_mut();
     headers.insert(CONTENT_SECURITY_POLICY, HeaderValue::from_static(content_security_policy(framing)));
     headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     headers.insert(REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     headers.entry(CACHE_CONTROL).or_insert(HeaderValue::from_static("no-store"));
-    res
 }
 
 /// Marks a response as a canvas's HTML: the middleware gives it the canvas policy.

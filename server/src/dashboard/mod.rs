@@ -173,9 +173,53 @@ async fn error_pages(req: Request, next: Next) -> Response {
 
 /// An error with no form to show it next to: its own page, with the API's status code.
 fn error_page(op: &Operator, e: &Error) -> Response {
-    let page =
-        kennel_app::pages::error::render(meta(op, e.kind.as_str(), Nav::None, None), e.kind.as_str(), &e.message);
+    let title = kind_in_words(e.kind.as_str());
+    let page = kennel_app::pages::error::render(meta(op, title.clone(), Nav::None, None), &title, &e.message);
     html(crate::status::status_for(e.kind), page)
+}
+
+/// `NotFound` → `Not found`: an error kind as a page title.
+fn kind_in_words(kind: &str) -> String {
+    let mut words = String::new();
+    for (i, c) in kind.chars().enumerate() {
+        if c.is_uppercase() && i > 0 {
+            words.push(' ');
+            words.extend(c.to_lowercase());
+        } else {
+            words.push(c);
+        }
+    }
+    words
+}
+
+/// Any other path that is not the machine side's: a signed-in operator gets the error page in
+/// the dashboard's frame, anyone else a bare one; both with the security headers. (The REST
+/// API, A2A and `/.well-known` keep their JSON 404.)
+pub async fn not_found(axum::extract::State(kernel): axum::extract::State<Kernel>, req: Request) -> Response {
+    let path = req.uri().path().to_string();
+    let machine = ["/api/", "/a2a", "/.well-known/"].iter().any(|p| path.starts_with(p)) || path == "/api";
+    if machine {
+        return crate::http::not_found().await.into_response();
+    }
+    let error = Error::not_found(format!("There is no page at {path}: it may have moved, or the link is wrong."));
+    let op = session::cookie(req.headers(), session::SESSION_COOKIE)
+        .and_then(|c| kernel.auth().session(&c).map(|s| Operator { name: s.operator, csrf: s.csrf, cookie: c }));
+    let mut res = match op {
+        Some(op) => error_page(&op, &error),
+        None => {
+            let meta = PageMeta {
+                title: "Not found".into(),
+                nav: Nav::None,
+                operator: None,
+                csrf: String::new(),
+                flash: None,
+                refresh: None,
+            };
+            html(StatusCode::NOT_FOUND, kennel_app::pages::error::render(meta, "Not found", &error.message))
+        }
+    };
+    headers::apply(&mut res);
+    res
 }
 
 /// `?cursor=` of a paged dashboard list, and the link to its next page.

@@ -64,8 +64,18 @@ pub async fn require_operator(State(kernel): State<Kernel>, mut req: Request, ne
             next.run(req).await
         }
         None if req.method() == Method::GET => {
-            let first_run = kernel.auth().operator_count().await.unwrap_or(1) == 0;
-            Redirect::to(if first_run { "/setup" } else { "/login" }).into_response()
+            if kernel.auth().operator_count().await.unwrap_or(1) == 0 {
+                return Redirect::to("/setup").into_response();
+            }
+            // A deep link followed while signed out comes back after the sign-in.
+            let wanted = req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/");
+            match super::site::same_site_path(wanted).filter(|p| *p != "/") {
+                Some(path) => {
+                    let next = serde_urlencoded::to_string([("next", path)]).unwrap_or_default();
+                    Redirect::to(&format!("/login?{next}")).into_response()
+                }
+                None => Redirect::to("/login").into_response(),
+            }
         }
         None => (StatusCode::FORBIDDEN, "sign in first: your session has ended").into_response(),
     }

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 
 use axum::Form;
-use axum::extract::{ConnectInfo, Extension, State};
+use axum::extract::{ConnectInfo, Extension, Query, State};
 use axum::http::header::SET_COOKIE;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -23,6 +23,19 @@ pub struct Credentials {
     csrf: String,
     name: String,
     password: String,
+    /// Where to go once signed in: a path on this site, else the overview.
+    next: Option<String>,
+}
+
+/// `?next=` of the sign-in page.
+#[derive(Deserialize, Default)]
+pub struct Next {
+    next: Option<String>,
+}
+
+/// A page to return to after signing in: a path on this site only (never an open redirect).
+fn next_path(next: Option<&str>) -> Option<String> {
+    next.and_then(super::site::same_site_path).filter(|p| !p.starts_with("/login")).map(str::to_string)
 }
 
 /// A sign-in page with a double-submit token: the visitor's own if the daemon minted it and
@@ -67,7 +80,12 @@ pub async fn setup_page(
     if !site::direct_from_this_machine(client.ip(), &headers) {
         return loopback_only();
     }
-    sign_in_page(&kernel, &headers, StatusCode::OK, SignIn { setup: true, name: String::new(), error: None })
+    sign_in_page(
+        &kernel,
+        &headers,
+        StatusCode::OK,
+        SignIn { setup: true, name: String::new(), error: None, next: None },
+    )
 }
 
 fn loopback_only() -> Response {
@@ -100,7 +118,12 @@ pub async fn setup(
         Err(e) if e.kind == ErrorKind::Conflict => Redirect::to("/login").into_response(),
         Err(e) => {
             let status = crate::status::status_for(e.kind);
-            sign_in_page(&kernel, &headers, status, SignIn { setup: true, name: form.name, error: Some(e.message) })
+            sign_in_page(
+                &kernel,
+                &headers,
+                status,
+                SignIn { setup: true, name: form.name, error: Some(e.message), next: None },
+            )
         }
     }
 }
@@ -112,11 +135,17 @@ async fn signed_in(kernel: &Kernel, headers: &HeaderMap, name: &str) -> Response
     }
 }
 
-pub async fn login_page(State(kernel): State<Kernel>, _: OwnSite, headers: HeaderMap) -> Response {
+pub async fn login_page(
+    State(kernel): State<Kernel>,
+    _: OwnSite,
+    headers: HeaderMap,
+    Query(q): Query<Next>,
+) -> Response {
     if first_run(&kernel).await {
         return Redirect::to("/setup").into_response();
     }
-    sign_in_page(&kernel, &headers, StatusCode::OK, SignIn { setup: false, name: String::new(), error: None })
+    let page = SignIn { setup: false, name: String::new(), error: None, next: next_path(q.next.as_deref()) };
+    sign_in_page(&kernel, &headers, StatusCode::OK, page)
 }
 
 pub async fn login(
@@ -130,14 +159,23 @@ pub async fn login(
         return csrf_refused();
     }
     match kernel.auth().sign_in(client.ip(), &form.name, &form.password).await {
-        Ok((cookie, _)) => ([session_cookie(&headers, &cookie)], Redirect::to("/")).into_response(),
+        Ok((cookie, _)) => {
+            let to = next_path(form.next.as_deref()).unwrap_or_else(|| "/".into());
+            ([session_cookie(&headers, &cookie)], Redirect::to(&to)).into_response()
+        }
         Err(e) => {
             let status = if e.kind == ErrorKind::ResourceExhausted {
                 StatusCode::TOO_MANY_REQUESTS
             } else {
                 StatusCode::UNAUTHORIZED
             };
-            sign_in_page(&kernel, &headers, status, SignIn { setup: false, name: form.name, error: Some(e.message) })
+            let next = next_path(form.next.as_deref());
+            sign_in_page(
+                &kernel,
+                &headers,
+                status,
+                SignIn { setup: false, name: form.name, error: Some(e.message), next },
+            )
         }
     }
 }

@@ -111,8 +111,8 @@ async fn the_agent_type_editor_shows_the_apis_validation_next_to_each_field() {
     let bad = b.submit("/agent-types", "/agent-types", &[("name", "Bad Name"), ("tools", "system_time, rm -rf")]).await;
     assert_eq!(bad.status, 422);
     assert!(bad.text.contains("id=\"name-error\""), "error next to the name field");
-    assert!(bad.text.contains("`Bad Name` is not a valid name"));
-    assert!(bad.text.contains("tools[1]: `rm -rf` has ` `"));
+    assert!(bad.text.contains("<code>Bad Name</code> is not a valid name"));
+    assert!(bad.text.contains("tools[1]: <code>rm -rf</code> has <code> </code>"));
     assert!(bad.text.contains("value=\"system_time, rm -rf\""), "what was typed is kept");
 
     let ok = b
@@ -128,13 +128,13 @@ async fn the_agent_type_editor_shows_the_apis_validation_next_to_each_field() {
 
     let clash = b.submit("/agent-types", "/agent-types", &[("name", "coder")]).await;
     assert_eq!(clash.status, 409);
-    assert!(clash.text.contains("an agent type named `coder` already exists"));
+    assert!(clash.text.contains("an agent type named <code>coder</code> already exists"));
 
     // A running agent's name is explained as such.
     api.post("/api/agents", json!({"template": "coder", "name": "scout"})).await;
     let taken = b.submit("/agent-types", "/agent-types", &[("name", "scout")]).await;
     assert_eq!(taken.status, 409);
-    assert!(taken.text.contains("an agent named `scout` is running"));
+    assert!(taken.text.contains("an agent named <code>scout</code> is running"));
 
     // Editing keeps the rest of the manifest; the TOML form replaces all of it.
     api.put(
@@ -191,7 +191,11 @@ async fn the_editor_offers_the_configured_providers_and_warns_of_grants_that_mat
     let typo = b.submit("/agent-types", "/agent-types", &[("name", "typo"), ("provider", "locl")]).await;
     assert_eq!(typo.status, 422, "{}", typo.text);
     assert!(typo.text.contains("id=\"provider-error\""), "next to the field");
-    assert!(typo.text.contains("`locl` is not a provider of this daemon (configured: local)"), "{}", typo.text);
+    assert!(
+        typo.text.contains("<code>locl</code> is not a provider of this daemon (configured: local)"),
+        "{}",
+        typo.text
+    );
     assert!(typo.text.contains("<option value=\"locl\" selected>locl (not configured)</option>"), "{}", typo.text);
     assert_eq!(api.get("/api/templates/typo").await.status, 404, "nothing saved");
 
@@ -294,7 +298,7 @@ async fn spawn_chat_and_stop_from_the_dashboard() {
     let id = page.trim_start_matches("/agents/").to_string();
     let unknown = b.submit("/agents", "/agents", &[("template", "ghost")]).await;
     assert_eq!(unknown.status, 422);
-    assert!(unknown.text.contains("no agent type named `ghost`"));
+    assert!(unknown.text.contains("no agent type named <code>ghost</code>"));
     assert!(unknown.text.contains("id=\"template-error\""), "shown next to the field");
 
     llm.push(Scripted::call("system_time", json!({}))).push(Scripted::text("It is noon."));
@@ -327,7 +331,7 @@ async fn spawn_chat_and_stop_from_the_dashboard() {
     assert!(audit.contains(&format!(">clock (stopped · {short})</option>")), "{audit}");
     let refused = b.submit(&page, &format!("/agents/{id}/start"), &[]).await;
     assert_eq!(refused.status, 409, "the name is taken by the running twin: {}", refused.text);
-    assert!(refused.text.contains("an agent named `clock` is running"));
+    assert!(refused.text.contains("an agent named <code>clock</code> is running"));
     api.post(&format!("/api/agents/{twin}/stop"), json!({})).await;
     let started = b.submit(&page, &format!("/agents/{id}/start"), &[]).await;
     assert_eq!(started.status, 303, "{}", started.text);
@@ -379,6 +383,49 @@ async fn a_failed_turn_keeps_the_draft_offers_a_retry_and_stays_in_the_session()
     assert_eq!(users, 1, "{messages}");
     assert!(b.get(&page).await.text.contains("Here is the summary."));
     assert!(b.get(&format!("{page}?session=new")).await.text.contains("aria-current=\"true\">New session"));
+}
+
+#[tokio::test]
+async fn unknown_pages_are_an_html_404_and_a_deep_link_survives_the_sign_in() {
+    let (_home, d, _api, b) = signed_in_with("").await;
+    let missing = b.get("/no/such/page").await;
+    assert_eq!(missing.status, 404);
+    assert!(missing.text.contains("<title>Not found · Kennel</title>"), "{}", missing.text);
+    assert!(missing.text.contains("aria-label=\"Sections\""), "with the navigation");
+    crate::security_headers::assert_headers("the HTML 404", &missing);
+    let api_missing = b.get("/api/no-such-route").await;
+    assert_eq!(api_missing.status, 404);
+    assert!(
+        api_missing.headers["content-type"].to_str().unwrap().starts_with("application/json"),
+        "the API keeps JSON"
+    );
+    let error_page = b.get("/agents/nobody").await;
+    assert!(
+        error_page.text.contains("<title>Not found · Kennel</title>")
+            && error_page.text.contains("<code>nobody</code>")
+    );
+
+    let stranger = d.browser();
+    let bare = stranger.get("/no/such/page").await;
+    assert_eq!(bare.status, 404);
+    assert!(!bare.text.contains("aria-label=\"Sections\""), "no navigation for a stranger");
+    let deep = stranger.get("/tasks?text=mail").await;
+    assert_eq!(deep.header("location"), Some("/login?next=%2Ftasks%3Ftext%3Dmail"));
+    let form = stranger.get(deep.header("location").unwrap()).await;
+    assert!(form.text.contains("name=\"next\" value=\"/tasks?text=mail\""), "{}", form.text);
+    let signed = stranger
+        .submit(
+            "/login?next=%2Ftasks%3Ftext%3Dmail",
+            "/login",
+            &[("name", "ada"), ("password", "correct horse"), ("next", "/tasks?text=mail")],
+        )
+        .await;
+    assert_eq!(signed.header("location"), Some("/tasks?text=mail"), "back where the link pointed");
+    let other = d.browser();
+    let evil = other
+        .submit("/login", "/login", &[("name", "ada"), ("password", "correct horse"), ("next", "//evil.example/x")])
+        .await;
+    assert_eq!(evil.header("location"), Some("/"), "never off the site");
 }
 
 #[tokio::test]
@@ -459,12 +506,12 @@ async fn refused_forms_show_the_problem_next_to_the_field() {
     assert_eq!(defaulted.status, 303, "an emptied number field takes the default");
     let ghost = b.submit("/tasks", "/tasks", &[("title", "real"), ("assignee", "ghost")]).await;
     assert_eq!(ghost.status, 422);
-    assert!(ghost.text.contains("id=\"assignee-error\"") && ghost.text.contains("no agent `ghost`"));
+    assert!(ghost.text.contains("id=\"assignee-error\"") && ghost.text.contains("no agent <code>ghost</code>"));
 
     let page = format!("/agents/{id}");
     let bad = b.submit(&page, &format!("/agents/{id}/grant"), &[("pattern", "rm -rf")]).await;
     assert_eq!(bad.status, 422);
-    assert!(bad.text.contains("id=\"pattern-error\"") && bad.text.contains("has ` `"), "{}", bad.text);
+    assert!(bad.text.contains("id=\"pattern-error\"") && bad.text.contains("has <code> </code>"), "{}", bad.text);
     let missing = b.submit(&page, &format!("/agents/{id}/revoke"), &[("pattern", "system_time")]).await;
     assert_eq!(missing.status, 404);
     assert!(missing.text.contains("id=\"pattern-error\""), "still the agent page, not an error page");
@@ -476,7 +523,7 @@ async fn refused_forms_show_the_problem_next_to_the_field() {
     let card = inspector.text.split("id=\"tool-task_post\"").nth(1).expect("the inspector again");
     assert!(card.starts_with(" open"), "the tool is shown open");
     let card = card.split("</details>").next().unwrap();
-    assert!(card.contains("field-error") && card.contains("has no grant `task_post`"), "{card}");
+    assert!(card.contains("field-error") && card.contains("has no grant <code>task_post</code>"), "{card}");
 }
 
 /// An error with no form to show it next to is the error page, with the API's status, in
@@ -486,7 +533,7 @@ async fn errors_without_a_form_are_an_error_page_with_the_apis_status() {
     let (_home, _d, _api, b) = signed_in_with("").await;
     let missing = b.get("/tasks/nope").await;
     assert_eq!(missing.status, 404);
-    assert!(missing.text.contains("NotFound") && missing.text.contains("no task `nope`"));
+    assert!(missing.text.contains("<h1>Not found</h1>") && missing.text.contains("no task <code>nope</code>"));
     assert!(missing.text.contains("Sign out"), "in the operator's frame");
     let bad_cursor = b.get("/audit?cursor=x").await;
     assert_eq!(bad_cursor.status, 422);
