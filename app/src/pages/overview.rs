@@ -7,7 +7,7 @@ use kennel_kernel::tool::audit::AuditRecord;
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::audit_table;
+use crate::widgets::{audit_table, short_time};
 
 pub struct ProviderStatus {
     pub name: String,
@@ -15,6 +15,18 @@ pub struct ProviderStatus {
     /// `None` when the provider needs no key.
     pub key_env: Option<String>,
     pub has_key: bool,
+    pub url: String,
+    /// The last call's failure (when, what), if the calls since all failed.
+    pub last_error: Option<(String, String)>,
+}
+
+/// What the work looks like right now.
+pub struct Counts {
+    /// Tasks by status, in the board's order.
+    pub tasks: Vec<(&'static str, u64)>,
+    pub active_schedules: u64,
+    /// Schedule fires that failed since midnight UTC.
+    pub failed_today: u64,
 }
 
 pub struct Overview {
@@ -23,11 +35,13 @@ pub struct Overview {
     pub tools: usize,
     pub recent_calls: Vec<AuditRecord>,
     pub providers: Vec<ProviderStatus>,
+    pub counts: Counts,
 }
 
 pub fn render(meta: PageMeta, o: Overview) -> String {
     let running = o.agents.iter().filter(|a| a.is_running()).count();
     let stopped = o.agents.len() - running;
+    let has_provider = !o.providers.is_empty();
     let providers = if o.providers.is_empty() {
         view! { <p class="empty">"No provider is configured: agents cannot think until config.toml has a [providers.NAME] section."</p> }.into_any()
     } else {
@@ -35,18 +49,59 @@ pub fn render(meta: PageMeta, o: Overview) -> String {
             .providers
             .into_iter()
             .map(|p| {
-                let status = match (&p.key_env, p.has_key) {
-                    (None, _) => "no key needed".to_string(),
-                    (Some(var), true) => format!("key set ({var})"),
+                let key = match (&p.key_env, p.has_key) {
+                    (None, _) => "none needed".to_string(),
+                    (Some(var), true) => format!("set ({var})"),
                     (Some(var), false) => format!("missing: set {var}"),
                 };
-                let class = if p.key_env.is_none() || p.has_key { "ok" } else { "bad" };
-                view! { <tr><td>{p.name}</td><td>{p.kind}</td><td class=class>{status}</td></tr> }
+                let key_class = if p.key_env.is_none() || p.has_key { "" } else { "bad" };
+                // A provider is only known good once a call went through; its last failure shows.
+                let health = match &p.last_error {
+                    Some((at, message)) => view! {
+                        <td class="bad">{format!("failing since {}: ", short_time(at))}{crate::widgets::rich_text(message)}</td>
+                    }
+                    .into_any(),
+                    None => view! { <td class="ok">"no failed call"</td> }.into_any(),
+                };
+                view! { <tr><td>{p.name}</td><td>{p.kind}</td><td><code>{p.url}</code></td><td class=key_class>{key}</td>{health}</tr> }
             })
             .collect::<Vec<_>>();
-        view! { <table><thead><tr><th>"Provider"</th><th>"Protocol"</th><th>"API key"</th></tr></thead><tbody>{rows}</tbody></table> }
-            .into_any()
+        view! {
+            <div class="scroll">
+                <table>
+                    <thead><tr><th>"Provider"</th><th>"Protocol"</th><th>"URL"</th><th>"API key"</th><th>"Last call"</th></tr></thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            </div>
+        }
+        .into_any()
     };
+    let getting_started = o.agents.is_empty().then(|| {
+        let step = |done: bool, text: &'static str, href: &'static str, link: &'static str| {
+            let mark = if done { "done" } else { "to do" };
+            view! { <li class=if done { "done" } else { "todo" }><span class="hint">{format!("{mark} · ")}</span>{text}" "<a href=href>{link}</a></li> }
+        };
+        view! {
+            <section class="card highlight" id="getting-started">
+                <h2>"Getting started"</h2>
+                <ol class="steps">
+                    {step(has_provider, "Add an LLM provider: a [providers.NAME] section in config.toml, then restart.", "/", "Providers below")}
+                    {step(o.agent_types > 0, "Make an agent type: a model, a system prompt, the tools it may use.", "/agent-types", "Agent types")}
+                    {step(false, "Spawn an agent from it.", "/agents", "Agents")}
+                    {step(false, "Chat with it on its page, and watch its tool calls here.", "/agents", "Agents")}
+                </ol>
+            </section>
+        }
+    });
+    let task_tiles = o
+        .counts
+        .tasks
+        .iter()
+        .map(|(status, n)| {
+            view! { <a class="tile" href=format!("/tasks#column-{status}")><strong>{*n}</strong>{format!(" tasks {status}")}</a> }
+        })
+        .collect::<Vec<_>>();
+    let failed_class = if o.counts.failed_today > 0 { "tile bad" } else { "tile" };
     let calls = if o.recent_calls.is_empty() {
         view! { <p class="empty">"No tool calls yet."</p> }.into_any()
     } else {
@@ -56,11 +111,17 @@ pub fn render(meta: PageMeta, o: Overview) -> String {
         view! {
             <Shell meta>
                 <h1>"Overview"</h1>
+                {getting_started}
                 <div class="tiles">
                     <a class="tile" href="/agents"><strong>{running}</strong>" running agents"</a>
                     <a class="tile" href="/agents"><strong>{stopped}</strong>" stopped"</a>
                     <a class="tile" href="/agent-types"><strong>{o.agent_types}</strong>" agent types"</a>
                     <a class="tile" href="/tools"><strong>{o.tools}</strong>" tools"</a>
+                </div>
+                <div class="tiles">
+                    {task_tiles}
+                    <a class="tile" href="/schedules"><strong>{o.counts.active_schedules}</strong>" active schedules"</a>
+                    <a class=failed_class href="/schedules"><strong>{o.counts.failed_today}</strong>" failed runs today"</a>
                 </div>
                 <section class="card"><h2>"Providers"</h2>{providers}</section>
                 <section class="card"><h2>"Recent tool calls"</h2>{calls}<p><a href="/audit">"The whole audit log"</a></p></section>

@@ -86,6 +86,9 @@ pub struct Provider {
     name: String,
     config: ProviderConfig,
     http: reqwest::Client,
+    /// The last model call's failure (when, what), cleared by the next success: what an
+    /// operator sees of a provider that is down.
+    last_error: std::sync::Mutex<Option<(String, String)>>,
 }
 
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -97,7 +100,7 @@ impl Provider {
             .connect_timeout(Duration::from_secs(10))
             .build()
             .map_err(|e| Error::failed(format!("cannot build an HTTP client for provider `{name}`: {e}")))?;
-        Ok(Provider { name: name.to_string(), config, http })
+        Ok(Provider { name: name.to_string(), config, http, last_error: Default::default() })
     }
 
     pub fn name(&self) -> &str {
@@ -108,7 +111,13 @@ impl Provider {
         self.config.kind
     }
 
-    fn base_url(&self) -> &str {
+    /// The provider's last failed call (RFC 3339 time, message), if the calls since all failed.
+    pub fn last_error(&self) -> Option<(String, String)> {
+        self.last_error.lock().expect("last error lock").clone()
+    }
+
+    /// Where its requests go.
+    pub fn base_url(&self) -> &str {
         let default = match self.config.kind {
             ProviderKind::Openai => "https://api.openai.com/v1",
             ProviderKind::Anthropic => "https://api.anthropic.com/v1",
@@ -147,6 +156,13 @@ impl Provider {
 
     /// One model call, retried with backoff on 429, 5xx and connection failures.
     pub async fn chat(&self, req: &ChatRequest<'_>) -> Result<ChatReply> {
+        let reply = self.chat_with_retries(req).await;
+        *self.last_error.lock().expect("last error lock") =
+            reply.as_ref().err().map(|e| (crate::db::now(), e.message.clone()));
+        reply
+    }
+
+    async fn chat_with_retries(&self, req: &ChatRequest<'_>) -> Result<ChatReply> {
         let key = self.api_key()?;
         let (url, body) = match self.config.kind {
             ProviderKind::Openai => (format!("{}/chat/completions", self.base_url()), openai::request_body(req)),

@@ -297,6 +297,11 @@ impl Schedules {
     }
 
     /// A page of the schedules matching the filter (`agent` a name or id), oldest first.
+    /// How many fires failed since `since` (the overview's "failed today").
+    pub async fn failed_fires_since(&self, since: chrono::DateTime<chrono::Utc>) -> Result<u64> {
+        store::failed_fires_since(&self.db, &db::timestamp(since)).await
+    }
+
     pub async fn list(&self, filter: &ScheduleFilter, page: &PageRequest) -> Result<Page<Schedule>> {
         let agent_id = self.agents.id_of(filter.agent.as_deref())?;
         let query = store::Query { agent_id: agent_id.as_deref(), kind: filter.kind, state: filter.state };

@@ -360,3 +360,12 @@ fn fire_from(row: &db::Row) -> Result<Option<Fire>> {
         missed_slots: row.try_get("f_missed_slots")?,
     }))
 }
+
+/// Fires that failed since `since` (RFC 3339), over every schedule.
+pub(super) async fn failed_fires_since(db: &Db, since: &str) -> Result<u64> {
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM schedule_fires WHERE outcome = 'failed' AND fired_at >= $1")
+        .bind(since)
+        .fetch_one(db.pool())
+        .await?;
+    Ok(n as u64)
+}

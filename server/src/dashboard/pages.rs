@@ -7,6 +7,9 @@ use axum::response::Response;
 use kennel_app::pages::{audit, overview, settings};
 use kennel_app::{Flash, Nav, Paging};
 use kennel_kernel::Kernel;
+use kennel_kernel::page::PageRequest;
+use kennel_kernel::schedule::{ScheduleFilter, State as ScheduleState};
+use kennel_kernel::tasks::{TaskFilter, TaskStatus};
 use kennel_kernel::tool::audit::AuditFilter;
 use serde::Deserialize;
 
@@ -26,14 +29,29 @@ pub async fn overview(
             kind: format!("{:?}", p.kind()).to_lowercase(),
             key_env: p.api_key_env().map(str::to_string),
             has_key: p.has_key(),
+            url: p.base_url().to_string(),
+            last_error: p.last_error(),
         })
         .collect();
+    let mut tasks = Vec::new();
+    for status in [TaskStatus::Pending, TaskStatus::Claimed, TaskStatus::Failed] {
+        let filter = TaskFilter { status: Some(status), ..Default::default() };
+        tasks.push((status.as_str(), kernel.tasks().list(&filter, &PageRequest::first(1)).await?.total));
+    }
+    let active = ScheduleFilter { state: Some(ScheduleState::Active), ..Default::default() };
+    let midnight = chrono::Utc::now().date_naive().and_hms_opt(0, 0, 0).expect("midnight exists").and_utc();
+    let counts = overview::Counts {
+        tasks,
+        active_schedules: kernel.schedules().list(&active, &PageRequest::first(1)).await?.total,
+        failed_today: kernel.schedules().failed_fires_since(midnight).await?,
+    };
     let page = overview::Overview {
         agents: kernel.agents().list(),
         agent_types: kernel.agents().types().len(),
         tools: kernel.tools().len(),
         recent_calls,
         providers,
+        counts,
     };
     Ok(html(StatusCode::OK, overview::render(meta(&op, "Overview", Nav::Overview, n.flash()), page)))
 }

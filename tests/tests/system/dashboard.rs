@@ -429,6 +429,28 @@ async fn unknown_pages_are_an_html_404_and_a_deep_link_survives_the_sign_in() {
 }
 
 #[tokio::test]
+async fn the_overview_guides_a_first_run_and_shows_providers_and_work_in_numbers() {
+    let unreachable = "[providers.far]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"\"\nmax_retries = 0\n";
+    let (_home, _d, api, b) = signed_in_with(unreachable).await;
+    let first = b.get("/").await.text;
+    assert!(first.contains("id=\"getting-started\""), "a first run has a way forward");
+    assert!(first.contains("<code>http://127.0.0.1:9/v1</code>"), "the provider's URL");
+    assert!(first.contains("no failed call"));
+    assert!(
+        first.contains("<strong>0</strong> tasks pending") && first.contains("<strong>0</strong> failed runs today")
+    );
+
+    let id = crate::agent_from(&api, json!({"name": "hopeful", "model": "m"})).await;
+    let turn = api.post(&format!("/api/agents/{id}/messages"), json!({"message": "anyone there?"})).await;
+    assert_eq!(turn.status, 502, "{}", turn.text);
+    api.post("/api/tasks", json!({"title": "one"})).await;
+    let later = b.get("/").await.text;
+    assert!(!later.contains("id=\"getting-started\""), "gone once an agent exists");
+    assert!(later.contains("failing since"), "an unreachable provider is not shown as fine: {later}");
+    assert!(later.contains("<strong>1</strong> tasks pending"));
+}
+
+#[tokio::test]
 async fn the_api_starts_a_stopped_agent_unless_its_name_is_taken() {
     let (_home, _d, api) = crate::daemon().await;
     let first = crate::agent_with(&api, "solo", &[]).await;
