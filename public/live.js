@@ -104,3 +104,18 @@ document.addEventListener('keydown', (event) => {
   event.preventDefault();
   form.requestSubmit();
 });
+
+// A page that keeps itself up to date (the task board): every `data-refresh` seconds its
+// `main` is fetched again and swapped in, unless the operator is using a field on it.
+document.addEventListener('DOMContentLoaded', () => {
+  const main = document.querySelector('main[data-refresh-url]');
+  if (!main) return;
+  const every = Number(main.dataset.refresh) * 1000;
+  setInterval(async () => {
+    if (document.visibilityState !== 'visible' || main.contains(document.activeElement)) return;
+    const response = await fetch(main.dataset.refreshUrl, { credentials: 'same-origin' });
+    if (!response.ok) return;
+    const fresh = new DOMParser().parseFromString(await response.text(), 'text/html').querySelector('main');
+    if (fresh) main.replaceChildren(...fresh.childNodes);
+  }, every);
+});

@@ -34,8 +34,10 @@ pub struct PageMeta {
     /// The signed-in session's CSRF token; every form carries it.
     pub csrf: String,
     pub flash: Option<Flash>,
-    /// Reload the page every this many seconds, from this URL (the task board's live view
-    /// without JS; the URL drops a one-time `?notice=`).
+    /// Bring the page up to date every this many seconds from this URL (the task board's live
+    /// view; the URL drops a one-time `?notice=`). `live.js` swaps the page's `main` in place,
+    /// never while a field has focus; without JS the page is reloaded by hand. (Not a meta
+    /// refresh: a page that reloads itself under a reader is an accessibility failure.)
     pub refresh: Option<(u32, String)>,
 }
 
@@ -66,8 +68,11 @@ pub fn Shell(meta: PageMeta, children: Children) -> impl IntoView {
             .collect::<Vec<_>>();
         let operator = meta.operator.clone().unwrap_or_default();
         let csrf = meta.csrf.clone();
+        // On a phone the sections fold behind a Menu button (a checkbox and its label: no JS).
         view! {
-            <nav class="sections" aria-label="Sections">{links}</nav>
+            <input type="checkbox" id="nav-toggle" class="nav-toggle" aria-controls="sections"/>
+            <label for="nav-toggle" class="nav-button">"Menu"</label>
+            <nav class="sections" id="sections" aria-label="Sections">{links}</nav>
             <form class="signout" method="post" action="/logout">
                 <input type="hidden" name="csrf" value=csrf/>
                 <span class="who">{operator}</span>
@@ -90,7 +95,6 @@ pub fn Shell(meta: PageMeta, children: Children) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <title>{format!("{} · Kennel", meta.title)}</title>
                 <link rel="stylesheet" href="/style/kennel.css"/>
-                {meta.refresh.map(|(secs, url)| view! { <meta http-equiv="refresh" content=format!("{secs}; url={url}")/> })}
                 <script src="/public/live.js" defer></script>
             </head>
             <body>
@@ -98,7 +102,7 @@ pub fn Shell(meta: PageMeta, children: Children) -> impl IntoView {
                     <a class="brand" href="/">"Kennel"</a>
                     {nav}
                 </header>
-                <main>
+                <main data-refresh=meta.refresh.as_ref().map(|(secs, _)| secs.to_string()) data-refresh-url=meta.refresh.map(|(_, url)| url)>
                     {flash}
                     {children()}
                 </main>

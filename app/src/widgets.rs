@@ -27,9 +27,12 @@ pub fn TextArea(
     #[prop(optional)] required: bool,
     #[prop(optional)] placeholder: Option<&'static str>,
     #[prop(optional)] spellcheck: Option<&'static str>,
+    /// Its accessible name, when no `<label>` wraps it.
+    #[prop(optional)]
+    label: Option<&'static str>,
 ) -> impl IntoView {
     view! {
-        <textarea name=name rows=rows class=class required=required placeholder=placeholder spellcheck=spellcheck>{textarea_text(&value)}</textarea>
+        <textarea name=name rows=rows class=class required=required placeholder=placeholder spellcheck=spellcheck aria-label=label>{textarea_text(&value)}</textarea>
     }
 }
 

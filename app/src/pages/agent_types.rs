@@ -208,7 +208,7 @@ pub fn render_edit(meta: PageMeta, page: EditPage) -> String {
                         <h2>"Full manifest (TOML)"</h2>
                         <form method="post" action=format!("/agent-types/{name}/toml") class="stack">
                             <Csrf token=csrf.clone()/>
-                            <TextArea name="toml" rows=20 class="code" spellcheck="false" value=page.toml/>
+                            <TextArea name="toml" rows=20 class="code" spellcheck="false" value=page.toml label="The whole manifest, as TOML"/>
                             {toml_errors}
                             <button type="submit">"Replace manifest"</button>
                         </form>

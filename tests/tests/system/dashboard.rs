@@ -485,7 +485,7 @@ async fn tokens_made_on_the_settings_page_are_shown_once_and_can_be_revoked() {
 }
 
 #[tokio::test]
-async fn the_task_board_reloads_itself_with_its_filters_but_not_a_one_time_notice() {
+async fn the_task_board_refreshes_itself_with_its_filters_but_not_a_one_time_notice() {
     let (_home, _d, _api, b) = signed_in_with("[task_board]\nwake_assignee = false\n").await;
     let posted = b.submit("/tasks", "/tasks", &[("title", "Water the plants"), ("priority", "4")]).await;
     assert_eq!(posted.status, 303);
@@ -493,9 +493,13 @@ async fn the_task_board_reloads_itself_with_its_filters_but_not_a_one_time_notic
     assert!(location.contains("notice="), "{location}");
     let board = b.get(&location).await;
     assert!(board.text.contains("Water the plants"));
-    assert!(board.text.contains(r#"content="5; url=/tasks""#), "reloads the board, without the notice");
+    assert!(
+        board.text.contains(r#"data-refresh="5""#) && board.text.contains(r#"data-refresh-url="/tasks""#),
+        "refreshes the board, without the notice"
+    );
+    assert!(!board.text.contains("http-equiv=\"refresh\""), "not by reloading the page under the reader");
     let filtered = b.get("/tasks?text=plants&min_priority=3&notice=Done").await;
-    assert!(filtered.text.contains(r#"content="5; url=/tasks?text=plants&amp;min_priority=3""#), "{}", filtered.text);
+    assert!(filtered.text.contains(r#"data-refresh-url="/tasks?text=plants&amp;min_priority=3""#), "{}", filtered.text);
 }
 
 #[tokio::test]
@@ -610,5 +614,5 @@ async fn dashboard_lists_page_with_a_next_link_that_keeps_the_filters() {
     let next = next.split('"').next().unwrap().replace("&amp;", "&");
     let second = b.get(&next).await;
     let cursor = next.split("cursor=").nth(1).unwrap();
-    assert!(second.text.contains(&format!("url=/tasks?cursor={cursor}\"")), "reloads page 2");
+    assert!(second.text.contains(&format!("data-refresh-url=\"/tasks?cursor={cursor}\"")), "refreshes page 2");
 }

@@ -1,0 +1,106 @@
+// Every page at phone width (390 px) and through axe-core: the sections fold behind Menu, no
+// page scrolls sideways, every control is at least 44 px tall, and axe finds no serious or
+// critical violation on any page (desktop and phone). Runs after dashboard.spec.ts (files run
+// in name order) and signs in as its operator, or sets one up when run alone.
+import { test, expect, Page, Browser } from '@playwright/test';
+import AxeBuilder from '@axe-core/playwright';
+
+const shots = '../docs/screenshots';
+
+test.describe.configure({ mode: 'serial' });
+
+let page: Page;
+let pages: string[] = [];
+
+async function signIn(p: Page) {
+  await p.goto('/');
+  if (p.url().endsWith('/setup')) {
+    await p.getByLabel('Name').fill('ada');
+    await p.getByLabel('Password').fill('correct horse battery');
+    await p.getByRole('button', { name: 'Create operator' }).click();
+  } else if (p.url().includes('/login')) {
+    await p.getByLabel('Name').fill('ada');
+    await p.getByLabel('Password').fill('correct horse battery');
+    await p.getByRole('button', { name: 'Sign in' }).click();
+  }
+  await expect(p.getByRole('heading', { name: 'Overview' })).toBeVisible();
+}
+
+test.beforeAll(async ({ browser }) => {
+  page = await (await browser.newContext()).newPage();
+  await signIn(page);
+  await page.goto('/settings');
+  await page.getByLabel('New token named').fill('phone-e2e');
+  await page.getByRole('button', { name: 'Create token' }).click();
+  const token = (await page.locator('#new-token pre.token').textContent()) ?? '';
+  const api = { headers: { Authorization: `Bearer ${token}` } };
+  await page.request.post('/api/templates', { ...api, data: { name: 'courier', description: 'Carries messages', tools: ['tasks.*', 'system_time'] } });
+  const agent = (await (await page.request.post('/api/agents', { ...api, data: { template: 'courier' } })).json()).id;
+  await page.request.post('/api/tasks', { ...api, data: { title: 'Deliver the parcel', assignee: 'courier' } });
+  await page.request.post(`/api/agents/${agent}/tools/schedule_create/invoke`, { ...api, data: { args: { when: '+1h', prompt: 'Check the door' } } });
+  pages = ['/', '/agents', `/agents/${agent}`, '/agent-types', '/agent-types/courier', '/tools', `/tools?agent=${agent}`,
+           '/tasks', '/schedules', '/canvas', '/audit', '/settings', '/no/such/page'];
+});
+
+test.afterAll(async () => {
+  await page.context().close();
+});
+
+async function seriousViolations(p: Page): Promise<string[]> {
+  const result = await new AxeBuilder({ page: p }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']).analyze();
+  return result.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${p.url()}: ${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(' | ')}`);
+}
+
+test('axe-core finds no serious or critical violation on any page at desktop width', async () => {
+  const found: string[] = [];
+  for (const path of pages) {
+    await page.goto(path);
+    found.push(...(await seriousViolations(page)));
+  }
+  expect(found).toEqual([]);
+});
+
+async function phone(browser: Browser): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, storageState: await page.context().storageState() });
+  return context.newPage();
+}
+
+test('at phone width the sections fold behind Menu, nothing scrolls sideways, every control is tappable', async ({ browser }) => {
+  const small = await phone(browser);
+  const found: string[] = [];
+  for (const path of pages) {
+    await small.goto(path);
+    const overflow = await small.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    expect(overflow, `${path} scrolls sideways`).toBeLessThanOrEqual(0);
+    const tooSmall = await small.evaluate(() => [...document.querySelectorAll('main button, main select, main input:not([type=hidden]):not([type=checkbox]), header label, header button')]
+      .filter((e) => (e as HTMLElement).offsetParent !== null && e.getBoundingClientRect().height < 44)
+      .map((e) => `${e.tagName.toLowerCase()} "${(e.textContent ?? '').trim().slice(0, 30)}" ${Math.round(e.getBoundingClientRect().height)}px`));
+    expect(tooSmall, `${path} has controls under 44 px`).toEqual([]);
+    found.push(...(await seriousViolations(small)));
+  }
+  expect(found).toEqual([]);
+
+  await small.goto('/');
+  await expect(small.locator('nav.sections')).toBeHidden();
+  await small.screenshot({ path: `${shots}/overview-phone.png`, fullPage: true });
+  await small.getByText('Menu').click();
+  await expect(small.locator('nav.sections')).toBeVisible();
+  const links = await small.locator('nav.sections a').evaluateAll((as) => as.map((a) => a.getBoundingClientRect().height));
+  expect(Math.min(...links)).toBeGreaterThanOrEqual(44);
+  await small.screenshot({ path: `${shots}/menu-phone.png` });
+  await small.locator('nav.sections').getByRole('link', { name: 'Tasks', exact: true }).click();
+  await expect(small.getByRole('heading', { name: 'Task board' })).toBeVisible();
+  // Every column of the board is within the screen's width (stacked), none hidden to the right.
+  for (const column of ['pending', 'claimed', 'done', 'failed', 'cancelled']) {
+    const box = await small.locator(`#column-${column}`).boundingBox();
+    expect(box, `the ${column} column is shown`).not.toBeNull();
+    expect(box!.x).toBeGreaterThanOrEqual(0);
+    expect(box!.x + box!.width, `the ${column} column fits`).toBeLessThanOrEqual(390);
+  }
+  await small.screenshot({ path: `${shots}/tasks-phone.png`, fullPage: true });
+  await small.goto(pages[2]);
+  await small.screenshot({ path: `${shots}/agent-phone.png`, fullPage: true });
+  await small.context().close();
+});
