@@ -241,6 +241,13 @@ pub fn rich_text(text: &str) -> Vec<AnyView> {
         .collect()
 }
 
+/// What a filtered list with nothing in it says: that the filters hid everything, and the way
+/// back to the whole list.
+#[component]
+pub fn NoMatches(what: &'static str, clear: &'static str) -> impl IntoView {
+    view! { <p class="empty" id="no-matches">{format!("No {what} matches these filters. ")}<a href=clear>"Clear filters"</a></p> }
+}
+
 /// A size for people: `812 B`, `14.2 KiB`, `3.0 MiB`.
 pub fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];

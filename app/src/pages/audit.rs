@@ -7,7 +7,7 @@ use kennel_kernel::tool::audit::AuditRecord;
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{Pager, Paging, agent_label, audit_table};
+use crate::widgets::{NoMatches, Pager, Paging, agent_label, audit_table};
 
 pub struct AuditPage {
     /// A page of records, newest first.
@@ -30,6 +30,9 @@ pub fn render(meta: PageMeta, page: AuditPage) -> String {
         })
         .collect::<Vec<_>>();
     let shown = page.records.len();
+    let filtered =
+        page.agent.as_deref().is_some_and(|a| !a.is_empty()) || page.tool.as_deref().is_some_and(|t| !t.is_empty());
+    let no_matches = (shown == 0 && filtered).then(|| view! { <NoMatches what="tool call" clear="/audit"/> });
     let table = audit_table(page.records, &page.agents);
     crate::document(
         view! {
@@ -40,6 +43,7 @@ pub fn render(meta: PageMeta, page: AuditPage) -> String {
                     <label>"Tool" <input type="text" name="tool" value=page.tool.unwrap_or_default() placeholder="exact tool name"/></label>
                     <button type="submit">"Filter"</button>
                 </form>
+                {no_matches}
                 {table}
                 <Pager shown paging=page.paging/>
             </Shell>

@@ -10,7 +10,7 @@ use kennel_kernel::schedule::{Fire, Schedule, State};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{Csrf, Pager, Paging, agent_label, agent_names, short_time};
+use crate::widgets::{Csrf, NoMatches, Pager, Paging, agent_label, agent_names, short_time};
 
 pub struct List {
     /// A page of the schedules, oldest first.
@@ -86,8 +86,13 @@ pub fn render_list(meta: PageMeta, page: List) -> String {
             view! { <option value=id selected=selected>{agent_label(a)}</option> }
         })
         .collect::<Vec<_>>();
+    let filtered = !page.agent.is_empty();
     let empty = page.schedules.is_empty().then(|| {
-        view! { <p class="hint">"No schedules yet. Agents make them with schedule_create and cron_create; agent types declare them in [[cron]] blocks."</p> }
+        if filtered {
+            view! { <NoMatches what="schedule" clear="/schedules"/> }.into_any()
+        } else {
+            view! { <p class="hint">"No schedules yet. Agents make them with "<code>"schedule_create"</code>" and "<code>"cron_create"</code>"; agent types declare them in "<code>"[[cron]]"</code>" blocks."</p> }.into_any()
+        }
     });
     crate::document(
         view! {

@@ -8,7 +8,7 @@ use kennel_kernel::tasks::{Task, TaskAction, TaskEvent, TaskStatus};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{Csrf, Pager, Paging, TextArea, agent_label, agent_names, field_error, short_time};
+use crate::widgets::{Csrf, NoMatches, Pager, Paging, TextArea, agent_label, agent_names, field_error, short_time};
 
 pub struct Board {
     /// A page of the tasks, highest priority first.
@@ -89,6 +89,8 @@ pub fn render_board(meta: PageMeta, page: Board) -> String {
         })
         .collect::<Vec<_>>();
     let shown = page.tasks.len();
+    let filtered = !page.assignee.is_empty() || !page.text.is_empty() || page.min_priority > 0;
+    let no_matches = (shown == 0 && filtered).then(|| view! { <NoMatches what="task" clear="/tasks"/> });
     crate::document(
         view! {
             <Shell meta>
@@ -99,6 +101,7 @@ pub fn render_board(meta: PageMeta, page: Board) -> String {
                     <label>"Text" <input type="search" name="text" value=page.text/></label>
                     <button type="submit">"Filter"</button>
                 </form>
+                {no_matches}
                 <div class="board">{columns}</div>
                 <Pager shown paging=page.paging/>
                 <section class="card">

@@ -12,7 +12,7 @@ use kennel_kernel::tool::{Availability, EffectiveTool, ToolDef, ToolStatus};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{Csrf, TextArea, agent_label, argument_rows, argument_skeleton};
+use crate::widgets::{Csrf, NoMatches, TextArea, agent_label, argument_rows, argument_skeleton};
 
 /// The outcome of a "try it" run.
 pub struct TryResult {
@@ -147,7 +147,7 @@ pub fn render(meta: PageMeta, page: ToolsPage) -> String {
         }
     });
     let shown = format!("{shown} of {} tools shown", page.total);
-    let nothing = (shown.starts_with("0 ")).then(|| view! { <p class="empty">"No tool matches."</p> });
+    let nothing = (shown.starts_with("0 ")).then(|| view! { <NoMatches what="tool" clear="/tools"/> });
     crate::document(
         view! {
             <Shell meta>

@@ -451,6 +451,24 @@ async fn the_overview_guides_a_first_run_and_shows_providers_and_work_in_numbers
 }
 
 #[tokio::test]
+async fn filtered_lists_with_nothing_in_them_say_so_and_lead_back() {
+    let (_home, _d, api, b) = signed_in_with("[task_board]\nwake_assignee = false\n").await;
+    let id = crate::agent_with(&api, "lonely", &[]).await;
+    api.post("/api/tasks", json!({"title": "Something"})).await;
+    for (path, clear) in [
+        ("/tasks?text=nothing-like-this".to_string(), "/tasks"),
+        (format!("/schedules?agent={id}"), "/schedules"),
+        ("/audit?tool=no_such_tool".to_string(), "/audit"),
+        ("/tools?q=no-such-words".to_string(), "/tools"),
+    ] {
+        let page = b.get(&path).await.text;
+        assert!(page.contains("id=\"no-matches\""), "{path}: {page}");
+        assert!(page.contains(&format!("<a href=\"{clear}\">Clear filters</a>")), "{path}");
+    }
+    assert!(!b.get("/tasks").await.text.contains("id=\"no-matches\""), "an unfiltered list is not 'no matches'");
+}
+
+#[tokio::test]
 async fn the_api_starts_a_stopped_agent_unless_its_name_is_taken() {
     let (_home, _d, api) = crate::daemon().await;
     let first = crate::agent_with(&api, "solo", &[]).await;
