@@ -190,39 +190,20 @@ pub fn agent_label(a: &Agent) -> String {
     }
 }
 
-/// Where a session came from, by its label: how the session list names it, and who its
-/// user messages are from ("You" only in an operator's own sessions).
-pub struct Origin {
-    pub name: String,
-    pub sender: String,
-    pub by_operator: bool,
-}
-
-pub fn session_origin(label: Option<&str>) -> Origin {
-    let origin = |name: String, sender: &str| Origin { name, sender: sender.to_string(), by_operator: false };
-    let Some(label) = label else {
-        return Origin { name: "Operator or API".into(), sender: "You".into(), by_operator: true };
-    };
-    if let Some(op) = label.strip_prefix("operator ") {
-        return Origin { name: format!("Operator {op}"), sender: "You".into(), by_operator: true };
+/// How the session list names a session's origin, and who its user messages are from
+/// ("You" only in an operator's own sessions). The origin itself is the kernel's.
+pub fn origin_names(origin: &kennel_kernel::session::Origin) -> (String, String) {
+    use kennel_kernel::session::Origin;
+    match origin {
+        Origin::Unlabelled => ("Operator or API".into(), "You".into()),
+        Origin::Operator(op) => (format!("Operator {op}"), "You".into()),
+        Origin::Task(task) => (format!("Task {task} wake-up"), "Task board".into()),
+        Origin::Schedule(s) => (format!("Schedule {s}"), "Schedule".into()),
+        Origin::Trigger(e) => (format!("Trigger {e}"), "Event".into()),
+        Origin::Agent(a) => (format!("From agent {a}"), format!("Agent {a}")),
+        Origin::A2a { owner, context } => (format!("A2A {context} ({owner})"), "A2A client".into()),
+        Origin::Other(label) => (label.clone(), "Sender".into()),
     }
-    if let Some(task) = label.strip_prefix("task ") {
-        return origin(format!("Task {task} wake-up"), "Task board");
-    }
-    if let Some(s) = label.strip_prefix("schedule ") {
-        return origin(format!("Schedule {s}"), "Schedule");
-    }
-    if let Some(e) = label.strip_prefix("trigger ") {
-        return origin(format!("Trigger {e}"), "Event");
-    }
-    if let Some(a) = label.strip_prefix("from agent ") {
-        return origin(format!("From agent {a}"), &format!("Agent {a}"));
-    }
-    if let Some(rest) = label.strip_prefix("a2a:") {
-        let (owner, context) = rest.split_once(':').unwrap_or((rest, ""));
-        return origin(format!("A2A {context} ({owner})"), "A2A client");
-    }
-    origin(label.to_string(), "Sender")
 }
 
 /// Text whose `backtick` spans (names and values in kernel messages) are shown as code, not

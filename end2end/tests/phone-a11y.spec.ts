@@ -4,6 +4,7 @@
 // in name order) and signs in as its operator, or sets one up when run alone.
 import { test, expect, Page, Browser } from '@playwright/test';
 import AxeBuilder from '@axe-core/playwright';
+import { signIn } from './operator';
 
 const shots = '../docs/screenshots';
 
@@ -11,20 +12,6 @@ test.describe.configure({ mode: 'serial' });
 
 let page: Page;
 let pages: string[] = [];
-
-async function signIn(p: Page) {
-  await p.goto('/');
-  if (p.url().endsWith('/setup')) {
-    await p.getByLabel('Name').fill('ada');
-    await p.getByLabel('Password').fill('correct horse battery');
-    await p.getByRole('button', { name: 'Create operator' }).click();
-  } else if (p.url().includes('/login')) {
-    await p.getByLabel('Name').fill('ada');
-    await p.getByLabel('Password').fill('correct horse battery');
-    await p.getByRole('button', { name: 'Sign in' }).click();
-  }
-  await expect(p.getByRole('heading', { name: 'Overview' })).toBeVisible();
-}
 
 test.beforeAll(async ({ browser }) => {
   page = await (await browser.newContext()).newPage();

@@ -5,6 +5,7 @@
 // chart) still works. Runs after dashboard.spec.ts (files run in name order) and signs in as
 // its operator, or sets one up when run alone. The screenshot of the canvas page is the README's.
 import { test, expect, Page, Frame } from '@playwright/test';
+import { signIn } from './operator';
 
 const shots = '../docs/screenshots';
 
@@ -31,17 +32,7 @@ async function canvasFrame(version: number): Promise<Frame> {
 
 test.beforeAll(async ({ browser }) => {
   page = await browser.newPage();
-  await page.goto('/');
-  if (page.url().endsWith('/setup')) {
-    await page.getByLabel('Name').fill('ada');
-    await page.getByLabel('Password').fill('correct horse battery');
-    await page.getByRole('button', { name: 'Create operator' }).click();
-  } else if (page.url().endsWith('/login')) {
-    await page.getByLabel('Name').fill('ada');
-    await page.getByLabel('Password').fill('correct horse battery');
-    await page.getByRole('button', { name: 'Sign in' }).click();
-  }
-  await expect(page.getByRole('heading', { name: 'Overview' })).toBeVisible();
+  await signIn(page);
   await page.goto('/settings');
   await page.getByLabel('New token named').fill('canvas-e2e');
   await page.getByRole('button', { name: 'Create token' }).click();

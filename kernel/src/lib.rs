@@ -233,7 +233,7 @@ impl Kernel {
                 let message = format!(
                     "A task was posted for you: \"{title}\" (task {id}). Claim it with task_claim when you can."
                 );
-                let label = Some(format!("task {}", text::short_id(&id.to_string())));
+                let label = session::Origin::Task(text::short_id(&id.to_string())).label();
                 let req =
                     TurnRequest { new_session_label: label, ..TurnRequest::headless(message, tool::Caller::Agent) };
                 if let Err(e) = turn::run(&kernel, agent.clone(), req).await {

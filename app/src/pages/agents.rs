@@ -7,14 +7,12 @@ use kennel_kernel::canvas::Canvas;
 use kennel_kernel::error::FieldError;
 use kennel_kernel::llm::Message;
 use kennel_kernel::schedule::Schedule;
-use kennel_kernel::session::{Failure, Session, StoredMessage};
+use kennel_kernel::session::{Failure, Origin, Session, StoredMessage};
 use kennel_kernel::workspace::{FileEntry, Inert, Listing};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{
-    CanvasFrame, Csrf, Origin, Pager, Paging, TextArea, field_error, human_bytes, session_origin, short_time,
-};
+use crate::widgets::{CanvasFrame, Csrf, Pager, Paging, TextArea, field_error, human_bytes, origin_names, short_time};
 
 #[derive(Debug, Clone, Default)]
 pub struct SpawnForm {
@@ -156,11 +154,11 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
         .iter()
         .map(|s| {
             let is = Some(s.id) == current;
-            let label = format!("{} · {}", session_origin(s.label.as_deref()).name, short_time(&s.created_at));
+            let label = format!("{} · {}", origin_names(&s.origin()).0, short_time(&s.created_at));
             view! { <li><a href=format!("/agents/{}?session={}#chat", a.id, s.id) aria-current=if is { "true" } else { "false" }>{label}</a></li> }
         })
         .collect::<Vec<_>>();
-    let origin = session_origin(page.session.as_ref().and_then(|s| s.label.as_deref()));
+    let origin = page.session.as_ref().map_or(Origin::Unlabelled, Session::origin);
     let mut failures = page.failures.into_iter().peekable();
     let mut chat = Vec::new();
     for m in page.messages {
@@ -393,11 +391,11 @@ fn failure_view(f: Failure) -> AnyView {
 
 fn message_view(agent: &str, origin: &Origin, m: StoredMessage) -> AnyView {
     match m.message {
-        Message::User { content } if origin.by_operator => {
+        Message::User { content } if origin.is_operator() => {
             view! { <div class="msg user"><span class="who">"You"</span><p>{content}</p></div> }.into_any()
         }
         Message::User { content } => {
-            view! { <div class="msg system"><span class="who">{origin.sender.clone()}</span><p>{content}</p></div> }
+            view! { <div class="msg system"><span class="who">{origin_names(origin).1}</span><p>{content}</p></div> }
                 .into_any()
         }
         Message::Assistant { content, tool_calls } => {

@@ -18,6 +18,7 @@ use super::{Inbound, wire};
 use crate::Kernel;
 use crate::agent::Agent;
 use crate::db::{self, Db, stored_enum};
+use crate::session::Origin;
 use crate::tool::Caller;
 use crate::turn::{EventKind, TurnEnd, TurnRequest};
 
@@ -194,7 +195,10 @@ impl A2aTasks {
         };
         let owner = inbound.owner();
         // A context is a conversation of one caller: its session is keyed by both.
-        let session = kernel.sessions().labelled(agent.id, &format!("a2a:{owner}:{context_id}")).await?;
+        let session = kernel
+            .sessions()
+            .labelled(agent.id, &Origin::A2a { owner: owner.to_string(), context: context_id.clone() })
+            .await?;
         let id = Uuid::now_v7();
         message["contextId"] = Value::from(context_id.as_str());
         message["taskId"] = Value::from(id.to_string());

@@ -13,6 +13,7 @@ use super::{Agent, AgentTypeSpec, SpawnRequest};
 use crate::capability::Grant;
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::session::Origin;
 use crate::tool::{CallContext, Caller, NoArgs, Registry, Tool, ToolDef};
 use crate::turn::{TurnRequest, TurnResult};
 
@@ -81,7 +82,7 @@ impl Tool for AgentSend {
         let chain: Vec<Uuid> = ctx.chain.iter().copied().chain([target.id]).collect();
         crate::turn::depth::check(&kernel, depth, &chain, || format!("sending to agent `{}`", target.name))?;
         // One conversation per sender on the receiving side.
-        let session = kernel.sessions().labelled(target.id, &format!("from agent {}", ctx.agent.name)).await?;
+        let session = kernel.sessions().labelled(target.id, &Origin::Agent(ctx.agent.name.clone())).await?;
         let req = TurnRequest {
             session: Some(session.id),
             depth,

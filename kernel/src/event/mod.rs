@@ -115,7 +115,7 @@ pub async fn publish(kernel: &Kernel, event_type: &str, payload: Value, origin: 
             let req = TurnRequest {
                 depth: origin.depth + 1,
                 chain: origin.chain.clone(),
-                new_session_label: Some(format!("trigger {event_type}")),
+                new_session_label: crate::session::Origin::Trigger(event_type.to_string()).label(),
                 ..TurnRequest::headless(prompt, Caller::Trigger(event_type.to_string()))
             };
             let (kernel, agent) = (kernel.clone(), agent.clone());

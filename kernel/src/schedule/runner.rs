@@ -21,6 +21,7 @@ use super::{FireOutcome, Kind, Schedules, State, cron, parse_time};
 use crate::Kernel;
 use crate::db;
 use crate::error::Result;
+use crate::session::Origin;
 use crate::tool::Caller;
 use crate::turn::{self, TurnEnd, TurnRequest};
 
@@ -147,7 +148,7 @@ async fn fire(kernel: Kernel, d: Dispatch, _permit: tokio::sync::OwnedSemaphoreP
     let (outcome, detail, session) = match agent {
         Some(agent) if agent.is_running() => {
             let req = TurnRequest {
-                new_session_label: Some(format!("schedule {}", super::short_id(&d.schedule_id))),
+                new_session_label: Origin::Schedule(super::short_id(&d.schedule_id)).label(),
                 ..TurnRequest::headless(d.prompt, Caller::Schedule(d.schedule_id.clone()))
             };
             match turn::run(&kernel, agent, req).await {

@@ -20,6 +20,80 @@ pub struct Session {
     pub created_at: String,
 }
 
+/// Where a session came from, written into its label when it is opened and read back from it:
+/// one place for the label formats, for every front that names sessions or their senders.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// No label: an operator or an API client, from before sessions were labelled.
+    Unlabelled,
+    /// A dashboard operator's chat.
+    Operator(String),
+    /// The task board waking an assignee (the task's short id).
+    Task(String),
+    /// A schedule's fire (its short id).
+    Schedule(String),
+    /// A `[[trigger]]` fired by this event type.
+    Trigger(String),
+    /// `agent_send` from this agent.
+    Agent(String),
+    /// An A2A client: its owner and context.
+    A2a { owner: String, context: String },
+    /// A label of no known form.
+    Other(String),
+}
+
+impl Origin {
+    /// The label a session of this origin is opened with.
+    pub fn label(&self) -> Option<String> {
+        Some(match self {
+            Origin::Unlabelled => return None,
+            Origin::Operator(name) => format!("operator {name}"),
+            Origin::Task(id) => format!("task {id}"),
+            Origin::Schedule(id) => format!("schedule {id}"),
+            Origin::Trigger(event) => format!("trigger {event}"),
+            Origin::Agent(name) => format!("from agent {name}"),
+            Origin::A2a { owner, context } => format!("a2a:{owner}:{context}"),
+            Origin::Other(label) => label.clone(),
+        })
+    }
+
+    /// The origin a label says.
+    pub fn of(label: Option<&str>) -> Origin {
+        let Some(label) = label else { return Origin::Unlabelled };
+        let rest = |prefix: &str| label.strip_prefix(prefix).map(str::to_string);
+        if let Some(name) = rest("operator ") {
+            Origin::Operator(name)
+        } else if let Some(id) = rest("task ") {
+            Origin::Task(id)
+        } else if let Some(id) = rest("schedule ") {
+            Origin::Schedule(id)
+        } else if let Some(event) = rest("trigger ") {
+            Origin::Trigger(event)
+        } else if let Some(name) = rest("from agent ") {
+            Origin::Agent(name)
+        } else if let Some(a2a) = rest("a2a:") {
+            // The owner is `anonymous` or `token:NAME` (a name has no `:`); the context is the rest.
+            let owner_parts = if a2a.starts_with("token:") { 2 } else { 1 };
+            let mut parts = a2a.splitn(owner_parts + 1, ':');
+            let owner = parts.by_ref().take(owner_parts).collect::<Vec<_>>().join(":");
+            Origin::A2a { owner, context: parts.next().unwrap_or_default().to_string() }
+        } else {
+            Origin::Other(label.to_string())
+        }
+    }
+
+    /// Whether the session's user messages are the operator's own words.
+    pub fn is_operator(&self) -> bool {
+        matches!(self, Origin::Unlabelled | Origin::Operator(_))
+    }
+}
+
+impl Session {
+    pub fn origin(&self) -> Origin {
+        Origin::of(self.label.as_deref())
+    }
+}
+
 /// A message of a session with its place and time.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct StoredMessage {
@@ -72,12 +146,13 @@ impl Sessions {
         }
     }
 
-    /// The agent's session with this label, made if it does not exist yet (one conversation
+    /// The agent's session of this origin, made if it does not exist yet (one conversation
     /// per sending agent, for instance).
-    pub async fn labelled(&self, agent_id: AgentId, label: &str) -> Result<Session> {
-        match store::labelled(&self.db, agent_id, label).await? {
+    pub async fn labelled(&self, agent_id: AgentId, origin: &Origin) -> Result<Session> {
+        let label = origin.label().unwrap_or_default();
+        match store::labelled(&self.db, agent_id, &label).await? {
             Some(session) => Ok(session),
-            None => self.create(agent_id, Some(label.to_string())).await,
+            None => self.create(agent_id, Some(label)).await,
         }
     }
 
@@ -123,5 +198,29 @@ impl Sessions {
         let rows = store::messages(&self.db, session, after, Some(page.fetch_limit())).await?;
         let total = store::message_count(&self.db, session).await?;
         Ok(Page::from_rows(rows, page, total, |m| m.seq.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod origin_tests {
+    use super::Origin;
+
+    #[test]
+    fn every_origin_survives_its_label() {
+        let origins = [
+            Origin::Operator("ada".into()),
+            Origin::Task("1a2b3c4d".into()),
+            Origin::Schedule("5e6f7a8b".into()),
+            Origin::Trigger("inbox.new".into()),
+            Origin::Agent("scout".into()),
+            Origin::A2a { owner: "token:peer".into(), context: "ctx:with:colons".into() },
+            Origin::A2a { owner: "anonymous".into(), context: "plain".into() },
+            Origin::Other("something else".into()),
+        ];
+        for origin in origins {
+            assert_eq!(Origin::of(origin.label().as_deref()), origin);
+        }
+        assert_eq!(Origin::of(None), Origin::Unlabelled);
+        assert!(Origin::Unlabelled.is_operator() && !Origin::Task("x".into()).is_operator());
     }
 }

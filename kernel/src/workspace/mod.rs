@@ -116,6 +116,10 @@ impl Workspaces {
     /// Lists the files of the agent's workspace, by path. Symbolic links are not followed
     /// (nor listed): what is listed can be opened.
     pub async fn list(&self, agent: Uuid) -> Result<Listing> {
+        // Listing makes nothing: an agent that never had a file has an empty workspace.
+        if !self.root.join(agent.to_string()).is_dir() {
+            return Ok(Listing::default());
+        }
         let dir = self.folder(agent)?;
         blocking(move || {
             let mut listing = Listing::default();

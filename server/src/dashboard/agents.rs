@@ -8,6 +8,7 @@ use kennel_app::pages::agents::{self, AgentPage, AgentsPage, SpawnForm};
 use kennel_app::{Nav, Paging};
 use kennel_kernel::agent::{SpawnRequest, to_toml};
 use kennel_kernel::page::PageRequest;
+use kennel_kernel::session::Origin;
 use kennel_kernel::tool::Caller;
 use kennel_kernel::turn::TurnRequest;
 use kennel_kernel::{Error, Kernel};
@@ -298,7 +299,7 @@ pub async fn chat(
         Some(Err(_)) => return Err(Error::invalid("the session id is not valid").into()),
         // Opened here, not by the turn, so a failed first turn still has its session to show.
         None if agent.is_running() && !kennel_kernel::text::is_blank(&f.message) => {
-            Some(kernel.sessions().create(agent.id, Some(format!("operator {}", op.name))).await?.id)
+            Some(kernel.sessions().create(agent.id, Origin::Operator(op.name.clone()).label()).await?.id)
         }
         None => None,
     };

@@ -13,6 +13,7 @@ use kennel_app::pages::agents::{self, FilePage};
 use kennel_kernel::workspace::Inert;
 use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
+use tokio::io::AsyncReadExt;
 
 use super::agents::{Refused, agent_page};
 use super::{Cursor, Notice, Operator, PageResult, html, meta, see_other};
@@ -34,11 +35,12 @@ pub async fn view(
     Query(q): Query<FileQuery>,
 ) -> PageResult {
     let agent = kernel.agents().get(&id)?;
-    let (_, file) = kernel.workspaces().open(agent.id, &q.path).await?;
+    let (opened, file) = kernel.workspaces().open(agent.id, &q.path).await?;
     let inert = Inert::of(&file.path);
     let text = match inert {
         Some(Inert::Text) if file.bytes <= TEXT_SHOWN => {
-            let (bytes, _) = kernel.workspaces().read(agent.id, &q.path).await?;
+            let mut bytes = Vec::new();
+            tokio::fs::File::from_std(opened).read_to_end(&mut bytes).await.map_err(Error::from)?;
             String::from_utf8(bytes).ok()
         }
         _ => None,

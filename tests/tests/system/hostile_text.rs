@@ -249,6 +249,8 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     let failed =
         b.submit(&format!("/agents/{failing}"), &format!("/agents/{failing}/chat"), &[("message", &corpus)]).await;
     check_reply("a refused chat, its draft kept", &failed, Shows::All);
+    let overview = check(&b, "/", Shows::Nothing).await;
+    assert!(overview.text.contains(PAYLOADS[0]), "the provider's last failure, as text");
 
     // Workspace files: names from an agent (written to its folder as a tool would), one per
     // payload (a name holds no `/`), and a text file holding the corpus.
