@@ -20,7 +20,7 @@ use crate::agent::Agent;
 use crate::db::{self, Db, stored_enum};
 use crate::session::Origin;
 use crate::tool::Caller;
-use crate::turn::{EventKind, TurnEnd, TurnRequest};
+use crate::turn::{AgentEvent, EventKind, TurnEnd, TurnRequest};
 
 /// A task's state, stored by its 1.0 name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -364,20 +364,31 @@ async fn run(kernel: Kernel, agent: Arc<Agent>, id: Uuid, turn: TurnRequest, eve
     let mut listening = true;
     let running = crate::turn::run(&kernel, agent.clone(), turn);
     tokio::pin!(running);
-    let outcome = loop {
-        tokio::select! {
-            outcome = &mut running => break outcome,
-            event = progress.recv(), if listening => match event {
-                Ok(event) if Some(event.session_id) == session => {
-                    if let Some(text) = progress_text(&event.kind) {
-                        let _ = events.send(TaskEvent::Status { state: TaskState::Working, message: Some(text), timestamp: db::now() });
-                    }
-                }
-                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
-                Err(broadcast::error::RecvError::Closed) => listening = false,
-            },
+    let tell = |event: &AgentEvent| {
+        if Some(event.session_id) != session {
+            return;
+        }
+        if let Some(text) = progress_text(&event.kind) {
+            let _ =
+                events.send(TaskEvent::Status { state: TaskState::Working, message: Some(text), timestamp: db::now() });
         }
     };
+    // Progress first (`biased`), and what is left once the turn ends is still told: a step
+    // finished in the same wake-up as the turn must not be lost to the race.
+    let outcome = loop {
+        tokio::select! {
+            biased;
+            event = progress.recv(), if listening => match event {
+                Ok(event) => tell(&event),
+                Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => listening = false,
+            },
+            outcome = &mut running => break outcome,
+        }
+    };
+    while let Ok(event) = progress.try_recv() {
+        tell(&event);
+    }
     let (state, reply, error) = match outcome {
         Ok(turn) if turn.ended == TurnEnd::Cancelled => (TaskState::Canceled, None, None),
         Ok(turn) => (TaskState::Completed, Some(turn.reply), None),
