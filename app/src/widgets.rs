@@ -179,7 +179,6 @@ pub fn Pager(shown: usize, paging: Paging) -> impl IntoView {
     view! { <p class="pager hint">{format!("{shown} of {}", paging.total)}{next}</p> }
 }
 
-/// A timestamp as a person reads it: `2026-11-30 14:02:11`.
 /// An agent as lists of agents to choose from show it: a running agent by its name, a
 /// stopped one with its status and short id (its name may be a running agent's now).
 pub fn agent_label(a: &Agent) -> String {
@@ -255,6 +254,7 @@ pub fn CanvasFrame(canvas: kennel_kernel::canvas::Canvas) -> impl IntoView {
     }
 }
 
+/// A timestamp as a person reads it: `2026-11-30 14:02:11`.
 pub fn short_time(rfc3339: &str) -> String {
     rfc3339.get(..19).map(|s| s.replace('T', " ")).unwrap_or_else(|| rfc3339.to_string())
 }

@@ -4,6 +4,7 @@
 //! adapter over [`Kernel`].
 
 pub mod a2a;
+pub mod actions;
 pub mod agent;
 pub mod artifact;
 pub mod auth;
@@ -57,6 +58,7 @@ struct Inner {
     tools: Tools,
     artifacts: ArtifactStore,
     audit: AuditLog,
+    actions: actions::Actions,
     providers: BTreeMap<String, llm::Provider>,
     turns: Turns,
     workflows: workflow::Workflows,
@@ -127,6 +129,7 @@ impl Kernel {
             sessions: Sessions::new(db.clone()),
             artifacts: ArtifactStore::new(home.join("artifacts"), db.clone()),
             audit: AuditLog::start(db.clone(), agents.clone()),
+            actions: actions::Actions::new(db.clone()),
             agents,
             db,
         }));
@@ -192,6 +195,11 @@ impl Kernel {
     pub fn artifacts(&self) -> &ArtifactStore {
         &self.0.artifacts
     }
+    /// The operator-action log (what people and API tokens changed).
+    pub fn actions(&self) -> &actions::Actions {
+        &self.0.actions
+    }
+
     pub fn audit(&self) -> &AuditLog {
         &self.0.audit
     }

@@ -96,6 +96,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let password = password.trim_end_matches(['\r', '\n']);
             let kernel = open(&home).await?;
             kernel.auth().add_operator(&name, password).await?;
+            record(&kernel, "operator.add", &name, format!("operator `{name}` added")).await?;
             println!("operator `{name}` added");
             kernel.close().await;
             Ok(())
@@ -103,9 +104,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Token(cmd) => {
             let kernel = open(&home).await?;
             match cmd {
-                TokenCommand::Create { name } => println!("{}", kernel.auth().create_token(&name).await?),
+                TokenCommand::Create { name } => {
+                    let secret = kernel.auth().create_token(&name).await?;
+                    record(&kernel, "token.create", &name, format!("Token `{name}` created.")).await?;
+                    println!("{secret}");
+                }
                 TokenCommand::Revoke { name } => {
                     kernel.auth().revoke_token(&name).await?;
+                    record(&kernel, "token.revoke", &name, format!("token `{name}` revoked")).await?;
                     println!("token `{name}` revoked");
                 }
                 TokenCommand::List => {
@@ -130,17 +136,34 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 }
                 AgentCommand::Grant { agent, pattern } => {
                     let a = kernel.agents().grant(&agent, &pattern).await?;
-                    println!("agent `{}` may now call `{pattern}`", a.name);
+                    let done = format!("agent `{}` may now call `{pattern}`", a.name);
+                    record(&kernel, "agent.grant", &a.id.to_string(), done.clone()).await?;
+                    println!("{done}");
                 }
                 AgentCommand::Revoke { agent, pattern } => {
                     let a = kernel.agents().revoke(&agent, &pattern).await?;
-                    println!("agent `{}` no longer has `{pattern}`", a.name);
+                    let done = format!("agent `{}` no longer has `{pattern}`", a.name);
+                    record(&kernel, "agent.revoke", &a.id.to_string(), done.clone()).await?;
+                    println!("{done}");
                 }
             }
             kernel.close().await;
             Ok(())
         }
     }
+}
+
+/// A change made from the command line, in the operator-action log (as `cli`: whoever can run
+/// it can read the home's database, so there is no one more exact to name).
+async fn record(kernel: &Kernel, action: &str, subject: &str, detail: String) -> anyhow::Result<()> {
+    let new = kennel_kernel::actions::NewAction {
+        actor: "cli".into(),
+        action: action.into(),
+        subject: Some(subject.into()),
+        outcome: "ok".into(),
+        detail: Some(detail),
+    };
+    Ok(kernel.actions().record(new).await?)
 }
 
 async fn open(home: &std::path::Path) -> anyhow::Result<Kernel> {

@@ -1,5 +1,6 @@
 //! `kennel`: the daemon and its command line.
 
+mod actions;
 mod app;
 mod cli;
 mod dashboard;

@@ -1,13 +1,15 @@
-//! `/audit`: the tool-call log, filterable by agent and tool.
+//! `/audit`: the tool-call log, filterable by agent and tool; `/audit/actions`: what operators
+//! and API tokens changed, filterable by who and what.
 
 use std::sync::Arc;
 
+use kennel_kernel::actions::ActionRecord;
 use kennel_kernel::agent::Agent;
 use kennel_kernel::tool::audit::AuditRecord;
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{NoMatches, Pager, Paging, agent_label, audit_table};
+use crate::widgets::{NoMatches, Pager, Paging, agent_label, audit_table, rich_text, short_time};
 
 pub struct AuditPage {
     /// A page of records, newest first.
@@ -38,12 +40,97 @@ pub fn render(meta: PageMeta, page: AuditPage) -> String {
         view! {
             <Shell meta>
                 <h1>"Audit"</h1>
+                <LogTabs current=Log::ToolCalls/>
                 <form method="get" action="/audit" class="filters">
                     <label>"Agent" <select name="agent"><option value="">"any"</option>{options}</select></label>
                     <label>"Tool" <input type="text" name="tool" value=page.tool.unwrap_or_default() placeholder="exact tool name"/></label>
                     <button type="submit">"Filter"</button>
                 </form>
                 {no_matches}
+                {table}
+                <Pager shown paging=page.paging/>
+            </Shell>
+        }
+        .to_html(),
+    )
+}
+
+/// The audit's two logs.
+#[derive(Clone, Copy, PartialEq)]
+enum Log {
+    ToolCalls,
+    Actions,
+}
+
+#[component]
+fn LogTabs(current: Log) -> impl IntoView {
+    let tab = move |log: Log, href: &'static str, label: &'static str| {
+        let here = (log == current).then_some("page");
+        view! { <a href=href aria-current=here>{label}</a> }
+    };
+    view! {
+        <nav class="tabs" aria-label="Logs">
+            {tab(Log::ToolCalls, "/audit", "Tool calls")}
+            {tab(Log::Actions, "/audit/actions", "Operator actions")}
+        </nav>
+    }
+}
+
+pub struct ActionsPage {
+    /// A page of records, newest first.
+    pub records: Vec<ActionRecord>,
+    pub paging: Paging,
+    pub actor: Option<String>,
+    pub action: Option<String>,
+}
+
+pub fn render_actions(meta: PageMeta, page: ActionsPage) -> String {
+    let shown = page.records.len();
+    let filtered = page.actor.is_some() || page.action.is_some();
+    let no_matches =
+        (shown == 0 && filtered).then(|| view! { <NoMatches what="operator action" clear="/audit/actions"/> });
+    let empty = (shown == 0 && !filtered).then(|| {
+        view! { <p class="hint">"No operator has changed anything yet: spawns, grants, saved types, revoked tokens and the like show here."</p> }
+    });
+    let rows = page
+        .records
+        .into_iter()
+        .map(|r| {
+            let class = if r.outcome == "ok" { "ok" } else { "bad" };
+            view! {
+                <tr>
+                    <td>{short_time(&r.at)}</td>
+                    <td>{r.actor}</td>
+                    <td><code>{r.action}</code></td>
+                    <td>{r.subject.unwrap_or_default()}</td>
+                    <td class=class>{r.outcome}</td>
+                    <td>{r.detail.as_deref().map(rich_text)}</td>
+                </tr>
+            }
+        })
+        .collect::<Vec<_>>();
+    let table = (shown > 0).then(|| {
+        view! {
+            <div class="scroll">
+                <table>
+                    <thead><tr><th>"When"</th><th>"Who"</th><th>"Action"</th><th>"On"</th><th>"Outcome"</th><th>"Detail"</th></tr></thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            </div>
+        }
+    });
+    crate::document(
+        view! {
+            <Shell meta>
+                <h1>"Audit"</h1>
+                <LogTabs current=Log::Actions/>
+                <form method="get" action="/audit/actions" class="filters">
+                    <label>"Who" <input type="text" name="actor" value=page.actor.unwrap_or_default() placeholder="operator:NAME or token:NAME"/></label>
+                    <label>"Action" <input type="text" name="action" value=page.action.unwrap_or_default() placeholder="agent.stop"/></label>
+                    <button type="submit">"Filter"</button>
+                </form>
+                {no_matches}
+                {empty}
                 {table}
                 <Pager shown paging=page.paging/>
             </Shell>

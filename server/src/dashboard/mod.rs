@@ -72,9 +72,11 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .route("/schedules/{id}/resume", post(schedules::resume))
         .route("/schedules/{id}/delete", get(schedules::confirm_delete).post(schedules::delete))
         .route("/audit", get(pages::audit))
+        .route("/audit/actions", get(pages::actions))
         .route("/settings", get(pages::settings))
         .route("/settings/tokens", post(pages::create_token))
         .route("/settings/tokens/{name}/revoke", post(pages::revoke_token))
+        .layer(middleware::from_fn_with_state(kernel.clone(), crate::actions::record))
         .layer(middleware::from_fn(error_pages))
         .layer(middleware::from_fn(session::check_csrf))
         .layer(middleware::from_fn_with_state(kernel, session::require_operator));
@@ -153,6 +155,7 @@ struct ErrorToShow(Error);
 impl IntoResponse for PageError {
     fn into_response(self) -> Response {
         let mut response = crate::status::status_for(self.0.kind).into_response();
+        response.extensions_mut().insert(crate::actions::Refused::of(&self.0));
         response.extensions_mut().insert(ErrorToShow(self.0));
         response
     }
@@ -237,6 +240,12 @@ impl Cursor {
     /// The page asked for, `per_page` items long.
     pub fn page(&self, per_page: u32) -> PageRequest {
         PageRequest { cursor: self.cursor.clone(), ..PageRequest::first(per_page) }
+    }
+
+    /// This cursor, or else `before`: the logs' `?before=ID` (they list newest first, and
+    /// their cursor is the last id shown, so "before 120" is where they continue).
+    pub fn or_before(self, before: Option<String>) -> Cursor {
+        Cursor { cursor: self.cursor.or(before.filter(|b| !b.is_empty())) }
     }
 }
 

@@ -7,6 +7,7 @@ use axum::response::Response;
 use kennel_app::pages::{audit, overview, settings};
 use kennel_app::{Flash, Nav, Paging};
 use kennel_kernel::Kernel;
+use kennel_kernel::actions::ActionFilter;
 use kennel_kernel::page::PageRequest;
 use kennel_kernel::schedule::{ScheduleFilter, State as ScheduleState};
 use kennel_kernel::tasks::{TaskFilter, TaskStatus};
@@ -60,6 +61,7 @@ pub async fn overview(
 pub struct AuditQuery {
     agent: Option<String>,
     tool: Option<String>,
+    before: Option<String>,
     #[serde(flatten)]
     cursor: Cursor,
 }
@@ -75,11 +77,36 @@ pub async fn audit(
     let agent = q.agent.filter(|a| !a.is_empty());
     let tool = q.tool.filter(|t| !t.trim().is_empty()).map(|t| t.trim().to_string());
     let filter = AuditFilter { agent: agent.clone(), tool: tool.clone() };
-    let records = kernel.audit().list(&filter, &q.cursor.page(AUDIT_PER_PAGE)).await?;
+    let records = kernel.audit().list(&filter, &q.cursor.or_before(q.before).page(AUDIT_PER_PAGE)).await?;
     let filters = [("agent", agent.clone().unwrap_or_default()), ("tool", tool.clone().unwrap_or_default())];
     let paging = Paging { total: records.total, next: next_page("/audit", &filters, records.next.as_deref()) };
     let page = audit::AuditPage { records: records.items, paging, agents: kernel.agents().list(), agent, tool };
     Ok(html(StatusCode::OK, audit::render(meta(&op, "Audit", Nav::Audit, None), page)))
+}
+
+#[derive(Deserialize)]
+pub struct ActionsQuery {
+    actor: Option<String>,
+    action: Option<String>,
+    before: Option<String>,
+    #[serde(flatten)]
+    cursor: Cursor,
+}
+
+/// What operators and API tokens changed, newest first.
+pub async fn actions(
+    State(kernel): State<Kernel>,
+    Extension(op): Extension<Operator>,
+    Query(q): Query<ActionsQuery>,
+) -> PageResult {
+    let given = |v: Option<String>| v.map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+    let filter = ActionFilter { actor: given(q.actor), action: given(q.action) };
+    let records = kernel.actions().list(&filter, &q.cursor.or_before(q.before).page(AUDIT_PER_PAGE)).await?;
+    let filters =
+        [("actor", filter.actor.clone().unwrap_or_default()), ("action", filter.action.clone().unwrap_or_default())];
+    let paging = Paging { total: records.total, next: next_page("/audit/actions", &filters, records.next.as_deref()) };
+    let page = audit::ActionsPage { records: records.items, paging, actor: filter.actor, action: filter.action };
+    Ok(html(StatusCode::OK, audit::render_actions(meta(&op, "Operator actions", Nav::Audit, None), page)))
 }
 
 fn settings_page(op: &Operator, status: StatusCode, page: settings::Settings, flash: Option<Flash>) -> Response {
@@ -113,7 +140,7 @@ pub async fn create_token(
     match kernel.auth().create_token(&name).await {
         Ok(secret) => {
             kernel.auth().hold_reveal(&op.cookie, &name, &secret);
-            Ok(see_other("/settings#new-token", ""))
+            Ok(see_other("/settings#new-token", &format!("Token `{name}` created.")))
         }
         Err(e) => {
             let tokens = kernel.auth().list_tokens().await?;

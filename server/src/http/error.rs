@@ -42,8 +42,10 @@ struct ErrorDetail {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let mut refused = None;
         let (status, detail) = match self {
             ApiError::Kernel(e) => {
+                refused = Some(crate::actions::Refused::of(&e));
                 (status_for(e.kind), ErrorDetail { kind: e.kind.as_str(), message: e.message, fields: e.fields })
             }
             ApiError::Unauthorized(message) => (
@@ -52,6 +54,9 @@ impl IntoResponse for ApiError {
             ),
         };
         let mut response = (status, Json(ErrorBody { error: detail })).into_response();
+        if let Some(refused) = refused {
+            response.extensions_mut().insert(refused);
+        }
         if status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert("www-authenticate", axum::http::HeaderValue::from_static("Bearer"));
         }

@@ -21,6 +21,7 @@ use axum::middleware;
 use kennel_kernel::Kernel;
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 
+pub use auth::TokenName;
 pub use error::ApiError;
 
 /// Every documented API route, one line per front module.
@@ -45,6 +46,7 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
     let (api, document) = routes.split_for_parts();
     let api = api
         .layer(axum::Extension(openapi::Document::new(&document)))
+        .layer(middleware::from_fn_with_state(kernel.clone(), crate::actions::record))
         .layer(middleware::from_fn_with_state(kernel, auth::require_token));
     Router::new().merge(api).merge(a2a::router())
 }

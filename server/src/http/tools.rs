@@ -1,8 +1,10 @@
-//! `/api/tools` (the registry) and `/api/audit` (the tool-call log).
+//! `/api/tools` (the registry), `/api/audit` (the tool-call log) and `/api/audit/actions`
+//! (what operators and API tokens changed).
 
 use axum::extract::State;
 use axum::response::Response;
 use kennel_kernel::Kernel;
+use kennel_kernel::actions::{ActionFilter, ActionRecord};
 use kennel_kernel::page::PageQuery;
 use kennel_kernel::tool::audit::{AuditFilter, AuditRecord};
 use kennel_kernel::tool::{Availability, ToolDef};
@@ -16,7 +18,7 @@ use super::error::ApiResult;
 use super::page::PageParams;
 
 pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
-    vec![routes!(list_tools), routes!(list_audit)]
+    vec![routes!(list_tools), routes!(list_audit), routes!(list_actions)]
 }
 
 /// A tool as the registry holds it, with whether this daemon offers it.
@@ -45,4 +47,16 @@ async fn list_audit(
     page: PageParams,
 ) -> ApiResult<Response> {
     Ok(page.answer(kernel.audit().list(&filter, &page.request).await?))
+}
+
+/// Recorded operator actions, newest first: every change made from the dashboard or with an
+/// API token (refusals too), filtered by actor and action.
+#[utoipa::path(get, path = "/api/audit/actions", tag = "tools", params(ActionFilter, PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9]{1,18}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last record's id)")),
+    responses((status = 200, description = "A page of operator actions, newest first", body = Vec<ActionRecord>)))]
+async fn list_actions(
+    State(kernel): State<Kernel>,
+    QueryParams(filter): QueryParams<ActionFilter>,
+    page: PageParams,
+) -> ApiResult<Response> {
+    Ok(page.answer(kernel.actions().list(&filter, &page.request).await?))
 }

@@ -432,6 +432,16 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     assert_eq!(token.status, 422, "{}", token.text);
     check_reply("/settings refusing a hostile token name", &token, Shows::All);
 
+    // Operator actions: a stop of an agent named by each payload is refused, and the log
+    // keeps the name it was asked for and the refusal's message.
+    for payload in PAYLOADS {
+        let mut url = reqwest::Url::parse("http://x/agents").expect("a URL");
+        url.path_segments_mut().expect("a path").push(payload).push("stop");
+        assert_eq!(b.submit("/agents", url.path(), &[]).await.status, 404, "{payload:?}");
+    }
+    check(&b, "/audit/actions", Shows::All).await;
+    check(&b, &with_query("/audit/actions", "actor", &corpus), Shows::All).await;
+
     // Every page.
     let evil_type = check(&b, "/agent-types/evil", Shows::All).await;
     assert_eq!(evil_type.textareas["system_prompt"], corpus, "the agent's prompt, exactly, as text");
@@ -476,6 +486,7 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     }
     check(&b, &with_query("/tools", "q", &corpus), Shows::All).await;
     check(&b, &with_query("/audit", "tool", &corpus), Shows::All).await;
+    check(&b, &with_query("/audit/actions", "action", &corpus), Shows::All).await;
     check(&b, &with_query("/tasks", "text", &corpus), Shows::All).await;
     let missing = b.get(&format!("/agents/{}", with_query("", "x", PAYLOADS[0]).trim_start_matches("?x="))).await;
     assert_eq!(missing.status, 404, "{}", missing.text);

@@ -11,6 +11,7 @@ mod dashboard;
 mod events;
 mod hostile_text;
 mod openapi;
+mod operator_actions;
 mod restart;
 mod schedule_clock;
 mod schedules;

@@ -1,0 +1,198 @@
+//! Which requests are operator actions, and their record in the kernel's action log. One
+//! layer, on the API and on the dashboard, so no handler records anything itself: a
+//! state-changing request by an operator or an API token is written, named and with its
+//! outcome, before it is answered.
+
+use axum::extract::{MatchedPath, RawPathParams, Request, State};
+use axum::http::header::LOCATION;
+use axum::http::{Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use kennel_kernel::actions::NewAction;
+use kennel_kernel::tool::Caller;
+use kennel_kernel::{Error, Kernel};
+
+use crate::dashboard::Operator;
+use crate::http::TokenName;
+
+/// Why a request was refused, left on its response by the API's and the dashboard's error
+/// answers for the log to read.
+#[derive(Clone)]
+pub struct Refused {
+    pub kind: &'static str,
+    pub message: String,
+}
+
+impl Refused {
+    pub fn of(e: &Error) -> Refused {
+        Refused { kind: e.kind.as_str(), message: e.message.clone() }
+    }
+}
+
+/// What a request is in the log.
+#[derive(Debug, PartialEq)]
+enum Named {
+    Action(&'static str),
+    /// A tool call or a chat message: each has its own record (the audit log, the session).
+    Logged,
+    /// A state-changing route this table does not name: recorded under its route.
+    Unnamed,
+}
+
+/// The name of each operator action, by method and route, for both fronts.
+fn name(method: &Method, route: &str) -> Named {
+    use Named::*;
+    let post = *method == Method::POST;
+    match (route, method.as_str()) {
+        ("/api/templates", "POST") | ("/agent-types", "POST") => Action("type.create"),
+        ("/api/templates/{name}", "PUT") => Action("type.update"),
+        ("/agent-types/{name}" | "/agent-types/{name}/toml", _) if post => Action("type.update"),
+        ("/api/templates/{name}", "DELETE") | ("/agent-types/{name}/delete", "POST") => Action("type.delete"),
+        ("/api/agents", "POST") | ("/agents", "POST") => Action("agent.spawn"),
+        ("/api/agents/{id}/stop" | "/agents/{id}/stop", _) if post => Action("agent.stop"),
+        ("/api/agents/{id}/start" | "/agents/{id}/start", _) if post => Action("agent.start"),
+        ("/api/agents/{id}", "DELETE") | ("/agents/{id}/remove", "POST") => Action("agent.delete"),
+        ("/api/agents/{id}/capabilities", "PUT") => Action("agent.grants"),
+        ("/agents/{id}/grant", "POST") => Action("agent.grant"),
+        ("/agents/{id}/revoke", "POST") => Action("agent.revoke"),
+        ("/agents/{id}/files", "POST") => Action("workspace.upload"),
+        ("/api/tasks" | "/tasks", _) if post => Action("task.post"),
+        ("/api/tasks/{id}/reassign" | "/tasks/{id}/reassign", _) if post => Action("task.reassign"),
+        ("/api/tasks/{id}/cancel" | "/tasks/{id}/cancel", _) if post => Action("task.cancel"),
+        ("/api/tasks/{id}/retry" | "/tasks/{id}/retry", _) if post => Action("task.retry"),
+        ("/api/schedules/{id}/pause" | "/schedules/{id}/pause", _) if post => Action("schedule.pause"),
+        ("/api/schedules/{id}/resume" | "/schedules/{id}/resume", _) if post => Action("schedule.resume"),
+        ("/api/schedules/{id}", "DELETE") | ("/schedules/{id}/delete", "POST") => Action("schedule.delete"),
+        ("/settings/tokens", "POST") => Action("token.create"),
+        ("/settings/tokens/{name}/revoke", "POST") => Action("token.revoke"),
+        ("/api/events", "POST") => Action("event.publish"),
+        ("/api/workflows", "POST") => Action("workflow.create"),
+        ("/api/workflows/{id}", "PUT") => Action("workflow.update"),
+        ("/api/workflows/{id}", "DELETE") => Action("workflow.delete"),
+        ("/api/workflows/{id}/runs", "POST") => Action("workflow.run"),
+        ("/api/agents/{id}/tools/{name}/invoke" | "/tools/{name}/try", _) if post => Logged,
+        ("/api/agents/{id}/sessions" | "/api/agents/{id}/messages" | "/agents/{id}/chat", _) if post => Logged,
+        ("/logout", "POST") => Logged,
+        _ => Unnamed,
+    }
+}
+
+/// Records each state-changing request of an operator or an API token. Runs inside the
+/// fronts' sign-in checks (it reads who they let in) and outside every handler.
+pub async fn record(
+    State(kernel): State<Kernel>,
+    route: Option<MatchedPath>,
+    params: Result<RawPathParams, axum::extract::rejection::RawPathParamsRejection>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let method = req.method().clone();
+    let changes = !matches!(method, Method::GET | Method::HEAD | Method::OPTIONS);
+    let actor = actor(&req);
+    let (Some(route), Some(actor), true) = (route, actor, changes) else {
+        return next.run(req).await;
+    };
+    let route = route.as_str().to_string();
+    let action = match name(&method, &route) {
+        Named::Logged => return next.run(req).await,
+        Named::Action(action) => action.to_string(),
+        Named::Unnamed => format!("{method} {route}"),
+    };
+    let subject = params.ok().and_then(|p| p.iter().next().map(|(_, value)| value.to_string()));
+
+    let response = next.run(req).await;
+    let (outcome, detail) = outcome(&response);
+    let subject = subject.or_else(|| created(&route, &response));
+    let new = NewAction { actor, action, subject, outcome, detail };
+    if let Err(e) = kernel.actions().record(new).await {
+        // The change is made; answering it as a success would hide that its record is not.
+        tracing::error!(error = %e.message, "an operator action could not be recorded");
+        return crate::http::ApiError::from(Error::internal(
+            "the change was made but its record in the action log could not be written",
+        ))
+        .into_response();
+    }
+    response
+}
+
+/// Who made a request, as the logs name callers: the signed-in operator, or the API token.
+fn actor(req: &Request) -> Option<String> {
+    let extensions = req.extensions();
+    let caller = match (extensions.get::<Operator>(), extensions.get::<TokenName>()) {
+        (Some(op), _) => Caller::Operator(op.name.clone()),
+        (None, Some(token)) => Caller::Token(token.0.clone()),
+        (None, None) => return None,
+    };
+    Some(caller.audit_label())
+}
+
+/// How a request ended, and what its maker was told: the refusal's kind and message, a
+/// status in words for a form sent back with its errors, or `ok` with the next page's notice.
+fn outcome(response: &Response) -> (String, Option<String>) {
+    if let Some(refused) = response.extensions().get::<Refused>() {
+        return (refused.kind.to_string(), Some(refused.message.clone()));
+    }
+    let status = response.status();
+    if status.is_client_error() || status.is_server_error() {
+        return (status.canonical_reason().unwrap_or("refused").to_string(), None);
+    }
+    ("ok".into(), location(response).and_then(|l| notice(&l)))
+}
+
+/// What a create made: the item its answer leads to (`/agents` → `/agents/ID`).
+fn created(route: &str, response: &Response) -> Option<String> {
+    if response.status() == StatusCode::UNPROCESSABLE_ENTITY {
+        return None;
+    }
+    let location = location(response)?;
+    let path = location.split(['?', '#']).next()?;
+    let rest = path.strip_prefix(route)?.strip_prefix('/')?;
+    rest.split('/').next().filter(|s| !s.is_empty()).map(str::to_string)
+}
+
+fn location(response: &Response) -> Option<String> {
+    response.headers().get(LOCATION)?.to_str().ok().map(str::to_string)
+}
+
+/// The `notice` a dashboard redirect carries to the next page.
+fn notice(location: &str) -> Option<String> {
+    let query = location.split_once('?')?.1.split('#').next()?;
+    serde_urlencoded::from_str::<Vec<(String, String)>>(query)
+        .ok()?
+        .into_iter()
+        .find_map(|(key, value)| (key == "notice" && !value.is_empty()).then_some(value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_front_names_the_same_action_alike() {
+        for (api, dashboard, action) in [
+            ((Method::POST, "/api/agents/{id}/stop"), (Method::POST, "/agents/{id}/stop"), "agent.stop"),
+            ((Method::DELETE, "/api/agents/{id}"), (Method::POST, "/agents/{id}/remove"), "agent.delete"),
+            ((Method::PUT, "/api/templates/{name}"), (Method::POST, "/agent-types/{name}"), "type.update"),
+            ((Method::DELETE, "/api/schedules/{id}"), (Method::POST, "/schedules/{id}/delete"), "schedule.delete"),
+            ((Method::POST, "/api/tasks/{id}/reassign"), (Method::POST, "/tasks/{id}/reassign"), "task.reassign"),
+        ] {
+            assert_eq!(name(&api.0, api.1), Named::Action(action));
+            assert_eq!(name(&dashboard.0, dashboard.1), Named::Action(action));
+        }
+        assert_eq!(name(&Method::POST, "/agents/{id}/chat"), Named::Logged);
+        assert_eq!(name(&Method::POST, "/api/something/new"), Named::Unnamed);
+    }
+
+    #[test]
+    fn a_redirects_notice_and_a_creates_subject_are_read_from_its_location() {
+        assert_eq!(notice("/agents?notice=Agent+%60x%60+stopped.#top").as_deref(), Some("Agent `x` stopped."));
+        assert_eq!(notice("/agents"), None);
+        let response = Response::builder()
+            .status(303)
+            .header(LOCATION, "/agents/0190abc?notice=hi")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        assert_eq!(created("/agents", &response).as_deref(), Some("0190abc"));
+        assert_eq!(created("/settings/tokens", &response), None);
+    }
+}
