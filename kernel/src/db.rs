@@ -124,6 +124,53 @@ pub fn timestamp(t: chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
+/// A table whose ids operators may give in the short form they see ([`crate::text::short_id`]).
+#[derive(Clone, Copy)]
+pub(crate) enum ShortIds {
+    Tasks,
+    Schedules,
+}
+
+impl ShortIds {
+    /// The ids ending in `$1`, two at most (one is the answer, two an ambiguity).
+    fn ending_in(self) -> &'static str {
+        match self {
+            ShortIds::Tasks => "SELECT id FROM tasks WHERE id LIKE '%' || $1 LIMIT 2",
+            ShortIds::Schedules => "SELECT id FROM schedules WHERE id LIKE '%' || $1 LIMIT 2",
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            ShortIds::Tasks => "task",
+            ShortIds::Schedules => "schedule",
+        }
+    }
+}
+
+/// The whole id that `id` names in `table`: `id` itself unless it is the 8-hex-digit short
+/// form, which names the one id ending in it. `None` when no id does; a short form that
+/// several ids end in is a `Conflict` (it happens once tables hold tens of thousands of rows)
+/// asking for the whole id. The short form is found by a scan: operators' tables are small,
+/// and an id typed by a person is not a hot path.
+pub(crate) async fn full_id(db: &Db, ids: ShortIds, id: &str) -> Result<Option<String>> {
+    let id = id.trim();
+    let short = id.len() == 8 && id.chars().all(|c| c.is_ascii_hexdigit());
+    if !short {
+        return Ok(Some(id.to_string()));
+    }
+    let found: Vec<String> =
+        sqlx::query_scalar(ids.ending_in()).bind(id.to_ascii_lowercase()).fetch_all(db.pool()).await?;
+    match found.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(one.clone())),
+        _ => Err(crate::Error::conflict(format!(
+            "more than one {} has an id ending in `{id}`: give the whole id",
+            ids.what()
+        ))),
+    }
+}
+
 /// A unique-constraint violation as a `Conflict` with `message`; other errors as they are.
 pub fn unique_or<T>(result: std::result::Result<T, sqlx::Error>, message: impl FnOnce() -> String) -> Result<T> {
     match result {
@@ -162,3 +209,36 @@ macro_rules! stored_enum {
     };
 }
 pub(crate) use stored_enum;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_short_id_names_the_one_id_ending_in_it_and_an_ambiguous_one_asks_for_the_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open(&dir.path().join("k.db")).await.unwrap();
+        for id in [
+            "01a2b3c4-0000-7000-8000-0000aaaa1111",
+            "01a2b3c4-0000-7000-8000-0000bbbb2222",
+            "01a2b3c4-0000-7000-8000-0001bbbb2222",
+        ] {
+            sqlx::query("INSERT INTO tasks (id, title, body, priority, status, posted_by, retries, created_at, updated_at) VALUES ($1, 't', '', 5, 'pending', 'x', 0, '', '')")
+                .bind(id)
+                .execute(db.pool())
+                .await
+                .unwrap();
+        }
+        let full = |id: &'static str| {
+            let db = db.clone();
+            async move { full_id(&db, ShortIds::Tasks, id).await }
+        };
+        assert_eq!(full("aaaa1111").await.unwrap().as_deref(), Some("01a2b3c4-0000-7000-8000-0000aaaa1111"));
+        assert_eq!(full("AAAA1111").await.unwrap().as_deref(), Some("01a2b3c4-0000-7000-8000-0000aaaa1111"));
+        assert_eq!(full("cccc3333").await.unwrap(), None);
+        let ambiguous = full("bbbb2222").await.unwrap_err();
+        assert_eq!(ambiguous.kind, crate::ErrorKind::Conflict);
+        assert!(ambiguous.message.contains("give the whole id"), "{}", ambiguous.message);
+        assert_eq!(full("not-an-id").await.unwrap().as_deref(), Some("not-an-id"), "whole ids pass as they are");
+    }
+}

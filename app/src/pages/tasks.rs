@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use kennel_kernel::agent::Agent;
+use kennel_kernel::session::Session;
 use kennel_kernel::tasks::{Task, TaskAction, TaskEvent, TaskStatus};
 use leptos::prelude::*;
 
@@ -130,6 +131,8 @@ pub fn render_board(meta: PageMeta, page: Board) -> String {
 pub struct Detail {
     pub task: Task,
     pub history: Vec<TaskEvent>,
+    /// The sessions the board opened to wake the task's assignee, oldest first.
+    pub wake_ups: Vec<Session>,
     pub agents: Vec<Arc<Agent>>,
 }
 
@@ -138,7 +141,7 @@ pub fn render_detail(meta: PageMeta, page: Detail) -> String {
     let names = agent_names(&page.agents);
     let t = page.task;
     let name_of = |id: &Option<String>| id.as_ref().map(|i| names.get(i).cloned().unwrap_or_else(|| i.clone()));
-    let history = page
+    let mut history = page
         .history
         .iter()
         .enumerate()
@@ -161,9 +164,19 @@ pub fn render_detail(meta: PageMeta, page: Detail) -> String {
                 (_, TaskStatus::Failed) => format!("failed after {} retries", e.retries),
                 (_, status) => status.to_string(),
             };
-            view! { <li><span class="hint">{short_time(&e.at)}</span>" "{what}</li> }
+            (e.at.clone(), view! { <li><span class="hint">{short_time(&e.at)}</span>" "{what}</li> }.into_any())
         })
         .collect::<Vec<_>>();
+    // Wake-ups in their place in time, each a link to the turn it started.
+    history.extend(page.wake_ups.iter().map(|s| {
+        let agent = names.get(&s.agent_id.to_string()).cloned().unwrap_or_else(|| s.agent_id.to_string());
+        let href = format!("/agents/{}?session={}", s.agent_id, s.id);
+        let line =
+            view! { <li><span class="hint">{short_time(&s.created_at)}</span>" woke "<a href=href>{agent}</a></li> };
+        (s.created_at.clone(), line.into_any())
+    }));
+    history.sort_by(|a, b| a.0.cmp(&b.0));
+    let history = history.into_iter().map(|(_, line)| line).collect::<Vec<_>>();
     let actions = {
         let reassign = t.status.allows(TaskAction::Reassign).then(|| {
             let options = page
@@ -204,9 +217,10 @@ pub fn render_detail(meta: PageMeta, page: Detail) -> String {
     };
     let result = t.result.clone().map(|r| view! { <h2>"Result"</h2><pre>{r}</pre> });
     let summary = format!(
-        "Priority {} · for {} · task {}",
+        "Priority {} · for {} · task {} ({})",
         t.priority,
         name_of(&t.assigned_to).unwrap_or_else(|| "anyone".into()),
+        kennel_kernel::text::short_id(&t.id.to_string()),
         t.id
     );
     crate::document(

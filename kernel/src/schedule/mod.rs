@@ -275,8 +275,11 @@ impl Schedules {
         self.get(&id.to_string()).await
     }
 
+    /// A schedule by its whole id or its short form (the last 8 hex digits operators see).
     pub async fn get(&self, id: &str) -> Result<Schedule> {
-        store::get(&self.db, id).await?.ok_or_else(|| Error::not_found(format!("no schedule `{id}`")))
+        let no_schedule = || Error::not_found(format!("no schedule `{id}`"));
+        let full = db::full_id(&self.db, db::ShortIds::Schedules, id).await?.ok_or_else(no_schedule)?;
+        store::get(&self.db, &full).await?.ok_or_else(no_schedule)
     }
 
     /// A schedule of `agent` of the given kind. Another agent's schedule reads as not found:
@@ -312,7 +315,8 @@ impl Schedules {
 
     /// The latest fires of a schedule, newest first.
     pub async fn fires(&self, id: &str, limit: u32) -> Result<Vec<Fire>> {
-        store::fires(&self.db, id, limit).await
+        let full = db::full_id(&self.db, db::ShortIds::Schedules, id).await?.unwrap_or_default();
+        store::fires(&self.db, &full, limit).await
     }
 
     /// Stops a schedule firing; its configuration is kept. Pausing a paused one is a no-op.
@@ -325,8 +329,9 @@ impl Schedules {
             }
             State::Active => {}
         }
-        self.pause_matching(Some(id), None).await?;
-        self.get(id).await
+        let full = current.id.to_string();
+        self.pause_matching(Some(&full), None).await?;
+        self.get(&full).await
     }
 
     /// Pauses every active schedule of an agent (it was stopped).
@@ -371,9 +376,10 @@ impl Schedules {
                 .ok_or_else(|| Error::conflict(format!("schedule {id} never fires again")))?
             }
         };
-        store::resume(&self.db, id, next).await?;
+        let full = current.id.to_string();
+        store::resume(&self.db, &full, next).await?;
         self.changed.notify_one();
-        self.get(id).await
+        self.get(&full).await
     }
 
     /// Copies an agent's manifest `[[cron]]` blocks into the store, once per agent: a
@@ -442,7 +448,7 @@ pub async fn delete_permanently(
             format!("type {} (the schedule's short id) to confirm the permanent deletion", schedule.short_id()),
         ));
     }
-    store::delete(&schedules.db, id).await?;
+    store::delete(&schedules.db, &schedule.id.to_string()).await?;
     schedules.changed.notify_one();
     if let Ok(agent_id) = Uuid::parse_str(&schedule.agent_id) {
         // Not answered before its audit row is committed, like a state-changing tool call.

@@ -156,6 +156,13 @@ impl Sessions {
         }
     }
 
+    /// The sessions opened for `origin` by any agent, oldest first (the wake-ups of a task).
+    /// At most 100: a history, not an export.
+    pub async fn of_origin(&self, origin: &Origin) -> Result<Vec<Session>> {
+        let Some(label) = origin.label() else { return Ok(Vec::new()) };
+        store::with_label(&self.db, &label, 100).await
+    }
+
     /// A page of the agent's sessions, newest first.
     pub async fn list(&self, agent_id: AgentId, page: &PageRequest) -> Result<Page<Session>> {
         store::list(&self.db, agent_id, page).await

@@ -42,6 +42,16 @@ pub(super) async fn labelled(db: &Db, agent_id: AgentId, label: &str) -> Result<
     row.as_ref().map(session_from).transpose()
 }
 
+/// The sessions of any agent with this label, oldest first, at most `limit`.
+pub(super) async fn with_label(db: &Db, label: &str, limit: i64) -> Result<Vec<Session>> {
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!("{COLUMNS} WHERE label = $1 ORDER BY created_at, id LIMIT $2")))
+        .bind(label)
+        .bind(limit)
+        .fetch_all(db.pool())
+        .await?;
+    rows.iter().map(session_from).collect()
+}
+
 /// A page of the agent's sessions, newest first (the cursor is the last session's id).
 pub(super) async fn list(db: &Db, agent_id: AgentId, page: &PageRequest) -> Result<Page<Session>> {
     let before = page.after(Key::Id)?;

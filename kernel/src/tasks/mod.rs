@@ -218,6 +218,7 @@ impl TaskBoard {
         if result.as_ref().is_some_and(|r| longer_than(r, MAX_RESULT)) {
             return Err(Error::invalid(format!("a result is at most {MAX_RESULT} characters")));
         }
+        let id = &self.full_id(id).await?;
         if let Some(task) = store::complete(&self.db, id, agent, result.as_deref()).await? {
             return Ok(task);
         }
@@ -230,12 +231,18 @@ impl TaskBoard {
         })
     }
 
+    /// A task by its whole id or the short form operators see (its last 8 hex digits).
     pub async fn get(&self, id: &str) -> Result<Task> {
-        store::get(&self.db, id).await?.ok_or_else(|| Error::not_found(format!("no task `{id}`")))
+        store::get(&self.db, &self.full_id(id).await?).await?.ok_or_else(|| no_task(id))
     }
 
     pub async fn history(&self, id: &str) -> Result<Vec<TaskEvent>> {
-        store::history(&self.db, id).await
+        store::history(&self.db, &self.full_id(id).await?).await
+    }
+
+    /// The whole id that `id` (whole or short) names.
+    async fn full_id(&self, id: &str) -> Result<String> {
+        db::full_id(&self.db, db::ShortIds::Tasks, id).await?.ok_or_else(|| no_task(id))
     }
 
     /// A page of the tasks matching the filter, best first (priority, then oldest).
@@ -288,9 +295,10 @@ impl TaskBoard {
         if !task.status.allows(action) {
             return Err(refusal(task.status));
         }
-        match store::change(&self.db, id, task.status, change).await? {
+        let full = task.id.to_string();
+        match store::change(&self.db, &full, task.status, change).await? {
             Some(task) => Ok(task),
-            None => Err(refusal(self.get(id).await?.status)),
+            None => Err(refusal(self.get(&full).await?.status)),
         }
     }
 
@@ -374,4 +382,8 @@ mod tests {
             assert!(!e.message.contains("priority") && !e.model_text().contains("SELECT"), "{e}");
         }
     }
+}
+
+fn no_task(id: &str) -> Error {
+    Error::not_found(format!("no task `{id}`"))
 }

@@ -6,6 +6,7 @@ use axum::http::StatusCode;
 use kennel_app::pages::tasks::{self, Board, Detail, PostForm};
 use kennel_app::{Nav, Paging};
 use kennel_kernel::error::FieldError;
+use kennel_kernel::session::Origin;
 use kennel_kernel::tasks::{NewTask, TaskFilter};
 use kennel_kernel::tool::Caller;
 use kennel_kernel::{Error, Kernel};
@@ -131,8 +132,10 @@ pub async fn detail(
 ) -> PageResult {
     let task = kernel.tasks().get(&id).await?;
     let history = kernel.tasks().history(&id).await?;
+    let woke = Origin::Task(kennel_kernel::text::short_id(&task.id.to_string()));
+    let wake_ups = kernel.sessions().of_origin(&woke).await?;
     let title = task.title.clone();
-    let page = Detail { task, history, agents: kernel.agents().list() };
+    let page = Detail { task, history, wake_ups, agents: kernel.agents().list() };
     Ok(html(StatusCode::OK, tasks::render_detail(meta(&op, title, Nav::Tasks, n.flash()), page)))
 }
 

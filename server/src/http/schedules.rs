@@ -61,7 +61,7 @@ struct ScheduleDetail {
 }
 
 /// One schedule with its recent fires.
-#[utoipa::path(get, path = "/api/schedules/{id}", tag = "schedules", params(("id" = String, Path, description = "The schedule's id")),
+#[utoipa::path(get, path = "/api/schedules/{id}", tag = "schedules", params(("id" = String, Path, description = "The schedule's id, or its short form (its last 8 hex digits, as the dashboard shows it)")),
     responses((status = 200, description = "The schedule and its latest 50 fires", body = ScheduleDetail), (status = 404, description = "No such schedule")))]
 async fn get_schedule(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<ScheduleDetail>> {
     let schedule = kernel.schedules().get(&id).await?;
@@ -70,7 +70,7 @@ async fn get_schedule(State(kernel): State<Kernel>, Path(id): Path<String>) -> A
 }
 
 /// Pauses a schedule: it stops firing and keeps its configuration.
-#[utoipa::path(post, path = "/api/schedules/{id}/pause", tag = "schedules", params(("id" = String, Path, description = "The schedule's id")),
+#[utoipa::path(post, path = "/api/schedules/{id}/pause", tag = "schedules", params(("id" = String, Path, description = "The schedule's id, or its short form (its last 8 hex digits, as the dashboard shows it)")),
     responses(
         (status = 200, description = "The paused schedule (pausing a paused one changes nothing)", body = OwnedSchedule),
         (status = 404, description = "No such schedule"),
@@ -82,7 +82,7 @@ async fn pause_schedule(State(kernel): State<Kernel>, Path(id): Path<String>) ->
 }
 
 /// Resumes a paused schedule (a cron job from its next match after now).
-#[utoipa::path(post, path = "/api/schedules/{id}/resume", tag = "schedules", params(("id" = String, Path, description = "The schedule's id")),
+#[utoipa::path(post, path = "/api/schedules/{id}/resume", tag = "schedules", params(("id" = String, Path, description = "The schedule's id, or its short form (its last 8 hex digits, as the dashboard shows it)")),
     responses(
         (status = 200, description = "The active schedule", body = OwnedSchedule),
         (status = 404, description = "No such schedule"),
@@ -95,7 +95,7 @@ async fn resume_schedule(State(kernel): State<Kernel>, Path(id): Path<String>) -
 
 /// Always refused: deleting a schedule for good is a human-only operation, done by an
 /// operator in the dashboard with a confirmation. Pause it instead.
-#[utoipa::path(delete, path = "/api/schedules/{id}", tag = "schedules", params(("id" = String, Path, description = "The schedule's id")),
+#[utoipa::path(delete, path = "/api/schedules/{id}", tag = "schedules", params(("id" = String, Path, description = "The schedule's id, or its short form (its last 8 hex digits, as the dashboard shows it)")),
     responses((status = 403, description = "Always: deleting a schedule for good is human-only (the dashboard)")))]
 async fn delete_schedule(Path(id): Path<String>) -> ApiResult<Json<()>> {
     Err(Error::forbidden(format!(

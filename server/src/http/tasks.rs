@@ -63,7 +63,7 @@ struct TaskDetail {
 }
 
 /// One task with its history.
-#[utoipa::path(get, path = "/api/tasks/{id}", tag = "tasks", params(("id" = String, Path, description = "The task's id")),
+#[utoipa::path(get, path = "/api/tasks/{id}", tag = "tasks", params(("id" = String, Path, description = "The task's id, or its short form (its last 8 hex digits, as the dashboard shows it)")),
     responses((status = 200, description = "The task and its history", body = TaskDetail), (status = 404, description = "No such task")))]
 async fn get_task(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<TaskDetail>> {
     let task = kernel.tasks().get(&id).await?;
@@ -79,7 +79,7 @@ struct ReassignBody {
 }
 
 /// Gives a pending or claimed task to another agent (or anyone); it is pending again.
-#[utoipa::path(post, path = "/api/tasks/{id}/reassign", tag = "tasks", params(("id" = String, Path, description = "The task's id")), request_body = Option<ReassignBody>,
+#[utoipa::path(post, path = "/api/tasks/{id}/reassign", tag = "tasks", params(("id" = String, Path, description = "The task's id, or its short form (its last 8 hex digits, as the dashboard shows it)")), request_body = Option<ReassignBody>,
     responses(
         (status = 200, description = "The task, pending again", body = Task),
         (status = 404, description = "No such task"),
@@ -95,7 +95,7 @@ async fn reassign_task(
 }
 
 /// Withdraws a pending or claimed task.
-#[utoipa::path(post, path = "/api/tasks/{id}/cancel", tag = "tasks", params(("id" = String, Path, description = "The task's id")),
+#[utoipa::path(post, path = "/api/tasks/{id}/cancel", tag = "tasks", params(("id" = String, Path, description = "The task's id, or its short form (its last 8 hex digits, as the dashboard shows it)")),
     responses(
         (status = 200, description = "The cancelled task", body = Task),
         (status = 404, description = "No such task"),
@@ -106,7 +106,7 @@ async fn cancel_task(State(kernel): State<Kernel>, Path(id): Path<String>) -> Ap
 }
 
 /// Puts a failed or cancelled task back to pending.
-#[utoipa::path(post, path = "/api/tasks/{id}/retry", tag = "tasks", params(("id" = String, Path, description = "The task's id")),
+#[utoipa::path(post, path = "/api/tasks/{id}/retry", tag = "tasks", params(("id" = String, Path, description = "The task's id, or its short form (its last 8 hex digits, as the dashboard shows it)")),
     responses(
         (status = 200, description = "The task, pending again", body = Task),
         (status = 404, description = "No such task"),

@@ -634,3 +634,41 @@ async fn dashboard_lists_page_with_a_next_link_that_keeps_the_filters() {
     let cursor = next.split("cursor=").nth(1).unwrap();
     assert!(second.text.contains(&format!("data-refresh-url=\"/tasks?cursor={cursor}\"")), "refreshes page 2");
 }
+
+/// A task is found by the short id the dashboard shows, and its history shows the turn the
+/// board started to wake its assignee, linked to that session.
+#[tokio::test]
+async fn a_tasks_history_shows_its_wake_up_and_short_ids_find_tasks_and_schedules() {
+    let (_home, d, api, llm) = crate::daemon_with_llm("openai", "").await;
+    let b = d.browser();
+    assert_eq!(b.set_up("ada", "correct horse").await.status, 303);
+    let scout = crate::agent_from(&api, json!({"name": "scout", "model": "m", "tools": ["schedule.*"]})).await;
+    llm.push(Scripted::text("on it"));
+    let task = api.post("/api/tasks", json!({"title": "Map the cave", "assignee": "scout"})).await;
+    let id = task.body["id"].as_str().unwrap().to_string();
+    let short = kennel_kernel::text::short_id(&id);
+    let woke = kennel_tests::eventually(std::time::Duration::from_secs(5), || async {
+        api.get(&format!("/api/agents/{scout}/sessions")).await.body.as_array().is_some_and(|s| !s.is_empty())
+    })
+    .await;
+    assert!(woke, "the assignee was woken");
+    let session = api.get(&format!("/api/agents/{scout}/sessions")).await.body[0]["id"].as_str().unwrap().to_string();
+
+    let page = b.get(&format!("/tasks/{short}")).await;
+    assert_eq!(page.status, 200, "the short id finds the task: {}", page.text);
+    let link = format!(r#"woke <a href="/agents/{scout}?session={session}">scout</a>"#);
+    assert!(page.text.contains(&link), "the wake-up, linked to its session: {}", page.text);
+    assert!(page.text.contains(&format!("task {short} ({id})")));
+    assert_eq!(api.get(&format!("/api/tasks/{short}")).await.body["task"]["id"], id.as_str());
+    let cancelled = b.submit(&format!("/tasks/{short}"), &format!("/tasks/{short}/cancel"), &[]).await;
+    assert_eq!(cancelled.status, 303, "actions take the short id too");
+    assert_eq!(api.get(&format!("/api/tasks/{id}")).await.body["task"]["status"], "cancelled");
+
+    let made = api.invoke(&scout, "schedule_create", json!({"when": "+1h", "prompt": "look again"})).await;
+    let schedule = made.body["content"]["id"].as_str().expect("a schedule").to_string();
+    let short = kennel_kernel::text::short_id(&schedule);
+    assert_eq!(api.get(&format!("/api/schedules/{short}")).await.body["schedule"]["id"], schedule.as_str());
+    assert_eq!(api.post(&format!("/api/schedules/{short}/pause"), json!({})).await.body["state"], "paused");
+    assert_eq!(b.get(&format!("/schedules/{short}")).await.status, 200);
+    assert_eq!(api.get("/api/tasks/00000000").await.status, 404, "a short id no task ends in");
+}
