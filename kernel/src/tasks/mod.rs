@@ -349,6 +349,10 @@ pub(crate) fn start_sweeper(kernel: &crate::Kernel) {
     });
 }
 
+fn no_task(id: &str) -> Error {
+    Error::not_found(format!("no task `{id}`"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -382,8 +386,4 @@ mod tests {
             assert!(!e.message.contains("priority") && !e.model_text().contains("SELECT"), "{e}");
         }
     }
-}
-
-fn no_task(id: &str) -> Error {
-    Error::not_found(format!("no task `{id}`"))
 }
