@@ -254,6 +254,22 @@ pub fn CanvasFrame(canvas: kennel_kernel::canvas::Canvas) -> impl IntoView {
     }
 }
 
+/// When a schedule fires, in words for a cron job with its expression and zone beside them
+/// ("At 09:00, on Monday. `0 9 * * 1` Europe/Berlin"); a one-shot one's time in UTC.
+pub fn schedule_when(s: &kennel_kernel::schedule::Schedule) -> AnyView {
+    match s.in_words() {
+        Some(words) => {
+            let zone = s.timezone.clone().unwrap_or_else(|| "UTC".into());
+            let expression = s.expression.clone().unwrap_or_default();
+            view! { {words}" "<span class="hint"><code>{expression}</code>" "{zone}</span> }.into_any()
+        }
+        None => match s.run_at.as_deref() {
+            Some(at) => format!("once at {} UTC", short_time(at)).into_any(),
+            None => s.timing().into_any(),
+        },
+    }
+}
+
 /// A timestamp as a person reads it: `2026-11-30 14:02:11`.
 pub fn short_time(rfc3339: &str) -> String {
     rfc3339.get(..19).map(|s| s.replace('T', " ")).unwrap_or_else(|| rfc3339.to_string())

@@ -124,6 +124,26 @@ pub fn timestamp(t: chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
+/// The `WHERE` of a newest-first log's page: `column = value` for each filter given (only
+/// those, so an index on `(column, id)` serves it; an `$1 IS NULL OR …` form would scan the
+/// whole log), and `id < before` to continue below a page.
+pub(crate) fn where_filters(
+    query: &mut sqlx::QueryBuilder<sqlx::Sqlite>,
+    filters: &[(&'static str, Option<&str>)],
+    before: Option<i64>,
+) {
+    let mut and = " WHERE ";
+    for (column, value) in filters {
+        if let Some(value) = value {
+            query.push(and).push(*column).push(" = ").push_bind(value.to_string());
+            and = " AND ";
+        }
+    }
+    if let Some(before) = before {
+        query.push(and).push("id < ").push_bind(before);
+    }
+}
+
 /// A table whose ids operators may give in the short form they see ([`crate::text::short_id`]).
 #[derive(Clone, Copy)]
 pub(crate) enum ShortIds {

@@ -201,7 +201,7 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
             let next = s.next_fire.as_deref().map(|t| format!(" · next {} UTC", short_time(t))).unwrap_or_default();
             view! {
                 <li>
-                    <a href=format!("/schedules/{}", s.id)>{s.timing()}</a>
+                    <a href=format!("/schedules/{}", s.id)>{crate::widgets::schedule_when(s)}</a>
                     <span class="hint">{format!(" {}{next}", s.state.as_str())}</span>
                 </li>
             }

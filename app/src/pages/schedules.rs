@@ -10,7 +10,7 @@ use kennel_kernel::schedule::{Fire, Schedule, State};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{Csrf, NoMatches, Pager, Paging, agent_label, agent_names, short_time};
+use crate::widgets::{Csrf, NoMatches, Pager, Paging, agent_label, agent_names, schedule_when, short_time};
 
 pub struct List {
     /// A page of the schedules, oldest first.
@@ -31,6 +31,15 @@ fn last_result(fire: &Option<Fire>) -> String {
                 if f.missed_slots > 0 { format!(" · caught up {} missed", f.missed_slots) } else { String::new() };
             format!("{} · {}{took}{missed}", f.outcome, short_time(&f.fired_at))
         }
+    }
+}
+
+/// The next fire in UTC, and on the job's own clocks when its zone is another.
+fn next_fire(s: &Schedule) -> String {
+    let Some(utc) = s.next_fire.as_deref() else { return "—".into() };
+    match s.next_fire_in_zone() {
+        Some(local) => format!("{} UTC ({local})", short_time(utc)),
+        None => format!("{} UTC", short_time(utc)),
     }
 }
 
@@ -58,15 +67,14 @@ pub fn render_list(meta: PageMeta, page: List) -> String {
         .iter()
         .map(|s| {
             let agent = names.get(&s.agent_id).cloned().unwrap_or_else(|| s.agent_id.clone());
-            let next = s.next_fire.as_deref().map(short_time).unwrap_or_else(|| "—".into());
             view! {
                 <tr id=format!("schedule-{}", s.id) data-state=s.state.as_str()>
                     <td><a href=format!("/schedules/{}", s.id)>{s.short_id()}</a></td>
-                    <td>{agent}</td>
-                    <td>{s.timing()}<span class="hint">{format!(" {}", s.origin.as_str())}</span></td>
+                    <td><a href=format!("/agents/{}", s.agent_id)>{agent}</a></td>
+                    <td>{schedule_when(s)}<span class="hint">{format!(" · {}", s.origin.as_str())}</span></td>
                     <td class="prompt">{s.prompt.clone()}</td>
                     <td><span class=format!("status {}", s.state.as_str())>{s.state.as_str()}</span></td>
-                    <td>{next}</td>
+                    <td>{next_fire(s)}</td>
                     <td>{last_result(&s.last_fire)}</td>
                     <td class="row-actions">
                         {toggle(s, &csrf)}
@@ -106,7 +114,7 @@ pub fn render_list(meta: PageMeta, page: List) -> String {
                 {empty}
                 <div class="scroll">
                     <table id="schedules">
-                        <thead><tr><th>"Id"</th><th>"Agent"</th><th>"When"</th><th>"Prompt"</th><th>"State"</th><th>"Next fire (UTC)"</th><th>"Last result"</th><th></th></tr></thead>
+                        <thead><tr><th>"Id"</th><th>"Agent"</th><th>"When"</th><th>"Prompt"</th><th>"State"</th><th>"Next fire"</th><th>"Last result"</th><th></th></tr></thead>
                         <tbody>{rows}</tbody>
                     </table>
                 </div>
@@ -127,12 +135,12 @@ pub struct Detail {
 fn summary(s: &Schedule, agent: &str) -> impl IntoView + use<> {
     view! {
         <dl class="facts">
-            <dt>"Agent"</dt><dd>{agent.to_string()}</dd>
-            <dt>"When"</dt><dd>{s.timing()}</dd>
+            <dt>"Agent"</dt><dd><a href=format!("/agents/{}", s.agent_id)>{agent.to_string()}</a></dd>
+            <dt>"When"</dt><dd>{schedule_when(s)}</dd>
             <dt>"Prompt"</dt><dd><pre>{s.prompt.clone()}</pre></dd>
             <dt>"From"</dt><dd>{format!("{} (created by {})", s.origin.as_str(), s.created_by)}</dd>
             <dt>"State"</dt><dd>{s.state.as_str()}</dd>
-            <dt>"Next fire"</dt><dd>{s.next_fire.as_deref().map(|t| format!("{} UTC", short_time(t))).unwrap_or_else(|| "—".into())}</dd>
+            <dt>"Next fire"</dt><dd>{next_fire(s)}</dd>
         </dl>
     }
 }
@@ -144,7 +152,10 @@ pub fn render_detail(meta: PageMeta, page: Detail) -> String {
         .fires
         .iter()
         .map(|f| {
-            let session = f.session_id.clone().map(|id| view! { <span class="hint">{format!(" session {id}")}</span> });
+            let session = f.session_id.clone().map(|id| {
+                let href = format!("/agents/{}?session={id}", s.agent_id);
+                view! { " "<a href=href class="hint">"open the session"</a> }
+            });
             view! {
                 <tr>
                     <td>{short_time(&f.due_at)}</td>

@@ -100,6 +100,12 @@ pub fn parse_cron(expression: &str, timezone: Option<&str>) -> std::result::Resu
     Ok(CronSpec { cron, tz, fixed_time })
 }
 
+/// A valid expression in words, as croner describes it ("At 09:00, on Monday, …"); `None`
+/// for one this daemon does not accept.
+pub fn in_words(expression: &str, timezone: Option<&str>) -> Option<String> {
+    parse_cron(expression, timezone).ok().map(|spec| spec.cron.describe())
+}
+
 /// Runs cron work (parsing, occurrence search, counting missed slots) on tokio's blocking
 /// pool: each piece is bounded, but it is CPU work the runtime's workers must not wait on.
 pub(crate) async fn off_runtime<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T> {

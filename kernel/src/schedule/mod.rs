@@ -115,6 +115,23 @@ impl Schedule {
         short_id(&self.id.to_string())
     }
 
+    /// A cron job's expression in words: "At 09:00, on Monday, Tuesday, …" (the time in the
+    /// job's own zone). Parsing is microseconds: fine for a page of schedules.
+    pub fn in_words(&self) -> Option<String> {
+        match self.kind {
+            Kind::Cron => cron::in_words(self.expression.as_deref()?, self.timezone.as_deref()),
+            Kind::Once => None,
+        }
+    }
+
+    /// When it fires next on the clocks of the job's own time zone, `2026-12-02 09:00 CET`;
+    /// `None` when it does not fire again or its zone is UTC.
+    pub fn next_fire_in_zone(&self) -> Option<String> {
+        let tz = timing::parse_timezone(self.timezone.as_deref()).ok().filter(|tz| *tz != chrono_tz::Tz::UTC)?;
+        let next = chrono::DateTime::parse_from_rfc3339(self.next_fire.as_deref()?).ok()?;
+        Some(next.with_timezone(&tz).format("%Y-%m-%d %H:%M %Z").to_string())
+    }
+
     /// `every 0 9 * * * (Europe/Berlin)` or `once at 2026-12-01T09:00:00.000Z`.
     pub fn timing(&self) -> String {
         match self.kind {

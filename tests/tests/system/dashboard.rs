@@ -672,3 +672,46 @@ async fn a_tasks_history_shows_its_wake_up_and_short_ids_find_tasks_and_schedule
     assert_eq!(b.get(&format!("/schedules/{short}")).await.status, 200);
     assert_eq!(api.get("/api/tasks/00000000").await.status, 404, "a short id no task ends in");
 }
+
+/// The schedule manager says when a cron job runs in words, its next run on UTC and on the
+/// job's own clocks, and links a fire to the session its turn ran in.
+#[tokio::test]
+async fn schedules_read_in_words_with_both_clocks_and_fires_link_to_their_sessions() {
+    let (_home, d, api, llm) = crate::daemon_with_llm("openai", "").await;
+    let b = d.browser();
+    assert_eq!(b.set_up("ada", "correct horse").await.status, 303);
+    llm.set_fallback(Scripted::text("Watered."));
+    let gardener = crate::agent_from(&api, json!({"name": "gardener", "model": "m", "tools": ["schedule.*"]})).await;
+    let cron = json!({"expression": "0 9 * * 1-5", "timezone": "Europe/Berlin", "prompt": "water"});
+    let job = api.invoke(&gardener, "cron_create", cron).await;
+    let job = job.body["content"]["id"].as_str().expect("a cron job").to_string();
+    let once = api.invoke(&gardener, "schedule_create", json!({"when": "+1s", "prompt": "water now"})).await;
+    let once = once.body["content"]["id"].as_str().expect("a schedule").to_string();
+
+    // (Leptos marks where text nodes meet with `<!>`.)
+    let list = b.get("/schedules").await.text.replace("<!>", "");
+    assert!(list.contains("At 09:00, on Monday, Tuesday, Wednesday, Thursday, and Friday."), "{list}");
+    assert!(list.contains("<code>0 9 * * 1-5</code> Europe/Berlin"), "{list}");
+    let next =
+        api.get(&format!("/api/schedules/{job}")).await.body["schedule"]["next_fire"].as_str().unwrap().to_string();
+    let utc: chrono::DateTime<chrono::Utc> = next.parse().unwrap();
+    let berlin = utc.with_timezone(&chrono_tz::Europe::Berlin).format("%Y-%m-%d %H:%M %Z").to_string();
+    assert!(berlin.contains("09:00"), "{berlin}");
+    let both = format!("{} UTC ({berlin})", utc.format("%Y-%m-%d %H:%M:%S"));
+    assert!(list.contains(&both), "{both} in {list}");
+    assert!(list.contains(&format!(r#"<a href="/agents/{gardener}">gardener</a>"#)));
+
+    let fired = kennel_tests::eventually(std::time::Duration::from_secs(10), || async {
+        let s = api.get(&format!("/api/schedules/{once}")).await;
+        s.body["fires"][0]["session_id"].as_str().is_some() && s.body["fires"][0]["outcome"] == "ok"
+    })
+    .await;
+    assert!(fired, "the one-shot schedule fired");
+    let session = api.get(&format!("/api/schedules/{once}")).await.body["fires"][0]["session_id"].clone();
+    let detail = b.get(&format!("/schedules/{once}")).await.text;
+    let link = format!(
+        r#"<a href="/agents/{gardener}?session={}" class="hint">open the session</a>"#,
+        session.as_str().unwrap()
+    );
+    assert!(detail.contains(&link), "{detail}");
+}

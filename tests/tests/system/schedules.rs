@@ -318,12 +318,12 @@ async fn the_manager_filters_by_agent_and_an_agents_page_lists_its_schedules() {
     assert!(all.text.contains("ann&#x27;s hourly") || all.text.contains("ann's hourly"), "{}", all.text);
     assert!(all.text.contains("ben&#x27;s reminder") || all.text.contains("ben's reminder"));
     let anns = b.get("/schedules?agent=ann").await;
-    assert!(anns.text.contains("every 15 * * * *"));
+    assert!(anns.text.contains("<code>15 * * * *</code>"), "{}", anns.text);
     assert!(!anns.text.contains("reminder"), "only ann's");
     assert_eq!(b.get("/schedules?agent=nobody").await.status, 404);
 
     let page = b.get(&format!("/agents/{ann}")).await;
-    assert!(page.text.contains("every 15 * * * *") && page.text.contains("/schedules?agent="), "{}", page.text);
+    assert!(page.text.contains("<code>15 * * * *</code>") && page.text.contains("/schedules?agent="), "{}", page.text);
 }
 
 /// Cron validation is bounded and runs off the daemon's async workers. `, * * * *` once took

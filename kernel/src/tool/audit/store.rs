@@ -3,7 +3,7 @@
 use sqlx::Row;
 
 use super::{AuditRecord, Queued};
-use crate::db::Db;
+use crate::db::{self, Db};
 use crate::error::{Error, Result};
 
 /// A message is cut to this many characters in the log.
@@ -34,27 +34,8 @@ pub(super) async fn insert_batch(db: &Db, entries: &[Queued]) -> Result<(), Erro
     Ok(())
 }
 
-/// The `WHERE` of a list: only the filters given, so `audit_agent(agent_id, id)` and
-/// `audit_tool(tool, id)` serve them (an `$1 IS NULL OR …` form would scan the whole log).
-fn filtered(
-    query: &mut sqlx::QueryBuilder<sqlx::Sqlite>,
-    agent_id: Option<&str>,
-    tool: Option<&str>,
-    before: Option<i64>,
-) {
-    let mut and = " WHERE ";
-    for (column, value) in [("agent_id = ", agent_id), ("tool = ", tool)] {
-        if let Some(value) = value {
-            query.push(and).push(column).push_bind(value.to_string());
-            and = " AND ";
-        }
-    }
-    if let Some(before) = before {
-        query.push(and).push("id < ").push_bind(before);
-    }
-}
-
-/// Records newest first, for `agent_id` and `tool` when given, older than the record `before`,
+/// Records newest first (`audit_agent(agent_id, id)` and `audit_tool(tool, id)` serve the
+/// filters), for `agent_id` and `tool` when given, older than the record `before`,
 /// at most `limit`.
 pub(super) async fn list(
     db: &Db,
@@ -66,7 +47,7 @@ pub(super) async fn list(
     let mut query = sqlx::QueryBuilder::new(
         "SELECT id, at, agent_id, session_id, caller, tool, args_digest, outcome, message, duration_us, artifact_id FROM audit",
     );
-    filtered(&mut query, agent_id, tool, before);
+    db::where_filters(&mut query, &[("agent_id", agent_id), ("tool", tool)], before);
     query.push(" ORDER BY id DESC LIMIT ").push_bind(limit);
     let rows = query.build().fetch_all(db.pool()).await?;
     rows.iter()
@@ -90,7 +71,7 @@ pub(super) async fn list(
 
 pub(super) async fn count(db: &Db, agent_id: Option<&str>, tool: Option<&str>) -> Result<u64> {
     let mut query = sqlx::QueryBuilder::new("SELECT count(*) FROM audit");
-    filtered(&mut query, agent_id, tool, None);
+    db::where_filters(&mut query, &[("agent_id", agent_id), ("tool", tool)], None);
     let n: i64 = query.build_query_scalar().fetch_one(db.pool()).await?;
     Ok(n as u64)
 }
