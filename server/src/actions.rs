@@ -29,6 +29,11 @@ impl Refused {
     }
 }
 
+/// Left on a response to a request that changed nothing though its method could (an API
+/// preview: `dry_run`), so the log does not list it as a change.
+#[derive(Clone, Copy)]
+pub struct Unchanged;
+
 /// What a request is in the log.
 #[derive(Debug, PartialEq)]
 enum Named {
@@ -48,6 +53,7 @@ fn name(method: &Method, route: &str) -> Named {
         ("/api/templates/{name}", "PUT") => Action("type.update"),
         ("/agent-types/{name}" | "/agent-types/{name}/toml", _) if post => Action("type.update"),
         ("/api/templates/{name}", "DELETE") | ("/agent-types/{name}/delete", "POST") => Action("type.delete"),
+        ("/api/templates/{name}/apply" | "/agent-types/{name}/apply", _) if post => Action("type.apply"),
         ("/api/agents", "POST") | ("/agents", "POST") => Action("agent.spawn"),
         ("/api/agents/{id}/stop" | "/agents/{id}/stop", _) if post => Action("agent.stop"),
         ("/api/agents/{id}/start" | "/agents/{id}/start", _) if post => Action("agent.start"),
@@ -101,6 +107,9 @@ pub async fn record(
     let subject = params.ok().and_then(|p| p.iter().next().map(|(_, value)| value.to_string()));
 
     let response = next.run(req).await;
+    if response.extensions().get::<Unchanged>().is_some() {
+        return response;
+    }
     let (outcome, detail) = outcome(&response);
     let subject = subject.or_else(|| created(&route, &response));
     let new = NewAction { actor, action, subject, outcome, detail };

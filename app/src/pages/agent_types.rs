@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use kennel_kernel::agent::{AgentType, AgentTypeSpec, Manifest};
+use kennel_kernel::agent::{AgentType, AgentTypeSpec, FieldChange, Manifest, TypeApplication};
 use kennel_kernel::error::FieldError;
 use leptos::prelude::*;
 
@@ -181,6 +181,8 @@ pub struct EditPage {
     /// The TOML text to show: the stored manifest, or what was just submitted with its error.
     pub toml: String,
     pub toml_errors: Vec<FieldError>,
+    /// What applying the type to its agents would change (a preview).
+    pub application: TypeApplication,
 }
 
 pub fn render_edit(meta: PageMeta, page: EditPage) -> String {
@@ -214,6 +216,7 @@ pub fn render_edit(meta: PageMeta, page: EditPage) -> String {
                         </form>
                     </section>
                 </div>
+                <AgentsOfType name=name.clone() application=page.application/>
                 <section class="card">
                     <form method="post" action=format!("/agent-types/{name}/delete") class="inline"
                         data-confirm=format!("Delete agent type {name}? Agents made from it keep running.")>
@@ -226,6 +229,113 @@ pub fn render_edit(meta: PageMeta, page: EditPage) -> String {
         }
         .to_html(),
     )
+}
+
+/// The editor's card about the agents made from this type: how many, how many differ from
+/// it, and the way to the preview of applying it.
+#[component]
+fn AgentsOfType(name: String, application: TypeApplication) -> impl IntoView {
+    let (total, changing) = (application.agents.len(), application.changing());
+    let summary = match (total, changing) {
+        (0, _) => "No agent is made from this type.".to_string(),
+        (n, 0) => format!("{n} agent{} made from this type, all matching it.", plural(n)),
+        (n, c) => format!(
+            "{n} agent{} made from this type; {c} keep{} an older copy of it.",
+            plural(n),
+            if c == 1 { "s" } else { "" }
+        ),
+    };
+    let apply = (changing > 0).then(|| {
+        view! { " "<a class="button" href=format!("/agent-types/{name}/apply")>"Apply this type to its agents…"</a> }
+    });
+    view! {
+        <section class="card" id="agents-of-type">
+            <h2>"Agents made from it"</h2>
+            <p>{summary}{apply}</p>
+        </section>
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+pub struct ApplyPage {
+    pub application: TypeApplication,
+}
+
+/// The preview of applying a type to its agents: per agent, each field that changes (grants
+/// gained and lost, values before and after), and the form that applies exactly this version.
+pub fn render_apply(meta: PageMeta, page: ApplyPage) -> String {
+    let csrf = meta.csrf.clone();
+    let app = page.application;
+    let name = app.agent_type.clone();
+    let changing = app.changing();
+    let agents = app
+        .agents
+        .iter()
+        .map(|a| {
+            let changes = if a.changes.is_empty() {
+                view! { <p class="hint">"Already matches the type."</p> }.into_any()
+            } else {
+                let rows = a.changes.iter().map(change_row).collect::<Vec<_>>();
+                view! { <table class="changes"><thead><tr><th>"Field"</th><th>"Now"</th><th>"After applying"</th></tr></thead><tbody>{rows}</tbody></table> }.into_any()
+            };
+            view! {
+                <section class="card" id=format!("apply-{}", a.agent_id)>
+                    <h2><a href=format!("/agents/{}", a.agent_id)>{a.name.clone()}</a>" "<span class=format!("status {}", a.status.as_str())>{a.status.as_str()}</span></h2>
+                    {changes}
+                </section>
+            }
+        })
+        .collect::<Vec<_>>();
+    let form = (changing > 0).then(|| {
+        let confirm = format!("Apply type {name} to {changing} agent{}?", plural(changing));
+        view! {
+            <form method="post" action=format!("/agent-types/{name}/apply") class="inline" data-confirm=confirm>
+                <Csrf token=csrf/>
+                <input type="hidden" name="expected_updated_at" value=app.type_updated_at.clone()/>
+                <button type="submit">{format!("Apply to {changing} agent{}", plural(changing))}</button>
+            </form>
+        }
+    });
+    let none = (changing == 0)
+        .then(|| view! { <p>"Every agent made from this type already matches it: nothing to apply."</p> });
+    crate::document(
+        view! {
+            <Shell meta>
+                <h1>{format!("Apply type {name} to its agents")}</h1>
+                <p class="hint">{format!("The type as saved at {}. Each agent keeps its name, goal, status and history; its manifest becomes the type's. Schedules from [[cron]] blocks are not made again.", app.type_updated_at)}</p>
+                {none}
+                {agents}
+                <div class="actions">
+                    {form}
+                    <a href=format!("/agent-types/{name}")>"Back to the type"</a>
+                </div>
+            </Shell>
+        }
+        .to_html(),
+    )
+}
+
+/// One changed field: grants as gained (+) and lost (−), other values before and after.
+fn change_row(c: &FieldChange) -> impl IntoView + use<> {
+    let (now, after) = if c.added.is_empty() && c.removed.is_empty() {
+        let text = |v: &Option<String>| match v {
+            Some(v) => view! { <pre class="value">{v.clone()}</pre> }.into_any(),
+            None => view! { <span class="hint">"unset"</span> }.into_any(),
+        };
+        (text(&c.before), text(&c.after))
+    } else {
+        let items = |sign: &'static str, class: &'static str, items: &[String]| {
+            items.iter().map(|i| view! { <li class=class>{sign}" "<code>{i.clone()}</code></li> }).collect::<Vec<_>>()
+        };
+        let lost = view! { <ul class="diff">{items("−", "bad", &c.removed)}</ul> }.into_any();
+        let gained = view! { <ul class="diff">{items("+", "ok", &c.added)}</ul> }.into_any();
+        (lost, gained)
+    };
+    let note = c.note.clone().map(|n| view! { <p class="hint">{n}</p> });
+    view! { <tr><td><code>{c.field.clone()}</code></td><td>{now}</td><td>{after}{note}</td></tr> }
 }
 
 #[cfg(test)]
@@ -254,6 +364,12 @@ mod tests {
             providers: vec!["local".into()],
             errors: Vec::new(),
             toml_errors: Vec::new(),
+            application: TypeApplication {
+                agent_type: "evil".into(),
+                type_updated_at: "now".into(),
+                applied: false,
+                agents: Vec::new(),
+            },
         };
         let meta = PageMeta {
             title: hostile.into(),

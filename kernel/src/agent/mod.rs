@@ -5,6 +5,7 @@
 //! an in-memory copy kept in step with the database, so the hot paths (`GET /api/templates`,
 //! the capability gate) never wait on SQLite.
 
+mod apply;
 pub mod manifest;
 mod store;
 pub mod tools;
@@ -21,6 +22,7 @@ pub use manifest::{
     is_valid_name, parse_manifest, to_toml, validate,
 };
 
+pub use apply::{AgentUpdate, ApplyRequest, FieldChange, TypeApplication};
 pub(crate) use tools::register;
 
 use crate::db::{self, Db, stored_enum};

@@ -103,6 +103,24 @@ pub(super) async fn insert_agent(db: &Db, a: &Agent) -> Result<()> {
     Ok(())
 }
 
+/// Writes several agents' manifests in one transaction: all or none.
+pub(super) async fn update_agents(db: &Db, agents: &[Agent]) -> Result<()> {
+    if agents.is_empty() {
+        return Ok(());
+    }
+    let mut tx = db.pool().begin().await?;
+    for a in agents {
+        sqlx::query("UPDATE agents SET manifest = $1, updated_at = $2 WHERE id = $3")
+            .bind(manifest_json(&a.manifest))
+            .bind(&a.updated_at)
+            .bind(a.id.to_string())
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
 pub(super) async fn update_agent(db: &Db, a: &Agent) -> Result<()> {
     sqlx::query("UPDATE agents SET manifest = $1, goal = $2, status = $3, updated_at = $4 WHERE id = $5")
         .bind(manifest_json(&a.manifest))

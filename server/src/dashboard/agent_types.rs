@@ -7,9 +7,11 @@ use axum::Form;
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use kennel_app::Nav;
 use kennel_app::pages::agent_types::{self, AgentTypesPage, EditPage, TypeForm};
-use kennel_kernel::agent::{AgentType, ManifestFormat, ManifestInput, parse_manifest, to_toml};
+use kennel_app::{Flash, Nav};
+use kennel_kernel::agent::{
+    AgentType, ApplyRequest, ManifestFormat, ManifestInput, TypeApplication, parse_manifest, to_toml,
+};
 use kennel_kernel::error::FieldError;
 use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
@@ -108,8 +110,14 @@ fn saved_notice(kernel: &Kernel, t: &AgentType, done: &str) -> String {
     )
 }
 
-fn fresh_edit(kernel: &Kernel, t: Arc<AgentType>) -> EditPage {
+/// What applying the type would change in its agents, for the editor's card.
+async fn preview(kernel: &Kernel, name: &str) -> Result<TypeApplication, Error> {
+    kernel.agents().apply_type(name, &ApplyRequest { dry_run: true, expected_updated_at: None }).await
+}
+
+fn fresh_edit(kernel: &Kernel, t: Arc<AgentType>, application: TypeApplication) -> EditPage {
     EditPage {
+        application,
         providers: kernel.agents().providers().to_vec(),
         form: TypeForm::from_manifest(&t.manifest),
         toml: to_toml(&t.manifest),
@@ -125,7 +133,62 @@ pub async fn edit(
     Path(name): Path<String>,
     Query(n): Query<Notice>,
 ) -> PageResult {
-    Ok(edit_page(&op, StatusCode::OK, fresh_edit(&kernel, kernel.agents().get_type(&name)?), n))
+    let application = preview(&kernel, &name).await?;
+    Ok(edit_page(&op, StatusCode::OK, fresh_edit(&kernel, kernel.agents().get_type(&name)?, application), n))
+}
+
+/// The preview of applying the type to its agents, with the form that applies it.
+pub async fn apply_preview(
+    State(kernel): State<Kernel>,
+    Extension(op): Extension<Operator>,
+    Path(name): Path<String>,
+) -> PageResult {
+    let application = preview(&kernel, &name).await?;
+    Ok(apply_page(&op, application, None))
+}
+
+fn apply_page(op: &Operator, application: TypeApplication, flash: Option<Flash>) -> Response {
+    let title = format!("Apply type {}", application.agent_type);
+    let page = agent_types::ApplyPage { application };
+    html(StatusCode::OK, agent_types::render_apply(meta(op, title, Nav::AgentTypes, flash), page))
+}
+
+#[derive(Deserialize)]
+pub struct ApplyForm {
+    #[serde(default)]
+    expected_updated_at: String,
+}
+
+/// Applies the type as previewed; a type saved since shows the new preview with why.
+pub async fn apply(
+    State(kernel): State<Kernel>,
+    Extension(op): Extension<Operator>,
+    Path(name): Path<String>,
+    Form(form): Form<ApplyForm>,
+) -> PageResult {
+    let req = ApplyRequest { dry_run: false, expected_updated_at: Some(form.expected_updated_at) };
+    match kernel.agents().apply_type(&name, &req).await {
+        Ok(done) => {
+            let names: Vec<&str> =
+                done.agents.iter().filter(|a| !a.changes.is_empty()).map(|a| a.name.as_str()).collect();
+            let notice = match names.len() {
+                0 => format!("Every agent of `{name}` already matched it: nothing changed."),
+                n => format!(
+                    "Applied type `{name}` to {n} agent{}: {}.",
+                    if n == 1 { "" } else { "s" },
+                    names.join(", ")
+                ),
+            };
+            Ok(see_other(&format!("/agent-types/{name}"), &notice))
+        }
+        Err(e) if e.kind == kennel_kernel::ErrorKind::Conflict => {
+            let mut response = apply_page(&op, preview(&kernel, &name).await?, Some(Flash::Error(e.message.clone())));
+            *response.status_mut() = StatusCode::CONFLICT;
+            response.extensions_mut().insert(crate::actions::Refused::of(&e));
+            Ok(response)
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Saves the seven fields; the rest of the manifest (mode, limits, cron, …) is kept.
@@ -151,7 +214,11 @@ pub async fn save(
     match kernel.agents().replace_type(&name, input).await {
         Ok(t) => Ok(see_other(&format!("/agent-types/{name}"), &saved_notice(&kernel, &t, "Saved."))),
         Err(e) => {
-            let page = EditPage { errors: field_errors(&e, "name"), form, ..fresh_edit(&kernel, current) };
+            let page = EditPage {
+                errors: field_errors(&e, "name"),
+                form,
+                ..fresh_edit(&kernel, current, preview(&kernel, &name).await?)
+            };
             Ok(edit_page(&op, crate::status::status_for(e.kind), page, Notice::default()))
         }
     }
@@ -178,8 +245,11 @@ pub async fn replace_toml(
     match result {
         Ok(t) => Ok(see_other(&format!("/agent-types/{name}"), &saved_notice(&kernel, &t, "Manifest replaced."))),
         Err(e) => {
-            let page =
-                EditPage { toml: form.toml, toml_errors: field_errors(&e, "manifest"), ..fresh_edit(&kernel, current) };
+            let page = EditPage {
+                toml: form.toml,
+                toml_errors: field_errors(&e, "manifest"),
+                ..fresh_edit(&kernel, current, preview(&kernel, &name).await?)
+            };
             Ok(edit_page(&op, crate::status::status_for(e.kind), page, Notice::default()))
         }
     }

@@ -45,6 +45,7 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .route("/agent-types/{name}", get(agent_types::edit).post(agent_types::save))
         .route("/agent-types/{name}/toml", post(agent_types::replace_toml))
         .route("/agent-types/{name}/delete", post(agent_types::delete))
+        .route("/agent-types/{name}/apply", get(agent_types::apply_preview).post(agent_types::apply))
         .route("/agents", get(agents::list).post(agents::spawn))
         .route("/agents/{id}", get(agents::page))
         .route("/agents/{id}/stop", post(agents::stop))

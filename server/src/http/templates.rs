@@ -6,17 +6,21 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header::LOCATION};
 use axum::response::{IntoResponse, Response};
 use kennel_kernel::Kernel;
-use kennel_kernel::agent::{AgentType, ManifestInput};
+use kennel_kernel::agent::{AgentType, ApplyRequest, ManifestInput, TypeApplication};
 use kennel_kernel::page::PageQuery;
 use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
-use super::body::{ManifestBody, toml_response, wants_toml};
+use super::body::{JsonBody, ManifestBody, toml_response, wants_toml};
 use super::error::ApiResult;
 use super::page::PageParams;
 
 pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
-    vec![routes!(list_templates, create_template), routes!(get_template, replace_template, delete_template)]
+    vec![
+        routes!(list_templates, create_template),
+        routes!(get_template, replace_template, delete_template),
+        routes!(apply_template),
+    ]
 }
 
 /// Every agent type, by name.
@@ -98,6 +102,32 @@ async fn replace_template(
 async fn delete_template(State(kernel): State<Kernel>, Path(name): Path<String>) -> ApiResult<StatusCode> {
     kernel.agents().delete_type(&name).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Applies an agent type to the agents made from it (each keeps its own copy of the manifest
+/// until then), or previews that: for every running or stopped agent of the type, the fields
+/// that would change, grants as gained and lost. A dry run unless `dry_run` is `false`; give
+/// the preview's `type_updated_at` as `expected_updated_at` to refuse a type saved since.
+#[utoipa::path(post, path = "/api/templates/{name}/apply", tag = "agent types",
+    params(("name" = String, Path, description = "The agent type's name")),
+    request_body(content = Option<ApplyRequest>, description = "`{}` or no body: a preview"),
+    responses(
+        (status = 200, description = "What applying changes (or changed) in each agent", body = TypeApplication),
+        (status = 404, description = "No agent type of that name"),
+        (status = 409, description = "The type was saved after `expected_updated_at`"),
+        (status = 422, description = "A bad body"),
+    ))]
+async fn apply_template(
+    State(kernel): State<Kernel>,
+    Path(name): Path<String>,
+    JsonBody(req): JsonBody<ApplyRequest>,
+) -> ApiResult<Response> {
+    let application = kernel.agents().apply_type(&name, &req).await?;
+    let mut response = Json(application).into_response();
+    if req.dry_run {
+        response.extensions_mut().insert(crate::actions::Unchanged);
+    }
+    Ok(response)
 }
 
 fn template_response(headers: &HeaderMap, t: &AgentType) -> Response {

@@ -432,6 +432,16 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     assert_eq!(token.status, 422, "{}", token.text);
     check_reply("/settings refusing a hostile token name", &token, Shows::All);
 
+    // Applying a type: the preview shows an agent's hostile prompt and grants before the
+    // type's new ones.
+    let drift = json!({"name": "drift", "model": "m", "system_prompt": corpus, "description": corpus});
+    agent_from(&api, drift).await;
+    let replaced =
+        api.put("/api/templates/drift", json!({"name": "drift", "model": PAYLOADS[1], "system_prompt": "plain"})).await;
+    assert_eq!(replaced.status, 200, "{}", replaced.text);
+    check(&b, "/agent-types/drift/apply", Shows::All).await;
+    check(&b, "/agent-types/drift", Shows::Nothing).await;
+
     // Operator actions: a stop of an agent named by each payload is refused, and the log
     // keeps the name it was asked for and the refusal's message.
     for payload in PAYLOADS {

@@ -156,3 +156,78 @@ prompt = "Write the weekly report."
     assert_eq!(bad_toml.status, 422);
     assert!(bad_toml.error_message().contains("TOML"));
 }
+
+/// Editing a type changes no agent; applying it does, after a preview of what each agent
+/// gains and loses, and only the version that was previewed.
+#[tokio::test]
+async fn a_type_is_applied_to_its_agents_after_a_preview_of_what_changes() {
+    let (_home, _d, api, b) = crate::dashboard::signed_in_with("").await;
+    let made = api.post("/api/templates", json!({"name": "scout", "model": "small", "tools": ["system_time"]})).await;
+    assert_eq!(made.status, 201, "{}", made.text);
+    let first = api.post("/api/agents", json!({"template": "scout"})).await.body["id"].as_str().unwrap().to_string();
+    let second = api.post("/api/agents", json!({"template": "scout"})).await.body["id"].as_str().unwrap().to_string();
+    api.post(&format!("/api/agents/{second}/stop"), json!({})).await;
+    let edited = json!({"name": "scout", "model": "large", "system_prompt": "Look twice.", "tools": ["tasks.*"]});
+    assert_eq!(api.put("/api/templates/scout", edited).await.status, 200);
+    assert_eq!(
+        api.get(&format!("/api/agents/{first}")).await.body["manifest"]["model"],
+        "small",
+        "editing changes no agent"
+    );
+
+    let preview = api.post("/api/templates/scout/apply", json!({})).await;
+    assert_eq!(preview.status, 200, "{}", preview.text);
+    assert_eq!(preview.body["applied"], false, "no body is a preview");
+    let agents = preview.body["agents"].as_array().unwrap();
+    assert_eq!(agents.len(), 2, "running and stopped agents: {}", preview.text);
+    let changes = agents[0]["changes"].as_array().unwrap();
+    let field = |name: &str| changes.iter().find(|c| c["field"] == name).cloned().unwrap_or_default();
+    assert_eq!((field("model")["before"].clone(), field("model")["after"].clone()), (json!("small"), json!("large")));
+    assert_eq!(field("capabilities.tools")["added"], json!(["tasks.*"]));
+    assert_eq!(field("capabilities.tools")["removed"], json!(["system_time"]));
+    assert_eq!(field("system_prompt")["after"], "Look twice.");
+    let version = preview.body["type_updated_at"].as_str().unwrap().to_string();
+
+    // The dashboard: the editor says agents keep an older copy; the preview page lists it.
+    let editor = b.get("/agent-types/scout").await.text;
+    assert!(editor.contains("2 agents made from this type; 2 keep an older copy of it."), "{editor}");
+    let page = b.get("/agent-types/scout/apply").await;
+    assert_eq!(page.status, 200);
+    assert!(
+        page.text.contains("<code>capabilities.tools</code>") && page.text.contains("<code>tasks.*</code>"),
+        "{}",
+        page.text
+    );
+    assert!(page.text.contains(&format!(r#"name="expected_updated_at" value="{version}""#)));
+
+    // A version other than the one previewed is refused, with the new preview.
+    let stale = b
+        .submit(
+            "/agent-types/scout/apply",
+            "/agent-types/scout/apply",
+            &[("expected_updated_at", "2000-01-01T00:00:00.000Z")],
+        )
+        .await;
+    assert_eq!(stale.status, 409, "{}", stale.text);
+    assert!(stale.text.contains("preview it again"));
+    assert_eq!(api.get(&format!("/api/agents/{first}")).await.body["manifest"]["model"], "small", "nothing applied");
+
+    let applied =
+        b.submit("/agent-types/scout/apply", "/agent-types/scout/apply", &[("expected_updated_at", &version)]).await;
+    assert_eq!(applied.status, 303, "{}", applied.text);
+    for id in [&first, &second] {
+        let agent = api.get(&format!("/api/agents/{id}")).await.body;
+        assert_eq!(
+            (agent["manifest"]["model"].as_str(), agent["manifest"]["capabilities"]["tools"].clone()),
+            (Some("large"), json!(["tasks.*"]))
+        );
+    }
+    assert_eq!(api.get(&format!("/api/agents/{second}")).await.body["status"], "stopped", "its status stays");
+    let again = api.post("/api/templates/scout/apply", json!({})).await;
+    assert!(again.body["agents"].as_array().unwrap().iter().all(|a| a["changes"] == json!([])), "{}", again.text);
+
+    // The log has the refusal and the change, and not the API's previews.
+    let log = api.get("/api/audit/actions?action=type.apply").await;
+    let outcomes: Vec<&str> = log.body.as_array().unwrap().iter().map(|r| r["outcome"].as_str().unwrap()).collect();
+    assert_eq!(outcomes, ["ok", "Conflict"], "{}", log.text);
+}
