@@ -105,17 +105,38 @@ document.addEventListener('keydown', (event) => {
   form.requestSubmit();
 });
 
-// A page that keeps itself up to date (the task board): every `data-refresh` seconds its
-// `main` is fetched again and swapped in, unless the operator is using a field on it.
+// A page that follows changes (the task board, schedules, the overview): the server signals
+// over `data-live` (server-sent events) when something it shows changed, and its `main` is
+// read again from `data-live-url` and swapped in. Never while the operator is using a field
+// on it: the change waits until the field loses focus. Hidden tabs catch up when shown.
 document.addEventListener('DOMContentLoaded', () => {
-  const main = document.querySelector('main[data-refresh-url]');
-  if (!main) return;
-  const every = Number(main.dataset.refresh) * 1000;
-  setInterval(async () => {
-    if (document.visibilityState !== 'visible' || main.contains(document.activeElement)) return;
-    const response = await fetch(main.dataset.refreshUrl, { credentials: 'same-origin' });
-    if (!response.ok) return;
-    const fresh = new DOMParser().parseFromString(await response.text(), 'text/html').querySelector('main');
-    if (fresh) main.replaceChildren(...fresh.childNodes);
-  }, every);
+  const main = document.querySelector('main[data-live]');
+  if (!main || typeof EventSource === 'undefined') return;
+  let stale = false;
+  let reading = false;
+  const busy = () => main.contains(document.activeElement) && document.activeElement !== main;
+  const refresh = async () => {
+    if (!stale || reading || busy() || document.visibilityState !== 'visible') return;
+    stale = false;
+    reading = true;
+    try {
+      const response = await fetch(main.dataset.liveUrl, { credentials: 'same-origin' });
+      if (!response.ok) return;
+      const fresh = new DOMParser().parseFromString(await response.text(), 'text/html').querySelector('main');
+      if (fresh) {
+        // The one-time notice the page opened with stays until the operator leaves it.
+        const notice = main.querySelector(':scope > .flash');
+        main.replaceChildren(...fresh.childNodes);
+        if (notice && !main.querySelector(':scope > .flash')) main.prepend(notice);
+        main.dataset.refreshed = String(Date.now());
+      }
+    } finally {
+      reading = false;
+      if (stale) setTimeout(refresh, 0); // a change that came while reading
+    }
+  };
+  const events = new EventSource(main.dataset.live);
+  events.addEventListener('change', () => { stale = true; refresh(); });
+  main.addEventListener('focusout', () => setTimeout(refresh, 0));
+  document.addEventListener('visibilitychange', refresh);
 });

@@ -10,7 +10,7 @@ pub mod pages;
 mod shell;
 mod widgets;
 
-pub use shell::{Flash, Nav, PageMeta};
+pub use shell::{Flash, Live, Nav, PageMeta};
 pub use widgets::Paging;
 
 /// A rendered page as a complete HTML document.

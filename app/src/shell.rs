@@ -34,11 +34,27 @@ pub struct PageMeta {
     /// The signed-in session's CSRF token; every form carries it.
     pub csrf: String,
     pub flash: Option<Flash>,
-    /// Bring the page up to date every this many seconds from this URL (the task board's live
-    /// view; the URL drops a one-time `?notice=`). `live.js` swaps the page's `main` in place,
-    /// never while a field has focus; without JS the page is reloaded by hand. (Not a meta
-    /// refresh: a page that reloads itself under a reader is an accessibility failure.)
-    pub refresh: Option<(u32, String)>,
+    /// Keep the page up to date (the task board, schedules, the overview): see [`Live`].
+    pub live: Option<Live>,
+}
+
+/// A page that follows changes: when the server signals that one of `topics` changed
+/// (`/live/changes`, server-sent events), `live.js` reads `url` again (the page as it is, a
+/// one-time `?notice=` dropped) and swaps its `main` in place, never while a field in it has
+/// focus. Without JS the page is reloaded by hand. (Not a meta refresh: a page that reloads
+/// itself under a reader is an accessibility failure.)
+#[derive(Debug, Clone)]
+pub struct Live {
+    pub topics: Vec<kennel_kernel::changes::Topic>,
+    pub url: String,
+}
+
+impl Live {
+    /// The stream the page listens to.
+    pub fn stream(&self) -> String {
+        let names: Vec<&str> = self.topics.iter().map(|t| t.as_str()).collect();
+        format!("/live/changes?topics={}", names.join(","))
+    }
 }
 
 /// The navigation, in order: a section's page, link and label. A new page family adds its
@@ -102,7 +118,7 @@ pub fn Shell(meta: PageMeta, children: Children) -> impl IntoView {
                     <a class="brand" href="/">"Kennel"</a>
                     {nav}
                 </header>
-                <main data-refresh=meta.refresh.as_ref().map(|(secs, _)| secs.to_string()) data-refresh-url=meta.refresh.map(|(_, url)| url)>
+                <main data-live=meta.live.as_ref().map(Live::stream) data-live-url=meta.live.map(|l| l.url)>
                     {flash}
                     {children()}
                 </main>

@@ -13,6 +13,7 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Connection, SqliteConnection, SqlitePool};
 
+use crate::changes::{Changes, Topic};
 use crate::error::Result;
 
 /// A row as the stores read it.
@@ -23,13 +24,24 @@ pub(crate) type Conn = SqliteConnection;
 pub(crate) type Tx = sqlx::Transaction<'static, sqlx::Sqlite>;
 
 /// The database every store uses. Cheap to clone (a pool handle).
-#[derive(Clone, Debug)]
-pub struct Db(SqlitePool);
+#[derive(Clone)]
+pub struct Db(SqlitePool, Changes);
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Db").field(&self.0).finish()
+    }
+}
 
 impl Db {
     /// The pool, for a store's queries.
     pub(crate) fn pool(&self) -> &SqlitePool {
         &self.0
+    }
+
+    /// The topics of each committed write ([`crate::changes`]).
+    pub fn changes(&self) -> &Changes {
+        &self.1
     }
 
     pub(crate) async fn begin(&self) -> Result<Tx> {
@@ -66,9 +78,46 @@ fn options(path: &Path) -> Result<SqliteConnectOptions, sqlx::Error> {
 /// Opens (creating if needed) the database and applies the embedded migrations. The error
 /// keeps its detail: it goes to the operator starting the daemon, never to a client.
 pub async fn open(path: &Path) -> Result<Db, sqlx::Error> {
-    let pool = SqlitePoolOptions::new().max_connections(4).connect_with(options(path)?).await?;
+    let changes = Changes::default();
+    let told = changes.clone();
+    let pool = SqlitePoolOptions::new()
+        .max_connections(4)
+        .after_connect(move |conn, _| {
+            let told = told.clone();
+            Box::pin(async move { tell_commits(conn, told).await })
+        })
+        .connect_with(options(path)?)
+        .await?;
     sqlx::migrate!("../migrations").run(&pool).await?;
-    Ok(Db(pool))
+    Ok(Db(pool, changes))
+}
+
+/// Has a connection note the topics of the tables each transaction writes (SQLite's update
+/// hook, called for every row) and send them when it commits; a rollback forgets them. The
+/// hooks run inside SQLite's calls and only touch a small set and a channel. (A PostgreSQL
+/// back end would raise the same topics with `LISTEN`/`NOTIFY`.)
+async fn tell_commits(conn: &mut SqliteConnection, changes: Changes) -> Result<(), sqlx::Error> {
+    use std::sync::{Arc, Mutex};
+    let written: Arc<Mutex<Vec<Topic>>> = Arc::default();
+    let mut handle = conn.lock_handle().await?;
+    let noted = written.clone();
+    handle.set_update_hook(move |row| {
+        if let Some(topic) = Topic::of_table(row.table) {
+            let mut noted = noted.lock().unwrap_or_else(|e| e.into_inner());
+            if !noted.contains(&topic) {
+                noted.push(topic);
+            }
+        }
+    });
+    let committed = written.clone();
+    handle.set_commit_hook(move || {
+        for topic in committed.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+            changes.send(topic);
+        }
+        true
+    });
+    handle.set_rollback_hook(move || written.lock().unwrap_or_else(|e| e.into_inner()).clear());
+    Ok(())
 }
 
 /// Calls `on_change` whenever a commit — by another process, or this one's pool — changed a

@@ -10,6 +10,7 @@ pub mod artifact;
 pub mod auth;
 pub mod canvas;
 pub mod capability;
+pub mod changes;
 pub mod clock;
 pub mod config;
 pub mod db;
@@ -195,6 +196,11 @@ impl Kernel {
     pub fn artifacts(&self) -> &ArtifactStore {
         &self.0.artifacts
     }
+    /// Which kinds of state (tasks, schedules, agents) each commit changed, for live pages.
+    pub fn changes(&self) -> &changes::Changes {
+        self.0.db.changes()
+    }
+
     /// The operator-action log (what people and API tokens changed).
     pub fn actions(&self) -> &actions::Actions {
         &self.0.actions

@@ -1,6 +1,7 @@
 //! Live streams as server-sent events: an agent's turn events (the REST API serves them at
 //! `GET /api/agents/{id}/events`, the dashboard's chat at `/agents/{id}/live`) and its new
-//! canvas versions (the agent page, at `/agents/{id}/canvas/live`).
+//! canvas versions (the agent page, at `/agents/{id}/canvas/live`), and the dashboard's live
+//! pages' "read yourself again" signals (`/live/changes?topics=tasks,schedules`).
 
 use std::convert::Infallible;
 
@@ -55,6 +56,44 @@ pub fn canvas_stream(
                 Err(RecvError::Lagged(_)) => continue,
                 Err(RecvError::Closed) => return None,
             }
+        }
+    });
+    Sse::new(events).keep_alive(KeepAlive::default())
+}
+
+/// How long a page's signal waits after a change: changes that come together (a task and
+/// its history row, a burst of claims) become one signal, one page read.
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// The SSE stream of committed changes to `topics` (`event: change`, the topics that changed
+/// as data: `["tasks","schedules"]`), each burst settled into one event.
+pub fn changes_stream(
+    kernel: &Kernel,
+    topics: Vec<kennel_kernel::changes::Topic>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>> + use<>> {
+    let events = futures_util::stream::unfold(kernel.changes().subscribe(), move |mut rx| {
+        let topics = topics.clone();
+        async move {
+            let mut changed = Vec::new();
+            while changed.is_empty() {
+                match rx.recv().await {
+                    Ok(topic) if topics.contains(&topic) => changed.push(topic),
+                    Ok(_) => {}
+                    // Missed some: every topic may have changed.
+                    Err(RecvError::Lagged(_)) => changed.clone_from(&topics),
+                    Err(RecvError::Closed) => return None,
+                }
+            }
+            tokio::time::sleep(SETTLE).await;
+            loop {
+                match rx.try_recv() {
+                    Ok(topic) if topics.contains(&topic) && !changed.contains(&topic) => changed.push(topic),
+                    Ok(_) => {}
+                    Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => changed.clone_from(&topics),
+                    Err(_) => break,
+                }
+            }
+            Some((Ok(Event::default().event("change").json_data(&changed).unwrap_or_default()), rx))
         }
     });
     Sse::new(events).keep_alive(KeepAlive::default())

@@ -305,7 +305,7 @@ pub fn render_apply(meta: PageMeta, page: ApplyPage) -> String {
         view! {
             <Shell meta>
                 <h1>{format!("Apply type {name} to its agents")}</h1>
-                <p class="hint">{format!("The type as saved at {}. Each agent keeps its name, goal, status and history; its manifest becomes the type's. Schedules from [[cron]] blocks are not made again.", app.type_updated_at)}</p>
+                <p class="hint">{format!("The type as saved at {} UTC. Each agent keeps its name, goal, status and history; its manifest becomes the type's. Schedules from [[cron]] blocks are not made again.", crate::widgets::short_time(&app.type_updated_at))}</p>
                 {none}
                 {agents}
                 <div class="actions">
@@ -377,7 +377,7 @@ mod tests {
             operator: Some("ada".into()),
             csrf: "token".into(),
             flash: None,
-            refresh: None,
+            live: None,
         };
         let html = render_edit(meta, page);
         assert!(!html.contains("<script>alert"), "{html}");

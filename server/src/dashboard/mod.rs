@@ -23,6 +23,7 @@ use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use kennel_app::{Flash, Nav, PageMeta};
+use kennel_kernel::changes::Topic;
 use kennel_kernel::page::PageRequest;
 use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
@@ -72,6 +73,7 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .route("/schedules/{id}/pause", post(schedules::pause))
         .route("/schedules/{id}/resume", post(schedules::resume))
         .route("/schedules/{id}/delete", get(schedules::confirm_delete).post(schedules::delete))
+        .route("/live/changes", get(pages::changes))
         .route("/audit", get(pages::audit))
         .route("/audit/actions", get(pages::actions))
         .route("/settings", get(pages::settings))
@@ -108,7 +110,7 @@ async fn live_js() -> impl IntoResponse {
 
 /// The page frame for a signed-in operator.
 pub fn meta(op: &Operator, title: impl Into<String>, nav: Nav, flash: Option<Flash>) -> PageMeta {
-    PageMeta { title: title.into(), nav, operator: Some(op.name.clone()), csrf: op.csrf.clone(), flash, refresh: None }
+    PageMeta { title: title.into(), nav, operator: Some(op.name.clone()), csrf: op.csrf.clone(), flash, live: None }
 }
 
 /// `?notice=` on a page after a form redirected there.
@@ -121,6 +123,13 @@ impl Notice {
     pub fn flash(self) -> Option<Flash> {
         self.notice.filter(|n| !n.is_empty()).map(Flash::Notice)
     }
+}
+
+/// `meta` for a page that follows `topics` and reads itself again from `url` (see
+/// [`kennel_app::Live`]).
+pub fn following(mut meta: PageMeta, topics: &[Topic], url: impl Into<String>) -> PageMeta {
+    meta.live = Some(kennel_app::Live { topics: topics.to_vec(), url: url.into() });
+    meta
 }
 
 /// 303 to `path` with a notice for the next page.
@@ -217,7 +226,7 @@ pub async fn not_found(axum::extract::State(kernel): axum::extract::State<Kernel
                 operator: None,
                 csrf: String::new(),
                 flash: None,
-                refresh: None,
+                live: None,
             };
             html(StatusCode::NOT_FOUND, kennel_app::pages::error::render(meta, "Not found", &error.message))
         }

@@ -1,20 +1,22 @@
-//! Overview, audit and settings.
+//! Overview, audit, settings, and the live pages' change signal.
 
 use axum::Form;
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
+use axum::response::IntoResponse;
 use axum::response::Response;
 use kennel_app::pages::{audit, overview, settings};
 use kennel_app::{Flash, Nav, Paging};
-use kennel_kernel::Kernel;
 use kennel_kernel::actions::ActionFilter;
+use kennel_kernel::changes::Topic;
 use kennel_kernel::page::PageRequest;
 use kennel_kernel::schedule::{ScheduleFilter, State as ScheduleState};
 use kennel_kernel::tasks::{TaskFilter, TaskStatus};
 use kennel_kernel::tool::audit::AuditFilter;
+use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
 
-use super::{Cursor, Notice, Operator, PageResult, html, meta, next_page, see_other};
+use super::{Cursor, Notice, Operator, PageResult, following, html, meta, next_page, see_other};
 
 pub async fn overview(
     State(kernel): State<Kernel>,
@@ -54,7 +56,8 @@ pub async fn overview(
         providers,
         counts,
     };
-    Ok(html(StatusCode::OK, overview::render(meta(&op, "Overview", Nav::Overview, n.flash()), page)))
+    let meta = following(meta(&op, "Overview", Nav::Overview, n.flash()), &Topic::ALL, "/");
+    Ok(html(StatusCode::OK, overview::render(meta, page)))
 }
 
 #[derive(Deserialize)]
@@ -157,4 +160,31 @@ pub async fn revoke_token(
 ) -> PageResult {
     kernel.auth().revoke_token(&name).await?;
     Ok(see_other("/settings", &format!("Token {name} revoked.")))
+}
+
+#[derive(Deserialize)]
+pub struct ChangesQuery {
+    #[serde(default)]
+    topics: String,
+}
+
+/// The live pages' signal: an event each time one of `?topics=` changed.
+pub async fn changes(
+    State(kernel): State<Kernel>,
+    Extension(_): Extension<Operator>,
+    Query(q): Query<ChangesQuery>,
+) -> PageResult {
+    let topics = q
+        .topics
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|t| {
+            Topic::parse(t).ok_or_else(|| Error::invalid(format!("`{t}` is not a topic: tasks, schedules or agents")))
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    if topics.is_empty() {
+        return Err(Error::invalid("name the topics to follow: `?topics=tasks,schedules`").into());
+    }
+    Ok(crate::live::changes_stream(&kernel, topics).into_response())
 }

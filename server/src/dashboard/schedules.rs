@@ -8,11 +8,12 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use kennel_app::pages::schedules::{self, ConfirmDelete, Detail, List};
 use kennel_app::{Nav, Paging};
+use kennel_kernel::changes::Topic;
 use kennel_kernel::schedule::{self as schedule, Schedule, ScheduleFilter};
 use kennel_kernel::{ErrorKind, Kernel};
 use serde::Deserialize;
 
-use super::{Cursor, Notice, Operator, PageResult, html, meta, next_page, see_other};
+use super::{Cursor, Notice, Operator, PageResult, following, html, list_url, meta, next_page, see_other};
 
 /// Schedules on one page of the list.
 const PER_PAGE: u32 = 200;
@@ -42,7 +43,9 @@ pub async fn list(
         agent: q.agent,
     };
     let flash = Notice { notice: q.notice }.flash();
-    Ok(html(StatusCode::OK, schedules::render_list(meta(&op, "Schedules", Nav::Schedules, flash), page)))
+    let url = list_url("/schedules", &[("agent", page.agent.clone())], q.cursor.cursor.as_deref());
+    let meta = following(meta(&op, "Schedules", Nav::Schedules, flash), &[Topic::Schedules, Topic::Agents], url);
+    Ok(html(StatusCode::OK, schedules::render_list(meta, page)))
 }
 
 pub async fn detail(
@@ -55,7 +58,8 @@ pub async fn detail(
     let fires = kernel.schedules().fires(&id, 50).await?;
     let title = format!("Schedule {}", schedule.short_id());
     let page = Detail { agent: kernel.agents().name_of(&schedule.agent_id), schedule, fires };
-    Ok(html(StatusCode::OK, schedules::render_detail(meta(&op, title, Nav::Schedules, n.flash()), page)))
+    let meta = following(meta(&op, title, Nav::Schedules, n.flash()), &[Topic::Schedules], format!("/schedules/{id}"));
+    Ok(html(StatusCode::OK, schedules::render_detail(meta, page)))
 }
 
 pub async fn pause(

@@ -5,6 +5,7 @@ use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use kennel_app::pages::tasks::{self, Board, Detail, PostForm};
 use kennel_app::{Nav, Paging};
+use kennel_kernel::changes::Topic;
 use kennel_kernel::error::FieldError;
 use kennel_kernel::session::Origin;
 use kennel_kernel::tasks::{NewTask, TaskFilter};
@@ -12,10 +13,10 @@ use kennel_kernel::tool::Caller;
 use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
 
-use super::{Cursor, Notice, Operator, PageResult, field_errors, html, list_url, meta, next_page, see_other};
+use super::{
+    Cursor, Notice, Operator, PageResult, field_errors, following, html, list_url, meta, next_page, see_other,
+};
 
-/// How often the open board reloads itself.
-const BOARD_REFRESH_SECS: u32 = 5;
 /// Tasks on one page of the board.
 const PER_PAGE: u32 = 200;
 
@@ -52,8 +53,8 @@ async fn board_page(kernel: &Kernel, op: &Operator, q: BoardQuery, status: Statu
         min_priority: min_priority.unwrap_or(0),
         post,
     };
-    let mut meta = meta(op, "Task board", Nav::Tasks, Notice { notice: q.notice }.flash());
-    meta.refresh = Some((BOARD_REFRESH_SECS, refresh_url));
+    let meta = meta(op, "Task board", Nav::Tasks, Notice { notice: q.notice }.flash());
+    let meta = following(meta, &[Topic::Tasks, Topic::Agents], refresh_url);
     Ok(html(status, tasks::render_board(meta, page)))
 }
 
@@ -136,7 +137,8 @@ pub async fn detail(
     let wake_ups = kernel.sessions().of_origin(&woke).await?;
     let title = task.title.clone();
     let page = Detail { task, history, wake_ups, agents: kernel.agents().list() };
-    Ok(html(StatusCode::OK, tasks::render_detail(meta(&op, title, Nav::Tasks, n.flash()), page)))
+    let meta = following(meta(&op, title, Nav::Tasks, n.flash()), &[Topic::Tasks], format!("/tasks/{id}"));
+    Ok(html(StatusCode::OK, tasks::render_detail(meta, page)))
 }
 
 #[derive(Deserialize)]

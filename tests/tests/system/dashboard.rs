@@ -503,8 +503,8 @@ async fn tokens_made_on_the_settings_page_are_shown_once_and_can_be_revoked() {
 }
 
 #[tokio::test]
-async fn the_task_board_refreshes_itself_with_its_filters_but_not_a_one_time_notice() {
-    let (_home, _d, _api, b) = signed_in_with("[task_board]\nwake_assignee = false\n").await;
+async fn live_pages_hear_of_each_change_and_read_themselves_again_without_the_notice() {
+    let (_home, _d, api, b) = signed_in_with("[task_board]\nwake_assignee = false\n").await;
     let posted = b.submit("/tasks", "/tasks", &[("title", "Water the plants"), ("priority", "4")]).await;
     assert_eq!(posted.status, 303);
     let location = posted.header("location").unwrap().to_string();
@@ -512,12 +512,33 @@ async fn the_task_board_refreshes_itself_with_its_filters_but_not_a_one_time_not
     let board = b.get(&location).await;
     assert!(board.text.contains("Water the plants"));
     assert!(
-        board.text.contains(r#"data-refresh="5""#) && board.text.contains(r#"data-refresh-url="/tasks""#),
-        "refreshes the board, without the notice"
+        board.text.contains(r#"data-live="/live/changes?topics=tasks,agents""#)
+            && board.text.contains(r#"data-live-url="/tasks""#),
+        "follows tasks and agents, and reads the board again without the notice: {}",
+        board.text
     );
     assert!(!board.text.contains("http-equiv=\"refresh\""), "not by reloading the page under the reader");
     let filtered = b.get("/tasks?text=plants&min_priority=3&notice=Done").await;
-    assert!(filtered.text.contains(r#"data-refresh-url="/tasks?text=plants&amp;min_priority=3""#), "{}", filtered.text);
+    assert!(filtered.text.contains(r#"data-live-url="/tasks?text=plants&amp;min_priority=3""#), "{}", filtered.text);
+    for (page, stream) in
+        [("/", "/live/changes?topics=tasks,schedules,agents"), ("/schedules", "/live/changes?topics=schedules,agents")]
+    {
+        assert!(b.get(page).await.text.contains(&format!(r#"data-live="{stream}""#)), "{page} follows {stream}");
+    }
+
+    // The signal: a change to a followed topic, from any writer, arrives once per burst; one
+    // to another topic does not.
+    let mut tasks = b.events("/live/changes?topics=tasks").await;
+    assert_eq!(tasks.status(), 200);
+    crate::agent_with(&api, "helper", &[]).await;
+    for i in 0..3 {
+        api.post("/api/tasks", json!({"title": format!("burst {i}")})).await;
+    }
+    let heard = tokio::time::timeout(std::time::Duration::from_secs(5), tasks.next()).await.expect("a change event");
+    assert_eq!(heard, Some(json!(["tasks"])), "one event for the burst, not the agent's change");
+    let refused = b.get("/live/changes?topics=weather").await;
+    assert_eq!(refused.status, 422, "{}", refused.text);
+    assert!(refused.text.contains("not a topic"));
 }
 
 #[tokio::test]
@@ -632,7 +653,7 @@ async fn dashboard_lists_page_with_a_next_link_that_keeps_the_filters() {
     let next = next.split('"').next().unwrap().replace("&amp;", "&");
     let second = b.get(&next).await;
     let cursor = next.split("cursor=").nth(1).unwrap();
-    assert!(second.text.contains(&format!("data-refresh-url=\"/tasks?cursor={cursor}\"")), "refreshes page 2");
+    assert!(second.text.contains(&format!("data-live-url=\"/tasks?cursor={cursor}\"")), "reads page 2 again");
 }
 
 /// A task is found by the short id the dashboard shows, and its history shows the turn the

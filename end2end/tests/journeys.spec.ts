@@ -1,0 +1,112 @@
+// The operator journeys of issue 14 that the first specs do not walk: a board that follows
+// changes without a reload, applying an edited agent type to its agents after its preview,
+// the operator-action log, and schedules in words on both clocks. Desktop and phone
+// screenshots go to docs/screenshots/ for the README. Runs after dashboard.spec.ts (files
+// run in name order) as its operator, or sets one up when run alone.
+import { test, expect, Page, Browser } from '@playwright/test';
+import { signIn } from './operator';
+
+const shots = '../docs/screenshots';
+
+test.describe.configure({ mode: 'serial' });
+
+let page: Page;
+let api = { headers: {} as Record<string, string> };
+
+test.beforeAll(async ({ browser }) => {
+  page = await (await browser.newContext()).newPage();
+  await signIn(page);
+  await page.goto('/settings');
+  await page.getByLabel('New token named').fill('journeys-e2e');
+  await page.getByRole('button', { name: 'Create token' }).click();
+  const token = (await page.locator('#new-token pre.token').textContent()) ?? '';
+  api = { headers: { Authorization: `Bearer ${token}` } };
+});
+
+test.afterAll(async () => {
+  await page.context().close();
+});
+
+async function phone(browser: Browser): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, storageState: await page.context().storageState() });
+  return context.newPage();
+}
+
+async function both(browser: Browser, path: string, name: string) {
+  await page.goto(path);
+  await page.screenshot({ path: `${shots}/${name}.png`, fullPage: true });
+  const small = await phone(browser);
+  await small.goto(path);
+  expect(await small.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBeLessThanOrEqual(0);
+  await small.screenshot({ path: `${shots}/${name}-phone.png`, fullPage: true });
+  await small.context().close();
+}
+
+test('the task board follows claims and completions without a reload', async () => {
+  expect((await page.request.post('/api/templates', { ...api, data: { name: 'runner', tools: ['tasks.*'] } })).status()).toBe(201);
+  const runner = await (await page.request.post('/api/agents', { ...api, data: { template: 'runner' } })).json();
+  await page.goto('/tasks');
+  const marker = await page.evaluate(() => { (window as any).kennelMarker = 'same page'; return 'same page'; });
+  const posted = await (await page.request.post('/api/tasks', { ...api, data: { title: 'Sweep the yard', priority: 9 } })).json();
+  await expect(page.locator('#column-pending')).toContainText('Sweep the yard');
+  const claim = await page.request.post(`/api/agents/${runner.id}/tools/task_claim/invoke`, { ...api, data: { args: {} } });
+  expect((await claim.json()).content.claimed.id).toBe(posted.id);
+  await expect(page.locator('#column-claimed')).toContainText('claimed by runner');
+  await page.request.post(`/api/agents/${runner.id}/tools/task_complete/invoke`, { ...api, data: { args: { task_id: posted.id, result: 'Swept.' } } });
+  await expect(page.locator('#column-done')).toContainText('Sweep the yard');
+  expect(await page.evaluate(() => (window as any).kennelMarker)).toBe(marker);
+  // A field in use is never swapped from under the operator; the change waits for the blur.
+  await page.locator('#post-task').getByLabel('Title').fill('Half-typed');
+  await page.request.post('/api/tasks', { ...api, data: { title: 'Later arrival' } });
+  await page.waitForTimeout(800);
+  await expect(page.locator('#post-task').getByLabel('Title')).toHaveValue('Half-typed');
+  await expect(page.locator('#column-pending')).not.toContainText('Later arrival');
+  await page.locator('h1').click();
+  await expect(page.locator('#column-pending')).toContainText('Later arrival');
+});
+
+test('an edited agent type is applied to its agents after a preview of what changes', async ({ browser }) => {
+  expect((await page.request.post('/api/templates', { ...api, data: { name: 'clerk', model: 'small', tools: ['system_time'] } })).status()).toBe(201);
+  for (let i = 0; i < 2; i++) await page.request.post('/api/agents', { ...api, data: { template: 'clerk' } });
+  await page.goto('/agent-types/clerk');
+  await page.getByLabel('Model').fill('large');
+  await page.getByLabel(/^Tools/).fill('system_time, tasks.*');
+  await page.getByRole('button', { name: 'Save' }).click();
+  await expect(page.locator('#agents-of-type')).toContainText('2 agents made from this type; 2 keep an older copy of it.');
+  await page.getByRole('link', { name: 'Apply this type to its agents…' }).click();
+  await expect(page.getByRole('heading', { name: 'Apply type clerk to its agents' })).toBeVisible();
+  await expect(page.locator('table.changes').first()).toContainText('+ tasks.*');
+  await expect(page.locator('table.changes').first()).toContainText('large');
+  await both(browser, '/agent-types/clerk/apply', 'apply-type');
+  await page.goto('/agent-types/clerk/apply');
+  page.once('dialog', (dialog) => dialog.accept());
+  await page.getByRole('button', { name: 'Apply to 2 agents' }).click();
+  await expect(page.getByRole('status')).toContainText('Applied type clerk to 2 agents');
+  await expect(page.locator('#agents-of-type')).toContainText('all matching it');
+});
+
+test('the operator-action log names who changed what, and pages', async ({ browser }) => {
+  await page.goto('/audit');
+  await page.getByRole('link', { name: 'Operator actions' }).click();
+  const log = page.locator('table');
+  await expect(log).toContainText('type.apply');
+  await expect(log).toContainText('operator:ada');
+  await expect(log).toContainText('token:journeys-e2e');
+  await page.getByLabel('Action').fill('type.apply');
+  await page.getByRole('button', { name: 'Filter' }).click();
+  await expect(page.locator('tbody tr')).toHaveCount(1);
+  await both(browser, '/audit/actions', 'operator-actions');
+});
+
+test('schedules read in words, with the next run on both clocks', async ({ browser }) => {
+  expect((await page.request.post('/api/templates', { ...api, data: { name: 'baker', tools: ['schedule.*'] } })).status()).toBe(201);
+  const baker = await (await page.request.post('/api/agents', { ...api, data: { template: 'baker' } })).json();
+  const made = await page.request.post(`/api/agents/${baker.id}/tools/cron_create/invoke`,
+    { ...api, data: { args: { expression: '30 5 * * 1-5', timezone: 'Asia/Tokyo', prompt: 'Bake the bread' } } });
+  const job = (await made.json()).content;
+  await page.goto('/schedules');
+  const row = page.locator(`#schedule-${job.id}`);
+  await expect(row).toContainText('At 05:30, on Monday, Tuesday, Wednesday, Thursday, and Friday.');
+  await expect(row).toContainText(/UTC \(\d{4}-\d\d-\d\d 05:30 JST\)/);
+  await both(browser, `/schedules?agent=${baker.id}`, 'schedules-words');
+});

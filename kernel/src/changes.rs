@@ -1,0 +1,70 @@
+//! "Something changed" signals for pages that show live state (the task board, the schedule
+//! manager, the overview): coarse topics, not the changes themselves, since a page that hears
+//! one reads itself again.
+//!
+//! The database raises them ([`crate::db`]): every connection notes which tables a
+//! transaction wrote and, when it commits, sends their topics, so every writer (an agent's
+//! tool, an operator, the sweeper, the scheduler) is covered with nothing to remember at each
+//! write. A rolled-back transaction sends nothing.
+
+use serde::Serialize;
+use tokio::sync::broadcast;
+
+/// What changed, as the live pages subscribe to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Topic {
+    /// Tasks and their history.
+    Tasks,
+    /// Schedules, cron jobs and their fires.
+    Schedules,
+    /// Agents and agent types.
+    Agents,
+}
+
+impl Topic {
+    pub const ALL: [Topic; 3] = [Topic::Tasks, Topic::Schedules, Topic::Agents];
+
+    /// The topic of a write to `table`, if pages follow it.
+    pub(crate) fn of_table(table: &str) -> Option<Topic> {
+        match table {
+            "tasks" | "task_events" => Some(Topic::Tasks),
+            "schedules" | "schedule_fires" => Some(Topic::Schedules),
+            "agents" | "agent_types" => Some(Topic::Agents),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Topic::Tasks => "tasks",
+            Topic::Schedules => "schedules",
+            Topic::Agents => "agents",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Topic> {
+        Topic::ALL.into_iter().find(|t| t.as_str() == name)
+    }
+}
+
+/// The broadcast of committed changes. Cheap to clone.
+#[derive(Clone)]
+pub struct Changes(broadcast::Sender<Topic>);
+
+impl Default for Changes {
+    fn default() -> Self {
+        Changes(broadcast::channel(256).0)
+    }
+}
+
+impl Changes {
+    pub(crate) fn send(&self, topic: Topic) {
+        // No subscriber (no page open) is not an error.
+        let _ = self.0.send(topic);
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Topic> {
+        self.0.subscribe()
+    }
+}
