@@ -23,6 +23,49 @@ pub struct Config {
     pub a2a: A2aConfig,
     pub workspace: WorkspaceConfig,
     pub canvas: CanvasConfig,
+    pub media: MediaConfig,
+}
+
+/// `[media]`: who serves each media tool (spec §13). A tool no provider serves is excluded,
+/// with that reason, and so are those that need `ffmpeg` when it is missing.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MediaConfig {
+    /// Media APIs by name: `[media.providers.NAME]`.
+    pub providers: BTreeMap<String, MediaProviderConfig>,
+    /// Which provider serves each tool: `media_transcribe = "openai"`.
+    pub tools: BTreeMap<String, String>,
+    /// The model each tool asks its provider for, where the provider's default will not do:
+    /// `media_transcribe = "gpt-4o-transcribe"`.
+    pub models: BTreeMap<String, String>,
+    /// `ffmpeg` to run (its `ffprobe` beside it); found on `PATH` when not set.
+    pub ffmpeg: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MediaProviderKind {
+    /// OpenAI-compatible media endpoints (`/audio/transcriptions`, `/audio/speech`,
+    /// `/images/generations`, chat with image input).
+    Openai,
+    /// A Replicate-style predictions API (create, then poll): music and video.
+    Replicate,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MediaProviderConfig {
+    pub kind: MediaProviderKind,
+    /// The API's base URL, such as `https://api.openai.com/v1`.
+    pub base_url: String,
+    /// The environment variable holding the API key; `""` for a local server that needs none.
+    pub api_key_env: Option<String>,
+    #[serde(default = "default_media_timeout_secs", deserialize_with = "in_range::<_, 1, 3600>")]
+    pub timeout_secs: u64,
+}
+
+fn default_media_timeout_secs() -> u64 {
+    300
 }
 
 /// `[workspace]`: each agent's folder under `$KENNEL_HOME/workspaces/`.
@@ -283,6 +326,10 @@ impl Config {
                 ));
             }
         }
+        if let Err((key, message)) = crate::media::check_config(&config.media) {
+            let offset = text.find(&key).unwrap_or(0);
+            return Err(error_at(offset, message));
+        }
         Ok(config)
     }
 
@@ -339,6 +386,17 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # claim_ttl_secs = 600
 # max_retries = 0          # 0 = unlimited
 # wake_assignee = true     # a task posted for an agent starts a turn telling it so
+
+# [media]                   # who serves each media tool (none by default: they are excluded)
+# [media.providers.openai]
+# kind = "openai"           # or "replicate" (music_generate, video_generate)
+# base_url = "https://api.openai.com/v1"
+# api_key_env = "OPENAI_API_KEY"
+# [media.tools]
+# media_transcribe = "openai"
+# speech_to_text = "openai"
+# [media.models]            # where a provider's default model will not do
+# media_transcribe = "whisper-1"
 
 # [schedules]
 # max_concurrent_fires = 32   # scheduled turns running at once; more wait
@@ -483,5 +541,22 @@ mod tests {
         assert_eq!(e.line, 2);
         let e = parse("[providers.Bad]\nkind = \"openai\"\n").unwrap_err();
         assert!(e.message.contains("provider name"), "{}", e.message);
+    }
+
+    #[test]
+    fn media_tools_name_configured_providers_of_the_kind_that_serves_them() {
+        let provider = "[media.providers.local]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\n";
+        let ok = parse(&format!("{provider}[media.tools]\nmedia_transcribe = \"local\"\n")).unwrap();
+        assert_eq!(ok.media.tools["media_transcribe"], "local");
+        let e = parse(&format!("{provider}[media.tools]\nmedia_transcribe = \"cloud\"\n")).unwrap_err();
+        assert!(e.message.contains("`cloud`") && e.message.contains("no [media.providers.cloud]"), "{}", e.message);
+        assert_eq!(e.line, 5, "points at the line: {e}");
+        let e = parse(&format!("{provider}[media.tools]\nimage_paint = \"local\"\n")).unwrap_err();
+        assert!(e.message.contains("not a media tool") && e.message.contains("speech_to_text"), "{}", e.message);
+        let replicate = "[media.providers.rep]\nkind = \"replicate\"\nbase_url = \"http://127.0.0.1:9/v1\"\n[media.tools]\nspeech_to_text = \"rep\"\n";
+        let e = parse(replicate).unwrap_err();
+        assert!(e.message.contains("kind `openai`"), "{}", e.message);
+        let e = parse("[media.providers.local]\nkind = \"openai\"\n").unwrap_err();
+        assert!(e.message.contains("base_url"), "a provider needs its URL: {}", e.message);
     }
 }

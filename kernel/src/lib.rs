@@ -17,6 +17,7 @@ pub mod db;
 pub mod error;
 pub mod event;
 pub mod llm;
+pub mod media;
 pub mod net;
 pub mod page;
 pub mod schedule;
@@ -68,6 +69,7 @@ struct Inner {
     schedules: schedule::Schedules,
     workspaces: workspace::Workspaces,
     canvases: canvas::Canvases,
+    media: media::Media,
 }
 
 /// Why the kernel could not start.
@@ -123,6 +125,7 @@ impl Kernel {
             schedules: schedule::Schedules::new(db.clone(), clock, config.schedules.fire_history, agents.clone()),
             workspaces: workspace::Workspaces::new(home.join("workspaces"), config.workspace.max_file_bytes),
             canvases: canvas::Canvases::new(db.clone(), config.canvas.max_bytes),
+            media: media::Media::new(&config.media),
             home: home.to_path_buf(),
             tools: Tools::new(Registry::builtin(&config)),
             config,
@@ -209,6 +212,11 @@ impl Kernel {
     pub fn audit(&self) -> &AuditLog {
         &self.0.audit
     }
+    /// The media providers and ffmpeg, for the media tools.
+    pub fn media(&self) -> &media::Media {
+        &self.0.media
+    }
+
     /// Each agent's folder of files.
     pub fn workspaces(&self) -> &workspace::Workspaces {
         &self.0.workspaces

@@ -1,5 +1,8 @@
 //! A local LLM provider for tests that speaks the real wire protocols over HTTP: OpenAI
-//! chat completions (`POST /v1/chat/completions`) and Anthropic Messages (`POST /v1/messages`).
+//! chat completions (`POST /v1/chat/completions`), Anthropic Messages (`POST /v1/messages`),
+//! and OpenAI's transcription upload (`POST /v1/audio/transcriptions`, multipart). It cannot
+//! hear: a transcription's text says what arrived (`"[12.50 s of audio/wav]"`, the length
+//! read from a WAV's sample data), so tests can follow windows through a recording.
 //!
 //! Each test scripts the replies in order (text, tool calls, an HTTP error) and reads back
 //! every request the daemon sent, to assert what the model was shown. The same server runs as
@@ -11,7 +14,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::extract::State;
+use axum::extract::{Multipart, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -60,7 +63,7 @@ impl Scripted {
 /// A request the daemon sent.
 #[derive(Debug, Clone, Serialize)]
 pub struct Recorded {
-    /// `openai` or `anthropic`.
+    /// `openai`, `anthropic` or `transcription`.
     pub protocol: &'static str,
     pub headers: Vec<(String, String)>,
     pub body: Value,
@@ -124,9 +127,12 @@ impl FakeLlm {
         let app = Router::new()
             .route("/v1/chat/completions", post(openai))
             .route("/v1/messages", post(anthropic))
+            .route("/v1/audio/transcriptions", post(transcription))
             .route("/_script", post(push_script))
             .route("/_requests", get(list_requests))
             .route("/_requests/count", get(count_requests))
+            // Transcription uploads are up to 20 MB of audio.
+            .layer(axum::extract::DefaultBodyLimit::max(64 * 1024 * 1024))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind(addr).await.expect("bind fake llm");
         let addr = listener.local_addr().expect("addr");
@@ -266,4 +272,55 @@ fn uuid_like() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(1);
     format!("{:06}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// `POST /v1/audio/transcriptions`: reads the multipart form as OpenAI's endpoint does
+/// (`file`, `model`, optional `language`, `prompt`, `response_format`) and answers
+/// `{"text": "[SECS s of MIME]"}`; a form without `file` or `model` is a 400 like the real one.
+async fn transcription(State(shared): State<Arc<Shared>>, headers: HeaderMap, mut form: Multipart) -> Response {
+    let mut fields = serde_json::Map::new();
+    let mut heard = None;
+    while let Ok(Some(field)) = form.next_field().await {
+        let name = field.name().unwrap_or_default().to_string();
+        let mime = field.content_type().unwrap_or("application/octet-stream").to_string();
+        let file_name = field.file_name().map(str::to_string);
+        let Ok(bytes) = field.bytes().await else {
+            return error_response(400, "unreadable multipart body".into(), None);
+        };
+        if name == "file" {
+            let secs = wav_secs(&bytes);
+            heard = Some(match secs {
+                Some(secs) => format!("[{secs:.2} s of {mime}]"),
+                None => format!("[{} bytes of {mime}]", bytes.len()),
+            });
+            fields.insert(
+                "file".into(),
+                json!({ "file_name": file_name, "content_type": mime, "bytes": bytes.len(), "wav_secs": secs }),
+            );
+        } else {
+            fields.insert(name, Value::from(String::from_utf8_lossy(&bytes).into_owned()));
+        }
+    }
+    let body = Value::Object(fields);
+    record(&shared, "transcription", &headers, &body);
+    match (heard, body.get("model")) {
+        (Some(text), Some(_)) => Json(json!({ "text": text })).into_response(),
+        _ => error_response(400, json!({"error": {"message": "file and model are required"}}).to_string(), None),
+    }
+}
+
+/// The length of a 16 kHz mono 16-bit WAV's samples, in seconds.
+fn wav_secs(wav: &[u8]) -> Option<f64> {
+    if wav.len() < 12 || &wav[..4] != b"RIFF" || &wav[8..12] != b"WAVE" {
+        return None;
+    }
+    let mut at = 12;
+    while at + 8 <= wav.len() {
+        let size = u32::from_le_bytes(wav[at + 4..at + 8].try_into().ok()?) as usize;
+        if &wav[at..at + 4] == b"data" {
+            return Some((wav.len() - at - 8) as f64 / 32_000.0);
+        }
+        at = at.checked_add(8 + size + (size & 1))?;
+    }
+    None
 }

@@ -109,6 +109,15 @@ impl Error {
         Error { kind: ErrorKind::InvalidArguments, message, fields }
     }
 
+    /// An invalid input, as a problem of `field` (a form shows it there); other errors, and
+    /// invalid ones that already name their fields, as they are.
+    pub fn with_field(self, field: &str) -> Self {
+        if self.kind != ErrorKind::InvalidArguments || !self.fields.is_empty() {
+            return self;
+        }
+        Error::invalid_fields(vec![FieldError { field: field.into(), message: self.message }])
+    }
+
     /// A `NotFound` for what an input field names (an agent type, an agent), as an invalid
     /// value of that field; other errors as they are.
     pub fn on_field(self, field: &str) -> Self {

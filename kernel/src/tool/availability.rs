@@ -63,6 +63,11 @@ impl Needs {
         Needs { missing: (!found).then_some(missing) }
     }
 
+    /// Missing for `reason`, if there is one (a provider no config line names, …).
+    pub fn unless(reason: Option<String>) -> Needs {
+        Needs { missing: reason }
+    }
+
     /// Both: the first thing missing is the reason.
     pub fn and(self, other: Needs) -> Needs {
         Needs { missing: self.missing.or(other.missing) }

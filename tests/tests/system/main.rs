@@ -10,6 +10,7 @@ mod config;
 mod dashboard;
 mod events;
 mod hostile_text;
+mod media;
 mod openapi;
 mod operator_actions;
 mod restart;

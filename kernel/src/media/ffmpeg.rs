@@ -1,0 +1,171 @@
+//! ffmpeg and ffprobe as child processes: how long a recording is, and a window of its audio
+//! as 16 kHz mono 16-bit WAV (what transcription APIs take best, and whose length is exact:
+//! 32,000 bytes a second). The input is the file the workspace opened, handed over as the
+//! child's standard input and named `/dev/stdin`, so the child reads exactly that file (and can
+//! seek in it); nothing here gives ffmpeg a path from an agent.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio::process::Command;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// Bytes of WAV audio per second: 16,000 samples of 2 bytes, one channel.
+pub const WAV_BYTES_PER_SEC: u64 = 32_000;
+
+/// The longest an ffmpeg or ffprobe run may take: a window of a 50 MB file takes seconds.
+const RUN_LIMIT: Duration = Duration::from_secs(120);
+
+pub struct Ffmpeg {
+    ffmpeg: PathBuf,
+    ffprobe: PathBuf,
+}
+
+/// A window of a recording's audio, as WAV.
+pub struct Window {
+    /// The WAV file, header included.
+    pub wav: Vec<u8>,
+    /// How long the audio produced is, in seconds: what advances the next window.
+    pub secs: f64,
+}
+
+impl Ffmpeg {
+    pub(super) fn new(ffmpeg: PathBuf, ffprobe: PathBuf) -> Ffmpeg {
+        Ffmpeg { ffmpeg, ffprobe }
+    }
+
+    /// How long the recording in `file` is, in seconds.
+    pub async fn duration(&self, file: std::fs::File) -> Result<f64> {
+        let mut cmd = Command::new(&self.ffprobe);
+        cmd.args([
+            "-v",
+            "error",
+            "-show_entries",
+            "format=duration",
+            "-of",
+            "default=noprint_wrappers=1:nokey=1",
+            "/dev/stdin",
+        ]);
+        let (out, err) = run(cmd, file, "ffprobe", u64::MAX)
+            .await?
+            .map_err(|_| Error::internal("ffprobe printed more than any limit"))?;
+        let text = String::from_utf8_lossy(&out);
+        text.trim().parse::<f64>().ok().filter(|d| d.is_finite() && *d >= 0.0).ok_or_else(|| {
+            Error::invalid(format!(
+                "the file is not a recording ffmpeg can read: {}",
+                first_line(&err).unwrap_or("it reports no duration")
+            ))
+        })
+    }
+
+    /// The audio of `file` from `start` for at most `secs` seconds (all of it when `None`), as
+    /// WAV; `Err(bytes)` inside when it comes to more than `max_bytes` (`bytes` is how much).
+    pub async fn audio_window(
+        &self,
+        file: std::fs::File,
+        start: f64,
+        secs: Option<f64>,
+        max_bytes: u64,
+    ) -> Result<std::result::Result<Window, u64>> {
+        let mut cmd = Command::new(&self.ffmpeg);
+        cmd.args(["-nostdin", "-v", "error", "-ss", &format!("{start:.3}"), "-i", "/dev/stdin"]);
+        if let Some(secs) = secs {
+            cmd.args(["-t", &format!("{secs:.3}")]);
+        }
+        cmd.args(["-vn", "-ac", "1", "-ar", "16000", "-c:a", "pcm_s16le", "-f", "wav", "pipe:1"]);
+        let (wav, err) = match run(cmd, file, "ffmpeg", max_bytes).await? {
+            Ok(done) => done,
+            Err(measured) => return Ok(Err(measured)),
+        };
+        let data = wav_data_len(&wav).ok_or_else(|| {
+            Error::invalid(format!(
+                "ffmpeg found no audio track to take: {}",
+                first_line(&err).unwrap_or("the file has no audio")
+            ))
+        })?;
+        Ok(Ok(Window { secs: data as f64 / WAV_BYTES_PER_SEC as f64, wav }))
+    }
+}
+
+/// Runs a child with `input` as its standard input: its output and error text, or (inside)
+/// how many bytes it wrote when that was more than `max_out`.
+async fn run(
+    mut cmd: Command,
+    input: std::fs::File,
+    name: &str,
+    max_out: u64,
+) -> Result<std::result::Result<(Vec<u8>, String), u64>> {
+    cmd.stdin(Stdio::from(input)).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+    let mut child = cmd.spawn().map_err(|e| Error::unavailable(format!("cannot run {name}: {e}")))?;
+    let mut stdout = child.stdout.take().expect("piped stdout");
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let work = async {
+        let mut out = Vec::new();
+        let limit = max_out.saturating_add(1);
+        (&mut stdout).take(limit).read_to_end(&mut out).await?;
+        if out.len() as u64 > max_out {
+            // Count the rest without keeping it, for the refusal's measured size.
+            let rest = tokio::io::copy(&mut stdout, &mut tokio::io::sink()).await?;
+            return Ok::<_, std::io::Error>((out, rest, String::new(), None));
+        }
+        let mut err = Vec::new();
+        stderr.read_to_end(&mut err).await?;
+        let status = child.wait().await?;
+        Ok((out, 0, String::from_utf8_lossy(&err).into_owned(), Some(status)))
+    };
+    let (out, rest, err, status) = tokio::time::timeout(RUN_LIMIT, work)
+        .await
+        .map_err(|_| Error::new(ErrorKind::Timeout, format!("{name} took more than {} s", RUN_LIMIT.as_secs())))??;
+    if out.len() as u64 > max_out {
+        return Ok(Err(out.len() as u64 + rest));
+    }
+    match status {
+        Some(s) if s.success() => Ok(Ok((out, err))),
+        _ => Err(Error::invalid(format!(
+            "{name} could not read the file: {}",
+            first_line(&err).unwrap_or("it gave no reason")
+        ))),
+    }
+}
+
+fn first_line(text: &str) -> Option<&str> {
+    text.lines().map(str::trim).find(|l| !l.is_empty())
+}
+
+/// The length of a WAV file's sample data: the bytes after its `data` chunk header (its size
+/// field is not to be trusted from a pipe, where ffmpeg cannot go back to fill it in).
+pub fn wav_data_len(wav: &[u8]) -> Option<u64> {
+    if wav.len() < 12 || &wav[..4] != b"RIFF" || &wav[8..12] != b"WAVE" {
+        return None;
+    }
+    let mut at = 12;
+    while at + 8 <= wav.len() {
+        let id = &wav[at..at + 4];
+        let size = u32::from_le_bytes(wav[at + 4..at + 8].try_into().ok()?) as usize;
+        if id == b"data" {
+            return Some((wav.len() - (at + 8)) as u64);
+        }
+        at = at.checked_add(8 + size + (size & 1))?;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_data_length_is_what_follows_the_data_header_whatever_its_size_field_says() {
+        let mut wav = b"RIFF\xff\xff\xff\xffWAVEfmt \x10\x00\x00\x00".to_vec();
+        wav.extend([0u8; 16]);
+        wav.extend(b"LIST\x04\x00\x00\x00INFO");
+        wav.extend(b"data\xff\xff\xff\xff");
+        wav.extend([0u8; 64_000]);
+        assert_eq!(wav_data_len(&wav), Some(64_000));
+        assert_eq!(wav_data_len(b"RIFF\0\0\0\0WAVE"), None, "no data chunk");
+        assert_eq!(wav_data_len(b"ID3\x03not a wav at all"), None);
+    }
+}

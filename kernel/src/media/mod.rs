@@ -1,0 +1,148 @@
+//! Media tools (spec §13, family `media`): transcription now; images, speech, music and video
+//! join as they are built. `[media]` in `config.toml` names the providers and which serves each
+//! tool; a tool no provider serves is excluded with that reason, and so is one that needs
+//! `ffmpeg` when ffmpeg is missing (conditional registration, spec §0.8). `canvas_present`,
+//! the family's other member, lives in `crate::canvas`.
+//!
+//! Every file argument is a workspace path (`crate::workspace`): URLs are refused, and ffmpeg
+//! reads the file the workspace opened (its standard input), never a path of its own choosing.
+
+mod ffmpeg;
+mod openai;
+mod transcribe;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::config::{Config, MediaConfig, MediaProviderConfig, MediaProviderKind};
+use crate::error::{Error, Result};
+use crate::tool::Registry;
+use crate::tool::availability::Needs;
+
+pub use ffmpeg::Ffmpeg;
+
+/// The media tools `[media.tools]` may name, with the kind of provider that serves each.
+const TOOLS: &[(&str, MediaProviderKind)] =
+    &[("media_transcribe", MediaProviderKind::Openai), ("speech_to_text", MediaProviderKind::Openai)];
+
+/// Checks `[media]` beyond its types: the tools named exist, each names a configured provider
+/// of the kind that serves it, provider names are names. `Err((key, message))` names the key
+/// to point at.
+pub(crate) fn check_config(media: &MediaConfig) -> std::result::Result<(), (String, String)> {
+    let tool_names = || TOOLS.iter().map(|(t, _)| *t).collect::<Vec<_>>().join(", ");
+    for name in media.providers.keys() {
+        if !crate::agent::is_valid_name(name) {
+            return Err((
+                format!("providers.{name}"),
+                format!("media provider name `{name}` must be 1-64 lowercase letters, digits, `-` or `_`"),
+            ));
+        }
+    }
+    for (tool, provider) in &media.tools {
+        let Some((_, kind)) = TOOLS.iter().find(|(t, _)| t == tool) else {
+            return Err((
+                tool.clone(),
+                format!("`{tool}` is not a media tool this daemon has; [media.tools] takes {}", tool_names()),
+            ));
+        };
+        let Some(configured) = media.providers.get(provider) else {
+            return Err((
+                tool.clone(),
+                format!("`{tool}` names media provider `{provider}`, which no [media.providers.{provider}] defines"),
+            ));
+        };
+        if configured.kind != *kind {
+            return Err((
+                tool.clone(),
+                format!(
+                    "`{tool}` needs a provider of kind `{}`; `{provider}` is `{}`",
+                    kind_name(*kind),
+                    kind_name(configured.kind)
+                ),
+            ));
+        }
+    }
+    for tool in media.models.keys() {
+        if !TOOLS.iter().any(|(t, _)| t == tool) {
+            return Err((
+                tool.clone(),
+                format!("`{tool}` is not a media tool this daemon has; [media.models] takes {}", tool_names()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn kind_name(kind: MediaProviderKind) -> &'static str {
+    match kind {
+        MediaProviderKind::Openai => "openai",
+        MediaProviderKind::Replicate => "replicate",
+    }
+}
+
+pub(crate) fn register(r: &mut Registry, config: &Config) {
+    let media = &config.media;
+    let ffmpeg =
+        Needs::binary("ffmpeg", media.ffmpeg.as_deref()).and(Needs::binary("ffprobe", ffprobe_path(media).as_deref()));
+    r.add_needing(transcribe::MediaTranscribe, &served(media, "media_transcribe").and(ffmpeg.clone()));
+    r.add_needing(transcribe::SpeechToText, &served(media, "speech_to_text").and(ffmpeg));
+}
+
+/// Whether `[media.tools]` names a provider for `tool`.
+fn served(media: &MediaConfig, tool: &str) -> Needs {
+    Needs::unless(
+        (!media.tools.contains_key(tool))
+            .then(|| format!("no media provider serves it: set [media.tools] {tool} = \"NAME\"")),
+    )
+}
+
+/// `ffprobe` beside a configured `ffmpeg` (Debian installs both together).
+fn ffprobe_path(media: &MediaConfig) -> Option<PathBuf> {
+    media.ffmpeg.as_ref().map(|f| f.with_file_name("ffprobe"))
+}
+
+/// The media side of the kernel: the providers, who serves which tool, and ffmpeg.
+pub struct Media {
+    providers: BTreeMap<String, MediaProviderConfig>,
+    tools: BTreeMap<String, String>,
+    models: BTreeMap<String, String>,
+    ffmpeg: Ffmpeg,
+}
+
+impl Media {
+    pub(crate) fn new(config: &MediaConfig) -> Media {
+        let ffmpeg = Ffmpeg::new(
+            config.ffmpeg.clone().unwrap_or_else(|| "ffmpeg".into()),
+            ffprobe_path(config).unwrap_or_else(|| "ffprobe".into()),
+        );
+        Media {
+            providers: config.providers.clone(),
+            tools: config.tools.clone(),
+            models: config.models.clone(),
+            ffmpeg,
+        }
+    }
+
+    pub fn ffmpeg(&self) -> &Ffmpeg {
+        &self.ffmpeg
+    }
+
+    /// The provider that serves `tool`, with its name. (Registration excluded the tool when
+    /// none does, so a call only finds none if the config changed under it.)
+    fn provider_for(&self, tool: &str) -> Result<(&str, &MediaProviderConfig)> {
+        self.tools
+            .get(tool)
+            .and_then(|name| self.providers.get_key_value(name))
+            .map(|(name, p)| (name.as_str(), p))
+            .ok_or_else(|| {
+                Error::unavailable(format!(
+                    "no media provider serves `{tool}`: set [media.tools] {tool} in config.toml"
+                ))
+            })
+    }
+
+    /// The model to ask for `tool`: `[media.models]`, else the provider's usual one.
+    fn model_for(&self, tool: &str, default: &str) -> String {
+        self.models.get(tool).cloned().unwrap_or_else(|| default.to_string())
+    }
+}

@@ -1,0 +1,256 @@
+//! The media family's transcription tools through the real path: the registry, the grant,
+//! argument checks, real ffmpeg on recordings the test makes (espeak-ng speech, an
+//! ffmpeg-made video with an audio track, a 25-minute recording walked window by window), and
+//! the fake provider's OpenAI transcription endpoint (a real multipart upload).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use kennel_tests::fake_llm::FakeLlm;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::agent_from;
+
+async fn media_daemon() -> (kennel_tests::Home, kennel_tests::Daemon, kennel_tests::Api, FakeLlm) {
+    let llm = FakeLlm::start().await;
+    let config = format!(
+        "[media.providers.local]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key_env = \"\"\n\
+         [media.tools]\nmedia_transcribe = \"local\"\nspeech_to_text = \"local\"\n\
+         [media.models]\nmedia_transcribe = \"whisper-large\"\n",
+        llm.base_url()
+    );
+    let (home, d, api) = crate::daemon_with_config(&config).await;
+    (home, d, api, llm)
+}
+
+fn workspace(home: &kennel_tests::Home, agent: &str) -> PathBuf {
+    let dir = home.path().join("workspaces").join(agent);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn run(program: &str, args: &[&str]) {
+    let out = Command::new(program).args(args).output().unwrap_or_else(|e| panic!("{program}: {e}"));
+    assert!(out.status.success(), "{program} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A recording of `secs` seconds of tone, as a small mono MP3.
+fn tone(path: &Path, secs: u32) {
+    let source = format!("sine=frequency=330:duration={secs}:sample_rate=8000");
+    run(
+        "ffmpeg",
+        &["-v", "error", "-y", "-f", "lavfi", "-i", &source, "-ac", "1", "-b:a", "16k", path.to_str().unwrap()],
+    );
+}
+
+fn transcriptions(llm: &FakeLlm) -> Vec<Value> {
+    llm.requests().into_iter().filter(|r| r.protocol == "transcription").map(|r| r.body).collect()
+}
+
+#[tokio::test]
+async fn a_long_recording_is_transcribed_window_by_window_into_a_file_to_its_end() {
+    let (home, _d, api, llm) = media_daemon().await;
+    let scribe = agent_from(&api, json!({"name": "scribe", "tools": ["media_transcribe"]})).await;
+    tone(&workspace(&home, &scribe).join("meeting.mp3"), 1500);
+
+    let mut start = 0.0;
+    let mut windows = Vec::new();
+    loop {
+        let args = json!({"audio_or_video": "meeting.mp3", "start_sec": start, "max_secs": 600, "out_path": "notes/meeting.txt", "language": "en"});
+        let r = api.invoke(&scribe, "media_transcribe", args).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        let c = r.body["content"].clone();
+        assert!(c.get("text").is_none(), "the transcript goes to the file, not the context: {c}");
+        windows.push(c.clone());
+        if c["has_more"] == false {
+            assert_eq!(c["next_start_sec"], Value::Null);
+            break;
+        }
+        start = c["next_start_sec"].as_f64().expect("where the next window starts");
+        assert!(windows.len() < 5, "the walk ends: {windows:?}");
+    }
+    assert_eq!(windows.len(), 3, "{windows:?}");
+    let secs: Vec<f64> = windows.iter().map(|w| w["window"]["secs"].as_f64().unwrap()).collect();
+    assert!((secs[0] - 600.0).abs() < 0.05 && (secs[1] - 600.0).abs() < 0.05, "{secs:?}");
+    assert!((secs[2] - 300.0).abs() < 1.0, "the last window is what was left: {secs:?}");
+    assert!((windows[2]["duration_sec"].as_f64().unwrap() - 1500.0).abs() < 1.0);
+
+    let file = std::fs::read(workspace(&home, &scribe).join("notes/meeting.txt")).unwrap();
+    let text = String::from_utf8(file.clone()).unwrap();
+    assert_eq!(text.lines().count(), 3, "the first window created it, the others appended: {text:?}");
+    assert!(text.starts_with("[600.00 s of audio/wav]\n"), "{text:?}");
+    let last = windows.last().unwrap();
+    assert_eq!(last["written_to"], "notes/meeting.txt");
+    assert_eq!(last["file_bytes"], file.len());
+    assert_eq!(last["sha256"], hex::encode(Sha256::digest(&file)));
+    assert_eq!(last["window_preview"], text.lines().last().unwrap());
+
+    let sent = transcriptions(&llm);
+    assert_eq!(sent.len(), 3);
+    assert_eq!((sent[0]["model"].as_str(), sent[0]["language"].as_str()), (Some("whisper-large"), Some("en")));
+    assert_eq!(sent[0]["file"]["content_type"], "audio/wav");
+    assert_eq!(sent[0]["response_format"], "json");
+
+    // Starting over at 0 replaces the file.
+    let again = api
+        .invoke(
+            &scribe,
+            "media_transcribe",
+            json!({"audio_or_video": "meeting.mp3", "max_secs": 60, "out_path": "notes/meeting.txt"}),
+        )
+        .await;
+    assert_eq!(again.status, 200, "{}", again.text);
+    let text = std::fs::read_to_string(workspace(&home, &scribe).join("notes/meeting.txt")).unwrap();
+    assert_eq!(text, "[60.00 s of audio/wav]");
+
+    // Just past the end (inside the margin) is an empty last window; further is refused.
+    let tail =
+        api.invoke(&scribe, "media_transcribe", json!({"audio_or_video": "meeting.mp3", "start_sec": 1505})).await;
+    assert_eq!(tail.status, 200, "{}", tail.text);
+    assert_eq!(
+        (tail.body["content"]["text"].as_str(), tail.body["content"]["has_more"].as_bool()),
+        (Some(""), Some(false))
+    );
+    let past =
+        api.invoke(&scribe, "media_transcribe", json!({"audio_or_video": "meeting.mp3", "start_sec": 1600})).await;
+    assert_eq!(past.error_kind(), "InvalidArguments", "{}", past.text);
+    assert!(
+        past.error_message().contains("recording is 1500.") && past.error_message().contains("past its end"),
+        "{}",
+        past.text
+    );
+    assert_eq!(transcriptions(&llm).len(), 4, "neither the empty window nor the refusal reached the provider");
+}
+
+#[tokio::test]
+async fn speech_and_video_are_transcribed_and_an_unknown_extension_is_refused_or_guessed() {
+    let (home, _d, api, llm) = media_daemon().await;
+    let ear = agent_from(&api, json!({"name": "ear", "tools": ["media_transcribe", "speech_to_text"]})).await;
+    let dir = workspace(&home, &ear);
+    run("espeak-ng", &["-w", dir.join("hello.wav").to_str().unwrap(), "Hello from the kennel."]);
+    let video = dir.join("clip.mp4");
+    run(
+        "ffmpeg",
+        &[
+            "-v",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc=duration=4:size=160x120:rate=10",
+            "-f",
+            "lavfi",
+            "-i",
+            "sine=frequency=500:duration=4",
+            "-c:v",
+            "mpeg4",
+            "-c:a",
+            "aac",
+            "-shortest",
+            video.to_str().unwrap(),
+        ],
+    );
+    std::fs::copy(dir.join("hello.wav"), dir.join("voice.memo")).unwrap();
+
+    let spoken = api.invoke(&ear, "speech_to_text", json!({"audio_or_video": "hello.wav", "prompt": "kennel"})).await;
+    assert_eq!(spoken.status, 200, "{}", spoken.text);
+    let secs = spoken.body["content"]["duration_sec"].as_f64().unwrap();
+    assert!(secs > 0.5 && secs < 5.0, "{}", spoken.text);
+    assert_eq!(spoken.body["content"]["text"], format!("[{secs:.2} s of audio/wav]"));
+
+    let from_video = api.invoke(&ear, "media_transcribe", json!({"audio_or_video": "clip.mp4"})).await;
+    assert_eq!(from_video.status, 200, "{}", from_video.text);
+    let window = from_video.body["content"]["window"]["secs"].as_f64().unwrap();
+    assert!((window - 4.0).abs() < 0.2, "the video's audio track: {}", from_video.text);
+    assert_eq!(from_video.body["content"]["has_more"], false);
+
+    // An extension media_transcribe does not know is refused; speech_to_text sends the file
+    // as it is, its type guessed from its first bytes.
+    let refused = api.invoke(&ear, "media_transcribe", json!({"audio_or_video": "voice.memo"})).await;
+    assert_eq!(refused.error_kind(), "InvalidArguments");
+    assert!(refused.error_message().contains(".mp3") && refused.error_message().contains(".mp4"), "{}", refused.text);
+    let guessed = api.invoke(&ear, "speech_to_text", json!({"audio_or_video": "voice.memo"})).await;
+    assert_eq!(guessed.status, 200, "{}", guessed.text);
+    assert_eq!(guessed.body["content"]["sent_as"], "audio/wav");
+    let last = transcriptions(&llm).pop().unwrap();
+    assert_eq!(last["file"]["file_name"], "voice.memo");
+    assert_eq!(last["file"]["bytes"], std::fs::metadata(dir.join("voice.memo")).unwrap().len());
+}
+
+#[tokio::test]
+async fn both_size_limits_refuse_with_the_size_measured_and_paths_stay_in_the_workspace() {
+    let (home, _d, api, llm) = media_daemon().await;
+    let ear = agent_from(&api, json!({"name": "ear", "tools": ["media_transcribe", "speech_to_text"]})).await;
+    let dir = workspace(&home, &ear);
+    let big = std::fs::File::create(dir.join("huge.mp3")).unwrap();
+    big.set_len(50_000_001).unwrap();
+    let too_big = api.invoke(&ear, "media_transcribe", json!({"audio_or_video": "huge.mp3"})).await;
+    assert_eq!(too_big.error_kind(), "InvalidArguments", "{}", too_big.text);
+    assert!(
+        too_big.error_message().contains("50,000,001 bytes")
+            && too_big.error_message().contains("at most 50,000,000 bytes"),
+        "{}",
+        too_big.text
+    );
+
+    // 700 s of audio is 22.4 MB as the WAV that would be sent: refused before sending.
+    tone(&dir.join("long.mp3"), 700);
+    let long = api.invoke(&ear, "speech_to_text", json!({"audio_or_video": "long.mp3"})).await;
+    assert_eq!(long.error_kind(), "InvalidArguments", "{}", long.text);
+    assert!(
+        long.error_message().contains("22,400,0") && long.error_message().contains("at most 20,000,000 bytes"),
+        "{}",
+        long.text
+    );
+    assert!(long.error_message().contains("media_transcribe"), "says what to use instead");
+
+    // Paths: outside, absolute, encoded, a link out, a URL: none is read.
+    let outside = home.path().join("secret.mp3");
+    tone(&outside, 2);
+    std::os::unix::fs::symlink(&outside, dir.join("link.mp3")).unwrap();
+    for path in [
+        "../secret.mp3",
+        "/etc/passwd.mp3",
+        outside.to_str().unwrap(),
+        "%2e%2e/secret.mp3",
+        "link.mp3",
+        "http://127.0.0.1/a.mp3",
+        "notes/../../secret.mp3",
+    ] {
+        for tool in ["media_transcribe", "speech_to_text"] {
+            let r = api.invoke(&ear, tool, json!({"audio_or_video": path})).await;
+            assert!([403, 404, 422].contains(&r.status), "{tool} {path}: {}", r.text);
+        }
+    }
+    let out = api
+        .invoke(
+            &ear,
+            "media_transcribe",
+            json!({"audio_or_video": "long.mp3", "max_secs": 5, "out_path": "../escape.txt"}),
+        )
+        .await;
+    assert_eq!(out.error_kind(), "InvalidArguments", "{}", out.text);
+    assert!(!home.path().join("workspaces/escape.txt").exists());
+    let bad = api.invoke(&ear, "media_transcribe", json!({"audio_or_video": "long.mp3", "max_secs": 900})).await;
+    assert_eq!(bad.error_kind(), "InvalidArguments");
+    assert!(bad.text.contains("max_secs"), "{}", bad.text);
+    assert!(transcriptions(&llm).is_empty(), "nothing was sent");
+}
+
+#[tokio::test]
+async fn without_a_media_provider_the_tools_are_excluded_with_the_reason() {
+    let (_home, _d, api) = crate::daemon().await;
+    let tools = api.get("/api/tools?limit=200").await;
+    let find = |name: &str| tools.body.as_array().unwrap().iter().find(|t| t["name"] == name).cloned().expect(name);
+    for name in ["media_transcribe", "speech_to_text"] {
+        let t = find(name);
+        assert_eq!(t["family"], "media");
+        assert_eq!(t["availability"]["state"], "excluded");
+        assert!(t["availability"]["reason"].as_str().unwrap().contains(&format!("[media.tools] {name}")), "{t}");
+    }
+    let agent = agent_from(&api, json!({"name": "ear", "tools": ["media_transcribe"]})).await;
+    let r = api.invoke(&agent, "media_transcribe", json!({"audio_or_video": "a.mp3"})).await;
+    assert_eq!(r.error_kind(), "Unavailable", "{}", r.text);
+}
