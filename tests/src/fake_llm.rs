@@ -2,7 +2,9 @@
 //! chat completions (`POST /v1/chat/completions`), Anthropic Messages (`POST /v1/messages`),
 //! and OpenAI's transcription upload (`POST /v1/audio/transcriptions`, multipart). It cannot
 //! hear: a transcription's text says what arrived (`"[12.50 s of audio/wav]"`, the length
-//! read from a WAV's sample data), so tests can follow windows through a recording.
+//! read from a WAV's sample data), so tests can follow windows through a recording. Speech
+//! (`/v1/audio/speech`) and images (`/v1/images/generations`) are real files ffmpeg makes: a
+//! tone 50 ms per character of the input as MP3, a flat-colour PNG of the size asked.
 //!
 //! Each test scripts the replies in order (text, tool calls, an HTTP error) and reads back
 //! every request the daemon sent, to assert what the model was shown. The same server runs as
@@ -128,6 +130,8 @@ impl FakeLlm {
             .route("/v1/chat/completions", post(openai))
             .route("/v1/messages", post(anthropic))
             .route("/v1/audio/transcriptions", post(transcription))
+            .route("/v1/audio/speech", post(speech))
+            .route("/v1/images/generations", post(image))
             .route("/_script", post(push_script))
             .route("/_requests", get(list_requests))
             .route("/_requests/count", get(count_requests))
@@ -323,4 +327,54 @@ fn wav_secs(wav: &[u8]) -> Option<f64> {
         at = at.checked_add(8 + size + (size & 1))?;
     }
     None
+}
+
+/// Runs ffmpeg on a lavfi source; what it writes to standard output.
+async fn ffmpeg_output(args: Vec<String>) -> Option<Vec<u8>> {
+    tokio::task::spawn_blocking(move || {
+        let out = std::process::Command::new("ffmpeg").args(&args).output().ok()?;
+        out.status.success().then_some(out.stdout)
+    })
+    .await
+    .ok()
+    .flatten()
+}
+
+/// `POST /v1/audio/speech` (`model`, `input`, `voice`, `response_format`): MP3 bytes.
+async fn speech(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
+    record(&shared, "speech", &headers, &body);
+    let (Some(input), Some(_)) = (body["input"].as_str(), body["model"].as_str()) else {
+        return error_response(400, json!({"error": {"message": "input and model are required"}}).to_string(), None);
+    };
+    let secs = (input.chars().count() as f64 * 0.05).max(0.2);
+    let source = format!("sine=frequency=440:duration={secs:.2}");
+    let args = ["-v", "error", "-f", "lavfi", "-i", &source, "-ac", "1", "-f", "mp3", "pipe:1"];
+    match ffmpeg_output(args.iter().map(|a| a.to_string()).collect()).await {
+        Some(mp3) => ([("content-type", "audio/mpeg")], mp3).into_response(),
+        None => error_response(500, json!({"error": {"message": "fake provider: ffmpeg failed"}}).to_string(), None),
+    }
+}
+
+/// `POST /v1/images/generations` (`model`, `prompt`, `size`, `response_format: b64_json`).
+async fn image(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
+    use base64::Engine;
+    record(&shared, "image", &headers, &body);
+    let (Some(prompt), Some(size)) = (body["prompt"].as_str(), body["size"].as_str()) else {
+        return error_response(400, json!({"error": {"message": "prompt and size are required"}}).to_string(), None);
+    };
+    let source = format!("color=c=0x3366cc:s={size}");
+    let args =
+        ["-v", "error", "-f", "lavfi", "-i", &source, "-frames:v", "1", "-f", "image2pipe", "-c:v", "png", "pipe:1"];
+    match ffmpeg_output(args.iter().map(|a| a.to_string()).collect()).await {
+        Some(png) => Json(json!({ "data": [{
+            "b64_json": base64::engine::general_purpose::STANDARD.encode(png),
+            "revised_prompt": format!("{prompt}, in flat blue"),
+        }] }))
+        .into_response(),
+        None => error_response(
+            400,
+            json!({"error": {"message": format!("fake provider: cannot make a {size} image")}}).to_string(),
+            None,
+        ),
+    }
 }

@@ -1,5 +1,5 @@
-//! Media tools (spec §13, family `media`): transcription now; images, speech, music and video
-//! join as they are built. `[media]` in `config.toml` names the providers and which serves each
+//! Media tools (spec §13, family `media`): transcription, images and speech; vision, music
+//! and video join as they are built. `[media]` in `config.toml` names the providers and which serves each
 //! tool; a tool no provider serves is excluded with that reason, and so is one that needs
 //! `ffmpeg` when ffmpeg is missing (conditional registration, spec §0.8). `canvas_present`,
 //! the family's other member, lives in `crate::canvas`.
@@ -8,6 +8,7 @@
 //! reads the file the workspace opened (its standard input), never a path of its own choosing.
 
 mod ffmpeg;
+mod generate;
 mod openai;
 mod transcribe;
 
@@ -22,8 +23,12 @@ use crate::tool::availability::Needs;
 pub use ffmpeg::Ffmpeg;
 
 /// The media tools `[media.tools]` may name, with the kind of provider that serves each.
-const TOOLS: &[(&str, MediaProviderKind)] =
-    &[("media_transcribe", MediaProviderKind::Openai), ("speech_to_text", MediaProviderKind::Openai)];
+const TOOLS: &[(&str, MediaProviderKind)] = &[
+    ("image_generate", MediaProviderKind::Openai),
+    ("media_transcribe", MediaProviderKind::Openai),
+    ("speech_to_text", MediaProviderKind::Openai),
+    ("text_to_speech", MediaProviderKind::Openai),
+];
 
 /// Checks `[media]` beyond its types: the tools named exist, each names a configured provider
 /// of the kind that serves it, provider names are names. `Err((key, message))` names the key
@@ -86,6 +91,8 @@ pub(crate) fn register(r: &mut Registry, config: &Config) {
         Needs::binary("ffmpeg", media.ffmpeg.as_deref()).and(Needs::binary("ffprobe", ffprobe_path(media).as_deref()));
     r.add_needing(transcribe::MediaTranscribe, &served(media, "media_transcribe").and(ffmpeg.clone()));
     r.add_needing(transcribe::SpeechToText, &served(media, "speech_to_text").and(ffmpeg));
+    r.add_needing(generate::ImageGenerate, &served(media, "image_generate"));
+    r.add_needing(generate::TextToSpeech, &served(media, "text_to_speech"));
 }
 
 /// Whether `[media.tools]` names a provider for `tool`.

@@ -1,5 +1,6 @@
 //! OpenAI-compatible media endpoints: `POST {base_url}/audio/transcriptions` (multipart: the
-//! audio file, `model`, `language`, `prompt`; answers `{"text": …}`).
+//! audio file, `model`, `language`, `prompt`; answers `{"text": …}`), `/audio/speech` (JSON
+//! in, audio bytes out) and `/images/generations` (JSON in, `data[0].b64_json` out).
 
 use std::time::Duration;
 
@@ -49,25 +50,10 @@ pub async fn transcribe(
     if let Some(prompt) = req.prompt {
         form = form.text("prompt", prompt.to_string());
     }
-    let url = format!("{}/audio/transcriptions", provider.base_url.trim_end_matches('/'));
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(provider.timeout_secs))
-        .connect_timeout(Duration::from_secs(10))
-        .build()
-        .map_err(|e| Error::failed(format!("cannot build an HTTP client for media provider `{name}`: {e}")))?;
-    let mut request = http.post(&url).multipart(form);
-    if let Some(key) = key {
-        request = request.bearer_auth(key);
-    }
-    let response = request.send().await.map_err(|e| sent_error(name, &url, &e))?;
-    let status = response.status();
-    let body = response.text().await.map_err(|e| sent_error(name, &url, &e))?;
-    if !status.is_success() {
-        return Err(Error::failed(format!(
-            "media provider `{name}` refused the transcription ({status}): {}",
-            provider_message(&body)
-        )));
-    }
+    let url = endpoint(provider, "audio/transcriptions");
+    let request = client(name, provider)?.post(&url).multipart(form);
+    let body = send(name, &url, request, key, "the transcription", MAX_JSON_REPLY).await?;
+    let body = String::from_utf8_lossy(&body);
     let reply: TranscriptionReply = serde_json::from_str(&body).map_err(|_| {
         Error::failed(format!(
             "media provider `{name}` answered without a transcription (`text`): {}",
@@ -75,6 +61,112 @@ pub async fn transcribe(
         ))
     })?;
     Ok(reply.text)
+}
+
+/// The largest JSON answer read (a transcription, an image as base64).
+const MAX_JSON_REPLY: u64 = 64 * 1024 * 1024;
+
+/// Synthesised speech for `input`: the audio bytes, in `format` (`mp3`, `wav`, …).
+pub async fn speech(
+    name: &str,
+    provider: &MediaProviderConfig,
+    model: &str,
+    input: &str,
+    voice: &str,
+    format: &str,
+    max_bytes: u64,
+) -> Result<Vec<u8>> {
+    let key = api_key(name, provider)?;
+    let url = endpoint(provider, "audio/speech");
+    let body = serde_json::json!({ "model": model, "input": input, "voice": voice, "response_format": format });
+    let request = client(name, provider)?.post(&url).json(&body);
+    send(name, &url, request, key, "the speech", max_bytes).await
+}
+
+#[derive(Deserialize)]
+struct ImageReply {
+    data: Vec<ImageData>,
+}
+
+#[derive(Deserialize)]
+struct ImageData {
+    b64_json: Option<String>,
+    revised_prompt: Option<String>,
+}
+
+/// One generated image: its bytes, and the prompt as the provider rewrote it, if it did.
+pub async fn image(
+    name: &str,
+    provider: &MediaProviderConfig,
+    model: &str,
+    prompt: &str,
+    size: &str,
+    style: Option<&str>,
+) -> Result<(Vec<u8>, Option<String>)> {
+    use base64::Engine;
+    let key = api_key(name, provider)?;
+    let url = endpoint(provider, "images/generations");
+    let mut body =
+        serde_json::json!({ "model": model, "prompt": prompt, "size": size, "n": 1, "response_format": "b64_json" });
+    if let Some(style) = style {
+        body["style"] = serde_json::Value::from(style);
+    }
+    let request = client(name, provider)?.post(&url).json(&body);
+    let reply = send(name, &url, request, key, "the image", MAX_JSON_REPLY).await?;
+    let no_image = || Error::failed(format!("media provider `{name}` answered without an image (`data[0].b64_json`)"));
+    let reply: ImageReply = serde_json::from_slice(&reply).map_err(|_| no_image())?;
+    let first = reply.data.into_iter().next().ok_or_else(no_image)?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(first.b64_json.ok_or_else(no_image)?)
+        .map_err(|_| no_image())?;
+    Ok((bytes, first.revised_prompt))
+}
+
+fn endpoint(provider: &MediaProviderConfig, path: &str) -> String {
+    format!("{}/{path}", provider.base_url.trim_end_matches('/'))
+}
+
+fn client(name: &str, provider: &MediaProviderConfig) -> Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(provider.timeout_secs))
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+        .map_err(|e| Error::failed(format!("cannot build an HTTP client for media provider `{name}`: {e}")))
+}
+
+/// Sends a request and reads its answer, at most `max_bytes` of it; a refusal carries the
+/// provider's own message, naming `what` was asked for.
+async fn send(
+    name: &str,
+    url: &str,
+    request: reqwest::RequestBuilder,
+    key: Option<String>,
+    what: &str,
+    max_bytes: u64,
+) -> Result<Vec<u8>> {
+    let request = match key {
+        Some(key) => request.bearer_auth(key),
+        None => request,
+    };
+    let mut response = request.send().await.map_err(|e| sent_error(name, url, &e))?;
+    let status = response.status();
+    if response.content_length().is_some_and(|n| n > max_bytes) {
+        return Err(Error::failed(format!("media provider `{name}` sent more than {max_bytes} bytes for {what}")));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| sent_error(name, url, &e))? {
+        body.extend_from_slice(&chunk);
+        if body.len() as u64 > max_bytes {
+            return Err(Error::failed(format!("media provider `{name}` sent more than {max_bytes} bytes for {what}")));
+        }
+    }
+    if !status.is_success() {
+        return Err(Error::failed(format!(
+            "media provider `{name}` refused {what} ({status}): {}",
+            provider_message(&String::from_utf8_lossy(&body))
+        )));
+    }
+    Ok(body)
 }
 
 fn api_key(name: &str, provider: &MediaProviderConfig) -> Result<Option<String>> {

@@ -1,4 +1,4 @@
-//! The media family's transcription tools through the real path: the registry, the grant,
+//! The media family through the real path (image and speech generation, transcription): the registry, the grant,
 //! argument checks, real ffmpeg on recordings the test makes (espeak-ng speech, an
 //! ffmpeg-made video with an audio track, a 25-minute recording walked window by window), and
 //! the fake provider's OpenAI transcription endpoint (a real multipart upload).
@@ -17,6 +17,7 @@ async fn media_daemon() -> (kennel_tests::Home, kennel_tests::Daemon, kennel_tes
     let config = format!(
         "[media.providers.local]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key_env = \"\"\n\
          [media.tools]\nmedia_transcribe = \"local\"\nspeech_to_text = \"local\"\n\
+         image_generate = \"local\"\ntext_to_speech = \"local\"\n\
          [media.models]\nmedia_transcribe = \"whisper-large\"\n",
         llm.base_url()
     );
@@ -253,4 +254,58 @@ async fn without_a_media_provider_the_tools_are_excluded_with_the_reason() {
     let agent = agent_from(&api, json!({"name": "ear", "tools": ["media_transcribe"]})).await;
     let r = api.invoke(&agent, "media_transcribe", json!({"audio_or_video": "a.mp3"})).await;
     assert_eq!(r.error_kind(), "Unavailable", "{}", r.text);
+}
+
+#[tokio::test]
+async fn generated_images_and_speech_land_in_the_workspace_and_only_their_facts_come_back() {
+    let (home, _d, api, llm) = media_daemon().await;
+    let maker =
+        agent_from(&api, json!({"name": "maker", "tools": ["image_generate", "text_to_speech", "speech_to_text"]}))
+            .await;
+
+    let image = api
+        .invoke(&maker, "image_generate", json!({"prompt": "a kennel at dawn", "size": "512x512", "style": "natural"}))
+        .await;
+    assert_eq!(image.status, 200, "{}", image.text);
+    let c = &image.body["content"];
+    let path = c["path"].as_str().unwrap();
+    assert!(path.starts_with("output/image-") && path.ends_with(".png"), "{c}");
+    assert_eq!(
+        (c["mime"].as_str(), c["width"].as_u64(), c["height"].as_u64()),
+        (Some("image/png"), Some(512), Some(512))
+    );
+    assert_eq!(c["revised_prompt"], "a kennel at dawn, in flat blue");
+    let on_disk = std::fs::read(workspace(&home, &maker).join(path)).unwrap();
+    assert_eq!(c["bytes"], on_disk.len());
+    assert!(!image.text.contains("b64") && image.text.len() < 1000, "no image bytes in the answer: {}", image.text);
+    let sent = llm.requests().into_iter().find(|r| r.protocol == "image").unwrap().body;
+    assert_eq!(
+        (sent["model"].as_str(), sent["style"].as_str(), sent["response_format"].as_str()),
+        (Some("gpt-image-1"), Some("natural"), Some("b64_json"))
+    );
+
+    let text = "Dinner is at seven. The kennel closes at nine.";
+    let spoken = api.invoke(&maker, "text_to_speech", json!({"text": text, "voice": "nova"})).await;
+    assert_eq!(spoken.status, 200, "{}", spoken.text);
+    let c = &spoken.body["content"];
+    let audio = c["path"].as_str().unwrap().to_string();
+    assert!(audio.starts_with("output/speech-") && audio.ends_with(".mp3"), "{c}");
+    let secs = c["duration_sec"].as_f64().unwrap();
+    assert!((secs - text.chars().count() as f64 * 0.05).abs() < 0.2, "its length, from ffprobe: {c}");
+    // What was made can be heard again.
+    let heard = api.invoke(&maker, "speech_to_text", json!({"audio_or_video": audio})).await;
+    assert_eq!(heard.status, 200, "{}", heard.text);
+    assert!(heard.body["content"]["text"].as_str().unwrap().contains("s of audio/wav"));
+
+    for (tool, args, field) in [
+        ("image_generate", json!({"prompt": "x", "size": "13x13"}), "size"),
+        ("image_generate", json!({"prompt": "  "}), "prompt"),
+        ("image_generate", json!({"prompt": "x", "style": "<b>"}), "style"),
+        ("text_to_speech", json!({"text": "x".repeat(4097)}), "text"),
+        ("text_to_speech", json!({"text": "hi", "voice": "../../etc"}), "voice"),
+    ] {
+        let r = api.invoke(&maker, tool, args).await;
+        assert_eq!(r.error_kind(), "InvalidArguments", "{tool}: {}", r.text);
+        assert_eq!(r.body["error"]["fields"][0]["field"], field, "{tool}: {}", r.text);
+    }
 }
