@@ -88,6 +88,23 @@ impl Ffmpeg {
         })?;
         Ok(Ok(Window { secs: data as f64 / WAV_BYTES_PER_SEC as f64, wav }))
     }
+
+    /// One frame of the video in `file` at `at` seconds, as a JPEG at most 768 pixels wide.
+    pub async fn frame(&self, file: std::fs::File, at: f64) -> Result<Vec<u8>> {
+        let mut cmd = Command::new(&self.ffmpeg);
+        cmd.args(["-nostdin", "-v", "error", "-ss", &format!("{at:.3}"), "-i", "/dev/stdin"]);
+        cmd.args(["-frames:v", "1", "-vf", "scale='min(768,iw)':-2", "-f", "image2pipe", "-c:v", "mjpeg", "pipe:1"]);
+        let (jpeg, err) = run(cmd, file, "ffmpeg", 20_000_000)
+            .await?
+            .map_err(|bytes| Error::invalid(format!("a frame came to {bytes} bytes")))?;
+        if jpeg.is_empty() {
+            return Err(Error::invalid(format!(
+                "ffmpeg found no picture at {at:.1} s: {}",
+                first_line(&err).unwrap_or("the file has no video track")
+            )));
+        }
+        Ok(jpeg)
+    }
 }
 
 /// Runs a child with `input` as its standard input: its output and error text, or (inside)

@@ -1,4 +1,4 @@
-//! Media tools (spec §13, family `media`): transcription, images and speech; vision, music
+//! Media tools (spec §13, family `media`): transcription, images, speech and vision; music
 //! and video join as they are built. `[media]` in `config.toml` names the providers and which serves each
 //! tool; a tool no provider serves is excluded with that reason, and so is one that needs
 //! `ffmpeg` when ffmpeg is missing (conditional registration, spec §0.8). `canvas_present`,
@@ -11,6 +11,7 @@ mod ffmpeg;
 mod generate;
 mod openai;
 mod transcribe;
+mod vision;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -24,7 +25,9 @@ pub use ffmpeg::Ffmpeg;
 
 /// The media tools `[media.tools]` may name, with the kind of provider that serves each.
 const TOOLS: &[(&str, MediaProviderKind)] = &[
+    ("image_analyze", MediaProviderKind::Openai),
     ("image_generate", MediaProviderKind::Openai),
+    ("media_describe", MediaProviderKind::Openai),
     ("media_transcribe", MediaProviderKind::Openai),
     ("speech_to_text", MediaProviderKind::Openai),
     ("text_to_speech", MediaProviderKind::Openai),
@@ -93,6 +96,15 @@ pub(crate) fn register(r: &mut Registry, config: &Config) {
     r.add_needing(transcribe::SpeechToText, &served(media, "speech_to_text").and(ffmpeg));
     r.add_needing(generate::ImageGenerate, &served(media, "image_generate"));
     r.add_needing(generate::TextToSpeech, &served(media, "text_to_speech"));
+    r.add_needing(vision::ImageAnalyze, &served(media, "image_analyze"));
+    // Videos are described from frames ffmpeg takes; images need no ffmpeg, but one tool
+    // has one availability, so media_describe needs it.
+    r.add_needing(vision::MediaDescribe, &served(media, "media_describe").and(ffmpeg_needs(media)));
+}
+
+/// ffmpeg and ffprobe, where `[media] ffmpeg` says or on `PATH`.
+fn ffmpeg_needs(media: &MediaConfig) -> Needs {
+    Needs::binary("ffmpeg", media.ffmpeg.as_deref()).and(Needs::binary("ffprobe", ffprobe_path(media).as_deref()))
 }
 
 /// Whether `[media.tools]` names a provider for `tool`.

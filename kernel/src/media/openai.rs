@@ -122,6 +122,35 @@ pub async fn image(
     Ok((bytes, first.revised_prompt))
 }
 
+/// A vision question: `question` about `images` (bytes and MIME type each), answered by a
+/// chat model that takes image input. The answer's text.
+pub async fn vision(
+    name: &str,
+    provider: &MediaProviderConfig,
+    model: &str,
+    question: &str,
+    images: &[(Vec<u8>, &str)],
+) -> Result<String> {
+    use base64::Engine;
+    let key = api_key(name, provider)?;
+    let url = endpoint(provider, "chat/completions");
+    let mut content = vec![serde_json::json!({ "type": "text", "text": question })];
+    for (bytes, mime) in images {
+        let data = base64::engine::general_purpose::STANDARD.encode(bytes);
+        content.push(
+            serde_json::json!({ "type": "image_url", "image_url": { "url": format!("data:{mime};base64,{data}") } }),
+        );
+    }
+    let body =
+        serde_json::json!({ "model": model, "messages": [{ "role": "user", "content": content }], "max_tokens": 1000 });
+    let request = client(name, provider)?.post(&url).json(&body);
+    let reply = send(name, &url, request, key, "the image question", MAX_JSON_REPLY).await?;
+    let reply: serde_json::Value = serde_json::from_slice(&reply).unwrap_or_default();
+    reply["choices"][0]["message"]["content"].as_str().map(str::to_string).ok_or_else(|| {
+        Error::failed(format!("media provider `{name}` answered without text (`choices[0].message.content`)"))
+    })
+}
+
 fn endpoint(provider: &MediaProviderConfig, path: &str) -> String {
     format!("{}/{path}", provider.base_url.trim_end_matches('/'))
 }

@@ -18,6 +18,7 @@ async fn media_daemon() -> (kennel_tests::Home, kennel_tests::Daemon, kennel_tes
         "[media.providers.local]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key_env = \"\"\n\
          [media.tools]\nmedia_transcribe = \"local\"\nspeech_to_text = \"local\"\n\
          image_generate = \"local\"\ntext_to_speech = \"local\"\n\
+         image_analyze = \"local\"\nmedia_describe = \"local\"\n\
          [media.models]\nmedia_transcribe = \"whisper-large\"\n",
         llm.base_url()
     );
@@ -308,4 +309,66 @@ async fn generated_images_and_speech_land_in_the_workspace_and_only_their_facts_
         assert_eq!(r.error_kind(), "InvalidArguments", "{tool}: {}", r.text);
         assert_eq!(r.body["error"]["fields"][0]["field"], field, "{tool}: {}", r.text);
     }
+}
+
+#[tokio::test]
+async fn images_are_asked_about_and_a_video_is_described_from_four_frames_across_it() {
+    let (home, _d, api, llm) = media_daemon().await;
+    let eye =
+        agent_from(&api, json!({"name": "eye", "tools": ["image_generate", "image_analyze", "media_describe"]})).await;
+    let dir = workspace(&home, &eye);
+    let video = dir.join("walk.mp4");
+    run(
+        "ffmpeg",
+        &[
+            "-v",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc=duration=8:size=320x240:rate=10",
+            "-c:v",
+            "mpeg4",
+            video.to_str().unwrap(),
+        ],
+    );
+    let made = api.invoke(&eye, "image_generate", json!({"prompt": "a blue square", "size": "256x256"})).await;
+    let image = made.body["content"]["path"].as_str().expect("an image").to_string();
+
+    llm.push(kennel_tests::fake_llm::Scripted::text("It is a flat blue square."));
+    let asked = api.invoke(&eye, "image_analyze", json!({"image": image, "question": "What colour is it?"})).await;
+    assert_eq!(asked.status, 200, "{}", asked.text);
+    assert_eq!(asked.body["content"]["answer"], "It is a flat blue square.");
+    let chat = llm.requests().into_iter().rev().find(|r| r.protocol == "openai").unwrap().body;
+    let parts = chat["messages"][0]["content"].as_array().unwrap().clone();
+    assert_eq!(parts[0]["text"], "What colour is it?");
+    assert!(
+        parts[1]["image_url"]["url"].as_str().unwrap().starts_with("data:image/png;base64,iVBOR"),
+        "the PNG itself"
+    );
+
+    llm.push(kennel_tests::fake_llm::Scripted::text("A test pattern with a moving counter."));
+    let described = api.invoke(&eye, "media_describe", json!({"image_or_video": "walk.mp4"})).await;
+    assert_eq!(described.status, 200, "{}", described.text);
+    let c = &described.body["content"];
+    assert_eq!(
+        (c["kind"].as_str(), c["description"].as_str()),
+        (Some("video"), Some("A test pattern with a moving counter."))
+    );
+    assert_eq!(c["frames_at_sec"], json!([1.0, 3.0, 5.0, 7.0]), "the middles of the four quarters: {c}");
+    let chat = llm.requests().into_iter().rev().find(|r| r.protocol == "openai").unwrap().body;
+    let frames: Vec<&str> = chat["messages"][0]["content"].as_array().unwrap()[1..]
+        .iter()
+        .map(|p| p["image_url"]["url"].as_str().unwrap())
+        .collect();
+    assert_eq!(frames.len(), 4);
+    assert!(frames.iter().all(|f| f.starts_with("data:image/jpeg;base64,/9j/")), "four JPEG frames");
+    assert_eq!(frames.iter().collect::<std::collections::BTreeSet<_>>().len(), 4, "four different moments");
+
+    let not_image = api.invoke(&eye, "image_analyze", json!({"image": "walk.mp4", "question": "?"})).await;
+    assert_eq!(not_image.error_kind(), "InvalidArguments", "{}", not_image.text);
+    let url = api.invoke(&eye, "media_describe", json!({"image_or_video": "https://example.com/cat.png"})).await;
+    assert_eq!(url.error_kind(), "InvalidArguments");
+    assert!(url.error_message().contains("not a URL"), "{}", url.text);
 }
