@@ -40,6 +40,10 @@ pub struct MediaConfig {
     pub models: BTreeMap<String, String>,
     /// `ffmpeg` to run (its `ffprobe` beside it); found on `PATH` when not set.
     pub ffmpeg: Option<std::path::PathBuf>,
+    /// Where finished music and videos may be downloaded from (the URLs a provider answers
+    /// with), checked by `net::guard` like `[a2a] allowed_hosts`: empty, any public host;
+    /// private and loopback addresses only through an IP or CIDR entry.
+    pub allowed_hosts: AllowedHosts,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]

@@ -125,7 +125,7 @@ impl Kernel {
             schedules: schedule::Schedules::new(db.clone(), clock, config.schedules.fire_history, agents.clone()),
             workspaces: workspace::Workspaces::new(home.join("workspaces"), config.workspace.max_file_bytes),
             canvases: canvas::Canvases::new(db.clone(), config.canvas.max_bytes),
-            media: media::Media::new(&config.media),
+            media: media::Media::new(db.clone(), &config.media),
             home: home.to_path_buf(),
             tools: Tools::new(Registry::builtin(&config)),
             config,

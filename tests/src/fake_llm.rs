@@ -4,7 +4,10 @@
 //! hear: a transcription's text says what arrived (`"[12.50 s of audio/wav]"`, the length
 //! read from a WAV's sample data), so tests can follow windows through a recording. Speech
 //! (`/v1/audio/speech`) and images (`/v1/images/generations`) are real files ffmpeg makes: a
-//! tone 50 ms per character of the input as MP3, a flat-colour PNG of the size asked.
+//! tone 50 ms per character of the input as MP3, a flat-colour PNG of the size asked. A
+//! Replicate-style predictions API (`POST /v1/models/{owner}/{name}/predictions`, `GET
+//! /v1/predictions/{id}`) succeeds on the second read with a file it serves (`/files/…`: an
+//! MP3 for a model named `…music…`, an MP4 otherwise); a prompt containing `fail` fails.
 //!
 //! Each test scripts the replies in order (text, tool calls, an HTTP error) and reads back
 //! every request the daemon sent, to assert what the model was shown. The same server runs as
@@ -109,7 +112,12 @@ struct Shared {
     requests: Mutex<Vec<Recorded>>,
     /// Answered when the script is empty (for load tests); otherwise an empty script is a 500.
     fallback: Mutex<Option<Scripted>>,
+    /// Replicate-style predictions by id.
+    predictions: Mutex<std::collections::HashMap<String, FakePrediction>>,
 }
+
+/// A prediction's output file extension, how often it was read, and why it fails, if it does.
+type FakePrediction = (&'static str, u32, Option<String>);
 
 /// A running fake provider.
 #[derive(Clone)]
@@ -132,6 +140,9 @@ impl FakeLlm {
             .route("/v1/audio/transcriptions", post(transcription))
             .route("/v1/audio/speech", post(speech))
             .route("/v1/images/generations", post(image))
+            .route("/v1/models/{owner}/{name}/predictions", post(create_prediction))
+            .route("/v1/predictions/{id}", get(read_prediction))
+            .route("/files/{file}", get(prediction_file))
             .route("/_script", post(push_script))
             .route("/_requests", get(list_requests))
             .route("/_requests/count", get(count_requests))
@@ -376,5 +387,65 @@ async fn image(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(body)
             json!({"error": {"message": format!("fake provider: cannot make a {size} image")}}).to_string(),
             None,
         ),
+    }
+}
+
+/// `POST /v1/models/{owner}/{name}/predictions` with `{"input": …}`.
+async fn create_prediction(
+    State(shared): State<Arc<Shared>>,
+    axum::extract::Path((owner, name)): axum::extract::Path<(String, String)>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    record(&shared, "prediction", &headers, &json!({ "model": format!("{owner}/{name}"), "body": body }));
+    let Some(prompt) = body["input"]["prompt"].as_str() else {
+        return error_response(422, json!({"detail": "input.prompt is required"}).to_string(), None);
+    };
+    let mut predictions = shared.predictions.lock().expect("predictions");
+    let id = format!("pred{}", predictions.len() + 1);
+    let ext = if name.contains("music") { "mp3" } else { "mp4" };
+    let failure = prompt.contains("fail").then(|| format!("the fake provider fails `{prompt}`"));
+    predictions.insert(id.clone(), (ext, 0, failure));
+    (StatusCode::CREATED, Json(json!({ "id": id, "status": "starting", "output": null }))).into_response()
+}
+
+/// `GET /v1/predictions/{id}`: processing on the first read, then done.
+async fn read_prediction(
+    State(shared): State<Arc<Shared>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let mut predictions = shared.predictions.lock().expect("predictions");
+    let Some((ext, reads, failure)) = predictions.get_mut(&id) else {
+        return error_response(404, json!({"detail": "Not found."}).to_string(), None);
+    };
+    *reads += 1;
+    let host = headers.get("host").and_then(|h| h.to_str().ok()).unwrap_or("127.0.0.1");
+    let answer = match (*reads, failure) {
+        (1, _) => json!({ "id": id, "status": "processing", "output": null }),
+        (_, Some(why)) => json!({ "id": id, "status": "failed", "output": null, "error": why }),
+        _ => json!({ "id": id, "status": "succeeded", "output": [format!("http://{host}/files/{id}.{ext}")] }),
+    };
+    Json(answer).into_response()
+}
+
+/// `GET /files/{id}.{ext}`: a two-second MP3 tone or MP4 test pattern.
+async fn prediction_file(axum::extract::Path(file): axum::extract::Path<String>) -> Response {
+    let (source, format, mime) = if file.ends_with(".mp3") {
+        (vec!["-f", "lavfi", "-i", "sine=frequency=523:duration=2"], vec!["-f", "mp3"], "audio/mpeg")
+    } else {
+        (
+            vec!["-f", "lavfi", "-i", "testsrc=duration=2:size=160x120:rate=10"],
+            vec!["-c:v", "mpeg4", "-movflags", "frag_keyframe+empty_moov", "-f", "mp4"],
+            "video/mp4",
+        )
+    };
+    let mut args: Vec<String> = vec!["-v".into(), "error".into()];
+    args.extend(source.iter().map(|a| a.to_string()));
+    args.extend(format.iter().map(|a| a.to_string()));
+    args.push("pipe:1".into());
+    match ffmpeg_output(args).await {
+        Some(bytes) => ([("content-type", mime)], bytes).into_response(),
+        None => error_response(500, "ffmpeg failed".into(), None),
     }
 }

@@ -20,7 +20,7 @@ const MAX_SPEECH_CHARS: usize = 4_096;
 const MAX_PROMPT_CHARS: usize = 4_000;
 
 /// `output/KIND-20261201-153012-1a2b3c4d.EXT`: a new file's place in the workspace.
-fn output_path(kind: &str, ext: &str) -> String {
+pub(super) fn output_path(kind: &str, ext: &str) -> String {
     let id = uuid::Uuid::now_v7().to_string();
     format!("output/{kind}-{}-{}.{ext}", chrono::Utc::now().format("%Y%m%d-%H%M%S"), crate::text::short_id(&id))
 }

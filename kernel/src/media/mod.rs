@@ -1,5 +1,5 @@
-//! Media tools (spec §13, family `media`): transcription, images, speech and vision; music
-//! and video join as they are built. `[media]` in `config.toml` names the providers and which serves each
+//! Media tools (spec §13, family `media`): transcription, images, speech, vision, music and
+//! video (jobs polled with `video_status`). `[media]` in `config.toml` names the providers and which serves each
 //! tool; a tool no provider serves is excluded with that reason, and so is one that needs
 //! `ffmpeg` when ffmpeg is missing (conditional registration, spec §0.8). `canvas_present`,
 //! the family's other member, lives in `crate::canvas`.
@@ -9,7 +9,10 @@
 
 mod ffmpeg;
 mod generate;
+mod jobs;
 mod openai;
+mod replicate;
+mod store;
 mod transcribe;
 mod vision;
 
@@ -28,9 +31,11 @@ const TOOLS: &[(&str, MediaProviderKind)] = &[
     ("image_analyze", MediaProviderKind::Openai),
     ("image_generate", MediaProviderKind::Openai),
     ("media_describe", MediaProviderKind::Openai),
+    ("music_generate", MediaProviderKind::Replicate),
     ("media_transcribe", MediaProviderKind::Openai),
     ("speech_to_text", MediaProviderKind::Openai),
     ("text_to_speech", MediaProviderKind::Openai),
+    ("video_generate", MediaProviderKind::Replicate),
 ];
 
 /// Checks `[media]` beyond its types: the tools named exist, each names a configured provider
@@ -97,6 +102,10 @@ pub(crate) fn register(r: &mut Registry, config: &Config) {
     r.add_needing(generate::ImageGenerate, &served(media, "image_generate"));
     r.add_needing(generate::TextToSpeech, &served(media, "text_to_speech"));
     r.add_needing(vision::ImageAnalyze, &served(media, "image_analyze"));
+    r.add_needing(jobs::MusicGenerate, &served(media, "music_generate"));
+    r.add_needing(jobs::VideoGenerate, &served(media, "video_generate"));
+    // Jobs are polled with the provider that runs them: served when video_generate is.
+    r.add_needing(jobs::VideoStatus, &served(media, "video_generate"));
     // Videos are described from frames ffmpeg takes; images need no ffmpeg, but one tool
     // has one availability, so media_describe needs it.
     r.add_needing(vision::MediaDescribe, &served(media, "media_describe").and(ffmpeg_needs(media)));
@@ -122,6 +131,8 @@ fn ffprobe_path(media: &MediaConfig) -> Option<PathBuf> {
 
 /// The media side of the kernel: the providers, who serves which tool, and ffmpeg.
 pub struct Media {
+    db: crate::db::Db,
+    allowed_hosts: crate::net::guard::AllowedHosts,
     providers: BTreeMap<String, MediaProviderConfig>,
     tools: BTreeMap<String, String>,
     models: BTreeMap<String, String>,
@@ -129,12 +140,14 @@ pub struct Media {
 }
 
 impl Media {
-    pub(crate) fn new(config: &MediaConfig) -> Media {
+    pub(crate) fn new(db: crate::db::Db, config: &MediaConfig) -> Media {
         let ffmpeg = Ffmpeg::new(
             config.ffmpeg.clone().unwrap_or_else(|| "ffmpeg".into()),
             ffprobe_path(config).unwrap_or_else(|| "ffprobe".into()),
         );
         Media {
+            db,
+            allowed_hosts: config.allowed_hosts.clone(),
             providers: config.providers.clone(),
             tools: config.tools.clone(),
             models: config.models.clone(),
@@ -158,6 +171,15 @@ impl Media {
                     "no media provider serves `{tool}`: set [media.tools] {tool} in config.toml"
                 ))
             })
+    }
+
+    fn db(&self) -> &crate::db::Db {
+        &self.db
+    }
+
+    /// A provider by its `[media.providers]` name (the one a stored job was sent to).
+    fn provider_named(&self, name: &str) -> Option<&MediaProviderConfig> {
+        self.providers.get(name)
     }
 
     /// The model to ask for `tool`: `[media.models]`, else the provider's usual one.

@@ -64,7 +64,7 @@ pub async fn transcribe(
 }
 
 /// The largest JSON answer read (a transcription, an image as base64).
-const MAX_JSON_REPLY: u64 = 64 * 1024 * 1024;
+pub(super) const MAX_JSON_REPLY: u64 = 64 * 1024 * 1024;
 
 /// Synthesised speech for `input`: the audio bytes, in `format` (`mp3`, `wav`, …).
 pub async fn speech(
@@ -151,11 +151,11 @@ pub async fn vision(
     })
 }
 
-fn endpoint(provider: &MediaProviderConfig, path: &str) -> String {
+pub(super) fn endpoint(provider: &MediaProviderConfig, path: &str) -> String {
     format!("{}/{path}", provider.base_url.trim_end_matches('/'))
 }
 
-fn client(name: &str, provider: &MediaProviderConfig) -> Result<reqwest::Client> {
+pub(super) fn client(name: &str, provider: &MediaProviderConfig) -> Result<reqwest::Client> {
     reqwest::Client::builder()
         .timeout(Duration::from_secs(provider.timeout_secs))
         .connect_timeout(Duration::from_secs(10))
@@ -165,7 +165,7 @@ fn client(name: &str, provider: &MediaProviderConfig) -> Result<reqwest::Client>
 
 /// Sends a request and reads its answer, at most `max_bytes` of it; a refusal carries the
 /// provider's own message, naming `what` was asked for.
-async fn send(
+pub(super) async fn send(
     name: &str,
     url: &str,
     request: reqwest::RequestBuilder,
@@ -198,7 +198,7 @@ async fn send(
     Ok(body)
 }
 
-fn api_key(name: &str, provider: &MediaProviderConfig) -> Result<Option<String>> {
+pub(super) fn api_key(name: &str, provider: &MediaProviderConfig) -> Result<Option<String>> {
     let Some(var) = provider.api_key_env.as_deref().filter(|v| !v.is_empty()) else { return Ok(None) };
     match std::env::var(var) {
         Ok(key) if !key.trim().is_empty() => Ok(Some(key.trim().to_string())),

@@ -372,3 +372,90 @@ async fn images_are_asked_about_and_a_video_is_described_from_four_frames_across
     assert_eq!(url.error_kind(), "InvalidArguments");
     assert!(url.error_message().contains("not a URL"), "{}", url.text);
 }
+
+fn replicate_config(llm: &FakeLlm, allowed: bool) -> String {
+    let port = llm.addr.port();
+    let hosts = if allowed { format!("allowed_hosts = [\"127.0.0.1:{port}\"]\n") } else { String::new() };
+    format!(
+        "[media]\n{hosts}[media.providers.rep]\nkind = \"replicate\"\nbase_url = \"{}\"\napi_key_env = \"\"\n\
+         [media.tools]\nvideo_generate = \"rep\"\nmusic_generate = \"rep\"\n\
+         [media.models]\nmusic_generate = \"meta/musicgen\"\n",
+        llm.base_url()
+    )
+}
+
+#[tokio::test]
+async fn a_video_job_survives_a_restart_and_lands_in_the_workspace_and_music_waits_for_its_file() {
+    let llm = FakeLlm::start().await;
+    let home = kennel_tests::Home::with_config(&replicate_config(&llm, true));
+    let token = home.token("tests").await;
+    let d = home.start().await;
+    let api = d.api(&token);
+    let director = agent_from(&api, json!({"name": "director", "tools": ["media.*"]})).await;
+
+    let started =
+        api.invoke(&director, "video_generate", json!({"prompt": "a dog runs on a beach", "duration_secs": 5})).await;
+    assert_eq!(started.status, 200, "{}", started.text);
+    let task = started.body["content"]["task_id"].as_str().unwrap().to_string();
+    assert_eq!(started.body["content"]["status"], "starting");
+    let sent = llm.requests().into_iter().find(|r| r.protocol == "prediction").unwrap().body;
+    assert_eq!(
+        (sent["model"].as_str(), sent["body"]["input"]["duration"].as_u64()),
+        (Some("minimax/video-01"), Some(5))
+    );
+
+    // The daemon restarts while the provider works; the job is still there.
+    d.stop().await;
+    let d = home.start().await;
+    let api = d.api(&token);
+    let first = api.invoke(&director, "video_status", json!({"task_id": task})).await;
+    assert_eq!(first.status, 200, "{}", first.text);
+    assert_eq!(
+        (first.body["content"]["status"].as_str(), first.body["content"]["done"].as_bool()),
+        (Some("processing"), Some(false))
+    );
+    let done = api.invoke(&director, "video_status", json!({"task_id": task})).await;
+    let c = done.body["content"].clone();
+    assert_eq!(
+        (c["status"].as_str(), c["done"].as_bool(), c["mime"].as_str()),
+        (Some("succeeded"), Some(true), Some("video/mp4")),
+        "{c}"
+    );
+    let path = c["path"].as_str().unwrap();
+    assert!(path.starts_with("output/video-") && path.ends_with(".mp4"), "{c}");
+    let file = home.path().join("workspaces").join(&director).join(path);
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), c["bytes"].as_u64().unwrap());
+    let again = api.invoke(&director, "video_status", json!({"task_id": task})).await;
+    assert_eq!(again.body["content"]["path"], path, "downloaded once, then answered from the store");
+
+    let music =
+        api.invoke(&director, "music_generate", json!({"prompt": "a calm piano piece", "lyrics": "la la"})).await;
+    assert_eq!(music.status, 200, "{}", music.text);
+    let track = music.body["content"]["path"].as_str().unwrap();
+    assert!(track.starts_with("output/music-") && track.ends_with(".mp3"), "{}", music.text);
+
+    // A failed job says why; another agent's job is not found; a bad task id neither.
+    let failing = api.invoke(&director, "video_generate", json!({"prompt": "please fail"})).await;
+    let failing = failing.body["content"]["task_id"].as_str().unwrap().to_string();
+    api.invoke(&director, "video_status", json!({"task_id": failing})).await;
+    let failed = api.invoke(&director, "video_status", json!({"task_id": failing})).await;
+    assert_eq!(failed.body["content"]["status"], "failed", "{}", failed.text);
+    assert!(failed.body["content"]["error"].as_str().unwrap().contains("please fail"));
+    let other = agent_from(&api, json!({"name": "other", "tools": ["video_status"]})).await;
+    assert_eq!(api.invoke(&other, "video_status", json!({"task_id": task})).await.error_kind(), "NotFound");
+    let bad = api.invoke(&director, "music_generate", json!({"prompt": "please fail"})).await;
+    assert_eq!(bad.error_kind(), "Failed", "{}", bad.text);
+}
+
+#[tokio::test]
+async fn a_finished_video_on_a_host_the_guard_does_not_allow_is_not_downloaded() {
+    let llm = FakeLlm::start().await;
+    let (_home, _d, api) = crate::daemon_with_config(&replicate_config(&llm, false)).await;
+    let director = agent_from(&api, json!({"name": "director", "tools": ["media.*"]})).await;
+    let started = api.invoke(&director, "video_generate", json!({"prompt": "a cat"})).await;
+    let task = started.body["content"]["task_id"].as_str().unwrap().to_string();
+    api.invoke(&director, "video_status", json!({"task_id": task})).await;
+    let refused = api.invoke(&director, "video_status", json!({"task_id": task})).await;
+    assert_eq!(refused.error_kind(), "Forbidden", "loopback is reached only through an IP entry: {}", refused.text);
+    assert!(refused.error_message().contains("[media] allowed_hosts"), "{}", refused.text);
+}
