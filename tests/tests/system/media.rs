@@ -459,3 +459,28 @@ async fn a_finished_video_on_a_host_the_guard_does_not_allow_is_not_downloaded()
     assert_eq!(refused.error_kind(), "Forbidden", "loopback is reached only through an IP entry: {}", refused.text);
     assert!(refused.error_message().contains("[media] allowed_hosts"), "{}", refused.text);
 }
+
+#[tokio::test]
+async fn without_ffmpeg_the_tools_that_need_it_are_excluded_and_the_others_stay() {
+    let llm = FakeLlm::start().await;
+    let config = format!(
+        "[media]\nffmpeg = \"/nonexistent/bin/ffmpeg\"\n[media.providers.local]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key_env = \"\"\n\
+         [media.tools]\nmedia_transcribe = \"local\"\nspeech_to_text = \"local\"\nmedia_describe = \"local\"\nimage_generate = \"local\"\n",
+        llm.base_url()
+    );
+    let (_home, _d, api) = crate::daemon_with_config(&config).await;
+    let tools = api.get("/api/tools?limit=200").await;
+    let state = |name: &str| {
+        let t = tools.body.as_array().unwrap().iter().find(|t| t["name"] == name).cloned().expect(name);
+        (
+            t["availability"]["state"].as_str().unwrap().to_string(),
+            t["availability"]["reason"].as_str().unwrap_or_default().to_string(),
+        )
+    };
+    for name in ["media_transcribe", "speech_to_text", "media_describe"] {
+        let (s, reason) = state(name);
+        assert_eq!(s, "excluded", "{name}");
+        assert!(reason.contains("/nonexistent/bin/ffmpeg") && reason.contains("does not exist"), "{name}: {reason}");
+    }
+    assert_eq!(state("image_generate").0, "registered", "needs no ffmpeg");
+}
