@@ -108,19 +108,28 @@ document.addEventListener('keydown', (event) => {
 // A page that follows changes (the task board, schedules, the overview): the server signals
 // over `data-live` (server-sent events) when something it shows changed, and its `main` is
 // read again from `data-live-url` and swapped in. Never while the operator is using a field
-// on it: the change waits until the field loses focus. Hidden tabs catch up when shown.
+// on it (a field with focus, or one holding what was typed): the change waits until the field
+// is left and empty again. Hidden tabs catch up when shown.
 document.addEventListener('DOMContentLoaded', () => {
   const main = document.querySelector('main[data-live]');
   if (!main || typeof EventSource === 'undefined') return;
   let stale = false;
   let reading = false;
-  const busy = () => main.contains(document.activeElement) && document.activeElement !== main;
+  // In use: a field has focus, or holds something typed that a swap would lose.
+  const typed = () => [...main.querySelectorAll('input, textarea, select')].some((f) =>
+    f.type === 'hidden' ? false
+      : f.tagName === 'SELECT' ? [...f.options].some((o) => o.selected !== o.defaultSelected)
+      : (f.type === 'checkbox' || f.type === 'radio') ? f.checked !== f.defaultChecked
+      : f.value !== f.defaultValue);
+  const busy = () => (main.contains(document.activeElement) && document.activeElement !== main) || typed();
   const refresh = async () => {
     if (!stale || reading || busy() || document.visibilityState !== 'visible') return;
     stale = false;
     reading = true;
     try {
       const response = await fetch(main.dataset.liveUrl, { credentials: 'same-origin' });
+      // Sent elsewhere (the session ended: the sign-in page): go there, never swap it in.
+      if (response.redirected) { window.location.assign(response.url); return; }
       if (!response.ok) return;
       const fresh = new DOMParser().parseFromString(await response.text(), 'text/html').querySelector('main');
       if (fresh) {

@@ -55,12 +55,17 @@ test('the task board follows claims and completions without a reload', async () 
   await page.request.post(`/api/agents/${runner.id}/tools/task_complete/invoke`, { ...api, data: { args: { task_id: posted.id, result: 'Swept.' } } });
   await expect(page.locator('#column-done')).toContainText('Sweep the yard');
   expect(await page.evaluate(() => (window as any).kennelMarker)).toBe(marker);
-  // A field in use is never swapped from under the operator; the change waits for the blur.
-  await page.locator('#post-task').getByLabel('Title').fill('Half-typed');
+  // A field in use, or holding what was typed, is never swapped from under the operator; the
+  // change waits until it is left empty.
+  const title = page.locator('#post-task').getByLabel('Title');
+  await title.fill('Half-typed');
   await page.request.post('/api/tasks', { ...api, data: { title: 'Later arrival' } });
   await page.waitForTimeout(800);
-  await expect(page.locator('#post-task').getByLabel('Title')).toHaveValue('Half-typed');
+  await page.locator('h1').click();
+  await page.waitForTimeout(800);
+  await expect(title).toHaveValue('Half-typed');
   await expect(page.locator('#column-pending')).not.toContainText('Later arrival');
+  await title.fill('');
   await page.locator('h1').click();
   await expect(page.locator('#column-pending')).toContainText('Later arrival');
 });

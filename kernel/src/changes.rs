@@ -3,9 +3,10 @@
 //! one reads itself again.
 //!
 //! The database raises them ([`crate::db`]): every connection notes which tables a
-//! transaction wrote and, when it commits, sends their topics, so every writer (an agent's
-//! tool, an operator, the sweeper, the scheduler) is covered with nothing to remember at each
-//! write. A rolled-back transaction sends nothing.
+//! transaction wrote and, when it commits, sends their topics, so every writer of this daemon
+//! (an agent's tool, an operator, the sweeper, the scheduler) is covered with nothing to
+//! remember at each write. A rolled-back transaction sends nothing. Another process's commits
+//! (the CLI's) reach the daemon through its change watcher, whose reload raises `Agents`.
 
 use serde::Serialize;
 use tokio::sync::broadcast;

@@ -401,6 +401,10 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # speech_to_text = "openai"
 # [media.models]            # where a provider's default model will not do
 # media_transcribe = "whisper-1"
+# video_generate = "minimax/video-01"   # Replicate models are owner/name
+# [media] allowed_hosts = []  # where finished music and videos may be downloaded from
+#                             # (empty: any public host; loopback only through an IP entry)
+# [media] ffmpeg = "/usr/bin/ffmpeg"    # found on PATH when not set
 
 # [schedules]
 # max_concurrent_fires = 32   # scheduled turns running at once; more wait

@@ -171,6 +171,9 @@ impl Kernel {
         if let Err(e) = self.0.auth.reload().await {
             tracing::warn!(error = %e, "reloading tokens failed");
         }
+        // A commit of another process (the CLI granting a tool) raises no hook here: the
+        // live pages hear of it from this reload instead.
+        self.0.db.changes().send(changes::Topic::Agents);
     }
 
     pub fn home(&self) -> &Path {

@@ -3,8 +3,10 @@
 //! asked, what it was done to and how it ended, refusals included. Agents' own tool calls are
 //! the other log ([`crate::tool::audit`]).
 //!
-//! A record is written before the request is answered, so an acknowledged change is never
-//! missing from the log. The fronts decide what a request is called (`server/src/actions.rs`);
+//! A record is written before the request is answered. If that write fails (the database that
+//! just took the change refusing the next row), the answer still goes out, since the change
+//! stands either way and a new token is shown only once, and the daemon's log says which
+//! record is missing. The fronts decide what a request is called (`server/src/actions.rs`);
 //! this is only the store.
 
 mod store;

@@ -4,8 +4,9 @@
 //! lose (grants, prompt, model, limits, …), then the change, refused if the type was edited
 //! after the preview so nothing unseen is applied.
 //!
-//! The agent's name, goal, status and history stay. A child agent keeps the denials every
-//! child gets ([`super::CHILD_DENIED`]). `[[cron]]` blocks are seeded into schedules once per
+//! The agent's name, goal, status and history stay. A child agent keeps its tool grants
+//! (narrowed to its parent's at spawn) and the denials every child gets
+//! ([`super::CHILD_DENIED`]). `[[cron]]` blocks are seeded into schedules once per
 //! agent, so a changed block does not re-seed; the preview says so.
 
 use std::sync::Arc;
@@ -136,10 +137,13 @@ impl Agents {
     }
 }
 
-/// The manifest an agent of this type gets: the type's, with a child's standing denials.
+/// The manifest an agent of this type gets: the type's. A child keeps its own tool grants
+/// (narrowed, at its spawn, to what its parent may use: applying must not widen them) and
+/// its standing denials.
 fn target_manifest(of_type: &Manifest, agent: &Agent) -> Manifest {
     let mut manifest = of_type.clone();
     if agent.parent_id.is_some() {
+        manifest.capabilities.tools = agent.manifest.capabilities.tools.clone();
         for denied in CHILD_DENIED {
             let grant = crate::capability::Grant::parse(denied).expect("valid built-in pattern");
             if !manifest.capabilities.deny.contains(&grant) {

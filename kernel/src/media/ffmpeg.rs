@@ -2,7 +2,10 @@
 //! as 16 kHz mono 16-bit WAV (what transcription APIs take best, and whose length is exact:
 //! 32,000 bytes a second). The input is the file the workspace opened, handed over as the
 //! child's standard input and named `/dev/stdin`, so the child reads exactly that file (and can
-//! seek in it); nothing here gives ffmpeg a path from an agent.
+//! seek in it). ffmpeg guesses a file's format from its content, and some formats name other
+//! inputs (an HLS or DASH playlist, a concat list): an agent could save one as `x.mp4` to
+//! have ffmpeg fetch URLs past the address guard or read another agent's files. So every run
+//! takes only the `file` protocol and the single-file formats of [`FORMATS`].
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -15,6 +18,15 @@ use crate::error::{Error, ErrorKind, Result};
 
 /// Bytes of WAV audio per second: 16,000 samples of 2 bytes, one channel.
 pub const WAV_BYTES_PER_SEC: u64 = 32_000;
+
+/// The demuxers ffmpeg and ffprobe may use: formats that hold their media themselves. None of
+/// them opens another input (HLS, DASH, concat and image sequences are left out).
+const FORMATS: &str = "mov,matroska,mp3,wav,ogg,flac,aac,avi,mpeg,mpegts,asf,amr";
+
+/// What goes before `-i` in every run: the input's allowed protocol and formats.
+fn confined(cmd: &mut Command) {
+    cmd.args(["-protocol_whitelist", "file", "-format_whitelist", FORMATS]);
+}
 
 /// The longest an ffmpeg or ffprobe run may take: a window of a 50 MB file takes seconds.
 const RUN_LIMIT: Duration = Duration::from_secs(120);
@@ -71,7 +83,9 @@ impl Ffmpeg {
         max_bytes: u64,
     ) -> Result<std::result::Result<Window, u64>> {
         let mut cmd = Command::new(&self.ffmpeg);
-        cmd.args(["-nostdin", "-v", "error", "-ss", &format!("{start:.3}"), "-i", "/dev/stdin"]);
+        cmd.args(["-nostdin", "-v", "error", "-ss", &format!("{start:.3}")]);
+        confined(&mut cmd);
+        cmd.args(["-i", "/dev/stdin"]);
         if let Some(secs) = secs {
             cmd.args(["-t", &format!("{secs:.3}")]);
         }
@@ -92,7 +106,9 @@ impl Ffmpeg {
     /// One frame of the video in `file` at `at` seconds, as a JPEG at most 768 pixels wide.
     pub async fn frame(&self, file: std::fs::File, at: f64) -> Result<Vec<u8>> {
         let mut cmd = Command::new(&self.ffmpeg);
-        cmd.args(["-nostdin", "-v", "error", "-ss", &format!("{at:.3}"), "-i", "/dev/stdin"]);
+        cmd.args(["-nostdin", "-v", "error", "-ss", &format!("{at:.3}")]);
+        confined(&mut cmd);
+        cmd.args(["-i", "/dev/stdin"]);
         cmd.args(["-frames:v", "1", "-vf", "scale='min(768,iw)':-2", "-f", "image2pipe", "-c:v", "mjpeg", "pipe:1"]);
         let (jpeg, err) = run(cmd, file, "ffmpeg", 20_000_000)
             .await?
@@ -119,19 +135,25 @@ async fn run(
     let mut child = cmd.spawn().map_err(|e| Error::unavailable(format!("cannot run {name}: {e}")))?;
     let mut stdout = child.stdout.take().expect("piped stdout");
     let mut stderr = child.stderr.take().expect("piped stderr");
-    let work = async {
+    // Both pipes at once: a child blocked writing a full stderr would never finish stdout.
+    let read_out = async {
         let mut out = Vec::new();
-        let limit = max_out.saturating_add(1);
-        (&mut stdout).take(limit).read_to_end(&mut out).await?;
-        if out.len() as u64 > max_out {
-            // Count the rest without keeping it, for the refusal's measured size.
-            let rest = tokio::io::copy(&mut stdout, &mut tokio::io::sink()).await?;
-            return Ok::<_, std::io::Error>((out, rest, String::new(), None));
-        }
+        (&mut stdout).take(max_out.saturating_add(1)).read_to_end(&mut out).await?;
+        // Past the limit: count the rest without keeping it, for the refusal's measured size.
+        let rest =
+            if out.len() as u64 > max_out { tokio::io::copy(&mut stdout, &mut tokio::io::sink()).await? } else { 0 };
+        Ok::<_, std::io::Error>((out, rest))
+    };
+    let read_err = async {
         let mut err = Vec::new();
-        stderr.read_to_end(&mut err).await?;
+        (&mut stderr).take(64 * 1024).read_to_end(&mut err).await?;
+        tokio::io::copy(&mut stderr, &mut tokio::io::sink()).await?;
+        Ok::<_, std::io::Error>(String::from_utf8_lossy(&err).into_owned())
+    };
+    let work = async {
+        let ((out, rest), err) = tokio::try_join!(read_out, read_err)?;
         let status = child.wait().await?;
-        Ok((out, 0, String::from_utf8_lossy(&err).into_owned(), Some(status)))
+        Ok::<_, std::io::Error>((out, rest, err, Some(status)))
     };
     let (out, rest, err, status) = tokio::time::timeout(RUN_LIMIT, work)
         .await

@@ -40,18 +40,21 @@ fn check_prompt(prompt: &str) -> Result<()> {
 }
 
 /// Downloads a finished prediction's output into the workspace as `kind`.`ext`.
+/// `ext`, or (for `None`) the type read from the file's first bytes: a provider's music may
+/// be MP3, WAV, FLAC or Ogg.
 async fn keep_output(
     ctx: &CallContext,
     provider: &str,
     prediction: &replicate::Prediction,
     kind: &str,
-    ext: &str,
+    ext: Option<&str>,
 ) -> Result<crate::workspace::FileEntry> {
     let url = prediction
         .output_url()
         .ok_or_else(|| Error::failed(format!("media provider `{provider}` finished without an output URL")))?;
     let max = ctx.kernel.workspaces().max_file_bytes();
     let bytes = replicate::download(provider, url, &ctx.kernel.media().allowed_hosts, max).await?;
+    let ext = ext.unwrap_or_else(|| super::transcribe::audio_extension_of(&bytes));
     ctx.kernel.workspaces().write(ctx.agent.id, &output_path(kind, ext), bytes).await
 }
 
@@ -114,8 +117,9 @@ impl Tool for MusicGenerate {
                 prediction.error_text().unwrap_or_else(|| "no reason given".into())
             )));
         }
-        let entry = keep_output(&ctx, name, &prediction, "music", "mp3").await?;
-        Ok(json!({ "path": entry.path, "bytes": entry.bytes, "mime": "audio/mpeg" }))
+        let entry = keep_output(&ctx, name, &prediction, "music", None).await?;
+        let mime = super::transcribe::audio_mime_of(&entry.path);
+        Ok(json!({ "path": entry.path, "bytes": entry.bytes, "mime": mime }))
     }
 }
 
@@ -212,11 +216,20 @@ impl Tool for VideoStatus {
             let prediction = replicate::get(&job.provider, provider, &job.prediction_id).await?;
             job.status = prediction.status.clone();
             match prediction.status.as_str() {
-                "succeeded" => {
-                    let entry = keep_output(&ctx, &job.provider, &prediction, "video", "mp4").await?;
-                    job.path = Some(entry.path);
-                    job.bytes = Some(entry.bytes as i64);
-                }
+                // A download that fails ends the job with why (a host the guard refuses, a
+                // file too large, an expired URL): polling again would only fail again.
+                "succeeded" => match keep_output(&ctx, &job.provider, &prediction, "video", Some("mp4")).await {
+                    Ok(entry) => {
+                        job.path = Some(entry.path);
+                        job.bytes = Some(entry.bytes as i64);
+                    }
+                    Err(e) => {
+                        job.status = "download_failed".into();
+                        job.error = Some(format!("the video was made but not downloaded: {}", e.message));
+                        store::update(media.db(), &job).await?;
+                        return Err(e);
+                    }
+                },
                 "failed" | "canceled" => {
                     job.error = Some(prediction.error_text().unwrap_or_else(|| prediction.status.clone()))
                 }

@@ -88,6 +88,22 @@ fn guessed_mime(head: &[u8]) -> &'static str {
     }
 }
 
+/// The extension for audio bytes, from their first bytes (`mp3` when unsure).
+pub(super) fn audio_extension_of(bytes: &[u8]) -> &'static str {
+    match guessed_mime(&bytes[..bytes.len().min(16)]) {
+        "audio/wav" => "wav",
+        "audio/ogg" => "ogg",
+        "audio/flac" => "flac",
+        "audio/mp4" => "m4a",
+        _ => "mp3",
+    }
+}
+
+/// The MIME type of an audio file by its extension.
+pub(super) fn audio_mime_of(path: &str) -> &'static str {
+    known_mime(path).unwrap_or("audio/mpeg")
+}
+
 /// `12,345,678 bytes (12.3 MB)`: a size as a refusal states it.
 fn size(bytes: u64) -> String {
     format!("{} bytes ({:.1} MB)", thousands(bytes), bytes as f64 / 1e6)
@@ -243,10 +259,13 @@ impl Tool for MediaTranscribe {
         } else {
             String::new()
         };
-        // Advance by what was produced; a sliver left at the end (under a quarter second)
-        // is not another window.
+        // Advance by what was produced. There is more when the container says so (a sliver
+        // under a quarter second is not another window) or when the window came back full:
+        // a length ffprobe only estimated (a VBR MP3 without a header) must not cut the
+        // transcript short; a full last window is then followed by an empty one.
         let next = start + produced;
-        let has_more = produced > 0.0 && next + 0.25 < total;
+        let full = produced + 0.05 >= window;
+        let has_more = produced > 0.0 && (next + 0.25 < total || full);
         let mut answer = json!({
             "window": { "start_sec": round_ms(start), "secs": round_ms(produced) },
             "duration_sec": round_ms(total),

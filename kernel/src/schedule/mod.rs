@@ -311,7 +311,11 @@ impl Schedules {
         };
         match self.get(id).await {
             Ok(s) if s.agent_id == agent.id.to_string() && s.kind == kind => Ok(s),
-            Ok(_) | Err(Error { kind: crate::ErrorKind::NotFound, .. }) => Err(not_found()),
+            // A short id several schedules end in (`Conflict`) would tell an agent that
+            // another agent's exists: it reads as not found, like any schedule not its own.
+            Ok(_) | Err(Error { kind: crate::ErrorKind::NotFound | crate::ErrorKind::Conflict, .. }) => {
+                Err(not_found())
+            }
             Err(e) => Err(e),
         }
     }

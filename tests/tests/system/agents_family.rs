@@ -61,6 +61,15 @@ async fn children_get_only_what_their_parent_may_use_and_cannot_spawn_or_kill() 
     assert!(!grants.iter().any(|g| *g == "*" || *g == "read_artifact"), "{grants:?}");
     assert_eq!(manifest["capabilities"]["deny"], json!(["agent_spawn", "agent_kill"]));
 
+    // Applying the type (`*`) to its agents leaves a child's narrowed grants and its denials.
+    api.put("/api/templates/worker", json!({"name": "worker", "tools": ["*"], "model": "other"})).await;
+    let applied = api.post("/api/templates/worker/apply", json!({"dry_run": false})).await;
+    assert_eq!(applied.status, 200, "{}", applied.text);
+    let after = api.get(&format!("/api/agents/{child}")).await.body["manifest"].clone();
+    assert_eq!(after["model"], "other", "the rest of the type is applied");
+    assert_eq!(after["capabilities"]["tools"], manifest["capabilities"]["tools"], "never wider than the parent's");
+    assert_eq!(after["capabilities"]["deny"], json!(["agent_spawn", "agent_kill"]));
+
     // read_artifact needs no grant: every agent reads its own spilled results, and only those.
     assert_eq!(api.invoke(&child, "read_artifact", json!({"artifact_id": "0".repeat(64)})).await.status, 404);
     let fork = api.invoke(&child, "agent_spawn", json!({"template": "worker"})).await;

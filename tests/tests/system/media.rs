@@ -235,6 +235,18 @@ async fn both_size_limits_refuse_with_the_size_measured_and_paths_stay_in_the_wo
         .await;
     assert_eq!(out.error_kind(), "InvalidArguments", "{}", out.text);
     assert!(!home.path().join("workspaces/escape.txt").exists());
+    // A playlist saved under a media name, naming a file elsewhere and a URL: ffmpeg reads
+    // only single-file formats, so neither is opened.
+    let playlist = format!(
+        "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\nfile:{}\n#EXTINF:2,\n{}/audio/x.mp3\n#EXT-X-ENDLIST\n",
+        outside.display(),
+        llm.base_url()
+    );
+    std::fs::write(dir.join("playlist.mp4"), playlist).unwrap();
+    for tool in ["media_transcribe", "speech_to_text"] {
+        let r = api.invoke(&ear, tool, json!({"audio_or_video": "playlist.mp4"})).await;
+        assert_eq!(r.error_kind(), "InvalidArguments", "{tool}: {}", r.text);
+    }
     let bad = api.invoke(&ear, "media_transcribe", json!({"audio_or_video": "long.mp3", "max_secs": 900})).await;
     assert_eq!(bad.error_kind(), "InvalidArguments");
     assert!(bad.text.contains("max_secs"), "{}", bad.text);
