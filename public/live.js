@@ -118,7 +118,7 @@ document.addEventListener('DOMContentLoaded', () => {
   // In use: a field has focus, or holds something typed that a swap would lose.
   const typed = () => [...main.querySelectorAll('input, textarea, select')].some((f) =>
     f.type === 'hidden' ? false
-      : f.tagName === 'SELECT' ? [...f.options].some((o) => o.selected !== o.defaultSelected)
+      : f.tagName === 'SELECT' ? f.selectedIndex !== Math.max(0, [...f.options].findIndex((o) => o.defaultSelected))
       : (f.type === 'checkbox' || f.type === 'radio') ? f.checked !== f.defaultChecked
       : f.value !== f.defaultValue);
   const busy = () => (main.contains(document.activeElement) && document.activeElement !== main) || typed();
