@@ -116,6 +116,17 @@ fn ffmpeg_needs(media: &MediaConfig) -> Needs {
     Needs::binary("ffmpeg", media.ffmpeg.as_deref()).and(Needs::binary("ffprobe", ffprobe_path(media).as_deref()))
 }
 
+/// A workspace path argument that names a file; a URL is refused with what to do instead.
+fn file_argument(field: &str, path: &str) -> Result<()> {
+    if path.contains("://") || path.starts_with("data:") {
+        return Err(Error::invalid(format!(
+            "`{field}` takes a file in your workspace, not a URL: save the file there first"
+        ))
+        .with_field(field));
+    }
+    Ok(())
+}
+
 /// Whether `[media.tools]` names a provider for `tool`.
 fn served(media: &MediaConfig, tool: &str) -> Needs {
     Needs::unless(

@@ -121,17 +121,6 @@ fn thousands(n: u64) -> String {
     out
 }
 
-/// A workspace path argument that names a file; a URL is refused with what to do instead.
-fn file_argument(field: &str, path: &str) -> Result<()> {
-    if path.contains("://") || path.starts_with("data:") {
-        return Err(Error::invalid(format!(
-            "`{field}` takes a file in your workspace, not a URL: save the file there first"
-        ))
-        .with_field(field));
-    }
-    Ok(())
-}
-
 fn check_input(tool: &str, entry: &FileEntry) -> Result<()> {
     if entry.bytes > MAX_INPUT_BYTES {
         return Err(Error::invalid(format!(
@@ -217,9 +206,9 @@ impl Tool for MediaTranscribe {
             ))
             .with_field("max_secs"));
         }
-        file_argument("audio_or_video", &args.audio_or_video)?;
+        super::file_argument("audio_or_video", &args.audio_or_video)?;
         if let Some(out) = &args.out_path {
-            file_argument("out_path", out)?;
+            super::file_argument("out_path", out)?;
             crate::workspace::check_relative(out).map_err(|e| e.with_field("out_path"))?;
         }
         let Some(_) = known_mime(&args.audio_or_video) else {
@@ -342,7 +331,7 @@ impl Tool for SpeechToText {
     async fn run(&self, ctx: CallContext, args: SpeechToTextArgs) -> Result<Value> {
         const TOOL: &str = "speech_to_text";
         check_text_args(&args.language, &args.prompt)?;
-        file_argument("audio_or_video", &args.audio_or_video)?;
+        super::file_argument("audio_or_video", &args.audio_or_video)?;
         let media = ctx.kernel.media();
         let (provider_name, provider) = media.provider_for(TOOL)?;
         let workspaces = ctx.kernel.workspaces();

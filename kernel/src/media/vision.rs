@@ -37,16 +37,6 @@ fn image_mime(path: &str) -> Option<&'static str> {
     IMAGES.iter().find(|(e, _)| *e == ext).map(|(_, m)| *m)
 }
 
-fn file_argument(field: &str, path: &str) -> Result<()> {
-    if path.contains("://") || path.starts_with("data:") {
-        return Err(Error::invalid(format!(
-            "`{field}` takes a file in your workspace, not a URL: save the file there first"
-        ))
-        .with_field(field));
-    }
-    Ok(())
-}
-
 /// An image of the workspace: its bytes and MIME type, refused when too large or not an image.
 async fn read_image(ctx: &CallContext, field: &str, path: &str) -> Result<(Vec<u8>, &'static str)> {
     let Some(mime) = image_mime(path) else {
@@ -99,7 +89,7 @@ impl Tool for ImageAnalyze {
                 Error::invalid(format!("a question of 1 to {MAX_QUESTION_CHARS} characters")).with_field("question")
             );
         }
-        file_argument("image", &args.image)?;
+        super::file_argument("image", &args.image)?;
         let media = ctx.kernel.media();
         let (name, provider) = media.provider_for(TOOL)?;
         let image = read_image(&ctx, "image", &args.image).await?;
@@ -134,7 +124,7 @@ impl Tool for MediaDescribe {
     async fn run(&self, ctx: CallContext, args: MediaDescribeArgs) -> Result<Value> {
         const TOOL: &str = "media_describe";
         let path = &args.image_or_video;
-        file_argument("image_or_video", path)?;
+        super::file_argument("image_or_video", path)?;
         let media = ctx.kernel.media();
         let (name, provider) = media.provider_for(TOOL)?;
         let model = media.model_for(TOOL, DEFAULT_MODEL);
