@@ -86,7 +86,9 @@ impl Agents {
     /// Applies the type `name` to every agent made from it, or (`dry_run`) only says what
     /// that would change.
     pub async fn apply_type(&self, name: &str, req: &ApplyRequest) -> Result<TypeApplication> {
-        let _w = self.write.lock().await;
+        // Only applying writes: a preview (every editor page shows one) reads the cached
+        // state without waiting on writers.
+        let _w = if req.dry_run { None } else { Some(self.write.lock().await) };
         let agent_type = self.get_type(name)?;
         if !req.dry_run
             && let Some(expected) = req.expected_updated_at.as_deref()

@@ -46,6 +46,18 @@ fn tone(path: &Path, secs: u32) {
     );
 }
 
+/// A test-pattern video of `secs` seconds (MPEG-4), with a tone as its audio track if asked.
+fn video(path: &Path, secs: u32, with_audio: bool) {
+    let picture = format!("testsrc=duration={secs}:size=320x240:rate=10");
+    let mut args = vec!["-v", "error", "-y", "-f", "lavfi", "-i", &picture];
+    let sound = format!("sine=frequency=500:duration={secs}");
+    if with_audio {
+        args.extend(["-f", "lavfi", "-i", &sound, "-c:a", "aac", "-shortest"]);
+    }
+    args.extend(["-c:v", "mpeg4", path.to_str().unwrap()]);
+    run("ffmpeg", &args);
+}
+
 fn transcriptions(llm: &FakeLlm) -> Vec<Value> {
     llm.requests().into_iter().filter(|r| r.protocol == "transcription").map(|r| r.body).collect()
 }
@@ -131,29 +143,7 @@ async fn speech_and_video_are_transcribed_and_an_unknown_extension_is_refused_or
     let ear = agent_from(&api, json!({"name": "ear", "tools": ["media_transcribe", "speech_to_text"]})).await;
     let dir = workspace(&home, &ear);
     run("espeak-ng", &["-w", dir.join("hello.wav").to_str().unwrap(), "Hello from the kennel."]);
-    let video = dir.join("clip.mp4");
-    run(
-        "ffmpeg",
-        &[
-            "-v",
-            "error",
-            "-y",
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc=duration=4:size=160x120:rate=10",
-            "-f",
-            "lavfi",
-            "-i",
-            "sine=frequency=500:duration=4",
-            "-c:v",
-            "mpeg4",
-            "-c:a",
-            "aac",
-            "-shortest",
-            video.to_str().unwrap(),
-        ],
-    );
+    video(&dir.join("clip.mp4"), 4, true);
     std::fs::copy(dir.join("hello.wav"), dir.join("voice.memo")).unwrap();
 
     let spoken = api.invoke(&ear, "speech_to_text", json!({"audio_or_video": "hello.wav", "prompt": "kennel"})).await;
@@ -329,22 +319,7 @@ async fn images_are_asked_about_and_a_video_is_described_from_four_frames_across
     let eye =
         agent_from(&api, json!({"name": "eye", "tools": ["image_generate", "image_analyze", "media_describe"]})).await;
     let dir = workspace(&home, &eye);
-    let video = dir.join("walk.mp4");
-    run(
-        "ffmpeg",
-        &[
-            "-v",
-            "error",
-            "-y",
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc=duration=8:size=320x240:rate=10",
-            "-c:v",
-            "mpeg4",
-            video.to_str().unwrap(),
-        ],
-    );
+    video(&dir.join("walk.mp4"), 8, false);
     let made = api.invoke(&eye, "image_generate", json!({"prompt": "a blue square", "size": "256x256"})).await;
     let image = made.body["content"]["path"].as_str().expect("an image").to_string();
 
