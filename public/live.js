@@ -1,4 +1,5 @@
-// Live chat: while a turn runs, show each model call and tool call as it happens.
+// Live chat: while a turn runs, show each model call and tool call as it happens, and the
+// reply as the model writes it (the finished message replaces it when the page reloads).
 // Progressive enhancement only: without this file the chat form posts and the page reloads.
 document.addEventListener('submit', (event) => {
   const form = event.target;
@@ -16,8 +17,30 @@ document.addEventListener('submit', (event) => {
   log.replaceChildren();
   button.disabled = true;
   const events = new EventSource(form.dataset.live);
+  // The reply streams into a bubble of its own; a tool call ends it, so text the model
+  // writes after the call starts a new one. Model text is set as text, never as HTML.
+  const chatLog = document.querySelector('.chat-log');
+  let bubble = null;
+  events.addEventListener('text_delta', (e) => {
+    if (!bubble) {
+      const div = document.createElement('div');
+      div.className = 'msg assistant streaming';
+      const who = document.createElement('span');
+      who.className = 'who';
+      who.textContent = 'Agent (writing…)';
+      bubble = document.createElement('p');
+      div.append(who, bubble);
+      chatLog.appendChild(div);
+    }
+    bubble.textContent += JSON.parse(e.data).text;
+  });
+  events.addEventListener('compacted', (e) => {
+    const d = JSON.parse(e.data);
+    line(`compacted to fit the context window: ${d.summarised} messages summarised, ${d.stubbed} tool results stubbed`);
+  });
   events.addEventListener('model_call', (e) => line(`model call ${JSON.parse(e.data).iteration}…`));
   events.addEventListener('tool_call_started', (e) => {
+    bubble = null;
     const d = JSON.parse(e.data);
     line(`→ ${d.name} ${JSON.stringify(d.arguments)}`);
   });

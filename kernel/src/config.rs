@@ -135,11 +135,20 @@ pub struct KernelConfig {
     /// `max_tokens` asked of the model for each reply.
     #[serde(deserialize_with = "in_range::<_, 16, 1000000>")]
     pub max_reply_tokens: u64,
+    /// Agents spawned for one workflow step are removed this long after they stop (their
+    /// sessions and audit rows stay).
+    #[serde(deserialize_with = "in_range::<_, 0, 87600>")]
+    pub ephemeral_retention_hours: u64,
 }
 
 impl Default for KernelConfig {
     fn default() -> Self {
-        KernelConfig { max_agent_call_depth: 5, max_turn_iterations: 50, max_reply_tokens: 4096 }
+        KernelConfig {
+            max_agent_call_depth: 5,
+            max_turn_iterations: 50,
+            max_reply_tokens: 4096,
+            ephemeral_retention_hours: 24,
+        }
     }
 }
 
@@ -278,6 +287,27 @@ pub struct ProviderConfig {
     /// Retries after a 429, a 5xx or a dropped connection, with backoff.
     #[serde(default = "default_max_retries", deserialize_with = "in_range::<_, 0, 10>")]
     pub max_retries: u64,
+    /// Ask for the reply as a stream of tokens (SSE). `false`, or a server that answers in
+    /// one piece anyway, gives the same turn events when the reply is complete.
+    #[serde(default = "default_stream")]
+    pub stream: bool,
+    /// What is known of each model: `[providers.NAME.models.MODEL]`.
+    #[serde(default)]
+    pub models: BTreeMap<String, ModelConfig>,
+}
+
+/// `[providers.NAME.models.MODEL]`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// The model's context window in tokens (prompt and reply together). Unset: the known
+    /// default of its family, else what the provider's first refusal says.
+    #[serde(default, deserialize_with = "optional_in_range::<_, 256, 100000000>")]
+    pub context_tokens: Option<u64>,
+}
+
+fn default_stream() -> bool {
+    true
 }
 
 impl Default for A2aConfig {
@@ -359,6 +389,10 @@ fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
+fn optional_in_range<'de, D: Deserializer<'de>, const MIN: u64, const MAX: u64>(d: D) -> Result<Option<u64>, D::Error> {
+    in_range::<D, MIN, MAX>(d).map(Some)
+}
+
 fn in_range<'de, D: Deserializer<'de>, const MIN: u64, const MAX: u64>(d: D) -> Result<u64, D::Error> {
     let value = u64::deserialize(d)?;
     if (MIN..=MAX).contains(&value) {
@@ -385,6 +419,7 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # The most model calls one turn may make (an agent type's limits.max_iterations can lower it).
 # max_turn_iterations = 50
 # max_reply_tokens = 4096
+# ephemeral_retention_hours = 24   # workflow step agents are removed this long after they stop
 
 # [task_board]
 # claim_ttl_secs = 600
@@ -440,6 +475,9 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # api_key_env = "OPENAI_API_KEY"
 # timeout_secs = 120
 # max_retries = 3                        # after 429 / 5xx, with backoff
+# stream = true                          # tokens as they come (false: the reply in one piece)
+# [providers.openai.models.gpt-4o]
+# context_tokens = 128000                # unset: the family's known window, else learned
 #
 # [providers.anthropic]
 # kind = "anthropic"

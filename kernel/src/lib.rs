@@ -118,7 +118,7 @@ impl Kernel {
         let agents = Arc::new(Agents::load(db.clone(), config.providers.keys().cloned().collect()).await?);
         let kernel = Kernel(Arc::new(Inner {
             providers,
-            turns: Turns::default(),
+            turns: Turns::load(&db).await?,
             workflows: workflow::Workflows::new(db.clone()),
             a2a: a2a::A2aTasks::new(db.clone()),
             tasks: tasks::TaskBoard::new(db.clone(), agents.clone()),
@@ -158,9 +158,11 @@ impl Kernel {
     /// opening the same home must not fire schedules or mark the daemon's running work
     /// interrupted.
     pub fn start_background(&self) {
+        turn::recover(self);
         tasks::start_sweeper(self);
         schedule::runner::start(self);
         a2a::start(self);
+        agent::start_ephemeral_sweeper(self);
     }
 
     /// Re-reads the state another process may have changed.
@@ -307,9 +309,14 @@ impl Kernel {
     }
 
     /// Runs one turn of `agent` (by id, or running agent by name).
+    /// The turn runs on a task of its own: a client that hangs up (a closed browser tab, a
+    /// timed-out script) never cancels it; stopping the agent does.
     pub async fn send_message(&self, agent: &str, req: TurnRequest) -> Result<TurnResult> {
         let agent = self.0.agents.get(agent)?;
-        turn::run(self, agent, req).await
+        let kernel = self.clone();
+        tokio::spawn(async move { turn::run(&kernel, agent, req).await })
+            .await
+            .map_err(|e| Error::internal(format_args!("a turn's task ended abnormally: {e}")))?
     }
 
     /// Spawns an agent and puts its manifest's `[[cron]]` jobs in the schedule store. The

@@ -89,8 +89,11 @@ def state_name(state) -> str:
 
 
 async def follow(stream) -> dict:
-    """Reads a stream of StreamResponse to its end: the kinds seen, the last state and text."""
+    """Reads a stream of StreamResponse to its end: the kinds seen, the last state, the text of
+    the artifacts as the spec builds them (`append` adds to an artifact, otherwise it is
+    replaced), and the text of the pieces streamed before the last chunk."""
     kinds, state, texts, task_id = [], None, [], None
+    artifacts, pieces = {}, []
     async for response in stream:
         kind = response.WhichOneof("payload")
         kinds.append(kind)
@@ -99,10 +102,16 @@ async def follow(stream) -> dict:
         elif kind == "status_update":
             state, task_id = state_name(response.status_update.status.state), response.status_update.task_id
         elif kind == "artifact_update":
-            texts.extend(p.text for p in response.artifact_update.artifact.parts if p.text)
+            update = response.artifact_update
+            text = "".join(p.text for p in update.artifact.parts if p.text)
+            if not update.last_chunk:
+                pieces.append(text)
+            artifact = update.artifact.artifact_id
+            artifacts[artifact] = artifacts.get(artifact, "") + text if update.append else text
         elif kind == "message":
             texts.append(get_message_text(response.message))
-    return {"kinds": kinds, "state": state, "text": "\n".join(texts), "task_id": task_id}
+    texts.extend(artifacts.values())
+    return {"kinds": kinds, "state": state, "text": "\n".join(texts), "task_id": task_id, "pieces": pieces}
 
 
 async def send(args) -> dict:

@@ -10,7 +10,12 @@
 //! MP3 for a model named `…music…`, an MP4 otherwise); a prompt containing `fail` fails.
 //!
 //! Each test scripts the replies in order (text, tool calls, an HTTP error) and reads back
-//! every request the daemon sent, to assert what the model was shown. The same server runs as
+//! every request the daemon sent, to assert what the model was shown. A request with
+//! `"stream": true` is answered as each vendor streams: OpenAI's `chat.completion.chunk`s
+//! (text and tool-call argument pieces, the usage chunk when `stream_options.include_usage`,
+//! `[DONE]`) and Anthropic's `message_start` … `message_stop` events. With a context limit
+//! set, a request longer than it (a token per four bytes of its messages, system prompt and
+//! tools, plus its `max_tokens`) is refused as each vendor refuses it. The same server runs as
 //! the `fake-llm` binary for the dashboard's end-to-end tests, scripted over HTTP:
 //! `POST /_script` (a JSON array of [`Scripted`]), `GET /_requests`, `GET /_requests/count`.
 
@@ -48,6 +53,9 @@ pub enum Scripted {
     },
     /// Wait this long before answering with the next scripted reply.
     Delay { millis: u64 },
+    /// A text answer streamed a word at a time, `piece_millis` apart (in one piece, after
+    /// all that time, to a request that does not stream).
+    SlowText { text: String, piece_millis: u64 },
 }
 
 impl Scripted {
@@ -72,6 +80,10 @@ pub struct Recorded {
     pub protocol: &'static str,
     pub headers: Vec<(String, String)>,
     pub body: Value,
+    /// Refused as longer than the context limit.
+    pub refused: bool,
+    /// Its tokens as the context limit counts them.
+    pub tokens: u64,
 }
 
 impl Recorded {
@@ -114,6 +126,10 @@ struct Shared {
     fallback: Mutex<Option<Scripted>>,
     /// Replicate-style predictions by id.
     predictions: Mutex<std::collections::HashMap<String, FakePrediction>>,
+    /// Requests longer than this many tokens are refused.
+    context_limit: Mutex<Option<u64>>,
+    /// Streams the daemon closed before their end.
+    cut_streams: std::sync::atomic::AtomicU64,
 }
 
 /// A prediction's output file extension, how often it was read, and why it fails, if it does.
@@ -144,6 +160,7 @@ impl FakeLlm {
             .route("/v1/predictions/{id}", get(read_prediction))
             .route("/files/{file}", get(prediction_file))
             .route("/_script", post(push_script))
+            .route("/_context_limit", post(set_context_limit_route))
             .route("/_requests", get(list_requests))
             .route("/_requests/count", get(count_requests))
             // Transcription uploads are up to 20 MB of audio.
@@ -179,6 +196,16 @@ impl FakeLlm {
         *self.shared.fallback.lock().expect("fallback") = Some(reply);
     }
 
+    /// Refuse requests longer than `tokens` (`None`: any length).
+    pub fn set_context_limit(&self, tokens: Option<u64>) {
+        *self.shared.context_limit.lock().expect("limit") = tokens;
+    }
+
+    /// How many streamed replies the daemon closed before their end.
+    pub fn cut_streams(&self) -> u64 {
+        self.shared.cut_streams.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     pub fn requests(&self) -> Vec<Recorded> {
         self.shared.requests.lock().expect("requests").clone()
     }
@@ -201,9 +228,92 @@ async fn list_requests(State(shared): State<Arc<Shared>>) -> Json<Value> {
     Json(serde_json::to_value(&*shared.requests.lock().expect("requests")).expect("json"))
 }
 
+async fn set_context_limit_route(State(shared): State<Arc<Shared>>, Json(limit): Json<Option<u64>>) -> StatusCode {
+    *shared.context_limit.lock().expect("limit") = limit;
+    StatusCode::NO_CONTENT
+}
+
 fn record(shared: &Shared, protocol: &'static str, headers: &HeaderMap, body: &Value) {
+    record_chat(shared, protocol, headers, body, false, 0);
+}
+
+fn record_chat(shared: &Shared, protocol: &'static str, headers: &HeaderMap, body: &Value, refused: bool, tokens: u64) {
     let headers = headers.iter().map(|(k, v)| (k.to_string(), v.to_str().unwrap_or_default().to_string())).collect();
-    shared.requests.lock().expect("requests").push(Recorded { protocol, headers, body: body.clone() });
+    shared.requests.lock().expect("requests").push(Recorded { protocol, headers, body: body.clone(), refused, tokens });
+}
+
+/// A chat request's tokens as the fake counts them: a token per four bytes of what the
+/// model reads (messages, system prompt, tools), plus the reply it may write (`max_tokens`).
+fn chat_tokens(body: &Value) -> u64 {
+    let read: usize =
+        ["messages", "system", "tools"].iter().map(|k| body.get(*k).map_or(0, |v| v.to_string().len())).sum();
+    (read as u64).div_ceil(4) + body["max_tokens"].as_u64().unwrap_or(0)
+}
+
+/// Records a chat request; the vendor's refusal when it is over the context limit.
+fn admit(shared: &Shared, protocol: &'static str, headers: &HeaderMap, body: &Value) -> Option<Response> {
+    let tokens = chat_tokens(body);
+    let limit = *shared.context_limit.lock().expect("limit");
+    let over = limit.filter(|&l| tokens > l);
+    record_chat(shared, protocol, headers, body, over.is_some(), tokens);
+    let limit = over?;
+    let body = match protocol {
+        "anthropic" => json!({"type": "error", "error": {"type": "invalid_request_error",
+            "message": format!("prompt is too long: {tokens} tokens > {limit} maximum")}}),
+        _ => json!({"error": {"message": format!(
+            "This model's maximum context length is {limit} tokens. However, you requested {tokens} tokens. Please reduce the length of the messages or completion."),
+            "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}),
+    };
+    Some(error_response(400, body.to_string(), None))
+}
+
+/// A streamed answer: `events` (SSE text each) sent `gap` apart; counts a stream the
+/// daemon closes before its end.
+fn event_stream(shared: &Arc<Shared>, events: Vec<String>, gap: Duration) -> Response {
+    struct Watch {
+        shared: Arc<Shared>,
+        done: std::cell::Cell<bool>,
+    }
+    impl Drop for Watch {
+        fn drop(&mut self) {
+            if !self.done.get() {
+                self.shared.cut_streams.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    }
+    let watch = Watch { shared: shared.clone(), done: std::cell::Cell::new(false) };
+    let stream =
+        futures_util::stream::unfold((events.into_iter(), watch, true), move |(mut events, watch, first)| async move {
+            let Some(event) = events.next() else {
+                watch.done.set(true);
+                return None;
+            };
+            if !first && !gap.is_zero() {
+                tokio::time::sleep(gap).await;
+            }
+            Some((Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(event)), (events, watch, false)))
+        });
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .body(axum::body::Body::from_stream(stream))
+        .expect("a streamed response")
+}
+
+/// Words with their following space, so the pieces join back into the text.
+fn pieces(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut piece = String::new();
+    for c in text.chars() {
+        piece.push(c);
+        if c == ' ' {
+            out.push(std::mem::take(&mut piece));
+        }
+    }
+    if !piece.is_empty() {
+        out.push(piece);
+    }
+    out
 }
 
 /// The next reply, after any scripted delays.
@@ -232,48 +342,131 @@ fn script_exhausted() -> Response {
 }
 
 async fn openai(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
-    record(&shared, "openai", &headers, &body);
-    let message = match next(&shared).await {
+    if let Some(refusal) = admit(&shared, "openai", &headers, &body) {
+        return refusal;
+    }
+    let (text, calls, gap) = match next(&shared).await {
         None => return script_exhausted(),
         Some(Scripted::Error { status, body, retry_after }) => return error_response(status, body, retry_after),
-        Some(Scripted::Text { text }) => json!({"role": "assistant", "content": text}),
-        Some(Scripted::ToolCalls { calls, text }) => {
-            let calls: Vec<Value> = calls
-                .iter()
-                .enumerate()
-                .map(|(i, (name, args))| {
-                    json!({"id": format!("call_{i}_{}", uuid_like()), "type": "function",
-                           "function": {"name": name, "arguments": args.to_string()}})
-                })
-                .collect();
-            json!({"role": "assistant", "content": text, "tool_calls": calls})
-        }
+        Some(Scripted::Text { text }) => (Some(text), Vec::new(), 0),
+        Some(Scripted::SlowText { text, piece_millis }) => (Some(text), Vec::new(), piece_millis),
+        Some(Scripted::ToolCalls { calls, text }) => (text, calls, 0),
         Some(Scripted::Delay { .. }) => unreachable!("delays are consumed by next()"),
     };
-    let finish = if message.get("tool_calls").is_some() { "tool_calls" } else { "stop" };
+    let calls: Vec<(String, String, String)> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, (name, args))| (format!("call_{i}_{}", uuid_like()), name.clone(), args.to_string()))
+        .collect();
+    let finish = if calls.is_empty() { "stop" } else { "tool_calls" };
+    let usage = json!({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15});
+    if body["stream"] == json!(true) {
+        let chunk = |delta: Value, finish: Option<&str>| {
+            let c = json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": body["model"],
+                           "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+            format!("data: {c}\n\n")
+        };
+        let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
+        for piece in text.as_deref().map(pieces).unwrap_or_default() {
+            events.push(chunk(json!({"content": piece}), None));
+        }
+        for (i, (id, name, args)) in calls.iter().enumerate() {
+            events.push(chunk(json!({"tool_calls": [{"index": i, "id": id, "type": "function", "function": {"name": name, "arguments": ""}}]}), None));
+            // The arguments in two pieces, as providers split them anywhere.
+            let half = args.char_indices().nth(args.chars().count() / 2).map_or(args.len(), |(at, _)| at);
+            for part in [&args[..half], &args[half..]] {
+                events.push(chunk(json!({"tool_calls": [{"index": i, "function": {"arguments": part}}]}), None));
+            }
+        }
+        events.push(chunk(json!({}), Some(finish)));
+        if body["stream_options"]["include_usage"] == json!(true) {
+            let c = json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [], "usage": usage});
+            events.push(format!("data: {c}\n\n"));
+        }
+        events.push("data: [DONE]\n\n".into());
+        return event_stream(&shared, events, Duration::from_millis(gap));
+    }
+    if gap > 0 {
+        let words = text.as_deref().map_or(0, |t| pieces(t).len()) as u64;
+        tokio::time::sleep(Duration::from_millis(gap * words)).await;
+    }
+    let mut message = json!({"role": "assistant", "content": text});
+    if !calls.is_empty() {
+        message["tool_calls"] = calls
+            .iter()
+            .map(
+                |(id, name, args)| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}}),
+            )
+            .collect();
+    }
     Json(json!({
         "id": "chatcmpl-fake", "object": "chat.completion", "model": body["model"],
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        "usage": usage,
     }))
     .into_response()
 }
 
 async fn anthropic(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
-    record(&shared, "anthropic", &headers, &body);
-    let (content, stop) = match next(&shared).await {
+    if let Some(refusal) = admit(&shared, "anthropic", &headers, &body) {
+        return refusal;
+    }
+    let (text, calls, gap) = match next(&shared).await {
         None => return script_exhausted(),
         Some(Scripted::Error { status, body, retry_after }) => return error_response(status, body, retry_after),
-        Some(Scripted::Text { text }) => (vec![json!({"type": "text", "text": text})], "end_turn"),
-        Some(Scripted::ToolCalls { calls, text }) => {
-            let mut blocks: Vec<Value> = text.into_iter().map(|t| json!({"type": "text", "text": t})).collect();
-            blocks.extend(calls.iter().enumerate().map(|(i, (name, args))| {
-                json!({"type": "tool_use", "id": format!("toolu_{i}_{}", uuid_like()), "name": name, "input": args})
-            }));
-            (blocks, "tool_use")
-        }
+        Some(Scripted::Text { text }) => (Some(text), Vec::new(), 0),
+        Some(Scripted::SlowText { text, piece_millis }) => (Some(text), Vec::new(), piece_millis),
+        Some(Scripted::ToolCalls { calls, text }) => (text, calls, 0),
         Some(Scripted::Delay { .. }) => unreachable!("delays are consumed by next()"),
     };
+    let calls: Vec<(String, String, Value)> = calls
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, args))| (format!("toolu_{i}_{}", uuid_like()), name, args))
+        .collect();
+    let stop = if calls.is_empty() { "end_turn" } else { "tool_use" };
+    if body["stream"] == json!(true) {
+        let event = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
+        let mut events = vec![event(
+            "message_start",
+            json!({"type": "message_start", "message": {
+            "id": "msg_fake", "type": "message", "role": "assistant", "model": body["model"], "content": [],
+            "stop_reason": null, "usage": {"input_tokens": 10, "output_tokens": 1, "cache_read_input_tokens": 0}}}),
+        )];
+        let mut index = 0;
+        if let Some(text) = &text {
+            events.push(event(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}),
+            ));
+            events.push(event("ping", json!({"type": "ping"})));
+            for piece in pieces(text) {
+                events.push(event("content_block_delta", json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}})));
+            }
+            events.push(event("content_block_stop", json!({"type": "content_block_stop", "index": index})));
+            index += 1;
+        }
+        for (id, name, args) in &calls {
+            events.push(event("content_block_start", json!({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}})));
+            events.push(event("content_block_delta", json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": args.to_string()}})));
+            events.push(event("content_block_stop", json!({"type": "content_block_stop", "index": index})));
+            index += 1;
+        }
+        events.push(event(
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 5}}),
+        ));
+        events.push(event("message_stop", json!({"type": "message_stop"})));
+        return event_stream(&shared, events, Duration::from_millis(gap));
+    }
+    if gap > 0 {
+        let words = text.as_deref().map_or(0, |t| pieces(t).len()) as u64;
+        tokio::time::sleep(Duration::from_millis(gap * words)).await;
+    }
+    let mut content: Vec<Value> = text.into_iter().map(|t| json!({"type": "text", "text": t})).collect();
+    content.extend(
+        calls.iter().map(|(id, name, args)| json!({"type": "tool_use", "id": id, "name": name, "input": args})),
+    );
     Json(json!({
         "id": "msg_fake", "type": "message", "role": "assistant", "model": body["model"],
         "content": content, "stop_reason": stop,

@@ -7,7 +7,7 @@ use kennel_kernel::canvas::Canvas;
 use kennel_kernel::error::FieldError;
 use kennel_kernel::llm::Message;
 use kennel_kernel::schedule::Schedule;
-use kennel_kernel::session::{Failure, Origin, Session, StoredMessage};
+use kennel_kernel::session::{Compaction, Failure, Origin, Session, StoredMessage};
 use kennel_kernel::workspace::{FileEntry, Inert, Listing};
 use leptos::prelude::*;
 
@@ -28,6 +28,20 @@ pub struct AgentsPage {
     pub types: Vec<Arc<AgentType>>,
     pub form: SpawnForm,
     pub errors: Vec<FieldError>,
+    /// Whether workflow step agents are shown, and how many are kept.
+    pub with_ephemeral: bool,
+    pub ephemeral: usize,
+}
+
+/// The switch between the agents list with and without the agents spawned for workflow steps.
+fn ephemeral_link(shown: bool, count: usize) -> Option<impl IntoView> {
+    match (shown, count) {
+        (false, 0) => None,
+        (false, n) => Some(view! {
+            <p class="muted"><a href="/agents?ephemeral=1">{format!("Show the {n} workflow step agent{}", if n == 1 { "" } else { "s" })}</a>" (removed a while after they stop)"</p>
+        }.into_any()),
+        (true, _) => Some(view! { <p class="muted"><a href="/agents">"Hide workflow step agents"</a></p> }.into_any()),
+    }
 }
 
 pub fn render_list(meta: PageMeta, page: AgentsPage) -> String {
@@ -39,9 +53,10 @@ pub fn render_list(meta: PageMeta, page: AgentsPage) -> String {
         .map(|a| {
             let stop = lifecycle_buttons(a, &csrf);
             let status = if a.is_running() { "running" } else { "stopped" };
+            let step = a.ephemeral.then(|| view! { <span class="tag">"workflow step"</span> });
             view! {
                 <tr>
-                    <td><a href=format!("/agents/{}", a.id)>{a.name.clone()}</a></td>
+                    <td><a href=format!("/agents/{}", a.id)>{a.name.clone()}</a>" "{step}</td>
                     <td>{a.agent_type.clone()}</td>
                     <td><span class=format!("status {status}")>{status}</span></td>
                     <td>{a.goal.clone().unwrap_or_default()}</td>
@@ -75,6 +90,7 @@ pub fn render_list(meta: PageMeta, page: AgentsPage) -> String {
                         </table>
                     </div>
                     <Pager shown paging=page.paging/>
+                    {ephemeral_link(page.with_ephemeral, page.ephemeral)}
                 </section>
                 <section class="card">
                     <h2>"Spawn an agent"</h2>
@@ -108,6 +124,8 @@ pub struct AgentPage {
     pub messages: Vec<StoredMessage>,
     /// The session's failed turns, shown after the message each left unanswered.
     pub failures: Vec<Failure>,
+    /// Where the session was compacted for the model, shown where each took effect.
+    pub compactions: Vec<Compaction>,
     pub chat_error: Option<String>,
     /// What a refused chat was sending, back in the box.
     pub draft: Option<String>,
@@ -160,14 +178,19 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
         .collect::<Vec<_>>();
     let origin = page.session.as_ref().map_or(Origin::Unlabelled, Session::origin);
     let mut failures = page.failures.into_iter().peekable();
+    let mut compactions = page.compactions.into_iter().peekable();
     let mut chat = Vec::new();
     for m in page.messages {
         let seq = m.seq;
         chat.push(message_view(&id, &origin, m));
+        while let Some(c) = compactions.next_if(|c| compaction_place(c) <= seq) {
+            chat.push(compaction_view(c));
+        }
         while let Some(f) = failures.next_if(|f| f.after_seq <= seq) {
             chat.push(failure_view(f));
         }
     }
+    chat.extend(compactions.map(compaction_view));
     chat.extend(failures.map(failure_view));
     let retry = page.chat_error.is_some() && page.draft.is_some();
     let chat_error = page
@@ -378,12 +401,40 @@ pub fn render_file(meta: PageMeta, page: FilePage) -> String {
     )
 }
 
-/// A failed turn, where it failed: the unanswered message's answer is this error.
+/// A failed turn, where it failed: the unanswered message's answer is this error (or the
+/// note that a restart or crash cut the turn off).
 fn failure_view(f: Failure) -> AnyView {
+    let what = if f.kind == "Interrupted" { "Interrupted" } else { "Failed" };
     view! {
         <div class="msg failed" role="note">
-            <span class="who">{format!("Failed · {}", short_time(&f.created_at))}</span>
+            <span class="who">{format!("{what} · {}", short_time(&f.created_at))}</span>
             <p>{f.message}</p>
+        </div>
+    }
+    .into_any()
+}
+
+/// After which message a compaction is marked: the last one it summarised or stubbed.
+fn compaction_place(c: &Compaction) -> i64 {
+    c.summary_through.max(c.stubbed_through)
+}
+
+/// The marker where the session was compacted to fit the model's context window; the
+/// stored messages above it are all still here, the model was sent the summary instead.
+fn compaction_view(c: Compaction) -> AnyView {
+    let what = match (c.summarised, c.stubbed) {
+        (0, n) => format!("{n} older tool results sent as stubs"),
+        (s, 0) => format!("the {s} messages above sent as a summary"),
+        (s, n) => format!("the {s} messages above sent as a summary, {n} tool results as stubs"),
+    };
+    let summary = c
+        .summary
+        .map(|text| view! { <details><summary>"The summary the model was sent"</summary><p>{text}</p></details> });
+    view! {
+        <div class="msg compacted" role="note">
+            <span class="who">{format!("Compacted to fit the context window · {}", short_time(&c.created_at))}</span>
+            <p>{what}</p>
+            {summary}
         </div>
     }
     .into_any()

@@ -82,6 +82,7 @@ pub fn agent_granted(grants: &[&str], mode: &str) -> Agent {
         goal: None,
         status: AgentStatus::Running,
         parent_id: None,
+        ephemeral: false,
         created_at: String::new(),
         updated_at: String::new(),
     }

@@ -78,8 +78,12 @@ pub struct Task {
 pub enum TaskEvent {
     /// Its state changed; `message` says why it failed.
     Status { state: TaskState, message: Option<String>, timestamp: String },
-    /// The agent's reply, whole (sent just before the `Completed` status).
+    /// The agent's reply, whole (sent just before the `Completed` status): it replaces the
+    /// pieces streamed before it.
     Artifact { text: String },
+    /// A piece of the reply's text as the model streams it, into the same artifact: the first
+    /// piece starts it (`append: false`), the others add to it.
+    ArtifactChunk { text: String, append: bool },
 }
 
 /// Which of an agent's tasks `ListTasks` asks for.
@@ -364,8 +368,14 @@ async fn run(kernel: Kernel, agent: Arc<Agent>, id: Uuid, turn: TurnRequest, eve
     let mut listening = true;
     let running = crate::turn::run(&kernel, agent.clone(), turn);
     tokio::pin!(running);
+    let streamed = std::sync::atomic::AtomicBool::new(false);
     let tell = |event: &AgentEvent| {
         if Some(event.session_id) != session {
+            return;
+        }
+        if let EventKind::TextDelta { text, .. } = &event.kind {
+            let append = streamed.swap(true, std::sync::atomic::Ordering::Relaxed);
+            let _ = events.send(TaskEvent::ArtifactChunk { text: text.clone(), append });
             return;
         }
         if let Some(text) = progress_text(&event.kind) {

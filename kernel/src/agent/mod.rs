@@ -6,6 +6,7 @@
 //! the capability gate) never wait on SQLite.
 
 mod apply;
+pub(crate) mod delivery;
 pub mod manifest;
 mod store;
 pub mod tools;
@@ -65,6 +66,9 @@ pub struct Agent {
     pub goal: Option<String>,
     pub status: AgentStatus,
     pub parent_id: Option<Uuid>,
+    /// Spawned for one workflow step: hidden from default lists, removed
+    /// `[kernel] ephemeral_retention_hours` after it stops.
+    pub ephemeral: bool,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -97,6 +101,8 @@ pub struct SpawnRequest {
     pub parent: Option<AgentId>,
     /// Replaces the type's tool grants (a child's are narrowed to what its parent may use).
     pub tools: Option<Vec<crate::capability::Grant>>,
+    /// For one workflow step (see [`Agent::ephemeral`]).
+    pub ephemeral: bool,
 }
 
 const MAX_GOAL: usize = 10_000;
@@ -263,9 +269,32 @@ impl Agents {
         all
     }
 
-    /// A page of the agents, oldest first (ids are time-ordered, so their text sorts so too).
-    pub fn page(&self, page: &PageRequest) -> Result<Page<Arc<Agent>>> {
-        Ok(Page::of_sorted(self.list(), page, page.after(Key::Id)?, |a| a.id.to_string()))
+    /// A page of the agents, oldest first (ids are time-ordered, so their text sorts so too);
+    /// workflow step agents only when asked for.
+    pub fn page(&self, page: &PageRequest, with_ephemeral: bool) -> Result<Page<Arc<Agent>>> {
+        let agents = self.list().into_iter().filter(|a| with_ephemeral || !a.ephemeral).collect();
+        Ok(Page::of_sorted(agents, page, page.after(Key::Id)?, |a| a.id.to_string()))
+    }
+
+    /// How many workflow step agents are kept (hidden from default lists).
+    pub fn ephemeral_count(&self) -> usize {
+        self.read().agents.values().filter(|a| a.ephemeral && a.status != AgentStatus::Removed).count()
+    }
+
+    /// Removes the stopped workflow step agents that stopped before `before` (RFC 3339): their
+    /// records stay for the sessions and audit rows that name them. How many it removed.
+    pub async fn remove_stopped_ephemeral(&self, before: &str) -> Result<usize> {
+        let due: Vec<Uuid> = self
+            .read()
+            .agents
+            .values()
+            .filter(|a| a.ephemeral && a.status == AgentStatus::Stopped && a.updated_at.as_str() < before)
+            .map(|a| a.id)
+            .collect();
+        for id in &due {
+            self.remove(&id.to_string()).await?;
+        }
+        Ok(due.len())
     }
 
     /// Finds an agent by id, or a running agent by name. A removed agent is not found.
@@ -360,6 +389,7 @@ impl Agents {
             goal: req.goal.filter(|g| !g.is_empty()),
             status: AgentStatus::Running,
             parent_id: req.parent,
+            ephemeral: req.ephemeral,
             created_at: now.clone(),
             updated_at: now,
         };
@@ -493,6 +523,28 @@ impl Agents {
         self.state.write().expect("agent state lock").agents.insert(agent.id, agent.clone());
         agent
     }
+}
+
+/// How often stopped workflow step agents past their retention are looked for.
+const EPHEMERAL_SWEEP: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Removes stopped workflow step agents `[kernel] ephemeral_retention_hours` after they
+/// stopped, at start and every ten minutes.
+pub(crate) fn start_ephemeral_sweeper(kernel: &crate::Kernel) {
+    let kernel = kernel.clone();
+    tokio::spawn(async move {
+        let retention = chrono::Duration::hours(kernel.config().kernel.ephemeral_retention_hours as i64);
+        let mut tick = tokio::time::interval(EPHEMERAL_SWEEP);
+        loop {
+            tick.tick().await;
+            let before = crate::db::timestamp(chrono::Utc::now() - retention);
+            match kernel.agents().remove_stopped_ephemeral(&before).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(agents = n, "workflow step agents past their retention were removed"),
+                Err(e) => tracing::warn!(error = %e, "removing old workflow step agents failed"),
+            }
+        }
+    });
 }
 
 /// Validates a manifest on the blocking pool: its `[[cron]]` blocks are parsed and checked

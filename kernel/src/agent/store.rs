@@ -57,7 +57,7 @@ pub(super) async fn delete_type(db: &Db, name: &str) -> Result<()> {
 
 pub(super) async fn load_agents(db: &Db) -> Result<Vec<Agent>> {
     let rows = sqlx::query(
-        "SELECT id, name, agent_type, manifest, goal, status, parent_id, created_at, updated_at FROM agents",
+        "SELECT id, name, agent_type, manifest, goal, status, parent_id, ephemeral, created_at, updated_at FROM agents",
     )
     .fetch_all(db.pool())
     .await?;
@@ -73,6 +73,7 @@ pub(super) async fn load_agents(db: &Db) -> Result<Vec<Agent>> {
                 goal: r.try_get("goal")?,
                 status: AgentStatus::parse(r.try_get("status")?)?,
                 parent_id: parent.as_deref().map(parse_id).transpose()?,
+                ephemeral: r.try_get::<i64, _>("ephemeral")? != 0,
                 created_at: r.try_get("created_at")?,
                 updated_at: r.try_get("updated_at")?,
             })
@@ -86,8 +87,8 @@ fn parse_id(s: &str) -> Result<uuid::Uuid> {
 
 pub(super) async fn insert_agent(db: &Db, a: &Agent) -> Result<()> {
     sqlx::query(
-        "INSERT INTO agents (id, name, agent_type, manifest, goal, status, parent_id, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        "INSERT INTO agents (id, name, agent_type, manifest, goal, status, parent_id, ephemeral, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
     )
     .bind(a.id.to_string())
     .bind(&a.name)
@@ -96,6 +97,7 @@ pub(super) async fn insert_agent(db: &Db, a: &Agent) -> Result<()> {
     .bind(&a.goal)
     .bind(a.status.as_str())
     .bind(a.parent_id.map(|p| p.to_string()))
+    .bind(i64::from(a.ephemeral))
     .bind(&a.created_at)
     .bind(&a.updated_at)
     .execute(db.pool())
@@ -131,4 +133,68 @@ pub(super) async fn update_agent(db: &Db, a: &Agent) -> Result<()> {
         .execute(db.pool())
         .await?;
     Ok(())
+}
+
+/// An async `agent_send` in flight (`delivery.rs`).
+pub(super) async fn insert_delivery(db: &Db, d: &super::delivery::Delivery) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO agent_deliveries (id, from_agent, reply_to, to_agent, session_id, message, depth, chain, attempts, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+    )
+    .bind(d.id.to_string())
+    .bind(d.from_agent.to_string())
+    .bind(d.reply_to.to_string())
+    .bind(d.to_agent.to_string())
+    .bind(d.session.to_string())
+    .bind(&d.message)
+    .bind(i64::from(d.depth))
+    .bind(serde_json::to_string(&d.chain).expect("ids serialise"))
+    .bind(i64::from(d.attempts))
+    .bind(crate::db::now())
+    .execute(db.pool())
+    .await?;
+    Ok(())
+}
+
+pub(super) async fn set_delivery_attempts(db: &Db, id: uuid::Uuid, attempts: u32) -> Result<()> {
+    sqlx::query("UPDATE agent_deliveries SET attempts = $2 WHERE id = $1")
+        .bind(id.to_string())
+        .bind(i64::from(attempts))
+        .execute(db.pool())
+        .await?;
+    Ok(())
+}
+
+pub(super) async fn delete_delivery(db: &Db, id: uuid::Uuid) -> Result<()> {
+    sqlx::query("DELETE FROM agent_deliveries WHERE id = $1").bind(id.to_string()).execute(db.pool()).await?;
+    Ok(())
+}
+
+/// Every delivery still in flight, oldest first.
+pub(super) async fn deliveries(db: &Db) -> Result<Vec<super::delivery::Delivery>> {
+    let rows = sqlx::query(
+        "SELECT id, from_agent, reply_to, to_agent, session_id, message, depth, chain, attempts
+         FROM agent_deliveries ORDER BY created_at, id",
+    )
+    .fetch_all(db.pool())
+    .await?;
+    rows.iter()
+        .map(|r| {
+            let chain: String = r.try_get("chain")?;
+            let depth: i64 = r.try_get("depth")?;
+            let attempts: i64 = r.try_get("attempts")?;
+            Ok(super::delivery::Delivery {
+                id: parse_id(r.try_get("id")?)?,
+                from_agent: parse_id(r.try_get("from_agent")?)?,
+                reply_to: parse_id(r.try_get("reply_to")?)?,
+                to_agent: parse_id(r.try_get("to_agent")?)?,
+                session: parse_id(r.try_get("session_id")?)?,
+                message: r.try_get("message")?,
+                depth: depth.clamp(0, i64::from(u32::MAX)) as u32,
+                chain: serde_json::from_str(&chain)
+                    .map_err(|e| Error::internal(format_args!("a stored delivery's chain is unreadable: {e}")))?,
+                attempts: attempts.clamp(0, i64::from(u32::MAX)) as u32,
+            })
+        })
+        .collect()
 }

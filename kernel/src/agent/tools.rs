@@ -13,9 +13,8 @@ use super::{Agent, AgentTypeSpec, SpawnRequest};
 use crate::capability::Grant;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::session::Origin;
 use crate::tool::{CallContext, Caller, NoArgs, Registry, Tool, ToolDef};
-use crate::turn::{TurnRequest, TurnResult};
+use crate::turn::TurnRequest;
 
 const FAMILY: &str = "agents";
 
@@ -82,14 +81,14 @@ impl Tool for AgentSend {
         let chain: Vec<Uuid> = ctx.chain.iter().copied().chain([target.id]).collect();
         crate::turn::depth::check(&kernel, depth, &chain, || format!("sending to agent `{}`", target.name))?;
         // One conversation per sender on the receiving side.
-        let session = kernel.sessions().labelled(target.id, &Origin::Agent(ctx.agent.name.clone())).await?;
-        let req = TurnRequest {
-            session: Some(session.id),
-            depth,
-            chain: ctx.chain.to_vec(),
-            ..TurnRequest::headless(args.message, Caller::Agent)
-        };
+        let session = super::delivery::session_for(&kernel, target.id, &ctx.agent.name).await?;
         if !args.is_async {
+            let req = TurnRequest {
+                session: Some(session),
+                depth,
+                chain: ctx.chain.to_vec(),
+                ..TurnRequest::headless(args.message, Caller::Agent)
+            };
             let turn = crate::turn::run(&kernel, target.clone(), req).await?;
             return Ok(
                 json!({ "agent_id": target.id, "reply": turn.reply, "ended": turn.ended, "session_id": turn.session_id }),
@@ -99,23 +98,20 @@ impl Tool for AgentSend {
             Error::unavailable("an async agent_send needs a session to deliver the reply into; use async=false here")
         })?;
         let task_id = Uuid::now_v7();
-        let (from, to) = (ctx.agent.clone(), target.clone());
-        tokio::spawn(async move {
-            let outcome = crate::turn::run(&kernel, to.clone(), req).await;
-            let text = delivery_text(&to, task_id, &outcome);
-            if let Err(e) = kernel.turns().deliver(&kernel, reply_to, &text).await {
-                tracing::warn!(error = %e.message, from = %from.name, to = %to.name, "an agent_send reply could not be delivered");
-            }
-        });
+        let delivery = super::delivery::Delivery {
+            id: task_id,
+            from_agent: ctx.agent.id,
+            reply_to,
+            to_agent: target.id,
+            session,
+            message: args.message,
+            depth,
+            chain: ctx.chain.to_vec(),
+            attempts: 1,
+        };
+        super::delivery::send(&kernel, delivery).await?;
         Ok(json!({ "task_id": task_id, "agent_id": target.id, "status": "sent",
                    "note": "The reply will appear in this conversation when the other agent's turn ends." }))
-    }
-}
-
-fn delivery_text(to: &Agent, task_id: Uuid, outcome: &Result<TurnResult>) -> String {
-    match outcome {
-        Ok(turn) => format!("[Reply from agent `{}` to agent_send task {task_id}]\n{}", to.name, turn.reply),
-        Err(e) => format!("[agent_send task {task_id} to agent `{}` failed] {}", to.name, e.model_text()),
     }
 }
 
@@ -159,6 +155,7 @@ impl Tool for AgentSpawn {
                 goal: args.goal,
                 parent: Some(ctx.agent.id),
                 tools: Some(tools),
+                ephemeral: false,
             })
             .await?;
         Ok(agent_summary(&child))

@@ -2,11 +2,12 @@
 
 use serde_json::{Value, json};
 
-use super::{ChatReply, ChatRequest, Message, ToolCall, Usage};
+use super::sse::SseEvent;
+use super::{ChatReply, ChatRequest, Message, OnDelta, ReplyBuilder, StreamFault, ToolCall, Usage};
 
 pub(super) const API_VERSION: &str = "2023-06-01";
 
-pub(super) fn request_body(req: &ChatRequest<'_>) -> Value {
+pub(super) fn request_body(req: &ChatRequest<'_>, stream: bool) -> Value {
     let cache = json!({"type": "ephemeral"});
     // Consecutive tool results travel together in one user message.
     let mut messages: Vec<Value> = Vec::with_capacity(req.messages.len());
@@ -65,7 +66,79 @@ pub(super) fn request_body(req: &ChatRequest<'_>) -> Value {
         }
         body["tools"] = Value::Array(tools);
     }
+    if stream {
+        body["stream"] = json!(true);
+    }
     body
+}
+
+/// Which of a streamed message's content blocks are tool calls, and which call each is.
+#[derive(Default)]
+pub(super) struct Blocks(std::collections::HashMap<u64, usize>);
+
+/// One streamed event: `message_start` (input usage), `content_block_start` (a text block or
+/// a `tool_use` with its id and name), `content_block_delta` (`text_delta`,
+/// `input_json_delta`), `message_delta` (output usage), `message_stop`, `error`; `ping` and
+/// the rest carry nothing for the reply.
+pub(super) fn stream_event(
+    event: &SseEvent,
+    blocks: &mut Blocks,
+    reply: &mut ReplyBuilder,
+    on_delta: OnDelta<'_>,
+) -> Result<(), StreamFault> {
+    let data: Value =
+        serde_json::from_str(&event.data).map_err(|e| StreamFault::Shape(format!("an event that is not JSON: {e}")))?;
+    let kind = if event.event.is_empty() { data["type"].as_str().unwrap_or_default() } else { event.event.as_str() };
+    let index = data["index"].as_u64().unwrap_or(0);
+    match kind {
+        "message_start" => {
+            let usage = &data["message"]["usage"];
+            reply.usage.input_tokens = usage["input_tokens"].as_u64().unwrap_or(0);
+            reply.usage.cached_tokens = usage["cache_read_input_tokens"].as_u64().unwrap_or(0);
+            reply.usage.output_tokens = usage["output_tokens"].as_u64().unwrap_or(0);
+        }
+        "content_block_start" => {
+            let block = &data["content_block"];
+            match block["type"].as_str() {
+                Some("tool_use") => {
+                    let call = reply.calls.len();
+                    blocks.0.insert(index, call);
+                    let id = block["id"].as_str().ok_or(StreamFault::Shape("a tool_use block without `id`".into()))?;
+                    let name =
+                        block["name"].as_str().ok_or(StreamFault::Shape("a tool_use block without `name`".into()))?;
+                    reply.call(call, Some(id), Some(name), "", on_delta);
+                }
+                Some("text") => reply.text(block["text"].as_str().unwrap_or_default(), on_delta),
+                _ => {}
+            }
+        }
+        "content_block_delta" => {
+            let delta = &data["delta"];
+            match delta["type"].as_str() {
+                Some("text_delta") => reply.text(delta["text"].as_str().unwrap_or_default(), on_delta),
+                Some("input_json_delta") => {
+                    let call = *blocks
+                        .0
+                        .get(&index)
+                        .ok_or(StreamFault::Shape(format!("input for block {index}, which is not a tool_use")))?;
+                    reply.call(call, None, None, delta["partial_json"].as_str().unwrap_or_default(), on_delta);
+                }
+                _ => {}
+            }
+        }
+        "message_delta" => {
+            if let Some(output) = data["usage"]["output_tokens"].as_u64() {
+                reply.usage.output_tokens = output;
+            }
+        }
+        "message_stop" => reply.done = true,
+        "error" => {
+            let message = data["error"]["message"].as_str().map_or_else(|| data.to_string(), str::to_string);
+            return Err(StreamFault::Provider(message));
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 pub(super) fn parse_reply(body: &Value) -> Result<ChatReply, String> {
@@ -113,14 +186,17 @@ mod tests {
             ToolSpec { name: "a".into(), description: "".into(), parameters: json!({"type": "object"}).into() },
             ToolSpec { name: "b".into(), description: "".into(), parameters: json!({"type": "object"}).into() },
         ];
-        let body = request_body(&ChatRequest {
-            model: "m",
-            system: "sys",
-            messages: &messages,
-            tools: &tools,
-            max_tokens: 10,
-            cache_prefix: true,
-        });
+        let body = request_body(
+            &ChatRequest {
+                model: "m",
+                system: "sys",
+                messages: &messages,
+                tools: &tools,
+                max_tokens: 10,
+                cache_prefix: true,
+            },
+            false,
+        );
         assert_eq!(body["messages"].as_array().unwrap().len(), 3);
         assert_eq!(body["messages"][2]["content"][1]["tool_use_id"], "y");
         assert_eq!(body["messages"][2]["content"][1]["is_error"], true);
@@ -139,5 +215,62 @@ mod tests {
         assert_eq!(reply.content.as_deref(), Some("Let me check."));
         assert_eq!(reply.tool_calls[0].name, "system_time");
         assert_eq!(reply.usage.cached_tokens, 8);
+    }
+
+    #[test]
+    fn a_stream_of_events_makes_the_reply() {
+        let events = [
+            (
+                "message_start",
+                r#"{"type":"message_start","message":{"usage":{"input_tokens":20,"cache_read_input_tokens":5,"output_tokens":1}}}"#,
+            ),
+            (
+                "content_block_start",
+                r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+            ),
+            ("ping", r#"{"type":"ping"}"#),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Checking"}}"#,
+            ),
+            ("content_block_stop", r#"{"type":"content_block_stop","index":0}"#),
+            (
+                "content_block_start",
+                r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"system_time","input":{}}}"#,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"tz\": "}}"#,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"\"UTC\"}"}}"#,
+            ),
+            ("content_block_stop", r#"{"type":"content_block_stop","index":1}"#),
+            (
+                "message_delta",
+                r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}"#,
+            ),
+            ("message_stop", r#"{"type":"message_stop"}"#),
+        ];
+        let on_delta = |_: crate::llm::Delta<'_>| {};
+        let (mut blocks, mut reply) = (Blocks::default(), ReplyBuilder::default());
+        for (event, data) in events {
+            let event = SseEvent { event: event.into(), data: data.into() };
+            assert!(stream_event(&event, &mut blocks, &mut reply, &on_delta).is_ok());
+        }
+        assert!(reply.done);
+        let reply = reply.finish();
+        assert_eq!(reply.content.as_deref(), Some("Checking"));
+        assert_eq!(reply.tool_calls[0].id, "toolu_1");
+        assert_eq!(reply.tool_calls[0].arguments, json!({"tz": "UTC"}));
+        assert_eq!(reply.usage, Usage { input_tokens: 20, output_tokens: 9, cached_tokens: 5 });
+        let error = SseEvent {
+            event: "error".into(),
+            data: r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#.into(),
+        };
+        assert!(
+            matches!(stream_event(&error, &mut blocks, &mut ReplyBuilder::default(), &on_delta), Err(StreamFault::Provider(m)) if m == "Overloaded")
+        );
     }
 }

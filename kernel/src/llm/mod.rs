@@ -2,10 +2,13 @@
 //! (OpenAI-compatible chat completions, Anthropic Messages), spoken over `reqwest`.
 //!
 //! The drivers translate; [`Provider::chat`] owns what is common: the API key, timeouts,
-//! retries with backoff on 429 and 5xx, and errors a person can act on.
+//! retries with backoff on 429 and 5xx, streaming (each piece of the reply handed to the
+//! caller as it arrives), a refusal for length told apart from other failures, and errors a
+//! person can act on.
 
 mod anthropic;
 mod openai;
+mod sse;
 
 use std::time::Duration;
 
@@ -81,6 +84,115 @@ pub struct ChatReply {
     pub usage: Usage,
 }
 
+/// A piece of a reply as the provider streams it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delta<'a> {
+    Text(&'a str),
+    /// A piece of the reply's `index`th tool call; its id and name come with its first piece.
+    ToolCall {
+        index: usize,
+        id: Option<&'a str>,
+        name: Option<&'a str>,
+        arguments: &'a str,
+    },
+}
+
+/// Where a model call hands the pieces of its reply.
+pub type OnDelta<'a> = &'a (dyn Fn(Delta<'_>) + Sync);
+
+/// Why a model call failed.
+#[derive(Debug)]
+pub enum ChatError {
+    /// The provider refused the request as longer than the model's context window; the window
+    /// in tokens, when the refusal says it.
+    ContextExceeded {
+        limit: Option<u64>,
+        error: Error,
+    },
+    Other(Error),
+}
+
+impl From<ChatError> for Error {
+    fn from(e: ChatError) -> Error {
+        match e {
+            ChatError::ContextExceeded { error, .. } | ChatError::Other(error) => error,
+        }
+    }
+}
+
+impl From<Error> for ChatError {
+    fn from(e: Error) -> ChatError {
+        ChatError::Other(e)
+    }
+}
+
+/// A reply put together from its streamed pieces.
+#[derive(Default)]
+struct ReplyBuilder {
+    text: String,
+    /// Tool calls in the reply's order: id, name, the arguments' text so far.
+    calls: Vec<(String, String, String)>,
+    usage: Usage,
+    /// The stream said the reply is complete.
+    done: bool,
+    /// A piece has gone to the caller.
+    shown: bool,
+}
+
+impl ReplyBuilder {
+    fn text(&mut self, piece: &str, on_delta: OnDelta<'_>) {
+        if !piece.is_empty() {
+            self.text.push_str(piece);
+            self.shown = true;
+            on_delta(Delta::Text(piece));
+        }
+    }
+
+    /// A piece of tool call `index`: a new call when `index` is past the last one.
+    fn call(&mut self, index: usize, id: Option<&str>, name: Option<&str>, arguments: &str, on_delta: OnDelta<'_>) {
+        while self.calls.len() <= index {
+            let n = self.calls.len();
+            self.calls.push((format!("call_{n}"), String::new(), String::new()));
+        }
+        let call = &mut self.calls[index];
+        if let Some(id) = id.filter(|id| !id.is_empty()) {
+            call.0 = id.to_string();
+        }
+        if let Some(name) = name {
+            call.1.push_str(name);
+        }
+        call.2.push_str(arguments);
+        self.shown = true;
+        on_delta(Delta::ToolCall { index, id, name, arguments });
+    }
+
+    fn finish(self) -> ChatReply {
+        ChatReply {
+            content: (!self.text.is_empty()).then_some(self.text),
+            tool_calls: self
+                .calls
+                .into_iter()
+                .map(|(id, name, arguments)| ToolCall { id, name, arguments: parse_arguments(&arguments) })
+                .collect(),
+            usage: self.usage,
+        }
+    }
+}
+
+/// A reply that came in one piece, handed out as the pieces a stream would have been.
+fn deliver_whole(reply: &ChatReply, on_delta: OnDelta<'_>) {
+    if let Some(text) = reply.content.as_deref() {
+        on_delta(Delta::Text(text));
+    }
+    for (index, call) in reply.tool_calls.iter().enumerate() {
+        let arguments = match &call.arguments {
+            Value::String(raw) => raw.clone(),
+            other => other.to_string(),
+        };
+        on_delta(Delta::ToolCall { index, id: Some(&call.id), name: Some(&call.name), arguments: &arguments });
+    }
+}
+
 /// A configured provider, ready to call.
 pub struct Provider {
     name: String,
@@ -154,21 +266,40 @@ impl Provider {
         }
     }
 
-    /// One model call, retried with backoff on 429, 5xx and connection failures.
-    pub async fn chat(&self, req: &ChatRequest<'_>) -> Result<ChatReply> {
-        let reply = self.chat_with_retries(req).await;
-        *self.last_error.lock().expect("last error lock") =
-            reply.as_ref().err().map(|e| (crate::db::now(), e.message.clone()));
+    /// Whether replies are asked for as a stream.
+    pub fn streams(&self) -> bool {
+        self.config.stream
+    }
+
+    /// What config.toml says of `model`.
+    pub fn model_config(&self, model: &str) -> Option<&crate::config::ModelConfig> {
+        self.config.models.get(model)
+    }
+
+    /// One model call, retried with backoff on 429, 5xx and connection failures. Each piece
+    /// of the reply goes to `on_delta` as it arrives (all of it at the end when the provider
+    /// does not stream). Once a piece has gone out the call is not retried: the caller has
+    /// shown it.
+    pub async fn chat(&self, req: &ChatRequest<'_>, on_delta: OnDelta<'_>) -> Result<ChatReply, ChatError> {
+        let reply = self.chat_with_retries(req, on_delta).await;
+        *self.last_error.lock().expect("last error lock") = reply.as_ref().err().map(|e| {
+            let (ChatError::ContextExceeded { error, .. } | ChatError::Other(error)) = e;
+            (crate::db::now(), error.message.clone())
+        });
         reply
     }
 
-    async fn chat_with_retries(&self, req: &ChatRequest<'_>) -> Result<ChatReply> {
+    async fn chat_with_retries(&self, req: &ChatRequest<'_>, on_delta: OnDelta<'_>) -> Result<ChatReply, ChatError> {
         let key = self.api_key()?;
+        let stream = self.config.stream;
         let (url, body) = match self.config.kind {
-            ProviderKind::Openai => (format!("{}/chat/completions", self.base_url()), openai::request_body(req)),
-            ProviderKind::Anthropic => (format!("{}/messages", self.base_url()), anthropic::request_body(req)),
+            ProviderKind::Openai => {
+                (format!("{}/chat/completions", self.base_url()), openai::request_body(req, stream))
+            }
+            ProviderKind::Anthropic => (format!("{}/messages", self.base_url()), anthropic::request_body(req, stream)),
         };
         let mut attempt = 0;
+        let mut shown = false;
         loop {
             let mut builder = self.http.post(&url).json(&body);
             builder = match (self.config.kind, &key) {
@@ -180,22 +311,20 @@ impl Provider {
                 builder = builder.header("anthropic-version", anthropic::API_VERSION);
             }
             let outcome = match builder.send().await {
-                Ok(res) => self.read(res).await,
+                Ok(res) => match self.accepted(res).await {
+                    Ok(res) => self.read_reply(res, on_delta, &mut shown).await,
+                    Err(failure) => Err(failure),
+                },
                 Err(e) => Err(Failure::retry(self.transport_error(e), None)),
             };
             match outcome {
-                Ok(value) => {
-                    return match self.config.kind {
-                        ProviderKind::Openai => openai::parse_reply(&value),
-                        ProviderKind::Anthropic => anthropic::parse_reply(&value),
+                Ok(reply) => return Ok(reply),
+                Err(Failure { error, retryable, retry_after, context }) => {
+                    if let Some(limit) = context {
+                        return Err(ChatError::ContextExceeded { limit, error });
                     }
-                    .map_err(|e| {
-                        Error::failed(format!("provider `{}` answered in an unexpected shape: {e}", self.name))
-                    });
-                }
-                Err(Failure { error, retryable, retry_after }) => {
-                    if !retryable || attempt >= self.config.max_retries {
-                        return Err(error);
+                    if !retryable || shown || attempt >= self.config.max_retries {
+                        return Err(ChatError::Other(error));
                     }
                     // The provider's Retry-After if it sent one, else 0.5 s doubling.
                     let backoff =
@@ -208,8 +337,12 @@ impl Provider {
         }
     }
 
-    async fn read(&self, res: reqwest::Response) -> Result<Value, Failure> {
+    /// The response if its status is a success; otherwise the failure its status and body say.
+    async fn accepted(&self, res: reqwest::Response) -> Result<reqwest::Response, Failure> {
         let status = res.status();
+        if status.is_success() {
+            return Ok(res);
+        }
         let retry_after = res
             .headers()
             .get("retry-after")
@@ -217,12 +350,16 @@ impl Provider {
             .and_then(|v| v.trim().parse::<f64>().ok())
             .map(|secs| Duration::from_secs_f64(secs.clamp(0.0, MAX_BACKOFF.as_secs_f64())));
         let text = res.text().await.map_err(|e| Failure::retry(self.transport_error(e), None))?;
-        if status.is_success() {
-            return serde_json::from_str(&text).map_err(|e| {
-                Failure::fatal(Error::failed(format!("provider `{}` sent a body that is not JSON: {e}", self.name)))
-            });
-        }
         let detail = provider_message(&text);
+        if matches!(status.as_u16(), 400 | 413 | 422)
+            && let Some(limit) = context_refusal(&text)
+        {
+            let error = Error::new(
+                ErrorKind::ResourceExhausted,
+                format!("provider `{}` refused the request as too long for the model ({status}): {detail}", self.name),
+            );
+            return Err(Failure { context: Some(limit), ..Failure::fatal(error) });
+        }
         let error = match status.as_u16() {
             401 | 403 => Error::new(
                 ErrorKind::Unavailable,
@@ -246,6 +383,89 @@ impl Provider {
         }
     }
 
+    /// Reads an accepted response: an event stream piece by piece, or one JSON body (a
+    /// provider asked not to stream, or one that does not).
+    async fn read_reply(
+        &self,
+        mut res: reqwest::Response,
+        on_delta: OnDelta<'_>,
+        shown: &mut bool,
+    ) -> Result<ChatReply, Failure> {
+        let is_stream = res
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !is_stream {
+            let text = res.text().await.map_err(|e| Failure::retry(self.transport_error(e), None))?;
+            let value: Value = serde_json::from_str(&text).map_err(|e| {
+                Failure::fatal(Error::failed(format!("provider `{}` sent a body that is not JSON: {e}", self.name)))
+            })?;
+            let reply = match self.config.kind {
+                ProviderKind::Openai => openai::parse_reply(&value),
+                ProviderKind::Anthropic => anthropic::parse_reply(&value),
+            }
+            .map_err(|e| self.unexpected(e))?;
+            *shown = true;
+            deliver_whole(&reply, on_delta);
+            return Ok(reply);
+        }
+        let mut decoder = sse::SseDecoder::default();
+        let mut reply = ReplyBuilder::default();
+        let mut anthropic_blocks = anthropic::Blocks::default();
+        while !reply.done {
+            let chunk = match res.chunk().await {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => break,
+                Err(e) => {
+                    let error = self.transport_error(e);
+                    return Err(if *shown {
+                        Failure::fatal(self.broken(&error.message))
+                    } else {
+                        Failure::retry(error, None)
+                    });
+                }
+            };
+            for event in decoder.feed(&chunk) {
+                let step = match self.config.kind {
+                    ProviderKind::Openai => openai::stream_event(&event, &mut reply, on_delta),
+                    ProviderKind::Anthropic => {
+                        anthropic::stream_event(&event, &mut anthropic_blocks, &mut reply, on_delta)
+                    }
+                };
+                *shown |= reply.shown;
+                match step {
+                    Ok(()) => {}
+                    Err(StreamFault::Provider(message)) => {
+                        let error =
+                            Error::failed(format!("provider `{}` failed while streaming: {message}", self.name));
+                        return Err(if *shown { Failure::fatal(error) } else { Failure::retry(error, None) });
+                    }
+                    Err(StreamFault::Shape(e)) => return Err(self.unexpected(e)),
+                }
+            }
+        }
+        if !reply.done {
+            let message = "the stream ended before the reply was complete";
+            return Err(if *shown {
+                Failure::fatal(self.broken(message))
+            } else {
+                Failure::retry(Error::failed(format!("provider `{}`: {message}", self.name)), None)
+            });
+        }
+        Ok(reply.finish())
+    }
+
+    fn unexpected(&self, e: String) -> Failure {
+        Failure::fatal(Error::failed(format!("provider `{}` answered in an unexpected shape: {e}", self.name)))
+    }
+
+    /// A stream that broke after part of the reply was shown: not retried (the part would
+    /// show twice), so the turn fails saying so.
+    fn broken(&self, why: &str) -> Error {
+        Error::failed(format!("provider `{}`'s stream broke off mid-reply ({why}); send the message again", self.name))
+    }
+
     fn transport_error(&self, e: reqwest::Error) -> Error {
         if e.is_timeout() {
             Error::new(
@@ -264,15 +484,61 @@ struct Failure {
     retryable: bool,
     /// How long the provider asked us to wait (`Retry-After`).
     retry_after: Option<Duration>,
+    /// A refusal for length, with the model's window when the refusal says it.
+    context: Option<Option<u64>>,
 }
 
 impl Failure {
     fn fatal(error: Error) -> Failure {
-        Failure { error, retryable: false, retry_after: None }
+        Failure { error, retryable: false, retry_after: None, context: None }
     }
     fn retry(error: Error, retry_after: Option<Duration>) -> Failure {
-        Failure { error, retryable: true, retry_after }
+        Failure { error, retryable: true, retry_after, context: None }
     }
+}
+
+/// What went wrong in one streamed event.
+enum StreamFault {
+    /// The provider reported an error inside the stream.
+    Provider(String),
+    /// The event is not in the protocol's shape.
+    Shape(String),
+}
+
+/// Whether an error body refuses a request for its length, and the window it names:
+/// OpenAI and vLLM (`maximum context length is N tokens`, code `context_length_exceeded`),
+/// Anthropic (`prompt is too long: X tokens > N maximum`), llama.cpp (`exceeds the available
+/// context size`, `n_ctx: N`) and others that say `context length` or `context window`.
+fn context_refusal(body: &str) -> Option<Option<u64>> {
+    let text = body.to_ascii_lowercase();
+    let says = [
+        "context_length_exceeded",
+        "maximum context length",
+        "prompt is too long",
+        "context size",
+        "context window",
+        "context length",
+    ];
+    if !says.iter().any(|s| text.contains(s)) {
+        return None;
+    }
+    let number_after = |marker: &str| {
+        let at = text.find(marker)? + marker.len();
+        let digits: String = text[at..].trim_start().chars().take_while(|c| c.is_ascii_digit()).collect();
+        digits.parse::<u64>().ok()
+    };
+    let anthropic = || {
+        let end = text.find(" maximum")?;
+        let start = text[..end].rfind('>')? + 1;
+        text[start..end].trim().parse::<u64>().ok()
+    };
+    Some(
+        number_after("maximum context length is")
+            .or_else(anthropic)
+            .or_else(|| number_after("n_ctx\":"))
+            .or_else(|| number_after("n_ctx:"))
+            .or_else(|| number_after("context window of")),
+    )
 }
 
 /// The human part of a provider's error body (both vendors use `{"error": {"message"}}`).
@@ -291,4 +557,21 @@ fn parse_arguments(raw: &str) -> Value {
         return Value::Object(Default::default());
     }
     serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::context_refusal;
+
+    #[test]
+    fn refusals_for_length_are_told_apart_with_the_window_they_name() {
+        let openai = r#"{"error":{"message":"This model's maximum context length is 4096 tokens. However, your messages resulted in 5000 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}"#;
+        assert_eq!(context_refusal(openai), Some(Some(4096)));
+        let anthropic = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210443 tokens > 200000 maximum"}}"#;
+        assert_eq!(context_refusal(anthropic), Some(Some(200000)));
+        let llama = r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":9000,"n_ctx":8192}}"#;
+        assert_eq!(context_refusal(llama), Some(Some(8192)));
+        assert_eq!(context_refusal(r#"{"error":{"message":"context window exceeded"}}"#), Some(None));
+        assert_eq!(context_refusal(r#"{"error":{"message":"invalid model"}}"#), None);
+    }
 }

@@ -3,9 +3,10 @@
 
 use serde_json::{Value, json};
 
-use super::{ChatReply, ChatRequest, Message, ToolCall, Usage, parse_arguments};
+use super::sse::SseEvent;
+use super::{ChatReply, ChatRequest, Message, OnDelta, ReplyBuilder, StreamFault, ToolCall, Usage, parse_arguments};
 
-pub(super) fn request_body(req: &ChatRequest<'_>) -> Value {
+pub(super) fn request_body(req: &ChatRequest<'_>, stream: bool) -> Value {
     let mut messages = Vec::with_capacity(req.messages.len() + 1);
     if !req.system.is_empty() {
         messages.push(json!({"role": "system", "content": req.system}));
@@ -45,7 +46,58 @@ pub(super) fn request_body(req: &ChatRequest<'_>) -> Value {
             .collect();
         body["tool_choice"] = json!("auto");
     }
+    if stream {
+        // The usage comes in a last chunk of its own only when asked for.
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true});
+    }
     body
+}
+
+/// One streamed chunk: `choices[0].delta` with text and tool-call pieces, the usage chunk,
+/// an error object, or `[DONE]`.
+pub(super) fn stream_event(
+    event: &SseEvent,
+    reply: &mut ReplyBuilder,
+    on_delta: OnDelta<'_>,
+) -> Result<(), StreamFault> {
+    if event.data.trim() == "[DONE]" {
+        reply.done = true;
+        return Ok(());
+    }
+    let chunk: Value =
+        serde_json::from_str(&event.data).map_err(|e| StreamFault::Shape(format!("a chunk that is not JSON: {e}")))?;
+    if let Some(error) = chunk.get("error") {
+        let message = error["message"].as_str().map_or_else(|| error.to_string(), str::to_string);
+        return Err(StreamFault::Provider(message));
+    }
+    if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+        reply.usage = usage_of(usage);
+    }
+    let Some(delta) = chunk["choices"].get(0).map(|c| &c["delta"]) else { return Ok(()) };
+    if let Some(text) = delta["content"].as_str() {
+        reply.text(text, on_delta);
+    }
+    for call in delta["tool_calls"].as_array().into_iter().flatten() {
+        let index = call["index"].as_u64().map_or(reply.calls.len().saturating_sub(1), |i| i as usize);
+        let function = &call["function"];
+        reply.call(
+            index,
+            call["id"].as_str(),
+            function["name"].as_str(),
+            function["arguments"].as_str().unwrap_or_default(),
+            on_delta,
+        );
+    }
+    Ok(())
+}
+
+fn usage_of(usage: &Value) -> Usage {
+    Usage {
+        input_tokens: usage["prompt_tokens"].as_u64().unwrap_or(0),
+        output_tokens: usage["completion_tokens"].as_u64().unwrap_or(0),
+        cached_tokens: usage["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap_or(0),
+    }
 }
 
 pub(super) fn parse_reply(body: &Value) -> Result<ChatReply, String> {
@@ -64,16 +116,7 @@ pub(super) fn parse_reply(body: &Value) -> Result<ChatReply, String> {
             tool_calls.push(ToolCall { id, name: name.to_string(), arguments });
         }
     }
-    let usage = &body["usage"];
-    Ok(ChatReply {
-        content,
-        tool_calls,
-        usage: Usage {
-            input_tokens: usage["prompt_tokens"].as_u64().unwrap_or(0),
-            output_tokens: usage["completion_tokens"].as_u64().unwrap_or(0),
-            cached_tokens: usage["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap_or(0),
-        },
-    })
+    Ok(ChatReply { content, tool_calls, usage: usage_of(&body["usage"]) })
 }
 
 #[cfg(test)]
@@ -101,14 +144,17 @@ mod tests {
             description: "clock".into(),
             parameters: json!({"type": "object"}).into(),
         }];
-        let body = request_body(&ChatRequest {
-            model: "m",
-            system: "be brief",
-            messages: &messages,
-            tools: &tools,
-            max_tokens: 100,
-            cache_prefix: false,
-        });
+        let body = request_body(
+            &ChatRequest {
+                model: "m",
+                system: "be brief",
+                messages: &messages,
+                tools: &tools,
+                max_tokens: 100,
+                cache_prefix: false,
+            },
+            false,
+        );
         assert_eq!(body["messages"][0], json!({"role": "system", "content": "be brief"}));
         assert_eq!(body["messages"][2]["tool_calls"][0]["function"]["arguments"], "{}");
         assert_eq!(body["messages"][3], json!({"role": "tool", "tool_call_id": "c1", "content": "{\"utc\":\"x\"}"}));
@@ -126,5 +172,39 @@ mod tests {
         assert_eq!(reply.tool_calls[1].arguments, json!("{oops"));
         assert_eq!(reply.usage.input_tokens, 5);
         assert!(parse_reply(&json!({"nope": 1})).is_err());
+    }
+
+    #[test]
+    fn a_stream_of_text_and_tool_call_pieces_makes_the_reply() {
+        let chunks = [
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"lo"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"system_time","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"tz\":"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"UTC\"}"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":4}}}"#,
+            "[DONE]",
+        ];
+        let pieces = std::sync::Mutex::new(Vec::new());
+        let on_delta = |d: crate::llm::Delta<'_>| pieces.lock().unwrap().push(format!("{d:?}"));
+        let mut reply = ReplyBuilder::default();
+        for data in chunks {
+            stream_event(&SseEvent { event: String::new(), data: data.into() }, &mut reply, &on_delta).ok().unwrap();
+        }
+        assert!(reply.done);
+        let reply = reply.finish();
+        assert_eq!(reply.content.as_deref(), Some("Hello"));
+        assert_eq!(
+            reply.tool_calls,
+            vec![ToolCall { id: "call_a".into(), name: "system_time".into(), arguments: json!({"tz": "UTC"}) }]
+        );
+        assert_eq!(reply.usage, Usage { input_tokens: 12, output_tokens: 7, cached_tokens: 4 });
+        assert_eq!(pieces.lock().unwrap().len(), 5, "two text pieces, three tool-call pieces");
+        let mut failed = ReplyBuilder::default();
+        let error = SseEvent { event: String::new(), data: r#"{"error":{"message":"overloaded"}}"#.into() };
+        assert!(
+            matches!(stream_event(&error, &mut failed, &on_delta), Err(StreamFault::Provider(m)) if m == "overloaded")
+        );
     }
 }

@@ -113,6 +113,33 @@ pub struct Failure {
     pub created_at: String,
 }
 
+/// A compaction of a session (issue 16): from it on, the model is sent a summary in place of
+/// every message up to `summary_through` and stubs in place of tool results up to
+/// `stubbed_through`. The stored messages are unchanged; the chat marks the place.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Compaction {
+    pub id: i64,
+    pub summary: Option<String>,
+    pub summary_through: i64,
+    pub stubbed_through: i64,
+    /// Stored messages the summary stands for (all of them, not only this compaction's).
+    pub summarised: i64,
+    /// Tool results sent as stubs.
+    pub stubbed: i64,
+    pub created_at: String,
+}
+
+impl Compaction {
+    pub fn view(&self) -> crate::turn::context::View {
+        crate::turn::context::View {
+            id: Some(self.id),
+            summary: self.summary.clone(),
+            summary_through: self.summary_through,
+            stubbed_through: self.stubbed_through,
+        }
+    }
+}
+
 pub struct Sessions {
     db: Db,
 }
@@ -189,6 +216,32 @@ impl Sessions {
     /// Records that a turn in `session` failed, after the session's last message.
     pub async fn record_failure(&self, session: Uuid, error: &Error) -> Result<()> {
         store::record_failure(&self.db, session, error.kind.as_str(), &error.model_text()).await
+    }
+
+    /// The session's latest compaction, if it has one.
+    pub async fn latest_compaction(&self, session: Uuid) -> Result<Option<Compaction>> {
+        store::latest_compaction(&self.db, session).await
+    }
+
+    /// Stores a new view of the session; `summarised` and `stubbed` count what it stands for.
+    pub async fn record_compaction(
+        &self,
+        session: Uuid,
+        view: &crate::turn::context::View,
+        summarised: i64,
+        stubbed: i64,
+    ) -> Result<Compaction> {
+        store::insert_compaction(&self.db, session, view, summarised, stubbed).await
+    }
+
+    /// Every compaction of the session, oldest first (the chat's markers).
+    pub async fn compactions(&self, session: Uuid) -> Result<Vec<Compaction>> {
+        store::compactions(&self.db, session).await
+    }
+
+    /// Records that a turn in `session` was cut off by a stop or crash of the daemon.
+    pub async fn record_interrupted(&self, session: Uuid, message: &str) -> Result<()> {
+        store::record_failure(&self.db, session, "Interrupted", message).await
     }
 
     /// The failed turns of a session, oldest first.

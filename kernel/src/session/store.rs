@@ -3,7 +3,7 @@
 use sqlx::Row;
 use uuid::Uuid;
 
-use super::{Failure, Session, StoredMessage};
+use super::{Compaction, Failure, Session, StoredMessage};
 use crate::agent::AgentId;
 use crate::db::{self, Db};
 use crate::error::{Error, Result};
@@ -188,4 +188,68 @@ pub(super) async fn failures(db: &Db, session: Uuid) -> Result<Vec<Failure>> {
             })
         })
         .collect()
+}
+
+const COMPACTION_COLUMNS: &str = "SELECT id, summary, summary_through, stubbed_through, summarised, stubbed, created_at
+     FROM session_compactions WHERE session_id = $1";
+
+pub(super) async fn latest_compaction(db: &Db, session: Uuid) -> Result<Option<Compaction>> {
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!("{COMPACTION_COLUMNS} ORDER BY id DESC LIMIT 1")))
+        .bind(session.to_string())
+        .fetch_optional(db.pool())
+        .await?;
+    row.as_ref().map(compaction_from).transpose()
+}
+
+pub(super) async fn compactions(db: &Db, session: Uuid) -> Result<Vec<Compaction>> {
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!("{COMPACTION_COLUMNS} ORDER BY id")))
+        .bind(session.to_string())
+        .fetch_all(db.pool())
+        .await?;
+    rows.iter().map(compaction_from).collect()
+}
+
+pub(super) async fn insert_compaction(
+    db: &Db,
+    session: Uuid,
+    view: &crate::turn::context::View,
+    summarised: i64,
+    stubbed: i64,
+) -> Result<Compaction> {
+    let created_at = db::now();
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO session_compactions
+             (session_id, summary, summary_through, stubbed_through, summarised, stubbed, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+    )
+    .bind(session.to_string())
+    .bind(&view.summary)
+    .bind(view.summary_through)
+    .bind(view.stubbed_through)
+    .bind(summarised)
+    .bind(stubbed)
+    .bind(&created_at)
+    .fetch_one(db.pool())
+    .await?;
+    Ok(Compaction {
+        id,
+        summary: view.summary.clone(),
+        summary_through: view.summary_through,
+        stubbed_through: view.stubbed_through,
+        summarised,
+        stubbed,
+        created_at,
+    })
+}
+
+fn compaction_from(row: &db::Row) -> Result<Compaction> {
+    Ok(Compaction {
+        id: row.try_get("id")?,
+        summary: row.try_get("summary")?,
+        summary_through: row.try_get("summary_through")?,
+        stubbed_through: row.try_get("stubbed_through")?,
+        summarised: row.try_get("summarised")?,
+        stubbed: row.try_get("stubbed")?,
+        created_at: row.try_get("created_at")?,
+    })
 }

@@ -121,6 +121,7 @@ mod tests {
             goal: None,
             status: AgentStatus::Running,
             parent_id: None,
+            ephemeral: false,
             created_at: String::new(),
             updated_at: String::new(),
         }

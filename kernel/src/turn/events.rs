@@ -26,6 +26,27 @@ pub enum EventKind {
     ModelCall {
         iteration: u32,
     },
+    /// A piece of the reply's text as the provider streams it.
+    TextDelta {
+        iteration: u32,
+        text: String,
+    },
+    /// A piece of the `index`th tool call the model is writing; its id and name come first.
+    ToolCallDelta {
+        iteration: u32,
+        index: usize,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        arguments: String,
+    },
+    /// The session was compacted to fit the model's context window: how many stored
+    /// messages a summary now stands for, how many tool results are sent as stubs.
+    Compacted {
+        summarised: u64,
+        stubbed: u64,
+    },
     ToolCallStarted {
         call_id: String,
         name: String,
@@ -58,6 +79,9 @@ impl EventKind {
         match self {
             EventKind::TurnStarted { .. } => "turn_started",
             EventKind::ModelCall { .. } => "model_call",
+            EventKind::TextDelta { .. } => "text_delta",
+            EventKind::ToolCallDelta { .. } => "tool_call_delta",
+            EventKind::Compacted { .. } => "compacted",
             EventKind::ToolCallStarted { .. } => "tool_call_started",
             EventKind::ToolCallFinished { .. } => "tool_call_finished",
             EventKind::Reply { .. } => "reply",

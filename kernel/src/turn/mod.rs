@@ -2,9 +2,12 @@
 //! mode, tool calls go through the pipeline, results go back, until the model answers or
 //! the iteration cap ends the turn. Every message is stored in the session as it happens.
 
+pub mod context;
 pub(crate) mod depth;
 mod events;
 mod prompt;
+mod recovery;
+mod store;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -18,13 +21,15 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 pub use events::{AgentEvent, EventKind};
+pub(crate) use recovery::recover;
 
 use crate::Kernel;
 use crate::agent::{Agent, AgentId};
 use crate::error::{Error, Result};
-use crate::llm::{ChatRequest, Message, Provider, ToolCall, Usage};
+use crate::llm::{ChatError, ChatRequest, Delta, Message, Provider, ToolCall, ToolSpec, Usage};
 use crate::tool::pipeline::result_text;
 use crate::tool::{CallContext, Caller, ChannelContext, Offered, modes};
+use context::{Entry, Plan, View};
 
 /// What to send an agent.
 #[derive(Debug, Clone)]
@@ -84,6 +89,16 @@ pub enum TurnEnd {
     Cancelled,
 }
 
+impl TurnEnd {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnEnd::Reply => "reply",
+            TurnEnd::IterationCap => "iteration_cap",
+            TurnEnd::Cancelled => "cancelled",
+        }
+    }
+}
+
 /// One tool call of a turn, for the caller and the dashboard.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct TraceEntry {
@@ -119,11 +134,18 @@ pub struct Turns {
     running: Mutex<HashMap<AgentId, Vec<(Uuid, CancellationToken)>>>,
     session_locks: Mutex<HashMap<Uuid, Arc<tokio::sync::Mutex<()>>>>,
     events: events::Bus,
+    /// Context windows learned from refusals.
+    windows: context::LearnedWindows,
 }
 
 const SUMMARY_CHARS: usize = 200;
 
 impl Turns {
+    /// The turns' state, with the context windows earlier runs learned.
+    pub(crate) async fn load(db: &crate::db::Db) -> Result<Turns> {
+        Ok(Turns { windows: context::LearnedWindows::new(store::learned_windows(db).await?), ..Turns::default() })
+    }
+
     /// Cancels every running turn of `agent`.
     pub fn cancel_agent(&self, agent: AgentId) {
         if let Some(turns) = self.running.lock().expect("turns lock").get(&agent) {
@@ -216,6 +238,8 @@ pub async fn run(kernel: &Kernel, agent: Arc<Agent>, req: TurnRequest) -> Result
     let turns = kernel.turns();
     let _one_at_a_time = turns.hold_session(session).await;
     let turn_id = Uuid::now_v7();
+    // Open until it ends: a turn still open at the next start was cut off (`recovery.rs`).
+    store::start_turn(kernel.db(), turn_id, agent.id, session).await?;
     let cancel = turns.register(agent.id, turn_id, req.cancel.as_ref());
     let emit =
         |kind: EventKind| turns.events.emit(AgentEvent { agent_id: agent.id, turn_id, session_id: session, kind });
@@ -235,6 +259,10 @@ pub async fn run(kernel: &Kernel, agent: Arc<Agent>, req: TurnRequest) -> Result
     .run(turn_id)
     .await;
     turns.unregister(agent.id, turn_id);
+    let ended = result.as_ref().map_or("failed", |r| r.ended.as_str());
+    if let Err(e) = store::end_turn(kernel.db(), turn_id, ended).await {
+        tracing::warn!(turn = %turn_id, error = %e, "recording the end of a turn failed");
+    }
     match &result {
         Ok(r) => emit(EventKind::TurnEnded { ended: r.ended, reply: r.reply.clone() }),
         Err(e) => {
@@ -245,6 +273,23 @@ pub async fn run(kernel: &Kernel, agent: Arc<Agent>, req: TurnRequest) -> Result
         }
     }
     result
+}
+
+/// What every model call of one iteration shares.
+struct Call<'a> {
+    turn_id: Uuid,
+    iteration: u32,
+    system: &'a str,
+    tools: &'a [ToolSpec],
+    /// The place of this turn's first message: it and what follows are never compacted.
+    turn_start: i64,
+    cache_prefix: bool,
+}
+
+fn add_usage(total: &mut Usage, more: &Usage) {
+    total.input_tokens += more.input_tokens;
+    total.output_tokens += more.output_tokens;
+    total.cached_tokens += more.cached_tokens;
 }
 
 struct Loop<'a, E: Fn(EventKind)> {
@@ -260,21 +305,28 @@ struct Loop<'a, E: Fn(EventKind)> {
     emit: &'a E,
 }
 
-impl<E: Fn(EventKind)> Loop<'_, E> {
+impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
     async fn run(&self, turn_id: Uuid) -> Result<TurnResult> {
         let sessions = self.kernel.sessions();
-        let mut history: Vec<Message> = if self.is_new {
-            Vec::new()
+        let (mut history, mut view) = if self.is_new {
+            (Vec::new(), View::default())
         } else {
-            sessions.messages(self.session).await?.into_iter().map(|m| m.message).collect()
+            let stored = sessions.messages(self.session).await?;
+            let history = stored.into_iter().map(|m| Entry { seq: m.seq, message: m.message }).collect();
+            let view = sessions.latest_compaction(self.session).await?.map(|c| c.view()).unwrap_or_default();
+            (history, view)
         };
         prompt::repair_dangling_calls(&mut history);
-        let unanswered = matches!(history.last(), Some(Message::User { content }) if *content == self.req.message);
+        // The session is held for this turn, so what it appends takes the next places in order.
+        let mut next_seq = history.last().map_or(1, |e| e.seq + 1);
+        let unanswered = matches!(history.last(), Some(Entry { message: Message::User { content }, .. }) if *content == self.req.message);
         if !(self.req.retry && unanswered) {
             let user = Message::User { content: self.req.message.clone() };
             sessions.append(self.session, std::slice::from_ref(&user)).await?;
-            history.push(user);
+            history.push(Entry { seq: next_seq, message: user });
+            next_seq += 1;
         }
+        let turn_start = history.last().map_or(1, |e| e.seq);
 
         let cap =
             self.kernel.config().kernel.max_turn_iterations.min(u64::from(self.agent.manifest.limits.max_iterations))
@@ -295,26 +347,24 @@ impl<E: Fn(EventKind)> Loop<'_, E> {
             // The goal may have changed mid-turn (goal_update): read the agent again.
             let current = self.kernel.agents().get_by_id(self.agent.id).unwrap_or_else(|| self.agent.clone());
             let system = prompt::system_prompt(&current, offer.context_line.as_deref());
-            let chat = ChatRequest {
-                model: self.model,
+            (self.emit)(EventKind::ModelCall { iteration });
+            let call = Call {
+                turn_id,
+                iteration,
                 system: &system,
-                messages: &history,
                 tools: &offer.specs,
-                max_tokens: self.kernel.config().kernel.max_reply_tokens as u32,
+                turn_start,
                 cache_prefix: offer.mode == crate::agent::ToolMode::Stable,
             };
-            (self.emit)(EventKind::ModelCall { iteration });
             let reply = tokio::select! {
                 biased;
                 _ = self.cancel.cancelled() => return Ok(finish(String::new(), TurnEnd::Cancelled, iteration, trace, usage)),
-                reply = self.provider.chat(&chat) => reply?,
+                reply = self.call_model(&call, &history, &mut view, &mut usage) => reply?,
             };
-            usage.input_tokens += reply.usage.input_tokens;
-            usage.output_tokens += reply.usage.output_tokens;
-            usage.cached_tokens += reply.usage.cached_tokens;
             let assistant = Message::Assistant { content: reply.content.clone(), tool_calls: reply.tool_calls.clone() };
             sessions.append(self.session, std::slice::from_ref(&assistant)).await?;
-            history.push(assistant);
+            history.push(Entry { seq: next_seq, message: assistant });
+            next_seq += 1;
 
             if reply.tool_calls.is_empty() {
                 let text = reply.content.unwrap_or_default();
@@ -325,7 +375,10 @@ impl<E: Fn(EventKind)> Loop<'_, E> {
             let offered = Arc::new(Offered { mode: offer.mode, names: offer.names });
             let (results, entries) = self.run_calls(&reply.tool_calls, offered).await;
             sessions.append(self.session, &results).await?;
-            history.extend(results);
+            for message in results {
+                history.push(Entry { seq: next_seq, message });
+                next_seq += 1;
+            }
             trace.extend(entries);
             if self.cancel.is_cancelled() {
                 return Ok(finish(String::new(), TurnEnd::Cancelled, iteration, trace, usage));
@@ -335,6 +388,225 @@ impl<E: Fn(EventKind)> Loop<'_, E> {
             "The turn ended after {cap} model calls without a final answer (the iteration cap: [kernel] max_turn_iterations / limits.max_iterations)."
         );
         Ok(finish(reply, TurnEnd::IterationCap, cap, trace, usage))
+    }
+
+    /// The model's context window: configured, else learned from a refusal, else its family's.
+    fn window(&self) -> Option<u64> {
+        self.provider
+            .model_config(self.model)
+            .and_then(|m| m.context_tokens)
+            .or_else(|| self.kernel.turns().windows.get(self.provider.name(), self.model))
+            .or_else(|| context::known_window(self.model))
+    }
+
+    /// Remembers a window a refusal named (or, when it named none, half of what was refused).
+    async fn learn_window(&self, limit: Option<u64>, refused_estimate: u64) -> u64 {
+        let known = self.window();
+        let learned = limit.unwrap_or(refused_estimate / 2).max(512);
+        let learned = known.map_or(learned, |k| if limit.is_some() { learned } else { learned.min(k / 2).max(512) });
+        self.kernel.turns().windows.set(self.provider.name(), self.model, learned);
+        if let Err(e) = store::learn_window(self.kernel.db(), self.provider.name(), self.model, learned).await {
+            tracing::warn!(error = %e, "storing a learned context window failed");
+        }
+        tracing::info!(provider = %self.provider.name(), model = %self.model, tokens = learned, "learned a model's context window from its refusal");
+        learned
+    }
+
+    /// One model call of the turn: the history fitted to the window (compacting the session
+    /// when it would not fit), the reply streamed into the turn's events. A refusal for
+    /// length teaches the window and the call is made again, compacted to it.
+    async fn call_model(
+        &self,
+        call: &Call<'_>,
+        history: &[Entry],
+        view: &mut View,
+        usage: &mut Usage,
+    ) -> Result<crate::llm::ChatReply> {
+        const RETRIES_FOR_LENGTH: u32 = 3;
+        let on_delta = |delta: Delta<'_>| {
+            (self.emit)(match delta {
+                Delta::Text(text) => EventKind::TextDelta { iteration: call.iteration, text: text.to_string() },
+                Delta::ToolCall { index, id, name, arguments } => EventKind::ToolCallDelta {
+                    iteration: call.iteration,
+                    index,
+                    call_id: id.map(str::to_string),
+                    name: name.map(str::to_string),
+                    arguments: arguments.to_string(),
+                },
+            })
+        };
+        let fixed = context::fixed_tokens(call.system, call.tools);
+        let mut refusals = 0;
+        loop {
+            let window = self.window();
+            let max_reply = self.kernel.config().kernel.max_reply_tokens;
+            let reserve = window.map_or(max_reply, |w| max_reply.min(w / 4));
+            if let Some(window) = window {
+                self.fit(call, history, view, fixed, window - reserve, usage).await?;
+            }
+            let messages = context::build(history, view);
+            let estimate = fixed + messages.iter().map(context::estimate).sum::<u64>();
+            let chat = ChatRequest {
+                model: self.model,
+                system: call.system,
+                messages: &messages,
+                tools: call.tools,
+                max_tokens: reserve as u32,
+                cache_prefix: call.cache_prefix,
+            };
+            let outcome = self.provider.chat(&chat, &on_delta).await;
+            let first_seq = history.iter().map(|e| e.seq).find(|&s| s > view.summary_through);
+            let (reply_usage, kind) = match &outcome {
+                Ok(r) => (r.usage.clone(), "ok"),
+                Err(ChatError::ContextExceeded { error, .. } | ChatError::Other(error)) => {
+                    (Usage::default(), error.kind.as_str())
+                }
+            };
+            self.record_call(call.turn_id, "reply", view, first_seq, messages.len(), estimate, &reply_usage, kind)
+                .await;
+            match outcome {
+                Ok(reply) => {
+                    add_usage(usage, &reply.usage);
+                    return Ok(reply);
+                }
+                Err(ChatError::ContextExceeded { limit, error }) if refusals < RETRIES_FOR_LENGTH => {
+                    tracing::info!(error = %error.message, "the model refused the request as too long; compacting");
+                    refusals += 1;
+                    self.learn_window(limit, estimate).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Compacts the session's view until the request fits `budget` tokens: stubs first, then
+    /// summaries written by the model, each stored as the session's new view.
+    async fn fit(
+        &self,
+        call: &Call<'_>,
+        history: &[Entry],
+        view: &mut View,
+        fixed: u64,
+        budget: u64,
+        usage: &mut Usage,
+    ) -> Result<()> {
+        // A summary that comes out longer than planned is planned again; a few rounds at most.
+        for _ in 0..4 {
+            let next = match context::plan(history, view, call.turn_start, fixed, budget) {
+                Plan::Fits => return Ok(()),
+                Plan::Stub { stubbed_through } => View { id: None, stubbed_through, ..view.clone() },
+                Plan::Summarise { through, stubbed_through, messages } => {
+                    let summary = self.summarise(call.turn_id, &messages, budget, usage).await?;
+                    View { id: None, summary: Some(summary), summary_through: through, stubbed_through }
+                }
+                Plan::TooLarge { needed, budget } => {
+                    return Err(Error::new(
+                        crate::error::ErrorKind::ResourceExhausted,
+                        format!(
+                            "this turn's own messages, with the system prompt and tools, need about {needed} tokens, over the {budget} model `{}` has for them; send less at once (or set a larger [providers.{}.models.{}] context_tokens if the model has one)",
+                            self.model,
+                            self.provider.name(),
+                            self.model
+                        ),
+                    ));
+                }
+            };
+            let summarised = history.iter().filter(|e| e.seq <= next.summary_through).count() as i64;
+            let stubbed = history
+                .iter()
+                .filter(|e| {
+                    e.seq > next.summary_through
+                        && e.seq <= next.stubbed_through
+                        && matches!(e.message, Message::Tool { .. })
+                })
+                .count() as i64;
+            let stored = self.kernel.sessions().record_compaction(self.session, &next, summarised, stubbed).await?;
+            *view = stored.view();
+            (self.emit)(EventKind::Compacted { summarised: summarised as u64, stubbed: stubbed as u64 });
+        }
+        Ok(())
+    }
+
+    /// Has the model write one summary of `messages`, in pieces that each fit `budget` (each
+    /// piece's summary carried into the next).
+    async fn summarise(&self, turn_id: Uuid, messages: &[Message], budget: u64, usage: &mut Usage) -> Result<String> {
+        let allowance = context::summary_allowance(budget);
+        let room = budget.saturating_sub(allowance + context::fixed_tokens(context::SUMMARY_PROMPT, &[]) + 64).max(64);
+        let lines = context::transcript(messages, (room as usize * 3) / 4);
+        let mut summary = String::new();
+        let mut piece = String::new();
+        let mut pieces = Vec::new();
+        for line in lines {
+            if !piece.is_empty() && context::tokens_of(piece.len() + line.len() + 2 * allowance as usize * 3) > room {
+                pieces.push(std::mem::take(&mut piece));
+            }
+            piece.push_str(&line);
+            piece.push_str("\n\n");
+        }
+        pieces.push(piece);
+        let ignore = |_: Delta<'_>| {};
+        for piece in pieces {
+            let asked = if summary.is_empty() {
+                format!("The conversation so far:\n\n{piece}\nWrite the summary.")
+            } else {
+                format!(
+                    "The summary of what came before:\n{summary}\n\nThe conversation after it:\n\n{piece}\nWrite one summary of both."
+                )
+            };
+            let messages = [Message::User { content: asked }];
+            let chat = ChatRequest {
+                model: self.model,
+                system: context::SUMMARY_PROMPT,
+                messages: &messages,
+                tools: &[],
+                max_tokens: allowance as u32,
+                cache_prefix: false,
+            };
+            let estimate = context::fixed_tokens(context::SUMMARY_PROMPT, &[]) + context::estimate(&messages[0]);
+            let outcome = self.provider.chat(&chat, &ignore).await;
+            let (reply_usage, kind) = match &outcome {
+                Ok(r) => (r.usage.clone(), "ok"),
+                Err(ChatError::ContextExceeded { error, .. } | ChatError::Other(error)) => {
+                    (Usage::default(), error.kind.as_str())
+                }
+            };
+            self.record_call(turn_id, "summary", &View::default(), None, 1, estimate, &reply_usage, kind).await;
+            let reply = outcome.map_err(Error::from)?;
+            add_usage(usage, &reply.usage);
+            summary = reply.content.unwrap_or_default().trim().to_string();
+        }
+        Ok(summary)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn record_call(
+        &self,
+        turn: Uuid,
+        purpose: &'static str,
+        view: &View,
+        first_seq: Option<i64>,
+        messages: usize,
+        estimated_tokens: u64,
+        usage: &Usage,
+        outcome: &str,
+    ) {
+        let row = store::ModelCallRow {
+            turn,
+            agent: self.agent.id,
+            session: self.session,
+            provider: self.provider.name(),
+            model: self.model,
+            purpose,
+            compaction: view.id,
+            first_seq,
+            messages,
+            estimated_tokens,
+            usage,
+            outcome,
+        };
+        if let Err(e) = store::record_model_call(self.kernel.db(), &row).await {
+            tracing::warn!(error = %e, "recording a model call failed");
+        }
     }
 
     /// Runs one response's tool calls through the pipeline: runs of non-exclusive calls

@@ -2,6 +2,7 @@
 
 use std::collections::HashSet;
 
+use super::context::Entry;
 use crate::agent::Agent;
 use crate::llm::Message;
 
@@ -26,31 +27,34 @@ pub(super) fn system_prompt(agent: &Agent, tools_line: Option<&str>) -> String {
 
 /// A turn that was stopped between a model's tool calls and their results leaves calls
 /// without results, which both wire protocols refuse. Give each such call a result that says
-/// what happened.
-pub(super) fn repair_dangling_calls(history: &mut Vec<Message>) {
+/// what happened. (Not stored: each repaired result takes its call's place.)
+pub(super) fn repair_dangling_calls(history: &mut Vec<Entry>) {
     let answered: HashSet<String> = history
         .iter()
-        .filter_map(|m| match m {
+        .filter_map(|e| match &e.message {
             Message::Tool { call_id, .. } => Some(call_id.clone()),
             _ => None,
         })
         .collect();
     let mut repaired = Vec::with_capacity(history.len());
-    for m in history.drain(..) {
-        let missing: Vec<Message> = match &m {
+    for e in history.drain(..) {
+        let missing: Vec<Entry> = match &e.message {
             Message::Assistant { tool_calls, .. } => tool_calls
                 .iter()
                 .filter(|c| !answered.contains(&c.id))
-                .map(|c| Message::Tool {
-                    call_id: c.id.clone(),
-                    name: c.name.clone(),
-                    content: "Failed: the turn was stopped before this call ran".into(),
-                    is_error: true,
+                .map(|c| Entry {
+                    seq: e.seq,
+                    message: Message::Tool {
+                        call_id: c.id.clone(),
+                        name: c.name.clone(),
+                        content: "Failed: the turn was stopped before this call ran".into(),
+                        is_error: true,
+                    },
                 })
                 .collect(),
             _ => Vec::new(),
         };
-        repaired.push(m);
+        repaired.push(e);
         repaired.extend(missing);
     }
     *history = repaired;
@@ -64,15 +68,20 @@ mod tests {
     #[test]
     fn dangling_calls_get_a_result_right_after_their_call() {
         let call = |id: &str| ToolCall { id: id.into(), name: "t".into(), arguments: serde_json::json!({}) };
-        let mut history = vec![
+        let mut history: Vec<Entry> = [
             Message::User { content: "go".into() },
             Message::Assistant { content: None, tool_calls: vec![call("a"), call("b")] },
             Message::Tool { call_id: "a".into(), name: "t".into(), content: "ok".into(), is_error: false },
             Message::User { content: "again".into() },
-        ];
+        ]
+        .into_iter()
+        .zip(1..)
+        .map(|(message, seq)| Entry { seq, message })
+        .collect();
         repair_dangling_calls(&mut history);
         assert_eq!(history.len(), 5);
-        assert!(matches!(&history[2], Message::Tool { call_id, is_error: true, .. } if call_id == "b"));
-        assert!(matches!(&history[3], Message::Tool { call_id, is_error: false, .. } if call_id == "a"));
+        assert!(matches!(&history[2].message, Message::Tool { call_id, is_error: true, .. } if call_id == "b"));
+        assert_eq!(history[2].seq, 2, "the repaired result takes its call's place");
+        assert!(matches!(&history[3].message, Message::Tool { call_id, is_error: false, .. } if call_id == "a"));
     }
 }

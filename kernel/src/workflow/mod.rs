@@ -345,9 +345,12 @@ async fn step_agent(kernel: &Kernel, step: &Step) -> Result<(std::sync::Arc<crat
             Ok((agent, false))
         }
         Step::AgentType(s) => {
-            // A step agent lives for one step: its type's [[cron]] jobs are not scheduled.
-            let agent =
-                kernel.agents().spawn(SpawnRequest { agent_type: s.agent_type.clone(), ..Default::default() }).await?;
+            // A step agent lives for one step: its type's [[cron]] jobs are not scheduled, and
+            // it is removed some time after (`[kernel] ephemeral_retention_hours`).
+            let agent = kernel
+                .agents()
+                .spawn(SpawnRequest { agent_type: s.agent_type.clone(), ephemeral: true, ..Default::default() })
+                .await?;
             Ok((agent, true))
         }
     }

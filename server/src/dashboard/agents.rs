@@ -24,18 +24,21 @@ fn list_page(
     kernel: &Kernel,
     op: &Operator,
     status: StatusCode,
-    cursor: &Cursor,
+    (cursor, with_ephemeral): (&Cursor, bool),
     form: SpawnForm,
     errors: Vec<kennel_kernel::error::FieldError>,
     notice: Notice,
 ) -> PageResult {
-    let agents = kernel.agents().page(&cursor.page(PER_PAGE))?;
+    let agents = kernel.agents().page(&cursor.page(PER_PAGE), with_ephemeral)?;
+    let kept: Vec<(&str, String)> = if with_ephemeral { vec![("ephemeral", "1".into())] } else { Vec::new() };
     let page = AgentsPage {
-        paging: Paging { total: agents.total, next: next_page("/agents", &[], agents.next.as_deref()) },
+        paging: Paging { total: agents.total, next: next_page("/agents", &kept, agents.next.as_deref()) },
         agents: agents.items,
         types: kernel.agents().types(),
         form,
         errors,
+        with_ephemeral,
+        ephemeral: kernel.agents().ephemeral_count(),
     };
     Ok(html(status, agents::render_list(meta(op, "Agents", Nav::Agents, notice.flash()), page)))
 }
@@ -46,6 +49,8 @@ pub struct ListQuery {
     cursor: Cursor,
     #[serde(flatten)]
     notice: Notice,
+    /// `1`: show the workflow step agents too.
+    ephemeral: Option<String>,
 }
 
 pub async fn list(
@@ -53,7 +58,8 @@ pub async fn list(
     Extension(op): Extension<Operator>,
     Query(q): Query<ListQuery>,
 ) -> PageResult {
-    list_page(&kernel, &op, StatusCode::OK, &q.cursor, SpawnForm::default(), Vec::new(), q.notice)
+    let with_ephemeral = q.ephemeral.as_deref() == Some("1");
+    list_page(&kernel, &op, StatusCode::OK, (&q.cursor, with_ephemeral), SpawnForm::default(), Vec::new(), q.notice)
 }
 
 #[derive(Deserialize)]
@@ -82,7 +88,15 @@ pub async fn spawn(
         Err(e) => {
             let status = crate::status::status_for(e.kind);
             let form = SpawnForm { template: f.template, name: f.name, goal: f.goal };
-            list_page(&kernel, &op, status, &Cursor::default(), form, field_errors(&e, "name"), Notice::default())
+            list_page(
+                &kernel,
+                &op,
+                status,
+                (&Cursor::default(), false),
+                form,
+                field_errors(&e, "name"),
+                Notice::default(),
+            )
         }
     }
 }
@@ -143,9 +157,13 @@ pub(super) async fn agent_page(
         }
         None => None,
     };
-    let (messages, failures) = match &session {
-        Some(s) => (kernel.sessions().messages(s.id).await?, kernel.sessions().failures(s.id).await?),
-        None => (Vec::new(), Vec::new()),
+    let (messages, failures, compactions) = match &session {
+        Some(s) => (
+            kernel.sessions().messages(s.id).await?,
+            kernel.sessions().failures(s.id).await?,
+            kernel.sessions().compactions(s.id).await?,
+        ),
+        None => (Vec::new(), Vec::new(), Vec::new()),
     };
     let filter = kennel_kernel::schedule::ScheduleFilter { agent: Some(agent.id.to_string()), ..Default::default() };
     let schedules = kernel.schedules().list(&filter, &PageRequest::first(AGENT_PAGE_SCHEDULES)).await?.items;
@@ -162,6 +180,7 @@ pub(super) async fn agent_page(
         session,
         messages,
         failures,
+        compactions,
         draft: refused.draft.map(str::to_string),
         chat_error: refused.chat.map(|e| e.model_text()),
         grant_error: refused.grant.map(|e| e.fields.first().map_or(e.message.clone(), |f| f.message.clone())),

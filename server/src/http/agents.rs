@@ -19,7 +19,7 @@ use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::auth::TokenName;
-use super::body::JsonBody;
+use super::body::{JsonBody, QueryParams};
 use super::error::ApiResult;
 use super::page::PageParams;
 
@@ -52,11 +52,24 @@ struct SpawnBody {
     goal: Option<String>,
 }
 
+/// Which agents `GET /api/agents` lists.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+struct AgentListQuery {
+    /// Include the agents spawned for workflow steps (hidden by default; removed
+    /// `[kernel] ephemeral_retention_hours` after they stop).
+    ephemeral: Option<bool>,
+}
+
 /// Every agent, oldest first.
-#[utoipa::path(get, path = "/api/agents", tag = "agents", params(PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last agent's id)")),
+#[utoipa::path(get, path = "/api/agents", tag = "agents", params(PageQuery, AgentListQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last agent's id)")),
     responses((status = 200, description = "A page of agents", body = Vec<Agent>)))]
-async fn list_agents(State(kernel): State<Kernel>, page: PageParams) -> ApiResult<Response> {
-    Ok(page.answer(kernel.agents().page(&page.request)?))
+async fn list_agents(
+    State(kernel): State<Kernel>,
+    QueryParams(q): QueryParams<AgentListQuery>,
+    page: PageParams,
+) -> ApiResult<Response> {
+    Ok(page.answer(kernel.agents().page(&page.request, q.ephemeral.unwrap_or(false))?))
 }
 
 /// Spawns an agent from an agent type.

@@ -103,9 +103,19 @@ async fn the_sdk_streaming_client_gets_status_updates_and_the_final_artifact() {
     let streamed = sdk(&["send", &helper, "what time is it?", "--stream"]).await.expect("the stream is read");
     assert_eq!(
         streamed["kinds"],
-        json!(["task", "status_update", "status_update", "artifact_update", "status_update"]),
-        "the task, its tool call starting and ending, the reply, the end: {streamed}"
+        json!([
+            "task",
+            "status_update",
+            "status_update",
+            "artifact_update",
+            "artifact_update",
+            "artifact_update",
+            "artifact_update",
+            "status_update"
+        ]),
+        "the task, its tool call starting and ending, the reply as the model streams it (three pieces), the whole reply, the end: {streamed}"
     );
+    assert_eq!(streamed["pieces"], json!(["It ", "is ", "now."]), "{streamed}");
     assert_eq!(
         (streamed["state"].as_str(), streamed["text"].as_str()),
         (Some("TASK_STATE_COMPLETED"), Some("It is now."))
@@ -173,9 +183,18 @@ async fn a_0_3_sdk_client_sends_streams_reads_cancels_and_resubscribes() {
     let streamed = sdk_0_3(&["send", &helper, "hello", "--stream"]).await.expect("message/stream");
     assert_eq!(
         streamed["kinds"],
-        json!(["task", "status-update", "status-update", "artifact-update", "status-update"]),
-        "{streamed}"
+        json!([
+            "task",
+            "status-update",
+            "status-update",
+            "artifact-update",
+            "artifact-update",
+            "artifact-update",
+            "status-update"
+        ]),
+        "the reply in two streamed pieces, then whole: {streamed}"
     );
+    // The SDK's task manager put the pieces together and the whole reply replaced them.
     assert_eq!(streamed["text"], "streamed answer");
     let got = sdk_0_3(&["get", &helper, streamed["task_id"].as_str().unwrap()]).await.expect("tasks/get");
     assert_eq!((got["kind"].as_str(), got["status"]["state"].as_str()), (Some("task"), Some("completed")));

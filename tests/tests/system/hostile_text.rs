@@ -391,7 +391,7 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     let runs = format!("/api/workflows/{}/runs", wf.body["id"].as_str().unwrap());
     let run = api.post(&runs, json!({"inputs": {"topic": corpus}})).await;
     assert_eq!(run.body["status"], "succeeded", "{}", run.text);
-    let agents = api.get("/api/agents").await;
+    let agents = api.get("/api/agents?ephemeral=true").await;
     let stepper = agents.body.as_array().unwrap().iter().find(|a| a["agent_type"] == "stepper").expect("step agent");
     let stepper = stepper["id"].as_str().unwrap().to_string();
     let step_session = api.get(&format!("/api/agents/{stepper}/sessions")).await.body[0]["id"].clone();

@@ -227,11 +227,26 @@ async fn turn_progress_streams_as_server_sent_events() {
         text.push_str(&String::from_utf8_lossy(&chunk.expect("stream open")));
     }
     let names: Vec<_> = text.lines().filter_map(|l| l.strip_prefix("event: ")).collect();
+    // The provider streams: the tool call arrives as pieces (its name, then its arguments in
+    // two), the reply as text pieces, before the finished call and reply.
     assert_eq!(
         names,
-        ["turn_started", "model_call", "tool_call_started", "tool_call_finished", "model_call", "reply", "turn_ended"]
+        [
+            "turn_started",
+            "model_call",
+            "tool_call_delta",
+            "tool_call_delta",
+            "tool_call_delta",
+            "tool_call_started",
+            "tool_call_finished",
+            "model_call",
+            "text_delta",
+            "reply",
+            "turn_ended"
+        ]
     );
     assert!(text.contains("\"name\":\"system_time\""));
+    assert!(text.contains("\"type\":\"text_delta\",\"iteration\":2,\"text\":\"now\""), "{text}");
     drop(d);
 }
 

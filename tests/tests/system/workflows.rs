@@ -30,10 +30,14 @@ async fn workflows_are_stored_and_run_step_by_step_with_history() {
     let sent = llm.requests();
     assert_eq!(sent[0].body["messages"][1]["content"], "Draft a post about otters.");
     assert_eq!(sent[1].system(), "You edit.");
-    // The editor was spawned for its step and stopped after it.
-    let agents = api.get("/api/agents").await;
+    // The editor was spawned for its step and stopped after it; it is a workflow step agent,
+    // left out of the default list.
+    let listed = api.get("/api/agents").await;
+    assert!(!listed.body.as_array().unwrap().iter().any(|a| a["agent_type"] == "editor"), "{}", listed.text);
+    let agents = api.get("/api/agents?ephemeral=true").await;
     let editor = agents.body.as_array().unwrap().iter().find(|a| a["agent_type"] == "editor").unwrap().clone();
     assert_eq!(editor["status"], "stopped");
+    assert_eq!(editor["ephemeral"], true);
 
     let history = api.get(&format!("/api/workflows/{id}/runs")).await;
     assert_eq!(history.body.as_array().unwrap().len(), 1);

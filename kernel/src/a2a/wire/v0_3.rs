@@ -222,15 +222,15 @@ pub fn event(task: &Task, event: &TaskEvent) -> Value {
                 "final": state.is_terminal(),
             })
         }
-        TaskEvent::Artifact { .. } => {
+        TaskEvent::Artifact { .. } | TaskEvent::ArtifactChunk { .. } => {
             let update = &canonical["artifactUpdate"];
             json!({
                 "kind": "artifact-update",
                 "taskId": update["taskId"],
                 "contextId": update["contextId"],
                 "artifact": artifact_from_v1(&update["artifact"]),
-                "append": false,
-                "lastChunk": true,
+                "append": update["append"],
+                "lastChunk": update["lastChunk"],
             })
         }
     }

@@ -98,7 +98,10 @@ pub fn event(task: &Task, event: &TaskEvent) -> Value {
             json!({ "statusUpdate": { "taskId": id, "contextId": context, "status": status } })
         }
         TaskEvent::Artifact { text } => json!({
-            "artifactUpdate": { "taskId": id, "contextId": context, "artifact": reply_artifact(&id, text), "lastChunk": true }
+            "artifactUpdate": { "taskId": id, "contextId": context, "artifact": reply_artifact(&id, text), "append": false, "lastChunk": true }
+        }),
+        TaskEvent::ArtifactChunk { text, append } => json!({
+            "artifactUpdate": { "taskId": id, "contextId": context, "artifact": reply_artifact(&id, text), "append": append, "lastChunk": false }
         }),
     }
 }

@@ -1,0 +1,112 @@
+//! Async `agent_send`: the other agent's turn runs detached and its reply is delivered into
+//! the sender's session. Each delivery is stored until its reply (or failure) is delivered,
+//! so a restart finds the ones it cut off: each is retried once, and one cut off again is
+//! delivered as "interrupted" — the sender is never left waiting in silence.
+
+use uuid::Uuid;
+
+use super::store;
+use crate::Kernel;
+use crate::error::Result;
+use crate::session::Origin;
+use crate::tool::Caller;
+use crate::turn::{TurnRequest, TurnResult};
+
+/// An async `agent_send` in flight.
+#[derive(Debug, Clone)]
+pub(crate) struct Delivery {
+    /// The task id the sender was given.
+    pub id: Uuid,
+    pub from_agent: Uuid,
+    /// The sender's session, where the reply goes.
+    pub reply_to: Uuid,
+    pub to_agent: Uuid,
+    /// The receiver's session for this sender.
+    pub session: Uuid,
+    pub message: String,
+    pub depth: u32,
+    pub chain: Vec<Uuid>,
+    /// Turns started for it (1 once sent; 2 after the retry a restart makes).
+    pub attempts: u32,
+}
+
+/// Stores the delivery, then runs the receiver's turn and delivers its reply, detached.
+pub(crate) async fn send(kernel: &Kernel, delivery: Delivery) -> Result<()> {
+    store::insert_delivery(kernel.db(), &delivery).await?;
+    let kernel = kernel.clone();
+    tokio::spawn(async move { run(&kernel, delivery, false).await });
+    Ok(())
+}
+
+/// After a restart: retries each delivery cut off once, and tells the sender of one that was
+/// cut off again (or whose receiver is gone).
+pub(crate) async fn resume(kernel: &Kernel) -> Result<usize> {
+    let pending = store::deliveries(kernel.db()).await?;
+    let count = pending.len();
+    for mut delivery in pending {
+        let receiver = kernel.agents().get(&delivery.to_agent.to_string()).ok().filter(|a| a.is_running());
+        let name = receiver.as_ref().map_or_else(|| delivery.to_agent.to_string(), |a| a.name.clone());
+        if receiver.is_none() || delivery.attempts >= 2 {
+            let why = if receiver.is_none() {
+                format!("agent `{name}` is no longer running")
+            } else {
+                "its retry after the restart was cut off too".to_string()
+            };
+            let text = format!(
+                "[agent_send task {} to agent `{name}` was interrupted: the daemon stopped before the reply came, and {why}. Send it again if it still matters.]",
+                delivery.id
+            );
+            finish(kernel, &delivery, &text).await;
+            continue;
+        }
+        delivery.attempts += 1;
+        store::set_delivery_attempts(kernel.db(), delivery.id, delivery.attempts).await?;
+        tracing::info!(task = %delivery.id, to = %name, "retrying an agent_send the restart interrupted");
+        let kernel = kernel.clone();
+        tokio::spawn(async move { run(&kernel, delivery, true).await });
+    }
+    Ok(count)
+}
+
+async fn run(kernel: &Kernel, delivery: Delivery, retry: bool) {
+    let outcome = match kernel.agents().get(&delivery.to_agent.to_string()) {
+        Ok(to) => {
+            let req = TurnRequest {
+                session: Some(delivery.session),
+                depth: delivery.depth,
+                chain: delivery.chain.clone(),
+                // A retry answers the message the cut-off turn left unanswered, not a copy.
+                retry,
+                ..TurnRequest::headless(delivery.message.clone(), Caller::Agent)
+            };
+            let outcome = crate::turn::run(kernel, to.clone(), req).await;
+            (to.name.clone(), outcome)
+        }
+        Err(e) => (delivery.to_agent.to_string(), Err(e)),
+    };
+    let text = delivery_text(&outcome.0, delivery.id, &outcome.1);
+    finish(kernel, &delivery, &text).await;
+}
+
+/// Puts `text` into the sender's session and forgets the delivery.
+async fn finish(kernel: &Kernel, delivery: &Delivery, text: &str) {
+    if let Err(e) = kernel.turns().deliver(kernel, delivery.reply_to, text).await {
+        tracing::warn!(error = %e.message, task = %delivery.id, "an agent_send reply could not be delivered");
+        return;
+    }
+    if let Err(e) = store::delete_delivery(kernel.db(), delivery.id).await {
+        tracing::warn!(error = %e.message, task = %delivery.id, "a delivered agent_send stays stored");
+    }
+}
+
+fn delivery_text(to: &str, task_id: Uuid, outcome: &Result<TurnResult>) -> String {
+    match outcome {
+        Ok(turn) => format!("[Reply from agent `{to}` to agent_send task {task_id}]\n{}", turn.reply),
+        Err(e) => format!("[agent_send task {task_id} to agent `{to}` failed] {}", e.model_text()),
+    }
+}
+
+/// The receiving agent's session for messages from `from` (one conversation per sender).
+pub(crate) async fn session_for(kernel: &Kernel, to: Uuid, from: &str) -> Result<Uuid> {
+    Ok(kernel.sessions().labelled(to, &Origin::Agent(from.to_string())).await?.id)
+}

@@ -1,0 +1,418 @@
+//! Fitting a conversation into a model's context window.
+//!
+//! Each model has a window: `[providers.NAME.models.MODEL] context_tokens`, else what the
+//! provider's refusal taught us (kept in `model_windows`), else its family's known window.
+//! Before each call the request is estimated on the safe side (a token per three bytes, more
+//! than any tokenizer we know gives for text, code or JSON), and when it would not fit the
+//! session is compacted: older tool results become stubs, then older turns are summarised by
+//! the model into one message. The stored history keeps every message; a compaction is a
+//! view over it ([`View`]), stored per session, that every later call starts from.
+//!
+//! The planning here is pure and fast (a 2,000-message session plans in well under a
+//! millisecond: `docs/BENCHMARKS.md`); the model call that writes a summary is the caller's.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::llm::{Message, ToolSpec};
+
+/// A stored message with its place in the session (a repaired call's result shares its
+/// call's place: it is not stored).
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub seq: i64,
+    pub message: Message,
+}
+
+/// How a session is shown to the model: a summary in place of every message up to
+/// `summary_through`, and stubs in place of tool results up to `stubbed_through`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct View {
+    /// The stored compaction this view is (`None`: the whole history as stored).
+    pub id: Option<i64>,
+    pub summary: Option<String>,
+    pub summary_through: i64,
+    pub stubbed_through: i64,
+}
+
+/// What the compaction of a request decided.
+#[derive(Debug, PartialEq)]
+pub enum Plan {
+    /// The request fits as it is.
+    Fits,
+    /// Stub the tool results up to this place; then it fits.
+    Stub { stubbed_through: i64 },
+    /// Summarise the messages up to `through` (these, in the view's form) into one message,
+    /// with tool results stubbed up to `stubbed_through` in what stays.
+    Summarise { through: i64, stubbed_through: i64, messages: Vec<Message> },
+    /// Even with everything before this turn summarised, this turn's own messages (and the
+    /// system prompt and tools) need about `needed` tokens of the `budget`.
+    TooLarge { needed: u64, budget: u64 },
+}
+
+/// Tokens a summary may take: what is left for it when planning.
+pub fn summary_allowance(budget: u64) -> u64 {
+    (budget / 8).clamp(64, 1024)
+}
+
+/// What a compaction aims for below the budget, so the next turns fit without compacting again.
+fn target(budget: u64) -> u64 {
+    budget * 6 / 10
+}
+
+/// Tokens `bytes` of text may be, on the safe side.
+pub fn tokens_of(bytes: usize) -> u64 {
+    (bytes as u64).div_ceil(3)
+}
+
+/// A message's tokens: its text and tool calls, and a few for the wire's framing.
+pub fn estimate(m: &Message) -> u64 {
+    const FRAMING: u64 = 6;
+    FRAMING
+        + match m {
+            Message::User { content } => tokens_of(content.len()),
+            Message::Assistant { content, tool_calls } => {
+                tokens_of(content.as_deref().map_or(0, str::len))
+                    + tool_calls
+                        .iter()
+                        .map(|c| FRAMING + tokens_of(c.id.len() + c.name.len() + json_len(&c.arguments)))
+                        .sum::<u64>()
+            }
+            Message::Tool { call_id, name, content, .. } => tokens_of(call_id.len() + name.len() + content.len()),
+        }
+}
+
+/// The system prompt's and the tools' tokens: what every call of a turn carries.
+pub fn fixed_tokens(system: &str, tools: &[ToolSpec]) -> u64 {
+    tokens_of(system.len())
+        + tools.iter().map(|t| 8 + tokens_of(t.name.len() + t.description.len() + json_len(&t.parameters))).sum::<u64>()
+}
+
+fn json_len(v: &serde_json::Value) -> usize {
+    serde_json::to_vec(v).map_or(0, |b| b.len())
+}
+
+/// The message that stands for everything a summary covers.
+pub fn summary_message(summary: &str) -> Message {
+    Message::User {
+        content: format!(
+            "[Summary of the earlier conversation, written when it no longer fit the model's context window]\n{summary}"
+        ),
+    }
+}
+
+/// What a tool result becomes when stubbed. A spilled result keeps its artifact id, so the
+/// model can read it again.
+pub fn stub(name: &str, content: &str, is_error: bool) -> String {
+    let artifact = serde_json::from_str::<serde_json::Value>(content)
+        .ok()
+        .and_then(|v| v.get("artifact_id").and_then(|a| a.as_str()).map(str::to_string));
+    let what = if is_error { "error" } else { "result" };
+    match artifact {
+        Some(id) => format!(
+            "[compacted: this {what} of `{name}` was removed to fit the context window; it is artifact {id} (read_artifact)]"
+        ),
+        None => format!(
+            "[compacted: this {what} of `{name}` ({} bytes) was removed to fit the context window]",
+            content.len()
+        ),
+    }
+}
+
+/// The messages a view sends: the summary, then the stored messages after it, stubbed.
+pub fn build(entries: &[Entry], view: &View) -> Vec<Message> {
+    let mut out = Vec::with_capacity(entries.len() + 1);
+    if let Some(summary) = &view.summary {
+        out.push(summary_message(summary));
+    }
+    for e in entries.iter().filter(|e| e.seq > view.summary_through) {
+        out.push(shown(e, view.stubbed_through).into_owned());
+    }
+    out
+}
+
+fn shown(e: &Entry, stubbed_through: i64) -> std::borrow::Cow<'_, Message> {
+    match &e.message {
+        Message::Tool { call_id, name, content, is_error } if e.seq <= stubbed_through => {
+            std::borrow::Cow::Owned(Message::Tool {
+                call_id: call_id.clone(),
+                name: name.clone(),
+                content: stub(name, content, *is_error),
+                is_error: *is_error,
+            })
+        }
+        other => std::borrow::Cow::Borrowed(other),
+    }
+}
+
+/// Decides how the request for a turn whose first message is at `turn_start` fits `budget`
+/// tokens (the window less the reply's share), given the session's `view`. Never touches the
+/// current turn's messages (nor the system prompt and tools, in `fixed`), and cuts only
+/// before a user message, so a tool call and its result are never parted.
+pub fn plan(entries: &[Entry], view: &View, turn_start: i64, fixed: u64, budget: u64) -> Plan {
+    let visible: Vec<&Entry> = entries.iter().filter(|e| e.seq > view.summary_through).collect();
+    let costs: Vec<u64> = visible.iter().map(|e| estimate(&shown(e, view.stubbed_through))).collect();
+    let summary_cost = view.summary.as_deref().map_or(0, |s| estimate(&summary_message(s)));
+    let mut total = fixed + summary_cost + costs.iter().sum::<u64>();
+    if total <= budget {
+        return Plan::Fits;
+    }
+
+    // First: stub older tool results, oldest first, down to the target.
+    let mut stubbed_through = view.stubbed_through;
+    let goal = target(budget);
+    for (e, cost) in visible.iter().zip(&costs) {
+        if total <= goal || e.seq >= turn_start {
+            break;
+        }
+        if let Message::Tool { name, content, is_error, .. } = &e.message
+            && e.seq > stubbed_through
+        {
+            let stubbed = estimate(&Message::Tool {
+                call_id: String::new(),
+                name: name.clone(),
+                content: stub(name, content, *is_error),
+                is_error: *is_error,
+            });
+            total -= cost.saturating_sub(stubbed);
+            stubbed_through = e.seq;
+        }
+    }
+    if total <= budget {
+        return Plan::Stub { stubbed_through };
+    }
+
+    // Then: summarise the oldest turns. The cut is the first user message (before this turn's,
+    // at the latest) after which what stays, with a summary, is within the target; else the
+    // latest cut that is within the budget.
+    let stubbed_cost = |e: &Entry| estimate(&shown(e, stubbed_through));
+    let allowance = summary_allowance(budget);
+    let mut remaining: u64 = fixed + visible.iter().map(|e| stubbed_cost(e)).sum::<u64>();
+    let mut chosen = None;
+    for (i, e) in visible.iter().enumerate() {
+        let is_cut = i > 0 && matches!(e.message, Message::User { .. }) && e.seq <= turn_start;
+        if is_cut {
+            chosen = Some(i);
+            if remaining + allowance <= goal {
+                break;
+            }
+        }
+        if e.seq >= turn_start {
+            break;
+        }
+        remaining -= stubbed_cost(e);
+    }
+    let Some(cut) = chosen else {
+        return Plan::TooLarge { needed: total, budget };
+    };
+    let staying: u64 = fixed + visible[cut..].iter().map(|e| stubbed_cost(e)).sum::<u64>();
+    if staying + allowance > budget {
+        return Plan::TooLarge { needed: staying + allowance, budget };
+    }
+    let mut messages: Vec<Message> = Vec::with_capacity(cut + 1);
+    if let Some(summary) = &view.summary {
+        messages.push(summary_message(summary));
+    }
+    messages.extend(visible[..cut].iter().map(|e| shown(e, stubbed_through).into_owned()));
+    let through = visible[cut - 1].seq;
+    Plan::Summarise { through, stubbed_through: stubbed_through.max(through), messages }
+}
+
+/// The text a summary is written from: the messages as a transcript, each cut to at most
+/// `max_bytes_each` so one huge result cannot crowd out the rest.
+pub fn transcript(messages: &[Message], max_bytes_each: usize) -> Vec<String> {
+    let cut = |s: &str| -> String {
+        if s.len() <= max_bytes_each {
+            return s.to_string();
+        }
+        let mut end = max_bytes_each;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{} […{} more bytes]", &s[..end], s.len() - end)
+    };
+    messages
+        .iter()
+        .map(|m| match m {
+            Message::User { content } => format!("USER: {}", cut(content)),
+            Message::Assistant { content, tool_calls } => {
+                let mut line = format!("ASSISTANT: {}", cut(content.as_deref().unwrap_or_default()));
+                for c in tool_calls {
+                    line.push_str(&format!("\n  (called {} with {})", c.name, cut(&c.arguments.to_string())));
+                }
+                line
+            }
+            Message::Tool { name, content, is_error, .. } => {
+                format!("TOOL {name} {}: {}", if *is_error { "failed" } else { "returned" }, cut(content))
+            }
+        })
+        .collect()
+}
+
+/// The instructions for writing a summary.
+pub const SUMMARY_PROMPT: &str = "You are compacting a conversation between a user and an AI agent so it fits the agent's context window. Write a faithful summary the agent can continue from: the user's requests and preferences, decisions made, facts learned, tool results that still matter (with ids, paths and numbers exact), what is done and what is still open. Write it in the first person plural, as notes. Do not invent anything.";
+
+/// Known context windows by model family, for models nobody configured: the longest
+/// matching prefix wins. A vendor prefix (`openai/gpt-4o`, as routers name models) is
+/// ignored.
+const KNOWN_WINDOWS: &[(&str, u64)] = &[
+    ("gpt-5", 400_000),
+    ("gpt-4.1", 1_047_576),
+    ("gpt-4o", 128_000),
+    ("gpt-4-turbo", 128_000),
+    ("gpt-4-32k", 32_768),
+    ("gpt-4", 8_192),
+    ("gpt-3.5-turbo", 16_385),
+    ("o1-mini", 128_000),
+    ("o1", 200_000),
+    ("o3", 200_000),
+    ("o4-mini", 200_000),
+    ("claude", 200_000),
+    ("gemini", 1_048_576),
+    ("llama3.1", 131_072),
+    ("llama3.2", 131_072),
+    ("llama3.3", 131_072),
+    ("llama-3.1", 131_072),
+    ("llama-3.2", 131_072),
+    ("llama-3.3", 131_072),
+    ("llama3", 8_192),
+    ("llama-3", 8_192),
+    ("mistral-large", 131_072),
+    ("mixtral", 32_768),
+    ("qwen2.5", 32_768),
+    ("deepseek", 65_536),
+];
+
+pub fn known_window(model: &str) -> Option<u64> {
+    let name = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
+    KNOWN_WINDOWS.iter().filter(|(prefix, _)| name.starts_with(prefix)).max_by_key(|(p, _)| p.len()).map(|&(_, n)| n)
+}
+
+/// What refusals taught about models nobody configured, by (provider, model); the store
+/// keeps them across restarts.
+#[derive(Default)]
+pub struct LearnedWindows(Mutex<HashMap<(String, String), u64>>);
+
+impl LearnedWindows {
+    pub fn new(known: impl IntoIterator<Item = ((String, String), u64)>) -> LearnedWindows {
+        LearnedWindows(Mutex::new(known.into_iter().collect()))
+    }
+
+    pub fn get(&self, provider: &str, model: &str) -> Option<u64> {
+        self.0.lock().expect("windows lock").get(&(provider.to_string(), model.to_string())).copied()
+    }
+
+    pub fn set(&self, provider: &str, model: &str, tokens: u64) {
+        self.0.lock().expect("windows lock").insert((provider.to_string(), model.to_string()), tokens);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::ToolCall;
+    use serde_json::json;
+
+    fn user(seq: i64, text: &str) -> Entry {
+        Entry { seq, message: Message::User { content: text.into() } }
+    }
+    fn call(seq: i64, id: &str) -> Entry {
+        Entry {
+            seq,
+            message: Message::Assistant {
+                content: None,
+                tool_calls: vec![ToolCall { id: id.into(), name: "t".into(), arguments: json!({}) }],
+            },
+        }
+    }
+    fn result(seq: i64, id: &str, bytes: usize) -> Entry {
+        Entry {
+            seq,
+            message: Message::Tool {
+                call_id: id.into(),
+                name: "t".into(),
+                content: "x".repeat(bytes),
+                is_error: false,
+            },
+        }
+    }
+    fn reply(seq: i64, text: &str) -> Entry {
+        Entry { seq, message: Message::Assistant { content: Some(text.into()), tool_calls: vec![] } }
+    }
+
+    /// Turns of: user, tool call, a result of `bytes`, reply.
+    fn session(turns: i64, bytes: usize) -> Vec<Entry> {
+        (0..turns)
+            .flat_map(|t| {
+                let s = t * 4;
+                let id = format!("c{t}");
+                vec![user(s + 1, "question"), call(s + 2, &id), result(s + 3, &id, bytes), reply(s + 4, "answer")]
+            })
+            .collect()
+    }
+
+    fn cost(messages: &[Message]) -> u64 {
+        messages.iter().map(estimate).sum()
+    }
+
+    #[test]
+    fn a_request_that_fits_is_left_alone() {
+        let entries = session(3, 100);
+        assert_eq!(plan(&entries, &View::default(), 9, 10, 10_000), Plan::Fits);
+    }
+
+    #[test]
+    fn older_tool_results_are_stubbed_first_and_the_current_turn_never() {
+        let entries = session(4, 3_000);
+        let budget = 2_500;
+        let Plan::Stub { stubbed_through } = plan(&entries, &View::default(), 13, 50, budget) else {
+            panic!("expected stubs")
+        };
+        assert!(stubbed_through < 13, "the current turn's result (seq 15) is never stubbed");
+        let view = View { stubbed_through, ..View::default() };
+        let sent = build(&entries, &view);
+        assert!(50 + cost(&sent) <= budget);
+        assert!(matches!(&sent[14], Message::Tool { content, .. } if content.len() == 3_000));
+        assert!(matches!(&sent[2], Message::Tool { content, .. } if content.starts_with("[compacted:")));
+    }
+
+    #[test]
+    fn older_turns_are_summarised_at_a_user_message_and_what_stays_fits() {
+        let entries = session(100, 200);
+        let budget = 3_000;
+        let Plan::Summarise { through, stubbed_through, messages } = plan(&entries, &View::default(), 397, 100, budget)
+        else {
+            panic!("expected a summary")
+        };
+        assert!(matches!(entries.iter().find(|e| e.seq == through + 1).unwrap().message, Message::User { .. }));
+        assert_eq!(messages.len() as i64, through, "every message up to the cut is summarised");
+        let view = View {
+            id: None,
+            summary: Some("s".repeat(3 * summary_allowance(budget) as usize - 150)),
+            summary_through: through,
+            stubbed_through,
+        };
+        assert!(100 + cost(&build(&entries, &view)) <= budget);
+    }
+
+    #[test]
+    fn a_turn_too_large_on_its_own_is_said_so() {
+        let entries = vec![user(1, "go"), call(2, "a"), result(3, "a", 30_000)];
+        assert!(matches!(plan(&entries, &View::default(), 1, 10, 2_000), Plan::TooLarge { .. }));
+    }
+
+    #[test]
+    fn spilled_results_keep_their_artifact_id_when_stubbed() {
+        let spilled = json!({"spilled": true, "artifact_id": "abc123", "preview": "…"}).to_string();
+        assert!(stub("web_fetch", &spilled, false).contains("artifact abc123"));
+    }
+
+    #[test]
+    fn known_windows_go_by_the_longest_prefix() {
+        assert_eq!(known_window("gpt-4o-mini"), Some(128_000));
+        assert_eq!(known_window("gpt-4"), Some(8_192));
+        assert_eq!(known_window("openai/gpt-4.1-mini"), Some(1_047_576));
+        assert_eq!(known_window("claude-sonnet-4-5"), Some(200_000));
+        assert_eq!(known_window("tiny-local-model"), None);
+    }
+}
