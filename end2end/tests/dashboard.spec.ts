@@ -155,6 +155,25 @@ test('spawn an agent and chat: the scripted tool call is visible', async () => {
   await shot('agents');
 });
 
+test('chat streams the reply as the model writes it, then shows the finished message', async () => {
+  await page.goto('/agents');
+  await page.locator('tbody a', { hasText: 'clock' }).first().click();
+  const words = 'The kettle is on and the tea will be ready in four minutes exactly.';
+  const script = await page.request.post(`${fakeLlm}/_script`, {
+    data: [{ kind: 'slow_text', text: words, piece_millis: 150 }],
+  });
+  expect(script.status()).toBe(204);
+  await page.getByPlaceholder('Message the agent').fill('Tea?');
+  await page.getByRole('button', { name: 'Send' }).click();
+  const streaming = page.locator('.msg.streaming p');
+  await expect(streaming).toContainText('The kettle');
+  // Part of the reply is on the page while the turn still runs.
+  await expect(page.locator('#chat-form button[type=submit]')).toBeDisabled();
+  expect(await streaming.textContent()).not.toContain('exactly.');
+  await expect(page.locator('.chat-log .msg.assistant').last()).toContainText(words);
+  await expect(page.locator('.msg.streaming')).toHaveCount(0);
+});
+
 test('audit, overview and settings', async () => {
   await page.goto('/audit');
   await expect(page.locator('tbody tr').first()).toContainText('system_time');

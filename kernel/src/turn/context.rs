@@ -221,16 +221,7 @@ pub fn plan(entries: &[Entry], view: &View, turn_start: i64, fixed: u64, budget:
 /// The text a summary is written from: the messages as a transcript, each cut to at most
 /// `max_bytes_each` so one huge result cannot crowd out the rest.
 pub fn transcript(messages: &[Message], max_bytes_each: usize) -> Vec<String> {
-    let cut = |s: &str| -> String {
-        if s.len() <= max_bytes_each {
-            return s.to_string();
-        }
-        let mut end = max_bytes_each;
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        format!("{} […{} more bytes]", &s[..end], s.len() - end)
-    };
+    let cut = |s: &str| clip(s, max_bytes_each);
     messages
         .iter()
         .map(|m| match m {
@@ -247,6 +238,18 @@ pub fn transcript(messages: &[Message], max_bytes_each: usize) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// `s` cut to at most `max_bytes` (at a character boundary), saying how much was left out.
+pub fn clip(s: &str, max_bytes: usize) -> String {
+    if s.len() <= max_bytes {
+        return s.to_string();
+    }
+    let mut end = max_bytes;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{} […{} more bytes]", &s[..end], s.len() - end)
 }
 
 /// The instructions for writing a summary.

@@ -573,7 +573,8 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
             self.record_call(turn_id, "summary", &View::default(), None, 1, estimate, &reply_usage, kind).await;
             let reply = outcome.map_err(Error::from)?;
             add_usage(usage, &reply.usage);
-            summary = reply.content.unwrap_or_default().trim().to_string();
+            // A provider that writes past `max_tokens` must not undo the compaction.
+            summary = context::clip(reply.content.unwrap_or_default().trim(), allowance as usize * 3);
         }
         Ok(summary)
     }

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use kennel_kernel::Kernel;
 use kennel_kernel::agent::{Agent, NewCapabilities, SpawnRequest};
 use kennel_kernel::page::PageQuery;
-use kennel_kernel::session::{Session, StoredMessage};
+use kennel_kernel::session::{Compaction, Failure, Session, StoredMessage};
 use kennel_kernel::tool::pipeline::CallOutput;
 use kennel_kernel::tool::{CallContext, Caller, EffectiveTool};
 use kennel_kernel::turn::{AgentEvent, TurnRequest, TurnResult};
@@ -36,6 +36,7 @@ pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
         routes!(send_message),
         routes!(agent_events),
         routes!(session_messages),
+        routes!(get_session),
     ]
 }
 
@@ -263,4 +264,28 @@ async fn session_messages(
     let id = uuid::Uuid::parse_str(&id).map_err(|_| kennel_kernel::Error::not_found(format!("no session `{id}`")))?;
     kernel.sessions().get(id).await?;
     Ok(page.answer(kernel.sessions().messages_page(id, &page.request).await?))
+}
+
+/// A session with what happened to it besides its messages.
+#[derive(serde::Serialize, ToSchema)]
+struct SessionDetail {
+    #[serde(flatten)]
+    session: Session,
+    /// Turns that failed or were interrupted (a restart or crash), each after the message it
+    /// left unanswered.
+    failures: Vec<Failure>,
+    /// Where the session was compacted to fit the model's context window, oldest first: from
+    /// each on, the model was sent its summary and stubs instead of the messages they cover
+    /// (which stay stored).
+    compactions: Vec<Compaction>,
+}
+
+/// One session: its failed and interrupted turns and its compactions.
+#[utoipa::path(get, path = "/api/sessions/{id}", tag = "agents", params(("id" = String, Path, description = "The session's id")),
+    responses((status = 200, description = "The session", body = SessionDetail), (status = 404, description = "No such session")))]
+async fn get_session(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<SessionDetail>> {
+    let id = uuid::Uuid::parse_str(&id).map_err(|_| kennel_kernel::Error::not_found(format!("no session `{id}`")))?;
+    let session = kernel.sessions().get(id).await?;
+    let (failures, compactions) = (kernel.sessions().failures(id).await?, kernel.sessions().compactions(id).await?);
+    Ok(Json(SessionDetail { session, failures, compactions }))
 }

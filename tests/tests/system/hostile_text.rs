@@ -220,7 +220,7 @@ fn content_id(reply: &Reply, pointer: &str) -> String {
 #[tokio::test]
 async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     let corpus = corpus();
-    let config = "[task_board]\nwake_assignee = false\n[a2a]\nexpose = [\"frontdesk\"]\npublic = [\"frontdesk\"]\n";
+    let config = "[task_board]\nwake_assignee = false\n[a2a]\nexpose = [\"frontdesk\"]\npublic = [\"frontdesk\"]\n[providers.fake.models.tiny]\ncontext_tokens = 800\n";
     let (home, d, api, llm) = daemon_with_llm("openai", config).await;
     let b = d.browser();
 
@@ -373,6 +373,23 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     let session = sent.header("location").unwrap().split('#').next().unwrap().to_string();
 
     llm.set_fallback(Scripted::text(&corpus));
+    // A compaction: the model's summary (hostile like every reply here) shown with its marker.
+    let compactor = agent_from(&api, json!({"name": "compactor", "model": "tiny"})).await;
+    let first =
+        b.submit(&format!("/agents/{compactor}"), &format!("/agents/{compactor}/chat"), &[("message", &corpus)]).await;
+    let compacted_chat = first.header("location").unwrap().split('#').next().unwrap().to_string();
+    let compacted_session = compacted_chat.split("session=").nth(1).unwrap().split('&').next().unwrap().to_string();
+    for _ in 0..2 {
+        let more = api
+            .post(
+                &format!("/api/agents/{compactor}/messages"),
+                json!({"message": corpus, "session": compacted_session}),
+            )
+            .await;
+        assert_eq!(more.status, 200, "{}", more.text);
+    }
+    let detail = api.get(&format!("/api/sessions/{compacted_session}")).await;
+    assert!(detail.body["compactions"][0]["summary"].as_str().unwrap().starts_with(PAYLOADS[0]), "{}", detail.text);
     let soon = api.invoke(&maker, "schedule_create", json!({"when": "+1s", "prompt": corpus})).await;
     let soon = content_id(&soon, "/id");
     let fired = eventually(Duration::from_secs(10), || async {
@@ -416,6 +433,8 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     let frame = b.get(&format!("/canvas/{painter}/1/frame")).await;
     assert_eq!(frame.text, corpus, "the frame serves the agent's HTML as it is, in its sandbox");
     assert!(frame.header("content-security-policy").unwrap().starts_with("sandbox allow-scripts;"));
+    let compacted = check(&b, &compacted_chat, Shows::All).await;
+    assert!(compacted.text.contains("Compacted to fit the context window"), "the marker shows");
     let failure = check(&b, &format!("/agents/{failing}"), Shows::All).await;
     assert!(failure.textareas["message"].is_empty(), "reopened: the failure shows, the box is empty");
     let files = check(&b, &format!("/agents/{keeper}"), Shows::Nothing).await;

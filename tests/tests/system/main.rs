@@ -7,6 +7,7 @@ mod agents;
 mod agents_family;
 mod auth;
 mod config;
+mod context;
 mod dashboard;
 mod events;
 mod hostile_text;
