@@ -59,8 +59,8 @@ CREATE TABLE model_windows (
     PRIMARY KEY (provider, model)
 );
 
--- Async agent_send deliveries in flight: a restart retries an interrupted one once, then
--- tells the sender it was interrupted.
+-- Async agent_send deliveries in flight: a restart delivers a reply already written, retries
+-- an interrupted turn once, then tells the sender it was interrupted.
 CREATE TABLE agent_deliveries (
     id          TEXT PRIMARY KEY,
     from_agent  TEXT NOT NULL,
@@ -71,6 +71,8 @@ CREATE TABLE agent_deliveries (
     depth       INTEGER NOT NULL,
     chain       TEXT NOT NULL,
     attempts    INTEGER NOT NULL,
+    -- the text for the sender once the receiver's turn ended
+    reply       TEXT,
     created_at  TEXT NOT NULL
 );
 

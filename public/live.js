@@ -17,11 +17,23 @@ document.addEventListener('submit', (event) => {
   log.replaceChildren();
   button.disabled = true;
   const events = new EventSource(form.dataset.live);
+  // The stream carries every turn of the agent (schedules, other agents, A2A): follow only
+  // this chat's session. A new chat's session is the one whose turn starts with this message.
+  const sessionField = form.querySelector('input[name=session]');
+  let session = sessionField ? sessionField.value : null;
+  const typed = (form.querySelector('[name=message]').value || '').replace(/\r\n/g, '\n');
+  const ours = (d) => d.session_id === session;
+  events.addEventListener('turn_started', (e) => {
+    const d = JSON.parse(e.data);
+    if (session === null && (d.message || '').replace(/\r\n/g, '\n') === typed) session = d.session_id;
+  });
   // The reply streams into a bubble of its own; a tool call ends it, so text the model
   // writes after the call starts a new one. Model text is set as text, never as HTML.
   const chatLog = document.querySelector('.chat-log');
   let bubble = null;
   events.addEventListener('text_delta', (e) => {
+    const d = JSON.parse(e.data);
+    if (!ours(d)) return;
     if (!bubble) {
       const div = document.createElement('div');
       div.className = 'msg assistant streaming';
@@ -32,23 +44,35 @@ document.addEventListener('submit', (event) => {
       div.append(who, bubble);
       chatLog.appendChild(div);
     }
-    bubble.textContent += JSON.parse(e.data).text;
+    bubble.textContent += d.text;
+  });
+  // The provider's stream broke and is read again: what it wrote this time is void.
+  events.addEventListener('reply_reset', (e) => {
+    if (!ours(JSON.parse(e.data)) || !bubble) return;
+    bubble.textContent = '';
   });
   events.addEventListener('compacted', (e) => {
     const d = JSON.parse(e.data);
-    line(`compacted to fit the context window: ${d.summarised} messages summarised, ${d.stubbed} tool results stubbed`);
+    if (ours(d)) line(`compacted to fit the context window: ${d.summarised} messages summarised, ${d.stubbed} tool results stubbed`);
   });
-  events.addEventListener('model_call', (e) => line(`model call ${JSON.parse(e.data).iteration}…`));
-  events.addEventListener('tool_call_started', (e) => {
-    bubble = null;
+  events.addEventListener('model_call', (e) => {
     const d = JSON.parse(e.data);
+    if (ours(d)) line(`model call ${d.iteration}…`);
+  });
+  events.addEventListener('tool_call_started', (e) => {
+    const d = JSON.parse(e.data);
+    if (!ours(d)) return;
+    bubble = null;
     line(`→ ${d.name} ${JSON.stringify(d.arguments)}`);
   });
   events.addEventListener('tool_call_finished', (e) => {
     const d = JSON.parse(e.data);
+    if (!ours(d)) return;
     line(`← ${d.name}: ${d.outcome} (${(d.duration_us / 1000).toFixed(1)} ms)`, d.outcome === 'ok' ? 'ok' : 'bad');
   });
-  events.addEventListener('reply', () => line('reply received', 'ok'));
+  events.addEventListener('reply', (e) => {
+    if (ours(JSON.parse(e.data))) line('reply received', 'ok');
+  });
   events.onopen = async () => {
     events.onopen = null;
     try {

@@ -56,6 +56,9 @@ pub enum Scripted {
     /// A text answer streamed a word at a time, `piece_millis` apart (in one piece, after
     /// all that time, to a request that does not stream).
     SlowText { text: String, piece_millis: u64 },
+    /// A stream that breaks off: the first half of the text's words, then the body ends
+    /// without the reply's end (no finish reason, no `[DONE]` / `message_stop`).
+    CutText { text: String },
 }
 
 impl Scripted {
@@ -130,6 +133,8 @@ struct Shared {
     context_limit: Mutex<Option<u64>>,
     /// Streams the daemon closed before their end.
     cut_streams: std::sync::atomic::AtomicU64,
+    /// When each stream handed its first piece after the opening event to the connection.
+    first_pieces: Mutex<Vec<std::time::Instant>>,
 }
 
 /// A prediction's output file extension, how often it was read, and why it fails, if it does.
@@ -199,6 +204,11 @@ impl FakeLlm {
     /// Refuse requests longer than `tokens` (`None`: any length).
     pub fn set_context_limit(&self, tokens: Option<u64>) {
         *self.shared.context_limit.lock().expect("limit") = tokens;
+    }
+
+    /// When each streamed reply's first piece went out (for the first-token bench).
+    pub fn first_pieces(&self) -> Vec<std::time::Instant> {
+        self.shared.first_pieces.lock().expect("first pieces").clone()
     }
 
     /// How many streamed replies the daemon closed before their end.
@@ -300,6 +310,36 @@ fn event_stream(shared: &Arc<Shared>, events: Vec<String>, gap: Duration) -> Res
         .expect("a streamed response")
 }
 
+/// The first half of `text`'s words as `protocol` streams text, then the end of the body.
+fn cut_stream(shared: &Arc<Shared>, protocol: &str, text: &str) -> Response {
+    let words = pieces(text);
+    let half = &words[..words.len() / 2];
+    let events: Vec<String> = match protocol {
+        "anthropic" => std::iter::once(format!(
+            "event: message_start\ndata: {}\n\n",
+            json!({"type": "message_start", "message": {"usage": {"input_tokens": 10, "output_tokens": 1}}})
+        ))
+        .chain(std::iter::once(format!(
+            "event: content_block_start\ndata: {}\n\n",
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+        )))
+        .chain(half.iter().map(|w| {
+            let delta = json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": w}});
+            format!("event: content_block_delta\ndata: {delta}\n\n")
+        }))
+        .collect(),
+        _ => {
+            std::iter::once(format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": {"role": "assistant"}}]})))
+                .chain(
+                    half.iter()
+                        .map(|w| format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": {"content": w}}]}))),
+                )
+                .collect()
+        }
+    };
+    event_stream(shared, events, Duration::ZERO)
+}
+
 /// Words with their following space, so the pieces join back into the text.
 fn pieces(text: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -351,6 +391,7 @@ async fn openai(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(body
         Some(Scripted::Text { text }) => (Some(text), Vec::new(), 0),
         Some(Scripted::SlowText { text, piece_millis }) => (Some(text), Vec::new(), piece_millis),
         Some(Scripted::ToolCalls { calls, text }) => (text, calls, 0),
+        Some(Scripted::CutText { text }) => return cut_stream(&shared, "openai", &text),
         Some(Scripted::Delay { .. }) => unreachable!("delays are consumed by next()"),
     };
     let calls: Vec<(String, String, String)> = calls
@@ -417,6 +458,7 @@ async fn anthropic(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(b
         Some(Scripted::Text { text }) => (Some(text), Vec::new(), 0),
         Some(Scripted::SlowText { text, piece_millis }) => (Some(text), Vec::new(), piece_millis),
         Some(Scripted::ToolCalls { calls, text }) => (text, calls, 0),
+        Some(Scripted::CutText { text }) => return cut_stream(&shared, "anthropic", &text),
         Some(Scripted::Delay { .. }) => unreachable!("delays are consumed by next()"),
     };
     let calls: Vec<(String, String, Value)> = calls

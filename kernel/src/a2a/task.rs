@@ -217,12 +217,17 @@ impl A2aTasks {
         store::insert_task(&self.db, row).await?;
         let task = self.load(agent.id, id).await?;
 
-        let (events, receiver) = broadcast::channel(16);
+        // Room for a streamed reply's pieces: a subscriber that falls this far behind misses
+        // some (the whole reply, sent last, makes its artifact right again).
+        let (events, receiver) = broadcast::channel(1024);
         let cancel = CancellationToken::new();
         self.running().insert(id, Running { cancel: cancel.clone(), events: events.clone() });
         let turn = TurnRequest {
             session: Some(session.id),
             cancel: Some(cancel),
+            // Its events are followed by turn: another task's turn in the same context (waiting
+            // for or holding the session) is not this one's.
+            turn_id: Some(Uuid::now_v7()),
             ..TurnRequest::headless(text, inbound.caller())
         };
         tokio::spawn(run(kernel.clone(), agent, id, turn, events));
@@ -363,20 +368,28 @@ fn checked_context(context: &str) -> Result<&str, A2aError> {
 /// A task's turn, its progress (each tool call, as a `Working` status with a message), then
 /// its end: stored first (unless a cancel ended it already), then told.
 async fn run(kernel: Kernel, agent: Arc<Agent>, id: Uuid, turn: TurnRequest, events: broadcast::Sender<TaskEvent>) {
-    let session = turn.session;
+    let turn_id = turn.turn_id;
     let mut progress = kernel.turns().subscribe();
     let mut listening = true;
     let running = crate::turn::run(&kernel, agent.clone(), turn);
     tokio::pin!(running);
     let streamed = std::sync::atomic::AtomicBool::new(false);
     let tell = |event: &AgentEvent| {
-        if Some(event.session_id) != session {
+        if Some(event.turn_id) != turn_id {
             return;
         }
-        if let EventKind::TextDelta { text, .. } = &event.kind {
-            let append = streamed.swap(true, std::sync::atomic::Ordering::Relaxed);
-            let _ = events.send(TaskEvent::ArtifactChunk { text: text.clone(), append });
-            return;
+        match &event.kind {
+            EventKind::TextDelta { text, .. } => {
+                let append = streamed.swap(true, std::sync::atomic::Ordering::Relaxed);
+                let _ = events.send(TaskEvent::ArtifactChunk { text: text.clone(), append });
+                return;
+            }
+            // The provider's stream broke and is being read again: the next piece starts over.
+            EventKind::ReplyReset { .. } => {
+                streamed.store(false, std::sync::atomic::Ordering::Relaxed);
+                return;
+            }
+            _ => {}
         }
         if let Some(text) = progress_text(&event.kind) {
             let _ =

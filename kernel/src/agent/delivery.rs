@@ -1,7 +1,10 @@
 //! Async `agent_send`: the other agent's turn runs detached and its reply is delivered into
 //! the sender's session. Each delivery is stored until its reply (or failure) is delivered,
-//! so a restart finds the ones it cut off: each is retried once, and one cut off again is
-//! delivered as "interrupted" — the sender is never left waiting in silence.
+//! and the reply is stored the moment the turn ends, so a restart finds exactly what was cut
+//! off: a reply not yet delivered is delivered (once), a turn cut off is retried once, and
+//! one cut off again is delivered as "interrupted" — the sender is never left in silence.
+
+use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
@@ -28,6 +31,8 @@ pub(crate) struct Delivery {
     pub chain: Vec<Uuid>,
     /// Turns started for it (1 once sent; 2 after the retry a restart makes).
     pub attempts: u32,
+    /// What the sender is told, once the receiver's turn has ended.
+    pub reply: Option<String>,
 }
 
 /// Stores the delivery, then runs the receiver's turn and delivers its reply, detached.
@@ -38,38 +43,57 @@ pub(crate) async fn send(kernel: &Kernel, delivery: Delivery) -> Result<()> {
     Ok(())
 }
 
-/// After a restart: retries each delivery cut off once, and tells the sender of one that was
-/// cut off again (or whose receiver is gone).
+/// After a restart: finishes every delivery left, in order within each receiver's session
+/// (two cut off in one session must not answer each other's message).
 pub(crate) async fn resume(kernel: &Kernel) -> Result<usize> {
     let pending = store::deliveries(kernel.db()).await?;
     let count = pending.len();
-    for mut delivery in pending {
-        let receiver = kernel.agents().get(&delivery.to_agent.to_string()).ok().filter(|a| a.is_running());
-        let name = receiver.as_ref().map_or_else(|| delivery.to_agent.to_string(), |a| a.name.clone());
-        if receiver.is_none() || delivery.attempts >= 2 {
-            let why = if receiver.is_none() {
-                format!("agent `{name}` is no longer running")
-            } else {
-                "its retry after the restart was cut off too".to_string()
-            };
-            let text = format!(
-                "[agent_send task {} to agent `{name}` was interrupted: the daemon stopped before the reply came, and {why}. Send it again if it still matters.]",
-                delivery.id
-            );
-            finish(kernel, &delivery, &text).await;
-            continue;
-        }
-        delivery.attempts += 1;
-        store::set_delivery_attempts(kernel.db(), delivery.id, delivery.attempts).await?;
-        tracing::info!(task = %delivery.id, to = %name, "retrying an agent_send the restart interrupted");
+    let mut by_session: BTreeMap<Uuid, Vec<Delivery>> = BTreeMap::new();
+    for delivery in pending {
+        by_session.entry(delivery.session).or_default().push(delivery);
+    }
+    for (_, deliveries) in by_session {
         let kernel = kernel.clone();
-        tokio::spawn(async move { run(&kernel, delivery, true).await });
+        tokio::spawn(async move {
+            for delivery in deliveries {
+                resume_one(&kernel, delivery).await;
+            }
+        });
     }
     Ok(count)
 }
 
+async fn resume_one(kernel: &Kernel, mut delivery: Delivery) {
+    if let Some(reply) = delivery.reply.clone() {
+        finish(kernel, &delivery, &reply, true).await;
+        return;
+    }
+    let receiver = kernel.agents().get(&delivery.to_agent.to_string()).ok().filter(|a| a.is_running());
+    let name = receiver.as_ref().map_or_else(|| delivery.to_agent.to_string(), |a| a.name.clone());
+    if receiver.is_none() || delivery.attempts >= 2 {
+        let why = if receiver.is_none() {
+            format!("agent `{name}` is no longer running")
+        } else {
+            "its retry after the restart was cut off too".to_string()
+        };
+        let text = format!(
+            "[agent_send task {} to agent `{name}` was interrupted: the daemon stopped before the reply came, and {why}. Send it again if it still matters.]",
+            delivery.id
+        );
+        finish(kernel, &delivery, &text, true).await;
+        return;
+    }
+    delivery.attempts += 1;
+    if let Err(e) = store::set_delivery_attempts(kernel.db(), delivery.id, delivery.attempts).await {
+        tracing::warn!(error = %e.message, task = %delivery.id, "counting an agent_send retry failed; not retrying it now");
+        return;
+    }
+    tracing::info!(task = %delivery.id, to = %name, "retrying an agent_send the restart interrupted");
+    run(kernel, delivery, true).await;
+}
+
 async fn run(kernel: &Kernel, delivery: Delivery, retry: bool) {
-    let outcome = match kernel.agents().get(&delivery.to_agent.to_string()) {
+    let (to, outcome) = match kernel.agents().get(&delivery.to_agent.to_string()) {
         Ok(to) => {
             let req = TurnRequest {
                 session: Some(delivery.session),
@@ -84,13 +108,23 @@ async fn run(kernel: &Kernel, delivery: Delivery, retry: bool) {
         }
         Err(e) => (delivery.to_agent.to_string(), Err(e)),
     };
-    let text = delivery_text(&outcome.0, delivery.id, &outcome.1);
-    finish(kernel, &delivery, &text).await;
+    let text = delivery_text(&to, delivery.id, &outcome);
+    // Kept before delivering: delivering waits for the sender's turn to end, and a restart
+    // meanwhile must deliver this reply, not run the receiver's turn again.
+    if let Err(e) = store::set_delivery_reply(kernel.db(), delivery.id, &text).await {
+        tracing::warn!(error = %e.message, task = %delivery.id, "keeping an agent_send reply failed");
+    }
+    finish(kernel, &delivery, &text, false).await;
 }
 
-/// Puts `text` into the sender's session and forgets the delivery.
-async fn finish(kernel: &Kernel, delivery: &Delivery, text: &str) {
-    if let Err(e) = kernel.turns().deliver(kernel, delivery.reply_to, text).await {
+/// Puts `text` into the sender's session (unless a restart finds it there already: the last
+/// run delivered it and stopped before forgetting the delivery) and forgets the delivery.
+async fn finish(kernel: &Kernel, delivery: &Delivery, text: &str, resumed: bool) {
+    let already = resumed
+        && kernel.sessions().messages(delivery.reply_to).await.is_ok_and(|messages| {
+            messages.iter().any(|m| matches!(&m.message, crate::llm::Message::User { content } if content == text))
+        });
+    if !already && let Err(e) = kernel.turns().deliver(kernel, delivery.reply_to, text).await {
         tracing::warn!(error = %e.message, task = %delivery.id, "an agent_send reply could not be delivered");
         return;
     }

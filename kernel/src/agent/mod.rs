@@ -529,10 +529,23 @@ impl Agents {
 const EPHEMERAL_SWEEP: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Removes stopped workflow step agents `[kernel] ephemeral_retention_hours` after they
-/// stopped, at start and every ten minutes.
+/// stopped, at start and every ten minutes. First it stops the step agents the last run left
+/// running (a crash mid-step): no workflow run survives a restart.
 pub(crate) fn start_ephemeral_sweeper(kernel: &crate::Kernel) {
     let kernel = kernel.clone();
+    let started = db::now();
     tokio::spawn(async move {
+        let left: Vec<Arc<Agent>> = kernel
+            .agents()
+            .list()
+            .into_iter()
+            .filter(|a| a.ephemeral && a.is_running() && a.created_at < started)
+            .collect();
+        for agent in left {
+            if let Err(e) = kernel.stop_agent(&agent.id.to_string()).await {
+                tracing::warn!(agent = %agent.name, error = %e, "stopping a workflow step agent the last run left failed");
+            }
+        }
         let retention = chrono::Duration::hours(kernel.config().kernel.ephemeral_retention_hours as i64);
         let mut tick = tokio::time::interval(EPHEMERAL_SWEEP);
         loop {

@@ -165,6 +165,15 @@ pub(super) async fn set_delivery_attempts(db: &Db, id: uuid::Uuid, attempts: u32
     Ok(())
 }
 
+pub(super) async fn set_delivery_reply(db: &Db, id: uuid::Uuid, reply: &str) -> Result<()> {
+    sqlx::query("UPDATE agent_deliveries SET reply = $2 WHERE id = $1")
+        .bind(id.to_string())
+        .bind(reply)
+        .execute(db.pool())
+        .await?;
+    Ok(())
+}
+
 pub(super) async fn delete_delivery(db: &Db, id: uuid::Uuid) -> Result<()> {
     sqlx::query("DELETE FROM agent_deliveries WHERE id = $1").bind(id.to_string()).execute(db.pool()).await?;
     Ok(())
@@ -173,7 +182,7 @@ pub(super) async fn delete_delivery(db: &Db, id: uuid::Uuid) -> Result<()> {
 /// Every delivery still in flight, oldest first.
 pub(super) async fn deliveries(db: &Db) -> Result<Vec<super::delivery::Delivery>> {
     let rows = sqlx::query(
-        "SELECT id, from_agent, reply_to, to_agent, session_id, message, depth, chain, attempts
+        "SELECT id, from_agent, reply_to, to_agent, session_id, message, depth, chain, attempts, reply
          FROM agent_deliveries ORDER BY created_at, id",
     )
     .fetch_all(db.pool())
@@ -194,6 +203,7 @@ pub(super) async fn deliveries(db: &Db) -> Result<Vec<super::delivery::Delivery>
                 chain: serde_json::from_str(&chain)
                     .map_err(|e| Error::internal(format_args!("a stored delivery's chain is unreadable: {e}")))?,
                 attempts: attempts.clamp(0, i64::from(u32::MAX)) as u32,
+                reply: r.try_get("reply")?,
             })
         })
         .collect()

@@ -108,6 +108,7 @@ impl Tool for AgentSend {
             depth,
             chain: ctx.chain.to_vec(),
             attempts: 1,
+            reply: None,
         };
         super::delivery::send(&kernel, delivery).await?;
         Ok(json!({ "task_id": task_id, "agent_id": target.id, "status": "sent",

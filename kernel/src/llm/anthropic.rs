@@ -106,7 +106,7 @@ pub(super) fn stream_event(
                     let id = block["id"].as_str().ok_or(StreamFault::Shape("a tool_use block without `id`".into()))?;
                     let name =
                         block["name"].as_str().ok_or(StreamFault::Shape("a tool_use block without `name`".into()))?;
-                    reply.call(call, Some(id), Some(name), "", on_delta);
+                    reply.call(call, Some(id), Some(name), "", on_delta)?;
                 }
                 Some("text") => reply.text(block["text"].as_str().unwrap_or_default(), on_delta),
                 _ => {}
@@ -121,12 +121,15 @@ pub(super) fn stream_event(
                         .0
                         .get(&index)
                         .ok_or(StreamFault::Shape(format!("input for block {index}, which is not a tool_use")))?;
-                    reply.call(call, None, None, delta["partial_json"].as_str().unwrap_or_default(), on_delta);
+                    reply.call(call, None, None, delta["partial_json"].as_str().unwrap_or_default(), on_delta)?;
                 }
                 _ => {}
             }
         }
         "message_delta" => {
+            if data["delta"]["stop_reason"].is_string() {
+                reply.finished = true;
+            }
             if let Some(output) = data["usage"]["output_tokens"].as_u64() {
                 reply.usage.output_tokens = output;
             }

@@ -95,6 +95,8 @@ pub enum Delta<'a> {
         name: Option<&'a str>,
         arguments: &'a str,
     },
+    /// The stream broke and the call is made again: forget the pieces so far.
+    Reset,
 }
 
 /// Where a model call hands the pieces of its reply.
@@ -133,8 +135,10 @@ struct ReplyBuilder {
     /// Tool calls in the reply's order: id, name, the arguments' text so far.
     calls: Vec<(String, String, String)>,
     usage: Usage,
-    /// The stream said the reply is complete.
+    /// The stream said the reply is complete (`[DONE]`, `message_stop`).
     done: bool,
+    /// The stream gave the reply's finish reason: complete even if its closing event is lost.
+    finished: bool,
     /// A piece has gone to the caller.
     shown: bool,
 }
@@ -148,22 +152,35 @@ impl ReplyBuilder {
         }
     }
 
-    /// A piece of tool call `index`: a new call when `index` is past the last one.
-    fn call(&mut self, index: usize, id: Option<&str>, name: Option<&str>, arguments: &str, on_delta: OnDelta<'_>) {
-        while self.calls.len() <= index {
-            let n = self.calls.len();
-            self.calls.push((format!("call_{n}"), String::new(), String::new()));
+    /// A piece of tool call `index`: the next call when `index` is just past the last one.
+    /// Any other index is out of the protocol's order (and must not make us allocate).
+    fn call(
+        &mut self,
+        index: usize,
+        id: Option<&str>,
+        name: Option<&str>,
+        arguments: &str,
+        on_delta: OnDelta<'_>,
+    ) -> Result<(), StreamFault> {
+        if index > self.calls.len() {
+            return Err(StreamFault::Shape(format!("tool call {index} came before call {}", self.calls.len())));
+        }
+        if index == self.calls.len() {
+            self.calls.push((format!("call_{index}"), String::new(), String::new()));
         }
         let call = &mut self.calls[index];
         if let Some(id) = id.filter(|id| !id.is_empty()) {
             call.0 = id.to_string();
         }
-        if let Some(name) = name {
-            call.1.push_str(name);
+        // The name comes whole with the call's first piece; a server that repeats it must not
+        // make `fnfn`.
+        if let Some(name) = name.filter(|n| !n.is_empty()) {
+            call.1 = name.to_string();
         }
         call.2.push_str(arguments);
         self.shown = true;
         on_delta(Delta::ToolCall { index, id, name, arguments });
+        Ok(())
     }
 
     fn finish(self) -> ChatReply {
@@ -208,7 +225,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 impl Provider {
     pub fn new(name: &str, config: ProviderConfig) -> Result<Provider> {
         let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(config.timeout_secs))
+            .read_timeout(Duration::from_secs(config.timeout_secs))
             .connect_timeout(Duration::from_secs(10))
             .build()
             .map_err(|e| Error::failed(format!("cannot build an HTTP client for provider `{name}`: {e}")))?;
@@ -278,8 +295,8 @@ impl Provider {
 
     /// One model call, retried with backoff on 429, 5xx and connection failures. Each piece
     /// of the reply goes to `on_delta` as it arrives (all of it at the end when the provider
-    /// does not stream). Once a piece has gone out the call is not retried: the caller has
-    /// shown it.
+    /// does not stream). A stream that breaks is retried like a failed call; when pieces had
+    /// gone out, `Delta::Reset` first tells the caller to take them back.
     pub async fn chat(&self, req: &ChatRequest<'_>, on_delta: OnDelta<'_>) -> Result<ChatReply, ChatError> {
         let reply = self.chat_with_retries(req, on_delta).await;
         *self.last_error.lock().expect("last error lock") = reply.as_ref().err().map(|e| {
@@ -323,8 +340,13 @@ impl Provider {
                     if let Some(limit) = context {
                         return Err(ChatError::ContextExceeded { limit, error });
                     }
-                    if !retryable || shown || attempt >= self.config.max_retries {
+                    if !retryable || attempt >= self.config.max_retries {
                         return Err(ChatError::Other(error));
+                    }
+                    if shown {
+                        // What was shown is taken back; the next attempt streams it anew.
+                        on_delta(Delta::Reset);
+                        shown = false;
                     }
                     // The provider's Retry-After if it sent one, else 0.5 s doubling.
                     let backoff =
@@ -413,20 +435,18 @@ impl Provider {
         let mut decoder = sse::SseDecoder::default();
         let mut reply = ReplyBuilder::default();
         let mut anthropic_blocks = anthropic::Blocks::default();
-        while !reply.done {
-            let chunk = match res.chunk().await {
-                Ok(Some(chunk)) => chunk,
-                Ok(None) => break,
-                Err(e) => {
-                    let error = self.transport_error(e);
-                    return Err(if *shown {
-                        Failure::fatal(self.broken(&error.message))
-                    } else {
-                        Failure::retry(error, None)
-                    });
+        let mut ended = false;
+        while !reply.done && !ended {
+            let events = match res.chunk().await {
+                Ok(Some(chunk)) => decoder.feed(&chunk),
+                // The body ended: a last event without its blank line still counts.
+                Ok(None) => {
+                    ended = true;
+                    decoder.feed(b"\n\n")
                 }
+                Err(e) => return Err(Failure::retry(self.transport_error(e), None)),
             };
-            for event in decoder.feed(&chunk) {
+            for event in events {
                 let step = match self.config.kind {
                     ProviderKind::Openai => openai::stream_event(&event, &mut reply, on_delta),
                     ProviderKind::Anthropic => {
@@ -439,19 +459,15 @@ impl Provider {
                     Err(StreamFault::Provider(message)) => {
                         let error =
                             Error::failed(format!("provider `{}` failed while streaming: {message}", self.name));
-                        return Err(if *shown { Failure::fatal(error) } else { Failure::retry(error, None) });
+                        return Err(Failure::retry(error, None));
                     }
                     Err(StreamFault::Shape(e)) => return Err(self.unexpected(e)),
                 }
             }
         }
-        if !reply.done {
-            let message = "the stream ended before the reply was complete";
-            return Err(if *shown {
-                Failure::fatal(self.broken(message))
-            } else {
-                Failure::retry(Error::failed(format!("provider `{}`: {message}", self.name)), None)
-            });
+        if !reply.done && !reply.finished {
+            let message = format!("provider `{}`'s stream ended before the reply was complete", self.name);
+            return Err(Failure::retry(Error::failed(message), None));
         }
         Ok(reply.finish())
     }
@@ -460,17 +476,11 @@ impl Provider {
         Failure::fatal(Error::failed(format!("provider `{}` answered in an unexpected shape: {e}", self.name)))
     }
 
-    /// A stream that broke after part of the reply was shown: not retried (the part would
-    /// show twice), so the turn fails saying so.
-    fn broken(&self, why: &str) -> Error {
-        Error::failed(format!("provider `{}`'s stream broke off mid-reply ({why}); send the message again", self.name))
-    }
-
     fn transport_error(&self, e: reqwest::Error) -> Error {
         if e.is_timeout() {
             Error::new(
                 ErrorKind::Timeout,
-                format!("provider `{}` did not answer within {} s", self.name, self.config.timeout_secs),
+                format!("provider `{}` sent nothing for {} s (timeout_secs)", self.name, self.config.timeout_secs),
             )
         } else {
             Error::failed(format!("cannot reach provider `{}` at {}: {e}", self.name, self.base_url()))

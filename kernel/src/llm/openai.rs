@@ -74,7 +74,11 @@ pub(super) fn stream_event(
     if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
         reply.usage = usage_of(usage);
     }
-    let Some(delta) = chunk["choices"].get(0).map(|c| &c["delta"]) else { return Ok(()) };
+    let Some(choice) = chunk["choices"].get(0) else { return Ok(()) };
+    if choice["finish_reason"].is_string() {
+        reply.finished = true;
+    }
+    let delta = &choice["delta"];
     if let Some(text) = delta["content"].as_str() {
         reply.text(text, on_delta);
     }
@@ -87,7 +91,7 @@ pub(super) fn stream_event(
             function["name"].as_str(),
             function["arguments"].as_str().unwrap_or_default(),
             on_delta,
-        );
+        )?;
     }
     Ok(())
 }
@@ -201,6 +205,14 @@ mod tests {
         );
         assert_eq!(reply.usage, Usage { input_tokens: 12, output_tokens: 7, cached_tokens: 4 });
         assert_eq!(pieces.lock().unwrap().len(), 5, "two text pieces, three tool-call pieces");
+        let out_of_order = SseEvent {
+            event: String::new(),
+            data: r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1000000000000,"function":{"arguments":"x"}}]}}]}"#.into(),
+        };
+        assert!(matches!(
+            stream_event(&out_of_order, &mut ReplyBuilder::default(), &on_delta),
+            Err(StreamFault::Shape(_))
+        ));
         let mut failed = ReplyBuilder::default();
         let error = SseEvent { event: String::new(), data: r#"{"error":{"message":"overloaded"}}"#.into() };
         assert!(

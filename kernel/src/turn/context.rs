@@ -55,6 +55,12 @@ pub fn summary_allowance(budget: u64) -> u64 {
     (budget / 8).clamp(64, 1024)
 }
 
+/// What a summary costs at its longest, as sent: its allowance clipped, in its message.
+fn summary_at_most(budget: u64) -> u64 {
+    let bytes = 3 * summary_allowance(budget) as usize;
+    estimate(&summary_message(&clip(&"x".repeat(bytes + 1), bytes)))
+}
+
 /// What a compaction aims for below the budget, so the next turns fit without compacting again.
 fn target(budget: u64) -> u64 {
     budget * 6 / 10
@@ -131,13 +137,19 @@ pub fn build(entries: &[Entry], view: &View) -> Vec<Message> {
     out
 }
 
+/// A stored message as a view with stubs through `stubbed_through` sends it. A result shorter
+/// than its stub stays as it is.
 fn shown(e: &Entry, stubbed_through: i64) -> std::borrow::Cow<'_, Message> {
     match &e.message {
         Message::Tool { call_id, name, content, is_error } if e.seq <= stubbed_through => {
+            let stubbed = stub(name, content, *is_error);
+            if stubbed.len() >= content.len() {
+                return std::borrow::Cow::Borrowed(&e.message);
+            }
             std::borrow::Cow::Owned(Message::Tool {
                 call_id: call_id.clone(),
                 name: name.clone(),
-                content: stub(name, content, *is_error),
+                content: stubbed,
                 is_error: *is_error,
             })
         }
@@ -165,16 +177,8 @@ pub fn plan(entries: &[Entry], view: &View, turn_start: i64, fixed: u64, budget:
         if total <= goal || e.seq >= turn_start {
             break;
         }
-        if let Message::Tool { name, content, is_error, .. } = &e.message
-            && e.seq > stubbed_through
-        {
-            let stubbed = estimate(&Message::Tool {
-                call_id: String::new(),
-                name: name.clone(),
-                content: stub(name, content, *is_error),
-                is_error: *is_error,
-            });
-            total -= cost.saturating_sub(stubbed);
+        if matches!(e.message, Message::Tool { .. }) && e.seq > stubbed_through {
+            total -= cost.saturating_sub(estimate(&shown(e, e.seq)));
             stubbed_through = e.seq;
         }
     }
@@ -186,7 +190,7 @@ pub fn plan(entries: &[Entry], view: &View, turn_start: i64, fixed: u64, budget:
     // at the latest) after which what stays, with a summary, is within the target; else the
     // latest cut that is within the budget.
     let stubbed_cost = |e: &Entry| estimate(&shown(e, stubbed_through));
-    let allowance = summary_allowance(budget);
+    let allowance = summary_at_most(budget);
     let mut remaining: u64 = fixed + visible.iter().map(|e| stubbed_cost(e)).sum::<u64>();
     let mut chosen = None;
     for (i, e) in visible.iter().enumerate() {

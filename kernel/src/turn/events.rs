@@ -31,6 +31,11 @@ pub enum EventKind {
         iteration: u32,
         text: String,
     },
+    /// The provider's stream broke and the call is being made again: the pieces of this
+    /// iteration so far are void (the new attempt streams anew).
+    ReplyReset {
+        iteration: u32,
+    },
     /// A piece of the `index`th tool call the model is writing; its id and name come first.
     ToolCallDelta {
         iteration: u32,
@@ -81,6 +86,7 @@ impl EventKind {
             EventKind::ModelCall { .. } => "model_call",
             EventKind::TextDelta { .. } => "text_delta",
             EventKind::ToolCallDelta { .. } => "tool_call_delta",
+            EventKind::ReplyReset { .. } => "reply_reset",
             EventKind::Compacted { .. } => "compacted",
             EventKind::ToolCallStarted { .. } => "tool_call_started",
             EventKind::ToolCallFinished { .. } => "tool_call_finished",

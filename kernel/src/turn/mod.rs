@@ -53,6 +53,8 @@ pub struct TurnRequest {
     /// Answer the session's last message again instead of adding `message` anew, when that
     /// last message is `message` and unanswered (a retry after a failed turn).
     pub retry: bool,
+    /// The turn's id, when the caller follows its events by it (an A2A task); else a new one.
+    pub turn_id: Option<Uuid>,
 }
 
 impl TurnRequest {
@@ -73,6 +75,7 @@ impl TurnRequest {
             chain: Vec::new(),
             cancel: None,
             retry: false,
+            turn_id: None,
         }
     }
 }
@@ -187,6 +190,11 @@ impl Turns {
         token
     }
 
+    /// Whether `turn` runs in this process.
+    pub(crate) fn is_running(&self, turn: Uuid) -> bool {
+        self.running.lock().expect("turns lock").values().flatten().any(|(id, _)| *id == turn)
+    }
+
     fn unregister(&self, agent: AgentId, turn: Uuid) {
         let mut running = self.running.lock().expect("turns lock");
         if let Some(turns) = running.get_mut(&agent) {
@@ -237,10 +245,14 @@ pub async fn run(kernel: &Kernel, agent: Arc<Agent>, req: TurnRequest) -> Result
 
     let turns = kernel.turns();
     let _one_at_a_time = turns.hold_session(session).await;
-    let turn_id = Uuid::now_v7();
-    // Open until it ends: a turn still open at the next start was cut off (`recovery.rs`).
-    store::start_turn(kernel.db(), turn_id, agent.id, session).await?;
+    let turn_id = req.turn_id.unwrap_or_else(Uuid::now_v7);
+    // Registered before its row exists, so recovery never takes a turn of this run for one
+    // the last run left open; open until it ends (`recovery.rs`).
     let cancel = turns.register(agent.id, turn_id, req.cancel.as_ref());
+    if let Err(e) = store::start_turn(kernel.db(), turn_id, agent.id, session).await {
+        turns.unregister(agent.id, turn_id);
+        return Err(e);
+    }
     let emit =
         |kind: EventKind| turns.events.emit(AgentEvent { agent_id: agent.id, turn_id, session_id: session, kind });
     emit(EventKind::TurnStarted { message: req.message.clone() });
@@ -391,19 +403,27 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
     }
 
     /// The model's context window: configured, else learned from a refusal, else its family's.
+    /// A refusal can teach a window smaller than the one configured: the smaller wins.
     fn window(&self) -> Option<u64> {
-        self.provider
-            .model_config(self.model)
-            .and_then(|m| m.context_tokens)
-            .or_else(|| self.kernel.turns().windows.get(self.provider.name(), self.model))
-            .or_else(|| context::known_window(self.model))
+        let configured = self.provider.model_config(self.model).and_then(|m| m.context_tokens);
+        let learned = self.kernel.turns().windows.get(self.provider.name(), self.model);
+        match (configured, learned) {
+            (Some(c), Some(l)) => Some(c.min(l)),
+            (c, l) => c.or(l).or_else(|| context::known_window(self.model)),
+        }
     }
 
     /// Remembers a window a refusal named (or, when it named none, half of what was refused).
+    /// A refusal at the window already used means the estimate fell short (text that is all
+    /// ids or base64 has more tokens per byte): the window is taken a quarter lower each time.
     async fn learn_window(&self, limit: Option<u64>, refused_estimate: u64) -> u64 {
-        let known = self.window();
-        let learned = limit.unwrap_or(refused_estimate / 2).max(512);
-        let learned = known.map_or(learned, |k| if limit.is_some() { learned } else { learned.min(k / 2).max(512) });
+        let mut learned = limit.unwrap_or(refused_estimate / 2);
+        if let Some(used) = self.window()
+            && learned >= used
+        {
+            learned = used * 3 / 4;
+        }
+        let learned = learned.max(512);
         self.kernel.turns().windows.set(self.provider.name(), self.model, learned);
         if let Err(e) = store::learn_window(self.kernel.db(), self.provider.name(), self.model, learned).await {
             tracing::warn!(error = %e, "storing a learned context window failed");
@@ -426,6 +446,7 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         let on_delta = |delta: Delta<'_>| {
             (self.emit)(match delta {
                 Delta::Text(text) => EventKind::TextDelta { iteration: call.iteration, text: text.to_string() },
+                Delta::Reset => EventKind::ReplyReset { iteration: call.iteration },
                 Delta::ToolCall { index, id, name, arguments } => EventKind::ToolCallDelta {
                     iteration: call.iteration,
                     index,
@@ -524,7 +545,16 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
             *view = stored.view();
             (self.emit)(EventKind::Compacted { summarised: summarised as u64, stubbed: stubbed as u64 });
         }
-        Ok(())
+        match context::plan(history, view, call.turn_start, fixed, budget) {
+            Plan::Fits => Ok(()),
+            _ => Err(Error::new(
+                crate::error::ErrorKind::ResourceExhausted,
+                format!(
+                    "the conversation does not fit model `{}`'s context window even after compacting it four times; start a new session",
+                    self.model
+                ),
+            )),
+        }
     }
 
     /// Has the model write one summary of `messages`, in pieces that each fit `budget` (each

@@ -13,21 +13,10 @@ pub const INTERRUPTED: &str =
 pub(crate) fn recover(kernel: &Kernel) {
     let kernel = kernel.clone();
     tokio::spawn(async move {
-        match super::store::interrupt_open_turns(kernel.db()).await {
-            Ok(sessions) => {
-                for session in &sessions {
-                    if let Err(e) = kernel.sessions().record_interrupted(*session, INTERRUPTED).await {
-                        tracing::warn!(session = %session, error = %e, "marking an interrupted turn failed");
-                    }
-                }
-                if !sessions.is_empty() {
-                    tracing::info!(
-                        turns = sessions.len(),
-                        "turns the previous run left unfinished were marked interrupted"
-                    );
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "finding the turns the previous run left unfinished failed"),
+        match interrupt_left_turns(&kernel).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(turns = n, "turns the previous run left unfinished were marked interrupted"),
+            Err(e) => tracing::warn!(error = %e, "marking the turns the previous run left unfinished failed"),
         }
         match crate::agent::delivery::resume(&kernel).await {
             Ok(0) => {}
@@ -35,4 +24,20 @@ pub(crate) fn recover(kernel: &Kernel) {
             Err(e) => tracing::warn!(error = %e, "resuming agent_send deliveries failed"),
         }
     });
+}
+
+/// Closes the turns left open by the previous run as interrupted, each noted in its session.
+/// A turn of this run is registered before its row is written, so one that is open and not
+/// registered here was the last run's.
+async fn interrupt_left_turns(kernel: &Kernel) -> crate::error::Result<usize> {
+    let mut closed = 0;
+    for (turn, session) in super::store::open_turns(kernel.db()).await? {
+        if kernel.turns().is_running(turn) {
+            continue;
+        }
+        super::store::end_turn(kernel.db(), turn, "interrupted").await?;
+        kernel.sessions().record_interrupted(session, INTERRUPTED).await?;
+        closed += 1;
+    }
+    Ok(closed)
 }

@@ -28,26 +28,15 @@ pub(super) async fn end_turn(db: &Db, turn: Uuid, ended: &str) -> Result<()> {
     Ok(())
 }
 
-/// Closes every turn still open as `interrupted`: their sessions, oldest first.
-pub(super) async fn interrupt_open_turns(db: &Db) -> Result<Vec<Uuid>> {
-    let rows = sqlx::query(
-        "UPDATE turns SET ended_at = $1, ended = 'interrupted' WHERE ended_at IS NULL RETURNING session_id, started_at",
-    )
-    .bind(db::now())
-    .fetch_all(db.pool())
-    .await?;
-    let mut sessions = rows
-        .iter()
-        .map(|r| {
-            let id: String = r.try_get("session_id")?;
-            let started: String = r.try_get("started_at")?;
-            let id = Uuid::parse_str(&id)
-                .map_err(|e| Error::internal(format_args!("stored session id `{id}` is unreadable: {e}")))?;
-            Ok((started, id))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    sessions.sort();
-    Ok(sessions.into_iter().map(|(_, id)| id).collect())
+/// Every turn still open: (turn, session), oldest first.
+pub(super) async fn open_turns(db: &Db) -> Result<Vec<(Uuid, Uuid)>> {
+    let rows = sqlx::query("SELECT id, session_id FROM turns WHERE ended_at IS NULL ORDER BY started_at, id")
+        .fetch_all(db.pool())
+        .await?;
+    let id = |s: String| {
+        Uuid::parse_str(&s).map_err(|e| Error::internal(format_args!("stored id `{s}` is unreadable: {e}")))
+    };
+    rows.iter().map(|r| Ok((id(r.try_get("id")?)?, id(r.try_get("session_id")?)?))).collect()
 }
 
 /// One model call, as the meter and the record of what was sent keep it.

@@ -268,6 +268,16 @@ pub struct RunOrigin {
     pub chain: Vec<Uuid>,
 }
 
+/// Runs a workflow on a task of its own, for a front that must not cancel it when its client
+/// hangs up (`POST /api/workflows/{id}/runs`): the steps go on, their turns and the run's
+/// record end as they would have.
+pub async fn run_detached(kernel: &Kernel, id_or_name: &str, inputs: Value, origin: RunOrigin) -> Result<WorkflowRun> {
+    let (kernel, id_or_name) = (kernel.clone(), id_or_name.to_string());
+    tokio::spawn(async move { run(&kernel, &id_or_name, inputs, origin).await })
+        .await
+        .map_err(|e| Error::internal(format_args!("a workflow run's task ended abnormally: {e}")))?
+}
+
 /// Runs a workflow to the end (or its first failing step) and records the run.
 pub async fn run(kernel: &Kernel, id_or_name: &str, inputs: Value, origin: RunOrigin) -> Result<WorkflowRun> {
     let wf = kernel.workflows().get(id_or_name).await?;

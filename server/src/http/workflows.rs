@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use kennel_kernel::Kernel;
 use kennel_kernel::page::PageQuery;
 use kennel_kernel::tool::Caller;
-use kennel_kernel::workflow::{RunOrigin, Workflow, WorkflowInput, WorkflowRun, run};
+use kennel_kernel::workflow::{RunOrigin, Workflow, WorkflowInput, WorkflowRun, run_detached};
 use serde::Deserialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::UtoipaMethodRouter;
@@ -109,5 +109,5 @@ async fn start_run(
 ) -> ApiResult<Json<WorkflowRun>> {
     let origin = RunOrigin { caller: Caller::Token(token), depth: 0, chain: Vec::new() };
     let inputs = serde_json::Value::Object(body.inputs.unwrap_or_default());
-    Ok(Json(run(&kernel, &id, inputs, origin).await?))
+    Ok(Json(run_detached(&kernel, &id, inputs, origin).await?))
 }

@@ -171,6 +171,47 @@ async fn replies_stream_as_text_deltas_over_anthropic_and_a_tool_call_as_pieces(
 }
 
 #[tokio::test]
+async fn a_stream_that_breaks_off_is_read_again_and_its_pieces_taken_back() {
+    let (_home, _d, api, llm) = daemon_with_llm("anthropic", "").await;
+    let id = agent_from(&api, json!({"name": "shaky", "model": "claude-test"})).await;
+    let mut events = api.request(reqwest::Method::GET, &format!("/api/agents/{id}/events")).send().await.unwrap();
+    llm.push(Scripted::CutText { text: "this reply will break off halfway".into() });
+    llm.push(Scripted::text("the whole reply, the second time"));
+    let reply = say(&api, &id, None, "go").await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(reply.body["reply"], "the whole reply, the second time");
+    let seen = events_until(&mut events, "turn_ended").await;
+    let names: Vec<&str> = seen.iter().map(|(n, _)| n.as_str()).collect();
+    let reset = names.iter().position(|n| *n == "reply_reset").expect("the broken pieces are taken back");
+    let before: String =
+        seen[..reset].iter().filter(|(n, _)| n == "text_delta").map(|(_, d)| d["text"].as_str().unwrap()).collect();
+    let after: String =
+        seen[reset..].iter().filter(|(n, _)| n == "text_delta").map(|(_, d)| d["text"].as_str().unwrap()).collect();
+    assert_eq!(before, "this reply will ");
+    assert_eq!(after, "the whole reply, the second time");
+    assert_eq!(llm.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn a_configured_window_larger_than_the_model_s_gives_way_to_the_refusal() {
+    let llm = FakeLlm::start().await;
+    let config =
+        format!("{}[providers.fake.models.m]\ncontext_tokens = 100000\n", llm.provider_config("fake", "openai"));
+    let home = Home::with_config(&config);
+    let token = home.token("t").await;
+    let d = home.start().await;
+    let api = d.api(&token);
+    llm.set_context_limit(Some(3_000));
+    llm.set_fallback(Scripted::text("fine"));
+    let id = agent_from(&api, json!({"name": "wrong", "model": "m"})).await;
+    let reply = say(&api, &id, None, "hello").await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let refused: Vec<bool> = llm.requests().iter().map(|r| r.refused).collect();
+    assert_eq!(refused, [true, false], "refused once at 4096 reply tokens, then asked for what fits");
+    assert!(llm.requests()[1].body["max_tokens"].as_u64().unwrap() <= 750);
+}
+
+#[tokio::test]
 async fn a_provider_set_not_to_stream_gives_the_same_events_at_the_end() {
     let (_home, _d, api, llm) = daemon_with_llm("openai", "stream = false\n").await;
     let id = agent_from(&api, json!({"name": "plain", "model": "m"})).await;
