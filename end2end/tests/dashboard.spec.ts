@@ -158,7 +158,8 @@ test('spawn an agent and chat: the scripted tool call is visible', async () => {
 test('chat streams the reply as the model writes it, then shows the finished message', async () => {
   await page.goto('/agents');
   await page.locator('tbody a', { hasText: 'clock' }).first().click();
-  const words = 'The kettle is on and the tea will be ready in four minutes exactly.';
+  // Model text is hostile like any stored text: markup in it stays text while it streams.
+  const words = 'The kettle <b>is</b> on and the tea will be ready in four minutes exactly.';
   const script = await page.request.post(`${fakeLlm}/_script`, {
     data: [{ kind: 'slow_text', text: words, piece_millis: 150 }],
   });
@@ -170,6 +171,8 @@ test('chat streams the reply as the model writes it, then shows the finished mes
   // Part of the reply is on the page while the turn still runs.
   await expect(page.locator('#chat-form button[type=submit]')).toBeDisabled();
   expect(await streaming.textContent()).not.toContain('exactly.');
+  await expect(streaming).toContainText('<b>is</b>');
+  await expect(page.locator('.msg.streaming b')).toHaveCount(0);
   await expect(page.locator('.chat-log .msg.assistant').last()).toContainText(words);
   await expect(page.locator('.msg.streaming')).toHaveCount(0);
 });

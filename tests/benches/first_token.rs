@@ -4,7 +4,7 @@
 //! `text_delta`. The daemon is the real binary (`KENNEL_BIN`, the release build), on
 //! loopback; provider and client share this process's clock. Prints p50 and p99.
 //!
-//! `cargo build --release -p kennel && KENNEL_BIN=target/release/kennel cargo bench -p kennel-tests --bench first_token`
+//! `cargo build --release -p kennel && KENNEL_BIN=$PWD/target/release/kennel cargo bench -p kennel-tests --bench first_token`
 
 use std::time::{Duration, Instant};
 

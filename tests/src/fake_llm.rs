@@ -173,6 +173,10 @@ impl FakeLlm {
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind(addr).await.expect("bind fake llm");
         let addr = listener.local_addr().expect("addr");
+        // Each streamed piece goes out when written, as a provider's does (no Nagle delay).
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         tokio::spawn(async move { axum::serve(listener, app).await.expect("fake llm serves") });
         FakeLlm { shared, addr }
     }
@@ -293,15 +297,18 @@ fn event_stream(shared: &Arc<Shared>, events: Vec<String>, gap: Duration) -> Res
     }
     let watch = Watch { shared: shared.clone(), done: std::cell::Cell::new(false) };
     let stream =
-        futures_util::stream::unfold((events.into_iter(), watch, true), move |(mut events, watch, first)| async move {
+        futures_util::stream::unfold((events.into_iter(), watch, 0), move |(mut events, watch, sent)| async move {
             let Some(event) = events.next() else {
                 watch.done.set(true);
                 return None;
             };
-            if !first && !gap.is_zero() {
+            if sent > 0 && !gap.is_zero() {
                 tokio::time::sleep(gap).await;
             }
-            Some((Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(event)), (events, watch, false)))
+            if sent == 1 {
+                watch.shared.first_pieces.lock().expect("first pieces").push(std::time::Instant::now());
+            }
+            Some((Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(event)), (events, watch, sent + 1)))
         });
     Response::builder()
         .header("content-type", "text/event-stream")
