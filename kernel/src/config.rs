@@ -24,6 +24,43 @@ pub struct Config {
     pub workspace: WorkspaceConfig,
     pub canvas: CanvasConfig,
     pub media: MediaConfig,
+    pub budgets: BudgetsConfig,
+}
+
+/// `[budgets]`: what the whole daemon may spend a day (issue 17). An agent type's `[limits]`
+/// sets the same per agent; the day of both starts at `reset_hour` in `timezone`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BudgetsConfig {
+    /// Input and output tokens of every model call of the day, all agents together.
+    #[serde(deserialize_with = "optional_in_range::<_, 1, 1000000000000>")]
+    pub max_tokens_per_day: Option<u64>,
+    /// US dollars of the day, all agents together, from the models' prices.
+    #[serde(deserialize_with = "optional_price")]
+    pub max_usd_per_day: Option<f64>,
+    /// The hour (0–23) a budget's day starts.
+    #[serde(deserialize_with = "in_range::<_, 0, 23>")]
+    pub reset_hour: u64,
+    /// The time zone of `reset_hour` (IANA, e.g. `Europe/Berlin`).
+    #[serde(deserialize_with = "time_zone", serialize_with = "time_zone_name")]
+    pub timezone: chrono_tz::Tz,
+}
+
+impl Default for BudgetsConfig {
+    fn default() -> Self {
+        BudgetsConfig { max_tokens_per_day: None, max_usd_per_day: None, reset_hour: 0, timezone: chrono_tz::UTC }
+    }
+}
+
+fn time_zone_name<S: serde::Serializer>(tz: &chrono_tz::Tz, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(tz.name())
+}
+
+fn time_zone<'de, D: Deserializer<'de>>(d: D) -> Result<chrono_tz::Tz, D::Error> {
+    let name = String::deserialize(d)?;
+    name.parse::<chrono_tz::Tz>().map_err(|_| {
+        serde::de::Error::custom(format!("`{name}` is not an IANA time zone (e.g. `Europe/Berlin`, `UTC`)"))
+    })
 }
 
 /// `[media]`: who serves each media tool (spec §13). A tool no provider serves is excluded,
@@ -294,6 +331,10 @@ pub struct ProviderConfig {
     /// What is known of each model: `[providers.NAME.models.MODEL]`.
     #[serde(default)]
     pub models: BTreeMap<String, ModelConfig>,
+    /// At most this many model calls at once to this provider; more wait their turn (shown as
+    /// queued) instead of meeting its rate limit. Unset: no bound.
+    #[serde(default, deserialize_with = "optional_in_range::<_, 1, 10000>")]
+    pub max_in_flight: Option<u64>,
 }
 
 /// `[providers.NAME.models.MODEL]`.
@@ -304,6 +345,18 @@ pub struct ModelConfig {
     /// default of its family, else what the provider's first refusal says.
     #[serde(default, deserialize_with = "optional_in_range::<_, 256, 100000000>")]
     pub context_tokens: Option<u64>,
+    /// Prices in US dollars per million tokens, for the usage reports and dollar budgets.
+    #[serde(default, deserialize_with = "optional_price")]
+    pub input_usd_per_mtok: Option<f64>,
+    /// Input tokens read from the provider's cache; unset: the input price.
+    #[serde(default, deserialize_with = "optional_price")]
+    pub cached_input_usd_per_mtok: Option<f64>,
+    #[serde(default, deserialize_with = "optional_price")]
+    pub output_usd_per_mtok: Option<f64>,
+}
+
+fn optional_price<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    crate::usage::check_price(f64::deserialize(d)?).map(Some).map_err(serde::de::Error::custom)
 }
 
 fn default_stream() -> bool {
@@ -421,6 +474,12 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # max_reply_tokens = 4096
 # ephemeral_retention_hours = 24   # workflow step agents are removed this long after they stop
 
+# [budgets]
+# max_tokens_per_day = 2000000   # all agents together; an agent type's [limits] sets its own
+# max_usd_per_day = 20.0         # from the models' prices ([providers.NAME.models.MODEL])
+# reset_hour = 0                 # when a budget's day starts...
+# timezone = "UTC"               # ...in this time zone
+
 # [task_board]
 # claim_ttl_secs = 600
 # max_retries = 0          # 0 = unlimited
@@ -476,8 +535,12 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # timeout_secs = 120
 # max_retries = 3                        # after 429 / 5xx, with backoff
 # stream = true                          # tokens as they come (false: the reply in one piece)
+# max_in_flight = 4                      # unset: no bound; calls beyond it wait (queued)
 # [providers.openai.models.gpt-4o]
 # context_tokens = 128000                # unset: the family's known window, else learned
+# input_usd_per_mtok = 2.5               # prices for the usage reports and dollar budgets
+# cached_input_usd_per_mtok = 1.25       # unset: the input price
+# output_usd_per_mtok = 10.0
 #
 # [providers.anthropic]
 # kind = "anthropic"

@@ -168,6 +168,15 @@ pub fn now() -> String {
     timestamp(chrono::Utc::now())
 }
 
+/// A time a person or client gave (RFC 3339, any offset) as stored, for comparing with
+/// stored times; `field` names it in the refusal.
+pub fn parse_time(field: &str, text: &str) -> crate::error::Result<String> {
+    chrono::DateTime::parse_from_rfc3339(text).map(|t| timestamp(t.to_utc())).map_err(|e| {
+        crate::error::Error::invalid(format!("`{text}` is not an RFC 3339 time (2026-12-01T09:00:00Z): {e}"))
+            .on_field(field)
+    })
+}
+
 /// A time as stored: RFC 3339 UTC with milliseconds, so text order is time order.
 pub fn timestamp(t: chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)

@@ -27,6 +27,7 @@ pub mod tasks;
 pub mod text;
 pub mod tool;
 pub mod turn;
+pub mod usage;
 pub mod workflow;
 pub mod workspace;
 
@@ -63,6 +64,9 @@ struct Inner {
     actions: actions::Actions,
     providers: BTreeMap<String, llm::Provider>,
     turns: Turns,
+    meter: usage::Meter,
+    /// The time every service reads (tests move a manual one).
+    clock: clock::Clock,
     workflows: workflow::Workflows,
     a2a: a2a::A2aTasks,
     tasks: tasks::TaskBoard,
@@ -119,10 +123,17 @@ impl Kernel {
         let kernel = Kernel(Arc::new(Inner {
             providers,
             turns: Turns::load(&db).await?,
+            meter: usage::Meter::start(db.clone(), &config),
             workflows: workflow::Workflows::new(db.clone()),
             a2a: a2a::A2aTasks::new(db.clone()),
             tasks: tasks::TaskBoard::new(db.clone(), agents.clone()),
-            schedules: schedule::Schedules::new(db.clone(), clock, config.schedules.fire_history, agents.clone()),
+            schedules: schedule::Schedules::new(
+                db.clone(),
+                clock.clone(),
+                config.schedules.fire_history,
+                agents.clone(),
+            ),
+            clock,
             workspaces: workspace::Workspaces::new(home.join("workspaces"), config.workspace.max_file_bytes),
             canvases: canvas::Canvases::new(db.clone(), config.canvas.max_bytes),
             media: media::Media::new(db.clone(), &config.media),
@@ -306,6 +317,26 @@ impl Kernel {
                 configured()
             ))),
         }
+    }
+
+    /// The kernel's time.
+    pub fn clock(&self) -> &clock::Clock {
+        &self.0.clock
+    }
+
+    /// Lifts an agent's budget pause: it may start turns again, its budgets counting from now.
+    pub async fn lift_pause(&self, agent: &str) -> Result<Arc<agent::Agent>> {
+        self.0.agents.lift_pause(agent, &db::timestamp(self.0.clock.now())).await
+    }
+
+    /// The usage meter: every model call's tokens and cost.
+    pub fn usage(&self) -> &usage::Meter {
+        &self.0.meter
+    }
+
+    /// The provider config.toml names `name`.
+    pub fn provider_named(&self, name: &str) -> Option<&llm::Provider> {
+        self.0.providers.get(name)
     }
 
     /// Runs one turn of `agent` (by id, or running agent by name).

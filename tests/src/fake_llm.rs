@@ -135,6 +135,35 @@ struct Shared {
     cut_streams: std::sync::atomic::AtomicU64,
     /// When each stream handed its first piece after the opening event to the connection.
     first_pieces: Mutex<Vec<std::time::Instant>>,
+    /// The usage each reply reports: input tokens (cached ones among them), cached, output.
+    usage: Mutex<(u64, u64, u64)>,
+    /// Chat requests being answered now, and the most there ever were at once.
+    in_flight: std::sync::atomic::AtomicU64,
+    most_in_flight: std::sync::atomic::AtomicU64,
+}
+
+impl Shared {
+    fn usage(&self) -> (u64, u64, u64) {
+        *self.usage.lock().expect("usage")
+    }
+}
+
+/// A chat request being answered, until its answer (a stream: its last byte) is sent.
+struct InFlight(Arc<Shared>);
+
+impl InFlight {
+    fn enter(shared: &Arc<Shared>) -> InFlight {
+        use std::sync::atomic::Ordering::SeqCst;
+        let now = shared.in_flight.fetch_add(1, SeqCst) + 1;
+        shared.most_in_flight.fetch_max(now, SeqCst);
+        InFlight(shared.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// A prediction's output file extension, how often it was read, and why it fails, if it does.
@@ -154,7 +183,7 @@ impl FakeLlm {
     }
 
     pub async fn start_on(addr: SocketAddr) -> FakeLlm {
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared { usage: Mutex::new((10, 0, 5)), ..Shared::default() });
         let app = Router::new()
             .route("/v1/chat/completions", post(openai))
             .route("/v1/messages", post(anthropic))
@@ -213,6 +242,18 @@ impl FakeLlm {
     /// When each streamed reply's first piece went out (for the first-token bench).
     pub fn first_pieces(&self) -> Vec<std::time::Instant> {
         self.shared.first_pieces.lock().expect("first pieces").clone()
+    }
+
+    /// Report this usage in every reply: `input` tokens of which `cached` came from the cache,
+    /// and `output` tokens, each in its vendor's fields (OpenAI counts cached tokens inside
+    /// `prompt_tokens`, Anthropic apart from `input_tokens`).
+    pub fn set_usage(&self, input: u64, cached: u64, output: u64) {
+        *self.shared.usage.lock().expect("usage") = (input, cached, output);
+    }
+
+    /// The most chat requests it was answering at once.
+    pub fn most_in_flight(&self) -> u64 {
+        self.shared.most_in_flight.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// How many streamed replies the daemon closed before their end.
@@ -283,10 +324,11 @@ fn admit(shared: &Shared, protocol: &'static str, headers: &HeaderMap, body: &Va
 
 /// A streamed answer: `events` (SSE text each) sent `gap` apart; counts a stream the
 /// daemon closes before its end.
-fn event_stream(shared: &Arc<Shared>, events: Vec<String>, gap: Duration) -> Response {
+fn event_stream(shared: &Arc<Shared>, events: Vec<String>, gap: Duration, flight: InFlight) -> Response {
     struct Watch {
         shared: Arc<Shared>,
         done: std::cell::Cell<bool>,
+        _flight: InFlight,
     }
     impl Drop for Watch {
         fn drop(&mut self) {
@@ -295,7 +337,7 @@ fn event_stream(shared: &Arc<Shared>, events: Vec<String>, gap: Duration) -> Res
             }
         }
     }
-    let watch = Watch { shared: shared.clone(), done: std::cell::Cell::new(false) };
+    let watch = Watch { shared: shared.clone(), done: std::cell::Cell::new(false), _flight: flight };
     let stream =
         futures_util::stream::unfold((events.into_iter(), watch, 0), move |(mut events, watch, sent)| async move {
             let Some(event) = events.next() else {
@@ -318,7 +360,7 @@ fn event_stream(shared: &Arc<Shared>, events: Vec<String>, gap: Duration) -> Res
 }
 
 /// The first half of `text`'s words as `protocol` streams text, then the end of the body.
-fn cut_stream(shared: &Arc<Shared>, protocol: &str, text: &str) -> Response {
+fn cut_stream(shared: &Arc<Shared>, protocol: &str, text: &str, flight: InFlight) -> Response {
     let words = pieces(text);
     let half = &words[..words.len() / 2];
     let events: Vec<String> = match protocol {
@@ -344,7 +386,7 @@ fn cut_stream(shared: &Arc<Shared>, protocol: &str, text: &str) -> Response {
                 .collect()
         }
     };
-    event_stream(shared, events, Duration::ZERO)
+    event_stream(shared, events, Duration::ZERO, flight)
 }
 
 /// Words with their following space, so the pieces join back into the text.
@@ -392,13 +434,14 @@ async fn openai(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(body
     if let Some(refusal) = admit(&shared, "openai", &headers, &body) {
         return refusal;
     }
+    let flight = InFlight::enter(&shared);
     let (text, calls, gap) = match next(&shared).await {
         None => return script_exhausted(),
         Some(Scripted::Error { status, body, retry_after }) => return error_response(status, body, retry_after),
         Some(Scripted::Text { text }) => (Some(text), Vec::new(), 0),
         Some(Scripted::SlowText { text, piece_millis }) => (Some(text), Vec::new(), piece_millis),
         Some(Scripted::ToolCalls { calls, text }) => (text, calls, 0),
-        Some(Scripted::CutText { text }) => return cut_stream(&shared, "openai", &text),
+        Some(Scripted::CutText { text }) => return cut_stream(&shared, "openai", &text, flight),
         Some(Scripted::Delay { .. }) => unreachable!("delays are consumed by next()"),
     };
     let calls: Vec<(String, String, String)> = calls
@@ -407,7 +450,9 @@ async fn openai(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(body
         .map(|(i, (name, args))| (format!("call_{i}_{}", uuid_like()), name.clone(), args.to_string()))
         .collect();
     let finish = if calls.is_empty() { "stop" } else { "tool_calls" };
-    let usage = json!({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15});
+    let (input, cached, output) = shared.usage();
+    let usage = json!({"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output,
+                       "prompt_tokens_details": {"cached_tokens": cached}});
     if body["stream"] == json!(true) {
         let chunk = |delta: Value, finish: Option<&str>| {
             let c = json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": body["model"],
@@ -432,7 +477,7 @@ async fn openai(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(body
             events.push(format!("data: {c}\n\n"));
         }
         events.push("data: [DONE]\n\n".into());
-        return event_stream(&shared, events, Duration::from_millis(gap));
+        return event_stream(&shared, events, Duration::from_millis(gap), flight);
     }
     if gap > 0 {
         let words = text.as_deref().map_or(0, |t| pieces(t).len()) as u64;
@@ -459,13 +504,14 @@ async fn anthropic(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(b
     if let Some(refusal) = admit(&shared, "anthropic", &headers, &body) {
         return refusal;
     }
+    let flight = InFlight::enter(&shared);
     let (text, calls, gap) = match next(&shared).await {
         None => return script_exhausted(),
         Some(Scripted::Error { status, body, retry_after }) => return error_response(status, body, retry_after),
         Some(Scripted::Text { text }) => (Some(text), Vec::new(), 0),
         Some(Scripted::SlowText { text, piece_millis }) => (Some(text), Vec::new(), piece_millis),
         Some(Scripted::ToolCalls { calls, text }) => (text, calls, 0),
-        Some(Scripted::CutText { text }) => return cut_stream(&shared, "anthropic", &text),
+        Some(Scripted::CutText { text }) => return cut_stream(&shared, "anthropic", &text, flight),
         Some(Scripted::Delay { .. }) => unreachable!("delays are consumed by next()"),
     };
     let calls: Vec<(String, String, Value)> = calls
@@ -474,13 +520,14 @@ async fn anthropic(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(b
         .map(|(i, (name, args))| (format!("toolu_{i}_{}", uuid_like()), name, args))
         .collect();
     let stop = if calls.is_empty() { "end_turn" } else { "tool_use" };
+    let (input, cached, output) = shared.usage();
     if body["stream"] == json!(true) {
         let event = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
         let mut events = vec![event(
             "message_start",
             json!({"type": "message_start", "message": {
             "id": "msg_fake", "type": "message", "role": "assistant", "model": body["model"], "content": [],
-            "stop_reason": null, "usage": {"input_tokens": 10, "output_tokens": 1, "cache_read_input_tokens": 0}}}),
+            "stop_reason": null, "usage": {"input_tokens": input - cached, "output_tokens": 1, "cache_read_input_tokens": cached}}}),
         )];
         let mut index = 0;
         if let Some(text) = &text {
@@ -503,10 +550,10 @@ async fn anthropic(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(b
         }
         events.push(event(
             "message_delta",
-            json!({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 5}}),
+            json!({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": output}}),
         ));
         events.push(event("message_stop", json!({"type": "message_stop"})));
-        return event_stream(&shared, events, Duration::from_millis(gap));
+        return event_stream(&shared, events, Duration::from_millis(gap), flight);
     }
     if gap > 0 {
         let words = text.as_deref().map_or(0, |t| pieces(t).len()) as u64;
@@ -519,7 +566,7 @@ async fn anthropic(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(b
     Json(json!({
         "id": "msg_fake", "type": "message", "role": "assistant", "model": body["model"],
         "content": content, "stop_reason": stop,
-        "usage": {"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 0},
+        "usage": {"input_tokens": input - cached, "output_tokens": output, "cache_read_input_tokens": cached},
     }))
     .into_response()
 }

@@ -404,7 +404,12 @@ pub fn render_file(meta: PageMeta, page: FilePage) -> String {
 /// A failed turn, where it failed: the unanswered message's answer is this error (or the
 /// note that a restart or crash cut the turn off).
 fn failure_view(f: Failure) -> AnyView {
-    let what = if f.kind == "Interrupted" { "Interrupted" } else { "Failed" };
+    // Notes the kernel keeps with failed turns: a cut-off turn, a move to a fallback model.
+    let what = match f.kind.as_str() {
+        "Interrupted" => "Interrupted",
+        "Fallback" => "Fallback",
+        _ => "Failed",
+    };
     view! {
         <div class="msg failed" role="note">
             <span class="who">{format!("{what} · {}", short_time(&f.created_at))}</span>

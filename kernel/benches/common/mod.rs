@@ -83,6 +83,8 @@ pub fn agent_granted(grants: &[&str], mode: &str) -> Agent {
         status: AgentStatus::Running,
         parent_id: None,
         ephemeral: false,
+        paused: None,
+        budget_lifted_at: None,
         created_at: String::new(),
         updated_at: String::new(),
     }

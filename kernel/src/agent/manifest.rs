@@ -14,6 +14,7 @@ const MAX_SYSTEM_PROMPT: usize = 100_000;
 const MAX_MODEL: usize = 200;
 const MAX_LIST: usize = 256;
 const MAX_BLOCKS: usize = 32;
+const MAX_FALLBACKS: usize = 8;
 const MAX_PROMPT: usize = 10_000;
 
 /// Names of agent types, agents and providers: 1–64 lowercase letters, digits, `-`, `_`.
@@ -54,17 +55,25 @@ impl ToolMode {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, ToSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Limits {
     /// Model calls one turn may make before it is ended (1–200, default 25).
     #[schema(minimum = 1, maximum = 200)]
     pub max_iterations: u32,
+    /// Input and output tokens an agent of this type may use a day (the day of `[budgets]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1)]
+    pub max_tokens_per_day: Option<u64>,
+    /// US dollars an agent of this type may spend a day, from the models' prices.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0.0, maximum = 1000000.0)]
+    pub max_usd_per_day: Option<f64>,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_iterations: 25 }
+        Limits { max_iterations: 25, max_tokens_per_day: None, max_usd_per_day: None }
     }
 }
 
@@ -107,8 +116,22 @@ pub struct TriggerBlock {
     pub max_fires: Option<u64>,
 }
 
+/// A provider and model a turn moves to when the one before it keeps failing (429, 5xx,
+/// timeouts, dropped connections) through its retries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Fallback {
+    /// A `[providers.NAME]` of config.toml; absent: the agent type's own provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = r"^[a-z0-9_-]{1,64}$")]
+    pub provider: Option<String>,
+    /// The model's name at that provider; at most 200 printable characters.
+    #[schema(max_length = 200, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$")]
+    pub model: String,
+}
+
 /// A full, validated agent manifest. Only [`validate`] makes one from outside input.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Manifest {
     pub name: String,
     pub description: String,
@@ -117,6 +140,9 @@ pub struct Manifest {
     pub provider: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Tried in order when the provider and model before keep failing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallbacks: Vec<Fallback>,
     pub skills: Vec<String>,
     pub tool_mode: ToolMode,
     #[schema(value_type = CapabilitiesDoc)]
@@ -179,6 +205,10 @@ pub struct ManifestInput {
     /// The model's name at the provider; at most 200 printable characters.
     #[schema(max_length = 200, pattern = r"^[^\u0000-\u001f\u007f-\u009f]*$")]
     pub model: Option<String>,
+    /// Providers and models a turn moves to, in order, when the one before keeps failing
+    /// through its retries. At most 8.
+    #[schema(max_items = 8)]
+    pub fallbacks: Option<Vec<Fallback>>,
     /// Shorthand for `capabilities.tools` (give one or the other).
     #[schema(value_type = Option<Vec<GrantPattern>>, max_items = 256)]
     pub tools: Option<Vec<String>>,
@@ -273,6 +303,7 @@ impl From<&Manifest> for ManifestInput {
             system_prompt: Some(m.system_prompt.clone()),
             provider: m.provider.clone(),
             model: m.model.clone(),
+            fallbacks: Some(m.fallbacks.clone()),
             tools: None,
             skills: Some(m.skills.clone()),
             tool_mode: Some(m.tool_mode),
@@ -347,6 +378,20 @@ pub fn validate(input: ManifestInput) -> Result<Manifest> {
     {
         err("model", format!("is at most {MAX_MODEL} printable characters"));
     }
+    let fallbacks = input.fallbacks.unwrap_or_default();
+    if fallbacks.len() > MAX_FALLBACKS {
+        err("fallbacks", format!("at most {MAX_FALLBACKS}"));
+    }
+    for (i, f) in fallbacks.iter().enumerate() {
+        if let Some(p) = &f.provider
+            && !is_valid_name(p)
+        {
+            err(&format!("fallbacks[{i}].provider"), format!("`{p}` is not a valid provider name: {NAME_RULE}"));
+        }
+        if f.model.is_empty() || longer_than(&f.model, MAX_MODEL) || f.model.chars().any(char::is_control) {
+            err(&format!("fallbacks[{i}].model"), format!("is 1 to {MAX_MODEL} printable characters"));
+        }
+    }
     let skills = input.skills.unwrap_or_default();
     if skills.len() > MAX_LIST {
         err("skills", format!("lists at most {MAX_LIST} skills"));
@@ -386,6 +431,14 @@ pub fn validate(input: ManifestInput) -> Result<Manifest> {
     if !(1..=200).contains(&limits.max_iterations) {
         err("limits.max_iterations", "expected a whole number from 1 to 200".into());
     }
+    if limits.max_tokens_per_day == Some(0) {
+        err("limits.max_tokens_per_day", "expected at least 1 (leave it out for no budget)".into());
+    }
+    if let Some(usd) = limits.max_usd_per_day
+        && let Err(message) = crate::usage::check_price(usd)
+    {
+        err("limits.max_usd_per_day", message.replace("a price in US dollars per million tokens", "US dollars"));
+    }
     let cron = input.cron.unwrap_or_default();
     if cron.len() > MAX_BLOCKS {
         err("cron", format!("at most {MAX_BLOCKS} blocks"));
@@ -424,6 +477,7 @@ pub fn validate(input: ManifestInput) -> Result<Manifest> {
         system_prompt,
         provider,
         model,
+        fallbacks,
         skills,
         tool_mode,
         capabilities: Capabilities { tools, deny, memory_read, memory_write },

@@ -69,11 +69,30 @@ pub struct Agent {
     /// Spawned for one workflow step: hidden from default lists, removed
     /// `[kernel] ephemeral_retention_hours` after it stops.
     pub ephemeral: bool,
+    /// Paused for going over a daily budget: no turn starts until then (or a lift).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paused: Option<Pause>,
+    /// When an operator last lifted a budget pause: the day's budget counts from then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_lifted_at: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }
 
+/// Why and until when an agent takes no turns.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct Pause {
+    /// The budget's next reset (RFC 3339).
+    pub until: String,
+    pub reason: String,
+}
+
 impl Agent {
+    /// The pause in force at `now` (RFC 3339), if any.
+    pub fn paused_at(&self, now: &str) -> Option<&Pause> {
+        self.paused.as_ref().filter(|p| p.until.as_str() > now)
+    }
+
     pub fn is_running(&self) -> bool {
         self.status == AgentStatus::Running
     }
@@ -222,19 +241,32 @@ impl Agents {
     /// config.toml defines (else the type's agents fail only when they first think). Its
     /// refusal joins the validator's others.
     async fn validate(&self, input: ManifestInput) -> Result<Manifest> {
-        let provider = input.provider.clone().filter(|p| !p.is_empty() && !self.providers.contains(p));
-        let unknown = provider.map(|p| FieldError {
-            field: "provider".into(),
-            message: format!("`{p}` is not a provider of this daemon (configured: {})", self.configured_providers()),
-        });
-        match (validate_off_runtime(input).await, unknown) {
-            (Ok(m), None) => Ok(m),
-            (Ok(_), Some(field)) => Err(Error::invalid_fields(vec![field])),
-            (Err(mut e), Some(field)) if !e.fields.is_empty() => {
-                e.fields.push(field);
+        let named = std::iter::once(("provider".to_string(), input.provider.clone())).chain(
+            input
+                .fallbacks
+                .iter()
+                .flatten()
+                .enumerate()
+                .map(|(i, f)| (format!("fallbacks[{i}].provider"), f.provider.clone())),
+        );
+        let unknown: Vec<FieldError> = named
+            .filter_map(|(field, p)| p.filter(|p| !p.is_empty() && !self.providers.contains(p)).map(|p| (field, p)))
+            .map(|(field, p)| FieldError {
+                field,
+                message: format!(
+                    "`{p}` is not a provider of this daemon (configured: {})",
+                    self.configured_providers()
+                ),
+            })
+            .collect();
+        match validate_off_runtime(input).await {
+            Ok(m) if unknown.is_empty() => Ok(m),
+            Ok(_) => Err(Error::invalid_fields(unknown)),
+            Err(mut e) if !e.fields.is_empty() => {
+                e.fields.extend(unknown);
                 Err(e)
             }
-            (Err(e), _) => Err(e),
+            Err(e) => Err(e),
         }
     }
 
@@ -390,6 +422,8 @@ impl Agents {
             status: AgentStatus::Running,
             parent_id: req.parent,
             ephemeral: req.ephemeral,
+            paused: None,
+            budget_lifted_at: None,
             created_at: now.clone(),
             updated_at: now,
         };
@@ -405,6 +439,29 @@ impl Agents {
                 return Err(Error::conflict(format!("agent `{}` is running: stop it before removing it", a.name)));
             }
             a.status = AgentStatus::Removed;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Pauses an agent over a budget until `until`; false when it was paused so already (the
+    /// operators are told once).
+    pub async fn pause(&self, id: AgentId, until: &str, reason: &str) -> Result<bool> {
+        let mut changed = false;
+        self.update(&id.to_string(), |a| {
+            changed = a.paused.as_ref().is_none_or(|p| p.until != until);
+            a.paused = Some(Pause { until: until.to_string(), reason: reason.to_string() });
+            Ok(())
+        })
+        .await?;
+        Ok(changed)
+    }
+
+    /// Lifts an agent's budget pause at `now`: its budgets count from then.
+    pub async fn lift_pause(&self, id_or_name: &str, now: &str) -> Result<Arc<Agent>> {
+        self.update(id_or_name, |a| {
+            a.paused = None;
+            a.budget_lifted_at = Some(now.to_string());
             Ok(())
         })
         .await

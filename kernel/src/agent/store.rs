@@ -57,7 +57,8 @@ pub(super) async fn delete_type(db: &Db, name: &str) -> Result<()> {
 
 pub(super) async fn load_agents(db: &Db) -> Result<Vec<Agent>> {
     let rows = sqlx::query(
-        "SELECT id, name, agent_type, manifest, goal, status, parent_id, ephemeral, created_at, updated_at FROM agents",
+        "SELECT id, name, agent_type, manifest, goal, status, parent_id, ephemeral, paused_until, pause_reason,
+                budget_lifted_at, created_at, updated_at FROM agents",
     )
     .fetch_all(db.pool())
     .await?;
@@ -74,6 +75,14 @@ pub(super) async fn load_agents(db: &Db) -> Result<Vec<Agent>> {
                 status: AgentStatus::parse(r.try_get("status")?)?,
                 parent_id: parent.as_deref().map(parse_id).transpose()?,
                 ephemeral: r.try_get::<i64, _>("ephemeral")? != 0,
+                paused: match (
+                    r.try_get::<Option<String>, _>("paused_until")?,
+                    r.try_get::<Option<String>, _>("pause_reason")?,
+                ) {
+                    (Some(until), reason) => Some(super::Pause { until, reason: reason.unwrap_or_default() }),
+                    (None, _) => None,
+                },
+                budget_lifted_at: r.try_get("budget_lifted_at")?,
                 created_at: r.try_get("created_at")?,
                 updated_at: r.try_get("updated_at")?,
             })
@@ -124,14 +133,20 @@ pub(super) async fn update_agents(db: &Db, agents: &[Agent]) -> Result<()> {
 }
 
 pub(super) async fn update_agent(db: &Db, a: &Agent) -> Result<()> {
-    sqlx::query("UPDATE agents SET manifest = $1, goal = $2, status = $3, updated_at = $4 WHERE id = $5")
-        .bind(manifest_json(&a.manifest))
-        .bind(&a.goal)
-        .bind(a.status.as_str())
-        .bind(&a.updated_at)
-        .bind(a.id.to_string())
-        .execute(db.pool())
-        .await?;
+    sqlx::query(
+        "UPDATE agents SET manifest = $1, goal = $2, status = $3, updated_at = $4, paused_until = $5,
+             pause_reason = $6, budget_lifted_at = $7 WHERE id = $8",
+    )
+    .bind(manifest_json(&a.manifest))
+    .bind(&a.goal)
+    .bind(a.status.as_str())
+    .bind(&a.updated_at)
+    .bind(a.paused.as_ref().map(|p| &p.until))
+    .bind(a.paused.as_ref().map(|p| &p.reason))
+    .bind(&a.budget_lifted_at)
+    .bind(a.id.to_string())
+    .execute(db.pool())
+    .await?;
     Ok(())
 }
 

@@ -92,10 +92,7 @@ pub(super) fn stream_event(
     let index = data["index"].as_u64().unwrap_or(0);
     match kind {
         "message_start" => {
-            let usage = &data["message"]["usage"];
-            reply.usage.input_tokens = usage["input_tokens"].as_u64().unwrap_or(0);
-            reply.usage.cached_tokens = usage["cache_read_input_tokens"].as_u64().unwrap_or(0);
-            reply.usage.output_tokens = usage["output_tokens"].as_u64().unwrap_or(0);
+            reply.usage = usage_of(&data["message"]["usage"]);
         }
         "content_block_start" => {
             let block = &data["content_block"];
@@ -159,16 +156,19 @@ pub(super) fn parse_reply(body: &Value) -> Result<ChatReply, String> {
             _ => {}
         }
     }
-    let usage = &body["usage"];
-    Ok(ChatReply {
-        content: (!text.is_empty()).then_some(text),
-        tool_calls,
-        usage: Usage {
-            input_tokens: usage["input_tokens"].as_u64().unwrap_or(0),
-            output_tokens: usage["output_tokens"].as_u64().unwrap_or(0),
-            cached_tokens: usage["cache_read_input_tokens"].as_u64().unwrap_or(0),
-        },
-    })
+    Ok(ChatReply { content: (!text.is_empty()).then_some(text), tool_calls, usage: usage_of(&body["usage"]) })
+}
+
+/// Anthropic counts cache reads and writes apart from `input_tokens`; ours counts every input
+/// token (as OpenAI's `prompt_tokens` does), the cached ones among them.
+fn usage_of(usage: &Value) -> Usage {
+    let n = |k: &str| usage[k].as_u64().unwrap_or(0);
+    let cached = n("cache_read_input_tokens");
+    Usage {
+        input_tokens: n("input_tokens") + cached + n("cache_creation_input_tokens"),
+        output_tokens: n("output_tokens"),
+        cached_tokens: cached,
+    }
 }
 
 #[cfg(test)]
@@ -218,6 +218,7 @@ mod tests {
         assert_eq!(reply.content.as_deref(), Some("Let me check."));
         assert_eq!(reply.tool_calls[0].name, "system_time");
         assert_eq!(reply.usage.cached_tokens, 8);
+        assert_eq!(reply.usage.input_tokens, 18, "cache reads are input tokens too");
     }
 
     #[test]
@@ -267,7 +268,7 @@ mod tests {
         assert_eq!(reply.content.as_deref(), Some("Checking"));
         assert_eq!(reply.tool_calls[0].id, "toolu_1");
         assert_eq!(reply.tool_calls[0].arguments, json!({"tz": "UTC"}));
-        assert_eq!(reply.usage, Usage { input_tokens: 20, output_tokens: 9, cached_tokens: 5 });
+        assert_eq!(reply.usage, Usage { input_tokens: 25, output_tokens: 9, cached_tokens: 5 });
         let error = SseEvent {
             event: "error".into(),
             data: r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#.into(),

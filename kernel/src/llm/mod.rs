@@ -97,6 +97,8 @@ pub enum Delta<'a> {
     },
     /// The stream broke and the call is made again: forget the pieces so far.
     Reset,
+    /// Not a piece: the call waits for one of the provider's `max_in_flight` places.
+    Queued,
 }
 
 /// Where a model call hands the pieces of its reply.
@@ -111,13 +113,16 @@ pub enum ChatError {
         limit: Option<u64>,
         error: Error,
     },
+    /// It kept failing in a way that may pass (429, 5xx, timeouts, dropped connections)
+    /// through all its retries: another provider may do.
+    GaveUp(Error),
     Other(Error),
 }
 
 impl From<ChatError> for Error {
     fn from(e: ChatError) -> Error {
         match e {
-            ChatError::ContextExceeded { error, .. } | ChatError::Other(error) => error,
+            ChatError::ContextExceeded { error, .. } | ChatError::GaveUp(error) | ChatError::Other(error) => error,
         }
     }
 }
@@ -218,6 +223,9 @@ pub struct Provider {
     /// The last model call's failure (when, what), cleared by the next success: what an
     /// operator sees of a provider that is down.
     last_error: std::sync::Mutex<Option<(String, String)>>,
+    /// Places for calls in flight (`max_in_flight`), and how many calls wait for one.
+    slots: Option<tokio::sync::Semaphore>,
+    waiting: std::sync::atomic::AtomicUsize,
 }
 
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -229,7 +237,15 @@ impl Provider {
             .connect_timeout(Duration::from_secs(10))
             .build()
             .map_err(|e| Error::failed(format!("cannot build an HTTP client for provider `{name}`: {e}")))?;
-        Ok(Provider { name: name.to_string(), config, http, last_error: Default::default() })
+        let slots = config.max_in_flight.map(|n| tokio::sync::Semaphore::new(n as usize));
+        Ok(Provider {
+            name: name.to_string(),
+            config,
+            http,
+            last_error: Default::default(),
+            slots,
+            waiting: Default::default(),
+        })
     }
 
     pub fn name(&self) -> &str {
@@ -283,6 +299,33 @@ impl Provider {
         }
     }
 
+    /// How many model calls wait for a place (`max_in_flight`), and how many places there are.
+    pub fn queue(&self) -> Option<(usize, u64)> {
+        let places = self.config.max_in_flight?;
+        Some((self.waiting.load(std::sync::atomic::Ordering::Relaxed), places))
+    }
+
+    /// A place among the provider's calls in flight, held until the attempt's answer is read;
+    /// when all are taken the caller is told (`Delta::Queued`) and waits.
+    async fn place(&self, on_delta: OnDelta<'_>) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        let slots = self.slots.as_ref()?;
+        if let Ok(place) = slots.try_acquire() {
+            return Some(place);
+        }
+        on_delta(Delta::Queued);
+        // Counted while waiting, also when the wait is given up (a cancelled turn).
+        struct Waiting<'a>(&'a std::sync::atomic::AtomicUsize);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        self.waiting.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let _waiting = Waiting(&self.waiting);
+        // The semaphore is never closed.
+        slots.acquire().await.ok()
+    }
+
     /// Whether replies are asked for as a stream.
     pub fn streams(&self) -> bool {
         self.config.stream
@@ -300,7 +343,7 @@ impl Provider {
     pub async fn chat(&self, req: &ChatRequest<'_>, on_delta: OnDelta<'_>) -> Result<ChatReply, ChatError> {
         let reply = self.chat_with_retries(req, on_delta).await;
         *self.last_error.lock().expect("last error lock") = reply.as_ref().err().map(|e| {
-            let (ChatError::ContextExceeded { error, .. } | ChatError::Other(error)) = e;
+            let (ChatError::ContextExceeded { error, .. } | ChatError::GaveUp(error) | ChatError::Other(error)) = e;
             (crate::db::now(), error.message.clone())
         });
         reply
@@ -327,12 +370,15 @@ impl Provider {
             if self.config.kind == ProviderKind::Anthropic {
                 builder = builder.header("anthropic-version", anthropic::API_VERSION);
             }
-            let outcome = match builder.send().await {
-                Ok(res) => match self.accepted(res).await {
-                    Ok(res) => self.read_reply(res, on_delta, &mut shown).await,
-                    Err(failure) => Err(failure),
-                },
-                Err(e) => Err(Failure::retry(self.transport_error(e), None)),
+            let outcome = {
+                let _place = self.place(on_delta).await;
+                match builder.send().await {
+                    Ok(res) => match self.accepted(res).await {
+                        Ok(res) => self.read_reply(res, on_delta, &mut shown).await,
+                        Err(failure) => Err(failure),
+                    },
+                    Err(e) => Err(Failure::retry(self.transport_error(e), None)),
+                }
             };
             match outcome {
                 Ok(reply) => return Ok(reply),
@@ -340,8 +386,11 @@ impl Provider {
                     if let Some(limit) = context {
                         return Err(ChatError::ContextExceeded { limit, error });
                     }
-                    if !retryable || attempt >= self.config.max_retries {
+                    if !retryable {
                         return Err(ChatError::Other(error));
+                    }
+                    if attempt >= self.config.max_retries {
+                        return Err(ChatError::GaveUp(error));
                     }
                     if shown {
                         // What was shown is taken back; the next attempt streams it anew.

@@ -241,7 +241,13 @@ impl Sessions {
 
     /// Records that a turn in `session` was cut off by a stop or crash of the daemon.
     pub async fn record_interrupted(&self, session: Uuid, message: &str) -> Result<()> {
-        store::record_failure(&self.db, session, "Interrupted", message).await
+        self.record_note(session, "Interrupted", message).await
+    }
+
+    /// Notes what happened to a turn after the session's last message, shown there in the
+    /// chat (`Interrupted`, `Fallback`): kept with the failed turns.
+    pub async fn record_note(&self, session: Uuid, kind: &str, message: &str) -> Result<()> {
+        store::record_failure(&self.db, session, kind, message).await
     }
 
     /// The failed turns of a session, oldest first.

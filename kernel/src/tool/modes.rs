@@ -122,6 +122,8 @@ mod tests {
             status: AgentStatus::Running,
             parent_id: None,
             ephemeral: false,
+            paused: None,
+            budget_lifted_at: None,
             created_at: String::new(),
             updated_at: String::new(),
         }

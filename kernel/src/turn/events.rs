@@ -31,6 +31,17 @@ pub enum EventKind {
         iteration: u32,
         text: String,
     },
+    /// The turn moved to the next provider and model of its type's fallbacks.
+    Fallback {
+        from: String,
+        to: String,
+        reason: String,
+    },
+    /// The model call waits for a place among the provider's `max_in_flight` calls.
+    Queued {
+        iteration: u32,
+        provider: String,
+    },
     /// The provider's stream broke and the call is being made again: the pieces of this
     /// iteration so far are void (the new attempt streams anew).
     ReplyReset {
@@ -87,6 +98,8 @@ impl EventKind {
             EventKind::TextDelta { .. } => "text_delta",
             EventKind::ToolCallDelta { .. } => "tool_call_delta",
             EventKind::ReplyReset { .. } => "reply_reset",
+            EventKind::Queued { .. } => "queued",
+            EventKind::Fallback { .. } => "fallback",
             EventKind::Compacted { .. } => "compacted",
             EventKind::ToolCallStarted { .. } => "tool_call_started",
             EventKind::ToolCallFinished { .. } => "tool_call_finished",

@@ -128,6 +128,20 @@ pub struct TurnResult {
     pub iterations: u32,
     pub trace: Vec<TraceEntry>,
     pub usage: Usage,
+    /// Where the turn moved to a fallback provider or model, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fell_back: Vec<FellBack>,
+}
+
+/// A move to the next provider and model of the agent type's fallbacks.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct FellBack {
+    /// `provider / model` that kept failing.
+    pub from: String,
+    /// `provider / model` the turn went on with.
+    pub to: String,
+    /// The last failure.
+    pub reason: String,
 }
 
 /// Turns in flight: their cancel tokens by agent, and one lock per session so two turns
@@ -235,9 +249,20 @@ pub async fn run(kernel: &Kernel, agent: Arc<Agent>, req: TurnRequest) -> Result
     let model = agent.manifest.model.clone().ok_or_else(|| {
         Error::unavailable(format!("agent `{}` has no model: set `model` in its agent type", agent.name))
     })?;
+    let mut route = vec![(provider, model)];
+    for f in &agent.manifest.fallbacks {
+        match f.provider.as_deref().map_or(Some(provider), |name| kernel.provider_named(name)) {
+            Some(p) => route.push((p, f.model.clone())),
+            None => {
+                tracing::warn!(agent = %agent.name, provider = ?f.provider, "a fallback names a provider config.toml no longer defines; skipped")
+            }
+        }
+    }
     if crate::text::is_blank(&req.message) {
         return Err(Error::invalid("the message is empty"));
     }
+    // Past a budget, nothing is stored: the agent is paused instead.
+    crate::usage::budget::admit(kernel, &agent).await?;
     let (session, is_new) = match req.session {
         Some(id) => (kernel.sessions().of_agent(&agent, id).await?.id, false),
         None => (kernel.sessions().create(agent.id, req.new_session_label.clone()).await?.id, true),
@@ -260,8 +285,9 @@ pub async fn run(kernel: &Kernel, agent: Arc<Agent>, req: TurnRequest) -> Result
     let result = Loop {
         kernel,
         agent: &agent,
-        provider,
-        model: &model,
+        route: &route,
+        at: Default::default(),
+        fell_back: Default::default(),
         session,
         is_new,
         req: &req,
@@ -307,8 +333,12 @@ fn add_usage(total: &mut Usage, more: &Usage) {
 struct Loop<'a, E: Fn(EventKind)> {
     kernel: &'a Kernel,
     agent: &'a Arc<Agent>,
-    provider: &'a Provider,
-    model: &'a str,
+    /// The provider and model, then the agent type's fallbacks: the turn moves along when
+    /// one keeps failing, and stays where it got to.
+    route: &'a [(&'a Provider, String)],
+    at: std::sync::atomic::AtomicUsize,
+    /// Where the turn moved along, and why.
+    fell_back: Mutex<Vec<FellBack>>,
     session: Uuid,
     /// Opened for this turn, so there is no history to read.
     is_new: bool,
@@ -318,6 +348,35 @@ struct Loop<'a, E: Fn(EventKind)> {
 }
 
 impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
+    /// The provider the turn uses now.
+    fn provider(&self) -> &Provider {
+        self.route[self.at.load(std::sync::atomic::Ordering::Relaxed)].0
+    }
+
+    /// The model the turn uses now.
+    fn model(&self) -> &str {
+        &self.route[self.at.load(std::sync::atomic::Ordering::Relaxed)].1
+    }
+
+    /// Moves the turn to its next provider and model after `error`; false when none is left.
+    async fn fall_back(&self, error: &Error) -> bool {
+        let at = self.at.load(std::sync::atomic::Ordering::Relaxed);
+        if at + 1 >= self.route.len() {
+            return false;
+        }
+        let from = format!("{} / {}", self.provider().name(), self.model());
+        self.at.store(at + 1, std::sync::atomic::Ordering::Relaxed);
+        let to = format!("{} / {}", self.provider().name(), self.model());
+        let note = format!("`{from}` kept failing ({}); the turn went on with `{to}`", error.message);
+        tracing::warn!(agent = %self.agent.name, %from, %to, error = %error.message, "falling back");
+        if let Err(e) = self.kernel.sessions().record_note(self.session, "Fallback", &note).await {
+            tracing::warn!(error = %e, "noting a fallback in the session failed");
+        }
+        (self.emit)(EventKind::Fallback { from: from.clone(), to: to.clone(), reason: error.message.clone() });
+        self.fell_back.lock().expect("fallbacks lock").push(FellBack { from, to, reason: error.message.clone() });
+        true
+    }
+
     async fn run(&self, turn_id: Uuid) -> Result<TurnResult> {
         let sessions = self.kernel.sessions();
         let (mut history, mut view) = if self.is_new {
@@ -346,7 +405,8 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         let mut trace = Vec::new();
         let mut usage = Usage::default();
         let finish = |reply: String, ended: TurnEnd, iterations: u32, trace: Vec<TraceEntry>, usage: Usage| {
-            TurnResult { turn_id, session_id: self.session, reply, ended, iterations, trace, usage }
+            let fell_back = std::mem::take(&mut *self.fell_back.lock().expect("fallbacks lock"));
+            TurnResult { turn_id, session_id: self.session, reply, ended, iterations, trace, usage, fell_back }
         };
 
         for iteration in 1..=cap {
@@ -405,11 +465,11 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
     /// The model's context window: configured, else learned from a refusal, else its family's.
     /// A refusal can teach a window smaller than the one configured: the smaller wins.
     fn window(&self) -> Option<u64> {
-        let configured = self.provider.model_config(self.model).and_then(|m| m.context_tokens);
-        let learned = self.kernel.turns().windows.get(self.provider.name(), self.model);
+        let configured = self.provider().model_config(self.model()).and_then(|m| m.context_tokens);
+        let learned = self.kernel.turns().windows.get(self.provider().name(), self.model());
         match (configured, learned) {
             (Some(c), Some(l)) => Some(c.min(l)),
-            (c, l) => c.or(l).or_else(|| context::known_window(self.model)),
+            (c, l) => c.or(l).or_else(|| context::known_window(self.model())),
         }
     }
 
@@ -424,11 +484,11 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
             learned = used * 3 / 4;
         }
         let learned = learned.max(512);
-        self.kernel.turns().windows.set(self.provider.name(), self.model, learned);
-        if let Err(e) = store::learn_window(self.kernel.db(), self.provider.name(), self.model, learned).await {
+        self.kernel.turns().windows.set(self.provider().name(), self.model(), learned);
+        if let Err(e) = store::learn_window(self.kernel.db(), self.provider().name(), self.model(), learned).await {
             tracing::warn!(error = %e, "storing a learned context window failed");
         }
-        tracing::info!(provider = %self.provider.name(), model = %self.model, tokens = learned, "learned a model's context window from its refusal");
+        tracing::info!(provider = %self.provider().name(), model = %self.model(), tokens = learned, "learned a model's context window from its refusal");
         learned
     }
 
@@ -447,6 +507,9 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
             (self.emit)(match delta {
                 Delta::Text(text) => EventKind::TextDelta { iteration: call.iteration, text: text.to_string() },
                 Delta::Reset => EventKind::ReplyReset { iteration: call.iteration },
+                Delta::Queued => {
+                    EventKind::Queued { iteration: call.iteration, provider: self.provider().name().to_string() }
+                }
                 Delta::ToolCall { index, id, name, arguments } => EventKind::ToolCallDelta {
                     iteration: call.iteration,
                     index,
@@ -468,28 +531,28 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
             let messages = context::build(history, view);
             let estimate = fixed + messages.iter().map(context::estimate).sum::<u64>();
             let chat = ChatRequest {
-                model: self.model,
+                model: self.model(),
                 system: call.system,
                 messages: &messages,
                 tools: call.tools,
                 max_tokens: reserve as u32,
                 cache_prefix: call.cache_prefix,
             };
-            let outcome = self.provider.chat(&chat, &on_delta).await;
+            let outcome = self.provider().chat(&chat, &on_delta).await;
             let first_seq = history.iter().map(|e| e.seq).find(|&s| s > view.summary_through);
             let (reply_usage, kind) = match &outcome {
                 Ok(r) => (r.usage.clone(), "ok"),
-                Err(ChatError::ContextExceeded { error, .. } | ChatError::Other(error)) => {
+                Err(ChatError::ContextExceeded { error, .. } | ChatError::GaveUp(error) | ChatError::Other(error)) => {
                     (Usage::default(), error.kind.as_str())
                 }
             };
-            self.record_call(call.turn_id, "reply", view, first_seq, messages.len(), estimate, &reply_usage, kind)
-                .await;
+            self.record_call(call.turn_id, "reply", view, first_seq, messages.len(), estimate, &reply_usage, kind);
             match outcome {
                 Ok(reply) => {
                     add_usage(usage, &reply.usage);
                     return Ok(reply);
                 }
+                Err(ChatError::GaveUp(error)) if self.fall_back(&error).await => {}
                 Err(ChatError::ContextExceeded { limit, error }) if refusals < RETRIES_FOR_LENGTH => {
                     tracing::info!(error = %error.message, "the model refused the request as too long; compacting");
                     refusals += 1;
@@ -525,9 +588,9 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
                         crate::error::ErrorKind::ResourceExhausted,
                         format!(
                             "this turn's own messages, with the system prompt and tools, need about {needed} tokens, over the {budget} model `{}` has for them; send less at once (or set a larger [providers.{}.models.{}] context_tokens if the model has one)",
-                            self.model,
-                            self.provider.name(),
-                            self.model
+                            self.model(),
+                            self.provider().name(),
+                            self.model()
                         ),
                     ));
                 }
@@ -551,7 +614,7 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
                 crate::error::ErrorKind::ResourceExhausted,
                 format!(
                     "the conversation does not fit model `{}`'s context window even after compacting it four times; start a new session",
-                    self.model
+                    self.model()
                 ),
             )),
         }
@@ -585,7 +648,7 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
             };
             let messages = [Message::User { content: asked }];
             let chat = ChatRequest {
-                model: self.model,
+                model: self.model(),
                 system: context::SUMMARY_PROMPT,
                 messages: &messages,
                 tools: &[],
@@ -593,14 +656,14 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
                 cache_prefix: false,
             };
             let estimate = context::fixed_tokens(context::SUMMARY_PROMPT, &[]) + context::estimate(&messages[0]);
-            let outcome = self.provider.chat(&chat, &ignore).await;
+            let outcome = self.provider().chat(&chat, &ignore).await;
             let (reply_usage, kind) = match &outcome {
                 Ok(r) => (r.usage.clone(), "ok"),
-                Err(ChatError::ContextExceeded { error, .. } | ChatError::Other(error)) => {
+                Err(ChatError::ContextExceeded { error, .. } | ChatError::GaveUp(error) | ChatError::Other(error)) => {
                     (Usage::default(), error.kind.as_str())
                 }
             };
-            self.record_call(turn_id, "summary", &View::default(), None, 1, estimate, &reply_usage, kind).await;
+            self.record_call(turn_id, "summary", &View::default(), None, 1, estimate, &reply_usage, kind);
             let reply = outcome.map_err(Error::from)?;
             add_usage(usage, &reply.usage);
             // A provider that writes past `max_tokens` must not undo the compaction.
@@ -610,7 +673,7 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    async fn record_call(
+    fn record_call(
         &self,
         turn: Uuid,
         purpose: &'static str,
@@ -618,26 +681,24 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         first_seq: Option<i64>,
         messages: usize,
         estimated_tokens: u64,
-        usage: &Usage,
+        tokens: &Usage,
         outcome: &str,
     ) {
-        let row = store::ModelCallRow {
+        self.kernel.usage().record(crate::usage::ModelCall {
             turn,
             agent: self.agent.id,
             session: self.session,
-            provider: self.provider.name(),
-            model: self.model,
+            provider: self.provider().name().to_string(),
+            model: self.model().to_string(),
             purpose,
             compaction: view.id,
             first_seq,
             messages,
             estimated_tokens,
-            usage,
-            outcome,
-        };
-        if let Err(e) = store::record_model_call(self.kernel.db(), &row).await {
-            tracing::warn!(error = %e, "recording a model call failed");
-        }
+            tokens: tokens.clone(),
+            outcome: outcome.to_string(),
+            at: crate::db::timestamp(self.kernel.clock().now()),
+        });
     }
 
     /// Runs one response's tool calls through the pipeline: runs of non-exclusive calls

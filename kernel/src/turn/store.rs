@@ -39,48 +39,6 @@ pub(super) async fn open_turns(db: &Db) -> Result<Vec<(Uuid, Uuid)>> {
     rows.iter().map(|r| Ok((id(r.try_get("id")?)?, id(r.try_get("session_id")?)?))).collect()
 }
 
-/// One model call, as the meter and the record of what was sent keep it.
-pub(super) struct ModelCallRow<'a> {
-    pub turn: Uuid,
-    pub agent: Uuid,
-    pub session: Uuid,
-    pub provider: &'a str,
-    pub model: &'a str,
-    pub purpose: &'static str,
-    pub compaction: Option<i64>,
-    pub first_seq: Option<i64>,
-    pub messages: usize,
-    pub estimated_tokens: u64,
-    pub usage: &'a crate::llm::Usage,
-    pub outcome: &'a str,
-}
-
-pub(super) async fn record_model_call(db: &Db, c: &ModelCallRow<'_>) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO model_calls (turn_id, agent_id, session_id, provider, model, purpose, compaction_id, first_seq,
-             messages, estimated_tokens, input_tokens, output_tokens, cached_tokens, outcome, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
-    )
-    .bind(c.turn.to_string())
-    .bind(c.agent.to_string())
-    .bind(c.session.to_string())
-    .bind(c.provider)
-    .bind(c.model)
-    .bind(c.purpose)
-    .bind(c.compaction)
-    .bind(c.first_seq)
-    .bind(c.messages as i64)
-    .bind(c.estimated_tokens as i64)
-    .bind(c.usage.input_tokens as i64)
-    .bind(c.usage.output_tokens as i64)
-    .bind(c.usage.cached_tokens as i64)
-    .bind(c.outcome)
-    .bind(db::now())
-    .execute(db.pool())
-    .await?;
-    Ok(())
-}
-
 pub(super) async fn learned_windows(db: &Db) -> Result<Vec<((String, String), u64)>> {
     let rows = sqlx::query("SELECT provider, model, tokens FROM model_windows").fetch_all(db.pool()).await?;
     rows.iter()

@@ -29,6 +29,7 @@ pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
         routes!(get_agent, remove_agent),
         routes!(stop_agent),
         routes!(start_agent),
+        routes!(lift_pause),
         routes!(set_capabilities),
         routes!(agent_tools),
         routes!(invoke_tool),
@@ -108,6 +109,14 @@ async fn stop_agent(State(kernel): State<Kernel>, Path(id): Path<String>) -> Api
         (status = 409, description = "Another running agent has its name")))]
 async fn start_agent(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Arc<Agent>>> {
     Ok(Json(kernel.start_agent(&id).await?))
+}
+
+/// Lifts the agent's budget pause: it may start turns again today, its daily budgets counting
+/// from now.
+#[utoipa::path(post, path = "/api/agents/{id}/lift", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
+    responses((status = 200, description = "The agent, not paused (lifting an agent that is not paused changes nothing but where its budgets count from)", body = Agent), (status = 404, description = "No such agent")))]
+async fn lift_pause(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Arc<Agent>>> {
+    Ok(Json(kernel.lift_pause(&id).await?))
 }
 
 /// Stops the agent if it runs and removes it: it is no longer listed or found. Its sessions,

@@ -14,6 +14,7 @@ mod schedules;
 mod tasks;
 mod templates;
 mod tools;
+mod usage;
 mod workflows;
 
 use axum::Router;
@@ -34,6 +35,7 @@ fn api_routes() -> impl Iterator<Item = UtoipaMethodRouter<Kernel>> {
         workflows::routes(),
         tasks::routes(),
         schedules::routes(),
+        usage::routes(),
         openapi::routes(),
     ]
     .into_iter()

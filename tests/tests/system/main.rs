@@ -14,6 +14,7 @@ mod hostile_text;
 mod media;
 mod openapi;
 mod operator_actions;
+mod providers;
 mod restart;
 mod schedule_clock;
 mod schedules;
@@ -24,6 +25,7 @@ mod templates;
 mod tool_modes;
 mod tools;
 mod turns;
+mod usage;
 mod workflows;
 mod workspace_canvas;
 

@@ -1,0 +1,277 @@
+//! Usage metering (issue 17): every model call's tokens, kept with its agent, session,
+//! provider, model and time (`model_calls`), priced from config.toml, and reported grouped by
+//! agent, provider, model or day.
+//!
+//! Calls are recorded off the turn's path: a writer task inserts queued rows in batches, one
+//! transaction each, and every read flushes the queue first, so a report after a turn always
+//! counts it. A kill may lose the last rows not yet written (like the audit of read-only
+//! tools); a turn never waits for its meter.
+
+pub mod budget;
+mod store;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, oneshot};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::config::Config;
+use crate::db::Db;
+use crate::error::Result;
+use crate::llm::Usage as Tokens;
+use crate::page::{Key, Page, PageRequest, bad_cursor};
+
+/// One model call, as the meter keeps it.
+#[derive(Debug, Clone)]
+pub struct ModelCall {
+    pub turn: Uuid,
+    pub agent: Uuid,
+    pub session: Uuid,
+    pub provider: String,
+    pub model: String,
+    /// `reply` or `summary`.
+    pub purpose: &'static str,
+    /// The session's compaction the call started from.
+    pub compaction: Option<i64>,
+    /// The first stored message it sent.
+    pub first_seq: Option<i64>,
+    pub messages: usize,
+    pub estimated_tokens: u64,
+    pub tokens: Tokens,
+    /// `ok`, or the error's kind.
+    pub outcome: String,
+    /// When, on the kernel's clock (RFC 3339 as stored).
+    pub at: String,
+}
+
+/// How `GET /api/usage` groups the calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Group {
+    #[default]
+    Agent,
+    Provider,
+    /// `provider / model`.
+    Model,
+    /// The UTC day (`YYYY-MM-DD`).
+    Day,
+}
+
+/// What a group of calls used.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, ToSchema)]
+pub struct Line {
+    /// The agent's id, the provider's name, `provider / model`, or the day.
+    pub key: String,
+    /// The agent's name, for agent groups.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub calls: u64,
+    /// Every input token, cached ones included.
+    pub input_tokens: u64,
+    /// Input tokens the provider read from its prompt cache.
+    pub cached_tokens: u64,
+    pub output_tokens: u64,
+    /// In US dollars, from the prices config.toml gives; calls of a model without prices
+    /// count nothing (see `unpriced_calls`).
+    pub cost_usd: f64,
+    /// Calls of models config.toml gives no prices for.
+    pub unpriced_calls: u64,
+}
+
+impl Line {
+    pub fn tokens(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+
+    fn add(&mut self, row: &store::Sum, prices: Option<&Prices>) {
+        self.calls += row.calls;
+        self.input_tokens += row.input;
+        self.cached_tokens += row.cached;
+        self.output_tokens += row.output;
+        match prices {
+            Some(p) => self.cost_usd += p.cost(row.input, row.cached, row.output),
+            None => self.unpriced_calls += row.calls,
+        }
+    }
+}
+
+/// A model's prices per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Prices {
+    pub input: f64,
+    /// Cached input tokens; the input price when config.toml gives none.
+    pub cached_input: f64,
+    pub output: f64,
+}
+
+impl Prices {
+    /// What `input` tokens (of which `cached` came from the cache) and `output` tokens cost.
+    pub fn cost(&self, input: u64, cached: u64, output: u64) -> f64 {
+        let cached = cached.min(input);
+        ((input - cached) as f64 * self.input + cached as f64 * self.cached_input + output as f64 * self.output) / 1e6
+    }
+}
+
+enum Queued {
+    Call(Box<ModelCall>),
+    Flush(oneshot::Sender<()>),
+}
+
+pub struct Meter {
+    db: Db,
+    queue: mpsc::UnboundedSender<Queued>,
+    /// Prices by (provider, model), from config.toml.
+    prices: BTreeMap<(String, String), Prices>,
+}
+
+impl Meter {
+    /// Starts the writer task.
+    pub(crate) fn start(db: Db, config: &Config) -> Meter {
+        let (queue, rx) = mpsc::unbounded_channel();
+        tokio::spawn(write(db.clone(), rx));
+        let prices = config
+            .providers
+            .iter()
+            .flat_map(|(provider, p)| p.models.iter().map(move |(model, m)| ((provider, model), m)))
+            .filter_map(|((provider, model), m)| {
+                let input = m.input_usd_per_mtok?;
+                let prices = Prices {
+                    input,
+                    cached_input: m.cached_input_usd_per_mtok.unwrap_or(input),
+                    output: m.output_usd_per_mtok.unwrap_or(0.0),
+                };
+                Some(((provider.clone(), model.clone()), prices))
+            })
+            .collect();
+        Meter { db, queue, prices }
+    }
+
+    /// Queues a call's record; the turn goes on at once.
+    pub fn record(&self, call: ModelCall) {
+        if self.queue.send(Queued::Call(Box::new(call))).is_err() {
+            tracing::warn!("the meter's writer has stopped; a model call went unrecorded");
+        }
+    }
+
+    /// Waits until every call queued so far is written.
+    pub async fn flush(&self) {
+        let (done, written) = oneshot::channel();
+        if self.queue.send(Queued::Flush(done)).is_ok() {
+            let _ = written.await;
+        }
+    }
+
+    pub fn prices(&self, provider: &str, model: &str) -> Option<&Prices> {
+        self.prices.get(&(provider.to_string(), model.to_string()))
+    }
+
+    /// A page of what the calls since `since` (RFC 3339; all when `None`) used, grouped,
+    /// ordered by key. `names` names agents by id.
+    pub async fn report(
+        &self,
+        group: Group,
+        since: Option<&str>,
+        page: &PageRequest,
+        names: impl Fn(&str) -> Option<String>,
+    ) -> Result<Page<Line>> {
+        self.flush().await;
+        let rows = store::sums(&self.db, group, since).await?;
+        let mut lines: BTreeMap<String, Line> = BTreeMap::new();
+        for row in &rows {
+            let line = lines.entry(row.key.clone()).or_insert_with(|| Line { key: row.key.clone(), ..Line::default() });
+            line.add(row, self.prices(&row.provider, &row.model));
+        }
+        let mut lines: Vec<Line> = lines.into_values().collect();
+        if group == Group::Agent {
+            for line in &mut lines {
+                line.name = names(&line.key);
+            }
+        }
+        let after = match page.after(Key::Position)? {
+            Some(c) => Some(c.parse::<usize>().map_err(|_| bad_cursor())?),
+            None => None,
+        };
+        let total = lines.len() as u64;
+        let start = after.map_or(0, |a| a + 1);
+        let rows: Vec<(usize, Line)> =
+            lines.into_iter().enumerate().skip(start).take(page.fetch_limit() as usize).collect();
+        let page = Page::from_rows(rows, page, total, |(i, _)| format!("{i:06}"));
+        Ok(Page { items: page.items.into_iter().map(|(_, l)| l).collect(), next: page.next, total: page.total })
+    }
+
+    /// What `agent` (or, with `None`, every agent) used since `since`: tokens and dollars.
+    pub async fn spent_since(&self, agent: Option<Uuid>, since: &str) -> Result<Line> {
+        self.flush().await;
+        let mut line = Line::default();
+        for row in store::sums_of(&self.db, agent, since).await? {
+            line.add(&row, self.prices(&row.provider, &row.model));
+        }
+        Ok(line)
+    }
+
+    /// The sessions that cost most since `since`, most first, at most `limit`.
+    pub async fn top_sessions(&self, since: Option<&str>, limit: usize) -> Result<Vec<SessionCost>> {
+        self.flush().await;
+        let mut by_session: BTreeMap<(String, String), Line> = BTreeMap::new();
+        for row in store::session_sums(&self.db, since).await? {
+            let (session, agent) =
+                row.key.split_once(' ').map(|(s, a)| (s.to_string(), a.to_string())).unwrap_or_default();
+            by_session.entry((session, agent)).or_default().add(&row, self.prices(&row.provider, &row.model));
+        }
+        let mut costs: Vec<SessionCost> =
+            by_session.into_iter().map(|((session, agent), line)| SessionCost { session, agent, line }).collect();
+        costs.sort_by(|a, b| b.line.cost_usd.total_cmp(&a.line.cost_usd).then(b.line.tokens().cmp(&a.line.tokens())));
+        costs.truncate(limit);
+        Ok(costs)
+    }
+
+    /// Model calls per UTC hour since `since`, oldest first (`YYYY-MM-DDTHH`, count).
+    pub async fn calls_per_hour(&self, since: &str) -> Result<Vec<(String, u64)>> {
+        self.flush().await;
+        store::calls_per_hour(&self.db, since).await
+    }
+}
+
+/// A session's usage.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SessionCost {
+    pub session: String,
+    pub agent: String,
+    #[serde(flatten)]
+    pub line: Line,
+}
+
+/// The writer: each wake-up writes what is queued in one transaction, then answers flushes.
+async fn write(db: Db, mut rx: mpsc::UnboundedReceiver<Queued>) {
+    while let Some(first) = rx.recv().await {
+        let mut calls = Vec::new();
+        let mut flushes = Vec::new();
+        let mut take = |q: Queued| match q {
+            Queued::Call(c) => calls.push(*c),
+            Queued::Flush(done) => flushes.push(done),
+        };
+        take(first);
+        while let Ok(q) = rx.try_recv() {
+            take(q);
+        }
+        if !calls.is_empty()
+            && let Err(e) = store::insert(&db, &calls).await
+        {
+            tracing::error!(error = %e, calls = calls.len(), "recording model calls failed");
+        }
+        for done in flushes {
+            let _ = done.send(());
+        }
+    }
+}
+
+/// Checks a price from config.toml.
+pub(crate) fn check_price(value: f64) -> std::result::Result<f64, String> {
+    if value.is_finite() && (0.0..=1e6).contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!("expected a price in US dollars per million tokens from 0 to 1000000, found {value}"))
+    }
+}
