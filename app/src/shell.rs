@@ -13,6 +13,7 @@ pub enum Nav {
     Schedules,
     Canvases,
     Audit,
+    Usage,
     Settings,
     /// No section is current (sign-in pages, error pages).
     None,
@@ -67,6 +68,7 @@ const SECTIONS: &[(Nav, &str, &str)] = &[
     (Nav::Tasks, "/tasks", "Tasks"),
     (Nav::Schedules, "/schedules", "Schedules"),
     (Nav::Canvases, "/canvas", "Canvases"),
+    (Nav::Usage, "/usage", "Usage"),
     (Nav::Audit, "/audit", "Audit"),
     (Nav::Settings, "/settings", "Settings"),
 ];

@@ -177,6 +177,23 @@ test('chat streams the reply as the model writes it, then shows the finished mes
   await expect(page.locator('.msg.streaming')).toHaveCount(0);
 });
 
+test('usage: per agent, per day and per model as charts, readable without script', async () => {
+  await page.goto('/usage');
+  await expect(page.getByRole('heading', { name: 'Usage' })).toBeVisible();
+  const today = page.locator('#usage-today svg[role=img]');
+  await expect(today).toHaveAttribute('aria-label', 'Model use today, per agent');
+  // The agents that chatted above are bars, labelled by name, with their tokens beside them.
+  await expect(today.locator('text.chart-label', { hasText: 'clock' })).toHaveCount(1);
+  await expect(today.locator('text.chart-caption').first()).toContainText('tokens');
+  await expect(page.locator('#usage-models svg text.chart-label', { hasText: 'fake / ' }).first()).toBeVisible();
+  await page.locator('#usage-today details summary').click();
+  await expect(page.locator('#usage-today table')).toContainText('clock');
+  await expect(page.locator('#usage-budgets')).toContainText('No budget is set');
+  await shot('usage');
+  await page.goto('/');
+  await expect(page.locator('#activity svg[role=img]')).toHaveAttribute('aria-label', 'Turns and tool calls per hour (UTC)');
+});
+
 test('audit, overview and settings', async () => {
   await page.goto('/audit');
   await expect(page.locator('tbody tr').first()).toContainText('system_time');

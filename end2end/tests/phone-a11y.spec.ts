@@ -26,7 +26,7 @@ test.beforeAll(async ({ browser }) => {
   await page.request.post('/api/tasks', { ...api, data: { title: 'Deliver the parcel', assignee: 'courier' } });
   await page.request.post(`/api/agents/${agent}/tools/schedule_create/invoke`, { ...api, data: { args: { when: '+1h', prompt: 'Check the door' } } });
   pages = ['/', '/agents', `/agents/${agent}`, '/agent-types', '/agent-types/courier', '/tools', `/tools?agent=${agent}`,
-           '/tasks', '/schedules', '/canvas', '/audit', '/audit/actions', '/agent-types/courier/apply', '/settings', '/no/such/page'];
+           '/tasks', '/schedules', '/canvas', '/usage', '/audit', '/audit/actions', '/agent-types/courier/apply', '/settings', '/no/such/page'];
 });
 
 test.afterAll(async () => {

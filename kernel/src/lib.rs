@@ -319,6 +319,26 @@ impl Kernel {
         }
     }
 
+    /// The last 24 hours, hour by hour (UTC, oldest first): turns started and tool calls made,
+    /// every hour present (zeros too).
+    pub async fn activity(&self) -> Result<Vec<(String, u64, u64)>> {
+        let now = self.0.clock.now();
+        let since = db::timestamp(now - chrono::Duration::hours(23));
+        let since = &since[..13];
+        let turns: std::collections::HashMap<String, u64> =
+            turn::turns_per_hour(self, since).await?.into_iter().collect();
+        let calls: std::collections::HashMap<String, u64> =
+            self.0.audit.calls_per_hour(since).await?.into_iter().collect();
+        Ok((0..24)
+            .rev()
+            .map(|back| {
+                let hour = db::timestamp(now - chrono::Duration::hours(back))[..13].to_string();
+                let (t, c) = (turns.get(&hour).copied().unwrap_or(0), calls.get(&hour).copied().unwrap_or(0));
+                (hour, t, c)
+            })
+            .collect())
+    }
+
     /// The kernel's time.
     pub fn clock(&self) -> &clock::Clock {
         &self.0.clock

@@ -139,6 +139,14 @@ pub struct AgentPage {
     pub upload_error: Option<String>,
     /// Its latest canvas versions, newest first.
     pub canvases: Vec<Canvas>,
+    /// Its model use today (since the budget day began).
+    pub usage_today: kennel_kernel::usage::Line,
+    /// What its own budget leaves today: tokens, dollars (`None`: it has no budget).
+    pub budget_left: Option<(Option<u64>, Option<f64>)>,
+    /// Its budget pause in force, if any.
+    pub paused: Option<kennel_kernel::agent::Pause>,
+    /// Model calls waiting for a place at its provider (`max_in_flight`): waiting, places.
+    pub queued: Option<(usize, u64)>,
 }
 
 pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
@@ -236,6 +244,11 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
             <Shell meta>
                 <h1>{a.name.clone()}" "<span class=format!("status {status}")>{status}</span></h1>
                 <p class="hint">{format!("Type {} · id {} · goal: {goal}", a.agent_type, a.id)}</p>
+                {pause_banner(&a, page.paused, &csrf)}
+                <p class="hint" id="agent-usage">{usage_line(&page.usage_today, page.budget_left)}" "<a href="/usage">"Usage"</a></p>
+                {page.queued.filter(|(waiting, _)| *waiting > 0).map(|(waiting, places)| view! {
+                    <p class="flash" role="status" id="agent-queued">{format!("{waiting} model call(s) queued: the provider's {places} places (max_in_flight) are taken.")}</p>
+                })}
                 <div class="actions">{lifecycle_buttons(&a, &csrf)}</div>
                 <div class="columns">
                     <section class="card" id="chat">
@@ -417,6 +430,40 @@ fn failure_view(f: Failure) -> AnyView {
         </div>
     }
     .into_any()
+}
+
+/// Today's model use and what the agent's budget leaves.
+fn usage_line(today: &kennel_kernel::usage::Line, left: Option<(Option<u64>, Option<f64>)>) -> String {
+    let cost = if today.calls > today.unpriced_calls {
+        format!(" · {}", crate::widgets::dollars(today.cost_usd))
+    } else {
+        String::new()
+    };
+    let budget = left.map_or_else(String::new, |(tokens, usd)| {
+        let parts: Vec<String> = [
+            tokens.map(|t| format!("{} tokens left", crate::widgets::tokens(t))),
+            usd.map(|u| format!("{} left", crate::widgets::dollars(u))),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        format!(" · budget: {}", parts.join(", "))
+    });
+    format!("Today: {} model calls · {} tokens{cost}{budget}.", today.calls, crate::widgets::tokens(today.tokens()))
+}
+
+/// The notice of a budget pause, with the operator's way out.
+fn pause_banner(a: &Agent, paused: Option<kennel_kernel::agent::Pause>, csrf: &str) -> Option<impl IntoView + use<>> {
+    let pause = paused?;
+    Some(view! {
+        <div class="flash error" role="alert" id="agent-paused">
+            <p>{format!("Paused until {} UTC: {}", crate::widgets::short_time(&pause.until), pause.reason)}</p>
+            <form method="post" action=format!("/agents/{}/lift", a.id) class="inline">
+                <Csrf token=csrf.to_string()/>
+                <button type="submit">"Lift the pause"</button>
+            </form>
+        </div>
+    })
 }
 
 /// After which message a compaction is marked: the last one it summarised or stubbed.

@@ -12,3 +12,4 @@ pub mod settings;
 pub mod sign_in;
 pub mod tasks;
 pub mod tools;
+pub mod usage;

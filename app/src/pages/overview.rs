@@ -36,6 +36,8 @@ pub struct Overview {
     pub recent_calls: Vec<AuditRecord>,
     pub providers: Vec<ProviderStatus>,
     pub counts: Counts,
+    /// The last 24 hours (UTC `YYYY-MM-DDTHH`, oldest first): turns, tool calls.
+    pub activity: Vec<(String, u64, u64)>,
 }
 
 pub fn render(meta: PageMeta, o: Overview) -> String {
@@ -102,6 +104,17 @@ pub fn render(meta: PageMeta, o: Overview) -> String {
         })
         .collect::<Vec<_>>();
     let failed_class = if o.counts.failed_today > 0 { "tile bad" } else { "tile" };
+    // Turns and tool calls per hour: one bar per hour, its length the two together.
+    let bars = o
+        .activity
+        .iter()
+        .map(|(hour, turns, calls)| crate::widgets::Bar {
+            label: format!("{}:00", &hour[11..]),
+            value: (*turns + *calls) as f64,
+            caption: format!("{turns} turns · {calls} tool calls"),
+        })
+        .collect::<Vec<_>>();
+    let activity = view! { <crate::widgets::BarChart title="Turns and tool calls per hour (UTC)".to_string() bars unit="Activity"/> };
     let calls = if o.recent_calls.is_empty() {
         view! { <p class="empty">"No tool calls yet."</p> }.into_any()
     } else {
@@ -124,6 +137,7 @@ pub fn render(meta: PageMeta, o: Overview) -> String {
                     <a class=failed_class href="/schedules"><strong>{o.counts.failed_today}</strong>" failed runs today"</a>
                 </div>
                 <section class="card"><h2>"Providers"</h2>{providers}</section>
+                <section class="card" id="activity"><h2>"The last 24 hours"</h2>{activity}<p><a href="/usage">"Usage and budgets"</a></p></section>
                 <section class="card"><h2>"Recent tool calls"</h2>{calls}<p><a href="/audit">"The whole audit log"</a></p></section>
             </Shell>
         }

@@ -241,6 +241,11 @@ impl Drop for SessionHold<'_> {
     }
 }
 
+/// Turns started per UTC hour since `since` (`YYYY-MM-DDTHH`), oldest first.
+pub(crate) async fn turns_per_hour(kernel: &Kernel, since: &str) -> Result<Vec<(String, u64)>> {
+    store::turns_per_hour(kernel.db(), since).await
+}
+
 /// Runs one turn of `agent`.
 pub async fn run(kernel: &Kernel, agent: Arc<Agent>, req: TurnRequest) -> Result<TurnResult> {
     agent.ensure_running()?;

@@ -62,3 +62,15 @@ pub(super) async fn learn_window(db: &Db, provider: &str, model: &str, tokens: u
     .await?;
     Ok(())
 }
+
+/// Turns started per UTC hour since `since` (`YYYY-MM-DDTHH`), oldest first.
+pub(super) async fn turns_per_hour(db: &Db, since: &str) -> Result<Vec<(String, u64)>> {
+    let rows = sqlx::query(
+        "SELECT substr(started_at, 1, 13) AS hour, count(*) AS turns FROM turns
+         WHERE started_at >= $1 GROUP BY substr(started_at, 1, 13) ORDER BY hour",
+    )
+    .bind(since)
+    .fetch_all(db.pool())
+    .await?;
+    rows.iter().map(|r| Ok((r.try_get("hour")?, r.try_get::<i64, _>("turns")?.max(0) as u64))).collect()
+}

@@ -28,51 +28,103 @@ pub fn budget_day(now: DateTime<Utc>, reset_hour: u32, tz: chrono_tz::Tz) -> (Da
     (start, end)
 }
 
+/// Where a budget stands today: what it allows and what was used since its day began (or
+/// since an operator lifted the agent's pause, if later).
+#[derive(Debug, Clone)]
+pub struct Standing {
+    /// Whose budget: `agent type `x`'s daily budget`, `the daemon's daily budget ([budgets])`.
+    pub budget: String,
+    pub since: String,
+    /// When the day ends and the budget resets.
+    pub until: String,
+    pub used: super::Line,
+    pub max_tokens: Option<u64>,
+    pub max_usd: Option<f64>,
+}
+
+impl Standing {
+    /// What is used up, said as a person reads it; `None` while the budget lasts.
+    pub fn over(&self) -> Option<String> {
+        over_budget(&self.budget, self.used.tokens(), self.used.cost_usd, self.max_tokens, self.max_usd)
+    }
+
+    pub fn tokens_left(&self) -> Option<u64> {
+        self.max_tokens.map(|m| m.saturating_sub(self.used.tokens()))
+    }
+
+    pub fn usd_left(&self) -> Option<f64> {
+        self.max_usd.map(|m| (m - self.used.cost_usd).max(0.0))
+    }
+}
+
+/// When today's budget day began (RFC 3339 as stored).
+pub fn day_start(kernel: &Kernel) -> String {
+    window(kernel, None).0
+}
+
+/// The day's window for `agent`: from the budget day's start, or its last lift if later.
+fn window(kernel: &Kernel, agent: Option<&Agent>) -> (String, String) {
+    let config = &kernel.config().budgets;
+    let (start, end) = budget_day(kernel.clock().now(), config.reset_hour as u32, config.timezone);
+    let start = crate::db::timestamp(start);
+    let since = agent.and_then(|a| a.budget_lifted_at.clone()).filter(|lifted| *lifted > start).unwrap_or(start);
+    (since, crate::db::timestamp(end))
+}
+
+/// The agent's own budget (its type's `[limits]`) today, if it has one.
+pub async fn of_agent(kernel: &Kernel, agent: &Agent) -> Result<Option<Standing>> {
+    let limits = &agent.manifest.limits;
+    if limits.max_tokens_per_day.is_none() && limits.max_usd_per_day.is_none() {
+        return Ok(None);
+    }
+    let (since, until) = window(kernel, Some(agent));
+    Ok(Some(Standing {
+        budget: format!("agent type `{}`'s daily budget", agent.agent_type),
+        used: kernel.usage().spent_since(Some(agent.id), &since).await?,
+        since,
+        until,
+        max_tokens: limits.max_tokens_per_day,
+        max_usd: limits.max_usd_per_day,
+    }))
+}
+
+/// The daemon's budget (`[budgets]`) today, as it counts for `agent` (from its last lift), if
+/// config.toml sets one.
+pub async fn of_daemon(kernel: &Kernel, agent: Option<&Agent>) -> Result<Option<Standing>> {
+    let config = &kernel.config().budgets;
+    if config.max_tokens_per_day.is_none() && config.max_usd_per_day.is_none() {
+        return Ok(None);
+    }
+    let (since, until) = window(kernel, agent);
+    Ok(Some(Standing {
+        budget: "the daemon's daily budget ([budgets])".into(),
+        used: kernel.usage().spent_since(None, &since).await?,
+        since,
+        until,
+        max_tokens: config.max_tokens_per_day,
+        max_usd: config.max_usd_per_day,
+    }))
+}
+
 /// Refuses the turn `agent` would start if it is paused or past a budget (pausing it then).
 pub async fn admit(kernel: &Kernel, agent: &Agent) -> Result<()> {
-    let now = kernel.clock().now();
-    let now_text = crate::db::timestamp(now);
-    if let Some(pause) = agent.paused_at(&now_text) {
+    let now = crate::db::timestamp(kernel.clock().now());
+    if let Some(pause) = agent.paused_at(&now) {
         return Err(refusal(format!(
             "agent `{}` is paused until {}: {}. Lift the pause on its page to let it go on today.",
             agent.name, pause.until, pause.reason
         )));
     }
-    let config = &kernel.config().budgets;
-    let limits = &agent.manifest.limits;
-    let (agent_budget, daemon_budget) = (
-        limits.max_tokens_per_day.is_some() || limits.max_usd_per_day.is_some(),
-        config.max_tokens_per_day.is_some() || config.max_usd_per_day.is_some(),
-    );
-    if !agent_budget && !daemon_budget {
-        return Ok(());
-    }
-    let (start, end) = budget_day(now, config.reset_hour as u32, config.timezone);
-    let start = crate::db::timestamp(start);
-    let since = agent.budget_lifted_at.as_deref().filter(|l| *l > start.as_str()).unwrap_or(&start);
     let mut over = None;
-    if agent_budget {
-        let spent = kernel.usage().spent_since(Some(agent.id), since).await?;
-        over = over_budget(
-            &format!("agent type `{}`'s daily budget", agent.agent_type),
-            spent.tokens(),
-            spent.cost_usd,
-            limits.max_tokens_per_day,
-            limits.max_usd_per_day,
-        );
+    if let Some(standing) = of_agent(kernel, agent).await? {
+        over = standing.over().map(|why| (why, standing.until));
     }
-    if over.is_none() && daemon_budget {
-        let spent = kernel.usage().spent_since(None, since).await?;
-        over = over_budget(
-            "the daemon's daily budget ([budgets])",
-            spent.tokens(),
-            spent.cost_usd,
-            config.max_tokens_per_day,
-            config.max_usd_per_day,
-        );
+    if over.is_none()
+        && let Some(standing) = of_daemon(kernel, Some(agent)).await?
+    {
+        over = standing.over().map(|why| (why, standing.until));
     }
-    let Some(reason) = over else { return Ok(()) };
-    let until = crate::db::timestamp(end);
+    let Some((reason, until)) = over else { return Ok(()) };
     if kernel.agents().pause(agent.id, &until, &reason).await? {
         tracing::warn!(agent = %agent.name, %until, "{reason}: the agent is paused");
         kernel.audit().record(AuditEntry {

@@ -171,6 +171,18 @@ pub(super) async fn agent_page(
     let canvases = kernel.canvases().versions(agent.id, &PageRequest::first(AGENT_PAGE_CANVASES)).await?.items;
     let status =
         refused.chat.or(refused.grant).or(refused.upload).map_or(StatusCode::OK, |e| crate::status::status_for(e.kind));
+    let agent_ref = agent.clone();
+    let now = kennel_kernel::db::timestamp(kernel.clock().now());
+    let paused = agent.paused_at(&now).cloned();
+    let (usage_today, budget_left) = match kennel_kernel::usage::budget::of_agent(kernel, &agent).await? {
+        Some(standing) => {
+            let left = (standing.tokens_left(), standing.usd_left());
+            (standing.used, Some(left))
+        }
+        None => {
+            (kernel.usage().spent_since(Some(agent.id), &kennel_kernel::usage::budget::day_start(kernel)).await?, None)
+        }
+    };
     let page = AgentPage {
         manifest_toml: to_toml(&agent.manifest),
         schedules,
@@ -187,6 +199,10 @@ pub(super) async fn agent_page(
         upload_error: refused.upload.map(|e| e.message.clone()),
         workspace,
         canvases,
+        usage_today,
+        budget_left,
+        paused,
+        queued: kernel.provider_for(&agent_ref).ok().and_then(|p| p.queue()),
     };
     let title = page.agent.name.clone();
     Ok(html(status, agents::render_agent(meta(op, title, Nav::Agents, notice.flash()), page)))
@@ -336,6 +352,19 @@ pub async fn chat(
             agent_page(&kernel, &op, &id, (Some(&shown), &Cursor::default()), refused, Notice::default()).await
         }
     }
+}
+
+/// Lifts the agent's budget pause (it may go on today; its budget counts from now).
+pub async fn lift(
+    State(kernel): State<Kernel>,
+    Extension(_): Extension<Operator>,
+    Path(id): Path<String>,
+) -> PageResult {
+    let agent = kernel.lift_pause(&id).await?;
+    Ok(see_other(
+        &format!("/agents/{}", agent.id),
+        &format!("The pause of `{}` is lifted; its budget counts from now.", agent.name),
+    ))
 }
 
 /// The agent's live turn events for the chat page (the dashboard twin of

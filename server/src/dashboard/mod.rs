@@ -14,6 +14,7 @@ mod sign_in;
 pub(crate) mod site;
 mod tasks;
 mod tools;
+mod usage;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request};
@@ -51,6 +52,7 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .route("/agents/{id}", get(agents::page))
         .route("/agents/{id}/stop", post(agents::stop))
         .route("/agents/{id}/start", post(agents::start))
+        .route("/agents/{id}/lift", post(agents::lift))
         .route("/agents/{id}/remove", post(agents::remove))
         .route("/agents/{id}/grant", post(agents::grant))
         .route("/agents/{id}/revoke", post(agents::revoke))
@@ -74,6 +76,7 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .route("/schedules/{id}/resume", post(schedules::resume))
         .route("/schedules/{id}/delete", get(schedules::confirm_delete).post(schedules::delete))
         .route("/live/changes", get(pages::changes))
+        .route("/usage", get(usage::page))
         .route("/audit", get(pages::audit))
         .route("/audit/actions", get(pages::actions))
         .route("/settings", get(pages::settings))

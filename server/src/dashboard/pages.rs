@@ -55,6 +55,7 @@ pub async fn overview(
         recent_calls,
         providers,
         counts,
+        activity: kernel.activity().await?,
     };
     let meta = following(meta(&op, "Overview", Nav::Overview, n.flash()), &Topic::ALL, "/");
     Ok(html(StatusCode::OK, overview::render(meta, page)))

@@ -54,7 +54,7 @@ const ELEMENTS: &[&str] = &[
     "a", "article", "audio", "body", "button", "code", "dd", "details", "div", "dl", "dt", "form", "h1", "h2", "h3",
     "head", "header", "html", "iframe", "img", "input", "label", "li", "link", "main", "meta", "nav", "ol", "option",
     "p", "pre", "script", "section", "select", "span", "strong", "summary", "table", "tbody", "td", "textarea", "th",
-    "thead", "title", "tr", "ul", "video",
+    "thead", "title", "tr", "ul", "video", "figure", "svg", "g", "rect", "text", "caption",
 ];
 
 /// A page as a browser's tokenizer reads it.
@@ -373,6 +373,10 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     let session = sent.header("location").unwrap().split('#').next().unwrap().to_string();
 
     llm.set_fallback(Scripted::text(&corpus));
+    // A model named with hostile text: its calls are metered under that name.
+    let odd_model = agent_from(&api, json!({"name": "oddmodel", "model": PAYLOADS[0]})).await;
+    let metered = api.post(&format!("/api/agents/{odd_model}/messages"), json!({"message": "hi"})).await;
+    assert_eq!(metered.status, 200, "{}", metered.text);
     // A compaction: the model's summary (hostile like every reply here) shown with its marker.
     let compactor = agent_from(&api, json!({"name": "compactor", "model": "tiny"})).await;
     let first =
@@ -433,6 +437,10 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     let frame = b.get(&format!("/canvas/{painter}/1/frame")).await;
     assert_eq!(frame.text, corpus, "the frame serves the agent's HTML as it is, in its sandbox");
     assert!(frame.header("content-security-policy").unwrap().starts_with("sandbox allow-scripts;"));
+    // Usage: a model's name is free text (printable), shown per model on the Usage page.
+    let usage = check(&b, "/usage", Shows::Nothing).await;
+    assert!(usage.text.contains(&format!("fake / {}", PAYLOADS[0])), "the model's name, as text");
+    check(&b, "/", Shows::Nothing).await;
     let compacted = check(&b, &compacted_chat, Shows::All).await;
     assert!(compacted.text.contains("Compacted to fit the context window"), "the marker shows");
     let failure = check(&b, &format!("/agents/{failing}"), Shows::All).await;
@@ -510,7 +518,7 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     assert!(tried.text.contains("id=\"try-result\""));
     check_reply("a try-it result", &tried, Shows::First);
     // Text from the request itself: notices, filters, an unknown id on an error page.
-    for path in ["/", "/agents", "/agent-types", "/tools", "/tasks", "/schedules", "/audit", "/settings"] {
+    for path in ["/", "/agents", "/agent-types", "/tools", "/tasks", "/schedules", "/usage", "/audit", "/settings"] {
         check(&b, &with_query(path, "notice", &corpus), Shows::All).await;
     }
     check(&b, &with_query("/tools", "q", &corpus), Shows::All).await;

@@ -85,6 +85,7 @@ async fn every_dashboard_response_has_the_security_headers_and_pages_need_no_inl
         format!("/schedules/{schedule}"),
         format!("/schedules/{schedule}/delete"),
         "/audit".into(),
+        "/usage".into(),
         "/settings".into(),
     ] {
         let r = b.get(&path).await;

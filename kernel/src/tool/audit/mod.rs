@@ -130,6 +130,12 @@ impl AuditLog {
         store::list(&self.db, None, None, None, i64::from(limit)).await
     }
 
+    /// Tool calls per UTC hour since `since`, oldest first.
+    pub async fn calls_per_hour(&self, since: &str) -> Result<Vec<(String, u64)>> {
+        self.flush().await;
+        store::calls_per_hour(&self.db, since).await
+    }
+
     /// A page of the records matching the filter, newest first (the cursor is the last
     /// record's id). Waits for everything queued before it, so a call is visible to a read
     /// that starts after the call returned.

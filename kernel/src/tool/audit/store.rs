@@ -75,3 +75,16 @@ pub(super) async fn count(db: &Db, agent_id: Option<&str>, tool: Option<&str>) -
     let n: i64 = query.build_query_scalar().fetch_one(db.pool()).await?;
     Ok(n as u64)
 }
+
+/// Tool calls per UTC hour since `since` (`YYYY-MM-DDTHH`), oldest first; the rows that are
+/// not tool calls (a trigger's fire, a budget's pause) are left out.
+pub(super) async fn calls_per_hour(db: &Db, since: &str) -> Result<Vec<(String, u64)>> {
+    let rows = sqlx::query(
+        "SELECT substr(at, 1, 13) AS hour, count(*) AS calls FROM audit
+         WHERE at >= $1 AND tool NOT IN ('trigger', 'budget') GROUP BY substr(at, 1, 13) ORDER BY hour",
+    )
+    .bind(since)
+    .fetch_all(db.pool())
+    .await?;
+    rows.iter().map(|r| Ok((r.try_get("hour")?, r.try_get::<i64, _>("calls")?.max(0) as u64))).collect()
+}
