@@ -55,6 +55,14 @@ document.addEventListener('submit', (event) => {
     const d = JSON.parse(e.data);
     if (ours(d)) line(`compacted to fit the context window: ${d.summarised} messages summarised, ${d.stubbed} tool results stubbed`);
   });
+  events.addEventListener('queued', (e) => {
+    const d = JSON.parse(e.data);
+    if (ours(d)) line(`queued: provider ${d.provider} has no free place (max_in_flight)`);
+  });
+  events.addEventListener('fallback', (e) => {
+    const d = JSON.parse(e.data);
+    if (ours(d)) line(`${d.from} kept failing: going on with ${d.to}`, 'bad');
+  });
   events.addEventListener('model_call', (e) => {
     const d = JSON.parse(e.data);
     if (ours(d)) line(`model call ${d.iteration}…`);

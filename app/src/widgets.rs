@@ -378,7 +378,7 @@ pub fn BarChart(
         .map(|(i, b)| {
             let y = i as f64 * ROW + 2.0;
             let width = if most > 0.0 { (b.value / most * LENGTH).max(1.0) } else { 1.0 };
-            let label: String = b.label.chars().take(28).collect();
+            let label: String = b.label.chars().take(24).collect();
             view! {
                 <g>
                     <text x=format!("{:.0}", LABEL - 6.0) y=format!("{:.1}", y + 15.0) text-anchor="end" class="chart-label">{label}</text>
@@ -392,7 +392,7 @@ pub fn BarChart(
     let empty = rows.is_empty();
     view! {
         <figure class="chart">
-            <svg viewBox=format!("0 0 640 {height:.0}") role="img" aria-label=title.clone() class="chart-svg">{rows}</svg>
+            <svg viewBox=format!("0 0 780 {height:.0}") role="img" aria-label=title.clone() class="chart-svg">{rows}</svg>
             {empty.then(|| view! { <p class="empty">"Nothing yet."</p> })}
             <details>
                 <summary>"The numbers"</summary>

@@ -36,7 +36,7 @@ pub struct BudgetsConfig {
     #[serde(deserialize_with = "optional_in_range::<_, 1, 1000000000000>")]
     pub max_tokens_per_day: Option<u64>,
     /// US dollars of the day, all agents together, from the models' prices.
-    #[serde(deserialize_with = "optional_price")]
+    #[serde(deserialize_with = "optional_budget_usd")]
     pub max_usd_per_day: Option<f64>,
     /// The hour (0–23) a budget's day starts.
     #[serde(deserialize_with = "in_range::<_, 0, 23>")]
@@ -353,6 +353,15 @@ pub struct ModelConfig {
     pub cached_input_usd_per_mtok: Option<f64>,
     #[serde(default, deserialize_with = "optional_price")]
     pub output_usd_per_mtok: Option<f64>,
+}
+
+fn optional_budget_usd<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    match optional_price(d)? {
+        Some(0.0) => {
+            Err(serde::de::Error::custom("a budget of $0 stops every agent: leave max_usd_per_day out for no budget"))
+        }
+        usd => Ok(usd),
+    }
 }
 
 fn optional_price<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {

@@ -435,9 +435,12 @@ pub fn validate(input: ManifestInput) -> Result<Manifest> {
         err("limits.max_tokens_per_day", "expected at least 1 (leave it out for no budget)".into());
     }
     if let Some(usd) = limits.max_usd_per_day
-        && let Err(message) = crate::usage::check_price(usd)
+        && (crate::usage::check_price(usd).is_err() || usd == 0.0)
     {
-        err("limits.max_usd_per_day", message.replace("a price in US dollars per million tokens", "US dollars"));
+        err(
+            "limits.max_usd_per_day",
+            "expected US dollars above 0, at most 1000000 (leave it out for no budget)".into(),
+        );
     }
     let cron = input.cron.unwrap_or_default();
     if cron.len() > MAX_BLOCKS {

@@ -444,17 +444,22 @@ impl Agents {
         .await
     }
 
-    /// Pauses an agent over a budget until `until`; false when it was paused so already (the
-    /// operators are told once).
-    pub async fn pause(&self, id: AgentId, until: &str, reason: &str) -> Result<bool> {
-        let mut changed = false;
+    /// Pauses an agent over a budget until `until`, decided on a record whose last lift was
+    /// `seen_lift`: `Some(true)` when it was not paused so already (the operators are told
+    /// once), `Some(false)` when it was, `None` when an operator lifted the pause since (the
+    /// lift stands, nothing changes).
+    pub async fn pause(&self, id: AgentId, until: &str, reason: &str, seen_lift: Option<&str>) -> Result<Option<bool>> {
+        let mut outcome = None;
         self.update(&id.to_string(), |a| {
-            changed = a.paused.as_ref().is_none_or(|p| p.until != until);
+            if a.budget_lifted_at.as_deref() != seen_lift {
+                return Ok(());
+            }
+            outcome = Some(a.paused.as_ref().is_none_or(|p| p.until != until));
             a.paused = Some(Pause { until: until.to_string(), reason: reason.to_string() });
             Ok(())
         })
         .await?;
-        Ok(changed)
+        Ok(outcome)
     }
 
     /// Lifts an agent's budget pause at `now`: its budgets count from then.

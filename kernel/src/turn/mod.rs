@@ -275,6 +275,10 @@ pub async fn run(kernel: &Kernel, agent: Arc<Agent>, req: TurnRequest) -> Result
 
     let turns = kernel.turns();
     let _one_at_a_time = turns.hold_session(session).await;
+    // Again once the session is ours: turns that queued behind one in this session were each
+    // admitted before it spent, and a pause may have come meanwhile.
+    let agent = kernel.agents().get_by_id(agent.id).unwrap_or(agent);
+    crate::usage::budget::admit(kernel, &agent).await?;
     let turn_id = req.turn_id.unwrap_or_else(Uuid::now_v7);
     // Registered before its row exists, so recovery never takes a turn of this run for one
     // the last run left open; open until it ends (`recovery.rs`).
@@ -557,7 +561,10 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
                     add_usage(usage, &reply.usage);
                     return Ok(reply);
                 }
-                Err(ChatError::GaveUp(error)) if self.fall_back(&error).await => {}
+                Err(ChatError::GaveUp(error)) if self.fall_back(&error).await => {
+                    // Whatever the failed provider streamed is void: the next one starts over.
+                    (self.emit)(EventKind::ReplyReset { iteration: call.iteration });
+                }
                 Err(ChatError::ContextExceeded { limit, error }) if refusals < RETRIES_FOR_LENGTH => {
                     tracing::info!(error = %error.message, "the model refused the request as too long; compacting");
                     refusals += 1;
@@ -661,7 +668,15 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
                 cache_prefix: false,
             };
             let estimate = context::fixed_tokens(context::SUMMARY_PROMPT, &[]) + context::estimate(&messages[0]);
-            let outcome = self.provider().chat(&chat, &ignore).await;
+            let mut outcome = self.provider().chat(&chat, &ignore).await;
+            // A provider that gives up on a summary gives way to the fallbacks, as for replies.
+            while let Err(ChatError::GaveUp(error)) = &outcome {
+                if !self.fall_back(error).await {
+                    break;
+                }
+                let chat = ChatRequest { model: self.model(), ..chat };
+                outcome = self.provider().chat(&chat, &ignore).await;
+            }
             let (reply_usage, kind) = match &outcome {
                 Ok(r) => (r.usage.clone(), "ok"),
                 Err(ChatError::ContextExceeded { error, .. } | ChatError::GaveUp(error) | ChatError::Other(error)) => {

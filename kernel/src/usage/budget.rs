@@ -22,10 +22,11 @@ pub fn budget_day(now: DateTime<Utc>, reset_hour: u32, tz: chrono_tz::Tz) -> (Da
             .or_else(|| tz.from_local_datetime(&(naive + Duration::hours(1))).earliest())
             .map_or(now, |t| t.with_timezone(&Utc))
     };
-    let today = at(local.date_naive());
-    let start = if today <= now { today } else { at(local.date_naive() - Duration::days(1)) };
-    let end = at(start.with_timezone(&tz).date_naive() + Duration::days(1));
-    (start, end)
+    let today = local.date_naive();
+    let day = if at(today) <= now { today } else { today - Duration::days(1) };
+    // The next day's reset from the day's own date: a reset a DST change moved must not move
+    // the end by a day.
+    (at(day), at(day + Duration::days(1)))
 }
 
 /// Where a budget stands today: what it allows and what was used since its day began (or
@@ -125,7 +126,12 @@ pub async fn admit(kernel: &Kernel, agent: &Agent) -> Result<()> {
         over = standing.over().map(|why| (why, standing.until));
     }
     let Some((reason, until)) = over else { return Ok(()) };
-    if kernel.agents().pause(agent.id, &until, &reason).await? {
+    let first = match kernel.agents().pause(agent.id, &until, &reason, agent.budget_lifted_at.as_deref()).await? {
+        Some(first) => first,
+        // An operator lifted the pause after this agent was read: that decision stands.
+        None => return Ok(()),
+    };
+    if first {
         tracing::warn!(agent = %agent.name, %until, "{reason}: the agent is paused");
         kernel.audit().record(AuditEntry {
             agent_id: agent.id,

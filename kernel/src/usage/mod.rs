@@ -201,6 +201,22 @@ impl Meter {
         Ok(Page { items: page.items.into_iter().map(|(_, l)| l).collect(), next: page.next, total: page.total })
     }
 
+    /// Per UTC day and per `provider / model` since `since`, each ordered by key, from one
+    /// scan of the calls (the Usage page shows both).
+    pub async fn days_and_models(&self, since: &str) -> Result<(Vec<Line>, Vec<Line>)> {
+        self.flush().await;
+        let (mut days, mut models): (BTreeMap<String, Line>, BTreeMap<String, Line>) = Default::default();
+        for row in store::day_sums(&self.db, since).await? {
+            let prices = self.prices(&row.provider, &row.model);
+            let model = format!("{} / {}", row.provider, row.model);
+            days.entry(row.key.clone())
+                .or_insert_with(|| Line { key: row.key.clone(), ..Line::default() })
+                .add(&row, prices);
+            models.entry(model.clone()).or_insert_with(|| Line { key: model, ..Line::default() }).add(&row, prices);
+        }
+        Ok((days.into_values().collect(), models.into_values().collect()))
+    }
+
     /// What `agent` (or, with `None`, every agent) used since `since`: tokens and dollars.
     pub async fn spent_since(&self, agent: Option<Uuid>, since: &str) -> Result<Line> {
         self.flush().await;

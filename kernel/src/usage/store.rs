@@ -119,3 +119,9 @@ pub(super) async fn calls_per_hour(db: &Db, since: &str) -> Result<Vec<(String, 
     .await?;
     rows.iter().map(|r| Ok((r.try_get("hour")?, r.try_get::<i64, _>("calls")?.max(0) as u64))).collect()
 }
+
+/// Sums by UTC day (key), provider and model since `since`: one scan for both the per-day and
+/// the per-model report.
+pub(super) async fn day_sums(db: &Db, since: &str) -> Result<Vec<Sum>> {
+    sums(db, Group::Day, Some(since)).await
+}

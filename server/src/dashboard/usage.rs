@@ -42,9 +42,9 @@ pub async fn page(
     let fortnight = kennel_kernel::db::timestamp(now - chrono::Duration::days(13));
     let month = kennel_kernel::db::timestamp(now - chrono::Duration::days(30));
     let today = lines(&kernel, Group::Agent, &day_start).await?;
-    let mut days = lines(&kernel, Group::Day, &fortnight[..10]).await?;
+    let (days, models) = kernel.usage().days_and_models(&month).await?;
+    let mut days: Vec<Line> = days.into_iter().filter(|d| d.key.as_str() >= &fortnight[..10]).collect();
     days.reverse();
-    let models = lines(&kernel, Group::Model, &month).await?;
 
     let mut budgets = Vec::new();
     if let Some(daemon) = budget::of_daemon(&kernel, None).await? {

@@ -280,8 +280,9 @@ async fn session_messages(
 struct SessionDetail {
     #[serde(flatten)]
     session: Session,
-    /// Turns that failed or were interrupted (a restart or crash), each after the message it
-    /// left unanswered.
+    /// What happened to turns, each after the session's message it followed: failed turns,
+    /// turns cut off by a restart or crash (`kind: Interrupted`), and moves to a fallback
+    /// provider (`kind: Fallback`, the turn itself went on).
     failures: Vec<Failure>,
     /// Where the session was compacted to fit the model's context window, oldest first: from
     /// each on, the model was sent its summary and stubs instead of the messages they cover
