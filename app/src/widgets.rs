@@ -413,13 +413,5 @@ pub fn dollars(usd: f64) -> String {
 
 /// Tokens with thousands separated (`1,234,567`).
 pub fn tokens(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    kennel_kernel::text::thousands(n)
 }

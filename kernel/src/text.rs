@@ -25,6 +25,19 @@ pub fn short_id(id: &str) -> String {
     hex[hex.len().saturating_sub(8)..].iter().collect()
 }
 
+/// A count with its thousands separated (`12,345,678`), as refusals and pages write numbers.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -43,5 +56,13 @@ mod tests {
     fn lengths_count_characters_not_bytes() {
         assert!(!longer_than("ééé", 3));
         assert!(longer_than("éééé", 3));
+    }
+
+    #[test]
+    fn thousands_are_separated() {
+        assert_eq!(super::thousands(0), "0");
+        assert_eq!(super::thousands(999), "999");
+        assert_eq!(super::thousands(1_000), "1,000");
+        assert_eq!(super::thousands(12_345_678), "12,345,678");
     }
 }

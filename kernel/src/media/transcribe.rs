@@ -106,19 +106,7 @@ pub(super) fn audio_mime_of(path: &str) -> &'static str {
 
 /// `12,345,678 bytes (12.3 MB)`: a size as a refusal states it.
 fn size(bytes: u64) -> String {
-    format!("{} bytes ({:.1} MB)", thousands(bytes), bytes as f64 / 1e6)
-}
-
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    format!("{} bytes ({:.1} MB)", crate::text::thousands(bytes), bytes as f64 / 1e6)
 }
 
 fn check_input(tool: &str, entry: &FileEntry) -> Result<()> {

@@ -242,12 +242,6 @@ impl Meter {
         costs.truncate(limit);
         Ok(costs)
     }
-
-    /// Model calls per UTC hour since `since`, oldest first (`YYYY-MM-DDTHH`, count).
-    pub async fn calls_per_hour(&self, since: &str) -> Result<Vec<(String, u64)>> {
-        self.flush().await;
-        store::calls_per_hour(&self.db, since).await
-    }
 }
 
 /// A session's usage.

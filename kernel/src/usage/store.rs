@@ -108,18 +108,6 @@ pub(super) async fn session_sums(db: &Db, since: Option<&str>) -> Result<Vec<Sum
     rows.iter().map(sum_from).collect()
 }
 
-/// Calls per UTC hour since `since`, oldest first.
-pub(super) async fn calls_per_hour(db: &Db, since: &str) -> Result<Vec<(String, u64)>> {
-    let rows = sqlx::query(
-        "SELECT substr(created_at, 1, 13) AS hour, count(*) AS calls FROM model_calls
-         WHERE created_at >= $1 GROUP BY substr(created_at, 1, 13) ORDER BY hour",
-    )
-    .bind(since)
-    .fetch_all(db.pool())
-    .await?;
-    rows.iter().map(|r| Ok((r.try_get("hour")?, r.try_get::<i64, _>("calls")?.max(0) as u64))).collect()
-}
-
 /// Sums by UTC day (key), provider and model since `since`: one scan for both the per-day and
 /// the per-model report.
 pub(super) async fn day_sums(db: &Db, since: &str) -> Result<Vec<Sum>> {
