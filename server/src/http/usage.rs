@@ -22,6 +22,7 @@ pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
 #[into_params(parameter_in = Query)]
 struct UsageQuery {
     /// `agent` (default), `provider`, `model` (`provider / model`) or `day` (UTC).
+    #[param(inline)]
     group: Option<Group>,
     /// Only calls at or after this time (RFC 3339, e.g. `2026-12-01T00:00:00Z`).
     #[param(format = DateTime)]
