@@ -15,6 +15,8 @@ const MAX_MODEL: usize = 200;
 const MAX_LIST: usize = 256;
 const MAX_BLOCKS: usize = 32;
 const MAX_FALLBACKS: usize = 8;
+/// The largest daily token budget (as `[budgets]` allows): far above any real day's use.
+const MAX_TOKENS_PER_DAY: u64 = 1_000_000_000_000;
 const MAX_PROMPT: usize = 10_000;
 
 /// Names of agent types, agents and providers: 1–64 lowercase letters, digits, `-`, `_`.
@@ -61,13 +63,15 @@ pub struct Limits {
     /// Model calls one turn may make before it is ended (1–200, default 25).
     #[schema(minimum = 1, maximum = 200)]
     pub max_iterations: u32,
-    /// Input and output tokens an agent of this type may use a day (the day of `[budgets]`).
+    /// Input and output tokens an agent of this type may use a day (the day of `[budgets]`),
+    /// 1 to 10^12.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(minimum = 1)]
+    #[schema(minimum = 1, maximum = 1000000000000_u64)]
     pub max_tokens_per_day: Option<u64>,
-    /// US dollars an agent of this type may spend a day, from the models' prices.
+    /// US dollars an agent of this type may spend a day, from the models' prices: above 0,
+    /// at most 1,000,000.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(minimum = 0.0, maximum = 1000000.0)]
+    #[schema(exclusive_minimum = 0.0, maximum = 1000000.0)]
     pub max_usd_per_day: Option<f64>,
 }
 
@@ -431,8 +435,11 @@ pub fn validate(input: ManifestInput) -> Result<Manifest> {
     if !(1..=200).contains(&limits.max_iterations) {
         err("limits.max_iterations", "expected a whole number from 1 to 200".into());
     }
-    if limits.max_tokens_per_day == Some(0) {
-        err("limits.max_tokens_per_day", "expected at least 1 (leave it out for no budget)".into());
+    if limits.max_tokens_per_day.is_some_and(|t| !(1..=MAX_TOKENS_PER_DAY).contains(&t)) {
+        err(
+            "limits.max_tokens_per_day",
+            format!("expected a whole number from 1 to {MAX_TOKENS_PER_DAY} (leave it out for no budget)"),
+        );
     }
     if let Some(usd) = limits.max_usd_per_day
         && (crate::usage::check_price(usd).is_err() || usd == 0.0)

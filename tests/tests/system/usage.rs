@@ -84,6 +84,15 @@ async fn every_call_is_metered_from_the_provider_s_usage_and_priced_with_its_cac
     assert_eq!(later.body, json!([]));
     let bad = api.get("/api/usage?since=yesterday").await;
     assert_eq!(bad.status, 422, "{}", bad.text);
+    for limits in [json!({"max_tokens_per_day": 9223372036854775808_u64}), json!({"max_usd_per_day": 0.0})] {
+        let refused = api.post("/api/templates", json!({"name": "lavish", "limits": limits})).await;
+        assert_eq!(refused.status, 422, "{limits}: {}", refused.text);
+        assert!(
+            refused.body["error"]["fields"][0]["field"].as_str().unwrap().starts_with("limits.max_"),
+            "{}",
+            refused.text
+        );
+    }
 }
 
 fn at(s: &str) -> DateTime<Utc> {
