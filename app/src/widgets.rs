@@ -196,6 +196,7 @@ pub fn origin_names(origin: &kennel_kernel::session::Origin) -> (String, String)
     match origin {
         Origin::Unlabelled => ("Operator or API".into(), "You".into()),
         Origin::Operator(op) => (format!("Operator {op}"), "You".into()),
+        Origin::Terminal => ("Terminal (kennel chat)".into(), "You".into()),
         Origin::Task(task) => (format!("Task {task} wake-up"), "Task board".into()),
         Origin::Schedule(s) => (format!("Schedule {s}"), "Schedule".into()),
         Origin::Trigger(e) => (format!("Trigger {e}"), "Event".into()),
@@ -406,10 +407,7 @@ pub fn BarChart(
     }
 }
 
-/// Dollars as an operator reads them: cents above a dollar, more digits below.
-pub fn dollars(usd: f64) -> String {
-    if usd >= 1.0 { format!("${usd:.2}") } else { format!("${usd:.4}") }
-}
+pub use kennel_kernel::text::dollars;
 
 /// Tokens with thousands separated (`1,234,567`).
 pub fn tokens(n: u64) -> String {

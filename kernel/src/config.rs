@@ -9,6 +9,7 @@ use std::path::Path;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::net::guard::AllowedHosts;
+use crate::text::line_and_column;
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -442,13 +443,6 @@ impl Config {
             }),
         }
     }
-}
-
-fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let column = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
-    (line, column)
 }
 
 fn optional_in_range<'de, D: Deserializer<'de>, const MIN: u64, const MAX: u64>(d: D) -> Result<Option<u64>, D::Error> {

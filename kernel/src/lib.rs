@@ -22,6 +22,7 @@ pub mod net;
 pub mod page;
 pub mod schedule;
 pub mod session;
+pub mod status;
 pub mod system;
 pub mod tasks;
 pub mod text;
@@ -74,6 +75,9 @@ struct Inner {
     workspaces: workspace::Workspaces,
     canvases: canvas::Canvases,
     media: media::Media,
+    /// When this kernel opened its home (RFC 3339), and the instant, for uptime.
+    started_at: String,
+    started: std::time::Instant,
 }
 
 /// Why the kernel could not start.
@@ -121,6 +125,7 @@ impl Kernel {
             .collect::<Result<_>>()?;
         let agents = Arc::new(Agents::load(db.clone(), config.providers.keys().cloned().collect()).await?);
         let kernel = Kernel(Arc::new(Inner {
+            started_at: db::timestamp(clock.now()),
             providers,
             turns: Turns::load(&db).await?,
             meter: usage::Meter::start(db.clone(), &config),
@@ -137,6 +142,7 @@ impl Kernel {
             workspaces: workspace::Workspaces::new(home.join("workspaces"), config.workspace.max_file_bytes),
             canvases: canvas::Canvases::new(db.clone(), config.canvas.max_bytes),
             media: media::Media::new(db.clone(), &config.media),
+            started: std::time::Instant::now(),
             home: home.to_path_buf(),
             tools: Tools::new(Registry::builtin(&config)),
             config,
@@ -340,6 +346,11 @@ impl Kernel {
     }
 
     /// The kernel's time.
+    /// When this kernel opened its home (RFC 3339): the daemon's start.
+    pub fn started_at(&self) -> &str {
+        &self.0.started_at
+    }
+
     pub fn clock(&self) -> &clock::Clock {
         &self.0.clock
     }

@@ -13,6 +13,18 @@ pub fn is_space(c: char) -> bool {
     matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c')
 }
 
+/// The line and column (both from 1; the column in characters) of byte `offset` in `text`,
+/// as editors count them: where config and manifest errors point.
+pub fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (before.matches('\n').count() + 1, before[line_start..].chars().count() + 1)
+}
+
 /// Whether `text` is longer than `max` characters.
 pub fn longer_than(text: &str, max: usize) -> bool {
     text.chars().nth(max).is_some()
@@ -23,6 +35,19 @@ pub fn longer_than(text: &str, max: usize) -> bool {
 pub fn short_id(id: &str) -> String {
     let hex: Vec<char> = id.chars().filter(char::is_ascii_hexdigit).collect();
     hex[hex.len().saturating_sub(8)..].iter().collect()
+}
+
+/// `text` cut to its first `max` characters, with `…` when something was left out.
+pub fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+/// Dollars as an operator reads them: cents above a dollar, more digits below.
+pub fn dollars(usd: f64) -> String {
+    if usd >= 1.0 { format!("${usd:.2}") } else { format!("${usd:.4}") }
 }
 
 /// A count with its thousands separated (`12,345,678`), as refusals and pages write numbers.

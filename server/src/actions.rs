@@ -13,7 +13,7 @@ use kennel_kernel::tool::Caller;
 use kennel_kernel::{Error, Kernel};
 
 use crate::dashboard::Operator;
-use crate::http::TokenName;
+use crate::http::Bearer;
 
 /// Why a request was refused, left on its response by the API's and the dashboard's error
 /// answers for the log to read.
@@ -121,12 +121,13 @@ pub async fn record(
     response
 }
 
-/// Who made a request, as the logs name callers: the signed-in operator, or the API token.
+/// Who made a request, as the logs name callers: the signed-in operator, the API token, or
+/// `cli` for the CLI's token.
 fn actor(req: &Request) -> Option<String> {
     let extensions = req.extensions();
-    let caller = match (extensions.get::<Operator>(), extensions.get::<TokenName>()) {
+    let caller = match (extensions.get::<Operator>(), extensions.get::<Bearer>()) {
         (Some(op), _) => Caller::Operator(op.name.clone()),
-        (None, Some(token)) => Caller::Token(token.0.clone()),
+        (None, Some(Bearer(caller))) => caller.clone(),
         (None, None) => return None,
     };
     Some(caller.audit_label())

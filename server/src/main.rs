@@ -25,8 +25,8 @@ fn main() -> ExitCode {
     match runtime.block_on(cli::run(args)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            eprintln!("error: {}", cli::terminal_safe(&format!("{e:#}")));
+            if e.is::<cli::daemon::NoDaemon>() { ExitCode::from(3) } else { ExitCode::FAILURE }
         }
     }
 }

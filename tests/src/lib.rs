@@ -4,6 +4,7 @@
 //! (or `$KENNEL_BIN`). `scripts/test` builds it before running the suite.
 
 pub mod fake_llm;
+pub mod pty;
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
@@ -51,6 +52,13 @@ impl Home {
 
     pub fn path(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// `kennel --home HOME args…`, to start on a terminal ([`pty::Pty`]).
+    pub fn command(&self, args: &[&str]) -> std::process::Command {
+        let mut command = std::process::Command::new(kennel_bin());
+        command.arg("--home").arg(self.path()).args(args).env("RUST_LOG", "warn");
+        command
     }
 
     /// Runs `kennel --home HOME args…` to completion.

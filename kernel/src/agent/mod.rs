@@ -8,6 +8,7 @@
 mod apply;
 pub(crate) mod delivery;
 pub mod manifest;
+pub mod source;
 mod store;
 pub mod tools;
 

@@ -24,6 +24,8 @@ use crate::error::{Error, Result};
 
 /// Prefix that makes a Kennel token recognisable in logs and secret scanners.
 const TOKEN_PREFIX: &str = "kn_";
+/// The prefix of the token the daemon makes for its own home's command line at each start.
+const CLI_TOKEN_PREFIX: &str = "kncli_";
 const MIN_PASSWORD: usize = 8;
 
 #[derive(Debug, Clone, serde::Serialize)]
@@ -51,6 +53,8 @@ pub struct Auth {
     reveals: Mutex<HashMap<[u8; 32], (String, String)>>,
     /// Key for the sign-in forms' tokens; random at each start, never stored.
     sign_in_key: [u8; 32],
+    /// The hash of this run's CLI token ([`Auth::issue_cli_token`]), if one was issued.
+    cli_token: RwLock<Option<[u8; 32]>>,
 }
 
 /// A signed-in operator's dashboard session.
@@ -113,6 +117,7 @@ impl Auth {
             failures: Mutex::default(),
             reveals: Mutex::default(),
             sign_in_key: rand::rng().random(),
+            cli_token: RwLock::new(None),
         };
         auth.reload().await?;
         auth.load_sessions().await?;
@@ -152,6 +157,23 @@ impl Auth {
 
     pub async fn list_tokens(&self) -> Result<Vec<TokenInfo>> {
         store::list_tokens(&self.db).await
+    }
+
+    /// Makes the token the command line of this home uses to reach this run of the daemon,
+    /// replacing any earlier one. It lives only in memory (and in the file the daemon writes
+    /// it to, readable by the home's owner alone), so each start makes a new one and a copy
+    /// taken from an earlier run is worthless.
+    pub fn issue_cli_token(&self) -> String {
+        let secret: [u8; 32] = rand::rng().random();
+        let token = format!("{CLI_TOKEN_PREFIX}{}", hex::encode(secret));
+        *self.cli_token.write().expect("cli token lock") = Some(token_hash(&token));
+        token
+    }
+
+    /// Whether `token` is this run's CLI token, compared in constant time.
+    pub fn is_cli_token(&self, token: &str) -> bool {
+        let presented = token_hash(token);
+        self.cli_token.read().expect("cli token lock").is_some_and(|hash| bool::from(hash.ct_eq(&presented)))
     }
 
     /// The name of the token, if it is live. Every stored hash is compared in constant time,
@@ -643,6 +665,20 @@ mod tests {
         assert_ne!(at("192.0.2.7"), at("192.0.2.8"));
         assert_eq!(at("2001:db8:1:2::1"), at("2001:db8:1:2:ffff:ffff:ffff:ffff"), "one /64");
         assert_ne!(at("2001:db8:1:2::1"), at("2001:db8:1:3::1"));
+    }
+
+    #[tokio::test]
+    async fn a_cli_token_is_good_until_the_next_is_issued_and_is_no_api_token() {
+        let (_dir, auth) = auth().await;
+        assert!(!auth.is_cli_token("kncli_"), "none issued yet");
+        let first = auth.issue_cli_token();
+        assert!(first.starts_with(CLI_TOKEN_PREFIX) && first.len() == CLI_TOKEN_PREFIX.len() + 64);
+        assert!(auth.is_cli_token(&first));
+        assert_eq!(auth.verify_token(&first), None, "not an API token");
+        let second = auth.issue_cli_token();
+        assert!(auth.is_cli_token(&second));
+        assert!(!auth.is_cli_token(&first), "a new start's token replaces the old one");
+        assert!(!auth.is_cli_token(&second[..second.len() - 1]));
     }
 
     #[tokio::test]

@@ -8,7 +8,7 @@
 
 mod anthropic;
 mod openai;
-mod sse;
+pub mod sse;
 
 use std::time::Duration;
 

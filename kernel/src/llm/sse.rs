@@ -4,13 +4,13 @@
 
 /// One event: its `event:` name (empty when none) and its `data:` lines joined by `\n`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct SseEvent {
+pub struct SseEvent {
     pub event: String,
     pub data: String,
 }
 
 #[derive(Default)]
-pub(super) struct SseDecoder {
+pub struct SseDecoder {
     buffer: Vec<u8>,
     event: String,
     data: Vec<String>,

@@ -152,7 +152,9 @@ async fn fire(kernel: Kernel, d: Dispatch, _permit: tokio::sync::OwnedSemaphoreP
                 ..TurnRequest::headless(d.prompt, Caller::Schedule(d.schedule_id.clone()))
             };
             match turn::run(&kernel, agent, req).await {
-                Ok(r) if r.ended == TurnEnd::Reply => (FireOutcome::Ok, shorten(&r.reply), Some(r.session_id)),
+                Ok(r) if r.ended == TurnEnd::Reply => {
+                    (FireOutcome::Ok, crate::text::shorten(&r.reply, super::DETAIL_CHARS), Some(r.session_id))
+                }
                 Ok(r) => {
                     (FireOutcome::Failed, format!("the turn ended without a reply: {:?}", r.ended), Some(r.session_id))
                 }
@@ -184,13 +186,6 @@ async fn fire(kernel: Kernel, d: Dispatch, _permit: tokio::sync::OwnedSemaphoreP
     };
     if let Err(e) = store::finish_fire(&kernel.schedules().db, finished, kernel.schedules().fire_history).await {
         tracing::warn!(schedule = %d.schedule_id, error = %e.message, "could not record a fire's outcome");
-    }
-}
-
-fn shorten(reply: &str) -> String {
-    match reply.char_indices().nth(super::DETAIL_CHARS) {
-        Some((cut, _)) => format!("{}…", &reply[..cut]),
-        None => reply.to_string(),
     }
 }
 

@@ -20,6 +20,9 @@ pub struct Session {
     pub created_at: String,
 }
 
+/// The label of sessions `kennel chat` opens.
+pub const TERMINAL_LABEL: &str = "kennel chat";
+
 /// Where a session came from, written into its label when it is opened and read back from it:
 /// one place for the label formats, for every front that names sessions or their senders.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +31,8 @@ pub enum Origin {
     Unlabelled,
     /// A dashboard operator's chat.
     Operator(String),
+    /// A chat in a terminal (`kennel chat`).
+    Terminal,
     /// The task board waking an assignee (the task's short id).
     Task(String),
     /// A schedule's fire (its short id).
@@ -48,6 +53,7 @@ impl Origin {
         Some(match self {
             Origin::Unlabelled => return None,
             Origin::Operator(name) => format!("operator {name}"),
+            Origin::Terminal => TERMINAL_LABEL.into(),
             Origin::Task(id) => format!("task {id}"),
             Origin::Schedule(id) => format!("schedule {id}"),
             Origin::Trigger(event) => format!("trigger {event}"),
@@ -61,7 +67,9 @@ impl Origin {
     pub fn of(label: Option<&str>) -> Origin {
         let Some(label) = label else { return Origin::Unlabelled };
         let rest = |prefix: &str| label.strip_prefix(prefix).map(str::to_string);
-        if let Some(name) = rest("operator ") {
+        if label == TERMINAL_LABEL {
+            Origin::Terminal
+        } else if let Some(name) = rest("operator ") {
             Origin::Operator(name)
         } else if let Some(id) = rest("task ") {
             Origin::Task(id)
@@ -84,7 +92,7 @@ impl Origin {
 
     /// Whether the session's user messages are the operator's own words.
     pub fn is_operator(&self) -> bool {
-        matches!(self, Origin::Unlabelled | Origin::Operator(_))
+        matches!(self, Origin::Unlabelled | Origin::Operator(_) | Origin::Terminal)
     }
 }
 
@@ -275,6 +283,7 @@ mod origin_tests {
     fn every_origin_survives_its_label() {
         let origins = [
             Origin::Operator("ada".into()),
+            Origin::Terminal,
             Origin::Task("1a2b3c4d".into()),
             Origin::Schedule("5e6f7a8b".into()),
             Origin::Trigger("inbox.new".into()),

@@ -16,6 +16,9 @@ pub enum Caller {
     Agent,
     Operator(String),
     Token(String),
+    /// The `kennel` command line of the daemon's own home (`kennel chat`, `kennel agent
+    /// spawn`), with the token the daemon wrote to `$KENNEL_HOME/cli.token` at start.
+    Cli,
     /// A turn started by a `[[trigger]]` on this event type.
     Trigger(String),
     /// A turn started by a schedule or cron job (its id).
@@ -34,6 +37,7 @@ impl Caller {
             Caller::Agent => "agent".into(),
             Caller::Operator(name) => format!("operator:{name}"),
             Caller::Token(name) => format!("token:{name}"),
+            Caller::Cli => "cli".into(),
             Caller::Trigger(event) => format!("trigger:{event}"),
             Caller::Schedule(id) => format!("schedule:{id}"),
             Caller::A2a(who) => format!("a2a:{who}"),

@@ -18,7 +18,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
-use super::auth::TokenName;
+use super::auth::Bearer;
 use super::body::{JsonBody, QueryParams};
 use super::error::ApiResult;
 use super::page::PageParams;
@@ -176,7 +176,7 @@ struct InvokeBody {
     ))]
 async fn invoke_tool(
     State(kernel): State<Kernel>,
-    Extension(TokenName(token)): Extension<TokenName>,
+    Extension(Bearer(caller)): Extension<Bearer>,
     Path((id, name)): Path<(String, String)>,
     JsonBody(body): JsonBody<InvokeBody>,
 ) -> ApiResult<Json<CallOutput>> {
@@ -184,7 +184,7 @@ async fn invoke_tool(
     if let Some(session) = body.session_id {
         kernel.sessions().of_agent(&agent, session).await?;
     }
-    let ctx = CallContext::new(kernel.clone(), agent, Caller::Token(token)).with_session(body.session_id);
+    let ctx = CallContext::new(kernel.clone(), agent, caller).with_session(body.session_id);
     let args = serde_json::Value::Object(body.args.unwrap_or_default());
     Ok(Json(kernel.call_tool(ctx, &name, args).await?))
 }
@@ -229,7 +229,8 @@ struct MessageBody {
 
 /// Sends the agent a message and runs a turn: the model is called, tool calls go through the
 /// pipeline under the agent's grants, and the reply comes back with the trace of every call.
-/// API turns are headless: tools that need a person are left out.
+/// API turns are headless: tools that need a person are left out. Turns sent with the CLI's
+/// token (`kennel chat`) have a person at the terminal, so those tools are offered.
 #[utoipa::path(post, path = "/api/agents/{id}/messages", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
     request_body = MessageBody,
     responses(
@@ -243,11 +244,13 @@ struct MessageBody {
     ))]
 async fn send_message(
     State(kernel): State<Kernel>,
-    Extension(TokenName(token)): Extension<TokenName>,
+    Extension(Bearer(caller)): Extension<Bearer>,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<MessageBody>,
 ) -> ApiResult<Json<TurnResult>> {
-    let mut req = TurnRequest::headless(body.message, Caller::Token(token));
+    let person_present = caller == Caller::Cli;
+    let mut req = TurnRequest::headless(body.message, caller);
+    req.headless = !person_present;
     req.session = body.session;
     Ok(Json(kernel.send_message(&id, req).await?))
 }

@@ -6,12 +6,14 @@ use axum::http::header::AUTHORIZATION;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use kennel_kernel::Kernel;
+use kennel_kernel::tool::Caller;
 
 use super::error::ApiError;
 
-/// The API token a request was made with (its name, never the secret).
+/// Who a request's bearer token names: an API token (`Caller::Token(NAME)`, never the
+/// secret), or this run's CLI token (`Caller::Cli`, see `cli::daemon`).
 #[derive(Debug, Clone)]
-pub struct TokenName(pub String);
+pub struct Bearer(pub Caller);
 
 /// Lets requests with a live API token through to `/api/*`; the API router's only other
 /// route, `/healthz`, is public.
@@ -31,11 +33,13 @@ pub async fn require_token(State(kernel): State<Kernel>, mut req: Request, next:
         )
         .into_response();
     };
-    match kernel.auth().verify_token(token) {
-        Some(name) => {
-            req.extensions_mut().insert(TokenName(name));
-            next.run(req).await
-        }
-        None => ApiError::Unauthorized("the API token is not valid or has been revoked").into_response(),
-    }
+    let caller = if kernel.auth().is_cli_token(token) {
+        Caller::Cli
+    } else if let Some(name) = kernel.auth().verify_token(token) {
+        Caller::Token(name)
+    } else {
+        return ApiError::Unauthorized("the API token is not valid or has been revoked").into_response();
+    };
+    req.extensions_mut().insert(Bearer(caller));
+    next.run(req).await
 }

@@ -4,13 +4,12 @@ use axum::Json;
 use axum::extract::{Extension, State};
 use kennel_kernel::Kernel;
 use kennel_kernel::event::{Origin, Published, publish};
-use kennel_kernel::tool::Caller;
 use serde::Deserialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
-use super::auth::TokenName;
+use super::auth::Bearer;
 use super::body::JsonBody;
 use super::error::ApiResult;
 
@@ -36,9 +35,9 @@ struct EventBody {
     responses((status = 200, description = "What fired and what did not, and why", body = Published)))]
 async fn publish_event(
     State(kernel): State<Kernel>,
-    Extension(TokenName(token)): Extension<TokenName>,
+    Extension(Bearer(caller)): Extension<Bearer>,
     JsonBody(body): JsonBody<EventBody>,
 ) -> ApiResult<Json<Published>> {
-    let origin = Origin { source: Caller::Token(token).audit_label(), ..Default::default() };
+    let origin = Origin { source: caller.audit_label(), ..Default::default() };
     Ok(Json(publish(&kernel, &body.event_type, body.payload, origin).await?))
 }

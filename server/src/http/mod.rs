@@ -6,6 +6,7 @@ mod a2a;
 mod agents;
 mod auth;
 mod body;
+mod daemon;
 mod error;
 mod events;
 mod openapi;
@@ -22,7 +23,7 @@ use axum::middleware;
 use kennel_kernel::Kernel;
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 
-pub use auth::TokenName;
+pub use auth::Bearer;
 pub use error::ApiError;
 
 /// Every documented API route, one line per front module.
@@ -36,6 +37,7 @@ fn api_routes() -> impl Iterator<Item = UtoipaMethodRouter<Kernel>> {
         tasks::routes(),
         schedules::routes(),
         usage::routes(),
+        daemon::routes(),
         openapi::routes(),
     ]
     .into_iter()

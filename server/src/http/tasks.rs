@@ -7,13 +7,12 @@ use axum::response::{IntoResponse, Response};
 use kennel_kernel::Kernel;
 use kennel_kernel::page::PageQuery;
 use kennel_kernel::tasks::{NewTask, Task, TaskEvent, TaskFilter};
-use kennel_kernel::tool::Caller;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
-use super::auth::TokenName;
+use super::auth::Bearer;
 use super::body::{JsonBody, QueryParams};
 use super::error::ApiResult;
 use super::page::PageParams;
@@ -47,10 +46,10 @@ async fn list_tasks(
     ))]
 async fn post_task(
     State(kernel): State<Kernel>,
-    Extension(TokenName(token)): Extension<TokenName>,
+    Extension(Bearer(caller)): Extension<Bearer>,
     JsonBody(new): JsonBody<NewTask>,
 ) -> ApiResult<Response> {
-    let task = kernel.post_task(new, &Caller::Token(token).audit_label()).await?;
+    let task = kernel.post_task(new, &caller.audit_label()).await?;
     let location = format!("/api/tasks/{}", task.id);
     Ok((StatusCode::CREATED, [(LOCATION, location)], Json(task)).into_response())
 }

@@ -6,14 +6,13 @@ use axum::http::{StatusCode, header::LOCATION};
 use axum::response::{IntoResponse, Response};
 use kennel_kernel::Kernel;
 use kennel_kernel::page::PageQuery;
-use kennel_kernel::tool::Caller;
 use kennel_kernel::workflow::{RunOrigin, Workflow, WorkflowInput, WorkflowRun, run_detached};
 use serde::Deserialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
-use super::auth::TokenName;
+use super::auth::Bearer;
 use super::body::JsonBody;
 use super::error::ApiResult;
 use super::page::PageParams;
@@ -103,11 +102,11 @@ struct RunBody {
     ))]
 async fn start_run(
     State(kernel): State<Kernel>,
-    Extension(TokenName(token)): Extension<TokenName>,
+    Extension(Bearer(caller)): Extension<Bearer>,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<RunBody>,
 ) -> ApiResult<Json<WorkflowRun>> {
-    let origin = RunOrigin { caller: Caller::Token(token), depth: 0, chain: Vec::new() };
+    let origin = RunOrigin { caller, depth: 0, chain: Vec::new() };
     let inputs = serde_json::Value::Object(body.inputs.unwrap_or_default());
     Ok(Json(run_detached(&kernel, &id, inputs, origin).await?))
 }

@@ -6,6 +6,7 @@ mod a2a_server;
 mod agents;
 mod agents_family;
 mod auth;
+mod cli;
 mod config;
 mod context;
 mod dashboard;

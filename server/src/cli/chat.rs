@@ -1,0 +1,256 @@
+//! `kennel chat AGENT`: a conversation in the terminal. Each line typed is a turn on the
+//! daemon (`POST /api/agents/{id}/messages`, with a person present); while it runs, the
+//! agent's event stream shows the reply as it is written and each tool call as it happens.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::bail;
+use kennel_kernel::session::TERMINAL_LABEL;
+use kennel_kernel::text::shorten;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt;
+use uuid::Uuid;
+
+use super::daemon::{Daemon, EventStream};
+
+#[derive(Deserialize)]
+struct AgentInfo {
+    id: Uuid,
+    name: String,
+    status: String,
+}
+
+#[derive(Deserialize)]
+struct SessionInfo {
+    id: Uuid,
+    agent_id: Uuid,
+}
+
+/// How long events of a finished turn may trail its answer before the chat stops waiting.
+const TRAILING_EVENTS: Duration = Duration::from_millis(500);
+/// Arguments and results are shown on one line, cut to this many characters.
+const SHOWN_CHARS: usize = 160;
+
+pub async fn chat(home: &Path, agent: &str, session: Option<Uuid>) -> anyhow::Result<()> {
+    let daemon = Daemon::of(home)?;
+    let agent: AgentInfo = daemon.get(&format!("/api/agents/{}", super::path_segment(agent))).await?;
+    if agent.status != "running" {
+        bail!("agent `{}` is {}: start it again on its dashboard page, or spawn a new one", agent.name, agent.status);
+    }
+    let session = match session {
+        Some(id) => {
+            let found: SessionInfo = daemon.get(&format!("/api/sessions/{id}")).await?;
+            if found.agent_id != agent.id {
+                bail!("session {id} is another agent's, not `{}`'s", agent.name);
+            }
+            found.id
+        }
+        None => {
+            let path = format!("/api/agents/{}/sessions", agent.id);
+            daemon.post::<SessionInfo>(&path, &json!({ "label": TERMINAL_LABEL })).await?.id
+        }
+    };
+    // Subscribed before the first message, so no event of its turn is missed.
+    let mut events = daemon.events(&format!("/api/agents/{}/events", agent.id)).await?;
+
+    let interactive = std::io::stdin().is_terminal();
+    println!("chatting with `{}` in session {session} (continue it later with --session {session})", agent.name);
+    if interactive {
+        println!("/exit or Ctrl-D leaves");
+    }
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let (mut turns, mut failed) = (0, 0);
+    loop {
+        if interactive {
+            print!("you> ");
+            std::io::stdout().flush()?;
+        }
+        let Some(line) = lines.next_line().await? else { break };
+        let message = line.trim();
+        match message {
+            "" => continue,
+            "/exit" | "/quit" => break,
+            _ => {
+                turns += 1;
+                if !turn(&daemon, &agent, session, message, &mut events).await? {
+                    failed += 1;
+                }
+            }
+        }
+    }
+    if interactive {
+        println!();
+    } else if failed > 0 {
+        // A script learns from the exit status that something went wrong.
+        bail!("{failed} of {turns} turns failed");
+    }
+    Ok(())
+}
+
+/// Runs one turn, showing its events until it ends; whether it succeeded. A turn that fails
+/// is shown and the chat goes on; only losing the daemon ends it.
+async fn turn(
+    daemon: &Daemon,
+    agent: &AgentInfo,
+    session: Uuid,
+    message: &str,
+    events: &mut EventStream,
+) -> anyhow::Result<bool> {
+    let path = format!("/api/agents/{}/messages", agent.id);
+    let body = json!({ "message": message, "session": session });
+    let answer = daemon.post::<Value>(&path, &body);
+    tokio::pin!(answer);
+    let mut view = TurnView::new(&agent.name, session);
+    let answer = loop {
+        tokio::select! {
+            answer = &mut answer => break answer,
+            event = events.next() => match event? {
+                Some((name, data)) => view.show(&name, &data),
+                None => bail!("the daemon closed the event stream (it is stopping)"),
+            },
+        }
+    };
+    // The answer can overtake the turn's last events; give them a moment.
+    while !view.ended {
+        match tokio::time::timeout(TRAILING_EVENTS, events.next()).await {
+            Ok(Ok(Some((name, data)))) => view.show(&name, &data),
+            _ => break,
+        }
+    }
+    match answer {
+        Ok(result) => {
+            view.finish(result["reply"].as_str().unwrap_or_default());
+            Ok(true)
+        }
+        Err(e) if e.is::<super::daemon::NoDaemon>() => Err(e),
+        Err(e) => {
+            view.failed(&e.to_string());
+            Ok(false)
+        }
+    }
+}
+
+/// What the terminal shows of one turn, from its events.
+struct TurnView<'a> {
+    agent: &'a str,
+    session: String,
+    /// The reply's text is being written on the current line.
+    writing: bool,
+    /// The text streamed in the current model call.
+    text: String,
+    /// A `turn_failed` event was shown.
+    shown_failure: bool,
+    ended: bool,
+}
+
+impl<'a> TurnView<'a> {
+    fn new(agent: &'a str, session: Uuid) -> TurnView<'a> {
+        TurnView {
+            agent,
+            session: session.to_string(),
+            writing: false,
+            text: String::new(),
+            shown_failure: false,
+            ended: false,
+        }
+    }
+
+    fn show(&mut self, name: &str, data: &Value) {
+        if data["session_id"].as_str() != Some(&self.session) {
+            return;
+        }
+        let s = |key: &str| data[key].as_str().unwrap_or_default().to_string();
+        match name {
+            "model_call" => self.text.clear(),
+            "text_delta" => {
+                if !self.writing {
+                    self.out(&format!("{}> ", self.agent));
+                    self.writing = true;
+                }
+                let piece = s("text");
+                self.text.push_str(&piece);
+                self.out(&piece);
+            }
+            "tool_call_started" => {
+                let args = one_line(&data["arguments"].to_string());
+                self.note(&format!("→ {} {args}", s("name")));
+            }
+            "tool_call_finished" => {
+                let took = data["duration_us"].as_u64().unwrap_or(0) as f64 / 1000.0;
+                let summary = one_line(&s("summary"));
+                self.note(&format!("← {} {} ({took:.1} ms) {summary}", s("name"), s("outcome")));
+            }
+            "reply_reset" => {
+                self.note("(the provider's stream broke off; the reply starts again)");
+                self.text.clear();
+            }
+            "queued" => self.note(&format!("(waiting for a free place at provider `{}`)", s("provider"))),
+            "fallback" => self.note(&format!("(moving from {} to {}: {})", s("from"), s("to"), one_line(&s("reason")))),
+            "compacted" => self.note(&format!(
+                "(the conversation was compacted to fit the model's context window: {} messages summarised, {} results stubbed)",
+                data["summarised"], data["stubbed"]
+            )),
+            "turn_ended" => {
+                let ended = s("ended");
+                if ended != "reply" {
+                    self.note(&format!("(the turn ended: {})", ended.replace('_', " ")));
+                }
+                self.ended = true;
+            }
+            "turn_failed" => {
+                self.note(&format!("turn failed: {}", s("message")));
+                self.shown_failure = true;
+                self.ended = true;
+            }
+            _ => {}
+        }
+    }
+
+    /// The turn's answer: its reply is on screen already unless the stream missed some of
+    /// it (or the provider does not stream), then it is shown whole.
+    fn finish(&mut self, reply: &str) {
+        if !reply.is_empty() && self.text != reply {
+            if self.writing {
+                self.out("\n");
+            }
+            self.out(&format!("{}> {reply}", self.agent));
+            self.writing = true;
+        }
+        self.end_line();
+    }
+
+    fn failed(&mut self, message: &str) {
+        if !self.shown_failure {
+            self.note(&format!("turn failed: {message}"));
+        }
+        self.end_line();
+    }
+
+    /// A line about the turn (a tool call, a note), on a line of its own.
+    fn note(&mut self, line: &str) {
+        self.end_line();
+        self.out(&format!("  {line}\n"));
+    }
+
+    fn end_line(&mut self) {
+        if self.writing {
+            self.out("\n");
+            self.writing = false;
+        }
+    }
+
+    /// Writes to the terminal, escape sequences the agent wrote made harmless.
+    fn out(&self, text: &str) {
+        let mut out = std::io::stdout().lock();
+        // A closed terminal ends the chat at the next read; nothing to do here.
+        let _ = out.write_all(super::terminal_safe(text).as_bytes()).and_then(|()| out.flush());
+    }
+}
+
+/// `text` on one line, cut short.
+fn one_line(text: &str) -> String {
+    shorten(&text.split_whitespace().collect::<Vec<_>>().join(" "), SHOWN_CHARS)
+}

@@ -1,0 +1,337 @@
+//! How the command line finds the running daemon of its home. At start the daemon writes
+//! `$KENNEL_HOME/daemon.json` (where it listens, its pid) and `$KENNEL_HOME/cli.token` (this
+//! run's CLI token, mode 0600), and removes both when it stops. Commands that need the daemon
+//! read them and talk to it over its REST API; the daemon audits them as `cli`.
+
+use std::fmt;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use reqwest::{Method, StatusCode};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+const DAEMON_FILE: &str = "daemon.json";
+const TOKEN_FILE: &str = "cli.token";
+
+/// What `daemon.json` says.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DaemonFile {
+    /// Where the CLI reaches the daemon: the bound address (loopback when it listens on all
+    /// addresses).
+    pub url: String,
+    pub pid: u32,
+    pub started_at: String,
+    pub version: String,
+}
+
+/// The two files of a running daemon; dropping it (when the daemon stops) removes them, if
+/// they are still this daemon's.
+pub struct Announced {
+    home: PathBuf,
+    pid: u32,
+}
+
+/// Writes `daemon.json` and `cli.token` for the daemon listening on `addr`. Each is written
+/// to a temporary file and renamed, so a reader never sees half of one; the token file is
+/// created with mode 0600, never readable by others even for a moment.
+pub fn announce(home: &Path, addr: SocketAddr, started_at: &str, token: &str) -> anyhow::Result<Announced> {
+    let pid = std::process::id();
+    let file = DaemonFile {
+        url: format!("http://{}", reachable(addr)),
+        pid,
+        started_at: started_at.to_string(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    };
+    write_private(&home.join(TOKEN_FILE), format!("{token}\n").as_bytes())?;
+    let json = serde_json::to_vec_pretty(&file).context("cannot write daemon.json")?;
+    write_private(&home.join(DAEMON_FILE), &json)?;
+    Ok(Announced { home: home.to_path_buf(), pid })
+}
+
+impl Drop for Announced {
+    fn drop(&mut self) {
+        // Another daemon started on this home since (and wrote its own files): leave them.
+        let ours = read_file(&self.home).is_ok_and(|f| f.pid == self.pid);
+        if ours {
+            let _ = std::fs::remove_file(self.home.join(DAEMON_FILE));
+            let _ = std::fs::remove_file(self.home.join(TOKEN_FILE));
+        }
+    }
+}
+
+/// The address a client on this machine connects to for a listener bound to `addr`.
+fn reachable(addr: SocketAddr) -> SocketAddr {
+    let ip = match addr.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => std::net::Ipv4Addr::LOCALHOST.into(),
+        std::net::IpAddr::V6(ip) if ip.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
+        ip => ip,
+    };
+    SocketAddr::new(ip, addr.port())
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let temp = path.with_extension("tmp");
+    let _ = std::fs::remove_file(&temp);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&temp)
+        .with_context(|| format!("cannot write {}", temp.display()))?;
+    file.write_all(bytes).and_then(|()| file.sync_all()).with_context(|| format!("cannot write {}", temp.display()))?;
+    std::fs::rename(&temp, path).with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn read_file(home: &Path) -> std::io::Result<DaemonFile> {
+    let text = std::fs::read_to_string(home.join(DAEMON_FILE))?;
+    serde_json::from_str(&text).map_err(std::io::Error::other)
+}
+
+/// No daemon to talk to: the message says why and what to do. `kennel` exits with 3 for it
+/// (as `systemctl status` does for a unit that is not running), so scripts can tell it apart.
+#[derive(Debug)]
+pub struct NoDaemon(String);
+
+impl fmt::Display for NoDaemon {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NoDaemon {}
+
+/// An error the daemon answered with (`{"error": {kind, message, fields}}`), as a person
+/// reads it: the message, then each field's problem on a line of its own.
+#[derive(Debug)]
+pub struct Refused {
+    pub kind: String,
+    pub message: String,
+    pub fields: Vec<(String, String)>,
+}
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)?;
+        for (field, message) in &self.fields {
+            write!(f, "\n  {field}: {message}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Refused {}
+
+/// A request body in a given format.
+pub struct Body {
+    pub content_type: &'static str,
+    pub text: String,
+}
+
+/// The running daemon of a home, reached over HTTP with its CLI token.
+pub struct Daemon {
+    pub file: DaemonFile,
+    token: String,
+    http: reqwest::Client,
+}
+
+impl Daemon {
+    /// The daemon `home`'s files name. Errors are [`NoDaemon`] when there is none.
+    pub fn of(home: &Path) -> anyhow::Result<Daemon> {
+        let file = match read_file(home) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(NoDaemon(format!(
+                    "no Kennel daemon is running for {} (it has no daemon.json): start one with `kennel start`",
+                    home.display()
+                ))
+                .into());
+            }
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", home.join(DAEMON_FILE).display())),
+        };
+        let token = std::fs::read_to_string(home.join(TOKEN_FILE))
+            .with_context(|| format!("cannot read {}", home.join(TOKEN_FILE).display()))?
+            .trim()
+            .to_string();
+        // Loopback only, and never through a proxy the environment names.
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .connect_timeout(Duration::from_secs(3))
+            .build()
+            .context("cannot make an HTTP client")?;
+        Ok(Daemon { file, token, http })
+    }
+
+    /// The daemon, if one is running and answers (commands that also work without one ask).
+    pub async fn running(home: &Path) -> anyhow::Result<Option<Daemon>> {
+        let daemon = match Daemon::of(home) {
+            Ok(daemon) => daemon,
+            Err(e) if e.is::<NoDaemon>() => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        match daemon.http.get(format!("{}/healthz", daemon.file.url)).send().await {
+            Ok(_) => Ok(Some(daemon)),
+            Err(e) if e.is_connect() => Ok(None),
+            Err(e) => Err(daemon.unreachable(e)),
+        }
+    }
+
+    pub async fn get<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
+        self.call(Method::GET, path, None).await
+    }
+
+    pub async fn post<T: DeserializeOwned>(&self, path: &str, body: &Value) -> anyhow::Result<T> {
+        self.call(Method::POST, path, Some(body)).await
+    }
+
+    /// Sends a body that is already text in its format (a manifest file as written).
+    pub async fn send<T: DeserializeOwned>(&self, method: Method, path: &str, body: Body) -> anyhow::Result<T> {
+        let req = self.request(method, path).header(reqwest::header::CONTENT_TYPE, body.content_type).body(body.text);
+        self.answer(path, req).await
+    }
+
+    async fn call<T: DeserializeOwned>(&self, method: Method, path: &str, body: Option<&Value>) -> anyhow::Result<T> {
+        let mut req = self.request(method, path);
+        if let Some(body) = body {
+            req = req.json(body);
+        }
+        self.answer(path, req).await
+    }
+
+    async fn answer<T: DeserializeOwned>(&self, path: &str, req: reqwest::RequestBuilder) -> anyhow::Result<T> {
+        let resp = self.answered(req.send().await).await?;
+        resp.json().await.with_context(|| format!("the daemon's answer to {path} is not what this CLI expects"))
+    }
+
+    /// Opens a server-sent event stream (`GET path`).
+    pub async fn events(&self, path: &str) -> anyhow::Result<EventStream> {
+        let resp = self.answered(self.request(Method::GET, path).send().await).await?;
+        Ok(EventStream { resp, decoder: Default::default(), ready: Default::default() })
+    }
+
+    fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
+        self.http.request(method, format!("{}{path}", self.file.url)).bearer_auth(&self.token)
+    }
+
+    /// The response if it is a success; otherwise the daemon's refusal, or why it could not
+    /// be reached.
+    async fn answered(&self, sent: reqwest::Result<reqwest::Response>) -> anyhow::Result<reqwest::Response> {
+        let resp = sent.map_err(|e| self.unreachable(e))?;
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(resp);
+        }
+        if status == StatusCode::UNAUTHORIZED {
+            return Err(NoDaemon(format!(
+                "the daemon at {} did not take this home's CLI token: it is not the daemon that wrote {} \
+                 (another home's, or one that stopped without removing it)",
+                self.file.url, DAEMON_FILE
+            ))
+            .into());
+        }
+        let body: Value = resp.json().await.unwrap_or_default();
+        let error = &body["error"];
+        let fields = error["fields"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|f| (text(&f["field"]), text(&f["message"])))
+            .collect();
+        Err(Refused {
+            kind: text(&error["kind"]),
+            message: error["message"].as_str().map_or_else(|| format!("the daemon answered {status}"), str::to_string),
+            fields,
+        }
+        .into())
+    }
+
+    fn unreachable(&self, e: reqwest::Error) -> anyhow::Error {
+        let f = &self.file;
+        if e.is_connect() {
+            NoDaemon(format!(
+                "no Kennel daemon answers at {} (daemon.json names pid {}, started {}; it has stopped): \
+                 start one with `kennel start`",
+                f.url, f.pid, f.started_at
+            ))
+            .into()
+        } else {
+            anyhow::Error::new(e).context(format!("the daemon at {} did not answer", f.url))
+        }
+    }
+}
+
+fn text(v: &Value) -> String {
+    v.as_str().unwrap_or_default().to_string()
+}
+
+/// A server-sent event stream from the daemon: each event's name and its JSON data.
+pub struct EventStream {
+    resp: reqwest::Response,
+    decoder: kennel_kernel::llm::sse::SseDecoder,
+    ready: std::collections::VecDeque<kennel_kernel::llm::sse::SseEvent>,
+}
+
+impl EventStream {
+    /// The next event; `None` when the daemon closed the stream.
+    pub async fn next(&mut self) -> anyhow::Result<Option<(String, Value)>> {
+        loop {
+            if let Some(event) = self.ready.pop_front() {
+                let data = serde_json::from_str(&event.data).unwrap_or(Value::String(event.data));
+                return Ok(Some((event.event, data)));
+            }
+            match self.resp.chunk().await.context("the daemon's event stream broke off")? {
+                Some(bytes) => self.ready.extend(self.decoder.feed(&bytes)),
+                None => return Ok(None),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_daemon_on_every_address_is_reached_on_loopback() {
+        assert_eq!(reachable("0.0.0.0:4545".parse().unwrap()).to_string(), "127.0.0.1:4545");
+        assert_eq!(reachable("[::]:4545".parse().unwrap()).to_string(), "[::1]:4545");
+        assert_eq!(reachable("192.0.2.1:80".parse().unwrap()).to_string(), "192.0.2.1:80");
+    }
+
+    #[test]
+    fn the_files_are_private_and_go_when_the_daemon_does() {
+        use std::os::unix::fs::PermissionsExt;
+        let home = tempfile_dir();
+        let announced = announce(&home, "127.0.0.1:9".parse().unwrap(), "2026-12-01T00:00:00Z", "kncli_x").unwrap();
+        let mode = std::fs::metadata(home.join(TOKEN_FILE)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(std::fs::read_to_string(home.join(TOKEN_FILE)).unwrap(), "kncli_x\n");
+        assert_eq!(read_file(&home).unwrap().url, "http://127.0.0.1:9");
+        drop(announced);
+        assert!(!home.join(DAEMON_FILE).exists() && !home.join(TOKEN_FILE).exists());
+        std::fs::remove_dir_all(&home).unwrap();
+    }
+
+    #[test]
+    fn another_daemons_files_are_left_alone() {
+        let home = tempfile_dir();
+        let announced = announce(&home, "127.0.0.1:9".parse().unwrap(), "t", "kncli_x").unwrap();
+        let other =
+            DaemonFile { url: "http://127.0.0.1:10".into(), pid: 1, started_at: "t".into(), version: "v".into() };
+        write_private(&home.join(DAEMON_FILE), &serde_json::to_vec(&other).unwrap()).unwrap();
+        drop(announced);
+        assert_eq!(read_file(&home).unwrap().pid, 1);
+        std::fs::remove_dir_all(&home).unwrap();
+    }
+
+    fn tempfile_dir() -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("kennel-cli-{}", uuid::Uuid::now_v7()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+}

@@ -1,0 +1,413 @@
+//! The command line. `kennel start` runs the daemon. Commands that only change the store
+//! (operators, tokens, grants, agent types without a daemon) open the home directly and work
+//! whether or not the daemon runs (a running daemon picks their changes up within a fraction
+//! of a second); commands that need the running daemon (chat, spawn, stop, status) talk to it
+//! over HTTP, as `daemon.rs` describes.
+
+mod agents;
+mod chat;
+pub mod daemon;
+mod status;
+mod types;
+
+use std::io::{BufRead, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+use kennel_kernel::Kernel;
+
+#[derive(Parser)]
+#[command(
+    name = "kennel",
+    version,
+    about = "Kennel: an agent operating system — one daemon that runs AI agents, their tools and their dashboard.",
+    after_help = "Examples:
+  kennel start                          run the daemon (API and dashboard on 127.0.0.1:4545)
+  kennel type apply helper.toml         create or update an agent type from a file
+  kennel agent spawn helper             make an agent of that type
+  kennel chat helper                    talk to it; replies stream as they are written
+  kennel status                         the daemon, its agents and today's model use
+
+Commands that need the daemon find it through $KENNEL_HOME/daemon.json and exit with 3 when
+none is running."
+)]
+pub struct Cli {
+    /// Kennel's home: config.toml, the database, artifacts. Created on first use.
+    #[arg(long, global = true, env = "KENNEL_HOME", value_name = "DIR")]
+    home: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the daemon: REST API, dashboard and agents, until SIGINT/SIGTERM.
+    #[command(after_help = "Examples:
+  kennel start                          listen on [server] bind (default 127.0.0.1:4545)
+  kennel start --bind 127.0.0.1:0       any free port; the address is printed on stdout
+  KENNEL_HOME=/srv/kennel kennel start  another home")]
+    Start {
+        /// Address to listen on; overrides `[server] bind` (default 127.0.0.1:4545). Port 0 picks a free port.
+        #[arg(long, value_name = "ADDR")]
+        bind: Option<SocketAddr>,
+    },
+    /// Show the running daemon: address, uptime, agents by state, model use today.
+    #[command(after_help = "Examples:
+  kennel status
+  kennel status --json | jq .usage_today.cost_usd
+
+Exits with 3 when no daemon is running for the home.")]
+    Status {
+        /// Print JSON: daemon.json's fields and GET /api/status.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Talk to an agent: each line is a message; the reply streams as it is written, and
+    /// tool calls show as they happen. Needs the running daemon.
+    #[command(after_help = "Examples:
+  kennel chat helper                    a new session with the agent named helper
+  kennel chat helper --session 0193…    go on with an earlier session
+  echo 'What time is it?' | kennel chat helper     one message from a script
+
+A person is present in these turns, so tools that need one are offered. /exit or Ctrl-D
+leaves; a turn in progress finishes on the daemon either way.")]
+    Chat {
+        /// The agent's name (while it runs) or id.
+        agent: String,
+        /// Continue this session (its id) instead of opening a new one.
+        #[arg(long, value_name = "ID")]
+        session: Option<uuid::Uuid>,
+    },
+    /// Agent types: the stored manifests agents are made from.
+    #[command(subcommand, name = "type")]
+    Type(TypeCommand),
+    /// Agents: list them, spawn and stop them, change their grants.
+    #[command(subcommand)]
+    Agent(AgentCommand),
+    /// Manage operators: the people who sign in to the dashboard.
+    #[command(subcommand)]
+    Operator(OperatorCommand),
+    /// Manage API tokens for scripts and automation.
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+#[derive(Subcommand)]
+enum TypeCommand {
+    /// Create an agent type from a TOML or JSON manifest, or replace the one of that name.
+    #[command(after_help = "Examples:
+  kennel type apply helper.toml
+  kennel type export helper > helper.toml && $EDITOR helper.toml && kennel type apply helper.toml
+  kennel type apply - < helper.json     read standard input (TOML, or JSON starting with `{`)
+
+The manifest is checked with the same validator as the API and the dashboard; every problem
+is printed as FILE:LINE:COLUMN and nothing is changed. Agents already made from a type keep
+their own copy of it. Works with or without a running daemon.")]
+    Apply {
+        /// The manifest: `.toml` or `.json` (by extension, else by content); `-` reads standard input.
+        file: PathBuf,
+        /// Print the stored agent type as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print an agent type's manifest as TOML (what `apply` reads back).
+    #[command(after_help = "Examples:
+  kennel type export helper
+  kennel type export helper --json")]
+    Export {
+        name: String,
+        /// JSON instead of TOML.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List agent types: name, provider, model, grants, description.
+    #[command(after_help = "Examples:
+  kennel type list
+  kennel type list --json | jq -r '.[].name'")]
+    List {
+        /// Print the manifests as a JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum AgentCommand {
+    /// List agents: id, name, type, status, grants.
+    #[command(after_help = "Examples:
+  kennel agent list
+  kennel agent list --json | jq -r '.[] | select(.status == \"running\") | .name'")]
+    List {
+        /// Print the agents as a JSON array (workflow step agents included).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Make an agent from an agent type. Needs the running daemon.
+    #[command(after_help = "Examples:
+  kennel agent spawn helper                       named after its type (helper, helper-2, …)
+  kennel agent spawn helper --name scout --goal 'Watch the release notes'
+  id=$(kennel agent spawn helper --json | jq -r .id)")]
+    Spawn {
+        /// The agent type.
+        #[arg(value_name = "TYPE")]
+        agent_type: String,
+        /// The agent's name; defaults to the type's name (or `NAME-2`, … when taken).
+        #[arg(long)]
+        name: Option<String>,
+        /// What the agent is for; its prompts show it.
+        #[arg(long)]
+        goal: Option<String>,
+        /// Print the new agent as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop an agent: its turns are cancelled, its schedules paused; it stays listed. Needs
+    /// the running daemon.
+    #[command(after_help = "Examples:
+  kennel agent stop helper
+  kennel agent stop 0193d2c4-…")]
+    Stop {
+        /// The agent's name (while it runs) or id.
+        agent: String,
+        /// Print the stopped agent as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Let an agent call the tools matching PATTERN (`system_time`, `memory_*`, `browser.*`).
+    #[command(after_help = "Examples:
+  kennel agent grant helper system_time
+  kennel agent grant helper 'tasks.*'        a whole family")]
+    Grant { agent: String, pattern: String },
+    /// Take back a grant pattern from an agent.
+    #[command(after_help = "Examples:
+  kennel agent revoke helper system_time")]
+    Revoke { agent: String, pattern: String },
+}
+
+#[derive(Subcommand)]
+enum OperatorCommand {
+    /// Add an operator; the password is read from the first line of standard input.
+    #[command(after_help = "Examples:
+  printf '%s\\n' \"$PASSWORD\" | kennel operator add ada --password-stdin")]
+    Add {
+        name: String,
+        /// Read the password from standard input (required: passwords never go on the command line).
+        #[arg(long)]
+        password_stdin: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum TokenCommand {
+    /// Create a token and print it. It is shown only this once; only its hash is stored.
+    #[command(after_help = "Examples:
+  TOKEN=$(kennel token create ci)
+  curl -H \"Authorization: Bearer $TOKEN\" localhost:4545/api/agents")]
+    Create { name: String },
+    /// Revoke a token; requests using it are refused from then on.
+    #[command(after_help = "Examples:
+  kennel token revoke ci")]
+    Revoke { name: String },
+    /// List token names and when they were made.
+    #[command(after_help = "Examples:
+  kennel token list")]
+    List,
+}
+
+fn default_home() -> anyhow::Result<PathBuf> {
+    let home = std::env::var_os("HOME").context("neither --home, KENNEL_HOME nor HOME is set")?;
+    Ok(PathBuf::from(home).join(".kennel"))
+}
+
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    let home = match cli.home {
+        Some(h) => h,
+        None => default_home()?,
+    };
+    match cli.command {
+        Command::Start { bind } => start(home, bind).await,
+        Command::Status { json } => status::status(&home, json).await,
+        Command::Chat { agent, session } => chat::chat(&home, &agent, session).await,
+        Command::Type(TypeCommand::Apply { file, json }) => types::apply(&home, &file, json).await,
+        Command::Type(TypeCommand::Export { name, json }) => {
+            with_store(&home, async |k| types::export(k, &name, json).await).await
+        }
+        Command::Type(TypeCommand::List { json }) => with_store(&home, async |k| types::list(k, json)).await,
+        Command::Agent(AgentCommand::Spawn { agent_type, name, goal, json }) => {
+            agents::spawn(&home, &agent_type, name, goal, json).await
+        }
+        Command::Agent(AgentCommand::Stop { agent, json }) => agents::stop(&home, &agent, json).await,
+        Command::Agent(AgentCommand::List { json }) => with_store(&home, async |k| agents::list(k, json)).await,
+        Command::Agent(AgentCommand::Grant { agent, pattern }) => {
+            with_store(&home, async |k| agents::grant(k, &agent, &pattern).await).await
+        }
+        Command::Agent(AgentCommand::Revoke { agent, pattern }) => {
+            with_store(&home, async |k| agents::revoke(k, &agent, &pattern).await).await
+        }
+        Command::Operator(OperatorCommand::Add { name, password_stdin }) => {
+            if !password_stdin {
+                bail!("pass --password-stdin and send the password on standard input");
+            }
+            let mut password = String::new();
+            std::io::stdin().lock().read_line(&mut password).context("cannot read the password from standard input")?;
+            let password = password.trim_end_matches(['\r', '\n']).to_string();
+            with_store(&home, async |kernel| {
+                kernel.auth().add_operator(&name, &password).await?;
+                record(kernel, "operator.add", &name, format!("operator `{name}` added")).await?;
+                println!("operator `{name}` added");
+                Ok(())
+            })
+            .await
+        }
+        Command::Token(cmd) => with_store(&home, async |kernel| tokens(kernel, cmd).await).await,
+    }
+}
+
+async fn tokens(kernel: &Kernel, cmd: TokenCommand) -> anyhow::Result<()> {
+    match cmd {
+        TokenCommand::Create { name } => {
+            let secret = kernel.auth().create_token(&name).await?;
+            record(kernel, "token.create", &name, format!("Token `{name}` created.")).await?;
+            println!("{secret}");
+        }
+        TokenCommand::Revoke { name } => {
+            kernel.auth().revoke_token(&name).await?;
+            record(kernel, "token.revoke", &name, format!("token `{name}` revoked")).await?;
+            println!("token `{name}` revoked");
+        }
+        TokenCommand::List => {
+            for t in kernel.auth().list_tokens().await? {
+                println!("{}\t{}", t.name, t.created_at);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Opens the home's store, runs `command` on it and closes it (whatever the outcome).
+async fn with_store(home: &Path, command: impl AsyncFnOnce(&Kernel) -> anyhow::Result<()>) -> anyhow::Result<()> {
+    let kernel = open(home).await?;
+    let outcome = command(&kernel).await;
+    kernel.close().await;
+    outcome
+}
+
+/// Prints `value` as pretty JSON (what `--json` gives).
+fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, value)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// Prints rows as columns padded to their widest cell (the first row is the heading).
+fn print_table(rows: &[Vec<String>]) {
+    let rows: Vec<Vec<String>> =
+        rows.iter().map(|r| r.iter().map(|cell| terminal_safe(cell).into_owned()).collect()).collect();
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = std::io::stdout().lock();
+    for row in &rows {
+        let last = row.len().saturating_sub(1);
+        let line: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(i, cell)| if i == last { cell.clone() } else { format!("{cell:<w$}", w = widths[i]) })
+            .collect();
+        let _ = writeln!(out, "{}", line.join("  "));
+    }
+}
+
+/// `text` safe to write to a terminal: what agents write (replies, tool results, type
+/// descriptions) is untrusted, and an escape sequence in it could retitle the window, write
+/// the clipboard or redraw what the person sees. Every control character but line break and
+/// tab is shown as its `\u{…}` escape instead.
+pub(crate) fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(unsafe_char) {
+        return text.into();
+    }
+    text.chars()
+        .map(|c| if unsafe_char(c) { format!("\\u{{{:x}}}", c as u32) } else { c.to_string() })
+        .collect::<String>()
+        .into()
+}
+
+/// An agent's name or id as one URL path segment: anything but letters, digits, `-`, `_`,
+/// `.` and `~` percent-encoded, so what a person typed cannot reach another route.
+fn path_segment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// A change made from the command line, in the operator-action log (as `cli`: whoever can run
+/// it can read the home's database, so there is no one more exact to name).
+async fn record(kernel: &Kernel, action: &str, subject: &str, detail: String) -> anyhow::Result<()> {
+    let new = kennel_kernel::actions::NewAction {
+        actor: "cli".into(),
+        action: action.into(),
+        subject: Some(subject.into()),
+        outcome: "ok".into(),
+        detail: Some(detail),
+    };
+    Ok(kernel.actions().record(new).await?)
+}
+
+async fn open(home: &Path) -> anyhow::Result<Kernel> {
+    Ok(Kernel::open(home).await?)
+}
+
+async fn start(home: PathBuf, bind: Option<SocketAddr>) -> anyhow::Result<()> {
+    init_logging();
+    let kernel = open(&home).await?;
+    kernel.start_background();
+    let addr = bind.unwrap_or(kernel.config().server.bind);
+    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
+    let local = listener.local_addr()?;
+    // Written before the line below, so a script that waits for it finds them.
+    let announced = daemon::announce(&home, local, kernel.started_at(), &kernel.auth().issue_cli_token())?;
+    // One line on stdout that scripts (and our tests) can wait for; logs go to stderr.
+    println!("kennel listening on http://{local}");
+    std::io::stdout().flush()?;
+    let served = crate::app::serve(kernel, listener).await;
+    drop(announced);
+    Ok(served?)
+}
+
+fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn"));
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_sequences_never_reach_the_terminal() {
+        assert_eq!(terminal_safe("plain\ttext\n"), "plain\ttext\n");
+        assert_eq!(terminal_safe("\x1b]0;owned\x07red\r"), "\\u{1b}]0;owned\\u{7}red\\u{d}");
+        assert_eq!(terminal_safe("c1 \u{9b}31m"), "c1 \\u{9b}31m");
+    }
+
+    #[test]
+    fn a_path_segment_cannot_leave_its_segment() {
+        assert_eq!(path_segment("helper-2"), "helper-2");
+        assert_eq!(path_segment("../tokens?x=1#y"), "..%2Ftokens%3Fx%3D1%23y");
+        assert_eq!(path_segment("é"), "%C3%A9");
+    }
+}

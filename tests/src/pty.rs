@@ -1,0 +1,91 @@
+//! A pseudo-terminal for driving an interactive command as a person would (`kennel chat`):
+//! the child's standard input, output and error are a terminal, what it writes is collected
+//! as it comes, and lines are typed into it.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub struct Pty {
+    typing: File,
+    seen: Arc<Mutex<String>>,
+    child: Child,
+}
+
+impl Pty {
+    /// Starts `command` on a new terminal.
+    pub fn spawn(command: &mut Command) -> Pty {
+        let (mut master, mut slave) = (-1, -1);
+        // SAFETY: openpty writes two descriptors it opened into the two ints; the other
+        // arguments may be null (no name, default settings and size).
+        let opened =
+            unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
+        assert_eq!(opened, 0, "openpty: {}", std::io::Error::last_os_error());
+        // SAFETY: both descriptors are open and owned by nothing else.
+        let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+        let io = |fd: &OwnedFd| Stdio::from(fd.try_clone().expect("dup the terminal"));
+        let child = command.stdin(io(&slave)).stdout(io(&slave)).stderr(io(&slave)).spawn().expect("spawn on the pty");
+        drop(slave);
+        let mut reading = File::from(master.try_clone().expect("dup the master"));
+        let seen = Arc::new(Mutex::new(String::new()));
+        let sink = seen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            // Ends with an error (EIO) once the child and its terminal are gone.
+            while let Ok(n @ 1..) = reading.read(&mut buf) {
+                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Pty { typing: File::from(master), seen, child }
+    }
+
+    /// Everything the command has written so far (the terminal writes `\n` as `\r\n`).
+    pub fn output(&self) -> String {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// Waits until the output holds `text` after byte `from`; where it ends. Panics with
+    /// the output after `within`.
+    pub async fn expect_after(&self, from: usize, text: &str, within: Duration) -> usize {
+        let deadline = Instant::now() + within;
+        loop {
+            let out = self.output();
+            if let Some(at) = out.get(from..).and_then(|rest| rest.find(text)) {
+                return from + at + text.len();
+            }
+            assert!(Instant::now() < deadline, "no {text:?} within {within:?}; the terminal shows:\n{out}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Types `line` and Enter.
+    pub fn type_line(&mut self, line: &str) {
+        self.typing.write_all(format!("{line}\n").as_bytes()).expect("type into the terminal");
+    }
+
+    /// Waits for the command to exit.
+    pub async fn wait(&mut self, within: Duration) -> ExitStatus {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait for the child") {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "still running after {within:?}; the terminal shows:\n{}",
+                self.output()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for Pty {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,276 @@
+//! The terminal as a front: agent types from files, agents spawned and stopped, a chat on a
+//! real terminal (a pty) that streams, and status — the real binary against a real daemon.
+
+use std::time::Duration;
+
+use kennel_tests::Home;
+use kennel_tests::fake_llm::{FakeLlm, Scripted};
+use kennel_tests::pty::Pty;
+use serde_json::{Value, json};
+
+const HELPER_TOML: &str = r#"name = "helper"
+description = "Tells the time"
+model = "m"
+
+[capabilities]
+tools = ["system_time"]
+"#;
+
+fn write(home: &Home, file: &str, text: &str) -> String {
+    let path = home.path().join(file);
+    std::fs::write(&path, text).expect("write the manifest");
+    path.display().to_string()
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[tokio::test]
+async fn apply_spawn_chat_on_a_terminal_and_stop() {
+    let llm = FakeLlm::start().await;
+    let home = Home::with_config(&llm.provider_config("fake", "openai"));
+    let file = write(&home, "helper.toml", HELPER_TOML);
+    // No daemon yet: the type goes straight into the store.
+    assert_eq!(home.cli_ok(&["type", "apply", &file]).await.lines().next(), Some("agent type `helper` created"));
+    let token = home.token("tests").await;
+    let daemon = home.start().await;
+    let api = daemon.api(&token);
+
+    // With the daemon running, an update goes through it and is there at once.
+    let file = write(&home, "helper.toml", &HELPER_TOML.replace("Tells the time", "Tells the time, politely"));
+    assert!(home.cli_ok(&["type", "apply", &file]).await.starts_with("agent type `helper` updated"));
+    assert_eq!(api.get("/api/templates/helper").await.body["description"], "Tells the time, politely");
+
+    let spawned: Value = serde_json::from_str(&home.cli_ok(&["agent", "spawn", "helper", "--json"]).await).unwrap();
+    assert_eq!((spawned["name"].as_str(), spawned["status"].as_str()), (Some("helper"), Some("running")));
+
+    llm.push(Scripted::call("system_time", json!({})));
+    llm.push(Scripted::SlowText { text: "It is a quarter past nine exactly.".into(), piece_millis: 300 });
+    let mut chat = Pty::spawn(&mut home.command(&["chat", "helper"]));
+    let at = chat.expect_after(0, "you> ", Duration::from_secs(10)).await;
+    chat.type_line("What time is it?");
+    let at = chat.expect_after(at, "→ system_time {}", Duration::from_secs(10)).await;
+    let at = chat.expect_after(at, "← system_time ok", Duration::from_secs(10)).await;
+    // Streamed: the reply's first words are on the terminal while the rest is being written.
+    let at = chat.expect_after(at, "helper> It", Duration::from_secs(10)).await;
+    assert!(!chat.output().contains("exactly."), "the whole reply came at once:\n{}", chat.output());
+    let at = chat.expect_after(at, "exactly.", Duration::from_secs(10)).await;
+    chat.expect_after(at, "you> ", Duration::from_secs(10)).await;
+    chat.type_line("/exit");
+    assert!(chat.wait(Duration::from_secs(10)).await.success(), "{}", chat.output());
+    assert_eq!(llm.remaining(), 0);
+
+    // The turn was the CLI's, in a session labelled as the terminal's.
+    let sessions = api.get("/api/agents/helper/sessions").await;
+    assert_eq!(sessions.body[0]["label"], "kennel chat");
+    let audit = api.get("/api/audit?tool=system_time").await;
+    assert_eq!(audit.body[0]["caller"], "cli", "{}", audit.text);
+
+    let stopped = home.cli_ok(&["agent", "stop", "helper"]).await;
+    assert!(stopped.starts_with("agent `helper` stopped"), "{stopped}");
+    let actions = api.get("/api/audit/actions?actor=cli").await;
+    let done: Vec<&str> = actions.body.as_array().unwrap().iter().filter_map(|a| a["action"].as_str()).collect();
+    for action in ["type.create", "type.update", "agent.spawn", "agent.stop"] {
+        assert!(done.contains(&action), "{action} is not in the CLI's actions: {done:?}");
+    }
+
+    // The chat on a stopped agent says so.
+    let out = home.cli_with_stdin(&["chat", spawned["id"].as_str().unwrap()], "hello\n").await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("agent `helper` is stopped"), "{}", stderr(&out));
+}
+
+#[tokio::test]
+async fn a_chat_from_a_script_continues_a_session_and_fails_loudly() {
+    let llm = FakeLlm::start().await;
+    let home = Home::with_config(&llm.provider_config("fake", "openai"));
+    home.cli_ok(&["type", "apply", &write(&home, "helper.toml", HELPER_TOML)]).await;
+    let _daemon = home.start().await;
+    home.cli_ok(&["agent", "spawn", "helper"]).await;
+
+    let nothing_said = home.cli_with_stdin(&["chat", "helper"], "").await;
+    assert!(nothing_said.status.success(), "{}", stderr(&nothing_said));
+
+    llm.push(Scripted::text("Hello there."));
+    let out = home.cli_with_stdin(&["chat", "helper"], "hi\n").await;
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(shown.contains("helper> Hello there.") && !shown.contains("you> "), "no prompt off a terminal: {shown}");
+    let session = shown.split("session ").nth(1).and_then(|s| s.split_whitespace().next()).expect("the session id");
+
+    // The same session goes on: the model sees the earlier turn.
+    llm.push(Scripted::text("Still here."));
+    let out = home.cli_with_stdin(&["chat", "helper", "--session", session], "again\n").await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let sent = llm.requests();
+    let messages = sent.last().unwrap().body["messages"].as_array().unwrap().clone();
+    assert!(messages.iter().any(|m| m["content"] == "Hello there."), "{messages:?}");
+
+    // What the agent writes is untrusted: no escape sequence of it reaches the terminal.
+    llm.push(Scripted::text("\u{1b}]52;c;b3duZWQ=\u{7}\u{1b}[2J\rhello"));
+    let out = home.cli_with_stdin(&["chat", "helper"], "paint\n").await;
+    assert!(!out.stdout.contains(&0x1b) && !out.stdout.contains(&b'\r'), "{:?}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\\u{1b}]52;c;b3duZWQ=\\u{7}\\u{1b}[2J\\u{d}hello"));
+
+    // A provider that refuses: the turn's failure is shown and the exit status says so.
+    llm.push(Scripted::error(400, r#"{"error":{"message":"model m is not served here"}}"#));
+    let out = home.cli_with_stdin(&["chat", "helper"], "one more\n").await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("turn failed"), "{out:?}");
+    assert!(stderr(&out).contains("1 of 1 turns failed"), "{}", stderr(&out));
+
+    let unknown =
+        home.cli_with_stdin(&["chat", "helper", "--session", "01900000-0000-7000-8000-000000000000"], "x\n").await;
+    assert_eq!(unknown.status.code(), Some(1), "{}", stderr(&unknown));
+    assert!(stderr(&unknown).contains("no session"), "{}", stderr(&unknown));
+}
+
+#[tokio::test]
+async fn a_manifest_with_mistakes_names_each_line_and_changes_nothing() {
+    let home = Home::new();
+    let toml = write(
+        &home,
+        "bad.toml",
+        "name = \"bad\"\nmodel = \"m\"\n\n[capabilities]\ntools = [\"system_time\", \"not a pattern!\"]\n\n[[cron]]\nschedule = \"61 * * * *\"\nprompt = \"x\"\n",
+    );
+    let out = home.cli(&["type", "apply", &toml]).await;
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains(&format!("{toml}:5:25: capabilities.tools[1]:")), "{err}");
+    assert!(err.contains(&format!("{toml}:8:1: cron[0].schedule:")), "{err}");
+    assert!(err.contains("2 problems; nothing was changed"), "{err}");
+
+    let json = write(&home, "bad.json", "{\n  \"name\": \"bad\",\n  \"tool_mode\": \"eager\"\n}\n");
+    let err = stderr(&home.cli(&["type", "apply", &json]).await);
+    assert!(err.contains(&format!("{json}:3:3: tool_mode:")), "{err}");
+
+    let syntax = write(&home, "broken.toml", "name = \"bad\"\ndescription = \"never closed\n");
+    let err = stderr(&home.cli(&["type", "apply", &syntax]).await);
+    assert!(err.contains(&format!("{syntax}:2:")) && err.contains("not valid TOML"), "{err}");
+
+    assert_eq!(home.cli_ok(&["type", "list"]).await.lines().count(), 1, "only the heading: nothing was stored");
+    let missing = home.cli(&["type", "apply", "/no/such/file.toml"]).await;
+    assert!(stderr(&missing).contains("cannot read /no/such/file.toml"), "{}", stderr(&missing));
+}
+
+#[tokio::test]
+async fn types_export_as_the_toml_apply_reads_back() {
+    let home = Home::new();
+    home.cli_ok(&["type", "apply", &write(&home, "helper.toml", HELPER_TOML)]).await;
+    let exported = home.cli_ok(&["type", "export", "helper"]).await;
+    assert!(exported.contains("description = \"Tells the time\""), "{exported}");
+    let out = home.cli_with_stdin(&["type", "apply", "-"], &exported.replace("Tells the time", "Again")).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let listed: Value = serde_json::from_str(&home.cli_ok(&["type", "list", "--json"]).await).unwrap();
+    assert_eq!(listed[0]["description"], "Again");
+    let as_json: Value = serde_json::from_str(&home.cli_ok(&["type", "export", "helper", "--json"]).await).unwrap();
+    assert_eq!(as_json["capabilities"]["tools"], json!(["system_time"]));
+    let none = home.cli(&["type", "export", "nobody"]).await;
+    assert_eq!(none.status.code(), Some(1));
+    assert!(stderr(&none).contains("nobody"), "{}", stderr(&none));
+}
+
+#[tokio::test]
+async fn without_a_daemon_its_commands_say_so_and_exit_3() {
+    let home = Home::new();
+    for args in [&["status"][..], &["agent", "spawn", "helper"], &["agent", "stop", "helper"], &["chat", "helper"]] {
+        let out = home.cli(args).await;
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains("no Kennel daemon is running for") && err.contains("kennel start"), "{args:?}: {err}");
+    }
+
+    // A daemon that died without cleaning up leaves its files; the CLI tells that apart.
+    let daemon = home.start().await;
+    assert!(home.cli(&["status"]).await.status.success());
+    daemon.kill().await;
+    let out = home.cli(&["status"]).await;
+    assert_eq!(out.status.code(), Some(3));
+    assert!(stderr(&out).contains("no Kennel daemon answers at http://127.0.0.1:"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("Connection refused"), "no connection error dump: {}", stderr(&out));
+}
+
+#[tokio::test]
+async fn the_cli_token_is_private_new_at_each_start_and_gone_after() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = Home::new();
+    let daemon = home.start().await;
+    let token_file = home.path().join("cli.token");
+    assert_eq!(std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777, 0o600);
+    let first = std::fs::read_to_string(&token_file).unwrap().trim().to_string();
+    let described: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.path().join("daemon.json")).unwrap()).unwrap();
+    assert_eq!(described["url"], daemon.base.as_str());
+    assert_eq!(described["pid"], daemon.pid());
+    assert_eq!(daemon.api(&first).get("/api/status").await.status, 200);
+
+    let (code, _) = daemon.stop().await;
+    assert_eq!(code, Some(0));
+    assert!(!token_file.exists() && !home.path().join("daemon.json").exists(), "removed at a clean stop");
+
+    let daemon = home.start().await;
+    let second = std::fs::read_to_string(&token_file).unwrap().trim().to_string();
+    assert_ne!(first, second);
+    assert_eq!(daemon.api(&first).get("/api/status").await.status, 401, "the last run's token is dead");
+    assert_eq!(daemon.api(&second).get("/api/status").await.status, 200);
+}
+
+#[tokio::test]
+async fn status_shows_address_uptime_agents_and_use_today() {
+    let llm = FakeLlm::start().await;
+    let config = format!(
+        "{}\n[providers.fake.models.m]\ninput_usd_per_mtok = 1.0\noutput_usd_per_mtok = 2.0\n",
+        llm.provider_config("fake", "openai")
+    );
+    let home = Home::with_config(&config);
+    home.cli_ok(&["type", "apply", &write(&home, "helper.toml", HELPER_TOML)]).await;
+    let daemon = home.start().await;
+    home.cli_ok(&["agent", "spawn", "helper"]).await;
+    home.cli_ok(&["agent", "spawn", "helper", "--name", "spare"]).await;
+    home.cli_ok(&["agent", "stop", "spare"]).await;
+    llm.set_usage(1000, 0, 500);
+    llm.push(Scripted::text("ok"));
+    home.cli_with_stdin(&["chat", "helper"], "hi\n").await;
+
+    let text = home.cli_ok(&["status"]).await;
+    assert!(text.contains(&format!("daemon     {} (pid {}", daemon.base, daemon.pid())), "{text}");
+    assert!(text.contains("agents     1 running, 0 paused, 1 stopped"), "{text}");
+    assert!(text.contains("1 model calls, 1,000 tokens in, 500 out, $0.0020"), "{text}");
+    let json: Value = serde_json::from_str(&home.cli_ok(&["status", "--json"]).await).unwrap();
+    assert_eq!(json["url"], daemon.base.as_str());
+    assert_eq!(json["agents"], json!({"running": 1, "paused": 0, "stopped": 1, "workflow_steps": 0}));
+    assert_eq!(json["usage_today"]["calls"], 1);
+    assert!(json["uptime_secs"].as_u64().is_some() && json["started_at"].as_str().is_some());
+}
+
+#[tokio::test]
+async fn every_command_teaches_by_example() {
+    let home = Home::new();
+    let commands: &[&[&str]] = &[
+        &[],
+        &["start"],
+        &["status"],
+        &["chat"],
+        &["type", "apply"],
+        &["type", "export"],
+        &["type", "list"],
+        &["agent", "list"],
+        &["agent", "spawn"],
+        &["agent", "stop"],
+        &["agent", "grant"],
+        &["agent", "revoke"],
+        &["operator", "add"],
+        &["token", "create"],
+        &["token", "revoke"],
+        &["token", "list"],
+    ];
+    for command in commands {
+        let mut args = command.to_vec();
+        args.push("--help");
+        let help = home.cli_ok(&args).await;
+        let examples = help.split_once("Examples:\n").map(|(_, e)| e).unwrap_or_default();
+        let shown = format!("kennel {}", command.join(" "));
+        assert!(examples.contains(shown.trim_end()), "`{shown}` has no examples of itself:\n{help}");
+    }
+}
