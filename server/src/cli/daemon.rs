@@ -84,7 +84,8 @@ fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         .mode(0o600)
         .open(&temp)
         .with_context(|| format!("cannot write {}", temp.display()))?;
-    file.write_all(bytes).and_then(|()| file.sync_all()).with_context(|| format!("cannot write {}", temp.display()))?;
+    // No fsync: the files describe this run only, and a crash makes them stale anyway.
+    file.write_all(bytes).with_context(|| format!("cannot write {}", temp.display()))?;
     std::fs::rename(&temp, path).with_context(|| format!("cannot write {}", path.display()))
 }
 
