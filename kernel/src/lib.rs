@@ -345,12 +345,12 @@ impl Kernel {
             .collect())
     }
 
-    /// The kernel's time.
     /// When this kernel opened its home (RFC 3339): the daemon's start.
     pub fn started_at(&self) -> &str {
         &self.0.started_at
     }
 
+    /// The kernel's time.
     pub fn clock(&self) -> &clock::Clock {
         &self.0.clock
     }

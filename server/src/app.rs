@@ -24,6 +24,9 @@ pub fn router(kernel: Kernel) -> Router {
         .with_state(kernel)
 }
 
+/// How long requests in flight may go on after SIGINT/SIGTERM.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Serves until SIGINT or SIGTERM, lets in-flight requests finish, then closes the kernel.
 pub async fn serve(kernel: Kernel, listener: tokio::net::TcpListener) -> std::io::Result<()> {
     let addr: SocketAddr = listener.local_addr()?;
@@ -39,7 +42,22 @@ pub async fn serve(kernel: Kernel, listener: tokio::net::TcpListener) -> std::io
             tracing::warn!(error = %e, "cannot set TCP_NODELAY on a connection");
         }
     });
-    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?;
+    let (stopping, stopped) = tokio::sync::oneshot::channel();
+    let server = axum::serve(listener, app).with_graceful_shutdown(async {
+        shutdown_signal().await;
+        crate::live::stop_streams();
+        let _ = stopping.send(());
+    });
+    // In-flight requests get a while to finish (a turn's model call); then the daemon stops
+    // anyway, and the turns they ran are marked interrupted at the next start.
+    let grace = async {
+        let _ = stopped.await;
+        tokio::time::sleep(SHUTDOWN_GRACE).await;
+    };
+    tokio::select! {
+        served = server => served?,
+        () = grace => tracing::warn!("requests still running {} s after the signal: stopping anyway", SHUTDOWN_GRACE.as_secs()),
+    }
     tracing::info!("shutting down: closing the database");
     kernel.close().await;
     Ok(())

@@ -4,11 +4,32 @@
 //! pages' "read yourself again" signals (`/live/changes?topics=tasks,schedules`).
 
 use std::convert::Infallible;
+use std::sync::LazyLock;
 
 use axum::response::sse::{Event, KeepAlive, Sse};
-use futures_util::Stream;
+use futures_util::{Stream, StreamExt};
 use kennel_kernel::Kernel;
 use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::CancellationToken;
+
+/// Cancelled when the daemon begins to shut down: every live stream ends then. They never end
+/// on their own, and the server's graceful shutdown waits for every open response, so one
+/// open chat (a browser tab, `kennel chat`) would otherwise keep the daemon from stopping.
+/// One per process, as the server is.
+static STOPPING: LazyLock<CancellationToken> = LazyLock::new(CancellationToken::new);
+
+/// Ends every live stream (the server calls it on SIGINT/SIGTERM).
+pub fn stop_streams() {
+    STOPPING.cancel();
+}
+
+/// `events` as a response that ends when the daemon stops.
+fn live<S>(events: S) -> Sse<impl Stream<Item = Result<Event, Infallible>> + use<S>>
+where
+    S: Stream<Item = Result<Event, Infallible>> + Send + 'static,
+{
+    Sse::new(events.take_until(STOPPING.clone().cancelled_owned())).keep_alive(KeepAlive::default())
+}
 
 /// The SSE stream of one agent's turn events.
 pub fn event_stream(
@@ -30,7 +51,7 @@ pub fn event_stream(
             }
         }
     });
-    Sse::new(events).keep_alive(KeepAlive::default())
+    live(events)
 }
 
 /// The SSE stream of one agent's new canvas versions (`event: canvas`), for its page.
@@ -58,7 +79,7 @@ pub fn canvas_stream(
             }
         }
     });
-    Sse::new(events).keep_alive(KeepAlive::default())
+    live(events)
 }
 
 /// How long a page's signal waits after a change: changes that come together (a task and
@@ -96,5 +117,5 @@ pub fn changes_stream(
             Some((Ok(Event::default().event("change").json_data(&changed).unwrap_or_default()), rx))
         }
     });
-    Sse::new(events).keep_alive(KeepAlive::default())
+    live(events)
 }

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 pub struct Pty {
     typing: File,
-    seen: Arc<Mutex<String>>,
+    /// Bytes as they came: a read may end inside a character.
+    seen: Arc<Mutex<Vec<u8>>>,
     child: Child,
 }
 
@@ -24,19 +25,25 @@ impl Pty {
         let opened =
             unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
         assert_eq!(opened, 0, "openpty: {}", std::io::Error::last_os_error());
+        // Close-on-exec, so the children other tests start at the same time do not inherit
+        // this terminal (and keep it open after this child is gone).
+        for fd in [master, slave] {
+            // SAFETY: fcntl on a descriptor just opened; FD_CLOEXEC is its only flag.
+            assert_eq!(unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) }, 0, "set close-on-exec");
+        }
         // SAFETY: both descriptors are open and owned by nothing else.
         let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
         let io = |fd: &OwnedFd| Stdio::from(fd.try_clone().expect("dup the terminal"));
         let child = command.stdin(io(&slave)).stdout(io(&slave)).stderr(io(&slave)).spawn().expect("spawn on the pty");
         drop(slave);
         let mut reading = File::from(master.try_clone().expect("dup the master"));
-        let seen = Arc::new(Mutex::new(String::new()));
+        let seen = Arc::new(Mutex::new(Vec::new()));
         let sink = seen.clone();
         std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             // Ends with an error (EIO) once the child and its terminal are gone.
             while let Ok(n @ 1..) = reading.read(&mut buf) {
-                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+                sink.lock().unwrap().extend_from_slice(&buf[..n]);
             }
         });
         Pty { typing: File::from(master), seen, child }
@@ -44,7 +51,7 @@ impl Pty {
 
     /// Everything the command has written so far (the terminal writes `\n` as `\r\n`).
     pub fn output(&self) -> String {
-        self.seen.lock().unwrap().clone()
+        String::from_utf8_lossy(&self.seen.lock().unwrap()).into_owned()
     }
 
     /// Waits until the output holds `text` after byte `from`; where it ends. Panics with

@@ -210,31 +210,48 @@ impl Agents {
             return Err(e);
         }
         let now = db::now();
-        let t = AgentType { manifest, created_at: now.clone(), updated_at: now };
-        store::insert_type(&self.db, &t).await?;
-        let t = Arc::new(t);
-        self.state.write().expect("agent state lock").types.insert(t.manifest.name.clone(), t.clone());
-        Ok(t)
+        self.store_type(AgentType { manifest, created_at: now.clone(), updated_at: now }, true).await
     }
 
     /// Replaces an existing type's whole manifest. Agents already made from it keep theirs.
-    pub async fn replace_type(&self, name: &str, mut input: ManifestInput) -> Result<Arc<AgentType>> {
-        match &input.name {
-            Some(n) if n != name => {
-                return Err(Error::invalid_fields(vec![FieldError {
-                    field: "name".into(),
-                    message: format!("`{n}` differs from `{name}` in the path; a type cannot be renamed"),
-                }]));
-            }
-            _ => input.name = Some(name.to_string()),
-        }
-        let manifest = self.validate(input).await?;
+    pub async fn replace_type(&self, name: &str, input: ManifestInput) -> Result<Arc<AgentType>> {
+        let manifest = self.validate(named(name, input)?).await?;
         let _w = self.write.lock().await;
         let created_at = self.get_type(name)?.created_at.clone();
-        let t = AgentType { manifest, created_at, updated_at: db::now() };
-        store::update_type(&self.db, &t).await?;
+        self.store_type(AgentType { manifest, created_at, updated_at: db::now() }, false).await
+    }
+
+    /// Creates the type `input` names, or replaces it if it exists (`kennel type apply`);
+    /// whether it was created. One decision under the write lock, so two savers never both
+    /// create.
+    pub async fn save_type(&self, input: ManifestInput) -> Result<(bool, Arc<AgentType>)> {
+        let manifest = self.validate(input).await?;
+        let _w = self.write.lock().await;
+        let existing = self.read().types.get(&manifest.name).map(|t| t.created_at.clone());
+        let now = db::now();
+        match existing {
+            Some(created_at) => {
+                Ok((false, self.store_type(AgentType { manifest, created_at, updated_at: now }, false).await?))
+            }
+            None => {
+                if let Some(e) = self.read().name_conflict(&manifest.name, None) {
+                    return Err(e);
+                }
+                let t = AgentType { manifest, created_at: now.clone(), updated_at: now };
+                Ok((true, self.store_type(t, true).await?))
+            }
+        }
+    }
+
+    /// Writes a type (new or replacing) and its in-memory copy; the caller holds `write`.
+    async fn store_type(&self, t: AgentType, new: bool) -> Result<Arc<AgentType>> {
+        if new {
+            store::insert_type(&self.db, &t).await?;
+        } else {
+            store::update_type(&self.db, &t).await?;
+        }
         let t = Arc::new(t);
-        self.state.write().expect("agent state lock").types.insert(name.to_string(), t.clone());
+        self.state.write().expect("agent state lock").types.insert(t.manifest.name.clone(), t.clone());
         Ok(t)
     }
 
@@ -646,4 +663,18 @@ fn free_name(state: &State, type_name: &str) -> String {
         })
         .find(|candidate| state.name_conflict(candidate, None).is_none())
         .expect("an unbounded range always yields a free name")
+}
+
+/// `input` as the type `name`: a `name` in it must be that one (a type cannot be renamed).
+fn named(name: &str, mut input: ManifestInput) -> Result<ManifestInput> {
+    match &input.name {
+        Some(n) if n != name => Err(Error::invalid_fields(vec![FieldError {
+            field: "name".into(),
+            message: format!("`{n}` differs from `{name}` in the path; a type cannot be renamed"),
+        }])),
+        _ => {
+            input.name = Some(name.to_string());
+            Ok(input)
+        }
+    }
 }

@@ -33,9 +33,24 @@ impl fmt::Display for Problem {
 /// validated manifest; otherwise every problem, in file order.
 pub fn read(text: &str, format: ManifestFormat) -> Result<(ManifestInput, Manifest), Vec<Problem>> {
     let value = parse(text, format).map_err(|p| vec![p])?;
-    let input: ManifestInput = from_value(value).map_err(|e| locate_all(text, format, e))?;
-    let manifest = validate(input.clone()).map_err(|e| locate_all(text, format, e))?;
+    let input: ManifestInput = from_value(value).map_err(|e| locate_error(text, format, e))?;
+    let manifest = validate(input.clone()).map_err(|e| locate_error(text, format, e))?;
     Ok((input, manifest))
+}
+
+/// Every field's problem at its place in the file (refusals that come from beyond the
+/// validator: a provider this daemon does not have, a name in use), in file order.
+pub fn locate(text: &str, format: ManifestFormat, fields: Vec<FieldError>) -> Vec<Problem> {
+    let mut problems: Vec<Problem> = fields
+        .into_iter()
+        .map(|f| {
+            let (line, column) = line_and_column(text, offset_of(text, format, &f.field));
+            let field = (!f.field.is_empty()).then_some(f.field);
+            Problem { line, column, field, message: f.message }
+        })
+        .collect();
+    problems.sort_by_key(|p| (p.line, p.column));
+    problems
 }
 
 /// Which format a file is in, by its extension, else by its first character.
@@ -51,8 +66,12 @@ pub fn format_of(path: &std::path::Path, text: &str) -> ManifestFormat {
 fn parse(text: &str, format: ManifestFormat) -> Result<serde_json::Value, Problem> {
     let problem = |(line, column): (usize, usize), message: String| Problem { line, column, field: None, message };
     match format {
-        ManifestFormat::Json => serde_json::from_str(text)
-            .map_err(|e| problem((e.line().max(1), e.column().max(1)), format!("not valid JSON: {e}"))),
+        ManifestFormat::Json => serde_json::from_str(text).map_err(|e| {
+            // serde_json counts the column in bytes; editors count characters.
+            let line_start: usize = text.split_inclusive('\n').take(e.line().saturating_sub(1)).map(str::len).sum();
+            let at = line_and_column(text, line_start + e.column().saturating_sub(1));
+            problem(at, format!("not valid JSON: {e}"))
+        }),
         ManifestFormat::Toml => toml::from_str(text).map_err(|e| {
             let at = line_and_column(text, e.span().map(|s| s.start).unwrap_or(0));
             problem(at, format!("not valid TOML: {}", e.message().trim()))
@@ -60,22 +79,13 @@ fn parse(text: &str, format: ManifestFormat) -> Result<serde_json::Value, Proble
     }
 }
 
-fn locate_all(text: &str, format: ManifestFormat, error: Error) -> Vec<Problem> {
+fn locate_error(text: &str, format: ManifestFormat, error: Error) -> Vec<Problem> {
     let fields = if error.fields.is_empty() {
         vec![FieldError { field: String::new(), message: error.message }]
     } else {
         error.fields
     };
-    let mut problems: Vec<Problem> = fields
-        .into_iter()
-        .map(|f| {
-            let (line, column) = line_and_column(text, offset_of(text, format, &f.field));
-            let field = (!f.field.is_empty()).then_some(f.field);
-            Problem { line, column, field, message: f.message }
-        })
-        .collect();
-    problems.sort_by_key(|p| (p.line, p.column));
-    problems
+    locate(text, format, fields)
 }
 
 /// A step of a field path as the validator and `from_value` write them: `fallbacks[1].model`.
@@ -322,8 +332,8 @@ mod tests {
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!((found[0].line, found[0].column), (6, 6), "{found:?}");
         assert_eq!(found[0].field.as_deref(), Some("fallbacks[1].provider"));
-        let syntax = problems("{\n  \"name\": \"a\",,\n}", ManifestFormat::Json);
-        assert_eq!(syntax[0].line, 2, "{syntax:?}");
+        let syntax = problems("{\n  \"name\": \"é\",,\n}", ManifestFormat::Json);
+        assert_eq!((syntax[0].line, syntax[0].column), (2, 15), "the second comma, counted in characters: {syntax:?}");
     }
 
     #[test]

@@ -28,6 +28,13 @@ pub enum Caller {
 }
 
 impl Caller {
+    /// Whether a person is there to answer in the turns this caller starts: an operator in the
+    /// dashboard's chat, or the home's owner in `kennel chat` (the CLI token is readable by
+    /// them alone). API tokens, schedules, triggers, agents and A2A clients are headless.
+    pub fn is_person(&self) -> bool {
+        matches!(self, Caller::Operator(_) | Caller::Cli)
+    }
+
     /// The one way a caller is named in stored records: the audit log's `caller`, and who
     /// posted a task, created a schedule or published an event (`token:NAME`,
     /// `operator:NAME`, …). An agent acting in its own loop is `agent` here; records that

@@ -63,6 +63,13 @@ impl TurnRequest {
         crate::tool::TurnScope { person: !self.headless, conversation: self.channel.is_some() }
     }
 
+    /// A turn with a person present when `caller` is one ([`Caller::is_person`]), headless
+    /// otherwise.
+    pub fn new(message: impl Into<String>, caller: Caller) -> TurnRequest {
+        let headless = !caller.is_person();
+        TurnRequest { headless, ..TurnRequest::headless(message, caller) }
+    }
+
     pub fn headless(message: impl Into<String>, caller: Caller) -> TurnRequest {
         TurnRequest {
             message: message.into(),
@@ -796,6 +803,18 @@ mod tests {
 
     fn held(turns: &Turns) -> usize {
         turns.session_locks.lock().unwrap().len()
+    }
+
+    #[test]
+    fn turns_of_the_dashboard_and_the_terminal_have_a_person_and_api_turns_none() {
+        let person = |caller: Caller| TurnRequest::new("hi", caller).scope().person;
+        assert!(person(Caller::Operator("ada".into())));
+        assert!(person(Caller::Cli));
+        for headless in
+            [Caller::Token("ci".into()), Caller::Agent, Caller::Schedule("s".into()), Caller::A2a("x".into())]
+        {
+            assert!(!person(headless.clone()), "{headless:?}");
+        }
     }
 
     #[tokio::test]

@@ -80,7 +80,7 @@ pub async fn spawn(
 
 pub async fn stop(home: &Path, agent: &str, json_out: bool) -> anyhow::Result<()> {
     let daemon = Daemon::of(home)?;
-    let stopped: Value = daemon.post(&format!("/api/agents/{}/stop", super::path_segment(agent)), &json!({})).await?;
+    let stopped: Value = daemon.post(&format!("/api/agents/{}/stop", super::agent_ref(agent)?), &json!({})).await?;
     if json_out {
         return super::print_json(&stopped);
     }

@@ -36,28 +36,28 @@ const SHOWN_CHARS: usize = 160;
 
 pub async fn chat(home: &Path, agent: &str, session: Option<Uuid>) -> anyhow::Result<()> {
     let daemon = Daemon::of(home)?;
-    let agent: AgentInfo = daemon.get(&format!("/api/agents/{}", super::path_segment(agent))).await?;
+    let agent: AgentInfo = daemon.get(&format!("/api/agents/{}", super::agent_ref(agent)?)).await?;
     if agent.status != "running" {
         bail!("agent `{}` is {}: start it again on its dashboard page, or spawn a new one", agent.name, agent.status);
     }
-    let session = match session {
+    let mut session = match session {
         Some(id) => {
             let found: SessionInfo = daemon.get(&format!("/api/sessions/{id}")).await?;
             if found.agent_id != agent.id {
                 bail!("session {id} is another agent's, not `{}`'s", agent.name);
             }
-            found.id
+            Some(found.id)
         }
-        None => {
-            let path = format!("/api/agents/{}/sessions", agent.id);
-            daemon.post::<SessionInfo>(&path, &json!({ "label": TERMINAL_LABEL })).await?.id
-        }
+        None => None,
     };
     // Subscribed before the first message, so no event of its turn is missed.
     let mut events = daemon.events(&format!("/api/agents/{}/events", agent.id)).await?;
 
     let interactive = std::io::stdin().is_terminal();
-    println!("chatting with `{}` in session {session} (continue it later with --session {session})", agent.name);
+    match session {
+        Some(id) => println!("chatting with `{}` in session {id}", agent.name),
+        None => println!("chatting with `{}`", agent.name),
+    }
     if interactive {
         println!("/exit or Ctrl-D leaves");
     }
@@ -75,7 +75,17 @@ pub async fn chat(home: &Path, agent: &str, session: Option<Uuid>) -> anyhow::Re
             "/exit" | "/quit" => break,
             _ => {
                 turns += 1;
-                if !turn(&daemon, &agent, session, message, &mut events).await? {
+                // Opened with the first message, so a chat that says nothing leaves no session.
+                let id = match session {
+                    Some(id) => id,
+                    None => {
+                        let path = format!("/api/agents/{}/sessions", agent.id);
+                        let id = daemon.post::<SessionInfo>(&path, &json!({ "label": TERMINAL_LABEL })).await?.id;
+                        println!("(session {id}: continue it later with --session {id})");
+                        *session.insert(id)
+                    }
+                };
+                if !turn(&daemon, &agent, id, message, &mut events).await? {
                     failed += 1;
                 }
             }
@@ -103,7 +113,7 @@ async fn turn(
     let body = json!({ "message": message, "session": session });
     let answer = daemon.post::<Value>(&path, &body);
     tokio::pin!(answer);
-    let mut view = TurnView::new(&agent.name, session);
+    let mut view = TurnView::new(&agent.name, session, message);
     let answer = loop {
         tokio::select! {
             answer = &mut answer => break answer,
@@ -122,7 +132,8 @@ async fn turn(
     }
     match answer {
         Ok(result) => {
-            view.finish(result["reply"].as_str().unwrap_or_default());
+            let followed = view.turn.as_deref().is_some_and(|t| result["turn_id"].as_str() == Some(t));
+            view.finish(result["reply"].as_str().unwrap_or_default(), followed);
             Ok(true)
         }
         Err(e) if e.is::<super::daemon::NoDaemon>() => Err(e),
@@ -133,10 +144,17 @@ async fn turn(
     }
 }
 
-/// What the terminal shows of one turn, from its events.
+/// What the terminal shows of one turn, from its events: those of the turn that started in
+/// this session with this message (another person's turn in the same session, or a late
+/// event of an earlier one, is not shown).
 struct TurnView<'a> {
     agent: &'a str,
     session: String,
+    message: &'a str,
+    /// The id of the turn followed, from its `turn_started`.
+    turn: Option<String>,
+    /// The stream lagged: some events were missed.
+    missed: bool,
     /// The reply's text is being written on the current line.
     writing: bool,
     /// The text streamed in the current model call.
@@ -147,10 +165,13 @@ struct TurnView<'a> {
 }
 
 impl<'a> TurnView<'a> {
-    fn new(agent: &'a str, session: Uuid) -> TurnView<'a> {
+    fn new(agent: &'a str, session: Uuid, message: &'a str) -> TurnView<'a> {
         TurnView {
             agent,
             session: session.to_string(),
+            message,
+            turn: None,
+            missed: false,
             writing: false,
             text: String::new(),
             shown_failure: false,
@@ -159,7 +180,20 @@ impl<'a> TurnView<'a> {
     }
 
     fn show(&mut self, name: &str, data: &Value) {
-        if data["session_id"].as_str() != Some(&self.session) {
+        if name == "lagged" {
+            self.note("(the terminal fell behind and missed some of the turn; the reply follows whole)");
+            self.missed = true;
+            return;
+        }
+        let turn = data["turn_id"].as_str();
+        if self.turn.is_none()
+            && name == "turn_started"
+            && data["session_id"].as_str() == Some(&self.session)
+            && data["message"].as_str() == Some(self.message)
+        {
+            self.turn = turn.map(str::to_string);
+        }
+        if turn.is_none() || turn != self.turn.as_deref() {
             return;
         }
         let s = |key: &str| data[key].as_str().unwrap_or_default().to_string();
@@ -210,9 +244,10 @@ impl<'a> TurnView<'a> {
     }
 
     /// The turn's answer: its reply is on screen already unless the stream missed some of
-    /// it (or the provider does not stream), then it is shown whole.
-    fn finish(&mut self, reply: &str) {
-        if !reply.is_empty() && self.text != reply {
+    /// it (or the provider does not stream, or the events followed were another turn's), then
+    /// it is shown whole.
+    fn finish(&mut self, reply: &str, followed: bool) {
+        if !reply.is_empty() && (self.text != reply || self.missed || !followed) {
             if self.writing {
                 self.out("\n");
             }

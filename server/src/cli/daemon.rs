@@ -76,7 +76,8 @@ fn reachable(addr: SocketAddr) -> SocketAddr {
 
 fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
-    let temp = path.with_extension("tmp");
+    // Named by pid, so two daemons started on one home at once never rename each other's.
+    let temp = path.with_extension(format!("{}.tmp", std::process::id()));
     let _ = std::fs::remove_file(&temp);
     let mut file = std::fs::OpenOptions::new()
         .write(true)
@@ -117,12 +118,14 @@ pub struct Refused {
 }
 
 impl fmt::Display for Refused {
+    /// The message, or, when the refusal names fields, each field's problem (the message
+    /// only joins them).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)?;
-        for (field, message) in &self.fields {
-            write!(f, "\n  {field}: {message}")?;
+        if self.fields.is_empty() {
+            return f.write_str(&self.message);
         }
-        Ok(())
+        let lines: Vec<String> = self.fields.iter().map(|(field, message)| format!("{field}: {message}")).collect();
+        f.write_str(&lines.join("\n  "))
     }
 }
 
@@ -162,6 +165,7 @@ impl Daemon {
         // Loopback only, and never through a proxy the environment names.
         let http = reqwest::Client::builder()
             .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(3))
             .build()
             .context("cannot make an HTTP client")?;

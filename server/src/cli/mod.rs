@@ -295,11 +295,19 @@ async fn with_store(home: &Path, command: impl AsyncFnOnce(&Kernel) -> anyhow::R
     outcome
 }
 
-/// Prints `value` as pretty JSON (what `--json` gives).
+/// Prints `value` as pretty JSON (what `--json` gives). JSON writes the controls U+0080 to
+/// U+009F as they are (a terminal reads U+009B as an escape sequence's start); they are
+/// written as `\u` escapes instead, which is the same JSON.
 fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    let mut json = serde_json::to_string_pretty(value)?;
+    if json.chars().any(|c| ('\u{80}'..='\u{9f}').contains(&c)) {
+        json = json
+            .chars()
+            .map(|c| if ('\u{80}'..='\u{9f}').contains(&c) { format!("\\u{:04x}", c as u32) } else { c.to_string() })
+            .collect();
+    }
     let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, value)?;
-    writeln!(out)?;
+    writeln!(out, "{json}")?;
     Ok(())
 }
 
@@ -338,18 +346,14 @@ pub(crate) fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
         .into()
 }
 
-/// An agent's name or id as one URL path segment: anything but letters, digits, `-`, `_`,
-/// `.` and `~` percent-encoded, so what a person typed cannot reach another route.
-fn path_segment(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
+/// An agent as a person named it on the command line, checked to be a name or an id before
+/// it goes into a URL path (so `..` or `a/b` can never reach another route).
+fn agent_ref(text: &str) -> anyhow::Result<&str> {
+    if kennel_kernel::agent::is_valid_name(text) || uuid::Uuid::parse_str(text).is_ok() {
+        Ok(text)
+    } else {
+        bail!("`{}` is neither an agent's name nor its id: {}", terminal_safe(text), kennel_kernel::agent::NAME_RULE)
     }
-    out
 }
 
 /// A change made from the command line, in the operator-action log (as `cli`: whoever can run
@@ -405,9 +409,20 @@ mod tests {
     }
 
     #[test]
-    fn a_path_segment_cannot_leave_its_segment() {
-        assert_eq!(path_segment("helper-2"), "helper-2");
-        assert_eq!(path_segment("../tokens?x=1#y"), "..%2Ftokens%3Fx%3D1%23y");
-        assert_eq!(path_segment("é"), "%C3%A9");
+    fn only_names_and_ids_go_into_a_path() {
+        assert!(agent_ref("helper-2").is_ok());
+        assert!(agent_ref("01900000-0000-7000-8000-000000000000").is_ok());
+        for bad in ["..", ".", "a/b", "../tokens?x=1#y", "Helper", "é", ""] {
+            assert!(agent_ref(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn json_output_escapes_the_c1_controls_and_means_the_same() {
+        let value = serde_json::json!({"description": "a\u{9b}31mb"});
+        let mut written = serde_json::to_string_pretty(&value).unwrap();
+        assert!(written.contains('\u{9b}'), "serde_json writes it raw");
+        written = written.replace('\u{9b}', "\\u009b");
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&written).unwrap(), value);
     }
 }

@@ -1,45 +1,81 @@
 //! `kennel type apply|export|list`: agent types from files a person edits.
 
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::path::Path;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use kennel_kernel::Kernel;
 use kennel_kernel::agent::{ManifestFormat, ManifestInput, source, to_toml};
+use kennel_kernel::error::FieldError;
 
 use super::daemon::Daemon;
 
 /// Creates or replaces the agent type FILE describes. The file is checked here with the one
 /// validator, so every problem is shown with its line; with a daemon running, the change goes
 /// through its API (its agents see the type at once), otherwise straight into the store.
+/// Refusals from beyond the validator (a provider this daemon lacks, a name in use) are shown
+/// at their lines too.
 pub async fn apply(home: &Path, file: &Path, json_out: bool) -> anyhow::Result<()> {
     let (shown, text) = read_source(file)?;
     let format = source::format_of(file, &text);
     let (input, manifest) = match source::read(&text, format) {
         Ok(read) => read,
-        Err(problems) => {
-            for p in &problems {
-                eprintln!("{shown}:{p}");
-            }
-            let count = problems.len();
-            bail!("{shown}: {count} problem{}; nothing was changed", if count == 1 { "" } else { "s" });
-        }
+        Err(problems) => return Err(refused(&shown, &problems)),
     };
     let name = manifest.name.clone();
-    let (created, stored) = match Daemon::running(home).await? {
-        Some(daemon) => apply_through(&daemon, &name, format, text).await?,
-        None => apply_to_store(home, &name, input).await?,
+    let saved = match Daemon::running(home).await? {
+        Some(daemon) => apply_through(&daemon, &name, format, text.clone()).await,
+        None => apply_to_store(home, input).await,
+    };
+    let (created, stored) = match saved {
+        Ok(saved) => saved,
+        Err(Refusal::Fields(fields)) => return Err(refused(&shown, &source::locate(&text, format, fields))),
+        Err(Refusal::Other(e)) => return Err(e),
     };
     if json_out {
-        super::print_json(&stored)
-    } else {
-        let verb = if created { "created" } else { "updated" };
-        println!("agent type `{name}` {verb}");
-        if !created {
-            println!("agents already made from it keep their own copy; apply it to them on its dashboard page");
-        }
-        Ok(())
+        return super::print_json(&stored);
     }
+    let verb = if created { "created" } else { "updated" };
+    println!("agent type `{name}` {verb}");
+    if !created {
+        println!("agents already made from it keep their own copy; apply it to them on its dashboard page");
+    }
+    Ok(())
+}
+
+/// Why a type was not saved: problems of its fields (to be shown at their lines), or
+/// anything else.
+enum Refusal {
+    Fields(Vec<FieldError>),
+    Other(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Refusal {
+    fn from(e: anyhow::Error) -> Self {
+        match e.downcast::<super::daemon::Refused>() {
+            Ok(r) if !r.fields.is_empty() => {
+                Refusal::Fields(r.fields.into_iter().map(|(field, message)| FieldError { field, message }).collect())
+            }
+            Ok(r) => Refusal::Other(r.into()),
+            Err(e) => Refusal::Other(e),
+        }
+    }
+}
+
+impl From<kennel_kernel::Error> for Refusal {
+    fn from(e: kennel_kernel::Error) -> Self {
+        if e.fields.is_empty() { Refusal::Other(e.into()) } else { Refusal::Fields(e.fields) }
+    }
+}
+
+/// Prints each problem as `FILE:LINE:COLUMN: field: message` (made safe for the terminal:
+/// messages repeat the file's values) and says nothing changed.
+fn refused(shown: &str, problems: &[source::Problem]) -> anyhow::Error {
+    for p in problems {
+        eprintln!("{}", super::terminal_safe(&format!("{shown}:{p}")));
+    }
+    let count = problems.len();
+    anyhow::anyhow!("{shown}: {count} problem{}; nothing was changed", if count == 1 { "" } else { "s" })
 }
 
 /// The file's name as errors show it, and its text (`-` reads standard input).
@@ -53,41 +89,43 @@ fn read_source(file: &Path) -> anyhow::Result<(String, String)> {
     Ok((file.display().to_string(), text))
 }
 
-/// Sends the file as written (the API reads JSON and TOML) to create or replace the type.
+/// Sends the file as written (the API reads JSON and TOML): a replacement, or, for a type the
+/// daemon does not have, a new one.
 async fn apply_through(
     daemon: &Daemon,
     name: &str,
     format: ManifestFormat,
     text: String,
-) -> anyhow::Result<(bool, serde_json::Value)> {
-    let path = format!("/api/templates/{name}");
+) -> Result<(bool, serde_json::Value), Refusal> {
     let content_type = match format {
         ManifestFormat::Json => "application/json",
         ManifestFormat::Toml => "application/toml",
     };
-    let body = super::daemon::Body { content_type, text };
-    match daemon.get::<serde_json::Value>(&path).await {
-        Ok(_) => Ok((false, daemon.send(reqwest::Method::PUT, &path, body).await?)),
+    let body = |text: String| super::daemon::Body { content_type, text };
+    let path = format!("/api/templates/{name}");
+    match daemon.send(reqwest::Method::PUT, &path, body(text.clone())).await {
+        Ok(stored) => Ok((false, stored)),
         Err(e) if e.downcast_ref::<super::daemon::Refused>().is_some_and(|r| r.kind == "NotFound") => {
-            Ok((true, daemon.send(reqwest::Method::POST, "/api/templates", body).await?))
+            Ok((true, daemon.send(reqwest::Method::POST, "/api/templates", body(text)).await?))
         }
-        Err(e) => Err(e),
+        Err(e) => Err(e.into()),
     }
 }
 
-async fn apply_to_store(home: &Path, name: &str, input: ManifestInput) -> anyhow::Result<(bool, serde_json::Value)> {
+async fn apply_to_store(home: &Path, input: ManifestInput) -> Result<(bool, serde_json::Value), Refusal> {
     let kernel = super::open(home).await?;
-    let exists = kernel.agents().get_type(name).is_ok();
-    let stored = if exists {
-        kernel.agents().replace_type(name, input).await?
-    } else {
-        kernel.agents().create_type(input).await?
+    let saved = kernel.agents().save_type(input).await;
+    let outcome = match saved {
+        Ok((created, stored)) => {
+            let name = &stored.manifest.name;
+            let action = if created { "type.create" } else { "type.update" };
+            super::record(&kernel, action, name, format!("agent type `{name}` applied from a file")).await?;
+            Ok((created, serde_json::to_value(&*stored).map_err(anyhow::Error::from)?))
+        }
+        Err(e) => Err(e.into()),
     };
-    let action = if exists { "type.update" } else { "type.create" };
-    super::record(&kernel, action, name, format!("agent type `{name}` applied from a file")).await?;
-    let value = serde_json::to_value(&*stored)?;
     kernel.close().await;
-    Ok((!exists, value))
+    outcome
 }
 
 /// Prints one agent type as TOML (the format `apply` reads back) or JSON.
@@ -96,7 +134,13 @@ pub async fn export(kernel: &Kernel, name: &str, json_out: bool) -> anyhow::Resu
     if json_out {
         return super::print_json(&t.manifest);
     }
-    print!("{}", to_toml(&t.manifest));
+    let toml = to_toml(&t.manifest);
+    // Piped to a file it is the manifest as stored; on a terminal, made safe to show.
+    if std::io::stdout().is_terminal() {
+        print!("{}", super::terminal_safe(&toml));
+    } else {
+        print!("{toml}");
+    }
     Ok(())
 }
 

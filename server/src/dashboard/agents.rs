@@ -340,9 +340,8 @@ pub async fn chat(
     };
     let req = TurnRequest {
         session,
-        headless: false,
         retry: f.retry.is_some(),
-        ..TurnRequest::headless(f.message.clone(), Caller::Operator(op.name.clone()))
+        ..TurnRequest::new(f.message.clone(), Caller::Operator(op.name.clone()))
     };
     match kernel.send_message(&id, req).await {
         Ok(turn) => Ok(see_other(&format!("/agents/{id}?session={}#chat", turn.session_id), "")),

@@ -11,7 +11,7 @@ use kennel_kernel::agent::{Agent, NewCapabilities, SpawnRequest};
 use kennel_kernel::page::PageQuery;
 use kennel_kernel::session::{Compaction, Failure, Session, StoredMessage};
 use kennel_kernel::tool::pipeline::CallOutput;
-use kennel_kernel::tool::{CallContext, Caller, EffectiveTool};
+use kennel_kernel::tool::{CallContext, EffectiveTool};
 use kennel_kernel::turn::{AgentEvent, TurnRequest, TurnResult};
 use serde::Deserialize;
 use utoipa::ToSchema;
@@ -248,9 +248,7 @@ async fn send_message(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<MessageBody>,
 ) -> ApiResult<Json<TurnResult>> {
-    let person_present = caller == Caller::Cli;
-    let mut req = TurnRequest::headless(body.message, caller);
-    req.headless = !person_present;
+    let mut req = TurnRequest::new(body.message, caller);
     req.session = body.session;
     Ok(Json(kernel.send_message(&id, req).await?))
 }

@@ -86,18 +86,21 @@ async fn a_chat_from_a_script_continues_a_session_and_fails_loudly() {
     let llm = FakeLlm::start().await;
     let home = Home::with_config(&llm.provider_config("fake", "openai"));
     home.cli_ok(&["type", "apply", &write(&home, "helper.toml", HELPER_TOML)]).await;
-    let _daemon = home.start().await;
+    let token = home.token("tests").await;
+    let daemon = home.start().await;
     home.cli_ok(&["agent", "spawn", "helper"]).await;
 
-    let nothing_said = home.cli_with_stdin(&["chat", "helper"], "").await;
+    let nothing_said = home.cli_with_stdin(&["chat", "helper"], "\n/exit\n").await;
     assert!(nothing_said.status.success(), "{}", stderr(&nothing_said));
+    let sessions = daemon.api(&token).get("/api/agents/helper/sessions").await;
+    assert_eq!(sessions.body, json!([]), "a chat that said nothing opened no session");
 
     llm.push(Scripted::text("Hello there."));
     let out = home.cli_with_stdin(&["chat", "helper"], "hi\n").await;
     let shown = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(shown.contains("helper> Hello there.") && !shown.contains("you> "), "no prompt off a terminal: {shown}");
-    let session = shown.split("session ").nth(1).and_then(|s| s.split_whitespace().next()).expect("the session id");
+    let session = shown.split("(session ").nth(1).and_then(|s| s.split(':').next()).expect("the session id");
 
     // The same session goes on: the model sees the earlier turn.
     llm.push(Scripted::text("Still here."));
@@ -273,4 +276,86 @@ async fn every_command_teaches_by_example() {
         let shown = format!("kennel {}", command.join(" "));
         assert!(examples.contains(shown.trim_end()), "`{shown}` has no examples of itself:\n{help}");
     }
+}
+
+#[tokio::test]
+async fn through_a_running_daemon_types_are_created_and_its_refusals_have_lines() {
+    let llm = FakeLlm::start().await;
+    let home = Home::with_config(&llm.provider_config("fake", "openai"));
+    let token = home.token("tests").await;
+    let daemon = home.start().await;
+    let api = daemon.api(&token);
+
+    let json = write(&home, "scout.json", "{\n  \"name\": \"scout\",\n  \"model\": \"m\"\n}\n");
+    assert_eq!(home.cli_ok(&["type", "apply", &json]).await.trim(), "agent type `scout` created");
+    assert_eq!(api.get("/api/templates/scout").await.status, 200, "in the daemon at once");
+
+    // Only the daemon knows its providers: its refusal is shown at the line, once.
+    let toml = write(&home, "scout.toml", "name = \"scout\"\nmodel = \"m\"\n\nprovider = \"elsewhere\"\n");
+    let out = home.cli(&["type", "apply", &toml]).await;
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains(&format!("{toml}:4:1: provider: `elsewhere` is not a provider of this daemon")), "{err}");
+    assert_eq!(err.matches("elsewhere").count(), 1, "{err}");
+    assert_eq!(api.get("/api/templates/scout").await.body["provider"], Value::Null, "unchanged");
+
+    // A file's own values are untrusted on the terminal too.
+    let hostile = write(&home, "hostile.toml", "name = \"x\"\ntool_mode = \"\\u001b]0;owned\\u0007\"\n");
+    let out = home.cli(&["type", "apply", &hostile]).await;
+    assert!(!out.stderr.contains(&0x1b) && !out.stderr.contains(&0x07), "{}", stderr(&out));
+
+    // What a person types as an agent never leaves its place in the URL.
+    for bad in ["..", ".", "a/b"] {
+        let out = home.cli(&["agent", "stop", bad]).await;
+        assert_eq!(out.status.code(), Some(1), "{bad}");
+        assert!(stderr(&out).contains("is neither an agent's name nor its id"), "{bad}: {}", stderr(&out));
+    }
+}
+
+#[tokio::test]
+async fn a_daemon_with_a_chat_open_still_stops_at_once() {
+    let llm = FakeLlm::start().await;
+    let home = Home::with_config(&llm.provider_config("fake", "openai"));
+    home.cli_ok(&["type", "apply", &write(&home, "helper.toml", HELPER_TOML)]).await;
+    let daemon = home.start().await;
+    home.cli_ok(&["agent", "spawn", "helper"]).await;
+    let chat = Pty::spawn(&mut home.command(&["chat", "helper"]));
+    chat.expect_after(0, "you> ", Duration::from_secs(10)).await;
+
+    let asked = std::time::Instant::now();
+    let (code, log) = daemon.stop().await;
+    assert_eq!(code, Some(0), "{log}");
+    assert!(asked.elapsed() < Duration::from_secs(5), "the open chat held the daemon for {:?}", asked.elapsed());
+    assert!(!home.path().join("daemon.json").exists());
+    drop(chat);
+}
+
+#[tokio::test]
+async fn a_chat_shows_its_own_turns_not_others_in_the_same_session() {
+    let llm = FakeLlm::start().await;
+    let home = Home::with_config(&llm.provider_config("fake", "openai"));
+    home.cli_ok(&["type", "apply", &write(&home, "helper.toml", HELPER_TOML)]).await;
+    let token = home.token("tests").await;
+    let daemon = home.start().await;
+    home.cli_ok(&["agent", "spawn", "helper"]).await;
+
+    llm.push(Scripted::text("One."));
+    let mut chat = Pty::spawn(&mut home.command(&["chat", "helper"]));
+    let at = chat.expect_after(0, "you> ", Duration::from_secs(10)).await;
+    chat.type_line("first");
+    let at = chat.expect_after(at, "helper> One.", Duration::from_secs(10)).await;
+    let at = chat.expect_after(at, "you> ", Duration::from_secs(10)).await;
+    let output = chat.output();
+    let session = output.split("(session ").nth(1).and_then(|s| s.split(':').next()).expect("session id");
+
+    // Someone else speaks in the same session while the terminal waits for its person.
+    llm.push(Scripted::text("Elsewhere reply."));
+    let other =
+        daemon.api(&token).post("/api/agents/helper/messages", json!({"message": "hi", "session": session})).await;
+    assert_eq!(other.status, 200, "{}", other.text);
+
+    llm.push(Scripted::text("Two."));
+    chat.type_line("second");
+    let end = chat.expect_after(at, "helper> Two.", Duration::from_secs(10)).await;
+    assert!(!chat.output()[at..end].contains("Elsewhere"), "another turn's text was shown:\n{}", chat.output());
 }
