@@ -56,7 +56,7 @@ impl Kernel {
             let count = match (agent.is_running(), agent.ephemeral) {
                 (true, true) => &mut agents.workflow_steps,
                 (false, true) => continue,
-                (true, false) if agent.paused_at(&now).is_some() => &mut agents.paused,
+                (true, false) if agent.is_paused(&now) => &mut agents.paused,
                 (true, false) => &mut agents.running,
                 (false, false) => &mut agents.stopped,
             };

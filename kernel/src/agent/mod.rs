@@ -94,6 +94,11 @@ impl Agent {
         self.paused.as_ref().filter(|p| p.until.as_str() > now)
     }
 
+    /// Running but taking no turns, paused by a budget at `now` (RFC 3339).
+    pub fn is_paused(&self, now: &str) -> bool {
+        self.is_running() && self.paused_at(now).is_some()
+    }
+
     pub fn is_running(&self) -> bool {
         self.status == AgentStatus::Running
     }

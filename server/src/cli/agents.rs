@@ -19,11 +19,8 @@ pub fn list(kernel: &Kernel, json_out: bool) -> anyhow::Result<()> {
     let mut rows = vec![["ID", "NAME", "TYPE", "STATUS", "GRANTS"].map(String::from).to_vec()];
     for a in agents.iter().filter(|a| !a.ephemeral) {
         let grants: Vec<_> = a.manifest.capabilities.tools.iter().map(|g| g.as_str()).collect();
-        let status = match a.paused_at(&now) {
-            Some(_) if a.is_running() => "paused".to_string(),
-            _ => a.status.as_str().to_string(),
-        };
-        rows.push(vec![a.id.to_string(), a.name.clone(), a.agent_type.clone(), status, grants.join(",")]);
+        let status = if a.is_paused(&now) { "paused" } else { a.status.as_str() };
+        rows.push(vec![a.id.to_string(), a.name.clone(), a.agent_type.clone(), status.into(), grants.join(",")]);
     }
     super::print_table(&rows);
     Ok(())

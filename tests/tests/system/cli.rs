@@ -26,6 +26,19 @@ fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// The fake provider, a home whose `helper` type was applied from a file, an API token's
+/// client, the running daemon, and an agent `helper` spawned with the CLI.
+async fn with_helper() -> (FakeLlm, Home, kennel_tests::Daemon, kennel_tests::Api) {
+    let llm = FakeLlm::start().await;
+    let home = Home::with_config(&llm.provider_config("fake", "openai"));
+    home.cli_ok(&["type", "apply", &write(&home, "helper.toml", HELPER_TOML)]).await;
+    let token = home.token("tests").await;
+    let daemon = home.start().await;
+    let api = daemon.api(&token);
+    home.cli_ok(&["agent", "spawn", "helper"]).await;
+    (llm, home, daemon, api)
+}
+
 #[tokio::test]
 async fn apply_spawn_chat_on_a_terminal_and_stop() {
     let llm = FakeLlm::start().await;
@@ -83,16 +96,11 @@ async fn apply_spawn_chat_on_a_terminal_and_stop() {
 
 #[tokio::test]
 async fn a_chat_from_a_script_continues_a_session_and_fails_loudly() {
-    let llm = FakeLlm::start().await;
-    let home = Home::with_config(&llm.provider_config("fake", "openai"));
-    home.cli_ok(&["type", "apply", &write(&home, "helper.toml", HELPER_TOML)]).await;
-    let token = home.token("tests").await;
-    let daemon = home.start().await;
-    home.cli_ok(&["agent", "spawn", "helper"]).await;
+    let (llm, home, _daemon, api) = with_helper().await;
 
     let nothing_said = home.cli_with_stdin(&["chat", "helper"], "\n/exit\n").await;
     assert!(nothing_said.status.success(), "{}", stderr(&nothing_said));
-    let sessions = daemon.api(&token).get("/api/agents/helper/sessions").await;
+    let sessions = api.get("/api/agents/helper/sessions").await;
     assert_eq!(sessions.body, json!([]), "a chat that said nothing opened no session");
 
     llm.push(Scripted::text("Hello there."));
@@ -314,11 +322,7 @@ async fn through_a_running_daemon_types_are_created_and_its_refusals_have_lines(
 
 #[tokio::test]
 async fn a_daemon_with_a_chat_open_still_stops_at_once() {
-    let llm = FakeLlm::start().await;
-    let home = Home::with_config(&llm.provider_config("fake", "openai"));
-    home.cli_ok(&["type", "apply", &write(&home, "helper.toml", HELPER_TOML)]).await;
-    let daemon = home.start().await;
-    home.cli_ok(&["agent", "spawn", "helper"]).await;
+    let (_llm, home, daemon, _api) = with_helper().await;
     let chat = Pty::spawn(&mut home.command(&["chat", "helper"]));
     chat.expect_after(0, "you> ", Duration::from_secs(10)).await;
 
@@ -332,12 +336,7 @@ async fn a_daemon_with_a_chat_open_still_stops_at_once() {
 
 #[tokio::test]
 async fn a_chat_shows_its_own_turns_not_others_in_the_same_session() {
-    let llm = FakeLlm::start().await;
-    let home = Home::with_config(&llm.provider_config("fake", "openai"));
-    home.cli_ok(&["type", "apply", &write(&home, "helper.toml", HELPER_TOML)]).await;
-    let token = home.token("tests").await;
-    let daemon = home.start().await;
-    home.cli_ok(&["agent", "spawn", "helper"]).await;
+    let (llm, home, _daemon, api) = with_helper().await;
 
     llm.push(Scripted::text("One."));
     let mut chat = Pty::spawn(&mut home.command(&["chat", "helper"]));
@@ -350,8 +349,7 @@ async fn a_chat_shows_its_own_turns_not_others_in_the_same_session() {
 
     // Someone else speaks in the same session while the terminal waits for its person.
     llm.push(Scripted::text("Elsewhere reply."));
-    let other =
-        daemon.api(&token).post("/api/agents/helper/messages", json!({"message": "hi", "session": session})).await;
+    let other = api.post("/api/agents/helper/messages", json!({"message": "hi", "session": session})).await;
     assert_eq!(other.status, 200, "{}", other.text);
 
     llm.push(Scripted::text("Two."));
