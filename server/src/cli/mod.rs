@@ -360,7 +360,7 @@ fn agent_ref(text: &str) -> anyhow::Result<&str> {
 /// it can read the home's database, so there is no one more exact to name).
 async fn record(kernel: &Kernel, action: &str, subject: &str, detail: String) -> anyhow::Result<()> {
     let new = kennel_kernel::actions::NewAction {
-        actor: "cli".into(),
+        actor: kennel_kernel::tool::Caller::Cli.audit_label(),
         action: action.into(),
         subject: Some(subject.into()),
         outcome: "ok".into(),
