@@ -168,6 +168,53 @@ impl MemoryScope {
     pub fn covers_store(&self, store: &str) -> bool {
         self.0 == "*" || self.0.split_once(':').is_some_and(|(s, _)| s == store)
     }
+
+    /// Whether this scope covers `name` in `store`: a key of the key/value store, a category
+    /// of the semantic store. The glob is matched byte for byte.
+    pub fn covers(&self, store: MemoryStore, name: &str) -> bool {
+        if self.0 == "*" {
+            return true;
+        }
+        match self.0.split_once(':') {
+            Some((s, glob)) if s == store.as_str() => glob_match(glob.as_bytes(), name.as_bytes()),
+            _ => false,
+        }
+    }
+}
+
+/// The two memory stores a scope can name (spec §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryStore {
+    /// `kv:`: exact keys, matched against key names.
+    Kv,
+    /// `semantic:`: the semantic store, matched against categories.
+    Semantic,
+}
+
+impl MemoryStore {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryStore::Kv => "kv",
+            MemoryStore::Semantic => "semantic",
+        }
+    }
+}
+
+/// Reading or writing memory: which of `memory_read` and `memory_write` decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryAccess {
+    Read,
+    Write,
+}
+
+impl MemoryAccess {
+    /// The `[capabilities]` key that holds the scopes for this access.
+    pub fn key(self) -> &'static str {
+        match self {
+            MemoryAccess::Read => "memory_read",
+            MemoryAccess::Write => "memory_write",
+        }
+    }
 }
 
 /// An agent's `[capabilities]`.
@@ -185,6 +232,58 @@ pub struct Capabilities {
     /// Memory the agent may write; absent = open.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_write: Option<Vec<MemoryScope>>,
+}
+
+impl Capabilities {
+    /// The declared scopes for `access`; `None` when none are declared (open).
+    fn scopes(&self, access: MemoryAccess) -> Option<&[MemoryScope]> {
+        match access {
+            MemoryAccess::Read => self.memory_read.as_deref(),
+            MemoryAccess::Write => self.memory_write.as_deref(),
+        }
+    }
+
+    /// Why `access` to `store` is withdrawn altogether, if it is: scopes are declared and
+    /// none of them names the store. What the agent layer of availability reports.
+    pub fn memory_withdrawn(&self, access: MemoryAccess, store: MemoryStore) -> Option<String> {
+        let scopes = self.scopes(access)?;
+        (!scopes.iter().any(|s| s.covers_store(store.as_str()))).then(|| {
+            let what = match store {
+                MemoryStore::Kv => "the key/value store",
+                MemoryStore::Semantic => "the semantic store",
+            };
+            format!(
+                "its {} scopes ({}) do not reach {what}: add `{}:*` (or a narrower glob) to capabilities.{}",
+                access.key(),
+                list_scopes(scopes),
+                store.as_str(),
+                access.key()
+            )
+        })
+    }
+
+    /// Whether `access` may touch `name` (a key or a category) in `store`. No scopes
+    /// declared: open.
+    pub fn memory_allows(&self, access: MemoryAccess, store: MemoryStore, name: &str) -> bool {
+        self.scopes(access).is_none_or(|scopes| scopes.iter().any(|s| s.covers(store, name)))
+    }
+
+    /// The refusal for `name` outside the scopes, naming what they are.
+    pub fn memory_refusal(&self, access: MemoryAccess, store: MemoryStore, name: &str) -> crate::Error {
+        let what = match store {
+            MemoryStore::Kv => "key",
+            MemoryStore::Semantic => "category",
+        };
+        let scopes = self.scopes(access).map(list_scopes).unwrap_or_default();
+        crate::Error::forbidden(format!(
+            "the {what} `{name}` is outside this agent's capabilities.{} ({scopes})",
+            access.key()
+        ))
+    }
+}
+
+fn list_scopes(scopes: &[MemoryScope]) -> String {
+    scopes.iter().map(|s| format!("`{}`", s.0)).collect::<Vec<_>>().join(", ")
 }
 
 /// Why a tool is or is not in an agent's effective set.
@@ -272,5 +371,28 @@ mod tests {
         assert!(!kv.covers_store("semantic"));
         assert!(MemoryScope::try_from("*".to_string()).unwrap().covers_store("semantic"));
         assert!(MemoryScope::try_from("files:*".to_string()).is_err());
+        let notes = MemoryScope::try_from("semantic:note*".to_string()).unwrap();
+        assert!(notes.covers(MemoryStore::Semantic, "notes") && !notes.covers(MemoryStore::Semantic, "person"));
+        assert!(!notes.covers(MemoryStore::Kv, "notes"), "a semantic scope never opens a key");
+    }
+
+    #[test]
+    fn memory_access_is_open_until_declared_and_then_only_what_the_scopes_cover() {
+        let scope = |s: &str| MemoryScope::try_from(s.to_string()).unwrap();
+        let open = Capabilities::default();
+        assert!(open.memory_allows(MemoryAccess::Write, MemoryStore::Kv, "anything"));
+        assert_eq!(open.memory_withdrawn(MemoryAccess::Read, MemoryStore::Semantic), None);
+
+        let kv_only = Capabilities { memory_read: Some(vec![scope("kv:*")]), ..Default::default() };
+        let why = kv_only.memory_withdrawn(MemoryAccess::Read, MemoryStore::Semantic).unwrap();
+        assert!(why.contains("`kv:*`") && why.contains("semantic:*"), "{why}");
+        assert_eq!(kv_only.memory_withdrawn(MemoryAccess::Read, MemoryStore::Kv), None);
+        assert_eq!(kv_only.memory_withdrawn(MemoryAccess::Write, MemoryStore::Semantic), None, "writes stay open");
+
+        let prefs = Capabilities { memory_write: Some(vec![scope("kv:prefs.*")]), ..Default::default() };
+        assert!(prefs.memory_allows(MemoryAccess::Write, MemoryStore::Kv, "prefs.theme"));
+        assert!(!prefs.memory_allows(MemoryAccess::Write, MemoryStore::Kv, "secrets"));
+        let e = prefs.memory_refusal(MemoryAccess::Write, MemoryStore::Kv, "secrets");
+        assert!(e.message.contains("`secrets`") && e.message.contains("memory_write"), "{e}");
     }
 }

@@ -26,6 +26,72 @@ pub struct Config {
     pub canvas: CanvasConfig,
     pub media: MediaConfig,
     pub budgets: BudgetsConfig,
+    pub proactive_memory: ProactiveMemoryConfig,
+}
+
+/// `[proactive_memory]`: the semantic store (spec §4) and what it does around turns.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProactiveMemoryConfig {
+    /// `false` withdraws the semantic tools and does not build the store.
+    pub enabled: bool,
+    /// How fast an unused memory's confidence decays (per day, before the hits' slowing).
+    #[serde(deserialize_with = "decay_rate")]
+    pub decay_rate: f64,
+    /// Before each turn, the most relevant memories go into the prompt.
+    pub auto_recall: bool,
+    /// After each turn, the extractor proposes lasting facts from it.
+    pub auto_memorize: bool,
+    /// The most text auto-recall adds to one turn.
+    #[serde(deserialize_with = "in_range::<_, 0, 65536>")]
+    pub recall_max_bytes: u64,
+    /// Memories whose confidence has decayed below this are not recalled.
+    #[serde(deserialize_with = "fraction")]
+    pub recall_min_confidence: f64,
+    /// A `[providers.NAME]` (OpenAI-compatible) whose `/embeddings` embeds memories;
+    /// absent: the built-in local embedder, which needs no network.
+    pub embeddings_provider: Option<String>,
+    /// The embedding model asked of `embeddings_provider`.
+    pub embeddings_model: Option<String>,
+    /// A `[providers.NAME]` whose chat model extracts facts; absent: the rule-based extractor.
+    pub extraction_provider: Option<String>,
+    /// The model asked of `extraction_provider`.
+    pub extraction_model: Option<String>,
+}
+
+impl Default for ProactiveMemoryConfig {
+    fn default() -> Self {
+        ProactiveMemoryConfig {
+            enabled: true,
+            decay_rate: 0.01,
+            auto_recall: true,
+            auto_memorize: false,
+            recall_max_bytes: 2048,
+            recall_min_confidence: 0.3,
+            embeddings_provider: None,
+            embeddings_model: None,
+            extraction_provider: None,
+            extraction_model: None,
+        }
+    }
+}
+
+fn decay_rate<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let rate = f64::deserialize(d)?;
+    if rate.is_finite() && (0.0..=10.0).contains(&rate) {
+        Ok(rate)
+    } else {
+        Err(serde::de::Error::custom(format!("expected a rate per day from 0 to 10, found {rate}")))
+    }
+}
+
+fn fraction<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let value = f64::deserialize(d)?;
+    if value.is_finite() && (0.0..=1.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(serde::de::Error::custom(format!("expected a number from 0 to 1, found {value}")))
+    }
 }
 
 /// `[budgets]`: what the whole daemon may spend a day (issue 17). An agent type's `[limits]`
@@ -423,6 +489,10 @@ impl Config {
                 ));
             }
         }
+        if let Err((key, message)) = check_memory_providers(&config) {
+            let offset = text.find(key).unwrap_or(0);
+            return Err(error_at(offset, message));
+        }
         if let Err((key, message)) = crate::media::check_config(&config.media) {
             let offset = text.find(&key).unwrap_or(0);
             return Err(error_at(offset, message));
@@ -458,6 +528,29 @@ fn in_range<'de, D: Deserializer<'de>, const MIN: u64, const MAX: u64>(d: D) -> 
     }
 }
 
+/// The providers `[proactive_memory]` names must exist, and embeddings need the
+/// OpenAI-compatible wire protocol (`/embeddings`), which Anthropic does not offer.
+fn check_memory_providers(config: &Config) -> Result<(), (&'static str, String)> {
+    let memory = &config.proactive_memory;
+    for (key, name) in
+        [("embeddings_provider", &memory.embeddings_provider), ("extraction_provider", &memory.extraction_provider)]
+    {
+        let Some(name) = name else { continue };
+        let Some(provider) = config.providers.get(name) else {
+            return Err((key, format!("[proactive_memory] {key} names `{name}`, which no [providers.{name}] defines")));
+        };
+        if key == "embeddings_provider" && provider.kind != ProviderKind::Openai {
+            return Err((
+                key,
+                format!(
+                    "[proactive_memory] embeddings_provider `{name}` must be kind = \"openai\": embeddings use its /embeddings endpoint"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The `config.toml` written on first start: every section, commented out at its default.
 pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section is optional; the values shown are the defaults.
 # An unknown key or a wrong value stops start-up with the line that is wrong.
@@ -482,6 +575,18 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # max_usd_per_day = 20.0         # from the models' prices ([providers.NAME.models.MODEL])
 # reset_hour = 0                 # when a budget's day starts...
 # timezone = "UTC"               # ...in this time zone
+
+# [proactive_memory]        # the semantic store behind memory_semantic_* and auto-recall
+# enabled = true            # false: the semantic tools are withdrawn, the store not built
+# decay_rate = 0.01         # how fast unused memories lose confidence (per day)
+# auto_recall = true        # relevant memories go into each turn's prompt...
+# recall_max_bytes = 2048   # ...at most this much text...
+# recall_min_confidence = 0.3   # ...of memories at least this confident
+# auto_memorize = false     # after each turn, store the lasting facts the extractor finds
+# embeddings_provider = "openai"          # a [providers.NAME]; absent: the local embedder
+# embeddings_model = "text-embedding-3-small"
+# extraction_provider = "openai"          # a [providers.NAME]; absent: rule-based extraction
+# extraction_model = "gpt-4o-mini"
 
 # [task_board]
 # claim_ttl_secs = 600

@@ -18,6 +18,7 @@ pub mod error;
 pub mod event;
 pub mod llm;
 pub mod media;
+pub mod memory;
 pub mod net;
 pub mod page;
 pub mod schedule;
@@ -75,6 +76,9 @@ struct Inner {
     workspaces: workspace::Workspaces,
     canvases: canvas::Canvases,
     media: media::Media,
+    kv: memory::kv::KvStore,
+    /// `None` when `[proactive_memory] enabled = false`.
+    semantic: Option<memory::semantic::SemanticMemory>,
     /// When this kernel opened its home (RFC 3339), and the instant, for uptime.
     started_at: String,
     started: std::time::Instant,
@@ -124,7 +128,9 @@ impl Kernel {
             .map(|(name, p)| Ok((name.clone(), llm::Provider::new(name, p.clone())?)))
             .collect::<Result<_>>()?;
         let agents = Arc::new(Agents::load(db.clone(), config.providers.keys().cloned().collect()).await?);
+        let semantic = memory::semantic::SemanticMemory::new(db.clone(), clock.clone(), &config)?;
         let kernel = Kernel(Arc::new(Inner {
+            semantic,
             started_at: db::timestamp(clock.now()),
             providers,
             turns: Turns::load(&db).await?,
@@ -142,6 +148,7 @@ impl Kernel {
             workspaces: workspace::Workspaces::new(home.join("workspaces"), config.workspace.max_file_bytes),
             canvases: canvas::Canvases::new(db.clone(), config.canvas.max_bytes),
             media: media::Media::new(db.clone(), &config.media),
+            kv: memory::kv::KvStore::new(db.clone()),
             started: std::time::Instant::now(),
             home: home.to_path_buf(),
             tools: Tools::new(Registry::builtin(&config)),
@@ -245,6 +252,18 @@ impl Kernel {
     }
     pub fn canvases(&self) -> &canvas::Canvases {
         &self.0.canvases
+    }
+
+    /// The key/value memory of every agent.
+    pub fn kv(&self) -> &memory::kv::KvStore {
+        &self.0.kv
+    }
+
+    /// The semantic memory, or `Unavailable` when `[proactive_memory] enabled = false`.
+    pub fn semantic(&self) -> Result<&memory::semantic::SemanticMemory> {
+        self.0.semantic.as_ref().ok_or_else(|| {
+            Error::unavailable("the semantic store is switched off: [proactive_memory] enabled = false in config.toml")
+        })
     }
 
     pub(crate) fn db(&self) -> &db::Db {

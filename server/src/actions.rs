@@ -71,6 +71,11 @@ fn name(method: &Method, route: &str) -> Named {
         ("/api/schedules/{id}", "DELETE") | ("/schedules/{id}/delete", "POST") => Action("schedule.delete"),
         ("/settings/tokens", "POST") => Action("token.create"),
         ("/settings/tokens/{name}/revoke", "POST") => Action("token.revoke"),
+        ("/api/agents/{id}/memory/kv/{key}", "PUT") => Action("memory.store"),
+        ("/api/agents/{id}/memory/kv/{key}", "DELETE") => Action("memory.remove"),
+        ("/api/agents/{id}/memory/semantic", "POST") => Action("memory.add"),
+        ("/api/agents/{id}/memory/semantic/{memory_id}", "DELETE")
+        | ("/agents/{id}/memory/{memory_id}/forget", "POST") => Action("memory.forget"),
         ("/api/events", "POST") => Action("event.publish"),
         ("/api/workflows", "POST") => Action("workflow.create"),
         ("/api/workflows/{id}", "PUT") => Action("workflow.update"),

@@ -187,6 +187,7 @@ impl FakeLlm {
         let app = Router::new()
             .route("/v1/chat/completions", post(openai))
             .route("/v1/messages", post(anthropic))
+            .route("/v1/embeddings", post(embeddings))
             .route("/v1/audio/transcriptions", post(transcription))
             .route("/v1/audio/speech", post(speech))
             .route("/v1/images/generations", post(image))
@@ -576,6 +577,36 @@ fn uuid_like() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(1);
     format!("{:06}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// `POST /v1/embeddings` as OpenAI answers it: `input` a string or a list of strings, one
+/// vector per input in `data`, in order. The vectors are bags of words hashed into 64
+/// dimensions (not a model: texts that share words are alike), enough to drive the daemon's
+/// provider path; a missing or empty `input` is a 400 like the real one.
+async fn embeddings(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
+    record(&shared, "embeddings", &headers, &body);
+    let inputs: Vec<String> = match &body["input"] {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(items) if !items.is_empty() => {
+            items.iter().map(|i| i.as_str().unwrap_or_default().to_string()).collect()
+        }
+        _ => return error_response(400, "'input' must be a string or a non-empty list of strings".into(), None),
+    };
+    let data: Vec<Value> = inputs
+        .iter()
+        .enumerate()
+        .map(|(index, text)| {
+            let mut v = vec![0.0f64; 64];
+            for word in text.to_lowercase().split(|c: char| !c.is_alphanumeric()).filter(|w| w.len() > 2) {
+                let h = word.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100000001b3));
+                v[(h % 64) as usize] += 1.0;
+            }
+            json!({ "object": "embedding", "index": index, "embedding": v })
+        })
+        .collect();
+    let tokens: usize = inputs.iter().map(|i| i.split_whitespace().count()).sum();
+    Json(json!({ "object": "list", "data": data, "model": body["model"], "usage": { "prompt_tokens": tokens, "total_tokens": tokens } }))
+        .into_response()
 }
 
 /// `POST /v1/audio/transcriptions`: reads the multipart form as OpenAI's endpoint does

@@ -273,7 +273,7 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
                             <button type="submit">"Grant"</button>
                         </form>
                         {page.grant_error.map(|e| view! { <p class="field-error" id="pattern-error" role="alert">{crate::widgets::rich_text(&e)}</p> })}
-                        <p><a href=format!("/tools?agent={id}")>"The agent's effective tool set"</a></p>
+                        <p><a href=format!("/tools?agent={id}")>"The agent's effective tool set"</a>" · "<a href=format!("/agents/{id}/memory")>"Its memory"</a></p>
                         <h2>"Schedules"</h2>
                         <ul class="schedules" id="agent-schedules">{schedules}</ul>
                         {no_schedules}
@@ -494,6 +494,17 @@ fn compaction_view(c: Compaction) -> AnyView {
 
 fn message_view(agent: &str, origin: &Origin, m: StoredMessage) -> AnyView {
     match m.message {
+        // Auto-recall's block before a message: the model saw it; the person did not type it.
+        Message::User { content } if content.starts_with(kennel_kernel::memory::semantic::RECALL_HEADER) => {
+            let recalled = content[kennel_kernel::memory::semantic::RECALL_HEADER.len()..].trim().to_string();
+            view! {
+                <details class="msg recall">
+                    <summary>"Recalled from long-term memory"</summary>
+                    <pre>{recalled}</pre>
+                </details>
+            }
+            .into_any()
+        }
         Message::User { content } if origin.is_operator() => {
             view! { <div class="msg user"><span class="who">"You"</span><p>{content}</p></div> }.into_any()
         }

@@ -7,6 +7,7 @@
 //! person can act on.
 
 mod anthropic;
+mod embeddings;
 mod openai;
 pub mod sse;
 

@@ -50,6 +50,11 @@ impl Needs {
         Needs { missing: (!present).then(|| format!("[{section}] is not configured in config.toml")) }
     }
 
+    /// A switch of `config.toml` that turns the family off: `why` when it is off.
+    pub fn switched_on(on: bool, why: &str) -> Needs {
+        Needs { missing: (!on).then(|| why.to_string()) }
+    }
+
     /// A program found on `PATH` (or at `configured`, when the config names one).
     pub fn binary(name: &str, configured: Option<&Path>) -> Needs {
         let found = match configured {

@@ -159,7 +159,13 @@ mod tests {
         let fresh = offer(&registry, &a, &[], turn);
         let loaded = offer(&registry, &a, &["system_time".to_string(), "agent_list".to_string()], turn);
         assert_eq!(serde_json::to_string(&fresh.specs).unwrap(), serde_json::to_string(&loaded.specs).unwrap());
-        assert_eq!(names(&fresh), ["read_artifact", "find_tools", "run_tool"]);
+        assert_eq!(names(&fresh), ["read_artifact", "find_tools", "run_tool", "memory_semantic_search"]);
+        let switched_off = Config {
+            proactive_memory: crate::config::ProactiveMemoryConfig { enabled: false, ..Default::default() },
+            ..Config::default()
+        };
+        let without_store = offer(&Registry::builtin(&switched_off), &a, &[], turn);
+        assert_eq!(names(&without_store), ["read_artifact", "find_tools", "run_tool"], "no store, no search");
     }
 
     /// A spill placeholder points at `read_artifact`: every agent is offered it, in every

@@ -24,10 +24,11 @@ use crate::error::Result;
 use crate::page::{Key, Page, PageRequest};
 
 /// Every built-in domain's registration, in the order their tools are listed.
-const DOMAINS: [fn(&mut Registry, &Config); 11] = [
+const DOMAINS: [fn(&mut Registry, &Config); 12] = [
     crate::system::register,
     crate::artifact::register,
     super::meta::register,
+    crate::memory::register,
     crate::agent::register,
     crate::event::register,
     crate::workflow::register,
@@ -255,6 +256,13 @@ impl Registry {
                 left_out_of: TurnScope::left_out_of(&e.def),
             })
             .collect()
+    }
+
+    /// Whether `agent` may call the tool `name` in a turn of this scope: what the kernel asks
+    /// before acting for an agent on a tool's behalf (auto-recall reads the semantic store
+    /// only for an agent that may search it).
+    pub(crate) fn allows(&self, name: &str, agent: &Agent, turn: Option<TurnScope>) -> bool {
+        self.resolve(name).is_some_and(|e| matches!(self.decide(e, agent, turn), Standing::Allowed(_)))
     }
 
     /// The tools `agent` can call in a turn of this scope (`None`: whatever the turn).

@@ -318,7 +318,12 @@ pub async fn run(kernel: &Kernel, agent: Arc<Agent>, req: TurnRequest) -> Result
         tracing::warn!(turn = %turn_id, error = %e, "recording the end of a turn failed");
     }
     match &result {
-        Ok(r) => emit(EventKind::TurnEnded { ended: r.ended, reply: r.reply.clone() }),
+        Ok(r) => {
+            emit(EventKind::TurnEnded { ended: r.ended, reply: r.reply.clone() });
+            if r.ended == TurnEnd::Reply {
+                crate::memory::semantic::memorize(kernel, agent.clone(), req.message.clone(), r.reply.clone());
+            }
+        }
         Err(e) => {
             emit(EventKind::TurnFailed { kind: e.kind.as_str().into(), message: e.message.clone() });
             if let Err(store) = kernel.sessions().record_failure(session, e).await {
@@ -408,10 +413,18 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         let mut next_seq = history.last().map_or(1, |e| e.seq + 1);
         let unanswered = matches!(history.last(), Some(Entry { message: Message::User { content }, .. }) if *content == self.req.message);
         if !(self.req.retry && unanswered) {
+            // Auto-recall: what the agent's long-term memory holds on this message goes just
+            // before it, stored like any message so later calls send exactly what this one
+            // did and the provider's prompt cache keeps its prefix.
+            let recalled = crate::memory::semantic::recall_block(self.kernel, self.agent, &self.req.message).await;
             let user = Message::User { content: self.req.message.clone() };
-            sessions.append(self.session, std::slice::from_ref(&user)).await?;
-            history.push(Entry { seq: next_seq, message: user });
-            next_seq += 1;
+            let messages: Vec<Message> =
+                recalled.map(|content| Message::User { content }).into_iter().chain([user]).collect();
+            sessions.append(self.session, &messages).await?;
+            for message in messages {
+                history.push(Entry { seq: next_seq, message });
+                next_seq += 1;
+            }
         }
         let turn_start = history.last().map_or(1, |e| e.seq);
 

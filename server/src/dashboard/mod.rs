@@ -7,6 +7,7 @@ mod agents;
 mod canvas;
 mod files;
 mod headers;
+mod memory;
 mod pages;
 mod schedules;
 mod session;
@@ -58,6 +59,8 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .route("/agents/{id}/revoke", post(agents::revoke))
         .route("/agents/{id}/chat", post(agents::chat))
         .route("/agents/{id}/live", get(agents::live))
+        .route("/agents/{id}/memory", get(memory::page))
+        .route("/agents/{id}/memory/{memory_id}/forget", post(memory::forget))
         .route("/agents/{id}/files", post(files::upload).layer(DefaultBodyLimit::max(upload_limit)))
         .route("/agents/{id}/files/view", get(files::view))
         .route("/agents/{id}/files/raw", get(files::raw))

@@ -9,6 +9,7 @@ mod body;
 mod daemon;
 mod error;
 mod events;
+mod memory;
 mod openapi;
 mod page;
 mod schedules;
@@ -35,6 +36,7 @@ fn api_routes() -> impl Iterator<Item = UtoipaMethodRouter<Kernel>> {
         events::routes(),
         workflows::routes(),
         tasks::routes(),
+        memory::routes(),
         schedules::routes(),
         usage::routes(),
         daemon::routes(),

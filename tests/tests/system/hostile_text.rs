@@ -356,6 +356,35 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     let later = api.invoke(&maker, "schedule_create", json!({"when": "+1h", "prompt": corpus})).await;
     let later = content_id(&later, "/id");
 
+    // Memory: keys and values of the key/value store, facts of the semantic store (each
+    // payload in a sentence the extractor keeps), recalled into a turn shown in the chat.
+    let rememberer =
+        agent_from(&api, json!({"name": "rememberer", "model": "m", "tools": ["memory.*", "memory_semantic.*"]})).await;
+    for payload in PAYLOADS {
+        let key = api.invoke(&rememberer, "memory_store", json!({"key": payload, "value": corpus})).await;
+        assert_eq!(key.status, 200, "{}", key.text);
+        let fact = format!("The attacker typed {payload} into the shared memory notebook");
+        let added = api.invoke(&rememberer, "memory_semantic_add", json!({"content": fact})).await;
+        assert_eq!(added.status, 200, "{}", added.text);
+    }
+    llm.push(Scripted::text("noted"));
+    let recalled = b
+        .submit(
+            &format!("/agents/{rememberer}"),
+            &format!("/agents/{rememberer}/chat"),
+            &[("message", "what did the attacker type into the notebook")],
+        )
+        .await;
+    let recall_chat = recalled.header("location").unwrap().split('#').next().unwrap().to_string();
+    let chat = check(&b, &recall_chat, Shows::Nothing).await;
+    assert!(
+        chat.text.contains("Recalled from long-term memory") && chat.text.contains(PAYLOADS[0]),
+        "recalled, as text"
+    );
+    let memory_page = check(&b, &format!("/agents/{rememberer}/memory"), Shows::All).await;
+    assert!(memory_page.text.contains("The attacker typed"), "the facts, as text");
+    check(&b, &with_query(&format!("/agents/{rememberer}/memory"), "q", &corpus), Shows::All).await;
+
     // Chat: the operator's message, the model's text and tool calls (one to a tool whose name
     // is hostile), the tool results; all stored in the session.
     let chatty = agent_from(&api, json!({"name": "chatty", "model": "m", "tools": ["tasks.*"]})).await;

@@ -13,6 +13,7 @@ mod dashboard;
 mod events;
 mod hostile_text;
 mod media;
+mod memory;
 mod openapi;
 mod operator_actions;
 mod providers;

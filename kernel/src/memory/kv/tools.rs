@@ -1,0 +1,150 @@
+//! Family `memory`: the key/value store's tools, thin over [`super::KvStore`].
+//!
+//! The agent layer withdraws them when the agent's memory scopes do not reach the store at
+//! all (`memory_write` for `memory_store`, `memory_read` for the other two); within the
+//! store, `kv:GLOB` scopes limit which keys a call may touch and which `memory_list` shows.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::agent::Agent;
+use crate::capability::{MemoryAccess, MemoryStore};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::tool::{CallContext, Registry, Tool, ToolDef};
+
+const FAMILY: &str = "memory";
+
+pub(crate) fn register(r: &mut Registry, _: &Config) {
+    r.add(MemoryStoreTool);
+    r.add(MemoryRecall);
+    r.add(MemoryList);
+}
+
+/// Refuses a key outside the agent's scopes for `access`.
+fn check_key(agent: &Agent, access: MemoryAccess, key: &str) -> Result<()> {
+    let caps = &agent.manifest.capabilities;
+    if caps.memory_allows(access, MemoryStore::Kv, key) {
+        Ok(())
+    } else {
+        Err(caps.memory_refusal(access, MemoryStore::Kv, key))
+    }
+}
+
+pub struct MemoryStoreTool;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryStoreArgs {
+    /// The exact key (1–256 bytes); `memory_recall` needs the same bytes.
+    pub key: String,
+    /// The text to keep (at most 64 KiB).
+    pub value: String,
+}
+
+impl Tool for MemoryStoreTool {
+    type Args = MemoryStoreArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new(
+            "memory_store",
+            FAMILY,
+            "Persist a value under an exact key (replacing what the key held). Recall it with memory_recall and the same key.",
+        )
+        .tags(&["memory", "kv", "store", "save", "remember"])
+    }
+
+    fn excluded_for(&self, agent: &Agent) -> Option<String> {
+        agent.manifest.capabilities.memory_withdrawn(MemoryAccess::Write, MemoryStore::Kv)
+    }
+
+    async fn run(&self, ctx: CallContext, args: MemoryStoreArgs) -> Result<Value> {
+        check_key(&ctx.agent, MemoryAccess::Write, &args.key)?;
+        let written = ctx.kernel.kv().store(ctx.agent.id, &args.key, &args.value).await?;
+        Ok(json!({ "key": args.key, "written": written, "bytes": args.value.len() }))
+    }
+}
+
+pub struct MemoryRecall;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryRecallArgs {
+    /// The exact key it was stored under.
+    pub key: String,
+}
+
+impl Tool for MemoryRecall {
+    type Args = MemoryRecallArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new(
+            "memory_recall",
+            FAMILY,
+            "Fetch the value stored under an exact key. Only a byte-identical key matches; there is no search (use memory_list for the key names).",
+        )
+        .tags(&["memory", "kv", "recall", "get", "fetch"])
+        .read_only()
+    }
+
+    fn excluded_for(&self, agent: &Agent) -> Option<String> {
+        agent.manifest.capabilities.memory_withdrawn(MemoryAccess::Read, MemoryStore::Kv)
+    }
+
+    async fn run(&self, ctx: CallContext, args: MemoryRecallArgs) -> Result<Value> {
+        check_key(&ctx.agent, MemoryAccess::Read, &args.key)?;
+        match ctx.kernel.kv().recall(ctx.agent.id, &args.key).await? {
+            Some(e) => Ok(json!({ "key": e.key, "value": e.value, "updated_at": e.updated_at })),
+            None => Err(Error::not_found(format!(
+                "no value is stored under the key `{}` (keys match byte for byte; memory_list shows the names)",
+                crate::text::shorten(&args.key, 80)
+            ))),
+        }
+    }
+}
+
+pub struct MemoryList;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryListArgs {
+    /// How many names (1–1000, default 100).
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: Option<u32>,
+    /// How many names to skip (default 0).
+    pub offset: Option<u32>,
+}
+
+impl Tool for MemoryList {
+    type Args = MemoryListArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new(
+            "memory_list",
+            FAMILY,
+            "List the key names of the key/value memory (not their values), in byte order.",
+        )
+        .tags(&["memory", "kv", "list", "keys"])
+        .read_only()
+    }
+
+    fn excluded_for(&self, agent: &Agent) -> Option<String> {
+        agent.manifest.capabilities.memory_withdrawn(MemoryAccess::Read, MemoryStore::Kv)
+    }
+
+    async fn run(&self, ctx: CallContext, args: MemoryListArgs) -> Result<Value> {
+        let limit = args.limit.unwrap_or(100);
+        if !(1..=1000).contains(&limit) {
+            return Err(Error::invalid("limit must be 1 to 1000").with_field("limit"));
+        }
+        let offset = args.offset.unwrap_or(0) as usize;
+        let caps = &ctx.agent.manifest.capabilities;
+        let keys =
+            ctx.kernel.kv().keys(ctx.agent.id, |k| caps.memory_allows(MemoryAccess::Read, MemoryStore::Kv, k)).await?;
+        let total = keys.len();
+        let page: Vec<&String> = keys.iter().skip(offset).take(limit as usize).collect();
+        let more = offset + page.len() < total;
+        Ok(json!({ "keys": page, "total": total, "offset": offset, "more": more }))
+    }
+}

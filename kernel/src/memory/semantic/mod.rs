@@ -1,0 +1,707 @@
+//! The semantic store (family `memory_semantic`): lasting facts an agent finds again by
+//! meaning, not by key.
+//!
+//! - **Writing** goes through the extractor ([`extract`]): a text becomes candidate facts
+//!   with a category; each is compared with what the agent holds (the embedder's
+//!   similarity): one that says nothing new is rejected as redundant (and the memory it
+//!   repeats is refreshed), one that restates a memory of its category is merged — it
+//!   replaces that memory, which is kept, marked `merged_into` — and the rest are added.
+//!   The answer says exactly which of these happened, "nothing" included.
+//! - **Confidence** decays with time since last access (spec §4's formula, `decay_rate`);
+//!   a search or recall that returns a memory refreshes it. Ranking is the embedder's score
+//!   weighted by confidence (`score × (0.5 + 0.5 × confidence)`), so a stale memory sinks
+//!   without vanishing; `min_confidence` drops it. Each hit also carries a `relevance` (0–1,
+//!   comparable across queries; see [`index::Scored`]), on which auto-recall keeps a floor.
+//! - **Tiers** name where a memory is on the decay curve: `fresh` (never returned), `recalled`
+//!   (returned 1–6 times), `core` (7 or more: the formula slows its decay no further).
+//! - **Indexes** ([`index`]) are built per agent on first use, not at start, so an idle daemon
+//!   holds none. Vectors are stored as blobs beside the text; a store whose embedder changed
+//!   has its vectors made again when the agent's index loads.
+
+pub mod embed;
+mod extract;
+pub mod index;
+mod recall;
+mod store;
+mod tools;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use tokio::sync::{OnceCell, RwLock};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+pub use embed::Embedder;
+pub use extract::{Extraction, Extractor};
+pub use recall::RECALL_HEADER;
+pub(crate) use recall::{memorize, recall_block};
+pub(crate) use tools::register;
+
+use self::index::{AgentIndex, Entry};
+use crate::agent::AgentId;
+use crate::clock::Clock;
+use crate::config::{Config, ProactiveMemoryConfig};
+use crate::db::{self, Db};
+use crate::error::{Error, Result};
+use crate::page::{Key, Page, PageRequest};
+
+/// The longest text one `memory_semantic_add` takes, in bytes.
+pub const MAX_INPUT_BYTES: usize = 8 * 1024;
+/// The most memories one agent may hold (live ones).
+pub const MAX_MEMORIES_PER_AGENT: usize = 1_000_000;
+/// The most hits one search returns.
+pub const MAX_LIMIT: usize = 50;
+
+/// Where a memory is on the decay curve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Tier {
+    /// Never returned by a search or recall since it was written.
+    Fresh,
+    /// Returned 1–6 times.
+    Recalled,
+    /// Returned 7 times or more: its decay is as slow as the formula makes it.
+    Core,
+}
+
+impl Tier {
+    fn of(hits: u32) -> Tier {
+        match hits {
+            0 => Tier::Fresh,
+            1..=6 => Tier::Recalled,
+            _ => Tier::Core,
+        }
+    }
+}
+
+/// A memory as searches, lists and the dashboard show it.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct Memory {
+    pub id: Uuid,
+    pub content: String,
+    pub category: String,
+    pub tier: Tier,
+    /// 0–1: its base confidence decayed by the time since it was last returned.
+    pub confidence: f64,
+    /// How well it matches the query (0–1); absent outside a search.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub relevance: Option<f64>,
+    pub hits: u32,
+    /// `tool` (memory_semantic_add), `turn` (auto-memorize) or `operator`.
+    pub source: String,
+    pub created_at: String,
+    pub last_accessed_at: String,
+}
+
+/// What a search asks for.
+#[derive(Debug, Clone)]
+pub struct SearchOptions {
+    pub limit: usize,
+    /// Hits whose decayed confidence is below this are left out.
+    pub min_confidence: f64,
+    /// Hits less relevant than this are left out (auto-recall's floor against noise).
+    pub min_relevance: f64,
+    /// Whether returning a hit refreshes it (an agent's search and recall do; an
+    /// operator's look does not change what the agent will remember).
+    pub refresh: bool,
+}
+
+impl SearchOptions {
+    /// An operator's search (the API's, the dashboard's): bounded like the tool's, and
+    /// refreshing nothing, so looking does not change what the agent will remember.
+    pub fn for_operator(limit: Option<usize>, min_confidence: Option<f64>) -> Result<SearchOptions> {
+        let limit = limit.unwrap_or(10);
+        if !(1..=MAX_LIMIT).contains(&limit) {
+            return Err(Error::invalid(format!("limit must be 1 to {MAX_LIMIT}")).with_field("limit"));
+        }
+        let min_confidence = min_confidence.unwrap_or(0.0);
+        if !(0.0..=1.0).contains(&min_confidence) {
+            return Err(Error::invalid("min_confidence must be from 0 to 1").with_field("min_confidence"));
+        }
+        Ok(SearchOptions { limit, min_confidence, min_relevance: 0.0, refresh: false })
+    }
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        SearchOptions { limit: 5, min_confidence: 0.0, min_relevance: 0.0, refresh: true }
+    }
+}
+
+/// How a candidate fact was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WriteAction {
+    Added,
+    /// It restated a memory of its category and replaced it.
+    Merged,
+}
+
+/// A fact that was written.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct Written {
+    pub id: Uuid,
+    pub content: String,
+    pub category: String,
+    pub action: WriteAction,
+    /// The memories it replaced (a merge), kept as they were and no longer recalled.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replaced: Vec<Replaced>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct Replaced {
+    pub id: Uuid,
+    pub content: String,
+}
+
+/// A piece of the input that was not written, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct Rejected {
+    pub content: String,
+    pub reason: String,
+    /// The memory that already says it (a redundant fact).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub existing: Option<Uuid>,
+}
+
+/// What `memory_semantic_add` did: exactly what was written, and what was not.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct AddOutcome {
+    pub written: Vec<Written>,
+    pub rejected: Vec<Rejected>,
+    /// Which extractor read the text.
+    pub extractor: String,
+    /// One sentence: what was written, "nothing" included.
+    pub summary: String,
+}
+
+/// Counts and switches of one agent's semantic store.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct Stats {
+    /// Whether the store exists on this daemon (`[proactive_memory] enabled`).
+    pub enabled: bool,
+    /// Live memories (recalled and searched).
+    pub memories: u64,
+    pub by_tier: BTreeMap<String, u64>,
+    pub by_category: BTreeMap<String, u64>,
+    /// Withdrawn by `memory_semantic_forget` (or an operator).
+    pub forgotten: u64,
+    /// Replaced by a later memory that restated them.
+    pub merged: u64,
+    pub auto_recall: bool,
+    pub auto_memorize: bool,
+    /// Whether an LLM extracts facts (else the rule-based extractor).
+    pub llm_extraction: bool,
+    pub extractor: String,
+    pub embedder: String,
+}
+
+impl Stats {
+    /// What the stats say on a daemon whose store is switched off.
+    pub fn switched_off(config: &ProactiveMemoryConfig) -> Stats {
+        Stats {
+            enabled: false,
+            memories: 0,
+            by_tier: BTreeMap::new(),
+            by_category: BTreeMap::new(),
+            forgotten: 0,
+            merged: 0,
+            auto_recall: false,
+            auto_memorize: false,
+            llm_extraction: config.extraction_provider.is_some(),
+            extractor: "none: [proactive_memory] enabled = false".into(),
+            embedder: "none: [proactive_memory] enabled = false".into(),
+        }
+    }
+}
+
+/// Similarities at which a candidate repeats or restates a memory, per kind of embedder:
+/// (redundant, merge). The local embedder's lexical cosine runs lower for the same
+/// sentence reworded than a model's.
+fn thresholds(sparse: bool) -> (f32, f32) {
+    if sparse { (0.9, 0.7) } else { (0.95, 0.85) }
+}
+
+/// Relevance below which auto-recall adds nothing, per kind of embedder.
+fn recall_floor(sparse: bool) -> f64 {
+    if sparse { 0.12 } else { 0.35 }
+}
+
+type Shared = Arc<RwLock<AgentIndex>>;
+
+/// Every agent's semantic store.
+pub struct SemanticMemory {
+    db: Db,
+    clock: Clock,
+    config: ProactiveMemoryConfig,
+    embedder: Embedder,
+    extractor: Extractor,
+    indexes: Mutex<HashMap<AgentId, Arc<OnceCell<Shared>>>>,
+}
+
+impl SemanticMemory {
+    /// The store `config` describes, or `None` when `[proactive_memory] enabled = false`.
+    pub fn new(db: Db, clock: Clock, config: &Config) -> Result<Option<SemanticMemory>> {
+        let memory = &config.proactive_memory;
+        if !memory.enabled {
+            return Ok(None);
+        }
+        let provider = |name: &str| {
+            let p = config.providers.get(name).ok_or_else(|| {
+                Error::unavailable(format!(
+                    "[proactive_memory] names provider `{name}`, which config.toml does not define"
+                ))
+            })?;
+            crate::llm::Provider::new(name, p.clone())
+        };
+        let embedder = match &memory.embeddings_provider {
+            Some(name) => Embedder::Provider {
+                provider: Box::new(provider(name)?),
+                model: memory.embeddings_model.clone().unwrap_or_else(|| embed::DEFAULT_EMBEDDINGS_MODEL.into()),
+            },
+            None => Embedder::Local,
+        };
+        let extractor = match &memory.extraction_provider {
+            Some(name) => Extractor::Llm {
+                provider: Box::new(provider(name)?),
+                model: memory.extraction_model.clone().ok_or_else(|| {
+                    Error::unavailable(
+                        "[proactive_memory] extraction_provider needs extraction_model (the chat model to ask)",
+                    )
+                })?,
+            },
+            None => Extractor::Rules,
+        };
+        Ok(Some(SemanticMemory { db, clock, config: memory.clone(), embedder, extractor, indexes: Mutex::default() }))
+    }
+
+    pub fn config(&self) -> &ProactiveMemoryConfig {
+        &self.config
+    }
+
+    pub fn embedder(&self) -> &Embedder {
+        &self.embedder
+    }
+
+    /// `agent`'s index, loaded from the database on first use.
+    async fn index(&self, agent: AgentId) -> Result<Shared> {
+        let cell = self.indexes.lock().expect("indexes lock").entry(agent).or_default().clone();
+        cell.get_or_try_init(|| self.load(agent)).await.cloned()
+    }
+
+    async fn load(&self, agent: AgentId) -> Result<Shared> {
+        let rows = store::live(&self.db, agent).await?;
+        let name = self.embedder.name();
+        let sparse = self.embedder.is_sparse();
+        // Vectors another embedder made are made again by this one, in one batch.
+        let stale: Vec<usize> = rows.iter().enumerate().filter(|(_, r)| r.embedder != name).map(|(i, _)| i).collect();
+        let mut fresh: HashMap<usize, embed::Vector> = HashMap::new();
+        if !stale.is_empty() {
+            tracing::info!(%agent, memories = stale.len(), embedder = %name, "embedding memories again for a changed embedder");
+            let texts: Vec<&str> = stale.iter().map(|&i| rows[i].content.as_str()).collect();
+            for (&i, vector) in stale.iter().zip(self.embedder.embed(&texts).await?) {
+                store::set_embedding(&self.db, rows[i].id, &name, &vector.to_bytes()).await?;
+                fresh.insert(i, vector);
+            }
+        }
+        let mut index = AgentIndex::new(sparse);
+        for (i, row) in rows.into_iter().enumerate() {
+            let vector = match fresh.remove(&i) {
+                Some(v) => v,
+                None => embed::Vector::from_bytes(sparse, &row.embedding)
+                    .ok_or_else(|| Error::internal(format!("memory {}: its stored vector does not parse", row.id)))?,
+            };
+            let entry = Entry::new(row.id, &row.content, &row.category, &row.source, &row.created_at).with_use(
+                row.confidence as f32,
+                row.hits.max(0) as u32,
+                seconds(&row.accessed_at),
+            );
+            index.insert(entry, vector).map_err(|e| Error::internal(format!("memory {}: {e}", row.id)))?;
+        }
+        Ok(Arc::new(RwLock::new(index)))
+    }
+
+    /// Confidence of `entry` now: `base × exp(−rate × days / min(1 + log2(1 + hits), 4))`.
+    fn confidence(&self, entry: &Entry, now: i64) -> f64 {
+        let days = (now - entry.accessed.load(Ordering::Relaxed)).max(0) as f64 / 86_400.0;
+        let hits = f64::from(entry.hits.load(Ordering::Relaxed));
+        let slowing = (1.0 + (1.0 + hits).log2()).min(4.0);
+        f64::from(entry.base) * (-self.config.decay_rate * days / slowing).exp()
+    }
+
+    fn memory(&self, entry: &Entry, now: i64, relevance: Option<f64>) -> Memory {
+        let hits = entry.hits.load(Ordering::Relaxed);
+        Memory {
+            id: entry.id,
+            content: entry.content.to_string(),
+            category: entry.category.to_string(),
+            tier: Tier::of(hits),
+            confidence: round(self.confidence(entry, now)),
+            relevance: relevance.map(round),
+            hits,
+            source: entry.source.to_string(),
+            created_at: entry.created_at.to_string(),
+            last_accessed_at: db::timestamp(
+                chrono::DateTime::from_timestamp(entry.accessed.load(Ordering::Relaxed), 0).unwrap_or_default(),
+            ),
+        }
+    }
+
+    fn now(&self) -> i64 {
+        self.clock.now().timestamp()
+    }
+
+    /// The memories of `agent` that best match `query`, among the categories `readable`
+    /// lets through.
+    pub async fn search(
+        &self,
+        agent: AgentId,
+        query: &str,
+        options: &SearchOptions,
+        readable: &(dyn Fn(&str) -> bool + Sync),
+    ) -> Result<Vec<Memory>> {
+        if crate::text::is_blank(query) {
+            return Err(Error::invalid("the query is empty").with_field("query"));
+        }
+        let limit = options.limit.clamp(1, MAX_LIMIT);
+        let vector = self.embedder.embed(&[query]).await?.remove(0);
+        let index = self.index(agent).await?;
+        let index = index.read().await;
+        let now = self.now();
+        // Confidence reorders the best matches, so look a little past the limit.
+        let mut ranked: Vec<(f64, u32, f64)> = index
+            .search(&vector, limit * 3 + 10, |e| readable(&e.category))
+            .into_iter()
+            .filter(|s| f64::from(s.relevance) >= options.min_relevance)
+            .filter_map(|s| {
+                let confidence = self.confidence(index.entry(s.doc), now);
+                let rank = f64::from(s.score) * (0.5 + 0.5 * confidence);
+                (confidence >= options.min_confidence).then_some((rank, s.doc, f64::from(s.relevance)))
+            })
+            .collect();
+        ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
+        ranked.truncate(limit);
+        let hits: Vec<Memory> =
+            ranked.iter().map(|&(_, doc, rel)| self.memory(index.entry(doc), now, Some(rel))).collect();
+        if options.refresh && !ranked.is_empty() {
+            let refreshed: Vec<(Uuid, i64)> = ranked
+                .iter()
+                .map(|&(_, doc, _)| {
+                    let entry = index.entry(doc);
+                    index::refresh(entry, now);
+                    (entry.id, i64::from(entry.hits.load(Ordering::Relaxed)))
+                })
+                .collect();
+            self.persist_refresh(refreshed, now);
+        }
+        Ok(hits)
+    }
+
+    /// Writes refreshed hits off the caller's path: bookkeeping a kill may lose, like the
+    /// meter's rows, never a promise made to a caller.
+    fn persist_refresh(&self, refreshed: Vec<(Uuid, i64)>, now: i64) {
+        let db = self.db.clone();
+        let at = db::timestamp(chrono::DateTime::from_timestamp(now, 0).unwrap_or_default());
+        tokio::spawn(async move {
+            if let Err(e) = store::refresh(&db, &refreshed, &at).await {
+                tracing::warn!(error = %e, "recording which memories a search returned failed");
+            }
+        });
+    }
+
+    /// Reads `text` with the extractor and writes what is new (see the module's doc).
+    /// A candidate whose category `writable` refuses fails the whole call before anything
+    /// is written.
+    pub async fn add(
+        &self,
+        agent: AgentId,
+        text: &str,
+        source: &str,
+        writable: &(dyn Fn(&str) -> bool + Sync),
+    ) -> Result<AddOutcome> {
+        if crate::text::is_blank(text) {
+            return Err(Error::invalid("the content is empty").with_field("content"));
+        }
+        if text.len() > MAX_INPUT_BYTES {
+            return Err(Error::invalid(format!(
+                "the content is {} bytes; one call takes at most {MAX_INPUT_BYTES} bytes (add long notes fact by fact)",
+                text.len()
+            ))
+            .with_field("content"));
+        }
+        let extraction = self.extractor.facts(text).await?;
+        if let Some(c) = extraction.candidates.iter().find(|c| !writable(&c.category)) {
+            return Err(Error::forbidden(format!(
+                "the extractor filed this under the category `{}`, which is outside this agent's capabilities.memory_write; nothing was written",
+                c.category
+            )));
+        }
+        self.write(agent, extraction, source).await
+    }
+
+    /// Writes the facts of a finished turn (auto-memorize), leaving out categories
+    /// `writable` refuses.
+    pub async fn memorize_turn(
+        &self,
+        agent: AgentId,
+        message: &str,
+        reply: &str,
+        writable: &(dyn Fn(&str) -> bool + Sync),
+    ) -> Result<AddOutcome> {
+        let mut extraction = self.extractor.from_turn(message, reply).await?;
+        extraction.candidates.retain(|c| writable(&c.category));
+        extraction.dropped.clear();
+        self.write(agent, extraction, "turn").await
+    }
+
+    async fn write(&self, agent: AgentId, extraction: Extraction, source: &str) -> Result<AddOutcome> {
+        let index = self.index(agent).await?;
+        let mut index = index.write().await;
+        let now = self.now();
+        let at = db::timestamp(self.clock.now());
+        let mut outcome = AddOutcome {
+            written: Vec::new(),
+            rejected: extraction
+                .dropped
+                .into_iter()
+                .map(|d| Rejected { content: d.text, reason: d.reason, existing: None })
+                .collect(),
+            extractor: self.extractor.describe(),
+            summary: String::new(),
+        };
+        let (redundant_at, merge_at) = thresholds(self.embedder.is_sparse());
+        let texts: Vec<&str> = extraction.candidates.iter().map(|c| c.content.as_str()).collect();
+        let vectors = self.embedder.embed(&texts).await?;
+        for (candidate, vector) in extraction.candidates.into_iter().zip(vectors) {
+            let nearest = self.nearest(&index, &vector);
+            if let Some((doc, similarity)) = nearest {
+                let existing = index.entry(doc);
+                let nothing_new = stems_within(&candidate.content, &existing.content);
+                if similarity >= redundant_at || (nothing_new && similarity >= merge_at) {
+                    index::refresh(existing, now);
+                    self.persist_refresh(vec![(existing.id, i64::from(existing.hits.load(Ordering::Relaxed)))], now);
+                    outcome.rejected.push(Rejected {
+                        reason: format!("redundant: memory {} already says this", existing.id),
+                        existing: Some(existing.id),
+                        content: candidate.content,
+                    });
+                    continue;
+                }
+            }
+            if index.len() >= MAX_MEMORIES_PER_AGENT {
+                return Err(Error::new(
+                    crate::ErrorKind::ResourceExhausted,
+                    format!("this agent holds {MAX_MEMORIES_PER_AGENT} memories, the most it may: forget some first"),
+                ));
+            }
+            let merge = nearest.filter(|&(doc, similarity)| {
+                similarity >= merge_at && *index.entry(doc).category == *candidate.category
+            });
+            let replaced: Vec<Replaced> = merge
+                .map(|(doc, _)| index.entry(doc))
+                .map(|e| Replaced { id: e.id, content: e.content.to_string() })
+                .into_iter()
+                .collect();
+            let hits = merge.map_or(0, |(doc, _)| index.entry(doc).hits.load(Ordering::Relaxed));
+            let id = Uuid::now_v7();
+            let replaces: Vec<Uuid> = replaced.iter().map(|r| r.id).collect();
+            let embedder = self.embedder.name();
+            let new = store::NewMemory {
+                id,
+                agent,
+                content: &candidate.content,
+                category: &candidate.category,
+                source,
+                confidence: 1.0,
+                hits: i64::from(hits),
+                at: &at,
+                embedder: &embedder,
+                embedding: &vector.to_bytes(),
+            };
+            store::insert(&self.db, new, &replaces).await?;
+            for old in &replaces {
+                index.remove(*old);
+            }
+            let entry = Entry::new(id, &candidate.content, &candidate.category, source, &at).with_use(1.0, hits, now);
+            index.insert(entry, vector).map_err(Error::internal)?;
+            outcome.written.push(Written {
+                id,
+                content: candidate.content,
+                category: candidate.category,
+                action: if replaced.is_empty() { WriteAction::Added } else { WriteAction::Merged },
+                replaced,
+            });
+        }
+        if index.wants_compaction() {
+            let sparse = self.embedder.is_sparse();
+            let old = std::mem::replace(&mut *index, AgentIndex::new(sparse));
+            *index = old.compacted();
+        }
+        outcome.summary = summary(&outcome);
+        Ok(outcome)
+    }
+
+    /// The live memory most like `content` and how alike they are (0–1).
+    fn nearest(&self, index: &AgentIndex, vector: &embed::Vector) -> Option<(u32, f32)> {
+        let candidates = index.search(vector, 5, |_| true);
+        match vector {
+            // The index's BM25 finds the candidates; the cosine of the two texts' features
+            // says how alike they are, the same whichever is the longer.
+            embed::Vector::Sparse(features) => candidates
+                .into_iter()
+                .map(|s| (s.doc, cosine(features, &embed::features(&index.entry(s.doc).content))))
+                .max_by(|a, b| a.1.total_cmp(&b.1)),
+            embed::Vector::Dense(_) => candidates.first().map(|s| (s.doc, s.relevance)),
+        }
+    }
+
+    /// Withdraws memory `id` of `agent` so nothing recalls it again. `writable` decides
+    /// whether its category may be touched.
+    pub async fn forget(
+        &self,
+        agent: AgentId,
+        id: Uuid,
+        by: &str,
+        writable: &(dyn Fn(&str) -> bool + Sync),
+    ) -> Result<Memory> {
+        let index = self.index(agent).await?;
+        let mut index = index.write().await;
+        let now = self.now();
+        let Some(entry) = index.find(id) else {
+            return Err(Error::not_found(format!(
+                "this agent has no memory `{id}` to forget (it may already be forgotten, or merged into a later one)"
+            )));
+        };
+        if !writable(&entry.category) {
+            return Err(Error::forbidden(format!(
+                "memory `{id}` is in the category `{}`, outside this agent's capabilities.memory_write",
+                entry.category
+            )));
+        }
+        let memory = self.memory(entry, now, None);
+        if !store::forget(&self.db, agent, id, by, &db::timestamp(self.clock.now())).await? {
+            return Err(Error::not_found(format!("memory `{id}` was withdrawn meanwhile")));
+        }
+        index.remove(id);
+        Ok(memory)
+    }
+
+    /// Counts by tier and category (of the categories `readable` lets through) and the
+    /// switches.
+    pub async fn stats(&self, agent: AgentId, readable: &(dyn Fn(&str) -> bool + Sync)) -> Result<Stats> {
+        let index = self.index(agent).await?;
+        let (forgotten, merged) = store::withdrawn_counts(&self.db, agent).await?;
+        let index = index.read().await;
+        let mut by_tier = BTreeMap::new();
+        let mut by_category = BTreeMap::new();
+        let mut memories = 0;
+        for e in index.entries().filter(|e| readable(&e.category)) {
+            memories += 1;
+            let tier = serde_json::to_value(Tier::of(e.hits.load(Ordering::Relaxed)))
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            *by_tier.entry(tier).or_default() += 1;
+            *by_category.entry(e.category.to_string()).or_default() += 1;
+        }
+        Ok(Stats {
+            enabled: true,
+            memories,
+            by_tier,
+            by_category,
+            forgotten,
+            merged,
+            auto_recall: self.config.auto_recall,
+            auto_memorize: self.config.auto_memorize,
+            llm_extraction: self.extractor.is_llm(),
+            extractor: self.extractor.describe(),
+            embedder: self.embedder.describe(),
+        })
+    }
+
+    /// A page of `agent`'s live memories, newest first (the cursor is a position), for
+    /// operators: looking does not refresh them.
+    pub async fn list(&self, agent: AgentId, page: &PageRequest) -> Result<Page<Memory>> {
+        let index = self.index(agent).await?;
+        let index = index.read().await;
+        let now = self.now();
+        let all: Vec<(usize, Memory)> = index
+            .entries()
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .map(|e| self.memory(e, now, None))
+            .enumerate()
+            .collect();
+        let after = page.after(Key::Position)?;
+        Ok(Page::of_sorted(all, page, after, |(i, _)| format!("{i:06}")).map(|(_, m)| m))
+    }
+
+    /// How many bytes `agent`'s loaded index holds (0 when not loaded), for benchmarks.
+    pub async fn index_bytes(&self, agent: AgentId) -> usize {
+        let cell = self.indexes.lock().expect("indexes lock").get(&agent).cloned();
+        match cell.and_then(|c| c.get().cloned()) {
+            Some(index) => index.read().await.heap_bytes(),
+            None => 0,
+        }
+    }
+}
+
+/// Cosine of two sparse feature vectors (each sorted by feature).
+fn cosine(a: &[(u32, f32)], b: &[(u32, f32)]) -> f32 {
+    let (mut i, mut j, mut dot) = (0, 0, 0.0f32);
+    while i < a.len() && j < b.len() {
+        match a[i].0.cmp(&b[j].0) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                dot += a[i].1 * b[j].1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    let norm = |v: &[(u32, f32)]| v.iter().map(|(_, w)| w * w).sum::<f32>().sqrt();
+    let denominator = norm(a) * norm(b);
+    if denominator > 0.0 { dot / denominator } else { 0.0 }
+}
+
+/// Whether every content word of `new` is already in `old`: it adds nothing.
+fn stems_within(new: &str, old: &str) -> bool {
+    let old: HashSet<String> = embed::stems(old).into_iter().collect();
+    embed::stems(new).iter().all(|s| old.contains(s))
+}
+
+fn summary(outcome: &AddOutcome) -> String {
+    let added = outcome.written.iter().filter(|w| w.action == WriteAction::Added).count();
+    let merged = outcome.written.len() - added;
+    if outcome.written.is_empty() {
+        return match outcome.rejected.first() {
+            Some(r) => format!("nothing was written: {}", r.reason),
+            None => "nothing was written: the extractor found no lasting fact in the text".into(),
+        };
+    }
+    let mut parts = Vec::new();
+    if added > 0 {
+        parts.push(format!("{added} new {}", if added == 1 { "memory" } else { "memories" }));
+    }
+    if merged > 0 {
+        parts.push(format!("{merged} merged into an existing memory (which it replaced)"));
+    }
+    if !outcome.rejected.is_empty() {
+        parts.push(format!("{} left out", outcome.rejected.len()));
+    }
+    format!("written: {}", parts.join(", "))
+}
+
+fn round(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+fn seconds(rfc3339: &str) -> i64 {
+    chrono::DateTime::parse_from_rfc3339(rfc3339).map_or(0, |t| t.timestamp())
+}

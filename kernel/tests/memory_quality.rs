@@ -1,0 +1,59 @@
+//! Search quality of the semantic store with the local embedder, on the labelled set in
+//! `tests/memory-quality/` (written blind to the embedder: questions paraphrase their
+//! answers). Each memory goes in through `SemanticMemory::add` — the extractor and the
+//! duplicate check included — and each question is searched as the tool searches.
+//! recall@5 = the share of questions whose answer is among the first five hits.
+
+use std::collections::HashMap;
+
+use kennel_kernel::Kernel;
+use kennel_kernel::config::Config;
+use kennel_kernel::memory::semantic::SearchOptions;
+use serde_json::Value;
+
+fn lines(name: &str) -> Vec<Value> {
+    let path = format!("{}/../tests/memory-quality/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_local_embedder_finds_the_answer_in_the_top_five_for_most_questions() {
+    let home = tempfile::tempdir().unwrap();
+    let kernel = Kernel::open_with(home.path(), Config::default()).await.unwrap();
+    let memory = kernel.semantic().unwrap();
+    let agent = uuid::Uuid::now_v7();
+    let mut written: HashMap<uuid::Uuid, String> = HashMap::new();
+    let mut lost = Vec::new();
+    for m in lines("memories.jsonl") {
+        let (id, content) = (m["id"].as_str().unwrap(), m["content"].as_str().unwrap());
+        let outcome = memory.add(agent, content, "tool", &|_| true).await.unwrap();
+        if outcome.written.is_empty() {
+            lost.push(format!("{id}: {}", outcome.summary));
+        }
+        for w in outcome.written {
+            written.insert(w.id, id.to_string());
+        }
+    }
+    let questions = lines("questions.jsonl");
+    let mut found = 0;
+    let mut missed = Vec::new();
+    for q in &questions {
+        let (question, answer) = (q["question"].as_str().unwrap(), q["answer"].as_str().unwrap());
+        let options = SearchOptions { limit: 5, refresh: false, ..SearchOptions::default() };
+        let hits = memory.search(agent, question, &options, &|_| true).await.unwrap();
+        if hits.iter().any(|h| written.get(&h.id).map(String::as_str) == Some(answer)) {
+            found += 1;
+        } else {
+            missed.push(question);
+        }
+    }
+    let recall = found as f64 / questions.len() as f64;
+    println!("recall@5 = {recall:.3} ({found} of {}); memories not written: {lost:?}", questions.len());
+    println!("missed: {missed:#?}");
+    assert!(recall >= 0.7, "recall@5 {recall:.3} is under the 0.7 target");
+}
