@@ -16,6 +16,7 @@ pub mod config;
 pub mod db;
 pub mod error;
 pub mod event;
+pub mod knowledge;
 pub mod llm;
 pub mod media;
 pub mod net;
@@ -75,6 +76,7 @@ struct Inner {
     workspaces: workspace::Workspaces,
     canvases: canvas::Canvases,
     media: media::Media,
+    knowledge: knowledge::Knowledge,
     /// When this kernel opened its home (RFC 3339), and the instant, for uptime.
     started_at: String,
     started: std::time::Instant,
@@ -142,6 +144,7 @@ impl Kernel {
             workspaces: workspace::Workspaces::new(home.join("workspaces"), config.workspace.max_file_bytes),
             canvases: canvas::Canvases::new(db.clone(), config.canvas.max_bytes),
             media: media::Media::new(db.clone(), &config.media),
+            knowledge: knowledge::Knowledge::new(db.clone(), knowledge::Limits::default()),
             started: std::time::Instant::now(),
             home: home.to_path_buf(),
             tools: Tools::new(Registry::builtin(&config)),
@@ -245,6 +248,10 @@ impl Kernel {
     }
     pub fn canvases(&self) -> &canvas::Canvases {
         &self.0.canvases
+    }
+    /// Every agent's private knowledge graph.
+    pub fn knowledge(&self) -> &knowledge::Knowledge {
+        &self.0.knowledge
     }
 
     pub(crate) fn db(&self) -> &db::Db {

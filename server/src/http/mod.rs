@@ -9,6 +9,7 @@ mod body;
 mod daemon;
 mod error;
 mod events;
+mod knowledge;
 mod openapi;
 mod page;
 mod schedules;
@@ -37,6 +38,7 @@ fn api_routes() -> impl Iterator<Item = UtoipaMethodRouter<Kernel>> {
         tasks::routes(),
         schedules::routes(),
         usage::routes(),
+        knowledge::routes(),
         daemon::routes(),
         openapi::routes(),
     ]
