@@ -6,6 +6,7 @@
 // Leptos views are deeply nested types; the task page's outgrew the default limit in release builds.
 #![recursion_limit = "256"]
 
+mod graph;
 pub mod pages;
 mod shell;
 mod widgets;

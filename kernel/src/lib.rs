@@ -16,6 +16,7 @@ pub mod config;
 pub mod db;
 pub mod error;
 pub mod event;
+pub mod knowledge;
 pub mod llm;
 pub mod media;
 pub mod memory;
@@ -79,6 +80,7 @@ struct Inner {
     kv: memory::kv::KvStore,
     /// `None` when `[proactive_memory] enabled = false`.
     semantic: Option<memory::semantic::SemanticMemory>,
+    knowledge: knowledge::Knowledge,
     /// When this kernel opened its home (RFC 3339), and the instant, for uptime.
     started_at: String,
     started: std::time::Instant,
@@ -149,6 +151,7 @@ impl Kernel {
             canvases: canvas::Canvases::new(db.clone(), config.canvas.max_bytes),
             media: media::Media::new(db.clone(), &config.media),
             kv: memory::kv::KvStore::new(db.clone()),
+            knowledge: knowledge::Knowledge::new(db.clone(), knowledge::Limits::default()),
             started: std::time::Instant::now(),
             home: home.to_path_buf(),
             tools: Tools::new(Registry::builtin(&config)),
@@ -252,6 +255,10 @@ impl Kernel {
     }
     pub fn canvases(&self) -> &canvas::Canvases {
         &self.0.canvases
+    }
+    /// Every agent's private knowledge graph.
+    pub fn knowledge(&self) -> &knowledge::Knowledge {
+        &self.0.knowledge
     }
 
     /// The key/value memory of every agent.

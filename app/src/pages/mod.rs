@@ -6,6 +6,7 @@ pub mod agents;
 pub mod audit;
 pub mod canvas;
 pub mod error;
+pub mod knowledge;
 pub mod memory;
 pub mod overview;
 pub mod schedules;

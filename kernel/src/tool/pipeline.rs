@@ -255,6 +255,7 @@ mod tests {
                 "task_status",
                 "schedule_list",
                 "cron_list",
+                "knowledge_query",
             ]
         );
     }

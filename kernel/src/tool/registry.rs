@@ -24,7 +24,7 @@ use crate::error::Result;
 use crate::page::{Key, Page, PageRequest};
 
 /// Every built-in domain's registration, in the order their tools are listed.
-const DOMAINS: [fn(&mut Registry, &Config); 12] = [
+const DOMAINS: [fn(&mut Registry, &Config); 13] = [
     crate::system::register,
     crate::artifact::register,
     super::meta::register,
@@ -37,6 +37,7 @@ const DOMAINS: [fn(&mut Registry, &Config); 12] = [
     crate::schedule::register,
     crate::canvas::register,
     crate::media::register,
+    crate::knowledge::register,
 ];
 
 /// Whether a tool is offered at all on this daemon (spec §0.8): the daemon layer.

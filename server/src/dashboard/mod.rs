@@ -7,6 +7,7 @@ mod agents;
 mod canvas;
 mod files;
 mod headers;
+mod knowledge;
 mod memory;
 mod pages;
 mod schedules;
@@ -65,6 +66,7 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .route("/agents/{id}/files/view", get(files::view))
         .route("/agents/{id}/files/raw", get(files::raw))
         .route("/agents/{id}/canvas/live", get(canvas::live))
+        .route("/agents/{id}/knowledge", get(knowledge::page))
         .route("/canvas", get(canvas::list))
         .route("/canvas/{agent}/{version}", get(canvas::version))
         .route("/canvas/{agent}/{version}/frame", get(canvas::frame))

@@ -9,6 +9,7 @@ mod body;
 mod daemon;
 mod error;
 mod events;
+mod knowledge;
 mod memory;
 mod openapi;
 mod page;
@@ -39,6 +40,7 @@ fn api_routes() -> impl Iterator<Item = UtoipaMethodRouter<Kernel>> {
         memory::routes(),
         schedules::routes(),
         usage::routes(),
+        knowledge::routes(),
         daemon::routes(),
         openapi::routes(),
     ]

@@ -54,7 +54,8 @@ const ELEMENTS: &[&str] = &[
     "a", "article", "audio", "body", "button", "code", "dd", "details", "div", "dl", "dt", "form", "h1", "h2", "h3",
     "head", "header", "html", "iframe", "img", "input", "label", "li", "link", "main", "meta", "nav", "ol", "option",
     "p", "pre", "script", "section", "select", "span", "strong", "summary", "table", "tbody", "td", "textarea", "th",
-    "thead", "title", "tr", "ul", "video", "figure", "svg", "g", "rect", "text", "caption",
+    "thead", "title", "tr", "ul", "video", "figure", "svg", "g", "rect", "text", "caption", "defs", "marker", "path",
+    "line", "circle",
 ];
 
 /// A page as a browser's tokenizer reads it.
@@ -262,6 +263,25 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
         std::fs::write(folder.join(format!("{}.txt", file_name(payload))), &corpus).unwrap();
     }
 
+    // A knowledge graph: every name, type, attribute key and value and relation type is the
+    // agent's text (the picture's labels are SVG text, its links carry names in their query).
+    let scholar = agent_from(&api, json!({"name": "scholar", "model": "m", "tools": ["knowledge.*"]})).await;
+    for (i, payload) in PAYLOADS.iter().enumerate() {
+        let attributes = json!({ *payload: corpus, "plain": payload });
+        let added = api
+            .invoke(
+                &scholar,
+                "knowledge_add_entity",
+                json!({"name": payload, "type": payload, "attributes": attributes}),
+            )
+            .await;
+        assert_eq!(added.status, 200, "{}", added.text);
+        if i > 0 {
+            let args = json!({"from": PAYLOADS[i - 1], "to": payload, "type": payload});
+            assert_eq!(api.invoke(&scholar, "knowledge_add_relation", args).await.status, 200);
+        }
+    }
+
     // An agent with agents.*, tasks.* and schedule.* stores text through its tools, as in the
     // issue: agent_type_create with a system prompt that closes the textarea.
     let maker =
@@ -466,6 +486,17 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     let frame = b.get(&format!("/canvas/{painter}/1/frame")).await;
     assert_eq!(frame.text, corpus, "the frame serves the agent's HTML as it is, in its sandbox");
     assert!(frame.header("content-security-policy").unwrap().starts_with("sandbox allow-scripts;"));
+    // The knowledge graph: the whole of it, each entity's neighbourhood, and a name that is not there.
+    let graph = format!("/agents/{scholar}/knowledge");
+    let whole = check(&b, &graph, Shows::All).await;
+    assert_eq!(whole.tags.iter().filter(|(n, _)| n == "circle").count(), PAYLOADS.len(), "every entity drawn");
+    for payload in PAYLOADS {
+        check(&b, &with_query(&graph, "entity", payload), Shows::All).await;
+    }
+    let missing = b.get(&with_query(&graph, "entity", &corpus)).await;
+    assert_eq!(missing.status, 404, "{}", missing.text);
+    check_reply("a knowledge graph without that entity", &missing, Shows::All);
+
     // Usage: a model's name is free text (printable), shown per model on the Usage page.
     let usage = check(&b, "/usage", Shows::Nothing).await;
     assert!(usage.text.contains(&format!("fake / {}", PAYLOADS[0])), "the model's name, as text");

@@ -12,6 +12,7 @@ mod context;
 mod dashboard;
 mod events;
 mod hostile_text;
+mod knowledge;
 mod media;
 mod memory;
 mod openapi;
