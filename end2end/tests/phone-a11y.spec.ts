@@ -21,11 +21,18 @@ test.beforeAll(async ({ browser }) => {
   await page.getByRole('button', { name: 'Create token' }).click();
   const token = (await page.locator('#new-token pre.token').textContent()) ?? '';
   const api = { headers: { Authorization: `Bearer ${token}` } };
-  await page.request.post('/api/templates', { ...api, data: { name: 'courier', description: 'Carries messages', tools: ['tasks.*', 'system_time'] } });
+  await page.request.post('/api/templates', { ...api, data: { name: 'courier', description: 'Carries messages', tools: ['tasks.*', 'system_time', 'memory.*', 'memory_semantic.*', 'knowledge.*'] } });
   const agent = (await (await page.request.post('/api/agents', { ...api, data: { template: 'courier' } })).json()).id;
   await page.request.post('/api/tasks', { ...api, data: { title: 'Deliver the parcel', assignee: 'courier' } });
   await page.request.post(`/api/agents/${agent}/tools/schedule_create/invoke`, { ...api, data: { args: { when: '+1h', prompt: 'Check the door' } } });
-  pages = ['/', '/agents', `/agents/${agent}`, '/agent-types', '/agent-types/courier', '/tools', `/tools?agent=${agent}`,
+  const invoke = (tool: string, args: object) => page.request.post(`/api/agents/${agent}/tools/${tool}/invoke`, { ...api, data: { args } });
+  await invoke('memory_store', { key: 'door.code', value: 'The side door opens with 4471 after 6 pm; the front desk has the spare key.' });
+  await invoke('memory_semantic_add', { content: 'Parcels for the third floor go to the mail room before noon.' });
+  await invoke('knowledge_add_entity', { name: 'mail room', type: 'place' });
+  await invoke('knowledge_add_entity', { name: 'parcel', type: 'thing', attributes: { floor: 3 } });
+  await invoke('knowledge_add_relation', { from: 'parcel', to: 'mail room', type: 'delivered_to' });
+  pages = ['/', '/agents', `/agents/${agent}`, `/agents/${agent}/memory`, `/agents/${agent}/memory?q=parcels+floor`,
+           `/agents/${agent}/knowledge`, `/agents/${agent}/knowledge?entity=parcel`, '/agent-types', '/agent-types/courier', '/tools', `/tools?agent=${agent}`,
            '/tasks', '/schedules', '/canvas', '/usage', '/audit', '/audit/actions', '/agent-types/courier/apply', '/settings', '/no/such/page'];
 });
 

@@ -42,8 +42,8 @@ pub struct ProactiveMemoryConfig {
     pub auto_recall: bool,
     /// After each turn, the extractor proposes lasting facts from it.
     pub auto_memorize: bool,
-    /// The most text auto-recall adds to one turn.
-    #[serde(deserialize_with = "in_range::<_, 0, 65536>")]
+    /// The most text auto-recall adds to one turn: 0 (none) or 256 to 65,536.
+    #[serde(deserialize_with = "recall_bytes")]
     pub recall_max_bytes: u64,
     /// Memories whose confidence has decayed below this are not recalled.
     #[serde(deserialize_with = "fraction")]
@@ -73,6 +73,16 @@ impl Default for ProactiveMemoryConfig {
             extraction_provider: None,
             extraction_model: None,
         }
+    }
+}
+
+/// Below 256 bytes not even the recall block's header and one memory fit.
+fn recall_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let bytes = u64::deserialize(d)?;
+    if bytes == 0 || (256..=65536).contains(&bytes) {
+        Ok(bytes)
+    } else {
+        Err(serde::de::Error::custom(format!("expected 0 (no auto-recall text) or 256 to 65536 bytes, found {bytes}")))
     }
 }
 
@@ -539,6 +549,14 @@ fn check_memory_providers(config: &Config) -> Result<(), (&'static str, String)>
         let Some(provider) = config.providers.get(name) else {
             return Err((key, format!("[proactive_memory] {key} names `{name}`, which no [providers.{name}] defines")));
         };
+        if key == "extraction_provider" && memory.extraction_model.is_none() {
+            return Err((
+                key,
+                format!(
+                    "[proactive_memory] extraction_provider `{name}` needs extraction_model: the chat model to ask"
+                ),
+            ));
+        }
         if key == "embeddings_provider" && provider.kind != ProviderKind::Openai {
             return Err((
                 key,

@@ -418,6 +418,17 @@ pub fn render_file(meta: PageMeta, page: FilePage) -> String {
 /// A failed turn, where it failed: the unanswered message's answer is this error (or the
 /// note that a restart or crash cut the turn off).
 fn failure_view(f: Failure) -> AnyView {
+    // What auto-recall sent the model before the message, folded.
+    if f.kind == "Recalled" {
+        let recalled = f.message.strip_prefix(kennel_kernel::memory::semantic::RECALL_HEADER).unwrap_or(&f.message);
+        return view! {
+            <details class="msg recall">
+                <summary>"Recalled from long-term memory"</summary>
+                <pre>{recalled.trim().to_string()}</pre>
+            </details>
+        }
+        .into_any();
+    }
     // Notes the kernel keeps with failed turns: a cut-off turn, a move to a fallback model.
     let what = match f.kind.as_str() {
         "Interrupted" => "Interrupted",
@@ -495,17 +506,6 @@ fn compaction_view(c: Compaction) -> AnyView {
 
 fn message_view(agent: &str, origin: &Origin, m: StoredMessage) -> AnyView {
     match m.message {
-        // Auto-recall's block before a message: the model saw it; the person did not type it.
-        Message::User { content } if content.starts_with(kennel_kernel::memory::semantic::RECALL_HEADER) => {
-            let recalled = content[kennel_kernel::memory::semantic::RECALL_HEADER.len()..].trim().to_string();
-            view! {
-                <details class="msg recall">
-                    <summary>"Recalled from long-term memory"</summary>
-                    <pre>{recalled}</pre>
-                </details>
-            }
-            .into_any()
-        }
         Message::User { content } if origin.is_operator() => {
             view! { <div class="msg user"><span class="who">"You"</span><p>{content}</p></div> }.into_any()
         }

@@ -49,10 +49,12 @@ pub fn render_memory(meta: PageMeta, page: MemoryPage) -> String {
         view! { <p class="hint">"No keys yet: the agent stores them with memory_store."</p> }.into_any()
     } else {
         view! {
-            <table>
-                <thead><tr><th>"Key"</th><th>"Value"</th><th>"Updated"</th></tr></thead>
-                <tbody>{kv_rows}</tbody>
-            </table>
+            <div class="scroll">
+                <table>
+                    <thead><tr><th>"Key"</th><th>"Value"</th><th>"Updated"</th></tr></thead>
+                    <tbody>{kv_rows}</tbody>
+                </table>
+            </div>
             <Pager shown=kv_shown paging=page.kv_paging/>
         }
         .into_any()
@@ -90,10 +92,12 @@ pub fn render_memory(meta: PageMeta, page: MemoryPage) -> String {
             view! { <p class="hint">"No memories yet: the agent adds them with memory_semantic_add."</p> }.into_any()
         }
         None => view! {
-            <table>
-                <thead><tr><th>"Memory"</th><th>"Category"</th><th>"Tier"</th><th>"Confidence"</th><th>"Relevance"</th><th></th></tr></thead>
-                <tbody>{rows}</tbody>
-            </table>
+            <div class="scroll">
+                <table>
+                    <thead><tr><th>"Memory"</th><th>"Category"</th><th>"Tier"</th><th>"Confidence"</th><th>"Relevance"</th><th>"Forget"</th></tr></thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            </div>
             {page.memories_paging.map(|paging| view! { <Pager shown=shown paging=paging/> })}
         }
         .into_any(),

@@ -111,7 +111,9 @@ pub struct StoredMessage {
     pub created_at: String,
 }
 
-/// A turn of a session that failed, after message `after_seq` (the one it left unanswered).
+/// A turn of a session that failed, after message `after_seq` (the one it left unanswered), or
+/// a note of a turn there: `Fallback` (it moved to another model), `Recalled` (what auto-recall
+/// sent the model before the message).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct Failure {
     pub after_seq: i64,

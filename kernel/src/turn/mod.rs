@@ -321,7 +321,8 @@ pub async fn run(kernel: &Kernel, agent: Arc<Agent>, req: TurnRequest) -> Result
         Ok(r) => {
             emit(EventKind::TurnEnded { ended: r.ended, reply: r.reply.clone() });
             if r.ended == TurnEnd::Reply {
-                crate::memory::semantic::memorize(kernel, agent.clone(), req.message.clone(), r.reply.clone());
+                let speaker = req.caller.audit_label();
+                crate::memory::semantic::memorize(kernel, agent.clone(), speaker, req.message.clone(), r.reply.clone());
             }
         }
         Err(e) => {
@@ -343,6 +344,8 @@ struct Call<'a> {
     /// The place of this turn's first message: it and what follows are never compacted.
     turn_start: i64,
     cache_prefix: bool,
+    /// Auto-recall's memories for this turn, sent just before its first message.
+    recall: Option<&'a Message>,
 }
 
 fn add_usage(total: &mut Usage, more: &Usage) {
@@ -398,6 +401,19 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         true
     }
 
+    /// Auto-recall: what the agent's long-term memory holds on this turn's message, as the
+    /// message sent just before it in each model call of the turn. Not stored in the history:
+    /// a memory forgotten later is not sent again, and the history before this turn is sent
+    /// unchanged, so the provider's prompt cache keeps its prefix. What was recalled is noted
+    /// in the session (`Recalled`), so the chat shows it and every call can be rebuilt.
+    async fn recall(&self) -> Option<Message> {
+        let block = crate::memory::semantic::recall_block(self.kernel, self.agent, &self.req.message).await?;
+        if let Err(e) = self.kernel.sessions().record_note(self.session, "Recalled", &block).await {
+            tracing::warn!(error = %e, "noting a recall in the session failed");
+        }
+        Some(Message::User { content: block })
+    }
+
     async fn run(&self, turn_id: Uuid) -> Result<TurnResult> {
         let sessions = self.kernel.sessions();
         let (mut history, mut view) = if self.is_new {
@@ -413,20 +429,13 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         let mut next_seq = history.last().map_or(1, |e| e.seq + 1);
         let unanswered = matches!(history.last(), Some(Entry { message: Message::User { content }, .. }) if *content == self.req.message);
         if !(self.req.retry && unanswered) {
-            // Auto-recall: what the agent's long-term memory holds on this message goes just
-            // before it, stored like any message so later calls send exactly what this one
-            // did and the provider's prompt cache keeps its prefix.
-            let recalled = crate::memory::semantic::recall_block(self.kernel, self.agent, &self.req.message).await;
             let user = Message::User { content: self.req.message.clone() };
-            let messages: Vec<Message> =
-                recalled.map(|content| Message::User { content }).into_iter().chain([user]).collect();
-            sessions.append(self.session, &messages).await?;
-            for message in messages {
-                history.push(Entry { seq: next_seq, message });
-                next_seq += 1;
-            }
+            sessions.append(self.session, std::slice::from_ref(&user)).await?;
+            history.push(Entry { seq: next_seq, message: user });
+            next_seq += 1;
         }
         let turn_start = history.last().map_or(1, |e| e.seq);
+        let recall = self.recall().await;
 
         let cap =
             self.kernel.config().kernel.max_turn_iterations.min(u64::from(self.agent.manifest.limits.max_iterations))
@@ -456,6 +465,7 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
                 tools: &offer.specs,
                 turn_start,
                 cache_prefix: offer.mode == crate::agent::ToolMode::Stable,
+                recall: recall.as_ref(),
             };
             let reply = tokio::select! {
                 biased;
@@ -548,7 +558,8 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
                 },
             })
         };
-        let fixed = context::fixed_tokens(call.system, call.tools);
+        // The recall block is sent whole with this turn's messages, which are never compacted.
+        let fixed = context::fixed_tokens(call.system, call.tools) + call.recall.map_or(0, context::estimate);
         let mut refusals = 0;
         loop {
             let window = self.window();
@@ -557,8 +568,13 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
             if let Some(window) = window {
                 self.fit(call, history, view, fixed, window - reserve, usage).await?;
             }
-            let messages = context::build(history, view);
+            let mut messages = context::build(history, view);
             let estimate = fixed + messages.iter().map(context::estimate).sum::<u64>();
+            if let Some(recall) = call.recall {
+                // This turn's messages are the last ones built, one per entry.
+                let this_turn = history.iter().filter(|e| e.seq >= call.turn_start).count();
+                messages.insert(messages.len().saturating_sub(this_turn), recall.clone());
+            }
             let chat = ChatRequest {
                 model: self.model(),
                 system: call.system,

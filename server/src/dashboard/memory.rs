@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use kennel_app::pages::memory::{self, MemoryPage};
 use kennel_app::{Nav, Paging};
 use kennel_kernel::Kernel;
-use kennel_kernel::memory::semantic::{SearchOptions, Stats};
+use kennel_kernel::memory::semantic::{Scope, SearchOptions, Stats};
 use kennel_kernel::page::PageRequest;
 use serde::Deserialize;
 
@@ -37,7 +37,7 @@ pub async fn page(
         kernel.kv().entries(agent.id, &PageRequest { cursor: q.kv_cursor, ..PageRequest::first(PER_PAGE) }).await?;
     let query = q.q.unwrap_or_default().trim().to_string();
     let (memories, memories_paging, stats, semantic_error) = match kernel.semantic() {
-        Err(e) => (Vec::new(), None, Stats::switched_off(&kernel.config().proactive_memory), Some(e.message)),
+        Err(e) => (Vec::new(), None, Stats::switched_off(), Some(e.message)),
         Ok(store) => {
             let stats = store.stats(agent.id, &|_| true).await?;
             if query.is_empty() {
@@ -83,7 +83,7 @@ pub async fn forget(
     let memory_id = uuid::Uuid::parse_str(&memory_id)
         .map_err(|_| kennel_kernel::Error::invalid("not a memory id (a UUID)").with_field("memory_id"))?;
     let by = kennel_kernel::tool::Caller::Operator(op.name.clone()).audit_label();
-    let forgotten = kernel.semantic()?.forget(agent.id, memory_id, &by, &|_| true).await?;
+    let forgotten = kernel.semantic()?.forget(agent.id, memory_id, &by, Scope::everything()).await?;
     let notice = format!("Forgotten: “{}”", kennel_kernel::text::shorten(&forgotten.content, 80));
     Ok(see_other(&format!("/agents/{}/memory", agent.id), &notice))
 }

@@ -8,7 +8,7 @@ use axum::extract::{Extension, Path, State};
 use axum::response::Response;
 use kennel_kernel::Kernel;
 use kennel_kernel::memory::kv::{KvEntry, KvWrite};
-use kennel_kernel::memory::semantic::{AddOutcome, Memory, SearchOptions, Stats};
+use kennel_kernel::memory::semantic::{AddOutcome, Memory, Scope, SearchOptions, Stats};
 use kennel_kernel::page::PageQuery;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -103,8 +103,9 @@ async fn delete_kv(
 
 /// The agent's live semantic memories, newest first.
 #[utoipa::path(get, path = "/api/agents/{id}/memory/semantic", tag = "memory",
-    params(("id" = String, Path, description = "The agent's id, or a running agent's name"), PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9]{6}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last memory's position)")),
+    params(("id" = String, Path, description = "The agent's id, or a running agent's name"), PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last memory's id)")),
     responses((status = 200, description = "A page of memories", body = Vec<Memory>), (status = 404, description = "No such agent"),
+        (status = 502, description = "The embeddings provider failed while the store was embedded again"),
         (status = 503, description = "The semantic store is switched off ([proactive_memory] enabled = false)")))]
 async fn list_semantic(State(kernel): State<Kernel>, Path(id): Path<String>, page: PageParams) -> ApiResult<Response> {
     let agent = kernel.agents().get(&id)?;
@@ -124,15 +125,16 @@ struct AddBody {
     params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
     request_body = AddBody,
     responses((status = 200, description = "What was written and what was not", body = AddOutcome), (status = 404, description = "No such agent"),
-        (status = 422, description = "The content is empty or too long"), (status = 502, description = "The LLM extractor failed"),
-        (status = 503, description = "The semantic store is switched off")))]
+        (status = 422, description = "The content is empty or too long"), (status = 429, description = "The agent holds the most memories it may"),
+        (status = 502, description = "The extraction model or the embeddings provider failed; nothing was written"),
+        (status = 503, description = "The semantic store is switched off, or a provider it needs has no API key")))]
 async fn add_semantic(
     State(kernel): State<Kernel>,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<AddBody>,
 ) -> ApiResult<Json<AddOutcome>> {
     let agent = kernel.agents().get(&id)?;
-    Ok(Json(kernel.semantic()?.add(agent.id, &body.content, "operator", &|_| true).await?))
+    Ok(Json(kernel.semantic()?.add(agent.id, &body.content, "operator", Scope::everything()).await?))
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -154,7 +156,8 @@ struct SearchQuery {
 #[utoipa::path(get, path = "/api/agents/{id}/memory/semantic/search", tag = "memory",
     params(("id" = String, Path, description = "The agent's id, or a running agent's name"), SearchQuery),
     responses((status = 200, description = "Hits, best first, with relevance and confidence", body = Vec<Memory>), (status = 404, description = "No such agent"),
-        (status = 422, description = "A parameter is out of range"), (status = 503, description = "The semantic store is switched off")))]
+        (status = 422, description = "A parameter is out of range"), (status = 502, description = "The embeddings provider failed"),
+        (status = 503, description = "The semantic store is switched off, or its embeddings provider has no API key")))]
 async fn search_semantic(
     State(kernel): State<Kernel>,
     Path(id): Path<String>,
@@ -169,12 +172,13 @@ async fn search_semantic(
 /// store is switched off.
 #[utoipa::path(get, path = "/api/agents/{id}/memory/semantic/stats", tag = "memory",
     params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
-    responses((status = 200, description = "The agent's semantic memory in numbers", body = Stats), (status = 404, description = "No such agent")))]
+    responses((status = 200, description = "The agent's semantic memory in numbers", body = Stats), (status = 404, description = "No such agent"),
+        (status = 502, description = "The embeddings provider failed while the store was embedded again")))]
 async fn semantic_stats(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Stats>> {
     let agent = kernel.agents().get(&id)?;
     Ok(Json(match kernel.semantic() {
         Ok(memory) => memory.stats(agent.id, &|_| true).await?,
-        Err(_) => Stats::switched_off(&kernel.config().proactive_memory),
+        Err(_) => Stats::switched_off(),
     }))
 }
 
@@ -191,5 +195,5 @@ async fn forget_semantic(
     let agent = kernel.agents().get(&id)?;
     let memory_id = Uuid::parse_str(&memory_id)
         .map_err(|_| kennel_kernel::Error::invalid("not a memory id (a UUID)").with_field("memory_id"))?;
-    Ok(Json(kernel.semantic()?.forget(agent.id, memory_id, &caller.audit_label(), &|_| true).await?))
+    Ok(Json(kernel.semantic()?.forget(agent.id, memory_id, &caller.audit_label(), Scope::everything()).await?))
 }

@@ -396,11 +396,14 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
         )
         .await;
     let recall_chat = recalled.header("location").unwrap().split('#').next().unwrap().to_string();
+    // The turn runs after the redirect: its note of what it recalled comes a moment later.
+    let noted = eventually(Duration::from_secs(10), || async {
+        b.get(&recall_chat).await.text.contains("Recalled from long-term memory")
+    })
+    .await;
+    assert!(noted, "the recall is noted in the chat");
     let chat = check(&b, &recall_chat, Shows::Nothing).await;
-    assert!(
-        chat.text.contains("Recalled from long-term memory") && chat.text.contains(PAYLOADS[0]),
-        "recalled, as text"
-    );
+    assert!(chat.text.contains("The attacker typed"), "recalled, as text");
     let memory_page = check(&b, &format!("/agents/{rememberer}/memory"), Shows::All).await;
     assert!(memory_page.text.contains("The attacker typed"), "the facts, as text");
     check(&b, &with_query(&format!("/agents/{rememberer}/memory"), "q", &corpus), Shows::All).await;

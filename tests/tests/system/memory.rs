@@ -258,7 +258,10 @@ async fn auto_memorize_keeps_what_the_person_says_of_themselves_and_recall_is_bo
     let memories = api.get(&format!("/api/agents/{id}/memory/semantic")).await.body;
     assert_eq!(memories.as_array().unwrap().len(), 1, "the question is not a fact: {memories}");
     assert_eq!(memories[0]["source"], "turn");
-    assert!(memories[0]["content"].as_str().unwrap().starts_with("My dog is called Biscuit"));
+    assert!(
+        memories[0]["content"].as_str().unwrap().starts_with("token:tests said: My dog is called Biscuit"),
+        "{memories}"
+    );
     for n in 0..6 {
         let fact = format!("Biscuit the dog has a favourite beach toy number {n} which is a long red rubber ring.");
         api.post(&format!("/api/agents/{id}/memory/semantic"), json!({"content": fact})).await;
@@ -322,7 +325,15 @@ async fn decay_lowers_confidence_with_time_unused_and_a_search_refreshes_it() {
         kennel_kernel::Kernel::open_with_clock(home.path(), config, Clock::Manual(clock.clone())).await.unwrap();
     let memory = kernel.semantic().unwrap();
     let agent = uuid::Uuid::now_v7();
-    memory.add(agent, "The lighthouse keeper's cat is named Pepper.", "tool", &|_| true).await.unwrap();
+    memory
+        .add(
+            agent,
+            "The lighthouse keeper's cat is named Pepper.",
+            "tool",
+            kennel_kernel::memory::semantic::Scope::everything(),
+        )
+        .await
+        .unwrap();
     let look = SearchOptions { refresh: false, ..SearchOptions::default() };
     let search = |options: SearchOptions| async move {
         memory.search(agent, "lighthouse cat name", &options, &|_| true).await.unwrap()
@@ -344,4 +355,82 @@ async fn decay_lowers_confidence_with_time_unused_and_a_search_refreshes_it() {
     // exp(−0.01 × 100 / (1 + log2(2))) = exp(−0.5)
     assert!((slower - (-0.5f64).exp()).abs() < 0.001, "{slower}");
     assert_eq!(search(floor).await.len(), 1);
+}
+
+#[tokio::test]
+async fn an_llm_extractor_refines_facts_and_a_reply_that_is_not_json_writes_nothing() {
+    let config = "[proactive_memory]\nextraction_provider = \"fake\"\nextraction_model = \"extractor\"\n";
+    let (_home, _d, api, llm) = daemon_with_llm("openai", config).await;
+    let id = agent_from(&api, json!({"name": "refined", "tools": ["memory_semantic.*"]})).await;
+    let facts = json!({"facts": [
+        {"content": "Maya Chen prefers oat milk in her coffee.", "category": "Preference"},
+        {"content": "ok", "category": "fact"},
+    ]});
+    llm.push(Scripted::text(&format!("```json\n{facts}\n```")));
+    let added = api.invoke(&id, "memory_semantic_add", json!({"content": "btw she likes oat milk, remember"})).await;
+    let outcome = &added.body["content"];
+    assert_eq!(outcome["written"][0]["content"], "Maya Chen prefers oat milk in her coffee.", "{}", added.text);
+    assert_eq!(outcome["written"][0]["category"], "preference");
+    assert_eq!(outcome["rejected"][0]["content"], "ok");
+    assert!(outcome["extractor"].as_str().unwrap().contains("model `extractor`"), "{outcome}");
+    let asked = &llm.requests()[0].body;
+    assert_eq!(asked["model"], "extractor");
+    assert!(asked["messages"].to_string().contains("btw she likes oat milk, remember"), "{asked}");
+
+    llm.push(Scripted::text("Sure! Maya likes oat milk."));
+    let refused = api.invoke(&id, "memory_semantic_add", json!({"content": "Tomas waters the plants."})).await;
+    assert_eq!(refused.error_kind(), "Failed", "{}", refused.text);
+    assert!(refused.error_message().contains("nothing was written"), "{}", refused.text);
+    let stats = api.invoke(&id, "memory_semantic_stats", json!({})).await.body["content"].clone();
+    assert_eq!((stats["memories"].as_u64(), stats["llm_extraction"].as_bool()), (Some(1), Some(true)), "{stats}");
+}
+
+#[tokio::test]
+async fn a_new_subject_or_a_negation_is_a_new_memory_and_reads_stay_within_scope() {
+    let (_home, _d, api, llm) = daemon_with_llm("openai", "").await;
+    let id = agent_from(&api, json!({"name": "careful", "model": "m", "tools": ["memory_semantic.*"]})).await;
+    let add = |content: &'static str| {
+        let api = &api;
+        let id = &id;
+        async move { api.invoke(id, "memory_semantic_add", json!({"content": content})).await.body["content"].clone() }
+    };
+    add("Alice's birthday is on March 3.").await;
+    let bob = add("Bob's birthday is on March 3.").await;
+    assert_eq!(bob["written"][0]["action"], "added", "Bob's birthday does not replace Alice's: {bob}");
+    add("The deploy happens on Fridays.").await;
+    let not = add("The deploy never happens on Fridays.").await;
+    assert_eq!(not["written"].as_array().map(Vec::len), Some(1), "a negation is news: {not}");
+    assert_eq!(api.get(&format!("/api/agents/{id}/memory/semantic")).await.header("x-total-count"), Some("4"));
+
+    // An agent that may write but not read the semantic store learns nothing of it by writing.
+    let blind = json!({"name": "blind", "model": "m", "capabilities": {"tools": ["memory_semantic.*"], "memory_read": ["kv:*"]}});
+    let blind = agent_from(&api, blind).await;
+    let first =
+        api.invoke(&blind, "memory_semantic_add", json!({"content": "The vault code is 4471 for the basement."})).await;
+    let first_id = first.body["content"]["written"][0]["id"].as_str().unwrap().to_string();
+    let probe =
+        api.invoke(&blind, "memory_semantic_add", json!({"content": "The vault code is 9999 for the basement."})).await;
+    let probe = &probe.body["content"];
+    assert_eq!(probe["written"][0]["action"], "added", "no merge with what it cannot read: {probe}");
+    assert!(!probe.to_string().contains("4471"), "{probe}");
+    let forgotten = api.invoke(&blind, "memory_semantic_forget", json!({"memory_id": first_id})).await;
+    assert!(!forgotten.text.contains("4471"), "{}", forgotten.text);
+
+    // In one session, a forgotten memory is not sent again by a later turn.
+    llm.set_fallback(Scripted::text("ok"));
+    let asked = api.post(&format!("/api/agents/{id}/messages"), json!({"message": "when is Bob's birthday"})).await;
+    let session = asked.body["session_id"].as_str().unwrap().to_string();
+    let recalled = llm.requests().last().unwrap().body["messages"].to_string();
+    assert!(recalled.contains("Bob's birthday is on March 3."), "{recalled}");
+    let bob_id = bob["written"][0]["id"].as_str().unwrap();
+    api.invoke(&id, "memory_semantic_forget", json!({"memory_id": bob_id})).await;
+    api.post(
+        &format!("/api/agents/{id}/messages"),
+        json!({"message": "and when is Bob's birthday again", "session": session}),
+    )
+    .await;
+    let later = llm.requests().last().unwrap().body["messages"].to_string();
+    assert!(!later.contains("Bob's birthday is on March 3."), "{later}");
+    let detail = api.get(&format!("/api/sessions/{session}")).await;
+    assert!(detail.text.contains("\"kind\":\"Recalled\""), "what was recalled is noted: {}", detail.text);
 }

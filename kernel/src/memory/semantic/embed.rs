@@ -33,16 +33,17 @@ const PAIR: f32 = 0.5;
 const PREFIX_LEN: usize = 5;
 
 /// Words that carry no meaning of their own in a fact or a question. General English
-/// function words, not a list fitted to any data set.
+/// function words, not a list fitted to any data set. Negations (`no`, `not`, `never`) are
+/// not among them: "the deploy is not on Fridays" must not read as "the deploy is on Fridays".
 const STOPWORDS: &[&str] = &[
     "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been", "before", "being",
     "both", "but", "by", "can", "could", "did", "do", "does", "doing", "done", "for", "from", "had", "has", "have",
     "having", "he", "her", "here", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself",
-    "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "of", "off", "on", "once", "only", "or", "other",
-    "our", "ours", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their",
-    "theirs", "them", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until",
-    "up", "us", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "whose", "why",
-    "will", "with", "would", "you", "your", "yours", "s", "t", "d", "ll", "m", "re", "ve",
+    "just", "me", "more", "most", "my", "myself", "of", "off", "on", "once", "only", "or", "other", "our", "ours",
+    "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs",
+    "them", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "us",
+    "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "whose", "why", "will",
+    "with", "would", "you", "your", "yours", "s", "t", "d", "ll", "m", "re", "ve",
 ];
 
 fn is_stopword(word: &str) -> bool {
@@ -113,6 +114,14 @@ pub enum Vector {
 }
 
 impl Vector {
+    /// A dense vector's dimensions; 0 for a sparse one.
+    pub fn dims(&self) -> usize {
+        match self {
+            Vector::Sparse(_) => 0,
+            Vector::Dense(v) => v.len(),
+        }
+    }
+
     /// Little-endian bytes for the `embedding` column: (u32, f32) pairs, or f32s.
     pub fn to_bytes(&self) -> Vec<u8> {
         match self {

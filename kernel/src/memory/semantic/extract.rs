@@ -63,14 +63,20 @@ impl Extractor {
         }
     }
 
-    /// The lasting facts a turn revealed (auto-memorize): from what the person said; an LLM
-    /// also reads the reply.
-    pub async fn from_turn(&self, message: &str, reply: &str) -> Result<Extraction> {
+    /// The lasting facts a turn revealed (auto-memorize): from what `speaker` said, each fact
+    /// saying who said it; an LLM also reads the reply.
+    pub async fn from_turn(&self, speaker: &str, message: &str, reply: &str) -> Result<Extraction> {
         match self {
-            Extractor::Rules => Ok(rules(message, true)),
+            Extractor::Rules => {
+                let mut out = rules(message, true);
+                for c in &mut out.candidates {
+                    c.content = clip(&format!("{speaker} said: {}", c.content));
+                }
+                Ok(out)
+            }
             Extractor::Llm { provider, model } => {
                 let prompt = format!(
-                    "A conversation turn. Extract only lasting facts about the person, their work or their world that will still be true and useful in later conversations; none if there are none.\n\nThe person said:\n{message}\n\nThe agent replied:\n{reply}"
+                    "A conversation turn. Extract only lasting facts about the person, their work or their world that will still be true and useful in later conversations; none if there are none. Name the person as `{speaker}` where a fact is about them.\n\nThe person ({speaker}) said:\n{message}\n\nThe agent replied:\n{reply}"
                 );
                 llm(provider, model, &prompt).await
             }

@@ -125,6 +125,20 @@ impl AgentIndex {
         self.entries.iter().filter(|e| !e.dead)
     }
 
+    /// The live entries, newest first.
+    pub fn entries_newest_first(&self) -> impl Iterator<Item = &Entry> {
+        self.entries.iter().rev().filter(|e| !e.dead)
+    }
+
+    /// Whether `vector` can join this index: of its kind and, if dense, of its dimensions.
+    pub fn fits(&self, vector: &Vector) -> bool {
+        match (&self.vectors, vector) {
+            (Vectors::Sparse { .. }, Vector::Sparse(_)) => true,
+            (Vectors::Dense { dims, .. }, Vector::Dense(v)) => *dims == 0 || v.len() == *dims,
+            _ => false,
+        }
+    }
+
     /// Adds a memory. A dense vector of other dimensions than the index's is refused.
     pub fn insert(&mut self, entry: Entry, vector: Vector) -> Result<(), String> {
         let doc = self.entries.len() as u32;

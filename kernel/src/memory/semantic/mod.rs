@@ -202,7 +202,7 @@ pub struct Stats {
 
 impl Stats {
     /// What the stats say on a daemon whose store is switched off.
-    pub fn switched_off(config: &ProactiveMemoryConfig) -> Stats {
+    pub fn switched_off() -> Stats {
         Stats {
             enabled: false,
             memories: 0,
@@ -212,18 +212,42 @@ impl Stats {
             merged: 0,
             auto_recall: false,
             auto_memorize: false,
-            llm_extraction: config.extraction_provider.is_some(),
+            llm_extraction: false,
             extractor: "none: [proactive_memory] enabled = false".into(),
             embedder: "none: [proactive_memory] enabled = false".into(),
         }
     }
 }
 
+/// A predicate over categories.
+pub type Categories<'a> = &'a (dyn Fn(&str) -> bool + Sync);
+
+fn every_category(_: &str) -> bool {
+    true
+}
+
+/// What a caller may touch in the semantic store: the categories it may read and write (an
+/// agent's `semantic:` scopes; everything for an operator).
+#[derive(Clone, Copy)]
+pub struct Scope<'a> {
+    pub read: Categories<'a>,
+    pub write: Categories<'a>,
+}
+
+impl Scope<'static> {
+    /// An operator's: people are not bound by an agent's scopes.
+    pub fn everything() -> Scope<'static> {
+        Scope { read: &every_category, write: &every_category }
+    }
+}
+
 /// Similarities at which a candidate repeats or restates a memory, per kind of embedder:
 /// (redundant, merge). The local embedder's lexical cosine runs lower for the same
 /// sentence reworded than a model's.
+/// A merge replaces a memory, so it asks for more than a shared subject: "Bob's birthday is
+/// March 3" must not replace "Alice's birthday is March 3" (0.75 with the local embedder).
 fn thresholds(sparse: bool) -> (f32, f32) {
-    if sparse { (0.9, 0.7) } else { (0.95, 0.85) }
+    if sparse { (0.9, 0.85) } else { (0.95, 0.9) }
 }
 
 /// Relevance below which auto-recall adds nothing, per kind of embedder.
@@ -297,24 +321,31 @@ impl SemanticMemory {
         let rows = store::live(&self.db, agent).await?;
         let name = self.embedder.name();
         let sparse = self.embedder.is_sparse();
-        // Vectors another embedder made are made again by this one, in one batch.
-        let stale: Vec<usize> = rows.iter().enumerate().filter(|(_, r)| r.embedder != name).map(|(i, _)| i).collect();
-        let mut fresh: HashMap<usize, embed::Vector> = HashMap::new();
+        let mut vectors: Vec<Option<embed::Vector>> = rows
+            .iter()
+            .map(|r| if r.embedder == name { embed::Vector::from_bytes(sparse, &r.embedding) } else { None })
+            .collect();
+        // A model served under the same name may answer with other dimensions: then every
+        // vector is made again, as for a changed embedder.
+        let dims: HashSet<usize> = vectors.iter().flatten().map(embed::Vector::dims).collect();
+        if dims.len() > 1 {
+            vectors.iter_mut().for_each(|v| *v = None);
+        }
+        let stale: Vec<usize> = vectors.iter().enumerate().filter(|(_, v)| v.is_none()).map(|(i, _)| i).collect();
         if !stale.is_empty() {
             tracing::info!(%agent, memories = stale.len(), embedder = %name, "embedding memories again for a changed embedder");
             let texts: Vec<&str> = stale.iter().map(|&i| rows[i].content.as_str()).collect();
-            for (&i, vector) in stale.iter().zip(self.embedder.embed(&texts).await?) {
-                store::set_embedding(&self.db, rows[i].id, &name, &vector.to_bytes()).await?;
-                fresh.insert(i, vector);
+            let fresh = self.embedder.embed(&texts).await?;
+            let updates: Vec<(Uuid, Vec<u8>)> =
+                stale.iter().zip(&fresh).map(|(&i, v)| (rows[i].id, v.to_bytes())).collect();
+            store::set_embeddings(&self.db, &name, &updates).await?;
+            for (&i, vector) in stale.iter().zip(fresh) {
+                vectors[i] = Some(vector);
             }
         }
         let mut index = AgentIndex::new(sparse);
-        for (i, row) in rows.into_iter().enumerate() {
-            let vector = match fresh.remove(&i) {
-                Some(v) => v,
-                None => embed::Vector::from_bytes(sparse, &row.embedding)
-                    .ok_or_else(|| Error::internal(format!("memory {}: its stored vector does not parse", row.id)))?,
-            };
+        for (row, vector) in rows.into_iter().zip(vectors) {
+            let vector = vector.ok_or_else(|| Error::internal(format!("memory {}: no vector", row.id)))?;
             let entry = Entry::new(row.id, &row.content, &row.category, &row.source, &row.created_at).with_use(
                 row.confidence as f32,
                 row.hits.max(0) as u32,
@@ -388,12 +419,12 @@ impl SemanticMemory {
         let hits: Vec<Memory> =
             ranked.iter().map(|&(_, doc, rel)| self.memory(index.entry(doc), now, Some(rel))).collect();
         if options.refresh && !ranked.is_empty() {
-            let refreshed: Vec<(Uuid, i64)> = ranked
+            let refreshed: Vec<Uuid> = ranked
                 .iter()
                 .map(|&(_, doc, _)| {
                     let entry = index.entry(doc);
                     index::refresh(entry, now);
-                    (entry.id, i64::from(entry.hits.load(Ordering::Relaxed)))
+                    entry.id
                 })
                 .collect();
             self.persist_refresh(refreshed, now);
@@ -403,7 +434,9 @@ impl SemanticMemory {
 
     /// Writes refreshed hits off the caller's path: bookkeeping a kill may lose, like the
     /// meter's rows, never a promise made to a caller.
-    fn persist_refresh(&self, refreshed: Vec<(Uuid, i64)>, now: i64) {
+    /// Each write adds one hit and moves the last access only forward, so writes that land
+    /// out of order still add up.
+    fn persist_refresh(&self, refreshed: Vec<Uuid>, now: i64) {
         let db = self.db.clone();
         let at = db::timestamp(chrono::DateTime::from_timestamp(now, 0).unwrap_or_default());
         tokio::spawn(async move {
@@ -413,16 +446,10 @@ impl SemanticMemory {
         });
     }
 
-    /// Reads `text` with the extractor and writes what is new (see the module's doc).
-    /// A candidate whose category `writable` refuses fails the whole call before anything
-    /// is written.
-    pub async fn add(
-        &self,
-        agent: AgentId,
-        text: &str,
-        source: &str,
-        writable: &(dyn Fn(&str) -> bool + Sync),
-    ) -> Result<AddOutcome> {
+    /// Reads `text` with the extractor and writes what is new (see the module's doc). A
+    /// candidate in a category `scope` may not write fails the whole call before anything is
+    /// written; memories it may not read are neither compared with nor shown.
+    pub async fn add(&self, agent: AgentId, text: &str, source: &str, scope: Scope<'_>) -> Result<AddOutcome> {
         if crate::text::is_blank(text) {
             return Err(Error::invalid("the content is empty").with_field("content"));
         }
@@ -434,33 +461,57 @@ impl SemanticMemory {
             .with_field("content"));
         }
         let extraction = self.extractor.facts(text).await?;
-        if let Some(c) = extraction.candidates.iter().find(|c| !writable(&c.category)) {
+        if let Some(c) = extraction.candidates.iter().find(|c| !(scope.write)(&c.category)) {
             return Err(Error::forbidden(format!(
                 "the extractor filed this under the category `{}`, which is outside this agent's capabilities.memory_write; nothing was written",
                 c.category
             )));
         }
-        self.write(agent, extraction, source).await
+        self.write(agent, extraction, source, scope).await
     }
 
-    /// Writes the facts of a finished turn (auto-memorize), leaving out categories
-    /// `writable` refuses.
+    /// Writes the facts of a finished turn (auto-memorize), leaving out categories `scope`
+    /// may not write. `speaker` (who said them, as records name callers) goes before each fact
+    /// the rules keep, so a later recall does not take "my" for anyone else's.
     pub async fn memorize_turn(
         &self,
         agent: AgentId,
-        message: &str,
-        reply: &str,
-        writable: &(dyn Fn(&str) -> bool + Sync),
+        (speaker, message, reply): (&str, &str, &str),
+        scope: Scope<'_>,
     ) -> Result<AddOutcome> {
-        let mut extraction = self.extractor.from_turn(message, reply).await?;
-        extraction.candidates.retain(|c| writable(&c.category));
+        let mut extraction = self.extractor.from_turn(speaker, message, reply).await?;
+        extraction.candidates.retain(|c| (scope.write)(&c.category));
         extraction.dropped.clear();
-        self.write(agent, extraction, "turn").await
+        self.write(agent, extraction, "turn", scope).await
     }
 
-    async fn write(&self, agent: AgentId, extraction: Extraction, source: &str) -> Result<AddOutcome> {
+    async fn write(
+        &self,
+        agent: AgentId,
+        extraction: Extraction,
+        source: &str,
+        scope: Scope<'_>,
+    ) -> Result<AddOutcome> {
+        // Embedded before the agent's lock is taken: a slow provider holds up no search.
+        let texts: Vec<&str> = extraction.candidates.iter().map(|c| c.content.as_str()).collect();
+        let vectors = self.embedder.embed(&texts).await?;
         let index = self.index(agent).await?;
         let mut index = index.write().await;
+        if index.len() + extraction.candidates.len() > MAX_MEMORIES_PER_AGENT {
+            return Err(Error::new(
+                crate::ErrorKind::ResourceExhausted,
+                format!(
+                    "this agent holds {} memories and may hold {MAX_MEMORIES_PER_AGENT}: forget some first; nothing was written",
+                    index.len()
+                ),
+            ));
+        }
+        if let Some(v) = vectors.iter().find(|v| !index.fits(v)) {
+            return Err(Error::failed(format!(
+                "the embeddings provider answered with {} dimensions, other than the store's; nothing was written (the store is embedded again when the daemon restarts)",
+                v.dims()
+            )));
+        }
         let now = self.now();
         let at = db::timestamp(self.clock.now());
         let mut outcome = AddOutcome {
@@ -474,16 +525,15 @@ impl SemanticMemory {
             summary: String::new(),
         };
         let (redundant_at, merge_at) = thresholds(self.embedder.is_sparse());
-        let texts: Vec<&str> = extraction.candidates.iter().map(|c| c.content.as_str()).collect();
-        let vectors = self.embedder.embed(&texts).await?;
+        let embedder = self.embedder.name();
         for (candidate, vector) in extraction.candidates.into_iter().zip(vectors) {
-            let nearest = self.nearest(&index, &vector);
+            let nearest = self.nearest(&index, &vector, scope.read);
             if let Some((doc, similarity)) = nearest {
                 let existing = index.entry(doc);
                 let nothing_new = stems_within(&candidate.content, &existing.content);
                 if similarity >= redundant_at || (nothing_new && similarity >= merge_at) {
                     index::refresh(existing, now);
-                    self.persist_refresh(vec![(existing.id, i64::from(existing.hits.load(Ordering::Relaxed)))], now);
+                    self.persist_refresh(vec![existing.id], now);
                     outcome.rejected.push(Rejected {
                         reason: format!("redundant: memory {} already says this", existing.id),
                         existing: Some(existing.id),
@@ -491,12 +541,6 @@ impl SemanticMemory {
                     });
                     continue;
                 }
-            }
-            if index.len() >= MAX_MEMORIES_PER_AGENT {
-                return Err(Error::new(
-                    crate::ErrorKind::ResourceExhausted,
-                    format!("this agent holds {MAX_MEMORIES_PER_AGENT} memories, the most it may: forget some first"),
-                ));
             }
             let merge = nearest.filter(|&(doc, similarity)| {
                 similarity >= merge_at && *index.entry(doc).category == *candidate.category
@@ -509,7 +553,6 @@ impl SemanticMemory {
             let hits = merge.map_or(0, |(doc, _)| index.entry(doc).hits.load(Ordering::Relaxed));
             let id = Uuid::now_v7();
             let replaces: Vec<Uuid> = replaced.iter().map(|r| r.id).collect();
-            let embedder = self.embedder.name();
             let new = store::NewMemory {
                 id,
                 agent,
@@ -523,6 +566,7 @@ impl SemanticMemory {
                 embedding: &vector.to_bytes(),
             };
             store::insert(&self.db, new, &replaces).await?;
+            // Nothing is awaited from here to the next candidate: the index follows the commit.
             for old in &replaces {
                 index.remove(*old);
             }
@@ -545,9 +589,53 @@ impl SemanticMemory {
         Ok(outcome)
     }
 
-    /// The live memory most like `content` and how alike they are (0–1).
-    fn nearest(&self, index: &AgentIndex, vector: &embed::Vector) -> Option<(u32, f32)> {
-        let candidates = index.search(vector, 5, |_| true);
+    /// Writes `facts` (content, category) as they are — no extractor, no duplicate check —
+    /// in one transaction: restoring a store from an export, and the benchmarks' fixtures.
+    /// How many were written.
+    pub async fn import(&self, agent: AgentId, facts: &[(&str, &str)], source: &str) -> Result<usize> {
+        let index = self.index(agent).await?;
+        let mut index = index.write().await;
+        if index.len() + facts.len() > MAX_MEMORIES_PER_AGENT {
+            return Err(Error::new(
+                crate::ErrorKind::ResourceExhausted,
+                format!("this agent may hold {MAX_MEMORIES_PER_AGENT} memories; the import would go over"),
+            ));
+        }
+        let texts: Vec<&str> = facts.iter().map(|(content, _)| *content).collect();
+        let vectors = self.embedder.embed(&texts).await?;
+        let at = db::timestamp(self.clock.now());
+        let now = self.now();
+        let embedder = self.embedder.name();
+        let rows: Vec<(Uuid, Vec<u8>)> = vectors.iter().map(|v| (Uuid::now_v7(), v.to_bytes())).collect();
+        let new: Vec<store::NewMemory<'_>> = facts
+            .iter()
+            .zip(&rows)
+            .map(|(&(content, category), (id, bytes))| store::NewMemory {
+                id: *id,
+                agent,
+                content,
+                category,
+                source,
+                confidence: 1.0,
+                hits: 0,
+                at: &at,
+                embedder: &embedder,
+                embedding: bytes,
+            })
+            .collect();
+        store::insert_all(&self.db, &new).await?;
+        for ((&(content, category), (id, _)), vector) in facts.iter().zip(&rows).zip(vectors) {
+            let entry = Entry::new(*id, content, category, source, &at).with_use(1.0, 0, now);
+            index.insert(entry, vector).map_err(Error::internal)?;
+        }
+        Ok(facts.len())
+    }
+
+    /// The live memory most like `vector` among those `readable` lets through, and how alike
+    /// they are (0–1). What the caller may not read is never compared, so a write cannot be
+    /// used to learn what an unreadable memory says.
+    fn nearest(&self, index: &AgentIndex, vector: &embed::Vector, readable: Categories<'_>) -> Option<(u32, f32)> {
+        let candidates = index.search(vector, 5, |e| readable(&e.category));
         match vector {
             // The index's BM25 finds the candidates; the cosine of the two texts' features
             // says how alike they are, the same whichever is the longer.
@@ -559,15 +647,9 @@ impl SemanticMemory {
         }
     }
 
-    /// Withdraws memory `id` of `agent` so nothing recalls it again. `writable` decides
-    /// whether its category may be touched.
-    pub async fn forget(
-        &self,
-        agent: AgentId,
-        id: Uuid,
-        by: &str,
-        writable: &(dyn Fn(&str) -> bool + Sync),
-    ) -> Result<Memory> {
+    /// Withdraws memory `id` of `agent` so nothing recalls it again, if `scope` may write
+    /// its category. The answer shows its content only where `scope` may read it.
+    pub async fn forget(&self, agent: AgentId, id: Uuid, by: &str, scope: Scope<'_>) -> Result<Memory> {
         let index = self.index(agent).await?;
         let mut index = index.write().await;
         let now = self.now();
@@ -576,13 +658,16 @@ impl SemanticMemory {
                 "this agent has no memory `{id}` to forget (it may already be forgotten, or merged into a later one)"
             )));
         };
-        if !writable(&entry.category) {
+        if !(scope.write)(&entry.category) {
             return Err(Error::forbidden(format!(
                 "memory `{id}` is in the category `{}`, outside this agent's capabilities.memory_write",
                 entry.category
             )));
         }
-        let memory = self.memory(entry, now, None);
+        let mut memory = self.memory(entry, now, None);
+        if !(scope.read)(&entry.category) {
+            memory.content = "(not shown: the category is outside capabilities.memory_read)".into();
+        }
         if !store::forget(&self.db, agent, id, by, &db::timestamp(self.clock.now())).await? {
             return Err(Error::not_found(format!("memory `{id}` was withdrawn meanwhile")));
         }
@@ -594,7 +679,11 @@ impl SemanticMemory {
     /// switches.
     pub async fn stats(&self, agent: AgentId, readable: &(dyn Fn(&str) -> bool + Sync)) -> Result<Stats> {
         let index = self.index(agent).await?;
-        let (forgotten, merged) = store::withdrawn_counts(&self.db, agent).await?;
+        let (forgotten, merged) = store::withdrawn_counts(&self.db, agent)
+            .await?
+            .into_iter()
+            .filter(|(category, ..)| readable(category))
+            .fold((0, 0), |(f, m), (_, forgotten, merged)| (f + forgotten, m + merged));
         let index = index.read().await;
         let mut by_tier = BTreeMap::new();
         let mut by_category = BTreeMap::new();
@@ -623,22 +712,23 @@ impl SemanticMemory {
         })
     }
 
-    /// A page of `agent`'s live memories, newest first (the cursor is a position), for
-    /// operators: looking does not refresh them.
+    /// A page of `agent`'s live memories, newest first (the cursor is the last id shown:
+    /// ids grow with time), for operators: looking does not refresh them.
     pub async fn list(&self, agent: AgentId, page: &PageRequest) -> Result<Page<Memory>> {
+        let after = match page.after(Key::Id)? {
+            Some(c) => Some(Uuid::parse_str(c).map_err(|_| crate::page::bad_cursor())?),
+            None => None,
+        };
         let index = self.index(agent).await?;
         let index = index.read().await;
         let now = self.now();
-        let all: Vec<(usize, Memory)> = index
-            .entries()
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
+        let rows: Vec<Memory> = index
+            .entries_newest_first()
+            .filter(|e| after.is_none_or(|a| e.id < a))
+            .take(page.fetch_limit() as usize)
             .map(|e| self.memory(e, now, None))
-            .enumerate()
             .collect();
-        let after = page.after(Key::Position)?;
-        Ok(Page::of_sorted(all, page, after, |(i, _)| format!("{i:06}")).map(|(_, m)| m))
+        Ok(Page::from_rows(rows, page, index.len() as u64, |m| m.id.to_string()))
     }
 
     /// How many bytes `agent`'s loaded index holds (0 when not loaded), for benchmarks.

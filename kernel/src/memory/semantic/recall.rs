@@ -5,7 +5,7 @@
 //! one that may call `memory_semantic_add`, each within its `semantic:` categories.
 
 use super::tools::may;
-use super::{SearchOptions, recall_floor};
+use super::{Scope, SearchOptions, recall_floor};
 use crate::Kernel;
 use crate::agent::Agent;
 use crate::capability::MemoryAccess;
@@ -52,8 +52,9 @@ fn block(lines: impl Iterator<Item = String>, max_bytes: usize) -> Option<String
     let mut text = RECALL_HEADER.to_string();
     let mut any = false;
     for line in lines {
+        // A line that does not fit is left out; a shorter one after it may still fit.
         if text.len() + 1 + line.len() > max_bytes {
-            break;
+            continue;
         }
         text.push('\n');
         text.push_str(&line);
@@ -64,7 +65,7 @@ fn block(lines: impl Iterator<Item = String>, max_bytes: usize) -> Option<String
 
 /// After a turn, writes the lasting facts the extractor finds in it (auto-memorize), off
 /// the turn's path.
-pub(crate) fn memorize(kernel: &Kernel, agent: std::sync::Arc<Agent>, message: String, reply: String) {
+pub(crate) fn memorize(kernel: &Kernel, agent: std::sync::Arc<Agent>, speaker: String, message: String, reply: String) {
     let Ok(memory) = kernel.semantic() else { return };
     if !memory.config().auto_memorize || !kernel.tools().allows("memory_semantic_add", &agent, None) {
         return;
@@ -72,7 +73,8 @@ pub(crate) fn memorize(kernel: &Kernel, agent: std::sync::Arc<Agent>, message: S
     let kernel = kernel.clone();
     tokio::spawn(async move {
         let Ok(memory) = kernel.semantic() else { return };
-        match memory.memorize_turn(agent.id, &message, &reply, &may(&agent, MemoryAccess::Write)).await {
+        let (read, write) = (may(&agent, MemoryAccess::Read), may(&agent, MemoryAccess::Write));
+        match memory.memorize_turn(agent.id, (&speaker, &message, &reply), Scope { read: &read, write: &write }).await {
             Ok(outcome) if !outcome.written.is_empty() => {
                 tracing::info!(agent = %agent.name, summary = %outcome.summary, "auto-memorize")
             }
@@ -88,9 +90,11 @@ mod tests {
 
     #[test]
     fn a_block_holds_whole_lines_within_its_bytes() {
-        let lines = || ["- one".to_string(), "- two".to_string()].into_iter();
+        let lines = || ["- one".to_string(), "- a line too long to fit".to_string(), "- two".to_string()].into_iter();
         let both = block(lines(), 10_000).unwrap();
-        assert!(both.ends_with("- one\n- two"));
+        assert!(both.ends_with("- one\n- a line too long to fit\n- two"));
+        let short = block(lines(), RECALL_HEADER.len() + 12).unwrap();
+        assert!(short.ends_with("- one\n- two"), "the long line is left out, the next still fits: {short}");
         let one = block(lines(), RECALL_HEADER.len() + 6).unwrap();
         assert!(one.ends_with("- one") && one.len() <= RECALL_HEADER.len() + 6);
         assert_eq!(block(lines(), RECALL_HEADER.len() + 3), None, "not even one line fits");

@@ -38,6 +38,30 @@ pub(super) struct NewMemory<'a> {
 /// transaction.
 pub(super) async fn insert(db: &Db, new: NewMemory<'_>, replaces: &[Uuid]) -> Result<()> {
     let mut tx = db.begin().await?;
+    insert_row(&mut tx, &new).await?;
+    for old in replaces {
+        sqlx::query("UPDATE memories SET merged_into = $1 WHERE id = $2 AND agent_id = $3")
+            .bind(new.id.to_string())
+            .bind(old.to_string())
+            .bind(new.agent.to_string())
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Inserts many memories in one transaction.
+pub(super) async fn insert_all(db: &Db, rows: &[NewMemory<'_>]) -> Result<()> {
+    let mut tx = db.begin().await?;
+    for new in rows {
+        insert_row(&mut tx, new).await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+async fn insert_row(conn: &mut db::Conn, new: &NewMemory<'_>) -> Result<()> {
     sqlx::query(
         "INSERT INTO memories (id, agent_id, content, category, source, confidence, hits, created_at, accessed_at, embedder, embedding)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10)",
@@ -52,17 +76,8 @@ pub(super) async fn insert(db: &Db, new: NewMemory<'_>, replaces: &[Uuid]) -> Re
     .bind(new.at)
     .bind(new.embedder)
     .bind(new.embedding)
-    .execute(&mut *tx)
+    .execute(conn)
     .await?;
-    for old in replaces {
-        sqlx::query("UPDATE memories SET merged_into = $1 WHERE id = $2 AND agent_id = $3")
-            .bind(new.id.to_string())
-            .bind(old.to_string())
-            .bind(new.agent.to_string())
-            .execute(&mut *tx)
-            .await?;
-    }
-    tx.commit().await?;
     Ok(())
 }
 
@@ -77,14 +92,18 @@ pub(super) async fn live(db: &Db, agent: AgentId) -> Result<Vec<Stored>> {
     rows.iter().map(stored_from).collect()
 }
 
-/// A vector made again by another embedder.
-pub(super) async fn set_embedding(db: &Db, id: Uuid, embedder: &str, embedding: &[u8]) -> Result<()> {
-    sqlx::query("UPDATE memories SET embedder = $1, embedding = $2 WHERE id = $3")
-        .bind(embedder)
-        .bind(embedding)
-        .bind(id.to_string())
-        .execute(db.pool())
-        .await?;
+/// Vectors made again by another embedder, in one transaction.
+pub(super) async fn set_embeddings(db: &Db, embedder: &str, rows: &[(Uuid, Vec<u8>)]) -> Result<()> {
+    let mut tx = db.begin().await?;
+    for (id, embedding) in rows {
+        sqlx::query("UPDATE memories SET embedder = $1, embedding = $2 WHERE id = $3")
+            .bind(embedder)
+            .bind(embedding)
+            .bind(id.to_string())
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
     Ok(())
 }
 
@@ -103,32 +122,40 @@ pub(super) async fn forget(db: &Db, agent: AgentId, id: Uuid, by: &str, at: &str
     Ok(done.rows_affected() == 1)
 }
 
-/// Writes refreshed hits and last access of memories a search returned.
-pub(super) async fn refresh(db: &Db, ids: &[(Uuid, i64)], at: &str) -> Result<()> {
+/// One more hit for each memory a search returned, and its last access moved forward to
+/// `at` (never back: refreshes may be written out of order).
+pub(super) async fn refresh(db: &Db, ids: &[Uuid], at: &str) -> Result<()> {
     let mut tx = db.begin().await?;
-    for (id, hits) in ids {
-        sqlx::query("UPDATE memories SET hits = $1, accessed_at = $2 WHERE id = $3")
-            .bind(hits)
-            .bind(at)
-            .bind(id.to_string())
-            .execute(&mut *tx)
-            .await?;
+    for id in ids {
+        sqlx::query(
+            "UPDATE memories SET hits = hits + 1, accessed_at = CASE WHEN accessed_at < $1 THEN $1 ELSE accessed_at END
+             WHERE id = $2",
+        )
+        .bind(at)
+        .bind(id.to_string())
+        .execute(&mut *tx)
+        .await?;
     }
     tx.commit().await?;
     Ok(())
 }
 
-/// How many of `agent`'s memories were forgotten, and how many merged into others.
-pub(super) async fn withdrawn_counts(db: &Db, agent: AgentId) -> Result<(u64, u64)> {
-    let row = sqlx::query(
-        "SELECT count(forgotten_at) AS forgotten, count(merged_into) AS merged FROM memories WHERE agent_id = $1",
+/// Per category of `agent`'s memories: how many were forgotten, and how many merged into
+/// others.
+pub(super) async fn withdrawn_counts(db: &Db, agent: AgentId) -> Result<Vec<(String, u64, u64)>> {
+    let rows = sqlx::query(
+        "SELECT category, count(forgotten_at) AS forgotten, count(merged_into) AS merged FROM memories
+         WHERE agent_id = $1 AND (forgotten_at IS NOT NULL OR merged_into IS NOT NULL) GROUP BY category",
     )
     .bind(agent.to_string())
-    .fetch_one(db.pool())
+    .fetch_all(db.pool())
     .await?;
-    let forgotten: i64 = row.try_get("forgotten")?;
-    let merged: i64 = row.try_get("merged")?;
-    Ok((forgotten as u64, merged as u64))
+    rows.iter()
+        .map(|r| {
+            let (forgotten, merged): (i64, i64) = (r.try_get("forgotten")?, r.try_get("merged")?);
+            Ok((r.try_get("category")?, forgotten as u64, merged as u64))
+        })
+        .collect()
 }
 
 fn stored_from(row: &db::Row) -> Result<Stored> {

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::{MAX_LIMIT, SearchOptions};
+use super::{MAX_LIMIT, Scope, SearchOptions};
 use crate::agent::Agent;
 use crate::capability::{MemoryAccess, MemoryStore};
 use crate::config::Config;
@@ -114,11 +114,9 @@ impl Tool for SemanticAdd {
     }
 
     async fn run(&self, ctx: CallContext, args: SemanticAddArgs) -> Result<Value> {
-        let outcome = ctx
-            .kernel
-            .semantic()?
-            .add(ctx.agent.id, &args.content, "tool", &may(&ctx.agent, MemoryAccess::Write))
-            .await?;
+        let (read, write) = (may(&ctx.agent, MemoryAccess::Read), may(&ctx.agent, MemoryAccess::Write));
+        let scope = Scope { read: &read, write: &write };
+        let outcome = ctx.kernel.semantic()?.add(ctx.agent.id, &args.content, "tool", scope).await?;
         Ok(json!(outcome))
     }
 }
@@ -152,11 +150,9 @@ impl Tool for SemanticForget {
         let id = Uuid::parse_str(args.memory_id.trim()).map_err(|_| {
             Error::invalid("memory_id is not a memory id (a UUID from a search hit)").with_field("memory_id")
         })?;
-        let forgotten = ctx
-            .kernel
-            .semantic()?
-            .forget(ctx.agent.id, id, &ctx.actor(), &may(&ctx.agent, MemoryAccess::Write))
-            .await?;
+        let (read, write) = (may(&ctx.agent, MemoryAccess::Read), may(&ctx.agent, MemoryAccess::Write));
+        let scope = Scope { read: &read, write: &write };
+        let forgotten = ctx.kernel.semantic()?.forget(ctx.agent.id, id, &ctx.actor(), scope).await?;
         Ok(json!({ "forgotten": forgotten.id, "content": forgotten.content }))
     }
 }
