@@ -272,7 +272,7 @@ pub fn GraphPicture(
         .collect::<Vec<_>>();
     view! {
         <figure class="graph">
-            <svg viewBox=format!("0 0 {WIDTH:.0} {HEIGHT:.0}") role="img" aria-label=title class="graph-svg">
+            <svg viewBox=format!("0 0 {WIDTH:.0} {HEIGHT:.0}") role="group" aria-label=title class="graph-svg">
                 <defs>
                     <marker id="kg-arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
                         <path d="M 0 0 L 10 5 L 0 10 z" class="kg-arrowhead"></path>

@@ -356,17 +356,7 @@ impl Knowledge {
             .chain([(start_id, start)])
             .collect();
         let names: HashMap<i64, String> = entities.iter().map(|(id, e)| (*id, e.name.clone())).collect();
-        let edges = steps
-            .into_iter()
-            .filter_map(|s| {
-                Some(Edge {
-                    from: names.get(&s.from)?.clone(),
-                    to: names.get(&s.to)?.clone(),
-                    relation_type: s.relation_type,
-                    weight: s.weight,
-                })
-            })
-            .collect();
+        let edges = named_edges(steps, &names);
         let nodes = order
             .iter()
             .filter_map(|id| {
@@ -422,19 +412,25 @@ impl Knowledge {
         let ids: Vec<i64> = top.iter().map(|(id, _)| *id).collect();
         let names: HashMap<i64, String> = top.iter().map(|(id, e)| (*id, e.name.clone())).collect();
         let steps = store::relations_among(&self.db, &agent, &ids, i64::from(max_edges)).await?;
-        let edges = steps
-            .into_iter()
-            .filter_map(|s| {
-                Some(Edge {
-                    from: names.get(&s.from)?.clone(),
-                    to: names.get(&s.to)?.clone(),
-                    relation_type: s.relation_type,
-                    weight: s.weight,
-                })
-            })
-            .collect();
+        let edges = named_edges(steps, &names);
         Ok(Overview { entities: top.into_iter().map(|(_, e)| e).collect(), edges, total_entities, total_relations })
     }
+}
+
+/// Relations between rows, as edges between the entities' names; a relation whose end is not
+/// among `names` is left out.
+fn named_edges(steps: Vec<store::Step>, names: &HashMap<i64, String>) -> Vec<Edge> {
+    steps
+        .into_iter()
+        .filter_map(|s| {
+            Some(Edge {
+                from: names.get(&s.from)?.clone(),
+                to: names.get(&s.to)?.clone(),
+                relation_type: s.relation_type,
+                weight: s.weight,
+            })
+        })
+        .collect()
 }
 
 /// A name or type: not blank, on one line, at most `max` characters.

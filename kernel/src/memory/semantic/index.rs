@@ -79,6 +79,8 @@ pub struct AgentIndex {
     by_id: HashMap<Uuid, u32>,
     vectors: Vectors,
     live: usize,
+    /// Categories and sources, held once each: a store has a handful of them.
+    names: std::collections::HashSet<Arc<str>>,
 }
 
 /// A document and how well it matches the query.
@@ -101,7 +103,7 @@ impl AgentIndex {
         } else {
             Vectors::Dense { dims: 0, flat: Vec::new() }
         };
-        AgentIndex { entries: Vec::new(), by_id: HashMap::new(), vectors, live: 0 }
+        AgentIndex { entries: Vec::new(), by_id: HashMap::new(), vectors, live: 0, names: Default::default() }
     }
 
     pub fn len(&self) -> usize {
@@ -139,8 +141,30 @@ impl AgentIndex {
         }
     }
 
+    fn intern(&mut self, name: &Arc<str>) -> Arc<str> {
+        match self.names.get(name) {
+            Some(held) => held.clone(),
+            None => {
+                self.names.insert(name.clone());
+                name.clone()
+            }
+        }
+    }
+
+    /// Gives back what growing left spare (after a load, where nothing is added for a while).
+    pub fn shrink(&mut self) {
+        self.entries.shrink_to_fit();
+        if let Vectors::Sparse { postings, lengths, .. } = &mut self.vectors {
+            postings.values_mut().for_each(Vec::shrink_to_fit);
+            postings.shrink_to_fit();
+            lengths.shrink_to_fit();
+        }
+    }
+
     /// Adds a memory. A dense vector of other dimensions than the index's is refused.
-    pub fn insert(&mut self, entry: Entry, vector: Vector) -> Result<(), String> {
+    pub fn insert(&mut self, mut entry: Entry, vector: Vector) -> Result<(), String> {
+        entry.category = self.intern(&entry.category);
+        entry.source = self.intern(&entry.source);
         let doc = self.entries.len() as u32;
         match (&mut self.vectors, vector) {
             (Vectors::Sparse { postings, lengths, total_length }, Vector::Sparse(features)) => {
@@ -173,6 +197,11 @@ impl AgentIndex {
         self.entries[doc as usize].dead = true;
         self.live -= 1;
         true
+    }
+
+    /// The live entries, taken out (the vectors are dropped).
+    pub fn into_entries(self) -> impl Iterator<Item = Entry> {
+        self.entries.into_iter().filter(|e| !e.dead)
     }
 
     /// Whether dead entries are so many that [`AgentIndex::compacted`] is worth its cost.

@@ -318,41 +318,46 @@ impl SemanticMemory {
     }
 
     async fn load(&self, agent: AgentId) -> Result<Shared> {
-        let rows = store::live(&self.db, agent).await?;
         let name = self.embedder.name();
         let sparse = self.embedder.is_sparse();
-        let mut vectors: Vec<Option<embed::Vector>> = rows
-            .iter()
-            .map(|r| if r.embedder == name { embed::Vector::from_bytes(sparse, &r.embedding) } else { None })
-            .collect();
-        // A model served under the same name may answer with other dimensions: then every
-        // vector is made again, as for a changed embedder.
-        let dims: HashSet<usize> = vectors.iter().flatten().map(embed::Vector::dims).collect();
-        if dims.len() > 1 {
-            vectors.iter_mut().for_each(|v| *v = None);
-        }
-        let stale: Vec<usize> = vectors.iter().enumerate().filter(|(_, v)| v.is_none()).map(|(i, _)| i).collect();
-        if !stale.is_empty() {
-            tracing::info!(%agent, memories = stale.len(), embedder = %name, "embedding memories again for a changed embedder");
-            let texts: Vec<&str> = stale.iter().map(|&i| rows[i].content.as_str()).collect();
-            let fresh = self.embedder.embed(&texts).await?;
-            let updates: Vec<(Uuid, Vec<u8>)> =
-                stale.iter().zip(&fresh).map(|(&i, v)| (rows[i].id, v.to_bytes())).collect();
-            store::set_embeddings(&self.db, &name, &updates).await?;
-            for (&i, vector) in stale.iter().zip(fresh) {
-                vectors[i] = Some(vector);
-            }
-        }
         let mut index = AgentIndex::new(sparse);
-        for (row, vector) in rows.into_iter().zip(vectors) {
-            let vector = vector.ok_or_else(|| Error::internal(format!("memory {}: no vector", row.id)))?;
+        // Rows another embedder made (or whose vector does not fit) are embedded again, in
+        // one batch after the others are in.
+        let mut stale: Vec<Entry> = Vec::new();
+        store::each_live(&self.db, agent, |row| {
             let entry = Entry::new(row.id, &row.content, &row.category, &row.source, &row.created_at).with_use(
                 row.confidence as f32,
                 row.hits.max(0) as u32,
                 seconds(&row.accessed_at),
             );
-            index.insert(entry, vector).map_err(|e| Error::internal(format!("memory {}: {e}", row.id)))?;
+            match (row.embedder == name).then(|| embed::Vector::from_bytes(sparse, &row.embedding)).flatten() {
+                Some(vector) if index.fits(&vector) => index.insert(entry, vector).map_err(Error::internal),
+                _ => {
+                    stale.push(entry);
+                    Ok(())
+                }
+            }
+        })
+        .await?;
+        if !stale.is_empty() {
+            tracing::info!(%agent, memories = stale.len(), embedder = %name, "embedding memories again for a changed embedder");
+            let texts: Vec<&str> = stale.iter().map(|e| e.content.as_ref()).collect();
+            let mut fresh = self.embedder.embed(&texts).await?;
+            if fresh.iter().any(|v| !index.fits(v)) {
+                // The model behind the name changed its dimensions: every vector is made again.
+                let all: Vec<Entry> = index.into_entries().chain(stale).collect();
+                let texts: Vec<&str> = all.iter().map(|e| e.content.as_ref()).collect();
+                fresh = self.embedder.embed(&texts).await?;
+                stale = all;
+                index = AgentIndex::new(sparse);
+            }
+            let updates: Vec<(Uuid, Vec<u8>)> = stale.iter().zip(&fresh).map(|(e, v)| (e.id, v.to_bytes())).collect();
+            store::set_embeddings(&self.db, &name, &updates).await?;
+            for (entry, vector) in stale.into_iter().zip(fresh) {
+                index.insert(entry, vector).map_err(Error::internal)?;
+            }
         }
+        index.shrink();
         Ok(Arc::new(RwLock::new(index)))
     }
 

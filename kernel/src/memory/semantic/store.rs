@@ -81,15 +81,20 @@ async fn insert_row(conn: &mut db::Conn, new: &NewMemory<'_>) -> Result<()> {
     Ok(())
 }
 
-/// Every live memory of `agent` (neither forgotten nor merged), oldest first.
-pub(super) async fn live(db: &Db, agent: AgentId) -> Result<Vec<Stored>> {
-    let rows = sqlx::query(
+/// Hands every live memory of `agent` (neither forgotten nor merged), oldest first, to
+/// `each`, one row at a time: a store of 100,000 is never all in memory as rows.
+pub(super) async fn each_live(db: &Db, agent: AgentId, mut each: impl FnMut(Stored) -> Result<()>) -> Result<()> {
+    use futures_util::TryStreamExt;
+    let agent = agent.to_string();
+    let mut rows = sqlx::query(
         "SELECT * FROM memories WHERE agent_id = $1 AND forgotten_at IS NULL AND merged_into IS NULL ORDER BY created_at, id",
     )
-    .bind(agent.to_string())
-    .fetch_all(db.pool())
-    .await?;
-    rows.iter().map(stored_from).collect()
+    .bind(&agent)
+    .fetch(db.pool());
+    while let Some(row) = rows.try_next().await? {
+        each(stored_from(&row)?)?;
+    }
+    Ok(())
 }
 
 /// Vectors made again by another embedder, in one transaction.
