@@ -52,6 +52,8 @@ test('axe-core finds no serious or critical violation on any page at desktop wid
   for (const path of pages) {
     await page.goto(path);
     found.push(...(await seriousViolations(page)));
+    const shot = path.match(/\/(memory|knowledge)$/);
+    if (shot) await page.screenshot({ path: `${shots}/agent-${shot[1]}.png`, fullPage: true });
   }
   expect(found).toEqual([]);
 });

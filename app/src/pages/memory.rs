@@ -71,7 +71,7 @@ pub fn render_memory(meta: PageMeta, page: MemoryPage) -> String {
                 <tr>
                     <td>{m.content}</td>
                     <td>{m.category}</td>
-                    <td>{format!("{:?}", m.tier).to_lowercase()}</td>
+                    <td>{m.tier.as_str()}</td>
                     <td>{format!("{:.2}", m.confidence)}</td>
                     <td>{relevance}</td>
                     <td>

@@ -68,6 +68,15 @@ pub enum Tier {
 }
 
 impl Tier {
+    /// The tier's name as the API writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Fresh => "fresh",
+            Tier::Recalled => "recalled",
+            Tier::Core => "core",
+        }
+    }
+
     fn of(hits: u32) -> Tier {
         match hits {
             0 => Tier::Fresh,
@@ -110,10 +119,11 @@ pub struct SearchOptions {
 }
 
 impl SearchOptions {
-    /// An operator's search (the API's, the dashboard's): bounded like the tool's, and
-    /// refreshing nothing, so looking does not change what the agent will remember.
-    pub fn for_operator(limit: Option<usize>, min_confidence: Option<f64>) -> Result<SearchOptions> {
-        let limit = limit.unwrap_or(10);
+    /// A search as a caller asks for it: `limit` 1–50 (default `default_limit`),
+    /// `min_confidence` 0–1 (default 0). The one check of both, for the tool and the
+    /// operator's API and page.
+    pub fn checked(limit: Option<usize>, min_confidence: Option<f64>, default_limit: usize) -> Result<SearchOptions> {
+        let limit = limit.unwrap_or(default_limit);
         if !(1..=MAX_LIMIT).contains(&limit) {
             return Err(Error::invalid(format!("limit must be 1 to {MAX_LIMIT}")).with_field("limit"));
         }
@@ -121,7 +131,13 @@ impl SearchOptions {
         if !(0.0..=1.0).contains(&min_confidence) {
             return Err(Error::invalid("min_confidence must be from 0 to 1").with_field("min_confidence"));
         }
-        Ok(SearchOptions { limit, min_confidence, min_relevance: 0.0, refresh: false })
+        Ok(SearchOptions { limit, min_confidence, ..SearchOptions::default() })
+    }
+
+    /// An operator's search (the API's, the dashboard's): bounded like the tool's, and
+    /// refreshing nothing, so looking does not change what the agent will remember.
+    pub fn for_operator(limit: Option<usize>, min_confidence: Option<f64>) -> Result<SearchOptions> {
+        Ok(SearchOptions { refresh: false, ..SearchOptions::checked(limit, min_confidence, 10)? })
     }
 }
 
@@ -695,11 +711,7 @@ impl SemanticMemory {
         let mut memories = 0;
         for e in index.entries().filter(|e| readable(&e.category)) {
             memories += 1;
-            let tier = serde_json::to_value(Tier::of(e.hits.load(Ordering::Relaxed)))
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default();
-            *by_tier.entry(tier).or_default() += 1;
+            *by_tier.entry(Tier::of(e.hits.load(Ordering::Relaxed)).as_str().to_string()).or_default() += 1;
             *by_category.entry(e.category.to_string()).or_default() += 1;
         }
         Ok(Stats {

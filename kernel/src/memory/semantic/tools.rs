@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::{MAX_LIMIT, Scope, SearchOptions};
+use super::{Scope, SearchOptions};
 use crate::agent::Agent;
 use crate::capability::{MemoryAccess, MemoryStore};
 use crate::config::Config;
@@ -69,15 +69,7 @@ impl Tool for SemanticSearch {
     }
 
     async fn run(&self, ctx: CallContext, args: SemanticSearchArgs) -> Result<Value> {
-        let limit = args.limit.unwrap_or(5) as usize;
-        if !(1..=MAX_LIMIT).contains(&limit) {
-            return Err(Error::invalid(format!("limit must be 1 to {MAX_LIMIT}")).with_field("limit"));
-        }
-        let min_confidence = args.min_confidence.unwrap_or(0.0);
-        if !(0.0..=1.0).contains(&min_confidence) {
-            return Err(Error::invalid("min_confidence must be from 0 to 1").with_field("min_confidence"));
-        }
-        let options = SearchOptions { limit, min_confidence, ..SearchOptions::default() };
+        let options = SearchOptions::checked(args.limit.map(|l| l as usize), args.min_confidence, 5)?;
         let hits = ctx
             .kernel
             .semantic()?
