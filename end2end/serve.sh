@@ -14,6 +14,10 @@ cat > "$home/config.toml" <<TOML
 kind = "openai"
 base_url = "http://127.0.0.1:4601/v1"
 api_key_env = ""
+[browser]
+executable = "${CHROMIUM:-/usr/bin/chromium}"
+# The specs' agents browse the daemon's own sign-in page: loopback opened on its port only.
+allowed_hosts = ["127.0.0.1:4600"]
 TOML
 RUST_LOG=${RUST_LOG:-warn} "$kennel" --home "$home" start --bind 127.0.0.1:4600 &
 wait $!

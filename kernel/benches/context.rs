@@ -34,6 +34,7 @@ fn conversation() -> Vec<Message> {
                     name: "web_fetch".into(),
                     content: "report line ".repeat(125),
                     is_error: false,
+                    image: None,
                 },
                 Message::Assistant {
                     content: Some("The report changed in three places. ".repeat(22)),

@@ -27,6 +27,50 @@ pub struct Config {
     pub media: MediaConfig,
     pub budgets: BudgetsConfig,
     pub proactive_memory: ProactiveMemoryConfig,
+    /// `None` without a `[browser]` section: the browser tools are excluded.
+    pub browser: Option<BrowserConfig>,
+}
+
+/// `[browser]`: headless Chromium for the browser family (spec §9). Its presence turns the
+/// family on; Chromium starts on the first browser call, never at daemon start.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BrowserConfig {
+    /// The Chromium (or Chrome) binary; unset: `chromium`, `chromium-browser`,
+    /// `google-chrome` on `PATH`, first found.
+    pub executable: Option<std::path::PathBuf>,
+    /// `false` shows windows (needs a display); tests and servers keep it headless.
+    pub headless: bool,
+    /// Tabs one agent may have open at once; `browser_navigate` of one more is refused.
+    #[serde(deserialize_with = "in_range::<_, 1, 64>")]
+    pub tabs_per_agent: u64,
+    /// How long `browser_navigate` and `browser_back` wait for the page to load.
+    #[serde(deserialize_with = "in_range::<_, 1, 600>")]
+    pub navigation_timeout_secs: u64,
+    /// A tab unused this long is closed, an agent's context when its last tab is, and
+    /// Chromium itself when no agent has a tab open.
+    #[serde(deserialize_with = "in_range::<_, 1, 86400>")]
+    pub idle_close_secs: u64,
+    /// Where pages may connect, checked by `net::guard` for every request a page makes (its
+    /// own URL, redirects, images, fetches, websockets): empty, any public address;
+    /// private, loopback and link-local addresses only through an IP or CIDR entry.
+    pub allowed_hosts: AllowedHosts,
+    /// Hosts refused even when `allowed_hosts` lets them through (same syntax).
+    pub blocked_hosts: AllowedHosts,
+}
+
+impl Default for BrowserConfig {
+    fn default() -> Self {
+        BrowserConfig {
+            executable: None,
+            headless: true,
+            tabs_per_agent: 4,
+            navigation_timeout_secs: 30,
+            idle_close_secs: 300,
+            allowed_hosts: AllowedHosts::default(),
+            blocked_hosts: AllowedHosts::default(),
+        }
+    }
 }
 
 /// `[proactive_memory]`: the semantic store (spec §4) and what it does around turns.
@@ -414,6 +458,20 @@ pub struct ProviderConfig {
     pub max_in_flight: Option<u64>,
 }
 
+impl ProviderConfig {
+    /// Whether `model` is sent the images tool results carry (a screenshot), or only their
+    /// paths: `[providers.NAME.models.MODEL] images`, else by kind. Anthropic's models all
+    /// take images; an OpenAI-compatible server is often a local one serving a text-only
+    /// model that refuses image parts, so those are sent none unless `images = true` (as for
+    /// `gpt-4o`).
+    pub fn accepts_images(&self, model: &str) -> bool {
+        self.models.get(model).and_then(|m| m.images).unwrap_or(match self.kind {
+            ProviderKind::Anthropic => true,
+            ProviderKind::Openai => false,
+        })
+    }
+}
+
 /// `[providers.NAME.models.MODEL]`.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -430,6 +488,10 @@ pub struct ModelConfig {
     pub cached_input_usd_per_mtok: Option<f64>,
     #[serde(default, deserialize_with = "optional_price")]
     pub output_usd_per_mtok: Option<f64>,
+    /// Whether the model is sent the images tool results carry (`images = true|false`).
+    /// Unset: by the provider's kind ([`ProviderConfig::accepts_images`]).
+    #[serde(default)]
+    pub images: Option<bool>,
 }
 
 fn optional_budget_usd<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
@@ -626,6 +688,14 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 #                             # (empty: any public host; loopback only through an IP entry)
 # [media] ffmpeg = "/usr/bin/ffmpeg"    # found on PATH when not set
 
+# [browser]                 # headless Chromium for the browser tools (absent: excluded)
+# executable = "/usr/bin/chromium"   # found on PATH when not set
+# tabs_per_agent = 4
+# navigation_timeout_secs = 30
+# idle_close_secs = 300     # idle tabs close; Chromium stops when no agent has a tab
+# [browser] allowed_hosts = []   # every request a page makes is checked (like [a2a] allowed_hosts)
+# [browser] blocked_hosts = ["ads.example.com:*"]   # refused even when allowed
+
 # [schedules]
 # max_concurrent_fires = 32   # scheduled turns running at once; more wait
 # fire_history = 100          # fires remembered per schedule
@@ -667,6 +737,9 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # input_usd_per_mtok = 2.5               # prices for the usage reports and dollar budgets
 # cached_input_usd_per_mtok = 1.25       # unset: the input price
 # output_usd_per_mtok = 10.0
+# images = true                          # send it the images tool results carry (screenshots);
+#                                        # unset: true for kind "anthropic", false for "openai"
+#                                        # (local servers often serve text-only models)
 #
 # [providers.anthropic]
 # kind = "anthropic"
@@ -765,6 +838,24 @@ mod tests {
             ),
             "{shown}"
         );
+    }
+
+    #[test]
+    fn images_are_sent_to_anthropic_and_to_openai_kind_models_only_when_configured() {
+        let c = parse(
+            "[providers.a]\nkind = \"anthropic\"\n[providers.a.models.text-only]\nimages = false\n\
+             [providers.o]\nkind = \"openai\"\n[providers.o.models.gpt-4o]\nimages = true\n\
+             [providers.o.models.priced]\ninput_usd_per_mtok = 1.0\n",
+        )
+        .unwrap();
+        let (a, o) = (&c.providers["a"], &c.providers["o"]);
+        assert!(a.accepts_images("claude-sonnet-4-5"), "anthropic's default");
+        assert!(!a.accepts_images("text-only"), "turned off");
+        assert!(!o.accepts_images("llama3"), "openai-kind default");
+        assert!(!o.accepts_images("priced"), "a model section without `images` keeps the default");
+        assert!(o.accepts_images("gpt-4o"), "turned on");
+        let e = parse("[providers.o]\nkind = \"openai\"\n[providers.o.models.m]\nimages = \"yes\"\n").unwrap_err();
+        assert!(e.message.contains("bool"), "{}", e.message);
     }
 
     #[test]

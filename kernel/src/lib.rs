@@ -8,6 +8,7 @@ pub mod actions;
 pub mod agent;
 pub mod artifact;
 pub mod auth;
+pub mod browser;
 pub mod canvas;
 pub mod capability;
 pub mod changes;
@@ -81,6 +82,8 @@ struct Inner {
     /// `None` when `[proactive_memory] enabled = false`.
     semantic: Option<memory::semantic::SemanticMemory>,
     knowledge: knowledge::Knowledge,
+    /// `None` without a `[browser]` section.
+    browsers: Option<Arc<browser::Browsers>>,
     /// When this kernel opened its home (RFC 3339), and the instant, for uptime.
     started_at: String,
     started: std::time::Instant,
@@ -152,6 +155,7 @@ impl Kernel {
             media: media::Media::new(db.clone(), &config.media),
             kv: memory::kv::KvStore::new(db.clone()),
             knowledge: knowledge::Knowledge::new(db.clone(), knowledge::Limits::default()),
+            browsers: config.browser.clone().map(|b| Arc::new(browser::Browsers::new(b, home.to_path_buf()))),
             started: std::time::Instant::now(),
             home: home.to_path_buf(),
             tools: Tools::new(Registry::builtin(&config)),
@@ -244,6 +248,16 @@ impl Kernel {
     pub fn audit(&self) -> &AuditLog {
         &self.0.audit
     }
+    /// The browser service, when `[browser]` is configured.
+    pub fn browsers(&self) -> Option<&Arc<browser::Browsers>> {
+        self.0.browsers.as_ref()
+    }
+
+    /// The tabs `agent` has open in the browser (none when `[browser]` is not configured).
+    pub fn browser_tabs(&self, agent: agent::AgentId) -> Vec<browser::TabView> {
+        self.0.browsers.as_ref().map(|b| b.tabs(agent)).unwrap_or_default()
+    }
+
     /// The media providers and ffmpeg, for the media tools.
     pub fn media(&self) -> &media::Media {
         &self.0.media
@@ -421,6 +435,9 @@ impl Kernel {
         let stopped = self.0.agents.stop(agent).await?;
         self.0.turns.cancel_agent(stopped.id);
         self.0.schedules.pause_agent(stopped.id).await?;
+        if let Some(browsers) = &self.0.browsers {
+            browsers.close_agent(stopped.id).await;
+        }
         Ok(stopped)
     }
 
@@ -453,6 +470,9 @@ impl Kernel {
     /// Writes out queued audit entries and closes the database.
     pub async fn close(&self) {
         self.0.schedules.stop();
+        if let Some(browsers) = &self.0.browsers {
+            browsers.shut_down().await;
+        }
         self.0.audit.flush().await;
         self.0.db.close().await;
     }

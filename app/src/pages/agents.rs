@@ -5,7 +5,7 @@ use std::sync::Arc;
 use kennel_kernel::agent::{Agent, AgentType};
 use kennel_kernel::canvas::Canvas;
 use kennel_kernel::error::FieldError;
-use kennel_kernel::llm::Message;
+use kennel_kernel::llm::{Message, ToolImage};
 use kennel_kernel::schedule::Schedule;
 use kennel_kernel::session::{Compaction, Failure, Origin, Session, StoredMessage};
 use kennel_kernel::workspace::{FileEntry, Inert, Listing};
@@ -274,7 +274,7 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
                         </form>
                         {page.grant_error.map(|e| view! { <p class="field-error" id="pattern-error" role="alert">{crate::widgets::rich_text(&e)}</p> })}
                         <p><a href=format!("/tools?agent={id}")>"The agent's effective tool set"</a></p>
-                        <p><a href=format!("/agents/{id}/memory") id="agent-memory">"Its memory"</a>" · "<a href=format!("/agents/{id}/knowledge") id="agent-knowledge">"Its knowledge graph"</a></p>
+                        <p><a href=format!("/agents/{id}/memory") id="agent-memory">"Its memory"</a>" · "<a href=format!("/agents/{id}/knowledge") id="agent-knowledge">"Its knowledge graph"</a>" · "<a href=format!("/agents/{id}/browser") id="agent-browser">"Its browser tabs"</a></p>
                         <h2>"Schedules"</h2>
                         <ul class="schedules" id="agent-schedules">{schedules}</ul>
                         {no_schedules}
@@ -524,6 +524,9 @@ fn message_view(agent: &str, origin: &Origin, m: StoredMessage) -> AnyView {
         Message::Tool { name, content, is_error: false, .. } if name == "canvas_present" => {
             canvas_call_card(agent, &content)
         }
+        Message::Tool { name, content, is_error: false, image: Some(image), .. } => {
+            tool_image_card(agent, &name, content, image)
+        }
         Message::Tool { name, content, is_error, .. } => {
             let class = if is_error { "msg tool bad" } else { "msg tool" };
             view! {
@@ -535,6 +538,32 @@ fn message_view(agent: &str, origin: &Origin, m: StoredMessage) -> AnyView {
             .into_any()
         }
     }
+}
+
+/// A tool result with an image in the chat: the image itself from the agent's workspace
+/// (the file route serves only inert types inline; any other is a link to its file page),
+/// then the result's text, folded.
+fn tool_image_card(agent: &str, name: &str, content: String, image: ToolImage) -> AnyView {
+    let shown = match Inert::of(&image.path) {
+        Some(Inert::Image(_)) => {
+            view! { <img class="preview" src=file_url(agent, &image.path, false) alt=image.path.clone()/> }.into_any()
+        }
+        _ => {
+            let query = serde_urlencoded::to_string([("path", &image.path)]).unwrap_or_default();
+            view! { <a href=format!("/agents/{agent}/files/view?{query}")>{image.path.clone()}</a> }.into_any()
+        }
+    };
+    view! {
+        <div class="msg tool tool-image">
+            <span class="who">{format!("{name} image")}</span>
+            {shown}
+            <details>
+                <summary>{format!("{name} result")}</summary>
+                <pre>{content}</pre>
+            </details>
+        </div>
+    }
+    .into_any()
 }
 
 /// A `canvas_present` result in the chat: a card linking to the version it made.
@@ -549,4 +578,38 @@ fn canvas_call_card(agent: &str, result: &str) -> AnyView {
         </div>
     }
     .into_any()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tool result's image path is the agent's text: it names the file in the image's
+    /// address and `alt`, and never becomes markup.
+    #[test]
+    fn a_tool_results_image_is_shown_from_the_workspace_and_its_path_stays_text() {
+        let hostile = r#"s/"><script>alert(1)</script><img src=x onerror=alert(2)>.png"#;
+        let message = |path: &str| StoredMessage {
+            seq: 1,
+            message: Message::Tool {
+                call_id: "c".into(),
+                name: "shot<b>".into(),
+                content: hostile.into(),
+                is_error: false,
+                image: Some(ToolImage { path: path.into(), media_type: "image/png".into() }),
+            },
+            created_at: "now".into(),
+        };
+        let html = message_view("a1", &Origin::Unlabelled, message(hostile)).to_html();
+        assert!(!html.contains("<script") && !html.contains("<b>") && !html.contains("<img src=x"), "{html}");
+        assert!(html.contains(r#"alt="s/&quot;&gt;&lt;script&gt;"#), "the path as the alt text: {html}");
+        assert_eq!(html.matches("<img").count(), 1, "{html}");
+        let src = format!("src=\"{}\"", file_url("a1", hostile, false).replace('&', "&amp;"));
+        assert!(html.contains(&src), "{src} in {html}");
+        assert!(html.contains("<details>"), "the text result, folded: {html}");
+
+        let not_inert = message_view("a1", &Origin::Unlabelled, message("s/page.svg")).to_html();
+        assert!(!not_inert.contains("<img"), "an SVG is linked, not shown: {not_inert}");
+        assert!(not_inert.contains("/agents/a1/files/view?path=s%2Fpage.svg"), "{not_inert}");
+    }
 }

@@ -4,6 +4,7 @@
 pub mod agent_types;
 pub mod agents;
 pub mod audit;
+pub mod browser;
 pub mod canvas;
 pub mod error;
 pub mod knowledge;

@@ -94,6 +94,12 @@ impl Error {
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidArguments, message)
     }
+    pub fn timeout(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Timeout, message)
+    }
+    pub fn exhausted(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::ResourceExhausted, message)
+    }
 
     /// A fault of this daemon. `detail` (SQL, file paths, stored values) goes only to the log,
     /// under a short ref that the caller — a client, the dashboard, a model — gets instead.

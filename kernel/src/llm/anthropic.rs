@@ -27,7 +27,15 @@ pub(super) fn request_body(req: &ChatRequest<'_>, stream: bool) -> Value {
                 }
                 messages.push(json!({"role": "assistant", "content": blocks}));
             }
-            Message::Tool { call_id, content, is_error, .. } => {
+            Message::Tool { call_id, content, is_error, image, .. } => {
+                let text = req.tool_text(call_id, content, image.as_ref());
+                let content = match req.images.get(call_id) {
+                    Some(loaded) => json!([
+                        {"type": "text", "text": text},
+                        {"type": "image", "source": {"type": "base64", "media_type": loaded.media_type, "data": loaded.base64}},
+                    ]),
+                    None => json!(text),
+                };
                 let block =
                     json!({"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": is_error});
                 let joins_previous = messages
@@ -174,7 +182,7 @@ fn usage_of(usage: &Value) -> Usage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::ToolSpec;
+    use crate::llm::{LoadedImage, LoadedImages, ToolImage, ToolSpec};
 
     #[test]
     fn tool_results_group_and_the_prefix_is_cached() {
@@ -182,8 +190,8 @@ mod tests {
         let messages = vec![
             Message::User { content: "go".into() },
             Message::Assistant { content: Some("calling".into()), tool_calls: vec![call("x"), call("y")] },
-            Message::Tool { call_id: "x".into(), name: "t".into(), content: "1".into(), is_error: false },
-            Message::Tool { call_id: "y".into(), name: "t".into(), content: "2".into(), is_error: true },
+            Message::Tool { call_id: "x".into(), name: "t".into(), content: "1".into(), is_error: false, image: None },
+            Message::Tool { call_id: "y".into(), name: "t".into(), content: "2".into(), is_error: true, image: None },
         ];
         let tools = vec![
             ToolSpec { name: "a".into(), description: "".into(), parameters: json!({"type": "object"}).into() },
@@ -197,6 +205,8 @@ mod tests {
                 tools: &tools,
                 max_tokens: 10,
                 cache_prefix: true,
+                accepts_images: true,
+                images: &Default::default(),
             },
             false,
         );
@@ -206,6 +216,60 @@ mod tests {
         assert_eq!(body["tools"][1]["cache_control"]["type"], "ephemeral");
         assert!(body["tools"][0].get("cache_control").is_none());
         assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
+    }
+
+    #[test]
+    fn a_loaded_image_goes_in_its_tool_result_and_the_others_as_their_path() {
+        let image = |path: &str| Some(ToolImage { path: path.into(), media_type: "image/png".into() });
+        let result = |id: &str, path: &str| Message::Tool {
+            call_id: id.into(),
+            name: "shot".into(),
+            content: format!("{{\"path\":\"{path}\"}}"),
+            is_error: false,
+            image: image(path),
+        };
+        let messages = vec![
+            Message::Assistant {
+                content: None,
+                tool_calls: vec![
+                    ToolCall { id: "a".into(), name: "shot".into(), arguments: json!({}) },
+                    ToolCall { id: "b".into(), name: "shot".into(), arguments: json!({}) },
+                ],
+            },
+            result("a", "s/a.png"),
+            result("b", "s/b.png"),
+        ];
+        let images: LoadedImages =
+            [("b".to_string(), LoadedImage { media_type: "image/png".into(), base64: "QkFTRTY0".into() })].into();
+        let req = |accepts_images, images| ChatRequest {
+            model: "m",
+            system: "",
+            messages: &messages,
+            tools: &[],
+            max_tokens: 10,
+            cache_prefix: false,
+            accepts_images,
+            images,
+        };
+        let body = request_body(&req(true, &images), false);
+        let results = &body["messages"][1]["content"];
+        assert_eq!(
+            results[0],
+            json!({"type": "tool_result", "tool_use_id": "a", "is_error": false,
+                "content": "{\"path\":\"s/a.png\"}\n[image saved at s/a.png in your workspace]"})
+        );
+        assert_eq!(
+            results[1]["content"],
+            json!([
+                {"type": "text", "text": "{\"path\":\"s/b.png\"}"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "QkFTRTY0"}}
+            ])
+        );
+        let body = request_body(&req(false, &LoadedImages::new()), false);
+        assert_eq!(
+            body["messages"][1]["content"][1]["content"],
+            "{\"path\":\"s/b.png\"}\n[image saved at s/b.png in your workspace; this model is not sent images]"
+        );
     }
 
     #[test]

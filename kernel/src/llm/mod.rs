@@ -40,8 +40,33 @@ pub enum Message {
         content: String,
         #[serde(default)]
         is_error: bool,
+        /// The image the result names in the agent's workspace (a tool marked
+        /// `returns_image`). Each model call reads it anew ([`LoadedImage`]); sessions stored
+        /// before images were sent have none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        image: Option<ToolImage>,
     },
 }
+
+/// An image a tool wrote to the calling agent's workspace, as its result names it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ToolImage {
+    /// Relative to the agent's workspace.
+    pub path: String,
+    /// `image/png`, `image/jpeg`, …
+    pub media_type: String,
+}
+
+/// A tool result's image read from the workspace for one model call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedImage {
+    pub media_type: String,
+    /// The file's bytes, base64 (standard alphabet, padded), as both wire protocols take them.
+    pub base64: String,
+}
+
+/// The images one model call sends, by the `call_id` of the tool result each goes with.
+pub type LoadedImages = std::collections::HashMap<String, LoadedImage>;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ToolCall {
@@ -68,6 +93,34 @@ pub struct ChatRequest<'a> {
     pub max_tokens: u32,
     /// Mark the tools and system prompt as a cacheable prefix (Anthropic `cache_control`).
     pub cache_prefix: bool,
+    /// Whether the model is sent images ([`ProviderConfig::accepts_images`]).
+    pub accepts_images: bool,
+    /// The images sent with tool results (read by the caller: translating does no I/O). A
+    /// result whose image is not here goes as text with [`image_note`].
+    pub images: &'a LoadedImages,
+}
+
+impl ChatRequest<'_> {
+    /// The text a tool result is sent as: its content, and when its image does not go with
+    /// it, a line saying where the image is.
+    fn tool_text<'m>(&self, call_id: &str, content: &'m str, image: Option<&ToolImage>) -> std::borrow::Cow<'m, str> {
+        match image {
+            Some(image) if !self.images.contains_key(call_id) => {
+                format!("{content}\n{}", image_note(&image.path, self.accepts_images)).into()
+            }
+            _ => content.into(),
+        }
+    }
+}
+
+/// The line a tool result's image becomes when it is not sent: the model does not take images
+/// (`accepted = false`), or this one was left out (older than the last few, too large, gone).
+pub fn image_note(path: &str, accepted: bool) -> String {
+    if accepted {
+        format!("[image saved at {path} in your workspace]")
+    } else {
+        format!("[image saved at {path} in your workspace; this model is not sent images]")
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, ToSchema)]
@@ -330,6 +383,11 @@ impl Provider {
     /// Whether replies are asked for as a stream.
     pub fn streams(&self) -> bool {
         self.config.stream
+    }
+
+    /// Whether `model` is sent images ([`ProviderConfig::accepts_images`]).
+    pub fn accepts_images(&self, model: &str) -> bool {
+        self.config.accepts_images(model)
     }
 
     /// What config.toml says of `model`.
@@ -621,7 +679,20 @@ fn parse_arguments(raw: &str) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use super::context_refusal;
+    use super::{Message, ToolImage, context_refusal};
+
+    #[test]
+    fn tool_messages_stored_before_images_load_and_those_without_one_are_stored_as_before() {
+        let old = r#"{"role":"tool","call_id":"a","name":"t","content":"x","is_error":false}"#;
+        let message: Message = serde_json::from_str(old).unwrap();
+        assert!(matches!(&message, Message::Tool { image: None, .. }));
+        assert_eq!(serde_json::to_string(&message).unwrap(), old);
+        let image = Some(ToolImage { path: "s/a.png".into(), media_type: "image/png".into() });
+        let with = Message::Tool { call_id: "a".into(), name: "t".into(), content: "x".into(), is_error: false, image };
+        let stored = serde_json::to_string(&with).unwrap();
+        assert!(stored.ends_with(r#""image":{"path":"s/a.png","media_type":"image/png"}}"#), "{stored}");
+        assert_eq!(serde_json::from_str::<Message>(&stored).unwrap(), with);
+    }
 
     #[test]
     fn refusals_for_length_are_told_apart_with_the_window_they_name() {

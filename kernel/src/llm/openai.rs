@@ -11,7 +11,13 @@ pub(super) fn request_body(req: &ChatRequest<'_>, stream: bool) -> Value {
     if !req.system.is_empty() {
         messages.push(json!({"role": "system", "content": req.system}));
     }
+    // Tool messages carry no images: those of a run of tool results follow it in one user
+    // message.
+    let mut images: Vec<Value> = Vec::new();
     for m in req.messages {
+        if !matches!(m, Message::Tool { .. }) && !images.is_empty() {
+            messages.push(images_message(std::mem::take(&mut images)));
+        }
         messages.push(match m {
             Message::User { content } => json!({"role": "user", "content": content}),
             Message::Assistant { content, tool_calls } => {
@@ -30,8 +36,18 @@ pub(super) fn request_body(req: &ChatRequest<'_>, stream: bool) -> Value {
                 }
                 msg
             }
-            Message::Tool { call_id, content, .. } => json!({"role": "tool", "tool_call_id": call_id, "content": content}),
+            Message::Tool { call_id, content, image, .. } => {
+                if let (Some(image), Some(loaded)) = (image, req.images.get(call_id)) {
+                    images.push(json!({"type": "text", "text": format!("call {call_id} ({}):", image.path)}));
+                    let url = format!("data:{};base64,{}", loaded.media_type, loaded.base64);
+                    images.push(json!({"type": "image_url", "image_url": {"url": url}}));
+                }
+                json!({"role": "tool", "tool_call_id": call_id, "content": req.tool_text(call_id, content, image.as_ref())})
+            }
         });
+    }
+    if !images.is_empty() {
+        messages.push(images_message(images));
     }
     let mut body = json!({
         "model": req.model,
@@ -52,6 +68,13 @@ pub(super) fn request_body(req: &ChatRequest<'_>, stream: bool) -> Value {
         body["stream_options"] = json!({"include_usage": true});
     }
     body
+}
+
+/// The user message that carries the images of the tool results just before it.
+fn images_message(parts: Vec<Value>) -> Value {
+    let mut content = vec![json!({"type": "text", "text": "Images from the tool results above:"})];
+    content.extend(parts);
+    json!({"role": "user", "content": content})
 }
 
 /// One streamed chunk: `choices[0].delta` with text and tool-call pieces, the usage chunk,
@@ -126,7 +149,7 @@ pub(super) fn parse_reply(body: &Value) -> Result<ChatReply, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::ToolSpec;
+    use crate::llm::{LoadedImage, LoadedImages, ToolImage, ToolSpec};
 
     #[test]
     fn history_and_tools_translate_to_the_wire_format() {
@@ -141,6 +164,7 @@ mod tests {
                 name: "system_time".into(),
                 content: "{\"utc\":\"x\"}".into(),
                 is_error: false,
+                image: None,
             },
         ];
         let tools = vec![ToolSpec {
@@ -156,6 +180,8 @@ mod tests {
                 tools: &tools,
                 max_tokens: 100,
                 cache_prefix: false,
+                accepts_images: false,
+                images: &Default::default(),
             },
             false,
         );
@@ -163,6 +189,75 @@ mod tests {
         assert_eq!(body["messages"][2]["tool_calls"][0]["function"]["arguments"], "{}");
         assert_eq!(body["messages"][3], json!({"role": "tool", "tool_call_id": "c1", "content": "{\"utc\":\"x\"}"}));
         assert_eq!(body["tools"][0]["function"]["name"], "system_time");
+    }
+
+    #[test]
+    fn the_images_of_a_run_of_tool_results_follow_it_in_one_user_message() {
+        let image = |path: &str| Some(ToolImage { path: path.into(), media_type: "image/png".into() });
+        let result = |id: &str, image| Message::Tool {
+            call_id: id.into(),
+            name: "shot".into(),
+            content: format!("r{id}"),
+            is_error: false,
+            image,
+        };
+        let calls = |ids: &[&str]| Message::Assistant {
+            content: None,
+            tool_calls: ids
+                .iter()
+                .map(|id| ToolCall { id: (*id).into(), name: "shot".into(), arguments: json!({}) })
+                .collect(),
+        };
+        let messages = vec![
+            calls(&["a", "b", "c"]),
+            result("a", image("s/a.png")),
+            result("b", None),
+            result("c", image("s/c.png")),
+            calls(&["d"]),
+            result("d", image("s/d.png")),
+            Message::Assistant { content: Some("done".into()), tool_calls: vec![] },
+        ];
+        let loaded = |b64: &str| LoadedImage { media_type: "image/png".into(), base64: b64.into() };
+        let images: LoadedImages = [("a".to_string(), loaded("QQ==")), ("c".to_string(), loaded("Qw=="))].into();
+        let req = |accepts_images, images| ChatRequest {
+            model: "m",
+            system: "",
+            messages: &messages,
+            tools: &[],
+            max_tokens: 10,
+            cache_prefix: false,
+            accepts_images,
+            images,
+        };
+        let body = request_body(&req(true, &images), false);
+        let sent = body["messages"].as_array().unwrap();
+        assert_eq!(sent.len(), 8, "{sent:#?}");
+        assert_eq!(sent[1], json!({"role": "tool", "tool_call_id": "a", "content": "ra"}));
+        assert_eq!(sent[2], json!({"role": "tool", "tool_call_id": "b", "content": "rb"}));
+        assert_eq!(sent[3], json!({"role": "tool", "tool_call_id": "c", "content": "rc"}));
+        assert_eq!(
+            sent[4],
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "Images from the tool results above:"},
+                {"type": "text", "text": "call a (s/a.png):"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,QQ=="}},
+                {"type": "text", "text": "call c (s/c.png):"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,Qw=="}}
+            ]})
+        );
+        assert_eq!(sent[5]["role"], "assistant");
+        assert_eq!(
+            sent[6],
+            json!({"role": "tool", "tool_call_id": "d", "content": "rd\n[image saved at s/d.png in your workspace]"}),
+            "an image not loaded goes as its path, and its run gets no images message"
+        );
+        assert_eq!(sent[7]["role"], "assistant");
+
+        let body = request_body(&req(false, &LoadedImages::new()), false);
+        let sent = body["messages"].as_array().unwrap();
+        assert_eq!(sent.len(), 7, "no images message");
+        assert_eq!(sent[1]["content"], "ra\n[image saved at s/a.png in your workspace; this model is not sent images]");
+        assert!(!body.to_string().contains("image_url"));
     }
 
     #[test]

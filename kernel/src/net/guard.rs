@@ -13,6 +13,8 @@
 //!   name can point anywhere.
 //! - A name is resolved once, every address it resolves to is checked, and the caller connects
 //!   to the checked address (no second lookup that DNS rebinding could change).
+//! - A `blocked_hosts` list, in the same syntax, refuses what it names whatever the allowed
+//!   list says ([`check_blocked`]): a name by its name, an IP or CIDR entry by every address.
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
@@ -241,16 +243,22 @@ impl fmt::Display for UrlHost {
 /// address (see [`super::pinned_client`]), never to the URL's host again.
 pub async fn resolve(url: &reqwest::Url, allowed: &AllowedHosts, setting: &str) -> Result<SocketAddr> {
     let (host, port) = host_and_port(url)?;
-    let ips: Vec<IpAddr> = match &host {
-        UrlHost::Ip(ip) => vec![*ip],
-        UrlHost::Name(name) => tokio::net::lookup_host((name.as_str(), port))
+    let ips = lookup(&host, port).await?;
+    check(allowed, setting, &host, port, &ips)?;
+    Ok(SocketAddr::new(ips[0], port))
+}
+
+/// The addresses `host` stands for: itself for an address, one DNS lookup for a name. Check
+/// them all ([`check`]) and connect only to those.
+pub async fn lookup(host: &UrlHost, port: u16) -> Result<Vec<IpAddr>> {
+    match host {
+        UrlHost::Ip(ip) => Ok(vec![*ip]),
+        UrlHost::Name(name) => Ok(tokio::net::lookup_host((name.as_str(), port))
             .await
             .map_err(|e| Error::failed(format!("cannot resolve `{name}`: {e}")))?
             .map(|a| a.ip())
-            .collect(),
-    };
-    check(allowed, setting, &host, port, &ips)?;
-    Ok(SocketAddr::new(ips[0], port))
+            .collect()),
+    }
 }
 
 /// An http(s) URL's host and port (the scheme's default when none is written).
@@ -284,6 +292,18 @@ pub fn check(allowed: &AllowedHosts, setting: &str, host: &UrlHost, port: u16, i
         {
             return Err(refused_special(setting, host, port, ip, net, what));
         }
+    }
+    Ok(())
+}
+
+/// A list read as `blocked_hosts` (same syntax as `allowed_hosts`, named `setting` in
+/// messages): refuses `host:port` when a name entry lists the name or an IP or CIDR entry covers
+/// any address it resolved to. An empty list blocks nothing. Check it beside [`check`], which
+/// still decides everything the list does not block.
+pub fn check_blocked(blocked: &AllowedHosts, setting: &str, host: &UrlHost, port: u16, ips: &[IpAddr]) -> Result<()> {
+    let by_name = matches!(host, UrlHost::Name(name) if blocked.lists_name(name, port));
+    if by_name || ips.iter().any(|&ip| blocked.opens_address(ip, port)) {
+        return Err(Error::forbidden(format!("`{host}:{port}` is in {setting}")));
     }
     Ok(())
 }
@@ -456,6 +476,22 @@ mod tests {
         let e = check(&AllowedHosts::default(), SETTING, &host, 80, &[ip("93.184.215.14"), ip("127.0.0.1")]);
         assert!(e.is_err(), "one loopback address among public ones refuses the host");
         assert!(check(&AllowedHosts::default(), SETTING, &host, 80, &[]).is_err());
+    }
+
+    #[test]
+    fn a_blocked_list_refuses_by_name_and_by_address() {
+        const BLOCKED: &str = "[test] blocked_hosts";
+        let blocked = list(&["ads.example:*", "10.0.0.0/8:443"]);
+        let name = UrlHost::Name("ads.example".into());
+        let e = check_blocked(&blocked, BLOCKED, &name, 80, &[ip("93.184.215.14")]).unwrap_err();
+        assert_eq!(e.kind, crate::ErrorKind::Forbidden);
+        assert_eq!(e.message, "`ads.example:80` is in [test] blocked_hosts");
+        let other = UrlHost::Name("www.example".into());
+        let e = check_blocked(&blocked, BLOCKED, &other, 443, &[ip("93.184.215.14"), ip("10.1.2.3")]).unwrap_err();
+        assert!(!e.message.contains("10.1.2.3"), "a name's address is not told: {}", e.message);
+        check_blocked(&blocked, BLOCKED, &other, 80, &[ip("10.1.2.3")]).unwrap();
+        check_blocked(&blocked, BLOCKED, &UrlHost::Ip(ip("10.9.9.9")), 443, &[ip("10.9.9.9")]).unwrap_err();
+        check_blocked(&AllowedHosts::default(), BLOCKED, &name, 80, &[ip("127.0.0.1")]).unwrap();
     }
 
     #[test]

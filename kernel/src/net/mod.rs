@@ -1,8 +1,10 @@
 //! Outbound connections. Every URL Kennel opens on someone's behalf goes through
 //! [`guard::resolve`] and is then fetched with a [`pinned_client`], so what was checked is
-//! what is reached.
+//! what is reached. The browser, which opens its own connections, sends them all through
+//! [`proxy::GuardProxy`], which makes the same check for each.
 
 pub mod guard;
+pub mod proxy;
 
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -60,6 +60,11 @@ pub struct ToolDef {
     /// Tools change state unless declared read-only, so a forgotten mark costs latency, not
     /// an audit record.
     pub read_only: bool,
+    /// Its successful result is an object whose `path` (relative to the calling agent's
+    /// workspace) and `media_type` (`image/…`) name an image the tool wrote there: the turn
+    /// loop sends the model that image with the result where its provider accepts images
+    /// (`llm::ToolImage`), else the path.
+    pub returns_image: bool,
     /// The description in lower case, made once so `tool_search` does not redo it per call.
     #[serde(skip)]
     pub(crate) description_lower: String,
@@ -81,6 +86,7 @@ impl ToolDef {
             never_spill: false,
             exclusive: false,
             read_only: false,
+            returns_image: false,
         }
     }
 
@@ -118,6 +124,13 @@ impl ToolDef {
     /// queued and the call answered without waiting for the write.
     pub fn read_only(mut self) -> ToolDef {
         self.read_only = true;
+        self
+    }
+
+    /// Marks a tool whose result names an image it wrote to the agent's workspace (see
+    /// [`ToolDef::returns_image`]).
+    pub fn returns_image(mut self) -> ToolDef {
+        self.returns_image = true;
         self
     }
 

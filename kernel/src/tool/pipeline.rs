@@ -256,6 +256,8 @@ mod tests {
                 "schedule_list",
                 "cron_list",
                 "knowledge_query",
+                "browser_wait",
+                "browser_read_page",
             ]
         );
     }

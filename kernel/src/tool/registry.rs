@@ -24,7 +24,7 @@ use crate::error::Result;
 use crate::page::{Key, Page, PageRequest};
 
 /// Every built-in domain's registration, in the order their tools are listed.
-const DOMAINS: [fn(&mut Registry, &Config); 13] = [
+const DOMAINS: [fn(&mut Registry, &Config); 14] = [
     crate::system::register,
     crate::artifact::register,
     super::meta::register,
@@ -38,6 +38,7 @@ const DOMAINS: [fn(&mut Registry, &Config); 13] = [
     crate::canvas::register,
     crate::media::register,
     crate::knowledge::register,
+    crate::browser::register,
 ];
 
 /// Whether a tool is offered at all on this daemon (spec §0.8): the daemon layer.

@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::llm::{Message, ToolSpec};
+use crate::llm::{Message, ToolImage, ToolSpec};
 
 /// A stored message with its place in the session (a repaired call's result shares its
 /// call's place: it is not stored).
@@ -84,8 +84,52 @@ pub fn estimate(m: &Message) -> u64 {
                         .map(|c| FRAMING + tokens_of(c.id.len() + c.name.len() + json_len(&c.arguments)))
                         .sum::<u64>()
             }
-            Message::Tool { call_id, name, content, .. } => tokens_of(call_id.len() + name.len() + content.len()),
+            Message::Tool { call_id, name, content, image, .. } => {
+                // An image not sent is a line of text (the longer of its two forms); one sent
+                // is counted apart, at IMAGE_TOKENS.
+                let note = image.as_ref().map_or(0, |i| crate::llm::image_note(&i.path, false).len() + 1);
+                tokens_of(call_id.len() + name.len() + content.len() + note)
+            }
         }
+}
+
+/// How many tool results' images one model call sends: those of the latest results that
+/// carry one. Older ones go as their path ([`crate::llm::image_note`]), so a long browsing
+/// session does not send every screenshot it took with every call.
+pub const MAX_IMAGES_SENT: usize = 3;
+
+/// What a sent image is counted as, in tokens, whatever its size: Anthropic counts about
+/// width × height / 750 and scales images down to about 1.15 megapixels (1,600 tokens at
+/// most); OpenAI's high detail counts 85 + 170 per 512-pixel tile of the scaled image (1,105
+/// for a 1280×800 screenshot). The safe side of both.
+pub const IMAGE_TOKENS: u64 = 1_600;
+
+/// How many images a call made from `view` may send at most (stubs made while fitting may
+/// send fewer): what fitting the call leaves room for.
+pub fn images_at_most(entries: &[Entry], view: &View) -> usize {
+    entries
+        .iter()
+        .rev()
+        .filter(|e| e.seq > view.summary_through.max(view.stubbed_through))
+        .filter(|e| matches!(e.message, Message::Tool { image: Some(_), .. }))
+        .take(MAX_IMAGES_SENT)
+        .count()
+}
+
+/// The tool results among `messages` whose images a call sends (to a model that takes
+/// images): the last [`MAX_IMAGES_SENT`] that carry one, oldest first, as (call id, image).
+pub fn images_to_send(messages: &[Message]) -> Vec<(&str, &ToolImage)> {
+    let mut latest: Vec<(&str, &ToolImage)> = messages
+        .iter()
+        .rev()
+        .filter_map(|m| match m {
+            Message::Tool { call_id, image: Some(image), .. } => Some((call_id.as_str(), image)),
+            _ => None,
+        })
+        .take(MAX_IMAGES_SENT)
+        .collect();
+    latest.reverse();
+    latest
 }
 
 /// The system prompt's and the tools' tokens: what every call of a turn carries.
@@ -138,19 +182,21 @@ pub fn build(entries: &[Entry], view: &View) -> Vec<Message> {
 }
 
 /// A stored message as a view with stubs through `stubbed_through` sends it. A result shorter
-/// than its stub stays as it is.
+/// than its stub keeps its text; a stubbed result's image is never sent.
 fn shown(e: &Entry, stubbed_through: i64) -> std::borrow::Cow<'_, Message> {
     match &e.message {
-        Message::Tool { call_id, name, content, is_error } if e.seq <= stubbed_through => {
+        Message::Tool { call_id, name, content, is_error, image } if e.seq <= stubbed_through => {
             let stubbed = stub(name, content, *is_error);
-            if stubbed.len() >= content.len() {
+            let shorter = stubbed.len() < content.len();
+            if !shorter && image.is_none() {
                 return std::borrow::Cow::Borrowed(&e.message);
             }
             std::borrow::Cow::Owned(Message::Tool {
                 call_id: call_id.clone(),
                 name: name.clone(),
-                content: stubbed,
+                content: if shorter { stubbed } else { content.clone() },
                 is_error: *is_error,
+                image: None,
             })
         }
         other => std::borrow::Cow::Borrowed(other),
@@ -237,8 +283,13 @@ pub fn transcript(messages: &[Message], max_bytes_each: usize) -> Vec<String> {
                 }
                 line
             }
-            Message::Tool { name, content, is_error, .. } => {
-                format!("TOOL {name} {}: {}", if *is_error { "failed" } else { "returned" }, cut(content))
+            Message::Tool { name, content, is_error, image, .. } => {
+                let mut line =
+                    format!("TOOL {name} {}: {}", if *is_error { "failed" } else { "returned" }, cut(content));
+                if let Some(image) = image {
+                    line.push_str(&format!(" (an image, saved at {})", image.path));
+                }
+                line
             }
         })
         .collect()
@@ -340,6 +391,7 @@ mod tests {
                 name: "t".into(),
                 content: "x".repeat(bytes),
                 is_error: false,
+                image: None,
             },
         }
     }
@@ -406,6 +458,50 @@ mod tests {
     fn a_turn_too_large_on_its_own_is_said_so() {
         let entries = vec![user(1, "go"), call(2, "a"), result(3, "a", 30_000)];
         assert!(matches!(plan(&entries, &View::default(), 1, 10, 2_000), Plan::TooLarge { .. }));
+    }
+
+    fn shot(seq: i64, id: &str) -> Entry {
+        let image = ToolImage { path: format!("screenshots/{id}.png"), media_type: "image/png".into() };
+        Entry {
+            seq,
+            message: Message::Tool {
+                call_id: id.into(),
+                name: "shot".into(),
+                content: format!(r#"{{"path":"{}","media_type":"image/png"}}"#, image.path),
+                is_error: false,
+                image: Some(image),
+            },
+        }
+    }
+
+    #[test]
+    fn only_the_last_three_images_are_sent_and_stubbed_results_send_none() {
+        let entries = vec![
+            user(1, "go"),
+            shot(2, "a"),
+            shot(3, "b"),
+            result(4, "t", 10),
+            shot(5, "c"),
+            reply(6, "so"),
+            shot(7, "d"),
+        ];
+        let sent = build(&entries, &View::default());
+        let ids: Vec<&str> = images_to_send(&sent).into_iter().map(|(id, _)| id).collect();
+        assert_eq!(ids, ["b", "c", "d"], "the latest three, oldest first");
+        assert_eq!(images_to_send(&sent[..3]).len(), 2, "fewer when there are fewer");
+
+        let view = View { stubbed_through: 3, ..View::default() };
+        let sent = build(&entries, &view);
+        assert!(matches!(&sent[1], Message::Tool { image: None, .. }), "a stubbed result drops its image");
+        let ids: Vec<&str> = images_to_send(&sent).into_iter().map(|(id, _)| id).collect();
+        assert_eq!(ids, ["c", "d"]);
+        assert_eq!(images_at_most(&entries, &view), 2);
+        assert_eq!(images_at_most(&entries, &View::default()), 3);
+        let mut plain = shot(2, "a");
+        if let Message::Tool { image, .. } = &mut plain.message {
+            *image = None;
+        }
+        assert!(estimate(&shot(2, "a").message) > estimate(&plain.message), "an image's note is counted");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 pub mod context;
 pub(crate) mod depth;
 mod events;
+mod images;
 mod prompt;
 mod recovery;
 mod store;
@@ -26,7 +27,7 @@ pub(crate) use recovery::recover;
 use crate::Kernel;
 use crate::agent::{Agent, AgentId};
 use crate::error::{Error, Result};
-use crate::llm::{ChatError, ChatRequest, Delta, Message, Provider, ToolCall, ToolSpec, Usage};
+use crate::llm::{ChatError, ChatRequest, Delta, LoadedImages, Message, Provider, ToolCall, ToolSpec, Usage};
 use crate::tool::pipeline::result_text;
 use crate::tool::{CallContext, Caller, ChannelContext, Offered, modes};
 use context::{Entry, Plan, View};
@@ -565,11 +566,23 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
             let window = self.window();
             let max_reply = self.kernel.config().kernel.max_reply_tokens;
             let reserve = window.map_or(max_reply, |w| max_reply.min(w / 4));
+            // The provider may have changed (a fallback): it decides whether images go.
+            let accepts_images = self.provider().accepts_images(self.model());
             if let Some(window) = window {
+                // Fitted with room for as many images as may be sent.
+                let images = if accepts_images { context::images_at_most(history, view) } else { 0 };
+                let fixed = fixed + images as u64 * context::IMAGE_TOKENS;
                 self.fit(call, history, view, fixed, window - reserve, usage).await?;
             }
             let mut messages = context::build(history, view);
-            let estimate = fixed + messages.iter().map(context::estimate).sum::<u64>();
+            let images = if accepts_images {
+                images::load(self.kernel.workspaces(), self.agent.id, &messages).await
+            } else {
+                LoadedImages::new()
+            };
+            let estimate = fixed
+                + images.len() as u64 * context::IMAGE_TOKENS
+                + messages.iter().map(context::estimate).sum::<u64>();
             if let Some(recall) = call.recall {
                 // This turn's messages are the last ones built, one per entry.
                 let this_turn = history.iter().filter(|e| e.seq >= call.turn_start).count();
@@ -582,6 +595,8 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
                 tools: call.tools,
                 max_tokens: reserve as u32,
                 cache_prefix: call.cache_prefix,
+                accepts_images,
+                images: &images,
             };
             let outcome = self.provider().chat(&chat, &on_delta).await;
             let first_seq = history.iter().map(|e| e.seq).find(|&s| s > view.summary_through);
@@ -686,6 +701,7 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         }
         pieces.push(piece);
         let ignore = |_: Delta<'_>| {};
+        let no_images = LoadedImages::new();
         for piece in pieces {
             let asked = if summary.is_empty() {
                 format!("The conversation so far:\n\n{piece}\nWrite the summary.")
@@ -702,6 +718,8 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
                 tools: &[],
                 max_tokens: allowance as u32,
                 cache_prefix: false,
+                accepts_images: false,
+                images: &no_images,
             };
             let estimate = context::fixed_tokens(context::SUMMARY_PROMPT, &[]) + context::estimate(&messages[0]);
             let mut outcome = self.provider().chat(&chat, &ignore).await;
@@ -789,6 +807,10 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         self.kernel.tools().get(name).is_some_and(|(def, _)| def.exclusive)
     }
 
+    fn returns_image(&self, name: &str) -> bool {
+        self.kernel.tools().get(name).is_some_and(|(def, _)| def.returns_image)
+    }
+
     async fn run_call(&self, ctx: CallContext, call: &ToolCall) -> (Message, TraceEntry) {
         (self.emit)(EventKind::ToolCallStarted {
             call_id: call.id.clone(),
@@ -798,9 +820,12 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         let started = Instant::now();
         let result = self.kernel.call_tool(ctx, &call.name, call.arguments.clone()).await;
         let duration_us = started.elapsed().as_micros() as u64;
-        let (content, outcome, artifact_id, is_error) = match result {
-            Ok(out) => (result_text(&out.content), "ok".to_string(), out.artifact_id, false),
-            Err(e) => (e.model_text(), e.kind.as_str().to_string(), None, true),
+        let (content, outcome, artifact_id, is_error, image) = match result {
+            Ok(out) => {
+                let image = if self.returns_image(&call.name) { images::named_by(&out.content) } else { None };
+                (result_text(&out.content), "ok".to_string(), out.artifact_id, false, image)
+            }
+            Err(e) => (e.model_text(), e.kind.as_str().to_string(), None, true, None),
         };
         let summary: String = content.chars().take(SUMMARY_CHARS).collect();
         (self.emit)(EventKind::ToolCallFinished {
@@ -810,7 +835,7 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
             summary: summary.clone(),
             duration_us,
         });
-        let message = Message::Tool { call_id: call.id.clone(), name: call.name.clone(), content, is_error };
+        let message = Message::Tool { call_id: call.id.clone(), name: call.name.clone(), content, is_error, image };
         let entry = TraceEntry {
             call_id: call.id.clone(),
             name: call.name.clone(),

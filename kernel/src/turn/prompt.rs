@@ -49,6 +49,7 @@ pub(super) fn repair_dangling_calls(history: &mut Vec<Entry>) {
                         name: c.name.clone(),
                         content: "Failed: the turn was stopped before this call ran".into(),
                         is_error: true,
+                        image: None,
                     },
                 })
                 .collect(),
@@ -71,7 +72,7 @@ mod tests {
         let mut history: Vec<Entry> = [
             Message::User { content: "go".into() },
             Message::Assistant { content: None, tool_calls: vec![call("a"), call("b")] },
-            Message::Tool { call_id: "a".into(), name: "t".into(), content: "ok".into(), is_error: false },
+            Message::Tool { call_id: "a".into(), name: "t".into(), content: "ok".into(), is_error: false, image: None },
             Message::User { content: "again".into() },
         ]
         .into_iter()

@@ -4,6 +4,7 @@
 
 mod agent_types;
 mod agents;
+mod browser;
 mod canvas;
 mod files;
 mod headers;
@@ -67,6 +68,7 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .route("/agents/{id}/files/raw", get(files::raw))
         .route("/agents/{id}/canvas/live", get(canvas::live))
         .route("/agents/{id}/knowledge", get(knowledge::page))
+        .route("/agents/{id}/browser", get(browser::page))
         .route("/canvas", get(canvas::list))
         .route("/canvas/{agent}/{version}", get(canvas::version))
         .route("/canvas/{agent}/{version}/frame", get(canvas::frame))

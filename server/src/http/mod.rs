@@ -6,6 +6,7 @@ mod a2a;
 mod agents;
 mod auth;
 mod body;
+mod browser;
 mod daemon;
 mod error;
 mod events;
@@ -41,6 +42,7 @@ fn api_routes() -> impl Iterator<Item = UtoipaMethodRouter<Kernel>> {
         schedules::routes(),
         usage::routes(),
         knowledge::routes(),
+        browser::routes(),
         daemon::routes(),
         openapi::routes(),
     ]

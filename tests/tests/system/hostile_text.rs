@@ -39,6 +39,22 @@ const PAYLOADS: &[&str] = &[
     "\u{202E}gnp.exe \u{2028}line\u{2029}para \u{200B}zero\u{FEFF}width",
 ];
 
+/// A page on loopback whose title and text are `corpus`, served escaped (the browser decodes
+/// it, so the tab's title and the page's text are the payloads themselves).
+async fn hostile_site(corpus: &str) -> reqwest::Url {
+    let escaped = corpus.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    let html =
+        format!("<!doctype html><html><head><title>{escaped}</title></head><body><p>{escaped}</p></body></html>");
+    let app = axum::Router::new().fallback(move || {
+        let html = html.clone();
+        async move { axum::response::Html(html) }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    reqwest::Url::parse(&format!("http://127.0.0.1:{port}/hostile")).unwrap()
+}
+
 /// A payload as a file name: `/` cannot be in one.
 fn file_name(payload: &str) -> String {
     payload.replace('/', "\u{2215}")
@@ -221,8 +237,12 @@ fn content_id(reply: &Reply, pointer: &str) -> String {
 #[tokio::test]
 async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     let corpus = corpus();
-    let config = "[task_board]\nwake_assignee = false\n[a2a]\nexpose = [\"frontdesk\"]\npublic = [\"frontdesk\"]\n[providers.fake.models.tiny]\ncontext_tokens = 800\n";
-    let (home, d, api, llm) = daemon_with_llm("openai", config).await;
+    let site = hostile_site(&corpus).await;
+    let config = format!(
+        "[task_board]\nwake_assignee = false\n[a2a]\nexpose = [\"frontdesk\"]\npublic = [\"frontdesk\"]\n[providers.fake.models.tiny]\ncontext_tokens = 800\n[browser]\nexecutable = \"/usr/bin/chromium\"\nallowed_hosts = [\"{}\"]\n",
+        site.authority()
+    );
+    let (home, d, api, llm) = daemon_with_llm("openai", &config).await;
     let b = d.browser();
 
     // Operator names are names: refused, and the refusal shows the text as text.
@@ -403,6 +423,19 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     .await;
     assert!(noted, "the recall is noted in the chat");
     let chat = check(&b, &recall_chat, Shows::Nothing).await;
+
+    // The browser: a page whose title and text are the corpus, read in a turn (the chat shows
+    // the result) and listed with a screenshot on the agent's browser page.
+    let surfer = agent_from(&api, json!({"name": "surfer", "model": "m", "tools": ["browser.*"]})).await;
+    llm.push(Scripted::call("browser_navigate", json!({"url": site.as_str()})))
+        .push(Scripted::calls(&[("browser_read_page", json!({})), ("browser_screenshot", json!({}))]))
+        .push(Scripted::text("read"));
+    let browsed = api.post(&format!("/api/agents/{surfer}/messages"), json!({"message": "read it"})).await;
+    assert_eq!(browsed.status, 200, "{}", browsed.text);
+    // The results are JSON in the chat (quotes escaped), so the first payload is the one to find.
+    let surfer_chat = check(&b, &format!("/agents/{surfer}"), Shows::First).await;
+    assert!(surfer_chat.tags.iter().any(|(t, a)| t == "img" && a.get("src").is_some_and(|s| s.contains("files/raw"))));
+    check(&b, &format!("/agents/{surfer}/browser"), Shows::All).await;
     assert!(chat.text.contains("The attacker typed"), "recalled, as text");
     let memory_page = check(&b, &format!("/agents/{rememberer}/memory"), Shows::All).await;
     assert!(memory_page.text.contains("The attacker typed"), "the facts, as text");

@@ -303,6 +303,8 @@ async fn llm(provider: &Provider, model: &str, prompt: &str) -> Result<Extractio
         tools: &[],
         max_tokens: 1024,
         cache_prefix: false,
+        accepts_images: false,
+        images: &Default::default(),
     };
     let reply = provider.chat(&req, &|_| {}).await.map_err(Error::from)?;
     let text = reply.content.unwrap_or_default();

@@ -1,0 +1,233 @@
+//! One Chromium process. Kennel starts it itself (not through chromiumoxide's launcher) so that
+//! it owns the child: its flags, a profile folder of its own, death with the daemon
+//! (`PR_SET_PDEATHSIG`), and a watcher that notices when it exits, which chromiumoxide's
+//! handler alone does not (a closed DevTools socket leaves it pending).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use chromiumoxide::Browser;
+use chromiumoxide::handler::HandlerConfig;
+use chromiumoxide::handler::viewport::Viewport;
+use futures_util::StreamExt;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::task::JoinHandle;
+
+use crate::error::{Error, Result};
+
+/// The window every page is laid out in (and the viewport screenshots show).
+pub(super) const VIEWPORT: (u32, u32) = (1280, 800);
+
+/// How long Chromium may take to print its DevTools address.
+const LAUNCH_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// What a launch needs besides the binary.
+pub(super) struct Launch<'a> {
+    pub executable: &'a Path,
+    pub headless: bool,
+    /// Every request of every page goes through this proxy (the address guard).
+    pub proxy: std::net::SocketAddr,
+    /// A fresh folder for this process's profile, removed when it stops.
+    pub profile: PathBuf,
+    /// How long one DevTools command may take (a navigation included).
+    pub command_timeout: Duration,
+}
+
+/// A running Chromium and the DevTools connection to it.
+pub(super) struct Chromium {
+    pub browser: Browser,
+    alive: Arc<AtomicBool>,
+    pid: Option<u32>,
+    profile: PathBuf,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Chromium {
+    pub async fn launch(launch: Launch<'_>) -> Result<Chromium> {
+        std::fs::create_dir_all(&launch.profile)?;
+        let mut command = tokio::process::Command::new(launch.executable);
+        command
+            .args(flags(&launch))
+            // Chromium writes under ~/.config and ~/.cache even with a user-data-dir.
+            .env("XDG_CONFIG_HOME", launch.profile.join("xdg-config"))
+            .env("XDG_CACHE_HOME", launch.profile.join("xdg-cache"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        #[cfg(target_os = "linux")]
+        // SAFETY: the closure runs in the forked child before exec and only makes one
+        // async-signal-safe system call.
+        unsafe {
+            command.pre_exec(|| {
+                // Killed with the daemon, even by `kill -9`; its helper processes follow it.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = command
+            .spawn()
+            .map_err(|e| Error::unavailable(format!("cannot start Chromium `{}`: {e}", launch.executable.display())))?;
+        let pid = child.id();
+        let stderr = child.stderr.take().ok_or_else(|| Error::internal("Chromium's stderr was not captured"))?;
+        let mut lines = BufReader::new(stderr).lines();
+        let ws_url = tokio::time::timeout(LAUNCH_TIMEOUT, async {
+            let mut seen = Vec::new();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(url) = line.trim().strip_prefix("DevTools listening on ") {
+                    return Ok(url.to_string());
+                }
+                if seen.len() < 20 {
+                    seen.push(line);
+                }
+            }
+            Err(seen.join("\n"))
+        })
+        .await;
+        let ws_url = match ws_url {
+            Ok(Ok(url)) => url,
+            Ok(Err(output)) => {
+                return Err(Error::unavailable(format!("Chromium exited before it was ready: {}", output.trim())));
+            }
+            Err(_) => return Err(Error::unavailable("Chromium did not start within 20 s")),
+        };
+        let config = HandlerConfig {
+            viewport: Some(Viewport {
+                width: VIEWPORT.0,
+                height: VIEWPORT.1,
+                device_scale_factor: None,
+                emulating_mobile: false,
+                is_landscape: false,
+                has_touch: false,
+            }),
+            request_timeout: launch.command_timeout,
+            ..HandlerConfig::default()
+        };
+        let (browser, mut handler) = Browser::connect_with_config(ws_url, config)
+            .await
+            .map_err(|e| Error::unavailable(format!("cannot connect to Chromium's DevTools: {e}")))?;
+
+        let alive = Arc::new(AtomicBool::new(true));
+        // Chromium's stderr must be read, or a full pipe stalls it.
+        let drain = tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let handler_alive = alive.clone();
+        let events = tokio::spawn(async move {
+            while let Some(event) = handler.next().await {
+                match event {
+                    Err(chromiumoxide::error::CdpError::Ws(e)) => {
+                        // The socket is gone: end the handler, so the commands waiting on it
+                        // fail now instead of at their timeout.
+                        tracing::warn!(error = %e, "Chromium's DevTools connection closed");
+                        break;
+                    }
+                    Err(e) => tracing::debug!(error = %e, "Chromium's DevTools connection reported an error"),
+                    Ok(()) => {}
+                }
+            }
+            handler_alive.store(false, Ordering::Release);
+        });
+        let child_alive = alive.clone();
+        let watcher = tokio::spawn(async move {
+            let status = child.wait().await;
+            child_alive.store(false, Ordering::Release);
+            tracing::info!(?status, "Chromium exited");
+        });
+        Ok(Chromium { browser, alive, pid, profile: launch.profile, tasks: vec![drain, events, watcher] })
+    }
+
+    /// False once the process exited or its DevTools connection ended. A killed process is a
+    /// zombie for a moment before it is reaped: that counts as gone too.
+    pub fn is_alive(&self) -> bool {
+        self.alive.load(Ordering::Acquire) && self.pid.is_none_or(process_runs)
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    /// Closes the browser politely, then makes sure the process is gone.
+    pub async fn shut_down(mut self) {
+        if self.is_alive() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), self.browser.close()).await;
+        }
+        self.kill();
+    }
+
+    fn kill(&mut self) {
+        if let Some(pid) = self.pid.take()
+            && self.alive.load(Ordering::Acquire)
+        {
+            // SAFETY: plain kill(2) on the child this value started.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
+        for task in self.tasks.drain(..) {
+            task.abort();
+        }
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
+impl Drop for Chromium {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Whether process `pid` exists and is not a zombie (Linux: its state in `/proc/PID/stat`).
+fn process_runs(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name, which is in parentheses and may hold any byte.
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])),
+        Err(_) => !cfg!(target_os = "linux"),
+    }
+}
+
+fn flags(launch: &Launch<'_>) -> Vec<String> {
+    let mut flags: Vec<String> = [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-extensions",
+        "--disable-default-apps",
+        "--disable-breakpad",
+        "--disable-dev-shm-usage",
+        "--disable-features=Translate,MediaRouter,OptimizationHints,HttpsUpgrades,InterestFeedContentSuggestions",
+        "--metrics-recording-only",
+        "--mute-audio",
+        "--hide-scrollbars",
+        "--password-store=basic",
+        "--remote-debugging-port=0",
+        // Loopback too goes through the proxy (Chromium bypasses it for loopback by default).
+        "--proxy-bypass-list=<-loopback>",
+    ]
+    .map(String::from)
+    .to_vec();
+    if launch.headless {
+        flags.push("--headless".into());
+    }
+    flags.push(format!("--window-size={},{}", VIEWPORT.0, VIEWPORT.1));
+    flags.push(format!("--proxy-server=http://{}", launch.proxy));
+    flags.push(format!("--user-data-dir={}", launch.profile.display()));
+    flags.push("about:blank".into());
+    flags
+}
+
+/// The Chromium to run: `[browser] executable`, else the first of the usual names on `PATH`.
+pub(crate) fn find_executable(configured: Option<&Path>) -> std::result::Result<PathBuf, String> {
+    match configured {
+        Some(path) if path.is_file() => Ok(path.to_path_buf()),
+        Some(path) => Err(format!("[browser] executable `{}` does not exist", path.display())),
+        None => ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"]
+            .iter()
+            .find_map(|name| crate::tool::availability::find_on_path(name))
+            .ok_or_else(|| {
+                "no Chromium was found on PATH (chromium, chromium-browser, google-chrome): install one or set [browser] executable".to_string()
+            }),
+    }
+}

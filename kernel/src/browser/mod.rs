@@ -1,0 +1,466 @@
+//! Browser automation (spec §9, family `browser`): headless Chromium over the DevTools
+//! protocol (chromiumoxide), one browser context per agent (cookies and storage never shared)
+//! with a bounded tab pool, every request of every page checked by the address guard through
+//! a proxy inside the daemon ([`crate::net::proxy`]).
+//!
+//! - Chromium starts on the first browser call, never at daemon start; it stops when no agent
+//!   has a tab open for `idle_close_secs`, and a crashed or killed one is started again on the
+//!   next call, which says so.
+//! - An agent's calls are serialised (one lock per agent), so two sessions of one agent take
+//!   turns on its tabs; different agents run at once.
+//! - Tabs unused for `idle_close_secs` close; stopping an agent closes its pages.
+
+mod chromium;
+mod pages;
+mod scripts;
+mod tools;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex as StdMutex, Weak};
+use std::time::{Duration, Instant};
+
+use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::browser::BrowserContextId;
+use chromiumoxide::cdp::browser_protocol::target::{CreateBrowserContextParams, CreateTargetParams};
+use serde::Serialize;
+use tokio::sync::Mutex;
+use utoipa::ToSchema;
+
+use crate::agent::AgentId;
+use crate::config::{BrowserConfig, Config};
+use crate::error::{Error, Result};
+use crate::net::proxy::{GuardProxy, ProxyRules};
+use crate::tool::Registry;
+use crate::tool::availability::Needs;
+
+pub(crate) use chromium::find_executable;
+pub use pages::NetworkActivity;
+
+pub(crate) fn register(r: &mut Registry, config: &Config) {
+    let needs = match &config.browser {
+        None => Needs::section(false, "browser"),
+        Some(browser) => Needs::unless(find_executable(browser.executable.as_deref()).err()),
+    };
+    tools::register(r, &needs);
+}
+
+/// What the dashboard shows of one open tab.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TabView {
+    pub tab: u32,
+    pub url: String,
+    pub title: String,
+    pub active: bool,
+    /// The workspace path of the last screenshot taken in this tab.
+    pub last_screenshot: Option<String>,
+    /// When a tool last used it (RFC 3339).
+    pub last_used: String,
+}
+
+/// The browser service: one Chromium for the daemon, a context and tab pool per agent.
+pub struct Browsers {
+    config: BrowserConfig,
+    executable: Option<PathBuf>,
+    home: PathBuf,
+    /// The running Chromium, if any, and how many have been started (each agent's context
+    /// remembers which one it lives in).
+    chromium: Mutex<Running>,
+    agents: StdMutex<HashMap<AgentId, Arc<Mutex<AgentPages>>>>,
+    /// What the dashboard reads, kept apart so a long navigation never blocks a page view.
+    views: StdMutex<HashMap<AgentId, Vec<TabView>>>,
+    sweeper: std::sync::OnceLock<tokio::task::JoinHandle<()>>,
+}
+
+#[derive(Default)]
+struct Running {
+    process: Option<Arc<Process>>,
+    generation: u64,
+}
+
+/// A Chromium with the proxy its pages go through.
+pub(crate) struct Process {
+    chromium: chromium::Chromium,
+    proxy: GuardProxy,
+    generation: u64,
+}
+
+/// One agent's browser: its context and tabs, in the Chromium of `generation`.
+#[derive(Default)]
+pub(crate) struct AgentPages {
+    generation: u64,
+    context: Option<BrowserContextId>,
+    tabs: Vec<Tab>,
+    active: Option<u32>,
+    next_tab: u32,
+    last_used: Option<Instant>,
+}
+
+pub(crate) struct Tab {
+    id: u32,
+    page: Page,
+    network: Arc<NetworkActivity>,
+    last_used: Instant,
+    url: String,
+    title: String,
+    last_screenshot: Option<String>,
+}
+
+/// A call's hold on one agent's browser: its pages, locked, in a live Chromium.
+pub(crate) struct Session {
+    pub(crate) browsers: Arc<Browsers>,
+    pub(crate) agent: AgentId,
+    pub(crate) process: Arc<Process>,
+    pub(crate) pages: tokio::sync::OwnedMutexGuard<AgentPages>,
+    /// Set when this call found the browser gone and started it again.
+    pub(crate) notice: Option<String>,
+}
+
+impl Browsers {
+    pub fn new(config: BrowserConfig, home: PathBuf) -> Browsers {
+        let executable = find_executable(config.executable.as_deref()).ok();
+        Browsers {
+            config,
+            executable,
+            home,
+            chromium: Mutex::default(),
+            agents: StdMutex::default(),
+            views: StdMutex::default(),
+            sweeper: std::sync::OnceLock::new(),
+        }
+    }
+
+    pub fn config(&self) -> &BrowserConfig {
+        &self.config
+    }
+
+    /// What the guard's proxy checks every request against.
+    fn proxy_rules(&self) -> ProxyRules {
+        ProxyRules {
+            allowed: self.config.allowed_hosts.clone(),
+            blocked: self.config.blocked_hosts.clone(),
+            allowed_setting: "[browser] allowed_hosts",
+            blocked_setting: "[browser] blocked_hosts",
+        }
+    }
+
+    fn navigation_timeout(&self) -> Duration {
+        Duration::from_secs(self.config.navigation_timeout_secs)
+    }
+
+    /// The open tabs of `agent`, for the dashboard.
+    pub fn tabs(&self, agent: AgentId) -> Vec<TabView> {
+        self.views.lock().unwrap_or_else(|e| e.into_inner()).get(&agent).cloned().unwrap_or_default()
+    }
+
+    /// The process id of the running Chromium, if one runs (the status page; tests kill it).
+    pub async fn pid(&self) -> Option<u32> {
+        self.chromium.lock().await.process.as_ref().filter(|p| p.chromium.is_alive()).and_then(|p| p.chromium.pid())
+    }
+
+    /// Opens `agent`'s browser for one call: starts Chromium if none runs (or the last one
+    /// died, which the call is told), and drops tabs that lived in a Chromium that is gone.
+    pub(crate) async fn session(self: &Arc<Self>, agent: AgentId) -> Result<Session> {
+        let pages = self.agent_slot(agent).lock_owned().await;
+        let (process, restarted) = self.process().await?;
+        let mut session = Session { browsers: self.clone(), agent, process, pages, notice: None };
+        if session.pages.generation != session.process.generation {
+            let lost = session.pages.tabs.len();
+            session.pages.tabs.clear();
+            session.pages.context = None;
+            session.pages.active = None;
+            session.pages.generation = session.process.generation;
+            if restarted || lost > 0 {
+                session.notice = Some(if lost > 0 {
+                    format!(
+                        "the browser had stopped (it crashed or was killed) and was started again: your {lost} open tab(s) are gone"
+                    )
+                } else {
+                    "the browser had stopped (it crashed or was killed) and was started again".to_string()
+                });
+            }
+        }
+        session.pages.last_used = Some(Instant::now());
+        Ok(session)
+    }
+
+    fn agent_slot(&self, agent: AgentId) -> Arc<Mutex<AgentPages>> {
+        self.agents.lock().unwrap_or_else(|e| e.into_inner()).entry(agent).or_default().clone()
+    }
+
+    /// The running Chromium, started if needed; `true` when a previous one had died.
+    async fn process(self: &Arc<Self>) -> Result<(Arc<Process>, bool)> {
+        let mut running = self.chromium.lock().await;
+        let mut restarted = false;
+        if let Some(process) = &running.process {
+            if process.chromium.is_alive() {
+                return Ok((process.clone(), false));
+            }
+            tracing::warn!("Chromium is gone (crashed or killed); starting it again");
+            restarted = true;
+            running.process = None;
+        }
+        let executable = self.executable.clone().ok_or_else(|| {
+            Error::unavailable(
+                find_executable(self.config.executable.as_deref()).err().unwrap_or_else(|| "no Chromium".into()),
+            )
+        })?;
+        let proxy = GuardProxy::start(self.proxy_rules()).await?;
+        running.generation += 1;
+        let started = Instant::now();
+        let chromium = chromium::Chromium::launch(chromium::Launch {
+            executable: &executable,
+            headless: self.config.headless,
+            proxy: proxy.addr(),
+            profile: self.home.join("browser").join(format!("profile-{}-{}", std::process::id(), running.generation)),
+            command_timeout: self.navigation_timeout() + Duration::from_secs(5),
+        })
+        .await?;
+        tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, pid = ?chromium.pid(), "Chromium started");
+        let process = Arc::new(Process { chromium, proxy, generation: running.generation });
+        running.process = Some(process.clone());
+        self.start_sweeper();
+        Ok((process, restarted))
+    }
+
+    /// Closes every page `agent` has open and its context (the agent stopped).
+    pub async fn close_agent(&self, agent: AgentId) {
+        let slot = self.agents.lock().unwrap_or_else(|e| e.into_inner()).remove(&agent);
+        if let Some(slot) = slot {
+            let mut pages = slot.lock().await;
+            let process = self.chromium.lock().await.process.clone();
+            close_all(&mut pages, process.as_deref()).await;
+        }
+        self.views.lock().unwrap_or_else(|e| e.into_inner()).remove(&agent);
+    }
+
+    /// Stops Chromium (the daemon is shutting down).
+    pub async fn shut_down(&self) {
+        let process = self.chromium.lock().await.process.take();
+        if let Some(process) = process {
+            if let Some(sweeper) = self.sweeper.get() {
+                sweeper.abort();
+            }
+            match Arc::try_unwrap(process) {
+                Ok(process) => process.chromium.shut_down().await,
+                Err(shared) => drop(shared),
+            }
+        }
+    }
+
+    fn publish(&self, agent: AgentId, pages: &AgentPages) {
+        let now = Instant::now();
+        let wall = chrono::Utc::now();
+        let views = pages
+            .tabs
+            .iter()
+            .map(|t| TabView {
+                tab: t.id,
+                url: t.url.clone(),
+                title: t.title.clone(),
+                active: pages.active == Some(t.id),
+                last_screenshot: t.last_screenshot.clone(),
+                last_used: crate::db::timestamp(
+                    wall - chrono::Duration::from_std(now.duration_since(t.last_used)).unwrap_or_default(),
+                ),
+            })
+            .collect::<Vec<_>>();
+        let mut all = self.views.lock().unwrap_or_else(|e| e.into_inner());
+        if views.is_empty() {
+            all.remove(&agent);
+        } else {
+            all.insert(agent, views);
+        }
+    }
+
+    fn start_sweeper(self: &Arc<Self>) {
+        let weak = Arc::downgrade(self);
+        let idle = Duration::from_secs(self.config.idle_close_secs);
+        self.sweeper.get_or_init(|| tokio::spawn(sweep(weak, idle)));
+    }
+
+    /// One pass of the idle sweep: idle tabs close, empty contexts go, and Chromium stops when
+    /// no agent has had a tab for the idle time.
+    async fn sweep_once(&self, idle: Duration) {
+        let now = Instant::now();
+        let process = self.chromium.lock().await.process.clone();
+        let Some(process) = process else { return };
+        let slots: Vec<(AgentId, Arc<Mutex<AgentPages>>)> =
+            self.agents.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(a, s)| (*a, s.clone())).collect();
+        let mut busy = false;
+        let mut last_use: Option<Instant> = None;
+        for (agent, slot) in slots {
+            // An agent in the middle of a call is not idle.
+            let Ok(mut pages) = slot.try_lock() else {
+                busy = true;
+                continue;
+            };
+            let stale: Vec<u32> =
+                pages.tabs.iter().filter(|t| now.duration_since(t.last_used) >= idle).map(|t| t.id).collect();
+            for id in stale {
+                tracing::info!(%agent, tab = id, "closing an idle browser tab");
+                pages.close_tab(id).await;
+            }
+            if pages.tabs.is_empty() {
+                if let Some(context) = pages.context.take()
+                    && pages.generation == process.generation
+                {
+                    let _ = process.chromium.browser.dispose_browser_context(context).await;
+                }
+            } else {
+                busy = true;
+            }
+            last_use = last_use.max(pages.last_used);
+            self.publish(agent, &pages);
+        }
+        let idle_since = last_use.map_or(Duration::MAX, |t| now.duration_since(t));
+        if !busy && idle_since >= idle {
+            let mut running = self.chromium.lock().await;
+            if running.process.as_ref().is_some_and(|p| Arc::ptr_eq(p, &process)) {
+                tracing::info!("no agent has used the browser for a while: stopping Chromium");
+                running.process = None;
+            }
+        }
+    }
+}
+
+async fn sweep(browsers: Weak<Browsers>, idle: Duration) {
+    let every = (idle / 4).clamp(Duration::from_millis(250), Duration::from_secs(30));
+    loop {
+        tokio::time::sleep(every).await;
+        let Some(browsers) = browsers.upgrade() else { return };
+        browsers.sweep_once(idle).await;
+    }
+}
+
+async fn close_all(pages: &mut AgentPages, process: Option<&Process>) {
+    for id in pages.tabs.iter().map(|t| t.id).collect::<Vec<_>>() {
+        pages.close_tab(id).await;
+    }
+    if let (Some(context), Some(process)) = (pages.context.take(), process)
+        && pages.generation == process.generation
+    {
+        let _ = process.chromium.browser.dispose_browser_context(context).await;
+    }
+    pages.active = None;
+}
+
+impl AgentPages {
+    fn tab(&mut self, id: u32) -> Option<&mut Tab> {
+        self.tabs.iter_mut().find(|t| t.id == id)
+    }
+
+    async fn close_tab(&mut self, id: u32) {
+        if let Some(at) = self.tabs.iter().position(|t| t.id == id) {
+            let tab = self.tabs.remove(at);
+            let _ = tokio::time::timeout(Duration::from_secs(5), tab.page.close()).await;
+        }
+        if self.active == Some(id) {
+            self.active = self.tabs.iter().max_by_key(|t| t.last_used).map(|t| t.id);
+        }
+    }
+}
+
+impl Session {
+    /// The active tab, or a clear error when none is open.
+    pub(crate) fn active(&mut self) -> Result<&mut Tab> {
+        let notice = self.notice.clone();
+        let id = self.pages.active.ok_or_else(|| {
+            let why = notice.map(|n| format!("{n}; ")).unwrap_or_default();
+            Error::not_found(format!("{why}no tab is open: browser_navigate opens one"))
+        })?;
+        let tab = self.pages.tab(id).ok_or_else(|| Error::internal("the active tab is not in the pool"))?;
+        tab.last_used = Instant::now();
+        Ok(tab)
+    }
+
+    /// Makes tab `id` the active one.
+    pub(crate) fn select(&mut self, id: u32) -> Result<()> {
+        let open: Vec<u32> = self.pages.tabs.iter().map(|t| t.id).collect();
+        if !open.contains(&id) {
+            return Err(Error::not_found(format!("there is no tab {id}; open tabs: {open:?}")).with_field("tab"));
+        }
+        self.pages.active = Some(id);
+        Ok(())
+    }
+
+    /// Opens a new tab in this agent's context (made on first use), or refuses when the pool
+    /// is full: another tab is never closed to make room.
+    pub(crate) async fn open_tab(&mut self) -> Result<u32> {
+        let limit = self.browsers.config.tabs_per_agent as usize;
+        if self.pages.tabs.len() >= limit {
+            return Err(Error::exhausted(format!(
+                "all {limit} tabs of your pool ([browser] tabs_per_agent = {limit}) are open: close one with browser_close, or navigate an open one"
+            )));
+        }
+        let browser = &self.process.chromium.browser;
+        let context = match &self.pages.context {
+            Some(context) => context.clone(),
+            None => {
+                let proxy = format!("http://{}", self.process.proxy.addr());
+                let params = CreateBrowserContextParams {
+                    dispose_on_detach: Some(true),
+                    proxy_server: Some(proxy),
+                    proxy_bypass_list: Some("<-loopback>".into()),
+                    origins_with_universal_network_access: None,
+                };
+                let context = browser.create_browser_context(params).await.map_err(cdp_error)?;
+                self.pages.context = Some(context.clone());
+                context
+            }
+        };
+        let mut params = CreateTargetParams::new("about:blank");
+        params.browser_context_id = Some(context);
+        let page = browser.new_page(params).await.map_err(cdp_error)?;
+        let network = NetworkActivity::follow(&page).await?;
+        self.pages.next_tab += 1;
+        let id = self.pages.next_tab;
+        self.pages.tabs.push(Tab {
+            id,
+            page,
+            network,
+            last_used: Instant::now(),
+            url: "about:blank".into(),
+            title: String::new(),
+            last_screenshot: None,
+        });
+        self.pages.active = Some(id);
+        Ok(id)
+    }
+
+    pub(crate) async fn close_tab(&mut self, id: u32) {
+        self.pages.close_tab(id).await;
+    }
+
+    /// The tabs as tool results list them.
+    pub(crate) fn tab_list(&self) -> serde_json::Value {
+        let tabs: Vec<serde_json::Value> = self
+            .pages
+            .tabs
+            .iter()
+            .map(|t| serde_json::json!({ "tab": t.id, "url": t.url, "title": t.title, "active": self.pages.active == Some(t.id) }))
+            .collect();
+        serde_json::Value::Array(tabs)
+    }
+
+    pub(crate) fn refusal_for(&self, host: &str, port: u16) -> Option<String> {
+        self.process.proxy.refusal_for(host, port)
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.browsers.publish(self.agent, &self.pages);
+    }
+}
+
+/// A DevTools failure as a tool error.
+pub(crate) fn cdp_error(e: chromiumoxide::error::CdpError) -> Error {
+    use chromiumoxide::error::CdpError;
+    match e {
+        CdpError::Timeout => Error::timeout("the browser did not answer in time"),
+        CdpError::JavascriptException(details) => Error::failed(pages::exception_text(&details)),
+        CdpError::ChromeMessage(message) => Error::failed(format!("the browser refused: {message}")),
+        other => Error::failed(format!("the browser failed: {other}")),
+    }
+}

@@ -1,0 +1,24 @@
+//! `/agents/{id}/browser`: the agent's open tabs, from the browser service.
+
+use axum::extract::{Extension, Path, State};
+use axum::http::StatusCode;
+use kennel_app::Nav;
+use kennel_app::pages::browser::{self, BrowserPage};
+use kennel_kernel::Kernel;
+
+use super::{Operator, PageResult, html, meta};
+
+pub async fn page(
+    State(kernel): State<Kernel>,
+    Extension(op): Extension<Operator>,
+    Path(id): Path<String>,
+) -> PageResult {
+    let agent = kernel.agents().get(&id)?;
+    let page = BrowserPage {
+        agent_id: agent.id.to_string(),
+        agent_name: agent.name.clone(),
+        configured: kernel.browsers().is_some(),
+        tabs: kernel.browser_tabs(agent.id),
+    };
+    Ok(html(StatusCode::OK, browser::render(meta(&op, format!("{} · browser", agent.name), Nav::Agents, None), page)))
+}

@@ -1,0 +1,24 @@
+//! `/api/agents/{id}/browser/tabs`: the tabs an agent has open in the browser, what the
+//! dashboard's browser page shows.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use kennel_kernel::Kernel;
+use kennel_kernel::browser::TabView;
+use utoipa_axum::router::UtoipaMethodRouter;
+use utoipa_axum::routes;
+
+use super::error::ApiResult;
+
+pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
+    vec![routes!(tabs)]
+}
+
+/// The agent's open tabs (empty when it has none, or `[browser]` is not configured).
+#[utoipa::path(get, path = "/api/agents/{id}/browser/tabs", tag = "browser",
+    params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
+    responses((status = 200, description = "The agent's open tabs", body = Vec<TabView>), (status = 404, description = "No such agent")))]
+async fn tabs(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Vec<TabView>>> {
+    let agent = kernel.agents().get(&id)?;
+    Ok(Json(kernel.browser_tabs(agent.id)))
+}
