@@ -76,13 +76,7 @@ async fn call(kernel: &Kernel, ctx: &CallContext, tool: &str, args: serde_json::
 async fn main() {
     let n: usize = std::env::args().filter_map(|a| a.parse().ok()).next().unwrap_or(100);
     let html = page();
-    let app = axum::Router::new().fallback(move || {
-        let html = html.clone();
-        async move { axum::response::Html(html) }
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let port = kennel_tests::serve_html(html).await;
     let url = format!("http://127.0.0.1:{port}/page");
 
     let dir = tempfile::tempdir().unwrap();

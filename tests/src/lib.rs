@@ -328,6 +328,24 @@ where
     }
 }
 
+/// Serves `app` on an ephemeral loopback port until the test ends; returns the port. The
+/// sites, peers and refused servers tests point the daemon at.
+pub async fn serve_on_loopback(app: axum::Router) -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
+    let port = listener.local_addr().expect("its address").port();
+    tokio::spawn(async move { axum::serve(listener, app).await.expect("serving on loopback") });
+    port
+}
+
+/// Serves one HTML page at every path on loopback; returns the port.
+pub async fn serve_html(html: String) -> u16 {
+    serve_on_loopback(axum::Router::new().fallback(move || {
+        let html = html.clone();
+        async move { axum::response::Html(html) }
+    }))
+    .await
+}
+
 /// A browser-like client for the dashboard: keeps cookies, follows no redirects, posts forms.
 pub struct Browser {
     base: String,

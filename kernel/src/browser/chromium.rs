@@ -38,6 +38,8 @@ pub(super) struct Launch<'a> {
 /// A running Chromium and the DevTools connection to it.
 pub(super) struct Chromium {
     pub browser: Browser,
+    /// The loopback port its DevTools listen on (no page may reach it).
+    pub devtools_port: Option<u16>,
     alive: Arc<AtomicBool>,
     pid: Option<u32>,
     profile: PathBuf,
@@ -103,8 +105,11 @@ impl Chromium {
                 has_touch: false,
             }),
             request_timeout: launch.command_timeout,
+            // chromiumoxide's default accepts any certificate: a page's TLS must mean what it says.
+            ignore_https_errors: false,
             ..HandlerConfig::default()
         };
+        let devtools_port = reqwest::Url::parse(&ws_url).ok().and_then(|u| u.port());
         let (browser, mut handler) = Browser::connect_with_config(ws_url, config)
             .await
             .map_err(|e| Error::unavailable(format!("cannot connect to Chromium's DevTools: {e}")))?;
@@ -134,7 +139,14 @@ impl Chromium {
             child_alive.store(false, Ordering::Release);
             tracing::info!(?status, "Chromium exited");
         });
-        Ok(Chromium { browser, alive, pid, profile: launch.profile, tasks: vec![drain, events, watcher] })
+        Ok(Chromium {
+            browser,
+            devtools_port,
+            alive,
+            pid,
+            profile: launch.profile,
+            tasks: vec![drain, events, watcher],
+        })
     }
 
     /// False once the process exited or its DevTools connection ended. A killed process is a
@@ -205,6 +217,12 @@ fn flags(launch: &Launch<'_>) -> Vec<String> {
         "--remote-debugging-port=0",
         // Loopback too goes through the proxy (Chromium bypasses it for loopback by default).
         "--proxy-bypass-list=<-loopback>",
+        // WebRTC would send UDP (and TURN over TCP) straight to any address: only proxied.
+        "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+        "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+        // A page opens no window of its own (it would sit outside the agent's tab pool).
+        "--block-new-web-contents",
+        "--dns-prefetch-disable",
     ]
     .map(String::from)
     .to_vec();

@@ -21,7 +21,9 @@ use std::sync::{Arc, Mutex as StdMutex, Weak};
 use std::time::{Duration, Instant};
 
 use chromiumoxide::Page;
-use chromiumoxide::cdp::browser_protocol::browser::BrowserContextId;
+use chromiumoxide::cdp::browser_protocol::browser::{
+    BrowserContextId, SetDownloadBehaviorBehavior, SetDownloadBehaviorParams,
+};
 use chromiumoxide::cdp::browser_protocol::target::{CreateBrowserContextParams, CreateTargetParams};
 use serde::Serialize;
 use tokio::sync::Mutex;
@@ -76,6 +78,8 @@ pub struct Browsers {
 struct Running {
     process: Option<Arc<Process>>,
     generation: u64,
+    /// When a call last took the running Chromium (the sweeper never stops one in use).
+    handed_out: Option<Instant>,
 }
 
 /// A Chromium with the proxy its pages go through.
@@ -192,6 +196,7 @@ impl Browsers {
     async fn process(self: &Arc<Self>) -> Result<(Arc<Process>, bool)> {
         let mut running = self.chromium.lock().await;
         let mut restarted = false;
+        running.handed_out = Some(Instant::now());
         if let Some(process) = &running.process {
             if process.chromium.is_alive() {
                 return Ok((process.clone(), false));
@@ -217,6 +222,9 @@ impl Browsers {
         })
         .await?;
         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, pid = ?chromium.pid(), "Chromium started");
+        if let Some(port) = chromium.devtools_port {
+            proxy.reserve(port);
+        }
         let process = Arc::new(Process { chromium, proxy, generation: running.generation });
         running.process = Some(process.clone());
         self.start_sweeper();
@@ -316,7 +324,10 @@ impl Browsers {
         let idle_since = last_use.map_or(Duration::MAX, |t| now.duration_since(t));
         if !busy && idle_since >= idle {
             let mut running = self.chromium.lock().await;
-            if running.process.as_ref().is_some_and(|p| Arc::ptr_eq(p, &process)) {
+            let quiet = running.handed_out.is_none_or(|t| now.duration_since(t) >= idle);
+            // Held here and in `running` only: no call has it.
+            let unused = Arc::strong_count(&process) == 2;
+            if quiet && unused && running.process.as_ref().is_some_and(|p| Arc::ptr_eq(p, &process)) {
                 tracing::info!("no agent has used the browser for a while: stopping Chromium");
                 running.process = None;
             }
@@ -405,6 +416,14 @@ impl Session {
                     origins_with_universal_network_access: None,
                 };
                 let context = browser.create_browser_context(params).await.map_err(cdp_error)?;
+                // Downloads would land in the daemon user's home, unbounded: none.
+                let downloads = SetDownloadBehaviorParams {
+                    behavior: SetDownloadBehaviorBehavior::Deny,
+                    browser_context_id: Some(context.clone()),
+                    download_path: None,
+                    events_enabled: None,
+                };
+                browser.execute(downloads).await.map_err(cdp_error)?;
                 self.pages.context = Some(context.clone());
                 context
             }
@@ -443,8 +462,13 @@ impl Session {
         serde_json::Value::Array(tabs)
     }
 
-    pub(crate) fn refusal_for(&self, host: &str, port: u16) -> Option<String> {
+    pub(crate) fn refusal_for(&self, host: &str, port: u16) -> Option<Error> {
         self.process.proxy.refusal_for(host, port)
+    }
+
+    /// The mark of the guard proxy's refusal pages in this Chromium.
+    pub(crate) fn nonce(&self) -> String {
+        self.process.proxy.nonce().to_string()
     }
 }
 

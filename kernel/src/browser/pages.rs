@@ -88,7 +88,6 @@ pub(super) fn params(expression: String) -> EvaluateParams {
     let mut params = EvaluateParams::new(expression);
     params.await_promise = Some(true);
     params.return_by_value = Some(true);
-    params.user_gesture = Some(true);
     params
 }
 
@@ -121,7 +120,7 @@ pub(super) async fn mark(page: &Page, selector: &str) -> Result<Value> {
     let found = call(page, scripts::MARK_ELEMENT, &[Value::from(selector), Value::from(marker.clone())])
         .await
         .map_err(|e| match e.kind {
-            ErrorKind::Failed => {
+            ErrorKind::Failed if e.message.contains("SyntaxError") => {
                 Error::invalid(format!("`{selector}` is not a CSS selector or `text=…` selector ({})", e.message))
                     .with_field("selector")
             }
@@ -151,8 +150,8 @@ pub(super) struct PageState {
     pub refused: Option<String>,
 }
 
-pub(super) async fn state(page: &Page) -> Result<PageState> {
-    let v = call(page, scripts::STATE, &[]).await?;
+pub(super) async fn state(page: &Page, nonce: &str) -> Result<PageState> {
+    let v = call(page, scripts::STATE, &[Value::from(nonce)]).await?;
     let text = |key: &str| v[key].as_str().unwrap_or_default().to_string();
     Ok(PageState {
         ready: text("ready"),
@@ -163,11 +162,11 @@ pub(super) async fn state(page: &Page) -> Result<PageState> {
 }
 
 /// Waits until the document has loaded (`readyState` complete), up to `timeout`.
-pub(super) async fn wait_loaded(page: &Page, timeout: Duration) -> Result<PageState> {
+pub(super) async fn wait_loaded(page: &Page, nonce: &str, timeout: Duration) -> Result<PageState> {
     let deadline = Instant::now() + timeout;
     loop {
         // A page between documents has no context to run in: look again.
-        if let Ok(s) = state(page).await
+        if let Ok(s) = state(page, nonce).await
             && s.ready == "complete"
         {
             return Ok(s);
@@ -177,14 +176,4 @@ pub(super) async fn wait_loaded(page: &Page, timeout: Duration) -> Result<PageSt
         }
         tokio::time::sleep(POLL).await;
     }
-}
-
-/// Width and height from a PNG's header.
-pub(super) fn png_size(png: &[u8]) -> Option<(u32, u32)> {
-    if png.len() < 24 || &png[..8] != b"\x89PNG\r\n\x1a\n" {
-        return None;
-    }
-    let width = u32::from_be_bytes(png[16..20].try_into().ok()?);
-    let height = u32::from_be_bytes(png[20..24].try_into().ok()?);
-    Some((width, height))
 }

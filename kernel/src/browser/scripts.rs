@@ -83,8 +83,11 @@ pub(super) const SCROLL: &str = r#"(dy, toTop) => {
 pub(super) const EXISTS: &str = r#"(selector) => document.querySelector(selector) !== null"#;
 
 /// The page's load state and address.
-pub(super) const STATE: &str = r#"() => ({ ready: document.readyState, url: location.href, title: document.title,
-  refused: document.documentElement ? document.documentElement.getAttribute('data-kennel-refused') : null })"#;
+/// `refused` only on the guard proxy's own page, which carries its random `nonce`.
+pub(super) const STATE: &str = r#"(nonce) => { const root = document.documentElement;
+  const ours = root && root.getAttribute('data-kennel-nonce') === nonce;
+  return { ready: document.readyState, url: location.href, title: document.title,
+    refused: ours ? root.getAttribute('data-kennel-refused') : null }; }"#;
 
 /// A call of one of the functions above with `args`, as an expression.
 pub(super) fn call(function: &str, args: &[Value]) -> String {

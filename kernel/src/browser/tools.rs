@@ -29,6 +29,9 @@ const DEFAULT_WAIT_MS: u64 = 10_000;
 const MAX_WAIT_MS: u64 = 120_000;
 /// One scroll step: most of the 800-pixel viewport, so a line stays in view.
 const SCROLL_STEP: i64 = 640;
+/// The tallest full-page screenshot: Chromium draws the whole page at once, and vision models
+/// refuse images taller than 8,000 px anyway (they get the path instead).
+const MAX_FULL_PAGE_PX: u64 = 16_384;
 
 pub(super) fn register(r: &mut Registry, needs: &Needs) {
     r.add_needing(Navigate, needs);
@@ -50,7 +53,12 @@ fn def(name: &str, description: &str, tags: &[&str]) -> ToolDef {
 
 async fn session(ctx: &CallContext) -> Result<Session> {
     let browsers = ctx.kernel.browsers().ok_or_else(|| Error::unavailable("[browser] is not configured"))?;
-    browsers.session(ctx.agent.id).await
+    let session = browsers.session(ctx.agent.id).await?;
+    // Stopping an agent closes its pages; a call that raced the stop must not open new ones.
+    if !ctx.kernel.agents().get(&ctx.agent.id.to_string()).is_ok_and(|a| a.is_running()) {
+        return Err(Error::conflict("this agent is stopped: its browser is closed"));
+    }
+    Ok(session)
 }
 
 /// A result with the browser's restart notice, when this call started it again.
@@ -73,6 +81,10 @@ fn remember(session: &mut Session, state: &PageState) -> Result<u32> {
 fn refused(state: &PageState) -> Result<()> {
     match &state.refused {
         Some(reason) => Err(Error::forbidden(format!("the browser may not load this page: {reason}"))),
+        // Chromium's own error page: the address could not be reached (or its tunnel was refused).
+        None if state.url.starts_with("chrome-error:") => Err(Error::failed(
+            "the page could not be loaded (its address is unreachable, or [browser] allowed_hosts does not open it)",
+        )),
         None => Ok(()),
     }
 }
@@ -121,17 +133,18 @@ impl Tool for Navigate {
             None => {}
         }
         let timeout = browsers.navigation_timeout();
+        let nonce = session.nonce();
         let page = session.active()?.page.clone();
         let started = Instant::now();
         let loaded = tokio::time::timeout(timeout, async {
             page.goto(url.as_str()).await.map_err(|e| navigation_error(&session, &url, e))?;
-            pages::wait_loaded(&page, timeout.saturating_sub(started.elapsed())).await
+            pages::wait_loaded(&page, &nonce, timeout.saturating_sub(started.elapsed())).await
         })
         .await;
         let state = match loaded {
             Ok(Ok(state)) => state,
             Ok(Err(e)) if e.kind != ErrorKind::Timeout => {
-                if let Ok(state) = pages::state(&page).await {
+                if let Ok(state) = pages::state(&page, &nonce).await {
                     remember(&mut session, &state)?;
                 }
                 return Err(e);
@@ -172,7 +185,10 @@ fn navigation_error(session: &Session, url: &reqwest::Url, e: chromiumoxide::err
         .ok()
         .and_then(|(host, port)| session.refusal_for(&host.to_string(), port));
     match refused {
-        Some(reason) => Error::forbidden(format!("the browser may not load this page: {reason}")),
+        Some(e) if e.kind == ErrorKind::Forbidden => {
+            Error::forbidden(format!("the browser may not load this page: {}", e.message))
+        }
+        Some(e) => Error::new(e.kind, format!("{url} could not be loaded: {}", e.message)),
         None => Error::failed(format!(
             "{url} could not be loaded ({}); a redirect to an address [browser] allowed_hosts does not open fails this way too",
             error.message
@@ -188,7 +204,7 @@ async fn stopped_loading(
     timeout: Duration,
 ) -> Error {
     let _ = page.execute(StopLoadingParams::default()).await;
-    if let Ok(state) = pages::state(page).await {
+    if let Ok(state) = pages::state(page, &session.nonce()).await {
         let _ = remember(session, &state);
     }
     Error::timeout(format!(
@@ -215,6 +231,7 @@ impl Tool for Back {
     async fn run(&self, ctx: CallContext, _: NoArgs) -> Result<Value> {
         let mut session = session(&ctx).await?;
         let timeout = session.browsers.navigation_timeout();
+        let nonce = session.nonce();
         let tab = session.active()?;
         let (id, page) = (tab.id, tab.page.clone());
         let history = page.execute(GetNavigationHistoryParams::default()).await.map_err(cdp_error)?.result;
@@ -226,7 +243,7 @@ impl Tool for Back {
         page.execute(NavigateToHistoryEntryParams::new(previous.id)).await.map_err(cdp_error)?;
         let deadline = Instant::now() + timeout;
         let state = loop {
-            match pages::state(&page).await {
+            match pages::state(&page, &nonce).await {
                 Ok(state) if state.ready == "complete" && state.url == target => break state,
                 _ if Instant::now() >= deadline => {
                     let url = reqwest::Url::parse(&target).map_err(|_| Error::timeout("going back timed out"))?;
@@ -267,12 +284,13 @@ impl Tool for Click {
     async fn run(&self, ctx: CallContext, args: SelectorArgs) -> Result<Value> {
         let mut session = session(&ctx).await?;
         let timeout = session.browsers.navigation_timeout();
+        let nonce = session.nonce();
         let page = session.active()?.page.clone();
         let element = pages::mark(&page, &args.selector).await?;
         pages::marked(&page).await?.click().await.map_err(cdp_error)?;
         // A click that starts a navigation shows it a moment later.
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let state = pages::wait_loaded(&page, timeout).await?;
+        let state = pages::wait_loaded(&page, &nonce, timeout).await?;
         pages::unmark(&page).await;
         let tab = remember(&mut session, &state)?;
         refused(&state)?;
@@ -306,6 +324,27 @@ const CLEAR_MARKED: &str = r#"(() => { const el = document.querySelector('[data-
 const VALUE_OF_MARKED: &str = r#"(() => { const el = document.querySelector('[data-kennel-target]');
   if (!el || el.type === 'password') return null; return 'value' in el ? String(el.value) : el.textContent; })()"#;
 
+/// Types `text` key by key: printable ASCII as key presses (keydown, keypress, keyup, as a
+/// person's keyboard sends them), a line break as Enter, anything else (accents, CJK, emoji),
+/// which a US layout has no key for, as inserted text.
+async fn type_text(page: &chromiumoxide::Page, element: &chromiumoxide::Element, text: &str) -> Result<()> {
+    for ch in text.chars() {
+        match ch {
+            ' '..='~' => {
+                element.type_str(ch.to_string()).await.map_err(cdp_error)?;
+            }
+            '\n' => {
+                element.press_key("Enter").await.map_err(cdp_error)?;
+            }
+            other => {
+                let insert = chromiumoxide::cdp::browser_protocol::input::InsertTextParams::new(other.to_string());
+                page.execute(insert).await.map_err(cdp_error)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 impl Tool for Type {
     type Args = TypeArgs;
 
@@ -324,6 +363,7 @@ impl Tool for Type {
             );
         }
         let mut session = session(&ctx).await?;
+        let nonce = session.nonce();
         let tab = session.active()?;
         let (id, page) = (tab.id, tab.page.clone());
         let field = pages::mark(&page, &args.selector).await?;
@@ -332,7 +372,7 @@ impl Tool for Type {
         if args.clear {
             pages::evaluate(&page, CLEAR_MARKED.into()).await?;
         }
-        element.type_str(&args.text).await.map_err(cdp_error)?;
+        type_text(&page, &element, &args.text).await?;
         if args.submit {
             element.press_key("Enter").await.map_err(cdp_error)?;
         }
@@ -340,7 +380,7 @@ impl Tool for Type {
         // Enter may have submitted a form and left the page.
         let value = pages::evaluate(&page, VALUE_OF_MARKED.into()).await.unwrap_or(Value::Null);
         if args.submit {
-            let state = pages::wait_loaded(&page, session.browsers.navigation_timeout()).await?;
+            let state = pages::wait_loaded(&page, &nonce, session.browsers.navigation_timeout()).await?;
             remember(&mut session, &state)?;
         }
         pages::unmark(&page).await;
@@ -530,15 +570,26 @@ impl Tool for Screenshot {
 
     async fn run(&self, ctx: CallContext, args: ScreenshotArgs) -> Result<Value> {
         let mut session = session(&ctx).await?;
+        let nonce = session.nonce();
         let tab = session.active()?;
         let (id, page) = (tab.id, tab.page.clone());
+        if args.full_page {
+            let height =
+                pages::evaluate(&page, "document.documentElement.scrollHeight".into()).await?.as_u64().unwrap_or(0);
+            if height > MAX_FULL_PAGE_PX {
+                return Err(Error::invalid(format!(
+                    "the page is {height} px tall; a full-page screenshot takes at most {MAX_FULL_PAGE_PX} px: scroll and take viewport screenshots"
+                ))
+                .with_field("full_page"));
+            }
+        }
         let params = ScreenshotParams::builder().format(CaptureScreenshotFormat::Png).full_page(args.full_page).build();
         let png = page.screenshot(params).await.map_err(cdp_error)?;
-        let (width, height) = pages::png_size(&png).unwrap_or_default();
+        let (width, height) = crate::turn::png_size(&png).unwrap_or_default();
         let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
         let entry =
             ctx.kernel.workspaces().write(ctx.agent.id, &format!("screenshots/tab{id}-{stamp}.png"), png).await?;
-        let state = pages::state(&page).await?;
+        let state = pages::state(&page, &nonce).await?;
         let tab = session.active()?;
         tab.last_screenshot = Some(entry.path.clone());
         remember(&mut session, &state)?;
@@ -634,9 +685,16 @@ impl Tool for RunJs {
         let mut params = pages::params(args.script);
         // Lets `let` be declared again in a later call, and `await` at the top level.
         params.repl_mode = Some(true);
-        let result = tokio::time::timeout(timeout, pages::run(&page, params))
-            .await
-            .map_err(|_| Error::timeout(format!("the script did not finish within {} s", timeout.as_secs())))??;
+        params.user_gesture = Some(true);
+        let Ok(result) = tokio::time::timeout(timeout, pages::run(&page, params)).await else {
+            // A script still running (`while (true) {}`) would hold the tab for every later call.
+            let _ = page.execute(chromiumoxide::cdp::js_protocol::runtime::TerminateExecutionParams::default()).await;
+            return Err(Error::timeout(format!(
+                "the script did not finish within {} s and was stopped",
+                timeout.as_secs()
+            )));
+        };
+        let result = result?;
         Ok(answer(&session, json!({ "tab": id, "result": result })))
     }
 }

@@ -64,8 +64,6 @@ pub struct ProxyRules {
     pub blocked_setting: &'static str,
 }
 
-/// A running proxy. Dropping it stops it: no new connections, and every open one (tunnels
-/// included) ends.
 impl ProxyRules {
     /// The addresses `host:port` resolves to, once, when the rules let it through: `blocked`
     /// first, then `allowed` for every address. The one check of the proxy and of a tool
@@ -87,10 +85,31 @@ impl ProxyRules {
     }
 }
 
+/// A running proxy. Dropping it stops it: no new connections, and every open one (tunnels
+/// included) ends.
 pub struct GuardProxy {
     addr: SocketAddr,
+    nonce: Arc<str>,
     refusals: Arc<Refusals>,
+    reserved: Arc<Reserved>,
     stop: CancellationToken,
+}
+
+/// Loopback ports no page may reach whatever the lists open: the proxy's own and Chromium's
+/// DevTools port (an operator who opens `127.0.0.1:*` must not hand pages the browser's
+/// controls).
+#[derive(Default)]
+struct Reserved(std::sync::Mutex<Vec<u16>>);
+
+impl Reserved {
+    /// Any address that reaches this machine: loopback, the unspecified address (Linux takes
+    /// `0.0.0.0` for 127.0.0.1) and IPv4 in IPv6.
+    fn holds(&self, ip: std::net::IpAddr, port: u16) -> bool {
+        let ip = ip.to_canonical();
+        let local =
+            ip.is_loopback() || ip.is_unspecified() || matches!(ip, std::net::IpAddr::V4(v4) if v4.octets()[0] == 0);
+        local && self.0.lock().unwrap_or_else(|e| e.into_inner()).contains(&port)
+    }
 }
 
 impl GuardProxy {
@@ -99,10 +118,19 @@ impl GuardProxy {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
         let addr = listener.local_addr()?;
         let refusals = Arc::new(Refusals::default());
+        let reserved = Arc::new(Reserved::default());
+        reserved.0.lock().unwrap_or_else(|e| e.into_inner()).push(addr.port());
         let stop = CancellationToken::new();
-        let proxy = Arc::new(Proxy { rules, refusals: refusals.clone() });
+        let nonce: Arc<str> = format!("{:032x}", rand::random::<u128>()).into();
+        let proxy =
+            Arc::new(Proxy { rules, refusals: refusals.clone(), reserved: reserved.clone(), nonce: nonce.clone() });
         tokio::spawn(accept(listener, proxy, stop.clone()));
-        Ok(GuardProxy { addr, refusals, stop })
+        Ok(GuardProxy { addr, nonce, refusals, reserved, stop })
+    }
+
+    /// Refuses every connection to loopback `port` from now on (Chromium's DevTools port).
+    pub fn reserve(&self, port: u16) {
+        self.reserved.0.lock().unwrap_or_else(|e| e.into_inner()).push(port);
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -115,8 +143,14 @@ impl GuardProxy {
     /// Kept are the hosts the rules refused and those the proxy could not reach (no such name,
     /// no answer); a later successful connection to the same host and port forgets them.
     /// `host` is matched as the URL parser writes it, in any case, with or without brackets.
-    pub fn refusal_for(&self, host: &str, port: u16) -> Option<String> {
-        self.refusals.latest(host, port)
+    pub fn refusal_for(&self, host: &str, port: u16) -> Option<Error> {
+        self.refusals.latest_error(host, port)
+    }
+
+    /// The mark of this proxy's refusal pages (`data-kennel-nonce`): random, so a page cannot
+    /// pass itself off as a refusal.
+    pub fn nonce(&self) -> &str {
+        &self.nonce
     }
 
     /// Stops the proxy now, as dropping it would.
@@ -174,6 +208,8 @@ async fn serve(stream: TcpStream, proxy: Arc<Proxy>, stop: CancellationToken) {
 struct Proxy {
     rules: ProxyRules,
     refusals: Arc<Refusals>,
+    reserved: Arc<Reserved>,
+    nonce: Arc<str>,
 }
 
 impl Proxy {
@@ -213,7 +249,7 @@ impl Proxy {
     async fn forward(&self, mut request: Request<Incoming>, stop: CancellationToken) -> Response<Body> {
         let target = match HttpTarget::of(request.uri()) {
             Ok(target) => target,
-            Err(e) => return refused_page(&e.message),
+            Err(e) => return refused_page(&e.message, &self.nonce),
         };
         let websocket = is_websocket_upgrade(request.headers()).then(|| hyper::upgrade::on(&mut request));
         let (mut head, body) = request.into_parts();
@@ -223,6 +259,10 @@ impl Proxy {
         head.version = Version::HTTP_11;
         head.extensions.clear();
         head.headers.insert(header::HOST, target.host_header);
+        // The request comes from 127.0.0.1 but on a page's behalf: a server that trusts loopback
+        // peers (Kennel's own first-run setup) must see that it was forwarded.
+        head.headers.insert(header::FORWARDED, HeaderValue::from_static("for=unknown;by=kennel-browser;proto=http"));
+        head.headers.insert("x-forwarded-for", HeaderValue::from_static("unknown"));
         match (&websocket, upgrade) {
             (Some(_), Some(upgrade)) => {
                 head.headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
@@ -236,7 +276,7 @@ impl Proxy {
         let (host, port) = (target.host, target.port);
         let upstream = match self.open(&host, port).await {
             Ok(upstream) => upstream,
-            Err(e) if status_for(&e) == StatusCode::FORBIDDEN => return refused_page(&e.message),
+            Err(e) if status_for(&e) == StatusCode::FORBIDDEN => return refused_page(&e.message, &self.nonce),
             Err(e) => return text(status_for(&e), &e.message),
         };
         let (mut sender, connection) = match hyper::client::conn::http1::handshake(TokioIo::new(upstream)).await {
@@ -276,13 +316,19 @@ impl Proxy {
         let opened = self.connect(host, port).await;
         match &opened {
             Ok(_) => self.refusals.forget(host, port),
-            Err(e) => self.refusals.remember(host, port, &e.message),
+            Err(e) => self.refusals.remember_kind(host, port, &e.message, e.kind),
         }
         opened
     }
 
     async fn connect(&self, host: &UrlHost, port: u16) -> Result<TcpStream> {
         let ips = self.rules.checked(host, port).await?;
+        if ips.iter().any(|&ip| self.reserved.holds(ip, port)) {
+            tracing::warn!(%host, port, "a page tried to reach the browser's own control port");
+            return Err(Error::forbidden(format!(
+                "`{host}:{port}` is the browser's own control port: no page may reach it"
+            )));
+        }
         // Every address passed the check: try them in the order DNS gave them.
         let attempts = async {
             let mut failure = io::Error::other("no address");
@@ -426,10 +472,10 @@ fn text(status: StatusCode, message: &str) -> Response<Body> {
 }
 
 /// The answer to a refused request: a page that says why, marked for the browser tools.
-fn refused_page(reason: &str) -> Response<Body> {
+fn refused_page(reason: &str, nonce: &str) -> Response<Body> {
     let escaped = html_escape(reason);
     let page = format!(
-        "<!doctype html><html data-kennel-refused=\"{escaped}\"><head><title>Refused by Kennel</title></head>\
+        "<!doctype html><html data-kennel-refused=\"{escaped}\" data-kennel-nonce=\"{nonce}\"><head><title>Refused by Kennel</title></head>\
          <body><h1>Refused by Kennel</h1><p>{escaped}</p></body></html>"
     );
     let mut answer = Response::new(Either::Left(Full::new(Bytes::from(page))));
@@ -471,17 +517,23 @@ struct Refusal {
     host: String,
     port: u16,
     reason: String,
+    kind: ErrorKind,
 }
 
 impl Refusals {
+    #[cfg(test)]
     fn remember(&self, host: &UrlHost, port: u16, reason: &str) {
+        self.remember_kind(host, port, reason, ErrorKind::Forbidden);
+    }
+
+    fn remember_kind(&self, host: &UrlHost, port: u16, reason: &str, kind: ErrorKind) {
         let host = host_key(&host.to_string());
         let mut kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         kept.retain(|r| !(r.host == host && r.port == port));
         if kept.len() == REFUSALS_KEPT {
             kept.pop_front();
         }
-        kept.push_back(Refusal { host, port, reason: reason.to_string() });
+        kept.push_back(Refusal { host, port, reason: reason.to_string(), kind });
     }
 
     fn forget(&self, host: &UrlHost, port: u16) {
@@ -489,10 +541,15 @@ impl Refusals {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).retain(|r| !(r.host == host && r.port == port));
     }
 
+    #[cfg(test)]
     fn latest(&self, host: &str, port: u16) -> Option<String> {
+        self.latest_error(host, port).map(|e| e.message)
+    }
+
+    fn latest_error(&self, host: &str, port: u16) -> Option<Error> {
         let host = host_key(host);
         let kept = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        kept.iter().rev().find(|r| r.host == host && r.port == port).map(|r| r.reason.clone())
+        kept.iter().rev().find(|r| r.host == host && r.port == port).map(|r| Error::new(r.kind, r.reason.clone()))
     }
 }
 
@@ -685,10 +742,11 @@ mod tests {
         assert_eq!(answer.headers()["content-type"], "text/html; charset=utf-8");
         let page = answer.text().await.unwrap();
         let escaped = html_escape(&expected);
-        assert!(page.contains(&format!("<html data-kennel-refused=\"{escaped}\">")), "{page}");
+        let marked = format!("<html data-kennel-refused=\"{escaped}\" data-kennel-nonce=\"{}\">", proxy.nonce());
+        assert!(page.contains(&marked), "{page}");
         assert!(page.contains(&format!("<p>{escaped}</p>")), "{page}");
         assert_eq!(upstream.hits(), 0);
-        assert_eq!(proxy.refusal_for("127.0.0.1", upstream.addr.port()), Some(expected));
+        assert_eq!(proxy.refusal_for("127.0.0.1", upstream.addr.port()).map(|e| e.message), Some(expected));
 
         // With no list, loopback is refused as special-purpose.
         let proxy = self::proxy(&[], &[]).await;
@@ -734,8 +792,8 @@ mod tests {
         let expected = format!("`127.0.0.1:{port}` is not in {ALLOWED}");
         assert!(answer.starts_with("HTTP/1.1 403 Forbidden\r\n"), "{answer}");
         assert!(answer.ends_with(&format!("\r\n\r\n{expected}\n")), "{answer}");
-        assert_eq!(proxy.refusal_for("127.0.0.1", port), Some(expected));
-        assert_eq!(proxy.refusal_for("127.0.0.1", port + 1), None);
+        assert_eq!(proxy.refusal_for("127.0.0.1", port).map(|e| e.message), Some(expected));
+        assert!(proxy.refusal_for("127.0.0.1", port + 1).is_none());
         assert_eq!(upstream.hits(), 0);
 
         let answer = raw(&proxy, "CONNECT no-port.example HTTP/1.1\r\nHost: no-port.example\r\n\r\n").await;
@@ -852,7 +910,7 @@ mod tests {
 
     #[test]
     fn refusal_pages_escape_the_reason() {
-        let answer = refused_page("`a\"b` <c> & 'd'");
+        let answer = refused_page("`a\"b` <c> & 'd'", "n");
         assert_eq!(answer.headers()["x-kennel-refused"], "`a\"b` <c> & 'd'");
         assert_eq!(html_escape("`a\"b` <c> & 'd'"), "`a&quot;b` &lt;c&gt; &amp; &#39;d&#39;");
         assert_eq!(header_text("naïve\r\n"), "na?ve??");

@@ -12,9 +12,13 @@ use uuid::Uuid;
 use crate::llm::{LoadedImage, LoadedImages, Message, ToolImage};
 use crate::workspace::Workspaces;
 
-/// The largest image sent (Anthropic takes at most 5 MB per image); a larger one goes as its
-/// path.
-pub const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
+/// The largest image sent: Anthropic takes at most 5 MB per image, counted on its base64 text
+/// (4/3 of the file); a larger one goes as its path.
+pub const MAX_IMAGE_BYTES: u64 = 3_750_000;
+
+/// The longest side sent (Anthropic refuses images over 8,000 px; a tall full-page screenshot
+/// is one): a longer one goes as its path, or every later call of the session would fail.
+pub const MAX_IMAGE_SIDE: u32 = 8_000;
 
 /// The types both wire protocols take as images.
 const SENDABLE: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
@@ -56,7 +60,7 @@ async fn read(workspaces: &Workspaces, agent: Uuid, image: &ToolImage) -> Option
         }
     };
     if entry.bytes > MAX_IMAGE_BYTES {
-        tracing::info!(path = %image.path, bytes = entry.bytes, "a tool result's image is over 5 MiB; its path is sent");
+        tracing::info!(path = %image.path, bytes = entry.bytes, "a tool result's image is over 3.75 MB; its path is sent");
         return None;
     }
     let bytes = tokio::task::spawn_blocking(move || {
@@ -68,10 +72,26 @@ async fn read(workspaces: &Workspaces, agent: Uuid, image: &ToolImage) -> Option
     .ok()?
     .ok()
     .filter(|b| b.len() as u64 <= MAX_IMAGE_BYTES)?;
+    if let Some((width, height)) = png_size(&bytes)
+        && width.max(height) > MAX_IMAGE_SIDE
+    {
+        tracing::info!(path = %image.path, width, height, "a tool result's image is over 8,000 px on a side; its path is sent");
+        return None;
+    }
     Some(LoadedImage {
         media_type: image.media_type.clone(),
         base64: base64::engine::general_purpose::STANDARD.encode(bytes),
     })
+}
+
+/// Width and height from a PNG's header (other types: not read).
+pub(crate) fn png_size(png: &[u8]) -> Option<(u32, u32)> {
+    if png.len() < 24 || &png[..8] != b"\x89PNG\r\n\x1a\n" {
+        return None;
+    }
+    let width = u32::from_be_bytes(png[16..20].try_into().ok()?);
+    let height = u32::from_be_bytes(png[20..24].try_into().ok()?);
+    Some((width, height))
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ pub mod context;
 pub(crate) mod depth;
 mod events;
 mod images;
+pub(crate) use images::png_size;
 mod prompt;
 mod recovery;
 mod store;

@@ -45,13 +45,7 @@ async fn hostile_site(corpus: &str) -> reqwest::Url {
     let escaped = corpus.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
     let html =
         format!("<!doctype html><html><head><title>{escaped}</title></head><body><p>{escaped}</p></body></html>");
-    let app = axum::Router::new().fallback(move || {
-        let html = html.clone();
-        async move { axum::response::Html(html) }
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let port = kennel_tests::serve_html(html).await;
     reqwest::Url::parse(&format!("http://127.0.0.1:{port}/hostile")).unwrap()
 }
 
