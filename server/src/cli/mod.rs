@@ -392,7 +392,12 @@ async fn start(home: PathBuf, bind: Option<SocketAddr>) -> anyhow::Result<()> {
 
 fn init_logging() {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn"));
+    let mut filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn"));
+    // chromiumoxide warns of every DevTools event it has no type for (`…ExtraInfo`, several a
+    // page): noise, unless asked for by name. Kennel logs the browser's own troubles itself.
+    if !std::env::var("RUST_LOG").is_ok_and(|v| v.contains("chromiumoxide")) {
+        filter = filter.add_directive("chromiumoxide=error".parse().expect("a fixed, valid directive"));
+    }
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).init();
 }
