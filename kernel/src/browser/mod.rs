@@ -37,7 +37,7 @@ use crate::tool::Registry;
 use crate::tool::availability::Needs;
 
 pub(crate) use chromium::find_executable;
-pub use pages::NetworkActivity;
+use pages::NetworkActivity;
 
 pub(crate) fn register(r: &mut Registry, config: &Config) {
     let needs = match &config.browser {
@@ -63,7 +63,8 @@ pub struct TabView {
 /// The browser service: one Chromium for the daemon, a context and tab pool per agent.
 pub struct Browsers {
     config: BrowserConfig,
-    executable: Option<PathBuf>,
+    /// The Chromium to start, or why there is none.
+    executable: std::result::Result<PathBuf, String>,
     home: PathBuf,
     /// The running Chromium, if any, and how many have been started (each agent's context
     /// remembers which one it lives in).
@@ -122,7 +123,7 @@ pub(crate) struct Session {
 
 impl Browsers {
     pub fn new(config: BrowserConfig, home: PathBuf) -> Browsers {
-        let executable = find_executable(config.executable.as_deref()).ok();
+        let executable = find_executable(config.executable.as_deref());
         Browsers {
             config,
             executable,
@@ -132,10 +133,6 @@ impl Browsers {
             views: StdMutex::default(),
             sweeper: std::sync::OnceLock::new(),
         }
-    }
-
-    pub fn config(&self) -> &BrowserConfig {
-        &self.config
     }
 
     /// What the guard's proxy checks every request against.
@@ -155,11 +152,6 @@ impl Browsers {
     /// The open tabs of `agent`, for the dashboard.
     pub fn tabs(&self, agent: AgentId) -> Vec<TabView> {
         self.views.lock().unwrap_or_else(|e| e.into_inner()).get(&agent).cloned().unwrap_or_default()
-    }
-
-    /// The process id of the running Chromium, if one runs (the status page; tests kill it).
-    pub async fn pid(&self) -> Option<u32> {
-        self.chromium.lock().await.process.as_ref().filter(|p| p.chromium.is_alive()).and_then(|p| p.chromium.pid())
     }
 
     /// Opens `agent`'s browser for one call: starts Chromium if none runs (or the last one
@@ -205,11 +197,7 @@ impl Browsers {
             restarted = true;
             running.process = None;
         }
-        let executable = self.executable.clone().ok_or_else(|| {
-            Error::unavailable(
-                find_executable(self.config.executable.as_deref()).err().unwrap_or_else(|| "no Chromium".into()),
-            )
-        })?;
+        let executable = self.executable.clone().map_err(Error::unavailable)?;
         let proxy = GuardProxy::start(self.proxy_rules()).await?;
         running.generation += 1;
         let started = Instant::now();

@@ -19,7 +19,7 @@ const POLL: Duration = Duration::from_millis(50);
 
 /// The requests one tab has in flight, from the DevTools network events.
 #[derive(Debug)]
-pub struct NetworkActivity {
+pub(crate) struct NetworkActivity {
     state: Mutex<(HashSet<String>, Instant)>,
 }
 

@@ -113,7 +113,7 @@ impl Reserved {
 }
 
 impl GuardProxy {
-    /// Binds 127.0.0.1:0 and serves until the returned value is dropped (or `shutdown`).
+    /// Binds 127.0.0.1:0 and serves until the returned value is dropped.
     pub async fn start(rules: ProxyRules) -> Result<GuardProxy> {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
         let addr = listener.local_addr()?;
@@ -151,11 +151,6 @@ impl GuardProxy {
     /// pass itself off as a refusal.
     pub fn nonce(&self) -> &str {
         &self.nonce
-    }
-
-    /// Stops the proxy now, as dropping it would.
-    pub fn shutdown(&self) {
-        self.stop.cancel();
     }
 }
 
