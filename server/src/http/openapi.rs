@@ -140,7 +140,8 @@ fn finish_operation(path: &str, op: &mut Value) {
     if !public {
         responses.entry("401".to_string()).or_insert_with(|| error_response(UNAUTHORIZED));
     }
-    if params.iter().any(|p| p["in"] == "query" && p["name"] == "limit")
+    // `cursor` marks a paged list; `limit` alone does not (a search's `limit` caps its hits).
+    if params.iter().any(|p| p["in"] == "query" && p["name"] == "cursor")
         && let Some(ok) = responses.get_mut("200")
     {
         ok["headers"] = paging_headers();
@@ -155,7 +156,7 @@ fn finish_operation(path: &str, op: &mut Value) {
     }
 }
 
-/// Every paged list (an operation taking `limit`) answers with the same two headers; they are
+/// Every paged list (an operation taking `cursor`) answers with the same two headers; they are
 /// added here rather than repeated in each handler's annotation.
 fn paging_headers() -> Value {
     json!({

@@ -46,7 +46,7 @@ async fn the_bearer_scheme_and_paging_headers_are_declared_once_and_apply_to_eve
             let public = path == "/healthz";
             assert_eq!(op["responses"].get("401").is_some(), !public, "{method} {path}: 401 documented");
             assert!(op["responses"].get("500").is_some(), "{method} {path}: 500 documented");
-            let paged = op["parameters"].as_array().is_some_and(|ps| ps.iter().any(|p| p["name"] == "limit"));
+            let paged = op["parameters"].as_array().is_some_and(|ps| ps.iter().any(|p| p["name"] == "cursor"));
             let headers = &op["responses"]["200"]["headers"];
             assert_eq!(headers.get("x-total-count").is_some(), paged, "{method} {path}: x-total-count documented");
             assert_eq!(headers.get("link").is_some(), paged, "{method} {path}: link documented");
@@ -56,6 +56,11 @@ async fn the_bearer_scheme_and_paging_headers_are_declared_once_and_apply_to_eve
             }
         }
     }
+    // A search's `limit` caps its hits; it is not a page, and answers without a total.
+    let search = &doc["paths"]["/api/agents/{id}/memory/semantic/search"]["get"]["responses"]["200"];
+    assert!(search.get("headers").is_none(), "{search}");
+    let listed = &doc["paths"]["/api/agents/{id}/memory/semantic"]["get"]["responses"]["200"];
+    assert!(listed["headers"].get("x-total-count").is_some(), "{listed}");
     // Deleting a schedule for good is documented as what it is for tokens: refused.
     let delete = &doc["paths"]["/api/schedules/{id}"]["delete"]["responses"];
     assert!(delete.get("403").is_some() && delete.get("200").is_none(), "{delete}");
