@@ -29,6 +29,57 @@ pub struct Config {
     pub proactive_memory: ProactiveMemoryConfig,
     /// `None` without a `[browser]` section: the browser tools are excluded.
     pub browser: Option<BrowserConfig>,
+    pub exec_policy: ExecPolicyConfig,
+}
+
+/// `[exec_policy]`: what agents' subprocesses (family `process`) and `docker_exec` may do.
+/// The grant is the first gate; this section bounds what a granted agent runs.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExecPolicyConfig {
+    /// A child still running this long after it started is stopped (SIGTERM, then SIGKILL).
+    #[serde(deserialize_with = "in_range::<_, 1, 604800>")]
+    pub wall_clock_secs: u64,
+    /// Children one agent may have running at once.
+    #[serde(deserialize_with = "in_range::<_, 1, 256>")]
+    pub max_children: u64,
+    /// Output kept per child and stream until polled; older output is dropped (the poll
+    /// says how much).
+    #[serde(deserialize_with = "in_range::<_, 1024, 67108864>")]
+    pub output_buffer_bytes: u64,
+    /// How long a child has after SIGTERM (or SIGINT, SIGQUIT) before SIGKILL.
+    #[serde(deserialize_with = "in_range::<_, 0, 300>")]
+    pub kill_grace_secs: u64,
+    /// The commands a child may start (the command line's first word, compared exactly);
+    /// absent: any. When set, the line must be one simple command (no `;`, `|`, `&`,
+    /// redirections or substitutions), since each of those would start a second one.
+    pub allowed_commands: Option<Vec<String>>,
+    /// The daemon's environment variables handed on to children (names, exactly), on top
+    /// of the minimal base (`PATH`, `HOME` = the workspace, `LANG`, `TZ`, `TERM`, `TMPDIR`).
+    pub pass_env: Vec<String>,
+    /// Variable names (globs: `*_TOKEN`) a child never gets, from `pass_env` or from a call's
+    /// `env`. Every provider's `api_key_env` is secret without being listed.
+    pub secret_env: Vec<String>,
+    /// The Docker engine's Unix socket, for `docker_exec`.
+    pub docker_socket: std::path::PathBuf,
+    /// The containers `docker_exec` may run commands in, by name; empty: none.
+    pub docker_allowlist: Vec<String>,
+}
+
+impl Default for ExecPolicyConfig {
+    fn default() -> Self {
+        ExecPolicyConfig {
+            wall_clock_secs: 3600,
+            max_children: 8,
+            output_buffer_bytes: 1 << 20,
+            kill_grace_secs: 5,
+            allowed_commands: None,
+            pass_env: Vec::new(),
+            secret_env: ["*_API_KEY", "*_TOKEN", "*_SECRET", "*PASSWORD*"].map(String::from).to_vec(),
+            docker_socket: "/var/run/docker.sock".into(),
+            docker_allowlist: Vec::new(),
+        }
+    }
 }
 
 /// `[browser]`: headless Chromium for the browser family (spec §9). Its presence turns the
@@ -565,6 +616,10 @@ impl Config {
             let offset = text.find(key).unwrap_or(0);
             return Err(error_at(offset, message));
         }
+        if let Err((key, message)) = check_exec_policy(&config) {
+            let offset = text.find(key).unwrap_or(0);
+            return Err(error_at(offset, message));
+        }
         if let Err((key, message)) = crate::media::check_config(&config.media) {
             let offset = text.find(&key).unwrap_or(0);
             return Err(error_at(offset, message));
@@ -631,6 +686,52 @@ fn check_memory_providers(config: &Config) -> Result<(), (&'static str, String)>
     Ok(())
 }
 
+/// Every variable `[exec_policy] pass_env` hands on must be one a child may see.
+fn check_exec_policy(config: &Config) -> Result<(), (&'static str, String)> {
+    let secrets = config.secret_env_names();
+    if let Some(name) = config
+        .exec_policy
+        .pass_env
+        .iter()
+        .find(|n| secrets.iter().any(|s| crate::capability::glob_match(s.as_bytes(), n.as_bytes())))
+    {
+        return Err((
+            "pass_env",
+            format!(
+                "[exec_policy] pass_env names `{name}`, a secret (secret_env or a provider's api_key_env): children never get it"
+            ),
+        ));
+    }
+    if let Some(commands) = &config.exec_policy.allowed_commands
+        && let Some(bad) = commands.iter().find(|c| c.is_empty() || c.chars().any(char::is_whitespace))
+    {
+        return Err((
+            "allowed_commands",
+            format!("[exec_policy] allowed_commands: `{bad}` is not one word (a command's name, like \"cargo\")"),
+        ));
+    }
+    Ok(())
+}
+
+impl Config {
+    /// The environment variable names no child process gets: `[exec_policy] secret_env`
+    /// (globs) and every provider's `api_key_env`.
+    pub fn secret_env_names(&self) -> Vec<String> {
+        let providers = self.providers.values().filter_map(|p| p.api_key_env.clone());
+        let media = self.media.providers.values().filter_map(|p| p.api_key_env.clone());
+        let a2a = self.a2a.tokens.values().cloned();
+        self.exec_policy
+            .secret_env
+            .iter()
+            .cloned()
+            .chain(providers)
+            .chain(media)
+            .chain(a2a)
+            .filter(|n| !n.is_empty())
+            .collect()
+    }
+}
+
 /// The `config.toml` written on first start: every section, commented out at its default.
 pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section is optional; the values shown are the defaults.
 # An unknown key or a wrong value stops start-up with the line that is wrong.
@@ -695,6 +796,17 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # idle_close_secs = 300     # idle tabs close; Chromium stops when no agent has a tab
 # [browser] allowed_hosts = []   # every request a page makes is checked (like [a2a] allowed_hosts)
 # [browser] blocked_hosts = ["ads.example.com:*"]   # refused even when allowed
+
+# [exec_policy]             # agents' subprocesses (process_*) and docker_exec
+# wall_clock_secs = 3600    # a child running longer is stopped
+# max_children = 8          # running at once, per agent
+# output_buffer_bytes = 1048576   # per child and stream, until polled (oldest dropped)
+# kill_grace_secs = 5       # SIGTERM, then SIGKILL this much later
+# allowed_commands = ["cargo", "python3"]   # absent: any (the grant is the gate)
+# pass_env = ["CARGO_HOME"]  # daemon variables children get, besides PATH, LANG, TZ...
+# secret_env = ["*_API_KEY", "*_TOKEN", "*_SECRET", "*PASSWORD*"]   # never given to a child
+# docker_socket = "/var/run/docker.sock"
+# docker_allowlist = []     # containers docker_exec may run commands in, by name
 
 # [schedules]
 # max_concurrent_fires = 32   # scheduled turns running at once; more wait
