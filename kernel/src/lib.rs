@@ -23,6 +23,7 @@ pub mod media;
 pub mod memory;
 pub mod net;
 pub mod page;
+pub mod process;
 pub mod schedule;
 pub mod session;
 pub mod status;
@@ -84,6 +85,7 @@ struct Inner {
     knowledge: knowledge::Knowledge,
     /// `None` without a `[browser]` section.
     browsers: Option<Arc<browser::Browsers>>,
+    processes: Arc<process::Processes>,
     /// When this kernel opened its home (RFC 3339), and the instant, for uptime.
     started_at: String,
     started: std::time::Instant,
@@ -156,6 +158,7 @@ impl Kernel {
             kv: memory::kv::KvStore::new(db.clone()),
             knowledge: knowledge::Knowledge::new(db.clone(), knowledge::Limits::default()),
             browsers: config.browser.clone().map(|b| Arc::new(browser::Browsers::new(b, home.to_path_buf()))),
+            processes: Arc::new(process::Processes::new(db.clone(), &config)),
             started: std::time::Instant::now(),
             home: home.to_path_buf(),
             tools: Tools::new(Registry::builtin(&config)),
@@ -194,6 +197,7 @@ impl Kernel {
         schedule::runner::start(self);
         a2a::start(self);
         agent::start_ephemeral_sweeper(self);
+        process::start(self);
     }
 
     /// Re-reads the state another process may have changed.
@@ -256,6 +260,11 @@ impl Kernel {
     /// The tabs `agent` has open in the browser (none when `[browser]` is not configured).
     pub fn browser_tabs(&self, agent: agent::AgentId) -> Vec<browser::TabView> {
         self.0.browsers.as_ref().map(|b| b.tabs(agent)).unwrap_or_default()
+    }
+
+    /// Agents' subprocesses.
+    pub fn processes(&self) -> &Arc<process::Processes> {
+        &self.0.processes
     }
 
     /// The media providers and ffmpeg, for the media tools.
@@ -438,6 +447,7 @@ impl Kernel {
         if let Some(browsers) = &self.0.browsers {
             browsers.close_agent(stopped.id).await;
         }
+        self.0.processes.close_agent(stopped.id);
         Ok(stopped)
     }
 
@@ -473,6 +483,7 @@ impl Kernel {
         if let Some(browsers) = &self.0.browsers {
             browsers.shut_down().await;
         }
+        self.0.processes.shut_down().await;
         self.0.audit.flush().await;
         self.0.db.close().await;
     }

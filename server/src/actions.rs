@@ -76,6 +76,9 @@ fn name(method: &Method, route: &str) -> Named {
         ("/api/agents/{id}/memory/semantic", "POST") => Action("memory.add"),
         ("/api/agents/{id}/memory/semantic/{memory_id}", "DELETE")
         | ("/agents/{id}/memory/{memory_id}/forget", "POST") => Action("memory.forget"),
+        ("/api/agents/{id}/processes/{process_id}/kill" | "/agents/{id}/processes/{process_id}/kill", _) if post => {
+            Action("process.kill")
+        }
         ("/api/events", "POST") => Action("event.publish"),
         ("/api/workflows", "POST") => Action("workflow.create"),
         ("/api/workflows/{id}", "PUT") => Action("workflow.update"),

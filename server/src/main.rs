@@ -13,6 +13,12 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // An agent's child process runs under `kennel __supervise` (kernel/src/process/supervisor.rs):
+    // no runtime, no command line parsing, nothing of the daemon.
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).is_some_and(|a| a == kennel_kernel::process::supervisor::ARG) {
+        return kennel_kernel::process::supervisor::main(&args[2..]);
+    }
     tune_malloc();
     let args = cli::Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

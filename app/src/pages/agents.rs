@@ -274,7 +274,7 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
                         </form>
                         {page.grant_error.map(|e| view! { <p class="field-error" id="pattern-error" role="alert">{crate::widgets::rich_text(&e)}</p> })}
                         <p><a href=format!("/tools?agent={id}")>"The agent's effective tool set"</a></p>
-                        <p><a href=format!("/agents/{id}/memory") id="agent-memory">"Its memory"</a>" · "<a href=format!("/agents/{id}/knowledge") id="agent-knowledge">"Its knowledge graph"</a>" · "<a href=format!("/agents/{id}/browser") id="agent-browser">"Its browser tabs"</a></p>
+                        <p><a href=format!("/agents/{id}/memory") id="agent-memory">"Its memory"</a>" · "<a href=format!("/agents/{id}/knowledge") id="agent-knowledge">"Its knowledge graph"</a>" · "<a href=format!("/agents/{id}/browser") id="agent-browser">"Its browser tabs"</a>" · "<a href=format!("/agents/{id}/processes") id="agent-processes">"Its processes"</a></p>
                         <h2>"Schedules"</h2>
                         <ul class="schedules" id="agent-schedules">{schedules}</ul>
                         {no_schedules}

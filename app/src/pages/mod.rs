@@ -10,6 +10,7 @@ pub mod error;
 pub mod knowledge;
 pub mod memory;
 pub mod overview;
+pub mod processes;
 pub mod schedules;
 pub mod settings;
 pub mod sign_in;

@@ -198,6 +198,12 @@ impl Workspaces {
         blocking(move || open_inside(&dir, &target, &rel)).await
     }
 
+    /// The agent's workspace folder (made if it is not there yet), for a child process to
+    /// start in.
+    pub(crate) fn dir(&self, agent: Uuid) -> Result<PathBuf> {
+        self.folder(agent)
+    }
+
     /// The agent's folder, where `path` points in it, and the path as written back.
     fn target(&self, agent: Uuid, path: &str) -> Result<(PathBuf, PathBuf, String)> {
         let dir = self.folder(agent)?;
@@ -235,6 +241,17 @@ pub fn check_relative(path: &str) -> Result<Vec<String>> {
         }
     }
     Ok(parts.into_iter().map(str::to_string).collect())
+}
+
+/// The existing folder `rel` names inside the workspace folder `dir` (links followed, and
+/// refused when they lead out).
+pub(crate) fn folder_inside(dir: &Path, rel: &str) -> Result<PathBuf> {
+    let parts = check_relative(rel)?;
+    let folder = inside(dir, &parts.iter().fold(dir.to_path_buf(), |p, part| p.join(part)), rel)?;
+    if !folder.is_dir() {
+        return Err(Error::invalid(format!("`{rel}` is not a folder of the workspace")));
+    }
+    Ok(folder)
 }
 
 /// `folder` resolved (links followed), if it is still inside `dir`.

@@ -217,6 +217,18 @@ enum TokenCommand {
     List,
 }
 
+/// Agents' child processes run as the daemon's user, and a process may read the environment
+/// and memory of any other process of its user (`/proc/PID/environ`) — including the
+/// provider keys the daemon was started with. A non-dumpable process's `/proc` files belong to
+/// root, so the daemon marks itself so (children are dumpable again after their `exec`). A
+/// daemon run as root gains nothing from this: run it as an unprivileged user.
+fn refuse_inspection() {
+    // SAFETY: prctl(PR_SET_DUMPABLE) only changes this process's own flag.
+    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0) } != 0 {
+        tracing::warn!(error = %std::io::Error::last_os_error(), "could not protect the daemon's environment from its children");
+    }
+}
+
 fn default_home() -> anyhow::Result<PathBuf> {
     let home = std::env::var_os("HOME").context("neither --home, KENNEL_HOME nor HOME is set")?;
     Ok(PathBuf::from(home).join(".kennel"))
@@ -375,6 +387,7 @@ async fn open(home: &Path) -> anyhow::Result<Kernel> {
 
 async fn start(home: PathBuf, bind: Option<SocketAddr>) -> anyhow::Result<()> {
     init_logging();
+    refuse_inspection();
     let kernel = open(&home).await?;
     kernel.start_background();
     let addr = bind.unwrap_or(kernel.config().server.bind);

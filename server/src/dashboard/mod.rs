@@ -11,6 +11,7 @@ mod headers;
 mod knowledge;
 mod memory;
 mod pages;
+mod processes;
 mod schedules;
 mod session;
 mod sign_in;
@@ -69,6 +70,8 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .route("/agents/{id}/canvas/live", get(canvas::live))
         .route("/agents/{id}/knowledge", get(knowledge::page))
         .route("/agents/{id}/browser", get(browser::page))
+        .route("/agents/{id}/processes", get(processes::page))
+        .route("/agents/{id}/processes/{process_id}/kill", post(processes::kill))
         .route("/canvas", get(canvas::list))
         .route("/canvas/{agent}/{version}", get(canvas::version))
         .route("/canvas/{agent}/{version}/frame", get(canvas::frame))

@@ -14,6 +14,7 @@ mod knowledge;
 mod memory;
 mod openapi;
 mod page;
+mod processes;
 mod schedules;
 mod tasks;
 mod templates;
@@ -43,6 +44,7 @@ fn api_routes() -> impl Iterator<Item = UtoipaMethodRouter<Kernel>> {
         usage::routes(),
         knowledge::routes(),
         browser::routes(),
+        processes::routes(),
         daemon::routes(),
         openapi::routes(),
     ]

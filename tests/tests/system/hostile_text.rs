@@ -430,6 +430,28 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     let surfer_chat = check(&b, &format!("/agents/{surfer}"), Shows::First).await;
     assert!(surfer_chat.tags.iter().any(|(t, a)| t == "img" && a.get("src").is_some_and(|s| s.contains("files/raw"))));
     check(&b, &format!("/agents/{surfer}/browser"), Shows::All).await;
+
+    // Processes: a child that prints the corpus to both streams (the agent chose the command,
+    // the program chose the output); its page shows both tails, then the kill's notice.
+    let runner = agent_from(&api, json!({"name": "runner", "model": "m", "tools": ["process.*"]})).await;
+    let command = "printf '%s' \"$CORPUS\"; printf '%s' \"$CORPUS\" >&2; sleep 60";
+    let started = api.invoke(&runner, "process_start", json!({"command": command, "env": {"CORPUS": corpus}})).await;
+    let process = started.body["content"]["process_id"].as_i64().expect(&started.text);
+    let printed = kennel_tests::eventually(std::time::Duration::from_secs(5), || async {
+        let view = api.get(&format!("/api/agents/{runner}/processes/{process}")).await;
+        view.body["stderr_tail"].as_str().is_some_and(|t| t.len() >= corpus.len())
+    })
+    .await;
+    assert!(printed, "the child printed the corpus");
+    let processes = check(&b, &format!("/agents/{runner}/processes"), Shows::All).await;
+    assert!(processes.text.contains("Kill"), "a running child has its kill button");
+    let killed = b
+        .submit(&format!("/agents/{runner}/processes"), &format!("/agents/{runner}/processes/{process}/kill"), &[])
+        .await;
+    assert_eq!(killed.status, 303, "{}", killed.text);
+    let location = killed.header("location").expect("back to the processes page").to_string();
+    let after = check(&b, &location, Shows::All).await;
+    assert!(after.text.contains("Process ") && !after.text.contains("Kill"), "ended, with its output kept");
     assert!(chat.text.contains("The attacker typed"), "recalled, as text");
     let memory_page = check(&b, &format!("/agents/{rememberer}/memory"), Shows::All).await;
     assert!(memory_page.text.contains("The attacker typed"), "the facts, as text");

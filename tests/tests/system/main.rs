@@ -18,6 +18,7 @@ mod media;
 mod memory;
 mod openapi;
 mod operator_actions;
+mod processes;
 mod providers;
 mod restart;
 mod schedule_clock;

@@ -1,0 +1,628 @@
+//! Agents' subprocesses (spec §10, family `process`): long-running children an agent starts,
+//! feeds, polls and stops.
+//!
+//! - Each child is `sh -c LINE` under a supervisor (`supervisor.rs`: `kennel __supervise`)
+//!   that leads its process group and kills the whole group when the daemon goes away, however
+//!   it goes. Signals go to the group. A reaper at start (`reaper.rs`) kills groups an earlier
+//!   run recorded that are still alive.
+//! - A child starts in the agent's workspace (or a folder in it) with an environment built by
+//!   `policy.rs`, never the daemon's own; `[exec_policy]` bounds its time, how many run at
+//!   once and how much output is kept (`output.rs`).
+//! - Output stays in memory; polls read what is new. Children end with their agent and with
+//!   the daemon; an ended child stays listed (and pollable) for a while, then is forgotten.
+
+mod output;
+mod policy;
+pub(crate) mod reaper;
+mod store;
+pub mod supervisor;
+mod tools;
+
+use std::collections::{BTreeMap, HashMap};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::ChildStdin;
+use tokio::sync::watch;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::agent::AgentId;
+use crate::config::{Config, ExecPolicyConfig};
+use crate::db::{self, Db};
+use crate::error::{Error, Result};
+use crate::tool::Registry;
+use output::Stream;
+use policy::Policy;
+use reaper::Recorded;
+
+pub(crate) fn register(r: &mut Registry, _: &Config) {
+    tools::register(r);
+}
+
+/// An ended child stays listed and pollable this long, so its last output and exit are seen.
+const KEEP_ENDED: Duration = Duration::from_secs(15 * 60);
+/// The most ended children kept per agent (the oldest forgotten first).
+const MAX_ENDED_PER_AGENT: usize = 32;
+/// How long a write to a child's input may wait for the child to read.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the daemon's shutdown gives children after SIGTERM.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
+/// What the dashboard shows of each stream.
+const TAIL_BYTES: usize = 4096;
+
+/// How a child ended.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Exit {
+    /// The exit code, when it exited by itself.
+    pub code: Option<i32>,
+    /// The signal that ended it (`TERM`, `KILL`, …), when one did.
+    pub signal: Option<String>,
+    /// Why: `exited`, `killed` (process_kill or an operator), `wall_clock` (`[exec_policy]
+    /// wall_clock_secs`), `agent_stopped`, `daemon_stopped`.
+    pub reason: String,
+    /// When (RFC 3339).
+    pub ended_at: String,
+}
+
+/// A child as lists and the dashboard show it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ProcessView {
+    pub process_id: i64,
+    pub command: String,
+    /// Its folder, relative to the agent's workspace (`.` for the top).
+    pub cwd: String,
+    /// The command's own process id, while it runs.
+    pub pid: Option<i32>,
+    /// Its process group (signals go to all of it).
+    pub pgid: i32,
+    pub started_at: String,
+    pub age_secs: u64,
+    pub running: bool,
+    pub exit: Option<Exit>,
+    /// The last few KiB of each stream, whatever the agent's polls read.
+    pub stdout_tail: String,
+    pub stderr_tail: String,
+}
+
+/// What `process_poll` returns.
+#[derive(Debug, Serialize)]
+pub struct Poll {
+    pub process_id: i64,
+    pub running: bool,
+    pub stdout: String,
+    pub stderr: String,
+    /// Output dropped (`[exec_policy] output_buffer_bytes`) before this poll could read it.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub stdout_dropped_bytes: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub stderr_dropped_bytes: u64,
+    /// Unread output remains: poll again.
+    pub more: bool,
+    pub exit: Option<Exit>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// The signals `process_kill` sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema, ToSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Signal {
+    #[serde(alias = "SIGTERM")]
+    Term,
+    #[serde(alias = "SIGINT")]
+    Int,
+    #[serde(alias = "SIGQUIT")]
+    Quit,
+    #[serde(alias = "SIGKILL")]
+    Kill,
+    #[serde(alias = "SIGHUP")]
+    Hup,
+    #[serde(alias = "SIGUSR1")]
+    Usr1,
+    #[serde(alias = "SIGUSR2")]
+    Usr2,
+}
+
+impl Signal {
+    fn number(self) -> i32 {
+        match self {
+            Signal::Term => libc::SIGTERM,
+            Signal::Int => libc::SIGINT,
+            Signal::Quit => libc::SIGQUIT,
+            Signal::Kill => libc::SIGKILL,
+            Signal::Hup => libc::SIGHUP,
+            Signal::Usr1 => libc::SIGUSR1,
+            Signal::Usr2 => libc::SIGUSR2,
+        }
+    }
+
+    /// A signal meant to end the process, so SIGKILL follows past the grace period. HUP and
+    /// the user signals are messages (reload, rotate logs) and are only sent.
+    fn ends(self) -> bool {
+        matches!(self, Signal::Term | Signal::Int | Signal::Quit)
+    }
+}
+
+fn signal_name(number: i32) -> String {
+    match number {
+        libc::SIGTERM => "TERM",
+        libc::SIGINT => "INT",
+        libc::SIGQUIT => "QUIT",
+        libc::SIGKILL => "KILL",
+        libc::SIGHUP => "HUP",
+        libc::SIGUSR1 => "USR1",
+        libc::SIGUSR2 => "USR2",
+        libc::SIGPIPE => "PIPE",
+        libc::SIGSEGV => "SEGV",
+        libc::SIGABRT => "ABRT",
+        libc::SIGALRM => "ALRM",
+        _ => return number.to_string(),
+    }
+    .to_string()
+}
+
+/// What `process_start` asks for, checked by the service.
+pub struct StartRequest {
+    pub command: String,
+    /// A folder of the workspace; `None` for its top.
+    pub cwd: Option<String>,
+    pub env: BTreeMap<String, String>,
+}
+
+/// The subprocess service.
+pub struct Processes {
+    db: Db,
+    policy: Policy,
+    limits: ExecPolicyConfig,
+    /// This daemon run (rows of other runs are the reaper's).
+    run_id: String,
+    /// The lifeline pipe: the daemon holds the write end until it dies; each supervisor gets
+    /// the read end. Made on the first start.
+    lifeline: OnceLock<std::result::Result<(OwnedFd, OwnedFd), String>>,
+    children: Mutex<HashMap<i64, Arc<Child>>>,
+}
+
+struct Child {
+    id: i64,
+    agent: AgentId,
+    command: String,
+    cwd: String,
+    pgid: libc::pid_t,
+    started_at: String,
+    started: Instant,
+    output: Mutex<Output>,
+    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    /// Set (with its exit) once the child is reaped and its output read to the end.
+    ended: watch::Sender<Option<Exit>>,
+    /// Why it is being stopped, set before the first signal of a stop.
+    stopping: Mutex<Option<&'static str>>,
+}
+
+struct Output {
+    stdout: Stream,
+    stderr: Stream,
+    ended_at: Option<Instant>,
+}
+
+impl Child {
+    fn exit(&self) -> Option<Exit> {
+        self.ended.borrow().clone()
+    }
+
+    /// Signals the child's group, unless it has ended (its group id may then be another's).
+    fn signal(&self, signal: i32) {
+        if self.exit().is_none() {
+            // SAFETY: a signal to a group this daemon's supervisor leads and has not yet been
+            // reaped (`ended` is set right after the supervisor is).
+            unsafe {
+                libc::kill(-self.pgid, signal);
+            }
+        }
+    }
+
+    async fn wait_ended(&self, within: Duration) -> Option<Exit> {
+        let mut ended = self.ended.subscribe();
+        let _ = tokio::time::timeout(within, ended.wait_for(Option::is_some)).await;
+        self.exit()
+    }
+
+    /// Sends `signal`; for one that ends the process, SIGKILL follows after `grace`. Returns
+    /// the exit, once it ended.
+    async fn stop(&self, signal: Signal, grace: Duration, reason: &'static str) -> Option<Exit> {
+        self.stopping.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(reason);
+        self.signal(signal.number());
+        if !signal.ends() && signal != Signal::Kill {
+            return self.exit();
+        }
+        if signal != Signal::Kill && self.wait_ended(grace).await.is_some() {
+            return self.exit();
+        }
+        self.signal(libc::SIGKILL);
+        self.wait_ended(Duration::from_secs(5)).await
+    }
+
+    fn view(&self) -> ProcessView {
+        let exit = self.exit();
+        let output = self.output.lock().unwrap_or_else(|e| e.into_inner());
+        ProcessView {
+            process_id: self.id,
+            command: self.command.clone(),
+            cwd: self.cwd.clone(),
+            pid: if exit.is_none() { reaper::first_child(self.pgid) } else { None },
+            pgid: self.pgid,
+            started_at: self.started_at.clone(),
+            age_secs: self.started.elapsed().as_secs(),
+            running: exit.is_none(),
+            exit,
+            stdout_tail: output.stdout.tail(TAIL_BYTES),
+            stderr_tail: output.stderr.tail(TAIL_BYTES),
+        }
+    }
+}
+
+impl Processes {
+    pub(crate) fn new(db: Db, config: &Config) -> Processes {
+        Processes {
+            db,
+            policy: Policy::new(config),
+            limits: config.exec_policy.clone(),
+            run_id: Uuid::now_v7().to_string(),
+            lifeline: OnceLock::new(),
+            children: Mutex::default(),
+        }
+    }
+
+    fn grace(&self) -> Duration {
+        Duration::from_secs(self.limits.kill_grace_secs)
+    }
+
+    /// Starts `request.command` for `agent` in `workspace` (the agent's folder, already made).
+    pub async fn start(
+        self: &Arc<Self>,
+        agent: AgentId,
+        workspace: PathBuf,
+        request: StartRequest,
+    ) -> Result<ProcessView> {
+        self.policy.check_command(&request.command)?;
+        let running = self.children_of(agent).iter().filter(|c| c.exit().is_none()).count() as u64;
+        if running >= self.limits.max_children {
+            return Err(Error::exhausted(format!(
+                "this agent has {running} processes running, the most [exec_policy] max_children allows: stop one first (process_kill)"
+            )));
+        }
+        let (cwd, folder) = match request.cwd.as_deref() {
+            None | Some("" | ".") => (".".to_string(), workspace.clone()),
+            Some(rel) => (rel.to_string(), crate::workspace::folder_inside(&workspace, rel)?),
+        };
+        let env = self.policy.environment(&workspace, &request.env, |name| std::env::var(name).ok())?;
+        let lifeline = self.lifeline()?;
+
+        let mut command = tokio::process::Command::new("/proc/self/exe");
+        command
+            .arg0("kennel")
+            .args([supervisor::ARG, "/bin/sh", "-c", &request.command])
+            .env_clear()
+            .envs(&env)
+            .current_dir(&folder)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(false);
+        supervisor::prepare(&mut command, lifeline);
+        let mut spawned = command.spawn().map_err(|e| Error::failed(format!("cannot start the process: {e}")))?;
+        let pgid = spawned.id().map(|p| p as libc::pid_t).ok_or_else(|| Error::failed("the process ended at once"))?;
+        let group = Recorded {
+            pgid,
+            start_ticks: reaper::stat(pgid).map(|s| s.start_ticks).unwrap_or(0),
+            boot_id: reaper::boot_id(),
+        };
+        let started_at = db::now();
+        let row = store::NewRow {
+            agent: &agent.to_string(),
+            run_id: &self.run_id,
+            command: &request.command,
+            cwd: &cwd,
+            group: &group,
+            started_at: &started_at,
+        };
+        let id = match store::insert(&self.db, row).await {
+            Ok(id) => id,
+            Err(e) => {
+                // Unrecorded, it could outlive a crash unseen by the reaper: not run at all.
+                // SAFETY: the group of the supervisor just spawned, not yet reaped.
+                unsafe {
+                    libc::kill(-pgid, libc::SIGKILL);
+                }
+                let _ = spawned.wait().await;
+                return Err(e);
+            }
+        };
+        let capacity = self.limits.output_buffer_bytes as usize;
+        let child = Arc::new(Child {
+            id,
+            agent,
+            command: request.command,
+            cwd,
+            pgid,
+            started_at,
+            started: Instant::now(),
+            output: Mutex::new(Output { stdout: Stream::new(capacity), stderr: Stream::new(capacity), ended_at: None }),
+            stdin: tokio::sync::Mutex::new(spawned.stdin.take()),
+            ended: watch::Sender::new(None),
+            stopping: Mutex::new(None),
+        });
+        let readers = [
+            spawned.stdout.take().map(|s| tokio::spawn(read_into(s, child.clone(), Pipe::Stdout))),
+            spawned.stderr.take().map(|s| tokio::spawn(read_into(s, child.clone(), Pipe::Stderr))),
+        ];
+        self.forget_old(agent);
+        self.children.lock().unwrap_or_else(|e| e.into_inner()).insert(id, child.clone());
+        tokio::spawn(self.clone().supervise(spawned, child.clone(), readers.into_iter().flatten().collect()));
+        Ok(child.view())
+    }
+
+    /// Waits for the child to end (or its wall-clock budget to run out), then records how.
+    async fn supervise(
+        self: Arc<Self>,
+        mut spawned: tokio::process::Child,
+        child: Arc<Child>,
+        readers: Vec<tokio::task::JoinHandle<()>>,
+    ) {
+        let budget = Duration::from_secs(self.limits.wall_clock_secs);
+        let status = tokio::select! {
+            status = spawned.wait() => status,
+            () = tokio::time::sleep(budget) => {
+                let stopping = child.clone();
+                let grace = self.grace();
+                tokio::spawn(async move { stopping.stop(Signal::Term, grace, "wall_clock").await });
+                spawned.wait().await
+            }
+        };
+        let status = status.ok();
+        let signal = status.and_then(|s| s.signal());
+        if signal.is_some() {
+            // The supervisor itself was killed (by the group's SIGKILL, or on its own): what it
+            // could not clean up goes now. Its group id is still reserved while members remain.
+            // SAFETY: as in `Child::signal`; the supervisor was reaped just now.
+            unsafe {
+                libc::kill(-child.pgid, libc::SIGKILL);
+            }
+        }
+        // Everything the child wrote is read before it counts as ended (a poll that sees the
+        // exit has seen all of its output); a pipe held open by an escaped process is let go.
+        for reader in readers {
+            let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
+        }
+        let reason = child.stopping.lock().unwrap_or_else(|e| e.into_inner()).unwrap_or("exited");
+        let exit = Exit {
+            code: status.and_then(|s| s.code()),
+            signal: signal.map(signal_name),
+            reason: reason.to_string(),
+            ended_at: db::now(),
+        };
+        let end = store::End { ended_at: &exit.ended_at, code: exit.code, signal, how: reason };
+        if let Err(e) = store::finish(&self.db, child.id, end).await {
+            tracing::warn!(process = child.id, error = %e, "recording a process's end failed");
+        }
+        child.output.lock().unwrap_or_else(|e| e.into_inner()).ended_at = Some(Instant::now());
+        child.ended.send_replace(Some(exit));
+    }
+
+    /// The lifeline's read end, making the pipe on first use.
+    fn lifeline(&self) -> Result<i32> {
+        let pipe = self.lifeline.get_or_init(|| {
+            let mut fds = [0; 2];
+            // SAFETY: pipe2 fills two descriptors, owned from here on. Close-on-exec: no child
+            // may inherit the write end, or the daemon's death would not close it.
+            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+                return Err(std::io::Error::last_os_error().to_string());
+            }
+            // SAFETY: both descriptors were just made and are owned by nothing else.
+            Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+        });
+        match pipe {
+            Ok((read, _write)) => Ok(read.as_raw_fd()),
+            Err(e) => Err(Error::unavailable(format!("cannot make the supervisors' lifeline: {e}"))),
+        }
+    }
+
+    fn children_of(&self, agent: AgentId) -> Vec<Arc<Child>> {
+        let children = self.children.lock().unwrap_or_else(|e| e.into_inner());
+        let mut of: Vec<Arc<Child>> = children.values().filter(|c| c.agent == agent).cloned().collect();
+        of.sort_by_key(|c| c.id);
+        of
+    }
+
+    /// The agent's child `id`; another agent's is not found, as a missing one is.
+    fn child(&self, agent: AgentId, id: i64) -> Result<Arc<Child>> {
+        self.children
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&id)
+            .filter(|c| c.agent == agent)
+            .cloned()
+            .ok_or_else(|| {
+                Error::not_found(format!("this agent has no process {id} (process_list shows its processes)"))
+            })
+    }
+
+    /// Forgets the agent's ended children past [`KEEP_ENDED`] or beyond [`MAX_ENDED_PER_AGENT`].
+    fn forget_old(&self, agent: AgentId) {
+        let mut ended: Vec<(i64, Instant)> = self
+            .children_of(agent)
+            .iter()
+            .filter_map(|c| Some((c.id, c.output.lock().unwrap_or_else(|e| e.into_inner()).ended_at?)))
+            .collect();
+        ended.sort_by_key(|(_, at)| std::cmp::Reverse(*at));
+        let forget = ended
+            .iter()
+            .enumerate()
+            .filter(|(i, (_, at))| *i >= MAX_ENDED_PER_AGENT || at.elapsed() > KEEP_ENDED)
+            .map(|(_, (id, _))| *id);
+        let mut children = self.children.lock().unwrap_or_else(|e| e.into_inner());
+        for id in forget {
+            children.remove(&id);
+        }
+    }
+
+    /// The agent's children: running ones and those ended recently, oldest first.
+    pub fn list(&self, agent: AgentId) -> Vec<ProcessView> {
+        self.forget_old(agent);
+        self.children_of(agent).iter().map(|c| c.view()).collect()
+    }
+
+    /// One of the agent's children.
+    pub fn get(&self, agent: AgentId, id: i64) -> Result<ProcessView> {
+        Ok(self.child(agent, id)?.view())
+    }
+
+    /// Output new since the last poll, at most `max_bytes` in all (shared between the two
+    /// streams, so a busy stdout does not hide stderr).
+    pub fn poll(&self, agent: AgentId, id: i64, max_bytes: usize) -> Result<Poll> {
+        let child = self.child(agent, id)?;
+        // Read the exit first: output after it is complete, so `running: false` with
+        // `more: false` means everything was seen.
+        let exit = child.exit();
+        let mut output = child.output.lock().unwrap_or_else(|e| e.into_inner());
+        let stderr_share = (output.stderr.unread() as usize).min(max_bytes / 2);
+        let stdout = output.stdout.read(max_bytes - stderr_share);
+        let stderr = output.stderr.read(max_bytes.saturating_sub(stdout.text.len()).max(stderr_share));
+        Ok(Poll {
+            process_id: id,
+            running: exit.is_none(),
+            stdout: stdout.text,
+            stderr: stderr.text,
+            stdout_dropped_bytes: stdout.dropped,
+            stderr_dropped_bytes: stderr.dropped,
+            more: stdout.more || stderr.more,
+            exit,
+        })
+    }
+
+    /// Writes `data` to the child's input; `close` then ends the input (the child reads end of file).
+    pub async fn write(&self, agent: AgentId, id: i64, data: &[u8], close: bool) -> Result<usize> {
+        let child = self.child(agent, id)?;
+        if let Some(exit) = child.exit() {
+            return Err(Error::conflict(format!("process {id} has ended ({})", describe(&exit))));
+        }
+        let mut stdin = child.stdin.lock().await;
+        let Some(pipe) = stdin.as_mut() else {
+            return Err(Error::conflict(format!("process {id}'s input was closed (process_write with close)")));
+        };
+        let written = tokio::time::timeout(WRITE_TIMEOUT, async {
+            pipe.write_all(data).await?;
+            pipe.flush().await
+        })
+        .await;
+        match written {
+            Err(_) => {
+                return Err(Error::timeout(format!(
+                    "process {id} has not read its input for {} s: the write did not finish",
+                    WRITE_TIMEOUT.as_secs()
+                )));
+            }
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                return Err(Error::conflict(format!("process {id} no longer reads its input (it closed it)")));
+            }
+            Ok(Err(e)) => return Err(Error::failed(format!("writing to process {id} failed: {e}"))),
+            Ok(Ok(())) => {}
+        }
+        if close {
+            stdin.take();
+        }
+        Ok(data.len())
+    }
+
+    /// Sends `signal` to the child's group; for an ending signal, waits for the end (SIGKILL
+    /// after `[exec_policy] kill_grace_secs`). An ended child is answered as it is.
+    pub async fn kill(&self, agent: AgentId, id: i64, signal: Signal) -> Result<ProcessView> {
+        let child = self.child(agent, id)?;
+        if child.exit().is_none() {
+            child.stop(signal, self.grace(), "killed").await;
+        }
+        Ok(child.view())
+    }
+
+    /// Stops the agent's children (its agent stopped). Returns at once; they get SIGTERM, and
+    /// SIGKILL past the grace period.
+    pub fn close_agent(&self, agent: AgentId) {
+        for child in self.children_of(agent).into_iter().filter(|c| c.exit().is_none()) {
+            let grace = self.grace();
+            tokio::spawn(async move { child.stop(Signal::Term, grace, "agent_stopped").await });
+        }
+    }
+
+    /// Stops every child (the daemon is shutting down): SIGTERM, then SIGKILL a second later.
+    pub async fn shut_down(&self) {
+        let running: Vec<Arc<Child>> = self
+            .children
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .filter(|c| c.exit().is_none())
+            .cloned()
+            .collect();
+        let stops =
+            running.into_iter().map(|c| async move { c.stop(Signal::Term, SHUTDOWN_GRACE, "daemon_stopped").await });
+        futures_util::future::join_all(stops).await;
+    }
+
+    /// Kills the groups an earlier run recorded as running and closes their rows.
+    pub(crate) async fn reap_left_running(&self) -> Result<usize> {
+        let mut killed = 0;
+        for (id, group) in store::left_running(&self.db, &self.run_id).await? {
+            let reaped = reaper::reap(&group);
+            killed += usize::from(reaped);
+            store::close_left(&self.db, id, &db::now(), if reaped { "reaped" } else { "daemon_stopped" }).await?;
+        }
+        Ok(killed)
+    }
+}
+
+/// Which of a child's output pipes a reader reads.
+#[derive(Clone, Copy)]
+enum Pipe {
+    Stdout,
+    Stderr,
+}
+
+async fn read_into(mut pipe: impl AsyncRead + Unpin, child: Arc<Child>, which: Pipe) {
+    let mut buf = vec![0u8; 16 * 1024];
+    while let Ok(n @ 1..) = pipe.read(&mut buf).await {
+        let mut output = child.output.lock().unwrap_or_else(|e| e.into_inner());
+        match which {
+            Pipe::Stdout => output.stdout.push(&buf[..n]),
+            Pipe::Stderr => output.stderr.push(&buf[..n]),
+        }
+    }
+}
+
+/// "exit code 0", "killed by TERM": how a message names an exit.
+pub fn describe(exit: &Exit) -> String {
+    match (&exit.signal, exit.code) {
+        (Some(signal), _) => format!("ended by SIG{signal}, {}", exit.reason.replace('_', " ")),
+        (None, Some(code)) => format!("exit code {code}"),
+        (None, None) => exit.reason.replace('_', " "),
+    }
+}
+
+/// Starts the reaper (the daemon only: a CLI command must not touch the daemon's children).
+pub(crate) fn start(kernel: &crate::Kernel) {
+    let kernel = kernel.clone();
+    tokio::spawn(async move {
+        match kernel.processes().reap_left_running().await {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(groups = n, "killed process groups an earlier run of the daemon left running"),
+            Err(e) => tracing::warn!(error = %e, "reaping processes of an earlier run failed"),
+        }
+    });
+}

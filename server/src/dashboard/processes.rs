@@ -1,0 +1,38 @@
+//! `/agents/{id}/processes`: the agent's subprocesses, from the process service, and the
+//! kill button (the same `Processes::kill` the API and `process_kill` use).
+
+use axum::extract::{Extension, Path, Query, State};
+use axum::http::StatusCode;
+use kennel_app::Nav;
+use kennel_app::pages::processes::{self, ProcessesPage};
+use kennel_kernel::Kernel;
+use kennel_kernel::process::{Signal, describe};
+
+use super::{Notice, Operator, PageResult, html, meta, see_other};
+
+pub async fn page(
+    State(kernel): State<Kernel>,
+    Extension(op): Extension<Operator>,
+    Path(id): Path<String>,
+    Query(notice): Query<Notice>,
+) -> PageResult {
+    let agent = kernel.agents().get(&id)?;
+    let page = ProcessesPage {
+        agent_id: agent.id.to_string(),
+        agent_name: agent.name.clone(),
+        processes: kernel.processes().list(agent.id),
+    };
+    let meta = meta(&op, format!("{} · processes", agent.name), Nav::Agents, notice.flash());
+    Ok(html(StatusCode::OK, processes::render(meta, page)))
+}
+
+pub async fn kill(
+    State(kernel): State<Kernel>,
+    Extension(_): Extension<Operator>,
+    Path((id, process)): Path<(String, i64)>,
+) -> PageResult {
+    let agent = kernel.agents().get(&id)?;
+    let view = kernel.processes().kill(agent.id, process, Signal::Term).await?;
+    let how = view.exit.as_ref().map_or("it is still stopping".to_string(), describe);
+    Ok(see_other(&format!("/agents/{}/processes", agent.id), &format!("Process {process} stopped ({how}).")))
+}

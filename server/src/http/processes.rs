@@ -1,0 +1,62 @@
+//! `/api/agents/{id}/processes`: an agent's subprocesses as the dashboard shows them, and an
+//! operator's kill (the same `Processes::kill` as the agent's `process_kill`).
+
+use axum::Json;
+use axum::extract::{Path, State};
+use kennel_kernel::Kernel;
+use kennel_kernel::process::{ProcessView, Signal};
+use serde::Deserialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::UtoipaMethodRouter;
+use utoipa_axum::routes;
+
+use super::body::JsonBody;
+use super::error::ApiResult;
+
+pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
+    vec![routes!(list), routes!(get_one), routes!(kill)]
+}
+
+/// The agent's processes: running ones and those ended in the last 15 minutes, oldest first,
+/// each with the last few KiB of its output.
+#[utoipa::path(get, path = "/api/agents/{id}/processes", tag = "processes",
+    params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
+    responses((status = 200, description = "The agent's processes", body = Vec<ProcessView>), (status = 404, description = "No such agent")))]
+async fn list(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Vec<ProcessView>>> {
+    let agent = kernel.agents().get(&id)?;
+    Ok(Json(kernel.processes().list(agent.id)))
+}
+
+/// One of the agent's processes.
+#[utoipa::path(get, path = "/api/agents/{id}/processes/{process_id}", tag = "processes",
+    params(("id" = String, Path, description = "The agent's id, or a running agent's name"), ("process_id" = i64, Path, description = "The process's id")),
+    responses((status = 200, description = "The process", body = ProcessView), (status = 404, description = "No such agent, or no such process of it")))]
+async fn get_one(
+    State(kernel): State<Kernel>,
+    Path((id, process)): Path<(String, i64)>,
+) -> ApiResult<Json<ProcessView>> {
+    let agent = kernel.agents().get(&id)?;
+    Ok(Json(kernel.processes().get(agent.id, process)?))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct KillBody {
+    /// Default TERM, followed by KILL past `[exec_policy] kill_grace_secs`.
+    signal: Option<Signal>,
+}
+
+/// Stops the process and its whole group (or sends it another signal); answers once it ended.
+#[utoipa::path(post, path = "/api/agents/{id}/processes/{process_id}/kill", tag = "processes",
+    params(("id" = String, Path, description = "The agent's id, or a running agent's name"), ("process_id" = i64, Path, description = "The process's id")),
+    request_body(content = Option<KillBody>, description = "The signal (optional)"),
+    responses((status = 200, description = "The process after the signal (an ended one as it was)", body = ProcessView),
+        (status = 404, description = "No such agent, or no such process of it"), (status = 422, description = "Not a signal Kennel sends")))]
+async fn kill(
+    State(kernel): State<Kernel>,
+    Path((id, process)): Path<(String, i64)>,
+    JsonBody(body): JsonBody<KillBody>,
+) -> ApiResult<Json<ProcessView>> {
+    let agent = kernel.agents().get(&id)?;
+    Ok(Json(kernel.processes().kill(agent.id, process, body.signal.unwrap_or(Signal::Term)).await?))
+}
