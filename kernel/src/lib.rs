@@ -15,6 +15,7 @@ pub mod changes;
 pub mod clock;
 pub mod config;
 pub mod db;
+pub mod docker;
 pub mod error;
 pub mod event;
 pub mod knowledge;

@@ -3,6 +3,7 @@
 //! The binary is the one `cargo build -p kennel` made in this workspace's target directory
 //! (or `$KENNEL_BIN`). `scripts/test` builds it before running the suite.
 
+pub mod fake_docker;
 pub mod fake_llm;
 pub mod pty;
 

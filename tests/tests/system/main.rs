@@ -11,6 +11,7 @@ mod cli;
 mod config;
 mod context;
 mod dashboard;
+mod docker;
 mod events;
 mod hostile_text;
 mod knowledge;
