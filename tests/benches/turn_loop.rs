@@ -43,7 +43,7 @@ async fn main() {
     let agent = agent.id.to_string();
 
     // The provider alone, with a request of the same shape.
-    let http = reqwest::Client::new();
+    let http = kennel_kernel::net::http_client().build().unwrap();
     let url = format!("{}/chat/completions", llm.base_url());
     let body = json!({"model": "m", "max_tokens": 4096, "messages": [
         {"role": "system", "content": "You are a benchmark."}, {"role": "user", "content": "hi"}]});

@@ -125,7 +125,7 @@ impl Home {
                 panic!("daemon did not start ({other:?}): {}", String::from_utf8_lossy(&out.stderr));
             }
         };
-        let daemon = Daemon { child, base, http: reqwest::Client::new() };
+        let daemon = Daemon { child, base, http: kennel_kernel::net::http_client().build().expect("an HTTP client") };
         let health = daemon.http.get(format!("{}/healthz", daemon.base)).send().await.expect("healthz");
         assert_eq!(health.status(), 200);
         daemon
@@ -356,13 +356,13 @@ pub struct Browser {
 
 impl Daemon {
     pub fn browser(&self) -> Browser {
-        self.browser_with(reqwest::Client::builder())
+        self.browser_with(kennel_kernel::net::http_client())
     }
 
     /// A browser whose connections come from `ip` (any of 127.0.0.0/8 reaches a daemon on
     /// 127.0.0.1), for per-address rules.
     pub fn browser_from(&self, ip: std::net::IpAddr) -> Browser {
-        self.browser_with(reqwest::Client::builder().local_address(ip))
+        self.browser_with(kennel_kernel::net::http_client().local_address(ip))
     }
 
     fn browser_with(&self, client: reqwest::ClientBuilder) -> Browser {

@@ -286,7 +286,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 impl Provider {
     pub fn new(name: &str, config: ProviderConfig) -> Result<Provider> {
-        let http = reqwest::Client::builder()
+        let http = crate::net::http_client()
             .read_timeout(Duration::from_secs(config.timeout_secs))
             .connect_timeout(Duration::from_secs(10))
             .build()

@@ -156,7 +156,7 @@ pub(super) fn endpoint(provider: &MediaProviderConfig, path: &str) -> String {
 }
 
 pub(super) fn client(name: &str, provider: &MediaProviderConfig) -> Result<reqwest::Client> {
-    reqwest::Client::builder()
+    crate::net::http_client()
         .timeout(Duration::from_secs(provider.timeout_secs))
         .connect_timeout(Duration::from_secs(10))
         .build()

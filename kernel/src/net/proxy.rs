@@ -677,7 +677,7 @@ mod tests {
 
     fn client(proxy: &GuardProxy) -> reqwest::Client {
         let through = reqwest::Proxy::all(format!("http://{}", proxy.addr())).unwrap();
-        reqwest::Client::builder().proxy(through).build().unwrap()
+        crate::net::http_client().proxy(through).build().unwrap()
     }
 
     /// Sends `request` on a new connection to the proxy and reads until the proxy closes it.

@@ -163,7 +163,7 @@ impl Daemon {
             .trim()
             .to_string();
         // Loopback only, and never through a proxy the environment names.
-        let http = reqwest::Client::builder()
+        let http = kennel_kernel::net::http_client()
             .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(3))

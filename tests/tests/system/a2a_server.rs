@@ -325,7 +325,7 @@ async fn a_streamed_task_can_be_canceled_and_its_stream_ends() {
 async fn a_task_outlives_the_client_that_sent_it() {
     let (home, d, api, llm) = exposing().await;
     llm.push(Scripted::Delay { millis: 1500 }).push(Scripted::text("worth the wait"));
-    let impatient = reqwest::Client::builder().timeout(Duration::from_millis(300)).build().unwrap();
+    let impatient = kennel_kernel::net::http_client().timeout(Duration::from_millis(300)).build().unwrap();
     let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": message("take your time") });
     let token = home.token("impatient").await;
     tokio::time::sleep(Duration::from_millis(400)).await; // the daemon picks up the CLI's token
