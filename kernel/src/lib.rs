@@ -465,7 +465,9 @@ impl Kernel {
         if agent.is_running() {
             self.stop_agent(&agent.id.to_string()).await?;
         }
-        self.0.agents.remove(&agent.id.to_string()).await
+        let removed = self.0.agents.remove(&agent.id.to_string()).await?;
+        self.0.processes.forget_agent(removed.id);
+        Ok(removed)
     }
 
     /// Runs a tool call through the pipeline. The only way any front runs a tool.

@@ -15,9 +15,11 @@ use clap::Parser;
 fn main() -> ExitCode {
     // An agent's child process runs under `kennel __supervise` (kernel/src/process/supervisor.rs):
     // no runtime, no command line parsing, nothing of the daemon.
-    let args: Vec<String> = std::env::args().collect();
-    if args.get(1).is_some_and(|a| a == kennel_kernel::process::supervisor::ARG) {
-        return kennel_kernel::process::supervisor::main(&args[2..]);
+    if std::env::args_os().nth(1).is_some_and(|a| a == kennel_kernel::process::supervisor::ARG) {
+        // Its arguments are the daemon's pid and `/bin/sh -c LINE`, where LINE passed the
+        // tool's schema as a JSON string, so it is UTF-8.
+        let args: Vec<String> = std::env::args_os().skip(2).map(|a| a.to_string_lossy().into_owned()).collect();
+        return kennel_kernel::process::supervisor::main(&args);
     }
     tune_malloc();
     let args = cli::Cli::parse();

@@ -3,7 +3,7 @@
 //!
 //! - Each child is `sh -c LINE` under a supervisor (`supervisor.rs`: `kennel __supervise`)
 //!   that leads its process group and kills the whole group when the daemon goes away, however
-//!   it goes. Signals go to the group. A reaper at start (`reaper.rs`) kills groups an earlier
+//!   it goes (it waits on a pidfd of the daemon). Signals go to the group. A reaper at start (`reaper.rs`) kills groups an earlier
 //!   run recorded that are still alive.
 //! - A child starts in the agent's workspace (or a folder in it) with an environment built by
 //!   `policy.rs`, never the daemon's own; `[exec_policy]` bounds its time, how many run at
@@ -19,11 +19,11 @@ pub mod supervisor;
 mod tools;
 
 use std::collections::{BTreeMap, HashMap};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -56,6 +56,9 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 /// What the dashboard shows of each stream.
 const TAIL_BYTES: usize = 4096;
+/// The variable every child gets with a value of its own: the reaper's proof that a group
+/// whose supervisor is gone is the one recorded.
+pub(crate) const MARKER: &str = "KENNEL_PROCESS";
 
 /// How a child ended.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -185,10 +188,13 @@ pub struct Processes {
     limits: ExecPolicyConfig,
     /// This daemon run (rows of other runs are the reaper's).
     run_id: String,
-    /// The lifeline pipe: the daemon holds the write end until it dies; each supervisor gets
-    /// the read end. Made on the first start.
-    lifeline: OnceLock<std::result::Result<(OwnedFd, OwnedFd), String>>,
+    /// This daemon's pid and start time, recorded with each child: the reaper leaves the
+    /// children of a daemon still running on the same home alone.
+    owner: Recorded,
     children: Mutex<HashMap<i64, Arc<Child>>>,
+    /// Held from the count against `max_children` until the child is in `children`, so
+    /// concurrent starts cannot pass the count together.
+    starting: tokio::sync::Mutex<()>,
 }
 
 struct Child {
@@ -201,6 +207,9 @@ struct Child {
     started: Instant,
     output: Mutex<Output>,
     stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    /// Set the moment the daemon reaped the supervisor: from then on its group id may be
+    /// another's, and no signal is sent to it.
+    reaped: AtomicBool,
     /// Set (with its exit) once the child is reaped and its output read to the end.
     ended: watch::Sender<Option<Exit>>,
     /// Why it is being stopped, set before the first signal of a stop.
@@ -218,13 +227,30 @@ impl Child {
         self.ended.borrow().clone()
     }
 
-    /// Signals the child's group, unless it has ended (its group id may then be another's).
+    /// Signals the child's group, unless its supervisor was reaped (its group id may then be
+    /// another's).
     fn signal(&self, signal: i32) {
-        if self.exit().is_none() {
-            // SAFETY: a signal to a group this daemon's supervisor leads and has not yet been
-            // reaped (`ended` is set right after the supervisor is).
+        if !self.reaped.load(Ordering::Acquire) {
+            // SAFETY: a signal to the group of a supervisor this daemon has not reaped, whose
+            // pid (the group's id) cannot be reused until it is.
             unsafe {
                 libc::kill(-self.pgid, signal);
+            }
+        }
+    }
+
+    /// SIGKILLs every member of the group but the supervisor, which then kills what the
+    /// command left (a `setsid` process re-parented to it included) and exits; a KILL to the
+    /// whole group would kill the supervisor first and leave those behind.
+    fn kill_command(&self) {
+        if self.reaped.load(Ordering::Acquire) {
+            return;
+        }
+        for pid in reaper::members(self.pgid).into_iter().filter(|&p| p != self.pgid) {
+            // SAFETY: a member of a group whose leader is not reaped; a member's pid cannot be
+            // reused before its parent (in the group) reaps it.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
             }
         }
     }
@@ -246,8 +272,12 @@ impl Child {
         if signal != Signal::Kill && self.wait_ended(grace).await.is_some() {
             return self.exit();
         }
+        self.kill_command();
+        if self.wait_ended(Duration::from_secs(2)).await.is_some() {
+            return self.exit();
+        }
         self.signal(libc::SIGKILL);
-        self.wait_ended(Duration::from_secs(5)).await
+        self.wait_ended(Duration::from_secs(3)).await
     }
 
     fn view(&self) -> ProcessView {
@@ -276,8 +306,9 @@ impl Processes {
             policy: Policy::new(config),
             limits: config.exec_policy.clone(),
             run_id: Uuid::now_v7().to_string(),
-            lifeline: OnceLock::new(),
+            owner: reaper::this_process(),
             children: Mutex::default(),
+            starting: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -286,6 +317,8 @@ impl Processes {
     }
 
     /// Starts `request.command` for `agent` in `workspace` (the agent's folder, already made).
+    /// The child is started and recorded on a task of its own, so a call cancelled midway
+    /// never leaves a child running unrecorded.
     pub async fn start(
         self: &Arc<Self>,
         agent: AgentId,
@@ -293,23 +326,39 @@ impl Processes {
         request: StartRequest,
     ) -> Result<ProcessView> {
         self.policy.check_command(&request.command)?;
-        let running = self.children_of(agent).iter().filter(|c| c.exit().is_none()).count() as u64;
-        if running >= self.limits.max_children {
-            return Err(Error::exhausted(format!(
-                "this agent has {running} processes running, the most [exec_policy] max_children allows: stop one first (process_kill)"
-            )));
-        }
         let (cwd, folder) = match request.cwd.as_deref() {
             None | Some("" | ".") => (".".to_string(), workspace.clone()),
             Some(rel) => (rel.to_string(), crate::workspace::folder_inside(&workspace, rel)?),
         };
         let env = self.policy.environment(&workspace, &request.env, |name| std::env::var(name).ok())?;
-        let lifeline = self.lifeline()?;
+        let this = self.clone();
+        let started = tokio::spawn(async move {
+            let _one_at_a_time = this.starting.lock().await;
+            this.forget_old();
+            let running = this.children_of(agent).iter().filter(|c| c.exit().is_none()).count() as u64;
+            if running >= this.limits.max_children {
+                return Err(Error::exhausted(format!(
+                    "this agent has {running} processes running, the most [exec_policy] max_children allows: stop one first (process_kill)"
+                )));
+            }
+            this.spawn(agent, request.command, cwd, folder, env).await
+        });
+        started.await.map_err(|e| Error::internal(format!("starting a process: {e}")))?
+    }
 
-        let mut command = tokio::process::Command::new("/proc/self/exe");
+    async fn spawn(
+        self: &Arc<Self>,
+        agent: AgentId,
+        line: String,
+        cwd: String,
+        folder: PathBuf,
+        mut env: BTreeMap<String, String>,
+    ) -> Result<ProcessView> {
+        // What tells the reaper a group is this child's, should its supervisor be gone.
+        let marker = Uuid::now_v7().to_string();
+        env.insert(MARKER.into(), marker.clone());
+        let mut command = supervisor::command(&line);
         command
-            .arg0("kennel")
-            .args([supervisor::ARG, "/bin/sh", "-c", &request.command])
             .env_clear()
             .envs(&env)
             .current_dir(&folder)
@@ -317,19 +366,20 @@ impl Processes {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(false);
-        supervisor::prepare(&mut command, lifeline);
         let mut spawned = command.spawn().map_err(|e| Error::failed(format!("cannot start the process: {e}")))?;
         let pgid = spawned.id().map(|p| p as libc::pid_t).ok_or_else(|| Error::failed("the process ended at once"))?;
         let group = Recorded {
             pgid,
             start_ticks: reaper::stat(pgid).map(|s| s.start_ticks).unwrap_or(0),
             boot_id: reaper::boot_id(),
+            marker,
         };
         let started_at = db::now();
         let row = store::NewRow {
             agent: &agent.to_string(),
             run_id: &self.run_id,
-            command: &request.command,
+            owner: &self.owner,
+            command: &line,
             cwd: &cwd,
             group: &group,
             started_at: &started_at,
@@ -350,13 +400,14 @@ impl Processes {
         let child = Arc::new(Child {
             id,
             agent,
-            command: request.command,
+            command: line,
             cwd,
             pgid,
             started_at,
             started: Instant::now(),
             output: Mutex::new(Output { stdout: Stream::new(capacity), stderr: Stream::new(capacity), ended_at: None }),
             stdin: tokio::sync::Mutex::new(spawned.stdin.take()),
+            reaped: AtomicBool::new(false),
             ended: watch::Sender::new(None),
             stopping: Mutex::new(None),
         });
@@ -364,7 +415,6 @@ impl Processes {
             spawned.stdout.take().map(|s| tokio::spawn(read_into(s, child.clone(), Pipe::Stdout))),
             spawned.stderr.take().map(|s| tokio::spawn(read_into(s, child.clone(), Pipe::Stderr))),
         ];
-        self.forget_old(agent);
         self.children.lock().unwrap_or_else(|e| e.into_inner()).insert(id, child.clone());
         tokio::spawn(self.clone().supervise(spawned, child.clone(), readers.into_iter().flatten().collect()));
         Ok(child.view())
@@ -387,12 +437,13 @@ impl Processes {
                 spawned.wait().await
             }
         };
+        child.reaped.store(true, Ordering::Release);
         let status = status.ok();
         let signal = status.and_then(|s| s.signal());
-        if signal.is_some() {
-            // The supervisor itself was killed (by the group's SIGKILL, or on its own): what it
-            // could not clean up goes now. Its group id is still reserved while members remain.
-            // SAFETY: as in `Child::signal`; the supervisor was reaped just now.
+        // A supervisor killed on its own (or by the command) could not clean up: what is left of
+        // its group goes now. A group with members keeps its id reserved, so this reaches no one else.
+        if reaper::has_members(child.pgid) {
+            // SAFETY: see above.
             unsafe {
                 libc::kill(-child.pgid, libc::SIGKILL);
             }
@@ -400,7 +451,10 @@ impl Processes {
         // Everything the child wrote is read before it counts as ended (a poll that sees the
         // exit has seen all of its output); a pipe held open by an escaped process is let go.
         for reader in readers {
-            let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
+            let abort = reader.abort_handle();
+            if tokio::time::timeout(Duration::from_secs(2), reader).await.is_err() {
+                abort.abort();
+            }
         }
         let reason = child.stopping.lock().unwrap_or_else(|e| e.into_inner()).unwrap_or("exited");
         let exit = Exit {
@@ -415,24 +469,6 @@ impl Processes {
         }
         child.output.lock().unwrap_or_else(|e| e.into_inner()).ended_at = Some(Instant::now());
         child.ended.send_replace(Some(exit));
-    }
-
-    /// The lifeline's read end, making the pipe on first use.
-    fn lifeline(&self) -> Result<i32> {
-        let pipe = self.lifeline.get_or_init(|| {
-            let mut fds = [0; 2];
-            // SAFETY: pipe2 fills two descriptors, owned from here on. Close-on-exec: no child
-            // may inherit the write end, or the daemon's death would not close it.
-            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-                return Err(std::io::Error::last_os_error().to_string());
-            }
-            // SAFETY: both descriptors were just made and are owned by nothing else.
-            Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-        });
-        match pipe {
-            Ok((read, _write)) => Ok(read.as_raw_fd()),
-            Err(e) => Err(Error::unavailable(format!("cannot make the supervisors' lifeline: {e}"))),
-        }
     }
 
     fn children_of(&self, agent: AgentId) -> Vec<Arc<Child>> {
@@ -455,28 +491,32 @@ impl Processes {
             })
     }
 
-    /// Forgets the agent's ended children past [`KEEP_ENDED`] or beyond [`MAX_ENDED_PER_AGENT`].
-    fn forget_old(&self, agent: AgentId) {
-        let mut ended: Vec<(i64, Instant)> = self
-            .children_of(agent)
-            .iter()
-            .filter_map(|c| Some((c.id, c.output.lock().unwrap_or_else(|e| e.into_inner()).ended_at?)))
-            .collect();
-        ended.sort_by_key(|(_, at)| std::cmp::Reverse(*at));
-        let forget = ended
-            .iter()
-            .enumerate()
-            .filter(|(i, (_, at))| *i >= MAX_ENDED_PER_AGENT || at.elapsed() > KEEP_ENDED)
-            .map(|(_, (id, _))| *id);
+    /// Forgets ended children past [`KEEP_ENDED`], and each agent's beyond [`MAX_ENDED_PER_AGENT`].
+    fn forget_old(&self) {
         let mut children = self.children.lock().unwrap_or_else(|e| e.into_inner());
-        for id in forget {
-            children.remove(&id);
+        let mut ended: Vec<(AgentId, Instant, i64)> = children
+            .values()
+            .filter_map(|c| Some((c.agent, c.output.lock().unwrap_or_else(|e| e.into_inner()).ended_at?, c.id)))
+            .collect();
+        ended.sort_by_key(|(agent, at, _)| (*agent, std::cmp::Reverse(*at)));
+        let mut kept: HashMap<AgentId, usize> = HashMap::new();
+        for (agent, at, id) in ended {
+            let n = kept.entry(agent).or_default();
+            *n += 1;
+            if *n > MAX_ENDED_PER_AGENT || at.elapsed() > KEEP_ENDED {
+                children.remove(&id);
+            }
         }
+    }
+
+    /// Forgets the ended children of an agent that was removed.
+    pub fn forget_agent(&self, agent: AgentId) {
+        self.children.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, c| c.agent != agent || c.exit().is_none());
     }
 
     /// The agent's children: running ones and those ended recently, oldest first.
     pub fn list(&self, agent: AgentId) -> Vec<ProcessView> {
-        self.forget_old(agent);
+        self.forget_old();
         self.children_of(agent).iter().map(|c| c.view()).collect()
     }
 
@@ -579,7 +619,11 @@ impl Processes {
     /// Kills the groups an earlier run recorded as running and closes their rows.
     pub(crate) async fn reap_left_running(&self) -> Result<usize> {
         let mut killed = 0;
-        for (id, group) in store::left_running(&self.db, &self.run_id).await? {
+        for (id, group, owner) in store::left_running(&self.db, &self.run_id).await? {
+            if reaper::is_alive(&owner) {
+                // Another daemon on this home runs it (a second `kennel start`): its own.
+                continue;
+            }
             let reaped = reaper::reap(&group);
             killed += usize::from(reaped);
             store::close_left(&self.db, id, &db::now(), if reaped { "reaped" } else { "daemon_stopped" }).await?;

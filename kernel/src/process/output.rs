@@ -48,6 +48,9 @@ impl Stream {
         let from = self.cursor.max(self.start);
         let offset = (from - self.start) as usize;
         let available = self.kept.len() - offset;
+        // A limit smaller than the character it would cut: that one character goes out whole.
+        let first_char = self.kept.get(offset).map_or(1, |b| utf8_length(*b)).min(available);
+        let max = max.max(first_char);
         let bytes: Vec<u8> = self.kept.range(offset..offset + available.min(max)).copied().collect();
         let whole = whole_characters(&bytes, available > max);
         self.cursor = from + whole as u64;
@@ -61,6 +64,16 @@ impl Stream {
         // A cut at the start may split a character: start at the next whole one.
         let first = bytes.iter().position(|b| (*b as i8) >= -0x40).unwrap_or(bytes.len());
         String::from_utf8_lossy(&bytes[first..]).into_owned()
+    }
+}
+
+/// The length of the UTF-8 sequence `first` starts (1 for anything that starts none).
+fn utf8_length(first: u8) -> usize {
+    match first {
+        0xc2..=0xdf => 2,
+        0xe0..=0xef => 3,
+        0xf0..=0xf4 => 4,
+        _ => 1,
     }
 }
 
@@ -115,6 +128,8 @@ mod tests {
         let r = s.read(2);
         assert_eq!((r.text.as_str(), r.more), ("a", true));
         assert_eq!(s.read(2).text, "é");
+        s.push("é".as_bytes());
+        assert_eq!(s.read(1).text, "é", "a limit below one character reads that character");
         s.push(&[0xff, b'x']);
         assert_eq!(s.read(1).text, "\u{fffd}", "invalid bytes are not held back");
     }

@@ -50,16 +50,21 @@ impl Policy {
         }
         let Some(allowed) = &self.allowed_commands else { return Ok(()) };
         // With a list, the line must start one command and only one: each of these could
-        // start another after (or inside) the first word that was checked.
-        if let Some(c) =
-            line.chars().find(|c| matches!(c, ';' | '&' | '|' | '`' | '$' | '<' | '>' | '(' | ')' | '\n' | '\r'))
-        {
+        // start another after (or inside) the first word that was checked. The shell splits
+        // words at spaces and tabs only, so anything else unusual (a no-break space, other
+        // control characters) is refused rather than read differently from the shell.
+        if let Some(c) = line.chars().find(|c| {
+            matches!(c, ';' | '&' | '|' | '`' | '$' | '<' | '>' | '(' | ')')
+                || !(c.is_ascii_graphic() || *c == ' ' || *c == '\t')
+        }) {
             return Err(Error::forbidden(format!(
-                "[exec_policy] allowed_commands is set, so a command is one simple command: `{c}` is not allowed"
+                "[exec_policy] allowed_commands is set, so a command is one simple command in plain ASCII: {c:?} is not allowed"
             )));
         }
-        let first = line.split_whitespace().next().unwrap_or_default();
-        if allowed.iter().any(|a| a == first) {
+        let first = line.split([' ', '\t']).find(|w| !w.is_empty()).unwrap_or_default();
+        // A name, never a path: `./x` or `/tmp/x/cargo` would run a file the agent wrote.
+        let is_name = first.bytes().all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b));
+        if is_name && allowed.iter().any(|a| a == first) {
             Ok(())
         } else {
             Err(Error::forbidden(format!(
@@ -70,7 +75,8 @@ impl Policy {
     }
 
     /// The child's whole environment: the base, `pass_env`, `HOME` at the workspace and
-    /// `TERM=dumb`, then the call's `env` (checked).
+    /// `TERM=dumb`, then the call's `env` (checked). With `allowed_commands`, the call may not
+    /// set a variable that changes which program runs or runs code before it.
     pub fn environment(
         &self,
         workspace: &Path,
@@ -97,6 +103,11 @@ impl Policy {
                 ))
                 .with_field(&field));
             }
+            if self.allowed_commands.is_some() && changes_what_runs(name) {
+                return Err(Error::forbidden(format!(
+                    "`{name}` changes which program runs, or runs code before it: not settable while [exec_policy] allowed_commands is set"
+                )));
+            }
             if self.is_secret(name) {
                 return Err(Error::forbidden(format!(
                     "`{name}` is a secret ([exec_policy] secret_env or a provider's api_key_env): children never get it"
@@ -114,6 +125,13 @@ impl Policy {
     fn is_secret(&self, name: &str) -> bool {
         self.secret_env.iter().any(|s| glob_match(s.as_bytes(), name.as_bytes()))
     }
+}
+
+/// Variables that pick the program (`PATH`), load code into it (`LD_PRELOAD`), or make the
+/// shell run code (`BASH_ENV`, `SHELLOPTS` with `PS4`, `IFS` changing how it splits words).
+fn changes_what_runs(name: &str) -> bool {
+    const NAMES: [&str; 8] = ["PATH", "HOME", "IFS", "ENV", "BASH_ENV", "SHELLOPTS", "BASHOPTS", "PS4"];
+    NAMES.contains(&name) || name.starts_with("LD_") || name.starts_with("BASH_FUNC_")
 }
 
 fn is_variable_name(name: &str) -> bool {
@@ -155,6 +173,21 @@ mod tests {
     }
 
     #[test]
+    fn with_allowed_commands_the_call_cannot_change_what_runs() {
+        let listed = policy("[exec_policy]\nallowed_commands = [\"cargo\"]\n");
+        for name in ["PATH", "LD_PRELOAD", "BASH_ENV", "SHELLOPTS", "PS4", "IFS"] {
+            let call = BTreeMap::from([(name.to_string(), "x".to_string())]);
+            let e = listed.environment(Path::new("/w"), &call, |_| None).unwrap_err();
+            assert_eq!(e.kind, crate::error::ErrorKind::Forbidden, "{name}");
+        }
+        let call = BTreeMap::from([("PATH".to_string(), "/w/bin".to_string())]);
+        assert!(
+            policy("").environment(Path::new("/w"), &call, |_| None).is_ok(),
+            "without a list the shell is the agent's"
+        );
+    }
+
+    #[test]
     fn a_secret_in_pass_env_is_a_config_error() {
         let e = Config::parse(Path::new("c.toml"), "[exec_policy]\npass_env = [\"GITHUB_TOKEN\"]\n").unwrap_err();
         assert!(e.message.contains("GITHUB_TOKEN") && e.line == 2, "{e}");
@@ -165,11 +198,23 @@ mod tests {
         let p = policy("[exec_policy]\nallowed_commands = [\"echo\", \"cargo\"]\n");
         assert!(p.check_command("cargo test --workspace").is_ok());
         assert!(p.check_command("  echo 'hi there'").is_ok());
-        for refused in
-            ["rm -rf x", "echo hi; rm -rf x", "echo $(id)", "echo `id`", "echo hi > f", "echo hi\nid", "/bin/echo"]
-        {
+        let refused = [
+            "rm -rf x",
+            "echo hi; rm -rf x",
+            "echo $(id)",
+            "echo `id`",
+            "echo hi > f",
+            "echo hi\nid",
+            "/bin/echo",
+            "./echo",
+            // dash splits at spaces and tabs only: this first word is `echo\u{a0}/../../bin/sh`.
+            "echo\u{a0}/../../bin/sh -c id",
+            "echo\u{b}x",
+        ];
+        for refused in refused {
             assert_eq!(p.check_command(refused).unwrap_err().kind, crate::error::ErrorKind::Forbidden, "{refused}");
         }
+        assert!(p.check_command("echo\thi").is_ok(), "a tab separates words");
         assert!(policy("").check_command("anything | goes; here").is_ok());
         assert_eq!(policy("").check_command("  ").unwrap_err().kind, crate::error::ErrorKind::InvalidArguments);
     }

@@ -6,8 +6,9 @@
 //!
 //! Process ids are reused, so a recorded group is killed only when it is certainly the one
 //! recorded: its leader (the supervisor) is alive with the start time recorded, or the leader
-//! is gone and members remain — Linux does not hand out a number still in use as a group id,
-//! so those members are the recorded group's.
+//! is gone and a member carries the child's marker (`KENNEL_PROCESS`, a value of its own) in
+//! its environment. Rows a daemon still running on the same home recorded are its own, and
+//! are left alone.
 
 /// What `/proc/PID/stat` says of a process.
 pub(crate) struct ProcStat {
@@ -36,11 +37,31 @@ pub(crate) fn boot_id() -> String {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id").map(|s| s.trim().to_string()).unwrap_or_default()
 }
 
-/// A group an earlier run recorded as running.
+/// A process (a group's leader, or a daemon) as recorded: enough to tell it from a later
+/// process given the same number.
 pub(crate) struct Recorded {
     pub pgid: libc::pid_t,
     pub start_ticks: u64,
     pub boot_id: String,
+    /// The child's `KENNEL_PROCESS` value (empty for a daemon).
+    pub marker: String,
+}
+
+/// This process, as a child's row records its daemon.
+pub(crate) fn this_process() -> Recorded {
+    let pid = std::process::id() as libc::pid_t;
+    Recorded {
+        pgid: pid,
+        start_ticks: stat(pid).map_or(0, |s| s.start_ticks),
+        boot_id: boot_id(),
+        marker: String::new(),
+    }
+}
+
+/// Whether the recorded process is still running (same boot, same pid, same start time).
+pub(crate) fn is_alive(process: &Recorded) -> bool {
+    process.boot_id == boot_id()
+        && stat(process.pgid).is_some_and(|s| s.start_ticks == process.start_ticks && s.state != 'Z')
 }
 
 /// Kills `group` if it is still the recorded one; says whether it did.
@@ -50,7 +71,7 @@ pub(crate) fn reap(group: &Recorded) -> bool {
     }
     let ours = match stat(group.pgid) {
         Some(leader) => leader.start_ticks == group.start_ticks && leader.pgrp == group.pgid,
-        None => has_members(group.pgid),
+        None => members(group.pgid).into_iter().any(|pid| carries(pid, &group.marker)),
     };
     if ours {
         // SAFETY: a signal to a process group checked above to be the recorded one.
@@ -63,10 +84,24 @@ pub(crate) fn reap(group: &Recorded) -> bool {
 
 /// Whether any live process is in group `pgid`.
 pub(crate) fn has_members(pgid: libc::pid_t) -> bool {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return false };
+    !members(pgid).is_empty()
+}
+
+/// The live processes of group `pgid`.
+pub(crate) fn members(pgid: libc::pid_t) -> Vec<libc::pid_t> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
     entries
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<libc::pid_t>().ok())
-        .any(|pid| stat(pid).is_some_and(|s| s.pgrp == pgid && s.state != 'Z'))
+        .filter(|&pid| stat(pid).is_some_and(|s| s.pgrp == pgid && s.state != 'Z'))
+        .collect()
+}
+
+/// Whether `pid`'s environment holds `KENNEL_PROCESS=marker`.
+fn carries(pid: libc::pid_t, marker: &str) -> bool {
+    let wanted = format!("{}={marker}", super::MARKER);
+    !marker.is_empty()
+        && std::fs::read(format!("/proc/{pid}/environ"))
+            .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == wanted.as_bytes()))
 }
 
 /// The first child of `pid` (the supervisor's command), if the kernel lists it.
@@ -96,7 +131,10 @@ mod tests {
         let s = stat(me).unwrap();
         // This test process is not a group leader in general; a leader with a different start
         // time is someone else's group, and one from another boot is gone.
-        assert!(!reap(&Recorded { pgid: me, start_ticks: s.start_ticks + 1, boot_id: boot_id() }));
-        assert!(!reap(&Recorded { pgid: me, start_ticks: s.start_ticks, boot_id: "another boot".into() }));
+        let recorded = |start_ticks, boot_id| Recorded { pgid: me, start_ticks, boot_id, marker: "m".into() };
+        assert!(!reap(&recorded(s.start_ticks + 1, boot_id())));
+        assert!(!reap(&recorded(s.start_ticks, "another boot".into())));
+        assert!(is_alive(&this_process()));
+        assert!(!is_alive(&recorded(s.start_ticks + 1, boot_id())));
     }
 }

@@ -11,6 +11,7 @@ use crate::error::Result;
 pub(super) struct NewRow<'a> {
     pub agent: &'a str,
     pub run_id: &'a str,
+    pub owner: &'a Recorded,
     pub command: &'a str,
     pub cwd: &'a str,
     pub group: &'a Recorded,
@@ -19,8 +20,9 @@ pub(super) struct NewRow<'a> {
 
 pub(super) async fn insert(db: &Db, row: NewRow<'_>) -> Result<i64> {
     let id = sqlx::query_scalar(
-        "INSERT INTO processes (agent_id, run_id, command, cwd, pgid, start_ticks, boot_id, started_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+        "INSERT INTO processes (agent_id, run_id, command, cwd, pgid, start_ticks, boot_id, marker,
+                                owner_pid, owner_ticks, started_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
     )
     .bind(row.agent)
     .bind(row.run_id)
@@ -29,6 +31,9 @@ pub(super) async fn insert(db: &Db, row: NewRow<'_>) -> Result<i64> {
     .bind(row.group.pgid)
     .bind(row.group.start_ticks as i64)
     .bind(&row.group.boot_id)
+    .bind(&row.group.marker)
+    .bind(row.owner.pgid)
+    .bind(row.owner.start_ticks as i64)
     .bind(row.started_at)
     .fetch_one(db.pool())
     .await?;
@@ -55,19 +60,29 @@ pub(super) async fn finish(db: &Db, id: i64, end: End<'_>) -> Result<()> {
     Ok(())
 }
 
-/// Groups other daemon runs recorded as running, with their row ids.
-pub(super) async fn left_running(db: &Db, run_id: &str) -> Result<Vec<(i64, Recorded)>> {
-    let rows =
-        sqlx::query("SELECT id, pgid, start_ticks, boot_id FROM processes WHERE ended_at IS NULL AND run_id <> $1")
-            .bind(run_id)
-            .fetch_all(db.pool())
-            .await?;
+/// Groups other daemon runs recorded as running: their row ids, the groups and the daemons
+/// that recorded them.
+pub(super) async fn left_running(db: &Db, run_id: &str) -> Result<Vec<(i64, Recorded, Recorded)>> {
+    let rows = sqlx::query(
+        "SELECT id, pgid, start_ticks, boot_id, marker, owner_pid, owner_ticks FROM processes
+         WHERE ended_at IS NULL AND run_id <> $1",
+    )
+    .bind(run_id)
+    .fetch_all(db.pool())
+    .await?;
     rows.iter()
         .map(|r| {
-            let ticks: i64 = r.try_get("start_ticks")?;
+            let (ticks, owner_ticks): (i64, i64) = (r.try_get("start_ticks")?, r.try_get("owner_ticks")?);
+            let boot_id: String = r.try_get("boot_id")?;
+            let owner = Recorded {
+                pgid: r.try_get("owner_pid")?,
+                start_ticks: owner_ticks as u64,
+                boot_id: boot_id.clone(),
+                marker: String::new(),
+            };
             let group =
-                Recorded { pgid: r.try_get("pgid")?, start_ticks: ticks as u64, boot_id: r.try_get("boot_id")? };
-            Ok((r.try_get("id")?, group))
+                Recorded { pgid: r.try_get("pgid")?, start_ticks: ticks as u64, boot_id, marker: r.try_get("marker")? };
+            Ok((r.try_get("id")?, group, owner))
         })
         .collect()
 }

@@ -1,30 +1,26 @@
-//! The supervisor: `kennel __supervise PROGRAM ARGS…`, the small process between the daemon
-//! and an agent's command. It leads the command's process group, so a signal for the group
-//! reaches everything the command started, and it is what makes children die with the daemon
-//! even when the daemon cannot clean up (`kill -9`, a crash, the OOM killer):
+//! The supervisor: `kennel __supervise DAEMON_PID PROGRAM ARGS…`, the small process between
+//! the daemon and an agent's command. It leads the command's process group, so a signal for
+//! the group reaches everything the command started, and it is what makes children die with
+//! the daemon even when the daemon cannot clean up (`kill -9`, a crash, the OOM killer):
 //!
-//! - it reads file descriptor 3, the read end of a pipe whose only write end the daemon holds
-//!   (close-on-exec, so no other child inherits it). When the daemon dies, however it dies,
-//!   the kernel closes that end and the read returns: the supervisor kills its whole group,
-//!   itself included, at once;
+//! - it holds a pidfd of the daemon (its parent) and waits on it in a thread: when the daemon
+//!   exits, however it exits, the pidfd becomes readable and the supervisor kills what the
+//!   command started and then its whole group, itself included. Nothing a child can reach
+//!   (no pipe, no file) can fake or block that;
 //! - it is a child subreaper, so what the command starts and then abandons (a double fork, a
 //!   `setsid` daemon) is re-parented to it rather than to init, and is killed with the rest;
+//! - it is not dumpable, so its own command cannot attach to it or read its descriptors;
 //! - when the command exits, whatever it left running is killed, and the supervisor exits as
 //!   the command did (the same code, or the same signal), which the daemon reports.
 //!
-//! Everything here runs before any thread but the lifeline's exists and uses only the
+//! Everything here runs before any thread but the watcher's exists and uses only the
 //! standard library and libc: no async runtime, nothing from the daemon.
 
-use std::io::Read;
-use std::os::fd::FromRawFd;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, ExitCode};
 
 /// The argument that turns `kennel` into a supervisor (never shown in `--help`).
 pub const ARG: &str = "__supervise";
-
-/// The file descriptor the daemon gives the supervisor its lifeline on.
-pub(super) const LIFELINE_FD: i32 = 3;
 
 /// The signals the supervisor outlives: the group's signals are meant for the command, and the
 /// supervisor must stay to report how it ended. A handler (not `SIG_IGN`) is reset by `exec`,
@@ -33,21 +29,29 @@ const PASSED_ON: [i32; 6] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SI
 
 extern "C" fn ignore(_: libc::c_int) {}
 
-/// Runs the supervisor for `args` (the program and its arguments) and never returns to the
-/// caller's normal path: the process exits as the command did.
+/// Runs the supervisor for `args` (the daemon's pid, then the program and its arguments); the
+/// process exits as the command did.
 pub fn main(args: &[String]) -> ExitCode {
-    let Some((program, rest)) = args.split_first() else {
-        eprintln!("kennel {ARG}: no command to run");
+    let daemon = args.first().and_then(|p| p.parse::<libc::pid_t>().ok());
+    let (Some(daemon), Some((program, rest))) = (daemon, args.get(1..).and_then(<[String]>::split_first)) else {
+        eprintln!("kennel {ARG}: usage: kennel {ARG} DAEMON_PID PROGRAM [ARGS…] (the daemon runs this)");
         return ExitCode::from(127);
     };
+    // SAFETY: getpid and getpgrp have no preconditions.
+    if unsafe { libc::getpgrp() != libc::getpid() } {
+        // Killing "its group" would kill whoever ran it by hand.
+        eprintln!("kennel {ARG}: not the leader of its own process group: only the daemon runs this");
+        return ExitCode::from(127);
+    }
     // SAFETY: plain system calls on this process's own state, before any other thread exists.
     unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0);
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
-        libc::fcntl(LIFELINE_FD, libc::F_SETFD, libc::FD_CLOEXEC);
         for signal in PASSED_ON {
             libc::signal(signal, ignore as *const () as libc::sighandler_t);
         }
     }
+    let Some(watch) = DaemonWatch::new(daemon) else { kill_everything() };
     let child = match Command::new(program).args(rest).spawn() {
         Ok(child) => child,
         Err(e) => {
@@ -57,33 +61,82 @@ pub fn main(args: &[String]) -> ExitCode {
     };
     // Only the command holds its pipes now, so they close when it (and what it started) ends.
     release_stdio();
-    std::thread::spawn(watch_lifeline);
+    if std::thread::Builder::new().name("daemon-watch".into()).spawn(move || watch.wait_then_kill()).is_err() {
+        kill_everything();
+    }
     let status = wait_for(child.id() as libc::pid_t);
     kill_leftovers();
     exit_as(status)
 }
 
-/// Blocks on the lifeline; when it returns (the daemon is gone), kills the whole group.
-fn watch_lifeline() {
-    // SAFETY: fd 3 is the lifeline the daemon passed; nothing else in this process uses it.
-    let mut lifeline = unsafe { std::fs::File::from_raw_fd(LIFELINE_FD) };
-    let mut byte = [0u8; 1];
-    // The daemon never writes: a return (end of file, or an error other than a signal's
-    // interruption) means its end closed.
-    while let Err(e) = lifeline.read(&mut byte) {
-        if e.kind() != std::io::ErrorKind::Interrupted {
+/// How the supervisor learns that the daemon exited.
+struct DaemonWatch {
+    daemon: libc::pid_t,
+    /// A pidfd of the daemon; `None` on a kernel without them (before 5.3): then the parent is
+    /// checked every 100 ms instead.
+    pidfd: Option<std::os::fd::OwnedFd>,
+}
+
+impl DaemonWatch {
+    /// `None` when the daemon is already gone.
+    fn new(daemon: libc::pid_t) -> Option<DaemonWatch> {
+        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, daemon, 0) };
+        // SAFETY: a descriptor pidfd_open just returned, owned by nothing else.
+        let pidfd = (fd >= 0).then(|| unsafe { std::os::fd::FromRawFd::from_raw_fd(fd as i32) });
+        // Checked after opening: while the daemon is this process's parent its pid cannot be
+        // reused, so the pidfd is the daemon's, not a later process's with its number.
+        // SAFETY: getppid has no preconditions.
+        (unsafe { libc::getppid() } == daemon).then_some(DaemonWatch { daemon, pidfd })
+    }
+
+    fn wait_then_kill(self) -> ! {
+        use std::os::fd::AsRawFd;
+        loop {
+            match &self.pidfd {
+                Some(fd) => {
+                    let mut pfd = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+                    // SAFETY: poll on one valid pollfd.
+                    let ready = unsafe { libc::poll(&mut pfd, 1, -1) };
+                    if ready > 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                        break;
+                    }
+                }
+                // SAFETY: getppid has no preconditions.
+                None if unsafe { libc::getppid() } != self.daemon => break,
+                None => std::thread::sleep(std::time::Duration::from_millis(100)),
+            }
+        }
+        kill_everything()
+    }
+}
+
+/// Kills everything the command started (its group and what was re-parented here, in rounds,
+/// since each death re-parents that process's children here), then the group with this
+/// process in it.
+fn kill_everything() -> ! {
+    let me = std::process::id() as libc::pid_t;
+    for _ in 0..20 {
+        let others = related_processes(me);
+        if others.is_empty() {
             break;
         }
-    }
-    let me = std::process::id() as libc::pid_t;
-    // SAFETY: signals processes re-parented here (not reusable until reaped), then this
-    // process's own group, which it leads (itself last, with it).
-    unsafe {
-        for pid in related_processes(me) {
-            libc::kill(pid, libc::SIGKILL);
+        for pid in others {
+            // SAFETY: each pid is in this group or a child of this process, so not reusable
+            // until this process reaps it (or its group is gone).
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
         }
+        // SAFETY: reaping this process's own children.
+        while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    // SAFETY: signals this process's own group, which it leads (checked at start).
+    unsafe {
         libc::kill(0, libc::SIGKILL);
     }
+    std::process::exit(137)
 }
 
 /// Points standard input, output and error at `/dev/null`.
@@ -118,9 +171,8 @@ fn wait_for(command: libc::pid_t) -> libc::c_int {
     }
 }
 
-/// Kills what the command left: the rest of its group, and anything re-parented here (a
-/// process that left the group with `setsid`). Repeats until nothing is left, since killing a
-/// process re-parents its own children here.
+/// Kills what the command left when it exited: the rest of its group, and anything
+/// re-parented here (a process that left the group with `setsid`).
 fn kill_leftovers() {
     let me = std::process::id() as libc::pid_t;
     for _ in 0..100 {
@@ -129,8 +181,7 @@ fn kill_leftovers() {
             return;
         }
         for pid in others {
-            // SAFETY: each pid is in this group or a child of this process, so not reusable
-            // until this process reaps it.
+            // SAFETY: as in `kill_everything`.
             unsafe {
                 libc::kill(pid, libc::SIGKILL);
             }
@@ -139,6 +190,8 @@ fn kill_leftovers() {
         while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
+    // Something keeps coming back: end it all rather than leave it.
+    kill_everything();
 }
 
 /// The live processes in `me`'s group or with `me` as parent, `me` left out.
@@ -164,17 +217,10 @@ fn exit_as(status: libc::c_int) -> ExitCode {
     ExitCode::from(status.code().unwrap_or(128).clamp(0, 255) as u8)
 }
 
-/// Makes the supervisor its own group's leader and hands it the lifeline: what runs between
-/// `fork` and `exec` of the supervisor.
-pub(super) fn prepare(command: &mut tokio::process::Command, lifeline: i32) {
-    command.process_group(0);
-    // SAFETY: dup2 is async-signal-safe, the only kind of call allowed between fork and exec.
-    unsafe {
-        command.pre_exec(move || {
-            if libc::dup2(lifeline, LIFELINE_FD) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+/// The command line that starts `line` under a supervisor watching this daemon, as the
+/// leader of a new process group.
+pub(super) fn command(line: &str) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new("/proc/self/exe");
+    command.arg0("kennel").arg(ARG).arg(std::process::id().to_string()).args(["/bin/sh", "-c", line]).process_group(0);
+    command
 }

@@ -33,6 +33,9 @@ pub async fn kill(
 ) -> PageResult {
     let agent = kernel.agents().get(&id)?;
     let view = kernel.processes().kill(agent.id, process, Signal::Term).await?;
-    let how = view.exit.as_ref().map_or("it is still stopping".to_string(), describe);
-    Ok(see_other(&format!("/agents/{}/processes", agent.id), &format!("Process {process} stopped ({how}).")))
+    let notice = match &view.exit {
+        Some(exit) => format!("Process {process} stopped ({}).", describe(exit)),
+        None => format!("Process {process} was sent SIGTERM and SIGKILL and has not ended yet."),
+    };
+    Ok(see_other(&format!("/agents/{}/processes", agent.id), &notice))
 }

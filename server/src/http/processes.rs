@@ -46,7 +46,10 @@ struct KillBody {
     signal: Option<Signal>,
 }
 
-/// Stops the process and its whole group (or sends it another signal); answers once it ended.
+/// Stops the process and its whole group, or sends it another signal. TERM (the default), INT,
+/// QUIT and KILL answer once it ended (KILL follows the others past `[exec_policy]
+/// kill_grace_secs`); HUP, USR1 and USR2 are only sent and answer at once. `SIGTERM` and the
+/// like are read as `TERM`.
 #[utoipa::path(post, path = "/api/agents/{id}/processes/{process_id}/kill", tag = "processes",
     params(("id" = String, Path, description = "The agent's id, or a running agent's name"), ("process_id" = i64, Path, description = "The process's id")),
     request_body(content = Option<KillBody>, description = "The signal (optional)"),

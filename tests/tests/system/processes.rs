@@ -20,6 +20,22 @@ fn group_alive(pgid: i64) -> bool {
     })
 }
 
+/// Whether a live process runs with `needle` in its command line (for processes that left the
+/// group with `setsid`, which no group id finds).
+fn running_with(needle: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()).any(|pid| {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let zombie = state.rfind(')').is_some_and(|i| state[i + 2..].starts_with('Z'));
+        !zombie && String::from_utf8_lossy(&cmdline).replace('\0', " ").contains(needle)
+    })
+}
+
+/// A `sleep` no other test starts: `sleep 3000.PID` (GNU sleep takes fractions).
+fn unique_sleep(n: u32) -> String {
+    format!("sleep {n}.{}", std::process::id())
+}
+
 async fn start(api: &Api, agent: &str, command: &str) -> Value {
     let started = api.invoke(agent, "process_start", json!({ "command": command })).await;
     assert_eq!(started.status, 200, "{}", started.text);
@@ -177,7 +193,10 @@ async fn a_child_gets_a_minimal_environment_without_the_daemons_secrets() {
     let command = format!("{snoop}env; pwd");
     let p = api.invoke(&agent, "process_start", json!({ "command": command, "env": { "GREETING": "hello" } })).await;
     let id = p.body["content"]["process_id"].as_i64().expect(&p.text);
-    let (out, _, _) = read_until(&api, &agent, id, |_, _, p| p["running"] == false).await;
+    let (out, err, _) = read_until(&api, &agent, id, |_, _, p| p["running"] == false).await;
+    if !root {
+        assert!(err.contains("Permission denied"), "the daemon's environment is not readable: {err}");
+    }
     for secret in ["sk-provider-secret", "ghp-secret", "daemon-only", "PROVIDER_KEY_VAR", "GITHUB_TOKEN"] {
         assert!(!out.contains(secret), "{secret} reached the child:\n{out}");
     }
@@ -278,4 +297,33 @@ async fn the_reaper_kills_at_start_a_group_whose_supervisor_could_not_act() {
     // ...until the next start, whose reaper finds it recorded and kills it.
     let _again = home.start().await;
     assert!(eventually(Duration::from_secs(2), || async { !group_alive(pgid) }).await, "reaped at start");
+}
+
+#[tokio::test]
+async fn what_a_child_moved_out_of_its_group_dies_with_it_too() {
+    let (_home, daemon, api) = daemon_with_config("[exec_policy]\nkill_grace_secs = 1\n").await;
+    let agent = agent_with(&api, "escaper", &["process.*"]).await;
+    // The command ends by itself, leaving a process in a session of its own.
+    let (exits, killed, crashed) = (unique_sleep(3001), unique_sleep(3002), unique_sleep(3003));
+    let id = id_of(&start(&api, &agent, &format!("setsid {exits} & sleep 0.2; echo done")).await);
+    read_until(&api, &agent, id, |_, _, p| p["running"] == false).await;
+    assert!(
+        eventually(Duration::from_secs(1), || async { !running_with(&exits) }).await,
+        "gone when its command ended"
+    );
+    // Killed, past the grace period of a group that ignores SIGTERM.
+    let id = id_of(
+        &start(&api, &agent, &format!("trap '' TERM; setsid {killed} & echo ready; while true; do sleep 1; done"))
+            .await,
+    );
+    read_until(&api, &agent, id, |o, _, _| o.contains("ready")).await;
+    assert!(eventually(Duration::from_secs(2), || async { running_with(&killed) }).await);
+    let k = api.invoke(&agent, "process_kill", json!({ "process_id": id })).await;
+    assert_eq!(k.body["content"]["running"], false, "{}", k.text);
+    assert!(eventually(Duration::from_secs(1), || async { !running_with(&killed) }).await, "gone with the kill");
+    // The daemon killed with SIGKILL.
+    start(&api, &agent, &format!("setsid {crashed} & sleep 300")).await;
+    assert!(eventually(Duration::from_secs(2), || async { running_with(&crashed) }).await);
+    daemon.kill().await;
+    assert!(eventually(Duration::from_secs(2), || async { !running_with(&crashed) }).await, "gone with the daemon");
 }
