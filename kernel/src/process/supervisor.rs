@@ -111,15 +111,25 @@ impl DaemonWatch {
     }
 }
 
-/// Kills everything the command started (its group and what was re-parented here, in rounds,
-/// since each death re-parents that process's children here), then the group with this
-/// process in it.
+/// Kills everything the command started (its group and what was re-parented here), then the
+/// group with this process in it.
 fn kill_everything() -> ! {
+    kill_related(20, std::time::Duration::from_millis(2));
+    // SAFETY: signals this process's own group, which it leads (checked at start).
+    unsafe {
+        libc::kill(0, libc::SIGKILL);
+    }
+    std::process::exit(137)
+}
+
+/// SIGKILLs the processes in this group or re-parented here, in up to `rounds` rounds (each
+/// death re-parents that process's children here); says whether none is left.
+fn kill_related(rounds: usize, pause: std::time::Duration) -> bool {
     let me = std::process::id() as libc::pid_t;
-    for _ in 0..20 {
+    for _ in 0..rounds {
         let others = related_processes(me);
         if others.is_empty() {
-            break;
+            return true;
         }
         for pid in others {
             // SAFETY: each pid is in this group or a child of this process, so not reusable
@@ -130,13 +140,9 @@ fn kill_everything() -> ! {
         }
         // SAFETY: reaping this process's own children.
         while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
-        std::thread::sleep(std::time::Duration::from_millis(2));
+        std::thread::sleep(pause);
     }
-    // SAFETY: signals this process's own group, which it leads (checked at start).
-    unsafe {
-        libc::kill(0, libc::SIGKILL);
-    }
-    std::process::exit(137)
+    related_processes(me).is_empty()
 }
 
 /// Points standard input, output and error at `/dev/null`.
@@ -172,26 +178,12 @@ fn wait_for(command: libc::pid_t) -> libc::c_int {
 }
 
 /// Kills what the command left when it exited: the rest of its group, and anything
-/// re-parented here (a process that left the group with `setsid`).
+/// re-parented here (a process that left the group with `setsid`). Something that keeps
+/// coming back ends it all rather than being left.
 fn kill_leftovers() {
-    let me = std::process::id() as libc::pid_t;
-    for _ in 0..100 {
-        let others = related_processes(me);
-        if others.is_empty() {
-            return;
-        }
-        for pid in others {
-            // SAFETY: as in `kill_everything`.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-            }
-        }
-        // SAFETY: reaping this process's own children.
-        while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
-        std::thread::sleep(std::time::Duration::from_millis(5));
+    if !kill_related(100, std::time::Duration::from_millis(5)) {
+        kill_everything();
     }
-    // Something keeps coming back: end it all rather than leave it.
-    kill_everything();
 }
 
 /// The live processes in `me`'s group or with `me` as parent, `me` left out.

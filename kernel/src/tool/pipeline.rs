@@ -258,6 +258,8 @@ mod tests {
                 "knowledge_query",
                 "browser_wait",
                 "browser_read_page",
+                "process_list",
+                "process_poll",
             ]
         );
     }
