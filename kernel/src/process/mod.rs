@@ -650,6 +650,12 @@ async fn read_into(mut pipe: impl AsyncRead + Unpin, child: Arc<Child>, which: P
     }
 }
 
+/// A process id as a path or form gives it: a whole number, else `InvalidArguments` naming
+/// `process_id` (never the router's own plain-text refusal).
+pub fn parse_id(raw: &str) -> Result<i64> {
+    raw.parse().map_err(|_| Error::invalid("not a process id (a whole number)").with_field("process_id"))
+}
+
 /// "exit code 0", "killed by TERM": how a message names an exit.
 pub fn describe(exit: &Exit) -> String {
     match (&exit.signal, exit.code) {

@@ -29,9 +29,10 @@ pub async fn page(
 pub async fn kill(
     State(kernel): State<Kernel>,
     Extension(_): Extension<Operator>,
-    Path((id, process)): Path<(String, i64)>,
+    Path((id, process)): Path<(String, String)>,
 ) -> PageResult {
     let agent = kernel.agents().get(&id)?;
+    let process = kennel_kernel::process::parse_id(&process)?;
     let view = kernel.processes().kill(agent.id, process, Signal::Term).await?;
     let notice = match &view.exit {
         Some(exit) => format!("Process {process} stopped ({}).", describe(exit)),

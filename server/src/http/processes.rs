@@ -30,13 +30,14 @@ async fn list(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult
 /// One of the agent's processes.
 #[utoipa::path(get, path = "/api/agents/{id}/processes/{process_id}", tag = "processes",
     params(("id" = String, Path, description = "The agent's id, or a running agent's name"), ("process_id" = i64, Path, description = "The process's id")),
-    responses((status = 200, description = "The process", body = ProcessView), (status = 404, description = "No such agent, or no such process of it")))]
+    responses((status = 200, description = "The process", body = ProcessView), (status = 404, description = "No such agent, or no such process of it"),
+        (status = 422, description = "The process id is not a whole number")))]
 async fn get_one(
     State(kernel): State<Kernel>,
-    Path((id, process)): Path<(String, i64)>,
+    Path((id, process)): Path<(String, String)>,
 ) -> ApiResult<Json<ProcessView>> {
     let agent = kernel.agents().get(&id)?;
-    Ok(Json(kernel.processes().get(agent.id, process)?))
+    Ok(Json(kernel.processes().get(agent.id, kennel_kernel::process::parse_id(&process)?)?))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -54,12 +55,13 @@ struct KillBody {
     params(("id" = String, Path, description = "The agent's id, or a running agent's name"), ("process_id" = i64, Path, description = "The process's id")),
     request_body(content = Option<KillBody>, description = "The signal (optional)"),
     responses((status = 200, description = "The process after the signal (an ended one as it was)", body = ProcessView),
-        (status = 404, description = "No such agent, or no such process of it"), (status = 422, description = "Not a signal Kennel sends")))]
+        (status = 404, description = "No such agent, or no such process of it"), (status = 422, description = "Not a signal Kennel sends, or the process id is not a whole number")))]
 async fn kill(
     State(kernel): State<Kernel>,
-    Path((id, process)): Path<(String, i64)>,
+    Path((id, process)): Path<(String, String)>,
     JsonBody(body): JsonBody<KillBody>,
 ) -> ApiResult<Json<ProcessView>> {
     let agent = kernel.agents().get(&id)?;
+    let process = kennel_kernel::process::parse_id(&process)?;
     Ok(Json(kernel.processes().kill(agent.id, process, body.signal.unwrap_or(Signal::Term)).await?))
 }

@@ -232,6 +232,10 @@ async fn the_gates_refuse_before_anything_runs() {
     assert_eq!(outside.error_kind(), "InvalidArguments", "{}", outside.text);
     let missing = api.invoke(&agent, "process_start", json!({ "command": "echo hi", "cwd": "no/such" })).await;
     assert_eq!(missing.error_kind(), "NotFound", "{}", missing.text);
+    for path in ["processes/9223372036854775808", "processes/one"] {
+        let r = api.get(&format!("/api/agents/{agent}/{path}")).await;
+        assert_eq!((r.status, r.error_kind()), (422, "InvalidArguments"), "{path}: {}", r.text);
+    }
     let typed = api.invoke(&agent, "process_poll", json!({ "process_id": "one" })).await;
     assert_eq!(typed.error_kind(), "InvalidArguments", "{}", typed.text);
 
