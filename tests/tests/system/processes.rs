@@ -261,8 +261,12 @@ async fn no_process_of_a_childs_group_outlives_its_agent_or_the_daemons_kill_9()
     let stopped = api.post(&format!("/api/agents/{agent}/stop"), json!({})).await;
     assert_eq!(stopped.status, 200, "{}", stopped.text);
     assert!(eventually(Duration::from_secs(4), || async { !group_alive(pgid) }).await, "gone with its agent");
-    let listed = api.get(&format!("/api/agents/{agent}/processes")).await;
-    assert_eq!(listed.body[0]["exit"]["reason"], "agent_stopped", "{}", listed.text);
+    // The group dies first; its end is recorded once its output is read to the end.
+    let recorded = eventually(Duration::from_secs(2), || async {
+        api.get(&format!("/api/agents/{agent}/processes")).await.body[0]["exit"]["reason"] == "agent_stopped"
+    })
+    .await;
+    assert!(recorded, "{}", api.get(&format!("/api/agents/{agent}/processes")).await.text);
 
     let agent = agent_with(&api, "orphan-maker", &["process.*"]).await;
     let groups: Vec<i64> =
@@ -285,9 +289,10 @@ async fn no_process_of_a_childs_group_outlives_its_agent_or_the_daemons_kill_9()
 async fn the_reaper_kills_at_start_a_group_whose_supervisor_could_not_act() {
     let (home, daemon, api) = daemon_with_config("").await;
     let agent = agent_with(&api, "abandoned", &["process.*"]).await;
-    let p = start(&api, &agent, "sleep 300").await;
+    let p = start(&api, &agent, "echo ready; sleep 300").await;
     let pgid = p["pgid"].as_i64().unwrap();
-    assert!(eventually(Duration::from_secs(2), || async { group_alive(pgid) }).await);
+    // The command runs (not only its supervisor, which is killed below).
+    read_until(&api, &agent, id_of(&p), |o, _, _| o.contains("ready")).await;
     // The supervisor dies while the daemon cannot act (stopped), then the daemon dies: no one
     // is left to kill the group...
     let signal = |sig: &str, pid: String| {
