@@ -21,7 +21,7 @@ test.beforeAll(async ({ browser }) => {
   await page.getByRole('button', { name: 'Create token' }).click();
   const token = (await page.locator('#new-token pre.token').textContent()) ?? '';
   const api = { headers: { Authorization: `Bearer ${token}` } };
-  await page.request.post('/api/templates', { ...api, data: { name: 'courier', description: 'Carries messages', tools: ['tasks.*', 'system_time', 'memory.*', 'memory_semantic.*', 'knowledge.*', 'browser.*'] } });
+  await page.request.post('/api/templates', { ...api, data: { name: 'courier', description: 'Carries messages', tools: ['tasks.*', 'system_time', 'memory.*', 'memory_semantic.*', 'knowledge.*', 'browser.*', 'process.*'] } });
   const agent = (await (await page.request.post('/api/agents', { ...api, data: { template: 'courier' } })).json()).id;
   await page.request.post('/api/tasks', { ...api, data: { title: 'Deliver the parcel', assignee: 'courier' } });
   await page.request.post(`/api/agents/${agent}/tools/schedule_create/invoke`, { ...api, data: { args: { when: '+1h', prompt: 'Check the door' } } });
@@ -35,8 +35,10 @@ test.beforeAll(async ({ browser }) => {
     const answer = await invoke(tool, args);
     expect(answer.ok(), `${tool}: ${await answer.text()}`).toBeTruthy();
   }
+  const started = await invoke('process_start', { command: 'echo "watching src/ for changes"; echo "warning: 2 files skipped" >&2; sleep 300' });
+  expect(started.ok(), await started.text()).toBeTruthy();
   pages = ['/', '/agents', `/agents/${agent}`, `/agents/${agent}/memory`, `/agents/${agent}/memory?q=parcels+floor`,
-           `/agents/${agent}/knowledge`, `/agents/${agent}/knowledge?entity=parcel`, `/agents/${agent}/browser`, '/agent-types', '/agent-types/courier', '/tools', `/tools?agent=${agent}`,
+           `/agents/${agent}/knowledge`, `/agents/${agent}/knowledge?entity=parcel`, `/agents/${agent}/browser`, `/agents/${agent}/processes`, '/agent-types', '/agent-types/courier', '/tools', `/tools?agent=${agent}`,
            '/tasks', '/schedules', '/canvas', '/usage', '/audit', '/audit/actions', '/agent-types/courier/apply', '/settings', '/no/such/page'];
 });
 
@@ -56,7 +58,7 @@ test('axe-core finds no serious or critical violation on any page at desktop wid
   for (const path of pages) {
     await page.goto(path);
     found.push(...(await seriousViolations(page)));
-    const shot = path.match(/\/(memory|knowledge|browser)$/);
+    const shot = path.match(/\/(memory|knowledge|browser|processes)$/);
     if (shot) await page.screenshot({ path: `${shots}/agent-${shot[1]}.png`, fullPage: true });
   }
   expect(found).toEqual([]);

@@ -148,10 +148,10 @@ impl Signal {
         }
     }
 
-    /// A signal meant to end the process, so SIGKILL follows past the grace period. HUP and
-    /// the user signals are messages (reload, rotate logs) and are only sent.
+    /// A signal meant to end the process (SIGKILL follows the others past the grace period).
+    /// HUP and the user signals are messages (reload, rotate logs) and are only sent.
     fn ends(self) -> bool {
-        matches!(self, Signal::Term | Signal::Int | Signal::Quit)
+        matches!(self, Signal::Term | Signal::Int | Signal::Quit | Signal::Kill)
     }
 }
 
@@ -266,7 +266,7 @@ impl Child {
     async fn stop(&self, signal: Signal, grace: Duration, reason: &'static str) -> Option<Exit> {
         self.stopping.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(reason);
         self.signal(signal.number());
-        if !signal.ends() && signal != Signal::Kill {
+        if !signal.ends() {
             return self.exit();
         }
         if signal != Signal::Kill && self.wait_ended(grace).await.is_some() {

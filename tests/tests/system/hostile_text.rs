@@ -434,7 +434,8 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     // Processes: a child that prints the corpus to both streams (the agent chose the command,
     // the program chose the output); its page shows both tails, then the kill's notice.
     let runner = agent_from(&api, json!({"name": "runner", "model": "m", "tools": ["process.*"]})).await;
-    let command = "printf '%s' \"$CORPUS\"; printf '%s' \"$CORPUS\" >&2; sleep 60";
+    // The command itself carries the first payload too (in a comment, so the shell ignores it).
+    let command = format!("printf '%s' \"$CORPUS\"; printf '%s' \"$CORPUS\" >&2; sleep 60 # {}", PAYLOADS[0]);
     let started = api.invoke(&runner, "process_start", json!({"command": command, "env": {"CORPUS": corpus}})).await;
     let process = started.body["content"]["process_id"].as_i64().expect(&started.text);
     let printed = kennel_tests::eventually(std::time::Duration::from_secs(5), || async {
