@@ -52,9 +52,10 @@ impl Chromium {
         let mut command = tokio::process::Command::new(launch.executable);
         command
             .args(flags(&launch))
-            // Chromium writes under ~/.config and ~/.cache even with a user-data-dir.
-            .env("XDG_CONFIG_HOME", launch.profile.join("xdg-config"))
-            .env("XDG_CACHE_HOME", launch.profile.join("xdg-cache"))
+            // Built, not inherited: pages run code, and the daemon's keys are no business of
+            // Chromium's (nor readable in its /proc environ by anything the daemon's user runs).
+            .env_clear()
+            .envs(environment(&launch))
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
@@ -194,6 +195,25 @@ fn process_runs(pid: u32) -> bool {
         Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])),
         Err(_) => !cfg!(target_os = "linux"),
     }
+}
+
+/// Chromium's whole environment: the base every helper gets, its home and XDG folders in its
+/// profile (it writes under ~/.config and ~/.cache even with a user-data-dir), and the
+/// display's variables when it has a window.
+fn environment(launch: &Launch<'_>) -> std::collections::BTreeMap<String, String> {
+    let mut env = crate::process::base_environment(|name| std::env::var(name).ok());
+    let inside = |folder: &str| launch.profile.join(folder).display().to_string();
+    env.insert("HOME".into(), inside("home"));
+    env.insert("XDG_CONFIG_HOME".into(), inside("xdg-config"));
+    env.insert("XDG_CACHE_HOME".into(), inside("xdg-cache"));
+    if !launch.headless {
+        for name in ["DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY", "XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS"] {
+            if let Ok(value) = std::env::var(name) {
+                env.insert(name.into(), value);
+            }
+        }
+    }
+    env
 }
 
 fn flags(launch: &Launch<'_>) -> Vec<String> {

@@ -88,6 +88,20 @@ pub(crate) struct Process {
     chromium: chromium::Chromium,
     proxy: GuardProxy,
     generation: u64,
+    /// A context with one blank tab, made ahead of need for the next agent's first tab. The
+    /// task that makes it holds the lock meanwhile, so a new agent waits for the one on its way
+    /// instead of making a second at the same time (both would take twice as long).
+    spare: Arc<Mutex<Option<Fresh>>>,
+}
+
+/// A new browser context with one blank tab in it. Making one takes Chromium several
+/// DevTools round trips and a renderer process (about 240 ms here), which a new agent's first
+/// navigation would otherwise wait for; one is kept ready while Chromium runs, and whoever
+/// takes it is the only one ever to use it.
+struct Fresh {
+    context: BrowserContextId,
+    page: Page,
+    network: Arc<NetworkActivity>,
 }
 
 /// One agent's browser: its context and tabs, in the Chromium of `generation`.
@@ -213,7 +227,7 @@ impl Browsers {
         if let Some(port) = chromium.devtools_port {
             proxy.reserve(port);
         }
-        let process = Arc::new(Process { chromium, proxy, generation: running.generation });
+        let process = Arc::new(Process { chromium, proxy, generation: running.generation, spare: Arc::default() });
         running.process = Some(process.clone());
         self.start_sweeper();
         Ok((process, restarted))
@@ -383,8 +397,8 @@ impl Session {
         Ok(())
     }
 
-    /// Opens a new tab in this agent's context (made on first use), or refuses when the pool
-    /// is full: another tab is never closed to make room.
+    /// Opens a new tab in this agent's context (the spare context on its first tab, else a new
+    /// one), or refuses when the pool is full: another tab is never closed to make room.
     pub(crate) async fn open_tab(&mut self) -> Result<u32> {
         let limit = self.browsers.config.tabs_per_agent as usize;
         if self.pages.tabs.len() >= limit {
@@ -392,34 +406,18 @@ impl Session {
                 "all {limit} tabs of your pool ([browser] tabs_per_agent = {limit}) are open: close one with browser_close, or navigate an open one"
             )));
         }
-        let browser = &self.process.chromium.browser;
-        let context = match &self.pages.context {
-            Some(context) => context.clone(),
+        let (page, network) = match self.pages.context.clone() {
+            Some(context) => self.process.new_tab(context).await?,
             None => {
-                let proxy = format!("http://{}", self.process.proxy.addr());
-                let params = CreateBrowserContextParams {
-                    dispose_on_detach: Some(true),
-                    proxy_server: Some(proxy),
-                    proxy_bypass_list: Some("<-loopback>".into()),
-                    origins_with_universal_network_access: None,
+                let spare = self.process.spare.lock().await.take();
+                let fresh = match spare {
+                    Some(fresh) => fresh,
+                    None => self.process.fresh().await?,
                 };
-                let context = browser.create_browser_context(params).await.map_err(cdp_error)?;
-                // Downloads would land in the daemon user's home, unbounded: none.
-                let downloads = SetDownloadBehaviorParams {
-                    behavior: SetDownloadBehaviorBehavior::Deny,
-                    browser_context_id: Some(context.clone()),
-                    download_path: None,
-                    events_enabled: None,
-                };
-                browser.execute(downloads).await.map_err(cdp_error)?;
-                self.pages.context = Some(context.clone());
-                context
+                self.pages.context = Some(fresh.context);
+                (fresh.page, fresh.network)
             }
         };
-        let mut params = CreateTargetParams::new("about:blank");
-        params.browser_context_id = Some(context);
-        let page = browser.new_page(params).await.map_err(cdp_error)?;
-        let network = NetworkActivity::follow(&page).await?;
         self.pages.next_tab += 1;
         let id = self.pages.next_tab;
         self.pages.tabs.push(Tab {
@@ -460,9 +458,61 @@ impl Session {
     }
 }
 
+impl Process {
+    /// A new context, its pages behind the guard proxy, with one blank tab.
+    async fn fresh(&self) -> Result<Fresh> {
+        let browser = &self.chromium.browser;
+        let params = CreateBrowserContextParams {
+            dispose_on_detach: Some(true),
+            proxy_server: Some(format!("http://{}", self.proxy.addr())),
+            proxy_bypass_list: Some("<-loopback>".into()),
+            origins_with_universal_network_access: None,
+        };
+        let context = browser.create_browser_context(params).await.map_err(cdp_error)?;
+        // Downloads would land in the daemon user's home, unbounded: none.
+        let downloads = SetDownloadBehaviorParams {
+            behavior: SetDownloadBehaviorBehavior::Deny,
+            browser_context_id: Some(context.clone()),
+            download_path: None,
+            events_enabled: None,
+        };
+        browser.execute(downloads).await.map_err(cdp_error)?;
+        let (page, network) = self.new_tab(context.clone()).await?;
+        Ok(Fresh { context, page, network })
+    }
+
+    /// A blank tab in `context`, its network activity followed.
+    async fn new_tab(&self, context: BrowserContextId) -> Result<(Page, Arc<NetworkActivity>)> {
+        let mut params = CreateTargetParams::new("about:blank");
+        params.browser_context_id = Some(context);
+        let page = self.chromium.browser.new_page(params).await.map_err(cdp_error)?;
+        let network = NetworkActivity::follow(&page).await?;
+        Ok((page, network))
+    }
+
+    /// Makes the next spare context in the background, unless one is ready or on its way (after
+    /// every call, so the first call of a new Chromium leaves one behind too).
+    fn refill_spare(self: &Arc<Self>) {
+        let Ok(mut spare) = self.spare.clone().try_lock_owned() else { return };
+        if spare.is_some() {
+            return;
+        }
+        let process = self.clone();
+        tokio::spawn(async move {
+            match process.fresh().await {
+                Ok(fresh) => *spare = Some(fresh),
+                Err(e) => tracing::debug!(error = %e.message, "could not make a spare browser context"),
+            }
+        });
+    }
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
         self.browsers.publish(self.agent, &self.pages);
+        // After the call, not during it: making a context competes for Chromium's main thread
+        // and the two cores with the page this call loads.
+        self.process.refill_spare();
     }
 }
 

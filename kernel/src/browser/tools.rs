@@ -136,11 +136,19 @@ impl Tool for Navigate {
         let nonce = session.nonce();
         let page = session.active()?.page.clone();
         let started = Instant::now();
+        let mut navigated = Duration::ZERO;
         let loaded = tokio::time::timeout(timeout, async {
             page.goto(url.as_str()).await.map_err(|e| navigation_error(&session, &url, e))?;
+            navigated = started.elapsed();
             pages::wait_loaded(&page, &nonce, timeout.saturating_sub(started.elapsed())).await
         })
         .await;
+        // Where a slow navigation spent its time: Chromium's load, or the state check after it.
+        tracing::debug!(
+            navigate_ms = navigated.as_secs_f64() * 1e3,
+            loaded_ms = started.elapsed().as_secs_f64() * 1e3,
+            "browser_navigate"
+        );
         let state = match loaded {
             Ok(Ok(state)) => state,
             Ok(Err(e)) if e.kind != ErrorKind::Timeout => {

@@ -28,6 +28,13 @@ fn confined(cmd: &mut Command) {
     cmd.args(["-protocol_whitelist", "file", "-format_whitelist", FORMATS]);
 }
 
+/// ffmpeg or ffprobe with the environment every helper gets, never the daemon's own.
+fn command(program: &std::path::Path) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.env_clear().envs(crate::process::base_environment(|name| std::env::var(name).ok()));
+    cmd
+}
+
 /// The longest an ffmpeg or ffprobe run may take: a window of a 50 MB file takes seconds.
 const RUN_LIMIT: Duration = Duration::from_secs(120);
 
@@ -51,7 +58,7 @@ impl Ffmpeg {
 
     /// How long the recording in `file` is, in seconds.
     pub async fn duration(&self, file: std::fs::File) -> Result<f64> {
-        let mut cmd = Command::new(&self.ffprobe);
+        let mut cmd = command(&self.ffprobe);
         cmd.args([
             "-v",
             "error",
@@ -82,7 +89,7 @@ impl Ffmpeg {
         secs: Option<f64>,
         max_bytes: u64,
     ) -> Result<std::result::Result<Window, u64>> {
-        let mut cmd = Command::new(&self.ffmpeg);
+        let mut cmd = command(&self.ffmpeg);
         cmd.args(["-nostdin", "-v", "error", "-ss", &format!("{start:.3}")]);
         confined(&mut cmd);
         cmd.args(["-i", "/dev/stdin"]);
@@ -105,7 +112,7 @@ impl Ffmpeg {
 
     /// One frame of the video in `file` at `at` seconds, as a JPEG at most 768 pixels wide.
     pub async fn frame(&self, file: std::fs::File, at: f64) -> Result<Vec<u8>> {
-        let mut cmd = Command::new(&self.ffmpeg);
+        let mut cmd = command(&self.ffmpeg);
         cmd.args(["-nostdin", "-v", "error", "-ss", &format!("{at:.3}")]);
         confined(&mut cmd);
         cmd.args(["-i", "/dev/stdin"]);

@@ -14,6 +14,7 @@
 mod output;
 mod policy;
 pub(crate) mod reaper;
+pub(crate) use policy::base_environment;
 mod store;
 pub mod supervisor;
 mod tools;

@@ -21,6 +21,16 @@ const MAX_ENV_VARS: usize = 64;
 const MAX_ENV_VALUE_BYTES: usize = 32 * 1024;
 pub(super) const MAX_COMMAND_BYTES: usize = 64 * 1024;
 
+/// The daemon's variables that every program Kennel starts gets (children of `process_start`,
+/// Chromium, ffmpeg), with a `PATH` when the daemon has none. Nothing else of the daemon's
+/// environment — provider keys, tokens, the CLI token's path — reaches them by omission.
+pub(crate) fn base_environment(daemon: impl Fn(&str) -> Option<String>) -> BTreeMap<String, String> {
+    let mut env: BTreeMap<String, String> =
+        BASE.iter().filter_map(|name| daemon(name).map(|value| (name.to_string(), value))).collect();
+    env.entry("PATH".into()).or_insert_with(|| DEFAULT_PATH.into());
+    env
+}
+
 /// What a child may and may not get, read once from the config.
 pub(crate) struct Policy {
     allowed_commands: Option<Vec<String>>,
@@ -86,13 +96,13 @@ impl Policy {
         if call.len() > MAX_ENV_VARS {
             return Err(Error::invalid(format!("at most {MAX_ENV_VARS} variables")).with_field("env"));
         }
-        let mut env = BTreeMap::new();
-        for name in BASE.iter().copied().chain(self.pass_env.iter().map(String::as_str)) {
-            if let Some(value) = daemon(name).filter(|_| !self.is_secret(name)) {
-                env.insert(name.to_string(), value);
+        let mut env = base_environment(&daemon);
+        for name in &self.pass_env {
+            if let Some(value) = daemon(name) {
+                env.insert(name.clone(), value);
             }
         }
-        env.entry("PATH".into()).or_insert_with(|| DEFAULT_PATH.into());
+        env.retain(|name, _| name == "PATH" || !self.is_secret(name));
         env.insert("HOME".into(), workspace.display().to_string());
         env.insert("TERM".into(), "dumb".into());
         for (name, value) in call {

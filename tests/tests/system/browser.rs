@@ -289,6 +289,15 @@ async fn a_full_pool_refuses_a_new_tab_and_agents_never_share_cookies() {
     assert_eq!(stop.status, 200, "{}", stop.text);
     let tabs = b.api.get(&format!("/api/agents/{ann}/browser/tabs")).await;
     assert_eq!(tabs.body, json!([]));
+
+    // A new agent's first tab is the spare context made ahead of need (after bob's calls):
+    // never one that another agent used.
+    let cai = agent_with(&b.api, "cai", &["browser.*"]).await;
+    call(&b.api, &cai, "browser_navigate", json!({"url": format!("{}/cookies", b.base)})).await;
+    let cai_cookies = call(&b.api, &cai, "browser_run_js", json!({"script": "document.cookie"})).await;
+    assert_eq!(cai_cookies["result"], "", "cai's context has none of ann's cookies");
+    let cai_storage = call(&b.api, &cai, "browser_run_js", json!({"script": "localStorage.getItem('k')"})).await;
+    assert_eq!(cai_storage["result"], Value::Null);
 }
 
 #[tokio::test]
