@@ -485,3 +485,45 @@ async fn even_with_all_of_loopback_open_no_page_reaches_the_browsers_devtools_po
     let open = call(&api, &me, "browser_read_page", json!({})).await;
     assert_eq!(open["text"], "secret");
 }
+
+#[tokio::test]
+async fn chromium_gets_a_built_environment_without_the_daemons_secrets() {
+    let port = site(9).await;
+    let home = Home::with_config(&format!(
+        "[browser]\nexecutable = \"{CHROMIUM}\"\nallowed_hosts = [\"127.0.0.1:{port}\"]\n[providers.llm]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9\"\napi_key_env = \"PROVIDER_KEY_VAR\"\n"
+    ));
+    let token = home.token("tests").await;
+    let daemon =
+        home.start_with_env(&[("PROVIDER_KEY_VAR", "sk-provider-secret"), ("UNRELATED_VAR", "daemon-only")]).await;
+    let api = daemon.api(&token);
+    let agent = agent_with(&api, "envy", &["browser.*"]).await;
+    call(&api, &agent, "browser_navigate", json!({ "url": format!("http://127.0.0.1:{port}/") })).await;
+
+    // Chromium is the daemon's child started with this home's profile folder (its helpers
+    // inherit its environment, and rewrite the memory /proc shows it from).
+    let profile = format!("--user-data-dir={}", home.path().join("browser").display());
+    let parent_is_daemon = |pid: &u32| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+        ppid == Some(daemon.pid())
+    };
+    let environments: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok()?.parse::<u32>().ok())
+        .filter(parent_is_daemon)
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(&profile))
+        })
+        .filter_map(|pid| std::fs::read(format!("/proc/{pid}/environ")).ok())
+        .map(|e| String::from_utf8_lossy(&e).replace('\0', "\n"))
+        .collect();
+    assert_eq!(environments.len(), 1, "one Chromium, the daemon's child, started with this home's profile");
+    for environment in &environments {
+        for secret in ["sk-provider-secret", "PROVIDER_KEY_VAR", "daemon-only", "KENNEL_"] {
+            assert!(!environment.contains(secret), "`{secret}` reached Chromium:\n{environment}");
+        }
+        assert!(environment.contains("PATH="), "{environment}");
+        let home_line = environment.lines().find(|l| l.starts_with("HOME=")).expect("Chromium has a HOME");
+        assert!(home_line.contains("/browser/profile-"), "HOME is inside the profile: {home_line}");
+    }
+}
