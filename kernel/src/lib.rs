@@ -24,6 +24,7 @@ pub mod media;
 pub mod memory;
 pub mod net;
 pub mod page;
+pub mod patch;
 pub mod process;
 pub mod schedule;
 pub mod session;
