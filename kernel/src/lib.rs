@@ -28,6 +28,7 @@ pub mod patch;
 pub mod process;
 pub mod schedule;
 pub mod session;
+pub mod skills;
 pub mod status;
 pub mod system;
 pub mod tasks;
