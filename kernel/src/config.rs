@@ -24,6 +24,7 @@ pub struct Config {
     pub a2a: A2aConfig,
     pub workspace: WorkspaceConfig,
     pub canvas: CanvasConfig,
+    pub skills: SkillsConfig,
     pub media: MediaConfig,
     pub budgets: BudgetsConfig,
     pub proactive_memory: ProactiveMemoryConfig,
@@ -308,6 +309,22 @@ pub struct CanvasConfig {
 impl Default for CanvasConfig {
     fn default() -> Self {
         CanvasConfig { max_bytes: 1024 * 1024 }
+    }
+}
+
+/// `[skills]`: how much of its skills an agent's system prompt carries.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SkillsConfig {
+    /// The most bytes of skill bodies a system prompt carries; what is over is cut with a note
+    /// (the full text stays readable: the note says how).
+    #[serde(deserialize_with = "in_range::<_, 0, 1048576>")]
+    pub prompt_max_bytes: u64,
+}
+
+impl Default for SkillsConfig {
+    fn default() -> Self {
+        SkillsConfig { prompt_max_bytes: 32 * 1024 }
     }
 }
 
@@ -834,6 +851,11 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 
 # [canvas]
 # max_bytes = 1048576          # the largest canvas_present HTML
+
+# [skills]
+# Skills live in skills/NAME/ under this home; an agent's system prompt carries the bodies of
+# the skills its type lists.
+# prompt_max_bytes = 32768     # the most skill text a system prompt carries (cut with a note)
 
 # LLM providers, named as agent types refer to them (provider = "openai").
 # [providers.openai]

@@ -18,6 +18,7 @@ pub mod db;
 pub mod docker;
 pub mod error;
 pub mod event;
+pub mod files;
 pub mod knowledge;
 pub mod llm;
 pub mod media;
@@ -86,6 +87,7 @@ struct Inner {
     /// `None` when `[proactive_memory] enabled = false`.
     semantic: Option<memory::semantic::SemanticMemory>,
     knowledge: knowledge::Knowledge,
+    skills: skills::Skills,
     /// `None` without a `[browser]` section.
     browsers: Option<Arc<browser::Browsers>>,
     processes: Arc<process::Processes>,
@@ -154,6 +156,7 @@ impl Kernel {
                 config.schedules.fire_history,
                 agents.clone(),
             ),
+            skills: skills::Skills::new(home.join("skills"), db.clone(), clock.clone()),
             clock,
             workspaces: workspace::Workspaces::new(home.join("workspaces"), config.workspace.max_file_bytes),
             canvases: canvas::Canvases::new(db.clone(), config.canvas.max_bytes),
@@ -285,6 +288,9 @@ impl Kernel {
     /// Every agent's private knowledge graph.
     pub fn knowledge(&self) -> &knowledge::Knowledge {
         &self.0.knowledge
+    }
+    pub fn skills(&self) -> &skills::Skills {
+        &self.0.skills
     }
 
     /// The key/value memory of every agent.

@@ -14,6 +14,7 @@ pub mod processes;
 pub mod schedules;
 pub mod settings;
 pub mod sign_in;
+pub mod skills;
 pub mod tasks;
 pub mod tools;
 pub mod usage;

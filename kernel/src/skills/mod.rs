@@ -21,8 +21,9 @@
 //!   part a plain name ([`crate::workspace::check_relative`]); no part may be a symbolic link;
 //!   files are at most [`MAX_FILE_BYTES`], a skill at most [`MAX_FILES`] of them.
 
-mod history;
+mod disk;
 mod store;
+mod tools;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -31,16 +32,16 @@ use std::sync::{Arc, Mutex as StdMutex};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-pub use history::HistoryEntry;
-pub use store::SUPPORT_FOLDERS;
+pub use disk::SUPPORT_FOLDERS;
+pub use store::HistoryEntry;
+pub(crate) use tools::register;
 
 use crate::clock::Clock;
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::patch::{MatchOptions, Strategy};
 
-/// The longest skill name, and the longest description, in characters.
-pub const MAX_NAME: usize = 64;
+/// The longest description, in characters.
 pub const MAX_DESCRIPTION: usize = 1024;
 /// The largest body, and the largest support file, in bytes.
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
@@ -52,6 +53,7 @@ pub const MAX_TAGS: usize = 16;
 /// A skill's manifest, as `skill.toml` holds it and `skill_evolve_create` takes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = SkillManifest)]
 pub struct Manifest {
     /// The skill's name: its folder's name too.
     pub name: String,
@@ -122,29 +124,79 @@ impl Skills {
     /// The skills on disk, by name.
     pub async fn list(&self) -> Result<Vec<Manifest>> {
         let root = self.root.clone();
-        blocking(move || store::list(&root)).await
+        blocking(move || disk::list(&root)).await
     }
 
     /// One skill: manifest, body, support files and version.
     pub async fn get(&self, name: &str) -> Result<Skill> {
         check_name(name)?;
         let dir = self.root.join(name);
-        let mut skill = blocking(move || store::read(&dir)).await?;
-        skill.version = history::latest(&self.db, name).await?.map_or(0, |h| h.version);
+        let mut skill = blocking(move || disk::read(&dir)).await?;
+        skill.version = store::latest(&self.db, name).await?.map_or(0, |h| h.version);
         Ok(skill)
     }
 
     /// The whole history of `name`, oldest first (a deleted skill's too).
     pub async fn history(&self, name: &str) -> Result<Vec<HistoryEntry>> {
         check_name(name)?;
-        history::all(&self.db, name).await
+        store::all(&self.db, name).await
     }
 
     /// A support file's text.
     pub async fn read_file(&self, name: &str, path: &str) -> Result<String> {
         check_name(name)?;
         let (dir, path) = (self.root.join(name), path.to_string());
-        blocking(move || store::read_file(&dir, &path)).await
+        blocking(move || disk::read_file(&dir, &path)).await
+    }
+
+    /// What an agent's system prompt carries of the skills `names` (its type's list): each
+    /// skill's name, description and body, in the list's order, in at most `max_bytes`. A
+    /// body over what is left is cut at a character with a note saying so, a skill that does
+    /// not exist (or cannot be read) is named with the reason, and later skills that no longer
+    /// fit are named. `None` when the list is empty.
+    pub async fn prompt_block(&self, names: &[String], max_bytes: usize) -> Option<String> {
+        if names.is_empty() {
+            return None;
+        }
+        let mut block = String::from("## Your skills\n");
+        let mut left_out = Vec::new();
+        for name in names {
+            let skill = match self.get(name).await {
+                Ok(skill) => skill,
+                Err(e) => {
+                    block.push_str(&format!(
+                        "\n(Skill `{name}` is listed by your agent type but cannot be read: {})\n",
+                        e.message
+                    ));
+                    continue;
+                }
+            };
+            let heading = format!("\n### {name}: {}\n\n", skill.manifest.description);
+            let room = max_bytes.saturating_sub(block.len() + heading.len());
+            if room == 0 {
+                left_out.push(name.as_str());
+                continue;
+            }
+            block.push_str(&heading);
+            if skill.body.len() <= room {
+                block.push_str(&skill.body);
+            } else {
+                let cut = skill.body.floor_char_boundary(room);
+                block.push_str(&skill.body[..cut]);
+                block.push_str(&format!(
+                    "\n\n[… the body of `{name}` is cut here, at {cut} of {} bytes: skills in a system prompt are limited to [skills] prompt_max_bytes = {max_bytes}]\n",
+                    skill.body.len()
+                ));
+            }
+            block.push('\n');
+        }
+        if !left_out.is_empty() {
+            block.push_str(&format!(
+                "\n[Skills left out for [skills] prompt_max_bytes = {max_bytes}: {}]\n",
+                left_out.join(", ")
+            ));
+        }
+        Some(block)
     }
 
     /// Creates a skill from scratch.
@@ -156,7 +208,7 @@ impl Skills {
         let dir = self.root.join(&name);
         let root = self.root.clone();
         let (m, b) = (manifest.clone(), body.clone());
-        blocking(move || store::create(&root, &dir, &m, &b)).await?;
+        blocking(move || disk::create(&root, &dir, &m, &b)).await?;
         let diff = crate::patch::unified("", &body, "/dev/null", &format!("{name}/SKILL.md"));
         self.record(actor, &name, "create", &manifest, &body, diff, None).await
     }
@@ -192,7 +244,7 @@ impl Skills {
         let _held = self.lock(name).await;
         let current = self.get(name).await?;
         let (dir, rel, new) = (self.root.join(name), path.to_string(), text.clone());
-        let (rel, before) = blocking(move || store::write_file(&dir, &rel, &new)).await?;
+        let (rel, before) = blocking(move || disk::write_file(&dir, &rel, &new)).await?;
         let diff = crate::patch::unified(before.as_deref().unwrap_or(""), &text, &rel, &rel);
         self.record(actor, name, "write_file", &current.manifest, &current.body, diff, Some(rel)).await
     }
@@ -202,7 +254,7 @@ impl Skills {
         let _held = self.lock(name).await;
         let current = self.get(name).await?;
         let (dir, rel) = (self.root.join(name), path.to_string());
-        let (rel, before) = blocking(move || store::remove_file(&dir, &rel)).await?;
+        let (rel, before) = blocking(move || disk::remove_file(&dir, &rel)).await?;
         let diff = crate::patch::unified(&before, "", &rel, "/dev/null");
         self.record(actor, name, "remove_file", &current.manifest, &current.body, diff, Some(rel)).await
     }
@@ -221,13 +273,13 @@ impl Skills {
             ))
             .with_field("version"));
         }
-        let entry = history::at(&self.db, name, target)
+        let entry = store::at(&self.db, name, target)
             .await?
             .ok_or_else(|| Error::not_found(format!("`{name}` has no version {target}")).with_field("version"))?;
         let manifest: Manifest = toml::from_str(&entry.manifest)
             .map_err(|e| Error::internal(format!("version {target}'s manifest does not parse: {e}")))?;
         let (dir, m, b) = (self.root.join(name), manifest.clone(), entry.body.clone());
-        blocking(move || store::write_skill(&dir, &m, &b)).await?;
+        blocking(move || disk::write_skill(&dir, &m, &b)).await?;
         let diff = crate::patch::unified(&current.body, &entry.body, "SKILL.md", "SKILL.md");
         self.record(actor, name, "rollback", &manifest, &entry.body, diff, Some(format!("to version {target}"))).await
     }
@@ -238,7 +290,7 @@ impl Skills {
         let current = self.get(name).await?;
         let version = current.version + 1;
         let (root, n) = (self.root.clone(), name.to_string());
-        blocking(move || store::move_aside(&root, &n, version)).await?;
+        blocking(move || disk::move_aside(&root, &n, version)).await?;
         let diff = crate::patch::unified(&current.body, "", "SKILL.md", "/dev/null");
         self.record(actor, name, "delete", &current.manifest, &current.body, diff, None).await
     }
@@ -247,14 +299,14 @@ impl Skills {
     pub async fn restore(&self, actor: &Actor, name: &str) -> Result<Evolved> {
         check_name(name)?;
         let _held = self.lock(name).await;
-        let last = history::latest(&self.db, name)
+        let last = store::latest(&self.db, name)
             .await?
             .ok_or_else(|| Error::not_found(format!("there never was a skill `{name}`")))?;
         if last.op != "delete" {
             return Err(Error::conflict(format!("`{name}` is not deleted (its last operation was {})", last.op)));
         }
         let (root, n, version) = (self.root.clone(), name.to_string(), last.version);
-        blocking(move || store::bring_back(&root, &n, version)).await?;
+        blocking(move || disk::bring_back(&root, &n, version)).await?;
         let manifest: Manifest = toml::from_str(&last.manifest)
             .map_err(|e| Error::internal(format!("the deleted manifest does not parse: {e}")))?;
         let diff = crate::patch::unified("", &last.body, "/dev/null", "SKILL.md");
@@ -271,7 +323,7 @@ impl Skills {
         strategy: Option<&str>,
     ) -> Result<Evolved> {
         let (dir, m, b) = (self.root.join(name), current.manifest.clone(), body.clone());
-        blocking(move || store::write_skill(&dir, &m, &b)).await?;
+        blocking(move || disk::write_skill(&dir, &m, &b)).await?;
         let diff = crate::patch::unified(&current.body, &body, "SKILL.md", "SKILL.md");
         let mut evolved =
             self.record(actor, name, op, &current.manifest, &body, diff, strategy.map(str::to_string)).await?;
@@ -292,7 +344,7 @@ impl Skills {
     ) -> Result<Evolved> {
         let manifest_text =
             toml::to_string(manifest).map_err(|e| Error::internal(format!("the manifest does not serialise: {e}")))?;
-        let entry = history::NewEntry {
+        let entry = store::NewEntry {
             skill: name,
             op,
             actor: actor.label(),
@@ -302,7 +354,7 @@ impl Skills {
             manifest: &manifest_text,
             body,
         };
-        let version = history::append(&self.db, entry).await?;
+        let version = store::append(&self.db, entry).await?;
         Ok(Evolved { skill: name.to_string(), version, op: op.to_string(), diff, strategy: None })
     }
 
@@ -316,20 +368,14 @@ fn strategy_name(strategy: Strategy) -> &'static str {
     strategy.name()
 }
 
-/// A skill name: lower-case letters, digits, `-` and `_`, a letter or digit first, at most
-/// [`MAX_NAME`] characters (it names a folder and appears in prompts).
+/// A skill name: the names of agent types and agents ([`crate::agent::manifest::is_valid_name`]),
+/// since agent types list skills by name; it names a folder and appears in prompts.
 pub fn check_name(name: &str) -> Result<()> {
-    let ok = !name.is_empty()
-        && name.len() <= MAX_NAME
-        && name.bytes().next().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
-    if ok {
+    if crate::agent::manifest::is_valid_name(name) {
         Ok(())
     } else {
-        Err(Error::invalid(format!(
-            "`{name}` is not a skill name: lower-case letters, digits, `-` and `_`, a letter or digit first, at most {MAX_NAME} characters"
-        ))
-        .with_field("name"))
+        Err(Error::invalid(format!("`{name}` is not a skill name: {}", crate::agent::manifest::NAME_RULE))
+            .with_field("name"))
     }
 }
 

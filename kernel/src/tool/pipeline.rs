@@ -260,6 +260,9 @@ mod tests {
                 "browser_read_page",
                 "process_list",
                 "process_poll",
+                "read_file",
+                "find_files",
+                "skill_read_file",
             ]
         );
     }

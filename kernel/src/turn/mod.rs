@@ -438,6 +438,9 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         }
         let turn_start = history.last().map_or(1, |e| e.seq);
         let recall = self.recall().await;
+        // Read once a turn: an evolve during the turn shows from the next one.
+        let max_skill_bytes = usize::try_from(self.kernel.config().skills.prompt_max_bytes).unwrap_or(usize::MAX);
+        let skills = self.kernel.skills().prompt_block(&self.agent.manifest.skills, max_skill_bytes).await;
 
         let cap =
             self.kernel.config().kernel.max_turn_iterations.min(u64::from(self.agent.manifest.limits.max_iterations))
@@ -458,7 +461,7 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
             let offer = modes::offer(&self.kernel.tools(), self.agent, &loaded, self.req.scope());
             // The goal may have changed mid-turn (goal_update): read the agent again.
             let current = self.kernel.agents().get_by_id(self.agent.id).unwrap_or_else(|| self.agent.clone());
-            let system = prompt::system_prompt(&current, offer.context_line.as_deref());
+            let system = prompt::system_prompt(&current, skills.as_deref(), offer.context_line.as_deref());
             (self.emit)(EventKind::ModelCall { iteration });
             let call = Call {
                 turn_id,

@@ -6,9 +6,10 @@ use super::context::Entry;
 use crate::agent::Agent;
 use crate::llm::Message;
 
-/// The agent type's system prompt, the agent's current goal, and (stable mode) the line that
-/// names the tools reached through `run_tool`.
-pub(super) fn system_prompt(agent: &Agent, tools_line: Option<&str>) -> String {
+/// The agent type's system prompt, the agent's current goal, its type's skills
+/// ([`crate::skills::Skills::prompt_block`]), and (stable mode) the line that names the tools
+/// reached through `run_tool`.
+pub(super) fn system_prompt(agent: &Agent, skills: Option<&str>, tools_line: Option<&str>) -> String {
     let mut prompt = if agent.manifest.system_prompt.trim().is_empty() {
         format!("You are {}, an agent running in Kennel.", agent.name)
     } else {
@@ -18,9 +19,9 @@ pub(super) fn system_prompt(agent: &Agent, tools_line: Option<&str>) -> String {
         prompt.push_str("\n\nYour current goal: ");
         prompt.push_str(goal);
     }
-    if let Some(line) = tools_line {
+    for part in [skills, tools_line].into_iter().flatten() {
         prompt.push_str("\n\n");
-        prompt.push_str(line);
+        prompt.push_str(part);
     }
     prompt
 }

@@ -4,13 +4,19 @@
 //! agent's folder and nowhere else:
 //!
 //! - the path is relative, each part a plain name (no `..`, no `.`, no empty part, no control
-//!   character), and short ([`check_relative`]);
+//!   character, nothing that looks percent-encoded), and short ([`check_relative`]);
 //! - the folder it lands in is resolved (symbolic links followed) and must still be inside the
 //!   workspace;
 //! - the file itself is opened with `O_NOFOLLOW` (a symbolic link there is refused, not
 //!   followed), and the opened file's real path is checked once more, so a link swapped in
 //!   between the check and the open cannot lead out either;
 //! - reads and writes are bounded by `[workspace] max_file_bytes`.
+//!
+//! Files appear whole: a write goes to a synced temporary file in the target folder that is
+//! renamed (replacing) or hard-linked (never replacing: [`Workspaces::create`],
+//! [`Workspaces::rename`], [`Workspaces::restore`]) into place. Removed files go to the
+//! agent's trash beside the workspaces (`workspaces/.trash/AGENT_ID/`), out of every path's
+//! reach.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -48,7 +54,22 @@ pub struct Listing {
     pub files: Vec<FileEntry>,
     /// Whether more files were found than listed.
     pub truncated: bool,
+    /// The sub-folders seen, by path, when a listing is not recursive ([`Workspaces::find`]).
+    pub folders: Vec<String>,
 }
+
+/// A file in the agent's trash, as `remove_file` put it there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Trashed {
+    /// Where it was in the workspace.
+    pub path: String,
+    /// When it was removed, RFC 3339 UTC.
+    pub trashed_at: String,
+    pub bytes: u64,
+}
+
+/// The most directory entries one [`Workspaces::find`] looks at.
+pub const MAX_VISITED: usize = 100_000;
 
 /// How a file may be shown on the dashboard's own origin: only types a browser cannot run
 /// (no HTML, no SVG, no PDF, nothing it might sniff into a document).
@@ -120,14 +141,7 @@ impl Workspaces {
         if !self.root.join(agent.to_string()).is_dir() {
             return Ok(Listing::default());
         }
-        let dir = self.folder(agent)?;
-        blocking(move || {
-            let mut listing = Listing::default();
-            walk(&dir, &dir, 0, &mut listing)?;
-            listing.files.sort_by(|a, b| a.path.cmp(&b.path));
-            Ok(listing)
-        })
-        .await
+        self.find(agent, None, true, MAX_LISTED, |_| true).await
     }
 
     /// Reads a whole file (at most `[workspace] max_file_bytes`).
@@ -152,44 +166,207 @@ impl Workspaces {
     /// Writes a whole file, replacing one at that path; its folders are made as needed. The
     /// bytes go to a new file that is renamed into place, so a reader never sees half of it.
     pub async fn write(&self, agent: Uuid, path: &str, bytes: Vec<u8>) -> Result<FileEntry> {
-        if bytes.len() as u64 > self.max_file_bytes {
-            return Err(Error::invalid(format!(
-                "the file is {} bytes; a workspace takes files of at most {} bytes ([workspace] max_file_bytes)",
-                bytes.len(),
-                self.max_file_bytes
-            )));
-        }
+        self.check_size(bytes.len())?;
         let dir = self.folder(agent)?;
         let parts = check_relative(path)?;
-        let rel = parts.join("/");
         blocking(move || {
-            let (name, folders) = parts.split_last().expect("a checked path has a part");
-            let mut parent = dir.clone();
-            for folder in folders {
-                parent.push(folder);
-                match std::fs::symlink_metadata(&parent) {
-                    Ok(m) if m.is_dir() => {}
-                    Ok(_) => return Err(Error::invalid(format!("`{rel}`: `{folder}` is not a folder"))),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                        std::fs::DirBuilder::new().mode_owner_only().create(&parent)?;
-                    }
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            let parent = inside(&dir, &parent, &rel)?;
-            let target = parent.join(name);
+            let (parent, name, rel) = parent_for_write(&dir, &parts)?;
+            let target = parent.join(&name);
             if std::fs::symlink_metadata(&target).is_ok_and(|m| !m.is_file()) {
                 return Err(Error::invalid(format!("`{rel}` exists and is not a regular file")));
             }
-            let tmp = parent.join(format!(".{name}.{}.part", Uuid::now_v7()));
-            let mut file = OpenOptions::new().write(true).create_new(true).custom_flags(libc::O_NOFOLLOW).open(&tmp)?;
-            file.write_all(&bytes)?;
-            file.sync_data()?;
-            std::fs::rename(&tmp, &target)?;
+            let tmp = write_temp(&parent, &name, &bytes)?;
+            std::fs::rename(&tmp, &target).inspect_err(|_| drop(std::fs::remove_file(&tmp)))?;
             let (_, entry) = open_inside(&dir, &target, &rel)?;
             Ok(entry)
         })
         .await
+    }
+
+    /// Makes a new file, never replacing one: `Conflict` if anything is at that path. Its
+    /// folders are made as needed. Like [`Workspaces::write`], the file appears whole: the
+    /// bytes are written to a temporary file in the target folder, synced, and then linked
+    /// into place (a link, unlike a rename, fails when the name is taken).
+    pub async fn create(&self, agent: Uuid, path: &str, bytes: Vec<u8>) -> Result<FileEntry> {
+        self.check_size(bytes.len())?;
+        let dir = self.folder(agent)?;
+        let parts = check_relative(path)?;
+        blocking(move || create_in(&dir, &parts, &bytes)).await
+    }
+
+    /// Moves the file at `from` to the new path `to` with `bytes` as its content: the new
+    /// file is made as by [`Workspaces::create`] (so `to` only ever appears with the new
+    /// content, and a file already at `to` is a `Conflict`), then `from` is removed. If `from`
+    /// cannot be removed, the new file is removed again and the error returned.
+    pub async fn rename(&self, agent: Uuid, from: &str, to: &str, bytes: Vec<u8>) -> Result<FileEntry> {
+        self.check_size(bytes.len())?;
+        let (dir, source, from_rel) = self.target(agent, from)?;
+        let parts = check_relative(to)?;
+        blocking(move || {
+            open_inside(&dir, &source, &from_rel)?;
+            let entry = create_in(&dir, &parts, &bytes)?;
+            let source = inside(&dir, source.parent().unwrap_or(&dir), &from_rel)?.join(file_name(&source, &from_rel)?);
+            if let Err(e) = std::fs::remove_file(&source) {
+                let made = parts.iter().fold(dir.clone(), |p, part| p.join(part));
+                let _ = std::fs::remove_file(made);
+                return Err(e.into());
+            }
+            Ok(entry)
+        })
+        .await
+    }
+
+    /// Removes a regular file for good (links are refused, not followed; folders stay).
+    pub async fn delete(&self, agent: Uuid, path: &str) -> Result<()> {
+        let (dir, target, rel) = self.target(agent, path)?;
+        blocking(move || {
+            open_inside(&dir, &target, &rel)?;
+            let parent = inside(&dir, target.parent().unwrap_or(&dir), &rel)?;
+            std::fs::remove_file(parent.join(file_name(&target, &rel)?)).map_err(|e| not_found_or(e, &rel))
+        })
+        .await
+    }
+
+    /// Whether a regular file is at `path`: `false` when nothing is there, an error when the
+    /// path is refused or something else (a link, a folder) is there.
+    pub async fn exists(&self, agent: Uuid, path: &str) -> Result<bool> {
+        let (dir, target, rel) = self.target(agent, path)?;
+        blocking(move || match open_inside(&dir, &target, &rel) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind == crate::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e),
+        })
+        .await
+    }
+
+    /// Reads at most `max` bytes from the start of a file; also says whether there was more.
+    pub async fn read_head(&self, agent: Uuid, path: &str, max: u64) -> Result<(Vec<u8>, FileEntry, bool)> {
+        let (dir, target, rel) = self.target(agent, path)?;
+        blocking(move || {
+            let (file, entry) = open_inside(&dir, &target, &rel)?;
+            let mut bytes = Vec::with_capacity(usize::try_from(entry.bytes.min(max)).unwrap_or(0));
+            file.take(max).read_to_end(&mut bytes)?;
+            let more = entry.bytes > bytes.len() as u64;
+            Ok((bytes, entry, more))
+        })
+        .await
+    }
+
+    /// Lists the files under the folder `under` (the whole workspace when `None`), only its
+    /// own files and sub-folders unless `recursive`, keeping the files whose path `keep`
+    /// accepts, at most `max` of them (and at most [`MAX_VISITED`] entries looked at).
+    /// Links are neither followed nor listed.
+    pub async fn find(
+        &self,
+        agent: Uuid,
+        under: Option<&str>,
+        recursive: bool,
+        max: usize,
+        keep: impl Fn(&str) -> bool + Send + 'static,
+    ) -> Result<Listing> {
+        let dir = self.folder(agent)?;
+        let under = under.map(str::to_string);
+        blocking(move || {
+            let start = match &under {
+                Some(rel) => {
+                    let start = folder_inside(&dir, rel)?;
+                    // Links are not followed here either, even one that stays inside.
+                    if start != rel.split('/').fold(dir.clone(), |p, part| p.join(part)) {
+                        return Err(Error::forbidden(format!(
+                            "`{rel}` goes through a symbolic link: links are not followed"
+                        )));
+                    }
+                    start
+                }
+                None => dir.clone(),
+            };
+            let mut walk = Walk { dir: &dir, recursive, max, keep: &keep, visited: 0, listing: Listing::default() };
+            walk.folder(&start, 0)?;
+            let mut listing = walk.listing;
+            listing.files.sort_by(|a, b| a.path.cmp(&b.path));
+            listing.folders.sort();
+            Ok(listing)
+        })
+        .await
+    }
+
+    /// Moves a file into the agent's trash (see [`Trashed`]), from where
+    /// [`Workspaces::restore`] brings it back.
+    pub async fn trash(&self, agent: Uuid, path: &str) -> Result<Trashed> {
+        let (dir, target, rel) = self.target(agent, path)?;
+        let bin = self.trash_folder(agent);
+        blocking(move || {
+            let (_, entry) = open_inside(&dir, &target, &rel)?;
+            std::fs::DirBuilder::new().recursive(true).mode_owner_only().create(&bin)?;
+            let parent = inside(&dir, target.parent().unwrap_or(&dir), &rel)?;
+            let id = Uuid::now_v7().simple().to_string();
+            let trashed = Trashed { path: rel.clone(), trashed_at: now_rfc3339(), bytes: entry.bytes };
+            let record = bin.join(format!("{id}.json"));
+            std::fs::write(&record, serde_json::to_vec(&trashed).map_err(Error::internal)?)?;
+            if let Err(e) = std::fs::rename(parent.join(file_name(&target, &rel)?), bin.join(&id)) {
+                let _ = std::fs::remove_file(&record);
+                return Err(not_found_or(e, &rel));
+            }
+            Ok(trashed)
+        })
+        .await
+    }
+
+    /// Brings back the most recently trashed file of `path`, byte for byte, making its
+    /// folders as needed: `NotFound` if none is in the trash, `Conflict` if something is at
+    /// the path now.
+    pub async fn restore(&self, agent: Uuid, path: &str) -> Result<(FileEntry, Trashed)> {
+        let dir = self.folder(agent)?;
+        let parts = check_relative(path)?;
+        let bin = self.trash_folder(agent);
+        blocking(move || {
+            let rel = parts.join("/");
+            let mut latest: Option<(String, Trashed)> = None;
+            let items = match std::fs::read_dir(&bin) {
+                Ok(items) => items.collect::<std::io::Result<Vec<_>>>()?,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+                Err(e) => return Err(e.into()),
+            };
+            for item in items {
+                let Some(id) = item.file_name().to_str().and_then(|n| n.strip_suffix(".json")).map(str::to_string)
+                else {
+                    continue;
+                };
+                let Ok(trashed) = serde_json::from_slice::<Trashed>(&std::fs::read(item.path())?) else { continue };
+                if trashed.path == rel && latest.as_ref().is_none_or(|(best, _)| id > *best) {
+                    latest = Some((id, trashed));
+                }
+            }
+            let Some((id, trashed)) = latest else {
+                return Err(Error::not_found(format!("`{rel}` is not in the trash: nothing removed at that path")));
+            };
+            let (parent, name, _) = parent_for_write(&dir, &parts)?;
+            let target = parent.join(&name);
+            std::fs::hard_link(bin.join(&id), &target).map_err(|e| taken_or(e, &rel))?;
+            std::fs::remove_file(bin.join(&id))?;
+            std::fs::remove_file(bin.join(format!("{id}.json")))?;
+            let (_, entry) = open_inside(&dir, &target, &rel)?;
+            Ok((entry, trashed))
+        })
+        .await
+    }
+
+    /// The agent's trash: `$KENNEL_HOME/workspaces/.trash/AGENT_ID/`, beside the workspaces
+    /// rather than in one, so no path argument, listing or child process of the agent reaches
+    /// it (and `.trash` is never an agent id).
+    /// (Made by the first removal.)
+    fn trash_folder(&self, agent: Uuid) -> PathBuf {
+        self.root.join(".trash").join(agent.to_string())
+    }
+
+    fn check_size(&self, bytes: usize) -> Result<()> {
+        if bytes as u64 > self.max_file_bytes {
+            return Err(Error::invalid(format!(
+                "the file is {bytes} bytes; a workspace takes files of at most {} bytes ([workspace] max_file_bytes)",
+                self.max_file_bytes
+            )));
+        }
+        Ok(())
     }
 
     /// Opens a file to be streamed (a download), with what lists show of it.
@@ -237,10 +414,22 @@ pub fn check_relative(path: &str) -> Result<Vec<String>> {
             "" => return refuse("it has an empty part (`//` or a trailing `/`)"),
             "." | ".." => return refuse("`.` and `..` are not allowed: name the file from the workspace's top"),
             p if p.len() > MAX_PART_BYTES => return refuse(&format!("a name is at most {MAX_PART_BYTES} bytes")),
+            p if looks_encoded(p) => {
+                return refuse(
+                    "it looks percent-encoded (`%2e`, `%2f`…): paths are taken as written, so write the name plainly",
+                );
+            }
             _ => {}
         }
     }
     Ok(parts.into_iter().map(str::to_string).collect())
+}
+
+/// Whether a name holds a `%` and two hex digits. Nothing decodes paths, so `%2e%2e` would
+/// only be a strange name, but from an agent it is nearly always an attempt to leave the
+/// folder: refused with the reason rather than made.
+fn looks_encoded(part: &str) -> bool {
+    part.as_bytes().windows(3).any(|w| w[0] == b'%' && w[1].is_ascii_hexdigit() && w[2].is_ascii_hexdigit())
 }
 
 /// The existing folder `rel` names inside the workspace folder `dir` (links followed, and
@@ -294,26 +483,112 @@ fn entry(path: String, meta: &std::fs::Metadata) -> FileEntry {
     FileEntry { path, bytes: meta.len(), modified: modified.to_rfc3339_opts(chrono::SecondsFormat::Secs, true) }
 }
 
-/// Lists regular files under `folder` into `listing`, not following links, to
-/// [`MAX_PARTS`] deep. Names that are not UTF-8 cannot be named by a path argument and are
-/// left out; so are the half-written files of [`Workspaces::write`].
-fn walk(dir: &Path, folder: &Path, depth: usize, listing: &mut Listing) -> Result<()> {
-    for item in std::fs::read_dir(folder)? {
-        let item = item?;
-        let Ok(name) = item.file_name().into_string() else { continue };
-        let kind = item.file_type()?;
-        if kind.is_dir() && depth + 1 < MAX_PARTS {
-            walk(dir, &item.path(), depth + 1, listing)?;
-        } else if kind.is_file() && !(name.starts_with('.') && name.ends_with(".part")) {
-            if listing.files.len() == MAX_LISTED {
-                listing.truncated = true;
+/// One bounded walk of a workspace folder for [`Workspaces::find`].
+struct Walk<'a> {
+    dir: &'a Path,
+    recursive: bool,
+    max: usize,
+    keep: &'a dyn Fn(&str) -> bool,
+    visited: usize,
+    listing: Listing,
+}
+
+impl Walk<'_> {
+    /// Lists regular files under `folder`, not following links, to [`MAX_PARTS`] deep. Names
+    /// that are not UTF-8 cannot be named by a path argument and are left out; so are the
+    /// half-written files of [`Workspaces::write`].
+    fn folder(&mut self, folder: &Path, depth: usize) -> Result<()> {
+        for item in std::fs::read_dir(folder)? {
+            let item = item?;
+            self.visited += 1;
+            if self.visited > MAX_VISITED || self.listing.files.len() > self.max {
+                self.listing.truncated = true;
                 return Ok(());
             }
-            let rel = item.path().strip_prefix(dir).map(|p| p.to_string_lossy().into_owned()).unwrap_or(name);
-            listing.files.push(entry(rel, &item.metadata()?));
+            let Ok(name) = item.file_name().into_string() else { continue };
+            let kind = item.file_type()?;
+            let rel =
+                || item.path().strip_prefix(self.dir).map(|p| p.to_string_lossy().into_owned()).unwrap_or(name.clone());
+            if kind.is_dir() {
+                if !self.recursive {
+                    self.listing.folders.push(rel());
+                } else if depth + 1 < MAX_PARTS {
+                    self.folder(&item.path(), depth + 1)?;
+                }
+            } else if kind.is_file() && !(name.starts_with('.') && name.ends_with(".part")) {
+                let rel = rel();
+                if !(self.keep)(&rel) {
+                    continue;
+                }
+                if self.listing.files.len() == self.max {
+                    self.listing.truncated = true;
+                    return Ok(());
+                }
+                self.listing.files.push(entry(rel, &item.metadata()?));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The folder a new file at `parts` goes in (made as needed, and checked to be inside `dir`),
+/// the file's name, and the path as written back.
+fn parent_for_write(dir: &Path, parts: &[String]) -> Result<(PathBuf, String, String)> {
+    let rel = parts.join("/");
+    let (name, folders) = parts.split_last().expect("a checked path has a part");
+    let mut parent = dir.to_path_buf();
+    for folder in folders {
+        parent.push(folder);
+        match std::fs::symlink_metadata(&parent) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Err(Error::invalid(format!("`{rel}`: `{folder}` is not a folder"))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::DirBuilder::new().mode_owner_only().create(&parent)?;
+            }
+            Err(e) => return Err(e.into()),
         }
     }
-    Ok(())
+    Ok((inside(dir, &parent, &rel)?, name.clone(), rel))
+}
+
+/// A new temporary file beside `name` in `parent` holding `bytes`, synced to disk.
+fn write_temp(parent: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf> {
+    let tmp = parent.join(format!(".{name}.{}.part", Uuid::now_v7()));
+    let mut file = OpenOptions::new().write(true).create_new(true).custom_flags(libc::O_NOFOLLOW).open(&tmp)?;
+    let written = file.write_all(bytes).and_then(|()| file.sync_data());
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e.into());
+    }
+    Ok(tmp)
+}
+
+/// [`Workspaces::create`] once the path is checked.
+fn create_in(dir: &Path, parts: &[String], bytes: &[u8]) -> Result<FileEntry> {
+    let (parent, name, rel) = parent_for_write(dir, parts)?;
+    let target = parent.join(&name);
+    let tmp = write_temp(&parent, &name, bytes)?;
+    let linked = std::fs::hard_link(&tmp, &target);
+    let _ = std::fs::remove_file(&tmp);
+    linked.map_err(|e| taken_or(e, &rel))?;
+    let (_, entry) = open_inside(dir, &target, &rel)?;
+    Ok(entry)
+}
+
+fn file_name<'a>(target: &'a Path, rel: &str) -> Result<&'a std::ffi::OsStr> {
+    target.file_name().ok_or_else(|| Error::invalid(format!("`{rel}` names no file")))
+}
+
+fn taken_or(e: std::io::Error, rel: &str) -> Error {
+    if e.kind() == std::io::ErrorKind::AlreadyExists {
+        Error::conflict(format!("`{rel}` already exists in the workspace"))
+    } else {
+        e.into()
+    }
+}
+
+fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
 fn escapes(rel: &str) -> Error {
@@ -321,7 +596,7 @@ fn escapes(rel: &str) -> Error {
 }
 
 fn not_found_or(e: std::io::Error, rel: &str) -> Error {
-    if e.kind() == std::io::ErrorKind::NotFound {
+    if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) {
         Error::not_found(format!("no file `{rel}` in the workspace"))
     } else {
         e.into()
@@ -362,6 +637,10 @@ mod tests {
         }
         assert!(check_relative("a/".repeat(17).trim_end_matches('/')).is_err(), "too many parts");
         assert!(check_relative(&"x".repeat(256)).is_err(), "too long a name");
+        for encoded in ["%2e%2e/x", "..%2fx", "a/%2F"] {
+            assert_eq!(check_relative(encoded).unwrap_err().kind, ErrorKind::InvalidArguments, "{encoded}");
+        }
+        assert_eq!(check_relative("50% off.txt").unwrap(), ["50% off.txt"]);
     }
 
     #[test]
@@ -409,5 +688,68 @@ mod tests {
         assert!(!home.path().join("new.txt").exists());
         let listed: Vec<_> = ws.list(agent).await.unwrap().files.into_iter().map(|f| f.path).collect();
         assert_eq!(listed, ["inside.txt"], "links are not listed");
+    }
+
+    #[tokio::test]
+    async fn create_never_replaces_and_rename_shows_the_new_path_only_with_new_content() {
+        let (_home, ws) = workspaces();
+        let agent = Uuid::now_v7();
+        ws.create(agent, "a/new.txt", b"v1".to_vec()).await.unwrap();
+        assert_eq!(ws.create(agent, "a/new.txt", b"v2".to_vec()).await.unwrap_err().kind, ErrorKind::Conflict);
+        assert_eq!(ws.read(agent, "a/new.txt").await.unwrap().0, b"v1");
+        ws.write(agent, "taken.txt", b"t".to_vec()).await.unwrap();
+        let taken = ws.rename(agent, "a/new.txt", "taken.txt", b"v3".to_vec()).await.unwrap_err();
+        assert_eq!(taken.kind, ErrorKind::Conflict);
+        assert_eq!(ws.read(agent, "taken.txt").await.unwrap().0, b"t", "never replaced");
+        ws.rename(agent, "a/new.txt", "b/c/moved.txt", b"v3".to_vec()).await.unwrap();
+        assert_eq!(ws.read(agent, "b/c/moved.txt").await.unwrap().0, b"v3");
+        assert!(!ws.exists(agent, "a/new.txt").await.unwrap());
+        let listed: Vec<_> = ws.list(agent).await.unwrap().files.into_iter().map(|f| f.path).collect();
+        assert_eq!(listed, ["b/c/moved.txt", "taken.txt"], "no temporary file is left");
+        ws.delete(agent, "taken.txt").await.unwrap();
+        assert_eq!(ws.delete(agent, "taken.txt").await.unwrap_err().kind, ErrorKind::NotFound);
+    }
+
+    #[tokio::test]
+    async fn trashed_files_live_outside_the_workspace_and_come_back_byte_for_byte() {
+        let (home, ws) = workspaces();
+        let agent = Uuid::now_v7();
+        ws.write(agent, "d/x.bin", vec![0, 1, 2, 255]).await.unwrap();
+        ws.trash(agent, "d/x.bin").await.unwrap();
+        assert!(!ws.exists(agent, "d/x.bin").await.unwrap());
+        let bin = home.path().join("workspaces/.trash").join(agent.to_string());
+        assert_eq!(std::fs::read_dir(&bin).unwrap().count(), 2, "the file and its record");
+        ws.write(agent, "d/x.bin", b"newer".to_vec()).await.unwrap();
+        assert_eq!(ws.restore(agent, "d/x.bin").await.unwrap_err().kind, ErrorKind::Conflict);
+        ws.trash(agent, "d/x.bin").await.unwrap();
+        let (entry, _) = ws.restore(agent, "d/x.bin").await.unwrap();
+        assert_eq!(entry.bytes, 5, "the most recent removal comes back first");
+        ws.trash(agent, "d/x.bin").await.unwrap();
+        ws.restore(agent, "d/x.bin").await.unwrap();
+        ws.trash(agent, "d/x.bin").await.unwrap();
+        ws.restore(agent, "d/x.bin").await.unwrap();
+        assert_eq!(ws.read(agent, "d/x.bin").await.unwrap().0, b"newer");
+        assert_eq!(std::fs::read_dir(&bin).unwrap().count(), 2, "the older one is still there");
+        assert_eq!(ws.restore(agent, "nothing.txt").await.unwrap_err().kind, ErrorKind::NotFound);
+    }
+
+    #[tokio::test]
+    async fn find_is_bounded_and_lists_folders_when_not_recursive() {
+        let (_home, ws) = workspaces();
+        let agent = Uuid::now_v7();
+        for path in ["top.md", "a/one.md", "a/two.txt", "a/b/three.md"] {
+            ws.write(agent, path, b"x".to_vec()).await.unwrap();
+        }
+        let flat = ws.find(agent, None, false, 10, |_| true).await.unwrap();
+        assert_eq!(flat.files.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(), ["top.md"]);
+        assert_eq!(flat.folders, ["a"]);
+        let md = ws.find(agent, Some("a"), true, 10, |p| p.ends_with(".md")).await.unwrap();
+        assert_eq!(md.files.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(), ["a/b/three.md", "a/one.md"]);
+        let one = ws.find(agent, None, true, 1, |_| true).await.unwrap();
+        assert!(one.truncated && one.files.len() == 1);
+        assert_eq!(ws.find(agent, Some("../"), true, 1, |_| true).await.unwrap_err().kind, ErrorKind::InvalidArguments);
+        std::os::unix::fs::symlink(ws.folder(agent).unwrap().join("a"), ws.folder(agent).unwrap().join("alias"))
+            .unwrap();
+        assert_eq!(ws.find(agent, Some("alias"), true, 10, |_| true).await.unwrap_err().kind, ErrorKind::Forbidden);
     }
 }

@@ -16,6 +16,7 @@ mod schedules;
 mod session;
 mod sign_in;
 pub(crate) mod site;
+mod skills;
 mod tasks;
 mod tools;
 mod usage;
@@ -87,6 +88,8 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .route("/schedules/{id}/delete", get(schedules::confirm_delete).post(schedules::delete))
         .route("/live/changes", get(pages::changes))
         .route("/usage", get(usage::page))
+        .route("/skills", get(skills::list))
+        .route("/skills/{name}", get(skills::one))
         .route("/audit", get(pages::audit))
         .route("/audit/actions", get(pages::actions))
         .route("/settings", get(pages::settings))

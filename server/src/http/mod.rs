@@ -16,6 +16,7 @@ mod openapi;
 mod page;
 mod processes;
 mod schedules;
+mod skills;
 mod tasks;
 mod templates;
 mod tools;
@@ -43,6 +44,7 @@ fn api_routes() -> impl Iterator<Item = UtoipaMethodRouter<Kernel>> {
         schedules::routes(),
         usage::routes(),
         knowledge::routes(),
+        skills::routes(),
         browser::routes(),
         processes::routes(),
         daemon::routes(),

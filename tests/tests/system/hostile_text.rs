@@ -296,6 +296,25 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
         }
     }
 
+    // A skill: its description, tags, label, body, support file names and history diffs are
+    // all an agent's text.
+    let sage = agent_from(&api, json!({"name": "sage", "model": "m", "tools": ["skills.*"]})).await;
+    let manifest = json!({"description": corpus, "version": PAYLOADS[0], "tags": PAYLOADS});
+    let created = api
+        .invoke(&sage, "skill_evolve_create", json!({"name": "hostile", "manifest": manifest, "body": corpus}))
+        .await;
+    assert_eq!(created.status, 200, "{}", created.text);
+    let patched =
+        api.invoke(&sage, "skill_evolve_patch", json!({"name": "hostile", "old": PAYLOADS[2], "new": corpus})).await;
+    assert_eq!(patched.status, 200, "{}", patched.text);
+    for payload in PAYLOADS {
+        let path = format!("references/{}.md", file_name(payload));
+        let written = api
+            .invoke(&sage, "skill_evolve_write_file", json!({"skill": "hostile", "path": path, "body": corpus}))
+            .await;
+        assert_eq!(written.status, 200, "{}", written.text);
+    }
+
     // An agent with agents.*, tasks.* and schedule.* stores text through its tools, as in the
     // issue: agent_type_create with a system prompt that closes the textarea.
     let maker =
@@ -551,6 +570,11 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     check_reply("a knowledge graph without that entity", &missing, Shows::All);
 
     // Usage: a model's name is free text (printable), shown per model on the Usage page.
+    check(&b, "/skills", Shows::All).await;
+    let skill = check(&b, "/skills/hostile", Shows::All).await;
+    for payload in PAYLOADS {
+        assert!(skill.text.contains(&file_name(payload)), "the support file named {payload:?} is listed as text");
+    }
     let usage = check(&b, "/usage", Shows::Nothing).await;
     assert!(usage.text.contains(&format!("fake / {}", PAYLOADS[0])), "the model's name, as text");
     check(&b, "/", Shows::Nothing).await;

@@ -1,0 +1,281 @@
+//! Family `skills` (spec §8): the eight tools, thin over [`super::Skills`]; every change is
+//! recorded as the calling agent's.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{Actor, Evolved, Manifest};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::tool::{CallContext, Registry, Tool, ToolDef};
+
+const FAMILY: &str = "skills";
+
+pub(crate) fn register(r: &mut Registry, _: &Config) {
+    r.add(ReadFile);
+    r.add(Create);
+    r.add(Update);
+    r.add(Patch);
+    r.add(Delete);
+    r.add(Rollback);
+    r.add(WriteFile);
+    r.add(RemoveFile);
+}
+
+fn actor(ctx: &CallContext) -> Actor {
+    Actor::Agent { name: ctx.agent.name.clone(), id: ctx.agent.id }
+}
+
+fn evolved(e: Evolved) -> Value {
+    json!(e)
+}
+
+pub struct ReadFile;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadFileArgs {
+    /// The skill's name.
+    pub skill: String,
+    /// A support file's path inside the skill, like `references/api.md` (under references/,
+    /// templates/, scripts/ or assets/).
+    pub file: String,
+}
+
+impl Tool for ReadFile {
+    type Args = ReadFileArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new(
+            "skill_read_file",
+            FAMILY,
+            "Read one of a skill's support files (references, templates, scripts, assets).",
+        )
+        .tags(&["skill", "read", "file", "reference", "template"])
+        .read_only()
+    }
+
+    async fn run(&self, ctx: CallContext, args: ReadFileArgs) -> Result<Value> {
+        let text = ctx.kernel.skills().read_file(&args.skill, &args.file).await?;
+        Ok(json!({ "skill": args.skill, "file": args.file, "content": text }))
+    }
+}
+
+pub struct Create;
+
+/// A new skill's manifest (its name is the tool's `name`).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestArgs {
+    /// What the skill is for, in a sentence or two (1–1,024 characters).
+    pub description: String,
+    /// Your own version label (informational: Kennel numbers versions itself).
+    pub version: Option<String>,
+    /// Up to 16 tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// The skill's name again, if given: it must be the same as `name`.
+    pub name: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateArgs {
+    /// The new skill's name: lower-case letters, digits, `-` and `_` (at most 64).
+    pub name: String,
+    pub manifest: ManifestArgs,
+    /// The instructions (Markdown, at most 256 KiB); empty when not given.
+    #[serde(default)]
+    pub body: String,
+}
+
+impl Tool for Create {
+    type Args = CreateArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new(
+            "skill_evolve_create",
+            FAMILY,
+            "Create a new skill from scratch: its manifest and its body of instructions.",
+        )
+        .tags(&["skill", "create", "new", "evolve", "instructions"])
+    }
+
+    async fn run(&self, ctx: CallContext, args: CreateArgs) -> Result<Value> {
+        if args.manifest.name.as_ref().is_some_and(|n| *n != args.name) {
+            return Err(
+                Error::invalid("`manifest.name` differs from `name`: give one name").with_field("manifest.name")
+            );
+        }
+        let manifest = Manifest {
+            name: args.name,
+            description: args.manifest.description,
+            version: args.manifest.version,
+            tags: args.manifest.tags,
+        };
+        Ok(evolved(ctx.kernel.skills().create(&actor(&ctx), manifest, args.body).await?))
+    }
+}
+
+pub struct Update;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateArgs {
+    pub name: String,
+    /// The whole new body: it replaces the old one as it is (no matching).
+    pub body: String,
+}
+
+impl Tool for Update {
+    type Args = UpdateArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new(
+            "skill_evolve_update",
+            FAMILY,
+            "Replace a skill's whole body (an overwrite; use skill_evolve_patch for an edit).",
+        )
+        .tags(&["skill", "update", "replace", "overwrite", "evolve"])
+    }
+
+    async fn run(&self, ctx: CallContext, args: UpdateArgs) -> Result<Value> {
+        Ok(evolved(ctx.kernel.skills().update(&actor(&ctx), &args.name, args.body).await?))
+    }
+}
+
+pub struct Patch;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PatchArgs {
+    pub name: String,
+    /// The text to replace, as it is in the body. Found exactly, else with trailing spaces,
+    /// in-line spacing or indentation ignored, else by its first and last three lines; it
+    /// must be found once.
+    pub old: String,
+    /// What replaces it.
+    pub new: String,
+}
+
+impl Tool for Patch {
+    type Args = PatchArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new(
+            "skill_evolve_patch",
+            FAMILY,
+            "Edit a skill's body in place: replace `old` with `new`. A text found nowhere or more than once is refused, showing where the body differs.",
+        )
+        .tags(&["skill", "patch", "edit", "replace", "evolve", "fix"])
+    }
+
+    async fn run(&self, ctx: CallContext, args: PatchArgs) -> Result<Value> {
+        Ok(evolved(ctx.kernel.skills().patch(&actor(&ctx), &args.name, &args.old, &args.new).await?))
+    }
+}
+
+pub struct Delete;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NameArgs {
+    pub name: String,
+}
+
+impl Tool for Delete {
+    type Args = NameArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new(
+            "skill_evolve_delete",
+            FAMILY,
+            "Delete a whole skill. Its history is kept and an operator can restore it.",
+        )
+        .tags(&["skill", "delete", "remove", "evolve"])
+    }
+
+    async fn run(&self, ctx: CallContext, args: NameArgs) -> Result<Value> {
+        Ok(evolved(ctx.kernel.skills().delete(&actor(&ctx), &args.name).await?))
+    }
+}
+
+pub struct Rollback;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RollbackArgs {
+    pub name: String,
+    /// The version to restore (Kennel's numbers, in the skill's history); one step back when
+    /// not given.
+    pub version: Option<i64>,
+}
+
+impl Tool for Rollback {
+    type Args = RollbackArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new(
+            "skill_evolve_rollback",
+            FAMILY,
+            "Roll a skill's manifest and body back to an earlier version (one step back without a version).",
+        )
+        .tags(&["skill", "rollback", "undo", "revert", "history", "evolve"])
+    }
+
+    async fn run(&self, ctx: CallContext, args: RollbackArgs) -> Result<Value> {
+        Ok(evolved(ctx.kernel.skills().rollback(&actor(&ctx), &args.name, args.version).await?))
+    }
+}
+
+pub struct WriteFile;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteFileArgs {
+    pub skill: String,
+    /// Where, inside references/, templates/, scripts/ or assets/ (like `templates/email.md`).
+    pub path: String,
+    /// The file's whole text (at most 1 MiB).
+    pub body: String,
+}
+
+impl Tool for WriteFile {
+    type Args = WriteFileArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new(
+            "skill_evolve_write_file",
+            FAMILY,
+            "Add or replace a skill's support file (no matching: the whole text).",
+        )
+        .tags(&["skill", "write", "file", "reference", "template", "evolve"])
+    }
+
+    async fn run(&self, ctx: CallContext, args: WriteFileArgs) -> Result<Value> {
+        Ok(evolved(ctx.kernel.skills().write_file(&actor(&ctx), &args.skill, &args.path, args.body).await?))
+    }
+}
+
+pub struct RemoveFile;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RemoveFileArgs {
+    pub skill: String,
+    pub path: String,
+}
+
+impl Tool for RemoveFile {
+    type Args = RemoveFileArgs;
+
+    fn def(&self) -> ToolDef {
+        ToolDef::new("skill_evolve_remove_file", FAMILY, "Remove one of a skill's support files.")
+            .tags(&["skill", "remove", "delete", "file", "evolve"])
+    }
+
+    async fn run(&self, ctx: CallContext, args: RemoveFileArgs) -> Result<Value> {
+        Ok(evolved(ctx.kernel.skills().remove_file(&actor(&ctx), &args.skill, &args.path).await?))
+    }
+}
