@@ -21,7 +21,7 @@ test.beforeAll(async ({ browser }) => {
   await page.getByRole('button', { name: 'Create token' }).click();
   const token = (await page.locator('#new-token pre.token').textContent()) ?? '';
   const api = { headers: { Authorization: `Bearer ${token}` } };
-  await page.request.post('/api/templates', { ...api, data: { name: 'courier', description: 'Carries messages', tools: ['tasks.*', 'system_time', 'memory.*', 'memory_semantic.*', 'knowledge.*', 'browser.*', 'process.*'] } });
+  await page.request.post('/api/templates', { ...api, data: { name: 'courier', description: 'Carries messages', tools: ['tasks.*', 'system_time', 'memory.*', 'memory_semantic.*', 'knowledge.*', 'browser.*', 'process.*', 'skills.*'] } });
   const agent = (await (await page.request.post('/api/agents', { ...api, data: { template: 'courier' } })).json()).id;
   await page.request.post('/api/tasks', { ...api, data: { title: 'Deliver the parcel', assignee: 'courier' } });
   await page.request.post(`/api/agents/${agent}/tools/schedule_create/invoke`, { ...api, data: { args: { when: '+1h', prompt: 'Check the door' } } });
@@ -35,11 +35,19 @@ test.beforeAll(async ({ browser }) => {
     const answer = await invoke(tool, args);
     expect(answer.ok(), `${tool}: ${await answer.text()}`).toBeTruthy();
   }
+  for (const [tool, args] of [
+    ['skill_evolve_create', { name: 'deliveries', manifest: { description: 'How parcels reach their floor.', version: '1.0', tags: ['mail', 'routing'] }, body: '# Deliveries\n\n1. Read the label.\n2. Take third-floor parcels to the mail room before noon.\n' }],
+    ['skill_evolve_patch', { name: 'deliveries', old: '1. Read the label.', new: '1. Read the label and the floor.' }],
+    ['skill_evolve_write_file', { skill: 'deliveries', path: 'references/floors.md', body: 'Floor 3: mail room, east wing.\n' }],
+  ] as const) {
+    const answer = await invoke(tool, args);
+    expect(answer.ok(), `${tool}: ${await answer.text()}`).toBeTruthy();
+  }
   const started = await invoke('process_start', { command: 'echo "watching src/ for changes"; echo "warning: 2 files skipped" >&2; sleep 300' });
   expect(started.ok(), await started.text()).toBeTruthy();
   pages = ['/', '/agents', `/agents/${agent}`, `/agents/${agent}/memory`, `/agents/${agent}/memory?q=parcels+floor`,
            `/agents/${agent}/knowledge`, `/agents/${agent}/knowledge?entity=parcel`, `/agents/${agent}/browser`, `/agents/${agent}/processes`, '/agent-types', '/agent-types/courier', '/tools', `/tools?agent=${agent}`,
-           '/tasks', '/schedules', '/canvas', '/usage', '/audit', '/audit/actions', '/agent-types/courier/apply', '/settings', '/no/such/page'];
+           '/tasks', '/schedules', '/canvas', '/usage', '/audit', '/audit/actions', '/agent-types/courier/apply', '/settings', '/skills', '/skills/deliveries', '/no/such/page'];
 });
 
 test.afterAll(async () => {
@@ -60,6 +68,7 @@ test('axe-core finds no serious or critical violation on any page at desktop wid
     found.push(...(await seriousViolations(page)));
     const shot = path.match(/\/(memory|knowledge|browser|processes)$/);
     if (shot) await page.screenshot({ path: `${shots}/agent-${shot[1]}.png`, fullPage: true });
+    if (path === '/skills/deliveries') await page.screenshot({ path: `${shots}/skill.png`, fullPage: true });
   }
   expect(found).toEqual([]);
 });

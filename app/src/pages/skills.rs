@@ -79,7 +79,7 @@ pub fn render_skill(meta: PageMeta, skill: Skill, history: Vec<HistoryEntry>) ->
                 <h2>"Support files"</h2>
                 {files}
                 <h2>"History"</h2>
-                <ol id="skill-history" reversed>{entries}</ol>
+                <ul id="skill-history">{entries}</ul>
             </Shell>
         }
         .to_html(),

@@ -104,6 +104,25 @@ mod tests {
         assert!(served.len() > 30, "{served:?}");
     }
 
+    /// Every operation has its own `operationId` (utoipa takes the handler's name, so two
+    /// modules' `list` would clash, and a client generator or the contract run refuses that).
+    #[test]
+    fn no_two_operations_share_an_id() {
+        let routes = api_routes().fold(OpenApiRouter::with_openapi(openapi::base()), OpenApiRouter::routes);
+        let document = serde_json::to_value(routes.split_for_parts().1).unwrap();
+        let mut seen = BTreeMap::new();
+        for (path, item) in document["paths"].as_object().unwrap() {
+            for (method, operation) in item.as_object().unwrap() {
+                if let Some(id) = operation["operationId"].as_str()
+                    && let Some(first) = seen.insert(id.to_string(), format!("{method} {path}"))
+                {
+                    panic!("operationId `{id}` of {method} {path} is also {first}'s");
+                }
+            }
+        }
+        assert!(seen.len() > 30, "{seen:?}");
+    }
+
     /// No two schemas share a name: utoipa keeps the last one registered under a name, so a
     /// clash would describe one type's responses with another's schema.
     #[test]
