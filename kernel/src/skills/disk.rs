@@ -186,23 +186,24 @@ fn collect_files(folder: &Path, rel: &str, files: &mut Vec<String>) -> Result<()
 }
 
 /// A file's text (`None`: there is no such file), read without following a link at its last
-/// part.
+/// part. Errors name the file, never where the home is on this machine.
 fn read_text(path: &Path) -> Result<Option<String>> {
+    let shown = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let mut file = match OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(Error::forbidden(format!("`{}` is a symbolic link: links are not followed", path.display())));
+            return Err(Error::forbidden(format!("`{shown}` is a symbolic link: links are not followed")));
         }
         Err(e) => return Err(e.into()),
     };
     let meta = file.metadata()?;
     if !meta.is_file() || meta.len() > super::MAX_FILE_BYTES.max(super::MAX_BODY_BYTES) as u64 {
-        return Err(Error::invalid(format!("`{}` is not a text file Kennel reads", path.display())));
+        return Err(Error::invalid(format!("`{shown}` is not a text file Kennel reads")));
     }
     let mut text = String::new();
     std::io::Read::read_to_string(&mut file, &mut text)
-        .map_err(|_| Error::invalid(format!("`{}` is not UTF-8 text", path.display())))?;
+        .map_err(|_| Error::invalid(format!("`{shown}` is not UTF-8 text")))?;
     Ok(Some(text))
 }
 

@@ -39,7 +39,7 @@ pub(crate) use tools::register;
 use crate::clock::Clock;
 use crate::db::Db;
 use crate::error::{Error, Result};
-use crate::patch::{MatchOptions, Strategy};
+use crate::patch::MatchOptions;
 
 /// The longest description, in characters.
 pub const MAX_DESCRIPTION: usize = 1024;
@@ -228,7 +228,7 @@ impl Skills {
         let replaced = crate::patch::replace(&current.body, old, new, &MatchOptions::default())
             .map_err(|refusal| Error::invalid(format!("the patch was not applied: {refusal}")).with_field("old"))?;
         check_body(&replaced.body)?;
-        let strategy = strategy_name(replaced.strategy);
+        let strategy = replaced.strategy.name();
         self.write_body(actor, name, &current, replaced.body, "patch", Some(strategy)).await
     }
 
@@ -362,10 +362,6 @@ impl Skills {
         let lock = self.locks.lock().unwrap_or_else(|e| e.into_inner()).entry(name.to_string()).or_default().clone();
         lock.lock_owned().await
     }
-}
-
-fn strategy_name(strategy: Strategy) -> &'static str {
-    strategy.name()
 }
 
 /// A skill name: the names of agent types and agents ([`crate::agent::manifest::is_valid_name`]),
