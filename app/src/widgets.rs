@@ -41,6 +41,11 @@ fn textarea_text(value: &str) -> String {
     format!("\n{}", html_escape::encode_text(value))
 }
 
+/// A form field's list: items separated by commas or lines, trimmed, blanks dropped.
+pub fn form_list(text: &str) -> Vec<String> {
+    text.split([',', '\n']).map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()
+}
+
 /// The hidden CSRF field every form carries.
 #[component]
 pub fn Csrf(token: String) -> impl IntoView {

@@ -69,6 +69,13 @@ fn name(method: &Method, route: &str) -> Named {
         ("/api/schedules/{id}/pause" | "/schedules/{id}/pause", _) if post => Action("schedule.pause"),
         ("/api/schedules/{id}/resume" | "/schedules/{id}/resume", _) if post => Action("schedule.resume"),
         ("/api/schedules/{id}", "DELETE") | ("/schedules/{id}/delete", "POST") => Action("schedule.delete"),
+        ("/api/skills", "POST") => Action("skill.create"),
+        ("/api/skills/{name}", "PUT") | ("/skills/{name}", "POST") => Action("skill.update"),
+        ("/api/skills/{name}", "DELETE") | ("/skills/{name}/delete", "POST") => Action("skill.delete"),
+        ("/api/skills/{name}/files", "PUT") => Action("skill.write_file"),
+        ("/api/skills/{name}/files", "DELETE") => Action("skill.remove_file"),
+        ("/api/skills/{name}/rollback" | "/skills/{name}/rollback", _) if post => Action("skill.rollback"),
+        ("/api/skills/{name}/restore" | "/skills/{name}/restore", _) if post => Action("skill.restore"),
         ("/settings/tokens", "POST") => Action("token.create"),
         ("/settings/tokens/{name}/revoke", "POST") => Action("token.revoke"),
         ("/api/agents/{id}/memory/kv/{key}", "PUT") => Action("memory.store"),
@@ -190,6 +197,12 @@ mod tests {
             ((Method::PUT, "/api/templates/{name}"), (Method::POST, "/agent-types/{name}"), "type.update"),
             ((Method::DELETE, "/api/schedules/{id}"), (Method::POST, "/schedules/{id}/delete"), "schedule.delete"),
             ((Method::POST, "/api/tasks/{id}/reassign"), (Method::POST, "/tasks/{id}/reassign"), "task.reassign"),
+            ((Method::PUT, "/api/skills/{name}"), (Method::POST, "/skills/{name}"), "skill.update"),
+            (
+                (Method::POST, "/api/skills/{name}/rollback"),
+                (Method::POST, "/skills/{name}/rollback"),
+                "skill.rollback",
+            ),
         ] {
             assert_eq!(name(&api.0, api.1), Named::Action(action));
             assert_eq!(name(&dashboard.0, dashboard.1), Named::Action(action));

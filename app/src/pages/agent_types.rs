@@ -9,7 +9,7 @@ use kennel_kernel::error::FieldError;
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{Csrf, TextArea, field_error};
+use crate::widgets::{Csrf, TextArea, field_error, form_list};
 
 /// The seven fields as the form holds them (lists as comma- or line-separated text).
 #[derive(Debug, Clone, Default)]
@@ -24,9 +24,7 @@ pub struct TypeForm {
 }
 
 fn list(text: &str) -> Option<Vec<String>> {
-    let items: Vec<String> =
-        text.split([',', '\n']).map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect();
-    Some(items)
+    Some(form_list(text))
 }
 
 fn text(value: &str) -> Option<String> {

@@ -1,19 +1,23 @@
-//! `/skills`: every skill with its description and tags; `/skills/{name}`: one skill — its
-//! manifest, body, support files and its whole evolution history with each change's diff.
-//! Skills are written by agents: every field is untrusted text, shown as text.
+//! `/skills`: every skill with its description and tags, and the deleted ones an operator can
+//! restore; `/skills/{name}`: one skill — its manifest, body, support files, the agent types
+//! that use it, an operator's edit form, and its whole evolution history with each change's
+//! diff and a way back to each version. Skills are written by agents: every field is untrusted
+//! text, shown as text.
 
+use kennel_kernel::error::FieldError;
 use kennel_kernel::skills::{HistoryEntry, Manifest, Skill};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::short_time;
+use crate::widgets::{Csrf, TextArea, field_error, form_list, short_time};
 
-pub fn render_list(meta: PageMeta, skills: Vec<Manifest>) -> String {
+pub fn render_list(meta: PageMeta, skills: Vec<Manifest>, deleted: Vec<HistoryEntry>) -> String {
+    let csrf = meta.csrf.clone();
     let body = if skills.is_empty() {
         view! {
             <section class="card" id="skills">
                 <p class="empty">"No skills yet."</p>
-                <p class="hint">"Agents granted "<code>"skills.*"</code>" create them with "<code>"skill_evolve_create"</code>"."</p>
+                <p class="hint">"Agents granted "<code>"skills.*"</code>" create them with "<code>"skill_evolve_create"</code>"; operators with "<code>"POST /api/skills"</code>"."</p>
             </section>
         }
         .into_any()
@@ -27,11 +31,23 @@ pub fn render_list(meta: PageMeta, skills: Vec<Manifest>) -> String {
         }
         .into_any()
     };
+    let deleted = (!deleted.is_empty()).then(|| {
+        let rows = deleted.into_iter().map(|d| deleted_row(d, csrf.clone())).collect::<Vec<_>>();
+        view! {
+            <h2>"Deleted skills"</h2>
+            <p class="hint">"Their history is kept; restoring one brings it back with its support files, as a new version."</p>
+            <table id="deleted-skills">
+                <thead><tr><th>"Skill"</th><th>"Deleted"</th><th>"By"</th><th></th></tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+        }
+    });
     crate::document(
         view! {
             <Shell meta>
                 <h1>"Skills"</h1>
                 {body}
+                {deleted}
             </Shell>
         }
         .to_html(),
@@ -56,19 +72,93 @@ fn skill_row(m: Manifest) -> impl IntoView + use<> {
     }
 }
 
-pub fn render_skill(meta: PageMeta, skill: Skill, history: Vec<HistoryEntry>) -> String {
+fn deleted_row(d: HistoryEntry, csrf: String) -> impl IntoView + use<> {
+    let action = format!("{}/restore", skill_href(&d.skill));
+    let label = format!("Restore {}", d.skill);
+    view! {
+        <tr>
+            <td>{d.skill}</td>
+            <td>{short_time(&d.at)}</td>
+            <td>{d.actor}</td>
+            <td>
+                <form method="post" action=action class="inline">
+                    <Csrf token=csrf/>
+                    <button type="submit" aria-label=label>"Restore"</button>
+                </form>
+            </td>
+        </tr>
+    }
+}
+
+/// The operator's edit form, as shown or as sent back with its errors.
+#[derive(Debug, Clone, Default)]
+pub struct SkillForm {
+    pub description: String,
+    /// Comma-separated.
+    pub tags: String,
+    pub label: String,
+    pub body: String,
+}
+
+impl SkillForm {
+    pub fn from_skill(skill: &Skill) -> SkillForm {
+        SkillForm {
+            description: skill.manifest.description.clone(),
+            tags: skill.manifest.tags.join(", "),
+            label: skill.manifest.version.clone().unwrap_or_default(),
+            body: skill.body.clone(),
+        }
+    }
+
+    /// The manifest the form describes for the skill `name`.
+    pub fn manifest(&self, name: &str) -> Manifest {
+        let label = self.label.trim();
+        Manifest {
+            name: name.to_string(),
+            description: self.description.trim().to_string(),
+            version: (!label.is_empty()).then(|| label.to_string()),
+            tags: form_list(&self.tags),
+        }
+    }
+}
+
+pub struct SkillPage {
+    pub skill: Skill,
+    pub history: Vec<HistoryEntry>,
+    /// The agent types whose manifests list the skill.
+    pub used_by: Vec<String>,
+    pub form: SkillForm,
+    pub errors: Vec<FieldError>,
+}
+
+pub fn render_skill(meta: PageMeta, page: SkillPage) -> String {
+    let csrf = meta.csrf.clone();
+    let skill = page.skill;
+    let name = skill.manifest.name.clone();
     let files = if skill.files.is_empty() {
         view! { <p class="empty">"No support files."</p> }.into_any()
     } else {
         let items = skill.files.into_iter().map(|f| view! { <li><code>{f}</code></li> }).collect::<Vec<_>>();
         view! { <ul id="skill-files">{items}</ul> }.into_any()
     };
-    let entries = history.into_iter().rev().map(history_entry).collect::<Vec<_>>();
+    let used_by = if page.used_by.is_empty() {
+        view! { <p class="empty" id="skill-used-by">"No agent type lists this skill."</p> }.into_any()
+    } else {
+        let items = page
+            .used_by
+            .into_iter()
+            .map(|t| view! { <li><a href=format!("/agent-types/{t}")>{t.clone()}</a></li> })
+            .collect::<Vec<_>>();
+        view! { <ul id="skill-used-by">{items}</ul> }.into_any()
+    };
+    let current = skill.version;
+    let entries =
+        page.history.into_iter().rev().map(|h| history_entry(h, current, &name, csrf.clone())).collect::<Vec<_>>();
     let m = skill.manifest;
     crate::document(
         view! {
             <Shell meta>
-                <h1>"Skill "{m.name.clone()}</h1>
+                <h1>"Skill "{name.clone()}</h1>
                 <p><a href="/skills">"All skills"</a></p>
                 <section class="card" id="skill-manifest">
                     <p>{m.description}</p>
@@ -78,15 +168,45 @@ pub fn render_skill(meta: PageMeta, skill: Skill, history: Vec<HistoryEntry>) ->
                 <pre id="skill-body">{skill.body}</pre>
                 <h2>"Support files"</h2>
                 {files}
+                <h2>"Used by agent types"</h2>
+                {used_by}
+                <h2>"Edit"</h2>
+                <EditForm name=name.clone() form=page.form errors=page.errors csrf=csrf.clone()/>
                 <h2>"History"</h2>
                 <ul id="skill-history">{entries}</ul>
+                <section class="card">
+                    <form method="post" action=format!("/skills/{name}/delete") class="inline"
+                        data-confirm=format!("Delete skill {name}? Its history is kept and it can be restored.")>
+                        <Csrf token=csrf/>
+                        <button type="submit" class="danger">"Delete this skill"</button>
+                        <span class="hint">" Recoverable: it is listed under deleted skills with a Restore button."</span>
+                    </form>
+                </section>
             </Shell>
         }
         .to_html(),
     )
 }
 
-fn history_entry(h: HistoryEntry) -> impl IntoView + use<> {
+#[component]
+fn EditForm(name: String, form: SkillForm, errors: Vec<FieldError>, csrf: String) -> impl IntoView {
+    view! {
+        <form method="post" action=skill_href(&name) class="stack card" id="skill-form">
+            <Csrf token=csrf/>
+            <label>"Description" <input type="text" name="description" value=form.description/></label>
+            {field_error(&errors, "manifest.description")}
+            <label>"Tags (comma-separated)" <input type="text" name="tags" value=form.tags/></label>
+            {field_error(&errors, "manifest.tags")}
+            <label>"Label (the author's version)" <input type="text" name="label" value=form.label/></label>
+            {field_error(&errors, "manifest.version")}
+            <label>"Body" <TextArea name="body" rows=14 class="code" spellcheck="false" value=form.body/></label>
+            {field_error(&errors, "body")}
+            <button type="submit">"Save as a new version"</button>
+        </form>
+    }
+}
+
+fn history_entry(h: HistoryEntry, current: i64, name: &str, csrf: String) -> impl IntoView + use<> {
     let summary = format!(
         "Version {} · {}{} · {} · {}",
         h.version,
@@ -95,11 +215,25 @@ fn history_entry(h: HistoryEntry) -> impl IntoView + use<> {
         h.actor,
         short_time(&h.at)
     );
+    // Any earlier version can be restored (a rollback is itself a new version).
+    let rollback = (h.version < current).then(|| {
+        let action = format!("/skills/{name}/rollback");
+        let label = format!("Roll back to version {}", h.version);
+        let confirm = format!("{label}? The current body stays in the history.");
+        view! {
+            <form method="post" action=action class="inline" data-confirm=confirm>
+                <Csrf token=csrf/>
+                <input type="hidden" name="version" value=h.version/>
+                <button type="submit">{label}</button>
+            </form>
+        }
+    });
     view! {
         <li>
             <details>
                 <summary>{summary}</summary>
                 <pre class="diff">{h.diff}</pre>
+                {rollback}
             </details>
         </li>
     }

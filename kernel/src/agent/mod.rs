@@ -203,6 +203,19 @@ impl Agents {
         Ok(Page::of_sorted(self.types(), page, page.after(Key::Name)?, |t| t.manifest.name.clone()))
     }
 
+    /// The names of the agent types whose manifests list the skill `skill`, sorted.
+    pub fn types_using_skill(&self, skill: &str) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .read()
+            .types
+            .values()
+            .filter(|t| t.manifest.skills.iter().any(|s| s == skill))
+            .map(|t| t.manifest.name.clone())
+            .collect();
+        names.sort();
+        names
+    }
+
     pub fn get_type(&self, name: &str) -> Result<Arc<AgentType>> {
         self.read().types.get(name).cloned().ok_or_else(|| Error::not_found(format!("no agent type named `{name}`")))
     }

@@ -75,8 +75,7 @@ pub(super) fn create(root: &Path, dir: &Path, manifest: &Manifest, body: &str) -
 
 /// Writes the manifest and the body, each atomically.
 pub(super) fn write_skill(dir: &Path, manifest: &Manifest, body: &str) -> Result<()> {
-    let text =
-        toml::to_string(manifest).map_err(|e| Error::internal(format!("the manifest does not serialise: {e}")))?;
+    let text = super::manifest_text(manifest)?;
     write_atomically(&dir.join(MANIFEST), text.as_bytes())?;
     write_atomically(&dir.join(BODY), body.as_bytes())
 }

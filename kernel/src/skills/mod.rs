@@ -80,21 +80,32 @@ pub struct Skill {
 /// Who changed a skill, as history records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Actor {
-    Agent { name: String, id: uuid::Uuid },
+    Agent {
+        name: String,
+        id: uuid::Uuid,
+    },
+    /// A person, by the label the action log gives them: `operator:NAME` (the dashboard),
+    /// `token:NAME` (the API) or `cli`.
     Operator(String),
 }
 
 impl Actor {
+    /// The person behind a REST or dashboard request.
+    pub fn person(caller: &crate::tool::Caller) -> Actor {
+        Actor::Operator(caller.audit_label())
+    }
+
     fn label(&self) -> String {
         match self {
             Actor::Agent { name, id } => format!("agent {name} ({id})"),
-            Actor::Operator(name) => format!("operator {name}"),
+            Actor::Operator(label) => label.clone(),
         }
     }
 }
 
 /// What an evolve operation did, for its tool result.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = SkillChange)]
 pub struct Evolved {
     pub skill: String,
     /// The version this operation made.
@@ -227,6 +238,45 @@ impl Skills {
         self.write_body(actor, name, &current, body, "update", None).await
     }
 
+    /// An operator's edit: the whole body, and the manifest when one is given (its name must
+    /// stay the skill's: a skill is not renamed, agent types list it by name). Recorded as an
+    /// `update` whose diff covers both files.
+    pub async fn edit(&self, actor: &Actor, name: &str, manifest: Option<Manifest>, body: String) -> Result<Evolved> {
+        check_body(&body)?;
+        if let Some(m) = &manifest {
+            check_manifest(m)?;
+            if m.name != name {
+                return Err(Error::invalid(format!(
+                    "the manifest names `{}`, but this is `{name}`: a skill keeps its name",
+                    m.name
+                ))
+                .with_field("manifest.name"));
+            }
+        }
+        let _held = self.lock(name).await;
+        let current = self.get(name).await?;
+        let manifest = manifest.unwrap_or_else(|| current.manifest.clone());
+        let (dir, m, b) = (self.root.join(name), manifest.clone(), body.clone());
+        blocking(move || disk::write_skill(&dir, &m, &b)).await?;
+        let diff = format!(
+            "{}{}",
+            crate::patch::unified(
+                &manifest_text(&current.manifest)?,
+                &manifest_text(&manifest)?,
+                "skill.toml",
+                "skill.toml"
+            ),
+            crate::patch::unified(&current.body, &body, "SKILL.md", "SKILL.md")
+        );
+        self.record(actor, name, "update", &manifest, &body, diff, None).await
+    }
+
+    /// The skills deleted and not restored: each one's `delete` entry (who, when, and the
+    /// manifest and body it had), by name.
+    pub async fn deleted(&self) -> Result<Vec<HistoryEntry>> {
+        store::deleted(&self.db).await
+    }
+
     /// Edits the body in place with the bounded five-strategy matcher ([`crate::patch`]).
     pub async fn patch(&self, actor: &Actor, name: &str, old: &str, new: &str) -> Result<Evolved> {
         let _held = self.lock(name).await;
@@ -348,8 +398,7 @@ impl Skills {
         diff: String,
         detail: Option<String>,
     ) -> Result<Evolved> {
-        let manifest_text =
-            toml::to_string(manifest).map_err(|e| Error::internal(format!("the manifest does not serialise: {e}")))?;
+        let manifest_text = manifest_text(manifest)?;
         let entry = store::NewEntry {
             skill: name,
             op,
@@ -379,6 +428,10 @@ pub fn check_name(name: &str) -> Result<()> {
         Err(Error::invalid(format!("`{name}` is not a skill name: {}", crate::agent::manifest::NAME_RULE))
             .with_field("name"))
     }
+}
+
+fn manifest_text(manifest: &Manifest) -> Result<String> {
+    toml::to_string(manifest).map_err(|e| Error::internal(format!("the manifest does not serialise: {e}")))
 }
 
 fn check_manifest(manifest: &Manifest) -> Result<()> {

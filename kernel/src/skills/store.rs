@@ -10,6 +10,7 @@ use crate::error::Result;
 
 /// One operation in a skill's history.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema, sqlx::FromRow)]
+#[schema(as = SkillHistoryEntry)]
 pub struct HistoryEntry {
     pub skill: String,
     /// Kennel's version number: 1 for the create, one more for each operation after it.
@@ -93,4 +94,13 @@ pub(super) async fn at(db: &Db, skill: &str, version: i64) -> Result<Option<Hist
         .bind(version)
         .fetch_optional(db.pool())
         .await?)
+}
+
+/// The last entry of each skill whose last operation is a delete, by name.
+pub(super) async fn deleted(db: &Db) -> Result<Vec<HistoryEntry>> {
+    Ok(sqlx::query_as(select!(
+        "AS h WHERE op = 'delete' AND version = (SELECT MAX(version) FROM skill_history WHERE skill = h.skill) ORDER BY skill"
+    ))
+    .fetch_all(db.pool())
+    .await?)
 }

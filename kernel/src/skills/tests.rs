@@ -38,7 +38,7 @@ async fn every_operation_is_a_numbered_version_with_its_diff_and_rollback_restor
         s.patch(&ann, "notes", "2. Group them by area.", "2. Group them by area, then by size.").await.unwrap();
     assert_eq!((patched.version, patched.strategy.as_deref()), (2, Some("exact")));
     assert!(patched.diff.contains("+2. Group them by area, then by size."), "{}", patched.diff);
-    let updated = s.update(&Actor::Operator("olga".into()), "notes", "Just one line.\n".into()).await.unwrap();
+    let updated = s.update(&Actor::Operator("operator:olga".into()), "notes", "Just one line.\n".into()).await.unwrap();
     assert_eq!(updated.version, 3);
 
     // No version: one step back, to the patched body; it is itself version 4.
@@ -53,7 +53,7 @@ async fn every_operation_is_a_numbered_version_with_its_diff_and_rollback_restor
     let history = s.history("notes").await.unwrap();
     let ops: Vec<(i64, &str)> = history.iter().map(|h| (h.version, h.op.as_str())).collect();
     assert_eq!(ops, [(1, "create"), (2, "patch"), (3, "update"), (4, "rollback"), (5, "rollback")]);
-    assert_eq!(history[2].actor, "operator olga");
+    assert_eq!(history[2].actor, "operator:olga");
     assert!(history[0].actor.starts_with("agent ann ("));
     assert_eq!(history[4].detail.as_deref(), Some("to version 1"));
     assert_eq!(history[0].content_hash, history[4].content_hash, "the same manifest and body hash the same");
@@ -147,13 +147,49 @@ async fn a_deleted_skill_keeps_its_history_and_an_operator_restores_it_with_its_
     assert_eq!(s.get("notes").await.unwrap_err().kind, ErrorKind::NotFound);
     assert!(s.list().await.unwrap().is_empty());
     assert_eq!(s.history("notes").await.unwrap().len(), 3, "the history outlives the skill");
+    let deleted = s.deleted().await.unwrap();
+    assert_eq!(deleted.iter().map(|d| (d.skill.as_str(), d.version)).collect::<Vec<_>>(), [("notes", 3)]);
+    assert_eq!(deleted[0].body, BODY, "the delete entry keeps what was deleted");
 
     let conflict = s.restore(&ann, "nothing-here").await.unwrap_err();
     assert_eq!(conflict.kind, ErrorKind::NotFound);
-    assert_eq!(s.restore(&Actor::Operator("olga".into()), "notes").await.unwrap().version, 4);
+    assert_eq!(s.restore(&Actor::Operator("operator:olga".into()), "notes").await.unwrap().version, 4);
     let skill = s.get("notes").await.unwrap();
     assert_eq!((skill.body.as_str(), skill.files.as_slice()), (BODY, &["templates/t.md".to_string()][..]));
     assert_eq!(s.restore(&ann, "notes").await.unwrap_err().kind, ErrorKind::Conflict, "not deleted now");
+    assert!(s.deleted().await.unwrap().is_empty(), "a restored skill is no longer listed as deleted");
+}
+
+#[tokio::test]
+async fn an_operators_edit_changes_the_body_and_manifest_in_one_version_but_never_the_name() {
+    let (_dir, s) = skills().await;
+    let olga = Actor::Operator("token:olga".into());
+    s.create(&agent("ann"), manifest("notes"), BODY.into()).await.unwrap();
+    let mut relabelled = manifest("notes");
+    relabelled.description = "Writes short release notes.".into();
+    relabelled.tags = vec!["writing".into()];
+    let edited = s.edit(&olga, "notes", Some(relabelled.clone()), "Short.\n".into()).await.unwrap();
+    assert_eq!((edited.version, edited.op.as_str()), (2, "update"));
+    assert!(edited.diff.contains("+description = \"Writes short release notes.\""), "{}", edited.diff);
+    assert!(edited.diff.contains("+Short."), "{}", edited.diff);
+    let skill = s.get("notes").await.unwrap();
+    assert_eq!((skill.manifest, skill.body.as_str()), (relabelled, "Short.\n"));
+    assert_eq!(s.history("notes").await.unwrap()[1].actor, "token:olga");
+
+    // The body alone keeps the manifest.
+    s.edit(&olga, "notes", None, "Shorter.\n".into()).await.unwrap();
+    assert_eq!(s.get("notes").await.unwrap().manifest.tags, ["writing"]);
+
+    let renamed = s.edit(&olga, "notes", Some(manifest("other")), "x".into()).await.unwrap_err();
+    assert_eq!(field(&renamed), Some("manifest.name"));
+    let mut blank = manifest("notes");
+    blank.description = " ".into();
+    let blank = s.edit(&olga, "notes", Some(blank), "x".into()).await.unwrap_err();
+    assert_eq!(field(&blank), Some("manifest.description"));
+    let missing = s.edit(&olga, "absent", None, "x".into()).await.unwrap_err();
+    assert_eq!(missing.kind, ErrorKind::NotFound);
+    assert_eq!(s.get("notes").await.unwrap().body, "Shorter.\n", "refused edits change nothing");
+    assert_eq!(s.history("notes").await.unwrap().len(), 3);
 }
 
 #[tokio::test]

@@ -1,26 +1,128 @@
-//! `/skills` and `/skills/{name}`: the daemon's skills and one skill's history, from the
-//! skills service.
+//! `/skills` and `/skills/{name}`: the daemon's skills, one skill's history, and an operator's
+//! edit, rollback, delete and restore — the same `Skills` service as `/api/skills`, recorded in
+//! the skill's history as the signed-in operator.
 
-use axum::extract::{Extension, Path, State};
+use axum::Form;
+use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use kennel_app::Nav;
-use kennel_app::pages::skills;
+use kennel_app::pages::skills::{self, SkillForm, SkillPage};
 use kennel_kernel::Kernel;
+use kennel_kernel::error::FieldError;
+use kennel_kernel::skills::Actor;
+use kennel_kernel::tool::Caller;
+use serde::Deserialize;
 
-use super::{Operator, PageResult, html, meta};
+use super::{Notice, Operator, PageResult, field_errors, html, meta, see_other};
 
-pub async fn list(State(kernel): State<Kernel>, Extension(op): Extension<Operator>) -> PageResult {
+pub async fn list(
+    State(kernel): State<Kernel>,
+    Extension(op): Extension<Operator>,
+    Query(n): Query<Notice>,
+) -> PageResult {
     let all = kernel.skills().list().await?;
-    Ok(html(StatusCode::OK, skills::render_list(meta(&op, "Skills", Nav::Skills, None), all)))
+    let deleted = kernel.skills().deleted().await?;
+    Ok(html(StatusCode::OK, skills::render_list(meta(&op, "Skills", Nav::Skills, n.flash()), all, deleted)))
 }
 
 pub async fn one(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
     Path(name): Path<String>,
+    Query(n): Query<Notice>,
 ) -> PageResult {
-    let skill = kernel.skills().get(&name).await?;
-    let history = kernel.skills().history(&name).await?;
+    skill_page(&kernel, &op, &name, StatusCode::OK, None, Vec::new(), n).await
+}
+
+/// The skill's page; `form` (as sent, with `errors`) in place of the skill as it is.
+async fn skill_page(
+    kernel: &Kernel,
+    op: &Operator,
+    name: &str,
+    status: StatusCode,
+    form: Option<SkillForm>,
+    errors: Vec<FieldError>,
+    n: Notice,
+) -> PageResult {
+    let skill = kernel.skills().get(name).await?;
+    let history = kernel.skills().history(name).await?;
     let title = format!("{} · skill", skill.manifest.name);
-    Ok(html(StatusCode::OK, skills::render_skill(meta(&op, title, Nav::Skills, None), skill, history)))
+    let page = SkillPage {
+        form: form.unwrap_or_else(|| SkillForm::from_skill(&skill)),
+        used_by: kernel.agents().types_using_skill(name),
+        skill,
+        history,
+        errors,
+    };
+    Ok(html(status, skills::render_skill(meta(op, title, Nav::Skills, n.flash()), page)))
+}
+
+#[derive(Deserialize)]
+pub struct EditFields {
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    tags: String,
+    #[serde(default)]
+    label: String,
+    #[serde(default)]
+    body: String,
+}
+
+/// Saves the form as a new version; a refusal sends the form back as typed, with its errors.
+pub async fn save(
+    State(kernel): State<Kernel>,
+    Extension(op): Extension<Operator>,
+    Path(name): Path<String>,
+    Form(f): Form<EditFields>,
+) -> PageResult {
+    let form = SkillForm { description: f.description, tags: f.tags, label: f.label, body: f.body };
+    let manifest = form.manifest(&name);
+    match kernel.skills().edit(&actor(&op), &name, Some(manifest), form.body.clone()).await {
+        Ok(evolved) => Ok(see_other(&skills::skill_href(&name), &format!("Saved as version {}.", evolved.version))),
+        Err(e) if e.kind == kennel_kernel::ErrorKind::InvalidArguments => {
+            let errors = field_errors(&e, "body");
+            let status = crate::status::status_for(e.kind);
+            skill_page(&kernel, &op, &name, status, Some(form), errors, Notice::default()).await
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct RollbackFields {
+    version: i64,
+}
+
+pub async fn rollback(
+    State(kernel): State<Kernel>,
+    Extension(op): Extension<Operator>,
+    Path(name): Path<String>,
+    Form(f): Form<RollbackFields>,
+) -> PageResult {
+    let evolved = kernel.skills().rollback(&actor(&op), &name, Some(f.version)).await?;
+    let notice = format!("Rolled back to version {} as version {}.", f.version, evolved.version);
+    Ok(see_other(&skills::skill_href(&name), &notice))
+}
+
+pub async fn delete(
+    State(kernel): State<Kernel>,
+    Extension(op): Extension<Operator>,
+    Path(name): Path<String>,
+) -> PageResult {
+    kernel.skills().delete(&actor(&op), &name).await?;
+    Ok(see_other("/skills", &format!("Skill {name} deleted; restore it from the list below.")))
+}
+
+pub async fn restore(
+    State(kernel): State<Kernel>,
+    Extension(op): Extension<Operator>,
+    Path(name): Path<String>,
+) -> PageResult {
+    let evolved = kernel.skills().restore(&actor(&op), &name).await?;
+    Ok(see_other(&skills::skill_href(&name), &format!("Restored as version {}.", evolved.version)))
+}
+
+fn actor(op: &Operator) -> Actor {
+    Actor::person(&Caller::Operator(op.name.clone()))
 }

@@ -160,3 +160,117 @@ async fn an_agent_types_skills_ride_in_its_system_prompt_cut_at_the_configured_s
     assert_eq!(again.status, 200, "{}", again.text);
     assert!(llm.requests()[1].system().contains("1. Read the release branch."));
 }
+
+#[tokio::test]
+async fn an_operator_edits_rolls_back_deletes_and_restores_a_skill_through_the_api() {
+    let (_home, _daemon, api) = daemon_with_config("").await;
+    let manifest = json!({ "name": "notes", "description": "Writes release notes.", "tags": ["writing"] });
+    let created = api.post("/api/skills", json!({ "manifest": manifest, "body": BODY })).await;
+    assert_eq!((created.status, created.header("location")), (201, Some("/api/skills/notes")), "{}", created.text);
+    assert_eq!(api.post("/api/skills", json!({ "manifest": manifest })).await.status, 409, "never an overwrite");
+    let t = api.post("/api/templates", json!({ "name": "scribe", "skills": ["notes"] })).await;
+    assert_eq!(t.status, 201, "{}", t.text);
+
+    let relabelled = json!({ "name": "notes", "description": "Short notes.", "version": "2.0" });
+    let edited = api.put("/api/skills/notes", json!({ "manifest": relabelled, "body": "Be brief.\n" })).await;
+    assert_eq!((edited.status, edited.body["version"].as_i64()), (200, Some(2)), "{}", edited.text);
+    let renamed =
+        api.put("/api/skills/notes", json!({ "manifest": { "name": "other", "description": "x" }, "body": "" })).await;
+    assert_eq!(
+        (renamed.status, renamed.body["error"]["fields"][0]["field"].as_str()),
+        (422, Some("manifest.name")),
+        "{}",
+        renamed.text
+    );
+
+    let file =
+        api.put("/api/skills/notes/files", json!({ "path": "templates/entry.md", "text": "- AREA: CHANGE\n" })).await;
+    assert_eq!(file.status, 200, "{}", file.text);
+    let read = api.get("/api/skills/notes/files?path=templates/entry.md").await;
+    assert_eq!((read.status, read.text.as_str()), (200, "- AREA: CHANGE\n"));
+    let escape = api.put("/api/skills/notes/files", json!({ "path": "../../kennel.db", "text": "x" })).await;
+    assert_eq!(escape.status, 422, "{}", escape.text);
+
+    let back = api.post("/api/skills/notes/rollback", json!({ "version": 1 })).await;
+    assert_eq!((back.status, back.body["op"].as_str()), (200, Some("rollback")), "{}", back.text);
+    let skill = api.get("/api/skills/notes").await;
+    assert_eq!((skill.body["body"].as_str(), skill.body["version"].as_i64()), (Some(BODY), Some(4)));
+    assert_eq!(skill.body["manifest"]["description"], "Writes release notes.", "a rollback restores the manifest too");
+    assert_eq!(skill.body["used_by"], json!(["scribe"]));
+    let actors: Vec<&str> =
+        skill.body["history"].as_array().unwrap().iter().map(|h| h["actor"].as_str().unwrap()).collect();
+    assert_eq!(actors, ["token:tests"; 4], "each change names the token that made it");
+    assert_eq!(api.post("/api/skills/notes/rollback", json!({ "version": 9 })).await.status, 422);
+
+    assert_eq!(api.delete("/api/skills/notes").await.status, 200);
+    assert_eq!(api.get("/api/skills/notes").await.status, 404);
+    let deleted = api.get("/api/deleted-skills").await;
+    assert_eq!(
+        (deleted.body[0]["skill"].as_str(), deleted.body[0]["version"].as_i64()),
+        (Some("notes"), Some(5)),
+        "{}",
+        deleted.text
+    );
+    assert_eq!(
+        api.get("/api/skills/notes/history").await.body.as_array().map(Vec::len),
+        Some(5),
+        "the history outlives the skill"
+    );
+    let restored = api.post("/api/skills/notes/restore", json!(null)).await;
+    assert_eq!((restored.status, restored.body["version"].as_i64()), (200, Some(6)), "{}", restored.text);
+    assert_eq!(api.post("/api/skills/notes/restore", json!(null)).await.status, 409, "not deleted now");
+    assert_eq!(api.get("/api/skills/notes").await.body["files"], json!(["templates/entry.md"]));
+
+    let log = api.get("/api/audit/actions?actor=token:tests").await;
+    let actions: Vec<&str> = log.body.as_array().unwrap().iter().map(|a| a["action"].as_str().unwrap()).collect();
+    for action in
+        ["skill.create", "skill.update", "skill.write_file", "skill.rollback", "skill.delete", "skill.restore"]
+    {
+        assert!(actions.contains(&action), "{action} is in the operator-action log: {actions:?}");
+    }
+}
+
+#[tokio::test]
+async fn the_skill_page_edits_rolls_back_and_restores_as_the_signed_in_operator() {
+    let (_home, _d, api, b) = crate::dashboard::signed_in_with("").await;
+    let manifest = json!({ "name": "notes", "description": "Writes release notes." });
+    assert_eq!(api.post("/api/skills", json!({ "manifest": manifest, "body": BODY })).await.status, 201);
+    api.post("/api/templates", json!({ "name": "scribe", "skills": ["notes"] })).await;
+    let page = b.get("/skills/notes").await;
+    assert!(page.text.contains("href=\"/agent-types/scribe\""), "the types that use it are linked");
+
+    // A refused edit comes back with what was typed and the reason next to the field.
+    let typed = "A body the operator typed.\n";
+    let refused = b
+        .submit("/skills/notes", "/skills/notes", &[("description", " "), ("tags", ""), ("label", ""), ("body", typed)])
+        .await;
+    assert_eq!(refused.status, 422, "{}", refused.text);
+    assert!(refused.text.contains("id=\"manifest-description-error\""), "{}", refused.text);
+    assert!(refused.text.contains(typed.trim()), "nothing typed is lost");
+    assert_eq!(api.get("/api/skills/notes").await.body["version"], 1, "nothing was saved");
+
+    let saved = b
+        .submit(
+            "/skills/notes",
+            "/skills/notes",
+            &[("description", "Short."), ("tags", "a, b"), ("label", "2"), ("body", typed)],
+        )
+        .await;
+    assert_eq!(saved.status, 303, "{}", saved.text);
+    let skill = api.get("/api/skills/notes").await;
+    assert_eq!((skill.body["body"].as_str(), skill.body["manifest"]["tags"].clone()), (Some(typed), json!(["a", "b"])));
+    assert_eq!(skill.body["history"][1]["actor"], "operator:ada");
+
+    let page = b.get("/skills/notes").await;
+    assert!(page.text.contains("Roll back to version 1"), "earlier versions offer a rollback");
+    assert_eq!(b.submit("/skills/notes", "/skills/notes/rollback", &[("version", "1")]).await.status, 303);
+    assert_eq!(api.get("/api/skills/notes").await.body["body"], BODY);
+
+    assert_eq!(b.submit("/skills/notes", "/skills/notes/delete", &[]).await.status, 303);
+    let list = b.get("/skills").await;
+    assert!(list.text.contains("id=\"deleted-skills\"") && list.text.contains("Restore notes"), "{}", list.text);
+    assert_eq!(b.submit("/skills", "/skills/notes/restore", &[]).await.status, 303);
+    assert_eq!(api.get("/api/skills/notes").await.body["body"], BODY);
+    let actions = api.get("/api/audit/actions?actor=operator:ada").await;
+    assert!(actions.text.contains("skill.restore") && actions.text.contains("skill.rollback"), "{}", actions.text);
+}
