@@ -31,6 +31,76 @@ pub struct Config {
     /// `None` without a `[browser]` section: the browser tools are excluded.
     pub browser: Option<BrowserConfig>,
     pub exec_policy: ExecPolicyConfig,
+    /// `[channels.NAME]`: chat platforms bound to agents (spec §6), and `[channels]
+    /// allowed_hosts` for every outbound channel request.
+    pub channels: ChannelsConfig,
+}
+
+/// `[channels]`: the address guard's list for channel traffic, and each channel by name.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+pub struct ChannelsConfig {
+    /// Where channel requests may go (the platforms' APIs, a webhook channel's URL), checked
+    /// by `net::guard` like `[a2a] allowed_hosts`: empty, any public host.
+    #[serde(default)]
+    pub allowed_hosts: AllowedHosts,
+    #[serde(flatten)]
+    pub channels: BTreeMap<String, ChannelConfig>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChannelKind {
+    Telegram,
+    Slack,
+    Discord,
+    Webhook,
+}
+
+impl ChannelKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChannelKind::Telegram => "telegram",
+            ChannelKind::Slack => "slack",
+            ChannelKind::Discord => "discord",
+            ChannelKind::Webhook => "webhook",
+        }
+    }
+}
+
+/// How a channel hears of new messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChannelMode {
+    /// Kennel asks: Telegram's `getUpdates`, Discord's gateway.
+    Poll,
+    /// The platform posts to `/channels/NAME/inbound` (Telegram's `setWebhook`, Slack's Events
+    /// API, a webhook channel).
+    Webhook,
+}
+
+/// `[channels.NAME]`: one chat platform account bound to one agent.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelConfig {
+    pub kind: ChannelKind,
+    /// The agent (by name) whose turns answer this channel's messages.
+    pub agent: Option<String>,
+    /// The platform's API (tests point it at a local server); unset: the platform's own. For a
+    /// webhook channel: the URL outbound messages are posted to.
+    pub base_url: Option<String>,
+    /// The environment variable holding the bot token (Telegram, Slack, Discord).
+    pub token_env: Option<String>,
+    /// The environment variable holding the secret inbound requests are signed with (Slack's
+    /// signing secret, a webhook channel's HMAC key, Telegram's webhook secret token).
+    pub signing_secret_env: Option<String>,
+    /// Unset: the kind's own ([`crate::channel::mode_of`]).
+    pub mode: Option<ChannelMode>,
+    /// Where a schedule naming only this channel, or a deliver-only webhook, sends.
+    pub default_target: Option<String>,
+    /// A webhook channel that runs no turn: each inbound message is sent on to
+    /// `default_target` (`CHANNEL:TARGET`) as it is.
+    #[serde(default)]
+    pub deliver_only: bool,
 }
 
 /// `[exec_policy]`: what agents' subprocesses (family `process`) and `docker_exec` may do.
@@ -635,6 +705,10 @@ impl Config {
         }
         if let Err((key, message)) = check_exec_policy(&config) {
             let offset = text.find(key).unwrap_or(0);
+            return Err(error_at(offset, message));
+        }
+        if let Err((key, message)) = crate::channel::check_config(&config.channels) {
+            let offset = text.find(&key).unwrap_or(0);
             return Err(error_at(offset, message));
         }
         if let Err((key, message)) = crate::media::check_config(&config.media) {

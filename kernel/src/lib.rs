@@ -12,6 +12,7 @@ pub mod browser;
 pub mod canvas;
 pub mod capability;
 pub mod changes;
+pub mod channel;
 pub mod clock;
 pub mod config;
 pub mod db;

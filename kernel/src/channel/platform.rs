@@ -1,0 +1,154 @@
+//! What every chat platform adapter provides, and what it hands the channel bridge
+//! ([`super::Channels`]). An adapter speaks one platform's wire protocol and nothing else: no
+//! sessions, rosters, deduplication, retries or splitting — the bridge does those once for
+//! all of them.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::header::HeaderMap;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::Error;
+use crate::net::guard::AllowedHosts;
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// One message a platform delivered to the bot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inbound {
+    /// The platform's id for this message (Telegram `chat_id:message_id`, Slack `event_id`,
+    /// Discord message id, a webhook's `id`): redelivery carries the same one.
+    pub message_id: String,
+    /// The conversation: a group, a channel, or a direct chat with one person.
+    pub chat_id: String,
+    /// The conversation's name when the platform gives one (a group's title).
+    pub chat_title: Option<String>,
+    /// A group conversation (several people): only those have a roster.
+    pub is_group: bool,
+    pub from: Member,
+    pub text: String,
+}
+
+/// A person on a platform, as the roster records them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    pub user_id: String,
+    pub display_name: String,
+    pub username: Option<String>,
+}
+
+/// What to send.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outgoing {
+    /// Text within the platform's [`Platform::text_limit`] (the bridge splits longer text).
+    Text(String),
+    Image { media: Media, caption: Option<String> },
+    File { media: Media, caption: Option<String> },
+    Poll { question: String, options: Vec<String> },
+}
+
+/// An image's or file's bytes: a URL the platform fetches itself, or bytes to upload.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Media {
+    Url(String),
+    Bytes { file_name: String, mime: String, bytes: Vec<u8> },
+}
+
+/// Why a send did not happen.
+#[derive(Debug)]
+pub enum SendError {
+    /// The platform said 429: try again after this long (its `retry_after`).
+    RetryAfter(Duration),
+    /// Anything else, as an error a person can act on (a bot that may not start a DM is
+    /// [`crate::ErrorKind::Failed`] naming that).
+    Failed(Error),
+}
+
+impl From<Error> for SendError {
+    fn from(e: Error) -> Self {
+        SendError::Failed(e)
+    }
+}
+
+/// An inbound request to `/channels/NAME/inbound`, as the web server received it.
+pub struct WebhookRequest<'a> {
+    pub headers: &'a HeaderMap,
+    pub body: &'a [u8],
+}
+
+/// What the adapter makes of an inbound request.
+#[derive(Debug, PartialEq, Eq)]
+pub enum WebhookReply {
+    /// Verified: these messages (none for an event that is not a message), answered `200`.
+    Messages(Vec<Inbound>),
+    /// A handshake the platform expects echoed (Slack's `url_verification` challenge).
+    Challenge(String),
+}
+
+/// Where inbound messages from polling or a socket go. The bridge stores each durably before
+/// this returns, so a listener may advance its offset once it has.
+pub type Sink = Arc<dyn Fn(Inbound) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// How a listener is doing, for the dashboard.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Connection {
+    /// Webhook mode, or not started yet.
+    Idle,
+    Connected,
+    /// The last attempt failed with this; it is retried with backoff.
+    Failing(String),
+}
+
+/// Shared by an adapter's calls: the channel's name (for messages), its base URL, secrets, and
+/// the address guard.
+#[derive(Clone)]
+pub struct Endpoint {
+    pub channel: String,
+    pub base_url: String,
+    pub token: Option<String>,
+    pub signing_secret: Option<String>,
+    pub allowed_hosts: AllowedHosts,
+}
+
+impl Endpoint {
+    /// A client for `url` pinned to the address the guard checked (`[channels] allowed_hosts`).
+    pub async fn client(&self, url: &str, timeout: Duration) -> Result<(reqwest::Url, reqwest::Client), Error> {
+        let parsed = reqwest::Url::parse(url)
+            .map_err(|e| Error::invalid(format!("channel `{}`: `{url}` is not a URL: {e}", self.channel)))?;
+        let addr = crate::net::guard::resolve(&parsed, &self.allowed_hosts, "[channels] allowed_hosts").await?;
+        let client = crate::net::pinned_client(&parsed, addr, timeout)?;
+        Ok((parsed, client))
+    }
+}
+
+/// One platform's adapter.
+pub trait Platform: Send + Sync + 'static {
+    /// The longest text one message may carry, in characters.
+    fn text_limit(&self) -> usize;
+
+    /// Sends `out` to the conversation `chat_id`.
+    fn send<'a>(&'a self, chat_id: &'a str, out: &'a Outgoing) -> BoxFuture<'a, Result<(), SendError>>;
+
+    /// The conversation that reaches `user_id` privately, opening it if the platform does
+    /// that (Slack `conversations.open`, Discord `POST /users/@me/channels`); Telegram's is
+    /// the user's own id, which fails on send if they never messaged the bot.
+    fn direct_chat<'a>(&'a self, user_id: &'a str) -> BoxFuture<'a, Result<String, SendError>>;
+
+    /// Verifies and reads one inbound request (webhook mode). A forged or stale request is
+    /// [`crate::ErrorKind::Forbidden`], naming what did not verify; a body that verifies but
+    /// does not parse is [`crate::ErrorKind::InvalidArguments`].
+    fn webhook<'a>(&'a self, req: WebhookRequest<'a>) -> BoxFuture<'a, Result<WebhookReply, Error>>;
+
+    /// Poll mode: listens until `cancel`, handing every message to `sink` and reporting its
+    /// state to `state`. `None` when this platform has no such mode (a webhook channel,
+    /// Slack).
+    fn listen(
+        self: Arc<Self>,
+        sink: Sink,
+        state: Arc<dyn Fn(Connection) + Send + Sync>,
+        cancel: CancellationToken,
+    ) -> Option<BoxFuture<'static, ()>>;
+}
