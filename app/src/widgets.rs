@@ -207,6 +207,7 @@ pub fn origin_names(origin: &kennel_kernel::session::Origin) -> (String, String)
         Origin::Trigger(e) => (format!("Trigger {e}"), "Event".into()),
         Origin::Agent(a) => (format!("From agent {a}"), format!("Agent {a}")),
         Origin::A2a { owner, context } => (format!("A2A {context} ({owner})"), "A2A client".into()),
+        Origin::Channel { channel, chat } => (format!("{channel} · {chat}"), "Channel conversation".into()),
         Origin::Other(label) => (label.clone(), "Sender".into()),
     }
 }

@@ -888,6 +888,15 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # [browser] allowed_hosts = []   # every request a page makes is checked (like [a2a] allowed_hosts)
 # [browser] blocked_hosts = ["ads.example.com:*"]   # refused even when allowed
 
+# [channels.team]           # a chat platform bound to an agent (family channel)
+# kind = "telegram"         # or "slack", "discord", "webhook"
+# agent = "assistant"       # the agent whose turns answer its messages
+# token_env = "TELEGRAM_BOT_TOKEN"   # Slack: the bot token; Discord: the bot token
+# signing_secret_env = "TEAM_WEBHOOK_SECRET"   # Slack's signing secret; a webhook's HMAC key
+# mode = "poll"             # Telegram: poll (getUpdates) or webhook (POST /channels/team/inbound)
+# default_target = "-1001234567890"   # where schedules naming just "team" deliver
+# [channels] allowed_hosts = []   # where channel requests may go (like [a2a] allowed_hosts)
+
 # [exec_policy]             # agents' subprocesses (process_*) and docker_exec
 # wall_clock_secs = 3600    # a child running longer is stopped
 # max_children = 8          # running at once, per agent
@@ -960,6 +969,43 @@ mod tests {
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::parse(Path::new("config.toml"), text)
+    }
+
+    #[test]
+    fn channels_are_checked_for_what_their_kind_needs() {
+        let ok = parse(
+            "[channels]\nallowed_hosts = [\"127.0.0.1:*\"]\n[channels.team]\nkind = \"telegram\"\nagent = \"a\"\ntoken_env = \"T\"\n",
+        )
+        .unwrap();
+        assert_eq!(ok.channels.channels["team"].kind, ChannelKind::Telegram);
+        assert_eq!(crate::channel::mode_of(&ok.channels.channels["team"]), ChannelMode::Poll);
+        for (text, expected) in [
+            ("[channels.t]\nkind = \"telegram\"\nagent = \"a\"\n", "needs token_env"),
+            ("[channels.t]\nkind = \"telegram\"\ntoken_env = \"T\"\n", "needs agent"),
+            ("[channels.s]\nkind = \"slack\"\nagent = \"a\"\ntoken_env = \"T\"\n", "needs signing_secret_env"),
+            (
+                "[channels.s]\nkind = \"slack\"\nagent = \"a\"\ntoken_env = \"T\"\nsigning_secret_env = \"S\"\nmode = \"poll\"\n",
+                "mode = \"webhook\"",
+            ),
+            ("[channels.d]\nkind = \"discord\"\nagent = \"a\"\ntoken_env = \"T\"\nmode = \"webhook\"\n", "gateway"),
+            (
+                "[channels.d]\nkind = \"discord\"\nagent = \"a\"\ntoken_env = \"T\"\ndeliver_only = true\n",
+                "deliver_only is for",
+            ),
+            (
+                "[channels.w]\nkind = \"webhook\"\nsigning_secret_env = \"S\"\ndeliver_only = true\n",
+                "needs default_target",
+            ),
+            ("[channels.Team]\nkind = \"webhook\"\nsigning_secret_env = \"S\"\n", "lowercase"),
+            (
+                "[channels.w]\nkind = \"webhook\"\nsigning_secret_env = \"S\"\nbase_url = \"ftp://x\"\n",
+                "not an http(s) URL",
+            ),
+            ("[channels.w]\nkind = \"irc\"\n", "unknown variant"),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert!(e.message.contains(expected), "{text}: {}", e.message);
+        }
     }
 
     #[test]

@@ -89,6 +89,7 @@ struct Inner {
     semantic: Option<memory::semantic::SemanticMemory>,
     knowledge: knowledge::Knowledge,
     skills: skills::Skills,
+    channels: channel::Channels,
     /// `None` without a `[browser]` section.
     browsers: Option<Arc<browser::Browsers>>,
     processes: Arc<process::Processes>,
@@ -158,6 +159,7 @@ impl Kernel {
                 agents.clone(),
             ),
             skills: skills::Skills::new(home.join("skills"), db.clone(), clock.clone()),
+            channels: channel::Channels::new(&config.channels, db.clone(), clock.clone()),
             clock,
             workspaces: workspace::Workspaces::new(home.join("workspaces"), config.workspace.max_file_bytes),
             canvases: canvas::Canvases::new(db.clone(), config.canvas.max_bytes),
@@ -205,6 +207,7 @@ impl Kernel {
         a2a::start(self);
         agent::start_ephemeral_sweeper(self);
         process::start(self);
+        channel::Channels::start(self);
     }
 
     /// Re-reads the state another process may have changed.
@@ -292,6 +295,10 @@ impl Kernel {
     }
     pub fn skills(&self) -> &skills::Skills {
         &self.0.skills
+    }
+
+    pub fn channels(&self) -> &channel::Channels {
+        &self.0.channels
     }
 
     /// The key/value memory of every agent.
@@ -492,6 +499,7 @@ impl Kernel {
     /// Writes out queued audit entries and closes the database.
     pub async fn close(&self) {
         self.0.schedules.stop();
+        self.0.channels.close();
         if let Some(browsers) = &self.0.browsers {
             browsers.shut_down().await;
         }

@@ -6,6 +6,7 @@ pub mod agents;
 pub mod audit;
 pub mod browser;
 pub mod canvas;
+pub mod channels;
 pub mod error;
 pub mod knowledge;
 pub mod memory;

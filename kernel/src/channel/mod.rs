@@ -2,19 +2,100 @@
 //! account on Telegram, Slack or Discord, or a generic webhook, answered by one agent.
 //!
 //! The adapters (`telegram.rs`, `slack.rs`, `discord.rs`, `webhook.rs`) speak their
-//! platform's wire protocol behind [`platform::Platform`]; everything else is decided here once.
+//! platform's wire protocol behind [`platform::Platform`]; the bridge here decides the rest
+//! once for all of them:
+//! - **Stored before answered.** An inbound message is written (`channel_inbound`, keyed by
+//!   the platform's message id) before the platform gets its `200` or the poller advances,
+//!   so a redelivered webhook finds its row and runs no second turn, and a message the daemon
+//!   stopped before answering is answered when it starts again.
+//! - **One session per conversation** (`channel NAME:CHAT`), one turn at a time in it, in the
+//!   order messages arrived; the reply goes back to that conversation.
+//! - **Rosters** record who spoke in each group conversation; direct chats have none.
+//! - **Sending** splits text at the platform's limit (at a line, else a space, else a
+//!   character) and retries a platform 429 after its `retry_after` (at most [`MAX_RETRIES`]
+//!   times, each wait at most [`MAX_RETRY_WAIT`]). Every send is recorded.
+//! - **The guards** of `channel_send`, `channel_dm` and `channel_members` are in
+//!   [`Channels::send_from`], [`Channels::dm`] and [`Channels::members`].
 
 pub mod discord;
 pub mod platform;
 pub mod slack;
+mod split;
+mod store;
 pub mod telegram;
+mod tools;
 pub mod webhook;
 
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+use utoipa::ToSchema;
+
+use crate::Kernel;
+use crate::clock::Clock;
 use crate::config::{ChannelConfig, ChannelKind, ChannelMode, ChannelsConfig};
-use crate::error::{Error, Result};
-use platform::{Endpoint, Platform};
+use crate::db::Db;
+use crate::error::{Error, ErrorKind, Result};
+use crate::session::Origin;
+use crate::tool::{CallContext, Caller, ChannelContext};
+use crate::turn::{TurnEnd, TurnRequest};
+use platform::{Connection, Endpoint, Inbound, Media, Outgoing, Platform, SendError, WebhookReply, WebhookRequest};
+
+pub use store::{Conversation, InboundRow, OutboundRow, RosterEntry};
+pub(crate) use tools::register;
+
+/// Times one send is retried after a platform 429.
+pub const MAX_RETRIES: u32 = 5;
+/// The longest wait a 429 is honoured for; a platform asking for more fails the send.
+pub const MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
+
+/// One configured channel.
+struct Channel {
+    name: String,
+    config: ChannelConfig,
+    /// The adapter, or why there is none (a secret's variable not set).
+    platform: std::result::Result<Arc<dyn Platform>, Error>,
+    connection: StdMutex<Connection>,
+}
+
+impl Channel {
+    fn platform(&self) -> Result<&Arc<dyn Platform>> {
+        self.platform.as_ref().map_err(Clone::clone)
+    }
+}
+
+/// A channel as the API and the dashboard show it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ChannelInfo {
+    pub name: String,
+    /// telegram, slack, discord or webhook.
+    pub kind: String,
+    /// poll or webhook.
+    pub mode: String,
+    /// The agent that answers its messages.
+    pub agent: Option<String>,
+    pub default_target: Option<String>,
+    pub deliver_only: bool,
+    /// idle, connected, failing: …, or unavailable: … (a secret missing).
+    pub state: String,
+}
+
+/// A conversation: the channel's name and the platform's chat id.
+type ConversationKey = (String, String);
+
+/// Every channel of this daemon, and the bridge between them and the agents.
+pub struct Channels {
+    channels: BTreeMap<String, Arc<Channel>>,
+    db: Db,
+    clock: Clock,
+    /// One lock per conversation: its turns run one at a time, in arrival order (tokio's
+    /// mutex is fair).
+    conversations: StdMutex<HashMap<ConversationKey, Arc<tokio::sync::Mutex<()>>>>,
+    stop: CancellationToken,
+}
 
 /// Checks `[channels]` at load: names, the fields each kind needs. Returns the key to point at
 /// and the message.
@@ -46,7 +127,10 @@ pub fn check_config(channels: &ChannelsConfig) -> std::result::Result<(), (Strin
         }
         match (c.kind, c.mode) {
             (ChannelKind::Slack | ChannelKind::Webhook, Some(ChannelMode::Poll)) => {
-                return Err((key, format!("[channels.{name}] a {} channel is posted to: mode = \"webhook\"", c.kind.as_str())));
+                return Err((
+                    key,
+                    format!("[channels.{name}] a {} channel is posted to: mode = \"webhook\"", c.kind.as_str()),
+                ));
             }
             (ChannelKind::Discord, Some(ChannelMode::Webhook)) => {
                 // Interactions (Discord's webhooks) carry no group messages, so no roster.
@@ -114,4 +198,469 @@ pub fn adapter(name: &str, c: &ChannelConfig, channels: &ChannelsConfig) -> Resu
         ChannelKind::Discord => Arc::new(discord::Discord::new(endpoint)),
         ChannelKind::Webhook => Arc::new(webhook::Webhook::new(endpoint)),
     })
+}
+
+impl Channels {
+    pub fn new(config: &ChannelsConfig, db: Db, clock: Clock) -> Channels {
+        let channels = config
+            .channels
+            .iter()
+            .map(|(name, c)| {
+                let channel = Channel {
+                    name: name.clone(),
+                    config: c.clone(),
+                    platform: adapter(name, c, config),
+                    connection: StdMutex::new(Connection::Idle),
+                };
+                (name.clone(), Arc::new(channel))
+            })
+            .collect();
+        Channels { channels, db, clock, conversations: StdMutex::default(), stop: CancellationToken::new() }
+    }
+
+    /// Starts the poll-mode listeners and answers the messages a previous run stored but did
+    /// not answer. Only the daemon calls this.
+    pub(crate) fn start(kernel: &Kernel) {
+        let channels = kernel.channels();
+        for channel in channels.channels.values() {
+            let Ok(platform) = channel.platform() else {
+                tracing::warn!(channel = %channel.name, error = %channel.platform.as_ref().err().map(|e| e.message.clone()).unwrap_or_default(), "channel unavailable");
+                continue;
+            };
+            if mode_of(&channel.config) != ChannelMode::Poll {
+                continue;
+            }
+            let sink_kernel = kernel.clone();
+            let sink_channel = channel.name.clone();
+            let sink: platform::Sink = Arc::new(move |m: Inbound| {
+                let (kernel, name) = (sink_kernel.clone(), sink_channel.clone());
+                Box::pin(async move {
+                    if let Err(e) = kernel.channels().accept(&kernel, &name, m).await {
+                        tracing::error!(channel = %name, error = %e.message, "an inbound message could not be stored");
+                    }
+                })
+            });
+            let state_channel = channel.clone();
+            let state = Arc::new(move |c: Connection| {
+                *state_channel.connection.lock().unwrap_or_else(|e| e.into_inner()) = c;
+            });
+            if let Some(listening) = platform.clone().listen(sink, state, channels.stop.child_token()) {
+                tokio::spawn(listening);
+            }
+        }
+        let kernel = kernel.clone();
+        tokio::spawn(async move {
+            match store::pending(&kernel.channels().db).await {
+                Ok(rows) => {
+                    for row in rows {
+                        kernel.channels().spawn_answer(&kernel, inbound_of(&row), row.channel);
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e.message, "could not read unanswered channel messages"),
+            }
+        });
+    }
+
+    /// Stops the listeners.
+    pub fn close(&self) {
+        self.stop.cancel();
+    }
+
+    /// Every channel, by name.
+    pub fn list(&self) -> Vec<ChannelInfo> {
+        self.channels.values().map(|c| info(c)).collect()
+    }
+
+    fn get(&self, name: &str) -> Result<&Arc<Channel>> {
+        self.channels.get(name).ok_or_else(|| {
+            let known: Vec<&str> = self.channels.keys().map(String::as_str).collect();
+            Error::not_found(format!(
+                "no channel `{name}` (configured: {})",
+                if known.is_empty() { "none".to_string() } else { known.join(", ") }
+            ))
+            .with_field("channel")
+        })
+    }
+
+    /// An inbound request to `/channels/NAME/inbound`: verified by the channel's adapter, each
+    /// message in it stored (once) and its turn started. Returns what to answer.
+    pub async fn receive_webhook(&self, kernel: &Kernel, name: &str, req: WebhookRequest<'_>) -> Result<WebhookReply> {
+        let channel = self.get(name)?;
+        if mode_of(&channel.config) != ChannelMode::Webhook {
+            return Err(Error::not_found(format!("channel `{name}` polls for its messages; it takes no webhooks")));
+        }
+        let reply = channel.platform()?.webhook(req).await?;
+        if let WebhookReply::Messages(messages) = &reply {
+            for m in messages {
+                self.accept(kernel, name, m.clone()).await?;
+            }
+        }
+        Ok(reply)
+    }
+
+    /// Stores one inbound message and starts answering it; a message stored before (a
+    /// redelivery) changes nothing. Returns once the message is stored.
+    async fn accept(&self, kernel: &Kernel, name: &str, m: Inbound) -> Result<()> {
+        let at = crate::db::timestamp(self.clock.now());
+        if store::receive(&self.db, name, &m, &at).await? {
+            self.spawn_answer(kernel, m, name.to_string());
+        }
+        Ok(())
+    }
+
+    fn spawn_answer(&self, kernel: &Kernel, m: Inbound, name: String) {
+        let kernel = kernel.clone();
+        tokio::spawn(async move {
+            let channels = kernel.channels();
+            let (state, detail) = match channels.answer(&kernel, &name, &m).await {
+                Ok(state) => (state, None),
+                Err(e) => {
+                    tracing::warn!(channel = %name, chat = %m.chat_id, error = %e.message, "a channel message was not answered");
+                    ("failed", Some(e.message))
+                }
+            };
+            if let Err(e) = store::finish(&channels.db, &name, &m.message_id, state, detail.as_deref()).await {
+                tracing::warn!(channel = %name, error = %e.message, "could not record a channel message's outcome");
+            }
+        });
+    }
+
+    /// Runs the turn a message asks for and sends its reply back; a deliver-only webhook's
+    /// message is sent on instead. Returns the inbound row's new state.
+    async fn answer(&self, kernel: &Kernel, name: &str, m: &Inbound) -> Result<&'static str> {
+        let channel = self.get(name)?;
+        if channel.config.deliver_only {
+            let target = channel.config.default_target.as_deref().unwrap_or_default();
+            let (to, chat) = self.address(target)?;
+            self.deliver(&to, &chat, Outgoing::Text(m.text.clone()), "deliver_only").await?;
+            return Ok("delivered");
+        }
+        let agent_name = channel.config.agent.as_deref().ok_or_else(|| {
+            Error::unavailable(format!("channel `{name}` has no agent to answer it: set [channels.{name}] agent"))
+        })?;
+        let agent = kernel.agents().get(agent_name)?;
+        let lock = {
+            let mut locks = self.conversations.lock().unwrap_or_else(|e| e.into_inner());
+            locks.entry((name.to_string(), m.chat_id.clone())).or_default().clone()
+        };
+        let _in_turn = lock.lock().await;
+        let origin = Origin::Channel { channel: name.to_string(), chat: m.chat_id.clone() };
+        let session = kernel.sessions().labelled(agent.id, &origin).await?;
+        let req = TurnRequest {
+            session: Some(session.id),
+            channel: Some(ChannelContext {
+                channel: name.to_string(),
+                chat_id: m.chat_id.clone(),
+                user_id: Some(m.from.user_id.clone()),
+                is_group: m.is_group,
+            }),
+            ..TurnRequest::headless(turn_message(channel, m), Caller::Channel(name.to_string()))
+        };
+        let result = crate::turn::run(kernel, agent, req).await?;
+        if result.ended != TurnEnd::Reply || result.reply.trim().is_empty() {
+            return Err(Error::failed(format!("the turn ended without a reply ({})", result.ended.as_str())));
+        }
+        self.deliver(name, &m.chat_id, Outgoing::Text(result.reply), "reply").await?;
+        Ok("answered")
+    }
+
+    /// `NAME` (the channel's `default_target`) or `NAME:TARGET` → the channel and the chat.
+    pub fn address(&self, address: &str) -> Result<(String, String)> {
+        let (name, target) = match address.split_once(':') {
+            Some((name, target)) => (name, Some(target)),
+            None => (address, None),
+        };
+        let channel = self.get(name)?;
+        let target = target.filter(|t| !t.trim().is_empty()).map(str::to_string);
+        let target = target.or_else(|| channel.config.default_target.clone()).ok_or_else(|| {
+            Error::invalid(format!(
+                "channel `{name}` has no default_target: write `{name}:TARGET` with the chat to deliver to"
+            ))
+        })?;
+        Ok((name.to_string(), target))
+    }
+
+    /// Sends `out` to `chat` on the channel `name`, split and retried as the platform needs,
+    /// and records it as sent by `sent_by`.
+    pub async fn deliver(&self, name: &str, chat: &str, out: Outgoing, sent_by: &str) -> Result<()> {
+        let channel = self.get(name)?;
+        let outcome = self.send_parts(channel, chat, &out).await;
+        let (kind, summary) = summary_of(&out);
+        let at = crate::db::timestamp(self.clock.now());
+        let result = match &outcome {
+            Ok(()) => "ok".to_string(),
+            Err(e) => e.message.clone(),
+        };
+        let row = store::NewOutbound {
+            channel: name,
+            chat_id: chat,
+            kind,
+            summary: &summary,
+            sent_by,
+            at: &at,
+            outcome: &result,
+        };
+        if let Err(e) = store::sent(&self.db, row).await {
+            tracing::warn!(channel = %name, error = %e.message, "could not record a channel send");
+        }
+        outcome
+    }
+
+    async fn send_parts(&self, channel: &Channel, chat: &str, out: &Outgoing) -> Result<()> {
+        let platform = channel.platform()?;
+        match out {
+            Outgoing::Text(text) => {
+                for part in split::split(text, platform.text_limit()) {
+                    send_retrying(&channel.name, platform.as_ref(), chat, &Outgoing::Text(part)).await?;
+                }
+                Ok(())
+            }
+            other => send_retrying(&channel.name, platform.as_ref(), chat, other).await,
+        }
+    }
+
+    /// `channel_send`: in a conversation turn only that conversation is reachable (the
+    /// cross-conversation guard); out-of-band turns name any address.
+    pub async fn send_from(
+        &self,
+        ctx: &CallContext,
+        channel: &str,
+        target: Option<&str>,
+        out: Outgoing,
+    ) -> Result<SentTo> {
+        let (name, chat) = match (&ctx.channel, target) {
+            (Some(turn), None) if turn.channel == channel => (turn.channel.clone(), turn.chat_id.clone()),
+            (_, Some(target)) => self.address(&format!("{channel}:{target}"))?,
+            (_, None) => self.address(channel)?,
+        };
+        if let Some(turn) = &ctx.channel
+            && (turn.channel != name || turn.chat_id != chat)
+        {
+            return Err(Error::forbidden(format!(
+                "this turn answers {} `{}` on `{}`: channel_send may only send there (to reach one member privately, use channel_dm)",
+                if turn.is_group { "the group" } else { "the conversation" },
+                turn.chat_id,
+                turn.channel
+            )));
+        }
+        self.deliver(&name, &chat, out, &ctx.actor()).await?;
+        Ok(SentTo { channel: name, target: chat })
+    }
+
+    /// `channel_dm`: to one member of the turn's group conversation, privately.
+    pub async fn dm(&self, ctx: &CallContext, user_id: &str, message: &str) -> Result<SentTo> {
+        let turn = ctx
+            .channel
+            .as_ref()
+            .ok_or_else(|| Error::unavailable("channel_dm answers in a channel conversation and this turn has none"))?;
+        if !turn.is_group {
+            return Err(Error::invalid(
+                "this turn is already a direct conversation: reply in it; channel_dm reaches a member of a group",
+            ));
+        }
+        if store::member(&self.db, &turn.channel, &turn.chat_id, user_id).await?.is_none() {
+            return Err(Error::forbidden(format!(
+                "`{user_id}` is not on the roster of this conversation (people who spoke in it): channel_dm reaches only them"
+            ))
+            .with_field("user_id"));
+        }
+        let channel = self.get(&turn.channel)?;
+        let chat = match channel.platform()?.direct_chat(user_id).await {
+            Ok(chat) => chat,
+            Err(SendError::Failed(e)) => return Err(e),
+            Err(SendError::RetryAfter(wait)) => {
+                return Err(Error::exhausted(format!(
+                    "the platform asks to wait {}s before opening a DM",
+                    wait.as_secs()
+                )));
+            }
+        };
+        self.deliver(&turn.channel, &chat, Outgoing::Text(message.to_string()), &ctx.actor()).await?;
+        Ok(SentTo { channel: turn.channel.clone(), target: chat })
+    }
+
+    /// `channel_members`: the roster of the turn's conversation by default; a conversation
+    /// turn may not name another one.
+    pub async fn members(
+        &self,
+        ctx: &CallContext,
+        channel: Option<&str>,
+        chat_id: Option<&str>,
+    ) -> Result<Vec<RosterEntry>> {
+        let (name, chat) = match (&ctx.channel, channel, chat_id) {
+            (Some(turn), c, id) => {
+                let name = c.unwrap_or(&turn.channel);
+                let chat = id.unwrap_or(&turn.chat_id);
+                if name != turn.channel || chat != turn.chat_id {
+                    return Err(Error::forbidden(format!(
+                        "this turn answers `{}` on `{}`: one conversation cannot list another's members",
+                        turn.chat_id, turn.channel
+                    )));
+                }
+                (name.to_string(), chat.to_string())
+            }
+            (None, Some(c), Some(id)) => (c.to_string(), id.to_string()),
+            (None, _, _) => {
+                return Err(Error::invalid("this turn has no conversation: name both `channel` and `chat_id`"));
+            }
+        };
+        self.get(&name)?;
+        match store::conversation(&self.db, &name, &chat).await? {
+            Some(c) if !c.is_group => {
+                Err(Error::invalid(format!("`{chat}` on `{name}` is a direct conversation: only groups have a roster")))
+            }
+            Some(_) => store::roster(&self.db, &name, &chat).await,
+            None => Err(Error::not_found(format!("no conversation `{chat}` on `{name}` has been seen"))),
+        }
+    }
+
+    /// One channel whole: its state, conversations (newest first, at most 200) with the
+    /// groups' rosters, and the latest `traffic` messages each way.
+    pub async fn detail(&self, name: &str, traffic: i64) -> Result<ChannelDetail> {
+        let channel = info(self.get(name)?);
+        let mut conversations = Vec::new();
+        for conversation in store::conversations(&self.db, name).await? {
+            let roster = if conversation.is_group {
+                store::roster(&self.db, name, &conversation.chat_id).await?
+            } else {
+                Vec::new()
+            };
+            conversations.push(ConversationWithRoster { conversation, roster });
+        }
+        let inbound = store::recent_inbound(&self.db, name, traffic).await?;
+        let outbound = store::recent_outbound(&self.db, name, traffic).await?;
+        Ok(ChannelDetail { channel, conversations, inbound, outbound })
+    }
+}
+
+/// A conversation and, for a group, its roster.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ConversationWithRoster {
+    #[serde(flatten)]
+    pub conversation: Conversation,
+    pub roster: Vec<RosterEntry>,
+}
+
+/// A channel as its page shows it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ChannelDetail {
+    #[serde(flatten)]
+    pub channel: ChannelInfo,
+    pub conversations: Vec<ConversationWithRoster>,
+    /// The latest inbound messages and sends, newest first.
+    pub inbound: Vec<InboundRow>,
+    pub outbound: Vec<OutboundRow>,
+}
+
+/// Where a send went.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct SentTo {
+    pub channel: String,
+    pub target: String,
+}
+
+fn info(c: &Channel) -> ChannelInfo {
+    let state = match (&c.platform, &*c.connection.lock().unwrap_or_else(|e| e.into_inner())) {
+        (Err(e), _) => format!("unavailable: {}", e.message),
+        (Ok(_), Connection::Idle) => "idle".into(),
+        (Ok(_), Connection::Connected) => "connected".into(),
+        (Ok(_), Connection::Failing(why)) => format!("failing: {why}"),
+    };
+    let mode = match mode_of(&c.config) {
+        ChannelMode::Poll => "poll",
+        ChannelMode::Webhook => "webhook",
+    };
+    ChannelInfo {
+        name: c.name.clone(),
+        kind: c.config.kind.as_str().into(),
+        mode: mode.into(),
+        agent: c.config.agent.clone(),
+        default_target: c.config.default_target.clone(),
+        deliver_only: c.config.deliver_only,
+        state,
+    }
+}
+
+/// Sends once, again after each platform 429 (within the limits).
+async fn send_retrying(name: &str, platform: &dyn Platform, chat: &str, out: &Outgoing) -> Result<()> {
+    let mut tries = 0;
+    loop {
+        match platform.send(chat, out).await {
+            Ok(()) => return Ok(()),
+            Err(SendError::Failed(e)) => return Err(e),
+            Err(SendError::RetryAfter(wait)) if tries < MAX_RETRIES && wait <= MAX_RETRY_WAIT => {
+                tries += 1;
+                tracing::info!(channel = %name, wait_ms = wait.as_millis() as u64, "the platform said 429; retrying after its retry_after");
+                tokio::time::sleep(wait).await;
+            }
+            Err(SendError::RetryAfter(wait)) => {
+                return Err(Error::new(
+                    ErrorKind::ResourceExhausted,
+                    format!(
+                        "channel `{name}`: the platform is rate limiting (asked to wait {}s after {tries} retries)",
+                        wait.as_secs()
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+/// What the agent reads for an inbound message: who wrote it, where, then the text.
+fn turn_message(channel: &Channel, m: &Inbound) -> String {
+    let who = match &m.from.username {
+        Some(u) => format!("{} (@{u}, user_id {})", m.from.display_name, m.from.user_id),
+        None => format!("{} (user_id {})", m.from.display_name, m.from.user_id),
+    };
+    let place = if m.is_group {
+        format!(
+            "the group {}",
+            m.chat_title.as_deref().map(|t| format!("\"{t}\" ({})", m.chat_id)).unwrap_or(m.chat_id.clone())
+        )
+    } else {
+        "a direct conversation".into()
+    };
+    format!(
+        "[{} message on channel `{}` in {place} from {who}]\n{}",
+        kind_title(channel.config.kind),
+        channel.name,
+        m.text
+    )
+}
+
+fn kind_title(kind: ChannelKind) -> &'static str {
+    match kind {
+        ChannelKind::Telegram => "Telegram",
+        ChannelKind::Slack => "Slack",
+        ChannelKind::Discord => "Discord",
+        ChannelKind::Webhook => "Webhook",
+    }
+}
+
+fn summary_of(out: &Outgoing) -> (&'static str, String) {
+    let media_name = |m: &Media| match m {
+        Media::Url(url) => url.clone(),
+        Media::Bytes { file_name, .. } => file_name.clone(),
+    };
+    match out {
+        Outgoing::Text(text) => ("text", crate::text::shorten(text, 500)),
+        Outgoing::Image { media, caption } => ("image", caption.clone().unwrap_or_else(|| media_name(media))),
+        Outgoing::File { media, caption } => ("file", caption.clone().unwrap_or_else(|| media_name(media))),
+        Outgoing::Poll { question, .. } => ("poll", question.clone()),
+    }
+}
+
+fn inbound_of(row: &InboundRow) -> Inbound {
+    Inbound {
+        message_id: row.message_id.clone(),
+        chat_id: row.chat_id.clone(),
+        chat_title: row.chat_title.clone(),
+        is_group: row.is_group,
+        from: platform::Member {
+            user_id: row.user_id.clone(),
+            display_name: row.display_name.clone(),
+            username: row.username.clone(),
+        },
+        text: row.text.clone(),
+    }
 }

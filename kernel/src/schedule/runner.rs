@@ -40,6 +40,7 @@ struct Dispatch {
     schedule_id: String,
     agent_id: String,
     prompt: String,
+    channel: Option<String>,
 }
 
 /// Starts the scheduler for `kernel`. It stops when the kernel closes.
@@ -135,10 +136,25 @@ fn plan(rows: Vec<DueRow>, now: DateTime<Utc>, started_at: DateTime<Utc>) -> Vec
                 (true, None) => State::Paused,
                 (false, _) => State::Done,
             };
-            let dispatch = Dispatch { fire_id: 0, schedule_id: row.id, agent_id: row.agent_id, prompt: row.prompt };
+            let dispatch = Dispatch {
+                fire_id: 0,
+                schedule_id: row.id,
+                agent_id: row.agent_id,
+                prompt: row.prompt,
+                channel: row.channel,
+            };
             Planned { dispatch, due, next, state, missed }
         })
         .collect()
+}
+
+/// Sends a fire's reply to the schedule's channel, if it names one.
+async fn deliver(kernel: &Kernel, d: &Dispatch, reply: &str) -> Result<()> {
+    let Some(address) = &d.channel else { return Ok(()) };
+    let channels = kernel.channels();
+    let (channel, chat) = channels.address(address)?;
+    let sent_by = format!("schedule:{}", super::short_id(&d.schedule_id));
+    channels.deliver(&channel, &chat, crate::channel::platform::Outgoing::Text(reply.to_string()), &sent_by).await
 }
 
 /// Runs one fire's turn and records how it ended.
@@ -149,12 +165,17 @@ async fn fire(kernel: Kernel, d: Dispatch, _permit: tokio::sync::OwnedSemaphoreP
         Some(agent) if agent.is_running() => {
             let req = TurnRequest {
                 new_session_label: Origin::Schedule(super::short_id(&d.schedule_id)).label(),
-                ..TurnRequest::headless(d.prompt, Caller::Schedule(d.schedule_id.clone()))
+                ..TurnRequest::headless(d.prompt.clone(), Caller::Schedule(d.schedule_id.clone()))
             };
             match turn::run(&kernel, agent, req).await {
-                Ok(r) if r.ended == TurnEnd::Reply => {
-                    (FireOutcome::Ok, crate::text::shorten(&r.reply, super::DETAIL_CHARS), Some(r.session_id))
-                }
+                Ok(r) if r.ended == TurnEnd::Reply => match deliver(&kernel, &d, &r.reply).await {
+                    Ok(()) => {
+                        (FireOutcome::Ok, crate::text::shorten(&r.reply, super::DETAIL_CHARS), Some(r.session_id))
+                    }
+                    Err(e) => {
+                        (FireOutcome::Failed, format!("the reply was not delivered: {}", e.message), Some(r.session_id))
+                    }
+                },
                 Ok(r) => {
                     (FireOutcome::Failed, format!("the turn ended without a reply: {:?}", r.ended), Some(r.session_id))
                 }

@@ -194,6 +194,8 @@ pub(super) struct DueRow {
     pub expression: Option<String>,
     pub timezone: Option<String>,
     pub prompt: String,
+    /// Where the fire's reply is delivered (`NAME` or `NAME:TARGET`).
+    pub channel: Option<String>,
     /// The `next_fire` it is due at, as stored (the fire's write is guarded on it).
     pub next_fire: String,
 }
@@ -201,7 +203,7 @@ pub(super) struct DueRow {
 /// Active schedules due at `now`, earliest first, at most `limit`.
 pub(super) async fn due(db: &Db, now: DateTime<Utc>, limit: i64) -> Result<Vec<DueRow>> {
     let rows = sqlx::query(
-        "SELECT id, agent_id, kind, expression, timezone, prompt, next_fire FROM schedules
+        "SELECT id, agent_id, kind, expression, timezone, prompt, channel, next_fire FROM schedules
          WHERE state = 'active' AND next_fire <= $1 ORDER BY next_fire LIMIT $2",
     )
     .bind(db::timestamp(now))
@@ -217,6 +219,7 @@ pub(super) async fn due(db: &Db, now: DateTime<Utc>, limit: i64) -> Result<Vec<D
                 expression: r.try_get("expression")?,
                 timezone: r.try_get("timezone")?,
                 prompt: r.try_get("prompt")?,
+                channel: r.try_get("channel")?,
                 next_fire: r.try_get("next_fire")?,
             })
         })

@@ -56,7 +56,7 @@ pub struct ScheduleCreateArgs {
     pub when: String,
     /// What you will be told when it fires.
     pub prompt: String,
-    /// Where to deliver the reply (a channel name).
+    /// Where to deliver the reply: a channel's name (its default target) or `NAME:TARGET`.
     pub channel: Option<String>,
 }
 
@@ -73,6 +73,7 @@ impl Tool for ScheduleCreate {
     }
 
     async fn run(&self, ctx: CallContext, args: ScheduleCreateArgs) -> Result<Value> {
+        check_channel(&ctx, args.channel.as_deref())?;
         let new = NewSchedule {
             agent_id: ctx.agent.id,
             timing: NewTiming::Once { when: args.when },
@@ -162,7 +163,7 @@ pub struct CronCreateArgs {
     pub expression: String,
     /// What you will be told each time it fires.
     pub prompt: String,
-    /// Where to deliver the replies (a channel name).
+    /// Where to deliver the replies: a channel's name (its default target) or `NAME:TARGET`.
     pub channel: Option<String>,
     /// IANA time zone the expression is read in, e.g. `Europe/Berlin`; UTC when absent.
     pub timezone: Option<String>,
@@ -177,6 +178,7 @@ impl Tool for CronCreate {
     }
 
     async fn run(&self, ctx: CallContext, args: CronCreateArgs) -> Result<Value> {
+        check_channel(&ctx, args.channel.as_deref())?;
         let new = NewSchedule {
             agent_id: ctx.agent.id,
             timing: NewTiming::Cron { expression: args.expression, timezone: args.timezone },
@@ -250,4 +252,13 @@ impl Tool for CronEnable {
     async fn run(&self, ctx: CallContext, args: CronIdArgs) -> Result<Value> {
         Ok(json!(set_own(&ctx, &args.cron_id, Kind::Cron, false).await?))
     }
+}
+
+/// A schedule's channel must be a configured channel with somewhere to deliver, checked when
+/// the schedule is made rather than at its first fire.
+fn check_channel(ctx: &CallContext, channel: Option<&str>) -> Result<()> {
+    if let Some(address) = channel {
+        ctx.kernel.channels().address(address).map_err(|e| e.on_field("channel").with_field("channel"))?;
+    }
+    Ok(())
 }

@@ -43,6 +43,8 @@ pub enum Origin {
     Agent(String),
     /// An A2A client: its owner and context.
     A2a { owner: String, context: String },
+    /// A conversation on a channel: the channel's name and the platform's chat id.
+    Channel { channel: String, chat: String },
     /// A label of no known form.
     Other(String),
 }
@@ -59,6 +61,7 @@ impl Origin {
             Origin::Trigger(event) => format!("trigger {event}"),
             Origin::Agent(name) => format!("from agent {name}"),
             Origin::A2a { owner, context } => format!("a2a:{owner}:{context}"),
+            Origin::Channel { channel, chat } => format!("channel {channel}:{chat}"),
             Origin::Other(label) => label.clone(),
         })
     }
@@ -79,6 +82,9 @@ impl Origin {
             Origin::Trigger(event)
         } else if let Some(name) = rest("from agent ") {
             Origin::Agent(name)
+        } else if let Some((channel, chat)) = rest("channel ").as_deref().and_then(|c| c.split_once(':')) {
+            // A channel's name has no `:`; the chat id is the rest.
+            Origin::Channel { channel: channel.to_string(), chat: chat.to_string() }
         } else if let Some(a2a) = rest("a2a:") {
             // The owner is `anonymous` or `token:NAME` (a name has no `:`); the context is the rest.
             let owner_parts = if a2a.starts_with("token:") { 2 } else { 1 };
@@ -292,6 +298,7 @@ mod origin_tests {
             Origin::Agent("scout".into()),
             Origin::A2a { owner: "token:peer".into(), context: "ctx:with:colons".into() },
             Origin::A2a { owner: "anonymous".into(), context: "plain".into() },
+            Origin::Channel { channel: "team".into(), chat: "-100123:thread".into() },
             Origin::Other("something else".into()),
         ];
         for origin in origins {

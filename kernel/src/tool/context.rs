@@ -25,6 +25,8 @@ pub enum Caller {
     Schedule(String),
     /// A task sent over A2A without a token (a public agent).
     A2a(String),
+    /// A message on this channel (`[channels.NAME]`): someone on a chat platform.
+    Channel(String),
 }
 
 impl Caller {
@@ -48,6 +50,7 @@ impl Caller {
             Caller::Trigger(event) => format!("trigger:{event}"),
             Caller::Schedule(id) => format!("schedule:{id}"),
             Caller::A2a(who) => format!("a2a:{who}"),
+            Caller::Channel(name) => format!("channel:{name}"),
         }
     }
 }

@@ -263,6 +263,7 @@ mod tests {
                 "read_file",
                 "find_files",
                 "skill_read_file",
+                "channel_members",
             ]
         );
     }

@@ -6,6 +6,7 @@ mod agent_types;
 mod agents;
 mod browser;
 mod canvas;
+mod channels;
 mod files;
 mod headers;
 mod knowledge;
@@ -88,6 +89,8 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .route("/schedules/{id}/delete", get(schedules::confirm_delete).post(schedules::delete))
         .route("/live/changes", get(pages::changes))
         .route("/usage", get(usage::page))
+        .route("/channels", get(channels::list))
+        .route("/channels/{name}", get(channels::one))
         .route("/skills", get(skills::list))
         .route("/skills/{name}", get(skills::one).post(skills::save))
         .route("/skills/{name}/rollback", post(skills::rollback))

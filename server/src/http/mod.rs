@@ -7,6 +7,7 @@ mod agents;
 mod auth;
 mod body;
 mod browser;
+pub mod channels;
 mod daemon;
 mod error;
 mod events;
@@ -45,6 +46,7 @@ fn api_routes() -> impl Iterator<Item = UtoipaMethodRouter<Kernel>> {
         usage::routes(),
         knowledge::routes(),
         skills::routes(),
+        channels::routes(),
         browser::routes(),
         processes::routes(),
         daemon::routes(),
@@ -62,7 +64,7 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .layer(axum::Extension(openapi::Document::new(&document)))
         .layer(middleware::from_fn_with_state(kernel.clone(), crate::actions::record))
         .layer(middleware::from_fn_with_state(kernel, auth::require_token));
-    Router::new().merge(api).merge(a2a::router())
+    Router::new().merge(api).merge(a2a::router()).merge(channels::inbound_router())
 }
 
 /// The answer for a path no route serves: a JSON error like every other.

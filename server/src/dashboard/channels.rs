@@ -1,0 +1,28 @@
+//! `/channels` and `/channels/{name}`: the channels service's state, conversations, rosters and
+//! traffic (the same `Channels::detail` as `GET /api/channels/{name}`).
+
+use axum::extract::{Extension, Path, State};
+use axum::http::StatusCode;
+use kennel_app::Nav;
+use kennel_app::pages::channels;
+use kennel_kernel::Kernel;
+
+use super::{Operator, PageResult, html, meta};
+
+/// Messages shown each way on a channel's page.
+const TRAFFIC: i64 = 50;
+
+pub async fn list(State(kernel): State<Kernel>, Extension(op): Extension<Operator>) -> PageResult {
+    let all = kernel.channels().list();
+    Ok(html(StatusCode::OK, channels::render_list(meta(&op, "Channels", Nav::Channels, None), all)))
+}
+
+pub async fn one(
+    State(kernel): State<Kernel>,
+    Extension(op): Extension<Operator>,
+    Path(name): Path<String>,
+) -> PageResult {
+    let detail = kernel.channels().detail(&name, TRAFFIC).await?;
+    let title = format!("{name} · channel");
+    Ok(html(StatusCode::OK, channels::render_channel(meta(&op, title, Nav::Channels, None), detail)))
+}
