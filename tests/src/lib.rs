@@ -3,8 +3,12 @@
 //! The binary is the one `cargo build -p kennel` made in this workspace's target directory
 //! (or `$KENNEL_BIN`). `scripts/test` builds it before running the suite.
 
+pub mod fake_discord;
 pub mod fake_docker;
 pub mod fake_llm;
+pub mod fake_slack;
+pub mod fake_telegram;
+pub mod fake_webhook;
 pub mod pty;
 
 use std::path::{Path, PathBuf};

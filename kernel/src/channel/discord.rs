@@ -1,45 +1,360 @@
-//! STUB, to be replaced: the discord adapter.
+//! Discord: the REST API (`{base_url}/…`, `Authorization: Bot TOKEN`) to send, and the
+//! gateway (a websocket) to hear. Discord's webhooks (interactions) carry no group messages,
+//! so a Discord channel always reads the gateway.
+//!
+//! The gateway session is the plain one: Hello, Identify, heartbeats, dispatches. When it
+//! breaks (Reconnect, Invalid Session, a closed socket, a missed heartbeat acknowledgement),
+//! the listener identifies afresh after a backoff instead of resuming; messages sent while it
+//! was away are not replayed.
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use async_tungstenite::tungstenite::Message;
+use futures_util::StreamExt;
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::platform::{BoxFuture, Connection, Endpoint, Outgoing, Platform, SendError, Sink, WebhookReply, WebhookRequest};
+use super::platform::{
+    BoxFuture, Connection, Endpoint, Inbound, Media, Member, Outgoing, Platform, SendError, Sink, WebhookReply,
+    WebhookRequest,
+};
 use crate::error::Error;
+
+/// How long one REST call may take.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long an upload may take.
+const UPLOAD_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long connecting to the gateway (TCP, TLS, the websocket handshake) may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The first wait before reconnecting; it doubles up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// GUILD_MESSAGES | DIRECT_MESSAGES | MESSAGE_CONTENT.
+const INTENTS: u64 = (1 << 9) | (1 << 12) | (1 << 15);
+/// Discord's "Cannot send messages to this user".
+const CANNOT_MESSAGE_USER: i64 = 50007;
 
 pub struct Discord {
     endpoint: Endpoint,
+}
+
+/// A REST call's body.
+enum Body {
+    None,
+    Json(Value),
+    Multipart(reqwest::multipart::Form),
 }
 
 impl Discord {
     pub fn new(endpoint: Endpoint) -> Discord {
         Discord { endpoint }
     }
+
+    fn failed(&self, what: impl std::fmt::Display) -> SendError {
+        SendError::Failed(Error::failed(format!("channel `{}`: {what}", self.endpoint.channel)))
+    }
+
+    /// One REST call. Discord throttles with `429 {"retry_after": seconds}` and refuses with
+    /// `{"code": N, "message": …}`.
+    async fn call(&self, method: reqwest::Method, path: &str, body: Body) -> Result<Value, SendError> {
+        let timeout = if matches!(body, Body::Multipart(_)) { UPLOAD_TIMEOUT } else { CALL_TIMEOUT };
+        let (url, client) = self.endpoint.client(&format!("{}{path}", self.endpoint.base_url), timeout).await?;
+        let token = self.endpoint.token.as_deref().unwrap_or_default();
+        let req = client.request(method.clone(), url).header(reqwest::header::AUTHORIZATION, format!("Bot {token}"));
+        let req = match body {
+            Body::None => req,
+            Body::Json(v) => req.json(&v),
+            Body::Multipart(form) => req.multipart(form),
+        };
+        let res = req.send().await.map_err(|e| self.failed(format!("Discord did not answer {method} {path}: {e}")))?;
+        let status = res.status();
+        let header_wait = res
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok());
+        let text = res.text().await.unwrap_or_default();
+        let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        if status == reqwest::StatusCode::TOO_MANY_REQUESTS {
+            let secs = answer["retry_after"].as_f64().or(header_wait).unwrap_or(1.0);
+            return Err(SendError::RetryAfter(Duration::from_secs_f64(secs.clamp(0.0, 3600.0))));
+        }
+        if !status.is_success() {
+            let message = answer["message"].as_str().unwrap_or(text.trim());
+            return Err(match answer["code"].as_i64() {
+                Some(CANNOT_MESSAGE_USER) => self.failed(format!(
+                    "Discord will not deliver this direct message ({message}, code 50007): a bot may message only \
+                     someone who shares a server with it and allows direct messages from that server's members"
+                )),
+                Some(code) => {
+                    self.failed(format!("Discord refused {method} {path}: {message} (code {code}, HTTP {status})"))
+                }
+                None => self.failed(format!("Discord refused {method} {path}: HTTP {status} {message}")),
+            });
+        }
+        Ok(answer)
+    }
+
+    async fn post_message(&self, chat_id: &str, body: Body) -> Result<(), SendError> {
+        self.call(reqwest::Method::POST, &format!("/channels/{chat_id}/messages"), body).await.map(drop)
+    }
+
+    /// One gateway session, until `cancel` (`Ok`) or until it breaks (`Err`, what broke).
+    /// `backoff` goes back to its first value once Discord says READY.
+    async fn session(
+        &self,
+        sink: &Sink,
+        state: &(dyn Fn(Connection) + Send + Sync),
+        cancel: &CancellationToken,
+        backoff: &mut Duration,
+    ) -> Result<(), String> {
+        let connecting = async {
+            let gateway = self.call(reqwest::Method::GET, "/gateway/bot", Body::None).await.map_err(|e| match e {
+                SendError::RetryAfter(wait) => {
+                    format!("Discord throttled GET /gateway/bot for {} s", wait.as_secs_f64())
+                }
+                SendError::Failed(e) => e.message,
+            })?;
+            let base = gateway["url"].as_str().ok_or("Discord's GET /gateway/bot gave no url")?;
+            let ws_url = format!("{}/?v=10&encoding=json", base.trim_end_matches('/'));
+            tokio::time::timeout(CONNECT_TIMEOUT, self.connect(&ws_url)).await.map_err(|_| {
+                format!("connecting to Discord's gateway took more than {} s", CONNECT_TIMEOUT.as_secs())
+            })?
+        };
+        let mut ws = tokio::select! {
+            _ = cancel.cancelled() => return Ok(()),
+            ws = connecting => ws?,
+        };
+
+        let mut heartbeat: Option<tokio::time::Interval> = None;
+        let mut sequence = Value::Null;
+        let mut acknowledged = true;
+        let mut own_id = String::new();
+        loop {
+            let tick = async {
+                match heartbeat.as_mut() {
+                    Some(interval) => interval.tick().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let frame = tokio::select! {
+                _ = cancel.cancelled() => {
+                    let _ = ws.close(None).await;
+                    return Ok(());
+                }
+                _ = tick => {
+                    if !acknowledged {
+                        return Err("Discord's gateway did not acknowledge a heartbeat".into());
+                    }
+                    acknowledged = false;
+                    send(&mut ws, json!({ "op": 1, "d": sequence })).await?;
+                    continue;
+                }
+                frame = ws.next() => frame,
+            };
+            let text = match frame {
+                Some(Ok(Message::Text(text))) => text,
+                Some(Ok(Message::Close(close))) => {
+                    return Err(match close {
+                        Some(c) => {
+                            format!("Discord's gateway closed the connection ({} {})", u16::from(c.code), c.reason)
+                        }
+                        None => "Discord's gateway closed the connection".into(),
+                    });
+                }
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => return Err(format!("Discord's gateway connection failed: {e}")),
+                None => return Err("Discord's gateway connection ended".into()),
+            };
+            let Ok(payload) = serde_json::from_str::<Value>(text.as_str()) else { continue };
+            if !payload["s"].is_null() {
+                sequence = payload["s"].clone();
+            }
+            match payload["op"].as_u64() {
+                Some(10) => {
+                    let every = payload["d"]["heartbeat_interval"].as_u64().unwrap_or(41_250).max(100);
+                    let every = Duration::from_millis(every);
+                    heartbeat = Some(tokio::time::interval_at(tokio::time::Instant::now() + every, every));
+                    send(&mut ws, self.identify()).await?;
+                }
+                Some(1) => send(&mut ws, json!({ "op": 1, "d": sequence })).await?,
+                Some(11) => acknowledged = true,
+                Some(7) => return Err("Discord's gateway asked to reconnect".into()),
+                Some(9) => return Err("Discord's gateway invalidated the session".into()),
+                Some(0) => match payload["t"].as_str() {
+                    Some("READY") => {
+                        own_id = payload["d"]["user"]["id"].as_str().unwrap_or_default().to_string();
+                        *backoff = FIRST_BACKOFF;
+                        state(Connection::Connected);
+                    }
+                    Some("MESSAGE_CREATE") => {
+                        if let Some(inbound) = inbound(&payload["d"], &own_id) {
+                            sink(inbound).await;
+                        }
+                    }
+                    _ => {}
+                },
+                _ => {}
+            }
+        }
+    }
+
+    fn identify(&self) -> Value {
+        json!({
+            "op": 2,
+            "d": {
+                "token": self.endpoint.token.as_deref().unwrap_or_default(),
+                "intents": INTENTS,
+                "properties": { "os": std::env::consts::OS, "browser": "kennel", "device": "kennel" },
+            },
+        })
+    }
+
+    /// Opens the websocket to `ws_url` on the address the guard checked.
+    async fn connect(&self, ws_url: &str) -> Result<Gateway, String> {
+        let mut checked =
+            reqwest::Url::parse(ws_url).map_err(|e| format!("Discord's gateway `{ws_url}` is not a URL: {e}"))?;
+        let scheme = match checked.scheme() {
+            "wss" => "https",
+            "ws" => "http",
+            other => return Err(format!("Discord's gateway `{ws_url}` is not a websocket URL (`{other}`)")),
+        };
+        checked.set_scheme(scheme).map_err(|_| format!("Discord's gateway `{ws_url}` cannot be checked"))?;
+        let addr = crate::net::guard::resolve(&checked, &self.endpoint.allowed_hosts, "[channels] allowed_hosts")
+            .await
+            .map_err(|e| e.message)?;
+        let tcp = tokio::net::TcpStream::connect(addr)
+            .await
+            .map_err(|e| format!("cannot connect to Discord's gateway at {addr}: {e}"))?;
+        let (ws, _) = async_tungstenite::tokio::client_async_tls(ws_url, tcp)
+            .await
+            .map_err(|e| format!("Discord's gateway refused the websocket: {e}"))?;
+        Ok(ws)
+    }
+}
+
+type Gateway = async_tungstenite::WebSocketStream<async_tungstenite::tokio::ClientStream<tokio::net::TcpStream>>;
+
+async fn send(ws: &mut Gateway, payload: Value) -> Result<(), String> {
+    ws.send(Message::text(payload.to_string())).await.map_err(|e| format!("cannot write to Discord's gateway: {e}"))
+}
+
+/// A `MESSAGE_CREATE`'s message, unless a bot (this one included) wrote it.
+fn inbound(d: &Value, own_id: &str) -> Option<Inbound> {
+    let author = &d["author"];
+    let user_id = author["id"].as_str()?;
+    if author["bot"] == Value::Bool(true) || user_id == own_id {
+        return None;
+    }
+    let username = author["username"].as_str().map(str::to_string);
+    let display_name = author["global_name"]
+        .as_str()
+        .filter(|s| !s.trim().is_empty())
+        .map(str::to_string)
+        .or_else(|| username.clone())
+        .unwrap_or_else(|| user_id.to_string());
+    Some(Inbound {
+        message_id: d["id"].as_str()?.to_string(),
+        chat_id: d["channel_id"].as_str()?.to_string(),
+        chat_title: None,
+        is_group: d["guild_id"].is_string(),
+        from: Member { user_id: user_id.to_string(), display_name, username },
+        text: d["content"].as_str().unwrap_or_default().to_string(),
+    })
 }
 
 impl Platform for Discord {
     fn text_limit(&self) -> usize {
-        4000
+        2000
     }
 
-    fn send<'a>(&'a self, _chat_id: &'a str, _out: &'a Outgoing) -> BoxFuture<'a, Result<(), SendError>> {
-        Box::pin(async move { Err(SendError::Failed(Error::unavailable(format!("channel {}: not built yet", self.endpoint.channel)))) })
+    fn send<'a>(&'a self, chat_id: &'a str, out: &'a Outgoing) -> BoxFuture<'a, Result<(), SendError>> {
+        Box::pin(async move {
+            let body = match out {
+                Outgoing::Text(text) => Body::Json(json!({ "content": text })),
+                Outgoing::Image { media: Media::Url(url), caption } => Body::Json(json!({
+                    "content": caption.as_deref().unwrap_or_default(),
+                    "embeds": [{ "image": { "url": url } }],
+                })),
+                Outgoing::File { media: Media::Url(url), caption } => Body::Json(json!({
+                    "content": match caption {
+                        Some(caption) => format!("{caption}\n{url}"),
+                        None => url.clone(),
+                    },
+                })),
+                Outgoing::Image { media: Media::Bytes { file_name, mime, bytes }, caption }
+                | Outgoing::File { media: Media::Bytes { file_name, mime, bytes }, caption } => {
+                    let payload = json!({
+                        "content": caption.as_deref().unwrap_or_default(),
+                        "attachments": [{ "id": 0, "filename": file_name }],
+                    });
+                    let part = reqwest::multipart::Part::bytes(bytes.clone())
+                        .file_name(file_name.clone())
+                        .mime_str(mime)
+                        .or_else(|_| {
+                            reqwest::multipart::Part::bytes(bytes.clone())
+                                .file_name(file_name.clone())
+                                .mime_str("application/octet-stream")
+                        })
+                        .map_err(|e| self.failed(format!("cannot attach `{file_name}`: {e}")))?;
+                    Body::Multipart(
+                        reqwest::multipart::Form::new()
+                            .text("payload_json", payload.to_string())
+                            .part("files[0]", part),
+                    )
+                }
+                Outgoing::Poll { question, options } => Body::Json(json!({
+                    "poll": {
+                        "question": { "text": question },
+                        "answers": options.iter().map(|o| json!({ "poll_media": { "text": o } })).collect::<Vec<_>>(),
+                        "duration": 24,
+                    },
+                })),
+            };
+            self.post_message(chat_id, body).await
+        })
     }
 
-    fn direct_chat<'a>(&'a self, _user_id: &'a str) -> BoxFuture<'a, Result<String, SendError>> {
-        Box::pin(async move { Err(SendError::Failed(Error::unavailable("not built yet"))) })
+    /// `POST /users/@me/channels`: the DM channel with `user_id`. Opening it succeeds even
+    /// when sending will not (code 50007 on send).
+    fn direct_chat<'a>(&'a self, user_id: &'a str) -> BoxFuture<'a, Result<String, SendError>> {
+        Box::pin(async move {
+            let dm = self
+                .call(reqwest::Method::POST, "/users/@me/channels", Body::Json(json!({ "recipient_id": user_id })))
+                .await?;
+            dm["id"].as_str().map(str::to_string).ok_or_else(|| self.failed("Discord's DM channel has no id"))
+        })
     }
 
     fn webhook<'a>(&'a self, _req: WebhookRequest<'a>) -> BoxFuture<'a, Result<WebhookReply, Error>> {
-        Box::pin(async move { Err(Error::unavailable("not built yet")) })
+        Box::pin(async move { Err(Error::invalid("Discord channels read the gateway; they take no webhooks")) })
     }
 
     fn listen(
         self: Arc<Self>,
-        _sink: Sink,
-        _state: Arc<dyn Fn(Connection) + Send + Sync>,
-        _cancel: CancellationToken,
+        sink: Sink,
+        state: Arc<dyn Fn(Connection) + Send + Sync>,
+        cancel: CancellationToken,
     ) -> Option<BoxFuture<'static, ()>> {
-        None
+        Some(Box::pin(async move {
+            let mut backoff = FIRST_BACKOFF;
+            loop {
+                let broke = match self.session(&sink, state.as_ref(), &cancel, &mut backoff).await {
+                    Ok(()) => return,
+                    Err(broke) => broke,
+                };
+                if cancel.is_cancelled() {
+                    return;
+                }
+                tracing::warn!(channel = %self.endpoint.channel, "{broke}; reconnecting in {} s", backoff.as_secs());
+                state(Connection::Failing(broke));
+                tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    _ = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+        }))
     }
 }

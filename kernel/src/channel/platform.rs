@@ -45,9 +45,18 @@ pub struct Member {
 pub enum Outgoing {
     /// Text within the platform's [`Platform::text_limit`] (the bridge splits longer text).
     Text(String),
-    Image { media: Media, caption: Option<String> },
-    File { media: Media, caption: Option<String> },
-    Poll { question: String, options: Vec<String> },
+    Image {
+        media: Media,
+        caption: Option<String>,
+    },
+    File {
+        media: Media,
+        caption: Option<String>,
+    },
+    Poll {
+        question: String,
+        options: Vec<String>,
+    },
 }
 
 /// An image's or file's bytes: a URL the platform fetches itself, or bytes to upload.

@@ -1,11 +1,29 @@
-//! STUB, to be replaced: the webhook adapter.
+//! Kennel's generic webhook channel, for systems that are not a chat platform.
+//!
+//! Inbound, a system posts to `/channels/NAME/inbound`:
+//! `{"id", "chat_id", "text", "user": {"id", "name", "username"?}, "group"?, "title"?}`.
+//! Outbound, Kennel posts to the channel's `base_url`:
+//! `{"channel", "chat_id", "content": {"type": "text" | "image" | "file" | "poll", …}}`.
+//! Both ways the body is signed: `X-Kennel-Signature-256: sha256=HEX`, the HMAC-SHA256 of the
+//! exact body with the channel's signing secret.
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::Sha256;
 use tokio_util::sync::CancellationToken;
 
-use super::platform::{BoxFuture, Connection, Endpoint, Outgoing, Platform, SendError, Sink, WebhookReply, WebhookRequest};
+use super::platform::{
+    BoxFuture, Connection, Endpoint, Inbound, Media, Member, Outgoing, Platform, SendError, Sink, WebhookReply,
+    WebhookRequest,
+};
 use crate::error::Error;
+
+const SIGNATURE_HEADER: &str = "x-kennel-signature-256";
+const SEND_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub struct Webhook {
     endpoint: Endpoint,
@@ -15,23 +33,99 @@ impl Webhook {
     pub fn new(endpoint: Endpoint) -> Webhook {
         Webhook { endpoint }
     }
+
+    fn secret(&self) -> Result<&str, Error> {
+        self.endpoint.signing_secret.as_deref().filter(|s| !s.is_empty()).ok_or_else(|| {
+            Error::forbidden(format!(
+                "channel `{}` has no signing secret: set signing_secret_env to the variable holding it",
+                self.endpoint.channel
+            ))
+        })
+    }
 }
 
 impl Platform for Webhook {
     fn text_limit(&self) -> usize {
-        4000
+        65536
     }
 
-    fn send<'a>(&'a self, _chat_id: &'a str, _out: &'a Outgoing) -> BoxFuture<'a, Result<(), SendError>> {
-        Box::pin(async move { Err(SendError::Failed(Error::unavailable(format!("channel {}: not built yet", self.endpoint.channel)))) })
+    fn send<'a>(&'a self, chat_id: &'a str, out: &'a Outgoing) -> BoxFuture<'a, Result<(), SendError>> {
+        Box::pin(async move {
+            let channel = &self.endpoint.channel;
+            if self.endpoint.base_url.is_empty() {
+                return Err(Error::unavailable(format!("channel `{channel}` has no base_url to post to")).into());
+            }
+            let body = serde_json::to_vec(&Post { channel, chat_id, content: Content::of(out) })
+                .map_err(|e| Error::internal(format!("encoding a webhook post: {e}")))?;
+            let signature = signature(self.secret()?, &body);
+            let (url, client) = self.endpoint.client(&self.endpoint.base_url, SEND_TIMEOUT).await?;
+            let response = client
+                .post(url)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .header(SIGNATURE_HEADER, signature)
+                .body(body)
+                .send()
+                .await
+                .map_err(|e| {
+                    Error::failed(format!("channel `{channel}`: cannot post to base_url: {}", e.without_url()))
+                })?;
+            let status = response.status();
+            if status.is_success() {
+                return Ok(());
+            }
+            if status.as_u16() == 429 {
+                let seconds = response
+                    .headers()
+                    .get(reqwest::header::RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+                    .unwrap_or(1);
+                return Err(SendError::RetryAfter(Duration::from_secs(seconds)));
+            }
+            let text = response.text().await.unwrap_or_default();
+            Err(Error::failed(format!("channel `{channel}`: base_url answered {status}: {}", excerpt(&text))).into())
+        })
     }
 
-    fn direct_chat<'a>(&'a self, _user_id: &'a str) -> BoxFuture<'a, Result<String, SendError>> {
-        Box::pin(async move { Err(SendError::Failed(Error::unavailable("not built yet"))) })
+    fn direct_chat<'a>(&'a self, user_id: &'a str) -> BoxFuture<'a, Result<String, SendError>> {
+        Box::pin(async move { Ok(user_id.to_string()) })
     }
 
-    fn webhook<'a>(&'a self, _req: WebhookRequest<'a>) -> BoxFuture<'a, Result<WebhookReply, Error>> {
-        Box::pin(async move { Err(Error::unavailable("not built yet")) })
+    fn webhook<'a>(&'a self, req: WebhookRequest<'a>) -> BoxFuture<'a, Result<WebhookReply, Error>> {
+        Box::pin(async move {
+            let channel = &self.endpoint.channel;
+            let Some(presented) = req.headers.get(SIGNATURE_HEADER) else {
+                return Err(Error::forbidden(format!(
+                    "channel `{channel}`: the request has no X-Kennel-Signature-256 header (sha256=HEX of the \
+                     HMAC-SHA256 of the body with the channel's signing secret)"
+                )));
+            };
+            let mut mac =
+                <Hmac<Sha256> as Mac>::new_from_slice(self.secret()?.as_bytes()).expect("HMAC takes any key length");
+            mac.update(req.body);
+            let verified = presented
+                .to_str()
+                .ok()
+                .and_then(|v| v.strip_prefix("sha256="))
+                .and_then(|v| hex::decode(v.trim()).ok())
+                .is_some_and(|given| mac.verify_slice(&given).is_ok());
+            if !verified {
+                return Err(Error::forbidden(format!(
+                    "channel `{channel}`: the X-Kennel-Signature-256 header does not match the body (sha256=HEX of \
+                     the HMAC-SHA256 of the body with the channel's signing secret)"
+                )));
+            }
+            let post: InboundPost = serde_json::from_slice(req.body)
+                .map_err(|e| Error::invalid(format!("channel `{channel}`: not a webhook message: {e}")))?;
+            Ok(WebhookReply::Messages(vec![Inbound {
+                message_id: post.id,
+                chat_id: post.chat_id,
+                chat_title: post.title,
+                is_group: post.group,
+                from: Member { user_id: post.user.id, display_name: post.user.name, username: post.user.username },
+                text: post.text,
+            }]))
+        })
     }
 
     fn listen(
@@ -41,5 +135,97 @@ impl Platform for Webhook {
         _cancel: CancellationToken,
     ) -> Option<BoxFuture<'static, ()>> {
         None
+    }
+}
+
+/// `sha256=HEX`: the signature header's value for `body`.
+fn signature(secret: &str, body: &[u8]) -> String {
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key length");
+    mac.update(body);
+    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+}
+
+/// The start of a refusal's body, for a message.
+fn excerpt(text: &str) -> String {
+    let text = text.trim();
+    match text.char_indices().nth(200) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+#[derive(Deserialize)]
+struct InboundPost {
+    id: String,
+    chat_id: String,
+    text: String,
+    user: InboundUser,
+    #[serde(default)]
+    group: bool,
+    title: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct InboundUser {
+    id: String,
+    name: String,
+    username: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Post<'a> {
+    channel: &'a str,
+    chat_id: &'a str,
+    content: Content<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+enum Content<'a> {
+    Text { text: &'a str },
+    Image(Attachment<'a>),
+    File(Attachment<'a>),
+    Poll { question: &'a str, options: &'a [String] },
+}
+
+/// An image or file: a URL, or the bytes in base64 with their name and type.
+#[derive(Serialize)]
+struct Attachment<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    url: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file_name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mime: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data_base64: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    caption: Option<&'a str>,
+}
+
+impl<'a> Content<'a> {
+    fn of(out: &'a Outgoing) -> Content<'a> {
+        match out {
+            Outgoing::Text(text) => Content::Text { text },
+            Outgoing::Image { media, caption } => Content::Image(Attachment::of(media, caption)),
+            Outgoing::File { media, caption } => Content::File(Attachment::of(media, caption)),
+            Outgoing::Poll { question, options } => Content::Poll { question, options },
+        }
+    }
+}
+
+impl<'a> Attachment<'a> {
+    fn of(media: &'a Media, caption: &'a Option<String>) -> Attachment<'a> {
+        let caption = caption.as_deref();
+        match media {
+            Media::Url(url) => Attachment { url: Some(url), file_name: None, mime: None, data_base64: None, caption },
+            Media::Bytes { file_name, mime, bytes } => Attachment {
+                url: None,
+                file_name: Some(file_name),
+                mime: Some(mime),
+                data_base64: Some(base64::engine::general_purpose::STANDARD.encode(bytes)),
+                caption,
+            },
+        }
     }
 }

@@ -7,6 +7,8 @@ mod agents;
 mod agents_family;
 mod auth;
 mod browser;
+mod channel_adapters;
+mod channels;
 mod cli;
 mod config;
 mod context;

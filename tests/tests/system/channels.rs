@@ -1,0 +1,287 @@
+//! Channels through the real daemon, each platform replaced by a local server speaking its
+//! API (`kennel_tests::fake_telegram`, `fake_slack`, `fake_discord`, `fake_webhook`): inbound
+//! messages start turns whose replies go back, rosters feed `channel_members`, `channel_dm`
+//! reaches only roster members, the cross-conversation guard, deduplicated webhooks, schedule
+//! delivery, deliver-only webhooks and platform 429s.
+
+use std::time::Duration;
+
+use kennel_tests::fake_discord::FakeDiscord;
+use kennel_tests::fake_llm::{FakeLlm, Scripted};
+use kennel_tests::fake_slack::{FakeSlack, message_event, signed_headers};
+use kennel_tests::fake_telegram::FakeTelegram;
+use kennel_tests::fake_webhook::{FakeWebhookReceiver, sign};
+use kennel_tests::{Api, Daemon, Home, eventually};
+use serde_json::{Value, json};
+
+const TG_TOKEN: &str = "123456:test-token";
+const SECRET: &str = "shared-secret";
+
+/// A daemon with the fake provider and `channels` (TOML), its secrets in the environment.
+async fn daemon_with_channels(llm: &FakeLlm, channels: &str) -> (Home, Daemon, Api) {
+    let config =
+        format!("{}[channels]\nallowed_hosts = [\"127.0.0.1:*\"]\n{channels}", llm.provider_config("fake", "openai"));
+    let home = Home::with_config(&config);
+    let token = home.token("tests").await;
+    let env = [("KENNEL_TEST_BOT_TOKEN", TG_TOKEN), ("KENNEL_TEST_SECRET", SECRET)];
+    let daemon = home.start_with_env(&env).await;
+    let api = daemon.api(&token);
+    (home, daemon, api)
+}
+
+/// The agent `helper` answering the channels, granted the channel family.
+async fn helper(api: &Api) -> String {
+    crate::agent_from(api, json!({"name": "helper", "model": "m", "tools": ["channel.*", "schedule.*"]})).await
+}
+
+/// The tool result the model was given for its `n`th request (0-based), as text.
+fn tool_result(llm: &FakeLlm, n: usize) -> String {
+    let request = &llm.requests()[n];
+    let messages = request.body["messages"].as_array().cloned().unwrap_or_default();
+    messages.iter().rev().find(|m| m["role"] == "tool").map(|m| m["content"].to_string()).unwrap_or_default()
+}
+
+async fn until(what: &str, check: impl Fn() -> bool) {
+    assert!(eventually(Duration::from_secs(10), || async { check() }).await, "timed out waiting for {what}");
+}
+
+fn telegram_channel(base_url: &str, extra: &str) -> String {
+    format!(
+        "[channels.tg]\nkind = \"telegram\"\nagent = \"helper\"\ntoken_env = \"KENNEL_TEST_BOT_TOKEN\"\nbase_url = \"{base_url}\"\n{extra}"
+    )
+}
+
+#[tokio::test]
+async fn a_group_message_builds_the_roster_and_channel_dm_reaches_only_members_who_can_be_reached() {
+    let llm = FakeLlm::start().await;
+    let tg = FakeTelegram::start(TG_TOKEN).await;
+    let (_home, _daemon, api) = daemon_with_channels(&llm, &telegram_channel(&tg.base_url(), "")).await;
+    helper(&api).await;
+
+    // Ann speaks in the group; the turn lists the members and answers the group.
+    llm.push_all([Scripted::call("channel_members", json!({})), Scripted::text("Hello, team.")]);
+    tg.group_message(-1001, "Team", 42, "Ann", Some("ann"), "hi all");
+    until("the reply in the group", || tg.calls_of("sendMessage").iter().any(|c| c["text"] == "Hello, team.")).await;
+    let reply = &tg.calls_of("sendMessage")[0];
+    assert_eq!(reply["chat_id"].to_string().trim_matches('"'), "-1001", "the reply goes back to the group");
+    let members = tool_result(&llm, 1);
+    assert!(members.contains("\\\"user_id\\\":\\\"42\\\"") && members.contains("ann"), "{members}");
+    let first = llm.requests()[0].body["messages"].to_string();
+    assert!(first.contains("from Ann (@ann, user_id 42)") && first.contains("hi all"), "who spoke and where: {first}");
+
+    // In the next group turn: a DM to a stranger is refused, to Bob (on the roster, but never
+    // wrote to the bot) fails without reaching the group, to Ann (who did) lands privately,
+    // and channel_send elsewhere is refused.
+    llm.push(Scripted::text("Hello, Ann."));
+    tg.private_message(42, "Ann", "hello bot");
+    until("the private reply", || tg.calls_of("sendMessage").iter().any(|c| c["text"] == "Hello, Ann.")).await;
+    llm.push_all([
+        Scripted::call("channel_dm", json!({"user_id": "999", "message": "psst"})),
+        Scripted::call("channel_dm", json!({"user_id": "43", "message": "psst"})),
+        Scripted::call("channel_dm", json!({"user_id": "42", "message": "your parcel is here"})),
+        Scripted::call(
+            "channel_send",
+            json!({"channel": "tg", "target": "-2002", "content": {"type": "text", "text": "leak"}}),
+        ),
+        Scripted::call("channel_members", json!({"chat_id": "-2002"})),
+        Scripted::text("Done."),
+    ]);
+    let sent_before = tg.calls_of("sendMessage").len();
+    tg.group_message(-1001, "Team", 43, "Bob", None, "tell Ann privately her parcel is here");
+    until("the second group reply", || tg.calls_of("sendMessage").iter().any(|c| c["text"] == "Done.")).await;
+    let n = llm.requests().len();
+    let results: Vec<String> = (n - 5..n).map(|i| tool_result(&llm, i)).collect();
+    assert!(results[0].contains("not on the roster"), "a stranger: {}", results[0]);
+    assert!(results[1].contains("can't initiate conversation"), "Bob never wrote to the bot: {}", results[1]);
+    assert!(results[2].contains("\\\"sent\\\":true"), "Ann is reachable: {}", results[2]);
+    assert!(results[3].contains("may only send there"), "cross-conversation send: {}", results[3]);
+    assert!(results[4].contains("cannot list another"), "another group's roster: {}", results[4]);
+    let sent: Vec<Value> = tg.calls_of("sendMessage")[sent_before..].to_vec();
+    let to_group: Vec<&Value> = sent.iter().filter(|c| c["chat_id"].to_string().trim_matches('"') == "-1001").collect();
+    assert_eq!(to_group.len(), 1, "only the reply reached the group, no fallback DM: {sent:?}");
+    assert!(
+        sent.iter().any(|c| c["chat_id"].to_string().trim_matches('"') == "42" && c["text"] == "your parcel is here")
+    );
+    // The fake records refused calls too: the platform was asked to DM Bob (and refused), never
+    // the stranger, and the other group was never written to.
+    let psst: Vec<String> =
+        sent.iter().filter(|c| c["text"] == "psst").map(|c| c["chat_id"].to_string()).collect();
+    assert_eq!(psst, ["43"], "{sent:?}");
+    assert!(!sent.iter().any(|c| c["text"] == "leak"), "{sent:?}");
+
+    // The roster, as operators see it.
+    let channel = api.get("/api/channels/tg").await;
+    assert_eq!(channel.status, 200, "{}", channel.text);
+    let group =
+        channel.body["conversations"].as_array().unwrap().iter().find(|c| c["chat_id"] == "-1001").unwrap().clone();
+    let names: Vec<&str> =
+        group["roster"].as_array().unwrap().iter().map(|m| m["display_name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["Ann", "Bob"]);
+    let private =
+        channel.body["conversations"].as_array().unwrap().iter().find(|c| c["chat_id"] == "42").unwrap().clone();
+    assert_eq!(private["roster"], json!([]), "a direct conversation has no roster");
+}
+
+#[tokio::test]
+async fn a_redelivered_webhook_runs_one_turn_and_a_forged_one_none() {
+    let llm = FakeLlm::start().await;
+    let receiver = FakeWebhookReceiver::start(SECRET).await;
+    let channel = format!(
+        "[channels.hook]\nkind = \"webhook\"\nagent = \"helper\"\nsigning_secret_env = \"KENNEL_TEST_SECRET\"\nbase_url = \"{}\"\n",
+        receiver.url()
+    );
+    let (_home, daemon, api) = daemon_with_channels(&llm, &channel).await;
+    helper(&api).await;
+    llm.set_fallback(Scripted::text("Got it."));
+    let body =
+        json!({"id": "evt-1", "chat_id": "room-7", "text": "deploy finished", "user": {"id": "u1", "name": "CI"}})
+            .to_string();
+    let anonymous = daemon.anonymous();
+    let post = |signature: String| {
+        let req = anonymous
+            .request(reqwest::Method::POST, "/channels/hook/inbound")
+            .header("content-type", "application/json")
+            .header("x-kennel-signature-256", signature)
+            .body(body.clone());
+        Api::send(req)
+    };
+    let forged = post(sign("wrong-secret", body.as_bytes())).await;
+    assert_eq!(forged.status, 403, "{}", forged.text);
+    for _ in 0..3 {
+        assert_eq!(post(sign(SECRET, body.as_bytes())).await.status, 200, "a redelivery is acknowledged");
+    }
+    until("the reply posted back", || !receiver.posts().is_empty()).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(llm.requests().len(), 1, "three deliveries of one message, one turn");
+    let posts = receiver.posts();
+    assert_eq!(posts.len(), 1, "{posts:?}");
+    assert_eq!((posts[0]["chat_id"].as_str(), posts[0]["content"]["text"].as_str()), (Some("room-7"), Some("Got it.")));
+    let traffic = api.get("/api/channels/hook").await;
+    assert_eq!(traffic.body["inbound"][0]["state"], "answered", "{}", traffic.text);
+    assert_eq!(traffic.body["outbound"][0]["sent_by"], "reply");
+}
+
+#[tokio::test]
+async fn a_scheduled_turn_delivers_its_reply_to_its_channel_and_has_no_channel_dm() {
+    let llm = FakeLlm::start().await;
+    let receiver = FakeWebhookReceiver::start(SECRET).await;
+    let channel = format!(
+        "[channels.alerts]\nkind = \"webhook\"\nagent = \"helper\"\nsigning_secret_env = \"KENNEL_TEST_SECRET\"\nbase_url = \"{}\"\ndefault_target = \"ops\"\n",
+        receiver.url()
+    );
+    let (_home, _daemon, api) = daemon_with_channels(&llm, &channel).await;
+    let agent = helper(&api).await;
+    let unknown =
+        api.invoke(&agent, "schedule_create", json!({"when": "+1s", "prompt": "x", "channel": "nowhere"})).await;
+    assert_eq!(unknown.status, 422, "a channel is checked when the schedule is made: {}", unknown.text);
+    assert!(unknown.text.contains("no channel `nowhere`"), "{}", unknown.text);
+
+    llm.push_all([
+        Scripted::call("channel_dm", json!({"user_id": "1", "message": "x"})),
+        Scripted::text("Backups are green."),
+    ]);
+    let made = api
+        .invoke(&agent, "schedule_create", json!({"when": "+1s", "prompt": "Check the backups.", "channel": "alerts"}))
+        .await;
+    assert_eq!(made.status, 200, "{}", made.text);
+    until("the scheduled reply", || !receiver.posts().is_empty()).await;
+    let post = &receiver.posts()[0];
+    assert_eq!((post["chat_id"].as_str(), post["content"]["text"].as_str()), (Some("ops"), Some("Backups are green.")));
+    let offered = llm.requests()[0].tool_names();
+    assert!(
+        offered.contains(&"channel_send".to_string()) && !offered.contains(&"channel_dm".to_string()),
+        "{offered:?}"
+    );
+    assert!(tool_result(&llm, 1).contains("channel conversation"), "{}", tool_result(&llm, 1));
+}
+
+#[tokio::test]
+async fn a_deliver_only_webhook_is_sent_on_without_a_turn_and_a_429_is_waited_out() {
+    let llm = FakeLlm::start().await;
+    let tg = FakeTelegram::start(TG_TOKEN).await;
+    let channels = format!(
+        "{}[channels.ci]\nkind = \"webhook\"\nsigning_secret_env = \"KENNEL_TEST_SECRET\"\ndeliver_only = true\ndefault_target = \"tg:-1001\"\n",
+        telegram_channel(&tg.base_url(), "")
+    );
+    let (_home, daemon, _api) = daemon_with_channels(&llm, &channels).await;
+    tg.throttle_next("sendMessage", 1);
+    let body = json!({"id": "build-9", "chat_id": "ci", "text": "build 9 failed", "user": {"id": "ci", "name": "CI"}})
+        .to_string();
+    let req = daemon
+        .anonymous()
+        .request(reqwest::Method::POST, "/channels/ci/inbound")
+        .header("x-kennel-signature-256", sign(SECRET, body.as_bytes()))
+        .body(body.clone());
+    let started = std::time::Instant::now();
+    assert_eq!(Api::send(req).await.status, 200);
+    // The fake records the refused call too: the alert is sent twice, the second time after
+    // the wait.
+    let sends = || tg.calls_of("sendMessage").iter().filter(|c| c["text"] == "build 9 failed").count();
+    until("the alert sent again after the 429", || sends() == 2).await;
+    assert!(started.elapsed() >= Duration::from_millis(900), "the 429's retry_after (1 s) was waited out");
+    assert!(llm.requests().is_empty(), "no turn ran");
+}
+
+#[tokio::test]
+async fn slack_events_are_verified_and_answered_in_their_channel() {
+    let llm = FakeLlm::start().await;
+    let slack = FakeSlack::start("xoxb-test", SECRET).await;
+    slack.add_user("U1", "ann", "Ann Example", "Ann");
+    let channel = format!(
+        "[channels.sl]\nkind = \"slack\"\nagent = \"helper\"\ntoken_env = \"KENNEL_TEST_SLACK\"\nsigning_secret_env = \"KENNEL_TEST_SECRET\"\nbase_url = \"{}\"\n",
+        slack.base_url()
+    );
+    let config =
+        format!("{}[channels]\nallowed_hosts = [\"127.0.0.1:*\"]\n{channel}", llm.provider_config("fake", "openai"));
+    let home = Home::with_config(&config);
+    let token = home.token("tests").await;
+    let daemon = home.start_with_env(&[("KENNEL_TEST_SLACK", "xoxb-test"), ("KENNEL_TEST_SECRET", SECRET)]).await;
+    let api = daemon.api(&token);
+    helper(&api).await;
+    llm.set_fallback(Scripted::text("Hi Ann."));
+    let body = message_event("Ev1", "C1", "channel", "U1", "hello").to_string();
+    let send = |headers: Vec<(String, String)>| {
+        let mut req = daemon.anonymous().request(reqwest::Method::POST, "/channels/sl/inbound").body(body.clone());
+        for (k, v) in headers {
+            req = req.header(k, v);
+        }
+        Api::send(req)
+    };
+    assert_eq!(send(signed_headers("not-the-secret", &body)).await.status, 403, "a forged request is refused");
+    assert!(llm.requests().is_empty());
+    assert_eq!(send(signed_headers(SECRET, &body)).await.status, 200);
+    until("the reply in C1", || {
+        slack.calls_to("chat.postMessage").iter().any(|c| c["channel"] == "C1" && c["text"] == "Hi Ann.")
+    })
+    .await;
+    let first = llm.requests()[0].body["messages"].to_string();
+    assert!(first.contains("from Ann (@ann, user_id U1)"), "{first}");
+}
+
+#[tokio::test]
+async fn discord_gateway_messages_are_answered_over_rest() {
+    let llm = FakeLlm::start().await;
+    let discord = FakeDiscord::start("discord-token").await;
+    let channel = format!(
+        "[channels.dc]\nkind = \"discord\"\nagent = \"helper\"\ntoken_env = \"KENNEL_TEST_DISCORD\"\nbase_url = \"{}\"\n",
+        discord.base_url()
+    );
+    let config =
+        format!("{}[channels]\nallowed_hosts = [\"127.0.0.1:*\"]\n{channel}", llm.provider_config("fake", "openai"));
+    let home = Home::with_config(&config);
+    let token = home.token("tests").await;
+    let daemon = home.start_with_env(&[("KENNEL_TEST_DISCORD", "discord-token")]).await;
+    let api = daemon.api(&token);
+    helper(&api).await;
+    assert!(discord.wait_connected(true, Duration::from_secs(10)).await, "the daemon identified on the gateway");
+    let state = api.get("/api/channels").await;
+    assert_eq!(state.body[0]["state"], "connected", "{}", state.text);
+    llm.set_fallback(Scripted::text("Pong."));
+    discord.dispatch_message("500", Some("900"), "77", "ann", "ping");
+    until("the reply in channel 500", || {
+        discord.calls().iter().any(|(route, body)| route == "POST /channels/500/messages" && body["content"] == "Pong.")
+    })
+    .await;
+    let roster = api.get("/api/channels/dc").await;
+    assert_eq!(roster.body["conversations"][0]["roster"][0]["user_id"], "77", "{}", roster.text);
+}
