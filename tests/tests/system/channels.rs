@@ -16,17 +16,24 @@ use serde_json::{Value, json};
 
 const TG_TOKEN: &str = "123456:test-token";
 const SECRET: &str = "shared-secret";
+const SLACK_TOKEN: &str = "xoxb-test";
+const DISCORD_TOKEN: &str = "discord-token";
 
-/// A daemon with the fake provider and `channels` (TOML), its secrets in the environment.
-async fn daemon_with_channels(llm: &FakeLlm, channels: &str) -> (Home, Daemon, Api) {
-    let config =
-        format!("{}[channels]\nallowed_hosts = [\"127.0.0.1:*\"]\n{channels}", llm.provider_config("fake", "openai"));
-    let home = Home::with_config(&config);
-    let token = home.token("tests").await;
-    let env = [("KENNEL_TEST_BOT_TOKEN", TG_TOKEN), ("KENNEL_TEST_SECRET", SECRET)];
-    let daemon = home.start_with_env(&env).await;
-    let api = daemon.api(&token);
-    (home, daemon, api)
+/// A daemon with the fake provider and `channels` (TOML), the secrets they name in its
+/// environment.
+async fn daemon_with_channels(channels: &str) -> (Home, Daemon, Api, FakeLlm) {
+    let config = format!(
+        "[channels]
+allowed_hosts = [\"127.0.0.1:*\"]
+{channels}"
+    );
+    let env = [
+        ("KENNEL_TEST_BOT_TOKEN", TG_TOKEN),
+        ("KENNEL_TEST_SECRET", SECRET),
+        ("KENNEL_TEST_SLACK", SLACK_TOKEN),
+        ("KENNEL_TEST_DISCORD", DISCORD_TOKEN),
+    ];
+    crate::daemon_with_llm_and_env("openai", &config, &env).await
 }
 
 /// The agent `helper` answering the channels, granted the channel family.
@@ -53,9 +60,8 @@ fn telegram_channel(base_url: &str, extra: &str) -> String {
 
 #[tokio::test]
 async fn a_group_message_builds_the_roster_and_channel_dm_reaches_only_members_who_can_be_reached() {
-    let llm = FakeLlm::start().await;
     let tg = FakeTelegram::start(TG_TOKEN).await;
-    let (_home, _daemon, api) = daemon_with_channels(&llm, &telegram_channel(&tg.base_url(), "")).await;
+    let (_home, _daemon, api, llm) = daemon_with_channels(&telegram_channel(&tg.base_url(), "")).await;
     helper(&api).await;
 
     // Ann speaks in the group; the turn lists the members and answers the group.
@@ -104,8 +110,7 @@ async fn a_group_message_builds_the_roster_and_channel_dm_reaches_only_members_w
     );
     // The fake records refused calls too: the platform was asked to DM Bob (and refused), never
     // the stranger, and the other group was never written to.
-    let psst: Vec<String> =
-        sent.iter().filter(|c| c["text"] == "psst").map(|c| c["chat_id"].to_string()).collect();
+    let psst: Vec<String> = sent.iter().filter(|c| c["text"] == "psst").map(|c| c["chat_id"].to_string()).collect();
     assert_eq!(psst, ["43"], "{sent:?}");
     assert!(!sent.iter().any(|c| c["text"] == "leak"), "{sent:?}");
 
@@ -124,13 +129,12 @@ async fn a_group_message_builds_the_roster_and_channel_dm_reaches_only_members_w
 
 #[tokio::test]
 async fn a_redelivered_webhook_runs_one_turn_and_a_forged_one_none() {
-    let llm = FakeLlm::start().await;
     let receiver = FakeWebhookReceiver::start(SECRET).await;
     let channel = format!(
         "[channels.hook]\nkind = \"webhook\"\nagent = \"helper\"\nsigning_secret_env = \"KENNEL_TEST_SECRET\"\nbase_url = \"{}\"\n",
         receiver.url()
     );
-    let (_home, daemon, api) = daemon_with_channels(&llm, &channel).await;
+    let (_home, daemon, api, llm) = daemon_with_channels(&channel).await;
     helper(&api).await;
     llm.set_fallback(Scripted::text("Got it."));
     let body =
@@ -163,13 +167,12 @@ async fn a_redelivered_webhook_runs_one_turn_and_a_forged_one_none() {
 
 #[tokio::test]
 async fn a_scheduled_turn_delivers_its_reply_to_its_channel_and_has_no_channel_dm() {
-    let llm = FakeLlm::start().await;
     let receiver = FakeWebhookReceiver::start(SECRET).await;
     let channel = format!(
         "[channels.alerts]\nkind = \"webhook\"\nagent = \"helper\"\nsigning_secret_env = \"KENNEL_TEST_SECRET\"\nbase_url = \"{}\"\ndefault_target = \"ops\"\n",
         receiver.url()
     );
-    let (_home, _daemon, api) = daemon_with_channels(&llm, &channel).await;
+    let (_home, _daemon, api, llm) = daemon_with_channels(&channel).await;
     let agent = helper(&api).await;
     let unknown =
         api.invoke(&agent, "schedule_create", json!({"when": "+1s", "prompt": "x", "channel": "nowhere"})).await;
@@ -197,13 +200,12 @@ async fn a_scheduled_turn_delivers_its_reply_to_its_channel_and_has_no_channel_d
 
 #[tokio::test]
 async fn a_deliver_only_webhook_is_sent_on_without_a_turn_and_a_429_is_waited_out() {
-    let llm = FakeLlm::start().await;
     let tg = FakeTelegram::start(TG_TOKEN).await;
     let channels = format!(
         "{}[channels.ci]\nkind = \"webhook\"\nsigning_secret_env = \"KENNEL_TEST_SECRET\"\ndeliver_only = true\ndefault_target = \"tg:-1001\"\n",
         telegram_channel(&tg.base_url(), "")
     );
-    let (_home, daemon, _api) = daemon_with_channels(&llm, &channels).await;
+    let (_home, daemon, _api, llm) = daemon_with_channels(&channels).await;
     tg.throttle_next("sendMessage", 1);
     let body = json!({"id": "build-9", "chat_id": "ci", "text": "build 9 failed", "user": {"id": "ci", "name": "CI"}})
         .to_string();
@@ -224,19 +226,13 @@ async fn a_deliver_only_webhook_is_sent_on_without_a_turn_and_a_429_is_waited_ou
 
 #[tokio::test]
 async fn slack_events_are_verified_and_answered_in_their_channel() {
-    let llm = FakeLlm::start().await;
-    let slack = FakeSlack::start("xoxb-test", SECRET).await;
+    let slack = FakeSlack::start(SLACK_TOKEN, SECRET).await;
     slack.add_user("U1", "ann", "Ann Example", "Ann");
     let channel = format!(
         "[channels.sl]\nkind = \"slack\"\nagent = \"helper\"\ntoken_env = \"KENNEL_TEST_SLACK\"\nsigning_secret_env = \"KENNEL_TEST_SECRET\"\nbase_url = \"{}\"\n",
         slack.base_url()
     );
-    let config =
-        format!("{}[channels]\nallowed_hosts = [\"127.0.0.1:*\"]\n{channel}", llm.provider_config("fake", "openai"));
-    let home = Home::with_config(&config);
-    let token = home.token("tests").await;
-    let daemon = home.start_with_env(&[("KENNEL_TEST_SLACK", "xoxb-test"), ("KENNEL_TEST_SECRET", SECRET)]).await;
-    let api = daemon.api(&token);
+    let (_home, daemon, api, llm) = daemon_with_channels(&channel).await;
     helper(&api).await;
     llm.set_fallback(Scripted::text("Hi Ann."));
     let body = message_event("Ev1", "C1", "channel", "U1", "hello").to_string();
@@ -260,18 +256,12 @@ async fn slack_events_are_verified_and_answered_in_their_channel() {
 
 #[tokio::test]
 async fn discord_gateway_messages_are_answered_over_rest() {
-    let llm = FakeLlm::start().await;
-    let discord = FakeDiscord::start("discord-token").await;
+    let discord = FakeDiscord::start(DISCORD_TOKEN).await;
     let channel = format!(
         "[channels.dc]\nkind = \"discord\"\nagent = \"helper\"\ntoken_env = \"KENNEL_TEST_DISCORD\"\nbase_url = \"{}\"\n",
         discord.base_url()
     );
-    let config =
-        format!("{}[channels]\nallowed_hosts = [\"127.0.0.1:*\"]\n{channel}", llm.provider_config("fake", "openai"));
-    let home = Home::with_config(&config);
-    let token = home.token("tests").await;
-    let daemon = home.start_with_env(&[("KENNEL_TEST_DISCORD", "discord-token")]).await;
-    let api = daemon.api(&token);
+    let (_home, _daemon, api, llm) = daemon_with_channels(&channel).await;
     helper(&api).await;
     assert!(discord.wait_connected(true, Duration::from_secs(10)).await, "the daemon identified on the gateway");
     let state = api.get("/api/channels").await;

@@ -17,7 +17,11 @@ use kennel_tests::fake_llm::Scripted;
 use kennel_tests::{Browser, Reply, eventually};
 use serde_json::{Value, json};
 
-use crate::{agent_from, daemon_with_llm};
+use kennel_tests::fake_webhook::{FakeWebhookReceiver, sign};
+
+use crate::{agent_from, daemon_with_llm_and_env};
+
+const CHANNEL_SECRET: &str = "hostile-channel-secret";
 
 /// Closing tags of the elements browsers read as raw text, attribute breakers, script URLs,
 /// comments, text that is already escaped, and Unicode look-alikes and controls.
@@ -232,11 +236,15 @@ fn content_id(reply: &Reply, pointer: &str) -> String {
 async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     let corpus = corpus();
     let site = hostile_site(&corpus).await;
+    // A webhook channel, whose strangers' messages and the agent's replies its page shows.
+    let receiver = FakeWebhookReceiver::start(CHANNEL_SECRET).await;
     let config = format!(
-        "[task_board]\nwake_assignee = false\n[a2a]\nexpose = [\"frontdesk\"]\npublic = [\"frontdesk\"]\n[providers.fake.models.tiny]\ncontext_tokens = 800\n[browser]\nexecutable = \"/usr/bin/chromium\"\nallowed_hosts = [\"{}\"]\n",
-        site.authority()
+        "[task_board]\nwake_assignee = false\n[a2a]\nexpose = [\"frontdesk\"]\npublic = [\"frontdesk\"]\n[providers.fake.models.tiny]\ncontext_tokens = 800\n[browser]\nexecutable = \"/usr/bin/chromium\"\nallowed_hosts = [\"{}\"]\n[channels]\nallowed_hosts = [\"127.0.0.1:*\"]\n[channels.hostile]\nkind = \"webhook\"\nagent = \"listener\"\nsigning_secret_env = \"KENNEL_TEST_CHANNEL_SECRET\"\nbase_url = \"{}\"\n",
+        site.authority(),
+        receiver.url()
     );
-    let (home, d, api, llm) = daemon_with_llm("openai", &config).await;
+    let (home, d, api, llm) =
+        daemon_with_llm_and_env("openai", &config, &[("KENNEL_TEST_CHANNEL_SECRET", CHANNEL_SECRET)]).await;
     let b = d.browser();
 
     // Operator names are names: refused, and the refusal shows the text as text.
@@ -294,6 +302,26 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
             let args = json!({"from": PAYLOADS[i - 1], "to": payload, "type": payload});
             assert_eq!(api.invoke(&scholar, "knowledge_add_relation", args).await.status, 200);
         }
+    }
+
+    // Channels: strangers name themselves and their groups and write the messages; the agent's
+    // replies go back out. Two conversations, each a turn (answered before the script goes on).
+    agent_from(&api, json!({"name": "listener", "model": "m"})).await;
+    for (i, chat) in [PAYLOADS[0], PAYLOADS[5]].into_iter().enumerate() {
+        llm.push(Scripted::text(&corpus));
+        let body = json!({"id": format!("m{i}"), "chat_id": chat, "title": corpus, "group": true, "text": corpus,
+            "user": {"id": chat, "name": corpus, "username": corpus}})
+        .to_string();
+        let req = d
+            .anonymous()
+            .request(reqwest::Method::POST, "/channels/hostile/inbound")
+            .header("x-kennel-signature-256", sign(CHANNEL_SECRET, body.as_bytes()))
+            .body(body);
+        assert_eq!(kennel_tests::Api::send(req).await.status, 200);
+        assert!(
+            eventually(Duration::from_secs(10), || async { receiver.posts().len() > i }).await,
+            "the reply to conversation {i} was sent"
+        );
     }
 
     // A skill: its description, tags, label, body, support file names and history diffs are
@@ -570,6 +598,8 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     check_reply("a knowledge graph without that entity", &missing, Shows::All);
 
     // Usage: a model's name is free text (printable), shown per model on the Usage page.
+    check(&b, "/channels", Shows::Nothing).await;
+    check(&b, "/channels/hostile", Shows::All).await;
     check(&b, "/skills", Shows::All).await;
     let skill = check(&b, "/skills/hostile", Shows::All).await;
     for payload in PAYLOADS {

@@ -66,9 +66,21 @@ pub async fn agent_with(api: &Api, name: &str, grants: &[&str]) -> String {
 
 /// A daemon whose config has a provider `fake` (of `kind`) pointing at a fresh fake LLM.
 pub async fn daemon_with_llm(kind: &str, extra_config: &str) -> (Home, Daemon, Api, kennel_tests::fake_llm::FakeLlm) {
+    daemon_with_llm_and_env(kind, extra_config, &[]).await
+}
+
+/// Like [`daemon_with_llm`], the daemon started with `env` (the secrets config names).
+pub async fn daemon_with_llm_and_env(
+    kind: &str,
+    extra_config: &str,
+    env: &[(&str, &str)],
+) -> (Home, Daemon, Api, kennel_tests::fake_llm::FakeLlm) {
     let llm = kennel_tests::fake_llm::FakeLlm::start().await;
     let config = format!("{}{extra_config}", llm.provider_config("fake", kind));
-    let (home, daemon, api) = daemon_with_config(&config).await;
+    let home = Home::with_config(&config);
+    let token = home.token("tests").await;
+    let daemon = home.start_with_env(env).await;
+    let api = daemon.api(&token);
     (home, daemon, api, llm)
 }
 
