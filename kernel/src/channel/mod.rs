@@ -354,6 +354,9 @@ impl Channels {
                 user_id: Some(m.from.user_id.clone()),
                 is_group: m.is_group,
             }),
+            // A message the daemon stopped before answering is in the session already: answered,
+            // not added twice.
+            retry: true,
             ..TurnRequest::headless(turn_message(channel, m), Caller::Channel(name.to_string()))
         };
         let result = crate::turn::run(kernel, agent, req).await?;

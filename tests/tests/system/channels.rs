@@ -275,3 +275,41 @@ async fn discord_gateway_messages_are_answered_over_rest() {
     let roster = api.get("/api/channels/dc").await;
     assert_eq!(roster.body["conversations"][0]["roster"][0]["user_id"], "77", "{}", roster.text);
 }
+
+#[tokio::test]
+async fn a_message_stored_but_not_answered_when_the_daemon_dies_is_answered_after_the_restart() {
+    let receiver = FakeWebhookReceiver::start(SECRET).await;
+    let channel = format!(
+        "[channels.hook]\nkind = \"webhook\"\nagent = \"helper\"\nsigning_secret_env = \"KENNEL_TEST_SECRET\"\nbase_url = \"{}\"\n",
+        receiver.url()
+    );
+    let (home, daemon, api, llm) = daemon_with_channels(&channel).await;
+    helper(&api).await;
+    // The model is slow to answer the first time; the daemon is killed meanwhile.
+    llm.push(Scripted::Delay { millis: 3_000 });
+    llm.set_fallback(Scripted::text("Answered after the restart."));
+    let body =
+        json!({"id": "m-1", "chat_id": "room", "text": "still there?", "user": {"id": "u", "name": "U"}}).to_string();
+    let req = daemon
+        .anonymous()
+        .request(reqwest::Method::POST, "/channels/hook/inbound")
+        .header("x-kennel-signature-256", sign(SECRET, body.as_bytes()))
+        .body(body);
+    assert_eq!(Api::send(req).await.status, 200, "acknowledged once stored");
+    until("the model asked", || llm.requests().len() == 1).await;
+    daemon.kill().await;
+    assert!(receiver.posts().is_empty());
+
+    let token = home.token("again").await;
+    let daemon = home.start_with_env(&[("KENNEL_TEST_SECRET", SECRET)]).await;
+    until("the reply after the restart", || !receiver.posts().is_empty()).await;
+    assert_eq!(receiver.posts()[0]["content"]["text"], "Answered after the restart.");
+    let api = daemon.api(&token);
+    let channel = api.get("/api/channels/hook").await;
+    assert_eq!(channel.body["inbound"][0]["state"], "answered", "{}", channel.text);
+    let sessions = api.get("/api/agents/helper/sessions").await;
+    let session = sessions.body[0]["id"].as_str().unwrap().to_string();
+    let messages = api.get(&format!("/api/sessions/{session}/messages")).await;
+    let asked = messages.text.matches("still there?").count();
+    assert_eq!(asked, 1, "the message is in the conversation once: {}", messages.text);
+}
