@@ -122,6 +122,16 @@ pub fn check_config(channels: &ChannelsConfig) -> std::result::Result<(), (Strin
                 return Err((key, format!("[channels.{name}] deliver_only is for kind = \"webhook\" channels")));
             }
             needs("default_target", &c.default_target)?;
+            let target = c.default_target.as_deref().unwrap_or_default();
+            let onward = target.split_once(':').map(|(to, _)| to);
+            if !onward.is_some_and(|to| to != name && channels.channels.contains_key(to)) {
+                return Err((
+                    key,
+                    format!(
+                        "[channels.{name}] default_target `{target}` must be `CHANNEL:TARGET`, another configured channel and a chat on it"
+                    ),
+                ));
+            }
         } else if c.agent.is_none() && c.kind != ChannelKind::Webhook {
             return Err((key, format!("[channels.{name}] needs agent: the agent that answers its messages")));
         }
