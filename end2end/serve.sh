@@ -18,6 +18,12 @@ api_key_env = ""
 executable = "${CHROMIUM:-/usr/bin/chromium}"
 # The specs' agents browse the daemon's own sign-in page: loopback opened on its port only.
 allowed_hosts = ["127.0.0.1:4600"]
+# An inbound-only webhook channel the specs post signed messages to (replies have nowhere to
+# go: the page shows them as failed sends).
+[channels.lobby]
+kind = "webhook"
+agent = "courier"
+signing_secret_env = "KENNEL_E2E_CHANNEL_SECRET"
 TOML
-RUST_LOG=${RUST_LOG:-warn} "$kennel" --home "$home" start --bind 127.0.0.1:4600 &
+KENNEL_E2E_CHANNEL_SECRET=e2e-channel-secret RUST_LOG=${RUST_LOG:-warn} "$kennel" --home "$home" start --bind 127.0.0.1:4600 &
 wait $!

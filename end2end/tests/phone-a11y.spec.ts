@@ -4,6 +4,7 @@
 // in name order) and signs in as its operator, or sets one up when run alone.
 import { test, expect, Page, Browser } from '@playwright/test';
 import AxeBuilder from '@axe-core/playwright';
+import { createHmac } from 'node:crypto';
 import { signIn } from './operator';
 
 const shots = '../docs/screenshots';
@@ -43,11 +44,18 @@ test.beforeAll(async ({ browser }) => {
     const answer = await invoke(tool, args);
     expect(answer.ok(), `${tool}: ${await answer.text()}`).toBeTruthy();
   }
+  // Two people in the lobby group on the webhook channel serve.sh configures.
+  for (const [id, name, text] of [['m1', 'Ann Example', 'Is the parcel for floor 3 here?'], ['m2', 'Bob', 'It came this morning.']]) {
+    const body = JSON.stringify({ id, chat_id: 'lobby-group', title: 'Lobby', group: true, text, user: { id: name.toLowerCase().replace(' ', '-'), name } });
+    const signature = 'sha256=' + createHmac('sha256', 'e2e-channel-secret').update(body).digest('hex');
+    const posted = await page.request.post('/channels/lobby/inbound', { headers: { 'X-Kennel-Signature-256': signature, 'Content-Type': 'application/json' }, data: body });
+    expect(posted.ok(), await posted.text()).toBeTruthy();
+  }
   const started = await invoke('process_start', { command: 'echo "watching src/ for changes"; echo "warning: 2 files skipped" >&2; sleep 300' });
   expect(started.ok(), await started.text()).toBeTruthy();
   pages = ['/', '/agents', `/agents/${agent}`, `/agents/${agent}/memory`, `/agents/${agent}/memory?q=parcels+floor`,
            `/agents/${agent}/knowledge`, `/agents/${agent}/knowledge?entity=parcel`, `/agents/${agent}/browser`, `/agents/${agent}/processes`, '/agent-types', '/agent-types/courier', '/tools', `/tools?agent=${agent}`,
-           '/tasks', '/schedules', '/canvas', '/usage', '/audit', '/audit/actions', '/agent-types/courier/apply', '/settings', '/skills', '/skills/deliveries', '/no/such/page'];
+           '/tasks', '/schedules', '/canvas', '/usage', '/audit', '/audit/actions', '/agent-types/courier/apply', '/settings', '/skills', '/skills/deliveries', '/channels', '/channels/lobby', '/no/such/page'];
 });
 
 test.afterAll(async () => {
@@ -69,6 +77,7 @@ test('axe-core finds no serious or critical violation on any page at desktop wid
     const shot = path.match(/\/(memory|knowledge|browser|processes)$/);
     if (shot) await page.screenshot({ path: `${shots}/agent-${shot[1]}.png`, fullPage: true });
     if (path === '/skills/deliveries') await page.screenshot({ path: `${shots}/skill.png`, fullPage: true });
+    if (path === '/channels/lobby') await page.screenshot({ path: `${shots}/channel.png`, fullPage: true });
   }
   expect(found).toEqual([]);
 });
