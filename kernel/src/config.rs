@@ -982,6 +982,10 @@ mod tests {
         for (text, expected) in [
             ("[channels.t]\nkind = \"telegram\"\nagent = \"a\"\n", "needs token_env"),
             ("[channels.t]\nkind = \"telegram\"\ntoken_env = \"T\"\n", "needs agent"),
+            (
+                "[channels.t]\nkind = \"telegram\"\nagent = \"a\"\ntoken_env = \"T\"\nmode = \"webhook\"\n",
+                "needs signing_secret_env",
+            ),
             ("[channels.s]\nkind = \"slack\"\nagent = \"a\"\ntoken_env = \"T\"\n", "needs signing_secret_env"),
             (
                 "[channels.s]\nkind = \"slack\"\nagent = \"a\"\ntoken_env = \"T\"\nsigning_secret_env = \"S\"\nmode = \"poll\"\n",

@@ -110,7 +110,14 @@ pub fn check_config(channels: &ChannelsConfig) -> std::result::Result<(), (Strin
             _ => Err((key.clone(), format!("[channels.{name}] (kind = \"{}\") needs {field}", c.kind.as_str()))),
         };
         match c.kind {
-            ChannelKind::Telegram | ChannelKind::Discord => needs("token_env", &c.token_env)?,
+            ChannelKind::Telegram => {
+                needs("token_env", &c.token_env)?;
+                if c.mode == Some(ChannelMode::Webhook) {
+                    // The secret token Telegram's webhook requests carry, given to setWebhook.
+                    needs("signing_secret_env", &c.signing_secret_env)?;
+                }
+            }
+            ChannelKind::Discord => needs("token_env", &c.token_env)?,
             ChannelKind::Slack => {
                 needs("token_env", &c.token_env)?;
                 needs("signing_secret_env", &c.signing_secret_env)?;
