@@ -196,19 +196,14 @@ fn secret(name: &str, field: &str, var: &Option<String>) -> Result<Option<String
 
 /// The adapter for one configured channel.
 pub fn adapter(name: &str, c: &ChannelConfig, channels: &ChannelsConfig) -> Result<Arc<dyn Platform>> {
-    let endpoint = Endpoint {
-        channel: name.to_string(),
-        base_url: c
-            .base_url
-            .clone()
-            .or_else(|| default_base_url(c.kind).map(str::to_string))
-            .unwrap_or_default()
-            .trim_end_matches('/')
-            .to_string(),
-        token: secret(name, "token_env", &c.token_env)?,
-        signing_secret: secret(name, "signing_secret_env", &c.signing_secret_env)?,
-        allowed_hosts: channels.allowed_hosts.clone(),
-    };
+    let base_url = c.base_url.clone().or_else(|| default_base_url(c.kind).map(str::to_string)).unwrap_or_default();
+    let endpoint = Endpoint::new(
+        name,
+        &base_url,
+        secret(name, "token_env", &c.token_env)?,
+        secret(name, "signing_secret_env", &c.signing_secret_env)?,
+        channels.allowed_hosts.clone(),
+    );
     Ok(match c.kind {
         ChannelKind::Telegram => Arc::new(telegram::Telegram::new(endpoint, mode_of(c))),
         ChannelKind::Slack => Arc::new(slack::Slack::new(endpoint)),

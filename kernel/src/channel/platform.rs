@@ -3,9 +3,11 @@
 //! sessions, rosters, deduplication, retries or splitting — the bridge does those once for
 //! all of them.
 
+use std::collections::HashMap;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use reqwest::header::HeaderMap;
@@ -120,15 +122,44 @@ pub struct Endpoint {
     pub token: Option<String>,
     pub signing_secret: Option<String>,
     pub allowed_hosts: AllowedHosts,
+    /// The clients made so far, by the address the guard resolved and the timeout: one per
+    /// platform address, so its connections are kept alive between sends.
+    pub clients: Arc<Mutex<HashMap<(SocketAddr, Duration), reqwest::Client>>>,
 }
 
 impl Endpoint {
-    /// A client for `url` pinned to the address the guard checked (`[channels] allowed_hosts`).
+    pub fn new(
+        channel: &str,
+        base_url: &str,
+        token: Option<String>,
+        signing_secret: Option<String>,
+        allowed_hosts: AllowedHosts,
+    ) -> Endpoint {
+        Endpoint {
+            channel: channel.to_string(),
+            base_url: base_url.trim_end_matches('/').to_string(),
+            token,
+            signing_secret,
+            allowed_hosts,
+            clients: Arc::default(),
+        }
+    }
+
+    /// A client for `url` pinned to the address the guard checked (`[channels] allowed_hosts`),
+    /// checked on every call and reused while the address stays the same.
     pub async fn client(&self, url: &str, timeout: Duration) -> Result<(reqwest::Url, reqwest::Client), Error> {
         let parsed = reqwest::Url::parse(url)
             .map_err(|e| Error::invalid(format!("channel `{}`: `{url}` is not a URL: {e}", self.channel)))?;
         let addr = crate::net::guard::resolve(&parsed, &self.allowed_hosts, "[channels] allowed_hosts").await?;
-        let client = crate::net::pinned_client(&parsed, addr, timeout)?;
+        let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        let client = match clients.get(&(addr, timeout)) {
+            Some(client) => client.clone(),
+            None => {
+                let client = crate::net::pinned_client(&parsed, addr, timeout)?;
+                clients.insert((addr, timeout), client.clone());
+                client
+            }
+        };
         Ok((parsed, client))
     }
 }

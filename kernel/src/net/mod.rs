@@ -23,11 +23,24 @@ pub fn http_client() -> reqwest::ClientBuilder {
     reqwest::Client::builder()
 }
 
+/// The TLS settings of every pinned client, made once: the platform's certificate verifier
+/// reads the system's roots when it is made, and a client made per request (A2A, media,
+/// channel sends) read all of `/etc/ssl/certs` each time (docs/BENCHMARKS.md, "Channels").
+fn shared_tls() -> Result<rustls::ClientConfig> {
+    use rustls_platform_verifier::ConfigVerifierExt;
+    static TLS: std::sync::OnceLock<std::result::Result<rustls::ClientConfig, String>> = std::sync::OnceLock::new();
+    let _installed = http_client();
+    TLS.get_or_init(|| rustls::ClientConfig::with_platform_verifier().map_err(|e| e.to_string()))
+        .clone()
+        .map_err(|e| Error::internal(format!("cannot set up TLS with the system's certificates: {e}")))
+}
+
 /// A client that connects only to `addr` (the address [`guard::resolve`] checked) for `url`'s
 /// host and follows no redirects: a redirect is a new URL and would need its own check.
 pub fn pinned_client(url: &reqwest::Url, addr: SocketAddr, timeout: Duration) -> Result<reqwest::Client> {
     let host = url.host_str().unwrap_or_default().trim_matches(['[', ']']).to_string();
     http_client()
+        .tls_backend_preconfigured(shared_tls()?)
         .resolve(&host, addr)
         .redirect(reqwest::redirect::Policy::none())
         .timeout(timeout)

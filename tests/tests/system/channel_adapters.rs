@@ -24,13 +24,13 @@ mod telegram_and_webhook {
     const TOKEN: &str = "123456:test-token";
 
     fn endpoint(channel: &str, base_url: &str, token: Option<&str>, secret: Option<&str>) -> Endpoint {
-        Endpoint {
-            channel: channel.to_string(),
-            base_url: base_url.to_string(),
-            token: token.map(str::to_string),
-            signing_secret: secret.map(str::to_string),
-            allowed_hosts: AllowedHosts::parse(&["127.0.0.1:*"]).expect("a host rule"),
-        }
+        Endpoint::new(
+            channel,
+            base_url,
+            token.map(str::to_string),
+            secret.map(str::to_string),
+            AllowedHosts::parse(&["127.0.0.1:*"]).expect("a host rule"),
+        )
     }
 
     fn telegram(fake: &FakeTelegram) -> Telegram {
@@ -461,13 +461,13 @@ mod slack_and_discord {
     const DISCORD_TOKEN: &str = "discord-bot-token";
 
     fn endpoint(base_url: &str, token: &str, secret: Option<&str>) -> Endpoint {
-        Endpoint {
-            channel: "team".to_string(),
-            base_url: base_url.to_string(),
-            token: Some(token.to_string()),
-            signing_secret: secret.map(str::to_string),
-            allowed_hosts: AllowedHosts::parse(&["127.0.0.1:*"]).expect("a host rule"),
-        }
+        Endpoint::new(
+            "team",
+            base_url,
+            Some(token.to_string()),
+            secret.map(str::to_string),
+            AllowedHosts::parse(&["127.0.0.1:*"]).expect("a host rule"),
+        )
     }
 
     fn header_map(pairs: Vec<(String, String)>) -> HeaderMap {
