@@ -14,6 +14,7 @@ pub enum Nav {
     Canvases,
     Skills,
     Channels,
+    Inbox,
     Audit,
     Usage,
     Settings,
@@ -37,6 +38,8 @@ pub struct PageMeta {
     /// The signed-in session's CSRF token; every form carries it.
     pub csrf: String,
     pub flash: Option<Flash>,
+    /// Notes in the owner inbox the operator has not read (shown on the Inbox link).
+    pub unread: u64,
     /// Keep the page up to date (the task board, schedules, the overview): see [`Live`].
     pub live: Option<Live>,
 }
@@ -72,6 +75,7 @@ const SECTIONS: &[(Nav, &str, &str)] = &[
     (Nav::Canvases, "/canvas", "Canvases"),
     (Nav::Skills, "/skills", "Skills"),
     (Nav::Channels, "/channels", "Channels"),
+    (Nav::Inbox, "/inbox", "Inbox"),
     (Nav::Usage, "/usage", "Usage"),
     (Nav::Audit, "/audit", "Audit"),
     (Nav::Settings, "/settings", "Settings"),
@@ -85,7 +89,11 @@ pub fn Shell(meta: PageMeta, children: Children) -> impl IntoView {
             .iter()
             .map(|(section, href, label)| {
                 let current = if *section == meta.nav { "page" } else { "false" };
-                view! { <a href=*href aria-current=current>{*label}</a> }
+                let unread = (*section == Nav::Inbox && meta.unread > 0).then(|| {
+                    let count = format!("{} unread", meta.unread);
+                    view! { " " <span class="badge" id="unread-count" aria-label=count>{meta.unread}</span> }
+                });
+                view! { <a href=*href aria-current=current>{*label}{unread}</a> }
             })
             .collect::<Vec<_>>();
         let operator = meta.operator.clone().unwrap_or_default();

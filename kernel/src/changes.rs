@@ -21,10 +21,12 @@ pub enum Topic {
     Schedules,
     /// Agents and agent types.
     Agents,
+    /// The owner inbox: notes and their read state.
+    Inbox,
 }
 
 impl Topic {
-    pub const ALL: [Topic; 3] = [Topic::Tasks, Topic::Schedules, Topic::Agents];
+    pub const ALL: [Topic; 4] = [Topic::Tasks, Topic::Schedules, Topic::Agents, Topic::Inbox];
 
     /// The topic of a write to `table`, if pages follow it.
     pub(crate) fn of_table(table: &str) -> Option<Topic> {
@@ -32,6 +34,7 @@ impl Topic {
             "tasks" | "task_events" => Some(Topic::Tasks),
             "schedules" | "schedule_fires" => Some(Topic::Schedules),
             "agents" | "agent_types" => Some(Topic::Agents),
+            "inbox_notes" | "inbox_reads" => Some(Topic::Inbox),
             _ => None,
         }
     }
@@ -41,6 +44,7 @@ impl Topic {
             Topic::Tasks => "tasks",
             Topic::Schedules => "schedules",
             Topic::Agents => "agents",
+            Topic::Inbox => "inbox",
         }
     }
 

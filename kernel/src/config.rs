@@ -34,6 +34,25 @@ pub struct Config {
     /// `[channels.NAME]`: chat platforms bound to agents (spec §6), and `[channels]
     /// allowed_hosts` for every outbound channel request.
     pub channels: ChannelsConfig,
+    pub notify: NotifyConfig,
+}
+
+/// `[notify]`: where the owner inbox's notes go besides the dashboard.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NotifyConfig {
+    /// A configured channel (`[channels.NAME]`) notes are also sent to.
+    pub telegram_channel: Option<String>,
+    /// The chat on it; unset: the channel's `default_target`.
+    pub telegram_chat: Option<String>,
+    /// The least urgency sent there.
+    pub min_urgency_telegram: crate::notify::Urgency,
+}
+
+impl Default for NotifyConfig {
+    fn default() -> Self {
+        NotifyConfig { telegram_channel: None, telegram_chat: None, min_urgency_telegram: crate::notify::Urgency::High }
+    }
 }
 
 /// `[channels]`: the address guard's list for channel traffic, and each channel by name.
@@ -707,6 +726,10 @@ impl Config {
             let offset = text.find(key).unwrap_or(0);
             return Err(error_at(offset, message));
         }
+        if let Err((key, message)) = crate::notify::check_config(&config) {
+            let offset = text.find(&key).unwrap_or(0);
+            return Err(error_at(offset, message));
+        }
         if let Err((key, message)) = crate::channel::check_config(&config.channels) {
             let offset = text.find(&key).unwrap_or(0);
             return Err(error_at(offset, message));
@@ -896,6 +919,11 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # mode = "poll"             # Telegram: poll (getUpdates) or webhook (POST /channels/team/inbound)
 # default_target = "-1001234567890"   # where schedules naming just "team" deliver
 # [channels] allowed_hosts = []   # where channel requests may go (like [a2a] allowed_hosts)
+
+# [notify]                  # the owner inbox's notes (notify_owner, budget pauses) besides the dashboard
+# telegram_channel = "team" # a [channels.NAME] to send them to
+# telegram_chat = "123456"  # its chat; unset: the channel's default_target
+# min_urgency_telegram = "high"   # low, normal, high, critical
 
 # [exec_policy]             # agents' subprocesses (process_*) and docker_exec
 # wall_clock_secs = 3600    # a child running longer is stopped

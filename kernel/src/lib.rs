@@ -25,6 +25,7 @@ pub mod llm;
 pub mod media;
 pub mod memory;
 pub mod net;
+pub mod notify;
 pub mod page;
 pub mod patch;
 pub mod process;
@@ -90,6 +91,7 @@ struct Inner {
     knowledge: knowledge::Knowledge,
     skills: skills::Skills,
     channels: channel::Channels,
+    inbox: notify::Inbox,
     /// `None` without a `[browser]` section.
     browsers: Option<Arc<browser::Browsers>>,
     processes: Arc<process::Processes>,
@@ -160,6 +162,7 @@ impl Kernel {
             ),
             skills: skills::Skills::new(home.join("skills"), db.clone(), clock.clone()),
             channels: channel::Channels::new(&config.channels, db.clone(), clock.clone()),
+            inbox: notify::Inbox::new(db.clone(), clock.clone()),
             clock,
             workspaces: workspace::Workspaces::new(home.join("workspaces"), config.workspace.max_file_bytes),
             canvases: canvas::Canvases::new(db.clone(), config.canvas.max_bytes),
@@ -299,6 +302,10 @@ impl Kernel {
 
     pub fn channels(&self) -> &channel::Channels {
         &self.0.channels
+    }
+
+    pub fn inbox(&self) -> &notify::Inbox {
+        &self.0.inbox
     }
 
     /// The key/value memory of every agent.

@@ -76,6 +76,7 @@ fn name(method: &Method, route: &str) -> Named {
         ("/api/skills/{name}/files", "DELETE") => Action("skill.remove_file"),
         ("/api/skills/{name}/rollback" | "/skills/{name}/rollback", _) if post => Action("skill.rollback"),
         ("/api/skills/{name}/restore" | "/skills/{name}/restore", _) if post => Action("skill.restore"),
+        ("/api/inbox/read" | "/inbox/read", _) if post => Action("inbox.read"),
         ("/settings/tokens", "POST") => Action("token.create"),
         ("/settings/tokens/{name}/revoke", "POST") => Action("token.revoke"),
         ("/api/agents/{id}/memory/kv/{key}", "PUT") => Action("memory.store"),

@@ -375,6 +375,7 @@ mod tests {
             operator: Some("ada".into()),
             csrf: "token".into(),
             flash: None,
+            unread: 0,
             live: None,
         };
         let html = render_edit(meta, page);

@@ -8,6 +8,7 @@ pub mod browser;
 pub mod canvas;
 pub mod channels;
 pub mod error;
+pub mod inbox;
 pub mod knowledge;
 pub mod memory;
 pub mod overview;

@@ -144,6 +144,17 @@ pub async fn admit(kernel: &Kernel, agent: &Agent) -> Result<()> {
             duration_us: 0,
             artifact_id: None,
         });
+        // The operators hear of it in the inbox (and its fan-out), not only in the logs.
+        let note = crate::notify::NewNote {
+            source: "budget",
+            agent: Some((agent.id, agent.name.clone())),
+            reason: format!("Agent {} paused by its budget", agent.name),
+            summary: format!("{reason}: paused until {until}. Lift the pause on its page to let it go on today."),
+            urgency: crate::notify::Urgency::High,
+        };
+        if let Err(e) = kernel.inbox().notify(kernel, note).await {
+            tracing::warn!(agent = %agent.name, error = %e.message, "the budget pause could not be noted in the inbox");
+        }
     }
     Err(refusal(format!(
         "{reason}: agent `{}` is paused until {until} (its history is kept). Lift the pause on its page to let it go on today.",

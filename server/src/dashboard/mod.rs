@@ -9,6 +9,7 @@ mod canvas;
 mod channels;
 mod files;
 mod headers;
+mod inbox;
 mod knowledge;
 mod memory;
 mod pages;
@@ -89,6 +90,8 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .route("/schedules/{id}/delete", get(schedules::confirm_delete).post(schedules::delete))
         .route("/live/changes", get(pages::changes))
         .route("/usage", get(usage::page))
+        .route("/inbox", get(inbox::page))
+        .route("/inbox/read", post(inbox::read))
         .route("/channels", get(channels::list))
         .route("/channels/{name}", get(channels::one))
         .route("/skills", get(skills::list))
@@ -132,7 +135,15 @@ async fn live_js() -> impl IntoResponse {
 
 /// The page frame for a signed-in operator.
 pub fn meta(op: &Operator, title: impl Into<String>, nav: Nav, flash: Option<Flash>) -> PageMeta {
-    PageMeta { title: title.into(), nav, operator: Some(op.name.clone()), csrf: op.csrf.clone(), flash, live: None }
+    PageMeta {
+        title: title.into(),
+        nav,
+        operator: Some(op.name.clone()),
+        csrf: op.csrf.clone(),
+        flash,
+        unread: op.unread,
+        live: None,
+    }
 }
 
 /// `?notice=` on a page after a form redirected there.
@@ -237,8 +248,9 @@ pub async fn not_found(axum::extract::State(kernel): axum::extract::State<Kernel
         return crate::http::not_found().await.into_response();
     }
     let error = Error::not_found(format!("There is no page at {path}: it may have moved, or the link is wrong."));
-    let op = session::cookie(req.headers(), session::SESSION_COOKIE)
-        .and_then(|c| kernel.auth().session(&c).map(|s| Operator { name: s.operator, csrf: s.csrf, cookie: c }));
+    let op = session::cookie(req.headers(), session::SESSION_COOKIE).and_then(|c| {
+        kernel.auth().session(&c).map(|s| Operator { name: s.operator, csrf: s.csrf, cookie: c, unread: 0 })
+    });
     let mut res = match op {
         Some(op) => error_page(&op, &error),
         None => {
@@ -248,6 +260,7 @@ pub async fn not_found(axum::extract::State(kernel): axum::extract::State<Kernel
                 operator: None,
                 csrf: String::new(),
                 flash: None,
+                unread: 0,
                 live: None,
             };
             html(StatusCode::NOT_FOUND, kennel_app::pages::error::render(meta, "Not found", &error.message))

@@ -181,7 +181,8 @@ pub async fn changes(
         .map(str::trim)
         .filter(|t| !t.is_empty())
         .map(|t| {
-            Topic::parse(t).ok_or_else(|| Error::invalid(format!("`{t}` is not a topic: tasks, schedules or agents")))
+            Topic::parse(t)
+                .ok_or_else(|| Error::invalid(format!("`{t}` is not a topic: tasks, schedules, agents or inbox")))
         })
         .collect::<Result<Vec<_>, Error>>()?;
     if topics.is_empty() {

@@ -24,6 +24,15 @@ pub struct Operator {
     pub name: String,
     pub csrf: String,
     pub cookie: String,
+    /// Inbox notes they have not read, for the navigation.
+    pub unread: u64,
+}
+
+impl Operator {
+    /// How the inbox and the logs name this reader.
+    pub fn reader(&self) -> String {
+        kennel_kernel::tool::Caller::Operator(self.name.clone()).audit_label()
+    }
 }
 
 /// The value of cookie `name`, if the request has one.
@@ -60,7 +69,10 @@ pub async fn require_operator(State(kernel): State<Kernel>, mut req: Request, ne
     let session = cookie(req.headers(), SESSION_COOKIE).and_then(|c| kernel.auth().session(&c).map(|s| (c, s)));
     match session {
         Some((cookie, s)) => {
-            req.extensions_mut().insert(Operator { name: s.operator, csrf: s.csrf, cookie });
+            let mut op = Operator { name: s.operator, csrf: s.csrf, cookie, unread: 0 };
+            // A count on an index; a failure only hides the badge.
+            op.unread = kernel.inbox().unread(&op.reader()).await.unwrap_or(0);
+            req.extensions_mut().insert(op);
             next.run(req).await
         }
         None if req.method() == Method::GET => {

@@ -45,8 +45,15 @@ fn sign_in_page(kernel: &Kernel, headers: &HeaderMap, status: StatusCode, page: 
         .filter(|t| kernel.auth().sign_in_token_valid(t))
         .unwrap_or_else(|| kernel.auth().mint_sign_in_token());
     let title = if page.setup { "Set up" } else { "Sign in" };
-    let meta =
-        PageMeta { title: title.into(), nav: Nav::None, operator: None, csrf: token.clone(), flash: None, live: None };
+    let meta = PageMeta {
+        title: title.into(),
+        nav: Nav::None,
+        operator: None,
+        csrf: token.clone(),
+        flash: None,
+        unread: 0,
+        live: None,
+    };
     let cookie = session::set_cookie(headers, PRE_AUTH_COOKIE, &token, SIGN_IN_FORM_SECS);
     (status, [(SET_COOKIE, cookie)], axum::response::Html(sign_in::render(meta, page))).into_response()
 }

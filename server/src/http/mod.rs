@@ -11,6 +11,7 @@ pub mod channels;
 mod daemon;
 mod error;
 mod events;
+mod inbox;
 mod knowledge;
 mod memory;
 mod openapi;
@@ -47,6 +48,7 @@ fn api_routes() -> impl Iterator<Item = UtoipaMethodRouter<Kernel>> {
         knowledge::routes(),
         skills::routes(),
         channels::routes(),
+        inbox::routes(),
         browser::routes(),
         processes::routes(),
         daemon::routes(),

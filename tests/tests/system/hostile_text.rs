@@ -324,6 +324,13 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
         );
     }
 
+    // The owner inbox: each payload a note's reason, the corpus its summary.
+    let herald = agent_from(&api, json!({"name": "herald", "model": "m", "tools": ["notify_owner"]})).await;
+    for payload in PAYLOADS {
+        let noted = api.invoke(&herald, "notify_owner", json!({"reason": payload, "summary": corpus})).await;
+        assert_eq!(noted.status, 200, "{}", noted.text);
+    }
+
     // A skill: its description, tags, label, body, support file names and history diffs are
     // all an agent's text.
     let sage = agent_from(&api, json!({"name": "sage", "model": "m", "tools": ["skills.*"]})).await;
@@ -598,6 +605,7 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     check_reply("a knowledge graph without that entity", &missing, Shows::All);
 
     // Usage: a model's name is free text (printable), shown per model on the Usage page.
+    check(&b, "/inbox", Shows::All).await;
     check(&b, "/channels", Shows::Nothing).await;
     check(&b, "/channels/hostile", Shows::All).await;
     check(&b, "/skills", Shows::All).await;

@@ -17,6 +17,7 @@ mod docker;
 mod events;
 mod files;
 mod hostile_text;
+mod inbox;
 mod knowledge;
 mod media;
 mod memory;

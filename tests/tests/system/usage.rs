@@ -138,6 +138,12 @@ async fn a_daily_budget_pauses_its_agent_once_and_resets_at_its_hour() {
     assert_eq!(llm.requests().len(), 3, "refused turns send nothing");
     let audit = kernel.audit().list(&Default::default(), &kennel_kernel::page::PageRequest::first(100)).await.unwrap();
     assert_eq!(audit.items.iter().filter(|e| e.tool == "budget").count(), 1, "the operators are told once");
+    let page = kennel_kernel::page::PageRequest::first(100);
+    let notes = kernel.inbox().list(&kernel, "operator:ada", &Default::default(), &page).await.unwrap();
+    assert_eq!(notes.items.len(), 1, "one note in the owner inbox");
+    let note = &notes.items[0];
+    assert_eq!((note.source.as_str(), note.agent_name.as_deref()), ("budget", Some("thrifty")));
+    assert!(note.summary.contains("paused until 2026-12-02T05:00:00.000Z") && !note.read, "{note:?}");
     let sessions = kernel.sessions().list(agent.id, &kennel_kernel::page::PageRequest::first(100)).await.unwrap();
     assert_eq!(sessions.total, 3, "the refused turns opened no session; the history is untouched");
 

@@ -1,0 +1,195 @@
+//! The owner inbox (spec §14, family `notify`): notes for the daemon's operators — from
+//! agents (`notify_owner`) and from the daemon itself (a budget pausing an agent). A note is
+//! never part of any chat history. One inbox for every operator; each reader (an operator, an
+//! API token, the CLI) has their own read state.
+//!
+//! Fan-out: a note at or above `[notify] min_urgency_telegram` is also sent to
+//! `[notify] telegram_channel` (a configured channel, its chat `telegram_chat`), after it is
+//! stored; how that went is kept on the note.
+
+mod store;
+mod tools;
+
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+pub(crate) use tools::register;
+
+use crate::Kernel;
+use crate::clock::Clock;
+use crate::db::Db;
+use crate::error::{Error, Result};
+use crate::page::{Key, Page, PageRequest, bad_cursor};
+
+/// The longest reason, and summary, in characters.
+pub const MAX_REASON: usize = 200;
+pub const MAX_SUMMARY: usize = 4_000;
+
+/// How soon a person should look.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Serialize, Deserialize, ToSchema, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Urgency {
+    Low,
+    #[default]
+    Normal,
+    High,
+    Critical,
+}
+
+crate::db::stored_enum!(Urgency { Low = "low", Normal = "normal", High = "high", Critical = "critical" });
+
+/// A note to store.
+pub struct NewNote {
+    /// `agent` (notify_owner) or `budget`.
+    pub source: &'static str,
+    pub agent: Option<(uuid::Uuid, String)>,
+    pub reason: String,
+    pub summary: String,
+    pub urgency: Urgency,
+}
+
+/// A note as a reader sees it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Note {
+    pub id: i64,
+    pub at: String,
+    /// `agent` (notify_owner) or `budget` (a budget paused the agent).
+    pub source: String,
+    pub agent_id: Option<String>,
+    pub agent_name: Option<String>,
+    pub reason: String,
+    pub summary: String,
+    pub urgency: Urgency,
+    /// The Telegram fan-out: absent when not sent, `ok`, or why it failed.
+    pub telegram: Option<String>,
+    /// Whether this reader has read it.
+    pub read: bool,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct NoteFilter {
+    /// An agent's name or id.
+    pub agent: Option<String>,
+    /// Only notes of this urgency.
+    pub urgency: Option<Urgency>,
+    /// Only notes this reader has not read.
+    #[serde(default)]
+    pub unread: bool,
+}
+
+pub struct Inbox {
+    db: Db,
+    clock: Clock,
+}
+
+impl Inbox {
+    pub(crate) fn new(db: Db, clock: Clock) -> Inbox {
+        Inbox { db, clock }
+    }
+
+    /// Stores a note, then fans it out as `[notify]` says (in the background: the note is
+    /// stored whatever the fan-out does).
+    pub async fn notify(&self, kernel: &Kernel, new: NewNote) -> Result<Note> {
+        check_text("reason", &new.reason, MAX_REASON)?;
+        check_text("summary", &new.summary, MAX_SUMMARY)?;
+        let at = crate::db::timestamp(self.clock.now());
+        let id = store::insert(&self.db, &new, &at).await?;
+        let note = store::get(&self.db, id, "").await?.ok_or_else(|| Error::internal("a stored note is gone"))?;
+        let config = &kernel.config().notify;
+        if let Some(channel) = &config.telegram_channel
+            && new.urgency >= config.min_urgency_telegram
+        {
+            let (kernel, channel, note) = (kernel.clone(), channel.clone(), note.clone());
+            tokio::spawn(async move { fan_out(&kernel, &channel, &note).await });
+        }
+        Ok(note)
+    }
+
+    /// A page of notes, newest first, with `reader`'s read state.
+    pub async fn list(
+        &self,
+        kernel: &Kernel,
+        reader: &str,
+        filter: &NoteFilter,
+        page: &PageRequest,
+    ) -> Result<Page<Note>> {
+        let agent = match filter.agent.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
+            Some(who) => Some(kernel.agents().id_for_field("agent", Some(who))?.unwrap_or_default()),
+            None => None,
+        };
+        let query = store::Query { reader, agent: agent.as_deref(), urgency: filter.urgency, unread: filter.unread };
+        let before = page.after(Key::Number)?.map(|c| c.parse::<i64>().map_err(|_| bad_cursor())).transpose()?;
+        let notes = store::list(&self.db, &query, before, page.fetch_limit()).await?;
+        let total = store::count(&self.db, &query).await?;
+        Ok(Page::from_rows(notes, page, total, |n| n.id.to_string()))
+    }
+
+    /// How many notes `reader` has not read.
+    pub async fn unread(&self, reader: &str) -> Result<u64> {
+        store::count(&self.db, &store::Query { reader, agent: None, urgency: None, unread: true }).await
+    }
+
+    /// Marks notes read for `reader`: those of `ids`, or every note when `ids` is `None`.
+    /// Returns how many were newly read.
+    pub async fn mark_read(&self, reader: &str, ids: Option<&[i64]>) -> Result<u64> {
+        let at = crate::db::timestamp(self.clock.now());
+        store::mark_read(&self.db, reader, ids, &at).await
+    }
+}
+
+/// Sends a note to the Telegram chat `[notify]` names and records how it went.
+async fn fan_out(kernel: &Kernel, channel: &str, note: &Note) {
+    let config = &kernel.config().notify;
+    let address = match &config.telegram_chat {
+        Some(chat) => format!("{channel}:{chat}"),
+        None => channel.to_string(),
+    };
+    let from = note.agent_name.as_deref().map(|a| format!(" from agent {a}")).unwrap_or_default();
+    let text = format!("[{}] {}{from}\n{}", urgency_label(note.urgency), note.reason, note.summary);
+    let out = crate::channel::platform::Outgoing::Text(text);
+    let channels = kernel.channels();
+    let sent = match channels.address(&address) {
+        Ok((channel, chat)) => channels.deliver(&channel, &chat, out, "notify_owner").await,
+        Err(e) => Err(e),
+    };
+    let outcome = match sent {
+        Ok(()) => "ok".to_string(),
+        Err(e) => e.message,
+    };
+    if let Err(e) = store::set_telegram(&kernel.inbox().db, note.id, &outcome).await {
+        tracing::warn!(note = note.id, error = %e.message, "could not record a note's fan-out");
+    }
+}
+
+/// `[notify] telegram_channel` must be a configured channel. Returns the key to point at and
+/// the message.
+pub fn check_config(config: &crate::config::Config) -> std::result::Result<(), (String, String)> {
+    if let Some(channel) = &config.notify.telegram_channel
+        && !config.channels.channels.contains_key(channel)
+    {
+        return Err((
+            "telegram_channel".into(),
+            format!("[notify] telegram_channel names `{channel}`, which no [channels.{channel}] defines"),
+        ));
+    }
+    Ok(())
+}
+
+fn urgency_label(u: Urgency) -> &'static str {
+    match u {
+        Urgency::Low => "low",
+        Urgency::Normal => "normal",
+        Urgency::High => "HIGH",
+        Urgency::Critical => "CRITICAL",
+    }
+}
+
+fn check_text(field: &str, text: &str, max: usize) -> Result<()> {
+    if crate::text::is_blank(text) || text.chars().count() > max {
+        return Err(Error::invalid(format!("`{field}` is 1 to {max} characters, not blank")).with_field(field));
+    }
+    Ok(())
+}

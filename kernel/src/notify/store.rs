@@ -1,0 +1,124 @@
+//! The inbox's SQL: notes and each reader's read marks.
+
+use sqlx::Row;
+
+use super::{NewNote, Note, Urgency};
+use crate::db::Db;
+use crate::error::Result;
+
+/// Which notes, for whom.
+pub(super) struct Query<'a> {
+    /// Whose read state: `operator:NAME`, `token:NAME`, `cli`.
+    pub reader: &'a str,
+    pub agent: Option<&'a str>,
+    pub urgency: Option<Urgency>,
+    pub unread: bool,
+}
+
+pub(super) async fn insert(db: &Db, n: &NewNote, at: &str) -> Result<i64> {
+    let (agent_id, agent_name) = match &n.agent {
+        Some((id, name)) => (Some(id.to_string()), Some(name.clone())),
+        None => (None, None),
+    };
+    Ok(sqlx::query_scalar(
+        "INSERT INTO inbox_notes (at, source, agent_id, agent_name, reason, summary, urgency) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+    )
+    .bind(at)
+    .bind(n.source)
+    .bind(agent_id)
+    .bind(agent_name)
+    .bind(&n.reason)
+    .bind(&n.summary)
+    .bind(n.urgency.as_str())
+    .fetch_one(db.pool())
+    .await?)
+}
+
+/// Every column of a note, and whether `$1` (the reader) has read it.
+const SELECT: &str = "SELECT n.*, EXISTS (SELECT 1 FROM inbox_reads r WHERE r.note_id = n.id AND r.reader = ";
+
+fn filtered(query: &mut sqlx::QueryBuilder<sqlx::Sqlite>, q: &Query<'_>, before: Option<i64>) {
+    let mut and = " WHERE ";
+    if let Some(agent) = q.agent {
+        query.push(and).push("n.agent_id = ").push_bind(agent.to_string());
+        and = " AND ";
+    }
+    if let Some(urgency) = q.urgency {
+        query.push(and).push("n.urgency = ").push_bind(urgency.as_str());
+        and = " AND ";
+    }
+    if q.unread {
+        query
+            .push(and)
+            .push("NOT EXISTS (SELECT 1 FROM inbox_reads r WHERE r.note_id = n.id AND r.reader = ")
+            .push_bind(q.reader.to_string())
+            .push(")");
+        and = " AND ";
+    }
+    if let Some(before) = before {
+        query.push(and).push("n.id < ").push_bind(before);
+    }
+}
+
+pub(super) async fn list(db: &Db, q: &Query<'_>, before: Option<i64>, limit: i64) -> Result<Vec<Note>> {
+    let mut query = sqlx::QueryBuilder::new(SELECT);
+    query.push_bind(q.reader.to_string()).push(") AS read FROM inbox_notes n");
+    filtered(&mut query, q, before);
+    query.push(" ORDER BY n.id DESC LIMIT ").push_bind(limit);
+    let rows = query.build().fetch_all(db.pool()).await?;
+    rows.iter().map(note).collect()
+}
+
+pub(super) async fn count(db: &Db, q: &Query<'_>) -> Result<u64> {
+    let mut query = sqlx::QueryBuilder::new("SELECT count(*) FROM inbox_notes n");
+    filtered(&mut query, q, None);
+    let n: i64 = query.build_query_scalar().fetch_one(db.pool()).await?;
+    Ok(n as u64)
+}
+
+pub(super) async fn get(db: &Db, id: i64, reader: &str) -> Result<Option<Note>> {
+    let mut query = sqlx::QueryBuilder::new(SELECT);
+    query.push_bind(reader.to_string()).push(") AS read FROM inbox_notes n WHERE n.id = ").push_bind(id);
+    query.build().fetch_optional(db.pool()).await?.as_ref().map(note).transpose()
+}
+
+pub(super) async fn mark_read(db: &Db, reader: &str, ids: Option<&[i64]>, at: &str) -> Result<u64> {
+    let mut query = sqlx::QueryBuilder::new("INSERT INTO inbox_reads (note_id, reader, read_at) SELECT id, ");
+    query.push_bind(reader.to_string()).push(", ").push_bind(at.to_string()).push(" FROM inbox_notes");
+    if let Some(ids) = ids {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        query.push(" WHERE id IN (");
+        let mut list = query.separated(", ");
+        for id in ids {
+            list.push_bind(*id);
+        }
+        query.push(")");
+    } else {
+        // SQLite reads `FROM t ON CONFLICT` as a join's `ON` without a WHERE between them.
+        query.push(" WHERE true");
+    }
+    query.push(" ON CONFLICT (note_id, reader) DO NOTHING");
+    Ok(query.build().execute(db.pool()).await?.rows_affected())
+}
+
+pub(super) async fn set_telegram(db: &Db, id: i64, outcome: &str) -> Result<()> {
+    sqlx::query("UPDATE inbox_notes SET telegram = $2 WHERE id = $1").bind(id).bind(outcome).execute(db.pool()).await?;
+    Ok(())
+}
+
+fn note(r: &sqlx::sqlite::SqliteRow) -> Result<Note> {
+    Ok(Note {
+        id: r.try_get("id")?,
+        at: r.try_get("at")?,
+        source: r.try_get("source")?,
+        agent_id: r.try_get("agent_id")?,
+        agent_name: r.try_get("agent_name")?,
+        reason: r.try_get("reason")?,
+        summary: r.try_get("summary")?,
+        urgency: Urgency::parse(r.try_get("urgency")?)?,
+        telegram: r.try_get("telegram")?,
+        read: r.try_get("read")?,
+    })
+}
