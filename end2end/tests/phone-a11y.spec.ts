@@ -22,7 +22,7 @@ test.beforeAll(async ({ browser }) => {
   await page.getByRole('button', { name: 'Create token' }).click();
   const token = (await page.locator('#new-token pre.token').textContent()) ?? '';
   const api = { headers: { Authorization: `Bearer ${token}` } };
-  await page.request.post('/api/templates', { ...api, data: { name: 'courier', description: 'Carries messages', tools: ['tasks.*', 'system_time', 'memory.*', 'memory_semantic.*', 'knowledge.*', 'browser.*', 'process.*', 'skills.*'] } });
+  await page.request.post('/api/templates', { ...api, data: { name: 'courier', description: 'Carries messages', tools: ['tasks.*', 'system_time', 'memory.*', 'memory_semantic.*', 'knowledge.*', 'browser.*', 'process.*', 'skills.*', 'notify_owner'] } });
   const agent = (await (await page.request.post('/api/agents', { ...api, data: { template: 'courier' } })).json()).id;
   await page.request.post('/api/tasks', { ...api, data: { title: 'Deliver the parcel', assignee: 'courier' } });
   await page.request.post(`/api/agents/${agent}/tools/schedule_create/invoke`, { ...api, data: { args: { when: '+1h', prompt: 'Check the door' } } });
@@ -44,6 +44,8 @@ test.beforeAll(async ({ browser }) => {
     const answer = await invoke(tool, args);
     expect(answer.ok(), `${tool}: ${await answer.text()}`).toBeTruthy();
   }
+  const noted = await invoke('notify_owner', { reason: 'Parcel left at the front desk', summary: 'Nobody answered on floor 3; the parcel is at the front desk until 6 pm.', urgency: 'high' });
+  expect(noted.ok(), await noted.text()).toBeTruthy();
   // Two people in the lobby group on the webhook channel serve.sh configures.
   for (const [id, name, text] of [['m1', 'Ann Example', 'Is the parcel for floor 3 here?'], ['m2', 'Bob', 'It came this morning.']]) {
     const body = JSON.stringify({ id, chat_id: 'lobby-group', title: 'Lobby', group: true, text, user: { id: name.toLowerCase().replace(' ', '-'), name } });
@@ -55,7 +57,7 @@ test.beforeAll(async ({ browser }) => {
   expect(started.ok(), await started.text()).toBeTruthy();
   pages = ['/', '/agents', `/agents/${agent}`, `/agents/${agent}/memory`, `/agents/${agent}/memory?q=parcels+floor`,
            `/agents/${agent}/knowledge`, `/agents/${agent}/knowledge?entity=parcel`, `/agents/${agent}/browser`, `/agents/${agent}/processes`, '/agent-types', '/agent-types/courier', '/tools', `/tools?agent=${agent}`,
-           '/tasks', '/schedules', '/canvas', '/usage', '/audit', '/audit/actions', '/agent-types/courier/apply', '/settings', '/skills', '/skills/deliveries', '/channels', '/channels/lobby', '/no/such/page'];
+           '/tasks', '/schedules', '/canvas', '/usage', '/audit', '/audit/actions', '/agent-types/courier/apply', '/settings', '/skills', '/skills/deliveries', '/channels', '/channels/lobby', '/inbox', '/no/such/page'];
 });
 
 test.afterAll(async () => {
@@ -77,6 +79,7 @@ test('axe-core finds no serious or critical violation on any page at desktop wid
     const shot = path.match(/\/(memory|knowledge|browser|processes)$/);
     if (shot) await page.screenshot({ path: `${shots}/agent-${shot[1]}.png`, fullPage: true });
     if (path === '/skills/deliveries') await page.screenshot({ path: `${shots}/skill.png`, fullPage: true });
+    if (path === '/inbox') await page.screenshot({ path: `${shots}/inbox.png`, fullPage: true });
     if (path === '/channels/lobby') await page.screenshot({ path: `${shots}/channel.png`, fullPage: true });
   }
   expect(found).toEqual([]);
