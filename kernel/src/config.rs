@@ -35,6 +35,26 @@ pub struct Config {
     /// allowed_hosts` for every outbound channel request.
     pub channels: ChannelsConfig,
     pub notify: NotifyConfig,
+    pub location: LocationConfig,
+}
+
+/// `[location]`: the IP geolocation `location_get` falls back to.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LocationConfig {
+    /// A service answering in ip-api.com's JSON (`http://ip-api.com/json`); unset: none.
+    pub provider_url: Option<String>,
+    /// Where it may be reached (like `[a2a] allowed_hosts`).
+    pub allowed_hosts: AllowedHosts,
+    /// How long an answer is kept.
+    #[serde(deserialize_with = "in_range::<_, 0, 604800>")]
+    pub cache_secs: u64,
+}
+
+impl Default for LocationConfig {
+    fn default() -> Self {
+        LocationConfig { provider_url: None, allowed_hosts: AllowedHosts::default(), cache_secs: 3600 }
+    }
 }
 
 /// `[notify]`: where the owner inbox's notes go besides the dashboard.
@@ -919,6 +939,10 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # mode = "poll"             # Telegram: poll (getUpdates) or webhook (POST /channels/team/inbound)
 # default_target = "-1001234567890"   # where schedules naming just "team" deliver
 # [channels] allowed_hosts = []   # where channel requests may go (like [a2a] allowed_hosts)
+
+# [location]                # location_get's fallback when an agent type sets no `location`
+# provider_url = "http://ip-api.com/json"   # ip-api.com's JSON
+# cache_secs = 3600
 
 # [notify]                  # the owner inbox's notes (notify_owner, budget pauses) besides the dashboard
 # telegram_channel = "team" # a [channels.NAME] to send them to

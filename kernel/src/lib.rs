@@ -22,6 +22,7 @@ pub mod event;
 pub mod files;
 pub mod knowledge;
 pub mod llm;
+pub mod location;
 pub mod media;
 pub mod memory;
 pub mod net;
@@ -92,6 +93,7 @@ struct Inner {
     skills: skills::Skills,
     channels: channel::Channels,
     inbox: notify::Inbox,
+    locator: location::Locator,
     /// `None` without a `[browser]` section.
     browsers: Option<Arc<browser::Browsers>>,
     processes: Arc<process::Processes>,
@@ -163,6 +165,7 @@ impl Kernel {
             skills: skills::Skills::new(home.join("skills"), db.clone(), clock.clone()),
             channels: channel::Channels::new(&config.channels, db.clone(), clock.clone()),
             inbox: notify::Inbox::new(db.clone(), clock.clone()),
+            locator: location::Locator::default(),
             clock,
             workspaces: workspace::Workspaces::new(home.join("workspaces"), config.workspace.max_file_bytes),
             canvases: canvas::Canvases::new(db.clone(), config.canvas.max_bytes),
@@ -306,6 +309,10 @@ impl Kernel {
 
     pub fn inbox(&self) -> &notify::Inbox {
         &self.0.inbox
+    }
+
+    pub fn locator(&self) -> &location::Locator {
+        &self.0.locator
     }
 
     /// The key/value memory of every agent.

@@ -160,6 +160,28 @@ pub struct Manifest {
     /// reaches nothing outside itself). An operator's choice: `agent_type_create` cannot set it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub canvas_network: bool,
+    /// Where this type's agents are, for `location_get` (wins over IP geolocation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<Location>,
+}
+
+/// A fixed place: an agent type's answer to `location_get`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Location {
+    /// Degrees, -90 to 90.
+    #[schema(minimum = -90, maximum = 90)]
+    pub latitude: f64,
+    /// Degrees, -180 to 180.
+    #[schema(minimum = -180, maximum = 180)]
+    pub longitude: f64,
+    /// A place name (a city, an address); at most 200 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_length = 1, max_length = 200)]
+    pub place: Option<String>,
+    /// An IANA time zone such as `Europe/Berlin`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timezone: Option<String>,
 }
 
 /// OpenAPI shape of `[capabilities]` (grants are strings on the wire).
@@ -231,6 +253,8 @@ pub struct ManifestInput {
     pub trigger: Option<Vec<TriggerBlock>>,
     /// Lets this type's canvases load from and connect to `https:` (default false).
     pub canvas_network: Option<bool>,
+    /// Where this type's agents are, for `location_get` (wins over IP geolocation).
+    pub location: Option<Location>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
@@ -322,6 +346,7 @@ impl From<&Manifest> for ManifestInput {
             cron: Some(m.cron.clone()),
             trigger: Some(m.trigger.clone()),
             canvas_network: Some(m.canvas_network),
+            location: m.location.clone(),
         }
     }
 }
@@ -478,6 +503,21 @@ pub fn validate(input: ManifestInput) -> Result<Manifest> {
         }
     }
 
+    if let Some(l) = &input.location {
+        if !(-90.0..=90.0).contains(&l.latitude) {
+            err("location.latitude", "degrees from -90 to 90".into());
+        }
+        if !(-180.0..=180.0).contains(&l.longitude) {
+            err("location.longitude", "degrees from -180 to 180".into());
+        }
+        if l.place.as_ref().is_some_and(|p| crate::text::is_blank(p) || p.chars().count() > 200) {
+            err("location.place", "1 to 200 characters, not blank".into());
+        }
+        if l.timezone.as_ref().is_some_and(|t| t.parse::<chrono_tz::Tz>().is_err()) {
+            err("location.timezone", "an IANA time zone name, like Europe/Berlin".into());
+        }
+    }
+
     if !errors.is_empty() {
         return Err(Error::invalid_fields(errors));
     }
@@ -495,6 +535,7 @@ pub fn validate(input: ManifestInput) -> Result<Manifest> {
         cron,
         trigger,
         canvas_network: input.canvas_network.unwrap_or(false),
+        location: input.location,
     })
 }
 

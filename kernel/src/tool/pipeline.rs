@@ -264,6 +264,7 @@ mod tests {
                 "find_files",
                 "skill_read_file",
                 "channel_members",
+                "location_get",
             ]
         );
     }

@@ -19,6 +19,7 @@ mod files;
 mod hostile_text;
 mod inbox;
 mod knowledge;
+mod location;
 mod media;
 mod memory;
 mod openapi;
