@@ -399,8 +399,11 @@ impl Schedules {
         };
         let full = current.id.to_string();
         store::resume(&self.db, &full, next).await?;
+        // Read back before the scheduler hears of it: a one-shot schedule whose time passed
+        // fires at once, and the answer is what resuming did, not what came after.
+        let resumed = self.get(&full).await?;
         self.changed.notify_one();
-        self.get(&full).await
+        Ok(resumed)
     }
 
     /// Copies an agent's manifest `[[cron]]` blocks into the store, once per agent: a

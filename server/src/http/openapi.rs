@@ -98,7 +98,13 @@ fn link_created_resources(doc: &mut Value) {
         for (other, other_item) in &paths {
             let Some(rest) = other.strip_prefix(&format!("{path}/{{")) else { continue };
             let param = rest.split('}').next().unwrap_or_default();
-            let field = if param == "name" { "name" } else { "id" };
+            // What the created thing is called in the 201's body: a skill's change names it
+            // `skill` (the tools' result too).
+            let field = match (path.as_str(), param) {
+                ("/api/skills", _) => "skill",
+                (_, "name") => "name",
+                _ => "id",
+            };
             for method in methods(other_item) {
                 if let Some(id) = operation_id(other, &method) {
                     let link =

@@ -142,8 +142,12 @@ async fn skill_history(State(kernel): State<Kernel>, Path(name): Path<String>) -
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 struct FilePath {
-    /// `references/…`, `templates/…`, `scripts/…` or `assets/…`.
-    #[param(pattern = r"^(references|templates|scripts|assets)/.+$")]
+    /// `references/…`, `templates/…`, `scripts/…` or `assets/…`: plain names (no control
+    /// characters, `%`, `.` or `..` parts), at most 16 parts.
+    #[param(
+        max_length = 256,
+        pattern = r"^(references|templates|scripts|assets)(/([^/.\u0000-\u001f\u007f-\u009f%][^/\u0000-\u001f\u007f-\u009f%]{0,62}|\.[^/.\u0000-\u001f\u007f-\u009f%][^/\u0000-\u001f\u007f-\u009f%]{0,61}|\.\.[^/\u0000-\u001f\u007f-\u009f%]{1,61})){1,15}$"
+    )]
     path: String,
 }
 

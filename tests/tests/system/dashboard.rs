@@ -520,9 +520,10 @@ async fn live_pages_hear_of_each_change_and_read_themselves_again_without_the_no
     assert!(!board.text.contains("http-equiv=\"refresh\""), "not by reloading the page under the reader");
     let filtered = b.get("/tasks?text=plants&min_priority=3&notice=Done").await;
     assert!(filtered.text.contains(r#"data-live-url="/tasks?text=plants&amp;min_priority=3""#), "{}", filtered.text);
-    for (page, stream) in
-        [("/", "/live/changes?topics=tasks,schedules,agents"), ("/schedules", "/live/changes?topics=schedules,agents")]
-    {
+    for (page, stream) in [
+        ("/", "/live/changes?topics=tasks,schedules,agents,inbox"),
+        ("/schedules", "/live/changes?topics=schedules,agents"),
+    ] {
         assert!(b.get(page).await.text.contains(&format!(r#"data-live="{stream}""#)), "{page} follows {stream}");
     }
 

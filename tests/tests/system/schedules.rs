@@ -187,16 +187,18 @@ async fn stopping_an_agent_pauses_its_schedules_and_the_cli_never_fires_them() {
     // A CLI command on the same home while the daemon runs: it must not run a scheduler.
     home.cli_ok(&["token", "list"]).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(schedule(&api, &once).await["fires"], json!([]), "a paused schedule does not fire");
-    assert_eq!(api.post(&format!("/api/schedules/{once}/resume"), json!({})).await.body["state"], "active");
+    let paused = schedule(&api, &once).await;
+    assert_eq!(paused["fires"], json!([]), "a paused schedule does not fire: {paused}");
+    let resumed = api.post(&format!("/api/schedules/{once}/resume"), json!({})).await;
+    assert_eq!(resumed.body["state"], "active", "{}", resumed.text);
     let skipped = eventually(Duration::from_secs(10), || async {
         schedule(&api, &once).await["fires"][0]["outcome"] == "skipped"
     })
     .await;
     let detail = schedule(&api, &once).await;
     assert!(skipped, "resumed for a stopped agent, it fires and is recorded as skipped: {detail}");
-    assert!(detail["fires"][0]["detail"].as_str().unwrap().contains("stopped"));
-    assert_eq!(detail["schedule"]["state"], "done");
+    assert!(detail["fires"][0]["detail"].as_str().unwrap_or_default().contains("stopped"), "{detail}");
+    assert_eq!(detail["schedule"]["state"], "done", "{detail}");
 }
 
 #[tokio::test]
