@@ -81,6 +81,25 @@ document.addEventListener('submit', (event) => {
   events.addEventListener('reply', (e) => {
     if (ours(JSON.parse(e.data))) line('reply received', 'ok');
   });
+  // ask_user: the turn waits for an answer. The question shows with its choices, as the
+  // agent page renders a waiting one; answering it lets the turn go on.
+  const asked = [];
+  events.addEventListener('question', (e) => {
+    const d = JSON.parse(e.data);
+    if (!ours(d)) return;
+    bubble = null;
+    const action = form.action.replace(/\/chat$/, `/questions/${encodeURIComponent(d.question_id)}`);
+    const asking = questionForm(action, form.querySelector('input[name=csrf]'), d);
+    asked.push(asking);
+    document.getElementById('questions').appendChild(asking);
+    asking.querySelector('input[name=answer]').focus();
+  });
+  events.addEventListener('tool_call_finished', (e) => {
+    const d = JSON.parse(e.data);
+    if (!ours(d) || d.name !== 'ask_user') return;
+    // It waited too long: nobody can answer it now (an answered one says what was answered).
+    for (const asking of asked.splice(0)) if (asking.dataset.question) asking.remove();
+  });
   events.onopen = async () => {
     events.onopen = null;
     try {
@@ -99,6 +118,49 @@ document.addEventListener('submit', (event) => {
       button.disabled = false;
     }
   };
+});
+
+// A waiting question's form, as `questions_view` renders it; every text is set as text.
+function questionForm(action, csrf, d) {
+  const el = (tag, props) => Object.assign(document.createElement(tag), props);
+  const asking = el('form', { method: 'post', action, className: 'question stack' });
+  asking.dataset.question = d.question_id;
+  if (csrf) asking.appendChild(csrf.cloneNode());
+  const text = el('p', { className: 'question-text' });
+  text.append(el('strong', { textContent: 'The agent asks: ' }), d.question);
+  const typed = el('div', { className: 'row' });
+  typed.append(
+    el('input', { type: 'text', name: 'answer', required: true, maxLength: 4000, placeholder: 'Your answer' }),
+    el('button', { type: 'submit', textContent: 'Answer' }),
+  );
+  typed.firstChild.setAttribute('aria-label', 'Your answer');
+  const choices = el('div', { className: 'row choices' });
+  for (const choice of d.choices || []) {
+    choices.appendChild(el('button', { type: 'submit', name: 'choice', value: choice, textContent: choice, formNoValidate: true }));
+  }
+  asking.append(text, typed, choices);
+  return asking;
+}
+
+// Answering a question stays on the page (a chat turn may be running on it): the form says
+// what was answered, or why the answer was refused.
+document.addEventListener('submit', async (event) => {
+  const asking = event.target;
+  if (!asking.dataset || !asking.dataset.question) return;
+  event.preventDefault();
+  const body = new URLSearchParams(new FormData(asking, event.submitter));
+  const answer = body.get('choice') || body.get('answer');
+  for (const button of asking.querySelectorAll('button')) button.disabled = true;
+  let note;
+  try {
+    const response = await fetch(asking.action, { method: 'POST', body, redirect: 'manual' });
+    const done = response.type === 'opaqueredirect' || response.ok;
+    note = done ? `You answered: ${answer}` : `Not answered (${response.status}): it was answered already, or the turn stopped waiting.`;
+  } catch (err) {
+    note = `Not answered: ${err}`;
+  }
+  asking.replaceChildren(Object.assign(document.createElement('p'), { className: 'hint', textContent: note }));
+  asking.removeAttribute('data-question');
 });
 
 // An error page's "Back" link returns to the form (its href, the overview, is the fallback
@@ -165,9 +227,39 @@ document.addEventListener('keydown', (event) => {
 // read again from `data-live-url` and swapped in. Never while the operator is using a field
 // on it (a field with focus, or one holding what was typed): the change waits until the field
 // is left and empty again. Hidden tabs catch up when shown.
+// The navigation's unread count follows the inbox on every page, over the same stream (one
+// connection per tab: browsers allow only a few per site).
 document.addEventListener('DOMContentLoaded', () => {
   const main = document.querySelector('main[data-live]');
-  if (!main || typeof EventSource === 'undefined') return;
+  const badge = document.getElementById('unread-count');
+  if ((!main && !badge) || typeof EventSource === 'undefined') return;
+  const topicsOf = (url) => (new URL(url, window.location.href).searchParams.get('topics') || '').split(',').filter(Boolean);
+  const pageTopics = main ? topicsOf(main.dataset.live) : [];
+  const followed = badge && !pageTopics.includes('inbox') ? [...pageTopics, 'inbox'] : pageTopics;
+  const events = new EventSource(`/live/changes?topics=${followed.join(',')}`);
+  events.addEventListener('change', (e) => {
+    let changed = followed;
+    try { changed = JSON.parse(e.data); } catch (_) { /* an empty signal: everything followed */ }
+    if (badge && changed.includes('inbox')) countUnread(badge);
+    if (main && changed.some((t) => pageTopics.includes(t))) main.dispatchEvent(new Event('live-change'));
+  });
+  if (main) followPage(main);
+});
+
+async function countUnread(badge) {
+  try {
+    const response = await fetch('/inbox/unread', { credentials: 'same-origin' });
+    if (!response.ok || response.redirected) return;
+    const { unread } = await response.json();
+    badge.textContent = String(unread);
+    badge.setAttribute('aria-label', `${unread} unread`);
+    badge.hidden = unread === 0;
+  } catch (_) {
+    // The next change tries again; the page's own count stays meanwhile.
+  }
+}
+
+function followPage(main) {
   let stale = false;
   let reading = false;
   // In use: a field has focus, or holds something typed that a swap would lose.
@@ -199,8 +291,7 @@ document.addEventListener('DOMContentLoaded', () => {
       if (stale) setTimeout(refresh, 0); // a change that came while reading
     }
   };
-  const events = new EventSource(main.dataset.live);
-  events.addEventListener('change', () => { stale = true; refresh(); });
+  main.addEventListener('live-change', () => { stale = true; refresh(); });
   main.addEventListener('focusout', () => setTimeout(refresh, 0));
   document.addEventListener('visibilitychange', refresh);
-});
+}

@@ -89,9 +89,10 @@ pub fn Shell(meta: PageMeta, children: Children) -> impl IntoView {
             .iter()
             .map(|(section, href, label)| {
                 let current = if *section == meta.nav { "page" } else { "false" };
-                let unread = (*section == Nav::Inbox && meta.unread > 0).then(|| {
+                // Always there (hidden at 0), so live.js can count it up as notes arrive.
+                let unread = (*section == Nav::Inbox).then(|| {
                     let count = format!("{} unread", meta.unread);
-                    view! { " " <span class="badge" id="unread-count" aria-label=count>{meta.unread}</span> }
+                    view! { " " <span class="badge" id="unread-count" aria-label=count hidden=meta.unread == 0>{meta.unread}</span> }
                 });
                 view! { <a href=*href aria-current=current>{*label}{unread}</a> }
             })

@@ -177,6 +177,40 @@ test('chat streams the reply as the model writes it, then shows the finished mes
   await expect(page.locator('.msg.streaming')).toHaveCount(0);
 });
 
+test('ask_user: the turn waits for the question to be answered in the chat, then goes on', async () => {
+  await page.goto('/agent-types');
+  await page.locator('#type-form').getByLabel('Name').fill('asker');
+  await page.locator('#type-form').getByLabel('Model').fill('fake-model');
+  await page.locator('#type-form').getByLabel(/^Tools/).fill('ask_user');
+  await page.locator('#type-form').getByRole('button', { name: 'Create agent type' }).click();
+  await expect(page.getByRole('heading', { name: 'Agent type asker' })).toBeVisible();
+  await page.goto('/agents');
+  await page.locator('#spawn-form select[name=template]').selectOption('asker');
+  await page.locator('#spawn-form').getByRole('button', { name: 'Spawn' }).click();
+  await expect(page.getByRole('heading', { name: /asker/ })).toBeVisible();
+
+  const script = await page.request.post(`${fakeLlm}/_script`, {
+    data: [
+      { kind: 'tool_calls', calls: [['ask_user', { question: 'Which <i>colour</i> for the fence?', choices: ['Red', 'Blue'] }]] },
+      { kind: 'text', text: 'Blue it is.' },
+    ],
+  });
+  expect(script.status()).toBe(204);
+  await page.getByPlaceholder('Message the agent').fill('Paint the fence');
+  await page.getByRole('button', { name: 'Send' }).click();
+  // The question arrives while the turn waits; its text stays text.
+  const asking = page.locator('#questions form.question');
+  await expect(asking).toContainText('Which <i>colour</i> for the fence?');
+  await expect(asking.locator('i')).toHaveCount(0);
+  await expect(page.locator('#chat-form button[type=submit]')).toBeDisabled();
+  await shot('ask-user');
+  await asking.getByRole('button', { name: 'Blue' }).click();
+  await expect(page.locator('.chat-log .msg.assistant').last()).toContainText('Blue it is.');
+  await expect(page.locator('details.msg.tool summary').last()).toHaveText('ask_user result');
+  await expect(page.locator('details.msg.tool').last()).toContainText('operator:ada');
+  await expect(page.locator('#questions form')).toHaveCount(0);
+});
+
 test('usage: per agent, per day and per model as charts, readable without script', async () => {
   await page.goto('/usage');
   await expect(page.getByRole('heading', { name: 'Usage' })).toBeVisible();

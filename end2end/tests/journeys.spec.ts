@@ -70,6 +70,21 @@ test('the task board follows claims and completions without a reload', async () 
   await expect(page.locator('#column-pending')).toContainText('Later arrival');
 });
 
+test('the unread count in the navigation follows the inbox without a reload', async () => {
+  expect((await page.request.post('/api/templates', { ...api, data: { name: 'herald', tools: ['notify_owner'] } })).status()).toBe(201);
+  const herald = await (await page.request.post('/api/agents', { ...api, data: { template: 'herald' } })).json();
+  await page.goto('/agents');
+  const badge = page.locator('#unread-count');
+  const before = Number(await badge.textContent());
+  const noted = await page.request.post(`/api/agents/${herald.id}/tools/notify_owner/invoke`, {
+    ...api, data: { args: { reason: 'Disk almost full', summary: '/var is at 97%.', urgency: 'high' } },
+  });
+  expect(noted.status()).toBe(200);
+  await expect(badge).toHaveText(String(before + 1));
+  await expect(badge).toBeVisible();
+  await expect(badge).toHaveAttribute('aria-label', `${before + 1} unread`);
+});
+
 test('an edited agent type is applied to its agents after a preview of what changes', async ({ browser }) => {
   expect((await page.request.post('/api/templates', { ...api, data: { name: 'clerk', model: 'small', tools: ['system_time'] } })).status()).toBe(201);
   for (let i = 0; i < 2; i++) await page.request.post('/api/agents', { ...api, data: { template: 'clerk' } });

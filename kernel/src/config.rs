@@ -36,6 +36,22 @@ pub struct Config {
     pub channels: ChannelsConfig,
     pub notify: NotifyConfig,
     pub location: LocationConfig,
+    pub ask: AskConfig,
+}
+
+/// `[ask]`: how long `ask_user` waits for the person.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AskConfig {
+    /// Then the model is told nobody answered.
+    #[serde(deserialize_with = "in_range::<_, 1, 86400>")]
+    pub timeout_secs: u64,
+}
+
+impl Default for AskConfig {
+    fn default() -> Self {
+        AskConfig { timeout_secs: 600 }
+    }
 }
 
 /// `[location]`: the IP geolocation `location_get` falls back to.
@@ -943,6 +959,9 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # [location]                # location_get's fallback when an agent type sets no `location`
 # provider_url = "http://ip-api.com/json"   # ip-api.com's JSON
 # cache_secs = 3600
+
+# [ask]                     # ask_user: how long a turn waits for the person's answer
+# timeout_secs = 600        # then the model is told nobody answered
 
 # [notify]                  # the owner inbox's notes (notify_owner, budget pauses) besides the dashboard
 # telegram_channel = "team" # a [channels.NAME] to send them to

@@ -7,6 +7,7 @@ pub mod a2a;
 pub mod actions;
 pub mod agent;
 pub mod artifact;
+pub mod ask;
 pub mod auth;
 pub mod browser;
 pub mod canvas;
@@ -94,6 +95,7 @@ struct Inner {
     channels: channel::Channels,
     inbox: notify::Inbox,
     locator: location::Locator,
+    questions: ask::Questions,
     /// `None` without a `[browser]` section.
     browsers: Option<Arc<browser::Browsers>>,
     processes: Arc<process::Processes>,
@@ -166,6 +168,7 @@ impl Kernel {
             channels: channel::Channels::new(&config.channels, db.clone(), clock.clone()),
             inbox: notify::Inbox::new(db.clone(), clock.clone()),
             locator: location::Locator::default(),
+            questions: ask::Questions::default(),
             clock,
             workspaces: workspace::Workspaces::new(home.join("workspaces"), config.workspace.max_file_bytes),
             canvases: canvas::Canvases::new(db.clone(), config.canvas.max_bytes),
@@ -313,6 +316,11 @@ impl Kernel {
 
     pub fn locator(&self) -> &location::Locator {
         &self.0.locator
+    }
+
+    /// The `ask_user` questions turns wait on.
+    pub fn questions(&self) -> &ask::Questions {
+        &self.0.questions
     }
 
     /// The key/value memory of every agent.

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use kennel_kernel::agent::{Agent, AgentType};
+use kennel_kernel::ask::Question;
 use kennel_kernel::canvas::Canvas;
 use kennel_kernel::error::FieldError;
 use kennel_kernel::llm::{Message, ToolImage};
@@ -147,6 +148,8 @@ pub struct AgentPage {
     pub paused: Option<kennel_kernel::agent::Pause>,
     /// Model calls waiting for a place at its provider (`max_in_flight`): waiting, places.
     pub queued: Option<(usize, u64)>,
+    /// Its `ask_user` questions waiting in a chat, oldest first.
+    pub questions: Vec<Question>,
 }
 
 pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
@@ -260,6 +263,7 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
                         <Pager shown=shown_sessions paging=page.sessions_paging/>
                         <div class="chat-log">{chat}</div>
                         <ol class="live-log" id="live-log" hidden></ol>
+                        {questions_view(&id, &csrf, page.questions)}
                         {chat_error}
                         {chat_form}
                     </section>
@@ -288,6 +292,35 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
         }
         .to_html(),
     )
+}
+
+/// The `ask_user` questions waiting in the agent's chats, each answered by a choice's button
+/// or in the person's own words. live.js builds the same form when a question arrives
+/// during a turn. "Answer" comes first so Enter in the box sends what was typed.
+fn questions_view(agent: &str, csrf: &str, questions: Vec<Question>) -> impl IntoView + use<> {
+    let items = questions
+        .into_iter()
+        .map(|q| {
+            let choices = q
+                .choices
+                .iter()
+                .map(|c| view! { <button type="submit" name="choice" value=c.clone() formnovalidate>{c.clone()}</button> })
+                .collect::<Vec<_>>();
+            view! {
+                <form method="post" action=format!("/agents/{agent}/questions/{}", q.id) class="question stack" data-question=q.id.to_string()>
+                    <Csrf token=csrf.to_string()/>
+                    <p class="question-text"><strong>"The agent asks: "</strong>{q.question.clone()}</p>
+                    <div class="row">
+                        <input type="text" name="answer" required maxlength="4000" aria-label="Your answer" placeholder="Your answer"/>
+                        <button type="submit">"Answer"</button>
+                    </div>
+                    <div class="row choices">{choices}</div>
+                    <p class="hint">{format!("The turn waits until {} UTC.", short_time(&q.expires_at))}</p>
+                </form>
+            }
+        })
+        .collect::<Vec<_>>();
+    view! { <div id="questions">{items}</div> }
 }
 
 /// Stop for a running agent; Start and Delete for a stopped one. Stopping and deleting ask

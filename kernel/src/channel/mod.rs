@@ -312,9 +312,17 @@ impl Channels {
 
     /// Stores one inbound message and starts answering it; a message stored before (a
     /// redelivery) changes nothing. Returns once the message is stored.
+    /// A message from the person an `ask_user` question in its conversation waits on is the
+    /// answer, handed to that turn: it starts no turn of its own.
     async fn accept(&self, kernel: &Kernel, name: &str, m: Inbound) -> Result<()> {
         let at = crate::db::timestamp(self.clock.now());
-        if store::receive(&self.db, name, &m, &at).await? {
+        if !store::receive(&self.db, name, &m, &at).await? {
+            return Ok(());
+        }
+        let by = format!("channel:{name}:{}", m.from.user_id);
+        if kernel.questions().answer_in_conversation(name, &m.chat_id, &m.from.user_id, &m.text, &by) {
+            store::finish(&self.db, name, &m.message_id, "answer", None).await?;
+        } else {
             self.spawn_answer(kernel, m, name.to_string());
         }
         Ok(())
@@ -369,6 +377,8 @@ impl Channels {
             // A message the daemon stopped before answering is in the session already: answered,
             // not added twice.
             retry: true,
+            // The person who wrote is there to answer an `ask_user` question.
+            headless: false,
             ..TurnRequest::headless(turn_message(channel, m), Caller::Channel(name.to_string()))
         };
         let result = crate::turn::run(kernel, agent, req).await?;

@@ -21,7 +21,8 @@ pub struct InboundRow {
     pub username: Option<String>,
     pub text: String,
     pub received_at: String,
-    /// pending, answered, delivered (a deliver-only webhook's) or failed.
+    /// pending, answered, delivered (a deliver-only webhook's), answer (it answered an
+    /// `ask_user` question waiting in its conversation) or failed.
     pub state: String,
     pub detail: Option<String>,
 }

@@ -71,6 +71,8 @@ pub struct CallContext {
     /// The agent as it was when the call started; the gate re-reads its grants.
     pub agent: Arc<Agent>,
     pub session: Option<Uuid>,
+    /// The turn this call is part of (`None` for a call made directly through the API).
+    pub turn: Option<Uuid>,
     pub caller: Caller,
     /// How many blocking agent hops led here (0 for an agent's own turn).
     pub depth: u32,
@@ -100,6 +102,7 @@ impl CallContext {
             kernel,
             agent,
             session: None,
+            turn: None,
             caller,
             depth: 0,
             chain,

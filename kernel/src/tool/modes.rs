@@ -97,20 +97,6 @@ mod tests {
     use super::*;
     use crate::agent::{AgentStatus, ManifestInput, validate};
     use crate::config::Config;
-    use crate::error::Result;
-    use crate::tool::{CallContext, NoArgs, Tool};
-    use serde_json::Value;
-
-    struct AskUser;
-    impl Tool for AskUser {
-        type Args = NoArgs;
-        fn def(&self) -> ToolDef {
-            ToolDef::new("ask_user", "interactive", "Ask the operator and wait.").needs_person()
-        }
-        async fn run(&self, _: CallContext, _: NoArgs) -> Result<Value> {
-            Ok(Value::Null)
-        }
-    }
 
     fn agent(manifest: serde_json::Value) -> Agent {
         Agent {
@@ -135,8 +121,7 @@ mod tests {
 
     #[test]
     fn headless_turns_leave_out_tools_that_need_a_person() {
-        let mut registry = Registry::builtin(&Config::default());
-        registry.add(AskUser);
+        let registry = Registry::builtin(&Config::default());
         let (with_person, headless) =
             (TurnScope { person: true, conversation: false }, TurnScope { person: false, conversation: false });
         for mode in ["all", "lazy", "stable"] {

@@ -24,7 +24,7 @@ use crate::error::Result;
 use crate::page::{Key, Page, PageRequest};
 
 /// Every built-in domain's registration, in the order their tools are listed.
-const DOMAINS: [fn(&mut Registry, &Config); 21] = [
+const DOMAINS: [fn(&mut Registry, &Config); 22] = [
     crate::system::register,
     crate::artifact::register,
     super::meta::register,
@@ -46,6 +46,7 @@ const DOMAINS: [fn(&mut Registry, &Config); 21] = [
     crate::channel::register,
     crate::notify::register,
     crate::location::register,
+    crate::ask::register,
 ];
 
 /// Whether a tool is offered at all on this daemon (spec §0.8): the daemon layer.

@@ -76,6 +76,13 @@ pub enum EventKind {
         summary: String,
         duration_us: u64,
     },
+    /// `ask_user` waits for the person in the chat: the question, with the choices to offer.
+    /// Answer it with `POST /api/questions/{question_id}/answer`.
+    Question {
+        question_id: Uuid,
+        question: String,
+        choices: Vec<String>,
+    },
     Reply {
         text: String,
     },
@@ -103,6 +110,7 @@ impl EventKind {
             EventKind::Compacted { .. } => "compacted",
             EventKind::ToolCallStarted { .. } => "tool_call_started",
             EventKind::ToolCallFinished { .. } => "tool_call_finished",
+            EventKind::Question { .. } => "question",
             EventKind::Reply { .. } => "reply",
             EventKind::TurnEnded { .. } => "turn_ended",
             EventKind::TurnFailed { .. } => "turn_failed",

@@ -186,6 +186,11 @@ impl Turns {
         self.events.subscribe()
     }
 
+    /// Tells the followers of an agent's events something a tool did in a turn (a question).
+    pub(crate) fn emit(&self, event: AgentEvent) {
+        self.events.emit(event);
+    }
+
     /// How many turns are running for `agent`.
     pub fn running(&self, agent: AgentId) -> usize {
         self.running.lock().expect("turns lock").get(&agent).map_or(0, Vec::len)
@@ -309,10 +314,11 @@ pub async fn run(kernel: &Kernel, agent: Arc<Agent>, req: TurnRequest) -> Result
         session,
         is_new,
         req: &req,
+        turn_id,
         cancel: &cancel,
         emit: &emit,
     }
-    .run(turn_id)
+    .run()
     .await;
     turns.unregister(agent.id, turn_id);
     let ended = result.as_ref().map_or("failed", |r| r.ended.as_str());
@@ -369,6 +375,7 @@ struct Loop<'a, E: Fn(EventKind)> {
     /// Opened for this turn, so there is no history to read.
     is_new: bool,
     req: &'a TurnRequest,
+    turn_id: Uuid,
     cancel: &'a CancellationToken,
     emit: &'a E,
 }
@@ -416,7 +423,8 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         Some(Message::User { content: block })
     }
 
-    async fn run(&self, turn_id: Uuid) -> Result<TurnResult> {
+    async fn run(&self) -> Result<TurnResult> {
+        let turn_id = self.turn_id;
         let sessions = self.kernel.sessions();
         let (mut history, mut view) = if self.is_new {
             (Vec::new(), View::default())
@@ -784,6 +792,7 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
     async fn run_calls(&self, calls: &[ToolCall], offered: Arc<Offered>) -> (Vec<Message>, Vec<TraceEntry>) {
         let mut ctx = CallContext::new(self.kernel.clone(), self.agent.clone(), self.req.caller.clone())
             .with_session(Some(self.session));
+        ctx.turn = Some(self.turn_id);
         ctx.headless = self.req.headless;
         ctx.channel = self.req.channel.clone();
         ctx.cancel = self.cancel.clone();

@@ -85,7 +85,7 @@ pub async fn chat(home: &Path, agent: &str, session: Option<Uuid>) -> anyhow::Re
                         *session.insert(id)
                     }
                 };
-                if !turn(&daemon, &agent, id, message, &mut events).await? {
+                if !turn(&daemon, &agent, id, message, &mut events, &mut lines).await? {
                     failed += 1;
                 }
             }
@@ -108,6 +108,7 @@ async fn turn(
     session: Uuid,
     message: &str,
     events: &mut EventStream,
+    lines: &mut Lines,
 ) -> anyhow::Result<bool> {
     let path = format!("/api/agents/{}/messages", agent.id);
     let body = json!({ "message": message, "session": session });
@@ -118,7 +119,18 @@ async fn turn(
         tokio::select! {
             answer = &mut answer => break answer,
             event = events.next() => match event? {
-                Some((name, data)) => view.show(&name, &data),
+                Some((name, data)) => {
+                    view.show(&name, &data);
+                    let Some(asked) = view.asked(&name, &data) else { continue };
+                    // The turn waits for the answer: the next line typed (or piped) is it.
+                    tokio::select! {
+                        line = lines.next_line() => match line? {
+                            Some(line) => send_answer(daemon, &asked, &line, &mut view).await,
+                            None => view.note("(no answer: the input ended; the turn goes on when it stops waiting)"),
+                        },
+                        done = &mut answer => break done,
+                    }
+                }
                 None => bail!("the daemon closed the event stream (it is stopping)"),
             },
         }
@@ -141,6 +153,26 @@ async fn turn(
             view.failed(&e.to_string());
             Ok(false)
         }
+    }
+}
+
+/// The lines typed into the chat.
+type Lines = tokio::io::Lines<tokio::io::BufReader<tokio::io::Stdin>>;
+
+/// An `ask_user` question of the followed turn.
+struct Asked {
+    id: String,
+    choices: Vec<String>,
+}
+
+/// Sends the line typed as the answer: a choice's number picks that choice.
+async fn send_answer(daemon: &Daemon, asked: &Asked, line: &str, view: &mut TurnView<'_>) {
+    let line = line.trim();
+    let picked = line.parse::<usize>().ok().and_then(|n| n.checked_sub(1)).and_then(|i| asked.choices.get(i));
+    let text = picked.map_or(line, String::as_str);
+    let path = format!("/api/questions/{}/answer", asked.id);
+    if let Err(e) = daemon.post::<Value>(&path, &json!({ "answer": text })).await {
+        view.note(&format!("the answer was not taken: {e}"));
     }
 }
 
@@ -217,6 +249,13 @@ impl<'a> TurnView<'a> {
                 let summary = one_line(&s("summary"));
                 self.note(&format!("← {} {} ({took:.1} ms) {summary}", s("name"), s("outcome")));
             }
+            "question" => {
+                self.note(&format!("? {}", s("question")));
+                for (i, choice) in data["choices"].as_array().into_iter().flatten().enumerate() {
+                    self.note(&format!("  {}. {}", i + 1, choice.as_str().unwrap_or_default()));
+                }
+                self.out("answer> ");
+            }
             "reply_reset" => {
                 self.note("(the provider's stream broke off; the reply starts again)");
                 self.text.clear();
@@ -241,6 +280,15 @@ impl<'a> TurnView<'a> {
             }
             _ => {}
         }
+    }
+
+    /// The question `event` asks, if it is one of the followed turn's.
+    fn asked(&self, name: &str, data: &Value) -> Option<Asked> {
+        if name != "question" || self.turn.is_none() || data["turn_id"].as_str() != self.turn.as_deref() {
+            return None;
+        }
+        let choices = data["choices"].as_array()?.iter().filter_map(|c| c.as_str().map(str::to_string)).collect();
+        Some(Asked { id: data["question_id"].as_str()?.to_string(), choices })
     }
 
     /// The turn's answer: its reply is on screen already unless the stream missed some of

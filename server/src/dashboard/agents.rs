@@ -203,6 +203,12 @@ pub(super) async fn agent_page(
         budget_left,
         paused,
         queued: kernel.provider_for(&agent_ref).ok().and_then(|p| p.queue()),
+        questions: kernel
+            .questions()
+            .waiting(Some(agent_ref.id))
+            .into_iter()
+            .filter(|q| q.asked_in == kennel_kernel::ask::AskedIn::Chat)
+            .collect(),
     };
     let title = page.agent.name.clone();
     Ok(html(status, agents::render_agent(meta(op, title, Nav::Agents, notice.flash()), page)))
@@ -351,6 +357,30 @@ pub async fn chat(
             agent_page(&kernel, &op, &id, (Some(&shown), &Cursor::default()), refused, Notice::default()).await
         }
     }
+}
+
+#[derive(Deserialize)]
+pub struct AnswerForm {
+    /// A choice's button.
+    choice: Option<String>,
+    /// The answer typed.
+    #[serde(default)]
+    answer: String,
+}
+
+/// Answers an `ask_user` question waiting in the agent's chat: the turn goes on with it.
+pub async fn answer(
+    State(kernel): State<Kernel>,
+    Extension(op): Extension<Operator>,
+    Path((id, question_id)): Path<(String, String)>,
+    Form(f): Form<AnswerForm>,
+) -> PageResult {
+    let agent = kernel.agents().get(&id)?;
+    let answer = f.choice.filter(|c| !c.trim().is_empty()).unwrap_or(f.answer);
+    let by = Caller::Operator(op.name.clone()).audit_label();
+    let question = kernel.questions().answer(&question_id, &answer, &by)?;
+    let session = question.session_id.map(|s| format!("?session={s}")).unwrap_or_default();
+    Ok(see_other(&format!("/agents/{}{session}#chat", agent.id), "Answered: the agent goes on."))
 }
 
 /// Lifts the agent's budget pause (it may go on today; its budget counts from now).

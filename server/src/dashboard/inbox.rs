@@ -81,3 +81,9 @@ pub async fn read(
     };
     Ok(see_other("/inbox", &notice))
 }
+
+/// The operator's unread count, for the navigation's badge (live.js reads it when the inbox
+/// changes). Counted when the request was let in.
+pub async fn unread(Extension(op): Extension<Operator>) -> axum::Json<serde_json::Value> {
+    axum::Json(serde_json::json!({ "unread": op.unread }))
+}

@@ -17,6 +17,7 @@ mod memory;
 mod openapi;
 mod page;
 mod processes;
+mod questions;
 mod schedules;
 mod skills;
 mod tasks;
@@ -49,6 +50,7 @@ fn api_routes() -> impl Iterator<Item = UtoipaMethodRouter<Kernel>> {
         skills::routes(),
         channels::routes(),
         inbox::routes(),
+        questions::routes(),
         browser::routes(),
         processes::routes(),
         daemon::routes(),

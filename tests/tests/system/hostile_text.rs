@@ -331,6 +331,35 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
         assert_eq!(noted.status, 200, "{}", noted.text);
     }
 
+    // A question from `ask_user` waiting in a chat: its text and choices (button values) are
+    // the model's; the agent page shows it while the turn waits.
+    let inquirer = agent_from(&api, json!({"name": "inquirer", "model": "m", "tools": ["ask_user"]})).await;
+    llm.push(Scripted::call("ask_user", json!({"question": corpus, "choices": PAYLOADS[..10]})))
+        .push(Scripted::text("answered"));
+    let asking = std::sync::Arc::new(d.browser());
+    assert_eq!(asking.sign_in("ada", "correct horse").await.status, 303);
+    let inquirer_page = format!("/agents/{inquirer}");
+    let waiting_chat = {
+        let (asking, page) = (asking.clone(), inquirer_page.clone());
+        tokio::spawn(async move { asking.submit(&page, &format!("{page}/chat"), &[("message", "ask me")]).await })
+    };
+    let asked = eventually(Duration::from_secs(10), || async {
+        api.get("/api/questions").await.body.as_array().is_some_and(|q| !q.is_empty())
+    })
+    .await;
+    assert!(asked, "the question waits");
+    let question_page = check(&b, &inquirer_page, Shows::All).await;
+    assert!(
+        question_page
+            .tags
+            .iter()
+            .any(|(t, a)| t == "button" && a.get("value").map(String::as_str) == Some(PAYLOADS[5]))
+    );
+    let question = api.get("/api/questions").await.body[0]["id"].as_str().unwrap().to_string();
+    let answered = api.post(&format!("/api/questions/{question}/answer"), json!({"answer": corpus})).await;
+    assert_eq!(answered.status, 200, "{}", answered.text);
+    assert_eq!(waiting_chat.await.unwrap().status, 303);
+
     // A skill: its description, tags, label, body, support file names and history diffs are
     // all an agent's text.
     let sage = agent_from(&api, json!({"name": "sage", "model": "m", "tools": ["skills.*"]})).await;

@@ -106,7 +106,15 @@ async fn the_inbox_page_shows_the_unread_count_and_marks_notes_read_for_its_oper
     assert_eq!(api.get("/api/inbox/unread").await.body["unread"], 2, "the token's marks are its own");
     assert_eq!(b.submit("/inbox", "/inbox/read", &[]).await.status, 303);
     let after = b.get("/inbox").await;
-    assert!(!after.text.contains("unread-count"), "no badge once all are read");
+    assert!(after.text.contains("id=\"unread-count\" aria-label=\"0 unread\" hidden"), "hidden once all are read");
+    assert_eq!(b.get("/inbox/unread").await.body, json!({"unread": 0}));
+
+    // Live: a new note is signalled on the inbox topic, and the count is read again.
+    let mut changes = b.events("/live/changes?topics=inbox").await;
+    api.invoke(&watcher, "notify_owner", json!({"reason": "Third", "summary": "details"})).await;
+    let heard = tokio::time::timeout(Duration::from_secs(5), changes.next()).await.expect("a change event");
+    assert_eq!(heard, Some(json!(["inbox"])));
+    assert_eq!(b.get("/inbox/unread").await.body, json!({"unread": 1}));
     let actions = api.get("/api/audit/actions?action=inbox.read").await;
     assert_eq!(actions.body.as_array().map(Vec::len), Some(2), "{}", actions.text);
 }
