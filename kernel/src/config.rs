@@ -83,11 +83,32 @@ pub struct NotifyConfig {
     pub telegram_chat: Option<String>,
     /// The least urgency sent there.
     pub min_urgency_telegram: crate::notify::Urgency,
+    /// Addresses notes are emailed to; empty: no email.
+    pub email_to: Vec<String>,
+    /// The sender; unset: the first of `email_to`.
+    pub email_from: Option<String>,
+    /// The SMTP server, without a password: `smtps://USER@HOST:465`,
+    /// `smtp://USER@HOST:587?tls=required` (STARTTLS), or plain `smtp://HOST:25` for a relay on
+    /// this machine.
+    pub smtp_url: Option<String>,
+    /// The environment variable holding the SMTP password; unset: no sign-in.
+    pub smtp_password_env: Option<String>,
+    /// The least urgency emailed.
+    pub min_urgency_email: crate::notify::Urgency,
 }
 
 impl Default for NotifyConfig {
     fn default() -> Self {
-        NotifyConfig { telegram_channel: None, telegram_chat: None, min_urgency_telegram: crate::notify::Urgency::High }
+        NotifyConfig {
+            telegram_channel: None,
+            telegram_chat: None,
+            min_urgency_telegram: crate::notify::Urgency::High,
+            email_to: Vec::new(),
+            email_from: None,
+            smtp_url: None,
+            smtp_password_env: None,
+            min_urgency_email: crate::notify::Urgency::High,
+        }
     }
 }
 
@@ -967,6 +988,11 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # telegram_channel = "team" # a [channels.NAME] to send them to
 # telegram_chat = "123456"  # its chat; unset: the channel's default_target
 # min_urgency_telegram = "high"   # low, normal, high, critical
+# email_to = ["owner@example.com"]  # notes by email too (needs smtp_url)
+# email_from = "kennel@example.com" # unset: the first of email_to
+# smtp_url = "smtps://kennel@smtp.example.com:465"   # or smtp://USER@HOST:587?tls=required; no password here
+# smtp_password_env = "KENNEL_SMTP_PASSWORD"
+# min_urgency_email = "high"
 
 # [exec_policy]             # agents' subprocesses (process_*) and docker_exec
 # wall_clock_secs = 3600    # a child running longer is stopped

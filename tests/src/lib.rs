@@ -7,6 +7,7 @@ pub mod fake_discord;
 pub mod fake_docker;
 pub mod fake_llm;
 pub mod fake_slack;
+pub mod fake_smtp;
 pub mod fake_telegram;
 pub mod fake_webhook;
 pub mod pty;

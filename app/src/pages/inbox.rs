@@ -84,7 +84,10 @@ fn note(n: Note, csrf: String) -> impl IntoView + use<> {
         (None, source) => source.to_string(),
     };
     let state = if n.read { "read" } else { "unread" };
-    let fan_out = n.telegram.map(|t| format!(" · Telegram: {t}"));
+    let fan_out = [("Telegram", n.telegram), ("Email", n.email)]
+        .into_iter()
+        .filter_map(|(by, outcome)| outcome.map(|o| format!(" · {by}: {o}")))
+        .collect::<String>();
     let mark = (!n.read).then(|| {
         let id = n.id.to_string();
         view! {

@@ -4,9 +4,11 @@
 //! API token, the CLI) has their own read state.
 //!
 //! Fan-out: a note at or above `[notify] min_urgency_telegram` is also sent to
-//! `[notify] telegram_channel` (a configured channel, its chat `telegram_chat`), after it is
-//! stored; how that went is kept on the note.
+//! `[notify] telegram_channel` (a configured channel, its chat `telegram_chat`), and one at or
+//! above `min_urgency_email` is emailed to `email_to` over `smtp_url` (`email.rs`), after it
+//! is stored; how each went is kept on the note.
 
+mod email;
 mod store;
 mod tools;
 
@@ -64,6 +66,8 @@ pub struct Note {
     pub urgency: Urgency,
     /// The Telegram fan-out: absent when not sent, `ok`, or why it failed.
     pub telegram: Option<String>,
+    /// The email fan-out: absent when not sent, `ok`, or why it failed.
+    pub email: Option<String>,
     /// Whether this reader has read it.
     pub read: bool,
 }
@@ -104,6 +108,18 @@ impl Inbox {
         {
             let (kernel, channel, note) = (kernel.clone(), channel.clone(), note.clone());
             tokio::spawn(async move { fan_out(&kernel, &channel, &note).await });
+        }
+        if !config.email_to.is_empty() && new.urgency >= config.min_urgency_email {
+            let (kernel, note) = (kernel.clone(), note.clone());
+            tokio::spawn(async move {
+                let outcome = match email::send(&kernel.config().notify, &note).await {
+                    Ok(()) => "ok".to_string(),
+                    Err(e) => e.message,
+                };
+                if let Err(e) = store::set_email(&kernel.inbox().db, note.id, &outcome).await {
+                    tracing::warn!(note = note.id, error = %e.message, "could not record a note's email");
+                }
+            });
         }
         Ok(note)
     }
@@ -164,9 +180,10 @@ async fn fan_out(kernel: &Kernel, channel: &str, note: &Note) {
     }
 }
 
-/// `[notify] telegram_channel` must be a configured channel. Returns the key to point at and
-/// the message.
+/// `[notify] telegram_channel` must be a configured channel, and email needs its addresses and
+/// server together. Returns the key to point at and the message.
 pub fn check_config(config: &crate::config::Config) -> std::result::Result<(), (String, String)> {
+    email::check_config(&config.notify)?;
     if let Some(channel) = &config.notify.telegram_channel
         && !config.channels.channels.contains_key(channel)
     {

@@ -108,6 +108,11 @@ pub(super) async fn set_telegram(db: &Db, id: i64, outcome: &str) -> Result<()> 
     Ok(())
 }
 
+pub(super) async fn set_email(db: &Db, id: i64, outcome: &str) -> Result<()> {
+    sqlx::query("UPDATE inbox_notes SET email = $2 WHERE id = $1").bind(id).bind(outcome).execute(db.pool()).await?;
+    Ok(())
+}
+
 fn note(r: &sqlx::sqlite::SqliteRow) -> Result<Note> {
     Ok(Note {
         id: r.try_get("id")?,
@@ -119,6 +124,7 @@ fn note(r: &sqlx::sqlite::SqliteRow) -> Result<Note> {
         summary: r.try_get("summary")?,
         urgency: Urgency::parse(r.try_get("urgency")?)?,
         telegram: r.try_get("telegram")?,
+        email: r.try_get("email")?,
         read: r.try_get("read")?,
     })
 }

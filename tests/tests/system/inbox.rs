@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use kennel_tests::eventually;
+use kennel_tests::fake_smtp::FakeSmtp;
 use kennel_tests::fake_telegram::FakeTelegram;
 use serde_json::json;
 
@@ -87,6 +88,43 @@ async fn urgent_notes_also_reach_the_configured_telegram_chat() {
     let text = messages[0]["text"].as_str().unwrap();
     assert!(text.contains("CRITICAL") && text.contains("Backups failed") && text.contains("Twice in a row."), "{text}");
     assert!(api.get("/api/inbox").await.body[1]["telegram"].is_null(), "the normal note was not sent");
+}
+
+#[tokio::test]
+async fn urgent_notes_are_emailed_through_the_smtp_server_signed_in_with_the_secret() {
+    let smtp = FakeSmtp::start().await;
+    let config = format!(
+        "[notify]\nemail_to = [\"owner@example.com\", \"deputy@example.com\"]\nemail_from = \"Kennel <kennel@example.com>\"\nsmtp_url = \"smtp://kennel%40example.com@127.0.0.1:{}\"\nsmtp_password_env = \"KENNEL_TEST_SMTP_PASSWORD\"\nmin_urgency_email = \"high\"\n",
+        smtp.port()
+    );
+    let (_home, _daemon, api, _llm) =
+        crate::daemon_with_llm_and_env("openai", &config, &[("KENNEL_TEST_SMTP_PASSWORD", "s3cret pass")]).await;
+    let watcher = crate::agent_with(&api, "watcher", &["notify_owner"]).await;
+    for (reason, urgency) in [("Weekly digest", "normal"), ("Backups failed\nBcc: x@evil.example", "critical")] {
+        let noted = api
+            .invoke(
+                &watcher,
+                "notify_owner",
+                json!({"reason": reason, "summary": "Twice in a row.", "urgency": urgency}),
+            )
+            .await;
+        assert_eq!(noted.status, 200, "{}", noted.text);
+    }
+    let sent =
+        eventually(Duration::from_secs(10), || async { api.get("/api/inbox").await.body[0]["email"] == "ok" }).await;
+    let notes = api.get("/api/inbox").await.body;
+    assert!(sent, "the critical note's email went out: {notes}");
+    assert!(notes[1]["email"].is_null(), "the normal note was not emailed: {notes}");
+    let mails = smtp.received();
+    assert_eq!(mails.len(), 1, "{mails:?}");
+    let mail = &mails[0];
+    assert_eq!(mail.auth, Some(("kennel@example.com".to_string(), "s3cret pass".to_string())));
+    assert_eq!(
+        (mail.from.as_str(), mail.to.clone()),
+        ("kennel@example.com", vec!["owner@example.com".to_string(), "deputy@example.com".to_string()])
+    );
+    assert!(mail.data.contains("Subject: [Kennel] CRITICAL: Backups failed Bcc: x@evil.example\r\n"), "{}", mail.data);
+    assert!(!mail.data.contains("\r\nBcc:") && mail.data.contains("Twice in a row."), "{}", mail.data);
 }
 
 #[tokio::test]
