@@ -46,7 +46,8 @@ pub struct Question {
     pub session_id: Option<Uuid>,
     pub turn_id: Option<Uuid>,
     pub question: String,
-    /// Offered as buttons (on a channel: numbered); any other answer is taken too.
+    /// Offered as buttons (on a channel and in `kennel chat`: numbered, and a number picks
+    /// one); any other answer is taken too.
     pub choices: Vec<String>,
     pub asked_at: String,
     /// When the turn stops waiting (RFC 3339).
@@ -242,7 +243,8 @@ impl Questions {
         }
         let id = w.question.id;
         let w = waiting.remove(&id).expect("looked up under the same lock");
-        let answer = Answer { choice: choice_of(&w.question.choices, &text), answer: text, answered_by: by.into() };
+        let answer =
+            Answer { choice: number_or_choice(&w.question.choices, &text), answer: text, answered_by: by.into() };
         let _ = w.reply.send(answer);
         Ok(w.question)
     }
@@ -283,7 +285,7 @@ fn choice_of(choices: &[String], answer: &str) -> Option<String> {
     choices.iter().find(|c| c.eq_ignore_ascii_case(answer)).cloned()
 }
 
-/// On a channel the choices are numbered: `2` picks the second.
+/// The choices are shown numbered (on a channel, in `kennel chat`): `2` picks the second.
 fn number_or_choice(choices: &[String], answer: &str) -> Option<String> {
     let picked = answer.trim_end_matches('.').parse::<usize>().ok().and_then(|n| n.checked_sub(1));
     picked.and_then(|i| choices.get(i).cloned()).or_else(|| choice_of(choices, answer))

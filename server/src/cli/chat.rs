@@ -159,19 +159,13 @@ async fn turn(
 /// The lines typed into the chat.
 type Lines = tokio::io::Lines<tokio::io::BufReader<tokio::io::Stdin>>;
 
-/// An `ask_user` question of the followed turn.
-struct Asked {
-    id: String,
-    choices: Vec<String>,
-}
+/// An `ask_user` question of the followed turn, by id.
+struct Asked(String);
 
-/// Sends the line typed as the answer: a choice's number picks that choice.
+/// Sends the line typed as the answer (the daemon reads a choice's number as that choice).
 async fn send_answer(daemon: &Daemon, asked: &Asked, line: &str, view: &mut TurnView<'_>) {
-    let line = line.trim();
-    let picked = line.parse::<usize>().ok().and_then(|n| n.checked_sub(1)).and_then(|i| asked.choices.get(i));
-    let text = picked.map_or(line, String::as_str);
-    let path = format!("/api/questions/{}/answer", asked.id);
-    if let Err(e) = daemon.post::<Value>(&path, &json!({ "answer": text })).await {
+    let path = format!("/api/questions/{}/answer", asked.0);
+    if let Err(e) = daemon.post::<Value>(&path, &json!({ "answer": line.trim() })).await {
         view.note(&format!("the answer was not taken: {e}"));
     }
 }
@@ -287,8 +281,7 @@ impl<'a> TurnView<'a> {
         if name != "question" || self.turn.is_none() || data["turn_id"].as_str() != self.turn.as_deref() {
             return None;
         }
-        let choices = data["choices"].as_array()?.iter().filter_map(|c| c.as_str().map(str::to_string)).collect();
-        Some(Asked { id: data["question_id"].as_str()?.to_string(), choices })
+        Some(Asked(data["question_id"].as_str()?.to_string()))
     }
 
     /// The turn's answer: its reply is on screen already unless the stream missed some of

@@ -103,7 +103,7 @@ async fn kennel_chat_takes_the_next_line_as_the_answer() {
     assert!(shown.contains("asker> Coffee coming."), "{shown}");
     assert_eq!(
         tool_result(&llm, 1),
-        json!({"answered": true, "answer": "Coffee", "choice": "Coffee", "answered_by": "cli"})
+        json!({"answered": true, "answer": "2", "choice": "Coffee", "answered_by": "cli"})
     );
 }
 
