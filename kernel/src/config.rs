@@ -37,6 +37,8 @@ pub struct Config {
     pub notify: NotifyConfig,
     pub location: LocationConfig,
     pub ask: AskConfig,
+    /// `[mcp.servers.NAME]`: MCP servers whose tools agents may be granted.
+    pub mcp: crate::mcp::config::McpConfig,
 }
 
 /// `[ask]`: how long `ask_user` waits for the person.
@@ -791,6 +793,10 @@ impl Config {
             let offset = text.find(&key).unwrap_or(0);
             return Err(error_at(offset, message));
         }
+        if let Err((key, message)) = crate::mcp::config::check_config(&config.mcp) {
+            let offset = text.find(&key).unwrap_or(0);
+            return Err(error_at(offset, message));
+        }
         if let Err((key, message)) = crate::media::check_config(&config.media) {
             let offset = text.find(&key).unwrap_or(0);
             return Err(error_at(offset, message));
@@ -817,7 +823,7 @@ fn optional_in_range<'de, D: Deserializer<'de>, const MIN: u64, const MAX: u64>(
     in_range::<D, MIN, MAX>(d).map(Some)
 }
 
-fn in_range<'de, D: Deserializer<'de>, const MIN: u64, const MAX: u64>(d: D) -> Result<u64, D::Error> {
+pub(crate) fn in_range<'de, D: Deserializer<'de>, const MIN: u64, const MAX: u64>(d: D) -> Result<u64, D::Error> {
     let value = u64::deserialize(d)?;
     if (MIN..=MAX).contains(&value) {
         Ok(value)

@@ -24,6 +24,7 @@ pub mod files;
 pub mod knowledge;
 pub mod llm;
 pub mod location;
+pub mod mcp;
 pub mod media;
 pub mod memory;
 pub mod net;
@@ -32,6 +33,7 @@ pub mod page;
 pub mod patch;
 pub mod process;
 pub mod schedule;
+pub mod script;
 pub mod session;
 pub mod skills;
 pub mod status;
@@ -96,6 +98,8 @@ struct Inner {
     inbox: notify::Inbox,
     locator: location::Locator,
     questions: ask::Questions,
+    /// The MCP servers of `[mcp]` while the daemon runs (none in a CLI command).
+    mcp: mcp::Mcp,
     /// `None` without a `[browser]` section.
     browsers: Option<Arc<browser::Browsers>>,
     processes: Arc<process::Processes>,
@@ -169,6 +173,7 @@ impl Kernel {
             inbox: notify::Inbox::new(db.clone(), clock.clone()),
             locator: location::Locator::default(),
             questions: ask::Questions::default(),
+            mcp: mcp::Mcp::default(),
             clock,
             workspaces: workspace::Workspaces::new(home.join("workspaces"), config.workspace.max_file_bytes),
             canvases: canvas::Canvases::new(db.clone(), config.canvas.max_bytes),
@@ -217,6 +222,8 @@ impl Kernel {
         agent::start_ephemeral_sweeper(self);
         process::start(self);
         channel::Channels::start(self);
+        script::start(self);
+        mcp::Mcp::start(self, &self.0.config.mcp);
     }
 
     /// Re-reads the state another process may have changed.
@@ -316,6 +323,22 @@ impl Kernel {
 
     pub fn locator(&self) -> &location::Locator {
         &self.0.locator
+    }
+
+    /// The MCP servers of `[mcp]`.
+    pub fn mcp(&self) -> &mcp::Mcp {
+        &self.0.mcp
+    }
+
+    /// Re-reads `[mcp]` from `config.toml` and applies it (`kennel reload`, SIGHUP). The rest
+    /// of the config is read at start only.
+    pub async fn reload_config(&self) -> Result<mcp::McpReload> {
+        let path = self.0.home.join("config.toml");
+        let config = tokio::task::spawn_blocking(move || config::Config::load(&path))
+            .await
+            .map_err(Error::internal)?
+            .map_err(|e| Error::invalid(format!("config.toml was not reloaded: {e}")))?;
+        Ok(self.0.mcp.apply(self, &config.mcp))
     }
 
     /// The `ask_user` questions turns wait on.
@@ -522,6 +545,7 @@ impl Kernel {
     pub async fn close(&self) {
         self.0.schedules.stop();
         self.0.channels.close();
+        self.0.mcp.stop_all();
         if let Some(browsers) = &self.0.browsers {
             browsers.shut_down().await;
         }

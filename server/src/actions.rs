@@ -88,6 +88,8 @@ fn name(method: &Method, route: &str) -> Named {
             Action("process.kill")
         }
         ("/api/events", "POST") => Action("event.publish"),
+        ("/api/mcp/servers/{name}/reconnect" | "/mcp/{name}/reconnect", _) if post => Action("mcp.reconnect"),
+        ("/api/reload", "POST") => Action("config.reload"),
         ("/api/workflows", "POST") => Action("workflow.create"),
         ("/api/workflows/{id}", "PUT") => Action("workflow.update"),
         ("/api/workflows/{id}", "DELETE") => Action("workflow.delete"),

@@ -42,6 +42,7 @@ pub async fn serve(kernel: Kernel, listener: tokio::net::TcpListener) -> std::io
             tracing::warn!(error = %e, "cannot set TCP_NODELAY on a connection");
         }
     });
+    reload_on_hangup(kernel.clone());
     let (stopping, stopped) = tokio::sync::oneshot::channel();
     let server = axum::serve(listener, app).with_graceful_shutdown(async {
         shutdown_signal().await;
@@ -61,6 +62,23 @@ pub async fn serve(kernel: Kernel, listener: tokio::net::TcpListener) -> std::io
     tracing::info!("shutting down: closing the database");
     kernel.close().await;
     Ok(())
+}
+
+/// SIGHUP re-reads `[mcp]` from `config.toml`, as `kennel reload` does.
+fn reload_on_hangup(kernel: Kernel) {
+    #[cfg(unix)]
+    tokio::spawn(async move {
+        let Ok(mut hangups) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) else {
+            tracing::warn!("cannot listen for SIGHUP: reload with `kennel reload` instead");
+            return;
+        };
+        while hangups.recv().await.is_some() {
+            match kernel.reload_config().await {
+                Ok(report) => tracing::info!(?report, "SIGHUP: [mcp] reloaded"),
+                Err(e) => tracing::warn!(error = %e.message, "SIGHUP: config.toml was not reloaded"),
+            }
+        }
+    });
 }
 
 async fn shutdown_signal() {

@@ -38,12 +38,18 @@ fn shared_tls() -> Result<rustls::ClientConfig> {
 /// A client that connects only to `addr` (the address [`guard::resolve`] checked) for `url`'s
 /// host and follows no redirects: a redirect is a new URL and would need its own check.
 pub fn pinned_client(url: &reqwest::Url, addr: SocketAddr, timeout: Duration) -> Result<reqwest::Client> {
-    let host = url.host_str().unwrap_or_default().trim_matches(['[', ']']).to_string();
-    http_client()
-        .tls_backend_preconfigured(shared_tls()?)
-        .resolve(&host, addr)
-        .redirect(reqwest::redirect::Policy::none())
+    pinned_builder(url, addr)?
         .timeout(timeout)
         .build()
         .map_err(|e| Error::failed(format!("cannot build an HTTP client: {e}")))
+}
+
+/// [`pinned_client`] before its timeout is set: for a connection that stays open (an MCP
+/// server's event stream), whose requests the caller times itself.
+pub fn pinned_builder(url: &reqwest::Url, addr: SocketAddr) -> Result<reqwest::ClientBuilder> {
+    let host = url.host_str().unwrap_or_default().trim_matches(['[', ']']).to_string();
+    Ok(http_client()
+        .tls_backend_preconfigured(shared_tls()?)
+        .resolve(&host, addr)
+        .redirect(reqwest::redirect::Policy::none()))
 }

@@ -8,6 +8,7 @@
 pub mod audit;
 pub mod availability;
 mod context;
+pub mod dynamic;
 pub mod meta;
 pub mod modes;
 pub mod pipeline;
@@ -65,6 +66,9 @@ pub struct ToolDef {
     /// loop sends the model that image with the result where its provider accepts images
     /// (`llm::ToolImage`), else the path.
     pub returns_image: bool,
+    /// Where a tool that is not built in comes from (an MCP server, a script folder).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<ToolOrigin>,
     /// The description in lower case, made once so `tool_search` does not redo it per call.
     #[serde(skip)]
     pub(crate) description_lower: String,
@@ -87,7 +91,14 @@ impl ToolDef {
             exclusive: false,
             read_only: false,
             returns_image: false,
+            origin: None,
         }
+    }
+
+    /// Marks a tool a dynamic provider offers.
+    pub fn origin(mut self, origin: ToolOrigin) -> ToolDef {
+        self.origin = Some(origin);
+        self
     }
 
     pub fn tags(mut self, tags: &[&str]) -> ToolDef {
@@ -138,6 +149,20 @@ impl ToolDef {
         self.never_spill = true;
         self
     }
+}
+
+/// Where a dynamic tool comes from, as the Tools inspector and `GET /api/tools` show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+pub struct ToolOrigin {
+    /// `mcp:SERVER`, `script` or `ext:PACKAGE`.
+    pub provider: String,
+    /// The provider's own name for the tool, when the model is offered another (a name
+    /// with characters or a length model APIs refuse).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original_name: Option<String>,
+    /// What an operator should know about how it runs ("runs without a sandbox: …").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// A built-in tool. Implement this in its domain, then register it with one line in the

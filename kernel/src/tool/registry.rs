@@ -313,6 +313,32 @@ impl Provided {
     }
 }
 
+impl Provided {
+    /// A tool with its argument type erased (see `tool::dynamic`), excluded with `excluded`'s
+    /// reason when that is given.
+    pub(crate) fn erased(def: ToolDef, tool: Arc<dyn ErasedTool>, excluded: Option<String>) -> Provided {
+        let availability = match excluded {
+            None => Availability::Registered,
+            Some(reason) => Availability::Excluded { reason },
+        };
+        Provided(Entry { def: Arc::new(def), tool, availability, provider: None })
+    }
+
+    /// Why it is excluded, if it is.
+    pub fn exclusion(&self) -> Option<&str> {
+        match &self.0.availability {
+            Availability::Excluded { reason } => Some(reason),
+            Availability::Registered => None,
+        }
+    }
+
+    /// The same tool, excluded with `reason`.
+    pub fn excluded(mut self, reason: String) -> Provided {
+        self.0.availability = Availability::Excluded { reason };
+        self
+    }
+}
+
 /// The live tool list: built-in tools and what dynamic providers offer right now.
 pub struct Tools {
     current: RwLock<Arc<Registry>>,

@@ -65,6 +65,18 @@ Exits with 3 when no daemon is running for the home.")]
         #[arg(long)]
         json: bool,
     },
+    /// Re-read `[mcp]` from config.toml in the running daemon (as SIGHUP does): removed MCP
+    /// servers stop, added and changed ones connect. Other sections are read at start only.
+    #[command(after_help = "Examples:
+  $EDITOR ~/.kennel/config.toml && kennel reload
+  kennel reload --json
+
+Exits with 3 when no daemon is running for the home.")]
+    Reload {
+        /// Print what changed as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Talk to an agent: each line is a message; the reply streams as it is written, and
     /// tool calls show as they happen. Needs the running daemon.
     #[command(after_help = "Examples:
@@ -242,6 +254,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Start { bind } => start(home, bind).await,
         Command::Status { json } => status::status(&home, json).await,
+        Command::Reload { json } => status::reload(&home, json).await,
         Command::Chat { agent, session } => chat::chat(&home, &agent, session).await,
         Command::Type(TypeCommand::Apply { file, json }) => types::apply(&home, &file, json).await,
         Command::Type(TypeCommand::Export { name, json }) => {

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use kennel_kernel::mcp::McpReload;
 use kennel_kernel::status::DaemonStatus;
 use kennel_kernel::text::{dollars, thousands};
 use serde::Serialize;
@@ -38,6 +39,26 @@ pub async fn status(home: &Path, json_out: bool) -> anyhow::Result<()> {
     ];
     for (what, value) in rows {
         println!("{what:<10} {value}");
+    }
+    Ok(())
+}
+
+/// `kennel reload`: the daemon re-reads `[mcp]`; prints what changed.
+pub async fn reload(home: &Path, json_out: bool) -> anyhow::Result<()> {
+    let daemon = Daemon::of(home)?;
+    let report: McpReload = daemon.post("/api/reload", &serde_json::json!({})).await?;
+    if json_out {
+        return super::print_json(&report);
+    }
+    let list = |names: &[String]| if names.is_empty() { "none".to_string() } else { names.join(", ") };
+    println!("[mcp] reloaded");
+    for (what, names) in [
+        ("added", &report.added),
+        ("removed", &report.removed),
+        ("changed", &report.changed),
+        ("unchanged", &report.unchanged),
+    ] {
+        println!("{what:<10} {}", super::terminal_safe(&list(names)));
     }
     Ok(())
 }

@@ -13,6 +13,7 @@ mod error;
 mod events;
 mod inbox;
 mod knowledge;
+mod mcp;
 mod memory;
 mod openapi;
 mod page;
@@ -53,6 +54,7 @@ fn api_routes() -> impl Iterator<Item = UtoipaMethodRouter<Kernel>> {
         questions::routes(),
         browser::routes(),
         processes::routes(),
+        mcp::routes(),
         daemon::routes(),
         openapi::routes(),
     ]

@@ -22,7 +22,7 @@ fn group_alive(pgid: i64) -> bool {
 
 /// Whether a live process runs with `needle` in its command line (for processes that left the
 /// group with `setsid`, which no group id finds).
-fn running_with(needle: &str) -> bool {
+pub(crate) fn running_with(needle: &str) -> bool {
     std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()).any(|pid| {
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();

@@ -1,0 +1,12 @@
+//! MCP (spec §15): the tools of the servers in `[mcp.servers]`, offered as
+//! `mcp__SERVER__TOOL` while each is connected ([`servers`]); their resources and prompts
+//! through two tools ([`meta`]).
+
+pub mod config;
+mod connect;
+pub mod meta;
+pub mod names;
+pub mod servers;
+mod tools;
+
+pub use servers::{Mcp, McpReload, ServerState, ServerView};

@@ -1,0 +1,456 @@
+//! The configured MCP servers while the daemon runs: each has a supervisor task that connects
+//! in the background (start is never delayed), offers the server's tools, refreshes them on
+//! `list_changed`, and on a lost connection withdraws them with the reason and reconnects
+//! with backoff — giving up after [`CRASH_LOOP`] failures within [`CRASH_WINDOW`] until an
+//! operator asks again (the MCP page, `kennel reload`).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use rmcp::service::{Peer, RoleClient};
+use serde::Serialize;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use utoipa::ToSchema;
+
+use super::config::{McpConfig, McpServerConfig, Transport};
+use super::connect::{self, Connection, Listener};
+use crate::Kernel;
+use crate::error::{Error, Result};
+use crate::net::guard::AllowedHosts;
+
+/// Failures within [`CRASH_WINDOW`] after which a server is not restarted by itself.
+pub const CRASH_LOOP: usize = 5;
+pub const CRASH_WINDOW: Duration = Duration::from_secs(120);
+/// The first wait before reconnecting; it doubles up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// How long connecting and the `initialize` handshake may take.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How many errors and stderr lines each server keeps for its page.
+const KEPT: usize = 20;
+
+/// Where a server stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerState {
+    Connecting,
+    Connected,
+    /// Lost or never made; reconnecting after a wait.
+    Disconnected,
+    /// Failed too often in a row: waits for an operator's reconnect.
+    GaveUp,
+}
+
+impl ServerState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerState::Connecting => "connecting",
+            ServerState::Connected => "connected",
+            ServerState::Disconnected => "disconnected",
+            ServerState::GaveUp => "gave_up",
+        }
+    }
+}
+
+/// One of a server's tools as the model is offered it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ServerTool {
+    /// `mcp__SERVER__TOOL`.
+    pub name: String,
+    /// The server's own name for it.
+    pub original_name: String,
+    pub description: String,
+}
+
+/// Something that went wrong with a server, when.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ServerError {
+    pub at: String,
+    pub message: String,
+}
+
+/// A server as the MCP page and `GET /api/mcp/servers` show it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ServerView {
+    pub name: String,
+    /// `stdio` or `http`.
+    pub transport: String,
+    /// The command line, or the URL.
+    pub target: String,
+    pub state: ServerState,
+    /// Why it is not connected, when it is not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The server's own name and version, from its handshake.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_info: Option<String>,
+    pub tools: Vec<ServerTool>,
+    /// Tools left out, and why (names that meet, schemas that are not JSON Schema).
+    pub left_out: Vec<String>,
+    pub offers_resources: bool,
+    pub offers_prompts: bool,
+    /// Connections made since the daemon started (or the config last changed).
+    pub connections: u64,
+    pub errors: Vec<ServerError>,
+    /// The last lines a stdio server wrote to stderr.
+    pub stderr: Vec<String>,
+}
+
+/// One configured server and its supervisor.
+pub struct Server {
+    pub name: String,
+    pub config: McpServerConfig,
+    view: Mutex<ServerView>,
+    peer: RwLock<Option<Peer<RoleClient>>>,
+    /// A connected stdio server's process group, killed whole when the daemon stops.
+    group: Mutex<Option<u32>>,
+    /// Asks the supervisor to drop the connection and connect again now.
+    reconnect: Notify,
+    /// Says the connection is gone (an HTTP call that could not reach the server).
+    lost: Notify,
+    stop: CancellationToken,
+}
+
+impl Server {
+    fn new(name: &str, config: McpServerConfig) -> Server {
+        let (transport, target) = match config.transport() {
+            Transport::Stdio { command } => (
+                "stdio",
+                std::iter::once(command).chain(config.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" "),
+            ),
+            Transport::Http { url } => ("http", url.to_string()),
+        };
+        let view = ServerView {
+            name: name.to_string(),
+            transport: transport.into(),
+            target,
+            state: ServerState::Connecting,
+            reason: None,
+            server_info: None,
+            tools: Vec::new(),
+            left_out: Vec::new(),
+            offers_resources: false,
+            offers_prompts: false,
+            connections: 0,
+            errors: Vec::new(),
+            stderr: Vec::new(),
+        };
+        Server {
+            name: name.to_string(),
+            config,
+            view: Mutex::new(view),
+            peer: RwLock::new(None),
+            group: Mutex::new(None),
+            reconnect: Notify::new(),
+            lost: Notify::new(),
+            stop: CancellationToken::new(),
+        }
+    }
+
+    pub fn view(&self) -> ServerView {
+        self.view.lock().expect("mcp view lock").clone()
+    }
+
+    /// The live connection, or why there is none.
+    pub(crate) fn peer(&self) -> Result<Peer<RoleClient>> {
+        if let Some(peer) = self.peer.read().expect("mcp peer lock").clone() {
+            return Ok(peer);
+        }
+        let view = self.view();
+        let why = view.reason.unwrap_or_else(|| view.state.as_str().to_string());
+        Err(Error::unavailable(format!("the MCP server `{}` is not connected: {why}", self.name)))
+    }
+
+    /// A call found the connection gone: the supervisor reconnects.
+    pub(crate) fn connection_lost(&self) {
+        self.lost.notify_one();
+    }
+
+    fn note_error(&self, kernel: &Kernel, message: String) {
+        tracing::warn!(server = %self.name, "MCP: {message}");
+        let mut view = self.view.lock().expect("mcp view lock");
+        push_kept(&mut view.errors, ServerError { at: crate::db::timestamp(kernel.clock().now()), message });
+    }
+
+    pub(crate) fn set_tools(&self, tools: Vec<ServerTool>, left_out: Vec<String>) {
+        self.set(|v| {
+            v.tools = tools;
+            v.left_out = left_out;
+        });
+    }
+
+    /// Whether it is connected and offers resources (`true`) or prompts (`false`).
+    pub(crate) fn offers(&self, resources: bool) -> bool {
+        let view = self.view.lock().expect("mcp view lock");
+        view.state == ServerState::Connected && if resources { view.offers_resources } else { view.offers_prompts }
+    }
+
+    fn set(&self, change: impl FnOnce(&mut ServerView)) {
+        change(&mut self.view.lock().expect("mcp view lock"));
+    }
+}
+
+fn push_kept<T>(list: &mut Vec<T>, item: T) {
+    list.push(item);
+    if list.len() > KEPT {
+        list.remove(0);
+    }
+}
+
+/// Every configured server.
+#[derive(Default)]
+pub struct Mcp {
+    servers: Mutex<BTreeMap<String, Arc<Server>>>,
+    allowed_hosts: RwLock<AllowedHosts>,
+}
+
+/// What `kennel reload` changed in `[mcp]`.
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize, ToSchema)]
+pub struct McpReload {
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    /// Servers whose settings changed: reconnected with the new ones.
+    pub changed: Vec<String>,
+    pub unchanged: Vec<String>,
+}
+
+impl Mcp {
+    pub fn servers(&self) -> Vec<Arc<Server>> {
+        self.servers.lock().expect("mcp lock").values().cloned().collect()
+    }
+
+    pub fn server(&self, name: &str) -> Result<Arc<Server>> {
+        self.servers
+            .lock()
+            .expect("mcp lock")
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::not_found(format!("no MCP server named `{name}` in [mcp.servers]")))
+    }
+
+    /// Starts a supervisor for each server of `config`.
+    pub fn start(kernel: &Kernel, config: &McpConfig) {
+        kernel.mcp().apply(kernel, config);
+    }
+
+    /// Makes the running servers those of `config`: removed ones stop (their tools are
+    /// withdrawn), added and changed ones (re)connect, the rest are left as they are.
+    pub fn apply(&self, kernel: &Kernel, config: &McpConfig) -> McpReload {
+        let mut report = McpReload::default();
+        let hosts_changed = {
+            let mut hosts = self.allowed_hosts.write().expect("mcp hosts lock");
+            let changed = *hosts != config.allowed_hosts;
+            *hosts = config.allowed_hosts.clone();
+            changed
+        };
+        let mut servers = self.servers.lock().expect("mcp lock");
+        servers.retain(|name, server| {
+            let keep = config.servers.get(name).is_some_and(|c| {
+                *c == server.config && !(hosts_changed && matches!(c.transport(), Transport::Http { .. }))
+            });
+            if !keep {
+                server.stop.cancel();
+                if config.servers.contains_key(name) {
+                    report.changed.push(name.clone());
+                } else {
+                    report.removed.push(name.clone());
+                    kernel.tool_list().provide(
+                        &provider(name),
+                        Vec::new(),
+                        &format!("the MCP server `{name}` was removed from [mcp]"),
+                    );
+                }
+            }
+            keep
+        });
+        for (name, server_config) in &config.servers {
+            if servers.contains_key(name) {
+                if !report.changed.contains(name) {
+                    report.unchanged.push(name.clone());
+                }
+                continue;
+            }
+            if !report.changed.contains(name) {
+                report.added.push(name.clone());
+            }
+            let server = Arc::new(Server::new(name, server_config.clone()));
+            servers.insert(name.clone(), server.clone());
+            tokio::spawn(supervise(kernel.clone(), server));
+        }
+        drop(servers);
+        super::meta::offer(kernel);
+        report
+    }
+
+    /// An operator's "reconnect": now, whatever the backoff or a crash loop said.
+    pub fn reconnect(&self, name: &str) -> Result<ServerView> {
+        let server = self.server(name)?;
+        server.reconnect.notify_one();
+        Ok(server.view())
+    }
+
+    /// Stops every server (the daemon is stopping): their supervisors end, and what is left
+    /// of each stdio server's process group is killed now rather than when a task gets to it.
+    pub fn stop_all(&self) {
+        for server in self.servers.lock().expect("mcp lock").values() {
+            server.stop.cancel();
+            connect::kill_group(server.group.lock().expect("mcp group lock").take());
+        }
+    }
+
+    fn allowed_hosts(&self) -> AllowedHosts {
+        self.allowed_hosts.read().expect("mcp hosts lock").clone()
+    }
+}
+
+/// The tool list's name for a server's tools.
+pub(crate) fn provider(server: &str) -> String {
+    format!("mcp:{server}")
+}
+
+/// Keeps one server connected until it is removed from the config.
+async fn supervise(kernel: Kernel, server: Arc<Server>) {
+    let mut failures: VecDeque<Instant> = VecDeque::new();
+    let mut backoff = FIRST_BACKOFF;
+    loop {
+        server.set(|v| v.state = ServerState::Connecting);
+        let listener = Listener { changed: Arc::new(Notify::new()) };
+        let stderr_sink = Arc::downgrade(&server);
+        let allowed_hosts = kernel.mcp().allowed_hosts();
+        let connecting =
+            connect::connect(&server.config, &allowed_hosts, kernel.home(), listener.clone(), move |line| {
+                if let Some(server) = stderr_sink.upgrade() {
+                    server.set(|v| push_kept(&mut v.stderr, line));
+                }
+            });
+        let connected = tokio::select! {
+            _ = server.stop.cancelled() => return,
+            connected = tokio::time::timeout(HANDSHAKE_TIMEOUT, connecting) => connected.unwrap_or_else(|_| {
+                Err(format!("no answer to the handshake within {} s", HANDSHAKE_TIMEOUT.as_secs()))
+            }),
+        };
+        let why = match connected {
+            Ok(connection) => {
+                backoff = FIRST_BACKOFF;
+                let outcome = serve(&kernel, &server, connection, &listener).await;
+                match outcome {
+                    Ended::Stopped => return,
+                    Ended::Reconnect => {
+                        failures.clear();
+                        continue;
+                    }
+                    Ended::Lost(why) => why,
+                }
+            }
+            Err(why) => why,
+        };
+        server.note_error(&kernel, why.clone());
+        withdraw(&kernel, &server, &why);
+        let now = Instant::now();
+        failures.push_back(now);
+        while failures.front().is_some_and(|t| now.duration_since(*t) > CRASH_WINDOW) {
+            failures.pop_front();
+        }
+        let gave_up = failures.len() >= CRASH_LOOP;
+        let wait = if gave_up {
+            let reason = format!(
+                "failed {CRASH_LOOP} times within {} s; not restarted until an operator reconnects it (last: {why})",
+                CRASH_WINDOW.as_secs()
+            );
+            server.set(|v| {
+                v.state = ServerState::GaveUp;
+                v.reason = Some(reason);
+            });
+            Duration::MAX
+        } else {
+            server.set(|v| {
+                v.state = ServerState::Disconnected;
+                v.reason = Some(why.clone());
+            });
+            backoff
+        };
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+        tokio::select! {
+            _ = server.stop.cancelled() => return,
+            _ = server.reconnect.notified() => {
+                failures.clear();
+                backoff = FIRST_BACKOFF;
+            }
+            _ = sleep(wait) => {}
+        }
+    }
+}
+
+async fn sleep(wait: Duration) {
+    if wait == Duration::MAX { std::future::pending().await } else { tokio::time::sleep(wait).await }
+}
+
+enum Ended {
+    Stopped,
+    Reconnect,
+    Lost(String),
+}
+
+/// Offers the connected server's tools and keeps them current until the connection ends.
+async fn serve(kernel: &Kernel, server: &Arc<Server>, connection: Connection, listener: &Listener) -> Ended {
+    let peer = connection.client.peer().clone();
+    let info = connection.client.peer_info();
+    server.set(|v| {
+        v.connections += 1;
+        v.server_info = info.as_ref().and_then(|i| i.server_info.as_ref()).map(|s| format!("{} {}", s.name, s.version));
+        v.offers_resources = info.as_ref().is_some_and(|i| i.capabilities.resources.is_some());
+        v.offers_prompts = info.as_ref().is_some_and(|i| i.capabilities.prompts.is_some());
+    });
+    *server.peer.write().expect("mcp peer lock") = Some(peer.clone());
+    let token = connection.client.cancellation_token();
+    let group = connection.group;
+    *server.group.lock().expect("mcp group lock") = group;
+    let mut closed = tokio::spawn(connection.client.waiting());
+    let ended = loop {
+        if let Err(why) = super::tools::refresh(kernel, server, &peer).await {
+            break Ended::Lost(why);
+        }
+        server.set(|v| {
+            v.state = ServerState::Connected;
+            v.reason = None;
+        });
+        super::meta::offer(kernel);
+        tokio::select! {
+            _ = server.stop.cancelled() => break Ended::Stopped,
+            _ = server.reconnect.notified() => break Ended::Reconnect,
+            _ = server.lost.notified() => break Ended::Lost("the server could not be reached during a call".into()),
+            quit = &mut closed => break Ended::Lost(match quit {
+                Ok(reason) => format!("the connection closed ({reason:?})"),
+                Err(e) => format!("the connection's task ended: {e}"),
+            }),
+            _ = listener.changed.notified() => {}
+        }
+    };
+    *server.peer.write().expect("mcp peer lock") = None;
+    server.group.lock().expect("mcp group lock").take();
+    connect::end(token, group);
+    closed.abort();
+    match &ended {
+        Ended::Stopped => {
+            withdraw(kernel, server, &format!("the MCP server `{}` was removed from [mcp] or changed", server.name))
+        }
+        Ended::Reconnect => withdraw(kernel, server, &format!("the MCP server `{}` is reconnecting", server.name)),
+        Ended::Lost(_) => {}
+    }
+    ended
+}
+
+/// Takes the server's tools out of the tool list, remembered as gone with `why`.
+fn withdraw(kernel: &Kernel, server: &Server, why: &str) {
+    *server.peer.write().expect("mcp peer lock") = None;
+    server.set(|v| {
+        v.tools.clear();
+        v.offers_resources = false;
+        v.offers_prompts = false;
+    });
+    let reason = format!("the MCP server `{}` is not connected: {why}", server.name);
+    kernel.tool_list().provide(&provider(&server.name), Vec::new(), &reason);
+    super::meta::offer(kernel);
+}
