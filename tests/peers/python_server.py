@@ -10,6 +10,9 @@ description and a result, and a slow call. It also serves one resource and one p
 """
 
 import asyncio
+import json
+import os
+import sys
 from functools import partial
 
 from mcp.server.lowlevel.server import NotificationOptions
@@ -73,7 +76,18 @@ def summarise(topic: str) -> str:
     return f"Summarise {topic} in one line."
 
 
+def add_hostile_corpus() -> None:
+    """With KENNEL_PEER_HOSTILE (a JSON list of strings) set: one tool named by each string,
+    each described by all of them, and all of them on stderr (the hostile-text test)."""
+    corpus = json.loads(os.environ.get("KENNEL_PEER_HOSTILE", "[]"))
+    for name in corpus:
+        mcp.add_tool(late, name=name, description=" ".join(corpus), structured_output=False)
+    for text in corpus:
+        print(text, file=sys.stderr, flush=True)
+
+
 async def main() -> None:
+    add_hostile_corpus()
     # Same as mcp.run("stdio"), except that the server also advertises
     # tools.listChanged, since add_late_tool sends that notification.
     # MCPServer.run() has no option for it, hence the low-level server.

@@ -10,6 +10,7 @@ pub mod channels;
 pub mod error;
 pub mod inbox;
 pub mod knowledge;
+pub mod mcp;
 pub mod memory;
 pub mod overview;
 pub mod processes;

@@ -211,6 +211,14 @@ fn tool_row(card: Card<'_>) -> impl IntoView + use<> {
         .and_then(|t| t.left_out_of.clone())
         .map(|l| view! { <p class="hint">{format!("Left out of {l}.")}</p> });
     let tags = def.tags.join(", ");
+    let origin = def.origin.as_ref().map(|o| {
+        let from = match &o.original_name {
+            Some(own) => format!("from {} (its name there: {own})", o.provider),
+            None => format!("from {}", o.provider),
+        };
+        let note = o.note.clone().map(|n| view! { <p class="hint tool-note">{n}</p> });
+        view! { <p class="hint tool-origin">{from}</p>{note} }
+    });
     let refused =
         card.refused.map(|m| view! { <p class="field-error" role="alert">{crate::widgets::rich_text(&m)}</p> });
     let args_text = card.tried_args.clone().unwrap_or_else(|| argument_skeleton(&def.schema));
@@ -228,6 +236,7 @@ fn tool_row(card: Card<'_>) -> impl IntoView + use<> {
                 <span class=format!("standing {class}")>{badge}</span>
             </summary>
             <p class="hint">{format!("family {} · tags: {tags}", def.family)}</p>
+            {origin}
             {left_out}
             {args}
             {refused}

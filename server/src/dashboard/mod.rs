@@ -11,6 +11,7 @@ mod files;
 mod headers;
 mod inbox;
 mod knowledge;
+mod mcp;
 mod memory;
 mod pages;
 mod processes;
@@ -96,6 +97,8 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .route("/inbox/unread", get(inbox::unread))
         .route("/channels", get(channels::list))
         .route("/channels/{name}", get(channels::one))
+        .route("/mcp", get(mcp::page))
+        .route("/mcp/{name}/reconnect", post(mcp::reconnect))
         .route("/skills", get(skills::list))
         .route("/skills/{name}", get(skills::one).post(skills::save))
         .route("/skills/{name}/rollback", post(skills::rollback))

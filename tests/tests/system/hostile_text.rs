@@ -733,3 +733,44 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     assert_eq!(missing.status, 404, "{}", missing.text);
     check_reply("an error page naming a hostile id", &missing, Shows::First);
 }
+
+/// What MCP servers and script manifests bring (tool names, descriptions, stderr, errors) is
+/// outside text too: the MCP page and the Tools inspector show it as text.
+#[tokio::test]
+async fn hostile_text_from_an_mcp_server_and_a_script_manifest_comes_back_as_text() {
+    let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("peers/python_server.py");
+    let config = format!(
+        "[mcp.servers.hostile]\ncommand = \"{}\"\nargs = [\"{}\"]\nenv = {{ KENNEL_PEER_HOSTILE = {} }}\n",
+        crate::mcp::python(),
+        script.display(),
+        toml_string(&serde_json::to_string(PAYLOADS).unwrap())
+    );
+    let home = kennel_tests::Home::with_config(&config);
+    let tools = home.path().join("tools/script/hostile");
+    std::fs::create_dir_all(&tools).unwrap();
+    let manifest = format!("description = {}\nrun = \"run.sh\"\n", toml_string(&corpus()));
+    std::fs::write(tools.join("tool.toml"), manifest).unwrap();
+    std::fs::write(tools.join("run.sh"), "#!/bin/sh\ncat\n").unwrap();
+    std::fs::set_permissions(tools.join("run.sh"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let d = home.start().await;
+    let b = d.browser();
+    assert_eq!(b.set_up("ada", "correct horse").await.status, 303);
+    let connected =
+        eventually(Duration::from_secs(30), || async { b.get("/mcp").await.text.contains("data-state=\"connected\"") })
+            .await;
+    assert!(connected, "{}", b.get("/mcp").await.text);
+    let mcp_page = check(&b, "/mcp", Shows::All).await;
+    for payload in PAYLOADS {
+        // Its tool's own name, every tool's description, and its line on stderr.
+        assert!(mcp_page.text.matches(payload).count() > PAYLOADS.len(), "{payload:?}");
+    }
+    assert!(
+        eventually(Duration::from_secs(10), || async { b.get("/tools").await.text.contains("script_hostile") }).await
+    );
+    check(&b, "/tools", Shows::All).await;
+}
+
+/// `text` as a TOML basic string: JSON's string escapes are TOML's.
+fn toml_string(text: &str) -> String {
+    serde_json::to_string(text).unwrap()
+}

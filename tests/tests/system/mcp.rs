@@ -25,7 +25,7 @@ fn everything() -> String {
 }
 
 /// The Python of the MCP SDK's virtual environment (`./scripts/test` makes it).
-fn python() -> String {
+pub(crate) fn python() -> String {
     let python = std::env::var_os("KENNEL_MCP_PYTHON")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/mcp-venv/bin/python"));
