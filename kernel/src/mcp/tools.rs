@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::servers::{Server, ServerTool, provider};
 use crate::Kernel;
 use crate::error::{Error, Result};
+use crate::text::shorten;
 use crate::tool::dynamic::DynamicRun;
 use crate::tool::{BoxFuture, CallContext, Provided, ToolDef, ToolOrigin};
 
@@ -63,13 +64,6 @@ pub(crate) async fn refresh(kernel: &Kernel, server: &Arc<Server>, peer: &Peer<R
         &format!("the MCP server `{}` no longer offers it", server.name),
     );
     Ok(())
-}
-
-fn shorten(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
 }
 
 /// Calls one tool of one server.

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::{BoxFuture, ErasedTool, PreparedCall, ToolDef};
 use crate::error::{Error, FieldError, Result};
+use crate::text::shorten;
 
 /// A compiled argument schema.
 pub struct ArgSchema {
@@ -69,13 +70,6 @@ fn field_path(pointer: &str) -> String {
         }
     }
     if path.is_empty() { "(arguments)".into() } else { path }
-}
-
-fn shorten(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
 }
 
 /// What runs a dynamic tool once its arguments passed the schema.
