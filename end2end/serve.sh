@@ -24,6 +24,10 @@ allowed_hosts = ["127.0.0.1:4600"]
 kind = "webhook"
 agent = "courier"
 signing_secret_env = "KENNEL_E2E_CHANNEL_SECRET"
+# The MCP project's reference server (tests/peers, installed by ./scripts/test), for /mcp.
+[mcp.servers.everything]
+command = "node"
+args = ["$PWD/tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js", "stdio"]
 TOML
 KENNEL_E2E_CHANNEL_SECRET=e2e-channel-secret RUST_LOG=${RUST_LOG:-warn} "$kennel" --home "$home" start --bind 127.0.0.1:4600 &
 wait $!
