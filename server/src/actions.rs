@@ -95,6 +95,8 @@ fn name(method: &Method, route: &str) -> Named {
         ("/api/workflows/{id}", "DELETE") => Action("workflow.delete"),
         ("/api/workflows/{id}/runs", "POST") => Action("workflow.run"),
         ("/api/agents/{id}/tools/{name}/invoke" | "/tools/{name}/try", _) if post => Logged,
+        // MCP messages; the tool calls among them are in the audit log.
+        ("/api/agents/{id}/mcp", _) => Logged,
         ("/api/agents/{id}/sessions" | "/api/agents/{id}/messages" | "/agents/{id}/chat", _) if post => Logged,
         // The answer is the `ask_user` call's result in the session.
         ("/api/questions/{id}/answer" | "/agents/{id}/questions/{question_id}", _) if post => Logged,

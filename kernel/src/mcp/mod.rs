@@ -6,6 +6,7 @@ pub mod config;
 mod connect;
 pub mod meta;
 pub mod names;
+pub mod serve;
 pub mod servers;
 mod tools;
 

@@ -27,6 +27,12 @@ pub enum Caller {
     A2a(String),
     /// A message on this channel (`[channels.NAME]`): someone on a chat platform.
     Channel(String),
+    /// An MCP client (named as its `initialize` named itself) using an agent's tools through
+    /// Kennel's MCP server, let in as `via` (an API token, the CLI).
+    Mcp {
+        client: String,
+        via: Box<Caller>,
+    },
 }
 
 impl Caller {
@@ -51,6 +57,7 @@ impl Caller {
             Caller::Schedule(id) => format!("schedule:{id}"),
             Caller::A2a(who) => format!("a2a:{who}"),
             Caller::Channel(name) => format!("channel:{name}"),
+            Caller::Mcp { client, via } => format!("mcp:{client} ({})", via.audit_label()),
         }
     }
 }

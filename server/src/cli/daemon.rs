@@ -172,6 +172,11 @@ impl Daemon {
         Ok(Daemon { file, token, http })
     }
 
+    /// This run's CLI token, for a client of the daemon's own (the MCP bridge).
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
     /// The daemon, if one is running and answers (commands that also work without one ask).
     pub async fn running(home: &Path) -> anyhow::Result<Option<Daemon>> {
         let daemon = match Daemon::of(home) {

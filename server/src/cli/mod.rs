@@ -7,6 +7,7 @@
 mod agents;
 mod chat;
 pub mod daemon;
+mod mcp;
 mod status;
 mod types;
 
@@ -64,6 +65,19 @@ Exits with 3 when no daemon is running for the home.")]
         /// Print JSON: daemon.json's fields and GET /api/status.
         #[arg(long)]
         json: bool,
+    },
+    /// Serve an agent's tools to an MCP client over standard input and output (bridged to the
+    /// running daemon, where the agent's tools run under its grants).
+    #[command(after_help = "Examples:
+  kennel mcp --agent helper             what an MCP client's config runs as a stdio server
+  claude mcp add kennel -- kennel mcp --agent helper
+
+The agent's usable tools are listed; each call runs as the agent and is audited as
+`mcp:CLIENT (cli)`. Exits with 3 when no daemon is running for the home.")]
+    Mcp {
+        /// The agent whose tools are served: its name (while it runs) or id.
+        #[arg(long)]
+        agent: String,
     },
     /// Re-read `[mcp]` from config.toml in the running daemon (as SIGHUP does): removed MCP
     /// servers stop, added and changed ones connect. Other sections are read at start only.
@@ -255,6 +269,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Start { bind } => start(home, bind).await,
         Command::Status { json } => status::status(&home, json).await,
         Command::Reload { json } => status::reload(&home, json).await,
+        Command::Mcp { agent } => mcp::serve(&home, &agent).await,
         Command::Chat { agent, session } => chat::chat(&home, &agent, session).await,
         Command::Type(TypeCommand::Apply { file, json }) => types::apply(&home, &file, json).await,
         Command::Type(TypeCommand::Export { name, json }) => {

@@ -14,6 +14,7 @@ mod events;
 mod inbox;
 mod knowledge;
 mod mcp;
+mod mcp_server;
 mod memory;
 mod openapi;
 mod page;
@@ -67,6 +68,7 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
     let routes = api_routes().fold(OpenApiRouter::with_openapi(openapi::base()), OpenApiRouter::routes);
     let (api, document) = routes.split_for_parts();
     let api = api
+        .route("/api/agents/{id}/mcp", mcp_server::route(&kernel))
         .layer(axum::Extension(openapi::Document::new(&document)))
         .layer(middleware::from_fn_with_state(kernel.clone(), crate::actions::record))
         .layer(middleware::from_fn_with_state(kernel, auth::require_token));

@@ -288,3 +288,91 @@ async fn the_python_sdk_peer_names_mapped_errors_list_changes_resources_prompts_
     assert_eq!((refused.status, refused.error_kind()), (422, "InvalidArguments"), "{}", refused.text);
     assert!(refused.error_message().contains("config.toml:1:"), "{}", refused.text);
 }
+
+/// Runs the Python SDK's client (`tests/peers/python_client.py`) with `args`; its JSON report.
+async fn python_client(args: &[&str]) -> Value {
+    let script = peers().join("python_client.py");
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::process::Command::new(python()).arg(script).args(args).output(),
+    )
+    .await
+    .expect("the SDK client finishes")
+    .expect("python runs");
+    assert!(out.status.success(), "the SDK client failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+#[tokio::test]
+async fn the_python_sdks_client_uses_an_agents_granted_tools_through_kennels_mcp_server() {
+    let home = Home::new();
+    let token = home.token("mcp-user").await;
+    let daemon = home.start().await;
+    let api = daemon.api(&token);
+    let agent = agent_with(&api, "helper", &["system_time", "memory_*"]).await;
+    let denied_too = api
+        .put(
+            &format!("/api/agents/{agent}/capabilities"),
+            json!({"tools": ["system_time", "memory_*"], "deny": ["memory_semantic_forget"]}),
+        )
+        .await;
+    assert_eq!(denied_too.status, 200, "{}", denied_too.text);
+    let url = format!("{}/api/agents/{agent}/mcp", daemon.base);
+
+    // Over streamable HTTP with an API token.
+    let http = python_client(&[
+        "http",
+        &url,
+        &token,
+        "memory_store",
+        r#"{"key": "colour", "value": "blue"}"#,
+        "memory_semantic_forget",
+    ])
+    .await;
+    assert_eq!(http["server"], "kennel");
+    let tools: Vec<&str> = http["tools"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    assert!(
+        tools.contains(&"system_time") && tools.contains(&"memory_store") && tools.contains(&"memory_recall"),
+        "{tools:?}"
+    );
+    assert!(
+        !tools.contains(&"memory_semantic_forget") && !tools.contains(&"process_start"),
+        "denied, not granted: {tools:?}"
+    );
+    assert_eq!(http["granted"]["is_error"], false, "{http}");
+    assert_eq!(http["refused"]["is_error"], true, "{http}");
+    assert!(http["refused"]["text"].as_str().unwrap().starts_with("Forbidden:"), "{http}");
+    let stored = api.invoke(&agent, "memory_recall", json!({"key": "colour"})).await;
+    assert!(stored.text.contains("blue"), "the call ran as the agent: {}", stored.text);
+
+    // Over stdio through `kennel mcp`, with the CLI's token.
+    let kennel = kennel_tests::kennel_bin().display().to_string();
+    let home_dir = home.path().display().to_string();
+    let stdio =
+        python_client(&["stdio", &kennel, &home_dir, "helper", "system_time", "{}", "memory_semantic_forget"]).await;
+    assert_eq!(stdio["server"], "kennel");
+    assert_eq!(stdio["tools"], http["tools"], "the same tools both ways");
+    assert_eq!(stdio["granted"]["is_error"], false, "{stdio}");
+    assert!(stdio["granted"]["text"].as_str().unwrap().contains('T'), "a time: {stdio}");
+    assert_eq!(stdio["refused"]["is_error"], true, "{stdio}");
+
+    // The audit names the MCP client and who let it in.
+    let audit = api.get(&format!("/api/audit?agent={agent}")).await;
+    let callers: Vec<(String, String)> = audit
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["tool"].as_str().unwrap().to_string(), e["caller"].as_str().unwrap().to_string()))
+        .collect();
+    assert!(callers.contains(&("memory_store".into(), "mcp:python-sdk-test (token:mcp-user)".into())), "{callers:?}");
+    assert!(callers.contains(&("system_time".into(), "mcp:python-sdk-test (cli)".into())), "{callers:?}");
+    assert!(
+        callers.contains(&("memory_semantic_forget".into(), "mcp:python-sdk-test (cli)".into())),
+        "refused calls too: {callers:?}"
+    );
+
+    // Without a token, nothing.
+    let anonymous = daemon.anonymous().post(&format!("/api/agents/{agent}/mcp"), json!({})).await;
+    assert_eq!(anonymous.status, 401, "{}", anonymous.text);
+}

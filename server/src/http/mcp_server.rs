@@ -1,0 +1,50 @@
+//! `/api/agents/{id}/mcp`: Kennel as an MCP server (streamable HTTP) for one agent's tools —
+//! `kernel::mcp::serve` behind the API's token check. Not in the OpenAPI document: it speaks
+//! MCP's JSON-RPC, not REST.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Extension, Path, Request, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, any};
+use kennel_kernel::Kernel;
+use kennel_kernel::mcp::serve::{AgentTools, Requester};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+
+use super::auth::Bearer;
+use super::error::ApiError;
+
+type Service = Arc<StreamableHttpService<AgentTools, LocalSessionManager>>;
+
+/// The route, with the one service every session of every agent goes through.
+pub fn route(kernel: &Kernel) -> MethodRouter<Kernel> {
+    let tools = AgentTools::new(kernel.clone());
+    // Every request carries an API token, which a page rebinding a name to this address
+    // cannot know: the SDK's Host check (for unauthenticated local servers) would only refuse
+    // a daemon reached by its host name or a LAN address.
+    let config = StreamableHttpServerConfig::default().disable_allowed_hosts();
+    let service: Service = Arc::new(StreamableHttpService::new(
+        move || Ok(tools.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    ));
+    any(serve).layer(Extension(service))
+}
+
+async fn serve(
+    State(kernel): State<Kernel>,
+    Extension(service): Extension<Service>,
+    Extension(Bearer(caller)): Extension<Bearer>,
+    Path(id): Path<String>,
+    mut request: Request,
+) -> Response {
+    let agent = match kernel.agents().get(&id) {
+        Ok(agent) => agent,
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    // Who asks is decided here, per request: an MCP session id proves nothing about its sender.
+    request.extensions_mut().insert(Requester { agent: agent.id, via: caller });
+    service.handle(request).await.map(Body::new)
+}
