@@ -111,7 +111,7 @@ fn admitted(ctx: &CallContext, server: &str) -> Result<rmcp::service::Peer<rmcp:
             ctx.agent.name
         )));
     }
-    found.peer()
+    found.peer().map(|(peer, _)| peer)
 }
 
 async fn within<T>(call: impl Future<Output = std::result::Result<T, rmcp::ServiceError>>) -> Result<T> {

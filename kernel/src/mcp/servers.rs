@@ -5,6 +5,7 @@
 //! operator asks again (the MCP page, `kennel reload`).
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -108,8 +109,12 @@ pub struct Server {
     group: Mutex<Option<u32>>,
     /// Asks the supervisor to drop the connection and connect again now.
     reconnect: Notify,
-    /// Says the connection is gone (an HTTP call that could not reach the server).
+    /// Says a connection is gone (an HTTP call that could not reach the server)...
     lost: Notify,
+    /// ...and which: a call that failed on an old connection must not end a newer one.
+    lost_connection: AtomicU64,
+    /// Counts connections; each call knows the one it used.
+    connection: AtomicU64,
     stop: CancellationToken,
 }
 
@@ -145,6 +150,8 @@ impl Server {
             group: Mutex::new(None),
             reconnect: Notify::new(),
             lost: Notify::new(),
+            lost_connection: AtomicU64::new(0),
+            connection: AtomicU64::new(0),
             stop: CancellationToken::new(),
         }
     }
@@ -153,18 +160,21 @@ impl Server {
         self.view.lock().expect("mcp view lock").clone()
     }
 
-    /// The live connection, or why there is none.
-    pub(crate) fn peer(&self) -> Result<Peer<RoleClient>> {
+    /// The live connection (with its number, for [`Server::connection_lost`]), or why there
+    /// is none.
+    pub(crate) fn peer(&self) -> Result<(Peer<RoleClient>, u64)> {
         if let Some(peer) = self.peer.read().expect("mcp peer lock").clone() {
-            return Ok(peer);
+            return Ok((peer, self.connection.load(Ordering::SeqCst)));
         }
         let view = self.view();
         let why = view.reason.unwrap_or_else(|| view.state.as_str().to_string());
         Err(Error::unavailable(format!("the MCP server `{}` is not connected: {why}", self.name)))
     }
 
-    /// A call found the connection gone: the supervisor reconnects.
-    pub(crate) fn connection_lost(&self) {
+    /// A call found connection `number` gone: the supervisor reconnects, if that is still
+    /// the connection it serves.
+    pub(crate) fn connection_lost(&self, number: u64) {
+        self.lost_connection.store(number, Ordering::SeqCst);
         self.lost.notify_one();
     }
 
@@ -403,12 +413,13 @@ async fn serve(kernel: &Kernel, server: &Arc<Server>, connection: Connection, li
         v.offers_resources = info.as_ref().is_some_and(|i| i.capabilities.resources.is_some());
         v.offers_prompts = info.as_ref().is_some_and(|i| i.capabilities.prompts.is_some());
     });
+    let number = server.connection.fetch_add(1, Ordering::SeqCst) + 1;
     *server.peer.write().expect("mcp peer lock") = Some(peer.clone());
     let token = connection.client.cancellation_token();
     let group = connection.group;
     *server.group.lock().expect("mcp group lock") = group;
     let mut closed = tokio::spawn(connection.client.waiting());
-    let ended = loop {
+    let ended = 'connected: loop {
         if let Err(why) = super::tools::refresh(kernel, server, &peer).await {
             break Ended::Lost(why);
         }
@@ -417,15 +428,21 @@ async fn serve(kernel: &Kernel, server: &Arc<Server>, connection: Connection, li
             v.reason = None;
         });
         super::meta::offer(kernel);
-        tokio::select! {
-            _ = server.stop.cancelled() => break Ended::Stopped,
-            _ = server.reconnect.notified() => break Ended::Reconnect,
-            _ = server.lost.notified() => break Ended::Lost("the server could not be reached during a call".into()),
-            quit = &mut closed => break Ended::Lost(match quit {
-                Ok(reason) => format!("the connection closed ({reason:?})"),
-                Err(e) => format!("the connection's task ended: {e}"),
-            }),
-            _ = listener.changed.notified() => {}
+        loop {
+            tokio::select! {
+                _ = server.stop.cancelled() => break 'connected Ended::Stopped,
+                _ = server.reconnect.notified() => break 'connected Ended::Reconnect,
+                _ = server.lost.notified() => {
+                    if server.lost_connection.load(Ordering::SeqCst) == number {
+                        break 'connected Ended::Lost("the server could not be reached during a call".into());
+                    }
+                }
+                quit = &mut closed => break 'connected Ended::Lost(match quit {
+                    Ok(reason) => format!("the connection closed ({reason:?})"),
+                    Err(e) => format!("the connection's task ended: {e}"),
+                }),
+                _ = listener.changed.notified() => continue 'connected,
+            }
         }
     };
     *server.peer.write().expect("mcp peer lock") = None;

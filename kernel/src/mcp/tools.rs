@@ -75,7 +75,7 @@ struct McpCall {
 impl DynamicRun for McpCall {
     fn run(self: Arc<Self>, _ctx: CallContext, args: Value) -> BoxFuture<Result<Value>> {
         Box::pin(async move {
-            let peer = self.server.peer()?;
+            let (peer, connection) = self.server.peer()?;
             let arguments = match args {
                 Value::Object(map) => map,
                 _ => Default::default(),
@@ -94,7 +94,7 @@ impl DynamicRun for McpCall {
                     e.message, e.code.0
                 ))),
                 Ok(Err(e @ (ServiceError::TransportSend(_) | ServiceError::TransportClosed))) => {
-                    self.server.connection_lost();
+                    self.server.connection_lost(connection);
                     Err(Error::unavailable(format!(
                         "the MCP server `{name}` could not be reached during the call: {e}"
                     )))

@@ -36,13 +36,12 @@ pub fn root(kernel: &Kernel) -> PathBuf {
 }
 
 /// Offers what the tools folder holds now, then watches it for as long as the daemon runs.
+/// Bubblewrap is probed when the first tool appears: a daemon without script tools starts no
+/// child for them.
 pub fn start(kernel: &Kernel) {
     let kernel = kernel.clone();
     tokio::spawn(async move {
-        let sandbox = Arc::new(Sandbox::detect().await);
-        if let Some(note) = sandbox.note() {
-            tracing::warn!("script and extension tools: {note}");
-        }
+        let mut sandbox: Option<Arc<Sandbox>> = None;
         let root = root(&kernel);
         let mut seen = None;
         loop {
@@ -59,7 +58,16 @@ pub fn start(kernel: &Kernel) {
                 })
                 .await
                 .unwrap_or_default();
-                offer(&kernel, &sandbox, found);
+                if sandbox.is_none() && !found.is_empty() {
+                    let detected = Sandbox::detect().await;
+                    if let Some(note) = detected.note() {
+                        tracing::warn!("script and extension tools: {note}");
+                    }
+                    sandbox = Some(Arc::new(detected));
+                }
+                if let Some(sandbox) = &sandbox {
+                    offer(&kernel, sandbox, found);
+                }
                 seen = Some(now);
             }
             tokio::time::sleep(WATCH_EVERY).await;

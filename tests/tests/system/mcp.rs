@@ -341,7 +341,7 @@ async fn the_python_sdks_client_uses_an_agents_granted_tools_through_kennels_mcp
     );
     assert_eq!(http["granted"]["is_error"], false, "{http}");
     assert_eq!(http["refused"]["is_error"], true, "{http}");
-    assert!(http["refused"]["text"].as_str().unwrap().starts_with("Forbidden:"), "{http}");
+    assert!(http["refused"]["text"].as_str().unwrap().starts_with("Forbidden:"), "not granted: {http}");
     let stored = api.invoke(&agent, "memory_recall", json!({"key": "colour"})).await;
     assert!(stored.text.contains("blue"), "the call ran as the agent: {}", stored.text);
 
@@ -355,6 +355,7 @@ async fn the_python_sdks_client_uses_an_agents_granted_tools_through_kennels_mcp
     assert_eq!(stdio["granted"]["is_error"], false, "{stdio}");
     assert!(stdio["granted"]["text"].as_str().unwrap().contains('T'), "a time: {stdio}");
     assert_eq!(stdio["refused"]["is_error"], true, "{stdio}");
+    assert!(stdio["refused"]["text"].as_str().unwrap().starts_with("Forbidden:"), "denied: {stdio}");
 
     // The audit names the MCP client and who let it in.
     let audit = api.get(&format!("/api/audit?agent={agent}")).await;
