@@ -10,6 +10,7 @@ description and a result, and a slow call. It also serves one resource and one p
 """
 
 import asyncio
+import hashlib
 import json
 import os
 import sys
@@ -20,7 +21,8 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, TextContent
 
-mcp = MCPServer("kennel-python-peer", version="1.0.0")
+# The name it gives in its handshake (the hostile-text test sets one).
+mcp = MCPServer(os.environ.get("KENNEL_PEER_NAME", "kennel-python-peer"), version="1.0.0")
 
 # Plain text results: no outputSchema and no structuredContent.
 tool = partial(mcp.tool, structured_output=False)
@@ -76,12 +78,23 @@ def summarise(topic: str) -> str:
     return f"Summarise {topic} in one line."
 
 
+def kennel_name(server: str, name: str) -> str:
+    """The TOOL part of Kennel's `mcp__SERVER__TOOL` for a name it must map (kernel/src/mcp/names.rs)."""
+    room = 64 - len(f"mcp__{server}__")
+    kept = "".join(c if c.isascii() and (c.isalnum() or c in "_-") else "_" for c in name)[: room - 7]
+    return f"{kept}_{hashlib.sha256(name.encode()).hexdigest()[:6]}"
+
+
 def add_hostile_corpus() -> None:
     """With KENNEL_PEER_HOSTILE (a JSON list of strings) set: one tool named by each string,
-    each described by all of them, and all of them on stderr (the hostile-text test)."""
+    each described by all of them, all of them on stderr, and, after the first, a tool whose
+    name is the first's mapped name, so Kennel leaves it out naming both (the hostile-text test)."""
     corpus = json.loads(os.environ.get("KENNEL_PEER_HOSTILE", "[]"))
     for name in corpus:
         mcp.add_tool(late, name=name, description=" ".join(corpus), structured_output=False)
+    if corpus:
+        clash = kennel_name(os.environ.get("KENNEL_PEER_SERVER", "hostile"), corpus[0])
+        mcp.add_tool(late, name=clash, description="clashes", structured_output=False)
     for text in corpus:
         print(text, file=sys.stderr, flush=True)
 

@@ -66,7 +66,7 @@ fn server_card(s: ServerView, csrf: String) -> impl IntoView + use<> {
             .tools
             .iter()
             .map(|t| {
-                let own = (t.name != format!("mcp__{}__{}", s.name, t.original_name)).then(|| t.original_name.clone());
+                let own = t.renamed.then(|| t.original_name.clone());
                 view! {
                     <tr>
                         <td><code>{t.name.clone()}</code></td>

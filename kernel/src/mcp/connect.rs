@@ -58,10 +58,7 @@ pub(crate) fn end(client: rmcp::service::RunningServiceCancellationToken, group:
 
 pub(crate) fn kill_group(group: Option<u32>) {
     if let Some(pgid) = group {
-        // SAFETY: kill only sends a signal, to the group this daemon started for the server.
-        unsafe {
-            libc::kill(-(pgid as i32), libc::SIGKILL);
-        }
+        crate::process::kill_group(pgid);
     }
 }
 

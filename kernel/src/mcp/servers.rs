@@ -62,6 +62,8 @@ pub struct ServerTool {
     pub name: String,
     /// The server's own name for it.
     pub original_name: String,
+    /// Whether the model sees another name than the server's (one model APIs refuse).
+    pub renamed: bool,
     pub description: String,
 }
 

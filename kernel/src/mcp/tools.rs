@@ -35,9 +35,10 @@ pub(crate) async fn refresh(kernel: &Kernel, server: &Arc<Server>, peer: &Peer<R
     for (name, original) in mapped {
         let tool = listed.iter().find(|t| t.name == original).expect("mapped from the list");
         let description = tool.description.as_deref().map(|d| shorten(d.trim(), MAX_DESCRIPTION)).unwrap_or_default();
+        let renamed = name != format!("mcp__{}__{original}", server.name);
         let origin = ToolOrigin {
             provider: provider(&server.name),
-            original_name: (name != format!("mcp__{}__{original}", server.name)).then(|| original.to_string()),
+            original_name: renamed.then(|| original.to_string()),
             note: None,
         };
         let mut def = ToolDef::new(
@@ -54,7 +55,7 @@ pub(crate) async fn refresh(kernel: &Kernel, server: &Arc<Server>, peer: &Peer<R
         if let Some(why) = provided.exclusion() {
             left_out.push(format!("`{original}`: {why}"));
         }
-        views.push(ServerTool { name, original_name: original.to_string(), description });
+        views.push(ServerTool { name, original_name: original.to_string(), renamed, description });
         offered.push(provided);
     }
     server.set_tools(views, left_out);

@@ -156,6 +156,15 @@ impl Signal {
     }
 }
 
+/// Kills every process of group `pgid` (a child this daemon started with its own group: a
+/// script tool's sandbox, an MCP server).
+pub(crate) fn kill_group(pgid: u32) {
+    // SAFETY: kill only sends a signal, to a group the caller started and has not reaped.
+    unsafe {
+        libc::kill(-(pgid as i32), libc::SIGKILL);
+    }
+}
+
 fn signal_name(number: i32) -> String {
     match number {
         libc::SIGTERM => "TERM",

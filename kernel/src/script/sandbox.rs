@@ -141,10 +141,7 @@ pub async fn run(sandbox: &Sandbox, run: Run<'_>, args: &Value) -> Result<Value>
     let outcome = tokio::time::timeout(Duration::from_secs(manifest.timeout_secs), work).await;
     let kill = || {
         if let Some(pid) = pid {
-            // SAFETY: kill only sends a signal, to the group this call started.
-            unsafe {
-                libc::kill(-(pid as i32), libc::SIGKILL);
-            }
+            crate::process::kill_group(pid);
         }
     };
     let (status, out) = match outcome {

@@ -31,17 +31,7 @@ impl ArgSchema {
 
     /// `args` as the tool receives them, or `InvalidArguments` naming each problem's JSON path.
     pub fn check(&self, args: Value) -> Result<Value> {
-        let args = match args {
-            // Models send `null` or nothing for tools without arguments.
-            Value::Null => Value::Object(Default::default()),
-            Value::String(raw) => {
-                return Err(Error::invalid(format!(
-                    "the arguments must be a JSON object; got text that is not JSON: {}",
-                    shorten(&raw, 200)
-                )));
-            }
-            args => args,
-        };
+        let args = super::call_arguments(args)?;
         let problems: Vec<FieldError> = self
             .validator
             .iter_errors(&args)

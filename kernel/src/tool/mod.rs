@@ -217,20 +217,24 @@ impl<T: Tool> ErasedTool for T {
     }
 
     fn prepare(self: Arc<Self>, args: Value) -> Result<PreparedCall> {
-        let args = match args {
-            // Models send `null` or nothing for tools without arguments.
-            Value::Null => Value::Object(Default::default()),
-            // What a model sent that was not JSON at all (see `llm::parse_arguments`).
-            Value::String(raw) => {
-                let shown: String = raw.chars().take(200).collect();
-                return Err(crate::Error::invalid(format!(
-                    "the arguments must be a JSON object; got text that is not JSON: {shown}"
-                )));
-            }
-            args => args,
-        };
-        let args: T::Args = from_value(args)?;
+        let args: T::Args = from_value(call_arguments(args)?)?;
         Ok(Box::new(move |ctx| Box::pin(async move { self.run(ctx, args).await })))
+    }
+}
+
+/// A call's arguments as every tool's check reads them: `null` (what models send for tools
+/// without arguments) is `{}`; text is what a model sent that was not JSON at all (see
+/// `llm::parse_arguments`), refused with a piece of it.
+pub(crate) fn call_arguments(args: Value) -> Result<Value> {
+    match args {
+        Value::Null => Ok(Value::Object(Default::default())),
+        Value::String(raw) => {
+            let shown: String = raw.chars().take(200).collect();
+            Err(crate::Error::invalid(format!(
+                "the arguments must be a JSON object; got text that is not JSON: {shown}"
+            )))
+        }
+        args => Ok(args),
     }
 }
 

@@ -740,10 +740,11 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
 async fn hostile_text_from_an_mcp_server_and_a_script_manifest_comes_back_as_text() {
     let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("peers/python_server.py");
     let config = format!(
-        "[mcp.servers.hostile]\ncommand = \"{}\"\nargs = [\"{}\"]\nenv = {{ KENNEL_PEER_HOSTILE = {} }}\n",
+        "[mcp.servers.hostile]\ncommand = \"{}\"\nargs = [\"{}\"]\nenv = {{ KENNEL_PEER_HOSTILE = {}, KENNEL_PEER_NAME = {} }}\n",
         crate::mcp::python(),
         script.display(),
-        toml_string(&serde_json::to_string(PAYLOADS).unwrap())
+        toml_string(&serde_json::to_string(PAYLOADS).unwrap()),
+        toml_string(&corpus())
     );
     let home = kennel_tests::Home::with_config(&config);
     let tools = home.path().join("tools/script/hostile");
@@ -761,9 +762,13 @@ async fn hostile_text_from_an_mcp_server_and_a_script_manifest_comes_back_as_tex
     assert!(connected, "{}", b.get("/mcp").await.text);
     let mcp_page = check(&b, "/mcp", Shows::All).await;
     for payload in PAYLOADS {
-        // Its tool's own name, every tool's description, and its line on stderr.
-        assert!(mcp_page.text.matches(payload).count() > PAYLOADS.len(), "{payload:?}");
+        // Every tool's description, the server's name from its handshake, its tool's own
+        // name, and its line on stderr.
+        let shown = mcp_page.text.matches(payload).count();
+        assert!(shown >= PAYLOADS.len() + 3, "{payload:?} shown {shown} times");
     }
+    // The tool left out for taking the first one's mapped name: the reason names both.
+    assert!(mcp_page.text.contains(&format!("tools `{}` and `", PAYLOADS[0])), "the clash is listed as text");
     assert!(
         eventually(Duration::from_secs(10), || async { b.get("/tools").await.text.contains("script_hostile") }).await
     );
