@@ -11,11 +11,13 @@
 pub mod manifest;
 pub mod sandbox;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
+use uuid::Uuid;
 
 use crate::Kernel;
 use crate::error::Result;
@@ -90,7 +92,13 @@ fn provided(sandbox: &Arc<Sandbox>, found: Found) -> Provided {
                 ToolDef::new(&found.name, family, checked.manifest.description.trim()).tags(&[family]).origin(origin);
             def.tags.extend(checked.manifest.tags.iter().cloned());
             def.schema = Arc::new(checked.schema.clone());
-            let runner = ScriptRun { name: found.name, folder: found.folder, checked, sandbox: sandbox.clone() };
+            let runner = ScriptRun {
+                name: found.name,
+                folder: found.folder,
+                checked,
+                sandbox: sandbox.clone(),
+                ready: Arc::default(),
+            };
             Provided::dynamic(def, Arc::new(runner))
         }
         Err(why) => {
@@ -105,21 +113,65 @@ struct ScriptRun {
     folder: PathBuf,
     checked: Checked,
     sandbox: Arc<Sandbox>,
+    /// A sandbox made ahead for each agent that called this tool in the last [`KEEP_READY`]:
+    /// bubblewrap takes most of a start (namespaces and mounts, about 7 ms here), so the next
+    /// call pays only for the tool. A new version of the tool is a new `ScriptRun`, and the old
+    /// one's sandboxes go (and are killed) with it.
+    ready: Arc<Mutex<HashMap<Uuid, sandbox::Ready>>>,
 }
+
+/// How long a sandbox made ahead waits for its call before it is killed.
+pub const KEEP_READY: Duration = Duration::from_secs(60);
 
 impl DynamicRun for ScriptRun {
     fn run(self: Arc<Self>, ctx: CallContext, args: Value) -> BoxFuture<Result<Value>> {
         Box::pin(async move {
             let workspace = ctx.kernel.workspaces().dir(ctx.agent.id)?;
-            let run = sandbox::Run {
-                tool: &self.name,
-                agent: &ctx.agent.name,
-                workspace: &workspace,
-                folder: &self.folder,
-                checked: &self.checked,
-            };
-            sandbox::run(&self.sandbox, run, &args).await
+            let ready = self.take_ready(ctx.agent.id, &ctx.agent.name);
+            let run = self.run_for(&ctx.agent.name, &workspace);
+            let result = sandbox::run(&self.sandbox, run, &args, ready).await;
+            self.prepare_next(ctx.agent.id, ctx.agent.name.clone(), workspace);
+            result
         })
+    }
+}
+
+impl ScriptRun {
+    fn run_for<'a>(&'a self, agent: &'a str, workspace: &'a std::path::Path) -> sandbox::Run<'a> {
+        sandbox::Run { tool: &self.name, agent, workspace, folder: &self.folder, checked: &self.checked }
+    }
+
+    fn take_ready(&self, agent: Uuid, name: &str) -> Option<sandbox::Ready> {
+        let ready = self.ready.lock().unwrap_or_else(|e| e.into_inner()).remove(&agent)?;
+        (ready.agent == name).then_some(ready)
+    }
+
+    /// Makes the agent's next sandbox in the background, and kills it after [`KEEP_READY`]
+    /// without a call.
+    fn prepare_next(self: &Arc<Self>, agent: Uuid, name: String, workspace: PathBuf) {
+        if self.ready.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&agent) {
+            return;
+        }
+        let this = Arc::downgrade(self);
+        // Started from a runtime thread, not the blocking pool: bubblewrap's `--die-with-parent`
+        // watches the thread that started it, and the pool's threads end when idle.
+        tokio::spawn(async move {
+            let Some(tool) = this.upgrade() else { return };
+            let Some(ready) = sandbox::prepare(&tool.sandbox, &tool.run_for(&name, &workspace)) else { return };
+            let made = ready.id();
+            tool.ready.lock().unwrap_or_else(|e| e.into_inner()).entry(agent).or_insert(ready);
+            let pool = Arc::downgrade(&tool.ready);
+            drop(tool);
+            tokio::spawn(async move {
+                tokio::time::sleep(KEEP_READY).await;
+                if let Some(pool) = pool.upgrade() {
+                    let mut pool = pool.lock().unwrap_or_else(|e| e.into_inner());
+                    if pool.get(&agent).is_some_and(|r| r.id() == made) {
+                        pool.remove(&agent);
+                    }
+                }
+            });
+        });
     }
 }
 

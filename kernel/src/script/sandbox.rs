@@ -5,12 +5,15 @@
 //! it, and an environment of `PATH`, `HOME`, `LANG` and the tool's and agent's names only.
 //! Wall-clock and output limits apply with or without it.
 
+use std::io::Write;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::Child;
 
 use super::manifest::Checked;
 use crate::error::{Error, Result};
@@ -38,7 +41,7 @@ impl Sandbox {
             return Sandbox::None("runs without a sandbox: `bwrap` was not found on PATH (install bubblewrap)".into());
         };
         let probe = tokio::process::Command::new(&bwrap)
-            .args(system_binds())
+            .args(system_binds(false))
             .args(["--unshare-all", "--die-with-parent", "--", "/bin/sh", "-c", "exit 0"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -65,23 +68,15 @@ impl Sandbox {
 }
 
 /// The system's programs and libraries, read-only; merged-`/usr` links where the host has them.
-fn system_binds() -> Vec<String> {
+/// The name service, DNS and TLS files only for a tool that keeps the network: each bind costs
+/// bubblewrap about 0.1 ms, and a tool without a network has no use for them.
+fn system_binds(network: bool) -> Vec<String> {
+    const ALWAYS: &[&str] =
+        &["/usr", "/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group"];
+    const NETWORK: &[&str] =
+        &["/etc/nsswitch.conf", "/etc/hosts", "/etc/resolv.conf", "/etc/ssl/certs", "/etc/ca-certificates"];
     let mut args = Vec::new();
-    for dir in [
-        "/usr",
-        "/etc/alternatives",
-        "/etc/ssl",
-        "/etc/ca-certificates",
-        "/etc/ld.so.cache",
-        "/etc/ld.so.conf",
-        "/etc/ld.so.conf.d",
-        "/etc/localtime",
-        "/etc/passwd",
-        "/etc/group",
-        "/etc/nsswitch.conf",
-        "/etc/hosts",
-        "/etc/resolv.conf",
-    ] {
+    for dir in ALWAYS.iter().chain(if network { NETWORK } else { &[] }) {
         args.extend(["--ro-bind-try".to_string(), dir.to_string(), dir.to_string()]);
     }
     for dir in ["/bin", "/sbin", "/lib", "/lib64", "/lib32"] {
@@ -103,13 +98,76 @@ pub struct Run<'a> {
     pub checked: &'a Checked,
 }
 
-/// Runs the tool with `args` on stdin and reads its result: JSON if stdout is JSON, else the
-/// text. A non-zero exit is a failed call with stderr's message.
-pub async fn run(sandbox: &Sandbox, run: Run<'_>, args: &Value) -> Result<Value> {
-    let manifest = &run.checked.manifest;
-    let mut command = command(sandbox, &run);
+/// A sandbox made ahead of its call: bubblewrap has made the namespaces and the mounts, the
+/// part of a start that costs, and waits on `go` (its `--block-fd`) before it starts the tool.
+/// Nothing of the tool runs before [`run`] is given it. Dropped unused, it is killed.
+pub struct Ready {
+    child: Child,
+    go: std::io::PipeWriter,
+    /// Whom it was made for: a renamed agent's old sandbox carries its old name.
+    pub agent: String,
+}
+
+/// The descriptor bubblewrap waits on in a [`Ready`] sandbox.
+const GO_FD: i32 = 3;
+
+/// Makes a [`Ready`] sandbox for `run`'s next call, or `None` without bubblewrap (a tool run
+/// without one starts at once anyway) or when it cannot be started.
+pub fn prepare(sandbox: &Sandbox, run: &Run<'_>) -> Option<Ready> {
+    let Sandbox::Bubblewrap(_) = sandbox else { return None };
+    let (wait, go) = std::io::pipe().ok()?;
+    let mut command = command(sandbox, run, true);
+    let wait_fd = wait.as_raw_fd();
+    // SAFETY: between fork and exec this calls only dup2 and fcntl, which are async-signal-safe,
+    // and touches no memory but its two integers.
+    unsafe {
+        command.pre_exec(move || {
+            // The pipe is close-on-exec; its copy at GO_FD is not (a dup2 onto itself would keep
+            // the flag, so clear it there).
+            let ok = if wait_fd == GO_FD {
+                libc::fcntl(GO_FD, libc::F_SETFD, 0) == 0
+            } else {
+                libc::dup2(wait_fd, GO_FD) == GO_FD
+            };
+            if ok { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+        });
+    }
+    let child =
+        spawn(command).inspect_err(|e| tracing::debug!("cannot make a sandbox ahead for `{}`: {e}", run.tool)).ok()?;
+    Some(Ready { child, go, agent: run.agent.to_string() })
+}
+
+impl Ready {
+    /// Its process id, which tells one made-ahead sandbox from the next.
+    pub fn id(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// Lets the tool start, if the sandbox is still waiting for it.
+    fn go(mut self) -> Option<Child> {
+        if !matches!(self.child.try_wait(), Ok(None)) {
+            return None;
+        }
+        self.go.write_all(b"g").ok()?;
+        Some(self.child)
+    }
+}
+
+fn spawn(mut command: tokio::process::Command) -> std::io::Result<Child> {
     command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0).kill_on_drop(true);
-    let mut child = command.spawn().map_err(|e| Error::failed(format!("cannot start `{}`: {e}", run.tool)))?;
+    command.spawn()
+}
+
+/// Runs the tool with `args` on stdin and reads its result: JSON if stdout is JSON, else the
+/// text. A non-zero exit is a failed call with stderr's message. `ready` is a sandbox made
+/// ahead for this call; without one (or if it has died) a sandbox is made now.
+pub async fn run(sandbox: &Sandbox, run: Run<'_>, args: &Value, ready: Option<Ready>) -> Result<Value> {
+    let manifest = &run.checked.manifest;
+    let mut child = match ready.and_then(Ready::go) {
+        Some(child) => child,
+        None => spawn(command(sandbox, &run, false))
+            .map_err(|e| Error::failed(format!("cannot start `{}`: {e}", run.tool)))?,
+    };
     let pid = child.id();
     let input = serde_json::to_vec(args).map_err(Error::internal)?;
     let mut stdin = child.stdin.take().expect("stdin is piped");
@@ -177,8 +235,9 @@ pub async fn run(sandbox: &Sandbox, run: Run<'_>, args: &Value) -> Result<Value>
     Ok(serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.trim_end_matches('\n').to_string())))
 }
 
-/// The command that runs the tool: inside bubblewrap, or on its own in the workspace.
-fn command(sandbox: &Sandbox, run: &Run<'_>) -> tokio::process::Command {
+/// The command that runs the tool: inside bubblewrap, or on its own in the workspace. With
+/// `wait_for_go`, bubblewrap waits on [`GO_FD`] before it starts the tool.
+fn command(sandbox: &Sandbox, run: &Run<'_>, wait_for_go: bool) -> tokio::process::Command {
     let relative = run.checked.executable.strip_prefix(run.folder).unwrap_or(&run.checked.executable);
     let env = [
         ("PATH", "/usr/local/bin:/usr/bin:/bin"),
@@ -188,10 +247,11 @@ fn command(sandbox: &Sandbox, run: &Run<'_>) -> tokio::process::Command {
     ];
     match sandbox {
         Sandbox::Bubblewrap(bwrap) => {
+            let network = run.checked.manifest.network;
             let mut c = tokio::process::Command::new(bwrap);
-            c.args(system_binds());
+            c.args(system_binds(network));
             c.args(["--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]);
-            if run.checked.manifest.network {
+            if network {
                 c.arg("--share-net");
             }
             c.arg("--bind").arg(run.workspace).arg(WORKSPACE);
@@ -199,6 +259,9 @@ fn command(sandbox: &Sandbox, run: &Run<'_>) -> tokio::process::Command {
             c.args(["--chdir", WORKSPACE, "--setenv", "HOME", WORKSPACE]);
             for (key, value) in env {
                 c.args(["--setenv", key, value]);
+            }
+            if wait_for_go {
+                c.args(["--block-fd", &GO_FD.to_string()]);
             }
             c.arg("--").arg(Path::new(TOOL_DIR).join(relative));
             c.env_clear();

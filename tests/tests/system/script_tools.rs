@@ -83,6 +83,23 @@ async fn a_script_tool_runs_in_the_sandbox_with_its_arguments_checked_first() {
     assert!(fields.contains(&"text") && fields.contains(&"(arguments)"), "{}", bad.text);
     assert_eq!(std::fs::read_to_string(workspace(&home, &agent).join("ran.log")).unwrap(), "ran\n", "it did not run");
 
+    // The next call's sandbox is made ahead for this agent and waits: the tool itself starts
+    // only with the call, which gets the same answer.
+    let sandbox = format!("--bind {} /workspace", workspace(&home, &agent).display());
+    assert!(
+        eventually(Duration::from_secs(5), || async { crate::processes::running_with(&sandbox) }).await,
+        "a sandbox is made ahead of the next call"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        std::fs::read_to_string(workspace(&home, &agent).join("ran.log")).unwrap(),
+        "ran\n",
+        "nothing ran early"
+    );
+    let again = api.invoke(&agent, "script_wc", json!({"text": "and now four words"})).await;
+    assert_eq!(again.body["content"], json!({"words": 4, "cwd": "/workspace"}), "{}", again.text);
+    assert_eq!(std::fs::read_to_string(workspace(&home, &agent).join("ran.log")).unwrap(), "ran\nran\n");
+
     // The grant applies as to any tool.
     let refused = api.invoke(&other, "script_wc", json!({"text": "a"})).await;
     assert_eq!((refused.status, refused.error_kind()), (403, "Forbidden"), "{}", refused.text);
@@ -91,7 +108,7 @@ async fn a_script_tool_runs_in_the_sandbox_with_its_arguments_checked_first() {
     let audit = api.get(&format!("/api/audit?agent={agent}&tool=script_wc")).await;
     assert_eq!(audit.status, 200, "{}", audit.text);
     let outcomes: Vec<&str> = audit.body.as_array().unwrap().iter().map(|e| e["outcome"].as_str().unwrap()).collect();
-    assert_eq!(outcomes.iter().filter(|o| **o == "ok").count(), 1, "{}", audit.text);
+    assert_eq!(outcomes.iter().filter(|o| **o == "ok").count(), 2, "{}", audit.text);
     assert!(outcomes.contains(&"InvalidArguments"), "{}", audit.text);
 }
 
@@ -212,9 +229,14 @@ run = "bin/echo.sh"
     let refused = api.invoke(&agent, "script_wc", json!({"text": "a"})).await;
     assert_eq!(refused.error_kind(), "Unavailable", "{}", refused.text);
 
-    // Removed: gone, and a call says so.
+    // Removed: gone, and a call says so; the sandboxes made ahead for it are killed.
     std::fs::remove_dir_all(home.path().join("tools/script/wc")).unwrap();
     assert!(eventually(Duration::from_secs(10), || async { tool(&api, "script_wc").await.is_none() }).await);
+    let wc_folder = format!("--ro-bind {} /tool", home.path().join("tools/script/wc").display());
+    assert!(
+        eventually(Duration::from_secs(5), || async { !crate::processes::running_with(&wc_folder) }).await,
+        "no sandbox of a removed tool is left"
+    );
     let gone = api.invoke(&agent, "script_wc", json!({"text": "a"})).await;
     assert!(gone.error_message().contains("no longer available"), "{}", gone.text);
 }
