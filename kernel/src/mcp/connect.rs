@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
 use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ServiceExt};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::Notify;
@@ -85,20 +85,23 @@ pub(crate) async fn connect(
                 }
             }
             child.envs(&config.env);
-            let (transport, err) = TokioChildProcess::builder(child)
-                .stderr(Stdio::piped())
-                .spawn()
-                .map_err(|e| format!("cannot start `{command}`: {e}"))?;
-            let group = transport.id();
-            if let Some(err) = err {
-                tokio::spawn(async move {
-                    let mut lines = tokio::io::BufReader::new(err).lines();
-                    while let Ok(Some(line)) = lines.next_line().await {
-                        stderr(line);
-                    }
-                });
-            }
-            match listener.serve(transport).await {
+            child.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+            let mut child = child.spawn().map_err(|e| format!("cannot start `{command}`: {e}"))?;
+            let group = child.id();
+            let stdin = child.stdin.take().expect("stdin is piped");
+            let stdout = child.stdout.take().expect("stdout is piped");
+            let err = child.stderr.take().expect("stderr is piped");
+            tokio::spawn(async move {
+                let mut lines = tokio::io::BufReader::new(err).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    stderr(line);
+                }
+            });
+            // Reaped when it exits; the connection sees its stdout close.
+            tokio::spawn(async move {
+                let _ = child.wait().await;
+            });
+            match listener.serve((stdout, stdin)).await {
                 Ok(client) => Ok(Connection { client, group }),
                 Err(e) => {
                     kill_group(group);
