@@ -739,11 +739,15 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
 #[tokio::test]
 async fn hostile_text_from_an_mcp_server_and_a_script_manifest_comes_back_as_text() {
     let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("peers/python_server.py");
+    // A second server whose command is the corpus: it cannot start, and its error, which
+    // quotes the command, lands in the page's "Recent errors".
     let config = format!(
-        "[mcp.servers.hostile]\ncommand = \"{}\"\nargs = [\"{}\"]\nenv = {{ KENNEL_PEER_HOSTILE = {}, KENNEL_PEER_NAME = {} }}\n",
+        "[mcp.servers.hostile]\ncommand = \"{}\"\nargs = [\"{}\"]\nenv = {{ KENNEL_PEER_HOSTILE = {}, KENNEL_PEER_NAME = {} }}\n\
+         [mcp.servers.unstartable]\ncommand = {}\n",
         crate::mcp::python(),
         script.display(),
         toml_string(&serde_json::to_string(PAYLOADS).unwrap()),
+        toml_string(&corpus()),
         toml_string(&corpus())
     );
     let home = kennel_tests::Home::with_config(&config);
@@ -760,7 +764,11 @@ async fn hostile_text_from_an_mcp_server_and_a_script_manifest_comes_back_as_tex
         eventually(Duration::from_secs(30), || async { b.get("/mcp").await.text.contains("data-state=\"connected\"") })
             .await;
     assert!(connected, "{}", b.get("/mcp").await.text);
+    let failed =
+        eventually(Duration::from_secs(10), || async { b.get("/mcp").await.text.contains("cannot start") }).await;
+    assert!(failed, "{}", b.get("/mcp").await.text);
     let mcp_page = check(&b, "/mcp", Shows::All).await;
+    assert!(mcp_page.text.contains(&format!("cannot start `{}`", corpus())), "the error is shown as text");
     for payload in PAYLOADS {
         // Every tool's description, the server's name from its handshake, its tool's own
         // name, and its line on stderr.
