@@ -740,18 +740,23 @@ mod slack_and_discord {
         let (heard, states, cancel, task) = listen(Discord::new(endpoint(&fake.base_url(), DISCORD_TOKEN, None)));
         assert!(fake.wait_connected(true, Duration::from_secs(5)).await);
         fake.request_reconnect();
+        // The fake counts the identify before it sends READY; the adapter reports Connected
+        // only when READY arrives, so both are waited for.
         assert!(
             kennel_tests::eventually(Duration::from_secs(5), || async {
-                fake.identifies().len() == 2 && fake.connected()
+                fake.identifies().len() == 2
+                    && fake.connected()
+                    && states.lock().unwrap().last() == Some(&Connection::Connected)
             })
-            .await
+            .await,
+            "{:?}",
+            states.lock().unwrap()
         );
         assert!(
             states.lock().unwrap().iter().any(|s| matches!(s, Connection::Failing(m) if m.contains("reconnect"))),
             "{:?}",
             states.lock().unwrap()
         );
-        assert_eq!(states.lock().unwrap().last(), Some(&Connection::Connected));
         let id = fake.dispatch_message("500", Some("400"), "42", "ada", "still there?");
         assert!(heard_count(&heard, 1).await);
         assert_eq!(heard.lock().unwrap()[0].message_id, id);
