@@ -97,7 +97,7 @@ fn provided(sandbox: &Arc<Sandbox>, found: Found) -> Provided {
                 folder: found.folder,
                 checked,
                 sandbox: sandbox.clone(),
-                ready: Arc::default(),
+                ready: Mutex::default(),
             };
             Provided::dynamic(def, Arc::new(runner))
         }
@@ -117,7 +117,7 @@ struct ScriptRun {
     /// bubblewrap takes most of a start (namespaces and mounts, about 7 ms here), so the next
     /// call pays only for the tool. A new version of the tool is a new `ScriptRun`, and the old
     /// one's sandboxes go (and are killed) with it.
-    ready: Arc<Mutex<HashMap<Uuid, sandbox::Ready>>>,
+    ready: Mutex<HashMap<Uuid, sandbox::Ready>>,
 }
 
 /// How long a sandbox made ahead waits for its call before it is killed.
@@ -127,7 +127,7 @@ impl DynamicRun for ScriptRun {
     fn run(self: Arc<Self>, ctx: CallContext, args: Value) -> BoxFuture<Result<Value>> {
         Box::pin(async move {
             let workspace = ctx.kernel.workspaces().dir(ctx.agent.id)?;
-            let ready = self.take_ready(ctx.agent.id, &ctx.agent.name);
+            let ready = self.ready().remove(&ctx.agent.id).filter(|r| r.agent == ctx.agent.name);
             let run = self.run_for(&ctx.agent.name, &workspace);
             let result = sandbox::run(&self.sandbox, run, &args, ready).await;
             self.prepare_next(ctx.agent.id, ctx.agent.name.clone(), workspace);
@@ -141,36 +141,34 @@ impl ScriptRun {
         sandbox::Run { tool: &self.name, agent, workspace, folder: &self.folder, checked: &self.checked }
     }
 
-    fn take_ready(&self, agent: Uuid, name: &str) -> Option<sandbox::Ready> {
-        let ready = self.ready.lock().unwrap_or_else(|e| e.into_inner()).remove(&agent)?;
-        (ready.agent == name).then_some(ready)
+    fn ready(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, sandbox::Ready>> {
+        self.ready.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Makes the agent's next sandbox in the background, and kills it after [`KEEP_READY`]
-    /// without a call.
+    /// without a call. Without bubblewrap there is nothing to make ahead.
     fn prepare_next(self: &Arc<Self>, agent: Uuid, name: String, workspace: PathBuf) {
-        if self.ready.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&agent) {
+        if !matches!(*self.sandbox, Sandbox::Bubblewrap(_)) || self.ready().contains_key(&agent) {
             return;
         }
         let this = Arc::downgrade(self);
         // Started from a runtime thread, not the blocking pool: bubblewrap's `--die-with-parent`
         // watches the thread that started it, and the pool's threads end when idle.
         tokio::spawn(async move {
-            let Some(tool) = this.upgrade() else { return };
-            let Some(ready) = sandbox::prepare(&tool.sandbox, &tool.run_for(&name, &workspace)) else { return };
-            let made = ready.id();
-            tool.ready.lock().unwrap_or_else(|e| e.into_inner()).entry(agent).or_insert(ready);
-            let pool = Arc::downgrade(&tool.ready);
-            drop(tool);
-            tokio::spawn(async move {
-                tokio::time::sleep(KEEP_READY).await;
-                if let Some(pool) = pool.upgrade() {
-                    let mut pool = pool.lock().unwrap_or_else(|e| e.into_inner());
-                    if pool.get(&agent).is_some_and(|r| r.id() == made) {
-                        pool.remove(&agent);
-                    }
+            let made = {
+                let Some(tool) = this.upgrade() else { return };
+                let Some(ready) = sandbox::prepare(&tool.sandbox, &tool.run_for(&name, &workspace)) else { return };
+                let made = ready.id();
+                tool.ready().entry(agent).or_insert(ready);
+                made
+            };
+            tokio::time::sleep(KEEP_READY).await;
+            if let Some(tool) = this.upgrade() {
+                let mut ready = tool.ready();
+                if ready.get(&agent).is_some_and(|r| r.id() == made) {
+                    ready.remove(&agent);
                 }
-            });
+            }
         });
     }
 }
