@@ -88,7 +88,7 @@ pub async fn open(path: &Path) -> Result<Db, sqlx::Error> {
         })
         .connect_with(options(path)?)
         .await?;
-    sqlx::migrate!("../migrations").run(&pool).await?;
+    sqlx::migrate!("../migrations/sqlite").run(&pool).await?;
     Ok(Db(pool, changes))
 }
 
@@ -287,6 +287,11 @@ macro_rules! stored_enum {
     };
 }
 pub(crate) use stored_enum;
+
+#[cfg(test)]
+mod schema_parity;
+#[cfg(test)]
+pub(crate) mod test_postgres;
 
 #[cfg(test)]
 mod tests {

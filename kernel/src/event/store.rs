@@ -27,10 +27,12 @@ pub(super) async fn claim_fire(
             chrono::Duration::try_seconds(c.min(i64::MAX as u64 / 1000) as i64).unwrap_or(chrono::Duration::MAX);
         db::timestamp(now.checked_sub_signed(cooldown).unwrap_or(chrono::DateTime::<Utc>::MIN_UTC))
     });
+    // The row's columns are named with the table: PostgreSQL refuses a bare `fires` in an
+    // upsert's update as ambiguous (the row's, or the `excluded` row's).
     let fired = sqlx::query(
         "INSERT INTO trigger_state (agent_id, trigger_key, fires, last_fired) VALUES ($1, $2, 1, $3)
-         ON CONFLICT (agent_id, trigger_key) DO UPDATE SET fires = fires + 1, last_fired = $3
-         WHERE ($4 IS NULL OR fires < $4) AND ($5 IS NULL OR last_fired <= $5)",
+         ON CONFLICT (agent_id, trigger_key) DO UPDATE SET fires = trigger_state.fires + 1, last_fired = $3
+         WHERE ($4 IS NULL OR trigger_state.fires < $4) AND ($5 IS NULL OR trigger_state.last_fired <= $5)",
     )
     .bind(agent.to_string())
     .bind(key)
