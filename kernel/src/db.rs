@@ -10,52 +10,72 @@ use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Connection, SqliteConnection, SqlitePool};
 
 use crate::changes::{Changes, Topic};
 use crate::error::Result;
 
-/// A row as the stores read it.
-pub(crate) type Row = sqlx::sqlite::SqliteRow;
-/// One connection (inside a transaction) as the stores write through it.
-pub(crate) type Conn = SqliteConnection;
-/// A transaction of [`Db`].
-pub(crate) type Tx = sqlx::Transaction<'static, sqlx::Sqlite>;
+mod query;
+
+pub(crate) use query::{FromRow, QueryBuilder, Row, Tx, from_row, query, query_as, query_scalar};
 
 /// The database every store uses. Cheap to clone (a pool handle).
 #[derive(Clone)]
-pub struct Db(SqlitePool, Changes);
+pub struct Db {
+    pool: Pool,
+    changes: Changes,
+}
+
+/// The back end a [`Db`] runs on.
+#[derive(Clone, Debug)]
+enum Pool {
+    /// The default: one file under `$KENNEL_HOME`.
+    Sqlite(SqlitePool),
+    /// A server several daemons may share (issue 26; not yet offered by the daemon).
+    Postgres(PgPool),
+}
 
 impl std::fmt::Debug for Db {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("Db").field(&self.0).finish()
+        f.debug_tuple("Db").field(&self.pool).finish()
     }
 }
 
 impl Db {
-    /// The pool, for a store's queries.
-    pub(crate) fn pool(&self) -> &SqlitePool {
-        &self.0
-    }
-
     /// The topics of each committed write ([`crate::changes`]).
     pub fn changes(&self) -> &Changes {
-        &self.1
+        &self.changes
     }
 
     pub(crate) async fn begin(&self) -> Result<Tx> {
-        Ok(self.0.begin().await?)
+        Ok(match &self.pool {
+            Pool::Sqlite(pool) => Tx::Sqlite(pool.begin().await?),
+            Pool::Postgres(pool) => Tx::Postgres(pool.begin().await?),
+        })
     }
 
     /// A transaction that holds the write lock from its first statement, for a read that a
-    /// write in the same transaction depends on (count, then insert below a limit).
+    /// write in the same transaction depends on (count, then insert below a limit). On
+    /// PostgreSQL every such transaction takes one advisory lock, so they run one at a time
+    /// as SQLite's do.
     pub(crate) async fn begin_write(&self) -> Result<Tx> {
-        Ok(self.0.begin_with("BEGIN IMMEDIATE").await?)
+        Ok(match &self.pool {
+            Pool::Sqlite(pool) => Tx::Sqlite(pool.begin_with("BEGIN IMMEDIATE").await?),
+            Pool::Postgres(pool) => {
+                let mut tx = pool.begin().await?;
+                sqlx::query("SELECT pg_advisory_xact_lock(7026)").execute(&mut *tx).await?;
+                Tx::Postgres(tx)
+            }
+        })
     }
 
     pub async fn close(&self) {
-        self.0.close().await;
+        match &self.pool {
+            Pool::Sqlite(pool) => pool.close().await,
+            Pool::Postgres(pool) => pool.close().await,
+        }
     }
 }
 
@@ -75,8 +95,8 @@ fn options(path: &Path) -> Result<SqliteConnectOptions, sqlx::Error> {
         .pragma("cache_size", "-16000"))
 }
 
-/// Opens (creating if needed) the database and applies the embedded migrations. The error
-/// keeps its detail: it goes to the operator starting the daemon, never to a client.
+/// Opens (creating if needed) the SQLite database and applies the embedded migrations. The
+/// error keeps its detail: it goes to the operator starting the daemon, never to a client.
 pub async fn open(path: &Path) -> Result<Db, sqlx::Error> {
     let changes = Changes::default();
     let told = changes.clone();
@@ -89,7 +109,15 @@ pub async fn open(path: &Path) -> Result<Db, sqlx::Error> {
         .connect_with(options(path)?)
         .await?;
     sqlx::migrate!("../migrations/sqlite").run(&pool).await?;
-    Ok(Db(pool, changes))
+    Ok(Db { pool: Pool::Sqlite(pool), changes })
+}
+
+/// Connects to the PostgreSQL database `url` names and applies its migrations. Not yet
+/// offered by the daemon (issue 26): the change topics of live pages are not raised here.
+pub async fn open_postgres(url: &str) -> Result<Db, sqlx::Error> {
+    let pool = PgPoolOptions::new().max_connections(8).connect_with(PgConnectOptions::from_str(url)?).await?;
+    sqlx::migrate!("../migrations/postgres").run(&pool).await?;
+    Ok(Db { pool: Pool::Postgres(pool), changes: Changes::default() })
 }
 
 /// Has a connection note the topics of the tables each transaction writes (SQLite's update
@@ -185,11 +213,7 @@ pub fn timestamp(t: chrono::DateTime<chrono::Utc>) -> String {
 /// The `WHERE` of a newest-first log's page: `column = value` for each filter given (only
 /// those, so an index on `(column, id)` serves it; an `$1 IS NULL OR …` form would scan the
 /// whole log), and `id < before` to continue below a page.
-pub(crate) fn where_filters(
-    query: &mut sqlx::QueryBuilder<sqlx::Sqlite>,
-    filters: &[(&'static str, Option<&str>)],
-    before: Option<i64>,
-) {
+pub(crate) fn where_filters(query: &mut QueryBuilder, filters: &[(&'static str, Option<&str>)], before: Option<i64>) {
     let mut and = " WHERE ";
     for (column, value) in filters {
         if let Some(value) = value {
@@ -237,8 +261,7 @@ pub(crate) async fn full_id(db: &Db, ids: ShortIds, id: &str) -> Result<Option<S
     if !short {
         return Ok(Some(id.to_string()));
     }
-    let found: Vec<String> =
-        sqlx::query_scalar(ids.ending_in()).bind(id.to_ascii_lowercase()).fetch_all(db.pool()).await?;
+    let found: Vec<String> = query_scalar(ids.ending_in()).bind(id.to_ascii_lowercase()).fetch_all(db).await?;
     match found.as_slice() {
         [] => Ok(None),
         [one] => Ok(Some(one.clone())),
@@ -306,9 +329,9 @@ mod tests {
             "01a2b3c4-0000-7000-8000-0000bbbb2222",
             "01a2b3c4-0000-7000-8000-0001bbbb2222",
         ] {
-            sqlx::query("INSERT INTO tasks (id, title, body, priority, status, posted_by, retries, created_at, updated_at) VALUES ($1, 't', '', 5, 'pending', 'x', 0, '', '')")
+            query("INSERT INTO tasks (id, title, body, priority, status, posted_by, retries, created_at, updated_at) VALUES ($1, 't', '', 5, 'pending', 'x', 0, '', '')")
                 .bind(id)
-                .execute(db.pool())
+                .execute(&db)
                 .await
                 .unwrap();
         }

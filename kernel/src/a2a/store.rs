@@ -1,7 +1,6 @@
 //! SQL for A2A: tasks other clients sent this daemon's agents, and remote agents' cards
 //! found by `a2a_discover`.
 
-use sqlx::Row;
 use uuid::Uuid;
 
 use super::task::{ListFilter, Task, TaskState};
@@ -33,7 +32,7 @@ pub(super) struct NewRow<'a> {
 }
 
 pub(super) async fn insert_task(db: &Db, row: NewRow<'_>) -> Result<()> {
-    sqlx::query(
+    db::query(
         "INSERT INTO a2a_tasks (id, agent_id, context_id, owner, state, request, created_at, updated_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $7)",
     )
@@ -44,7 +43,7 @@ pub(super) async fn insert_task(db: &Db, row: NewRow<'_>) -> Result<()> {
     .bind(row.state.as_str())
     .bind(row.request)
     .bind(db::now())
-    .execute(db.pool())
+    .execute(db)
     .await?;
     Ok(())
 }
@@ -61,13 +60,13 @@ pub(super) async fn finish_task(
         "UPDATE a2a_tasks SET state = $1, reply = $2, error = $3, updated_at = $4 WHERE id = $5 AND ",
         not_ended!()
     );
-    let done = sqlx::query(sql)
+    let done = db::query(sql)
         .bind(state.as_str())
         .bind(reply)
         .bind(error)
         .bind(db::now())
         .bind(id.to_string())
-        .execute(db.pool())
+        .execute(db)
         .await?;
     Ok(done.rows_affected() == 1)
 }
@@ -78,44 +77,39 @@ pub(super) async fn fail_unfinished(db: &Db, before: &str, reason: &str) -> Resu
         "UPDATE a2a_tasks SET state = $1, error = $2, updated_at = $3 WHERE created_at < $4 AND ",
         not_ended!()
     );
-    let done = sqlx::query(sql)
-        .bind(TaskState::Failed.as_str())
-        .bind(reason)
-        .bind(db::now())
-        .bind(before)
-        .execute(db.pool())
-        .await?;
+    let done =
+        db::query(sql).bind(TaskState::Failed.as_str()).bind(reason).bind(db::now()).bind(before).execute(db).await?;
     Ok(done.rows_affected())
 }
 
 /// The task `id` of `agent`.
 pub(super) async fn task(db: &Db, agent: Uuid, id: Uuid) -> Result<Option<Task>> {
     let sql = concat!("SELECT ", columns!(), " FROM a2a_tasks WHERE id = $1 AND agent_id = $2");
-    let row = sqlx::query(sql).bind(id.to_string()).bind(agent.to_string()).fetch_optional(db.pool()).await?;
+    let row = db::query(sql).bind(id.to_string()).bind(agent.to_string()).fetch_optional(db).await?;
     row.as_ref().map(task_from_row).transpose()
 }
 
 /// A page of `agent`'s tasks of `owner`, most recently updated first, and how many match
 /// the filter on all pages.
 pub(super) async fn list(db: &Db, agent: Uuid, owner: &str, filter: &ListFilter) -> Result<(Vec<Task>, u64)> {
-    let mut query = sqlx::QueryBuilder::new(concat!("SELECT ", columns!(), " FROM a2a_tasks"));
+    let mut query = db::QueryBuilder::new(concat!("SELECT ", columns!(), " FROM a2a_tasks"));
     filtered(&mut query, agent, owner, filter);
     if let Some(after) = &filter.after {
         query.push(" AND (updated_at, id) < (").push_bind(after.updated_at.clone());
         query.push(", ").push_bind(after.id.to_string()).push(")");
     }
     query.push(" ORDER BY updated_at DESC, id DESC LIMIT ").push_bind(filter.page_size as i64 + 1);
-    let rows = query.build().fetch_all(db.pool()).await?;
+    let rows = query.build().fetch_all(db).await?;
     let tasks = rows.iter().map(task_from_row).collect::<Result<Vec<_>>>()?;
 
-    let mut count = sqlx::QueryBuilder::new("SELECT count(*) FROM a2a_tasks");
+    let mut count = db::QueryBuilder::new("SELECT count(*) FROM a2a_tasks");
     filtered(&mut count, agent, owner, filter);
-    let total: i64 = count.build_query_scalar().fetch_one(db.pool()).await?;
+    let total: i64 = count.build_query_scalar().fetch_one(db).await?;
     Ok((tasks, total as u64))
 }
 
 /// The `WHERE` of a list: the agent and owner (the listing index), then only the filters given.
-fn filtered(query: &mut sqlx::QueryBuilder<sqlx::Sqlite>, agent: Uuid, owner: &str, filter: &ListFilter) {
+fn filtered(query: &mut db::QueryBuilder, agent: Uuid, owner: &str, filter: &ListFilter) {
     query.push(" WHERE agent_id = ").push_bind(agent.to_string());
     query.push(" AND owner = ").push_bind(owner.to_string());
     if let Some(context) = &filter.context_id {
@@ -151,7 +145,7 @@ fn task_from_row(row: &DbRow) -> Result<Task> {
 
 /// Stores a remote's card under its URL (again: replaces it); the remote's id.
 pub(super) async fn remember_remote(db: &Db, url: &str, card: &str) -> Result<String> {
-    Ok(sqlx::query_scalar(
+    Ok(db::query_scalar(
         "INSERT INTO a2a_remotes (id, url, card, discovered_at) VALUES ($1, $2, $3, $4)
          ON CONFLICT (url) DO UPDATE SET card = $3, discovered_at = $4 RETURNING id",
     )
@@ -159,14 +153,14 @@ pub(super) async fn remember_remote(db: &Db, url: &str, card: &str) -> Result<St
     .bind(url)
     .bind(card)
     .bind(db::now())
-    .fetch_one(db.pool())
+    .fetch_one(db)
     .await?)
 }
 
 /// A discovered remote's card.
 pub(super) async fn remote(db: &Db, id: &str) -> Result<Option<serde_json::Value>> {
     let card: Option<String> =
-        sqlx::query_scalar("SELECT card FROM a2a_remotes WHERE id = $1").bind(id).fetch_optional(db.pool()).await?;
+        db::query_scalar("SELECT card FROM a2a_remotes WHERE id = $1").bind(id).fetch_optional(db).await?;
     card.map(|c| serde_json::from_str(&c).map_err(|e| Error::internal(format_args!("stored card unreadable: {e}"))))
         .transpose()
 }

@@ -1,7 +1,5 @@
 //! SQL for the operator-action log.
 
-use sqlx::Row;
-
 use super::{ActionRecord, NewAction};
 use crate::db::{self, Db};
 use crate::error::Result;
@@ -11,7 +9,7 @@ const TEXT_LIMIT: usize = 2_000;
 
 pub(super) async fn insert(db: &Db, new: NewAction) -> Result<()> {
     let cut = |text: Option<String>| text.map(|t| t.chars().take(TEXT_LIMIT).collect::<String>());
-    sqlx::query(
+    db::query(
         "INSERT INTO operator_actions (at, actor, action, subject, outcome, detail) VALUES ($1, $2, $3, $4, $5, $6)",
     )
     .bind(db::now())
@@ -20,7 +18,7 @@ pub(super) async fn insert(db: &Db, new: NewAction) -> Result<()> {
     .bind(cut(new.subject))
     .bind(&new.outcome)
     .bind(cut(new.detail))
-    .execute(db.pool())
+    .execute(db)
     .await?;
     Ok(())
 }
@@ -35,10 +33,10 @@ pub(super) async fn list(
     limit: i64,
 ) -> Result<Vec<ActionRecord>> {
     let mut query =
-        sqlx::QueryBuilder::new("SELECT id, at, actor, action, subject, outcome, detail FROM operator_actions");
+        db::QueryBuilder::new("SELECT id, at, actor, action, subject, outcome, detail FROM operator_actions");
     db::where_filters(&mut query, &[("actor", actor), ("action", action)], before);
     query.push(" ORDER BY id DESC LIMIT ").push_bind(limit);
-    let rows = query.build().fetch_all(db.pool()).await?;
+    let rows = query.build().fetch_all(db).await?;
     rows.iter()
         .map(|r| {
             Ok(ActionRecord {
@@ -55,8 +53,8 @@ pub(super) async fn list(
 }
 
 pub(super) async fn count(db: &Db, actor: Option<&str>, action: Option<&str>) -> Result<u64> {
-    let mut query = sqlx::QueryBuilder::new("SELECT count(*) FROM operator_actions");
+    let mut query = db::QueryBuilder::new("SELECT count(*) FROM operator_actions");
     db::where_filters(&mut query, &[("actor", actor), ("action", action)], None);
-    let n: i64 = query.build_query_scalar().fetch_one(db.pool()).await?;
+    let n: i64 = query.build_query_scalar().fetch_one(db).await?;
     Ok(n as u64)
 }

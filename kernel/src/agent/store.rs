@@ -1,9 +1,7 @@
 //! SQL for agent types and agents. Manifests are stored as JSON text.
 
-use sqlx::Row;
-
 use super::{Agent, AgentStatus, AgentType};
-use crate::db::Db;
+use crate::db::{self, Db};
 use crate::error::{Error, Result};
 
 fn manifest_json<T: serde::Serialize>(m: &T) -> String {
@@ -15,9 +13,8 @@ fn manifest_from(json: &str) -> Result<super::Manifest> {
 }
 
 pub(super) async fn load_types(db: &Db) -> Result<Vec<AgentType>> {
-    let rows = sqlx::query("SELECT manifest, created_at, updated_at FROM agent_types ORDER BY name")
-        .fetch_all(db.pool())
-        .await?;
+    let rows =
+        db::query("SELECT manifest, created_at, updated_at FROM agent_types ORDER BY name").fetch_all(db).await?;
     rows.iter()
         .map(|r| {
             Ok(AgentType {
@@ -30,37 +27,37 @@ pub(super) async fn load_types(db: &Db) -> Result<Vec<AgentType>> {
 }
 
 pub(super) async fn insert_type(db: &Db, t: &AgentType) -> Result<()> {
-    sqlx::query("INSERT INTO agent_types (name, manifest, created_at, updated_at) VALUES ($1, $2, $3, $4)")
+    db::query("INSERT INTO agent_types (name, manifest, created_at, updated_at) VALUES ($1, $2, $3, $4)")
         .bind(&t.manifest.name)
         .bind(manifest_json(&t.manifest))
         .bind(&t.created_at)
         .bind(&t.updated_at)
-        .execute(db.pool())
+        .execute(db)
         .await?;
     Ok(())
 }
 
 pub(super) async fn update_type(db: &Db, t: &AgentType) -> Result<()> {
-    sqlx::query("UPDATE agent_types SET manifest = $1, updated_at = $2 WHERE name = $3")
+    db::query("UPDATE agent_types SET manifest = $1, updated_at = $2 WHERE name = $3")
         .bind(manifest_json(&t.manifest))
         .bind(&t.updated_at)
         .bind(&t.manifest.name)
-        .execute(db.pool())
+        .execute(db)
         .await?;
     Ok(())
 }
 
 pub(super) async fn delete_type(db: &Db, name: &str) -> Result<()> {
-    sqlx::query("DELETE FROM agent_types WHERE name = $1").bind(name).execute(db.pool()).await?;
+    db::query("DELETE FROM agent_types WHERE name = $1").bind(name).execute(db).await?;
     Ok(())
 }
 
 pub(super) async fn load_agents(db: &Db) -> Result<Vec<Agent>> {
-    let rows = sqlx::query(
+    let rows = db::query(
         "SELECT id, name, agent_type, manifest, goal, status, parent_id, ephemeral, paused_until, pause_reason,
                 budget_lifted_at, created_at, updated_at FROM agents",
     )
-    .fetch_all(db.pool())
+    .fetch_all(db)
     .await?;
     rows.iter()
         .map(|r| {
@@ -95,7 +92,7 @@ fn parse_id(s: &str) -> Result<uuid::Uuid> {
 }
 
 pub(super) async fn insert_agent(db: &Db, a: &Agent) -> Result<()> {
-    sqlx::query(
+    db::query(
         "INSERT INTO agents (id, name, agent_type, manifest, goal, status, parent_id, ephemeral, created_at, updated_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
     )
@@ -109,7 +106,7 @@ pub(super) async fn insert_agent(db: &Db, a: &Agent) -> Result<()> {
     .bind(i64::from(a.ephemeral))
     .bind(&a.created_at)
     .bind(&a.updated_at)
-    .execute(db.pool())
+    .execute(db)
     .await?;
     Ok(())
 }
@@ -119,13 +116,13 @@ pub(super) async fn update_agents(db: &Db, agents: &[Agent]) -> Result<()> {
     if agents.is_empty() {
         return Ok(());
     }
-    let mut tx = db.pool().begin().await?;
+    let mut tx = db.begin().await?;
     for a in agents {
-        sqlx::query("UPDATE agents SET manifest = $1, updated_at = $2 WHERE id = $3")
+        db::query("UPDATE agents SET manifest = $1, updated_at = $2 WHERE id = $3")
             .bind(manifest_json(&a.manifest))
             .bind(&a.updated_at)
             .bind(a.id.to_string())
-            .execute(&mut *tx)
+            .execute(&mut tx)
             .await?;
     }
     tx.commit().await?;
@@ -133,7 +130,7 @@ pub(super) async fn update_agents(db: &Db, agents: &[Agent]) -> Result<()> {
 }
 
 pub(super) async fn update_agent(db: &Db, a: &Agent) -> Result<()> {
-    sqlx::query(
+    db::query(
         "UPDATE agents SET manifest = $1, goal = $2, status = $3, updated_at = $4, paused_until = $5,
              pause_reason = $6, budget_lifted_at = $7 WHERE id = $8",
     )
@@ -145,14 +142,14 @@ pub(super) async fn update_agent(db: &Db, a: &Agent) -> Result<()> {
     .bind(a.paused.as_ref().map(|p| &p.reason))
     .bind(&a.budget_lifted_at)
     .bind(a.id.to_string())
-    .execute(db.pool())
+    .execute(db)
     .await?;
     Ok(())
 }
 
 /// An async `agent_send` in flight (`delivery.rs`).
 pub(super) async fn insert_delivery(db: &Db, d: &super::delivery::Delivery) -> Result<()> {
-    sqlx::query(
+    db::query(
         "INSERT INTO agent_deliveries (id, from_agent, reply_to, to_agent, session_id, message, depth, chain, attempts, created_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
     )
@@ -166,41 +163,41 @@ pub(super) async fn insert_delivery(db: &Db, d: &super::delivery::Delivery) -> R
     .bind(serde_json::to_string(&d.chain).expect("ids serialise"))
     .bind(i64::from(d.attempts))
     .bind(crate::db::now())
-    .execute(db.pool())
+    .execute(db)
     .await?;
     Ok(())
 }
 
 pub(super) async fn set_delivery_attempts(db: &Db, id: uuid::Uuid, attempts: u32) -> Result<()> {
-    sqlx::query("UPDATE agent_deliveries SET attempts = $2 WHERE id = $1")
+    db::query("UPDATE agent_deliveries SET attempts = $2 WHERE id = $1")
         .bind(id.to_string())
         .bind(i64::from(attempts))
-        .execute(db.pool())
+        .execute(db)
         .await?;
     Ok(())
 }
 
 pub(super) async fn set_delivery_reply(db: &Db, id: uuid::Uuid, reply: &str) -> Result<()> {
-    sqlx::query("UPDATE agent_deliveries SET reply = $2 WHERE id = $1")
+    db::query("UPDATE agent_deliveries SET reply = $2 WHERE id = $1")
         .bind(id.to_string())
         .bind(reply)
-        .execute(db.pool())
+        .execute(db)
         .await?;
     Ok(())
 }
 
 pub(super) async fn delete_delivery(db: &Db, id: uuid::Uuid) -> Result<()> {
-    sqlx::query("DELETE FROM agent_deliveries WHERE id = $1").bind(id.to_string()).execute(db.pool()).await?;
+    db::query("DELETE FROM agent_deliveries WHERE id = $1").bind(id.to_string()).execute(db).await?;
     Ok(())
 }
 
 /// Every delivery still in flight, oldest first.
 pub(super) async fn deliveries(db: &Db) -> Result<Vec<super::delivery::Delivery>> {
-    let rows = sqlx::query(
+    let rows = db::query(
         "SELECT id, from_agent, reply_to, to_agent, session_id, message, depth, chain, attempts, reply
          FROM agent_deliveries ORDER BY created_at, id",
     )
-    .fetch_all(db.pool())
+    .fetch_all(db)
     .await?;
     rows.iter()
         .map(|r| {

@@ -1,7 +1,5 @@
 //! SQL for operators, their dashboard sessions and API tokens.
 
-use sqlx::Row;
-
 use super::TokenInfo;
 use crate::db::{self, Db};
 use crate::error::{Error, Result};
@@ -23,7 +21,7 @@ pub(super) struct StoredSession {
 /// Every token. An unreadable row is logged (under its ref) and skipped: that token cannot
 /// sign in.
 pub(super) async fn tokens(db: &Db) -> Result<Vec<StoredToken>> {
-    let rows = sqlx::query("SELECT name, token_hash FROM api_tokens").fetch_all(db.pool()).await?;
+    let rows = db::query("SELECT name, token_hash FROM api_tokens").fetch_all(db).await?;
     Ok(rows
         .iter()
         .filter_map(|r| {
@@ -34,11 +32,11 @@ pub(super) async fn tokens(db: &Db) -> Result<Vec<StoredToken>> {
 }
 
 pub(super) async fn insert_token(db: &Db, name: &str, hash: &str) -> Result<()> {
-    let result = sqlx::query("INSERT INTO api_tokens (name, token_hash, created_at) VALUES ($1, $2, $3)")
+    let result = db::query("INSERT INTO api_tokens (name, token_hash, created_at) VALUES ($1, $2, $3)")
         .bind(name)
         .bind(hash)
         .bind(db::now())
-        .execute(db.pool())
+        .execute(db)
         .await;
     db::unique_or(result, || format!("a token named `{name}` exists; revoke it first"))?;
     Ok(())
@@ -46,21 +44,21 @@ pub(super) async fn insert_token(db: &Db, name: &str, hash: &str) -> Result<()> 
 
 /// Deletes a token; whether there was one.
 pub(super) async fn delete_token(db: &Db, name: &str) -> Result<bool> {
-    let done = sqlx::query("DELETE FROM api_tokens WHERE name = $1").bind(name).execute(db.pool()).await?;
+    let done = db::query("DELETE FROM api_tokens WHERE name = $1").bind(name).execute(db).await?;
     Ok(done.rows_affected() > 0)
 }
 
 pub(super) async fn list_tokens(db: &Db) -> Result<Vec<TokenInfo>> {
-    let rows = sqlx::query("SELECT name, created_at FROM api_tokens ORDER BY name").fetch_all(db.pool()).await?;
+    let rows = db::query("SELECT name, created_at FROM api_tokens ORDER BY name").fetch_all(db).await?;
     rows.iter().map(|r| Ok(TokenInfo { name: r.try_get("name")?, created_at: r.try_get("created_at")? })).collect()
 }
 
 pub(super) async fn insert_operator(db: &Db, name: &str, password_hash: &str) -> Result<()> {
-    let result = sqlx::query("INSERT INTO operators (name, password_hash, created_at) VALUES ($1, $2, $3)")
+    let result = db::query("INSERT INTO operators (name, password_hash, created_at) VALUES ($1, $2, $3)")
         .bind(name)
         .bind(password_hash)
         .bind(db::now())
-        .execute(db.pool())
+        .execute(db)
         .await;
     db::unique_or(result, || format!("an operator named `{name}` exists"))?;
     Ok(())
@@ -68,31 +66,28 @@ pub(super) async fn insert_operator(db: &Db, name: &str, password_hash: &str) ->
 
 /// Inserts the operator only if there is none yet, in one statement; whether it did.
 pub(super) async fn insert_first_operator(db: &Db, name: &str, password_hash: &str) -> Result<bool> {
-    let done = sqlx::query(
+    let done = db::query(
         "INSERT INTO operators (name, password_hash, created_at) \
          SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM operators)",
     )
     .bind(name)
     .bind(password_hash)
     .bind(db::now())
-    .execute(db.pool())
+    .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
 }
 
 pub(super) async fn password_hash(db: &Db, name: &str) -> Result<Option<String>> {
-    Ok(sqlx::query_scalar("SELECT password_hash FROM operators WHERE name = $1")
-        .bind(name)
-        .fetch_optional(db.pool())
-        .await?)
+    Ok(db::query_scalar("SELECT password_hash FROM operators WHERE name = $1").bind(name).fetch_optional(db).await?)
 }
 
 pub(super) async fn operator_count(db: &Db) -> Result<i64> {
-    Ok(sqlx::query_scalar("SELECT COUNT(*) FROM operators").fetch_one(db.pool()).await?)
+    Ok(db::query_scalar("SELECT COUNT(*) FROM operators").fetch_one(db).await?)
 }
 
 pub(super) async fn insert_session(db: &Db, session: &StoredSession) -> Result<()> {
-    sqlx::query(
+    db::query(
         "INSERT INTO operator_sessions (token_hash, operator, csrf, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)",
     )
     .bind(&session.hash)
@@ -100,23 +95,21 @@ pub(super) async fn insert_session(db: &Db, session: &StoredSession) -> Result<(
     .bind(&session.csrf)
     .bind(db::now())
     .bind(&session.expires_at)
-    .execute(db.pool())
+    .execute(db)
     .await?;
     Ok(())
 }
 
 pub(super) async fn delete_session(db: &Db, hash: &str) -> Result<()> {
-    sqlx::query("DELETE FROM operator_sessions WHERE token_hash = $1").bind(hash).execute(db.pool()).await?;
+    db::query("DELETE FROM operator_sessions WHERE token_hash = $1").bind(hash).execute(db).await?;
     Ok(())
 }
 
 /// Drops sessions that expired before `now`, then returns the rest. An unreadable row is
 /// logged (under its ref) and skipped: that session is over.
 pub(super) async fn live_sessions(db: &Db, now: &str) -> Result<Vec<StoredSession>> {
-    sqlx::query("DELETE FROM operator_sessions WHERE expires_at < $1").bind(now).execute(db.pool()).await?;
-    let rows = sqlx::query("SELECT token_hash, operator, csrf, expires_at FROM operator_sessions")
-        .fetch_all(db.pool())
-        .await?;
+    db::query("DELETE FROM operator_sessions WHERE expires_at < $1").bind(now).execute(db).await?;
+    let rows = db::query("SELECT token_hash, operator, csrf, expires_at FROM operator_sessions").fetch_all(db).await?;
     Ok(rows
         .iter()
         .filter_map(|r| {

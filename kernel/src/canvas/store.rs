@@ -1,6 +1,5 @@
 //! SQL for canvases: each agent's versions, numbered from 1.
 
-use sqlx::Row;
 use uuid::Uuid;
 
 use super::Canvas;
@@ -13,7 +12,7 @@ const COLUMNS: &str = "SELECT agent_id, version, title, bytes, created_at FROM c
 /// Stores the agent's next version. One statement numbers and inserts it, so two calls at
 /// once get two versions.
 pub(super) async fn insert(db: &Db, agent: Uuid, title: &str, html: &str) -> Result<Canvas> {
-    let row = sqlx::query(
+    let row = db::query(
         "INSERT INTO canvases (agent_id, version, title, html, bytes, created_at)
          SELECT $1, COALESCE(MAX(version), 0) + 1, $2, $3, $4, $5 FROM canvases WHERE agent_id = $1
          RETURNING agent_id, version, title, bytes, created_at",
@@ -23,18 +22,18 @@ pub(super) async fn insert(db: &Db, agent: Uuid, title: &str, html: &str) -> Res
     .bind(html)
     .bind(html.len() as i64)
     .bind(db::now())
-    .fetch_one(db.pool())
+    .fetch_one(db)
     .await?;
     canvas_from(&row)
 }
 
 pub(super) async fn html(db: &Db, agent: Uuid, version: u32) -> Result<Option<(Canvas, String)>> {
-    let row = sqlx::query(
+    let row = db::query(
         "SELECT agent_id, version, title, bytes, created_at, html FROM canvases WHERE agent_id = $1 AND version = $2",
     )
     .bind(agent.to_string())
     .bind(i64::from(version))
-    .fetch_optional(db.pool())
+    .fetch_optional(db)
     .await?;
     row.map(|r| Ok((canvas_from(&r)?, r.try_get("html")?))).transpose()
 }
@@ -42,17 +41,17 @@ pub(super) async fn html(db: &Db, agent: Uuid, version: u32) -> Result<Option<(C
 /// A page of the agent's versions, newest first (the cursor is the last version listed).
 pub(super) async fn versions(db: &Db, agent: Uuid, page: &PageRequest) -> Result<Page<Canvas>> {
     let before: Option<i64> = page.after(Key::Number)?.map(|c| c.parse().unwrap_or(i64::MAX));
-    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+    let rows = db::query(sqlx::AssertSqlSafe(format!(
         "{COLUMNS} WHERE agent_id = $1 AND ($2 IS NULL OR version < $2) ORDER BY version DESC LIMIT $3"
     )))
     .bind(agent.to_string())
     .bind(before)
     .bind(page.fetch_limit())
-    .fetch_all(db.pool())
+    .fetch_all(db)
     .await?;
-    let total: i64 = sqlx::query_scalar("SELECT count(*) FROM canvases WHERE agent_id = $1")
+    let total: i64 = db::query_scalar("SELECT count(*) FROM canvases WHERE agent_id = $1")
         .bind(agent.to_string())
-        .fetch_one(db.pool())
+        .fetch_one(db)
         .await?;
     let items = rows.iter().map(canvas_from).collect::<Result<Vec<_>>>()?;
     Ok(Page::from_rows(items, page, total as u64, |c| c.version.to_string()))
@@ -60,12 +59,12 @@ pub(super) async fn versions(db: &Db, agent: Uuid, page: &PageRequest) -> Result
 
 /// Every agent's latest version, the most recent first.
 pub(super) async fn latest_of_each(db: &Db, limit: u32) -> Result<Vec<Canvas>> {
-    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+    let rows = db::query(sqlx::AssertSqlSafe(format!(
         "{COLUMNS} c WHERE version = (SELECT MAX(version) FROM canvases WHERE agent_id = c.agent_id)
          ORDER BY created_at DESC, agent_id LIMIT $1"
     )))
     .bind(i64::from(limit))
-    .fetch_all(db.pool())
+    .fetch_all(db)
     .await?;
     rows.iter().map(canvas_from).collect()
 }

@@ -5,11 +5,11 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::platform::Inbound;
-use crate::db::Db;
+use crate::db::{self, Db};
 use crate::error::Result;
 
 /// An inbound message as stored.
-#[derive(Debug, Clone, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct InboundRow {
     pub channel: String,
     pub message_id: String,
@@ -28,7 +28,7 @@ pub struct InboundRow {
 }
 
 /// A member of a group conversation: someone who spoke there.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct RosterEntry {
     pub user_id: String,
     pub display_name: String,
@@ -36,7 +36,7 @@ pub struct RosterEntry {
     pub last_seen: String,
 }
 
-#[derive(Debug, Clone, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Conversation {
     pub channel: String,
     pub chat_id: String,
@@ -46,7 +46,7 @@ pub struct Conversation {
 }
 
 /// Something sent on a channel.
-#[derive(Debug, Clone, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct OutboundRow {
     pub id: i64,
     pub channel: String,
@@ -58,11 +58,29 @@ pub struct OutboundRow {
     pub outcome: String,
 }
 
+db::from_row!(InboundRow {
+    channel,
+    message_id,
+    chat_id,
+    chat_title,
+    is_group,
+    user_id,
+    display_name,
+    username,
+    text,
+    received_at,
+    state,
+    detail
+});
+db::from_row!(RosterEntry { user_id, display_name, username, last_seen });
+db::from_row!(Conversation { channel, chat_id, title, is_group, last_at });
+db::from_row!(OutboundRow { id, channel, chat_id, kind, summary, sent_by, at, outcome });
+
 /// Stores an inbound message with its conversation and (in a group) its sender on the roster,
 /// in one transaction. False when the platform delivered this message before: nothing changes.
 pub(super) async fn receive(db: &Db, channel: &str, m: &Inbound, at: &str) -> Result<bool> {
     let mut tx = db.begin_write().await?;
-    let inserted = sqlx::query(
+    let inserted = db::query(
         "INSERT INTO channel_inbound (channel, message_id, chat_id, chat_title, is_group, user_id, display_name, username, text, received_at, state)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending')
          ON CONFLICT (channel, message_id) DO NOTHING",
@@ -77,14 +95,14 @@ pub(super) async fn receive(db: &Db, channel: &str, m: &Inbound, at: &str) -> Re
     .bind(&m.from.username)
     .bind(&m.text)
     .bind(at)
-    .execute(&mut *tx)
+    .execute(&mut tx)
     .await?
     .rows_affected()
         == 1;
     if !inserted {
         return Ok(false);
     }
-    sqlx::query(
+    db::query(
         "INSERT INTO channel_conversations (channel, chat_id, title, is_group, last_at) VALUES ($1, $2, $3, $4, $5)
          ON CONFLICT (channel, chat_id) DO UPDATE SET title = COALESCE(excluded.title, channel_conversations.title), last_at = excluded.last_at",
     )
@@ -93,10 +111,10 @@ pub(super) async fn receive(db: &Db, channel: &str, m: &Inbound, at: &str) -> Re
     .bind(&m.chat_title)
     .bind(m.is_group)
     .bind(at)
-    .execute(&mut *tx)
+    .execute(&mut tx)
     .await?;
     if m.is_group {
-        sqlx::query(
+        db::query(
             "INSERT INTO channel_members (channel, chat_id, user_id, display_name, username, last_seen) VALUES ($1, $2, $3, $4, $5, $6)
              ON CONFLICT (channel, chat_id, user_id) DO UPDATE SET display_name = excluded.display_name, username = excluded.username, last_seen = excluded.last_seen",
         )
@@ -106,7 +124,7 @@ pub(super) async fn receive(db: &Db, channel: &str, m: &Inbound, at: &str) -> Re
         .bind(&m.from.display_name)
         .bind(&m.from.username)
         .bind(at)
-        .execute(&mut *tx)
+        .execute(&mut tx)
         .await?;
     }
     tx.commit().await?;
@@ -114,56 +132,54 @@ pub(super) async fn receive(db: &Db, channel: &str, m: &Inbound, at: &str) -> Re
 }
 
 pub(super) async fn finish(db: &Db, channel: &str, message_id: &str, state: &str, detail: Option<&str>) -> Result<()> {
-    sqlx::query("UPDATE channel_inbound SET state = $3, detail = $4 WHERE channel = $1 AND message_id = $2")
+    db::query("UPDATE channel_inbound SET state = $3, detail = $4 WHERE channel = $1 AND message_id = $2")
         .bind(channel)
         .bind(message_id)
         .bind(state)
         .bind(detail)
-        .execute(db.pool())
+        .execute(db)
         .await?;
     Ok(())
 }
 
 /// Inbound messages not answered yet (the daemon stopped first), oldest first.
 pub(super) async fn pending(db: &Db) -> Result<Vec<InboundRow>> {
-    Ok(sqlx::query_as("SELECT * FROM channel_inbound WHERE state = 'pending' ORDER BY received_at")
-        .fetch_all(db.pool())
-        .await?)
+    Ok(db::query_as("SELECT * FROM channel_inbound WHERE state = 'pending' ORDER BY received_at").fetch_all(db).await?)
 }
 
 pub(super) async fn roster(db: &Db, channel: &str, chat_id: &str) -> Result<Vec<RosterEntry>> {
-    Ok(sqlx::query_as(
+    Ok(db::query_as(
         "SELECT user_id, display_name, username, last_seen FROM channel_members WHERE channel = $1 AND chat_id = $2 ORDER BY display_name, user_id",
     )
     .bind(channel)
     .bind(chat_id)
-    .fetch_all(db.pool())
+    .fetch_all(db)
     .await?)
 }
 
 pub(super) async fn member(db: &Db, channel: &str, chat_id: &str, user_id: &str) -> Result<Option<RosterEntry>> {
-    Ok(sqlx::query_as(
+    Ok(db::query_as(
         "SELECT user_id, display_name, username, last_seen FROM channel_members WHERE channel = $1 AND chat_id = $2 AND user_id = $3",
     )
     .bind(channel)
     .bind(chat_id)
     .bind(user_id)
-    .fetch_optional(db.pool())
+    .fetch_optional(db)
     .await?)
 }
 
 pub(super) async fn conversations(db: &Db, channel: &str) -> Result<Vec<Conversation>> {
-    Ok(sqlx::query_as("SELECT * FROM channel_conversations WHERE channel = $1 ORDER BY last_at DESC LIMIT 200")
+    Ok(db::query_as("SELECT * FROM channel_conversations WHERE channel = $1 ORDER BY last_at DESC LIMIT 200")
         .bind(channel)
-        .fetch_all(db.pool())
+        .fetch_all(db)
         .await?)
 }
 
 pub(super) async fn conversation(db: &Db, channel: &str, chat_id: &str) -> Result<Option<Conversation>> {
-    Ok(sqlx::query_as("SELECT * FROM channel_conversations WHERE channel = $1 AND chat_id = $2")
+    Ok(db::query_as("SELECT * FROM channel_conversations WHERE channel = $1 AND chat_id = $2")
         .bind(channel)
         .bind(chat_id)
-        .fetch_optional(db.pool())
+        .fetch_optional(db)
         .await?)
 }
 
@@ -178,7 +194,7 @@ pub(super) struct NewOutbound<'a> {
 }
 
 pub(super) async fn sent(db: &Db, o: NewOutbound<'_>) -> Result<()> {
-    sqlx::query(
+    db::query(
         "INSERT INTO channel_outbound (channel, chat_id, kind, summary, sent_by, at, outcome) VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
     .bind(o.channel)
@@ -188,23 +204,23 @@ pub(super) async fn sent(db: &Db, o: NewOutbound<'_>) -> Result<()> {
     .bind(o.sent_by)
     .bind(o.at)
     .bind(o.outcome)
-    .execute(db.pool())
+    .execute(db)
     .await?;
     Ok(())
 }
 
 pub(super) async fn recent_inbound(db: &Db, channel: &str, limit: i64) -> Result<Vec<InboundRow>> {
-    Ok(sqlx::query_as("SELECT * FROM channel_inbound WHERE channel = $1 ORDER BY received_at DESC LIMIT $2")
+    Ok(db::query_as("SELECT * FROM channel_inbound WHERE channel = $1 ORDER BY received_at DESC LIMIT $2")
         .bind(channel)
         .bind(limit)
-        .fetch_all(db.pool())
+        .fetch_all(db)
         .await?)
 }
 
 pub(super) async fn recent_outbound(db: &Db, channel: &str, limit: i64) -> Result<Vec<OutboundRow>> {
-    Ok(sqlx::query_as("SELECT * FROM channel_outbound WHERE channel = $1 ORDER BY id DESC LIMIT $2")
+    Ok(db::query_as("SELECT * FROM channel_outbound WHERE channel = $1 ORDER BY id DESC LIMIT $2")
         .bind(channel)
         .bind(limit)
-        .fetch_all(db.pool())
+        .fetch_all(db)
         .await?)
 }

@@ -33,7 +33,7 @@ async fn postgres_schema_matches_sqlite_schema() {
     let dir = tempfile::tempdir().unwrap();
     let sqlite = super::open(&dir.path().join("k.db")).await.unwrap();
 
-    let (sqlite, postgres) = (sqlite_schema(sqlite.pool()).await, postgres_schema(&pg.pool).await);
+    let (sqlite, postgres) = (sqlite_schema(&sqlite).await, postgres_schema(&pg.pool).await);
     assert_eq!(
         sqlite.keys().collect::<Vec<_>>(),
         postgres.keys().collect::<Vec<_>>(),
@@ -71,19 +71,19 @@ fn sort_foreign_keys(facts: &mut [String]) {
     facts[first..].sort();
 }
 
-async fn sqlite_schema(pool: &sqlx::SqlitePool) -> Schema {
+async fn sqlite_schema(db: &super::Db) -> Schema {
     let mut schema = Schema::new();
-    let tables: Vec<String> = sqlx::query_scalar(
+    let tables: Vec<String> = super::query_scalar(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> '_sqlx_migrations'",
     )
-    .fetch_all(pool)
+    .fetch_all(db)
     .await
     .unwrap();
     for table in tables {
         let mut facts = Vec::new();
-        for c in sqlx::query("SELECT name, type, \"notnull\", dflt_value, pk FROM pragma_table_info($1) ORDER BY cid")
+        for c in super::query("SELECT name, type, \"notnull\", dflt_value, pk FROM pragma_table_info($1) ORDER BY cid")
             .bind(&table)
-            .fetch_all(pool)
+            .fetch_all(db)
             .await
             .unwrap()
         {
@@ -98,9 +98,9 @@ async fn sqlite_schema(pool: &sqlx::SqlitePool) -> Schema {
             ));
         }
         for f in
-            sqlx::query("SELECT \"from\", \"table\", \"to\", on_delete FROM pragma_foreign_key_list($1) ORDER BY id")
+            super::query("SELECT \"from\", \"table\", \"to\", on_delete FROM pragma_foreign_key_list($1) ORDER BY id")
                 .bind(&table)
-                .fetch_all(pool)
+                .fetch_all(db)
                 .await
                 .unwrap()
         {
@@ -115,19 +115,19 @@ async fn sqlite_schema(pool: &sqlx::SqlitePool) -> Schema {
         sort_foreign_keys(&mut facts);
         schema.insert(format!("table {table}"), facts);
     }
-    let indexes = sqlx::query(
+    let indexes = super::query(
         "SELECT m.name, m.tbl_name, l.\"unique\", l.partial FROM sqlite_master m
          JOIN pragma_index_list(m.tbl_name) l ON l.name = m.name
          WHERE m.type = 'index' AND m.sql IS NOT NULL",
     )
-    .fetch_all(pool)
+    .fetch_all(db)
     .await
     .unwrap();
     for index in indexes {
         let name: String = index.try_get("name").unwrap();
-        let columns: Vec<String> = sqlx::query_scalar("SELECT name FROM pragma_index_info($1) ORDER BY seqno")
+        let columns: Vec<String> = super::query_scalar("SELECT name FROM pragma_index_info($1) ORDER BY seqno")
             .bind(&name)
-            .fetch_all(pool)
+            .fetch_all(db)
             .await
             .unwrap();
         schema.insert(
@@ -142,7 +142,7 @@ async fn sqlite_schema(pool: &sqlx::SqlitePool) -> Schema {
         );
     }
     let triggers =
-        sqlx::query("SELECT name, tbl_name FROM sqlite_master WHERE type = 'trigger'").fetch_all(pool).await.unwrap();
+        super::query("SELECT name, tbl_name FROM sqlite_master WHERE type = 'trigger'").fetch_all(db).await.unwrap();
     for trigger in triggers {
         schema.insert(
             format!("trigger {}", trigger.try_get::<String, _>("name").unwrap()),

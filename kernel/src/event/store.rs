@@ -1,7 +1,6 @@
 //! SQL for the event bus: each trigger's fire count and last fire, which its limits read.
 
 use chrono::Utc;
-use sqlx::Row;
 use uuid::Uuid;
 
 use crate::db::{self, Db};
@@ -29,7 +28,7 @@ pub(super) async fn claim_fire(
     });
     // The row's columns are named with the table: PostgreSQL refuses a bare `fires` in an
     // upsert's update as ambiguous (the row's, or the `excluded` row's).
-    let fired = sqlx::query(
+    let fired = db::query(
         "INSERT INTO trigger_state (agent_id, trigger_key, fires, last_fired) VALUES ($1, $2, 1, $3)
          ON CONFLICT (agent_id, trigger_key) DO UPDATE SET fires = trigger_state.fires + 1, last_fired = $3
          WHERE ($4 IS NULL OR trigger_state.fires < $4) AND ($5 IS NULL OR trigger_state.last_fired <= $5)",
@@ -39,17 +38,17 @@ pub(super) async fn claim_fire(
     .bind(db::timestamp(now))
     .bind(max_fires.map(|m| m.min(i64::MAX as u64) as i64))
     .bind(cooled_since)
-    .execute(db.pool())
+    .execute(db)
     .await?
     .rows_affected()
         == 1;
     if fired {
         return Ok(None);
     }
-    let row = sqlx::query("SELECT fires, last_fired FROM trigger_state WHERE agent_id = $1 AND trigger_key = $2")
+    let row = db::query("SELECT fires, last_fired FROM trigger_state WHERE agent_id = $1 AND trigger_key = $2")
         .bind(agent.to_string())
         .bind(key)
-        .fetch_one(db.pool())
+        .fetch_one(db)
         .await?;
     let fires: i64 = row.try_get("fires")?;
     if let Some(max) = max_fires

@@ -2,7 +2,6 @@
 //! graph; relations point at entities by row id, and reads give their ends' names back.
 
 use serde_json::{Map, Value};
-use sqlx::Row;
 
 use super::{Direction, Entity, Relation};
 use crate::db::{self, Db};
@@ -30,17 +29,17 @@ pub(super) async fn upsert_entity(
     max: u64,
 ) -> Result<Upsert> {
     let mut tx = db.begin_write().await?;
-    let stored = sqlx::query("SELECT attributes FROM knowledge_entities WHERE agent_id = $1 AND name = $2")
+    let stored = db::query("SELECT attributes FROM knowledge_entities WHERE agent_id = $1 AND name = $2")
         .bind(agent)
         .bind(name)
-        .fetch_optional(&mut *tx)
+        .fetch_optional(&mut tx)
         .await?;
     let old = stored.map(|r| attributes_from(&r)).transpose()?;
     let created = old.is_none();
     if created {
-        let held: i64 = sqlx::query_scalar("SELECT count(*) FROM knowledge_entities WHERE agent_id = $1")
+        let held: i64 = db::query_scalar("SELECT count(*) FROM knowledge_entities WHERE agent_id = $1")
             .bind(agent)
-            .fetch_one(&mut *tx)
+            .fetch_one(&mut tx)
             .await?;
         if held as u64 >= max {
             return Ok(Upsert::Full);
@@ -49,19 +48,19 @@ pub(super) async fn upsert_entity(
     let attributes = serde_json::to_string(&merge(old)?).map_err(Error::internal)?;
     let now = db::now();
     let query = if created {
-        sqlx::query(
+        db::query(
             "INSERT INTO knowledge_entities (agent_id, name, entity_type, attributes, created_at, updated_at)
              VALUES ($1, $2, $3, $4, $5, $5)
              RETURNING id, name, entity_type, attributes, created_at, updated_at",
         )
     } else {
-        sqlx::query(
+        db::query(
             "UPDATE knowledge_entities SET entity_type = $3, attributes = $4, updated_at = $5
              WHERE agent_id = $1 AND name = $2
              RETURNING id, name, entity_type, attributes, created_at, updated_at",
         )
     };
-    let row = query.bind(agent).bind(name).bind(entity_type).bind(attributes).bind(now).fetch_one(&mut *tx).await?;
+    let row = query.bind(agent).bind(name).bind(entity_type).bind(attributes).bind(now).fetch_one(&mut tx).await?;
     let entity = entity_from(&row)?;
     tx.commit().await?;
     Ok(Upsert::Done(entity, created))
@@ -91,10 +90,10 @@ pub(super) async fn upsert_relation(
     let mut ids = Vec::new();
     let mut missing = Vec::new();
     for name in ends {
-        let id: Option<i64> = sqlx::query_scalar("SELECT id FROM knowledge_entities WHERE agent_id = $1 AND name = $2")
+        let id: Option<i64> = db::query_scalar("SELECT id FROM knowledge_entities WHERE agent_id = $1 AND name = $2")
             .bind(agent)
             .bind(name)
-            .fetch_optional(&mut *tx)
+            .fetch_optional(&mut tx)
             .await?;
         match id {
             Some(id) => ids.push(id),
@@ -107,18 +106,18 @@ pub(super) async fn upsert_relation(
     }
     let (from, to) = (ids[0], ids[1]);
     const COLUMNS: &str = "RETURNING weight, created_at, updated_at";
-    let stored: Option<i64> = sqlx::query_scalar(
+    let stored: Option<i64> = db::query_scalar(
         "SELECT id FROM knowledge_relations WHERE agent_id = $1 AND from_id = $2 AND to_id = $3 AND relation_type = $4",
     )
     .bind(agent)
     .bind(from)
     .bind(to)
     .bind(relation_type)
-    .fetch_optional(&mut *tx)
+    .fetch_optional(&mut tx)
     .await?;
     let row = match stored {
         Some(id) => {
-            sqlx::query(sqlx::AssertSqlSafe(format!(
+            db::query(sqlx::AssertSqlSafe(format!(
                 "UPDATE knowledge_relations SET weight = COALESCE($2, weight),
                         updated_at = CASE WHEN $2 IS NULL THEN updated_at ELSE $3 END
                  WHERE id = $1 {COLUMNS}"
@@ -126,18 +125,18 @@ pub(super) async fn upsert_relation(
             .bind(id)
             .bind(weight)
             .bind(db::now())
-            .fetch_one(&mut *tx)
+            .fetch_one(&mut tx)
             .await?
         }
         None => {
-            let held: i64 = sqlx::query_scalar("SELECT count(*) FROM knowledge_relations WHERE agent_id = $1")
+            let held: i64 = db::query_scalar("SELECT count(*) FROM knowledge_relations WHERE agent_id = $1")
                 .bind(agent)
-                .fetch_one(&mut *tx)
+                .fetch_one(&mut tx)
                 .await?;
             if held as u64 >= max {
                 return Ok(Link::Full);
             }
-            sqlx::query(sqlx::AssertSqlSafe(format!(
+            db::query(sqlx::AssertSqlSafe(format!(
                 "INSERT INTO knowledge_relations (agent_id, from_id, to_id, relation_type, weight, created_at, updated_at)
                  VALUES ($1, $2, $3, $4, $5, $6, $6) {COLUMNS}"
             )))
@@ -147,7 +146,7 @@ pub(super) async fn upsert_relation(
             .bind(relation_type)
             .bind(weight.unwrap_or(1.0))
             .bind(db::now())
-            .fetch_one(&mut *tx)
+            .fetch_one(&mut tx)
             .await?
         }
     };
@@ -165,10 +164,10 @@ pub(super) async fn upsert_relation(
 
 /// The agent's entity `name`, with its row id.
 pub(super) async fn entity(db: &Db, agent: &str, name: &str) -> Result<Option<(i64, Entity)>> {
-    let row = sqlx::query(sqlx::AssertSqlSafe(format!("{ENTITY} WHERE agent_id = $1 AND name = $2")))
+    let row = db::query(sqlx::AssertSqlSafe(format!("{ENTITY} WHERE agent_id = $1 AND name = $2")))
         .bind(agent)
         .bind(name)
-        .fetch_optional(db.pool())
+        .fetch_optional(db)
         .await?;
     row.map(|r| Ok((r.try_get("id")?, entity_from(&r)?))).transpose()
 }
@@ -178,10 +177,10 @@ pub(super) async fn entities_by_id(db: &Db, agent: &str, ids: &[i64]) -> Result<
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let mut query = sqlx::QueryBuilder::new(ENTITY);
+    let mut query = db::QueryBuilder::new(ENTITY);
     query.push(" WHERE agent_id = ").push_bind(agent.to_string()).push(" AND ");
     in_list(&mut query, "id", ids);
-    let rows = query.build().fetch_all(db.pool()).await?;
+    let rows = query.build().fetch_all(db).await?;
     rows.iter().map(|r| Ok((r.try_get("id")?, entity_from(r)?))).collect()
 }
 
@@ -204,7 +203,7 @@ pub(super) async fn relations_touching(
     types: &[String],
     limit: i64,
 ) -> Result<Vec<Step>> {
-    let mut query = sqlx::QueryBuilder::new(
+    let mut query = db::QueryBuilder::new(
         "SELECT id, from_id, to_id, relation_type, weight FROM knowledge_relations WHERE agent_id = ",
     );
     query.push_bind(agent.to_string()).push(" AND ");
@@ -228,7 +227,7 @@ pub(super) async fn relations_touching(
         query.push(")");
     }
     query.push(" ORDER BY id LIMIT ").push_bind(limit);
-    let rows = query.build().fetch_all(db.pool()).await?;
+    let rows = query.build().fetch_all(db).await?;
     rows.iter().map(step_from).collect()
 }
 
@@ -237,7 +236,7 @@ pub(super) async fn relations_among(db: &Db, agent: &str, ids: &[i64], limit: i6
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let mut query = sqlx::QueryBuilder::new(
+    let mut query = db::QueryBuilder::new(
         "SELECT id, from_id, to_id, relation_type, weight FROM knowledge_relations WHERE agent_id = ",
     );
     query.push_bind(agent.to_string()).push(" AND ");
@@ -245,13 +244,13 @@ pub(super) async fn relations_among(db: &Db, agent: &str, ids: &[i64], limit: i6
     query.push(" AND ");
     in_list(&mut query, "to_id", ids);
     query.push(" ORDER BY id LIMIT ").push_bind(limit);
-    let rows = query.build().fetch_all(db.pool()).await?;
+    let rows = query.build().fetch_all(db).await?;
     rows.iter().map(step_from).collect()
 }
 
 /// The agent's `limit` entities with the most relations (out and in), then the oldest.
 pub(super) async fn most_connected(db: &Db, agent: &str, limit: i64) -> Result<Vec<(i64, Entity)>> {
-    let rows = sqlx::query(
+    let rows = db::query(
         "SELECT e.id, e.name, e.entity_type, e.attributes, e.created_at, e.updated_at,
                 (SELECT count(*) FROM knowledge_relations r WHERE r.from_id = e.id)
                   + (SELECT count(*) FROM knowledge_relations r WHERE r.to_id = e.id) AS degree
@@ -260,33 +259,33 @@ pub(super) async fn most_connected(db: &Db, agent: &str, limit: i64) -> Result<V
     )
     .bind(agent)
     .bind(limit)
-    .fetch_all(db.pool())
+    .fetch_all(db)
     .await?;
     rows.iter().map(|r| Ok((r.try_get("id")?, entity_from(r)?))).collect()
 }
 
 /// How many entities and relations the agent holds.
 pub(super) async fn counts(db: &Db, agent: &str) -> Result<(u64, u64)> {
-    let entities: i64 = sqlx::query_scalar("SELECT count(*) FROM knowledge_entities WHERE agent_id = $1")
+    let entities: i64 = db::query_scalar("SELECT count(*) FROM knowledge_entities WHERE agent_id = $1")
         .bind(agent)
-        .fetch_one(db.pool())
+        .fetch_one(db)
         .await?;
-    let relations: i64 = sqlx::query_scalar("SELECT count(*) FROM knowledge_relations WHERE agent_id = $1")
+    let relations: i64 = db::query_scalar("SELECT count(*) FROM knowledge_relations WHERE agent_id = $1")
         .bind(agent)
-        .fetch_one(db.pool())
+        .fetch_one(db)
         .await?;
     Ok((entities as u64, relations as u64))
 }
 
 /// The agent's entities after row `after`, oldest first, at most `limit`.
 pub(super) async fn entities_page(db: &Db, agent: &str, after: Option<i64>, limit: i64) -> Result<Vec<(i64, Entity)>> {
-    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+    let rows = db::query(sqlx::AssertSqlSafe(format!(
         "{ENTITY} WHERE agent_id = $1 AND ($2 IS NULL OR id > $2) ORDER BY id LIMIT $3"
     )))
     .bind(agent)
     .bind(after)
     .bind(limit)
-    .fetch_all(db.pool())
+    .fetch_all(db)
     .await?;
     rows.iter().map(|r| Ok((r.try_get("id")?, entity_from(r)?))).collect()
 }
@@ -298,7 +297,7 @@ pub(super) async fn relations_page(
     after: Option<i64>,
     limit: i64,
 ) -> Result<Vec<(i64, Relation)>> {
-    let rows = sqlx::query(
+    let rows = db::query(
         "SELECT r.id, f.name AS from_name, t.name AS to_name, r.relation_type, r.weight, r.created_at, r.updated_at
          FROM knowledge_relations r
          JOIN knowledge_entities f ON f.id = r.from_id
@@ -308,7 +307,7 @@ pub(super) async fn relations_page(
     .bind(agent)
     .bind(after)
     .bind(limit)
-    .fetch_all(db.pool())
+    .fetch_all(db)
     .await?;
     rows.iter()
         .map(|r| {
@@ -328,7 +327,7 @@ pub(super) async fn relations_page(
 }
 
 /// `column IN (…ids)`, each id bound.
-fn in_list(query: &mut sqlx::QueryBuilder<sqlx::Sqlite>, column: &str, ids: &[i64]) {
+fn in_list(query: &mut db::QueryBuilder, column: &str, ids: &[i64]) {
     query.push(column).push(" IN (");
     let mut each = query.separated(", ");
     for id in ids {

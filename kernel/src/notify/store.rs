@@ -1,9 +1,7 @@
 //! The inbox's SQL: notes and each reader's read marks.
 
-use sqlx::Row;
-
 use super::{NewNote, Note, Urgency};
-use crate::db::Db;
+use crate::db::{self, Db};
 use crate::error::Result;
 
 /// Which notes, for whom.
@@ -20,7 +18,7 @@ pub(super) async fn insert(db: &Db, n: &NewNote, at: &str) -> Result<i64> {
         Some((id, name)) => (Some(id.to_string()), Some(name.clone())),
         None => (None, None),
     };
-    Ok(sqlx::query_scalar(
+    Ok(db::query_scalar(
         "INSERT INTO inbox_notes (at, source, agent_id, agent_name, reason, summary, urgency) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
     )
     .bind(at)
@@ -30,14 +28,14 @@ pub(super) async fn insert(db: &Db, n: &NewNote, at: &str) -> Result<i64> {
     .bind(&n.reason)
     .bind(&n.summary)
     .bind(n.urgency.as_str())
-    .fetch_one(db.pool())
+    .fetch_one(db)
     .await?)
 }
 
 /// Every column of a note, and whether `$1` (the reader) has read it.
 const SELECT: &str = "SELECT n.*, EXISTS (SELECT 1 FROM inbox_reads r WHERE r.note_id = n.id AND r.reader = ";
 
-fn filtered(query: &mut sqlx::QueryBuilder<sqlx::Sqlite>, q: &Query<'_>, before: Option<i64>) {
+fn filtered(query: &mut db::QueryBuilder, q: &Query<'_>, before: Option<i64>) {
     let mut and = " WHERE ";
     if let Some(agent) = q.agent {
         query.push(and).push("n.agent_id = ").push_bind(agent.to_string());
@@ -61,29 +59,29 @@ fn filtered(query: &mut sqlx::QueryBuilder<sqlx::Sqlite>, q: &Query<'_>, before:
 }
 
 pub(super) async fn list(db: &Db, q: &Query<'_>, before: Option<i64>, limit: i64) -> Result<Vec<Note>> {
-    let mut query = sqlx::QueryBuilder::new(SELECT);
+    let mut query = db::QueryBuilder::new(SELECT);
     query.push_bind(q.reader.to_string()).push(") AS read FROM inbox_notes n");
     filtered(&mut query, q, before);
     query.push(" ORDER BY n.id DESC LIMIT ").push_bind(limit);
-    let rows = query.build().fetch_all(db.pool()).await?;
+    let rows = query.build().fetch_all(db).await?;
     rows.iter().map(note).collect()
 }
 
 pub(super) async fn count(db: &Db, q: &Query<'_>) -> Result<u64> {
-    let mut query = sqlx::QueryBuilder::new("SELECT count(*) FROM inbox_notes n");
+    let mut query = db::QueryBuilder::new("SELECT count(*) FROM inbox_notes n");
     filtered(&mut query, q, None);
-    let n: i64 = query.build_query_scalar().fetch_one(db.pool()).await?;
+    let n: i64 = query.build_query_scalar().fetch_one(db).await?;
     Ok(n as u64)
 }
 
 pub(super) async fn get(db: &Db, id: i64, reader: &str) -> Result<Option<Note>> {
-    let mut query = sqlx::QueryBuilder::new(SELECT);
+    let mut query = db::QueryBuilder::new(SELECT);
     query.push_bind(reader.to_string()).push(") AS read FROM inbox_notes n WHERE n.id = ").push_bind(id);
-    query.build().fetch_optional(db.pool()).await?.as_ref().map(note).transpose()
+    query.build().fetch_optional(db).await?.as_ref().map(note).transpose()
 }
 
 pub(super) async fn mark_read(db: &Db, reader: &str, ids: Option<&[i64]>, at: &str) -> Result<u64> {
-    let mut query = sqlx::QueryBuilder::new("INSERT INTO inbox_reads (note_id, reader, read_at) SELECT id, ");
+    let mut query = db::QueryBuilder::new("INSERT INTO inbox_reads (note_id, reader, read_at) SELECT id, ");
     query.push_bind(reader.to_string()).push(", ").push_bind(at.to_string()).push(" FROM inbox_notes");
     if let Some(ids) = ids {
         if ids.is_empty() {
@@ -100,20 +98,20 @@ pub(super) async fn mark_read(db: &Db, reader: &str, ids: Option<&[i64]>, at: &s
         query.push(" WHERE true");
     }
     query.push(" ON CONFLICT (note_id, reader) DO NOTHING");
-    Ok(query.build().execute(db.pool()).await?.rows_affected())
+    Ok(query.build().execute(db).await?.rows_affected())
 }
 
 pub(super) async fn set_telegram(db: &Db, id: i64, outcome: &str) -> Result<()> {
-    sqlx::query("UPDATE inbox_notes SET telegram = $2 WHERE id = $1").bind(id).bind(outcome).execute(db.pool()).await?;
+    db::query("UPDATE inbox_notes SET telegram = $2 WHERE id = $1").bind(id).bind(outcome).execute(db).await?;
     Ok(())
 }
 
 pub(super) async fn set_email(db: &Db, id: i64, outcome: &str) -> Result<()> {
-    sqlx::query("UPDATE inbox_notes SET email = $2 WHERE id = $1").bind(id).bind(outcome).execute(db.pool()).await?;
+    db::query("UPDATE inbox_notes SET email = $2 WHERE id = $1").bind(id).bind(outcome).execute(db).await?;
     Ok(())
 }
 
-fn note(r: &sqlx::sqlite::SqliteRow) -> Result<Note> {
+fn note(r: &db::Row) -> Result<Note> {
     Ok(Note {
         id: r.try_get("id")?,
         at: r.try_get("at")?,

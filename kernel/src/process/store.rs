@@ -1,10 +1,8 @@
 //! SQL for the processes table: a row per child, written when it runs and finished when it
 //! ends, so the reaper can find what an earlier run left.
 
-use sqlx::Row;
-
 use super::reaper::Recorded;
-use crate::db::Db;
+use crate::db::{self, Db};
 use crate::error::Result;
 
 /// A child as recorded when it starts.
@@ -19,7 +17,7 @@ pub(super) struct NewRow<'a> {
 }
 
 pub(super) async fn insert(db: &Db, row: NewRow<'_>) -> Result<i64> {
-    let id = sqlx::query_scalar(
+    let id = db::query_scalar(
         "INSERT INTO processes (agent_id, run_id, command, cwd, pgid, start_ticks, boot_id, marker,
                                 owner_pid, owner_ticks, started_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
@@ -35,7 +33,7 @@ pub(super) async fn insert(db: &Db, row: NewRow<'_>) -> Result<i64> {
     .bind(row.owner.pgid)
     .bind(row.owner.start_ticks as i64)
     .bind(row.started_at)
-    .fetch_one(db.pool())
+    .fetch_one(db)
     .await?;
     Ok(id)
 }
@@ -49,13 +47,13 @@ pub(super) struct End<'a> {
 }
 
 pub(super) async fn finish(db: &Db, id: i64, end: End<'_>) -> Result<()> {
-    sqlx::query("UPDATE processes SET ended_at = $2, exit_code = $3, signal = $4, ended = $5 WHERE id = $1")
+    db::query("UPDATE processes SET ended_at = $2, exit_code = $3, signal = $4, ended = $5 WHERE id = $1")
         .bind(id)
         .bind(end.ended_at)
         .bind(end.code)
         .bind(end.signal)
         .bind(end.how)
-        .execute(db.pool())
+        .execute(db)
         .await?;
     Ok(())
 }
@@ -63,12 +61,12 @@ pub(super) async fn finish(db: &Db, id: i64, end: End<'_>) -> Result<()> {
 /// Groups other daemon runs recorded as running: their row ids, the groups and the daemons
 /// that recorded them.
 pub(super) async fn left_running(db: &Db, run_id: &str) -> Result<Vec<(i64, Recorded, Recorded)>> {
-    let rows = sqlx::query(
+    let rows = db::query(
         "SELECT id, pgid, start_ticks, boot_id, marker, owner_pid, owner_ticks FROM processes
          WHERE ended_at IS NULL AND run_id <> $1",
     )
     .bind(run_id)
-    .fetch_all(db.pool())
+    .fetch_all(db)
     .await?;
     rows.iter()
         .map(|r| {
@@ -89,11 +87,11 @@ pub(super) async fn left_running(db: &Db, run_id: &str) -> Result<Vec<(i64, Reco
 
 /// Closes the rows of an earlier run: `how` says whether the reaper killed the group.
 pub(super) async fn close_left(db: &Db, id: i64, ended_at: &str, how: &str) -> Result<()> {
-    sqlx::query("UPDATE processes SET ended_at = $2, ended = $3 WHERE id = $1 AND ended_at IS NULL")
+    db::query("UPDATE processes SET ended_at = $2, ended = $3 WHERE id = $1 AND ended_at IS NULL")
         .bind(id)
         .bind(ended_at)
         .bind(how)
-        .execute(db.pool())
+        .execute(db)
         .await?;
     Ok(())
 }

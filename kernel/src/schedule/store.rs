@@ -2,7 +2,6 @@
 //! this module only reads and writes rows.
 
 use chrono::{DateTime, Utc};
-use sqlx::Row;
 use uuid::Uuid;
 
 use super::{Fire, FireOutcome, Kind, Origin, Schedule, State};
@@ -39,10 +38,10 @@ pub(super) struct Query<'a> {
     pub state: Option<State>,
 }
 
-async fn insert(conn: &mut db::Conn, row: NewRow<'_>) -> Result<()> {
+async fn insert(conn: &mut db::Tx, row: NewRow<'_>) -> Result<()> {
     let state = if row.next_fire.is_some() { State::Active } else { State::Paused };
     let at = db::timestamp(row.at);
-    sqlx::query(
+    db::query(
         "INSERT INTO schedules (id, agent_id, kind, origin, expression, timezone, run_at, prompt, channel, state,
                                 next_fire, created_by, created_at, updated_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)",
@@ -70,11 +69,11 @@ async fn insert(conn: &mut db::Conn, row: NewRow<'_>) -> Result<()> {
 /// limit. Whether it was inserted.
 pub(super) async fn insert_runtime_within(db: &Db, row: NewRow<'_>, limit: i64) -> Result<bool> {
     let mut tx = db.begin_write().await?;
-    let held: i64 = sqlx::query_scalar(
+    let held: i64 = db::query_scalar(
         "SELECT count(*) FROM schedules WHERE agent_id = $1 AND origin = 'runtime' AND state != 'done'",
     )
     .bind(row.agent_id)
-    .fetch_one(&mut *tx)
+    .fetch_one(&mut tx)
     .await?;
     if held >= limit {
         return Ok(false);
@@ -88,9 +87,9 @@ pub(super) async fn insert_runtime_within(db: &Db, row: NewRow<'_>, limit: i64) 
 /// nothing is written. Whether they were inserted.
 pub(super) async fn seed(db: &Db, agent_id: &str, rows: Vec<NewRow<'_>>) -> Result<bool> {
     let mut tx = db.begin().await?;
-    let fresh = sqlx::query("INSERT INTO schedule_seeds (agent_id) VALUES ($1) ON CONFLICT DO NOTHING")
+    let fresh = db::query("INSERT INTO schedule_seeds (agent_id) VALUES ($1) ON CONFLICT DO NOTHING")
         .bind(agent_id)
-        .execute(&mut *tx)
+        .execute(&mut tx)
         .await?
         .rows_affected()
         == 1;
@@ -105,10 +104,7 @@ pub(super) async fn seed(db: &Db, agent_id: &str, rows: Vec<NewRow<'_>>) -> Resu
 }
 
 pub(super) async fn get(db: &Db, id: &str) -> Result<Option<Schedule>> {
-    let row = sqlx::query(sqlx::AssertSqlSafe(format!("{SELECT} WHERE s.id = $1")))
-        .bind(id)
-        .fetch_optional(db.pool())
-        .await?;
+    let row = db::query(sqlx::AssertSqlSafe(format!("{SELECT} WHERE s.id = $1"))).bind(id).fetch_optional(db).await?;
     row.as_ref().map(schedule_from).transpose()
 }
 
@@ -116,7 +112,7 @@ const FILTER: &str = "($1 IS NULL OR s.agent_id = $1) AND ($2 IS NULL OR s.kind 
 
 /// Schedules matching `q` after the id `after`, oldest first, at most `limit`.
 pub(super) async fn list(db: &Db, q: &Query<'_>, after: Option<&str>, limit: i64) -> Result<Vec<Schedule>> {
-    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+    let rows = db::query(sqlx::AssertSqlSafe(format!(
         "{SELECT} WHERE {FILTER} AND ($4 IS NULL OR s.id > $4) ORDER BY s.id LIMIT $5"
     )))
     .bind(q.agent_id)
@@ -124,65 +120,65 @@ pub(super) async fn list(db: &Db, q: &Query<'_>, after: Option<&str>, limit: i64
     .bind(q.state.map(State::as_str))
     .bind(after)
     .bind(limit)
-    .fetch_all(db.pool())
+    .fetch_all(db)
     .await?;
     rows.iter().map(schedule_from).collect()
 }
 
 pub(super) async fn count(db: &Db, q: &Query<'_>) -> Result<u64> {
-    let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM schedules s WHERE {FILTER}")))
+    let n: i64 = db::query_scalar(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM schedules s WHERE {FILTER}")))
         .bind(q.agent_id)
         .bind(q.kind.map(Kind::as_str))
         .bind(q.state.map(State::as_str))
-        .fetch_one(db.pool())
+        .fetch_one(db)
         .await?;
     Ok(n as u64)
 }
 
 /// The latest fires of a schedule, newest first.
 pub(super) async fn fires(db: &Db, id: &str, limit: u32) -> Result<Vec<Fire>> {
-    let rows = sqlx::query(
+    let rows = db::query(
         "SELECT id AS f_id, due_at AS f_due_at, fired_at AS f_fired_at, finished_at AS f_finished_at, outcome AS f_outcome, detail AS f_detail,
                 session_id AS f_session_id, duration_ms AS f_duration_ms, missed_slots AS f_missed_slots
          FROM schedule_fires WHERE schedule_id = $1 ORDER BY id DESC LIMIT $2",
     )
     .bind(id)
     .bind(i64::from(limit))
-    .fetch_all(db.pool())
+    .fetch_all(db)
     .await?;
     rows.iter().filter_map(|r| fire_from(r).transpose()).collect()
 }
 
 /// Pauses the active schedules with this id, or of this agent.
 pub(super) async fn pause(db: &Db, id: Option<&str>, agent_id: Option<&str>) -> Result<()> {
-    sqlx::query(
+    db::query(
         "UPDATE schedules SET state = 'paused', next_fire = NULL, updated_at = $1
          WHERE state = 'active' AND ($2 IS NULL OR id = $2) AND ($3 IS NULL OR agent_id = $3)",
     )
     .bind(db::now())
     .bind(id)
     .bind(agent_id)
-    .execute(db.pool())
+    .execute(db)
     .await?;
     Ok(())
 }
 
 /// Makes a paused schedule active again, firing next at `next`.
 pub(super) async fn resume(db: &Db, id: &str, next: DateTime<Utc>) -> Result<()> {
-    sqlx::query(
+    db::query(
         "UPDATE schedules SET state = 'active', next_fire = $1, updated_at = $2 WHERE id = $3 AND state = 'paused'",
     )
     .bind(db::timestamp(next))
     .bind(db::now())
     .bind(id)
-    .execute(db.pool())
+    .execute(db)
     .await?;
     Ok(())
 }
 
 /// Deletes a schedule and (by the foreign key's cascade) its fires.
 pub(super) async fn delete(db: &Db, id: &str) -> Result<()> {
-    sqlx::query("DELETE FROM schedules WHERE id = $1").bind(id).execute(db.pool()).await?;
+    db::query("DELETE FROM schedules WHERE id = $1").bind(id).execute(db).await?;
     Ok(())
 }
 
@@ -202,13 +198,13 @@ pub(super) struct DueRow {
 
 /// Active schedules due at `now`, earliest first, at most `limit`.
 pub(super) async fn due(db: &Db, now: DateTime<Utc>, limit: i64) -> Result<Vec<DueRow>> {
-    let rows = sqlx::query(
+    let rows = db::query(
         "SELECT id, agent_id, kind, expression, timezone, prompt, channel, next_fire FROM schedules
          WHERE state = 'active' AND next_fire <= $1 ORDER BY next_fire LIMIT $2",
     )
     .bind(db::timestamp(now))
     .bind(limit)
-    .fetch_all(db.pool())
+    .fetch_all(db)
     .await?;
     rows.iter()
         .map(|r| {
@@ -242,7 +238,7 @@ pub(super) async fn take_fires(db: &Db, fired_at: &str, fires: &[Taking<'_>]) ->
     let mut tx = db.begin().await?;
     let mut ids = Vec::with_capacity(fires.len());
     for f in fires {
-        let taken = sqlx::query(
+        let taken = db::query(
             "UPDATE schedules SET next_fire = $1, state = $2, updated_at = $3
              WHERE id = $4 AND state = 'active' AND next_fire = $5",
         )
@@ -251,14 +247,14 @@ pub(super) async fn take_fires(db: &Db, fired_at: &str, fires: &[Taking<'_>]) ->
         .bind(fired_at)
         .bind(f.schedule_id)
         .bind(f.due)
-        .execute(&mut *tx)
+        .execute(&mut tx)
         .await?
         .rows_affected();
         if taken == 0 {
             ids.push(None);
             continue;
         }
-        let fire_id: i64 = sqlx::query_scalar(
+        let fire_id: i64 = db::query_scalar(
             "INSERT INTO schedule_fires (schedule_id, due_at, fired_at, outcome, missed_slots)
              VALUES ($1, $2, $3, 'running', $4) RETURNING id",
         )
@@ -266,7 +262,7 @@ pub(super) async fn take_fires(db: &Db, fired_at: &str, fires: &[Taking<'_>]) ->
         .bind(f.due)
         .bind(fired_at)
         .bind(f.missed)
-        .fetch_one(&mut *tx)
+        .fetch_one(&mut tx)
         .await?;
         ids.push(Some(fire_id));
     }
@@ -276,7 +272,7 @@ pub(super) async fn take_fires(db: &Db, fired_at: &str, fires: &[Taking<'_>]) ->
 
 /// The earliest `next_fire` of any active schedule, as stored.
 pub(super) async fn earliest(db: &Db) -> Result<Option<String>> {
-    Ok(sqlx::query_scalar("SELECT min(next_fire) FROM schedules WHERE state = 'active'").fetch_one(db.pool()).await?)
+    Ok(db::query_scalar("SELECT min(next_fire) FROM schedules WHERE state = 'active'").fetch_one(db).await?)
 }
 
 /// How a fire ended.
@@ -292,7 +288,7 @@ pub(super) struct Finished<'a> {
 
 /// Records how a fire ended and drops the schedule's fires beyond the newest `keep`.
 pub(super) async fn finish_fire(db: &Db, f: Finished<'_>, keep: u64) -> Result<()> {
-    sqlx::query(
+    db::query(
         "UPDATE schedule_fires SET outcome = $1, detail = $2, session_id = $3, duration_ms = $4, finished_at = $5 WHERE id = $6",
     )
     .bind(f.outcome.as_str())
@@ -301,27 +297,27 @@ pub(super) async fn finish_fire(db: &Db, f: Finished<'_>, keep: u64) -> Result<(
     .bind(f.duration_ms)
     .bind(db::timestamp(f.at))
     .bind(f.fire_id)
-    .execute(db.pool())
+    .execute(db)
     .await?;
-    sqlx::query(
+    db::query(
         "DELETE FROM schedule_fires WHERE schedule_id = $1 AND id <
             (SELECT id FROM schedule_fires WHERE schedule_id = $1 ORDER BY id DESC LIMIT 1 OFFSET $2)",
     )
     .bind(f.schedule_id)
     .bind(keep as i64 - 1)
-    .execute(db.pool())
+    .execute(db)
     .await?;
     Ok(())
 }
 
 /// Marks fires left `running` (by a daemon that stopped mid-turn) `interrupted`.
 pub(super) async fn mark_interrupted(db: &Db, at: DateTime<Utc>) -> Result<()> {
-    sqlx::query(
+    db::query(
         "UPDATE schedule_fires SET outcome = 'interrupted', detail = 'the daemon stopped during this fire',
              finished_at = $1 WHERE outcome = 'running'",
     )
     .bind(db::timestamp(at))
-    .execute(db.pool())
+    .execute(db)
     .await?;
     Ok(())
 }
@@ -366,9 +362,9 @@ fn fire_from(row: &db::Row) -> Result<Option<Fire>> {
 
 /// Fires that failed since `since` (RFC 3339), over every schedule.
 pub(super) async fn failed_fires_since(db: &Db, since: &str) -> Result<u64> {
-    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM schedule_fires WHERE outcome = 'failed' AND fired_at >= $1")
+    let n: i64 = db::query_scalar("SELECT count(*) FROM schedule_fires WHERE outcome = 'failed' AND fired_at >= $1")
         .bind(since)
-        .fetch_one(db.pool())
+        .fetch_one(db)
         .await?;
     Ok(n as u64)
 }

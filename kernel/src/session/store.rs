@@ -1,6 +1,5 @@
 //! SQL for sessions, their messages and the tools each has loaded.
 
-use sqlx::Row;
 use uuid::Uuid;
 
 use super::{Compaction, Failure, Session, StoredMessage};
@@ -13,20 +12,20 @@ use crate::page::{Key, Page, PageRequest};
 const COLUMNS: &str = "SELECT id, agent_id, label, created_at FROM sessions";
 
 pub(super) async fn insert(db: &Db, session: &Session) -> Result<()> {
-    sqlx::query("INSERT INTO sessions (id, agent_id, label, created_at) VALUES ($1, $2, $3, $4)")
+    db::query("INSERT INTO sessions (id, agent_id, label, created_at) VALUES ($1, $2, $3, $4)")
         .bind(session.id.to_string())
         .bind(session.agent_id.to_string())
         .bind(&session.label)
         .bind(&session.created_at)
-        .execute(db.pool())
+        .execute(db)
         .await?;
     Ok(())
 }
 
 pub(super) async fn get(db: &Db, id: Uuid) -> Result<Option<Session>> {
-    let row = sqlx::query(sqlx::AssertSqlSafe(format!("{COLUMNS} WHERE id = $1")))
+    let row = db::query(sqlx::AssertSqlSafe(format!("{COLUMNS} WHERE id = $1")))
         .bind(id.to_string())
-        .fetch_optional(db.pool())
+        .fetch_optional(db)
         .await?;
     row.as_ref().map(session_from).transpose()
 }
@@ -34,20 +33,20 @@ pub(super) async fn get(db: &Db, id: Uuid) -> Result<Option<Session>> {
 /// The agent's oldest session with this label.
 pub(super) async fn labelled(db: &Db, agent_id: AgentId, label: &str) -> Result<Option<Session>> {
     let row =
-        sqlx::query(sqlx::AssertSqlSafe(format!("{COLUMNS} WHERE agent_id = $1 AND label = $2 ORDER BY id LIMIT 1")))
+        db::query(sqlx::AssertSqlSafe(format!("{COLUMNS} WHERE agent_id = $1 AND label = $2 ORDER BY id LIMIT 1")))
             .bind(agent_id.to_string())
             .bind(label)
-            .fetch_optional(db.pool())
+            .fetch_optional(db)
             .await?;
     row.as_ref().map(session_from).transpose()
 }
 
 /// The sessions of any agent with this label, oldest first, at most `limit`.
 pub(super) async fn with_label(db: &Db, label: &str, limit: i64) -> Result<Vec<Session>> {
-    let rows = sqlx::query(sqlx::AssertSqlSafe(format!("{COLUMNS} WHERE label = $1 ORDER BY created_at, id LIMIT $2")))
+    let rows = db::query(sqlx::AssertSqlSafe(format!("{COLUMNS} WHERE label = $1 ORDER BY created_at, id LIMIT $2")))
         .bind(label)
         .bind(limit)
-        .fetch_all(db.pool())
+        .fetch_all(db)
         .await?;
     rows.iter().map(session_from).collect()
 }
@@ -55,37 +54,37 @@ pub(super) async fn with_label(db: &Db, label: &str, limit: i64) -> Result<Vec<S
 /// A page of the agent's sessions, newest first (the cursor is the last session's id).
 pub(super) async fn list(db: &Db, agent_id: AgentId, page: &PageRequest) -> Result<Page<Session>> {
     let before = page.after(Key::Id)?;
-    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+    let rows = db::query(sqlx::AssertSqlSafe(format!(
         "{COLUMNS} WHERE agent_id = $1 AND ($2 IS NULL OR id < $2) ORDER BY id DESC LIMIT $3"
     )))
     .bind(agent_id.to_string())
     .bind(before)
     .bind(page.fetch_limit())
-    .fetch_all(db.pool())
+    .fetch_all(db)
     .await?;
-    let total: i64 = sqlx::query_scalar("SELECT count(*) FROM sessions WHERE agent_id = $1")
+    let total: i64 = db::query_scalar("SELECT count(*) FROM sessions WHERE agent_id = $1")
         .bind(agent_id.to_string())
-        .fetch_one(db.pool())
+        .fetch_one(db)
         .await?;
     let sessions = rows.iter().map(session_from).collect::<Result<Vec<_>>>()?;
     Ok(Page::from_rows(sessions, page, total as u64, |s| s.id.to_string()))
 }
 
 pub(super) async fn loaded_tools(db: &Db, session: Uuid) -> Result<Vec<String>> {
-    Ok(sqlx::query_scalar("SELECT tool FROM session_loaded_tools WHERE session_id = $1 ORDER BY loaded_at, tool")
+    Ok(db::query_scalar("SELECT tool FROM session_loaded_tools WHERE session_id = $1 ORDER BY loaded_at, tool")
         .bind(session.to_string())
-        .fetch_all(db.pool())
+        .fetch_all(db)
         .await?)
 }
 
 pub(super) async fn load_tool(db: &Db, session: Uuid, tool: &str) -> Result<()> {
-    sqlx::query(
+    db::query(
         "INSERT INTO session_loaded_tools (session_id, tool, loaded_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
     )
     .bind(session.to_string())
     .bind(tool)
     .bind(db::now())
-    .execute(db.pool())
+    .execute(db)
     .await?;
     Ok(())
 }
@@ -98,19 +97,19 @@ pub(super) async fn append(db: &Db, session: Uuid, messages: &[Message]) -> Resu
          SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3 FROM session_messages WHERE session_id = $1";
     let now = db::now();
     let insert = |m: &Message| {
-        sqlx::query(INSERT)
+        db::query(INSERT)
             .bind(session.to_string())
             .bind(serde_json::to_string(m).expect("messages serialise"))
             .bind(now.clone())
     };
     // One message is one statement, atomic on its own; more share a transaction.
     if let [one] = messages {
-        insert(one).execute(db.pool()).await?;
+        insert(one).execute(db).await?;
         return Ok(());
     }
     let mut tx = db.begin().await?;
     for m in messages {
-        insert(m).execute(&mut *tx).await?;
+        insert(m).execute(&mut tx).await?;
     }
     tx.commit().await?;
     Ok(())
@@ -119,14 +118,14 @@ pub(super) async fn append(db: &Db, session: Uuid, messages: &[Message]) -> Resu
 /// Messages after `after_seq` (0: from the start), oldest first, at most `limit` (all when
 /// `None`).
 pub(super) async fn messages(db: &Db, session: Uuid, after_seq: i64, limit: Option<i64>) -> Result<Vec<StoredMessage>> {
-    let rows = sqlx::query(
+    let rows = db::query(
         "SELECT seq, message, created_at FROM session_messages
          WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
     )
     .bind(session.to_string())
     .bind(after_seq)
     .bind(limit.unwrap_or(i64::MAX))
-    .fetch_all(db.pool())
+    .fetch_all(db)
     .await?;
     rows.iter()
         .map(|r| {
@@ -138,9 +137,9 @@ pub(super) async fn messages(db: &Db, session: Uuid, after_seq: i64, limit: Opti
 }
 
 pub(super) async fn message_count(db: &Db, session: Uuid) -> Result<u64> {
-    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM session_messages WHERE session_id = $1")
+    let n: i64 = db::query_scalar("SELECT count(*) FROM session_messages WHERE session_id = $1")
         .bind(session.to_string())
-        .fetch_one(db.pool())
+        .fetch_one(db)
         .await?;
     Ok(n as u64)
 }
@@ -157,7 +156,7 @@ fn session_from(row: &db::Row) -> Result<Session> {
 }
 
 pub(super) async fn record_failure(db: &Db, session: Uuid, kind: &str, message: &str) -> Result<()> {
-    sqlx::query(
+    db::query(
         "INSERT INTO session_failures (session_id, after_seq, kind, message, created_at)
          SELECT $1, COALESCE(MAX(seq), 0), $2, $3, $4 FROM session_messages WHERE session_id = $1",
     )
@@ -165,18 +164,18 @@ pub(super) async fn record_failure(db: &Db, session: Uuid, kind: &str, message: 
     .bind(kind)
     .bind(message)
     .bind(db::now())
-    .execute(db.pool())
+    .execute(db)
     .await?;
     Ok(())
 }
 
 pub(super) async fn failures(db: &Db, session: Uuid) -> Result<Vec<Failure>> {
-    let rows = sqlx::query(
+    let rows = db::query(
         "SELECT after_seq, kind, message, created_at FROM session_failures WHERE session_id = $1
          ORDER BY after_seq, created_at",
     )
     .bind(session.to_string())
-    .fetch_all(db.pool())
+    .fetch_all(db)
     .await?;
     rows.iter()
         .map(|r| {
@@ -194,17 +193,17 @@ const COMPACTION_COLUMNS: &str = "SELECT id, summary, summary_through, stubbed_t
      FROM session_compactions WHERE session_id = $1";
 
 pub(super) async fn latest_compaction(db: &Db, session: Uuid) -> Result<Option<Compaction>> {
-    let row = sqlx::query(sqlx::AssertSqlSafe(format!("{COMPACTION_COLUMNS} ORDER BY id DESC LIMIT 1")))
+    let row = db::query(sqlx::AssertSqlSafe(format!("{COMPACTION_COLUMNS} ORDER BY id DESC LIMIT 1")))
         .bind(session.to_string())
-        .fetch_optional(db.pool())
+        .fetch_optional(db)
         .await?;
     row.as_ref().map(compaction_from).transpose()
 }
 
 pub(super) async fn compactions(db: &Db, session: Uuid) -> Result<Vec<Compaction>> {
-    let rows = sqlx::query(sqlx::AssertSqlSafe(format!("{COMPACTION_COLUMNS} ORDER BY id")))
+    let rows = db::query(sqlx::AssertSqlSafe(format!("{COMPACTION_COLUMNS} ORDER BY id")))
         .bind(session.to_string())
-        .fetch_all(db.pool())
+        .fetch_all(db)
         .await?;
     rows.iter().map(compaction_from).collect()
 }
@@ -217,7 +216,7 @@ pub(super) async fn insert_compaction(
     stubbed: i64,
 ) -> Result<Compaction> {
     let created_at = db::now();
-    let id: i64 = sqlx::query_scalar(
+    let id: i64 = db::query_scalar(
         "INSERT INTO session_compactions
              (session_id, summary, summary_through, stubbed_through, summarised, stubbed, created_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
@@ -229,7 +228,7 @@ pub(super) async fn insert_compaction(
     .bind(summarised)
     .bind(stubbed)
     .bind(&created_at)
-    .fetch_one(db.pool())
+    .fetch_one(db)
     .await?;
     Ok(Compaction {
         id,

@@ -5,11 +5,11 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
-use crate::db::Db;
+use crate::db::{self, Db};
 use crate::error::Result;
 
 /// One operation in a skill's history.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 #[schema(as = SkillHistoryEntry)]
 pub struct HistoryEntry {
     pub skill: String,
@@ -52,13 +52,15 @@ macro_rules! select {
     };
 }
 
+db::from_row!(HistoryEntry { skill, version, op, actor, at, content_hash, diff, detail, manifest, body });
+
 /// Appends `entry` as the skill's next version, and returns that version. The caller holds
 /// the skill's lock; the version is still taken inside the insert, so it is one more than the
 /// last whatever else writes.
 pub(super) async fn append(db: &Db, entry: NewEntry<'_>) -> Result<i64> {
     let hash =
         hex::encode(Sha256::new().chain_update(entry.manifest).chain_update([0]).chain_update(entry.body).finalize());
-    let version = sqlx::query_scalar(
+    let version = db::query_scalar(
         "INSERT INTO skill_history (skill, version, op, actor, at, content_hash, diff, detail, manifest, body)
          VALUES ($1, (SELECT COALESCE(MAX(version), 0) + 1 FROM skill_history WHERE skill = $1), $2, $3, $4, $5, $6, $7, $8, $9)
          RETURNING version",
@@ -72,35 +74,28 @@ pub(super) async fn append(db: &Db, entry: NewEntry<'_>) -> Result<i64> {
     .bind(entry.detail)
     .bind(entry.manifest)
     .bind(entry.body)
-    .fetch_one(db.pool())
+    .fetch_one(db)
     .await?;
     Ok(version)
 }
 
 pub(super) async fn all(db: &Db, skill: &str) -> Result<Vec<HistoryEntry>> {
-    Ok(sqlx::query_as(select!("WHERE skill = $1 ORDER BY version")).bind(skill).fetch_all(db.pool()).await?)
+    Ok(db::query_as(select!("WHERE skill = $1 ORDER BY version")).bind(skill).fetch_all(db).await?)
 }
 
 pub(super) async fn latest(db: &Db, skill: &str) -> Result<Option<HistoryEntry>> {
-    Ok(sqlx::query_as(select!("WHERE skill = $1 ORDER BY version DESC LIMIT 1"))
-        .bind(skill)
-        .fetch_optional(db.pool())
-        .await?)
+    Ok(db::query_as(select!("WHERE skill = $1 ORDER BY version DESC LIMIT 1")).bind(skill).fetch_optional(db).await?)
 }
 
 pub(super) async fn at(db: &Db, skill: &str, version: i64) -> Result<Option<HistoryEntry>> {
-    Ok(sqlx::query_as(select!("WHERE skill = $1 AND version = $2"))
-        .bind(skill)
-        .bind(version)
-        .fetch_optional(db.pool())
-        .await?)
+    Ok(db::query_as(select!("WHERE skill = $1 AND version = $2")).bind(skill).bind(version).fetch_optional(db).await?)
 }
 
 /// The last entry of each skill whose last operation is a delete, by name.
 pub(super) async fn deleted(db: &Db) -> Result<Vec<HistoryEntry>> {
-    Ok(sqlx::query_as(select!(
+    Ok(db::query_as(select!(
         "AS h WHERE op = 'delete' AND version = (SELECT MAX(version) FROM skill_history WHERE skill = h.skill) ORDER BY skill"
     ))
-    .fetch_all(db.pool())
+    .fetch_all(db)
     .await?)
 }

@@ -366,13 +366,13 @@ mod tests {
         let agents = Arc::new(Agents::load(db.clone(), Vec::new()).await.unwrap());
         let board = TaskBoard::new(db.clone(), agents);
         let id = Uuid::now_v7().to_string();
-        sqlx::query(
+        db::query(
             "INSERT INTO tasks (id, title, body, priority, status, posted_by, created_at, updated_at)
              VALUES ($1, 'title', '', 'high', 'pending', 'test', $2, $2)",
         )
         .bind(&id)
         .bind(db::now())
-        .execute(db.pool())
+        .execute(&db)
         .await
         .unwrap();
 

@@ -1,7 +1,6 @@
 //! SQL for the task board. A task's history comes from SQL triggers on `tasks` (see the
 //! migration), written in the same statement as each change.
 
-use sqlx::Row;
 use uuid::Uuid;
 
 use super::{Task, TaskEvent, TaskStatus};
@@ -36,7 +35,7 @@ pub(super) struct NewRow<'a> {
 
 pub(super) async fn insert(db: &Db, new: NewRow<'_>) -> Result<Task> {
     let now = db::now();
-    let row = sqlx::query(
+    let row = db::query(
         "INSERT INTO tasks (id, title, body, assignee, priority, status, posted_by, created_at, updated_at)
          VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $7) RETURNING *",
     )
@@ -47,13 +46,13 @@ pub(super) async fn insert(db: &Db, new: NewRow<'_>) -> Result<Task> {
     .bind(new.priority)
     .bind(new.posted_by)
     .bind(&now)
-    .fetch_one(db.pool())
+    .fetch_one(db)
     .await?;
     task_from(&row)
 }
 
 pub(super) async fn get(db: &Db, id: &str) -> Result<Option<Task>> {
-    let row = sqlx::query("SELECT * FROM tasks WHERE id = $1").bind(id).fetch_optional(db.pool()).await?;
+    let row = db::query("SELECT * FROM tasks WHERE id = $1").bind(id).fetch_optional(db).await?;
     row.as_ref().map(task_from).transpose()
 }
 
@@ -64,7 +63,7 @@ pub(super) async fn claim_all(db: &Db, claims: impl Iterator<Item = (&str, i64)>
     let mut tx = db.begin().await?;
     let mut claimed = Vec::new();
     for (agent, min_priority) in claims {
-        let row = sqlx::query(CLAIM).bind(agent).bind(&now).bind(min_priority).fetch_optional(&mut *tx).await?;
+        let row = db::query(CLAIM).bind(agent).bind(&now).bind(min_priority).fetch_optional(&mut tx).await?;
         claimed.push(row.as_ref().map(task_from).transpose()?);
     }
     tx.commit().await?;
@@ -73,20 +72,20 @@ pub(super) async fn claim_all(db: &Db, claims: impl Iterator<Item = (&str, i64)>
 
 /// Puts a claimed task back to pending (its claimant never heard of the claim).
 pub(super) async fn release(db: &Db, id: &str) -> Result<()> {
-    sqlx::query(
+    db::query(
         "UPDATE tasks SET status = 'pending', claimed_by = NULL, claimed_at = NULL, updated_at = $1
          WHERE id = $2 AND status = 'claimed'",
     )
     .bind(db::now())
     .bind(id)
-    .execute(db.pool())
+    .execute(db)
     .await?;
     Ok(())
 }
 
 /// Marks the task done if `agent` holds its claim; `None` if it does not.
 pub(super) async fn complete(db: &Db, id: &str, agent: &str, result: Option<&str>) -> Result<Option<Task>> {
-    let row = sqlx::query(
+    let row = db::query(
         "UPDATE tasks SET status = 'done', result = $3, completed_at = $4, updated_at = $4
          WHERE id = $1 AND status = 'claimed' AND claimed_by = $2 RETURNING *",
     )
@@ -94,7 +93,7 @@ pub(super) async fn complete(db: &Db, id: &str, agent: &str, result: Option<&str
     .bind(agent)
     .bind(result)
     .bind(db::now())
-    .fetch_optional(db.pool())
+    .fetch_optional(db)
     .await?;
     row.as_ref().map(task_from).transpose()
 }
@@ -110,7 +109,7 @@ pub(super) enum Change<'a> {
 pub(super) async fn change(db: &Db, id: &str, from: TaskStatus, change: Change<'_>) -> Result<Option<Task>> {
     let now = db::now();
     let query = match change {
-        Change::Reassign { assignee } => sqlx::query(
+        Change::Reassign { assignee } => db::query(
             "UPDATE tasks SET assignee = $3, status = 'pending', claimed_by = NULL, claimed_at = NULL, updated_at = $4
              WHERE id = $1 AND status = $2 RETURNING *",
         )
@@ -118,14 +117,14 @@ pub(super) async fn change(db: &Db, id: &str, from: TaskStatus, change: Change<'
         .bind(from.as_str())
         .bind(assignee)
         .bind(now),
-        Change::Cancel => sqlx::query(
+        Change::Cancel => db::query(
             "UPDATE tasks SET status = 'cancelled', claimed_by = NULL, updated_at = $3, completed_at = $3
              WHERE id = $1 AND status = $2 RETURNING *",
         )
         .bind(id)
         .bind(from.as_str())
         .bind(now),
-        Change::Retry => sqlx::query(
+        Change::Retry => db::query(
             "UPDATE tasks SET status = 'pending', claimed_by = NULL, claimed_at = NULL, result = NULL, completed_at = NULL,
                               updated_at = $3
              WHERE id = $1 AND status = $2 RETURNING *",
@@ -134,14 +133,14 @@ pub(super) async fn change(db: &Db, id: &str, from: TaskStatus, change: Change<'
         .bind(from.as_str())
         .bind(now),
     };
-    let row = query.fetch_optional(db.pool()).await?;
+    let row = query.fetch_optional(db).await?;
     row.as_ref().map(task_from).transpose()
 }
 
 pub(super) async fn history(db: &Db, id: &str) -> Result<Vec<TaskEvent>> {
-    let rows = sqlx::query("SELECT at, status, actor, retries FROM task_events WHERE task_id = $1 ORDER BY id")
+    let rows = db::query("SELECT at, status, actor, retries FROM task_events WHERE task_id = $1 ORDER BY id")
         .bind(id)
-        .fetch_all(db.pool())
+        .fetch_all(db)
         .await?;
     rows.iter()
         .map(|r| {
@@ -162,7 +161,7 @@ const FILTER: &str = "($1 IS NULL OR status = $1) AND ($2 IS NULL OR assignee = 
 /// Tasks matching `q`, best first (priority, then oldest), after `after` = (priority, id) of
 /// the previous page's last task, at most `limit`.
 pub(super) async fn list(db: &Db, q: &Query<'_>, after: Option<(i64, &str)>, limit: i64) -> Result<Vec<Task>> {
-    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+    let rows = db::query(sqlx::AssertSqlSafe(format!(
         "SELECT * FROM tasks WHERE {FILTER}
            AND ($5 IS NULL OR priority < $5 OR (priority = $5 AND id > $6))
          ORDER BY priority DESC, id ASC LIMIT $7"
@@ -174,18 +173,18 @@ pub(super) async fn list(db: &Db, q: &Query<'_>, after: Option<(i64, &str)>, lim
     .bind(after.map(|(p, _)| p))
     .bind(after.map(|(_, id)| id))
     .bind(limit)
-    .fetch_all(db.pool())
+    .fetch_all(db)
     .await?;
     rows.iter().map(task_from).collect()
 }
 
 pub(super) async fn count(db: &Db, q: &Query<'_>) -> Result<u64> {
-    let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM tasks WHERE {FILTER}")))
+    let n: i64 = db::query_scalar(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM tasks WHERE {FILTER}")))
         .bind(q.status.map(TaskStatus::as_str))
         .bind(q.assignee)
         .bind(&q.text)
         .bind(q.min_priority)
-        .fetch_one(db.pool())
+        .fetch_one(db)
         .await?;
     Ok(n as u64)
 }
@@ -193,7 +192,7 @@ pub(super) async fn count(db: &Db, q: &Query<'_>) -> Result<u64> {
 /// Returns claims made before `cutoff` to pending, counting a retry; past `max_retries`
 /// (0 = unlimited) the task fails instead. How many claims were taken back.
 pub(super) async fn sweep(db: &Db, cutoff: &str, max_retries: i64) -> Result<u64> {
-    let done = sqlx::query(
+    let done = db::query(
         "UPDATE tasks SET
              status = CASE WHEN $2 > 0 AND retries + 1 >= $2 THEN 'failed' ELSE 'pending' END,
              retries = retries + 1, claimed_by = NULL, claimed_at = NULL, updated_at = $3,
@@ -204,7 +203,7 @@ pub(super) async fn sweep(db: &Db, cutoff: &str, max_retries: i64) -> Result<u64
     .bind(cutoff)
     .bind(max_retries)
     .bind(db::now())
-    .execute(db.pool())
+    .execute(db)
     .await?;
     Ok(done.rows_affected())
 }

@@ -223,9 +223,9 @@ mod tests {
 
     async fn audit_rows(kernel: &Kernel, tool: &str) -> i64 {
         // Straight from the table: `AuditLog::list` would flush the queue first.
-        sqlx::query_scalar("SELECT count(*) FROM audit WHERE tool = $1")
+        crate::db::query_scalar("SELECT count(*) FROM audit WHERE tool = $1")
             .bind(tool)
-            .fetch_one(kernel.db().pool())
+            .fetch_one(kernel.db())
             .await
             .unwrap()
     }

@@ -1,37 +1,36 @@
 //! SQL for turns (open while they run), the model calls each made, and the context windows
 //! learned from providers.
 
-use sqlx::Row;
 use uuid::Uuid;
 
 use crate::db::{self, Db};
 use crate::error::{Error, Result};
 
 pub(super) async fn start_turn(db: &Db, turn: Uuid, agent: Uuid, session: Uuid) -> Result<()> {
-    sqlx::query("INSERT INTO turns (id, agent_id, session_id, started_at) VALUES ($1, $2, $3, $4)")
+    db::query("INSERT INTO turns (id, agent_id, session_id, started_at) VALUES ($1, $2, $3, $4)")
         .bind(turn.to_string())
         .bind(agent.to_string())
         .bind(session.to_string())
         .bind(db::now())
-        .execute(db.pool())
+        .execute(db)
         .await?;
     Ok(())
 }
 
 pub(super) async fn end_turn(db: &Db, turn: Uuid, ended: &str) -> Result<()> {
-    sqlx::query("UPDATE turns SET ended_at = $2, ended = $3 WHERE id = $1")
+    db::query("UPDATE turns SET ended_at = $2, ended = $3 WHERE id = $1")
         .bind(turn.to_string())
         .bind(db::now())
         .bind(ended)
-        .execute(db.pool())
+        .execute(db)
         .await?;
     Ok(())
 }
 
 /// Every turn still open: (turn, session), oldest first.
 pub(super) async fn open_turns(db: &Db) -> Result<Vec<(Uuid, Uuid)>> {
-    let rows = sqlx::query("SELECT id, session_id FROM turns WHERE ended_at IS NULL ORDER BY started_at, id")
-        .fetch_all(db.pool())
+    let rows = db::query("SELECT id, session_id FROM turns WHERE ended_at IS NULL ORDER BY started_at, id")
+        .fetch_all(db)
         .await?;
     let id = |s: String| {
         Uuid::parse_str(&s).map_err(|e| Error::internal(format_args!("stored id `{s}` is unreadable: {e}")))
@@ -40,7 +39,7 @@ pub(super) async fn open_turns(db: &Db) -> Result<Vec<(Uuid, Uuid)>> {
 }
 
 pub(super) async fn learned_windows(db: &Db) -> Result<Vec<((String, String), u64)>> {
-    let rows = sqlx::query("SELECT provider, model, tokens FROM model_windows").fetch_all(db.pool()).await?;
+    let rows = db::query("SELECT provider, model, tokens FROM model_windows").fetch_all(db).await?;
     rows.iter()
         .map(|r| {
             let tokens: i64 = r.try_get("tokens")?;
@@ -50,7 +49,7 @@ pub(super) async fn learned_windows(db: &Db) -> Result<Vec<((String, String), u6
 }
 
 pub(super) async fn learn_window(db: &Db, provider: &str, model: &str, tokens: u64) -> Result<()> {
-    sqlx::query(
+    db::query(
         "INSERT INTO model_windows (provider, model, tokens, learned_at) VALUES ($1, $2, $3, $4)
          ON CONFLICT (provider, model) DO UPDATE SET tokens = $3, learned_at = $4",
     )
@@ -58,19 +57,19 @@ pub(super) async fn learn_window(db: &Db, provider: &str, model: &str, tokens: u
     .bind(model)
     .bind(tokens as i64)
     .bind(db::now())
-    .execute(db.pool())
+    .execute(db)
     .await?;
     Ok(())
 }
 
 /// Turns started per UTC hour since `since` (`YYYY-MM-DDTHH`), oldest first.
 pub(super) async fn turns_per_hour(db: &Db, since: &str) -> Result<Vec<(String, u64)>> {
-    let rows = sqlx::query(
+    let rows = db::query(
         "SELECT substr(started_at, 1, 13) AS hour, count(*) AS turns FROM turns
          WHERE started_at >= $1 GROUP BY substr(started_at, 1, 13) ORDER BY hour",
     )
     .bind(since)
-    .fetch_all(db.pool())
+    .fetch_all(db)
     .await?;
     rows.iter().map(|r| Ok((r.try_get("hour")?, r.try_get::<i64, _>("turns")?.max(0) as u64))).collect()
 }

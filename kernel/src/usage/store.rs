@@ -1,6 +1,5 @@
 //! SQL for the meter: `model_calls` (created by migration 0019 with the turn's other records).
 
-use sqlx::Row;
 use uuid::Uuid;
 
 use super::{Group, ModelCall};
@@ -22,7 +21,7 @@ pub(super) struct Sum {
 pub(super) async fn insert(db: &Db, calls: &[ModelCall]) -> Result<()> {
     let mut tx = db.begin().await?;
     for c in calls {
-        sqlx::query(
+        db::query(
             "INSERT INTO model_calls (turn_id, agent_id, session_id, provider, model, purpose, compaction_id, first_seq,
                  messages, estimated_tokens, input_tokens, output_tokens, cached_tokens, outcome, created_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
@@ -42,7 +41,7 @@ pub(super) async fn insert(db: &Db, calls: &[ModelCall]) -> Result<()> {
         .bind(c.tokens.cached_tokens as i64)
         .bind(&c.outcome)
         .bind(&c.at)
-        .execute(&mut *tx)
+        .execute(&mut tx)
         .await?;
     }
     tx.commit().await?;
@@ -73,37 +72,37 @@ pub(super) async fn sums(db: &Db, group: Group, since: Option<&str>) -> Result<V
         Group::Model => "provider || ' / ' || model",
         Group::Day => "substr(created_at, 1, 10)",
     };
-    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+    let rows = db::query(sqlx::AssertSqlSafe(format!(
         "SELECT {key} AS key, provider, model, {SUMS} FROM model_calls
          WHERE ($1 IS NULL OR created_at >= $1) GROUP BY {key}, provider, model"
     )))
     .bind(since)
-    .fetch_all(db.pool())
+    .fetch_all(db)
     .await?;
     rows.iter().map(sum_from).collect()
 }
 
 /// Sums by provider and model of `agent`'s calls (every agent's with `None`) since `since`.
 pub(super) async fn sums_of(db: &Db, agent: Option<Uuid>, since: &str) -> Result<Vec<Sum>> {
-    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+    let rows = db::query(sqlx::AssertSqlSafe(format!(
         "SELECT '' AS key, provider, model, {SUMS} FROM model_calls
          WHERE ($1 IS NULL OR agent_id = $1) AND created_at >= $2 GROUP BY provider, model"
     )))
     .bind(agent.map(|a| a.to_string()))
     .bind(since)
-    .fetch_all(db.pool())
+    .fetch_all(db)
     .await?;
     rows.iter().map(sum_from).collect()
 }
 
 /// Sums by session (key: `SESSION AGENT`), provider and model, since `since`.
 pub(super) async fn session_sums(db: &Db, since: Option<&str>) -> Result<Vec<Sum>> {
-    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+    let rows = db::query(sqlx::AssertSqlSafe(format!(
         "SELECT session_id || ' ' || agent_id AS key, provider, model, {SUMS} FROM model_calls
          WHERE ($1 IS NULL OR created_at >= $1) GROUP BY session_id, agent_id, provider, model"
     )))
     .bind(since)
-    .fetch_all(db.pool())
+    .fetch_all(db)
     .await?;
     rows.iter().map(sum_from).collect()
 }

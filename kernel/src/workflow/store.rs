@@ -1,6 +1,5 @@
 //! SQL for stored workflows and their runs.
 
-use sqlx::Row;
 use uuid::Uuid;
 
 use super::{RunStatus, Workflow, WorkflowRun};
@@ -8,7 +7,7 @@ use crate::db::{self, Db};
 use crate::error::{Error, Result};
 
 pub(super) async fn insert(db: &Db, wf: &Workflow) -> Result<()> {
-    let result = sqlx::query(
+    let result = db::query(
         "INSERT INTO workflows (id, name, description, steps, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6)",
     )
     .bind(wf.id.to_string())
@@ -17,7 +16,7 @@ pub(super) async fn insert(db: &Db, wf: &Workflow) -> Result<()> {
     .bind(serde_json::to_string(&wf.steps).expect("steps serialise"))
     .bind(&wf.created_at)
     .bind(&wf.updated_at)
-    .execute(db.pool())
+    .execute(db)
     .await;
     db::unique_or(result, || format!("a workflow named `{}` already exists", wf.name))?;
     Ok(())
@@ -25,71 +24,69 @@ pub(super) async fn insert(db: &Db, wf: &Workflow) -> Result<()> {
 
 pub(super) async fn update(db: &Db, wf: &Workflow) -> Result<()> {
     let result =
-        sqlx::query("UPDATE workflows SET name = $1, description = $2, steps = $3, updated_at = $4 WHERE id = $5")
+        db::query("UPDATE workflows SET name = $1, description = $2, steps = $3, updated_at = $4 WHERE id = $5")
             .bind(&wf.name)
             .bind(&wf.description)
             .bind(serde_json::to_string(&wf.steps).expect("steps serialise"))
             .bind(&wf.updated_at)
             .bind(wf.id.to_string())
-            .execute(db.pool())
+            .execute(db)
             .await;
     db::unique_or(result, || format!("a workflow named `{}` already exists", wf.name))?;
     Ok(())
 }
 
 pub(super) async fn delete(db: &Db, id: Uuid) -> Result<()> {
-    sqlx::query("DELETE FROM workflows WHERE id = $1").bind(id.to_string()).execute(db.pool()).await?;
+    db::query("DELETE FROM workflows WHERE id = $1").bind(id.to_string()).execute(db).await?;
     Ok(())
 }
 
 /// Workflows by name after `after`, at most `limit`.
 pub(super) async fn list(db: &Db, after: Option<&str>, limit: i64) -> Result<Vec<Workflow>> {
-    let rows = sqlx::query("SELECT * FROM workflows WHERE ($1 IS NULL OR name > $1) ORDER BY name LIMIT $2")
+    let rows = db::query("SELECT * FROM workflows WHERE ($1 IS NULL OR name > $1) ORDER BY name LIMIT $2")
         .bind(after)
         .bind(limit)
-        .fetch_all(db.pool())
+        .fetch_all(db)
         .await?;
     rows.iter().map(workflow_from).collect()
 }
 
 pub(super) async fn count(db: &Db) -> Result<u64> {
-    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM workflows").fetch_one(db.pool()).await?;
+    let n: i64 = db::query_scalar("SELECT count(*) FROM workflows").fetch_one(db).await?;
     Ok(n as u64)
 }
 
 /// By id or name.
 pub(super) async fn get(db: &Db, id_or_name: &str) -> Result<Option<Workflow>> {
-    let row = sqlx::query("SELECT * FROM workflows WHERE id = $1 OR name = $1")
-        .bind(id_or_name)
-        .fetch_optional(db.pool())
-        .await?;
+    let row =
+        db::query("SELECT * FROM workflows WHERE id = $1 OR name = $1").bind(id_or_name).fetch_optional(db).await?;
     row.as_ref().map(workflow_from).transpose()
 }
 
 /// The workflow's runs, newest first, before the run `before`, at most `limit`.
 pub(super) async fn runs(db: &Db, workflow: Uuid, before: Option<&str>, limit: i64) -> Result<Vec<WorkflowRun>> {
-    let rows = sqlx::query(
+    let rows = db::query(
         "SELECT * FROM workflow_runs WHERE workflow_id = $1 AND ($2 IS NULL OR id < $2) ORDER BY id DESC LIMIT $3",
     )
     .bind(workflow.to_string())
     .bind(before)
     .bind(limit)
-    .fetch_all(db.pool())
+    .fetch_all(db)
     .await?;
     rows.iter().map(run_from).collect()
 }
 
 pub(super) async fn run_count(db: &Db, workflow: Uuid) -> Result<u64> {
-    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM workflow_runs WHERE workflow_id = $1")
+    let n: i64 = db::query_scalar("SELECT count(*) FROM workflow_runs WHERE workflow_id = $1")
         .bind(workflow.to_string())
-        .fetch_one(db.pool())
+        .fetch_one(db)
         .await?;
     Ok(n as u64)
 }
 
 /// Writes a run as it stands (the first time inserts it).
 pub(super) async fn save_run(db: &Db, run: &WorkflowRun) -> Result<()> {
-    sqlx::query(
+    db::query(
         "INSERT INTO workflow_runs (id, workflow_id, inputs, status, output, error, steps, started_at, finished_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
          ON CONFLICT (id) DO UPDATE SET status = $4, output = $5, error = $6, steps = $7, finished_at = $9",
@@ -103,7 +100,7 @@ pub(super) async fn save_run(db: &Db, run: &WorkflowRun) -> Result<()> {
     .bind(serde_json::to_string(&run.steps).expect("steps serialise"))
     .bind(&run.started_at)
     .bind(&run.finished_at)
-    .execute(db.pool())
+    .execute(db)
     .await?;
     Ok(())
 }

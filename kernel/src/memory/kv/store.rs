@@ -1,7 +1,5 @@
 //! SQL of the key/value store (`memory_kv`).
 
-use sqlx::Row;
-
 use super::KvEntry;
 use crate::agent::AgentId;
 use crate::db::{self, Db};
@@ -12,23 +10,23 @@ use crate::error::Result;
 pub(super) async fn upsert_within(db: &Db, agent: AgentId, key: &str, value: &str, limit: u64) -> Result<Option<bool>> {
     let agent = agent.to_string();
     let mut tx = db.begin_write().await?;
-    let exists = sqlx::query("SELECT 1 FROM memory_kv WHERE agent_id = $1 AND key = $2")
+    let exists = db::query("SELECT 1 FROM memory_kv WHERE agent_id = $1 AND key = $2")
         .bind(&agent)
         .bind(key)
-        .fetch_optional(&mut *tx)
+        .fetch_optional(&mut tx)
         .await?
         .is_some();
     if !exists {
-        let held: i64 = sqlx::query_scalar("SELECT count(*) FROM memory_kv WHERE agent_id = $1")
+        let held: i64 = db::query_scalar("SELECT count(*) FROM memory_kv WHERE agent_id = $1")
             .bind(&agent)
-            .fetch_one(&mut *tx)
+            .fetch_one(&mut tx)
             .await?;
         if held as u64 >= limit {
             return Ok(None);
         }
     }
     let now = db::now();
-    sqlx::query(
+    db::query(
         "INSERT INTO memory_kv (agent_id, key, value, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
          ON CONFLICT (agent_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
     )
@@ -36,54 +34,54 @@ pub(super) async fn upsert_within(db: &Db, agent: AgentId, key: &str, value: &st
     .bind(key)
     .bind(value)
     .bind(&now)
-    .execute(&mut *tx)
+    .execute(&mut tx)
     .await?;
     tx.commit().await?;
     Ok(Some(exists))
 }
 
 pub(super) async fn get(db: &Db, agent: AgentId, key: &str) -> Result<Option<KvEntry>> {
-    let row = sqlx::query("SELECT * FROM memory_kv WHERE agent_id = $1 AND key = $2")
+    let row = db::query("SELECT * FROM memory_kv WHERE agent_id = $1 AND key = $2")
         .bind(agent.to_string())
         .bind(key)
-        .fetch_optional(db.pool())
+        .fetch_optional(db)
         .await?;
     row.as_ref().map(entry_from).transpose()
 }
 
 pub(super) async fn delete(db: &Db, agent: AgentId, key: &str) -> Result<bool> {
-    let done = sqlx::query("DELETE FROM memory_kv WHERE agent_id = $1 AND key = $2")
+    let done = db::query("DELETE FROM memory_kv WHERE agent_id = $1 AND key = $2")
         .bind(agent.to_string())
         .bind(key)
-        .execute(db.pool())
+        .execute(db)
         .await?;
     Ok(done.rows_affected() == 1)
 }
 
 /// Every key of `agent`, in byte order (SQLite compares text by its bytes).
 pub(super) async fn keys(db: &Db, agent: AgentId) -> Result<Vec<String>> {
-    let rows = sqlx::query("SELECT key FROM memory_kv WHERE agent_id = $1 ORDER BY key")
+    let rows = db::query("SELECT key FROM memory_kv WHERE agent_id = $1 ORDER BY key")
         .bind(agent.to_string())
-        .fetch_all(db.pool())
+        .fetch_all(db)
         .await?;
     rows.iter().map(|r| Ok(r.try_get("key")?)).collect()
 }
 
 /// Up to `limit` entries after the first `skip`, in key order.
 pub(super) async fn entries(db: &Db, agent: AgentId, skip: i64, limit: i64) -> Result<Vec<KvEntry>> {
-    let rows = sqlx::query("SELECT * FROM memory_kv WHERE agent_id = $1 ORDER BY key LIMIT $2 OFFSET $3")
+    let rows = db::query("SELECT * FROM memory_kv WHERE agent_id = $1 ORDER BY key LIMIT $2 OFFSET $3")
         .bind(agent.to_string())
         .bind(limit)
         .bind(skip)
-        .fetch_all(db.pool())
+        .fetch_all(db)
         .await?;
     rows.iter().map(entry_from).collect()
 }
 
 pub(super) async fn count(db: &Db, agent: AgentId) -> Result<u64> {
-    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM memory_kv WHERE agent_id = $1")
+    let n: i64 = db::query_scalar("SELECT count(*) FROM memory_kv WHERE agent_id = $1")
         .bind(agent.to_string())
-        .fetch_one(db.pool())
+        .fetch_one(db)
         .await?;
     Ok(n as u64)
 }

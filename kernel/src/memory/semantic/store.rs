@@ -1,6 +1,5 @@
 //! SQL of the semantic store (`memories`).
 
-use sqlx::Row;
 use uuid::Uuid;
 
 use crate::agent::AgentId;
@@ -40,11 +39,11 @@ pub(super) async fn insert(db: &Db, new: NewMemory<'_>, replaces: &[Uuid]) -> Re
     let mut tx = db.begin().await?;
     insert_row(&mut tx, &new).await?;
     for old in replaces {
-        sqlx::query("UPDATE memories SET merged_into = $1 WHERE id = $2 AND agent_id = $3")
+        db::query("UPDATE memories SET merged_into = $1 WHERE id = $2 AND agent_id = $3")
             .bind(new.id.to_string())
             .bind(old.to_string())
             .bind(new.agent.to_string())
-            .execute(&mut *tx)
+            .execute(&mut tx)
             .await?;
     }
     tx.commit().await?;
@@ -61,8 +60,8 @@ pub(super) async fn insert_all(db: &Db, rows: &[NewMemory<'_>]) -> Result<()> {
     Ok(())
 }
 
-async fn insert_row(conn: &mut db::Conn, new: &NewMemory<'_>) -> Result<()> {
-    sqlx::query(
+async fn insert_row(conn: &mut db::Tx, new: &NewMemory<'_>) -> Result<()> {
+    db::query(
         "INSERT INTO memories (id, agent_id, content, category, source, confidence, hits, created_at, accessed_at, embedder, embedding)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10)",
     )
@@ -86,11 +85,11 @@ async fn insert_row(conn: &mut db::Conn, new: &NewMemory<'_>) -> Result<()> {
 pub(super) async fn each_live(db: &Db, agent: AgentId, mut each: impl FnMut(Stored) -> Result<()>) -> Result<()> {
     use futures_util::TryStreamExt;
     let agent = agent.to_string();
-    let mut rows = sqlx::query(
+    let mut rows = db::query(
         "SELECT * FROM memories WHERE agent_id = $1 AND forgotten_at IS NULL AND merged_into IS NULL ORDER BY created_at, id",
     )
     .bind(&agent)
-    .fetch(db.pool());
+    .fetch(db);
     while let Some(row) = rows.try_next().await? {
         each(stored_from(&row)?)?;
     }
@@ -101,11 +100,11 @@ pub(super) async fn each_live(db: &Db, agent: AgentId, mut each: impl FnMut(Stor
 pub(super) async fn set_embeddings(db: &Db, embedder: &str, rows: &[(Uuid, Vec<u8>)]) -> Result<()> {
     let mut tx = db.begin().await?;
     for (id, embedding) in rows {
-        sqlx::query("UPDATE memories SET embedder = $1, embedding = $2 WHERE id = $3")
+        db::query("UPDATE memories SET embedder = $1, embedding = $2 WHERE id = $3")
             .bind(embedder)
             .bind(embedding)
             .bind(id.to_string())
-            .execute(&mut *tx)
+            .execute(&mut tx)
             .await?;
     }
     tx.commit().await?;
@@ -114,7 +113,7 @@ pub(super) async fn set_embeddings(db: &Db, embedder: &str, rows: &[(Uuid, Vec<u
 
 /// Withdraws a live memory; whether it was live.
 pub(super) async fn forget(db: &Db, agent: AgentId, id: Uuid, by: &str, at: &str) -> Result<bool> {
-    let done = sqlx::query(
+    let done = db::query(
         "UPDATE memories SET forgotten_at = $1, forgotten_by = $2
          WHERE id = $3 AND agent_id = $4 AND forgotten_at IS NULL AND merged_into IS NULL",
     )
@@ -122,7 +121,7 @@ pub(super) async fn forget(db: &Db, agent: AgentId, id: Uuid, by: &str, at: &str
     .bind(by)
     .bind(id.to_string())
     .bind(agent.to_string())
-    .execute(db.pool())
+    .execute(db)
     .await?;
     Ok(done.rows_affected() == 1)
 }
@@ -132,13 +131,13 @@ pub(super) async fn forget(db: &Db, agent: AgentId, id: Uuid, by: &str, at: &str
 pub(super) async fn refresh(db: &Db, ids: &[Uuid], at: &str) -> Result<()> {
     let mut tx = db.begin().await?;
     for id in ids {
-        sqlx::query(
+        db::query(
             "UPDATE memories SET hits = hits + 1, accessed_at = CASE WHEN accessed_at < $1 THEN $1 ELSE accessed_at END
              WHERE id = $2",
         )
         .bind(at)
         .bind(id.to_string())
-        .execute(&mut *tx)
+        .execute(&mut tx)
         .await?;
     }
     tx.commit().await?;
@@ -148,12 +147,12 @@ pub(super) async fn refresh(db: &Db, ids: &[Uuid], at: &str) -> Result<()> {
 /// Per category of `agent`'s memories: how many were forgotten, and how many merged into
 /// others.
 pub(super) async fn withdrawn_counts(db: &Db, agent: AgentId) -> Result<Vec<(String, u64, u64)>> {
-    let rows = sqlx::query(
+    let rows = db::query(
         "SELECT category, count(forgotten_at) AS forgotten, count(merged_into) AS merged FROM memories
          WHERE agent_id = $1 AND (forgotten_at IS NOT NULL OR merged_into IS NOT NULL) GROUP BY category",
     )
     .bind(agent.to_string())
-    .fetch_all(db.pool())
+    .fetch_all(db)
     .await?;
     rows.iter()
         .map(|r| {

@@ -1,7 +1,5 @@
 //! SQL for the audit log.
 
-use sqlx::Row;
-
 use super::{AuditRecord, Queued};
 use crate::db::{self, Db};
 use crate::error::{Error, Result};
@@ -14,7 +12,7 @@ const MESSAGE_LIMIT: usize = 2_000;
 /// several. A durable call waits for this, so it is its latency. A batch holds at most
 /// `super::BATCH` rows, 10 parameters each: far below SQLite's 32,766 parameters.
 pub(super) async fn insert_batch(db: &Db, entries: &[Queued]) -> Result<(), Error> {
-    let mut insert = sqlx::QueryBuilder::new(
+    let mut insert = db::QueryBuilder::new(
         "INSERT INTO audit (at, agent_id, session_id, caller, tool, args_digest, outcome, message, duration_us, artifact_id) ",
     );
     insert.push_values(entries, |mut row, Queued { entry: e, at, .. }| {
@@ -30,7 +28,7 @@ pub(super) async fn insert_batch(db: &Db, entries: &[Queued]) -> Result<(), Erro
             .push_bind(e.duration_us as i64)
             .push_bind(e.artifact_id.as_deref());
     });
-    insert.build().execute(db.pool()).await?;
+    insert.build().execute(db).await?;
     Ok(())
 }
 
@@ -44,12 +42,12 @@ pub(super) async fn list(
     before: Option<i64>,
     limit: i64,
 ) -> Result<Vec<AuditRecord>> {
-    let mut query = sqlx::QueryBuilder::new(
+    let mut query = db::QueryBuilder::new(
         "SELECT id, at, agent_id, session_id, caller, tool, args_digest, outcome, message, duration_us, artifact_id FROM audit",
     );
     db::where_filters(&mut query, &[("agent_id", agent_id), ("tool", tool)], before);
     query.push(" ORDER BY id DESC LIMIT ").push_bind(limit);
-    let rows = query.build().fetch_all(db.pool()).await?;
+    let rows = query.build().fetch_all(db).await?;
     rows.iter()
         .map(|r| {
             Ok(AuditRecord {
@@ -70,21 +68,21 @@ pub(super) async fn list(
 }
 
 pub(super) async fn count(db: &Db, agent_id: Option<&str>, tool: Option<&str>) -> Result<u64> {
-    let mut query = sqlx::QueryBuilder::new("SELECT count(*) FROM audit");
+    let mut query = db::QueryBuilder::new("SELECT count(*) FROM audit");
     db::where_filters(&mut query, &[("agent_id", agent_id), ("tool", tool)], None);
-    let n: i64 = query.build_query_scalar().fetch_one(db.pool()).await?;
+    let n: i64 = query.build_query_scalar().fetch_one(db).await?;
     Ok(n as u64)
 }
 
 /// Tool calls per UTC hour since `since` (`YYYY-MM-DDTHH`), oldest first; the rows that are
 /// not tool calls (a trigger's fire, a budget's pause) are left out.
 pub(super) async fn calls_per_hour(db: &Db, since: &str) -> Result<Vec<(String, u64)>> {
-    let rows = sqlx::query(
+    let rows = db::query(
         "SELECT substr(at, 1, 13) AS hour, count(*) AS calls FROM audit
          WHERE at >= $1 AND tool NOT IN ('trigger', 'budget') GROUP BY substr(at, 1, 13) ORDER BY hour",
     )
     .bind(since)
-    .fetch_all(db.pool())
+    .fetch_all(db)
     .await?;
     rows.iter().map(|r| Ok((r.try_get("hour")?, r.try_get::<i64, _>("calls")?.max(0) as u64))).collect()
 }
