@@ -39,6 +39,54 @@ pub struct Config {
     pub ask: AskConfig,
     /// `[mcp.servers.NAME]`: MCP servers whose tools agents may be granted.
     pub mcp: crate::mcp::config::McpConfig,
+    /// `[database]`: SQLite in the home unless a PostgreSQL server is named.
+    pub database: DatabaseConfig,
+}
+
+/// `[database]`: where the daemon keeps its state.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DatabaseConfig {
+    /// `postgres://user@host:port/db`: a PostgreSQL database instead of SQLite in the home
+    /// (`KENNEL_DATABASE_URL` wins over it). Never serialised: it may hold a password.
+    #[serde(skip_serializing)]
+    pub url: Option<String>,
+}
+
+/// The variable naming the database, over `[database] url`.
+pub const DATABASE_URL_ENV: &str = "KENNEL_DATABASE_URL";
+
+impl DatabaseConfig {
+    /// The PostgreSQL URL to use, if any: the environment's, else the file's.
+    pub fn postgres_url(&self) -> Option<String> {
+        std::env::var(DATABASE_URL_ENV).ok().filter(|u| !u.trim().is_empty()).or_else(|| self.url.clone())
+    }
+}
+
+/// A database URL as an operator may see it: the password left out.
+pub fn redacted_url(url: &str) -> String {
+    match url.split_once("://").and_then(|(scheme, rest)| Some((scheme, rest.split_once('@')?))) {
+        Some((scheme, (credentials, host))) => {
+            let user = credentials.split(':').next().unwrap_or_default();
+            format!("{scheme}://{user}@{host}")
+        }
+        None => url.to_string(),
+    }
+}
+
+/// A PostgreSQL URL the daemon can use, or why not (checked at load, so a typo stops start-up
+/// with the line, not a connection error later).
+pub fn check_database_url(url: &str) -> Result<(), String> {
+    use std::str::FromStr;
+    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+        return Err(format!(
+            "database url `{}` is not a postgres:// URL (SQLite needs no url: leave it out)",
+            redacted_url(url)
+        ));
+    }
+    sqlx::postgres::PgConnectOptions::from_str(url)
+        .map(|_| ())
+        .map_err(|e| format!("database url `{}` cannot be read: {e}", redacted_url(url)))
 }
 
 /// `[ask]`: how long `ask_user` waits for the person.
@@ -801,6 +849,10 @@ impl Config {
             let offset = text.find(&key).unwrap_or(0);
             return Err(error_at(offset, message));
         }
+        if let Some(Err(message)) = config.database.url.as_deref().map(check_database_url) {
+            let offset = text.find("[database]").unwrap_or(0);
+            return Err(error_at(offset, message));
+        }
         Ok(config)
     }
 
@@ -894,6 +946,8 @@ impl Config {
     /// The environment variable names no child process gets: `[exec_policy] secret_env`
     /// (globs) and every provider's `api_key_env`.
     pub fn secret_env_names(&self) -> Vec<String> {
+        // The database URL may hold its password.
+        let database = std::iter::once(DATABASE_URL_ENV.to_string());
         let providers = self.providers.values().filter_map(|p| p.api_key_env.clone());
         let media = self.media.providers.values().filter_map(|p| p.api_key_env.clone());
         let a2a = self.a2a.tokens.values().cloned();
@@ -904,6 +958,7 @@ impl Config {
             .chain(providers)
             .chain(media)
             .chain(a2a)
+            .chain(database)
             .filter(|n| !n.is_empty())
             .collect()
     }
@@ -986,6 +1041,9 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # [location]                # location_get's fallback when an agent type sets no `location`
 # provider_url = "http://ip-api.com/json"   # ip-api.com's JSON
 # cache_secs = 3600
+
+# [database]                # SQLite in this home unless a PostgreSQL server is named
+# url = "postgres://kennel@db.example.com:5432/kennel"   # KENNEL_DATABASE_URL wins over it
 
 # [ask]                     # ask_user: how long a turn waits for the person's answer
 # timeout_secs = 600        # then the model is told nobody answered

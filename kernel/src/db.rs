@@ -6,6 +6,7 @@
 //! and their SQL is portable (`$N` placeholders, no SQLite-only statements), so a PostgreSQL
 //! back end can take the place of what [`Db`] holds without touching a service.
 
+use std::future::Future;
 use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
@@ -17,7 +18,10 @@ use sqlx::{Connection, SqliteConnection, SqlitePool};
 use crate::changes::{Changes, Topic};
 use crate::error::Result;
 
+mod copy;
 mod query;
+
+pub use copy::{CopiedTable, sqlite_to_postgres};
 
 pub(crate) use query::{FromRow, QueryBuilder, Row, Tx, from_row, query, query_as, query_scalar};
 
@@ -49,6 +53,15 @@ impl Db {
         &self.changes
     }
 
+    /// The SQL for this back end, where one text cannot serve both (kept rare: each use is a
+    /// place the back ends behave apart).
+    pub(crate) fn dialect(&self, sqlite: &'static str, postgres: &'static str) -> &'static str {
+        match self.pool {
+            Pool::Sqlite(_) => sqlite,
+            Pool::Postgres(_) => postgres,
+        }
+    }
+
     pub(crate) async fn begin(&self) -> Result<Tx> {
         Ok(match &self.pool {
             Pool::Sqlite(pool) => Tx::Sqlite(pool.begin().await?),
@@ -69,6 +82,14 @@ impl Db {
                 Tx::Postgres(tx)
             }
         })
+    }
+
+    /// Whether [`Db::close`] was called: background work stops rather than fail.
+    pub fn is_closed(&self) -> bool {
+        match &self.pool {
+            Pool::Sqlite(pool) => pool.is_closed(),
+            Pool::Postgres(pool) => pool.is_closed(),
+        }
     }
 
     pub async fn close(&self) {
@@ -108,16 +129,77 @@ pub async fn open(path: &Path) -> Result<Db, sqlx::Error> {
         })
         .connect_with(options(path)?)
         .await?;
-    sqlx::migrate!("../migrations/sqlite").run(&pool).await?;
-    Ok(Db { pool: Pool::Sqlite(pool), changes })
+    let db = Db { pool: Pool::Sqlite(pool), changes };
+    migrate(&db).await?;
+    Ok(db)
 }
 
-/// Connects to the PostgreSQL database `url` names and applies its migrations. Not yet
-/// offered by the daemon (issue 26): the change topics of live pages are not raised here.
+/// Connects to the PostgreSQL database `url` names, applies its migrations, and listens for
+/// the topics every daemon's commits raise (the `*_notify` triggers of the migrations).
 pub async fn open_postgres(url: &str) -> Result<Db, sqlx::Error> {
-    let pool = PgPoolOptions::new().max_connections(8).connect_with(PgConnectOptions::from_str(url)?).await?;
-    sqlx::migrate!("../migrations/postgres").run(&pool).await?;
+    let db = connect_postgres(url).await?;
+    migrate(&db).await?;
+    let Pool::Postgres(pool) = &db.pool else { unreachable!("connect_postgres makes a PostgreSQL pool") };
+    let told = db.changes.clone();
+    listen(pool, "kennel_changes", move |payload| {
+        let told = told.clone();
+        let topics = match payload {
+            Some(name) => Topic::parse(name).into_iter().collect(),
+            // Notifications may have been missed while the connection was down.
+            None => Topic::ALL.to_vec(),
+        };
+        Box::pin(async move { topics.into_iter().for_each(|t| told.send(t)) })
+    })
+    .await?;
+    Ok(db)
+}
+
+/// A PostgreSQL pool, nothing applied or listened to yet.
+async fn connect_postgres(url: &str) -> Result<Db, sqlx::Error> {
+    // Two of the connections are the listeners' (`kennel_changes` in `open_postgres`,
+    // `kennel_cached` in `watch_changes`); they hold them for the life of the pool.
+    let pool = PgPoolOptions::new().max_connections(10).connect_with(PgConnectOptions::from_str(url)?).await?;
     Ok(Db { pool: Pool::Postgres(pool), changes: Changes::default() })
+}
+
+/// Applies the back end's embedded migrations.
+async fn migrate(db: &Db) -> Result<(), sqlx::migrate::MigrateError> {
+    match &db.pool {
+        Pool::Sqlite(pool) => sqlx::migrate!("../migrations/sqlite").run(pool).await,
+        Pool::Postgres(pool) => sqlx::migrate!("../migrations/postgres").run(pool).await,
+    }
+}
+
+/// What a listener does with a notification's payload (`None`: the connection was lost and
+/// made again, so notifications may have been missed).
+type OnNotify = Box<dyn FnMut(Option<&str>) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
+
+/// Listens on `channel` from a connection of its own, for the life of the pool.
+async fn listen(
+    pool: &PgPool,
+    channel: &'static str,
+    on_notify: impl FnMut(Option<&str>) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> + Send + 'static,
+) -> Result<(), sqlx::Error> {
+    let mut on_notify: OnNotify = Box::new(on_notify);
+    let mut listener = sqlx::postgres::PgListener::connect_with(pool).await?;
+    listener.listen(channel).await?;
+    let pool = pool.clone();
+    tokio::spawn(async move {
+        while !pool.is_closed() {
+            match listener.try_recv().await {
+                Ok(Some(n)) => on_notify(Some(n.payload())).await,
+                // Lost; the next `try_recv` connects and listens again.
+                Ok(None) => on_notify(None).await,
+                // The daemon is closing the database.
+                Err(sqlx::Error::PoolClosed) => return,
+                Err(e) => {
+                    tracing::warn!(error = %e, channel, "PostgreSQL listener lost its server; trying again");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+        }
+    });
+    Ok(())
 }
 
 /// Has a connection note the topics of the tables each transaction writes (SQLite's update
@@ -153,10 +235,17 @@ async fn tell_commits(conn: &mut SqliteConnection, changes: Changes) -> Result<(
 /// with `PRAGMA data_version` on a connection of its own (one tiny query, no table scan), and
 /// on a commit reads the `cached_tables_version` counter that triggers on those tables move,
 /// so the many commits that touch nothing cached (audit, claims, fires) cause no reload.
-pub async fn watch_changes<F>(path: &Path, every: Duration, mut on_change: F) -> Result<()>
+///
+/// On PostgreSQL it listens instead: the `*_cached_notify` triggers tell every daemon of a
+/// commit to those tables, made by any daemon or CLI.
+pub async fn watch_changes<F>(db: &Db, path: &Path, every: Duration, mut on_change: F) -> Result<()>
 where
     F: FnMut() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send + 'static,
 {
+    if let Pool::Postgres(pool) = &db.pool {
+        listen(pool, "kennel_cached", move |_| on_change()).await?;
+        return Ok(());
+    }
     const CACHED_VERSION: &str = "SELECT version FROM cached_tables_version";
     let mut conn = SqliteConnection::connect_with(&options(path)?).await?;
     let mut seen: i64 = sqlx::query_scalar("PRAGMA data_version").fetch_one(&mut conn).await?;

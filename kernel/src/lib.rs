@@ -117,6 +117,8 @@ pub enum OpenError {
     Home { path: String, source: std::io::Error },
     #[error("cannot open the database {path}: {source}")]
     Database { path: String, source: sqlx::Error },
+    #[error("{} (from {})", .message, config::DATABASE_URL_ENV)]
+    DatabaseUrl { message: String },
     #[error("{0}")]
     Kernel(#[from] Error),
 }
@@ -143,9 +145,16 @@ impl Kernel {
     pub async fn open_with_clock(home: &Path, config: Config, clock: clock::Clock) -> Result<Kernel, OpenError> {
         prepare_home(home)?;
         let db_path = home.join("kennel.db");
-        let db = db::open(&db_path)
-            .await
-            .map_err(|source| OpenError::Database { path: db_path.display().to_string(), source })?;
+        let db = match config.database.postgres_url() {
+            Some(url) => {
+                let named = config::redacted_url(&url);
+                config::check_database_url(&url).map_err(|message| OpenError::DatabaseUrl { message })?;
+                db::open_postgres(&url).await.map_err(|source| OpenError::Database { path: named, source })?
+            }
+            None => db::open(&db_path)
+                .await
+                .map_err(|source| OpenError::Database { path: db_path.display().to_string(), source })?,
+        };
         let providers = config
             .providers
             .iter()
@@ -198,7 +207,7 @@ impl Kernel {
             kernel.0.schedules.seed_manifest(&agent).await?;
         }
         let weak = Arc::downgrade(&kernel.0);
-        db::watch_changes(&db_path, CHANGE_POLL, move || {
+        db::watch_changes(&kernel.0.db, &db_path, CHANGE_POLL, move || {
             let weak = weak.clone();
             Box::pin(async move {
                 if let Some(inner) = weak.upgrade() {

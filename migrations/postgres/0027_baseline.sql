@@ -20,6 +20,9 @@
 --     (UUIDv7), timestamps (RFC 3339) and names then give the same rows in the same order.
 --   * SQLite triggers are PL/pgSQL trigger functions with CREATE TRIGGER of the same names,
 --     AFTER … FOR EACH ROW, as SQLite's are.
+--   * Foreign keys are DEFERRABLE (checked per statement, as SQLite's, unless a transaction
+--     defers them): `kennel migrate-to-postgres` copies tables whatever their order and has
+--     them checked at its commit.
 --   * A TEXT PRIMARY KEY column is NOT NULL here (PostgreSQL requires it; SQLite only
 --     tolerates NULL there for legacy reasons, and the code never stores one).
 -- Nothing outside core PostgreSQL 15 is used.
@@ -41,7 +44,7 @@ CREATE TABLE agents (
     manifest    TEXT COLLATE "C" NOT NULL,             -- the agent's own copy, grants included, JSON
     goal        TEXT COLLATE "C",
     status      TEXT COLLATE "C" NOT NULL,             -- running | stopped
-    parent_id   TEXT COLLATE "C" REFERENCES agents(id),
+    parent_id   TEXT COLLATE "C" REFERENCES agents(id) DEFERRABLE,
     created_at  TEXT COLLATE "C" NOT NULL,
     updated_at  TEXT COLLATE "C" NOT NULL,
     -- 0019: agents spawned for one workflow step: hidden from default lists, removed after
@@ -58,7 +61,7 @@ CREATE UNIQUE INDEX agents_running_name ON agents(name) WHERE status = 'running'
 
 CREATE TABLE sessions (
     id          TEXT COLLATE "C" PRIMARY KEY,
-    agent_id    TEXT COLLATE "C" NOT NULL REFERENCES agents(id),
+    agent_id    TEXT COLLATE "C" NOT NULL REFERENCES agents(id) DEFERRABLE,
     label       TEXT COLLATE "C",
     created_at  TEXT COLLATE "C" NOT NULL
 );
@@ -68,7 +71,7 @@ CREATE INDEX sessions_label ON sessions(label, created_at);
 
 -- Tools a lazy-mode session has loaded with tool_load (spec §1).
 CREATE TABLE session_loaded_tools (
-    session_id  TEXT COLLATE "C" NOT NULL REFERENCES sessions(id),
+    session_id  TEXT COLLATE "C" NOT NULL REFERENCES sessions(id) DEFERRABLE,
     tool        TEXT COLLATE "C" NOT NULL,
     loaded_at   TEXT COLLATE "C" NOT NULL,
     PRIMARY KEY (session_id, tool)
@@ -104,7 +107,7 @@ CREATE INDEX audit_tool ON audit(tool, id);
 
 -- 0002 Every message of a session, in order, exactly as the model saw it (spec: sessions persist).
 CREATE TABLE session_messages (
-    session_id  TEXT COLLATE "C" NOT NULL REFERENCES sessions(id),
+    session_id  TEXT COLLATE "C" NOT NULL REFERENCES sessions(id) DEFERRABLE,
     seq         BIGINT NOT NULL,
     message     TEXT COLLATE "C" NOT NULL,             -- llm::Message as JSON: role, content, tool calls
     created_at  TEXT COLLATE "C" NOT NULL,
@@ -114,7 +117,7 @@ CREATE TABLE session_messages (
 -- 0003 Dashboard sign-ins. Only a SHA-256 of the cookie value is stored.
 CREATE TABLE operator_sessions (
     token_hash  TEXT COLLATE "C" PRIMARY KEY,
-    operator    TEXT COLLATE "C" NOT NULL REFERENCES operators(name),
+    operator    TEXT COLLATE "C" NOT NULL REFERENCES operators(name) DEFERRABLE,
     csrf        TEXT COLLATE "C" NOT NULL,             -- the token every form of this sign-in must carry
     created_at  TEXT COLLATE "C" NOT NULL,
     expires_at  TEXT COLLATE "C" NOT NULL
@@ -122,7 +125,7 @@ CREATE TABLE operator_sessions (
 
 -- 0004 How often each [[trigger]] of each agent has fired, for max_fires and cooldown_secs.
 CREATE TABLE trigger_state (
-    agent_id    TEXT COLLATE "C" NOT NULL REFERENCES agents(id),
+    agent_id    TEXT COLLATE "C" NOT NULL REFERENCES agents(id) DEFERRABLE,
     trigger_key TEXT COLLATE "C" NOT NULL,             -- "<index>:<event pattern>" in the agent's manifest
     fires       BIGINT NOT NULL,
     last_fired  TEXT COLLATE "C" NOT NULL,
@@ -162,7 +165,7 @@ CREATE TABLE a2a_remotes (
 
 CREATE TABLE a2a_tasks (
     id          TEXT COLLATE "C" PRIMARY KEY,
-    agent_id    TEXT COLLATE "C" NOT NULL REFERENCES agents(id),
+    agent_id    TEXT COLLATE "C" NOT NULL REFERENCES agents(id) DEFERRABLE,
     context_id  TEXT COLLATE "C" NOT NULL,
     state       TEXT COLLATE "C" NOT NULL,             -- TASK_STATE_WORKING, TASK_STATE_COMPLETED, …
     request     TEXT COLLATE "C" NOT NULL,             -- the user message as sent (JSON)
@@ -238,7 +241,7 @@ CREATE TRIGGER task_changed AFTER UPDATE OF status, assignee ON tasks
 -- it fires is always what is stored.
 CREATE TABLE schedules (
     id          TEXT COLLATE "C" PRIMARY KEY,          -- UUIDv7
-    agent_id    TEXT COLLATE "C" NOT NULL REFERENCES agents(id),
+    agent_id    TEXT COLLATE "C" NOT NULL REFERENCES agents(id) DEFERRABLE,
     kind        TEXT COLLATE "C" NOT NULL,             -- once | cron
     origin      TEXT COLLATE "C" NOT NULL,             -- manifest | runtime
     expression  TEXT COLLATE "C",                      -- cron: 5-field expression
@@ -259,7 +262,7 @@ CREATE INDEX schedules_by_agent ON schedules(agent_id, id);
 -- times that passed unfired (the daemon was down) and were folded into this one fire.
 CREATE TABLE schedule_fires (
     id           BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
-    schedule_id  TEXT COLLATE "C" NOT NULL REFERENCES schedules(id) ON DELETE CASCADE,
+    schedule_id  TEXT COLLATE "C" NOT NULL REFERENCES schedules(id) ON DELETE CASCADE DEFERRABLE,
     due_at       TEXT COLLATE "C" NOT NULL,
     fired_at     TEXT COLLATE "C" NOT NULL,
     finished_at  TEXT COLLATE "C",                     -- when the turn ended (it may wait for a free slot first)
@@ -274,7 +277,7 @@ CREATE INDEX schedule_fires_by_schedule ON schedule_fires(schedule_id, id);
 -- Agents whose manifest [[cron]] blocks have been copied into `schedules`. Copied once, so
 -- a manifest job an operator deleted does not come back at the next start.
 CREATE TABLE schedule_seeds (
-    agent_id TEXT COLLATE "C" PRIMARY KEY REFERENCES agents(id)
+    agent_id TEXT COLLATE "C" PRIMARY KEY REFERENCES agents(id) DEFERRABLE
 );
 
 -- 0010 The daemon keeps agent types, agents and API tokens in memory and reloads them when
@@ -329,7 +332,7 @@ CREATE TABLE canvases (
 -- 0015 A turn that failed (the provider unreachable, a key missing, …): kept with its session,
 -- after the message it left unanswered, so a chat reopened later shows why nothing answered.
 CREATE TABLE session_failures (
-    session_id TEXT COLLATE "C" NOT NULL REFERENCES sessions(id),
+    session_id TEXT COLLATE "C" NOT NULL REFERENCES sessions(id) DEFERRABLE,
     after_seq  BIGINT NOT NULL,
     kind       TEXT COLLATE "C" NOT NULL,
     message    TEXT COLLATE "C" NOT NULL,
@@ -355,7 +358,7 @@ CREATE INDEX operator_actions_by_action ON operator_actions(action, id);
 -- and so video_status can poll one, and download it, whenever the agent asks.
 CREATE TABLE media_jobs (
     id            TEXT COLLATE "C" PRIMARY KEY,          -- the task_id the agent holds (UUIDv7)
-    agent_id      TEXT COLLATE "C" NOT NULL REFERENCES agents(id),
+    agent_id      TEXT COLLATE "C" NOT NULL REFERENCES agents(id) DEFERRABLE,
     tool          TEXT COLLATE "C" NOT NULL,             -- video_generate
     provider      TEXT COLLATE "C" NOT NULL,             -- the [media.providers] name it was sent to
     prediction_id TEXT COLLATE "C" NOT NULL,             -- the provider's id for it
@@ -373,7 +376,7 @@ CREATE INDEX media_jobs_by_agent ON media_jobs(agent_id, id);
 -- `stubbed_through` are sent as stubs. The stored messages themselves are never changed.
 CREATE TABLE session_compactions (
     id              BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
-    session_id      TEXT COLLATE "C" NOT NULL REFERENCES sessions(id),
+    session_id      TEXT COLLATE "C" NOT NULL REFERENCES sessions(id) DEFERRABLE,
     summary         TEXT COLLATE "C",
     summary_through BIGINT NOT NULL,
     stubbed_through BIGINT NOT NULL,
@@ -387,8 +390,8 @@ CREATE INDEX session_compactions_by_session ON session_compactions(session_id, i
 -- Every turn, from its start: one still open at start-up was cut off by a stop or a crash.
 CREATE TABLE turns (
     id          TEXT COLLATE "C" PRIMARY KEY,
-    agent_id    TEXT COLLATE "C" NOT NULL REFERENCES agents(id),
-    session_id  TEXT COLLATE "C" NOT NULL REFERENCES sessions(id),
+    agent_id    TEXT COLLATE "C" NOT NULL REFERENCES agents(id) DEFERRABLE,
+    session_id  TEXT COLLATE "C" NOT NULL REFERENCES sessions(id) DEFERRABLE,
     started_at  TEXT COLLATE "C" NOT NULL,
     ended_at    TEXT COLLATE "C",
     -- reply | iteration_cap | cancelled | failed | interrupted
@@ -437,9 +440,9 @@ CREATE TABLE model_windows (
 CREATE TABLE agent_deliveries (
     id          TEXT COLLATE "C" PRIMARY KEY,
     from_agent  TEXT COLLATE "C" NOT NULL,
-    reply_to    TEXT COLLATE "C" NOT NULL REFERENCES sessions(id),
+    reply_to    TEXT COLLATE "C" NOT NULL REFERENCES sessions(id) DEFERRABLE,
     to_agent    TEXT COLLATE "C" NOT NULL,
-    session_id  TEXT COLLATE "C" NOT NULL REFERENCES sessions(id),
+    session_id  TEXT COLLATE "C" NOT NULL REFERENCES sessions(id) DEFERRABLE,
     message     TEXT COLLATE "C" NOT NULL,
     depth       BIGINT NOT NULL,
     chain       TEXT COLLATE "C" NOT NULL,
@@ -502,8 +505,8 @@ CREATE INDEX knowledge_entities_by_agent ON knowledge_entities(agent_id, id);
 CREATE TABLE knowledge_relations (
     id            BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
     agent_id      TEXT COLLATE "C" NOT NULL,
-    from_id       BIGINT NOT NULL REFERENCES knowledge_entities(id),
-    to_id         BIGINT NOT NULL REFERENCES knowledge_entities(id),
+    from_id       BIGINT NOT NULL REFERENCES knowledge_entities(id) DEFERRABLE,
+    to_id         BIGINT NOT NULL REFERENCES knowledge_entities(id) DEFERRABLE,
     relation_type TEXT COLLATE "C" NOT NULL,
     weight        DOUBLE PRECISION NOT NULL,
     created_at    TEXT COLLATE "C" NOT NULL,
@@ -633,8 +636,33 @@ CREATE TABLE inbox_notes (
 CREATE INDEX inbox_notes_by_agent ON inbox_notes(agent_id, id);
 
 CREATE TABLE inbox_reads (
-    note_id  BIGINT NOT NULL REFERENCES inbox_notes(id) ON DELETE CASCADE,
+    note_id  BIGINT NOT NULL REFERENCES inbox_notes(id) ON DELETE CASCADE DEFERRABLE,
     reader   TEXT COLLATE "C" NOT NULL,      -- operator:NAME, token:NAME or cli
     read_at  TEXT COLLATE "C" NOT NULL,
     PRIMARY KEY (note_id, reader)
 );
+
+-- PostgreSQL only: what a commit changed, told to every listening daemon. SQLite's daemon
+-- learns the same from its connections' update and commit hooks, which PostgreSQL has not.
+-- `kennel_changes` carries the live pages' topics (kernel/src/changes.rs); `kennel_cached`
+-- says a table the daemons keep in memory changed (agent types, agents, API tokens), as
+-- cached_tables_version does for SQLite's watcher. A notification is sent at commit and
+-- not at all on rollback, and one transaction's equal notifications are sent once.
+-- Per statement: a statement writing many rows sends one.
+CREATE FUNCTION kennel_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify(TG_ARGV[0], TG_ARGV[1]);
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER tasks_notify AFTER INSERT OR UPDATE OR DELETE ON tasks FOR EACH STATEMENT EXECUTE FUNCTION kennel_notify('kennel_changes', 'tasks');
+CREATE TRIGGER task_events_notify AFTER INSERT OR UPDATE OR DELETE ON task_events FOR EACH STATEMENT EXECUTE FUNCTION kennel_notify('kennel_changes', 'tasks');
+CREATE TRIGGER schedules_notify AFTER INSERT OR UPDATE OR DELETE ON schedules FOR EACH STATEMENT EXECUTE FUNCTION kennel_notify('kennel_changes', 'schedules');
+CREATE TRIGGER schedule_fires_notify AFTER INSERT OR UPDATE OR DELETE ON schedule_fires FOR EACH STATEMENT EXECUTE FUNCTION kennel_notify('kennel_changes', 'schedules');
+CREATE TRIGGER agents_notify AFTER INSERT OR UPDATE OR DELETE ON agents FOR EACH STATEMENT EXECUTE FUNCTION kennel_notify('kennel_changes', 'agents');
+CREATE TRIGGER agent_types_notify AFTER INSERT OR UPDATE OR DELETE ON agent_types FOR EACH STATEMENT EXECUTE FUNCTION kennel_notify('kennel_changes', 'agents');
+CREATE TRIGGER inbox_notes_notify AFTER INSERT OR UPDATE OR DELETE ON inbox_notes FOR EACH STATEMENT EXECUTE FUNCTION kennel_notify('kennel_changes', 'inbox');
+CREATE TRIGGER inbox_reads_notify AFTER INSERT OR UPDATE OR DELETE ON inbox_reads FOR EACH STATEMENT EXECUTE FUNCTION kennel_notify('kennel_changes', 'inbox');
+CREATE TRIGGER agent_types_cached_notify AFTER INSERT OR UPDATE OR DELETE ON agent_types FOR EACH STATEMENT EXECUTE FUNCTION kennel_notify('kennel_cached', 'agent_types');
+CREATE TRIGGER agents_cached_notify AFTER INSERT OR UPDATE OR DELETE ON agents FOR EACH STATEMENT EXECUTE FUNCTION kennel_notify('kennel_cached', 'agents');
+CREATE TRIGGER api_tokens_cached_notify AFTER INSERT OR UPDATE OR DELETE ON api_tokens FOR EACH STATEMENT EXECUTE FUNCTION kennel_notify('kennel_cached', 'api_tokens');

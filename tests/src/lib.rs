@@ -10,6 +10,7 @@ pub mod fake_slack;
 pub mod fake_smtp;
 pub mod fake_telegram;
 pub mod fake_webhook;
+pub mod postgres;
 pub mod pty;
 
 use std::path::{Path, PathBuf};
@@ -33,9 +34,12 @@ pub fn kennel_bin() -> PathBuf {
     bin
 }
 
-/// A temporary `$KENNEL_HOME`.
+/// A temporary `$KENNEL_HOME`; with `KENNEL_TEST_BACKEND=postgres`, its state is in a
+/// PostgreSQL database of its own on `KENNEL_TEST_DATABASE_URL`'s server, named to every
+/// daemon and CLI run through `KENNEL_DATABASE_URL`, and dropped with the home.
 pub struct Home {
     dir: TempDir,
+    database: Option<postgres::Database>,
 }
 
 impl Default for Home {
@@ -46,7 +50,33 @@ impl Default for Home {
 
 impl Home {
     pub fn new() -> Home {
-        Home { dir: tempfile::tempdir().expect("temp dir") }
+        Home { dir: tempfile::tempdir().expect("temp dir"), database: postgres::Database::for_test() }
+    }
+
+    /// Everything the daemon stored, as bytes: the SQLite file with its write-ahead log, or
+    /// a dump of the home's PostgreSQL database. For checks that a secret is never stored.
+    pub fn stored_bytes(&self) -> Vec<u8> {
+        match &self.database {
+            Some(database) => database.dump(),
+            None => {
+                let db = std::fs::read(self.path().join("kennel.db")).expect("the home's kennel.db");
+                let wal = std::fs::read(self.path().join("kennel.db-wal")).unwrap_or_default();
+                [db, wal].concat()
+            }
+        }
+    }
+
+    /// Whether the daemon's database was made: the SQLite file, or the PostgreSQL schema.
+    pub fn has_database(&self) -> bool {
+        match &self.database {
+            Some(database) => database.has_schema(),
+            None => self.path().join("kennel.db").exists(),
+        }
+    }
+
+    /// The environment every `kennel` this home runs gets: where its database is.
+    fn database_env(&self) -> Vec<(&'static str, String)> {
+        self.database.iter().map(|d| ("KENNEL_DATABASE_URL", d.url.clone())).collect()
     }
 
     /// A home whose `config.toml` is `config`.
@@ -63,7 +93,7 @@ impl Home {
     /// `kennel --home HOME args…`, to start on a terminal ([`pty::Pty`]).
     pub fn command(&self, args: &[&str]) -> std::process::Command {
         let mut command = std::process::Command::new(kennel_bin());
-        command.arg("--home").arg(self.path()).args(args).env("RUST_LOG", "warn");
+        command.arg("--home").arg(self.path()).args(args).env("RUST_LOG", "warn").envs(self.database_env());
         command
     }
 
@@ -82,6 +112,7 @@ impl Home {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .env("RUST_LOG", "warn")
+            .envs(self.database_env())
             .spawn()
             .expect("spawn kennel");
         let mut input = child.stdin.take().expect("stdin");
@@ -116,6 +147,7 @@ impl Home {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .env("RUST_LOG", std::env::var("KENNEL_TEST_LOG").unwrap_or_else(|_| "warn".into()))
+            .envs(self.database_env())
             .envs(env.iter().copied())
             .kill_on_drop(true)
             .spawn()

@@ -19,7 +19,7 @@ pub(super) async fn add_owner(db: &Db, agent: Uuid, artifact: &str) -> Result<()
 }
 
 pub(super) async fn is_owner(db: &Db, agent: Uuid, artifact: &str) -> Result<bool> {
-    let found: Option<i64> = db::query_scalar("SELECT 1 FROM artifact_owners WHERE agent_id = $1 AND artifact_id = $2")
+    let found = db::query("SELECT 1 FROM artifact_owners WHERE agent_id = $1 AND artifact_id = $2")
         .bind(agent.to_string())
         .bind(artifact)
         .fetch_optional(db)

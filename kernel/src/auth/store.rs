@@ -64,8 +64,10 @@ pub(super) async fn insert_operator(db: &Db, name: &str, password_hash: &str) ->
     Ok(())
 }
 
-/// Inserts the operator only if there is none yet, in one statement; whether it did.
+/// Inserts the operator only if there is none yet; whether it did. In a write transaction:
+/// on PostgreSQL two daemons' first set-ups could otherwise both see no operator.
 pub(super) async fn insert_first_operator(db: &Db, name: &str, password_hash: &str) -> Result<bool> {
+    let mut tx = db.begin_write().await?;
     let done = db::query(
         "INSERT INTO operators (name, password_hash, created_at) \
          SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM operators)",
@@ -73,8 +75,9 @@ pub(super) async fn insert_first_operator(db: &Db, name: &str, password_hash: &s
     .bind(name)
     .bind(password_hash)
     .bind(db::now())
-    .execute(db)
+    .execute(&mut tx)
     .await?;
+    tx.commit().await?;
     Ok(done.rows_affected() == 1)
 }
 

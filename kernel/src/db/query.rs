@@ -146,7 +146,7 @@ impl Row {
     /// The column `index` (a name, or a position from 0) as a `T`.
     pub(crate) fn try_get<'r, T: Stored<'r>, I>(&'r self, index: I) -> Result<T, sqlx::Error>
     where
-        I: ColumnIndex<SqliteRow> + ColumnIndex<PgRow>,
+        I: ColumnIndex<SqliteRow> + ColumnIndex<PgRow> + Copy,
     {
         match self {
             Row::Sqlite(row) => T::from_sqlite(row, index),
@@ -158,7 +158,7 @@ impl Row {
 /// A type a store reads from a column (`&str` borrowed from the row).
 pub(crate) trait Stored<'r>: Sized {
     fn from_sqlite<I: ColumnIndex<SqliteRow>>(row: &'r SqliteRow, index: I) -> Result<Self, sqlx::Error>;
-    fn from_postgres<I: ColumnIndex<PgRow>>(row: &'r PgRow, index: I) -> Result<Self, sqlx::Error>;
+    fn from_postgres<I: ColumnIndex<PgRow> + Copy>(row: &'r PgRow, index: I) -> Result<Self, sqlx::Error>;
 }
 
 macro_rules! stored_as_is {
@@ -168,7 +168,7 @@ macro_rules! stored_as_is {
                 fn from_sqlite<I: ColumnIndex<SqliteRow>>(row: &'r SqliteRow, index: I) -> Result<Self, sqlx::Error> {
                     sqlx::Row::try_get(row, index)
                 }
-                fn from_postgres<I: ColumnIndex<PgRow>>(row: &'r PgRow, index: I) -> Result<Self, sqlx::Error> {
+                fn from_postgres<I: ColumnIndex<PgRow> + Copy>(row: &'r PgRow, index: I) -> Result<Self, sqlx::Error> {
                     sqlx::Row::try_get(row, index)
                 }
             }
@@ -189,13 +189,14 @@ stored_as_is!(
     Option<Vec<u8>>
 );
 
-/// A flag: a 0/1 integer on both back ends.
+/// A flag: a 0/1 integer column on both back ends, or a condition's value (`EXISTS (…)`),
+/// which PostgreSQL answers as a boolean.
 impl<'r> Stored<'r> for bool {
     fn from_sqlite<I: ColumnIndex<SqliteRow>>(row: &'r SqliteRow, index: I) -> Result<Self, sqlx::Error> {
         sqlx::Row::try_get(row, index)
     }
-    fn from_postgres<I: ColumnIndex<PgRow>>(row: &'r PgRow, index: I) -> Result<Self, sqlx::Error> {
-        sqlx::Row::try_get::<i64, _>(row, index).map(|v| v != 0)
+    fn from_postgres<I: ColumnIndex<PgRow> + Copy>(row: &'r PgRow, index: I) -> Result<Self, sqlx::Error> {
+        sqlx::Row::try_get::<bool, _>(row, index).or_else(|_| sqlx::Row::try_get::<i64, _>(row, index).map(|v| v != 0))
     }
 }
 
@@ -204,7 +205,7 @@ impl<'r> Stored<'r> for i32 {
     fn from_sqlite<I: ColumnIndex<SqliteRow>>(row: &'r SqliteRow, index: I) -> Result<Self, sqlx::Error> {
         narrow(i64::from_sqlite(row, index)?)
     }
-    fn from_postgres<I: ColumnIndex<PgRow>>(row: &'r PgRow, index: I) -> Result<Self, sqlx::Error> {
+    fn from_postgres<I: ColumnIndex<PgRow> + Copy>(row: &'r PgRow, index: I) -> Result<Self, sqlx::Error> {
         narrow(i64::from_postgres(row, index)?)
     }
 }
@@ -213,7 +214,7 @@ impl<'r> Stored<'r> for Option<i32> {
     fn from_sqlite<I: ColumnIndex<SqliteRow>>(row: &'r SqliteRow, index: I) -> Result<Self, sqlx::Error> {
         Option::<i64>::from_sqlite(row, index)?.map(narrow).transpose()
     }
-    fn from_postgres<I: ColumnIndex<PgRow>>(row: &'r PgRow, index: I) -> Result<Self, sqlx::Error> {
+    fn from_postgres<I: ColumnIndex<PgRow> + Copy>(row: &'r PgRow, index: I) -> Result<Self, sqlx::Error> {
         Option::<i64>::from_postgres(row, index)?.map(narrow).transpose()
     }
 }
@@ -295,11 +296,18 @@ fn postgres_query(
     args: Vec<Arg>,
 ) -> sqlx::query::Query<'static, Postgres, <Postgres as sqlx::Database>::Arguments> {
     args.into_iter().fold(sqlx::query(sql), |q, arg| match arg {
-        Arg::Text(v) => q.bind(v),
+        Arg::Text(v) => q.bind(v.map(without_nul)),
         Arg::Int(v) => q.bind(v),
         Arg::Real(v) => q.bind(v),
         Arg::Bytes(v) => q.bind(v),
     })
+}
+
+/// PostgreSQL's text cannot hold U+0000 (SQLite's can): it is stored as U+FFFD, the
+/// replacement character, rather than failing the write. Only text that came with a NUL in
+/// it (a path or a value an agent sent) is touched.
+fn without_nul(text: String) -> String {
+    if text.contains('\0') { text.replace('\0', "\u{FFFD}") } else { text }
 }
 
 /// Runs `$run` with the query made for the back end `$on` names: `$q` is the sqlx query and

@@ -330,6 +330,9 @@ pub(crate) fn start_sweeper(kernel: &crate::Kernel) {
         loop {
             tick.tick().await;
             let Some(kernel) = crate::Kernel::upgrade(&weak) else { return };
+            if kernel.db().is_closed() {
+                return;
+            }
             let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
             if modified != seen {
                 seen = modified;

@@ -8,12 +8,19 @@ use crate::db::{self, Db};
 use crate::error::{Error, Result};
 
 /// Claims the best pending task for `agent` in one statement: the subquery picks it, the
-/// update takes it, so two claims can never take the same task. (PostgreSQL needs
-/// `FOR UPDATE SKIP LOCKED` in the subquery; SQLite runs writes one at a time.)
+/// update takes it, so two claims can never take the same task. SQLite runs writes one at a
+/// time; on PostgreSQL, where daemons claim at once, the subquery locks the row it picks and
+/// passes over rows another claim holds (`FOR UPDATE SKIP LOCKED`), and the update checks
+/// the task is still pending.
 const CLAIM: &str = "UPDATE tasks SET status = 'claimed', claimed_by = $1, claimed_at = $2, updated_at = $2
      WHERE id = (SELECT id FROM tasks
                  WHERE status = 'pending' AND (assignee IS NULL OR assignee = $1) AND priority >= $3
                  ORDER BY priority DESC, id ASC LIMIT 1)
+     RETURNING *";
+const CLAIM_POSTGRES: &str = "UPDATE tasks SET status = 'claimed', claimed_by = $1, claimed_at = $2, updated_at = $2
+     WHERE status = 'pending' AND id = (SELECT id FROM tasks
+                 WHERE status = 'pending' AND (assignee IS NULL OR assignee = $1) AND priority >= $3
+                 ORDER BY priority DESC, id ASC LIMIT 1 FOR UPDATE SKIP LOCKED)
      RETURNING *";
 
 /// What a list selects: the filter of [`super::TaskFilter`] with the assignee resolved.
@@ -60,10 +67,11 @@ pub(super) async fn get(db: &Db, id: &str) -> Result<Option<Task>> {
 /// the pages it changed once instead of once per claim.
 pub(super) async fn claim_all(db: &Db, claims: impl Iterator<Item = (&str, i64)>) -> Result<Vec<Option<Task>>> {
     let now = db::now();
+    let claim = db.dialect(CLAIM, CLAIM_POSTGRES);
     let mut tx = db.begin().await?;
     let mut claimed = Vec::new();
     for (agent, min_priority) in claims {
-        let row = db::query(CLAIM).bind(agent).bind(&now).bind(min_priority).fetch_optional(&mut tx).await?;
+        let row = db::query(claim).bind(agent).bind(&now).bind(min_priority).fetch_optional(&mut tx).await?;
         claimed.push(row.as_ref().map(task_from).transpose()?);
     }
     tx.commit().await?;

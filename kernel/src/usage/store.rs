@@ -48,8 +48,10 @@ pub(super) async fn insert(db: &Db, calls: &[ModelCall]) -> Result<()> {
     Ok(())
 }
 
-const SUMS: &str = "count(*) AS calls, COALESCE(sum(input_tokens), 0) AS input,
-     COALESCE(sum(cached_tokens), 0) AS cached, COALESCE(sum(output_tokens), 0) AS output";
+/// The sums cast back to integers: PostgreSQL sums `BIGINT`s into a `NUMERIC`.
+const SUMS: &str = "count(*) AS calls, CAST(COALESCE(sum(input_tokens), 0) AS BIGINT) AS input,
+     CAST(COALESCE(sum(cached_tokens), 0) AS BIGINT) AS cached,
+     CAST(COALESCE(sum(output_tokens), 0) AS BIGINT) AS output";
 
 fn sum_from(row: &db::Row) -> Result<Sum> {
     let n = |col: &str| -> Result<u64> { Ok(row.try_get::<i64, _>(col)?.max(0) as u64) };

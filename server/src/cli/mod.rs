@@ -119,6 +119,22 @@ leaves; a turn in progress finishes on the daemon either way.")]
     /// Manage API tokens for scripts and automation.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Copy this home's SQLite database into an empty PostgreSQL database, every table, with
+    /// the row counts checked; then point `[database] url` (or KENNEL_DATABASE_URL) at it.
+    #[command(
+        name = "migrate-to-postgres",
+        after_help = "Examples:
+  kennel migrate-to-postgres postgres://kennel@db.example.com/kennel
+  KENNEL_HOME=/srv/kennel kennel migrate-to-postgres postgres://kennel:$PW@localhost/kennel
+
+Stop the daemon first. The copy is one transaction: on any error nothing is written. The
+SQLite file is left as it was (keep it as a backup). The database must be empty; its user
+must be able to create tables."
+    )]
+    MigrateToPostgres {
+        /// The empty PostgreSQL database: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE.
+        url: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -303,7 +319,30 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             .await
         }
         Command::Token(cmd) => with_store(&home, async |kernel| tokens(kernel, cmd).await).await,
+        Command::MigrateToPostgres { url } => migrate_to_postgres(&home, &url).await,
     }
+}
+
+/// `kennel migrate-to-postgres`: refused while the home's daemon runs (it would go on
+/// writing to SQLite after the copy).
+async fn migrate_to_postgres(home: &Path, url: &str) -> anyhow::Result<()> {
+    kennel_kernel::config::check_database_url(url).map_err(|message| anyhow::anyhow!(message))?;
+    if daemon::Daemon::running(home).await?.is_some() {
+        bail!("the daemon for {} is running: stop it first, so nothing is written after the copy", home.display());
+    }
+    let sqlite = home.join("kennel.db");
+    let copied = kennel_kernel::db::sqlite_to_postgres(&sqlite, url).await.map_err(|e| anyhow::anyhow!(e.message))?;
+    let mut rows = vec![vec!["table".to_string(), "rows".to_string()]];
+    rows.extend(copied.iter().map(|t| vec![t.table.clone(), t.rows.to_string()]));
+    print_table(&rows);
+    let total: i64 = copied.iter().map(|t| t.rows).sum();
+    println!(
+        "\ncopied {total} rows in {} tables to {}; the counts match.\nNext: set [database] url in config.toml (or KENNEL_DATABASE_URL) and start the daemon. {} is unchanged.",
+        copied.len(),
+        kennel_kernel::config::redacted_url(url),
+        sqlite.display()
+    );
+    Ok(())
 }
 
 async fn tokens(kernel: &Kernel, cmd: TokenCommand) -> anyhow::Result<()> {

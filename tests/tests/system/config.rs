@@ -6,7 +6,7 @@ async fn first_start_writes_a_commented_config_and_the_database() {
     let daemon = home.start().await;
     let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
     assert!(config.contains("# max_agent_call_depth = 5"), "{config}");
-    assert!(home.path().join("kennel.db").exists());
+    assert!(home.has_database());
     assert!(home.path().join("artifacts").is_dir());
     let (code, _) = daemon.stop().await;
     assert_eq!(code, Some(0));
