@@ -30,6 +30,9 @@ pub(crate) use query::{FromRow, QueryBuilder, Row, Tx, from_row, query, query_as
 pub struct Db {
     pool: Pool,
     changes: Changes,
+    /// A test's own PostgreSQL database, dropped with the last clone ([`open_for_test`]).
+    #[cfg(test)]
+    test_database: Option<std::sync::Arc<test_postgres::TestDatabase>>,
 }
 
 /// The back end a [`Db`] runs on.
@@ -129,7 +132,12 @@ pub async fn open(path: &Path) -> Result<Db, sqlx::Error> {
         })
         .connect_with(options(path)?)
         .await?;
-    let db = Db { pool: Pool::Sqlite(pool), changes };
+    let db = Db {
+        pool: Pool::Sqlite(pool),
+        changes,
+        #[cfg(test)]
+        test_database: None,
+    };
     migrate(&db).await?;
     Ok(db)
 }
@@ -159,7 +167,12 @@ async fn connect_postgres(url: &str) -> Result<Db, sqlx::Error> {
     // Two of the connections are the listeners' (`kennel_changes` in `open_postgres`,
     // `kennel_cached` in `watch_changes`); they hold them for the life of the pool.
     let pool = PgPoolOptions::new().max_connections(10).connect_with(PgConnectOptions::from_str(url)?).await?;
-    Ok(Db { pool: Pool::Postgres(pool), changes: Changes::default() })
+    Ok(Db {
+        pool: Pool::Postgres(pool),
+        changes: Changes::default(),
+        #[cfg(test)]
+        test_database: None,
+    })
 }
 
 /// Applies the back end's embedded migrations.
@@ -400,6 +413,21 @@ macro_rules! stored_enum {
 }
 pub(crate) use stored_enum;
 
+/// The database a kernel test uses: SQLite in `dir`, or with `KENNEL_TEST_BACKEND=postgres`
+/// (`./scripts/test`'s second pass) a PostgreSQL database of the test's own.
+#[cfg(test)]
+pub(crate) async fn open_for_test(dir: &Path) -> Db {
+    if std::env::var("KENNEL_TEST_BACKEND").as_deref() != Ok("postgres") {
+        return open(&dir.join("kennel.db")).await.expect("open the test database");
+    }
+    let database = test_postgres::database("a kernel test on PostgreSQL")
+        .await
+        .expect("KENNEL_TEST_BACKEND=postgres needs KENNEL_TEST_DATABASE_URL");
+    let mut db = open_postgres(&database.url).await.expect("open the test's PostgreSQL database");
+    db.test_database = Some(std::sync::Arc::new(database));
+    db
+}
+
 #[cfg(test)]
 mod schema_parity;
 #[cfg(test)]
@@ -412,7 +440,7 @@ mod tests {
     #[tokio::test]
     async fn a_short_id_names_the_one_id_ending_in_it_and_an_ambiguous_one_asks_for_the_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let db = open(&dir.path().join("k.db")).await.unwrap();
+        let db = open_for_test(dir.path()).await;
         for id in [
             "01a2b3c4-0000-7000-8000-0000aaaa1111",
             "01a2b3c4-0000-7000-8000-0000bbbb2222",

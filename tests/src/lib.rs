@@ -79,6 +79,13 @@ impl Home {
         self.database.iter().map(|d| ("KENNEL_DATABASE_URL", d.url.clone())).collect()
     }
 
+    /// A home on SQLite whatever the suite's back end (`kennel migrate-to-postgres`'s source).
+    pub fn on_sqlite(config: &str) -> Home {
+        let home = Home { dir: tempfile::tempdir().expect("temp dir"), database: None };
+        std::fs::write(home.path().join("config.toml"), config).expect("write config");
+        home
+    }
+
     /// A home whose `config.toml` is `config`.
     pub fn with_config(config: &str) -> Home {
         let home = Home::new();

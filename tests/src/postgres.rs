@@ -27,10 +27,38 @@ impl Database {
         let server = std::env::var("KENNEL_TEST_DATABASE_URL").expect(
             "KENNEL_TEST_BACKEND=postgres needs KENNEL_TEST_DATABASE_URL (a server whose user may create databases)",
         );
+        Some(Database::create_on(server))
+    }
+
+    /// A fresh, empty database on `KENNEL_TEST_DATABASE_URL`'s server whatever the suite's
+    /// back end, for a test about PostgreSQL itself; `None` (said on stderr) without a server,
+    /// unless `KENNEL_REQUIRE_POSTGRES=1` (`./scripts/test`), where that fails the test.
+    pub fn empty(test: &str) -> Option<Database> {
+        match std::env::var("KENNEL_TEST_DATABASE_URL") {
+            Ok(server) => Some(Database::create_on(server)),
+            Err(_) => {
+                assert!(
+                    std::env::var("KENNEL_REQUIRE_POSTGRES").as_deref() != Ok("1"),
+                    "KENNEL_REQUIRE_POSTGRES=1 but KENNEL_TEST_DATABASE_URL is not set"
+                );
+                eprintln!("{test}: skipped, KENNEL_TEST_DATABASE_URL names no PostgreSQL server");
+                None
+            }
+        }
+    }
+
+    fn create_on(server: String) -> Database {
         let name = format!("kennel_home_{}", uuid::Uuid::now_v7().simple());
         psql(&server, &format!("CREATE DATABASE {name}"));
         let (base, _) = server.rsplit_once('/').expect("KENNEL_TEST_DATABASE_URL ends in /DATABASE");
-        Some(Database { url: format!("{base}/{name}"), server, name })
+        Database { url: format!("{base}/{name}"), server, name }
+    }
+
+    /// One value a query gives (`psql -tA`).
+    pub fn scalar(&self, sql: &str) -> String {
+        let out = Command::new("psql").args([&self.url, "--no-psqlrc", "-tAc", sql]).output().expect("psql runs");
+        assert!(out.status.success(), "psql `{sql}` failed: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 }
 
@@ -44,16 +72,7 @@ impl Database {
 
     /// Whether migrations made the schema (a daemon or CLI opened the database).
     pub fn has_schema(&self) -> bool {
-        let out = Command::new("psql")
-            .args([
-                &self.url,
-                "--no-psqlrc",
-                "-tAc",
-                "SELECT count(*) FROM information_schema.tables WHERE table_name = 'agents'",
-            ])
-            .output()
-            .expect("psql runs");
-        String::from_utf8_lossy(&out.stdout).trim() == "1"
+        self.scalar("SELECT count(*) FROM information_schema.tables WHERE table_name = 'agents'") == "1"
     }
 }
 

@@ -170,7 +170,7 @@ mod tests {
     #[tokio::test]
     async fn an_io_fault_hides_the_path() {
         let dir = tempfile::tempdir().unwrap();
-        let db = crate::db::open(&dir.path().join("k.db")).await.unwrap();
+        let db = crate::db::open_for_test(dir.path()).await;
         let store = ArtifactStore::new(dir.path().join("artifacts"), db);
         let id = store.put(b"some bytes").await.unwrap();
         // The artifact's file replaced by a directory: opening works, reading fails.
@@ -189,7 +189,7 @@ mod tests {
     #[tokio::test]
     async fn an_agent_reads_only_its_own_artifacts() {
         let dir = tempfile::tempdir().unwrap();
-        let db = crate::db::open(&dir.path().join("k.db")).await.unwrap();
+        let db = crate::db::open_for_test(dir.path()).await;
         let store = ArtifactStore::new(dir.path().join("artifacts"), db);
         let (alice, bob, carol) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
         let id = store.put_for(alice, b"alice's long result").await.unwrap();

@@ -512,7 +512,7 @@ mod tests {
 
     async fn auth() -> (tempfile::TempDir, Auth) {
         let dir = tempfile::tempdir().unwrap();
-        let db = crate::db::open(&dir.path().join("k.db")).await.unwrap();
+        let db = crate::db::open_for_test(dir.path()).await;
         (dir, Auth::load(db).await.unwrap())
     }
 

@@ -4,8 +4,9 @@
 //! The SQLite side is read in one transaction (one snapshot, even if something writes), after
 //! its own migrations brought it up to this version's schema; the PostgreSQL side gets the
 //! same version's migrations, then every table's rows in one transaction with the foreign
-//! keys checked at commit and the tables' own triggers off (the copy brings the rows those
-//! triggers wrote: task history, version counters). Identity sequences move past the copied
+//! keys checked after the last row and the tables' own triggers off meanwhile (the copy
+//! brings the rows those triggers wrote: task history, version counters); the rows the
+//! migrations seeded make way for the copied ones. Identity sequences move past the copied
 //! ids, and each table's row count on PostgreSQL must equal SQLite's before the commit.
 
 use std::path::Path;
@@ -62,12 +63,25 @@ async fn copy(from: &Db, to: &Db) -> Result<Vec<CopiedTable>> {
     let mut read = from.begin().await?;
     let mut write = to.begin().await?;
     query("SET CONSTRAINTS ALL DEFERRED").execute(&mut write).await.map_err(failed("PostgreSQL"))?;
+    // Triggers off everywhere before the first row, on again once the foreign keys were
+    // checked: PostgreSQL refuses to alter a table with checks still pending.
+    for table in &tables {
+        let quoted = quote(table);
+        for statement in [format!("ALTER TABLE {quoted} DISABLE TRIGGER USER"), format!("DELETE FROM {quoted}")] {
+            query(sqlx::AssertSqlSafe(statement)).execute(&mut write).await.map_err(failed(table))?;
+        }
+    }
     let mut copied = Vec::new();
     for table in &tables {
         let rows = copy_table(from, &mut read, &mut write, table).await?;
         copied.push(CopiedTable { table: table.clone(), rows });
     }
-    write.commit().await.map_err(failed("the commit (foreign keys are checked here)"))?;
+    query("SET CONSTRAINTS ALL IMMEDIATE").execute(&mut write).await.map_err(failed("the foreign keys"))?;
+    for table in &tables {
+        let enable = format!("ALTER TABLE {} ENABLE TRIGGER USER", quote(table));
+        query(sqlx::AssertSqlSafe(enable)).execute(&mut write).await.map_err(failed(table))?;
+    }
+    write.commit().await.map_err(failed("the commit"))?;
     Ok(copied)
 }
 
@@ -78,9 +92,6 @@ async fn copy_table(from: &Db, read: &mut super::Tx, write: &mut super::Tx, tabl
     // Names come from SQLite's catalogue of this daemon's own schema, quoted.
     let quoted = quote(table);
     let sql = |text: String| sqlx::AssertSqlSafe(text);
-    query(sql(format!("ALTER TABLE {quoted} DISABLE TRIGGER USER"))).execute(&mut *write).await.map_err(&on_table)?;
-    // The rows a migration seeded (the version counter) make way for the copied ones.
-    query(sql(format!("DELETE FROM {quoted}"))).execute(&mut *write).await.map_err(&on_table)?;
     let names = columns.iter().map(|c| quote(&c.name)).collect::<Vec<_>>().join(", ");
     // A page at a time by rowid, all in the read transaction's one snapshot.
     let page =
@@ -106,7 +117,6 @@ async fn copy_table(from: &Db, read: &mut super::Tx, write: &mut super::Tx, tabl
         insert.build().execute(&mut *write).await.map_err(&on_table)?;
         copied += rows.len() as i64;
     }
-    query(sql(format!("ALTER TABLE {quoted} ENABLE TRIGGER USER"))).execute(&mut *write).await.map_err(&on_table)?;
     for column in columns.iter().filter(|c| c.identity) {
         // The next id is one past the largest copied.
         let name = quote(&column.name);

@@ -11,6 +11,8 @@ use sqlx::{ConnectOptions, Connection};
 /// A database made for one test, dropped when the value is.
 pub(crate) struct TestDatabase {
     pub(crate) pool: PgPool,
+    /// Its URL, for opening it as a [`super::Db`].
+    pub(crate) url: String,
     server: PgConnectOptions,
     name: String,
 }
@@ -39,7 +41,9 @@ pub(crate) async fn database(test: &str) -> Option<TestDatabase> {
         .connect_with(server.clone().database(&name))
         .await
         .expect("connect to the test database");
-    Some(TestDatabase { pool, server, name })
+    let (base, _) = url.rsplit_once('/').expect("KENNEL_TEST_DATABASE_URL ends in /DATABASE");
+    let url = format!("{base}/{name}");
+    Some(TestDatabase { pool, url, server, name })
 }
 
 impl Drop for TestDatabase {

@@ -465,7 +465,7 @@ mod tests {
 
     async fn knowledge(limits: Limits) -> (tempfile::TempDir, Knowledge) {
         let dir = tempfile::tempdir().unwrap();
-        let db = crate::db::open(&dir.path().join("k.db")).await.unwrap();
+        let db = crate::db::open_for_test(dir.path()).await;
         (dir, Knowledge::new(db, limits))
     }
 

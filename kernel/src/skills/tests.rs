@@ -9,7 +9,7 @@ fn field(e: &Error) -> Option<&str> {
 
 async fn skills() -> (tempfile::TempDir, Arc<Skills>) {
     let dir = tempfile::tempdir().unwrap();
-    let db = crate::db::open(&dir.path().join("s.db")).await.unwrap();
+    let db = crate::db::open_for_test(dir.path()).await;
     let skills = Skills::new(dir.path().join("skills"), db, Clock::System);
     (dir, Arc::new(skills))
 }

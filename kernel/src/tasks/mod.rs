@@ -365,19 +365,24 @@ mod tests {
     #[tokio::test]
     async fn a_row_that_does_not_decode_is_an_internal_error() {
         let dir = tempfile::tempdir().unwrap();
-        let db = db::open(&dir.path().join("k.db")).await.unwrap();
+        let db = db::open_for_test(dir.path()).await;
         let agents = Arc::new(Agents::load(db.clone(), Vec::new()).await.unwrap());
         let board = TaskBoard::new(db.clone(), agents);
         let id = Uuid::now_v7().to_string();
-        db::query(
+        let stored = db::query(
             "INSERT INTO tasks (id, title, body, priority, status, posted_by, created_at, updated_at)
              VALUES ($1, 'title', '', 'high', 'pending', 'test', $2, $2)",
         )
         .bind(&id)
         .bind(db::now())
         .execute(&db)
-        .await
-        .unwrap();
+        .await;
+        if db.dialect("sqlite", "postgres") == "postgres" {
+            // PostgreSQL's typed columns refuse the value at the door: nothing to decode.
+            assert!(stored.is_err_and(|e| e.to_string().contains("bigint")));
+            return;
+        }
+        stored.unwrap();
 
         for e in [
             board.get(&id).await.unwrap_err(),

@@ -26,6 +26,7 @@ mod media;
 mod memory;
 mod openapi;
 mod operator_actions;
+mod postgres;
 mod processes;
 mod providers;
 mod restart;
