@@ -1,7 +1,9 @@
-//! `task_claim` throughput on SQLite: 16 concurrent claimers drain 20,000 pending tasks.
+//! `task_claim` throughput: 16 concurrent claimers drain 20,000 pending tasks, on SQLite, or on
+//! PostgreSQL when `KENNEL_DATABASE_URL` names an empty database (the kernel reads it).
 //! Prints claims per second and checks that no task was claimed twice.
 //!
 //! `cargo bench -p kennel-kernel --bench task_claim`
+//! `KENNEL_DATABASE_URL=postgres://… cargo bench -p kennel-kernel --bench task_claim`
 
 use std::collections::HashSet;
 use std::time::Instant;
