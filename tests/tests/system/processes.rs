@@ -32,7 +32,7 @@ pub(crate) fn running_with(needle: &str) -> bool {
 }
 
 /// A `sleep` no other test starts: `sleep 3000.PID` (GNU sleep takes fractions).
-fn unique_sleep(n: u32) -> String {
+pub fn unique_sleep(n: u32) -> String {
     format!("sleep {n}.{}", std::process::id())
 }
 

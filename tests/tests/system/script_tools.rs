@@ -116,6 +116,9 @@ async fn a_script_tool_runs_in_the_sandbox_with_its_arguments_checked_first() {
 async fn the_sandbox_holds_the_workspace_only_no_secrets_and_limits_time_and_output() {
     let home = Home::new();
     let home_path = home.path().display().to_string();
+    // A sleep no other test starts (the process tests run `sleep 300` at the same time).
+    let sleep = crate::processes::unique_sleep(300);
+    let sleeper = format!("#!/bin/sh\n{sleep}\n");
     let snoop = format!(
         "#!/bin/sh\ncat {home_path}/config.toml 2>&1 || echo 'home: unreadable'\nenv\necho hello > note.txt\nls / | tr '\\n' ' '\n"
     );
@@ -125,7 +128,7 @@ async fn the_sandbox_holds_the_workspace_only_no_secrets_and_limits_time_and_out
             ("script/snoop/tool.toml", "description = \"Looks around\"\nrun = \"snoop.sh\"\n"),
             ("script/snoop/snoop.sh", &snoop),
             ("script/sleeper/tool.toml", "description = \"Sleeps\"\nrun = \"sleep.sh\"\ntimeout_secs = 1\n"),
-            ("script/sleeper/sleep.sh", "#!/bin/sh\nsleep 300\n"),
+            ("script/sleeper/sleep.sh", &sleeper),
             ("script/chatty/tool.toml", "description = \"Talks\"\nrun = \"talk.sh\"\nmax_output_bytes = 1000\n"),
             ("script/chatty/talk.sh", "#!/bin/sh\nyes kennel | head -c 100000\n"),
             ("script/failing/tool.toml", "description = \"Fails\"\nrun = \"fail.sh\"\n"),
@@ -157,7 +160,7 @@ async fn the_sandbox_holds_the_workspace_only_no_secrets_and_limits_time_and_out
     assert_eq!((slow.status, slow.error_kind()), (504, "Timeout"), "{}", slow.text);
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
     assert!(
-        eventually(Duration::from_secs(5), || async { !crate::processes::running_with("sleep 300") }).await,
+        eventually(Duration::from_secs(5), || async { !crate::processes::running_with(&sleep) }).await,
         "the sandbox and everything in it were killed"
     );
 
