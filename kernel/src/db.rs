@@ -1,10 +1,11 @@
-//! The database: one SQLite WAL file under `$KENNEL_HOME`, migrations embedded and applied at
-//! open, and a watcher that notices commits made by another process (the CLI).
+//! The database: SQLite (one WAL file under `$KENNEL_HOME`) or PostgreSQL, migrations
+//! embedded per back end and applied at open, and a watcher that notices commits made by
+//! another process (the CLI).
 //!
-//! SQL lives only here and in each domain's `store.rs` (a unit test in `lib.rs` checks). Stores
-//! reach the database through [`Db`] and name rows and connections by this module's aliases,
-//! and their SQL is portable (`$N` placeholders, no SQLite-only statements), so a PostgreSQL
-//! back end can take the place of what [`Db`] holds without touching a service.
+//! SQL lives only here (with `db/`) and in each domain's `store.rs` (a unit test in `lib.rs`
+//! checks). Stores reach the database through [`Db`] and the query layer of `db/query.rs`,
+//! and write SQL both back ends run (`$N` placeholders, integers as `i64`); where one text
+//! cannot serve both, [`Db::dialect`] picks.
 
 use std::future::Future;
 use std::path::Path;
@@ -40,7 +41,7 @@ pub struct Db {
 enum Pool {
     /// The default: one file under `$KENNEL_HOME`.
     Sqlite(SqlitePool),
-    /// A server several daemons may share (issue 26; not yet offered by the daemon).
+    /// `[database] url` or `KENNEL_DATABASE_URL`.
     Postgres(PgPool),
 }
 
@@ -183,17 +184,14 @@ async fn migrate(db: &Db) -> Result<(), sqlx::migrate::MigrateError> {
     }
 }
 
-/// What a listener does with a notification's payload (`None`: the connection was lost and
-/// made again, so notifications may have been missed).
-type OnNotify = Box<dyn FnMut(Option<&str>) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
-
-/// Listens on `channel` from a connection of its own, for the life of the pool.
+/// Listens on `channel` from a connection of its own, for the life of the pool, handing each
+/// notification's payload to `on_notify` (`None`: the connection was lost and made again, so
+/// notifications may have been missed).
 async fn listen(
     pool: &PgPool,
     channel: &'static str,
-    on_notify: impl FnMut(Option<&str>) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> + Send + 'static,
+    mut on_notify: impl FnMut(Option<&str>) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> + Send + 'static,
 ) -> Result<(), sqlx::Error> {
-    let mut on_notify: OnNotify = Box::new(on_notify);
     let mut listener = sqlx::postgres::PgListener::connect_with(pool).await?;
     listener.listen(channel).await?;
     let pool = pool.clone();

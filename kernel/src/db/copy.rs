@@ -42,24 +42,13 @@ pub async fn sqlite_to_postgres(sqlite: &Path, url: &str) -> Result<Vec<CopiedTa
 }
 
 async fn copy(from: &Db, to: &Db) -> Result<Vec<CopiedTable>> {
-    let existing: i64 =
-        query_scalar("SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()")
-            .fetch_one(to)
-            .await
-            .map_err(failed("PostgreSQL"))?;
-    if existing > 0 {
-        return Err(Error::conflict(format!(
-            "the PostgreSQL database is not empty ({existing} tables): give an empty database, so nothing in it is overwritten"
-        )));
-    }
-    super::migrate(to).await.map_err(|e| Error::unavailable(format!("the PostgreSQL migrations failed: {e}")))?;
-
     let tables: Vec<String> = query_scalar(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> '_sqlx_migrations'
          ORDER BY name",
     )
     .fetch_all(from)
     .await?;
+    refuse_unless_empty(to, &tables).await?;
     let mut read = from.begin().await?;
     let mut write = to.begin().await?;
     query("SET CONSTRAINTS ALL DEFERRED").execute(&mut write).await.map_err(failed("PostgreSQL"))?;
@@ -138,6 +127,39 @@ async fn copy_table(from: &Db, read: &mut super::Tx, write: &mut super::Tx, tabl
         )));
     }
     Ok(on_postgres)
+}
+
+/// Refuses a PostgreSQL database that holds anything: tables of something else, or rows in
+/// Kennel's tables. A database with Kennel's schema and no rows (a copy that failed after
+/// the migrations ran) counts as empty, so the copy can be run again.
+async fn refuse_unless_empty(to: &Db, tables: &[String]) -> Result<()> {
+    let present: Vec<String> =
+        query_scalar("SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema()")
+            .fetch_all(to)
+            .await
+            .map_err(failed("PostgreSQL"))?;
+    // Without sqlx's migration table, any table is someone else's.
+    let migrated = present.iter().any(|t| t == "_sqlx_migrations");
+    let ours = |t: &String| migrated && (t == "_sqlx_migrations" || tables.contains(t));
+    if let Some(other) = present.iter().find(|t| !ours(t)) {
+        return Err(not_empty(&format!("it has the table `{other}`")));
+    }
+    // Applies this version's migrations, or checks those a failed copy applied.
+    super::migrate(to).await.map_err(|e| Error::unavailable(format!("the PostgreSQL migrations failed: {e}")))?;
+    for table in tables.iter().filter(|t| *t != "cached_tables_version") {
+        let sql = format!("SELECT EXISTS (SELECT 1 FROM {})", quote(table));
+        let has_rows: bool = query_scalar(sqlx::AssertSqlSafe(sql)).fetch_one(to).await.map_err(failed(table))?;
+        if has_rows {
+            return Err(not_empty(&format!("`{table}` has rows")));
+        }
+    }
+    Ok(())
+}
+
+fn not_empty(why: &str) -> Error {
+    Error::conflict(format!(
+        "the PostgreSQL database is not empty ({why}): give an empty database, so nothing in it is overwritten"
+    ))
 }
 
 /// A database error during the copy, with where it happened, for the operator running it.

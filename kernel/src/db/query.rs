@@ -51,7 +51,6 @@ macro_rules! bind_as {
 
 bind_as!(Text:
     String => |v: String| v,
-    &String => |v: &String| v.clone(),
     &str => |v: &str| v.to_string(),
 );
 bind_as!(Int:
@@ -64,30 +63,22 @@ bind_as!(Real: f64 => |v: f64| v);
 bind_as!(Bytes:
     Vec<u8> => |v: Vec<u8>| v,
     &[u8] => |v: &[u8]| v.to_vec(),
-    &Vec<u8> => |v: &Vec<u8>| v.clone(),
 );
 
-impl Bind for Option<&Option<String>> {
+/// A borrowed value binds as its copy (`&String`, `&Option<String>`, `&&str`, …).
+impl<T: Bind + Clone> Bind for &T {
     fn into_arg(self) -> Arg {
-        Arg::Text(self.cloned().flatten())
+        self.clone().into_arg()
     }
 }
 
-impl Bind for &Option<String> {
+/// A borrowed value that may be absent binds as a typed NULL or its copy.
+impl<T: Bind + Clone> Bind for Option<&T>
+where
+    Option<T>: Bind,
+{
     fn into_arg(self) -> Arg {
-        Arg::Text(self.clone())
-    }
-}
-
-impl Bind for &Option<&str> {
-    fn into_arg(self) -> Arg {
-        Arg::Text(self.map(str::to_string))
-    }
-}
-
-impl Bind for &&str {
-    fn into_arg(self) -> Arg {
-        Arg::Text(Some(self.to_string()))
+        self.cloned().into_arg()
     }
 }
 
@@ -196,7 +187,12 @@ impl<'r> Stored<'r> for bool {
         sqlx::Row::try_get(row, index)
     }
     fn from_postgres<I: ColumnIndex<PgRow> + Copy>(row: &'r PgRow, index: I) -> Result<Self, sqlx::Error> {
-        sqlx::Row::try_get::<bool, _>(row, index).or_else(|_| sqlx::Row::try_get::<i64, _>(row, index).map(|v| v != 0))
+        use sqlx::{TypeInfo, ValueRef};
+        if sqlx::Row::try_get_raw(row, index)?.type_info().name() == "BOOL" {
+            sqlx::Row::try_get(row, index)
+        } else {
+            sqlx::Row::try_get::<i64, _>(row, index).map(|v| v != 0)
+        }
     }
 }
 

@@ -127,9 +127,9 @@ leaves; a turn in progress finishes on the daemon either way.")]
   kennel migrate-to-postgres postgres://kennel@db.example.com/kennel
   KENNEL_HOME=/srv/kennel kennel migrate-to-postgres postgres://kennel:$PW@localhost/kennel
 
-Stop the daemon first. The copy is one transaction: on any error nothing is written. The
-SQLite file is left as it was (keep it as a backup). The database must be empty; its user
-must be able to create tables."
+Stop the daemon first. The copy is one transaction: on any error no row is written (the
+empty tables may stay; a second run uses them). The SQLite file is left as it was (keep it
+as a backup). The database must be empty; its user must be able to create tables."
     )]
     MigrateToPostgres {
         /// The empty PostgreSQL database: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE.

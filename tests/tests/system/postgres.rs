@@ -77,9 +77,15 @@ async fn a_sqlite_home_with_history_moves_to_postgres_and_goes_on_there() {
     // Task history came from SQLite, not from PostgreSQL's triggers firing again on the copy.
     assert_eq!(target.scalar("SELECT count(*) FROM task_events"), "3", "two posts and a claim");
 
-    // A second run finds the database taken and changes nothing.
+    // A second run finds the database taken and changes nothing; so does a database holding
+    // another application's table.
     let again = home.cli(&["migrate-to-postgres", &target.url]).await;
-    assert!(String::from_utf8_lossy(&again.stderr).contains("not empty"), "{again:?}");
+    assert!(String::from_utf8_lossy(&again.stderr).contains("` has rows)"), "{again:?}");
+    let Some(other) = Database::empty("another application's database") else { return };
+    other.scalar("CREATE TABLE invoices (id BIGINT)");
+    let foreign = home.cli(&["migrate-to-postgres", &other.url]).await;
+    assert!(String::from_utf8_lossy(&foreign.stderr).contains("it has the table `invoices`"), "{foreign:?}");
+    assert!(!other.has_schema(), "nothing of Kennel's was created next to it");
 
     // The daemon on PostgreSQL: everything as it was, and new rows take new ids.
     let daemon = home.start_with_env(&[("KENNEL_DATABASE_URL", &target.url)]).await;
