@@ -18,6 +18,7 @@ pub enum Nav {
     Inbox,
     Audit,
     Usage,
+    Cluster,
     Settings,
     /// No section is current (sign-in pages, error pages).
     None,
@@ -80,6 +81,7 @@ const SECTIONS: &[(Nav, &str, &str)] = &[
     (Nav::Inbox, "/inbox", "Inbox"),
     (Nav::Usage, "/usage", "Usage"),
     (Nav::Audit, "/audit", "Audit"),
+    (Nav::Cluster, "/cluster", "Cluster"),
     (Nav::Settings, "/settings", "Settings"),
 ];
 

@@ -41,6 +41,26 @@ pub struct Config {
     pub mcp: crate::mcp::config::McpConfig,
     /// `[database]`: SQLite in the home unless a PostgreSQL server is named.
     pub database: DatabaseConfig,
+    /// `[cluster]`: how daemons sharing one PostgreSQL database share the work.
+    pub cluster: ClusterConfig,
+}
+
+/// `[cluster]`: several daemons on one PostgreSQL database (docs/ARCHITECTURE.md, "Cluster").
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// How long a daemon's leases (its agents, a channel's poller) outlive its last
+    /// heartbeat; it beats every third of this. A daemon killed outright loses its agents to
+    /// the others within about this long. Every daemon of a cluster should use the same
+    /// value, and their clocks must agree to well within it (NTP).
+    #[serde(deserialize_with = "in_range::<_, 600, 600000>")]
+    pub lease_ms: u64,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig { lease_ms: 3000 }
+    }
 }
 
 /// `[database]`: where the daemon keeps its state.
@@ -1044,6 +1064,9 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 
 # [database]                # SQLite in this home unless a PostgreSQL server is named
 # url = "postgres://kennel@db.example.com:5432/kennel"   # KENNEL_DATABASE_URL wins over it
+
+# [cluster]                 # several daemons on one PostgreSQL database share agents, fires, claims
+# lease_ms = 3000           # a killed daemon's agents move to the others within about this long
 
 # [ask]                     # ask_user: how long a turn waits for the person's answer
 # timeout_secs = 600        # then the model is told nobody answered

@@ -88,6 +88,41 @@ impl Db {
         })
     }
 
+    /// Whether the database is a PostgreSQL server, which several daemons may share (a
+    /// SQLite home has one daemon: its lock file sees to that).
+    pub(crate) fn is_shared(&self) -> bool {
+        matches!(self.pool, Pool::Postgres(_))
+    }
+
+    /// Calls `on_notify` with the payload of every `NOTIFY channel` (on PostgreSQL; `None`
+    /// after the listener lost its server and may have missed some). Nothing on SQLite.
+    pub(crate) async fn listen<F>(&self, channel: &'static str, on_notify: F) -> Result<()>
+    where
+        F: FnMut(Option<&str>) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> + Send + 'static,
+    {
+        if let Pool::Postgres(pool) = &self.pool {
+            listen(pool, channel, on_notify).await?;
+        }
+        Ok(())
+    }
+
+    /// A pool of its own on the same database, of `connections`, for work that must not wait
+    /// behind the main pool's (the cluster's heartbeat while every connection is busy); it
+    /// connects when first used. On SQLite, the same pool (one daemon: nothing to be late for).
+    pub(crate) fn side_pool(&self, connections: u32) -> Db {
+        match &self.pool {
+            Pool::Sqlite(_) => self.clone(),
+            Pool::Postgres(pool) => Db {
+                pool: Pool::Postgres(
+                    PgPoolOptions::new()
+                        .max_connections(connections)
+                        .connect_lazy_with((*pool.connect_options()).clone()),
+                ),
+                ..self.clone()
+            },
+        }
+    }
+
     /// Whether [`Db::close`] was called: background work stops rather than fail.
     pub fn is_closed(&self) -> bool {
         match &self.pool {
@@ -165,9 +200,10 @@ pub async fn open_postgres(url: &str) -> Result<Db, sqlx::Error> {
 
 /// A PostgreSQL pool, nothing applied or listened to yet.
 async fn connect_postgres(url: &str) -> Result<Db, sqlx::Error> {
-    // Two of the connections are the listeners' (`kennel_changes` in `open_postgres`,
-    // `kennel_cached` in `watch_changes`); they hold them for the life of the pool.
-    let pool = PgPoolOptions::new().max_connections(10).connect_with(PgConnectOptions::from_str(url)?).await?;
+    // Three of the connections are the listeners' (`kennel_changes` in `open_postgres`,
+    // `kennel_cached` in `watch_changes`, `kennel_cluster` in `cluster::Cluster::start`); they
+    // hold them for the life of the pool.
+    let pool = PgPoolOptions::new().max_connections(16).connect_with(PgConnectOptions::from_str(url)?).await?;
     Ok(Db {
         pool: Pool::Postgres(pool),
         changes: Changes::default(),

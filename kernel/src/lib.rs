@@ -15,6 +15,7 @@ pub mod capability;
 pub mod changes;
 pub mod channel;
 pub mod clock;
+pub mod cluster;
 pub mod config;
 pub mod db;
 pub mod docker;
@@ -70,6 +71,7 @@ struct Inner {
     home: PathBuf,
     config: Config,
     db: db::Db,
+    cluster: cluster::Cluster,
     agents: Arc<Agents>,
     auth: Auth,
     sessions: Sessions,
@@ -162,6 +164,7 @@ impl Kernel {
             .collect::<Result<_>>()?;
         let agents = Arc::new(Agents::load(db.clone(), config.providers.keys().cloned().collect()).await?);
         let semantic = memory::semantic::SemanticMemory::new(db.clone(), clock.clone(), &config)?;
+        let cluster = cluster::Cluster::new(db.clone(), &config.cluster);
         let kernel = Kernel(Arc::new(Inner {
             semantic,
             started_at: db::timestamp(clock.now()),
@@ -176,7 +179,9 @@ impl Kernel {
                 clock.clone(),
                 config.schedules.fire_history,
                 agents.clone(),
+                cluster.id().to_string(),
             ),
+            cluster,
             skills: skills::Skills::new(home.join("skills"), db.clone(), clock.clone()),
             channels: channel::Channels::new(&config.channels, db.clone(), clock.clone()),
             inbox: notify::Inbox::new(db.clone(), clock.clone()),
@@ -219,20 +224,26 @@ impl Kernel {
         Ok(kernel)
     }
 
-    /// Starts the daemon's own work: the task board's sweeper, the scheduler, and the end of
-    /// A2A tasks a previous run left working. Only the daemon calls this — a CLI command
-    /// opening the same home must not fire schedules or mark the daemon's running work
-    /// interrupted.
-    pub fn start_background(&self) {
-        turn::recover(self);
+    /// Starts the daemon's own work: its place in the cluster (taking over the work of a
+    /// previous run or a dead daemon), the task board's sweeper, the scheduler, processes,
+    /// channels, script and MCP tools. `listen` is the address its API serves on. Only the
+    /// daemon calls this — a CLI command opening the same home must not fire schedules or
+    /// mark the daemon's running work interrupted.
+    pub async fn start_background(&self, listen: &str) -> Result<()> {
+        cluster::Cluster::start(self, listen).await?;
         tasks::start_sweeper(self);
         schedule::runner::start(self);
-        a2a::start(self);
         agent::start_ephemeral_sweeper(self);
         process::start(self);
         channel::Channels::start(self);
         script::start(self);
         mcp::Mcp::start(self, &self.0.config.mcp);
+        Ok(())
+    }
+
+    /// This daemon's place among the daemons sharing its database.
+    pub fn cluster(&self) -> &cluster::Cluster {
+        &self.0.cluster
     }
 
     /// Re-reads the state another process may have changed.
@@ -553,6 +564,7 @@ impl Kernel {
     /// Writes out queued audit entries and closes the database.
     pub async fn close(&self) {
         self.0.schedules.stop();
+        self.0.cluster.stop().await;
         self.0.channels.close();
         self.0.mcp.stop_all();
         if let Some(browsers) = &self.0.browsers {

@@ -40,6 +40,8 @@ pub fn kennel_bin() -> PathBuf {
 pub struct Home {
     dir: TempDir,
     database: Option<postgres::Database>,
+    /// A database this home shares with others (a cluster's), not dropped with it.
+    shared_database: Option<String>,
 }
 
 impl Default for Home {
@@ -50,7 +52,11 @@ impl Default for Home {
 
 impl Home {
     pub fn new() -> Home {
-        Home { dir: tempfile::tempdir().expect("temp dir"), database: postgres::Database::for_test() }
+        Home {
+            dir: tempfile::tempdir().expect("temp dir"),
+            database: postgres::Database::for_test(),
+            shared_database: None,
+        }
     }
 
     /// Everything the daemon stored, as bytes: the SQLite file with its write-ahead log, or
@@ -76,12 +82,22 @@ impl Home {
 
     /// The environment every `kennel` this home runs gets: where its database is.
     fn database_env(&self) -> Vec<(&'static str, String)> {
-        self.database.iter().map(|d| ("KENNEL_DATABASE_URL", d.url.clone())).collect()
+        let url = self.database.as_ref().map(|d| d.url.clone()).or_else(|| self.shared_database.clone());
+        url.into_iter().map(|url| ("KENNEL_DATABASE_URL", url)).collect()
     }
 
     /// A home on SQLite whatever the suite's back end (`kennel migrate-to-postgres`'s source).
     pub fn on_sqlite(config: &str) -> Home {
-        let home = Home { dir: tempfile::tempdir().expect("temp dir"), database: None };
+        let home = Home { dir: tempfile::tempdir().expect("temp dir"), database: None, shared_database: None };
+        std::fs::write(home.path().join("config.toml"), config).expect("write config");
+        home
+    }
+
+    /// A home whose state is in the PostgreSQL database `url`, which other homes share (the
+    /// daemons of a cluster); the caller owns the database.
+    pub fn sharing(url: &str, config: &str) -> Home {
+        let home =
+            Home { dir: tempfile::tempdir().expect("temp dir"), database: None, shared_database: Some(url.into()) };
         std::fs::write(home.path().join("config.toml"), config).expect("write config");
         home
     }

@@ -7,6 +7,7 @@ pub mod audit;
 pub mod browser;
 pub mod canvas;
 pub mod channels;
+pub mod cluster;
 pub mod error;
 pub mod inbox;
 pub mod knowledge;

@@ -20,7 +20,6 @@ pub use card::{agent_card, daemon_card};
 pub use server::{Answer, handle};
 pub use task::A2aTasks;
 
-use crate::Kernel;
 use crate::config::Config;
 use crate::tool::Registry;
 
@@ -44,18 +43,4 @@ pub enum Refusal {
     NotFound(String),
     /// The agent is exposed, but not publicly, and no valid token came (HTTP 401).
     Unauthorized,
-}
-
-/// The daemon's own A2A work at start: tasks a previous run left working have no turn
-/// behind them any more, so they end `FAILED` (only tasks created before now, so a task
-/// sent in the first moment is not caught).
-pub(crate) fn start(kernel: &Kernel) {
-    let (kernel, before) = (kernel.clone(), crate::db::now());
-    tokio::spawn(async move {
-        match kernel.a2a().fail_unfinished(&before).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(tasks = n, "A2A tasks left working by the previous run were marked failed"),
-            Err(e) => tracing::warn!(error = %e, "marking interrupted A2A tasks failed did not work"),
-        }
-    });
 }

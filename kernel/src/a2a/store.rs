@@ -29,12 +29,14 @@ pub(super) struct NewRow<'a> {
     pub owner: &'a str,
     pub state: TaskState,
     pub request: &'a str,
+    /// The daemon that runs it (`crate::cluster`).
+    pub daemon: &'a str,
 }
 
 pub(super) async fn insert_task(db: &Db, row: NewRow<'_>) -> Result<()> {
     db::query(
-        "INSERT INTO a2a_tasks (id, agent_id, context_id, owner, state, request, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $7)",
+        "INSERT INTO a2a_tasks (id, agent_id, context_id, owner, state, request, created_at, updated_at, daemon_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $8)",
     )
     .bind(row.id.to_string())
     .bind(row.agent.to_string())
@@ -43,6 +45,7 @@ pub(super) async fn insert_task(db: &Db, row: NewRow<'_>) -> Result<()> {
     .bind(row.state.as_str())
     .bind(row.request)
     .bind(db::now())
+    .bind(row.daemon)
     .execute(db)
     .await?;
     Ok(())
@@ -71,14 +74,14 @@ pub(super) async fn finish_task(
     Ok(done.rows_affected() == 1)
 }
 
-/// Fails every task created before `before` that has not ended.
-pub(super) async fn fail_unfinished(db: &Db, before: &str, reason: &str) -> Result<u64> {
+/// Fails every task of `daemon` (or of no daemon, from before clusters) that has not ended.
+pub(super) async fn fail_unfinished(db: &Db, daemon: &str, reason: &str) -> Result<u64> {
     let sql = concat!(
-        "UPDATE a2a_tasks SET state = $1, error = $2, updated_at = $3 WHERE created_at < $4 AND ",
+        "UPDATE a2a_tasks SET state = $1, error = $2, updated_at = $3 WHERE (daemon_id = $4 OR daemon_id IS NULL) AND ",
         not_ended!()
     );
     let done =
-        db::query(sql).bind(TaskState::Failed.as_str()).bind(reason).bind(db::now()).bind(before).execute(db).await?;
+        db::query(sql).bind(TaskState::Failed.as_str()).bind(reason).bind(db::now()).bind(daemon).execute(db).await?;
     Ok(done.rows_affected())
 }
 

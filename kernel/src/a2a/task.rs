@@ -213,6 +213,7 @@ impl A2aTasks {
             owner: &owner,
             state: TaskState::Working,
             request: &message.to_string(),
+            daemon: kernel.cluster().id(),
         };
         store::insert_task(&self.db, row).await?;
         let task = self.load(agent.id, id).await?;
@@ -348,8 +349,9 @@ impl A2aTasks {
 
     /// Fails the tasks a previous run of the daemon left working (created before `before`):
     /// no turn runs for them any more.
-    pub(crate) async fn fail_unfinished(&self, before: &str) -> crate::error::Result<u64> {
-        store::fail_unfinished(&self.db, before, "the daemon stopped while this task ran; send the message again").await
+    /// Fails the tasks `daemon` left working (it stopped or died while they ran).
+    pub(crate) async fn fail_unfinished(&self, daemon: &str) -> crate::error::Result<u64> {
+        store::fail_unfinished(&self.db, daemon, "the daemon stopped while this task ran; send the message again").await
     }
 }
 

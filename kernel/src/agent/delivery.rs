@@ -37,17 +37,18 @@ pub(crate) struct Delivery {
 
 /// Stores the delivery, then runs the receiver's turn and delivers its reply, detached.
 pub(crate) async fn send(kernel: &Kernel, delivery: Delivery) -> Result<()> {
-    store::insert_delivery(kernel.db(), &delivery).await?;
+    store::insert_delivery(kernel.db(), &delivery, kernel.cluster().id()).await?;
     let kernel = kernel.clone();
     tokio::spawn(async move { run(&kernel, delivery, false).await });
     Ok(())
 }
 
-/// After a restart: finishes every delivery left, in order within each receiver's session
-/// (two cut off in one session must not answer each other's message).
-pub(crate) async fn resume(kernel: &Kernel) -> Result<usize> {
-    let pending = store::deliveries(kernel.db()).await?;
-    let count = pending.len();
+/// After `dead` stopped or died (`crate::cluster`): finishes every delivery it left, here,
+/// in order within each receiver's session (two cut off in one session must not answer each
+/// other's message); how many.
+pub(crate) async fn take_over(kernel: &Kernel, dead: &str) -> Result<u64> {
+    let pending = store::take_deliveries(kernel.db(), dead, kernel.cluster().id()).await?;
+    let count = pending.len() as u64;
     let mut by_session: BTreeMap<Uuid, Vec<Delivery>> = BTreeMap::new();
     for delivery in pending {
         by_session.entry(delivery.session).or_default().push(delivery);

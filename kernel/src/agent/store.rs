@@ -148,10 +148,11 @@ pub(super) async fn update_agent(db: &Db, a: &Agent) -> Result<()> {
 }
 
 /// An async `agent_send` in flight (`delivery.rs`).
-pub(super) async fn insert_delivery(db: &Db, d: &super::delivery::Delivery) -> Result<()> {
+/// An async `agent_send` in flight (`delivery.rs`), as `daemon`'s.
+pub(super) async fn insert_delivery(db: &Db, d: &super::delivery::Delivery, daemon: &str) -> Result<()> {
     db::query(
-        "INSERT INTO agent_deliveries (id, from_agent, reply_to, to_agent, session_id, message, depth, chain, attempts, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        "INSERT INTO agent_deliveries (id, from_agent, reply_to, to_agent, session_id, message, depth, chain, attempts, created_at, daemon_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
     )
     .bind(d.id.to_string())
     .bind(d.from_agent.to_string())
@@ -163,6 +164,7 @@ pub(super) async fn insert_delivery(db: &Db, d: &super::delivery::Delivery) -> R
     .bind(serde_json::to_string(&d.chain).expect("ids serialise"))
     .bind(i64::from(d.attempts))
     .bind(crate::db::now())
+    .bind(daemon)
     .execute(db)
     .await?;
     Ok(())
@@ -191,14 +193,23 @@ pub(super) async fn delete_delivery(db: &Db, id: uuid::Uuid) -> Result<()> {
     Ok(())
 }
 
-/// Every delivery still in flight, oldest first.
-pub(super) async fn deliveries(db: &Db) -> Result<Vec<super::delivery::Delivery>> {
+/// The deliveries `dead` left in flight (and those of no daemon, from before clusters),
+/// oldest first, made `me`'s.
+pub(super) async fn take_deliveries(db: &Db, dead: &str, me: &str) -> Result<Vec<super::delivery::Delivery>> {
+    let mut tx = db.begin().await?;
     let rows = db::query(
         "SELECT id, from_agent, reply_to, to_agent, session_id, message, depth, chain, attempts, reply
-         FROM agent_deliveries ORDER BY created_at, id",
+         FROM agent_deliveries WHERE daemon_id = $1 OR daemon_id IS NULL ORDER BY created_at, id",
     )
-    .fetch_all(db)
+    .bind(dead)
+    .fetch_all(&mut tx)
     .await?;
+    db::query("UPDATE agent_deliveries SET daemon_id = $2 WHERE daemon_id = $1 OR daemon_id IS NULL")
+        .bind(dead)
+        .bind(me)
+        .execute(&mut tx)
+        .await?;
+    tx.commit().await?;
     rows.iter()
         .map(|r| {
             let chain: String = r.try_get("chain")?;

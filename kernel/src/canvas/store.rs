@@ -9,9 +9,11 @@ use crate::page::{Key, Page, PageRequest};
 
 const COLUMNS: &str = "SELECT agent_id, version, title, bytes, created_at FROM canvases";
 
-/// Stores the agent's next version. One statement numbers and inserts it, so two calls at
-/// once get two versions.
+/// Stores the agent's next version. One statement numbers and inserts it, after the agent's
+/// key is locked (on PostgreSQL), so two calls at once, on any daemons, get two versions.
 pub(super) async fn insert(db: &Db, agent: Uuid, title: &str, html: &str) -> Result<Canvas> {
+    let mut tx = db.begin().await?;
+    tx.lock_key(&format!("canvas:{agent}")).await?;
     let row = db::query(
         "INSERT INTO canvases (agent_id, version, title, html, bytes, created_at)
          SELECT $1, COALESCE(MAX(version), 0) + 1, $2, $3, $4, $5 FROM canvases WHERE agent_id = $1
@@ -22,8 +24,9 @@ pub(super) async fn insert(db: &Db, agent: Uuid, title: &str, html: &str) -> Res
     .bind(html)
     .bind(html.len() as i64)
     .bind(db::now())
-    .fetch_one(db)
+    .fetch_one(&mut tx)
     .await?;
+    tx.commit().await?;
     canvas_from(&row)
 }
 

@@ -256,9 +256,7 @@ impl Channels {
             let state = Arc::new(move |c: Connection| {
                 *state_channel.connection.lock().unwrap_or_else(|e| e.into_inner()) = c;
             });
-            if let Some(listening) = platform.clone().listen(sink, state, channels.stop.child_token()) {
-                tokio::spawn(listening);
-            }
+            tokio::spawn(poll_under_lease(kernel.clone(), channel.name.clone(), platform.clone(), sink, state));
         }
         let kernel = kernel.clone();
         tokio::spawn(async move {
@@ -687,5 +685,30 @@ fn inbound_of(row: &InboundRow) -> Inbound {
             username: row.username.clone(),
         },
         text: row.text.clone(),
+    }
+}
+
+/// Listens on a polling channel (Telegram's `getUpdates`, Discord's gateway) while this
+/// daemon holds the lease `channel:<name>`: a platform refuses a second poller, so a cluster
+/// runs one, and another daemon takes over when its holder dies or stops.
+async fn poll_under_lease(
+    kernel: Kernel,
+    name: String,
+    platform: Arc<dyn platform::Platform>,
+    sink: platform::Sink,
+    state: Arc<dyn Fn(Connection) + Send + Sync>,
+) {
+    let lease = format!("channel:{name}");
+    let cluster = kernel.cluster();
+    while cluster.hold(&lease).await {
+        let stop = kernel.channels().stop.child_token();
+        let Some(listening) = platform.clone().listen(sink.clone(), state.clone(), stop.clone()) else { return };
+        tokio::select! {
+            () = listening => return,
+            () = cluster.lost(&lease) => {
+                tracing::warn!(channel = %name, "this daemon lost the channel's lease: it stops polling");
+                stop.cancel();
+            }
+        }
     }
 }

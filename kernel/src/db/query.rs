@@ -90,6 +90,17 @@ pub(crate) enum Tx {
 }
 
 impl Tx {
+    /// Serialises, across every daemon, the transactions that number rows `MAX() + 1` under
+    /// one key (a session's messages, an agent's canvases, a skill's history): on PostgreSQL
+    /// a lock on the key's hash held until this transaction ends (two keys sharing a hash only
+    /// wait for each other); SQLite's writes are one at a time already.
+    pub(crate) async fn lock_key(&mut self, key: &str) -> Result<(), sqlx::Error> {
+        if let Tx::Postgres(tx) = self {
+            sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))").bind(key).execute(&mut **tx).await?;
+        }
+        Ok(())
+    }
+
     pub(crate) async fn commit(self) -> Result<(), sqlx::Error> {
         match self {
             Tx::Sqlite(tx) => tx.commit().await,

@@ -7,7 +7,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 /// The error kinds of the tool contract (spec §0.4). Fronts choose a status code from this.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, ToSchema)]
 pub enum ErrorKind {
     NotFound,
     Forbidden,
@@ -54,19 +54,19 @@ impl ErrorKind {
 }
 
 /// One problem with one field of an input, named by its path (`capabilities.tools[2]`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, ToSchema)]
 pub struct FieldError {
     pub field: String,
     pub message: String,
 }
 
-#[derive(Debug, Clone, thiserror::Error, Serialize, ToSchema)]
+#[derive(Debug, Clone, thiserror::Error, Serialize, serde::Deserialize, ToSchema)]
 #[error("{kind:?}: {message}")]
 pub struct Error {
     pub kind: ErrorKind,
     pub message: String,
     /// Per-field problems of an invalid input; empty for other errors.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fields: Vec<FieldError>,
 }
 

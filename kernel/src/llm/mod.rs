@@ -123,7 +123,7 @@ pub fn image_note(path: &str, accepted: bool) -> String {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize, ToSchema)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,

@@ -215,6 +215,8 @@ pub struct Schedules {
     /// Ends the runner when the kernel closes.
     stopped: tokio_util::sync::CancellationToken,
     fire_history: u64,
+    /// This daemon's id in the cluster: the fires it takes are written down as its.
+    daemon: String,
 }
 
 fn field_error(field: &str, message: impl Into<String>) -> Error {
@@ -222,8 +224,16 @@ fn field_error(field: &str, message: impl Into<String>) -> Error {
 }
 
 impl Schedules {
-    pub(crate) fn new(db: Db, clock: Clock, fire_history: u64, agents: Arc<Agents>) -> Schedules {
-        Schedules { db, agents, clock, changed: tokio::sync::Notify::new(), stopped: Default::default(), fire_history }
+    pub(crate) fn new(db: Db, clock: Clock, fire_history: u64, agents: Arc<Agents>, daemon: String) -> Schedules {
+        Schedules {
+            db,
+            agents,
+            clock,
+            changed: tokio::sync::Notify::new(),
+            stopped: Default::default(),
+            fire_history,
+            daemon,
+        }
     }
 
     /// Stops the runner (no new fires start; running turns finish on their own).

@@ -51,9 +51,6 @@ pub(crate) fn start(kernel: &Kernel) {
     tokio::spawn(async move {
         let schedules = kernel.schedules();
         let started_at = schedules.clock.now();
-        if let Err(e) = schedules.mark_interrupted().await {
-            tracing::warn!(error = %e.message, "could not mark interrupted fires");
-        }
         loop {
             let now = schedules.clock.now();
             let wait = match schedules.begin_due(now, started_at).await {
@@ -214,16 +211,19 @@ impl Schedules {
     /// Writes down every schedule due at `now` (up to a batch): its next fire time (or done)
     /// and a `running` fire row, in one transaction; the fires' turns are queued as soon as it
     /// commits. What each fire means (next time, missed slots) is worked out before the
-    /// transaction, so the write lock is held only for the writes.
+    /// writes, so SQLite's write lock is held only for them. On PostgreSQL, where several
+    /// daemons may take due schedules at once, the rows are read and locked in the same
+    /// transaction (`store::due`), so each fire is taken by one daemon: exactly once.
     async fn begin_due(&self, now: DateTime<Utc>, started_at: DateTime<Utc>) -> Result<Vec<Dispatch>> {
-        let rows = store::due(&self.db, now, BATCH).await?;
+        let mut taking = if self.db.is_shared() { Some(self.db.begin().await?) } else { None };
+        let rows = store::due(&self.db, taking.as_mut(), now, BATCH).await?;
         if rows.is_empty() {
             return Ok(Vec::new());
         }
         // Counting missed slots walks up to 1,000 slots per row: CPU work, off the runtime.
         let planned = cron::off_runtime(move || plan(rows, now, started_at)).await?;
         let fired_at = db::timestamp(self.clock.now());
-        let taking: Vec<store::Taking<'_>> = planned
+        let fires: Vec<store::Taking<'_>> = planned
             .iter()
             .map(|p| store::Taking {
                 schedule_id: &p.dispatch.schedule_id,
@@ -233,7 +233,12 @@ impl Schedules {
                 missed: p.missed,
             })
             .collect();
-        let fire_ids = store::take_fires(&self.db, &fired_at, &taking).await?;
+        let mut tx = match taking {
+            Some(tx) => tx,
+            None => self.db.begin().await?,
+        };
+        let fire_ids = store::take_fires(&mut tx, &self.daemon, &fired_at, &fires).await?;
+        tx.commit().await?;
         Ok(planned
             .into_iter()
             .zip(fire_ids)
@@ -247,8 +252,9 @@ impl Schedules {
         Ok(store::earliest(&self.db).await?.as_deref().and_then(parse_time))
     }
 
-    /// Fires left `running` by a daemon that stopped mid-turn.
-    async fn mark_interrupted(&self) -> Result<()> {
-        store::mark_interrupted(&self.db, self.clock.now()).await
+    /// Marks the fires `daemon` left `running` (it stopped or died mid-turn) interrupted; how
+    /// many there were.
+    pub(crate) async fn mark_interrupted(&self, daemon: &str) -> Result<u64> {
+        store::mark_interrupted(&self.db, daemon, self.clock.now()).await
     }
 }

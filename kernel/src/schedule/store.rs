@@ -196,16 +196,22 @@ pub(super) struct DueRow {
     pub next_fire: String,
 }
 
-/// Active schedules due at `now`, earliest first, at most `limit`.
-pub(super) async fn due(db: &Db, now: DateTime<Utc>, limit: i64) -> Result<Vec<DueRow>> {
-    let rows = db::query(
+/// Active schedules due at `now`, earliest first, at most `limit`. On PostgreSQL they are
+/// read in `tx`, to be taken in it: each row is locked, and rows another daemon is taking are
+/// passed over, so daemons taking at once take different schedules and none waits. (SQLite
+/// has one daemon; the read is outside the write, which is guarded on `next_fire`.)
+pub(super) async fn due(db: &Db, tx: Option<&mut db::Tx>, now: DateTime<Utc>, limit: i64) -> Result<Vec<DueRow>> {
+    let sql = db.dialect(
         "SELECT id, agent_id, kind, expression, timezone, prompt, channel, next_fire FROM schedules
-         WHERE state = 'active' AND next_fire <= $1 ORDER BY next_fire LIMIT $2",
-    )
-    .bind(db::timestamp(now))
-    .bind(limit)
-    .fetch_all(db)
-    .await?;
+         WHERE state = 'active' AND next_fire <= $1 ORDER BY next_fire, id LIMIT $2",
+        "SELECT id, agent_id, kind, expression, timezone, prompt, channel, next_fire FROM schedules
+         WHERE state = 'active' AND next_fire <= $1 ORDER BY next_fire, id LIMIT $2 FOR UPDATE SKIP LOCKED",
+    );
+    let query = db::query(sql).bind(db::timestamp(now)).bind(limit);
+    let rows = match tx {
+        Some(tx) => query.fetch_all(tx).await?,
+        None => query.fetch_all(db).await?,
+    };
     rows.iter()
         .map(|r| {
             Ok(DueRow {
@@ -234,8 +240,14 @@ pub(super) struct Taking<'a> {
 
 /// Writes down fires in one transaction, each only if its schedule is still active and due
 /// at the same time. The fire row id of each taken one (`None`: paused or changed since).
-pub(super) async fn take_fires(db: &Db, fired_at: &str, fires: &[Taking<'_>]) -> Result<Vec<Option<i64>>> {
-    let mut tx = db.begin().await?;
+/// Writes the fires down in `tx`, as `daemon`'s; the caller commits. Each is guarded on the
+/// `next_fire` it was read at: one paused or taken since is passed over (`None`).
+pub(super) async fn take_fires(
+    tx: &mut db::Tx,
+    daemon: &str,
+    fired_at: &str,
+    fires: &[Taking<'_>],
+) -> Result<Vec<Option<i64>>> {
     let mut ids = Vec::with_capacity(fires.len());
     for f in fires {
         let taken = db::query(
@@ -247,7 +259,7 @@ pub(super) async fn take_fires(db: &Db, fired_at: &str, fires: &[Taking<'_>]) ->
         .bind(fired_at)
         .bind(f.schedule_id)
         .bind(f.due)
-        .execute(&mut tx)
+        .execute(&mut *tx)
         .await?
         .rows_affected();
         if taken == 0 {
@@ -255,18 +267,18 @@ pub(super) async fn take_fires(db: &Db, fired_at: &str, fires: &[Taking<'_>]) ->
             continue;
         }
         let fire_id: i64 = db::query_scalar(
-            "INSERT INTO schedule_fires (schedule_id, due_at, fired_at, outcome, missed_slots)
-             VALUES ($1, $2, $3, 'running', $4) RETURNING id",
+            "INSERT INTO schedule_fires (schedule_id, due_at, fired_at, outcome, missed_slots, daemon_id)
+             VALUES ($1, $2, $3, 'running', $4, $5) RETURNING id",
         )
         .bind(f.schedule_id)
         .bind(f.due)
         .bind(fired_at)
         .bind(f.missed)
-        .fetch_one(&mut tx)
+        .bind(daemon)
+        .fetch_one(&mut *tx)
         .await?;
         ids.push(Some(fire_id));
     }
-    tx.commit().await?;
     Ok(ids)
 }
 
@@ -311,15 +323,16 @@ pub(super) async fn finish_fire(db: &Db, f: Finished<'_>, keep: u64) -> Result<(
 }
 
 /// Marks fires left `running` (by a daemon that stopped mid-turn) `interrupted`.
-pub(super) async fn mark_interrupted(db: &Db, at: DateTime<Utc>) -> Result<()> {
-    db::query(
+pub(super) async fn mark_interrupted(db: &Db, daemon: &str, at: DateTime<Utc>) -> Result<u64> {
+    let done = db::query(
         "UPDATE schedule_fires SET outcome = 'interrupted', detail = 'the daemon stopped during this fire',
-             finished_at = $1 WHERE outcome = 'running'",
+             finished_at = $1 WHERE outcome = 'running' AND (daemon_id = $2 OR daemon_id IS NULL)",
     )
     .bind(db::timestamp(at))
+    .bind(daemon)
     .execute(db)
     .await?;
-    Ok(())
+    Ok(done.rows_affected())
 }
 
 fn schedule_from(row: &db::Row) -> Result<Schedule> {

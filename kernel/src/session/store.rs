@@ -91,7 +91,8 @@ pub(super) async fn load_tool(db: &Db, session: Uuid, tool: &str) -> Result<()> 
 
 /// Appends messages at the end of the session, in one transaction. Each insert computes its
 /// own place, so the transaction starts by writing (a read first could not be upgraded to a
-/// write once another connection had committed: SQLITE_BUSY_SNAPSHOT).
+/// write once another connection had committed: SQLITE_BUSY_SNAPSHOT); on PostgreSQL it
+/// first locks the session's key, so two daemons appending at once never take one place.
 pub(super) async fn append(db: &Db, session: Uuid, messages: &[Message]) -> Result<()> {
     const INSERT: &str = "INSERT INTO session_messages (session_id, seq, message, created_at)
          SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3 FROM session_messages WHERE session_id = $1";
@@ -102,12 +103,15 @@ pub(super) async fn append(db: &Db, session: Uuid, messages: &[Message]) -> Resu
             .bind(serde_json::to_string(m).expect("messages serialise"))
             .bind(now.clone())
     };
-    // One message is one statement, atomic on its own; more share a transaction.
-    if let [one] = messages {
+    // On SQLite one message is one statement, atomic on its own; more share a transaction.
+    if let [one] = messages
+        && !db.is_shared()
+    {
         insert(one).execute(db).await?;
         return Ok(());
     }
     let mut tx = db.begin().await?;
+    tx.lock_key(&format!("session:{session}")).await?;
     for m in messages {
         insert(m).execute(&mut tx).await?;
     }

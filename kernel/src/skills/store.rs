@@ -56,8 +56,10 @@ db::from_row!(HistoryEntry { skill, version, op, actor, at, content_hash, diff, 
 
 /// Appends `entry` as the skill's next version, and returns that version. The caller holds
 /// the skill's lock; the version is still taken inside the insert, so it is one more than the
-/// last whatever else writes.
+/// last whatever else writes — on any daemon: on PostgreSQL the skill's key is locked first.
 pub(super) async fn append(db: &Db, entry: NewEntry<'_>) -> Result<i64> {
+    let mut tx = db.begin().await?;
+    tx.lock_key(&format!("skill:{}", entry.skill)).await?;
     let hash =
         hex::encode(Sha256::new().chain_update(entry.manifest).chain_update([0]).chain_update(entry.body).finalize());
     let version = db::query_scalar(
@@ -74,8 +76,9 @@ pub(super) async fn append(db: &Db, entry: NewEntry<'_>) -> Result<i64> {
     .bind(entry.detail)
     .bind(entry.manifest)
     .bind(entry.body)
-    .fetch_one(db)
+    .fetch_one(&mut tx)
     .await?;
+    tx.commit().await?;
     Ok(version)
 }
 

@@ -11,7 +11,7 @@ use crate::Kernel;
 use crate::agent::{Agent, ToolMode};
 
 /// Who started a call: the agent's own loop, or a person or script acting as the agent.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Caller {
     Agent,
     Operator(String),
@@ -63,7 +63,7 @@ impl Caller {
 }
 
 /// The conversation a turn is answering, when it came from a channel (spec §6).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ChannelContext {
     pub channel: String,
     pub chat_id: String,

@@ -1,14 +1,17 @@
 //! Live progress of turns, for `GET /api/agents/{id}/events` and the dashboard's chat.
 
-use serde::Serialize;
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::sync::broadcast;
+
+use tokio::sync::{broadcast, mpsc};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::TurnEnd;
 
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct AgentEvent {
     pub agent_id: Uuid,
     pub turn_id: Uuid,
@@ -17,7 +20,7 @@ pub struct AgentEvent {
     pub kind: EventKind,
 }
 
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EventKind {
     TurnStarted {
@@ -119,21 +122,43 @@ impl EventKind {
 }
 
 /// A broadcast of every agent's events. Slow subscribers miss events rather than slow turns.
-pub(super) struct Bus(broadcast::Sender<AgentEvent>);
+/// In a cluster, this daemon's own events are also handed to the relay (`crate::cluster`),
+/// which tells the other daemons; theirs come back in through [`Bus::emit_relayed`].
+pub(super) struct Bus {
+    local: broadcast::Sender<AgentEvent>,
+    relay: OnceLock<mpsc::Sender<AgentEvent>>,
+}
+
+/// Events waiting for the relay at most; past that they are dropped, as for a slow subscriber.
+const RELAY_BACKLOG: usize = 4096;
 
 impl Default for Bus {
     fn default() -> Self {
-        Bus(broadcast::channel(1024).0)
+        Bus { local: broadcast::channel(1024).0, relay: OnceLock::new() }
     }
 }
 
 impl Bus {
     pub fn emit(&self, event: AgentEvent) {
+        if let Some(relay) = self.relay.get() {
+            let _ = relay.try_send(event.clone());
+        }
         // No subscriber is not an error.
-        let _ = self.0.send(event);
+        let _ = self.local.send(event);
+    }
+
+    /// An event of a turn that runs on another daemon of the cluster.
+    pub fn emit_relayed(&self, event: AgentEvent) {
+        let _ = self.local.send(event);
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<AgentEvent> {
-        self.0.subscribe()
+        self.local.subscribe()
+    }
+
+    /// This daemon's own events from now on, for the cluster's relay (once).
+    pub fn relay(&self) -> Option<mpsc::Receiver<AgentEvent>> {
+        let (tx, rx) = mpsc::channel(RELAY_BACKLOG);
+        self.relay.set(tx).ok().map(|()| rx)
     }
 }

@@ -8,7 +8,7 @@ mod events;
 mod images;
 pub(crate) use images::png_size;
 mod prompt;
-mod recovery;
+pub(crate) mod recovery;
 mod store;
 
 use std::collections::HashMap;
@@ -16,14 +16,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use futures_util::future::join_all;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
 pub use events::{AgentEvent, EventKind};
-pub(crate) use recovery::recover;
 
 use crate::Kernel;
 use crate::agent::{Agent, AgentId};
@@ -90,7 +89,7 @@ impl TurnRequest {
 }
 
 /// How a turn ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TurnEnd {
     /// The model answered.
@@ -112,7 +111,7 @@ impl TurnEnd {
 }
 
 /// One tool call of a turn, for the caller and the dashboard.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct TraceEntry {
     pub call_id: String,
     pub name: String,
@@ -123,11 +122,11 @@ pub struct TraceEntry {
     /// The start of what the model was shown.
     pub summary: String,
     pub duration_us: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact_id: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct TurnResult {
     pub turn_id: Uuid,
     pub session_id: Uuid,
@@ -138,12 +137,12 @@ pub struct TurnResult {
     pub trace: Vec<TraceEntry>,
     pub usage: Usage,
     /// Where the turn moved to a fallback provider or model, in order.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fell_back: Vec<FellBack>,
 }
 
 /// A move to the next provider and model of the agent type's fallbacks.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct FellBack {
     /// `provider / model` that kept failing.
     pub from: String,
@@ -191,6 +190,16 @@ impl Turns {
         self.events.emit(event);
     }
 
+    /// Tells the followers here of an event of a turn another daemon of the cluster runs.
+    pub(crate) fn emit_relayed(&self, event: AgentEvent) {
+        self.events.emit_relayed(event);
+    }
+
+    /// This daemon's own events from now on, for the cluster's relay (`None` after the first).
+    pub(crate) fn relay(&self) -> Option<tokio::sync::mpsc::Receiver<AgentEvent>> {
+        self.events.relay()
+    }
+
     /// How many turns are running for `agent`.
     pub fn running(&self, agent: AgentId) -> usize {
         self.running.lock().expect("turns lock").get(&agent).map_or(0, Vec::len)
@@ -216,11 +225,6 @@ impl Turns {
         let token = outer.map_or_else(CancellationToken::new, CancellationToken::child_token);
         self.running.lock().expect("turns lock").entry(agent).or_default().push((turn, token.clone()));
         token
-    }
-
-    /// Whether `turn` runs in this process.
-    pub(crate) fn is_running(&self, turn: Uuid) -> bool {
-        self.running.lock().expect("turns lock").values().flatten().any(|(id, _)| *id == turn)
     }
 
     fn unregister(&self, agent: AgentId, turn: Uuid) {
@@ -260,8 +264,18 @@ pub(crate) async fn turns_per_hour(kernel: &Kernel, since: &str) -> Result<Vec<(
     store::turns_per_hour(kernel.db(), since).await
 }
 
-/// Runs one turn of `agent`.
+/// Runs one turn of `agent`: here, or on the daemon of the cluster that holds the agent
+/// (`crate::cluster`), which answers as if the turn had run here.
 pub async fn run(kernel: &Kernel, agent: Arc<Agent>, req: TurnRequest) -> Result<TurnResult> {
+    agent.ensure_running()?;
+    if kernel.cluster().owner_elsewhere(agent.id).await?.is_some() {
+        return crate::cluster::run_elsewhere(kernel, &agent, req).await;
+    }
+    run_here(kernel, agent, req).await
+}
+
+/// Runs one turn of `agent` in this daemon.
+pub(crate) async fn run_here(kernel: &Kernel, agent: Arc<Agent>, req: TurnRequest) -> Result<TurnResult> {
     agent.ensure_running()?;
     // Configuration problems are reported before anything is stored.
     let provider = kernel.provider_for(&agent)?;
@@ -294,10 +308,10 @@ pub async fn run(kernel: &Kernel, agent: Arc<Agent>, req: TurnRequest) -> Result
     let agent = kernel.agents().get_by_id(agent.id).unwrap_or(agent);
     crate::usage::budget::admit(kernel, &agent).await?;
     let turn_id = req.turn_id.unwrap_or_else(Uuid::now_v7);
-    // Registered before its row exists, so recovery never takes a turn of this run for one
-    // the last run left open; open until it ends (`recovery.rs`).
+    // Its row names this daemon: if the daemon dies, the one that takes its work over marks
+    // the turn interrupted (`recovery.rs`).
     let cancel = turns.register(agent.id, turn_id, req.cancel.as_ref());
-    if let Err(e) = store::start_turn(kernel.db(), turn_id, agent.id, session).await {
+    if let Err(e) = store::start_turn(kernel.db(), turn_id, agent.id, session, kernel.cluster().id()).await {
         turns.unregister(agent.id, turn_id);
         return Err(e);
     }

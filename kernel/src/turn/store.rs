@@ -6,12 +6,13 @@ use uuid::Uuid;
 use crate::db::{self, Db};
 use crate::error::{Error, Result};
 
-pub(super) async fn start_turn(db: &Db, turn: Uuid, agent: Uuid, session: Uuid) -> Result<()> {
-    db::query("INSERT INTO turns (id, agent_id, session_id, started_at) VALUES ($1, $2, $3, $4)")
+pub(super) async fn start_turn(db: &Db, turn: Uuid, agent: Uuid, session: Uuid, daemon: &str) -> Result<()> {
+    db::query("INSERT INTO turns (id, agent_id, session_id, started_at, daemon_id) VALUES ($1, $2, $3, $4, $5)")
         .bind(turn.to_string())
         .bind(agent.to_string())
         .bind(session.to_string())
         .bind(db::now())
+        .bind(daemon)
         .execute(db)
         .await?;
     Ok(())
@@ -27,11 +28,16 @@ pub(super) async fn end_turn(db: &Db, turn: Uuid, ended: &str) -> Result<()> {
     Ok(())
 }
 
-/// Every turn still open: (turn, session), oldest first.
-pub(super) async fn open_turns(db: &Db) -> Result<Vec<(Uuid, Uuid)>> {
-    let rows = db::query("SELECT id, session_id FROM turns WHERE ended_at IS NULL ORDER BY started_at, id")
-        .fetch_all(db)
-        .await?;
+/// The turns `daemon` left open (and those of no daemon, from before clusters): (turn,
+/// session), oldest first.
+pub(super) async fn open_turns_of(db: &Db, daemon: &str) -> Result<Vec<(Uuid, Uuid)>> {
+    let rows = db::query(
+        "SELECT id, session_id FROM turns WHERE ended_at IS NULL AND (daemon_id = $1 OR daemon_id IS NULL)
+         ORDER BY started_at, id",
+    )
+    .bind(daemon)
+    .fetch_all(db)
+    .await?;
     let id = |s: String| {
         Uuid::parse_str(&s).map_err(|e| Error::internal(format_args!("stored id `{s}` is unreadable: {e}")))
     };

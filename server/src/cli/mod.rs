@@ -456,10 +456,10 @@ async fn start(home: PathBuf, bind: Option<SocketAddr>) -> anyhow::Result<()> {
     init_logging();
     refuse_inspection();
     let kernel = open(&home).await?;
-    kernel.start_background();
     let addr = bind.unwrap_or(kernel.config().server.bind);
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr()?;
+    kernel.start_background(&local.to_string()).await?;
     // Written before the line below, so a script that waits for it finds them.
     let announced = daemon::announce(&home, local, kernel.started_at(), &kernel.auth().issue_cli_token())?;
     // One line on stdout that scripts (and our tests) can wait for; logs go to stderr.

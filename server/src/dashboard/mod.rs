@@ -7,6 +7,7 @@ mod agents;
 mod browser;
 mod canvas;
 mod channels;
+mod cluster;
 mod files;
 mod headers;
 mod inbox;
@@ -106,6 +107,7 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .route("/skills/{name}/restore", post(skills::restore))
         .route("/audit", get(pages::audit))
         .route("/audit/actions", get(pages::actions))
+        .route("/cluster", get(cluster::page))
         .route("/settings", get(pages::settings))
         .route("/settings/tokens", post(pages::create_token))
         .route("/settings/tokens/{name}/revoke", post(pages::revoke_token))

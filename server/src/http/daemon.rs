@@ -1,8 +1,10 @@
-//! `/api/status`: what the daemon is doing (`kennel status` prints it).
+//! `/api/status`: what the daemon is doing (`kennel status` prints it); `/api/cluster`: the
+//! daemons sharing its database.
 
 use axum::Json;
 use axum::extract::State;
 use kennel_kernel::Kernel;
+use kennel_kernel::cluster::Overview;
 use kennel_kernel::status::DaemonStatus;
 use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
@@ -10,7 +12,7 @@ use utoipa_axum::routes;
 use super::error::ApiResult;
 
 pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
-    vec![routes!(status)]
+    vec![routes!(status), routes!(cluster)]
 }
 
 /// The daemon's version and uptime, its agents by state and its model use today.
@@ -18,4 +20,13 @@ pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
     responses((status = 200, description = "The daemon's status", body = DaemonStatus)))]
 async fn status(State(kernel): State<Kernel>) -> ApiResult<Json<DaemonStatus>> {
     Ok(Json(kernel.status().await?))
+}
+
+/// The daemons sharing this daemon's database: live ones first, with their heartbeats and
+/// the leases they hold (the agents whose turns they run, the channels they poll); then those
+/// that stopped or died in the last hour. A SQLite home has one daemon.
+#[utoipa::path(get, path = "/api/cluster", tag = "meta",
+    responses((status = 200, description = "The cluster", body = Overview)))]
+async fn cluster(State(kernel): State<Kernel>) -> ApiResult<Json<Overview>> {
+    Ok(Json(kernel.cluster().overview().await?))
 }

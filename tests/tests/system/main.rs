@@ -11,6 +11,7 @@ mod browser;
 mod channel_adapters;
 mod channels;
 mod cli;
+mod cluster;
 mod config;
 mod context;
 mod dashboard;

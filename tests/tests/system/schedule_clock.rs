@@ -24,7 +24,7 @@ fn at(s: &str) -> DateTime<Utc> {
 async fn open(home: &Path, llm: &FakeLlm, clock: &Arc<ManualClock>) -> Kernel {
     let config = Config::parse(Path::new("config.toml"), &llm.provider_config("fake", "openai")).unwrap();
     let kernel = Kernel::open_with_clock(home, config, Clock::Manual(clock.clone())).await.unwrap();
-    kernel.start_background();
+    kernel.start_background("in-process").await.unwrap();
     kernel
 }
 

@@ -1,0 +1,498 @@
+//! Several daemons on one PostgreSQL database (issue 27), built as a Postgres job queue:
+//! rows taken with `FOR UPDATE SKIP LOCKED`, leases renewed by heartbeats, `LISTEN`/`NOTIFY`
+//! for wake-ups. No daemon is special and none talks to another except through the database.
+//!
+//! - Each run of a daemon registers a row in `daemons` with a new id and moves its heartbeat
+//!   every third of `[cluster] lease_ms`. One that stopped, or whose heartbeat is older than
+//!   the lease, is dead: the first live daemon to notice claims it (`reaped_at`) and takes
+//!   over its work ([`take_over`]): its fires and turns are marked interrupted, its A2A tasks
+//!   failed, its `agent_send` deliveries finished, its leases freed.
+//! - A running agent is held by one daemon through the lease `agent:<id>`: that daemon runs
+//!   all of its turns, so its sessions, browser tabs and processes live in one place. Daemons
+//!   take free agents up to a fair share (running agents / live daemons) and give back idle
+//!   ones beyond it. A turn asked of an agent another daemon holds is forwarded: written to
+//!   `cluster_turns`, run there, its result written back ([`forward`]).
+//! - Due schedules and task claims are rows taken with `FOR UPDATE SKIP LOCKED`: each once.
+//!
+//! On SQLite the home has one daemon (its lock file sees to that): it registers, takes over
+//! the previous run's work at start, and never beats or forwards.
+
+mod forward;
+mod store;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::Utc;
+use serde::Serialize;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+pub(crate) use forward::run_elsewhere;
+
+use crate::Kernel;
+use crate::config::ClusterConfig;
+use crate::db::{self, Db};
+use crate::error::Result;
+
+/// Rows written before daemons had ids (`daemon_id IS NULL`) are taken over with the first
+/// dead daemon, or under this name when there is none.
+const BEFORE_CLUSTERS: &str = "before-clusters";
+
+/// Stopped and reaped daemons stay on the cluster page this long.
+const SHOWN_AFTER_DEATH: chrono::Duration = chrono::Duration::hours(1);
+
+/// A daemon of the cluster, as `GET /api/cluster` shows it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Daemon {
+    /// A new id for every start.
+    pub id: String,
+    pub host: String,
+    pub pid: i64,
+    /// The address its API serves on.
+    pub listen: String,
+    pub version: String,
+    pub started_at: String,
+    pub heartbeat_at: String,
+    /// When it stopped cleanly.
+    pub stopped_at: Option<String>,
+    /// When a live daemon took its work over.
+    pub reaped_at: Option<String>,
+    /// It beat within the lease and has not stopped.
+    pub alive: bool,
+    /// The leases it holds.
+    pub leases: Vec<Lease>,
+}
+
+/// Something one daemon holds at a time: `agent:<id>`, `channel:<name>`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Lease {
+    pub name: String,
+    pub holder: String,
+    pub acquired_at: String,
+    pub expires_at: String,
+}
+
+/// The cluster as one daemon sees it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Overview {
+    /// The daemon that answered.
+    pub this_daemon: String,
+    /// Whether the database can be shared (PostgreSQL); a SQLite home has one daemon.
+    pub shared: bool,
+    pub lease_ms: u64,
+    /// Live daemons first, then those that stopped or died in the last hour.
+    pub daemons: Vec<Daemon>,
+}
+
+pub struct Cluster {
+    db: Db,
+    /// Two connections of their own for the heartbeat loop, so a daemon whose main pool is
+    /// busy (a burst of fires) still beats, and is not taken for dead.
+    beat_db: Db,
+    id: String,
+    lease: Duration,
+    /// The leases this daemon holds, as of its last heartbeat or acquisition.
+    held: Mutex<HashSet<String>>,
+    /// Forwarded turns whose results this daemon waits for, by id.
+    waiting: Mutex<HashMap<String, Arc<Notify>>>,
+    /// Rung when a forwarded turn may wait for this daemon.
+    work: Notify,
+    /// Whether another daemon beat within the lease, as of the last round: only then are
+    /// this daemon's turn events relayed.
+    others_alive: AtomicBool,
+    stopped: CancellationToken,
+}
+
+/// The lease naming an agent.
+fn agent_lease(agent: Uuid) -> String {
+    format!("agent:{agent}")
+}
+
+impl Cluster {
+    pub(crate) fn new(db: Db, config: &ClusterConfig) -> Cluster {
+        Cluster {
+            beat_db: db.side_pool(2),
+            db,
+            id: Uuid::new_v4().to_string(),
+            lease: Duration::from_millis(config.lease_ms),
+            held: Mutex::default(),
+            waiting: Mutex::default(),
+            work: Notify::new(),
+            others_alive: AtomicBool::new(false),
+            stopped: CancellationToken::new(),
+        }
+    }
+
+    /// This daemon's id (a new one every start); rows of work it starts carry it.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn lease_chrono(&self) -> chrono::Duration {
+        chrono::Duration::from_std(self.lease).unwrap_or(chrono::Duration::seconds(3))
+    }
+
+    /// Whether this daemon holds `name`, as of its last heartbeat.
+    fn holds(&self, name: &str) -> bool {
+        self.held.lock().unwrap_or_else(|e| e.into_inner()).contains(name)
+    }
+
+    fn set_held(&self, name: &str, held: bool) {
+        let mut set = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        if held {
+            set.insert(name.to_string());
+        } else {
+            set.remove(name);
+        }
+    }
+
+    /// The daemon holding `agent`'s lease when it is not this one; `None` when the turn runs
+    /// here (always on SQLite). A free or expired lease is taken on the spot.
+    pub(crate) async fn owner_elsewhere(&self, agent: Uuid) -> Result<Option<String>> {
+        if !self.db.is_shared() {
+            return Ok(None);
+        }
+        let name = agent_lease(agent);
+        if self.holds(&name) {
+            return Ok(None);
+        }
+        let now = Utc::now();
+        if let Some((holder, expires)) = store::lease(&self.db, &name).await?
+            && holder != self.id
+            && expires >= db::timestamp(now)
+        {
+            return Ok(Some(holder));
+        }
+        if self.acquire(&name).await? {
+            return Ok(None);
+        }
+        // Taken by another daemon between the read and the take.
+        Ok(store::lease(&self.db, &name).await?.map(|(holder, _)| holder).filter(|h| *h != self.id))
+    }
+
+    /// Takes the lease `name` if it is free or expired; whether this daemon holds it.
+    pub(crate) async fn acquire(&self, name: &str) -> Result<bool> {
+        self.acquire_on(&self.db, name).await
+    }
+
+    async fn acquire_on(&self, db: &Db, name: &str) -> Result<bool> {
+        let now = Utc::now();
+        let expires = db::timestamp(now + self.lease_chrono());
+        let held = store::acquire(db, name, &self.id, &db::timestamp(now), &expires).await?;
+        self.set_held(name, held);
+        Ok(held)
+    }
+
+    /// Gives the lease `name` up.
+    async fn release(&self, name: &str) -> Result<()> {
+        self.set_held(name, false);
+        store::release(&self.beat_db, name, &self.id).await
+    }
+
+    /// Waits until this daemon holds the lease `name` (at once on SQLite), trying again every
+    /// heartbeat; `false` when the daemon stops first. For what the cluster runs once (a
+    /// channel's poller): its holder renews it while it lives.
+    pub(crate) async fn hold(&self, name: &str) -> bool {
+        if !self.db.is_shared() {
+            return true;
+        }
+        loop {
+            match self.acquire(name).await {
+                Ok(true) => return true,
+                Ok(false) => {}
+                Err(e) => tracing::warn!(lease = name, error = %e.message, "could not ask for a lease"),
+            }
+            tokio::select! {
+                () = tokio::time::sleep(self.lease / 3) => {}
+                () = self.stopped.cancelled() => return false,
+            }
+        }
+    }
+
+    /// Resolves once this daemon no longer holds `name` (a heartbeat could not renew it in
+    /// time, and another daemon may have taken it); never on SQLite.
+    pub(crate) async fn lost(&self, name: &str) {
+        if !self.db.is_shared() {
+            return std::future::pending().await;
+        }
+        while self.holds(name) {
+            tokio::time::sleep(self.lease / 3).await;
+        }
+    }
+
+    /// The daemons and their leases.
+    pub async fn overview(&self) -> Result<Overview> {
+        let now = Utc::now();
+        let since = db::timestamp(now - SHOWN_AFTER_DEATH);
+        let beat_since = db::timestamp(now - self.lease_chrono());
+        let mut daemons = store::daemons(&self.db, &since).await?;
+        let mut leases = store::leases(&self.db).await?;
+        for d in &mut daemons {
+            d.alive = d.stopped_at.is_none()
+                && d.reaped_at.is_none()
+                && (!self.db.is_shared() && d.id == self.id || d.heartbeat_at >= beat_since);
+            d.leases = leases.extract_if(.., |l| l.holder == d.id).collect();
+        }
+        daemons.sort_by_key(|d| !d.alive);
+        Ok(Overview {
+            this_daemon: self.id.clone(),
+            shared: self.db.is_shared(),
+            lease_ms: self.lease.as_millis() as u64,
+            daemons,
+        })
+    }
+
+    /// Registers this daemon and starts its share of the cluster's work: at once, taking
+    /// over the work of the daemons that died or stopped; then, on PostgreSQL, every third
+    /// of the lease, its heartbeat, that again, a fair share of the agents, and the turns
+    /// forwarded to the agents it holds. Only the daemon calls this.
+    pub(crate) async fn start(kernel: &Kernel, listen: &str) -> Result<()> {
+        let cluster = kernel.cluster();
+        let at = db::now();
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let new = store::NewDaemon {
+            id: &cluster.id,
+            host: host.trim(),
+            pid: std::process::id(),
+            listen,
+            version: env!("CARGO_PKG_VERSION"),
+            at: &at,
+        };
+        store::register(&cluster.db, new).await?;
+        if cluster.db.is_shared() {
+            let weak = kernel.downgrade();
+            cluster
+                .db
+                .listen("kennel_cluster", move |payload| {
+                    let weak = weak.clone();
+                    let payload = payload.map(str::to_string);
+                    Box::pin(async move {
+                        if let Some(kernel) = Kernel::upgrade(&weak) {
+                            kernel.cluster().notified(payload.as_deref());
+                        }
+                    })
+                })
+                .await?;
+            let weak = kernel.downgrade();
+            cluster
+                .db
+                .listen(EVENTS_CHANNEL, move |payload| {
+                    let weak = weak.clone();
+                    let relayed = payload.and_then(|p| serde_json::from_str::<Relayed>(p).ok());
+                    Box::pin(async move {
+                        if let (Some(kernel), Some(relayed)) = (Kernel::upgrade(&weak), relayed)
+                            && relayed.from != kernel.cluster().id
+                        {
+                            kernel.turns().emit_relayed(relayed.event);
+                        }
+                    })
+                })
+                .await?;
+            if let Some(events) = kernel.turns().relay() {
+                tokio::spawn(relay_events(kernel.clone(), events));
+            }
+        }
+        let kernel = kernel.clone();
+        tokio::spawn(async move {
+            let cluster = kernel.cluster();
+            // On SQLite every other daemon row is a run before this one.
+            let exclusive = !cluster.db.is_shared();
+            if let Err(e) = reap(&kernel, exclusive, true).await {
+                tracing::warn!(error = %e.message, "taking over the work of stopped daemons failed");
+            }
+            if exclusive {
+                return;
+            }
+            tokio::spawn(forward::serve_forever(kernel.clone()));
+            loop {
+                cluster.beat(&kernel).await;
+                tokio::select! {
+                    () = tokio::time::sleep(cluster.lease / 3) => {}
+                    () = cluster.stopped.cancelled() => return,
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// One round of the heartbeat loop: the heartbeat, reaping, a share of the agents. (The
+    /// forwarded turns have a loop of their own, so a burst of them never delays a beat.)
+    async fn beat(&self, kernel: &Kernel) {
+        let now = Utc::now();
+        match store::heartbeat(&self.beat_db, &self.id, &db::timestamp(now), &db::timestamp(now + self.lease_chrono()))
+            .await
+        {
+            Ok(held) => *self.held.lock().unwrap_or_else(|e| e.into_inner()) = held.into_iter().collect(),
+            Err(e) if self.beat_db.is_closed() => {
+                tracing::debug!(error = %e.message, "heartbeat after the database closed");
+                return;
+            }
+            Err(e) => {
+                // Past the lease the other daemons take this one's agents; forwarding keeps
+                // the turns on whoever holds them then.
+                tracing::warn!(error = %e.message, "the cluster heartbeat failed");
+                return;
+            }
+        }
+        if let Err(e) = reap(kernel, false, false).await {
+            tracing::warn!(error = %e.message, "taking over the work of dead daemons failed");
+        }
+        if let Err(e) = self.balance(kernel).await {
+            tracing::warn!(error = %e.message, "taking a share of the agents failed");
+        }
+    }
+
+    /// Takes free agents up to a fair share (running agents / live daemons), gives back the
+    /// leases of agents no longer running, and one idle agent beyond the share per round (the
+    /// daemons under their share take it).
+    async fn balance(&self, kernel: &Kernel) -> Result<()> {
+        let now = db::timestamp(Utc::now());
+        let beat_since = db::timestamp(Utc::now() - self.lease_chrono());
+        let live = store::live_count(&self.beat_db, &beat_since).await?.max(1) as usize;
+        self.others_alive.store(live > 1, Ordering::Relaxed);
+        let running: Vec<Uuid> = kernel.agents().list().iter().filter(|a| a.is_running()).map(|a| a.id).collect();
+        let fair = running.len().div_ceil(live);
+        let leases: HashMap<String, Lease> =
+            store::leases(&self.beat_db).await?.into_iter().map(|l| (l.name.clone(), l)).collect();
+        let running_names: HashSet<String> = running.iter().map(|a| agent_lease(*a)).collect();
+        let mut mine = Vec::new();
+        for lease in leases.values().filter(|l| l.holder == self.id && l.name.starts_with("agent:")) {
+            if running_names.contains(&lease.name) {
+                mine.push(lease.name.clone());
+            } else {
+                self.release(&lease.name).await?;
+            }
+        }
+        for agent in &running {
+            if mine.len() >= fair {
+                break;
+            }
+            let name = agent_lease(*agent);
+            let free = leases.get(&name).is_none_or(|l| l.expires_at < now);
+            if free && self.acquire_on(&self.beat_db, &name).await? {
+                mine.push(name);
+            }
+        }
+        if mine.len() > fair {
+            let idle = running.iter().find(|a| mine.contains(&agent_lease(**a)) && kernel.turns().running(**a) == 0);
+            if let Some(agent) = idle {
+                self.release(&agent_lease(*agent)).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A `kennel_cluster` notification: a forwarded turn to run (`turn:<agent>`) or a result
+    /// ready (`done:<id>`); `None` when the listener reconnected and may have missed some.
+    fn notified(&self, payload: Option<&str>) {
+        match payload {
+            Some(p) if p.starts_with("turn:") => {
+                if self.holds(&format!("agent:{}", &p["turn:".len()..])) {
+                    self.work.notify_one();
+                }
+            }
+            Some(p) if p.starts_with("done:") => {
+                if let Some(waiter) = self.waiting.lock().unwrap_or_else(|e| e.into_inner()).get(&p["done:".len()..]) {
+                    waiter.notify_one();
+                }
+            }
+            Some(_) => {}
+            None => {
+                self.work.notify_one();
+                for waiter in self.waiting.lock().unwrap_or_else(|e| e.into_inner()).values() {
+                    waiter.notify_one();
+                }
+            }
+        }
+    }
+
+    /// Marks a clean stop and frees this daemon's leases, so the others take its agents at
+    /// once instead of after the lease.
+    pub(crate) async fn stop(&self) {
+        self.stopped.cancel();
+        if let Err(e) = store::stop(&self.beat_db, &self.id, &db::now()).await {
+            tracing::warn!(error = %e.message, "could not record this daemon's stop in the cluster");
+        }
+        if self.db.is_shared() {
+            self.beat_db.close().await;
+        }
+    }
+}
+
+/// Where turn events cross between daemons, so a chat or an event stream open on any daemon
+/// follows turns wherever they run.
+const EVENTS_CHANNEL: &str = "kennel_events";
+
+/// A notification's payload is at most 8,000 bytes; a larger event (a long message) is not
+/// relayed: the followers elsewhere see its turn's stored result instead.
+const MAX_RELAYED: usize = 7_900;
+
+/// A turn event as it crosses to the other daemons.
+#[derive(Serialize, serde::Deserialize)]
+struct Relayed {
+    from: String,
+    event: crate::turn::AgentEvent,
+}
+
+/// Tells the other daemons this daemon's turn events, while there are any others.
+async fn relay_events(kernel: Kernel, mut events: tokio::sync::mpsc::Receiver<crate::turn::AgentEvent>) {
+    while let Some(event) = events.recv().await {
+        let cluster = kernel.cluster();
+        if !cluster.others_alive.load(Ordering::Relaxed) {
+            continue;
+        }
+        let Ok(payload) = serde_json::to_string(&Relayed { from: cluster.id.clone(), event }) else { continue };
+        if payload.len() > MAX_RELAYED {
+            continue;
+        }
+        if let Err(e) = store::notify(kernel.db(), EVENTS_CHANNEL, &payload).await {
+            if kernel.db().is_closed() {
+                return;
+            }
+            tracing::debug!(error = %e.message, "a turn event was not relayed to the other daemons");
+        }
+    }
+}
+
+/// Claims the daemons that stopped or died (on SQLite, `exclusive`: every other one) and
+/// takes over their work. At start, rows from before daemons had ids too.
+async fn reap(kernel: &Kernel, exclusive: bool, starting: bool) -> Result<()> {
+    let cluster = kernel.cluster();
+    let now = Utc::now();
+    let beat_before = if exclusive { "9999".to_string() } else { db::timestamp(now - cluster.lease_chrono()) };
+    let dead = store::claim_dead(&cluster.beat_db, &cluster.id, &db::timestamp(now), &beat_before).await?;
+    if dead.is_empty() && starting {
+        return take_over(kernel, BEFORE_CLUSTERS).await;
+    }
+    for daemon in dead {
+        tracing::info!(daemon = %daemon, "taking over the work of a daemon that stopped or died");
+        // Off the heartbeat loop: a dead daemon's turns and deliveries can take a while.
+        let kernel = kernel.clone();
+        tokio::spawn(async move {
+            if let Err(e) = take_over(&kernel, &daemon).await {
+                tracing::warn!(daemon = %daemon, error = %e.message, "taking over a dead daemon's work failed");
+            }
+        });
+    }
+    Ok(())
+}
+
+/// Takes over what `dead` left (and rows of no daemon, from before clusters): frees its
+/// leases, requeues the forwarded turns it was running, marks its fires and turns
+/// interrupted, fails its A2A tasks, and finishes its `agent_send` deliveries here.
+async fn take_over(kernel: &Kernel, dead: &str) -> Result<()> {
+    store::release_dead(kernel.db(), dead).await?;
+    let fires = kernel.schedules().mark_interrupted(dead).await?;
+    let turns = crate::turn::recovery::interrupt_turns_of(kernel, dead).await?;
+    let tasks = kernel.a2a().fail_unfinished(dead).await?;
+    let deliveries = crate::agent::delivery::take_over(kernel, dead).await?;
+    if fires + turns + tasks + deliveries > 0 {
+        tracing::info!(daemon = dead, fires, turns, a2a_tasks = tasks, deliveries, "took over a stopped daemon's work");
+    }
+    Ok(())
+}

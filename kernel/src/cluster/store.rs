@@ -1,0 +1,246 @@
+//! SQL for the cluster: daemons and their heartbeats, leases, forwarded turns.
+
+use crate::db::{self, Db};
+use crate::error::Result;
+
+use super::{Daemon, Lease};
+
+pub(super) struct NewDaemon<'a> {
+    pub id: &'a str,
+    pub host: &'a str,
+    pub pid: u32,
+    pub listen: &'a str,
+    pub version: &'a str,
+    pub at: &'a str,
+}
+
+pub(super) async fn register(db: &Db, d: NewDaemon<'_>) -> Result<()> {
+    db::query(
+        "INSERT INTO daemons (id, host, pid, listen, version, started_at, heartbeat_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $6)",
+    )
+    .bind(d.id)
+    .bind(d.host)
+    .bind(i64::from(d.pid))
+    .bind(d.listen)
+    .bind(d.version)
+    .bind(d.at)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Moves the daemon's heartbeat and renews its leases until `expires`; the names of the
+/// leases it still holds (one that expired and was taken meanwhile is not renewed).
+pub(super) async fn heartbeat(db: &Db, id: &str, now: &str, expires: &str) -> Result<Vec<String>> {
+    let mut tx = db.begin().await?;
+    db::query("UPDATE daemons SET heartbeat_at = $1 WHERE id = $2").bind(now).bind(id).execute(&mut tx).await?;
+    let held: Vec<String> =
+        db::query_scalar("UPDATE leases SET expires_at = $1 WHERE holder = $2 AND expires_at >= $3 RETURNING name")
+            .bind(expires)
+            .bind(id)
+            .bind(now)
+            .fetch_all(&mut tx)
+            .await?;
+    tx.commit().await?;
+    Ok(held)
+}
+
+/// Marks a clean stop and gives up the daemon's leases at once.
+pub(super) async fn stop(db: &Db, id: &str, at: &str) -> Result<()> {
+    let mut tx = db.begin().await?;
+    db::query("DELETE FROM leases WHERE holder = $1").bind(id).execute(&mut tx).await?;
+    db::query("UPDATE daemons SET stopped_at = $1 WHERE id = $2").bind(at).bind(id).execute(&mut tx).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Claims the work of every daemon that stopped or whose heartbeat is older than
+/// `beat_before`: each is claimed by one reaper only (the update is its guard).
+pub(super) async fn claim_dead(db: &Db, me: &str, now: &str, beat_before: &str) -> Result<Vec<String>> {
+    Ok(db::query_scalar(
+        "UPDATE daemons SET reaped_at = $1, reaped_by = $2
+         WHERE id <> $2 AND reaped_at IS NULL AND (stopped_at IS NOT NULL OR heartbeat_at < $3)
+         RETURNING id",
+    )
+    .bind(now)
+    .bind(me)
+    .bind(beat_before)
+    .fetch_all(db)
+    .await?)
+}
+
+/// Frees a dead daemon's leases, and puts its half-run forwarded turns back in the queue;
+/// those it was waiting for have no one to answer and go.
+pub(super) async fn release_dead(db: &Db, dead: &str) -> Result<()> {
+    let mut tx = db.begin().await?;
+    db::query("DELETE FROM leases WHERE holder = $1").bind(dead).execute(&mut tx).await?;
+    db::query("DELETE FROM cluster_turns WHERE asked_by = $1").bind(dead).execute(&mut tx).await?;
+    db::query("UPDATE cluster_turns SET state = 'queued', run_by = NULL WHERE run_by = $1 AND state = 'running'")
+        .bind(dead)
+        .execute(&mut tx)
+        .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Daemons not reaped, newest first, with the stopped and reaped ones of the last `since`.
+pub(super) async fn daemons(db: &Db, since: &str) -> Result<Vec<Daemon>> {
+    let rows = db::query(
+        "SELECT id, host, pid, listen, version, started_at, heartbeat_at, stopped_at, reaped_at FROM daemons
+         WHERE reaped_at IS NULL OR reaped_at >= $1 ORDER BY started_at DESC, id LIMIT 100",
+    )
+    .bind(since)
+    .fetch_all(db)
+    .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(Daemon {
+                id: r.try_get("id")?,
+                host: r.try_get("host")?,
+                pid: r.try_get::<i64, _>("pid")?,
+                listen: r.try_get("listen")?,
+                version: r.try_get("version")?,
+                started_at: r.try_get("started_at")?,
+                heartbeat_at: r.try_get("heartbeat_at")?,
+                stopped_at: r.try_get("stopped_at")?,
+                reaped_at: r.try_get("reaped_at")?,
+                alive: false,
+                leases: Vec::new(),
+            })
+        })
+        .collect()
+}
+
+/// How many daemons beat since `beat_since` and have not stopped.
+pub(super) async fn live_count(db: &Db, beat_since: &str) -> Result<i64> {
+    Ok(db::query_scalar(
+        "SELECT count(*) FROM daemons WHERE reaped_at IS NULL AND stopped_at IS NULL AND heartbeat_at >= $1",
+    )
+    .bind(beat_since)
+    .fetch_one(db)
+    .await?)
+}
+
+pub(super) async fn leases(db: &Db) -> Result<Vec<Lease>> {
+    let rows =
+        db::query("SELECT name, holder, acquired_at, expires_at FROM leases ORDER BY name").fetch_all(db).await?;
+    rows.iter()
+        .map(|r| {
+            Ok(Lease {
+                name: r.try_get("name")?,
+                holder: r.try_get("holder")?,
+                acquired_at: r.try_get("acquired_at")?,
+                expires_at: r.try_get("expires_at")?,
+            })
+        })
+        .collect()
+}
+
+/// Who holds `name` until when, if anyone.
+pub(super) async fn lease(db: &Db, name: &str) -> Result<Option<(String, String)>> {
+    Ok(db::query_as::<(String, String)>("SELECT holder, expires_at FROM leases WHERE name = $1")
+        .bind(name)
+        .fetch_optional(db)
+        .await?)
+}
+
+/// Takes `name` for `me` if it is free, expired at `now`, or `me`'s already; whether `me`
+/// holds it now.
+pub(super) async fn acquire(db: &Db, name: &str, me: &str, now: &str, expires: &str) -> Result<bool> {
+    let holder: Option<String> = db::query_scalar(
+        "INSERT INTO leases (name, holder, acquired_at, expires_at) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at,
+             acquired_at = CASE WHEN leases.holder = excluded.holder THEN leases.acquired_at ELSE excluded.acquired_at END
+         WHERE leases.holder = excluded.holder OR leases.expires_at < excluded.acquired_at
+         RETURNING holder",
+    )
+    .bind(name)
+    .bind(me)
+    .bind(now)
+    .bind(expires)
+    .fetch_optional(db)
+    .await?;
+    Ok(holder.as_deref() == Some(me))
+}
+
+pub(super) async fn release(db: &Db, name: &str, me: &str) -> Result<()> {
+    db::query("DELETE FROM leases WHERE name = $1 AND holder = $2").bind(name).bind(me).execute(db).await?;
+    Ok(())
+}
+
+/// Tells every listening daemon `payload` on `channel`.
+pub(super) async fn notify(db: &Db, channel: &str, payload: &str) -> Result<()> {
+    db::query("SELECT pg_notify($1, $2)").bind(channel).bind(payload).execute(db).await?;
+    Ok(())
+}
+
+/// Writes a turn for `agent`'s lease holder and wakes the daemons (PostgreSQL only).
+pub(super) async fn ask_turn(db: &Db, id: &str, agent: &str, me: &str, request: &str, at: &str) -> Result<()> {
+    let mut tx = db.begin().await?;
+    db::query(
+        "INSERT INTO cluster_turns (id, agent_id, asked_by, request, state, created_at)
+         VALUES ($1, $2, $3, $4, 'queued', $5)",
+    )
+    .bind(id)
+    .bind(agent)
+    .bind(me)
+    .bind(request)
+    .bind(at)
+    .execute(&mut tx)
+    .await?;
+    db::query("SELECT pg_notify('kennel_cluster', $1)").bind(format!("turn:{agent}")).execute(&mut tx).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The agents with turns waiting for a daemon.
+pub(super) async fn agents_with_queued_turns(db: &Db) -> Result<Vec<String>> {
+    Ok(db::query_scalar("SELECT DISTINCT agent_id FROM cluster_turns WHERE state = 'queued'").fetch_all(db).await?)
+}
+
+/// Takes every waiting turn of `agent` for `me`: (id, request, times taken). Daemons taking
+/// at once each get different ones (`SKIP LOCKED`).
+pub(super) async fn take_turns(db: &Db, agent: &str, me: &str) -> Result<Vec<(String, String, i64)>> {
+    Ok(db::query_as::<(String, String, i64)>(
+        "UPDATE cluster_turns SET state = 'running', run_by = $2, attempts = attempts + 1
+         WHERE id IN (SELECT id FROM cluster_turns WHERE agent_id = $1 AND state = 'queued'
+                      FOR UPDATE SKIP LOCKED)
+         RETURNING id, request, attempts",
+    )
+    .bind(agent)
+    .bind(me)
+    .fetch_all(db)
+    .await?)
+}
+
+/// Stores a turn's result for the daemon that asked, and tells it.
+pub(super) async fn finish_turn(db: &Db, id: &str, me: &str, result: &str, at: &str) -> Result<()> {
+    let mut tx = db.begin().await?;
+    db::query("UPDATE cluster_turns SET state = 'done', result = $1, finished_at = $2 WHERE id = $3 AND run_by = $4")
+        .bind(result)
+        .bind(at)
+        .bind(id)
+        .bind(me)
+        .execute(&mut tx)
+        .await?;
+    db::query("SELECT pg_notify('kennel_cluster', $1)").bind(format!("done:{id}")).execute(&mut tx).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// A finished turn's result, taken (the row goes).
+pub(super) async fn take_result(db: &Db, id: &str) -> Result<Option<String>> {
+    Ok(db::query_scalar::<Option<String>>(
+        "DELETE FROM cluster_turns WHERE id = $1 AND state = 'done' RETURNING result",
+    )
+    .bind(id)
+    .fetch_optional(db)
+    .await?
+    .flatten())
+}
+
+/// Whether the turn is still in the table (a reaper deletes those whose asker died).
+pub(super) async fn turn_exists(db: &Db, id: &str) -> Result<bool> {
+    Ok(db::query_scalar::<i64>("SELECT count(*) FROM cluster_turns WHERE id = $1").bind(id).fetch_one(db).await? > 0)
+}
