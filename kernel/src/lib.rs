@@ -251,6 +251,13 @@ impl Kernel {
         if let Err(e) = self.0.agents.reload().await {
             tracing::warn!(error = %e, "reloading agents failed");
         }
+        // An agent stopped by another process (another daemon of the cluster): its turns
+        // running here stop too, as `stop_agent` stops them in the daemon it ran in.
+        for agent in self.0.turns.agents_running() {
+            if !self.0.agents.get_by_id(agent).is_some_and(|a| a.is_running()) {
+                self.0.turns.cancel_agent(agent);
+            }
+        }
         if let Err(e) = self.0.auth.reload().await {
             tracing::warn!(error = %e, "reloading tokens failed");
         }

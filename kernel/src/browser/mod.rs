@@ -233,6 +233,11 @@ impl Browsers {
         Ok((process, restarted))
     }
 
+    /// Whether `agent` has a browser context here (pages open, or kept between calls).
+    pub fn has_agent(&self, agent: AgentId) -> bool {
+        self.agents.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&agent)
+    }
+
     /// Closes every page `agent` has open and its context (the agent stopped).
     pub async fn close_agent(&self, agent: AgentId) {
         let slot = self.agents.lock().unwrap_or_else(|e| e.into_inner()).remove(&agent);

@@ -102,11 +102,18 @@ pub struct Cluster {
     waiting: Mutex<HashMap<String, Arc<Notify>>>,
     /// Rung when a forwarded turn may wait for this daemon.
     work: Notify,
+    /// Agents this daemon took from a daemon that stopped or died, whose next turn here is
+    /// told that their browser tabs and processes stayed behind.
+    moved: Mutex<HashSet<Uuid>>,
     /// Whether another daemon beat within the lease, as of the last round: only then are
     /// this daemon's turn events relayed.
     others_alive: AtomicBool,
     stopped: CancellationToken,
 }
+
+/// What an agent's first turn on a new daemon is told, when the one that ran it stopped or
+/// died: what lived only there is gone.
+pub const MOVED: &str = "[Kennel: the daemon that ran you stopped, and another daemon runs you now. Your conversation is intact, but browser tabs you had open and processes you had started are gone; open or start them again if you still need them.]";
 
 /// The lease naming an agent.
 fn agent_lease(agent: Uuid) -> String {
@@ -123,6 +130,7 @@ impl Cluster {
             held: Mutex::default(),
             waiting: Mutex::default(),
             work: Notify::new(),
+            moved: Mutex::default(),
             others_alive: AtomicBool::new(false),
             stopped: CancellationToken::new(),
         }
@@ -162,17 +170,34 @@ impl Cluster {
             return Ok(None);
         }
         let now = Utc::now();
-        if let Some((holder, expires)) = store::lease(&self.db, &name).await?
-            && holder != self.id
-            && expires >= db::timestamp(now)
+        let lease = store::lease(&self.db, &name).await?;
+        if let Some((holder, expires)) = &lease
+            && *holder != self.id
+            && *expires >= db::timestamp(now)
         {
-            return Ok(Some(holder));
+            return Ok(Some(holder.clone()));
         }
         if self.acquire(&name).await? {
+            let before = lease.map(|(holder, _)| holder);
+            self.note_moved(agent, before.as_deref());
             return Ok(None);
         }
         // Taken by another daemon between the read and the take.
         Ok(store::lease(&self.db, &name).await?.map(|(holder, _)| holder).filter(|h| *h != self.id))
+    }
+
+    /// Remembers that this daemon took `agent` from `before`, when that was another daemon
+    /// (a lease left behind is one whose daemon stopped or died).
+    fn note_moved(&self, agent: Uuid, before: Option<&str>) {
+        if before.is_some_and(|b| b != self.id) {
+            self.moved.lock().unwrap_or_else(|e| e.into_inner()).insert(agent);
+        }
+    }
+
+    /// Whether `agent` came here from a daemon that stopped or died since its last turn here
+    /// (once: the turn that asks is told).
+    pub(crate) fn take_moved(&self, agent: Uuid) -> bool {
+        self.moved.lock().unwrap_or_else(|e| e.into_inner()).remove(&agent)
     }
 
     /// Takes the lease `name` if it is free or expired; whether this daemon holds it.
@@ -373,13 +398,21 @@ impl Cluster {
                 break;
             }
             let name = agent_lease(*agent);
-            let free = leases.get(&name).is_none_or(|l| l.expires_at < now);
+            let before = leases.get(&name);
+            let free = before.is_none_or(|l| l.expires_at < now);
             if free && self.acquire_on(&self.beat_db, &name).await? {
+                self.note_moved(*agent, before.map(|l| l.holder.as_str()));
                 mine.push(name);
             }
         }
         if mine.len() > fair {
-            let idle = running.iter().find(|a| mine.contains(&agent_lease(**a)) && kernel.turns().running(**a) == 0);
+            // Only an agent with nothing here moves: no turn, no process, no browser pages.
+            let idle = running.iter().find(|a| {
+                mine.contains(&agent_lease(**a))
+                    && kernel.turns().running(**a) == 0
+                    && !kernel.processes().list(**a).iter().any(|p| p.running)
+                    && !kernel.browsers().is_some_and(|b| b.has_agent(**a))
+            });
             if let Some(agent) = idle {
                 self.release(&agent_lease(*agent)).await?;
             }

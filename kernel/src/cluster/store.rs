@@ -46,10 +46,20 @@ pub(super) async fn heartbeat(db: &Db, id: &str, now: &str, expires: &str) -> Re
     Ok(held)
 }
 
+/// Ends `daemon`'s leases at once. The rows stay, expired, naming it: whoever takes one next
+/// knows it took it from a daemon that is gone (`Cluster::moved`).
+async fn expire_leases(tx: &mut db::Tx, daemon: &str) -> Result<()> {
+    db::query("UPDATE leases SET expires_at = $1 WHERE holder = $2").bind(EXPIRED).bind(daemon).execute(tx).await?;
+    Ok(())
+}
+
+/// Earlier than any lease's time.
+const EXPIRED: &str = "1970-01-01T00:00:00.000Z";
+
 /// Marks a clean stop and gives up the daemon's leases at once.
 pub(super) async fn stop(db: &Db, id: &str, at: &str) -> Result<()> {
     let mut tx = db.begin().await?;
-    db::query("DELETE FROM leases WHERE holder = $1").bind(id).execute(&mut tx).await?;
+    expire_leases(&mut tx, id).await?;
     db::query("UPDATE daemons SET stopped_at = $1 WHERE id = $2").bind(at).bind(id).execute(&mut tx).await?;
     tx.commit().await?;
     Ok(())
@@ -70,11 +80,11 @@ pub(super) async fn claim_dead(db: &Db, me: &str, now: &str, beat_before: &str) 
     .await?)
 }
 
-/// Frees a dead daemon's leases, and puts its half-run forwarded turns back in the queue;
+/// Ends a dead daemon's leases, and puts its half-run forwarded turns back in the queue;
 /// those it was waiting for have no one to answer and go.
 pub(super) async fn release_dead(db: &Db, dead: &str) -> Result<()> {
     let mut tx = db.begin().await?;
-    db::query("DELETE FROM leases WHERE holder = $1").bind(dead).execute(&mut tx).await?;
+    expire_leases(&mut tx, dead).await?;
     db::query("DELETE FROM cluster_turns WHERE asked_by = $1").bind(dead).execute(&mut tx).await?;
     db::query("UPDATE cluster_turns SET state = 'queued', run_by = NULL WHERE run_by = $1 AND state = 'running'")
         .bind(dead)

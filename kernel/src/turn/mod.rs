@@ -200,6 +200,11 @@ impl Turns {
         self.events.relay()
     }
 
+    /// The agents with turns running here.
+    pub(crate) fn agents_running(&self) -> Vec<AgentId> {
+        self.running.lock().expect("turns lock").keys().copied().collect()
+    }
+
     /// How many turns are running for `agent`.
     pub fn running(&self, agent: AgentId) -> usize {
         self.running.lock().expect("turns lock").get(&agent).map_or(0, Vec::len)
@@ -303,6 +308,9 @@ pub(crate) async fn run_here(kernel: &Kernel, agent: Arc<Agent>, req: TurnReques
 
     let turns = kernel.turns();
     let _one_at_a_time = turns.hold_session(session).await;
+    if kernel.cluster().take_moved(agent.id) {
+        kernel.sessions().append(session, &[Message::User { content: crate::cluster::MOVED.to_string() }]).await?;
+    }
     // Again once the session is ours: turns that queued behind one in this session were each
     // admitted before it spent, and a pause may have come meanwhile.
     let agent = kernel.agents().get_by_id(agent.id).unwrap_or(agent);

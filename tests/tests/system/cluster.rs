@@ -271,6 +271,10 @@ async fn when_an_agents_daemon_is_killed_another_answers_it_and_a_fire_cut_off_i
     assert!(failover < Duration::from_secs(10), "answered soon after the lease ran out: {failover:?}");
     let last = llm.requests().last().unwrap().body.to_string();
     assert!(last.contains("The code word is heron."), "the session's history went with it: {last}");
+    assert!(
+        last.contains("another daemon runs you now"),
+        "the agent is told its tabs and processes stayed behind: {last}"
+    );
     let new_owner = holder(&api(other, &daemons), &lease).await.expect("the agent is held again");
     assert_ne!(new_owner, owner_id, "another daemon holds the agent");
     let cluster = api(other, &daemons).get("/api/cluster").await;
@@ -359,4 +363,31 @@ async fn a_type_changed_on_one_daemon_is_used_on_another_within_a_second_and_tur
     names.dedup(); // the reply streams in pieces
     assert_eq!(names, ["turn_started", "model_call", "text_delta", "reply", "turn_ended"], "{text}");
     assert!(text.contains("A second verse."), "{text}");
+}
+
+#[tokio::test]
+async fn a_daemon_row_with_hostile_text_comes_back_as_text_on_the_cluster_page() {
+    use crate::hostile_text::{Shows, check, corpus};
+    let Some(database) = cluster_database("a_daemon_row_with_hostile_text_comes_back_as_text_on_the_cluster_page")
+    else {
+        return;
+    };
+    let (_homes, daemons, token) = start_cluster(&database, 1, "").await;
+    let api = daemons[0].api(&token);
+    let made = api.post("/api/templates", json!({"name": "plain", "model": "m"})).await;
+    assert_eq!(made.status, 201, "{}", made.text);
+    // Whatever shares the database can write the daemons' table: another daemon's host,
+    // address and version are stored text like any other.
+    let text = corpus().replace('\'', "''");
+    database.scalar(&format!(
+        "INSERT INTO daemons (id, host, pid, listen, version, started_at, heartbeat_at)
+         VALUES ('{text}', '{text}', 1, '{text}', '{text}', '2026-12-03T00:00:00.000Z', '2026-12-03T00:00:00.000Z')"
+    ));
+    database.scalar(&format!(
+        "INSERT INTO leases (name, holder, acquired_at, expires_at)
+         VALUES ('{text}', '{text}', '2026-12-03T00:00:00.000Z', '2026-12-03T00:00:00.000Z')"
+    ));
+    let b = daemons[0].browser();
+    assert_eq!(b.set_up("ada", "correct horse").await.status, 303);
+    check(&b, "/cluster", Shows::All).await;
 }

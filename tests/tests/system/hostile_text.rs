@@ -5,7 +5,8 @@
 //! must hold only the dashboard's own elements and attributes, while the payloads are there as
 //! text. Fields that refuse such text (names) are checked for the refusal.
 //!
-//! This test grows with every page that later shows stored text. Workflows are stored but no
+//! This test grows with every page that later shows stored text (the cluster page's daemon
+//! rows, written by other daemons, are checked in `cluster.rs`, which shares a database). Workflows are stored but no
 //! page shows them yet. Elements only the dashboard makes (a canvas's sandboxed frame, a
 //! workspace file's image or player) are allowed only as it makes them.
 
@@ -59,7 +60,7 @@ fn file_name(payload: &str) -> String {
 }
 
 /// Every payload in one text.
-fn corpus() -> String {
+pub(crate) fn corpus() -> String {
     PAYLOADS.join(" ")
 }
 
@@ -73,7 +74,7 @@ const ELEMENTS: &[&str] = &[
 ];
 
 /// A page as a browser's tokenizer reads it.
-struct Page {
+pub(crate) struct Page {
     /// Start tags: name and attributes (entities decoded).
     tags: Vec<(String, BTreeMap<String, String>)>,
     /// Every text run and attribute value, decoded, separated by U+0001.
@@ -190,7 +191,7 @@ fn assert_canvas_frame(what: &str, attrs: &BTreeMap<String, String>) {
 /// Which payloads a page must show as text (so the test sees them stored and shown, and cannot
 /// pass on a page that simply dropped them).
 #[derive(Clone, Copy)]
-enum Shows {
+pub(crate) enum Shows {
     /// Every one: the page shows a field that holds the whole corpus verbatim.
     All,
     /// The first (it survives TOML and JSON quoting unchanged).
@@ -200,7 +201,7 @@ enum Shows {
 }
 
 /// The page at `path`: 200, clean, with the security headers, and showing `shows`.
-async fn check(b: &Browser, path: &str, shows: Shows) -> Page {
+pub(crate) async fn check(b: &Browser, path: &str, shows: Shows) -> Page {
     let reply = b.get(path).await;
     assert_eq!(reply.status, 200, "{path}: {}", reply.text);
     check_reply(path, &reply, shows)
@@ -642,6 +643,9 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     for payload in PAYLOADS {
         assert!(skill.text.contains(&file_name(payload)), "the support file named {payload:?} is listed as text");
     }
+    // The cluster page: this daemon, the agents it holds by name (a hostile host name a
+    // daemon writes into the shared database: `cluster::…hostile…`).
+    check(&b, "/cluster", Shows::Nothing).await;
     let usage = check(&b, "/usage", Shows::Nothing).await;
     assert!(usage.text.contains(&format!("fake / {}", PAYLOADS[0])), "the model's name, as text");
     check(&b, "/", Shows::Nothing).await;
