@@ -462,10 +462,12 @@ fn failure_view(f: Failure) -> AnyView {
         }
         .into_any();
     }
-    // Notes the kernel keeps with failed turns: a cut-off turn, a move to a fallback model.
+    // Notes the kernel keeps with turns: a cut-off turn, a move to a fallback model, a move
+    // to another daemon of the cluster.
     let what = match f.kind.as_str() {
         "Interrupted" => "Interrupted",
         "Fallback" => "Fallback",
+        "Moved" => "Moved to another daemon",
         _ => "Failed",
     };
     view! {

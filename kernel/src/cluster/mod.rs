@@ -102,7 +102,7 @@ pub struct Cluster {
     waiting: Mutex<HashMap<String, Arc<Notify>>>,
     /// Rung when a forwarded turn may wait for this daemon.
     work: Notify,
-    /// Agents this daemon took from a daemon that stopped or died, whose next turn here is
+    /// Agents this daemon took from a daemon that died, whose next turn here is
     /// told that their browser tabs and processes stayed behind.
     moved: Mutex<HashSet<Uuid>>,
     /// Whether another daemon beat within the lease, as of the last round: only then are
@@ -111,8 +111,8 @@ pub struct Cluster {
     stopped: CancellationToken,
 }
 
-/// What an agent's first turn on a new daemon is told, when the one that ran it stopped or
-/// died: what lived only there is gone.
+/// What an agent's first turn on a new daemon is told, when the one that ran it died (killed,
+/// crashed, cut off from the database past its lease): what lived only there is gone.
 pub const MOVED: &str = "[Kennel: the daemon that ran you stopped, and another daemon runs you now. Your conversation is intact, but browser tabs you had open and processes you had started are gone; open or start them again if you still need them.]";
 
 /// The lease naming an agent.

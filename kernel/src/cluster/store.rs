@@ -46,8 +46,8 @@ pub(super) async fn heartbeat(db: &Db, id: &str, now: &str, expires: &str) -> Re
     Ok(held)
 }
 
-/// Ends `daemon`'s leases at once. The rows stay, expired, naming it: whoever takes one next
-/// knows it took it from a daemon that is gone (`Cluster::moved`).
+/// Ends a dead daemon's leases at once. The rows stay, expired, naming it: whoever takes one
+/// next knows it took it from a daemon that died (`Cluster::moved`).
 async fn expire_leases(tx: &mut db::Tx, daemon: &str) -> Result<()> {
     db::query("UPDATE leases SET expires_at = $1 WHERE holder = $2").bind(EXPIRED).bind(daemon).execute(tx).await?;
     Ok(())
@@ -59,7 +59,8 @@ const EXPIRED: &str = "1970-01-01T00:00:00.000Z";
 /// Marks a clean stop and gives up the daemon's leases at once.
 pub(super) async fn stop(db: &Db, id: &str, at: &str) -> Result<()> {
     let mut tx = db.begin().await?;
-    expire_leases(&mut tx, id).await?;
+    // Gone, not expired: a clean stop (a restart, an upgrade) is no news to the agents.
+    db::query("DELETE FROM leases WHERE holder = $1").bind(id).execute(&mut tx).await?;
     db::query("UPDATE daemons SET stopped_at = $1 WHERE id = $2").bind(at).bind(id).execute(&mut tx).await?;
     tx.commit().await?;
     Ok(())

@@ -308,9 +308,6 @@ pub(crate) async fn run_here(kernel: &Kernel, agent: Arc<Agent>, req: TurnReques
 
     let turns = kernel.turns();
     let _one_at_a_time = turns.hold_session(session).await;
-    if kernel.cluster().take_moved(agent.id) {
-        kernel.sessions().append(session, &[Message::User { content: crate::cluster::MOVED.to_string() }]).await?;
-    }
     // Again once the session is ours: turns that queued behind one in this session were each
     // admitted before it spent, and a pause may have come meanwhile.
     let agent = kernel.agents().get_by_id(agent.id).unwrap_or(agent);
@@ -337,6 +334,7 @@ pub(crate) async fn run_here(kernel: &Kernel, agent: Arc<Agent>, req: TurnReques
         is_new,
         req: &req,
         turn_id,
+        moved: kernel.cluster().take_moved(agent.id),
         cancel: &cancel,
         emit: &emit,
     }
@@ -398,6 +396,8 @@ struct Loop<'a, E: Fn(EventKind)> {
     is_new: bool,
     req: &'a TurnRequest,
     turn_id: Uuid,
+    /// The agent came to this daemon from one that died (`crate::cluster::MOVED`).
+    moved: bool,
     cancel: &'a CancellationToken,
     emit: &'a E,
 }
@@ -437,12 +437,28 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
     /// a memory forgotten later is not sent again, and the history before this turn is sent
     /// unchanged, so the provider's prompt cache keeps its prefix. What was recalled is noted
     /// in the session (`Recalled`), so the chat shows it and every call can be rebuilt.
+    ///
+    /// The first turn of an agent that came from a daemon that died is told so the
+    /// same way (noted as `Moved`): its browser tabs and processes stayed behind.
     async fn recall(&self) -> Option<Message> {
-        let block = crate::memory::semantic::recall_block(self.kernel, self.agent, &self.req.message).await?;
-        if let Err(e) = self.kernel.sessions().record_note(self.session, "Recalled", &block).await {
+        let moved = self.moved.then_some(crate::cluster::MOVED);
+        if let Some(note) = moved
+            && let Err(e) = self.kernel.sessions().record_note(self.session, "Moved", note).await
+        {
+            tracing::warn!(error = %e, "noting a move in the session failed");
+        }
+        let block = crate::memory::semantic::recall_block(self.kernel, self.agent, &self.req.message).await;
+        if let Some(block) = &block
+            && let Err(e) = self.kernel.sessions().record_note(self.session, "Recalled", block).await
+        {
             tracing::warn!(error = %e, "noting a recall in the session failed");
         }
-        Some(Message::User { content: block })
+        let content = match (moved, block) {
+            (Some(note), Some(block)) => format!("{note}\n\n{block}"),
+            (Some(note), None) => note.to_string(),
+            (None, block) => block?,
+        };
+        Some(Message::User { content })
     }
 
     async fn run(&self) -> Result<TurnResult> {
