@@ -240,6 +240,44 @@ pub(super) struct Taking<'a> {
 
 /// Writes down fires in one transaction, each only if its schedule is still active and due
 /// at the same time. The fire row id of each taken one (`None`: paused or changed since).
+/// Writes the fires down in `tx` on PostgreSQL: one statement for the whole batch (the
+/// schedules updated, guarded as below, and a fire row for each taken), so a burst costs a
+/// round trip per batch rather than two per fire; the id of each taken one's fire.
+pub(super) async fn take_fires_postgres(
+    tx: &mut db::Tx,
+    daemon: &str,
+    fired_at: &str,
+    fires: &[Taking<'_>],
+) -> Result<Vec<Option<i64>>> {
+    if fires.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut q = db::QueryBuilder::new("WITH v(id, due, next, state, missed) AS (");
+    q.push_values(fires, |mut row, f| {
+        row.push_bind(f.schedule_id)
+            .push_bind(f.due)
+            .push_bind(f.next.map(db::timestamp))
+            .push_bind(f.state.as_str())
+            .push_bind(f.missed);
+    });
+    q.push("), taken AS (UPDATE schedules s SET next_fire = v.next, state = v.state, updated_at = ");
+    q.push_bind(fired_at);
+    q.push(
+        " FROM v WHERE s.id = v.id AND s.state = 'active' AND s.next_fire = v.due RETURNING s.id, v.due, v.missed)
+         INSERT INTO schedule_fires (schedule_id, due_at, fired_at, outcome, missed_slots, daemon_id) SELECT id, due, ",
+    );
+    q.push_bind(fired_at);
+    q.push(", 'running', missed, ");
+    q.push_bind(daemon);
+    q.push(" FROM taken RETURNING id, schedule_id");
+    let rows = q.build().fetch_all(&mut *tx).await?;
+    let mut taken = std::collections::HashMap::with_capacity(rows.len());
+    for row in &rows {
+        taken.insert(row.try_get::<String, _>("schedule_id")?, row.try_get::<i64, _>("id")?);
+    }
+    Ok(fires.iter().map(|f| taken.get(f.schedule_id).copied()).collect())
+}
+
 /// Writes the fires down in `tx`, as `daemon`'s; the caller commits. Each is guarded on the
 /// `next_fire` it was read at: one paused or taken since is passed over (`None`).
 pub(super) async fn take_fires(
