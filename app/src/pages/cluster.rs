@@ -30,7 +30,9 @@ pub fn render(meta: PageMeta, page: ClusterPage) -> String {
         "SQLite: this home has one daemon. Several daemons share work when they use one PostgreSQL database ([database] url).".to_string()
     };
     let this = overview.this_daemon.clone();
-    let cards = overview.daemons.into_iter().map(|d| daemon_card(d, &this, &page.agent_names)).collect::<Vec<_>>();
+    let shared = overview.shared;
+    let cards =
+        overview.daemons.into_iter().map(|d| daemon_card(d, &this, shared, &page.agent_names)).collect::<Vec<_>>();
     crate::document(
         view! {
             <Shell meta>
@@ -43,8 +45,9 @@ pub fn render(meta: PageMeta, page: ClusterPage) -> String {
     )
 }
 
-fn state(d: &Daemon) -> String {
+fn state(d: &Daemon, shared: bool) -> String {
     match (&d.stopped_at, &d.reaped_at) {
+        _ if d.alive && !shared => format!("alive since {} (the only daemon: no heartbeat)", short_time(&d.started_at)),
         _ if d.alive => format!("alive · last heartbeat {}", short_time(&d.heartbeat_at)),
         (Some(at), _) => format!("stopped {}", short_time(at)),
         (None, Some(at)) => {
@@ -71,11 +74,13 @@ fn lease_row(lease: Lease, agent_names: &HashMap<String, String>) -> impl IntoVi
     }
 }
 
-fn daemon_card(d: Daemon, this: &str, agent_names: &HashMap<String, String>) -> impl IntoView + use<> {
+fn daemon_card(d: Daemon, this: &str, shared: bool, agent_names: &HashMap<String, String>) -> impl IntoView + use<> {
     let title = if d.id == this { format!("{} (this daemon)", d.id) } else { d.id.clone() };
-    let state = state(&d);
+    let state = state(&d, shared);
     let class = if d.alive { "card daemon alive" } else { "card daemon" };
-    let leases = if d.leases.is_empty() {
+    let leases = if d.alive && !shared {
+        view! { <p class="empty">"Runs every agent of this home."</p> }.into_any()
+    } else if d.leases.is_empty() {
         view! { <p class="empty">"Holds nothing."</p> }.into_any()
     } else {
         let rows = d.leases.into_iter().map(|l| lease_row(l, agent_names)).collect::<Vec<_>>();
