@@ -40,10 +40,12 @@ fn state_label(s: &ServerView) -> String {
         ServerState::Connected => "connected",
         ServerState::Disconnected => "disconnected",
         ServerState::GaveUp => "gave up",
+        ServerState::Elsewhere => "run by another daemon of the cluster",
     };
-    match &s.reason {
-        Some(reason) => format!("{state}: {reason}"),
-        None => state.to_string(),
+    match (&s.reason, &s.runs_on) {
+        (Some(reason), _) => format!("{state}: {reason}"),
+        (None, Some(daemon)) => format!("{state} ({daemon}); calls are forwarded to it"),
+        (None, None) => state.to_string(),
     }
 }
 

@@ -124,7 +124,8 @@ pub(crate) async fn run_elsewhere(kernel: &Kernel, agent: &Agent, req: TurnReque
     }
 }
 
-/// Runs the turns forwarded to this daemon's agents: when told of one, and every third of
+/// Runs the turns forwarded to this daemon's agents, and answers the requests for the
+/// other leases it holds ([`super::calls`]): when told of one, and every third of
 /// the lease (a notification missed, an agent just taken over with turns waiting).
 pub(super) async fn serve_forever(kernel: Kernel) {
     let cluster = kernel.cluster();
@@ -133,6 +134,11 @@ pub(super) async fn serve_forever(kernel: Kernel) {
             && !kernel.db().is_closed()
         {
             tracing::warn!(error = %e.message, "running forwarded turns failed");
+        }
+        if let Err(e) = super::calls::serve(&kernel).await
+            && !kernel.db().is_closed()
+        {
+            tracing::warn!(error = %e.message, "answering forwarded requests failed");
         }
         tokio::select! {
             () = tokio::time::sleep(cluster.lease / 3) => {}

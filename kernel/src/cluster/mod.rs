@@ -17,6 +17,7 @@
 //! On SQLite the home has one daemon (its lock file sees to that): it registers, takes over
 //! the previous run's work at start, and never beats or forwards.
 
+mod calls;
 mod forward;
 mod store;
 
@@ -32,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+pub(crate) use calls::ask_holder;
 pub(crate) use forward::run_elsewhere;
 
 use crate::Kernel;
@@ -100,8 +102,10 @@ pub struct Cluster {
     held: Mutex<HashSet<String>>,
     /// Forwarded turns whose results this daemon waits for, by id.
     waiting: Mutex<HashMap<String, Arc<Notify>>>,
-    /// Rung when a forwarded turn may wait for this daemon.
+    /// Rung when a forwarded turn or request may wait for this daemon.
     work: Notify,
+    /// Rung when a daemon wrote what a stdio MCP server it runs offers (`mcp_offers`).
+    pub(crate) offers_changed: Notify,
     /// Agents this daemon took from a daemon that died, whose next turn here is
     /// told that their browser tabs and processes stayed behind.
     moved: Mutex<HashSet<Uuid>>,
@@ -130,6 +134,7 @@ impl Cluster {
             held: Mutex::default(),
             waiting: Mutex::default(),
             work: Notify::new(),
+            offers_changed: Notify::new(),
             moved: Mutex::default(),
             others_alive: AtomicBool::new(false),
             stopped: CancellationToken::new(),
@@ -248,6 +253,34 @@ impl Cluster {
         while self.holds(name) {
             tokio::time::sleep(self.lease / 3).await;
         }
+    }
+
+    /// Gives the lease `name` up if this daemon holds it (what it named stopped here), so
+    /// another daemon may take it at once.
+    pub(crate) async fn give_up(&self, name: &str) {
+        if self.db.is_shared()
+            && self.holds(name)
+            && let Err(e) = self.release(name).await
+        {
+            tracing::warn!(lease = name, error = %e.message, "could not give a lease up; it runs out by itself");
+        }
+    }
+
+    /// Says that what a held lease names became ready to answer requests (an MCP server
+    /// connected): the ones waiting for it are taken now rather than at the next round.
+    pub(crate) fn ready_for_requests(&self) {
+        self.work.notify_one();
+    }
+
+    /// Writes what the stdio MCP server `server`, run here, offers, for the other daemons.
+    pub(crate) async fn publish_offer(&self, server: &str, offer: &str) -> Result<()> {
+        store::put_offer(&self.db, server, &self.id, offer, &db::now()).await
+    }
+
+    /// What the stdio MCP server `server` offers and the daemon running it, when that is
+    /// another daemon.
+    pub(crate) async fn offer_elsewhere(&self, server: &str) -> Result<Option<(String, String)>> {
+        Ok(store::offer(&self.db, server).await?.filter(|(daemon, _)| *daemon != self.id))
     }
 
     /// The daemons and their leases.
@@ -429,6 +462,12 @@ impl Cluster {
                     self.work.notify_one();
                 }
             }
+            Some(p) if p.starts_with("call:") => {
+                if self.holds(&p["call:".len()..]) {
+                    self.work.notify_one();
+                }
+            }
+            Some(p) if p.starts_with("offer:") => self.offers_changed.notify_waiters(),
             Some(p) if p.starts_with("done:") => {
                 if let Some(waiter) = self.waiting.lock().unwrap_or_else(|e| e.into_inner()).get(&p["done:".len()..]) {
                     waiter.notify_one();
@@ -437,6 +476,7 @@ impl Cluster {
             Some(_) => {}
             None => {
                 self.work.notify_one();
+                self.offers_changed.notify_waiters();
                 for waiter in self.waiting.lock().unwrap_or_else(|e| e.into_inner()).values() {
                     waiter.notify_one();
                 }
@@ -519,7 +559,7 @@ async fn reap(kernel: &Kernel, exclusive: bool, starting: bool) -> Result<()> {
 /// leases, requeues the forwarded turns it was running, marks its fires and turns
 /// interrupted, fails its A2A tasks, and finishes its `agent_send` deliveries here.
 async fn take_over(kernel: &Kernel, dead: &str) -> Result<()> {
-    store::release_dead(kernel.db(), dead).await?;
+    store::release_dead(kernel.db(), dead, &calls::cut_off(), &db::now()).await?;
     let fires = kernel.schedules().mark_interrupted(dead).await?;
     let turns = crate::turn::recovery::interrupt_turns_of(kernel, dead).await?;
     let tasks = kernel.a2a().fail_unfinished(dead).await?;

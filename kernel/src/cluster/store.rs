@@ -83,7 +83,7 @@ pub(super) async fn claim_dead(db: &Db, me: &str, now: &str, beat_before: &str) 
 
 /// Ends a dead daemon's leases, and puts its half-run forwarded turns back in the queue;
 /// those it was waiting for have no one to answer and go.
-pub(super) async fn release_dead(db: &Db, dead: &str) -> Result<()> {
+pub(super) async fn release_dead(db: &Db, dead: &str, cut_off: &str, at: &str) -> Result<()> {
     let mut tx = db.begin().await?;
     expire_leases(&mut tx, dead).await?;
     db::query("DELETE FROM cluster_turns WHERE asked_by = $1").bind(dead).execute(&mut tx).await?;
@@ -91,6 +91,20 @@ pub(super) async fn release_dead(db: &Db, dead: &str) -> Result<()> {
         .bind(dead)
         .execute(&mut tx)
         .await?;
+    db::query("DELETE FROM cluster_calls WHERE asked_by = $1").bind(dead).execute(&mut tx).await?;
+    // A call is not run twice: the one it was running ends with `cut_off` for its asker.
+    let cut: Vec<String> = db::query_scalar(
+        "UPDATE cluster_calls SET state = 'done', result = $2, finished_at = $3 WHERE run_by = $1 AND state = 'running'
+         RETURNING id",
+    )
+    .bind(dead)
+    .bind(cut_off)
+    .bind(at)
+    .fetch_all(&mut tx)
+    .await?;
+    for id in cut {
+        db::query("SELECT pg_notify('kennel_cluster', $1)").bind(format!("done:{id}")).execute(&mut tx).await?;
+    }
     tx.commit().await?;
     Ok(())
 }
@@ -254,4 +268,111 @@ pub(super) async fn take_result(db: &Db, id: &str) -> Result<Option<String>> {
 /// Whether the turn is still in the table (a reaper deletes those whose asker died).
 pub(super) async fn turn_exists(db: &Db, id: &str) -> Result<bool> {
     Ok(db::query_scalar::<i64>("SELECT count(*) FROM cluster_turns WHERE id = $1").bind(id).fetch_one(db).await? > 0)
+}
+
+/// Writes a request for the holder of `lease` and wakes the daemons (PostgreSQL only).
+pub(super) async fn ask_call(db: &Db, id: &str, lease: &str, me: &str, request: &str, at: &str) -> Result<()> {
+    let mut tx = db.begin().await?;
+    db::query(
+        "INSERT INTO cluster_calls (id, lease, asked_by, request, state, created_at)
+         VALUES ($1, $2, $3, $4, 'queued', $5)",
+    )
+    .bind(id)
+    .bind(lease)
+    .bind(me)
+    .bind(request)
+    .bind(at)
+    .execute(&mut tx)
+    .await?;
+    db::query("SELECT pg_notify('kennel_cluster', $1)").bind(format!("call:{lease}")).execute(&mut tx).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The leases with requests waiting for their holder.
+pub(super) async fn leases_with_queued_calls(db: &Db) -> Result<Vec<String>> {
+    Ok(db::query_scalar("SELECT DISTINCT lease FROM cluster_calls WHERE state = 'queued'").fetch_all(db).await?)
+}
+
+/// Takes every waiting request for `lease` for `me`: (id, request).
+pub(super) async fn take_calls(db: &Db, lease: &str, me: &str) -> Result<Vec<(String, String)>> {
+    Ok(db::query_as::<(String, String)>(
+        "UPDATE cluster_calls SET state = 'running', run_by = $2
+         WHERE id IN (SELECT id FROM cluster_calls WHERE lease = $1 AND state = 'queued' FOR UPDATE SKIP LOCKED)
+         RETURNING id, request",
+    )
+    .bind(lease)
+    .bind(me)
+    .fetch_all(db)
+    .await?)
+}
+
+/// Stores a request's result for the daemon that asked, and tells it.
+pub(super) async fn finish_call(db: &Db, id: &str, me: &str, result: &str, at: &str) -> Result<()> {
+    let mut tx = db.begin().await?;
+    db::query("UPDATE cluster_calls SET state = 'done', result = $1, finished_at = $2 WHERE id = $3 AND run_by = $4")
+        .bind(result)
+        .bind(at)
+        .bind(id)
+        .bind(me)
+        .execute(&mut tx)
+        .await?;
+    db::query("SELECT pg_notify('kennel_cluster', $1)").bind(format!("done:{id}")).execute(&mut tx).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// A finished request's result, taken (the row goes).
+pub(super) async fn take_call_result(db: &Db, id: &str) -> Result<Option<String>> {
+    Ok(db::query_scalar::<Option<String>>(
+        "DELETE FROM cluster_calls WHERE id = $1 AND state = 'done' RETURNING result",
+    )
+    .bind(id)
+    .fetch_optional(db)
+    .await?
+    .flatten())
+}
+
+/// Withdraws a request nobody answered in time; whether it was still waiting to be taken
+/// (`false`: a daemon is running it, or it is done).
+pub(super) async fn withdraw_call(db: &Db, id: &str) -> Result<bool> {
+    Ok(db::query("DELETE FROM cluster_calls WHERE id = $1 AND state = 'queued'")
+        .bind(id)
+        .execute(db)
+        .await?
+        .rows_affected()
+        > 0)
+}
+
+/// Forgets a request whatever its state (its asker gave up waiting).
+pub(super) async fn forget_call(db: &Db, id: &str) -> Result<()> {
+    db::query("DELETE FROM cluster_calls WHERE id = $1").bind(id).execute(db).await?;
+    Ok(())
+}
+
+/// Writes what the stdio MCP server `server` offers, as run by `me`, and tells the daemons.
+pub(super) async fn put_offer(db: &Db, server: &str, me: &str, offer: &str, at: &str) -> Result<()> {
+    let mut tx = db.begin().await?;
+    db::query(
+        "INSERT INTO mcp_offers (server, daemon_id, offer, updated_at) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (server) DO UPDATE SET daemon_id = excluded.daemon_id, offer = excluded.offer,
+             updated_at = excluded.updated_at",
+    )
+    .bind(server)
+    .bind(me)
+    .bind(offer)
+    .bind(at)
+    .execute(&mut tx)
+    .await?;
+    db::query("SELECT pg_notify('kennel_cluster', $1)").bind(format!("offer:{server}")).execute(&mut tx).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// What the stdio MCP server `server` offers, and the daemon running it, as last written.
+pub(super) async fn offer(db: &Db, server: &str) -> Result<Option<(String, String)>> {
+    Ok(db::query_as::<(String, String)>("SELECT daemon_id, offer FROM mcp_offers WHERE server = $1")
+        .bind(server)
+        .fetch_optional(db)
+        .await?)
 }

@@ -5,18 +5,17 @@
 //! admits it to `github`.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::sync::Arc;
 
-use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::request::ServerRequest;
+use super::servers::Server;
 use crate::Kernel;
 use crate::error::{Error, Result};
 use crate::tool::{CallContext, Needs, Provided, Tool, ToolDef};
-
-const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Offers the two tools as far as a connected server has resources or prompts.
 pub(crate) fn offer(kernel: &Kernel) {
@@ -52,14 +51,12 @@ impl Tool for McpResources {
     }
 
     async fn run(&self, ctx: CallContext, args: ResourcesArgs) -> Result<Value> {
-        let peer = admitted(&ctx, &args.server)?;
-        let value = match args.uri {
-            None => within(peer.list_all_resources()).await.and_then(|r| to_json(&r))?,
-            Some(uri) => within(peer.read_resource(ReadResourceRequestParams::new(uri)))
-                .await
-                .and_then(|r| to_json(&r.contents))?,
+        let server = admitted(&ctx, &args.server)?;
+        let request = match args.uri {
+            None => ServerRequest::ListResources,
+            Some(uri) => ServerRequest::ReadResource { uri },
         };
-        Ok(value)
+        server.ask(&ctx.kernel, request).await
     }
 }
 
@@ -87,21 +84,17 @@ impl Tool for McpPrompts {
     }
 
     async fn run(&self, ctx: CallContext, args: PromptsArgs) -> Result<Value> {
-        let peer = admitted(&ctx, &args.server)?;
-        match args.name {
-            None => within(peer.list_all_prompts()).await.and_then(|p| to_json(&p)),
-            Some(name) => {
-                let arguments = args.arguments.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
-                within(peer.get_prompt(GetPromptRequestParams::new(name).with_arguments(arguments)))
-                    .await
-                    .and_then(|p| to_json(&p))
-            }
-        }
+        let server = admitted(&ctx, &args.server)?;
+        let request = match args.name {
+            None => ServerRequest::ListPrompts,
+            Some(name) => ServerRequest::GetPrompt { name, arguments: args.arguments },
+        };
+        server.ask(&ctx.kernel, request).await
     }
 }
 
-/// The server's connection, if the agent may use one of its tools.
-fn admitted(ctx: &CallContext, server: &str) -> Result<rmcp::service::Peer<rmcp::service::RoleClient>> {
+/// The server, if the agent may use one of its tools.
+fn admitted(ctx: &CallContext, server: &str) -> Result<Arc<Server>> {
     let found = ctx.kernel.mcp().server(server).map_err(|e| e.on_field("server"))?;
     let prefix = format!("mcp__{server}__");
     let registry = ctx.kernel.tools();
@@ -111,20 +104,5 @@ fn admitted(ctx: &CallContext, server: &str) -> Result<rmcp::service::Peer<rmcp:
             ctx.agent.name
         )));
     }
-    found.peer().map(|(peer, _)| peer)
-}
-
-async fn within<T>(call: impl Future<Output = std::result::Result<T, rmcp::ServiceError>>) -> Result<T> {
-    match tokio::time::timeout(TIMEOUT, call).await {
-        Err(_) => Err(Error::timeout(format!("the MCP server did not answer within {} s", TIMEOUT.as_secs()))),
-        Ok(Err(rmcp::ServiceError::McpError(e))) => {
-            Err(Error::failed(format!("the MCP server refused: {} (code {})", e.message, e.code.0)))
-        }
-        Ok(Err(e)) => Err(Error::failed(format!("the MCP server could not answer: {e}"))),
-        Ok(Ok(value)) => Ok(value),
-    }
-}
-
-fn to_json<T: serde::Serialize>(value: &T) -> Result<Value> {
-    serde_json::to_value(value).map_err(Error::internal)
+    Ok(found)
 }

@@ -6,8 +6,10 @@ pub mod config;
 mod connect;
 pub mod meta;
 pub mod names;
+mod request;
 pub mod serve;
 pub mod servers;
 mod tools;
 
+pub(crate) use request::{answer_forwarded, ready_here};
 pub use servers::{Mcp, McpReload, ServerState, ServerView};

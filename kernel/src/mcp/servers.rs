@@ -42,6 +42,9 @@ pub enum ServerState {
     Disconnected,
     /// Failed too often in a row: waits for an operator's reconnect.
     GaveUp,
+    /// A stdio server that another daemon of the cluster runs (`runs_on`): its tools are
+    /// offered here and their calls forwarded to it.
+    Elsewhere,
 }
 
 impl ServerState {
@@ -51,6 +54,7 @@ impl ServerState {
             ServerState::Connected => "connected",
             ServerState::Disconnected => "disconnected",
             ServerState::GaveUp => "gave_up",
+            ServerState::Elsewhere => "elsewhere",
         }
     }
 }
@@ -86,6 +90,9 @@ pub struct ServerView {
     /// Why it is not connected, when it is not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The daemon of the cluster that runs this stdio server, when it is another one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs_on: Option<String>,
     /// The server's own name and version, from its handshake.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_info: Option<String>,
@@ -105,6 +112,9 @@ pub struct ServerView {
 pub struct Server {
     pub name: String,
     pub config: McpServerConfig,
+    /// A stdio server on a shared database: one daemon of the cluster runs it, under the
+    /// lease `mcp:<name>`, and the others forward to it.
+    clustered: bool,
     view: Mutex<ServerView>,
     peer: RwLock<Option<Peer<RoleClient>>>,
     /// A connected stdio server's process group, killed whole when the daemon stops.
@@ -121,7 +131,8 @@ pub struct Server {
 }
 
 impl Server {
-    fn new(name: &str, config: McpServerConfig) -> Server {
+    fn new(name: &str, config: McpServerConfig, shared_database: bool) -> Server {
+        let clustered = shared_database && matches!(config.transport(), Transport::Stdio { .. });
         let (transport, target) = match config.transport() {
             Transport::Stdio { command } => (
                 "stdio",
@@ -135,6 +146,7 @@ impl Server {
             target,
             state: ServerState::Connecting,
             reason: None,
+            runs_on: None,
             server_info: None,
             tools: Vec::new(),
             left_out: Vec::new(),
@@ -147,6 +159,7 @@ impl Server {
         Server {
             name: name.to_string(),
             config,
+            clustered,
             view: Mutex::new(view),
             peer: RwLock::new(None),
             group: Mutex::new(None),
@@ -193,10 +206,17 @@ impl Server {
         });
     }
 
-    /// Whether it is connected and offers resources (`true`) or prompts (`false`).
+    /// Whether it is connected (here or on the daemon running it) and offers resources
+    /// (`true`) or prompts (`false`).
     pub(crate) fn offers(&self, resources: bool) -> bool {
         let view = self.view.lock().expect("mcp view lock");
-        view.state == ServerState::Connected && if resources { view.offers_resources } else { view.offers_prompts }
+        matches!(view.state, ServerState::Connected | ServerState::Elsewhere)
+            && if resources { view.offers_resources } else { view.offers_prompts }
+    }
+
+    /// The daemon of the cluster running this server, when it is not this one.
+    pub(crate) fn runs_on(&self) -> Option<String> {
+        self.view.lock().expect("mcp view lock").runs_on.clone()
     }
 
     fn set(&self, change: impl FnOnce(&mut ServerView)) {
@@ -287,7 +307,7 @@ impl Mcp {
             if !report.changed.contains(name) {
                 report.added.push(name.clone());
             }
-            let server = Arc::new(Server::new(name, server_config.clone()));
+            let server = Arc::new(Server::new(name, server_config.clone(), kernel.db().is_shared()));
             servers.insert(name.clone(), server.clone());
             tokio::spawn(supervise(kernel.clone(), server));
         }
@@ -317,19 +337,138 @@ impl Mcp {
     }
 }
 
+/// The lease under which one daemon of a cluster runs the stdio server `server`.
+pub(crate) fn lease(server: &str) -> String {
+    format!("mcp:{server}")
+}
+
 /// The tool list's name for a server's tools.
 pub(crate) fn provider(server: &str) -> String {
     format!("mcp:{server}")
 }
 
-/// Keeps one server connected until it is removed from the config.
+/// Keeps one server connected until it is removed from the config. A stdio server on a
+/// shared database runs on one daemon of the cluster: this daemon offers what the one running
+/// it offers ([`follow`]) until it holds the server's lease, then runs it until the lease is
+/// lost (its heartbeat failed for a lease's time) and follows again.
 async fn supervise(kernel: Kernel, server: Arc<Server>) {
+    if !server.clustered {
+        return keep_connected(&kernel, &server, &server.stop).await;
+    }
+    let lease = lease(&server.name);
+    let cluster = kernel.cluster();
+    loop {
+        let held = tokio::select! {
+            held = cluster.hold(&lease) => held,
+            () = follow(&kernel, &server) => false,
+            () = server.stop.cancelled() => false,
+        };
+        if !held {
+            break;
+        }
+        server.set(|v| v.runs_on = None);
+        let run = server.stop.child_token();
+        let connected = keep_connected(&kernel, &server, &run);
+        tokio::pin!(connected);
+        tokio::select! {
+            () = &mut connected => break,
+            () = cluster.lost(&lease) => {
+                tracing::warn!(server = %server.name, "this daemon lost the MCP server's lease: it stops running it here");
+                run.cancel();
+                connected.await;
+            }
+        }
+        if server.stop.is_cancelled() {
+            break;
+        }
+    }
+    cluster.give_up(&lease).await;
+}
+
+/// Offers what another daemon of the cluster, running the server, wrote that it offers, and
+/// keeps it current (told by `NOTIFY`, and looking again every few seconds besides). Runs
+/// until dropped.
+async fn follow(kernel: &Kernel, server: &Arc<Server>) {
+    let cluster = kernel.cluster();
+    let mut shown: Option<String> = None;
+    loop {
+        let changed = cluster.offers_changed.notified();
+        match cluster.offer_elsewhere(&server.name).await {
+            Ok(Some((daemon, offer)))
+                if shown.as_deref() != Some(offer.as_str()) || server.runs_on().as_deref() != Some(daemon.as_str()) =>
+            {
+                match serde_json::from_str::<Offer>(&offer) {
+                    Ok(o) => {
+                        server.set(|v| {
+                            v.state = ServerState::Elsewhere;
+                            v.reason = None;
+                            v.runs_on = Some(daemon.clone());
+                            v.server_info = o.server_info.clone();
+                            v.offers_resources = o.offers_resources;
+                            v.offers_prompts = o.offers_prompts;
+                        });
+                        super::tools::offer(kernel, server, &o.tools, o.left_out);
+                        super::meta::offer(kernel);
+                        shown = Some(offer);
+                    }
+                    Err(e) => {
+                        tracing::warn!(server = %server.name, error = %e, "another daemon's MCP offer is unreadable")
+                    }
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::debug!(server = %server.name, error = %e.message, "could not read the MCP server's offer")
+            }
+        }
+        tokio::select! {
+            () = changed => {}
+            () = tokio::time::sleep(FOLLOW_AGAIN) => {}
+        }
+    }
+}
+
+/// How often a daemon following a stdio server run elsewhere looks at its offer without
+/// being told.
+const FOLLOW_AGAIN: Duration = Duration::from_secs(5);
+
+/// What a stdio server run by one daemon of a cluster offers, written for the others.
+#[derive(Serialize, serde::Deserialize)]
+struct Offer {
+    server_info: Option<String>,
+    offers_resources: bool,
+    offers_prompts: bool,
+    tools: Vec<super::tools::OfferedTool>,
+    left_out: Vec<String>,
+}
+
+/// Tells the other daemons of the cluster what the server, run here, offers.
+async fn publish(kernel: &Kernel, server: &Server, tools: Vec<super::tools::OfferedTool>, left_out: Vec<String>) {
+    let view = server.view();
+    let offer = Offer {
+        server_info: view.server_info,
+        offers_resources: view.offers_resources,
+        offers_prompts: view.offers_prompts,
+        tools,
+        left_out,
+    };
+    let published = match serde_json::to_string(&offer) {
+        Ok(json) => kernel.cluster().publish_offer(&server.name, &json).await,
+        Err(e) => Err(crate::error::Error::internal(e)),
+    };
+    if let Err(e) = published {
+        tracing::warn!(server = %server.name, error = %e.message, "could not tell the cluster what the MCP server offers");
+    }
+}
+
+/// Keeps one server connected here until `stop`.
+async fn keep_connected(kernel: &Kernel, server: &Arc<Server>, stop: &CancellationToken) {
     let mut failures: VecDeque<Instant> = VecDeque::new();
     let mut backoff = FIRST_BACKOFF;
     loop {
         server.set(|v| v.state = ServerState::Connecting);
         let listener = Listener { changed: Arc::new(Notify::new()) };
-        let stderr_sink = Arc::downgrade(&server);
+        let stderr_sink = Arc::downgrade(server);
         let allowed_hosts = kernel.mcp().allowed_hosts();
         let connecting =
             connect::connect(&server.config, &allowed_hosts, kernel.home(), listener.clone(), move |line| {
@@ -338,7 +477,7 @@ async fn supervise(kernel: Kernel, server: Arc<Server>) {
                 }
             });
         let connected = tokio::select! {
-            _ = server.stop.cancelled() => return,
+            _ = stop.cancelled() => return,
             connected = tokio::time::timeout(HANDSHAKE_TIMEOUT, connecting) => connected.unwrap_or_else(|_| {
                 Err(format!("no answer to the handshake within {} s", HANDSHAKE_TIMEOUT.as_secs()))
             }),
@@ -346,7 +485,7 @@ async fn supervise(kernel: Kernel, server: Arc<Server>) {
         let why = match connected {
             Ok(connection) => {
                 backoff = FIRST_BACKOFF;
-                let outcome = serve(&kernel, &server, connection, &listener).await;
+                let outcome = serve(kernel, server, connection, &listener, stop).await;
                 match outcome {
                     Ended::Stopped => return,
                     Ended::Reconnect => {
@@ -358,8 +497,8 @@ async fn supervise(kernel: Kernel, server: Arc<Server>) {
             }
             Err(why) => why,
         };
-        server.note_error(&kernel, why.clone());
-        withdraw(&kernel, &server, &why);
+        server.note_error(kernel, why.clone());
+        withdraw(kernel, server, &why);
         let now = Instant::now();
         failures.push_back(now);
         while failures.front().is_some_and(|t| now.duration_since(*t) > CRASH_WINDOW) {
@@ -385,7 +524,7 @@ async fn supervise(kernel: Kernel, server: Arc<Server>) {
         };
         backoff = (backoff * 2).min(MAX_BACKOFF);
         tokio::select! {
-            _ = server.stop.cancelled() => return,
+            _ = stop.cancelled() => return,
             _ = server.reconnect.notified() => {
                 failures.clear();
                 backoff = FIRST_BACKOFF;
@@ -406,7 +545,13 @@ enum Ended {
 }
 
 /// Offers the connected server's tools and keeps them current until the connection ends.
-async fn serve(kernel: &Kernel, server: &Arc<Server>, connection: Connection, listener: &Listener) -> Ended {
+async fn serve(
+    kernel: &Kernel,
+    server: &Arc<Server>,
+    connection: Connection,
+    listener: &Listener,
+    stop: &CancellationToken,
+) -> Ended {
     let peer = connection.client.peer().clone();
     let info = connection.client.peer_info();
     server.set(|v| {
@@ -422,17 +567,22 @@ async fn serve(kernel: &Kernel, server: &Arc<Server>, connection: Connection, li
     *server.group.lock().expect("mcp group lock") = group;
     let mut closed = tokio::spawn(connection.client.waiting());
     let ended = 'connected: loop {
-        if let Err(why) = super::tools::refresh(kernel, server, &peer).await {
-            break Ended::Lost(why);
-        }
+        let (tools, left_out) = match super::tools::refresh(kernel, server, &peer).await {
+            Ok(offered) => offered,
+            Err(why) => break Ended::Lost(why),
+        };
         server.set(|v| {
             v.state = ServerState::Connected;
             v.reason = None;
         });
         super::meta::offer(kernel);
+        if server.clustered {
+            publish(kernel, server, tools, left_out).await;
+            kernel.cluster().ready_for_requests();
+        }
         loop {
             tokio::select! {
-                _ = server.stop.cancelled() => break 'connected Ended::Stopped,
+                _ = stop.cancelled() => break 'connected Ended::Stopped,
                 _ = server.reconnect.notified() => break 'connected Ended::Reconnect,
                 _ = server.lost.notified() => {
                     if server.lost_connection.load(Ordering::SeqCst) == number {

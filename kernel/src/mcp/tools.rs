@@ -5,14 +5,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::ServiceError;
-use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{Peer, RoleClient};
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
+use super::request::ServerRequest;
 use super::servers::{Server, ServerTool, provider};
 use crate::Kernel;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::text::shorten;
 use crate::tool::dynamic::DynamicRun;
 use crate::tool::{BoxFuture, CallContext, Provided, ToolDef, ToolOrigin};
@@ -22,23 +22,59 @@ const LIST_TIMEOUT: Duration = Duration::from_secs(30);
 /// The longest description the model is offered; a server's own may be any length.
 const MAX_DESCRIPTION: usize = 2000;
 
-/// Lists the server's tools and offers them in place of what it offered before.
-pub(crate) async fn refresh(kernel: &Kernel, server: &Arc<Server>, peer: &Peer<RoleClient>) -> Result<(), String> {
+/// A server's tool as it is offered, by the daemon running the server and, through
+/// `mcp_offers`, by the others of a cluster.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct OfferedTool {
+    name: String,
+    original_name: String,
+    renamed: bool,
+    description: String,
+    schema: Map<String, Value>,
+}
+
+/// Lists the server's tools and offers them in place of what it offered before. Returns what
+/// it offered and left out (the other daemons of a cluster are told), or why listing failed.
+pub(crate) async fn refresh(
+    kernel: &Kernel,
+    server: &Arc<Server>,
+    peer: &Peer<RoleClient>,
+) -> Result<(Vec<OfferedTool>, Vec<String>), String> {
     let listed = match tokio::time::timeout(LIST_TIMEOUT, peer.list_all_tools()).await {
         Err(_) => return Err(format!("tools/list did not answer within {} s", LIST_TIMEOUT.as_secs())),
         Ok(Err(e)) => return Err(format!("tools/list failed: {e}")),
         Ok(Ok(tools)) => tools,
     };
-    let (mapped, mut left_out) = super::names::map_tools(&server.name, listed.iter().map(|t| t.name.as_ref()));
+    let (mapped, left_out) = super::names::map_tools(&server.name, listed.iter().map(|t| t.name.as_ref()));
+    let tools: Vec<OfferedTool> = mapped
+        .into_iter()
+        .map(|(name, original)| {
+            let tool = listed.iter().find(|t| t.name == original).expect("mapped from the list");
+            let description =
+                tool.description.as_deref().map(|d| shorten(d.trim(), MAX_DESCRIPTION)).unwrap_or_default();
+            OfferedTool {
+                renamed: name != format!("mcp__{}__{original}", server.name),
+                name,
+                original_name: original.to_string(),
+                description,
+                schema: tool.input_schema.as_ref().clone(),
+            }
+        })
+        .collect();
+    offer(kernel, server, &tools, left_out.clone());
+    Ok((tools, left_out))
+}
+
+/// Offers `tools` of `server` in place of what it offered before. Each is called through
+/// [`Server::ask`]: over this daemon's connection, or forwarded to the daemon running it.
+pub(crate) fn offer(kernel: &Kernel, server: &Arc<Server>, tools: &[OfferedTool], mut left_out: Vec<String>) {
     let mut offered = Vec::new();
     let mut views = Vec::new();
-    for (name, original) in mapped {
-        let tool = listed.iter().find(|t| t.name == original).expect("mapped from the list");
-        let description = tool.description.as_deref().map(|d| shorten(d.trim(), MAX_DESCRIPTION)).unwrap_or_default();
-        let renamed = name != format!("mcp__{}__{original}", server.name);
+    for tool in tools {
+        let OfferedTool { name, original_name, renamed, description, schema } = tool.clone();
         let origin = ToolOrigin {
             provider: provider(&server.name),
-            original_name: renamed.then(|| original.to_string()),
+            original_name: renamed.then(|| original_name.clone()),
             note: None,
         };
         let mut def = ToolDef::new(
@@ -49,13 +85,13 @@ pub(crate) async fn refresh(kernel: &Kernel, server: &Arc<Server>, peer: &Peer<R
         .tags(&["mcp"])
         .origin(origin);
         def.tags.push(server.name.clone());
-        def.schema = Arc::new(Value::Object(tool.input_schema.as_ref().clone()));
-        let runner = McpCall { server: server.clone(), original: original.to_string() };
+        def.schema = Arc::new(Value::Object(schema));
+        let runner = McpCall { server: server.clone(), original: original_name.clone() };
         let provided = Provided::dynamic(def, Arc::new(runner));
         if let Some(why) = provided.exclusion() {
-            left_out.push(format!("`{original}`: {why}"));
+            left_out.push(format!("`{original_name}`: {why}"));
         }
-        views.push(ServerTool { name, original_name: original.to_string(), renamed, description });
+        views.push(ServerTool { name, original_name, renamed, description });
         offered.push(provided);
     }
     server.set_tools(views, left_out);
@@ -64,7 +100,6 @@ pub(crate) async fn refresh(kernel: &Kernel, server: &Arc<Server>, peer: &Peer<R
         offered,
         &format!("the MCP server `{}` no longer offers it", server.name),
     );
-    Ok(())
 }
 
 /// Calls one tool of one server.
@@ -74,56 +109,14 @@ struct McpCall {
 }
 
 impl DynamicRun for McpCall {
-    fn run(self: Arc<Self>, _ctx: CallContext, args: Value) -> BoxFuture<Result<Value>> {
+    fn run(self: Arc<Self>, ctx: CallContext, args: Value) -> BoxFuture<Result<Value>> {
         Box::pin(async move {
-            let (peer, connection) = self.server.peer()?;
             let arguments = match args {
                 Value::Object(map) => map,
                 _ => Default::default(),
             };
-            let params = CallToolRequestParams::new(self.original.clone()).with_arguments(arguments);
-            let limit = Duration::from_secs(self.server.config.timeout_secs);
-            let name = &self.server.name;
-            match tokio::time::timeout(limit, peer.call_tool(params)).await {
-                Err(_) => Err(Error::timeout(format!(
-                    "the MCP server `{name}` did not answer within {} s (timeout_secs of [mcp.servers.{name}])",
-                    limit.as_secs()
-                ))),
-                Ok(Ok(result)) => result_value(result),
-                Ok(Err(ServiceError::McpError(e))) => Err(Error::failed(format!(
-                    "the MCP server `{name}` refused the call: {} (code {})",
-                    e.message, e.code.0
-                ))),
-                Ok(Err(e @ (ServiceError::TransportSend(_) | ServiceError::TransportClosed))) => {
-                    self.server.connection_lost(connection);
-                    Err(Error::unavailable(format!(
-                        "the MCP server `{name}` could not be reached during the call: {e}"
-                    )))
-                }
-                Ok(Err(e)) => Err(Error::failed(format!("the call to the MCP server `{name}` failed: {e}"))),
-            }
+            let request = ServerRequest::CallTool { tool: self.original.clone(), arguments };
+            self.server.ask(&ctx.kernel, request).await
         })
     }
-}
-
-/// A tool result as the caller gets it: the structured content when the server gives it, the
-/// text of a text-only answer, else the content blocks as MCP writes them. A result the server
-/// marks as an error is a failed call with its text.
-fn result_value(result: CallToolResult) -> Result<Value> {
-    let texts: Vec<&str> = result.content.iter().filter_map(|c| c.as_text()).map(|t| t.text.as_str()).collect();
-    if result.is_error == Some(true) {
-        let message = match (&result.structured_content, texts.is_empty()) {
-            (_, false) => texts.join("\n"),
-            (Some(structured), true) => structured.to_string(),
-            (None, true) => "the tool reported an error and gave no message".into(),
-        };
-        return Err(Error::failed(message));
-    }
-    if let Some(structured) = result.structured_content {
-        return Ok(structured);
-    }
-    if texts.len() == result.content.len() && texts.len() == 1 {
-        return Ok(Value::String(texts[0].to_string()));
-    }
-    serde_json::to_value(&result.content).map_err(Error::internal)
 }

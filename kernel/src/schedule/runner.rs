@@ -27,6 +27,9 @@ use crate::turn::{self, TurnEnd, TurnRequest};
 
 /// Due schedules taken per pass (one transaction).
 const BATCH: i64 = 500;
+/// Fires of a burst held back from starting while the rest of it is written down, at most
+/// (past this, a stream of due schedules that never ends still starts its turns).
+const MAX_HELD_BACK: usize = 20_000;
 /// The longest the scheduler sleeps without looking again (the wall clock can be set back
 /// or forward under it).
 const MAX_SLEEP: Duration = Duration::from_secs(30);
@@ -51,16 +54,24 @@ pub(crate) fn start(kernel: &Kernel) {
     tokio::spawn(async move {
         let schedules = kernel.schedules();
         let started_at = schedules.clock.now();
+        let mut held_back = Vec::new();
         loop {
             let now = schedules.clock.now();
             let wait = match schedules.begin_due(now, started_at).await {
                 Ok(due) => {
                     let full = due.len() as i64 == BATCH;
-                    for d in due {
+                    held_back.extend(due);
+                    // A burst is written down whole before its turns start, so the turns of
+                    // its first batches do not hold up the writing of the rest (every fire of
+                    // the burst is as late as the last batch written).
+                    if full && held_back.len() < MAX_HELD_BACK {
+                        continue; // more may be due
+                    }
+                    for d in held_back.drain(..) {
                         let _ = queue.send(d);
                     }
                     if full {
-                        continue; // more may be due
+                        continue;
                     }
                     match schedules.earliest().await {
                         Ok(Some(next)) => {
@@ -75,6 +86,9 @@ pub(crate) fn start(kernel: &Kernel) {
                 }
                 Err(e) => {
                     tracing::warn!(error = %e.message, "the scheduler could not fire due schedules");
+                    for d in held_back.drain(..) {
+                        let _ = queue.send(d);
+                    }
                     Duration::from_secs(1)
                 }
             };

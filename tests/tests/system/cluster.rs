@@ -391,3 +391,81 @@ async fn a_daemon_row_with_hostile_text_comes_back_as_text_on_the_cluster_page()
     assert_eq!(b.set_up("ada", "correct horse").await.status, 303);
     check(&b, "/cluster", Shows::All).await;
 }
+
+#[tokio::test]
+async fn a_stdio_mcp_server_runs_once_per_cluster_answers_every_daemon_and_moves_when_its_daemon_dies() {
+    let Some(database) = cluster_database(
+        "a_stdio_mcp_server_runs_once_per_cluster_answers_every_daemon_and_moves_when_its_daemon_dies",
+    ) else {
+        return;
+    };
+    let config = format!("{}[cluster]\nlease_ms = 1500\n", crate::mcp::stdio_server("everything"));
+    let (homes, daemons, token) = start_cluster(&database, 3, &config).await;
+    let mut daemons: Vec<Option<Daemon>> = daemons.into_iter().map(Some).collect();
+    let api = |i: usize, daemons: &[Option<Daemon>]| daemons[i].as_ref().unwrap().api(&token);
+    let agent = crate::agent_with(&api(0, &daemons), "user", &["mcp__everything__*", "mcp_resources"]).await;
+    // One server process in the whole cluster, on the lease's holder; the others offer its
+    // tools as run elsewhere.
+    let settled = eventually(Duration::from_secs(30), || async {
+        let mut states = Vec::new();
+        for i in 0..3 {
+            states.push(crate::mcp::server(&api(i, &daemons), "everything").await["state"].clone());
+        }
+        states.iter().filter(|s| **s == "connected").count() == 1
+            && states.iter().filter(|s| **s == "elsewhere").count() == 2
+    })
+    .await;
+    assert!(settled, "one daemon runs the server, two follow it");
+    let running: Vec<i32> = homes.iter().flat_map(|h| crate::mcp::processes_in(h.path())).collect();
+    assert_eq!(running.len(), 1, "one server process in the cluster: {running:?}");
+    let holder_id = holder(&api(0, &daemons), "mcp:everything").await.expect("the server's lease is held");
+    let runner = daemon_index(&daemons, &token, &holder_id).await;
+    assert_eq!(crate::mcp::processes_in(homes[runner].path()).len(), 1, "it runs on the lease's holder");
+    let follower = (runner + 1) % 3;
+    let followed = crate::mcp::server(&api(follower, &daemons), "everything").await;
+    assert_eq!(followed["runs_on"], holder_id.as_str(), "{followed:#}");
+
+    // Every daemon's calls reach it: tools, and resources through `mcp_resources`.
+    for i in 0..3 {
+        let echoed =
+            api(i, &daemons).invoke(&agent, "mcp__everything__echo", json!({"message": format!("from {i}")})).await;
+        assert_eq!(echoed.status, 200, "{}", echoed.text);
+        assert_eq!(echoed.body["content"], format!("Echo: from {i}"));
+    }
+    let bad = api(follower, &daemons).invoke(&agent, "mcp__everything__get-sum", json!({"a": "two", "b": 1})).await;
+    assert_eq!((bad.status, bad.error_kind()), (422, "InvalidArguments"), "checked where it was asked: {}", bad.text);
+    let resources = api(follower, &daemons).invoke(&agent, "mcp_resources", json!({"server": "everything"})).await;
+    assert_eq!(resources.status, 200, "{}", resources.text);
+    assert!(resources.text.contains("uri"), "the resources listed by the server: {}", resources.text);
+    let still: Vec<i32> = homes.iter().flat_map(|h| crate::mcp::processes_in(h.path())).collect();
+    assert_eq!(still, running, "no daemon started a server of its own to answer");
+
+    // Its daemon killed: another takes the lease within the lease time, starts the server,
+    // and the calls of the survivors reach the new one.
+    daemons[runner].take().unwrap().kill().await;
+    let killed = std::time::Instant::now();
+    let survivor = (runner + 1) % 3;
+    let moved =
+        eventually(Duration::from_secs(30), || async {
+            holder(&api(survivor, &daemons), "mcp:everything").await.is_some_and(|h| h != holder_id)
+                && api(survivor, &daemons)
+                    .invoke(&agent, "mcp__everything__echo", json!({"message": "again"}))
+                    .await
+                    .body["content"]
+                    == "Echo: again"
+        })
+        .await;
+    assert!(moved, "a survivor runs the server and answers");
+    eprintln!("from kill -9 of the MCP server's daemon to a call answered again: {:?}", killed.elapsed());
+    for i in (0..3).filter(|i| *i != runner) {
+        let echoed = api(i, &daemons).invoke(&agent, "mcp__everything__echo", json!({"message": "after"})).await;
+        assert_eq!(echoed.body["content"], "Echo: after", "{}", echoed.text);
+    }
+    let survivors: Vec<i32> =
+        (0..3).filter(|i| *i != runner).flat_map(|i| crate::mcp::processes_in(homes[i].path())).collect();
+    assert_eq!(survivors.len(), 1, "one server process among the survivors: {survivors:?}");
+    // The killed daemon's server lost its stdin with it; whatever is left of it goes now.
+    for pid in crate::mcp::processes_in(homes[runner].path()) {
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+}

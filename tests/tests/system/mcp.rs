@@ -33,7 +33,7 @@ pub(crate) fn python() -> String {
     python.display().to_string()
 }
 
-fn stdio_server(name: &str) -> String {
+pub(crate) fn stdio_server(name: &str) -> String {
     format!("[mcp.servers.{name}]\ncommand = \"node\"\nargs = [\"{}\", \"stdio\"]\n", everything())
 }
 
@@ -43,7 +43,7 @@ async fn servers(api: &Api) -> Vec<Value> {
     r.body.as_array().unwrap().clone()
 }
 
-async fn server(api: &Api, name: &str) -> Value {
+pub(crate) async fn server(api: &Api, name: &str) -> Value {
     servers(api).await.into_iter().find(|s| s["name"] == name).unwrap_or_else(|| panic!("no server {name}"))
 }
 
@@ -60,7 +60,7 @@ async fn tool(api: &Api, name: &str) -> Option<Value> {
 }
 
 /// The processes whose working folder is `dir` (a stdio server runs in `$KENNEL_HOME`).
-fn processes_in(dir: &std::path::Path) -> Vec<i32> {
+pub(crate) fn processes_in(dir: &std::path::Path) -> Vec<i32> {
     let dir = dir.canonicalize().unwrap();
     std::fs::read_dir("/proc")
         .unwrap()
