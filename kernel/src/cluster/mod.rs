@@ -13,6 +13,9 @@
 //!   ones beyond it. A turn asked of an agent another daemon holds is forwarded: written to
 //!   `cluster_turns`, run there, its result written back ([`forward`]).
 //! - Due schedules and task claims are rows taken with `FOR UPDATE SKIP LOCKED`: each once.
+//! - What must run once per cluster runs on the holder of a lease: a polling channel
+//!   (`channel:<name>`), a stdio MCP server (`mcp:<server>`, whose requests the other daemons
+//!   send through `cluster_calls`: [`calls`]).
 //!
 //! On SQLite the home has one daemon (its lock file sees to that): it registers, takes over
 //! the previous run's work at start, and never beats or forwards.
@@ -258,7 +261,9 @@ impl Cluster {
     /// Gives the lease `name` up if this daemon holds it (what it named stopped here), so
     /// another daemon may take it at once.
     pub(crate) async fn give_up(&self, name: &str) {
+        // A daemon that stops frees all of its leases at once (`stop`).
         if self.db.is_shared()
+            && !self.stopped.is_cancelled()
             && self.holds(name)
             && let Err(e) = self.release(name).await
         {

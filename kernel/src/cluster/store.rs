@@ -103,7 +103,7 @@ pub(super) async fn release_dead(db: &Db, dead: &str, cut_off: &str, at: &str) -
     .fetch_all(&mut tx)
     .await?;
     for id in cut {
-        db::query("SELECT pg_notify('kennel_cluster', $1)").bind(format!("done:{id}")).execute(&mut tx).await?;
+        tell(&mut tx, format!("done:{id}")).await?;
     }
     tx.commit().await?;
     Ok(())
@@ -214,7 +214,7 @@ pub(super) async fn ask_turn(db: &Db, id: &str, agent: &str, me: &str, request: 
     .bind(at)
     .execute(&mut tx)
     .await?;
-    db::query("SELECT pg_notify('kennel_cluster', $1)").bind(format!("turn:{agent}")).execute(&mut tx).await?;
+    tell(&mut tx, format!("turn:{agent}")).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -249,7 +249,7 @@ pub(super) async fn finish_turn(db: &Db, id: &str, me: &str, result: &str, at: &
         .bind(me)
         .execute(&mut tx)
         .await?;
-    db::query("SELECT pg_notify('kennel_cluster', $1)").bind(format!("done:{id}")).execute(&mut tx).await?;
+    tell(&mut tx, format!("done:{id}")).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -284,7 +284,7 @@ pub(super) async fn ask_call(db: &Db, id: &str, lease: &str, me: &str, request: 
     .bind(at)
     .execute(&mut tx)
     .await?;
-    db::query("SELECT pg_notify('kennel_cluster', $1)").bind(format!("call:{lease}")).execute(&mut tx).await?;
+    tell(&mut tx, format!("call:{lease}")).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -317,7 +317,7 @@ pub(super) async fn finish_call(db: &Db, id: &str, me: &str, result: &str, at: &
         .bind(me)
         .execute(&mut tx)
         .await?;
-    db::query("SELECT pg_notify('kennel_cluster', $1)").bind(format!("done:{id}")).execute(&mut tx).await?;
+    tell(&mut tx, format!("done:{id}")).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -364,7 +364,7 @@ pub(super) async fn put_offer(db: &Db, server: &str, me: &str, offer: &str, at: 
     .bind(at)
     .execute(&mut tx)
     .await?;
-    db::query("SELECT pg_notify('kennel_cluster', $1)").bind(format!("offer:{server}")).execute(&mut tx).await?;
+    tell(&mut tx, format!("offer:{server}")).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -375,4 +375,10 @@ pub(super) async fn offer(db: &Db, server: &str) -> Result<Option<(String, Strin
         .bind(server)
         .fetch_optional(db)
         .await?)
+}
+
+/// `NOTIFY kennel_cluster` with `payload` when `tx` commits (every daemon listens).
+async fn tell(tx: &mut db::Tx, payload: String) -> Result<()> {
+    db::query("SELECT pg_notify('kennel_cluster', $1)").bind(payload).execute(tx).await?;
+    Ok(())
 }

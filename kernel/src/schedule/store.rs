@@ -238,11 +238,10 @@ pub(super) struct Taking<'a> {
     pub missed: i64,
 }
 
-/// Writes down fires in one transaction, each only if its schedule is still active and due
-/// at the same time. The fire row id of each taken one (`None`: paused or changed since).
 /// Writes the fires down in `tx` on PostgreSQL: one statement for the whole batch (the
-/// schedules updated, guarded as below, and a fire row for each taken), so a burst costs a
-/// round trip per batch rather than two per fire; the id of each taken one's fire.
+/// schedules updated, each only if still active and due at the same time, and a fire row for
+/// each taken), so a burst costs a round trip per batch rather than two per fire. The fire
+/// row id of each taken one (`None`: paused or changed since).
 pub(super) async fn take_fires_postgres(
     tx: &mut db::Tx,
     daemon: &str,
