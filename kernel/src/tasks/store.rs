@@ -11,16 +11,17 @@ use crate::error::{Error, Result};
 /// the update takes them, so two claims can never take the same task. SQLite runs writes one
 /// at a time; on PostgreSQL, where daemons claim at once, the subquery locks the rows it
 /// picks and passes over rows another claim holds (`FOR UPDATE SKIP LOCKED`), and the update
-/// checks each task is still pending.
+/// checks each task is still pending. (`= ANY(ARRAY(…))`, not `IN (…)`: with the limit a
+/// parameter, the plan PostgreSQL caches for `IN` is a hash join over the whole table.)
 const CLAIM: &str = "UPDATE tasks SET status = 'claimed', claimed_by = $1, claimed_at = $2, updated_at = $2
      WHERE id IN (SELECT id FROM tasks
                   WHERE status = 'pending' AND (assignee IS NULL OR assignee = $1) AND priority >= $3
                   ORDER BY priority DESC, id ASC LIMIT $4)
      RETURNING *";
 const CLAIM_POSTGRES: &str = "UPDATE tasks SET status = 'claimed', claimed_by = $1, claimed_at = $2, updated_at = $2
-     WHERE status = 'pending' AND id IN (SELECT id FROM tasks
+     WHERE status = 'pending' AND id = ANY(ARRAY(SELECT id FROM tasks
                   WHERE status = 'pending' AND (assignee IS NULL OR assignee = $1) AND priority >= $3
-                  ORDER BY priority DESC, id ASC LIMIT $4 FOR UPDATE SKIP LOCKED)
+                  ORDER BY priority DESC, id ASC LIMIT $4 FOR UPDATE SKIP LOCKED))
      RETURNING *";
 
 /// What a list selects: the filter of [`super::TaskFilter`] with the assignee resolved.
