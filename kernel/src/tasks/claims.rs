@@ -1,7 +1,7 @@
-//! Group commit for claims. Claims that arrive together run inside one transaction, so a
-//! burst of N claims writes the pages it changed (the tasks, their index, the history rows)
-//! to the WAL once instead of N times; those of one agent are one `UPDATE … RETURNING` taking
-//! N tasks ([`store::claim_all`]), so two claims can never take the same task.
+//! Group commit for claims. Claims that arrive together are run one after another inside one
+//! transaction, so a burst of N claims writes the pages it changed (the task, its index, the
+//! history row) to the WAL once instead of N times. Each claim is still its own
+//! `UPDATE … RETURNING`, run in order, so two claims can never take the same task.
 
 use tokio::sync::{mpsc, oneshot};
 
@@ -41,8 +41,7 @@ impl ClaimQueue {
 async fn drain(db: Db, mut rx: mpsc::Receiver<Request>) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        let claims: Vec<(&str, i64)> = batch.iter().map(|r| (r.agent.as_str(), r.min_priority)).collect();
-        match store::claim_all(&db, &claims).await {
+        match store::claim_all(&db, batch.iter().map(|r| (r.agent.as_str(), r.min_priority))).await {
             Ok(claimed) => {
                 let mut orphaned = Vec::new();
                 for (request, task) in batch.drain(..).zip(claimed) {

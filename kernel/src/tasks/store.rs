@@ -7,21 +7,20 @@ use super::{Task, TaskEvent, TaskStatus};
 use crate::db::{self, Db};
 use crate::error::{Error, Result};
 
-/// Claims the best `$4` pending tasks for `agent` in one statement: the subquery picks them,
-/// the update takes them, so two claims can never take the same task. SQLite runs writes one
-/// at a time; on PostgreSQL, where daemons claim at once, the subquery locks the rows it
-/// picks and passes over rows another claim holds (`FOR UPDATE SKIP LOCKED`), and the update
-/// checks each task is still pending. (`= ANY(ARRAY(…))`, not `IN (…)`: with the limit a
-/// parameter, the plan PostgreSQL caches for `IN` is a hash join over the whole table.)
+/// Claims the best pending task for `agent` in one statement: the subquery picks it, the
+/// update takes it, so two claims can never take the same task. SQLite runs writes one at a
+/// time; on PostgreSQL, where daemons claim at once, the subquery locks the row it picks and
+/// passes over rows another claim holds (`FOR UPDATE SKIP LOCKED`), and the update checks
+/// the task is still pending.
 const CLAIM: &str = "UPDATE tasks SET status = 'claimed', claimed_by = $1, claimed_at = $2, updated_at = $2
-     WHERE id IN (SELECT id FROM tasks
-                  WHERE status = 'pending' AND (assignee IS NULL OR assignee = $1) AND priority >= $3
-                  ORDER BY priority DESC, id ASC LIMIT $4)
+     WHERE id = (SELECT id FROM tasks
+                 WHERE status = 'pending' AND (assignee IS NULL OR assignee = $1) AND priority >= $3
+                 ORDER BY priority DESC, id ASC LIMIT 1)
      RETURNING *";
 const CLAIM_POSTGRES: &str = "UPDATE tasks SET status = 'claimed', claimed_by = $1, claimed_at = $2, updated_at = $2
-     WHERE status = 'pending' AND id = ANY(ARRAY(SELECT id FROM tasks
-                  WHERE status = 'pending' AND (assignee IS NULL OR assignee = $1) AND priority >= $3
-                  ORDER BY priority DESC, id ASC LIMIT $4 FOR UPDATE SKIP LOCKED))
+     WHERE status = 'pending' AND id = (SELECT id FROM tasks
+                 WHERE status = 'pending' AND (assignee IS NULL OR assignee = $1) AND priority >= $3
+                 ORDER BY priority DESC, id ASC LIMIT 1 FOR UPDATE SKIP LOCKED)
      RETURNING *";
 
 /// What a list selects: the filter of [`super::TaskFilter`] with the assignee resolved.
@@ -64,35 +63,16 @@ pub(super) async fn get(db: &Db, id: &str) -> Result<Option<Task>> {
     row.as_ref().map(task_from).transpose()
 }
 
-/// Runs a burst of claims in one transaction (all commit or none), so it writes the pages it
-/// changed once instead of once per claim. Claims by the same agent with the same priority
-/// floor are one statement taking as many tasks, the best to the first asked: one index scan
-/// for them all, where a statement each walked the same claimed rows again.
-pub(super) async fn claim_all(db: &Db, claims: &[(&str, i64)]) -> Result<Vec<Option<Task>>> {
+/// Runs claims in order in one transaction (all commit or none): a burst of claims writes
+/// the pages it changed once instead of once per claim.
+pub(super) async fn claim_all(db: &Db, claims: impl Iterator<Item = (&str, i64)>) -> Result<Vec<Option<Task>>> {
     let now = db::now();
     let claim = db.dialect(CLAIM, CLAIM_POSTGRES);
-    let mut alike: Vec<((&str, i64), Vec<usize>)> = Vec::new();
-    for (i, key) in claims.iter().enumerate() {
-        match alike.iter_mut().find(|(k, _)| k == key) {
-            Some((_, asked)) => asked.push(i),
-            None => alike.push((*key, vec![i])),
-        }
-    }
-    let mut claimed: Vec<Option<Task>> = claims.iter().map(|_| None).collect();
     let mut tx = db.begin().await?;
-    for ((agent, min_priority), asked) in alike {
-        let rows = db::query(claim)
-            .bind(agent)
-            .bind(&now)
-            .bind(min_priority)
-            .bind(asked.len() as i64)
-            .fetch_all(&mut tx)
-            .await?;
-        let mut tasks = rows.iter().map(task_from).collect::<Result<Vec<_>>>()?;
-        tasks.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.id.cmp(&b.id)));
-        for (i, task) in asked.into_iter().zip(tasks) {
-            claimed[i] = Some(task);
-        }
+    let mut claimed = Vec::new();
+    for (agent, min_priority) in claims {
+        let row = db::query(claim).bind(agent).bind(&now).bind(min_priority).fetch_optional(&mut tx).await?;
+        claimed.push(row.as_ref().map(task_from).transpose()?);
     }
     tx.commit().await?;
     Ok(claimed)
