@@ -5,15 +5,13 @@
 //! never run twice: one whose runner dies ends with an error saying so, since a tool call
 //! may have had its effect already.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::sync::Notify;
 use uuid::Uuid;
 
-use super::{Cluster, store};
+use super::store;
 use crate::Kernel;
 use crate::db;
 use crate::error::{Error, Result};
@@ -53,18 +51,6 @@ pub(super) fn cut_off() -> String {
 /// How long the asker waits between looks at the table when no notification comes.
 const LOOK_AGAIN: Duration = Duration::from_secs(1);
 
-/// Removes the asker's waiter however the wait ends.
-struct Waiting<'a> {
-    cluster: &'a Cluster,
-    id: String,
-}
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        self.cluster.waiting.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.id);
-    }
-}
-
 /// Has the daemon holding `lease` answer `request`, waiting at most `limit` for it (a
 /// holder that died is replaced within the lease, and the request waits for the next one).
 /// `what` names the request in errors.
@@ -79,18 +65,16 @@ pub(crate) async fn ask_holder(
     let id = Uuid::new_v4().to_string();
     let request = serde_json::to_string(request)
         .map_err(|e| Error::internal(format_args!("a request for another daemon did not serialise: {e}")))?;
-    let woken = Arc::new(Notify::new());
-    cluster.waiting.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), woken.clone());
-    let _waiting = Waiting { cluster, id: id.clone() };
+    let waiting = cluster.wait_for(&id);
     store::ask_call(kernel.db(), &id, lease, &cluster.id, &request, &db::now()).await?;
     let deadline = Instant::now() + limit;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         tokio::select! {
-            () = woken.notified() => {}
+            () = waiting.woken.notified() => {}
             () = tokio::time::sleep(LOOK_AGAIN.min(left)) => {}
         }
-        if let Some(result) = store::take_call_result(kernel.db(), &id).await? {
+        if let Some(result) = store::take_result(kernel.db(), store::Queue::Calls, &id).await? {
             return match serde_json::from_str(&result) {
                 Ok(Outcome::Ok(value)) => Ok(value),
                 Ok(Outcome::Error(e)) => Err(e),
@@ -141,8 +125,15 @@ async fn answer(kernel: &Kernel, id: &str, lease: &str, request: &str) {
         Some(server) => crate::mcp::answer_forwarded(kernel, server, request).await,
         None => Err(Error::internal(format_args!("no daemon answers requests for the lease `{lease}`"))),
     };
-    let stored =
-        store::finish_call(kernel.db(), id, kernel.cluster().id(), &Outcome::of(result).json(), &db::now()).await;
+    let stored = store::finish(
+        kernel.db(),
+        store::Queue::Calls,
+        id,
+        kernel.cluster().id(),
+        &Outcome::of(result).json(),
+        &db::now(),
+    )
+    .await;
     if let Err(e) = stored {
         tracing::warn!(call = id, error = %e.message, "could not store a forwarded request's result");
     }

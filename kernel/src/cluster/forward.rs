@@ -5,11 +5,9 @@
 //! one again, as a retry). Both sides also look every heartbeat, in case a notification was
 //! missed.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tokio::sync::Notify;
 use uuid::Uuid;
 
 use super::store;
@@ -80,34 +78,20 @@ enum Outcome {
 /// How long the asker waits between looks at the table when no notification comes.
 const LOOK_AGAIN: Duration = Duration::from_secs(1);
 
-/// Removes the asker's waiter however the wait ends.
-struct Waiting<'a> {
-    cluster: &'a super::Cluster,
-    id: String,
-}
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        self.cluster.waiting.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.id);
-    }
-}
-
 /// Has the daemon holding `agent` run `req`, and waits for its result.
 pub(crate) async fn run_elsewhere(kernel: &Kernel, agent: &Agent, req: TurnRequest) -> Result<TurnResult> {
     let cluster = kernel.cluster();
     let id = Uuid::new_v4().to_string();
     let request = serde_json::to_string(&ForwardedTurn::of(req))
         .map_err(|e| Error::internal(format_args!("a turn request did not serialise: {e}")))?;
-    let woken = Arc::new(Notify::new());
-    cluster.waiting.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), woken.clone());
-    let _waiting = Waiting { cluster, id: id.clone() };
+    let waiting = cluster.wait_for(&id);
     store::ask_turn(kernel.db(), &id, &agent.id.to_string(), &cluster.id, &request, &db::now()).await?;
     loop {
         tokio::select! {
-            () = woken.notified() => {}
+            () = waiting.woken.notified() => {}
             () = tokio::time::sleep(LOOK_AGAIN) => {}
         }
-        if let Some(result) = store::take_result(kernel.db(), &id).await? {
+        if let Some(result) = store::take_result(kernel.db(), store::Queue::Turns, &id).await? {
             return match serde_json::from_str(&result) {
                 Ok(Outcome::Ok(result)) => Ok(*result),
                 Ok(Outcome::Error(e)) => Err(e),
@@ -179,7 +163,7 @@ async fn run_here(kernel: &Kernel, id: &str, agent: &str, request: &str, again: 
         (_, Err(e)) => Outcome::Error(Error::internal(format_args!("a forwarded turn names no agent: {e}"))),
     };
     let stored = match serde_json::to_string(&outcome) {
-        Ok(json) => store::finish_turn(kernel.db(), id, kernel.cluster().id(), &json, &db::now()).await,
+        Ok(json) => store::finish(kernel.db(), store::Queue::Turns, id, kernel.cluster().id(), &json, &db::now()).await,
         Err(e) => Err(Error::internal(format_args!("a forwarded turn's result did not serialise: {e}"))),
     };
     if let Err(e) = stored {

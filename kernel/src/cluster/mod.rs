@@ -103,7 +103,7 @@ pub struct Cluster {
     lease: Duration,
     /// The leases this daemon holds, as of its last heartbeat or acquisition.
     held: Mutex<HashSet<String>>,
-    /// Forwarded turns whose results this daemon waits for, by id.
+    /// Forwarded turns and requests whose results this daemon waits for, by id.
     waiting: Mutex<HashMap<String, Arc<Notify>>>,
     /// Rung when a forwarded turn or request may wait for this daemon.
     work: Notify,
@@ -116,6 +116,20 @@ pub struct Cluster {
     /// this daemon's turn events relayed.
     others_alive: AtomicBool,
     stopped: CancellationToken,
+}
+
+/// A result this daemon waits for from another daemon (a forwarded turn's or request's),
+/// woken by `done:<id>`; the waiter is removed however the wait ends.
+struct Waiting<'a> {
+    cluster: &'a Cluster,
+    id: String,
+    woken: Arc<Notify>,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.cluster.waiting.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.id);
+    }
 }
 
 /// What an agent's first turn on a new daemon is told, when the one that ran it died (killed,
@@ -151,6 +165,13 @@ impl Cluster {
 
     fn lease_chrono(&self) -> chrono::Duration {
         chrono::Duration::from_std(self.lease).unwrap_or(chrono::Duration::seconds(3))
+    }
+
+    /// Starts waiting for the result with `id` (before asking for it, so no `done:` is missed).
+    fn wait_for(&self, id: &str) -> Waiting<'_> {
+        let woken = Arc::new(Notify::new());
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner()).insert(id.to_string(), woken.clone());
+        Waiting { cluster: self, id: id.to_string(), woken }
     }
 
     /// Whether this daemon holds `name`, as of its last heartbeat.

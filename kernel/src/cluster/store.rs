@@ -239,32 +239,6 @@ pub(super) async fn take_turns(db: &Db, agent: &str, me: &str) -> Result<Vec<(St
     .await?)
 }
 
-/// Stores a turn's result for the daemon that asked, and tells it.
-pub(super) async fn finish_turn(db: &Db, id: &str, me: &str, result: &str, at: &str) -> Result<()> {
-    let mut tx = db.begin().await?;
-    db::query("UPDATE cluster_turns SET state = 'done', result = $1, finished_at = $2 WHERE id = $3 AND run_by = $4")
-        .bind(result)
-        .bind(at)
-        .bind(id)
-        .bind(me)
-        .execute(&mut tx)
-        .await?;
-    tell(&mut tx, format!("done:{id}")).await?;
-    tx.commit().await?;
-    Ok(())
-}
-
-/// A finished turn's result, taken (the row goes).
-pub(super) async fn take_result(db: &Db, id: &str) -> Result<Option<String>> {
-    Ok(db::query_scalar::<Option<String>>(
-        "DELETE FROM cluster_turns WHERE id = $1 AND state = 'done' RETURNING result",
-    )
-    .bind(id)
-    .fetch_optional(db)
-    .await?
-    .flatten())
-}
-
 /// Whether the turn is still in the table (a reaper deletes those whose asker died).
 pub(super) async fn turn_exists(db: &Db, id: &str) -> Result<bool> {
     Ok(db::query_scalar::<i64>("SELECT count(*) FROM cluster_turns WHERE id = $1").bind(id).fetch_one(db).await? > 0)
@@ -305,32 +279,6 @@ pub(super) async fn take_calls(db: &Db, lease: &str, me: &str) -> Result<Vec<(St
     .bind(me)
     .fetch_all(db)
     .await?)
-}
-
-/// Stores a request's result for the daemon that asked, and tells it.
-pub(super) async fn finish_call(db: &Db, id: &str, me: &str, result: &str, at: &str) -> Result<()> {
-    let mut tx = db.begin().await?;
-    db::query("UPDATE cluster_calls SET state = 'done', result = $1, finished_at = $2 WHERE id = $3 AND run_by = $4")
-        .bind(result)
-        .bind(at)
-        .bind(id)
-        .bind(me)
-        .execute(&mut tx)
-        .await?;
-    tell(&mut tx, format!("done:{id}")).await?;
-    tx.commit().await?;
-    Ok(())
-}
-
-/// A finished request's result, taken (the row goes).
-pub(super) async fn take_call_result(db: &Db, id: &str) -> Result<Option<String>> {
-    Ok(db::query_scalar::<Option<String>>(
-        "DELETE FROM cluster_calls WHERE id = $1 AND state = 'done' RETURNING result",
-    )
-    .bind(id)
-    .fetch_optional(db)
-    .await?
-    .flatten())
 }
 
 /// Withdraws a request nobody answered in time; whether it was still waiting to be taken
@@ -375,6 +323,40 @@ pub(super) async fn offer(db: &Db, server: &str) -> Result<Option<(String, Strin
         .bind(server)
         .fetch_optional(db)
         .await?)
+}
+
+/// The two tables of work one daemon asks of another: forwarded turns (`cluster_turns`)
+/// and requests for a lease's holder (`cluster_calls`). Their rows end the same way.
+#[derive(Clone, Copy)]
+pub(super) enum Queue {
+    Turns,
+    Calls,
+}
+
+/// Stores a turn's or request's result for the daemon that asked, and tells it.
+pub(super) async fn finish(db: &Db, queue: Queue, id: &str, me: &str, result: &str, at: &str) -> Result<()> {
+    let sql = match queue {
+        Queue::Turns => {
+            "UPDATE cluster_turns SET state = 'done', result = $1, finished_at = $2 WHERE id = $3 AND run_by = $4"
+        }
+        Queue::Calls => {
+            "UPDATE cluster_calls SET state = 'done', result = $1, finished_at = $2 WHERE id = $3 AND run_by = $4"
+        }
+    };
+    let mut tx = db.begin().await?;
+    db::query(sql).bind(result).bind(at).bind(id).bind(me).execute(&mut tx).await?;
+    tell(&mut tx, format!("done:{id}")).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// A finished turn's or request's result, taken (the row goes).
+pub(super) async fn take_result(db: &Db, queue: Queue, id: &str) -> Result<Option<String>> {
+    let sql = match queue {
+        Queue::Turns => "DELETE FROM cluster_turns WHERE id = $1 AND state = 'done' RETURNING result",
+        Queue::Calls => "DELETE FROM cluster_calls WHERE id = $1 AND state = 'done' RETURNING result",
+    };
+    Ok(db::query_scalar::<Option<String>>(sql).bind(id).fetch_optional(db).await?.flatten())
 }
 
 /// `NOTIFY kennel_cluster` with `payload` when `tx` commits (every daemon listens).

@@ -247,19 +247,16 @@ impl Schedules {
                 missed: p.missed,
             })
             .collect();
-        let fire_ids = match taking {
-            Some(mut tx) => {
-                let ids = store::take_fires_postgres(&mut tx, &self.daemon, &fired_at, &fires).await?;
-                tx.commit().await?;
-                ids
-            }
-            None => {
-                let mut tx = self.db.begin().await?;
-                let ids = store::take_fires(&mut tx, &self.daemon, &fired_at, &fires).await?;
-                tx.commit().await?;
-                ids
-            }
+        let mut tx = match taking {
+            Some(tx) => tx,
+            None => self.db.begin().await?,
         };
+        let fire_ids = if self.db.is_shared() {
+            store::take_fires_postgres(&mut tx, &self.daemon, &fired_at, &fires).await?
+        } else {
+            store::take_fires(&mut tx, &self.daemon, &fired_at, &fires).await?
+        };
+        tx.commit().await?;
         Ok(planned
             .into_iter()
             .zip(fire_ids)

@@ -469,3 +469,47 @@ async fn a_stdio_mcp_server_runs_once_per_cluster_answers_every_daemon_and_moves
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
 }
+
+#[tokio::test]
+async fn what_another_daemon_says_its_mcp_server_offers_comes_back_as_text_on_the_mcp_page() {
+    use crate::hostile_text::{Shows, check, corpus};
+    let Some(database) =
+        cluster_database("what_another_daemon_says_its_mcp_server_offers_comes_back_as_text_on_the_mcp_page")
+    else {
+        return;
+    };
+    // A server this daemon would run (`false` never connects) but another daemon, alive and
+    // holding its lease, runs: this one follows what that daemon wrote to `mcp_offers`.
+    let (_homes, daemons, token) = start_cluster(&database, 1, "[mcp.servers.x]\ncommand = \"false\"\n").await;
+    let api = daemons[0].api(&token);
+    let text = corpus();
+    let offer = json!({
+        "server_info": text,
+        "offers_resources": false,
+        "offers_prompts": false,
+        "tools": [{"name": "mcp__x__t", "original_name": text, "renamed": true, "description": text,
+                   "schema": {"type": "object"}}],
+        "left_out": [text],
+    });
+    let (text, offer) = (text.replace('\'', "''"), offer.to_string().replace('\'', "''"));
+    database.scalar(&format!(
+        "INSERT INTO daemons (id, host, pid, listen, version, started_at, heartbeat_at)
+         VALUES ('{text}', 'h', 1, 'l', 'v', '2026-12-03T00:00:00.000Z', '2099-01-01T00:00:00.000Z')"
+    ));
+    database.scalar(&format!(
+        "INSERT INTO leases (name, holder, acquired_at, expires_at)
+         VALUES ('mcp:x', '{text}', '2026-12-03T00:00:00.000Z', '2099-01-01T00:00:00.000Z')
+         ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at"
+    ));
+    database.scalar(&format!(
+        "INSERT INTO mcp_offers (server, daemon_id, offer, updated_at)
+         VALUES ('x', '{text}', '{offer}', '2026-12-03T00:00:00.000Z')"
+    ));
+    let followed =
+        eventually(Duration::from_secs(15), || async { crate::mcp::server(&api, "x").await["state"] == "elsewhere" })
+            .await;
+    assert!(followed, "{:#}", crate::mcp::server(&api, "x").await);
+    let b = daemons[0].browser();
+    assert_eq!(b.set_up("ada", "correct horse").await.status, 303);
+    check(&b, "/mcp", Shows::All).await;
+}
