@@ -277,6 +277,24 @@ pub struct ExecPolicyConfig {
     /// Variable names (globs: `*_TOKEN`) a child never gets, from `pass_env` or from a call's
     /// `env`. Every provider's `api_key_env` is secret without being listed.
     pub secret_env: Vec<String>,
+    /// Run each child in bubblewrap (the workspace, the system read-only, a private `/tmp`
+    /// and `HOME`, its own PID namespace, nothing of `$KENNEL_HOME`). `false` runs children as
+    /// the daemon's user with everything it can reach — its CLI token included: only for a
+    /// machine where bubblewrap cannot run, and logged at every start.
+    pub sandbox: bool,
+    /// Keep the host's network inside the sandbox (default: none, not even loopback's
+    /// services outside it).
+    pub network: bool,
+    /// Host folders a sandboxed child sees read-only besides the system's (a toolchain in
+    /// `/opt` or a user's `~/.cargo`).
+    pub read_only: Vec<std::path::PathBuf>,
+    /// Processes and threads one child's whole tree may have at once (its cgroup's `pids.max`).
+    #[serde(deserialize_with = "in_range::<_, 8, 1048576>")]
+    pub max_processes: u64,
+    /// Memory one child's whole tree may use, in MiB (its cgroup's memory limit; where no
+    /// cgroup can be made, each process's address space instead).
+    #[serde(deserialize_with = "in_range::<_, 16, 1048576>")]
+    pub max_memory_mib: u64,
     /// The Docker engine's Unix socket, for `docker_exec`.
     pub docker_socket: std::path::PathBuf,
     /// The containers `docker_exec` may run commands in, by name; empty: none.
@@ -293,6 +311,11 @@ impl Default for ExecPolicyConfig {
             allowed_commands: None,
             pass_env: Vec::new(),
             secret_env: ["*_API_KEY", "*_TOKEN", "*_SECRET", "*PASSWORD*"].map(String::from).to_vec(),
+            sandbox: true,
+            network: false,
+            read_only: Vec::new(),
+            max_processes: 512,
+            max_memory_mib: 4096,
             docker_socket: "/var/run/docker.sock".into(),
             docker_allowlist: Vec::new(),
         }
@@ -1089,6 +1112,11 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # allowed_commands = ["cargo", "python3"]   # absent: any (the grant is the gate)
 # pass_env = ["CARGO_HOME"]  # daemon variables children get, besides PATH, LANG, TZ...
 # secret_env = ["*_API_KEY", "*_TOKEN", "*_SECRET", "*PASSWORD*"]   # never given to a child
+# sandbox = true            # children run in bubblewrap; false: as the daemon, its files and token included
+# network = false           # true: the sandbox keeps the host's network
+# read_only = ["/opt"]      # host folders a child sees read-only, besides the system's
+# max_processes = 512       # processes and threads of one child's tree (its cgroup)
+# max_memory_mib = 4096     # memory of one child's tree (its cgroup; else each process's address space)
 # docker_socket = "/var/run/docker.sock"
 # docker_allowlist = []     # containers docker_exec may run commands in, by name
 

@@ -5,15 +5,21 @@
 //!   that leads its process group and kills the whole group when the daemon goes away, however
 //!   it goes (it waits on a pidfd of the daemon). Signals go to the group. A reaper at start (`reaper.rs`) kills groups an earlier
 //!   run recorded that are still alive.
+//! - The command runs in a sandbox (`sandbox.rs`: bubblewrap with the workspace, the system
+//!   read-only, its own PID namespace, nothing of `$KENNEL_HOME`) unless `[exec_policy]
+//!   sandbox = false`, in a control group of its own where one can be made (`cgroup.rs`:
+//!   `max_processes`, `max_memory_mib`).
 //! - A child starts in the agent's workspace (or a folder in it) with an environment built by
 //!   `policy.rs`, never the daemon's own; `[exec_policy]` bounds its time, how many run at
 //!   once and how much output is kept (`output.rs`).
 //! - Output stays in memory; polls read what is new. Children end with their agent and with
 //!   the daemon; an ended child stays listed (and pollable) for a while, then is forgotten.
 
+mod cgroup;
 mod output;
 mod policy;
 pub(crate) mod reaper;
+mod sandbox;
 pub(crate) use policy::base_environment;
 mod store;
 pub mod supervisor;
@@ -202,6 +208,10 @@ pub struct Processes {
     /// children of a daemon still running on the same home alone.
     owner: Recorded,
     children: Mutex<HashMap<i64, Arc<Child>>>,
+    /// Bubblewrap, probed at the first start (`None`: `[exec_policy] sandbox = false`).
+    sandbox: tokio::sync::OnceCell<Option<crate::script::sandbox::Sandbox>>,
+    /// Where children's control groups are made, found at the first start.
+    cgroups: std::sync::OnceLock<cgroup::Place>,
     /// Held from the count against `max_children` until the child is in `children`, so
     /// concurrent starts cannot pass the count together.
     starting: tokio::sync::Mutex<()>,
@@ -213,6 +223,11 @@ struct Child {
     command: String,
     cwd: String,
     pgid: libc::pid_t,
+    /// Runs in the sandbox: its command is in the group the PID namespace's first process
+    /// leads, not the supervisor's.
+    sandboxed: bool,
+    /// Its control groups, removed once it ended.
+    groups: Mutex<Option<cgroup::Groups>>,
     started_at: String,
     started: Instant,
     output: Mutex<Output>,
@@ -237,23 +252,45 @@ impl Child {
         self.ended.borrow().clone()
     }
 
-    /// Signals the child's group, unless its supervisor was reaped (its group id may then be
-    /// another's).
+    /// The first process of the sandbox's PID namespace (bubblewrap's init, the supervisor's
+    /// grandchild), which leads the command's group; `None` unsandboxed or before it exists.
+    fn namespace_init(&self) -> Option<libc::pid_t> {
+        if !self.sandboxed {
+            return None;
+        }
+        reaper::first_child(reaper::first_child(self.pgid)?)
+    }
+
+    /// Signals the command's group, unless its supervisor was reaped (its group id may then be
+    /// another's). In the sandbox that is the group inside (the namespace's init ignores the
+    /// signal, the command gets it); before the sandbox is up, the supervisor's group.
     fn signal(&self, signal: i32) {
         if !self.reaped.load(Ordering::Acquire) {
-            // SAFETY: a signal to the group of a supervisor this daemon has not reaped, whose
-            // pid (the group's id) cannot be reused until it is.
+            let group = self.namespace_init().unwrap_or(self.pgid);
+            // SAFETY: a signal to the group of a supervisor this daemon has not reaped (whose
+            // pid, the group's id, cannot be reused until it is), or of its grandchild, which
+            // cannot be reused before its parent reaps it.
             unsafe {
-                libc::kill(-self.pgid, signal);
+                libc::kill(-group, signal);
             }
         }
     }
 
-    /// SIGKILLs every member of the group but the supervisor, which then kills what the
-    /// command left (a `setsid` process re-parented to it included) and exits; a KILL to the
-    /// whole group would kill the supervisor first and leave those behind.
+    /// Ends the command and everything it started, leaving the supervisor to report. In the
+    /// sandbox: SIGKILL to the namespace's first process, after which the kernel kills every
+    /// other process in it, however deep. Without: SIGKILL to every member of the group but
+    /// the supervisor, which then kills what the command left (a `setsid` process re-parented
+    /// to it included) and exits; a KILL to the whole group would kill the supervisor first
+    /// and leave those behind.
     fn kill_command(&self) {
         if self.reaped.load(Ordering::Acquire) {
+            return;
+        }
+        if let Some(init) = self.namespace_init() {
+            // SAFETY: the supervisor's grandchild, not yet reaped by its parent (see above).
+            unsafe {
+                libc::kill(init, libc::SIGKILL);
+            }
             return;
         }
         for pid in reaper::members(self.pgid).into_iter().filter(|&p| p != self.pgid) {
@@ -297,7 +334,12 @@ impl Child {
             process_id: self.id,
             command: self.command.clone(),
             cwd: self.cwd.clone(),
-            pid: if exit.is_none() { reaper::first_child(self.pgid) } else { None },
+            pid: match (&exit, self.namespace_init()) {
+                (Some(_), _) => None,
+                (None, Some(init)) => reaper::first_child(init),
+                (None, None) if self.sandboxed => None,
+                (None, None) => reaper::first_child(self.pgid),
+            },
             pgid: self.pgid,
             started_at: self.started_at.clone(),
             age_secs: self.started.elapsed().as_secs(),
@@ -309,7 +351,33 @@ impl Child {
     }
 }
 
+/// Where a child starts: in bubblewrap (its path) or not, the agent's workspace, and the
+/// folder in it to start in.
+struct Launch {
+    bwrap: Option<PathBuf>,
+    workspace: PathBuf,
+    folder: PathBuf,
+}
+
 impl Processes {
+    /// The supervisor's options that bound the child `marker`'s tree, and its control groups:
+    /// a cgroup where one can be made; the address-space limit where no memory group can.
+    fn limits_for(&self, marker: &str) -> Result<(Vec<String>, Option<cgroup::Groups>)> {
+        let place = self.cgroups.get_or_init(cgroup::Place::find);
+        let memory = self.limits.max_memory_mib * 1024 * 1024;
+        let groups = place
+            .make(&format!("kennel-proc-{marker}"), self.limits.max_processes, memory)
+            .map_err(|e| Error::internal(format!("making a child's control group: {e}")))?;
+        let mut options = Vec::new();
+        for procs in groups.iter().flat_map(cgroup::Groups::procs_files) {
+            options.extend(["--cgroup".to_string(), procs.display().to_string()]);
+        }
+        if !place.limits_memory() {
+            options.extend(["--max-address-space".to_string(), memory.to_string()]);
+        }
+        Ok((options, groups))
+    }
+
     pub(crate) fn new(db: Db, config: &Config) -> Processes {
         Processes {
             db,
@@ -318,7 +386,50 @@ impl Processes {
             run_id: Uuid::now_v7().to_string(),
             owner: reaper::this_process(),
             children: Mutex::default(),
+            sandbox: tokio::sync::OnceCell::new(),
+            cgroups: std::sync::OnceLock::new(),
             starting: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Says at start, loudly, that children run unsandboxed (the daemon only).
+    pub(crate) fn warn_if_unsandboxed(&self) {
+        if !self.limits.sandbox {
+            tracing::warn!(
+                "[exec_policy] sandbox = false: agents' processes run as the daemon's user and can read everything it \
+                 can, $KENNEL_HOME/cli.token included (so act as the operator's CLI)"
+            );
+        }
+    }
+
+    /// The bubblewrap that sandboxes children, probed once; `None` when `[exec_policy]
+    /// sandbox = false`; `Unavailable` when it should and cannot.
+    async fn bubblewrap(&self) -> Result<Option<PathBuf>> {
+        use crate::script::sandbox::Sandbox;
+        let sandbox = self
+            .sandbox
+            .get_or_init(|| async {
+                if !self.limits.sandbox {
+                    return None;
+                }
+                let detected = Sandbox::detect().await;
+                let place = self.cgroups.get_or_init(cgroup::Place::find);
+                cgroup::sweep(place);
+                tracing::info!(
+                    "process tools: {}; {}",
+                    detected.note().unwrap_or("bubblewrap".into()),
+                    place.describe()
+                );
+                Some(detected)
+            })
+            .await;
+        match sandbox {
+            None => Ok(None),
+            Some(Sandbox::Bubblewrap(bwrap)) => Ok(Some(bwrap.clone())),
+            Some(Sandbox::None(why)) => Err(Error::unavailable(format!(
+                "processes run in a sandbox ([exec_policy] sandbox = true) and there is none: {}",
+                why.trim_start_matches("runs without a sandbox: ")
+            ))),
         }
     }
 
@@ -340,7 +451,13 @@ impl Processes {
             None | Some("" | ".") => (".".to_string(), workspace.clone()),
             Some(rel) => (rel.to_string(), crate::workspace::folder_inside(&workspace, rel)?),
         };
-        let env = self.policy.environment(&workspace, &request.env, |name| std::env::var(name).ok())?;
+        let bwrap = self.bubblewrap().await?;
+        let home = if bwrap.is_some() { PathBuf::from(sandbox::HOME) } else { workspace.clone() };
+        let mut env = self.policy.environment(&home, &request.env, |name| std::env::var(name).ok())?;
+        if bwrap.is_some() {
+            env.insert("TMPDIR".into(), "/tmp".into());
+        }
+        let place = Launch { bwrap, workspace, folder };
         let this = self.clone();
         let started = tokio::spawn(async move {
             let _one_at_a_time = this.starting.lock().await;
@@ -351,7 +468,7 @@ impl Processes {
                     "this agent has {running} processes running, the most [exec_policy] max_children allows: stop one first (process_kill)"
                 )));
             }
-            this.spawn(agent, request.command, cwd, folder, env).await
+            this.spawn(agent, request.command, cwd, place, env).await
         });
         started.await.map_err(|e| Error::internal(format!("starting a process: {e}")))?
     }
@@ -361,17 +478,31 @@ impl Processes {
         agent: AgentId,
         line: String,
         cwd: String,
-        folder: PathBuf,
+        place: Launch,
         mut env: BTreeMap<String, String>,
     ) -> Result<ProcessView> {
         // What tells the reaper a group is this child's, should its supervisor be gone.
         let marker = Uuid::now_v7().to_string();
         env.insert(MARKER.into(), marker.clone());
-        let mut command = supervisor::command(&line);
+        let (options, groups) = self.limits_for(&marker)?;
+        let mut command = match &place.bwrap {
+            Some(bwrap) => {
+                let jail = sandbox::Jail {
+                    workspace: &place.workspace,
+                    cwd: &cwd,
+                    env: &env,
+                    network: self.limits.network,
+                    read_only: &self.limits.read_only,
+                    line: &line,
+                };
+                supervisor::command(&options, &bwrap.display().to_string(), &sandbox::arguments(&jail))
+            }
+            None => supervisor::command(&options, "/bin/sh", &["-c".into(), line.clone()]),
+        };
         command
             .env_clear()
             .envs(&env)
-            .current_dir(&folder)
+            .current_dir(&place.folder)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -413,6 +544,8 @@ impl Processes {
             command: line,
             cwd,
             pgid,
+            sandboxed: place.bwrap.is_some(),
+            groups: Mutex::new(groups),
             started_at,
             started: Instant::now(),
             output: Mutex::new(Output { stdout: Stream::new(capacity), stderr: Stream::new(capacity), ended_at: None }),
@@ -449,7 +582,8 @@ impl Processes {
         };
         child.reaped.store(true, Ordering::Release);
         let status = status.ok();
-        let signal = status.and_then(|s| s.signal());
+        drop(child.groups.lock().unwrap_or_else(|e| e.into_inner()).take());
+        let (code, signal) = ended_how(status, child.sandboxed);
         // A supervisor killed on its own (or by the command) could not clean up: what is left of
         // its group goes now. A group with members keeps its id reserved, so this reaches no one else.
         if reaper::has_members(child.pgid) {
@@ -467,12 +601,7 @@ impl Processes {
             }
         }
         let reason = child.stopping.lock().unwrap_or_else(|e| e.into_inner()).unwrap_or("exited");
-        let exit = Exit {
-            code: status.and_then(|s| s.code()),
-            signal: signal.map(signal_name),
-            reason: reason.to_string(),
-            ended_at: db::now(),
-        };
+        let exit = Exit { code, signal: signal.map(signal_name), reason: reason.to_string(), ended_at: db::now() };
         let end = store::End { ended_at: &exit.ended_at, code: exit.code, signal, how: reason };
         if let Err(e) = store::finish(&self.db, child.id, end).await {
             tracing::warn!(process = child.id, error = %e, "recording a process's end failed");
@@ -642,6 +771,16 @@ impl Processes {
     }
 }
 
+/// The exit code or the signal that ended a child. Bubblewrap passes a signal that ended
+/// the command on as the exit code 128 + its number (as a shell does), so in the sandbox
+/// such a code is read as that signal.
+fn ended_how(status: Option<std::process::ExitStatus>, sandboxed: bool) -> (Option<i32>, Option<i32>) {
+    match (status.and_then(|s| s.code()), status.and_then(|s| s.signal())) {
+        (Some(code @ 129..=192), None) if sandboxed => (None, Some(code - 128)),
+        (code, signal) => (code, signal),
+    }
+}
+
 /// Which of a child's output pipes a reader reads.
 #[derive(Clone, Copy)]
 enum Pipe {
@@ -677,6 +816,7 @@ pub fn describe(exit: &Exit) -> String {
 
 /// Starts the reaper (the daemon only: a CLI command must not touch the daemon's children).
 pub(crate) fn start(kernel: &crate::Kernel) {
+    kernel.processes().warn_if_unsandboxed();
     let kernel = kernel.clone();
     tokio::spawn(async move {
         match kernel.processes().reap_left_running().await {

@@ -84,12 +84,13 @@ impl Policy {
         }
     }
 
-    /// The child's whole environment: the base, `pass_env`, `HOME` at the workspace and
-    /// `TERM=dumb`, then the call's `env` (checked). With `allowed_commands`, the call may not
-    /// set a variable that changes which program runs or runs code before it.
+    /// The child's whole environment: the base, `pass_env`, `HOME` and `TERM=dumb`, then the
+    /// call's `env` (checked). The call may never set a variable that loads code into the
+    /// programs it runs or configures them from elsewhere (`LD_*`, `GIT_CONFIG_*`, `PYTHON*`,
+    /// `BASH_ENV`…: [`loads_code`]); with `allowed_commands`, nor `PATH`.
     pub fn environment(
         &self,
-        workspace: &Path,
+        home: &Path,
         call: &BTreeMap<String, String>,
         daemon: impl Fn(&str) -> Option<String>,
     ) -> Result<BTreeMap<String, String>> {
@@ -103,7 +104,7 @@ impl Policy {
             }
         }
         env.retain(|name, _| name == "PATH" || !self.is_secret(name));
-        env.insert("HOME".into(), workspace.display().to_string());
+        env.insert("HOME".into(), home.display().to_string());
         env.insert("TERM".into(), "dumb".into());
         for (name, value) in call {
             let field = format!("env.{name}");
@@ -113,10 +114,17 @@ impl Policy {
                 ))
                 .with_field(&field));
             }
-            if self.allowed_commands.is_some() && changes_what_runs(name) {
+            if loads_code(name) {
                 return Err(Error::forbidden(format!(
-                    "`{name}` changes which program runs, or runs code before it: not settable while [exec_policy] allowed_commands is set"
-                )));
+                    "`{name}` loads code into the programs a child runs, or configures them from elsewhere: a call cannot set it"
+                ))
+                .with_field(&field));
+            }
+            if self.allowed_commands.is_some() && name == "PATH" {
+                return Err(Error::forbidden(
+                    "`PATH` changes which program runs: not settable while [exec_policy] allowed_commands is set",
+                )
+                .with_field(&field));
             }
             if self.is_secret(name) {
                 return Err(Error::forbidden(format!(
@@ -137,11 +145,36 @@ impl Policy {
     }
 }
 
-/// Variables that pick the program (`PATH`), load code into it (`LD_PRELOAD`), or make the
-/// shell run code (`BASH_ENV`, `SHELLOPTS` with `PS4`, `IFS` changing how it splits words).
-fn changes_what_runs(name: &str) -> bool {
-    const NAMES: [&str; 8] = ["PATH", "HOME", "IFS", "ENV", "BASH_ENV", "SHELLOPTS", "BASHOPTS", "PS4"];
-    NAMES.contains(&name) || name.starts_with("LD_") || name.starts_with("BASH_FUNC_")
+/// Variables that load code into a program (`LD_PRELOAD`, `PYTHONSTARTUP`, `NODE_OPTIONS`,
+/// `RUSTC_WRAPPER`), make the shell run code (`BASH_ENV`, `SHELLOPTS` with `PS4`, `IFS`
+/// changing how it splits words), or configure a program from elsewhere (git's
+/// `GIT_CONFIG_*`, `GIT_SSH_COMMAND`, `GIT_EXEC_PATH`…: with them `git` runs any command), and
+/// `HOME` and `TMPDIR`, which are the sandbox's. Git's identity variables stay settable.
+fn loads_code(name: &str) -> bool {
+    const NAMES: [&str; 17] = [
+        "HOME",
+        "TMPDIR",
+        "IFS",
+        "ENV",
+        "BASH_ENV",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "PS4",
+        "PROMPT_COMMAND",
+        "PERLLIB",
+        "NODE_OPTIONS",
+        "NODE_PATH",
+        "JAVA_TOOL_OPTIONS",
+        "_JAVA_OPTIONS",
+        "JDK_JAVA_OPTIONS",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+    ];
+    const PREFIXES: [&str; 6] = ["LD_", "BASH_FUNC_", "PYTHON", "PERL5", "RUBY", "CARGO_"];
+    const GIT_IDENTITY: [&str; 3] = ["GIT_AUTHOR_", "GIT_COMMITTER_", "GIT_TERMINAL_PROMPT"];
+    NAMES.contains(&name)
+        || PREFIXES.iter().any(|p| name.starts_with(p))
+        || (name.starts_with("GIT_") && !GIT_IDENTITY.iter().any(|p| name.starts_with(p)))
 }
 
 fn is_variable_name(name: &str) -> bool {
@@ -180,6 +213,34 @@ mod tests {
             p.environment(Path::new("/w"), &call, daemon).unwrap_err().kind,
             crate::error::ErrorKind::InvalidArguments
         );
+    }
+
+    #[test]
+    fn no_call_sets_a_variable_that_loads_code_or_configures_git() {
+        let open = policy("");
+        let refused = [
+            "LD_PRELOAD",
+            "GIT_CONFIG_COUNT",
+            "GIT_CONFIG_KEY_0",
+            "GIT_SSH_COMMAND",
+            "GIT_EXEC_PATH",
+            "PYTHONSTARTUP",
+            "PYTHONPATH",
+            "BASH_ENV",
+            "NODE_OPTIONS",
+            "PERL5OPT",
+            "RUSTC_WRAPPER",
+            "HOME",
+        ];
+        for name in refused {
+            let call = BTreeMap::from([(name.to_string(), "x".to_string())]);
+            let e = open.environment(Path::new("/w"), &call, |_| None).unwrap_err();
+            assert_eq!(e.kind, crate::error::ErrorKind::Forbidden, "{name}");
+        }
+        for allowed in ["GIT_AUTHOR_NAME", "GIT_COMMITTER_EMAIL", "RUST_LOG", "GREETING"] {
+            let call = BTreeMap::from([(allowed.to_string(), "x".to_string())]);
+            assert!(open.environment(Path::new("/w"), &call, |_| None).is_ok(), "{allowed}");
+        }
     }
 
     #[test]

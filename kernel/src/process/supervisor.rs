@@ -29,12 +29,43 @@ const PASSED_ON: [i32; 6] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SI
 
 extern "C" fn ignore(_: libc::c_int) {}
 
-/// Runs the supervisor for `args` (the daemon's pid, then the program and its arguments); the
-/// process exits as the command did.
+/// What the daemon asks of the supervisor besides the command: the control groups to join
+/// (`--cgroup PROCS_FILE`, repeated) and an address-space limit where there is no memory
+/// group (`--max-address-space BYTES`).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Options {
+    cgroups: Vec<String>,
+    max_address_space: Option<u64>,
+}
+
+/// Splits `args` (after the daemon's pid) into the options and the command.
+fn parse_options(mut args: &[String]) -> Option<(Options, &[String])> {
+    let mut options = Options::default();
+    loop {
+        match args {
+            [flag, value, rest @ ..] if flag == "--cgroup" => {
+                options.cgroups.push(value.clone());
+                args = rest;
+            }
+            [flag, value, rest @ ..] if flag == "--max-address-space" => {
+                options.max_address_space = Some(value.parse().ok()?);
+                args = rest;
+            }
+            [program, ..] if !program.starts_with("--") => return Some((options, args)),
+            _ => return None,
+        }
+    }
+}
+
+/// Runs the supervisor for `args` (the daemon's pid, the options, then the program and its
+/// arguments); the process exits as the command did.
 pub fn main(args: &[String]) -> ExitCode {
     let daemon = args.first().and_then(|p| p.parse::<libc::pid_t>().ok());
-    let (Some(daemon), Some((program, rest))) = (daemon, args.get(1..).and_then(<[String]>::split_first)) else {
-        eprintln!("kennel {ARG}: usage: kennel {ARG} DAEMON_PID PROGRAM [ARGS…] (the daemon runs this)");
+    let parsed = args.get(1..).and_then(parse_options);
+    let (Some(daemon), Some((options, [program, rest @ ..]))) = (daemon, parsed) else {
+        eprintln!(
+            "kennel {ARG}: usage: kennel {ARG} DAEMON_PID [--cgroup PROCS_FILE]… [--max-address-space BYTES] PROGRAM [ARGS…] (the daemon runs this)"
+        );
         return ExitCode::from(127);
     };
     // SAFETY: getpid and getpgrp have no preconditions.
@@ -50,6 +81,11 @@ pub fn main(args: &[String]) -> ExitCode {
         for signal in PASSED_ON {
             libc::signal(signal, ignore as *const () as libc::sighandler_t);
         }
+    }
+    if let Err(why) = limit(&options) {
+        // A child that would run past its limits does not run at all.
+        eprintln!("kennel: cannot apply the process's limits: {why}");
+        return ExitCode::from(127);
     }
     let Some(watch) = DaemonWatch::new(daemon) else { kill_everything() };
     let child = match Command::new(program).args(rest).spawn() {
@@ -67,6 +103,23 @@ pub fn main(args: &[String]) -> ExitCode {
     let status = wait_for(child.id() as libc::pid_t);
     kill_leftovers();
     exit_as(status)
+}
+
+/// Joins the control groups and sets the address-space limit, before the command exists:
+/// everything it starts inherits both.
+fn limit(options: &Options) -> std::io::Result<()> {
+    for procs in &options.cgroups {
+        std::fs::write(procs, std::process::id().to_string())
+            .map_err(|e| std::io::Error::new(e.kind(), format!("joining {procs}: {e}")))?;
+    }
+    if let Some(bytes) = options.max_address_space {
+        let limit = libc::rlimit { rlim_cur: bytes as libc::rlim_t, rlim_max: bytes as libc::rlim_t };
+        // SAFETY: setrlimit with a valid rlimit for this process.
+        if unsafe { libc::setrlimit(libc::RLIMIT_AS, &limit) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 /// How the supervisor learns that the daemon exited.
@@ -209,10 +262,36 @@ fn exit_as(status: libc::c_int) -> ExitCode {
     ExitCode::from(status.code().unwrap_or(128).clamp(0, 255) as u8)
 }
 
-/// The command line that starts `line` under a supervisor watching this daemon, as the
-/// leader of a new process group.
-pub(super) fn command(line: &str) -> tokio::process::Command {
+/// The command line that starts `program` with `args` under a supervisor watching this
+/// daemon, with `options` (`--cgroup`, `--max-address-space`), as the leader of a new
+/// session: its own process group, and no controlling terminal a child could open
+/// (`/dev/tty`) to type into the operator's shell.
+pub(super) fn command(options: &[String], program: &str, args: &[String]) -> tokio::process::Command {
     let mut command = tokio::process::Command::new("/proc/self/exe");
-    command.arg0("kennel").arg(ARG).arg(std::process::id().to_string()).args(["/bin/sh", "-c", line]).process_group(0);
+    command.arg0("kennel").arg(ARG).arg(std::process::id().to_string()).args(options).arg(program).args(args);
+    // SAFETY: setsid is async-signal-safe and touches only the forked child's own state.
+    unsafe {
+        command.pre_exec(|| if libc::setsid() < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) });
+    }
     command
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_come_before_the_program_and_the_rest_is_its_own() {
+        let args: Vec<String> =
+            ["--cgroup", "/a/cgroup.procs", "--max-address-space", "4096", "/bin/sh", "-c", "--cgroup x"]
+                .map(String::from)
+                .to_vec();
+        let (options, command) = parse_options(&args).unwrap();
+        assert_eq!(options.cgroups, ["/a/cgroup.procs"]);
+        assert_eq!(options.max_address_space, Some(4096));
+        assert_eq!(command, ["/bin/sh", "-c", "--cgroup x"]);
+        assert!(parse_options(&["--max-address-space".into(), "lots".into(), "sh".into()]).is_none());
+        assert!(parse_options(&["--unknown".into(), "sh".into()]).is_none());
+        assert!(parse_options(&[]).is_none());
+    }
 }

@@ -41,7 +41,9 @@ pub(super) struct StartArgs {
     command: String,
     /// A folder of your workspace to start in (default: its top).
     cwd: Option<String>,
-    /// Variables to set, on top of a minimal base (`PATH`, `HOME` = your workspace, `LANG`…).
+    /// Variables to set, on top of a minimal base (`PATH`, `HOME`, `LANG`…). Variables that
+    /// load code or configure programs from elsewhere (`LD_*`, `GIT_CONFIG_*`, `PYTHON*`…) are
+    /// refused.
     #[serde(default)]
     env: BTreeMap<String, String>,
 }
@@ -52,7 +54,9 @@ impl Tool for Start {
     fn def(&self) -> ToolDef {
         def(
             "process_start",
-            "Start a long-running command (a build watcher, a test loop, a server) in your workspace. \
+            "Start a long-running command (a build watcher, a test loop, a server) in your workspace, \
+             in a sandbox: your workspace is /workspace (the command starts there), the system is read-only, \
+             /tmp and HOME are private and empty, and there is no network unless the operator allows it. \
              Returns its process_id at once; read its output with process_poll, feed it with process_write, \
              stop it with process_kill.",
             &["process", "shell", "command", "run", "exec", "spawn", "background", "subprocess"],

@@ -70,7 +70,7 @@ impl Sandbox {
 /// The system's programs and libraries, read-only; merged-`/usr` links where the host has them.
 /// The name service, DNS and TLS files only for a tool that keeps the network: each bind costs
 /// bubblewrap about 0.1 ms, and a tool without a network has no use for them.
-fn system_binds(network: bool) -> Vec<String> {
+pub(crate) fn system_binds(network: bool) -> Vec<String> {
     const ALWAYS: &[&str] =
         &["/usr", "/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group"];
     const NETWORK: &[&str] =

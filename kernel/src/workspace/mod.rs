@@ -5,11 +5,12 @@
 //!
 //! - the path is relative, each part a plain name (no `..`, no `.`, no empty part, no control
 //!   character, nothing that looks percent-encoded), and short ([`check_relative`]);
-//! - the folder it lands in is resolved (symbolic links followed) and must still be inside the
-//!   workspace;
-//! - the file itself is opened with `O_NOFOLLOW` (a symbolic link there is refused, not
-//!   followed), and the opened file's real path is checked once more, so a link swapped in
-//!   between the check and the open cannot lead out either;
+//! - it is walked from the workspace's folder descriptor one name at a time, every folder
+//!   opened without following a link and held, and the operation (open, rename, link,
+//!   unlink) acts on the folder that was opened (`beneath.rs`): no path string is resolved
+//!   twice, so another process swapping a folder for a link mid-call cannot lead out;
+//! - a symbolic link anywhere is refused, not followed, and so is a regular file with more
+//!   than one hard link (another name of it may be outside the workspace);
 //! - reads and writes are bounded by `[workspace] max_file_bytes`.
 //!
 //! Files appear whole: a write goes to a synced temporary file in the target folder that is
@@ -18,11 +19,13 @@
 //! agent's trash beside the workspaces (`workspaces/.trash/AGENT_ID/`), out of every path's
 //! reach.
 
-use std::fs::{File, OpenOptions};
+mod beneath;
+
+use std::fs::File;
 use std::io::{Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use beneath::{Dir, Kind, Stat, stat_of};
 use serde::Serialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -117,6 +120,49 @@ pub struct Workspaces {
     max_file_bytes: u64,
 }
 
+/// Where an agent's trash is, opened or made inside a workspace call.
+struct Trash {
+    root: PathBuf,
+    agent: String,
+}
+
+impl Trash {
+    fn make(&self) -> Result<Dir> {
+        let root = Dir::open_path(&self.root)?;
+        root.make_dir(".trash")?;
+        let trash = root.open_dir(".trash")?;
+        trash.make_dir(&self.agent)?;
+        Ok(trash.open_dir(&self.agent)?)
+    }
+
+    /// The trash folder, if anything was ever removed.
+    fn open(&self) -> Result<Option<Dir>> {
+        let opened =
+            Dir::open_path(&self.root).and_then(|r| r.open_dir(".trash")).and_then(|t| t.open_dir(&self.agent));
+        match opened {
+            Ok(bin) => Ok(Some(bin)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// A checked path argument: its folders and its file's name, and the path as written back.
+struct Target {
+    folders: Vec<String>,
+    name: String,
+    rel: String,
+}
+
+impl Target {
+    fn parse(path: &str) -> Result<Target> {
+        let mut parts = check_relative(path)?;
+        let rel = parts.join("/");
+        let name = parts.pop().expect("a checked path has a part");
+        Ok(Target { folders: parts, name, rel })
+    }
+}
+
 impl Workspaces {
     pub(crate) fn new(root: PathBuf, max_file_bytes: u64) -> Workspaces {
         Workspaces { root, max_file_bytes }
@@ -127,11 +173,18 @@ impl Workspaces {
         self.max_file_bytes
     }
 
-    /// The agent's workspace folder, created (owner-only) if it does not exist yet.
-    fn folder(&self, agent: Uuid) -> Result<PathBuf> {
-        let dir = self.root.join(agent.to_string());
-        std::fs::DirBuilder::new().recursive(true).mode_owner_only().create(&dir)?;
-        Ok(dir.canonicalize()?)
+    /// The root of every workspace, made (owner-only) if it is not there yet, and opened.
+    fn root_dir(&self) -> Result<Dir> {
+        std::fs::DirBuilder::new().recursive(true).mode_owner_only().create(&self.root)?;
+        Ok(Dir::open_path(&self.root)?)
+    }
+
+    /// The agent's workspace folder, made (owner-only) if it is not there yet, and opened.
+    fn folder(&self, agent: Uuid) -> Result<Dir> {
+        let root = self.root_dir()?;
+        let id = agent.to_string();
+        root.make_dir(&id)?;
+        Ok(root.open_dir(&id)?)
     }
 
     /// Lists the files of the agent's workspace, by path. Symbolic links are not followed
@@ -146,14 +199,15 @@ impl Workspaces {
 
     /// Reads a whole file (at most `[workspace] max_file_bytes`).
     pub async fn read(&self, agent: Uuid, path: &str) -> Result<(Vec<u8>, FileEntry)> {
-        let (dir, target, rel) = self.target(agent, path)?;
+        let dir = self.folder(agent)?;
+        let target = Target::parse(path)?;
         let max = self.max_file_bytes;
         blocking(move || {
-            let (mut file, entry) = open_inside(&dir, &target, &rel)?;
+            let (mut file, entry) = open_file(&dir, &target)?;
             if entry.bytes > max {
                 return Err(Error::invalid(format!(
-                    "`{rel}` is {} bytes; files of at most {max} bytes ([workspace] max_file_bytes) are read",
-                    entry.bytes
+                    "`{}` is {} bytes; files of at most {max} bytes ([workspace] max_file_bytes) are read",
+                    target.rel, entry.bytes
                 )));
             }
             let mut bytes = Vec::with_capacity(usize::try_from(entry.bytes).unwrap_or(0));
@@ -168,17 +222,15 @@ impl Workspaces {
     pub async fn write(&self, agent: Uuid, path: &str, bytes: Vec<u8>) -> Result<FileEntry> {
         self.check_size(bytes.len())?;
         let dir = self.folder(agent)?;
-        let parts = check_relative(path)?;
+        let target = Target::parse(path)?;
         blocking(move || {
-            let (parent, name, rel) = parent_for_write(&dir, &parts)?;
-            let target = parent.join(&name);
-            if std::fs::symlink_metadata(&target).is_ok_and(|m| !m.is_file()) {
-                return Err(Error::invalid(format!("`{rel}` exists and is not a regular file")));
+            let parent = walk(&dir, &target, Walking::MakeFolders)?;
+            if parent.stat(&target.name)?.is_some_and(|s| s.kind != Kind::File) {
+                return Err(Error::invalid(format!("`{}` exists and is not a regular file", target.rel)));
             }
-            let tmp = write_temp(&parent, &name, &bytes)?;
-            std::fs::rename(&tmp, &target).inspect_err(|_| drop(std::fs::remove_file(&tmp)))?;
-            let (_, entry) = open_inside(&dir, &target, &rel)?;
-            Ok(entry)
+            let (tmp, file) = write_temp(&parent, &target.name, &bytes)?;
+            parent.rename(&tmp, &parent, &target.name).inspect_err(|_| drop(parent.unlink(&tmp)))?;
+            Ok(entry(target.rel, &stat_of(&file)?))
         })
         .await
     }
@@ -190,39 +242,52 @@ impl Workspaces {
     pub async fn create(&self, agent: Uuid, path: &str, bytes: Vec<u8>) -> Result<FileEntry> {
         self.check_size(bytes.len())?;
         let dir = self.folder(agent)?;
-        let parts = check_relative(path)?;
-        blocking(move || create_in(&dir, &parts, &bytes)).await
+        let target = Target::parse(path)?;
+        blocking(move || create_in(&dir, &target, &bytes).map(|(entry, _)| entry)).await
     }
 
     /// Moves the file at `from` to the new path `to` with `bytes` as its content: the new
     /// file is made as by [`Workspaces::create`] (so `to` only ever appears with the new
     /// content, and a file already at `to` is a `Conflict`), then `from` is removed. If `from`
-    /// cannot be removed, the new file is removed again and the error returned.
+    /// cannot be removed, or is no longer the file that was read, the new file is removed
+    /// again and the error returned.
     pub async fn rename(&self, agent: Uuid, from: &str, to: &str, bytes: Vec<u8>) -> Result<FileEntry> {
         self.check_size(bytes.len())?;
-        let (dir, source, from_rel) = self.target(agent, from)?;
-        let parts = check_relative(to)?;
+        let dir = self.folder(agent)?;
+        let (source, target) = (Target::parse(from)?, Target::parse(to)?);
         blocking(move || {
-            open_inside(&dir, &source, &from_rel)?;
-            let entry = create_in(&dir, &parts, &bytes)?;
-            let source = inside(&dir, source.parent().unwrap_or(&dir), &from_rel)?.join(file_name(&source, &from_rel)?);
-            if let Err(e) = std::fs::remove_file(&source) {
-                let made = parts.iter().fold(dir.clone(), |p, part| p.join(part));
-                let _ = std::fs::remove_file(made);
-                return Err(e.into());
+            let source_dir = walk(&dir, &source, Walking::Existing)?;
+            let (file, _) = open_in(&source_dir, &source)?;
+            let checked = stat_of(&file)?.identity;
+            let (entry, made_in) = create_in(&dir, &target, &bytes)?;
+            let removed = match source_dir.stat(&source.name)? {
+                Some(now) if now.identity == checked => source_dir.unlink(&source.name).map_err(Error::from),
+                _ => Err(changed_meanwhile(&source.rel)),
+            };
+            if let Err(e) = removed {
+                let _ = made_in.unlink(&target.name);
+                return Err(e);
             }
             Ok(entry)
         })
         .await
     }
 
-    /// Removes a regular file for good (links are refused, not followed; folders stay).
+    /// Removes a file for good (a link is refused, not followed; folders stay). A file with
+    /// several hard links loses only its name here.
     pub async fn delete(&self, agent: Uuid, path: &str) -> Result<()> {
-        let (dir, target, rel) = self.target(agent, path)?;
+        let dir = self.folder(agent)?;
+        let target = Target::parse(path)?;
         blocking(move || {
-            open_inside(&dir, &target, &rel)?;
-            let parent = inside(&dir, target.parent().unwrap_or(&dir), &rel)?;
-            std::fs::remove_file(parent.join(file_name(&target, &rel)?)).map_err(|e| not_found_or(e, &rel))
+            let parent = walk(&dir, &target, Walking::Existing)?;
+            match parent.stat(&target.name)? {
+                None => Err(no_file(&target.rel)),
+                Some(s) if s.kind == Kind::Link => Err(is_link(&target.rel)),
+                Some(s) if s.kind != Kind::File => {
+                    Err(Error::invalid(format!("`{}` is not a regular file", target.rel)))
+                }
+                Some(_) => parent.unlink(&target.name).map_err(|e| not_found_or(e, &target.rel)),
+            }
         })
         .await
     }
@@ -230,8 +295,9 @@ impl Workspaces {
     /// Whether a regular file is at `path`: `false` when nothing is there, an error when the
     /// path is refused or something else (a link, a folder) is there.
     pub async fn exists(&self, agent: Uuid, path: &str) -> Result<bool> {
-        let (dir, target, rel) = self.target(agent, path)?;
-        blocking(move || match open_inside(&dir, &target, &rel) {
+        let dir = self.folder(agent)?;
+        let target = Target::parse(path)?;
+        blocking(move || match open_file(&dir, &target) {
             Ok(_) => Ok(true),
             Err(e) if e.kind == crate::ErrorKind::NotFound => Ok(false),
             Err(e) => Err(e),
@@ -241,9 +307,10 @@ impl Workspaces {
 
     /// Reads at most `max` bytes from the start of a file; also says whether there was more.
     pub async fn read_head(&self, agent: Uuid, path: &str, max: u64) -> Result<(Vec<u8>, FileEntry, bool)> {
-        let (dir, target, rel) = self.target(agent, path)?;
+        let dir = self.folder(agent)?;
+        let target = Target::parse(path)?;
         blocking(move || {
-            let (file, entry) = open_inside(&dir, &target, &rel)?;
+            let (file, entry) = open_file(&dir, &target)?;
             let mut bytes = Vec::with_capacity(usize::try_from(entry.bytes.min(max)).unwrap_or(0));
             file.take(max).read_to_end(&mut bytes)?;
             let more = entry.bytes > bytes.len() as u64;
@@ -265,23 +332,14 @@ impl Workspaces {
         keep: impl Fn(&str) -> bool + Send + 'static,
     ) -> Result<Listing> {
         let dir = self.folder(agent)?;
-        let under = under.map(str::to_string);
+        let under = under.map(check_relative).transpose()?;
         blocking(move || {
-            let start = match &under {
-                Some(rel) => {
-                    let start = folder_inside(&dir, rel)?;
-                    // Links are not followed here either, even one that stays inside.
-                    if start != rel.split('/').fold(dir.clone(), |p, part| p.join(part)) {
-                        return Err(Error::forbidden(format!(
-                            "`{rel}` goes through a symbolic link: links are not followed"
-                        )));
-                    }
-                    start
-                }
-                None => dir.clone(),
+            let (start, prefix) = match &under {
+                Some(parts) => (walk_folders(&dir, parts, &parts.join("/"), Walking::Existing)?, parts.join("/")),
+                None => (dir, String::new()),
             };
-            let mut walk = Walk { dir: &dir, recursive, max, keep: &keep, visited: 0, listing: Listing::default() };
-            walk.folder(&start, 0)?;
+            let mut walk = Walk { recursive, max, keep: &keep, visited: 0, listing: Listing::default() };
+            walk.folder(&start, &prefix, 0)?;
             let mut listing = walk.listing;
             listing.files.sort_by(|a, b| a.path.cmp(&b.path));
             listing.folders.sort();
@@ -291,21 +349,30 @@ impl Workspaces {
     }
 
     /// Moves a file into the agent's trash (see [`Trashed`]), from where
-    /// [`Workspaces::restore`] brings it back.
+    /// [`Workspaces::restore`] brings it back. The file moved is checked to be the one that
+    /// was opened; anything else swapped in meanwhile goes back where it was.
     pub async fn trash(&self, agent: Uuid, path: &str) -> Result<Trashed> {
-        let (dir, target, rel) = self.target(agent, path)?;
-        let bin = self.trash_folder(agent);
+        let dir = self.folder(agent)?;
+        let target = Target::parse(path)?;
+        let trash = self.trash_folder(agent);
         blocking(move || {
-            let (_, entry) = open_inside(&dir, &target, &rel)?;
-            std::fs::DirBuilder::new().recursive(true).mode_owner_only().create(&bin)?;
-            let parent = inside(&dir, target.parent().unwrap_or(&dir), &rel)?;
+            let parent = walk(&dir, &target, Walking::Existing)?;
+            let (file, entry) = open_in(&parent, &target)?;
+            let bin = trash.make()?;
+            let checked = stat_of(&file)?.identity;
             let id = Uuid::now_v7().simple().to_string();
-            let trashed = Trashed { path: rel.clone(), trashed_at: now_rfc3339(), bytes: entry.bytes };
-            let record = bin.join(format!("{id}.json"));
-            std::fs::write(&record, serde_json::to_vec(&trashed).map_err(Error::internal)?)?;
-            if let Err(e) = std::fs::rename(parent.join(file_name(&target, &rel)?), bin.join(&id)) {
-                let _ = std::fs::remove_file(&record);
-                return Err(not_found_or(e, &rel));
+            let trashed = Trashed { path: target.rel.clone(), trashed_at: now_rfc3339(), bytes: entry.bytes };
+            let record = format!("{id}.json");
+            let (tmp, _) = write_temp(&bin, &record, &serde_json::to_vec(&trashed).map_err(Error::internal)?)?;
+            bin.rename(&tmp, &bin, &record)?;
+            if let Err(e) = parent.rename(&target.name, &bin, &id) {
+                let _ = bin.unlink(&record);
+                return Err(not_found_or(e, &target.rel));
+            }
+            if bin.stat(&id)?.is_none_or(|moved| moved.identity != checked) {
+                let _ = bin.rename(&id, &parent, &target.name);
+                let _ = bin.unlink(&record);
+                return Err(changed_meanwhile(&target.rel));
             }
             Ok(trashed)
         })
@@ -317,46 +384,46 @@ impl Workspaces {
     /// the path now.
     pub async fn restore(&self, agent: Uuid, path: &str) -> Result<(FileEntry, Trashed)> {
         let dir = self.folder(agent)?;
-        let parts = check_relative(path)?;
-        let bin = self.trash_folder(agent);
+        let target = Target::parse(path)?;
+        let trash = self.trash_folder(agent);
         blocking(move || {
-            let rel = parts.join("/");
-            let mut latest: Option<(String, Trashed)> = None;
-            let items = match std::fs::read_dir(&bin) {
-                Ok(items) => items.collect::<std::io::Result<Vec<_>>>()?,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-                Err(e) => return Err(e.into()),
+            let Some(bin) = trash.open()? else {
+                return Err(Error::not_found(format!(
+                    "`{}` is not in the trash: nothing was ever removed",
+                    target.rel
+                )));
             };
-            for item in items {
-                let Some(id) = item.file_name().to_str().and_then(|n| n.strip_suffix(".json")).map(str::to_string)
-                else {
-                    continue;
-                };
-                let Ok(trashed) = serde_json::from_slice::<Trashed>(&std::fs::read(item.path())?) else { continue };
-                if trashed.path == rel && latest.as_ref().is_none_or(|(best, _)| id > *best) {
-                    latest = Some((id, trashed));
+            let mut latest: Option<(String, Trashed)> = None;
+            for (name, kind) in bin.entries()? {
+                let Some(id) = name.strip_suffix(".json").filter(|_| kind == Kind::File) else { continue };
+                let mut record = Vec::new();
+                bin.open_read(&name)?.take(64 * 1024).read_to_end(&mut record)?;
+                let Ok(trashed) = serde_json::from_slice::<Trashed>(&record) else { continue };
+                if trashed.path == target.rel && latest.as_ref().is_none_or(|(best, _)| id > best.as_str()) {
+                    latest = Some((id.to_string(), trashed));
                 }
             }
             let Some((id, trashed)) = latest else {
-                return Err(Error::not_found(format!("`{rel}` is not in the trash: nothing removed at that path")));
+                return Err(Error::not_found(format!(
+                    "`{}` is not in the trash: nothing removed at that path",
+                    target.rel
+                )));
             };
-            let (parent, name, _) = parent_for_write(&dir, &parts)?;
-            let target = parent.join(&name);
-            std::fs::hard_link(bin.join(&id), &target).map_err(|e| taken_or(e, &rel))?;
-            std::fs::remove_file(bin.join(&id))?;
-            std::fs::remove_file(bin.join(format!("{id}.json")))?;
-            let (_, entry) = open_inside(&dir, &target, &rel)?;
-            Ok((entry, trashed))
+            let file = bin.open_read(&id)?;
+            let parent = walk(&dir, &target, Walking::MakeFolders)?;
+            bin.link(&id, &parent, &target.name).map_err(|e| taken_or(e, &target.rel))?;
+            bin.unlink(&id)?;
+            bin.unlink(&format!("{id}.json"))?;
+            Ok((entry(target.rel, &stat_of(&file)?), trashed))
         })
         .await
     }
 
     /// The agent's trash: `$KENNEL_HOME/workspaces/.trash/AGENT_ID/`, beside the workspaces
     /// rather than in one, so no path argument, listing or child process of the agent reaches
-    /// it (and `.trash` is never an agent id).
-    /// (Made by the first removal.)
-    fn trash_folder(&self, agent: Uuid) -> PathBuf {
-        self.root.join(".trash").join(agent.to_string())
+    /// it (and `.trash` is never an agent id). Made by the first removal.
+    fn trash_folder(&self, agent: Uuid) -> Trash {
+        Trash { root: self.root.clone(), agent: agent.to_string() }
     }
 
     fn check_size(&self, bytes: usize) -> Result<()> {
@@ -371,22 +438,16 @@ impl Workspaces {
 
     /// Opens a file to be streamed (a download), with what lists show of it.
     pub async fn open(&self, agent: Uuid, path: &str) -> Result<(File, FileEntry)> {
-        let (dir, target, rel) = self.target(agent, path)?;
-        blocking(move || open_inside(&dir, &target, &rel)).await
+        let dir = self.folder(agent)?;
+        let target = Target::parse(path)?;
+        blocking(move || open_file(&dir, &target)).await
     }
 
     /// The agent's workspace folder (made if it is not there yet), for a child process to
     /// start in.
     pub(crate) fn dir(&self, agent: Uuid) -> Result<PathBuf> {
-        self.folder(agent)
-    }
-
-    /// The agent's folder, where `path` points in it, and the path as written back.
-    fn target(&self, agent: Uuid, path: &str) -> Result<(PathBuf, PathBuf, String)> {
-        let dir = self.folder(agent)?;
-        let parts = check_relative(path)?;
-        let target = parts.iter().fold(dir.clone(), |p, part| p.join(part));
-        Ok((dir, target, parts.join("/")))
+        self.folder(agent)?;
+        Ok(self.root.join(agent.to_string()))
     }
 }
 
@@ -432,60 +493,88 @@ fn looks_encoded(part: &str) -> bool {
     part.as_bytes().windows(3).any(|w| w[0] == b'%' && w[1].is_ascii_hexdigit() && w[2].is_ascii_hexdigit())
 }
 
-/// The existing folder `rel` names inside the workspace folder `dir` (links followed, and
-/// refused when they lead out).
+/// Checks that the folder `rel` exists inside the workspace folder `dir`, reached without
+/// a symbolic link; its path for a child process to start in.
 pub(crate) fn folder_inside(dir: &Path, rel: &str) -> Result<PathBuf> {
     let parts = check_relative(rel)?;
-    let folder = inside(dir, &parts.iter().fold(dir.to_path_buf(), |p, part| p.join(part)), rel)?;
-    if !folder.is_dir() {
-        return Err(Error::invalid(format!("`{rel}` is not a folder of the workspace")));
-    }
-    Ok(folder)
+    walk_folders(&Dir::open_path(dir)?, &parts, rel, Walking::Existing)?;
+    Ok(parts.iter().fold(dir.to_path_buf(), |p, part| p.join(part)))
 }
 
-/// `folder` resolved (links followed), if it is still inside `dir`.
-fn inside(dir: &Path, folder: &Path, rel: &str) -> Result<PathBuf> {
-    let real = folder.canonicalize().map_err(|e| not_found_or(e, rel))?;
-    if !real.starts_with(dir) {
-        return Err(escapes(rel));
-    }
-    Ok(real)
+/// Whether a walk makes the folders it does not find.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Walking {
+    Existing,
+    MakeFolders,
 }
 
-/// Opens `target` for reading if it is a regular file inside `dir`: its folder checked by
-/// [`inside`], the file opened without following a link, and the opened file's real path
-/// checked again.
-fn open_inside(dir: &Path, target: &Path, rel: &str) -> Result<(File, FileEntry)> {
-    let parent = inside(dir, target.parent().unwrap_or(dir), rel)?;
-    let name = target.file_name().ok_or_else(|| Error::invalid(format!("`{rel}` names no file")))?;
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(parent.join(name))
-        .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => Error::forbidden(format!("`{rel}` is a symbolic link: links are not followed")),
+/// The folder `target`'s file is in, walked from `dir`.
+fn walk(dir: &Dir, target: &Target, walking: Walking) -> Result<Dir> {
+    walk_folders(dir, &target.folders, &target.rel, walking)
+}
+
+/// Opens the folders `parts` one below the other from `dir`, never following a link; makes
+/// missing ones with `MakeFolders`.
+fn walk_folders(dir: &Dir, parts: &[String], rel: &str, walking: Walking) -> Result<Dir> {
+    let mut at: Option<Dir> = None;
+    for part in parts {
+        let parent = at.as_ref().unwrap_or(dir);
+        let opened = match parent.open_dir(part) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && walking == Walking::MakeFolders => {
+                parent.make_dir(part)?;
+                parent.open_dir(part)
+            }
+            other => other,
+        };
+        at = Some(opened.map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP | libc::ENOTDIR) => match parent.stat(part) {
+                Ok(Some(s)) if s.kind == Kind::Link => {
+                    Error::forbidden(format!("`{rel}` goes through a symbolic link (`{part}`): links are not followed"))
+                }
+                _ => Error::invalid(format!("`{rel}`: `{part}` is not a folder")),
+            },
             _ => not_found_or(e, rel),
-        })?;
-    if let Ok(real) = std::fs::read_link(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&file)))
-        && !real.starts_with(dir)
-    {
-        return Err(escapes(rel));
+        })?);
     }
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(Error::invalid(format!("`{rel}` is not a regular file")));
+    match at {
+        Some(folder) => Ok(folder),
+        None => Ok(dir.try_clone()?),
     }
-    Ok((file, entry(rel.to_string(), &meta)))
 }
 
-fn entry(path: String, meta: &std::fs::Metadata) -> FileEntry {
-    let modified = meta.modified().map(chrono::DateTime::<chrono::Utc>::from).unwrap_or_default();
-    FileEntry { path, bytes: meta.len(), modified: modified.to_rfc3339_opts(chrono::SecondsFormat::Secs, true) }
+/// Opens `target` for reading if it is a regular file with one link, walking from `dir`.
+fn open_file(dir: &Dir, target: &Target) -> Result<(File, FileEntry)> {
+    open_in(&walk(dir, target, Walking::Existing)?, target)
+}
+
+/// Opens `target`'s file in its folder `parent` for reading, if it is a regular file with one
+/// link: a symbolic link is refused (not followed), and so is a hard link, which could be a
+/// name for a file outside the workspace.
+fn open_in(parent: &Dir, target: &Target) -> Result<(File, FileEntry)> {
+    let file = parent.open_read(&target.name).map_err(|e| match e.raw_os_error() {
+        Some(libc::ELOOP) => is_link(&target.rel),
+        _ => not_found_or(e, &target.rel),
+    })?;
+    let stat = stat_of(&file)?;
+    if stat.kind != Kind::File {
+        return Err(Error::invalid(format!("`{}` is not a regular file", target.rel)));
+    }
+    if stat.links > 1 {
+        return Err(Error::forbidden(format!(
+            "`{}` has {} hard links: a file with other names (which may be outside the workspace) is not opened",
+            target.rel, stat.links
+        )));
+    }
+    Ok((file, entry(target.rel.clone(), &stat)))
+}
+
+fn entry(path: String, stat: &Stat) -> FileEntry {
+    let modified = chrono::DateTime::<chrono::Utc>::from_timestamp(stat.modified_secs, 0).unwrap_or_default();
+    FileEntry { path, bytes: stat.bytes, modified: modified.to_rfc3339_opts(chrono::SecondsFormat::Secs, true) }
 }
 
 /// One bounded walk of a workspace folder for [`Workspaces::find`].
 struct Walk<'a> {
-    dir: &'a Path,
     recursive: bool,
     max: usize,
     keep: &'a dyn Fn(&str) -> bool,
@@ -494,96 +583,74 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
-    /// Lists regular files under `folder`, not following links, to [`MAX_PARTS`] deep. Names
-    /// that are not UTF-8 cannot be named by a path argument and are left out; so are the
-    /// half-written files of [`Workspaces::write`].
-    fn folder(&mut self, folder: &Path, depth: usize) -> Result<()> {
-        for item in std::fs::read_dir(folder)? {
-            let item = item?;
+    /// Lists regular files under `folder` (at `prefix` in the workspace), not following
+    /// links, to [`MAX_PARTS`] deep. Names that are not UTF-8 cannot be named by a path
+    /// argument and are left out; so are the half-written files of [`Workspaces::write`].
+    fn folder(&mut self, folder: &Dir, prefix: &str, depth: usize) -> Result<()> {
+        for (name, kind) in folder.entries()? {
             self.visited += 1;
             if self.visited > MAX_VISITED || self.listing.files.len() > self.max {
                 self.listing.truncated = true;
                 return Ok(());
             }
-            let Ok(name) = item.file_name().into_string() else { continue };
-            let kind = item.file_type()?;
-            let rel =
-                || item.path().strip_prefix(self.dir).map(|p| p.to_string_lossy().into_owned()).unwrap_or(name.clone());
-            if kind.is_dir() {
-                if !self.recursive {
-                    self.listing.folders.push(rel());
-                } else if depth + 1 < MAX_PARTS {
-                    self.folder(&item.path(), depth + 1)?;
+            let rel = if prefix.is_empty() { name.clone() } else { format!("{prefix}/{name}") };
+            match kind {
+                Kind::Dir if !self.recursive => self.listing.folders.push(rel),
+                Kind::Dir if depth + 1 < MAX_PARTS => {
+                    // A folder swapped for a link since it was listed is skipped, not followed.
+                    if let Ok(inner) = folder.open_dir(&name) {
+                        self.folder(&inner, &rel, depth + 1)?;
+                    }
                 }
-            } else if kind.is_file() && !(name.starts_with('.') && name.ends_with(".part")) {
-                let rel = rel();
-                if !(self.keep)(&rel) {
-                    continue;
+                Kind::File if !(name.starts_with('.') && name.ends_with(".part")) => {
+                    if !(self.keep)(&rel) {
+                        continue;
+                    }
+                    if self.listing.files.len() == self.max {
+                        self.listing.truncated = true;
+                        return Ok(());
+                    }
+                    if let Some(stat) = folder.stat(&name)? {
+                        self.listing.files.push(entry(rel, &stat));
+                    }
                 }
-                if self.listing.files.len() == self.max {
-                    self.listing.truncated = true;
-                    return Ok(());
-                }
-                self.listing.files.push(entry(rel, &item.metadata()?));
+                _ => {}
             }
         }
         Ok(())
     }
 }
 
-/// The folder a new file at `parts` goes in (made as needed, and checked to be inside `dir`),
-/// the file's name, and the path as written back.
-fn parent_for_write(dir: &Path, parts: &[String]) -> Result<(PathBuf, String, String)> {
-    let rel = parts.join("/");
-    let (name, folders) = parts.split_last().expect("a checked path has a part");
-    let mut parent = dir.to_path_buf();
-    for folder in folders {
-        parent.push(folder);
-        match std::fs::symlink_metadata(&parent) {
-            Ok(m) if m.is_dir() => {}
-            Ok(_) => return Err(Error::invalid(format!("`{rel}`: `{folder}` is not a folder"))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::DirBuilder::new().mode_owner_only().create(&parent)?;
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok((inside(dir, &parent, &rel)?, name.clone(), rel))
-}
-
-/// A new temporary file beside `name` in `parent` holding `bytes`, synced to disk.
-fn write_temp(parent: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf> {
-    let tmp = parent.join(format!(".{name}.{}.part", Uuid::now_v7()));
-    let mut file = OpenOptions::new().write(true).create_new(true).custom_flags(libc::O_NOFOLLOW).open(&tmp)?;
+/// A new temporary file beside `name` in `parent` holding `bytes`, synced to disk: its name
+/// and the open file.
+fn write_temp(parent: &Dir, name: &str, bytes: &[u8]) -> Result<(String, File)> {
+    // The name stays within a file system's 255 bytes however long `name` is.
+    let short: String = name.chars().take(100).collect();
+    let tmp = format!(".{short}.{}.part", Uuid::now_v7().simple());
+    let mut file = parent.create_new(&tmp)?;
     let written = file.write_all(bytes).and_then(|()| file.sync_data());
     if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
+        let _ = parent.unlink(&tmp);
         return Err(e.into());
     }
-    Ok(tmp)
+    Ok((tmp, file))
 }
 
-/// [`Workspaces::create`] once the path is checked.
-fn create_in(dir: &Path, parts: &[String], bytes: &[u8]) -> Result<FileEntry> {
-    let (parent, name, rel) = parent_for_write(dir, parts)?;
-    let target = parent.join(&name);
-    let tmp = write_temp(&parent, &name, bytes)?;
-    let linked = std::fs::hard_link(&tmp, &target);
-    let _ = std::fs::remove_file(&tmp);
-    linked.map_err(|e| taken_or(e, &rel))?;
-    let (_, entry) = open_inside(dir, &target, &rel)?;
-    Ok(entry)
-}
-
-fn file_name<'a>(target: &'a Path, rel: &str) -> Result<&'a std::ffi::OsStr> {
-    target.file_name().ok_or_else(|| Error::invalid(format!("`{rel}` names no file")))
+/// [`Workspaces::create`] once the path is checked: the entry, and the folder it was made in.
+fn create_in(dir: &Dir, target: &Target, bytes: &[u8]) -> Result<(FileEntry, Dir)> {
+    let parent = walk(dir, target, Walking::MakeFolders)?;
+    let (tmp, file) = write_temp(&parent, &target.name, bytes)?;
+    let linked = parent.link(&tmp, &parent, &target.name);
+    let _ = parent.unlink(&tmp);
+    linked.map_err(|e| taken_or(e, &target.rel))?;
+    Ok((entry(target.rel.clone(), &stat_of(&file)?), parent))
 }
 
 fn taken_or(e: std::io::Error, rel: &str) -> Error {
     if e.kind() == std::io::ErrorKind::AlreadyExists {
         Error::conflict(format!("`{rel}` already exists in the workspace"))
     } else {
-        e.into()
+        not_found_or(e, rel)
     }
 }
 
@@ -591,13 +658,23 @@ fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-fn escapes(rel: &str) -> Error {
-    Error::forbidden(format!("`{rel}` leads outside the workspace"))
+fn is_link(rel: &str) -> Error {
+    Error::forbidden(format!("`{rel}` is a symbolic link: links are not followed"))
+}
+
+fn changed_meanwhile(rel: &str) -> Error {
+    Error::conflict(format!(
+        "`{rel}` was replaced by something else while this call ran (another process in the workspace?): nothing was moved"
+    ))
+}
+
+fn no_file(rel: &str) -> Error {
+    Error::not_found(format!("no file `{rel}` in the workspace"))
 }
 
 fn not_found_or(e: std::io::Error, rel: &str) -> Error {
     if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) {
-        Error::not_found(format!("no file `{rel}` in the workspace"))
+        no_file(rel)
     } else {
         e.into()
     }
@@ -674,7 +751,7 @@ mod tests {
         ws.write(agent, "inside.txt", b"ok".to_vec()).await.unwrap();
         let secret = home.path().join("secret.txt");
         std::fs::write(&secret, "the daemon's secret").unwrap();
-        let dir = ws.folder(agent).unwrap();
+        let dir = ws.dir(agent).unwrap();
         std::os::unix::fs::symlink(&secret, dir.join("link.txt")).unwrap();
         std::os::unix::fs::symlink(home.path(), dir.join("out")).unwrap();
         std::os::unix::fs::symlink(dir.join("inside.txt"), dir.join("alias.txt")).unwrap();
@@ -682,7 +759,7 @@ mod tests {
         assert_eq!(ws.read(agent, "link.txt").await.unwrap_err().kind, ErrorKind::Forbidden);
         assert_eq!(ws.read(agent, "alias.txt").await.unwrap_err().kind, ErrorKind::Forbidden, "no link at all");
         assert_eq!(ws.read(agent, "out/secret.txt").await.unwrap_err().kind, ErrorKind::Forbidden);
-        assert_eq!(ws.write(agent, "out/new.txt", b"x".to_vec()).await.unwrap_err().kind, ErrorKind::InvalidArguments);
+        assert_eq!(ws.write(agent, "out/new.txt", b"x".to_vec()).await.unwrap_err().kind, ErrorKind::Forbidden);
         assert_eq!(ws.write(agent, "link.txt", b"x".to_vec()).await.unwrap_err().kind, ErrorKind::InvalidArguments);
         assert_eq!(std::fs::read_to_string(&secret).unwrap(), "the daemon's secret", "untouched");
         assert!(!home.path().join("new.txt").exists());
@@ -748,8 +825,76 @@ mod tests {
         let one = ws.find(agent, None, true, 1, |_| true).await.unwrap();
         assert!(one.truncated && one.files.len() == 1);
         assert_eq!(ws.find(agent, Some("../"), true, 1, |_| true).await.unwrap_err().kind, ErrorKind::InvalidArguments);
-        std::os::unix::fs::symlink(ws.folder(agent).unwrap().join("a"), ws.folder(agent).unwrap().join("alias"))
-            .unwrap();
+        std::os::unix::fs::symlink(ws.dir(agent).unwrap().join("a"), ws.dir(agent).unwrap().join("alias")).unwrap();
         assert_eq!(ws.find(agent, Some("alias"), true, 10, |_| true).await.unwrap_err().kind, ErrorKind::Forbidden);
+    }
+
+    #[tokio::test]
+    async fn a_hard_link_to_a_file_outside_is_not_opened() {
+        let (home, ws) = workspaces();
+        let agent = Uuid::now_v7();
+        let token = home.path().join("cli.token");
+        std::fs::write(&token, "the operator's token").unwrap();
+        std::fs::hard_link(&token, ws.dir(agent).unwrap().join("t.txt")).unwrap();
+        for refused in [ws.read(agent, "t.txt").await.map(drop), ws.open(agent, "t.txt").await.map(drop)] {
+            let e = refused.unwrap_err();
+            assert!(e.kind == ErrorKind::Forbidden && e.message.contains("hard links"), "{e}");
+        }
+        assert_eq!(ws.trash(agent, "t.txt").await.unwrap_err().kind, ErrorKind::Forbidden);
+        ws.write(agent, "t.txt", b"mine".to_vec()).await.unwrap();
+        assert_eq!(std::fs::read_to_string(&token).unwrap(), "the operator's token", "replaced, not written through");
+        assert_eq!(ws.read(agent, "t.txt").await.unwrap().0, b"mine");
+    }
+
+    /// The attack of issue 41: a second process in the workspace swaps the folder `d` for a
+    /// link to the home while the agent's calls run. Before the descriptor walk, 9 writes in
+    /// 1,200 landed in the home and a remove moved a home file into the trash; here every
+    /// call either acts inside the workspace or is refused, over more tries than that.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_folder_swapped_for_a_link_mid_call_never_leads_out() {
+        let (home, ws) = workspaces();
+        let agent = Uuid::now_v7();
+        let outside = home.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::write(outside.join("decoy.conf"), "decoy").unwrap();
+        std::fs::write(outside.join("x"), "home file").unwrap();
+        let dir = ws.dir(agent).unwrap();
+        std::fs::create_dir(dir.join("d")).unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let swapper = {
+            let (dir, outside, stop) = (dir.clone(), outside.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut swaps = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _ = std::fs::rename(dir.join("d"), dir.join("d.real"));
+                    let _ = std::os::unix::fs::symlink(&outside, dir.join("d"));
+                    let _ = std::fs::remove_file(dir.join("d"));
+                    let _ = std::fs::rename(dir.join("d.real"), dir.join("d"));
+                    swaps += 1;
+                }
+                swaps
+            })
+        };
+        let tries = 3000;
+        for i in 0..tries {
+            let name = if i % 2 == 0 { "d/x" } else { "d/decoy.conf" };
+            let _ = ws.write(agent, name, b"agent wrote this".to_vec()).await;
+            let _ = ws.trash(agent, name).await;
+            let _ = ws.read(agent, name).await;
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let swaps = swapper.join().unwrap();
+        assert!(swaps > 100, "the swapper ran ({swaps} swaps)");
+        let mut names: Vec<_> =
+            std::fs::read_dir(&outside).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        names.sort();
+        assert_eq!(names, ["decoy.conf", "x"], "nothing made or removed outside");
+        assert_eq!(std::fs::read_to_string(outside.join("decoy.conf")).unwrap(), "decoy");
+        assert_eq!(std::fs::read_to_string(outside.join("x")).unwrap(), "home file");
+        let bin = home.path().join("workspaces/.trash").join(agent.to_string());
+        for item in std::fs::read_dir(&bin).unwrap() {
+            let content = std::fs::read(item.unwrap().path()).unwrap();
+            assert_ne!(content, b"home file", "no home file reached the trash");
+        }
     }
 }

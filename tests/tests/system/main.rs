@@ -13,6 +13,7 @@ mod channels;
 mod cli;
 mod cluster;
 mod config;
+mod containment;
 mod context;
 mod dashboard;
 mod docker;

@@ -200,12 +200,13 @@ async fn a_child_gets_a_minimal_environment_without_the_daemons_secrets() {
     for secret in ["sk-provider-secret", "ghp-secret", "daemon-only", "PROVIDER_KEY_VAR", "GITHUB_TOKEN"] {
         assert!(!out.contains(secret), "{secret} reached the child:\n{out}");
     }
-    let workspace = home.path().join("workspaces").join(&agent).canonicalize().unwrap();
-    for expected in ["HANDED_ON=visible", "GREETING=hello", "TERM=dumb", &format!("HOME={}", workspace.display())] {
+    // HOME is the sandbox's own empty folder, not the workspace: nothing the agent writes there
+    // (a `.gitconfig`) configures what it runs.
+    for expected in ["HANDED_ON=visible", "GREETING=hello", "TERM=dumb", "HOME=/home/agent", "TMPDIR=/tmp"] {
         assert!(out.lines().any(|l| l == expected), "{expected} missing:\n{out}");
     }
     assert!(out.lines().any(|l| l.starts_with("PATH=")), "{out}");
-    assert_eq!(out.lines().last(), Some(workspace.to_str().unwrap()), "it starts in the workspace");
+    assert_eq!(out.lines().last(), Some("/workspace"), "it starts in the workspace");
 
     // Naming a secret in the call is refused before anything runs.
     let named = api.invoke(&agent, "process_start", json!({ "command": "env", "env": { "GITHUB_TOKEN": "x" } })).await;
@@ -287,7 +288,9 @@ async fn no_process_of_a_childs_group_outlives_its_agent_or_the_daemons_kill_9()
 
 #[tokio::test]
 async fn the_reaper_kills_at_start_a_group_whose_supervisor_could_not_act() {
-    let (home, daemon, api) = daemon_with_config("").await;
+    // Unsandboxed: in the sandbox the supervisor's death takes the whole namespace with it
+    // (`sandboxed_children_die_with_their_supervisor`), so nothing is left to reap.
+    let (home, daemon, api) = daemon_with_config("[exec_policy]\nsandbox = false\n").await;
     let agent = agent_with(&api, "abandoned", &["process.*"]).await;
     let p = start(&api, &agent, "echo ready; sleep 300").await;
     let pgid = p["pgid"].as_i64().unwrap();

@@ -1,0 +1,228 @@
+//! Issue 41's attacks on what agents run, each through the real path (the registry, the grant,
+//! the tool, bubblewrap, the supervisor): a child reading the daemon's home and the CLI token,
+//! a `setsid` chain 150 deep that outlived every way of stopping it, a fork bomb past
+//! `max_children`, `allowed_commands` bypassed by git's own options, and a second process in
+//! the workspace swapping a folder for a link to the home while the file tools run.
+
+use std::time::Duration;
+
+use kennel_tests::{Api, eventually};
+use serde_json::{Value, json};
+
+use crate::processes::running_with;
+use crate::{agent_with, daemon_with_config};
+
+async fn start(api: &Api, agent: &str, command: &str) -> i64 {
+    let started = api.invoke(agent, "process_start", json!({ "command": command })).await;
+    assert_eq!(started.status, 200, "{}", started.text);
+    started.body["content"]["process_id"].as_i64().expect("process_id")
+}
+
+/// Polls until the child ended; what it wrote to stdout and stderr, and its exit.
+async fn finish(api: &Api, agent: &str, id: i64) -> (String, String, Value) {
+    let (mut out, mut err) = (String::new(), String::new());
+    for _ in 0..500 {
+        let p = api.invoke(agent, "process_poll", json!({ "process_id": id })).await.body["content"].clone();
+        out.push_str(p["stdout"].as_str().unwrap_or_default());
+        err.push_str(p["stderr"].as_str().unwrap_or_default());
+        if p["running"] == false && p["more"] == false {
+            return (out, err, p["exit"].clone());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("process {id} did not end: {out} {err}");
+}
+
+/// How many live processes carry `needle` in their command line.
+fn count_running(needle: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie = stat.rfind(')').is_some_and(|i| stat[i + 2..].starts_with('Z'));
+            !zombie && String::from_utf8_lossy(&cmdline).replace('\0', " ").contains(needle)
+        })
+        .count()
+}
+
+fn is_root() -> bool {
+    std::process::Command::new("id").arg("-u").output().unwrap().stdout.starts_with(b"0\n")
+}
+
+#[tokio::test]
+async fn a_child_sees_neither_the_home_nor_another_workspace_nor_the_daemon() {
+    let (home, daemon, api) = daemon_with_config("").await;
+    let other = agent_with(&api, "neighbour", &["process.*"]).await;
+    start(&api, &other, "echo neighbour-secret > mine.txt").await;
+    let agent = agent_with(&api, "prisoner", &["process.*"]).await;
+    let h = home.path().display();
+    let port = daemon.base.rsplit(':').next().unwrap().trim_end_matches('/').to_string();
+    let command = format!(
+        "cat {h}/cli.token {h}/daemon.json {h}/workspaces/{other}/mine.txt; ls {h} /home /workspace; \
+         python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2)\" || echo no-network"
+    );
+    let id = start(&api, &agent, &command).await;
+    let (out, err, _) = finish(&api, &agent, id).await;
+    let token = std::fs::read_to_string(home.path().join("cli.token")).unwrap();
+    for secret in [token.trim(), "neighbour-secret", "kennel.db", "\"pid\""] {
+        assert!(!out.contains(secret) && !err.contains(secret), "{secret} reached the child:\n{out}\n{err}");
+    }
+    assert!(err.contains("No such file"), "the home does not exist in the sandbox: {err}");
+    assert!(out.contains("no-network"), "not even the daemon's own port: {out}\n{err}");
+}
+
+/// A script in the workspace that starts a chain of `depth` processes, each in a session of
+/// its own (`setsid`), each then sleeping `tag`: what escaped the old supervisor's kill rounds.
+fn plant_chain(home: &std::path::Path, agent: &str) {
+    let dir = home.join("workspaces").join(agent);
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = "d=$1\nif [ \"$d\" -gt 0 ]; then setsid sh ./chain.sh $((d - 1)) $2 & fi\nexec sleep $2\n";
+    std::fs::write(dir.join("chain.sh"), script).unwrap();
+}
+
+/// Starts the chain and waits until all `depth + 1` sleepers run.
+async fn chain(api: &Api, agent: &str, depth: usize, tag: &str) -> i64 {
+    let id = start(api, agent, &format!("sh ./chain.sh {depth} {tag}")).await;
+    let all = eventually(Duration::from_secs(30), || async { count_running(&format!("sleep {tag}")) > depth }).await;
+    assert!(all, "the chain of {depth} started: {} running", count_running(&format!("sleep {tag}")));
+    id
+}
+
+async fn none_left(tag: &str, within: Duration) {
+    let needle = format!("sleep {tag}");
+    let gone = eventually(within, || async { count_running(&needle) == 0 }).await;
+    assert!(gone, "{} of the chain still run", count_running(&needle));
+}
+
+#[tokio::test]
+async fn a_setsid_chain_150_deep_ends_with_kill_wall_clock_agent_stop_and_the_daemons_kill_9() {
+    const DEPTH: usize = 150;
+    let tag = |n: u32| format!("{n}.{}", std::process::id());
+    let (home, daemon, api) = daemon_with_config("[exec_policy]\nkill_grace_secs = 1\n").await;
+
+    let agent = agent_with(&api, "chained", &["process.*"]).await;
+    plant_chain(home.path(), &agent);
+    let id = chain(&api, &agent, DEPTH, &tag(4101)).await;
+    let killed = api.invoke(&agent, "process_kill", json!({ "process_id": id })).await;
+    assert_eq!(killed.body["content"]["exit"]["reason"], "killed", "{}", killed.text);
+    none_left(&tag(4101), Duration::from_secs(5)).await;
+
+    chain(&api, &agent, DEPTH, &tag(4102)).await;
+    let stopped = api.post(&format!("/api/agents/{agent}/stop"), json!({})).await;
+    assert_eq!(stopped.status, 200, "{}", stopped.text);
+    none_left(&tag(4102), Duration::from_secs(5)).await;
+
+    let agent = agent_with(&api, "chained-again", &["process.*"]).await;
+    plant_chain(home.path(), &agent);
+    chain(&api, &agent, DEPTH, &tag(4103)).await;
+    daemon.kill().await;
+    none_left(&tag(4103), Duration::from_secs(5)).await;
+
+    let (home, _daemon, api) = daemon_with_config("[exec_policy]\nwall_clock_secs = 4\nkill_grace_secs = 1\n").await;
+    let agent = agent_with(&api, "chained-late", &["process.*"]).await;
+    plant_chain(home.path(), &agent);
+    let id = chain(&api, &agent, DEPTH, &tag(4104)).await;
+    none_left(&tag(4104), Duration::from_secs(15)).await;
+    let (_, _, exit) = finish(&api, &agent, id).await;
+    assert_eq!(exit["reason"], "wall_clock", "{exit}");
+}
+
+#[tokio::test]
+async fn sandboxed_children_die_with_their_supervisor() {
+    let (_home, daemon, api) = daemon_with_config("").await;
+    let agent = agent_with(&api, "orphaned", &["process.*"]).await;
+    let tag = format!("4105.{}", std::process::id());
+    let started = api.invoke(&agent, "process_start", json!({ "command": format!("sleep {tag}") })).await;
+    let supervisor = started.body["content"]["pgid"].as_i64().expect(&started.text);
+    assert!(eventually(Duration::from_secs(5), || async { running_with(&format!("sleep {tag}")) }).await);
+    // The daemon cannot act (stopped) when the supervisor is killed: the sandbox goes anyway.
+    let signal = |sig: &str, pid: String| {
+        assert!(std::process::Command::new("kill").args([sig, &pid]).status().unwrap().success());
+    };
+    signal("-STOP", daemon.pid().to_string());
+    signal("-KILL", supervisor.to_string());
+    none_left(&tag, Duration::from_secs(3)).await;
+    signal("-CONT", daemon.pid().to_string());
+}
+
+#[tokio::test]
+async fn a_childs_tree_cannot_fork_past_max_processes() {
+    if !is_root() {
+        // Unprivileged, a daemon makes control groups only where its cgroup was delegated to it
+        // (README, Processes); the test run's CI is root, where this always holds.
+        eprintln!("skipped: not root, so no control group can be made here");
+        return;
+    }
+    let (_home, _d, api) = daemon_with_config("[exec_policy]\nmax_children = 8\nmax_processes = 64\n").await;
+    let agent = agent_with(&api, "forker", &["process.*"]).await;
+    let tag = format!("fork-bomb-{}", std::process::id());
+    // 400 forks, each child sleeping; a fork the limit refuses is counted, not fatal.
+    let bomb = format!(
+        "python3 -c 'import os, time  # {tag}\nmade = 0\nfor _ in range(400):\n    try:\n        pid = os.fork()\n    except OSError:\n        continue\n    if pid == 0:\n        time.sleep(60)\n        os._exit(0)\n    made += 1\nprint(\"forked\", made, flush=True)\ntime.sleep(60)'"
+    );
+    let id = start(&api, &agent, &bomb).await;
+    let mut out = String::new();
+    for _ in 0..300 {
+        let p = api.invoke(&agent, "process_poll", json!({ "process_id": id })).await;
+        out.push_str(p.body["content"]["stdout"].as_str().unwrap_or_default());
+        if out.contains("forked") || p.body["content"]["running"] == false {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let made: usize =
+        out.trim().strip_prefix("forked ").and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{out}"));
+    let running = count_running(&tag);
+    assert!(made > 8 && made < 64, "{made} forks succeeded (max_processes = 64)");
+    assert!(running <= 64, "{running} processes of one child run (max_processes = 64)");
+    api.invoke(&agent, "process_kill", json!({ "process_id": id, "signal": "KILL" })).await;
+    let gone = eventually(Duration::from_secs(5), || async { count_running(&tag) == 0 }).await;
+    assert!(gone, "{} still run", count_running(&tag));
+}
+
+#[tokio::test]
+async fn allowed_commands_narrow_the_programs_and_the_sandbox_holds_what_they_do() {
+    let (home, _d, api) = daemon_with_config("[exec_policy]\nallowed_commands = [\"git\"]\n").await;
+    let agent = agent_with(&api, "gitter", &["process.*"]).await;
+    let token_path = home.path().join("cli.token");
+    let token = std::fs::read_to_string(&token_path).unwrap();
+    // git runs any command through an alias: that command runs in the sandbox too.
+    let line = format!("git -c 'alias.x=!cat {} /proc/1/environ' x", token_path.display());
+    let id = start(&api, &agent, &line).await;
+    let (out, err, _) = finish(&api, &agent, id).await;
+    assert!(!out.contains(token.trim()) && !err.contains(token.trim()), "{out}\n{err}");
+    assert!(err.contains("No such file"), "{err}");
+    // Git's configuration through the environment is refused before anything runs.
+    let env = json!({ "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "alias.x", "GIT_CONFIG_VALUE_0": "!id" });
+    let refused = api.invoke(&agent, "process_start", json!({ "command": "git x", "env": env })).await;
+    assert_eq!(refused.error_kind(), "Forbidden", "{}", refused.text);
+}
+
+/// The file-tool race of issue 41 end to end: a sandboxed process of the agent swaps the
+/// folder `d` for a link to `$KENNEL_HOME` as fast as it can while the agent writes and
+/// removes files in `d`. Against 951b06f 9 of 1,200 writes landed in the home and
+/// `decoy.conf` was overwritten at once.
+#[tokio::test]
+async fn a_second_process_swapping_a_folder_for_a_link_never_lets_a_file_tool_out() {
+    let (home, _d, api) = daemon_with_config("").await;
+    std::fs::write(home.path().join("decoy.conf"), "decoy").unwrap();
+    let agent = agent_with(&api, "racer", &["process.*", "files.*"]).await;
+    let h = home.path().display();
+    let swapper = format!("mkdir -p d; while true; do mv d d.real; ln -s {h} d; rm d; mv d.real d; done");
+    let id = start(&api, &agent, &swapper).await;
+    for i in 0..1200 {
+        let path = if i % 2 == 0 { "d/x" } else { "d/decoy.conf" };
+        api.invoke(&agent, "edit_file", json!({ "path": path, "mode": "write", "content": "agent wrote this" })).await;
+        if i % 10 == 0 {
+            api.invoke(&agent, "remove_file", json!({ "path": "d/decoy.conf" })).await;
+        }
+    }
+    api.invoke(&agent, "process_kill", json!({ "process_id": id, "signal": "KILL" })).await;
+    assert_eq!(std::fs::read_to_string(home.path().join("decoy.conf")).unwrap(), "decoy", "untouched");
+    assert!(!home.path().join("x").exists(), "no file was written into the home");
+    let written = std::fs::read_to_string(home.path().join("workspaces").join(&agent).join("d/x"))
+        .or_else(|_| std::fs::read_to_string(home.path().join("workspaces").join(&agent).join("d.real/x")));
+    assert_eq!(written.unwrap(), "agent wrote this", "the writes that ran went into the workspace");
+}
