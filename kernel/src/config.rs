@@ -348,6 +348,10 @@ pub struct BrowserConfig {
     pub allowed_hosts: AllowedHosts,
     /// Hosts refused even when `allowed_hosts` lets them through (same syntax).
     pub blocked_hosts: AllowedHosts,
+    /// Chromium's own sandbox around its renderers. Always off for a daemon run as root
+    /// (Chromium refuses it there; the daemon logs it); turn it off only where the machine
+    /// cannot give Chromium the user namespaces it needs.
+    pub sandbox: bool,
 }
 
 impl Default for BrowserConfig {
@@ -360,6 +364,7 @@ impl Default for BrowserConfig {
             idle_close_secs: 300,
             allowed_hosts: AllowedHosts::default(),
             blocked_hosts: AllowedHosts::default(),
+            sandbox: true,
         }
     }
 }
@@ -1069,6 +1074,7 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # tabs_per_agent = 4
 # navigation_timeout_secs = 30
 # idle_close_secs = 300     # idle tabs close; Chromium stops when no agent has a tab
+# sandbox = true            # Chromium's own sandbox (always off when the daemon runs as root)
 # [browser] allowed_hosts = []   # every request a page makes is checked (like [a2a] allowed_hosts)
 # [browser] blocked_hosts = ["ads.example.com:*"]   # refused even when allowed
 

@@ -1,8 +1,10 @@
 //! One Chromium process. Kennel starts it itself (not through chromiumoxide's launcher) so that
 //! it owns the child: its flags, a profile folder of its own, death with the daemon
-//! (`PR_SET_PDEATHSIG`), and a watcher that notices when it exits, which chromiumoxide's
+//! (`PR_SET_PDEATHSIG`), DevTools over a pipe rather than a port (`pipe.rs`), its own sandbox
+//! unless the daemon is root, and a watcher that notices when it exits, which chromiumoxide's
 //! handler alone does not (a closed DevTools socket leaves it pending).
 
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,12 +17,13 @@ use futures_util::StreamExt;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::task::JoinHandle;
 
+use super::pipe;
 use crate::error::{Error, Result};
 
 /// The window every page is laid out in (and the viewport screenshots show).
 pub(super) const VIEWPORT: (u32, u32) = (1280, 800);
 
-/// How long Chromium may take to print its DevTools address. Its first start on a machine
+/// How long Chromium may take to answer its first DevTools command. Its first start on a machine
 /// with a cold page cache and two busy cores took over 20 s (a full test run, issue 25); a
 /// launch only ever waits this long when something is wrong or the machine is that slow.
 const LAUNCH_TIMEOUT: Duration = Duration::from_secs(45);
@@ -35,13 +38,14 @@ pub(super) struct Launch<'a> {
     pub profile: PathBuf,
     /// How long one DevTools command may take (a navigation included).
     pub command_timeout: Duration,
+    /// Chromium's own sandbox (`[browser] sandbox`); never for a daemon run as root, where
+    /// Chromium refuses it.
+    pub sandbox: bool,
 }
 
 /// A running Chromium and the DevTools connection to it.
 pub(super) struct Chromium {
     pub browser: Browser,
-    /// The loopback port its DevTools listen on (no page may reach it).
-    pub devtools_port: Option<u16>,
     alive: Arc<AtomicBool>,
     pid: Option<u32>,
     profile: PathBuf,
@@ -72,36 +76,37 @@ impl Chromium {
                 Ok(())
             });
         }
+        let pipes = pipe::Pipes::new()?;
+        let (reads, writes) = (pipes.chromium_reads.as_raw_fd(), pipes.chromium_writes.as_raw_fd());
+        // SAFETY: the closure runs in the forked child before exec and makes only
+        // async-signal-safe system calls on that child's own descriptors.
+        unsafe {
+            command.pre_exec(move || pipe::place_in_child(reads, writes));
+        }
         let mut child = command
             .spawn()
             .map_err(|e| Error::unavailable(format!("cannot start Chromium `{}`: {e}", launch.executable.display())))?;
         let pid = child.id();
         let stderr = child.stderr.take().ok_or_else(|| Error::internal("Chromium's stderr was not captured"))?;
-        let mut lines = BufReader::new(stderr).lines();
-        let ws_url = tokio::time::timeout(LAUNCH_TIMEOUT, async {
-            let mut seen = Vec::new();
-            while let Ok(Some(line)) = lines.next_line().await {
-                if let Some(url) = line.trim().strip_prefix("DevTools listening on ") {
-                    return Ok(url.to_string());
+        // What Chromium said first, for a launch that fails; its stderr must be read anyway,
+        // or a full pipe stalls it.
+        let said = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let drain = tokio::spawn({
+            let said = said.clone();
+            async move {
+                let mut lines = BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let mut said = said.lock().unwrap_or_else(|e| e.into_inner());
+                    if said.len() < 20 {
+                        said.push(line);
+                    }
                 }
-                if seen.len() < 20 {
-                    seen.push(line);
-                }
             }
-            Err(seen.join("\n"))
-        })
-        .await;
-        let ws_url = match ws_url {
-            Ok(Ok(url)) => url,
-            Ok(Err(output)) => {
-                return Err(Error::unavailable(format!("Chromium exited before it was ready: {}", output.trim())));
-            }
-            Err(_) => {
-                return Err(Error::unavailable(format!(
-                    "Chromium did not start within {} s",
-                    LAUNCH_TIMEOUT.as_secs()
-                )));
-            }
+        });
+        let (ws_url, bridge) = pipe::bridge(pipes).await?;
+        let failed = |why: String| {
+            let said = said.lock().unwrap_or_else(|e| e.into_inner()).join("\n");
+            Error::unavailable(format!("{why}: {}", said.trim()))
         };
         let config = HandlerConfig {
             viewport: Some(Viewport {
@@ -117,14 +122,11 @@ impl Chromium {
             ignore_https_errors: false,
             ..HandlerConfig::default()
         };
-        let devtools_port = reqwest::Url::parse(&ws_url).ok().and_then(|u| u.port());
         let (browser, mut handler) = Browser::connect_with_config(ws_url, config)
             .await
             .map_err(|e| Error::unavailable(format!("cannot connect to Chromium's DevTools: {e}")))?;
 
         let alive = Arc::new(AtomicBool::new(true));
-        // Chromium's stderr must be read, or a full pipe stalls it.
-        let drain = tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         let handler_alive = alive.clone();
         let events = tokio::spawn(async move {
             while let Some(event) = handler.next().await {
@@ -147,14 +149,13 @@ impl Chromium {
             child_alive.store(false, Ordering::Release);
             tracing::info!(?status, "Chromium exited");
         });
-        Ok(Chromium {
-            browser,
-            devtools_port,
-            alive,
-            pid,
-            profile: launch.profile,
-            tasks: vec![drain, events, watcher],
-        })
+        let chromium =
+            Chromium { browser, alive, pid, profile: launch.profile, tasks: vec![drain, events, watcher, bridge] };
+        match tokio::time::timeout(LAUNCH_TIMEOUT, chromium.browser.version()).await {
+            Ok(Ok(_)) => Ok(chromium),
+            Ok(Err(e)) => Err(failed(format!("Chromium exited before it was ready ({e})"))),
+            Err(_) => Err(failed(format!("Chromium did not answer within {} s", LAUNCH_TIMEOUT.as_secs()))),
+        }
     }
 
     /// False once the process exited or its DevTools connection ended. A killed process is a
@@ -225,7 +226,6 @@ fn environment(launch: &Launch<'_>) -> std::collections::BTreeMap<String, String
 
 fn flags(launch: &Launch<'_>) -> Vec<String> {
     let mut flags: Vec<String> = [
-        "--no-sandbox",
         "--disable-gpu",
         "--disable-background-networking",
         "--disable-component-update",
@@ -241,7 +241,8 @@ fn flags(launch: &Launch<'_>) -> Vec<String> {
         "--mute-audio",
         "--hide-scrollbars",
         "--password-store=basic",
-        "--remote-debugging-port=0",
+        // DevTools on descriptors 3 and 4: no port listens (`pipe.rs`).
+        "--remote-debugging-pipe",
         // Loopback too goes through the proxy (Chromium bypasses it for loopback by default).
         "--proxy-bypass-list=<-loopback>",
         // WebRTC would send UDP (and TURN over TCP) straight to any address: only proxied.
@@ -255,6 +256,9 @@ fn flags(launch: &Launch<'_>) -> Vec<String> {
     .to_vec();
     if launch.headless {
         flags.push("--headless".into());
+    }
+    if !launch.sandbox {
+        flags.push("--no-sandbox".into());
     }
     flags.push(format!("--window-size={},{}", VIEWPORT.0, VIEWPORT.1));
     flags.push(format!("--proxy-server=http://{}", launch.proxy));

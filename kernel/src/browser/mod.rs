@@ -12,6 +12,7 @@
 
 mod chromium;
 mod pages;
+mod pipe;
 mod scripts;
 mod tools;
 
@@ -221,16 +222,28 @@ impl Browsers {
             proxy: proxy.addr(),
             profile: self.home.join("browser").join(format!("profile-{}-{}", std::process::id(), running.generation)),
             command_timeout: self.navigation_timeout() + Duration::from_secs(5),
+            sandbox: self.chromium_sandbox(),
         })
         .await?;
         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, pid = ?chromium.pid(), "Chromium started");
-        if let Some(port) = chromium.devtools_port {
-            proxy.reserve(port);
-        }
         let process = Arc::new(Process { chromium, proxy, generation: running.generation, spare: Arc::default() });
         running.process = Some(process.clone());
         self.start_sweeper();
         Ok((process, restarted))
+    }
+
+    /// Whether Chromium runs in its own sandbox: `[browser] sandbox`, and never as root,
+    /// where Chromium refuses it (said in the log each time it starts).
+    fn chromium_sandbox(&self) -> bool {
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        if root || !self.config.sandbox {
+            tracing::warn!(
+                "Chromium runs without its own sandbox ({}): a page that exploits the renderer runs as the daemon's user",
+                if root { "the daemon runs as root, where Chromium refuses it" } else { "[browser] sandbox = false" }
+            );
+        }
+        self.config.sandbox && !root
     }
 
     /// Whether `agent` has a browser context here (pages open, or kept between calls).

@@ -463,8 +463,38 @@ async fn a_turns_screenshot_reaches_an_anthropic_model_as_an_image_and_the_chat_
     assert!(tabs.text.contains("Second page") && tabs.text.contains("class=\"screenshot\""), "{}", tabs.text);
 }
 
+/// The socket inodes in LISTEN state on this machine (TCP over IPv4 and IPv6).
+fn listening_sockets() -> std::collections::HashSet<String> {
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .flat_map(|table| {
+            std::fs::read_to_string(table).unwrap_or_default().lines().skip(1).map(String::from).collect::<Vec<_>>()
+        })
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            (fields.get(3) == Some(&"0A")).then(|| fields.get(9).map(|inode| inode.to_string())).flatten()
+        })
+        .collect()
+}
+
+/// The live processes whose command line holds `needle`, with their command lines.
+fn processes_with(needle: &str) -> Vec<(u32, String)> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let cmdline =
+                String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/cmdline")).ok()?).replace('\0', " ");
+            cmdline.contains(needle).then_some((pid, cmdline))
+        })
+        .collect()
+}
+
+/// Issue 41: `--remote-debugging-port=0` let any local user (and any script with a network)
+/// list every agent's tabs, read their cookies and open `file://…/cli.token`. DevTools now
+/// run over a pipe: no process of the browser listens on any port.
 #[tokio::test]
-async fn even_with_all_of_loopback_open_no_page_reaches_the_browsers_devtools_port() {
+async fn the_browser_listens_on_no_port_and_even_with_all_of_loopback_open_no_page_reaches_it() {
     let forbidden = forbidden_server().await;
     let port = site(forbidden.port).await;
     let config = format!("[browser]\nexecutable = \"{CHROMIUM}\"\nallowed_hosts = [\"127.0.0.1:*\"]\n");
@@ -472,13 +502,21 @@ async fn even_with_all_of_loopback_open_no_page_reaches_the_browsers_devtools_po
     let me = agent_with(&api, "prober", &["browser.*"]).await;
     call(&api, &me, "browser_navigate", json!({"url": format!("http://127.0.0.1:{port}/second")})).await;
 
-    // Chromium writes the port it chose into its profile.
+    let profile = home.path().join("browser").display().to_string();
+    let browser = processes_with(&profile);
+    assert!(!browser.is_empty(), "Chromium and its helpers run with the home's profile");
+    let main = browser.iter().find(|(_, cmd)| cmd.contains("--user-data-dir") && !cmd.contains("--type=")).unwrap();
+    assert!(main.1.contains("--remote-debugging-pipe") && !main.1.contains("--remote-debugging-port"), "{}", main.1);
+    let listening = listening_sockets();
+    for (pid, cmdline) in &browser {
+        for fd in std::fs::read_dir(format!("/proc/{pid}/fd")).into_iter().flatten().flatten() {
+            let target = std::fs::read_link(fd.path()).unwrap_or_default().display().to_string();
+            let inode = target.strip_prefix("socket:[").and_then(|t| t.strip_suffix(']')).unwrap_or_default();
+            assert!(!listening.contains(inode), "process {pid} listens on a TCP port: {cmdline}");
+        }
+    }
     let profiles = std::fs::read_dir(home.path().join("browser")).unwrap().flatten().collect::<Vec<_>>();
-    let active = std::fs::read_to_string(profiles[0].path().join("DevToolsActivePort")).unwrap();
-    let devtools: u16 = active.lines().next().unwrap().parse().unwrap();
-    let direct =
-        api.invoke(&me, "browser_navigate", json!({"url": format!("http://127.0.0.1:{devtools}/json/version")})).await;
-    assert_eq!((direct.status, direct.error_kind()), (403, "Forbidden"), "{}", direct.text);
+    assert!(!profiles[0].path().join("DevToolsActivePort").exists(), "no DevTools port was opened");
     // Kennel's own first-run setup sees the page's request as forwarded, not as this machine.
     call(&api, &me, "browser_navigate", json!({"url": format!("{}/setup", _daemon.base)})).await;
     let setup = call(&api, &me, "browser_read_page", json!({})).await;
