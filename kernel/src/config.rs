@@ -288,6 +288,12 @@ pub struct ExecPolicyConfig {
     /// Host folders a sandboxed child sees read-only besides the system's (a toolchain in
     /// `/opt` or a user's `~/.cargo`).
     pub read_only: Vec<std::path::PathBuf>,
+    /// With `network` (and for script tools whose manifest asks for one): where a sandbox's
+    /// requests may go, checked by the address guard's proxy like `[browser] allowed_hosts`
+    /// (empty: public addresses only; the daemon's own port never).
+    pub allowed_hosts: AllowedHosts,
+    /// Hosts refused even when `allowed_hosts` lets them through.
+    pub blocked_hosts: AllowedHosts,
     /// Processes and threads one child's whole tree may have at once (its cgroup's `pids.max`).
     #[serde(deserialize_with = "in_range::<_, 8, 1048576>")]
     pub max_processes: u64,
@@ -314,6 +320,8 @@ impl Default for ExecPolicyConfig {
             sandbox: true,
             network: false,
             read_only: Vec::new(),
+            allowed_hosts: AllowedHosts::default(),
+            blocked_hosts: AllowedHosts::default(),
             max_processes: 512,
             max_memory_mib: 4096,
             docker_socket: "/var/run/docker.sock".into(),
@@ -1119,7 +1127,8 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # pass_env = ["CARGO_HOME"]  # daemon variables children get, besides PATH, LANG, TZ...
 # secret_env = ["*_API_KEY", "*_TOKEN", "*_SECRET", "*PASSWORD*"]   # never given to a child
 # sandbox = true            # children run in bubblewrap; false: as the daemon, its files and token included
-# network = false           # true: the sandbox keeps the host's network
+# network = false           # true: requests through the address guard's proxy (HTTP_PROXY)
+# allowed_hosts = []        # where they may go (like [browser] allowed_hosts); script tools too
 # read_only = ["/opt"]      # host folders a child sees read-only, besides the system's
 # max_processes = 512       # processes and threads of one child's tree (its cgroup)
 # max_memory_mib = 4096     # memory of one child's tree (its cgroup; else each process's address space)

@@ -195,7 +195,7 @@ impl Kernel {
             kv: memory::kv::KvStore::new(db.clone()),
             knowledge: knowledge::Knowledge::new(db.clone(), knowledge::Limits::default()),
             browsers: config.browser.clone().map(|b| Arc::new(browser::Browsers::new(b, home.to_path_buf()))),
-            processes: Arc::new(process::Processes::new(db.clone(), &config)),
+            processes: Arc::new(process::Processes::new(db.clone(), &config, home)),
             started: std::time::Instant::now(),
             home: home.to_path_buf(),
             tools: Tools::new(Registry::builtin(&config)),

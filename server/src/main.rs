@@ -21,6 +21,12 @@ fn main() -> ExitCode {
         let args: Vec<String> = std::env::args_os().skip(2).map(|a| a.to_string_lossy().into_owned()).collect();
         return kennel_kernel::process::supervisor::main(&args);
     }
+    // Inside a sandbox with a network, `kennel __relay` (kernel/src/process/relay.rs) is the
+    // command's way to the daemon's proxy: no runtime either.
+    if std::env::args_os().nth(1).is_some_and(|a| a == kennel_kernel::process::relay::ARG) {
+        let args: Vec<String> = std::env::args_os().skip(2).map(|a| a.to_string_lossy().into_owned()).collect();
+        return kennel_kernel::process::relay::main(&args);
+    }
     tune_malloc();
     let args = cli::Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

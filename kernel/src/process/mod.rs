@@ -16,9 +16,11 @@
 //!   the daemon; an ended child stays listed (and pollable) for a while, then is forgotten.
 
 mod cgroup;
+pub(crate) mod network;
 mod output;
 mod policy;
 pub(crate) mod reaper;
+pub mod relay;
 mod sandbox;
 pub(crate) use policy::base_environment;
 mod store;
@@ -212,6 +214,11 @@ pub struct Processes {
     sandbox: tokio::sync::OnceCell<Option<crate::script::sandbox::Sandbox>>,
     /// Where children's control groups are made, found at the first start.
     cgroups: std::sync::OnceLock<cgroup::Place>,
+    /// The proxy sandboxes with a network reach, started by the first that needs it.
+    network: tokio::sync::OnceCell<network::SandboxNetwork>,
+    /// Where its socket goes (`$KENNEL_HOME/run/`), and the daemon's own port it never reaches.
+    home: PathBuf,
+    api_port: u16,
     /// Held from the count against `max_children` until the child is in `children`, so
     /// concurrent starts cannot pass the count together.
     starting: tokio::sync::Mutex<()>,
@@ -357,6 +364,8 @@ struct Launch {
     bwrap: Option<PathBuf>,
     workspace: PathBuf,
     folder: PathBuf,
+    /// The socket to the address guard's proxy, for a sandbox with a network.
+    network: Option<PathBuf>,
 }
 
 impl Processes {
@@ -378,7 +387,7 @@ impl Processes {
         Ok((options, groups))
     }
 
-    pub(crate) fn new(db: Db, config: &Config) -> Processes {
+    pub(crate) fn new(db: Db, config: &Config, home: &std::path::Path) -> Processes {
         Processes {
             db,
             policy: Policy::new(config),
@@ -388,8 +397,30 @@ impl Processes {
             children: Mutex::default(),
             sandbox: tokio::sync::OnceCell::new(),
             cgroups: std::sync::OnceLock::new(),
+            network: tokio::sync::OnceCell::new(),
+            home: home.to_path_buf(),
+            api_port: config.server.bind.port(),
             starting: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// The daemon's socket to the address guard's proxy for sandboxes with a network (script
+    /// tools' too), started by the first call.
+    pub(crate) async fn sandbox_network(&self) -> Result<PathBuf> {
+        let network = self
+            .network
+            .get_or_try_init(|| async {
+                let socket = self.home.join("run").join(format!("sandbox-net-{}.sock", std::process::id()));
+                let rules = crate::net::proxy::ProxyRules {
+                    allowed: self.limits.allowed_hosts.clone(),
+                    blocked: self.limits.blocked_hosts.clone(),
+                    allowed_setting: "[exec_policy] allowed_hosts",
+                    blocked_setting: "[exec_policy] blocked_hosts",
+                };
+                network::SandboxNetwork::start(socket, rules, &[self.api_port]).await
+            })
+            .await?;
+        Ok(network.socket().to_path_buf())
     }
 
     /// Says at start, loudly, that children run unsandboxed (the daemon only).
@@ -457,7 +488,11 @@ impl Processes {
         if bwrap.is_some() {
             env.insert("TMPDIR".into(), "/tmp".into());
         }
-        let place = Launch { bwrap, workspace, folder };
+        let network = match (&bwrap, self.limits.network) {
+            (Some(_), true) => Some(self.sandbox_network().await?),
+            _ => None,
+        };
+        let place = Launch { bwrap, workspace, folder, network };
         let this = self.clone();
         let started = tokio::spawn(async move {
             let _one_at_a_time = this.starting.lock().await;
@@ -491,11 +526,11 @@ impl Processes {
                     workspace: &place.workspace,
                     cwd: &cwd,
                     env: &env,
-                    network: self.limits.network,
+                    network: place.network.as_deref(),
                     read_only: &self.limits.read_only,
                     line: &line,
                 };
-                supervisor::command(&options, &bwrap.display().to_string(), &sandbox::arguments(&jail))
+                supervisor::command(&options, &bwrap.display().to_string(), &sandbox::arguments(&jail)?)
             }
             None => supervisor::command(&options, "/bin/sh", &["-c".into(), line.clone()]),
         };

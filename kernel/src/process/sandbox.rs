@@ -3,7 +3,8 @@
 //! read-only, a private `/tmp` and a fresh `HOME` outside the workspace (both gone when the
 //! command ends), nothing of `$KENNEL_HOME` or another agent's workspace, its own PID
 //! namespace (its first process gone, the kernel ends every other, however deep the tree),
-//! its own session, and no network unless `[exec_policy] network` keeps the host's.
+//! its own session, and a network namespace of its own: no network, or with `[exec_policy]
+//! network` only the daemon's proxy through the address guard (`network.rs`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,19 +22,17 @@ pub(super) struct Jail<'a> {
     /// The folder to start in, relative to the workspace (`.` for its top).
     pub cwd: &'a str,
     pub env: &'a BTreeMap<String, String>,
-    pub network: bool,
+    /// The daemon's socket to the address guard's proxy, when the child has a network.
+    pub network: Option<&'a Path>,
     /// More host folders to show read-only (`[exec_policy] read_only`).
     pub read_only: &'a [PathBuf],
     pub line: &'a str,
 }
 
 /// Bubblewrap's arguments for `jail`, the command last.
-pub(super) fn arguments(jail: &Jail<'_>) -> Vec<String> {
-    let mut args = crate::script::sandbox::system_binds(jail.network);
+pub(super) fn arguments(jail: &Jail<'_>) -> crate::error::Result<Vec<String>> {
+    let mut args = crate::script::sandbox::system_binds(jail.network.is_some());
     args.extend(["--unshare-all", "--die-with-parent", "--new-session", "--clearenv"].map(String::from));
-    if jail.network {
-        args.push("--share-net".into());
-    }
     for folder in jail.read_only {
         let folder = folder.display().to_string();
         args.extend(["--ro-bind-try".into(), folder.clone(), folder]);
@@ -45,7 +44,13 @@ pub(super) fn arguments(jail: &Jail<'_>) -> Vec<String> {
     for (name, value) in jail.env {
         args.extend(["--setenv".into(), name.clone(), value.clone()]);
     }
-    args.extend(["--", "/bin/sh", "-c"].map(String::from));
-    args.push(jail.line.to_string());
-    args
+    let command = ["/bin/sh".to_string(), "-c".into(), jail.line.to_string()];
+    match jail.network {
+        Some(socket) => args.extend(super::network::arguments(socket, &command)?),
+        None => {
+            args.push("--".into());
+            args.extend(command);
+        }
+    }
+    Ok(args)
 }

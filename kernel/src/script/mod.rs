@@ -127,18 +127,27 @@ impl DynamicRun for ScriptRun {
     fn run(self: Arc<Self>, ctx: CallContext, args: Value) -> BoxFuture<Result<Value>> {
         Box::pin(async move {
             let workspace = ctx.kernel.workspaces().dir(ctx.agent.id)?;
+            let network = match (&*self.sandbox, self.checked.manifest.network) {
+                (Sandbox::Bubblewrap(_), true) => Some(ctx.kernel.processes().sandbox_network().await?),
+                _ => None,
+            };
             let ready = self.ready().remove(&ctx.agent.id).filter(|r| r.agent == ctx.agent.name);
-            let run = self.run_for(&ctx.agent.name, &workspace);
+            let run = self.run_for(&ctx.agent.name, &workspace, network.as_deref());
             let result = sandbox::run(&self.sandbox, run, &args, ready).await;
-            self.prepare_next(ctx.agent.id, ctx.agent.name.clone(), workspace);
+            self.prepare_next(ctx.agent.id, ctx.agent.name.clone(), workspace, network);
             result
         })
     }
 }
 
 impl ScriptRun {
-    fn run_for<'a>(&'a self, agent: &'a str, workspace: &'a std::path::Path) -> sandbox::Run<'a> {
-        sandbox::Run { tool: &self.name, agent, workspace, folder: &self.folder, checked: &self.checked }
+    fn run_for<'a>(
+        &'a self,
+        agent: &'a str,
+        workspace: &'a std::path::Path,
+        network: Option<&'a std::path::Path>,
+    ) -> sandbox::Run<'a> {
+        sandbox::Run { tool: &self.name, agent, workspace, folder: &self.folder, checked: &self.checked, network }
     }
 
     fn ready(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, sandbox::Ready>> {
@@ -147,7 +156,7 @@ impl ScriptRun {
 
     /// Makes the agent's next sandbox in the background, and kills it after [`KEEP_READY`]
     /// without a call. Without bubblewrap there is nothing to make ahead.
-    fn prepare_next(self: &Arc<Self>, agent: Uuid, name: String, workspace: PathBuf) {
+    fn prepare_next(self: &Arc<Self>, agent: Uuid, name: String, workspace: PathBuf, network: Option<PathBuf>) {
         if !matches!(*self.sandbox, Sandbox::Bubblewrap(_)) || self.ready().contains_key(&agent) {
             return;
         }
@@ -157,7 +166,8 @@ impl ScriptRun {
         tokio::spawn(async move {
             let made = {
                 let Some(tool) = this.upgrade() else { return };
-                let Some(ready) = sandbox::prepare(&tool.sandbox, &tool.run_for(&name, &workspace)) else { return };
+                let run = tool.run_for(&name, &workspace, network.as_deref());
+                let Some(ready) = sandbox::prepare(&tool.sandbox, &run) else { return };
                 let made = ready.id();
                 tool.ready().entry(agent).or_insert(ready);
                 made

@@ -2,7 +2,8 @@
 //! inside bubblewrap when the daemon has it — the agent's workspace as the only writable
 //! folder (and the only one of the daemon's), the tool's own folder read-only, the system's
 //! programs and libraries read-only, a fresh `/tmp`, no network unless the manifest asks for
-//! it, and an environment of `PATH`, `HOME`, `LANG` and the tool's and agent's names only.
+//! it (and then only the address guard's proxy: `process/network.rs`, as for processes), and
+//! an environment of `PATH`, `HOME`, `LANG` and the tool's and agent's names only.
 //! Wall-clock and output limits apply with or without it.
 
 use std::io::Write;
@@ -96,6 +97,8 @@ pub struct Run<'a> {
     pub workspace: &'a Path,
     pub folder: &'a Path,
     pub checked: &'a Checked,
+    /// The daemon's socket to the address guard's proxy, for a tool with `network = true`.
+    pub network: Option<&'a Path>,
 }
 
 /// A sandbox made ahead of its call: bubblewrap has made the namespaces and the mounts, the
@@ -116,7 +119,7 @@ const GO_FD: i32 = 3;
 pub fn prepare(sandbox: &Sandbox, run: &Run<'_>) -> Option<Ready> {
     let Sandbox::Bubblewrap(_) = sandbox else { return None };
     let (wait, go) = std::io::pipe().ok()?;
-    let mut command = command(sandbox, run, true);
+    let mut command = command(sandbox, run, true).ok()?;
     let wait_fd = wait.as_raw_fd();
     // SAFETY: between fork and exec this calls only dup2 and fcntl, which are async-signal-safe,
     // and touches no memory but its two integers.
@@ -165,7 +168,7 @@ pub async fn run(sandbox: &Sandbox, run: Run<'_>, args: &Value, ready: Option<Re
     let manifest = &run.checked.manifest;
     let mut child = match ready.and_then(Ready::go) {
         Some(child) => child,
-        None => spawn(command(sandbox, &run, false))
+        None => spawn(command(sandbox, &run, false)?)
             .map_err(|e| Error::failed(format!("cannot start `{}`: {e}", run.tool)))?,
     };
     let pid = child.id();
@@ -237,7 +240,7 @@ pub async fn run(sandbox: &Sandbox, run: Run<'_>, args: &Value, ready: Option<Re
 
 /// The command that runs the tool: inside bubblewrap, or on its own in the workspace. With
 /// `wait_for_go`, bubblewrap waits on [`GO_FD`] before it starts the tool.
-fn command(sandbox: &Sandbox, run: &Run<'_>, wait_for_go: bool) -> tokio::process::Command {
+fn command(sandbox: &Sandbox, run: &Run<'_>, wait_for_go: bool) -> Result<tokio::process::Command> {
     let relative = run.checked.executable.strip_prefix(run.folder).unwrap_or(&run.checked.executable);
     let env = [
         ("PATH", "/usr/local/bin:/usr/bin:/bin"),
@@ -247,13 +250,9 @@ fn command(sandbox: &Sandbox, run: &Run<'_>, wait_for_go: bool) -> tokio::proces
     ];
     match sandbox {
         Sandbox::Bubblewrap(bwrap) => {
-            let network = run.checked.manifest.network;
             let mut c = tokio::process::Command::new(bwrap);
-            c.args(system_binds(network));
+            c.args(system_binds(run.network.is_some()));
             c.args(["--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]);
-            if network {
-                c.arg("--share-net");
-            }
             c.arg("--bind").arg(run.workspace).arg(WORKSPACE);
             c.arg("--ro-bind").arg(run.folder).arg(TOOL_DIR);
             c.args(["--chdir", WORKSPACE, "--setenv", "HOME", WORKSPACE]);
@@ -263,14 +262,22 @@ fn command(sandbox: &Sandbox, run: &Run<'_>, wait_for_go: bool) -> tokio::proces
             if wait_for_go {
                 c.args(["--block-fd", &GO_FD.to_string()]);
             }
-            c.arg("--").arg(Path::new(TOOL_DIR).join(relative));
+            let tool = Path::new(TOOL_DIR).join(relative).display().to_string();
+            match run.network {
+                Some(socket) => {
+                    c.args(crate::process::network::arguments(socket, &[tool])?);
+                }
+                None => {
+                    c.arg("--").arg(tool);
+                }
+            }
             c.env_clear();
-            c
+            Ok(c)
         }
         Sandbox::None(_) => {
             let mut c = tokio::process::Command::new(&run.checked.executable);
             c.env_clear().envs(env).env("HOME", run.workspace).current_dir(run.workspace);
-            c
+            Ok(c)
         }
     }
 }

@@ -35,14 +35,16 @@ pub fn content_security_policy(framing: Framing) -> &'static str {
             "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; media-src 'self'; \
              frame-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
         }
+        // `webrtc 'block'` where a browser enforces it; the canvas's prelude takes WebRTC away
+        // where it does not (Chromium 156 did not, reliably).
         Framing::Canvas { network: false } => {
             "sandbox allow-scripts; default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
-             img-src data:; form-action 'none'; base-uri 'none'; frame-ancestors 'self'"
+             img-src data:; form-action 'none'; base-uri 'none'; frame-ancestors 'self'; webrtc 'block'"
         }
         Framing::Canvas { network: true } => {
             "sandbox allow-scripts; default-src 'none'; script-src 'unsafe-inline' https:; \
              style-src 'unsafe-inline' https:; img-src data: https:; font-src https:; media-src data: https:; \
-             connect-src https:; form-action 'none'; base-uri 'none'; frame-ancestors 'self'"
+             connect-src https:; form-action 'none'; base-uri 'none'; frame-ancestors 'self'; webrtc 'block'"
         }
     }
 }
@@ -119,7 +121,10 @@ mod tests {
 
         let framed = call(app(), "/framed").await;
         let canvas = one(&framed, CONTENT_SECURITY_POLICY);
-        assert!(canvas.starts_with("sandbox allow-scripts;") && canvas.ends_with("frame-ancestors 'self'"), "{canvas}");
+        assert!(
+            canvas.starts_with("sandbox allow-scripts;") && canvas.ends_with("frame-ancestors 'self'; webrtc 'block'"),
+            "{canvas}"
+        );
         assert!(!canvas.contains("allow-same-origin") && !canvas.contains("https:"), "{canvas}");
         let own = call(app(), "/own-csp").await;
         assert_eq!(one(&own, CONTENT_SECURITY_POLICY), content_security_policy(Framing::Nobody), "ours, alone");

@@ -9,7 +9,6 @@ use std::time::Duration;
 use kennel_tests::{Api, eventually};
 use serde_json::{Value, json};
 
-use crate::processes::running_with;
 use crate::{agent_with, daemon_with_config};
 
 async fn start(api: &Api, agent: &str, command: &str) -> i64 {
@@ -33,7 +32,8 @@ async fn finish(api: &Api, agent: &str, id: i64) -> (String, String, Value) {
     panic!("process {id} did not end: {out} {err}");
 }
 
-/// How many live processes carry `needle` in their command line.
+/// How many live processes run a command line that starts with `needle` (the sleepers
+/// themselves, not the shells or sandboxes whose arguments name them).
 fn count_running(needle: &str) -> usize {
     std::fs::read_dir("/proc")
         .unwrap()
@@ -42,7 +42,7 @@ fn count_running(needle: &str) -> usize {
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
             let zombie = stat.rfind(')').is_some_and(|i| stat[i + 2..].starts_with('Z'));
-            !zombie && String::from_utf8_lossy(&cmdline).replace('\0', " ").contains(needle)
+            !zombie && String::from_utf8_lossy(&cmdline).replace('\0', " ").starts_with(needle)
         })
         .count()
 }
@@ -136,14 +136,14 @@ async fn sandboxed_children_die_with_their_supervisor() {
     let tag = format!("4105.{}", std::process::id());
     let started = api.invoke(&agent, "process_start", json!({ "command": format!("sleep {tag}") })).await;
     let supervisor = started.body["content"]["pgid"].as_i64().expect(&started.text);
-    assert!(eventually(Duration::from_secs(5), || async { running_with(&format!("sleep {tag}")) }).await);
+    assert!(eventually(Duration::from_secs(5), || async { count_running(&format!("sleep {tag}")) == 1 }).await);
     // The daemon cannot act (stopped) when the supervisor is killed: the sandbox goes anyway.
     let signal = |sig: &str, pid: String| {
         assert!(std::process::Command::new("kill").args([sig, &pid]).status().unwrap().success());
     };
     signal("-STOP", daemon.pid().to_string());
     signal("-KILL", supervisor.to_string());
-    none_left(&tag, Duration::from_secs(3)).await;
+    none_left(&tag, Duration::from_secs(5)).await;
     signal("-CONT", daemon.pid().to_string());
 }
 
@@ -222,7 +222,82 @@ async fn a_second_process_swapping_a_folder_for_a_link_never_lets_a_file_tool_ou
     api.invoke(&agent, "process_kill", json!({ "process_id": id, "signal": "KILL" })).await;
     assert_eq!(std::fs::read_to_string(home.path().join("decoy.conf")).unwrap(), "decoy", "untouched");
     assert!(!home.path().join("x").exists(), "no file was written into the home");
-    let written = std::fs::read_to_string(home.path().join("workspaces").join(&agent).join("d/x"))
-        .or_else(|_| std::fs::read_to_string(home.path().join("workspaces").join(&agent).join("d.real/x")));
-    assert_eq!(written.unwrap(), "agent wrote this", "the writes that ran went into the workspace");
+    let ws = home.path().join("workspaces").join(&agent);
+    let written = ["d/x", "d.real/x"].iter().find_map(|p| std::fs::read_to_string(ws.join(p)).ok());
+    let listing = |dir: &std::path::Path| {
+        std::fs::read_dir(dir)
+            .map(|items| items.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        written.as_deref(),
+        Some("agent wrote this"),
+        "the writes that ran went into the workspace: {:?} {:?} {:?}",
+        listing(&ws),
+        listing(&ws.join("d")),
+        listing(&ws.join("d.real"))
+    );
+}
+
+/// Attack 6 of issue 41: a sandbox with a network had the host's, so it reached the daemon's
+/// API and private loopback servers. Now its only way out is the address guard's proxy.
+#[tokio::test]
+async fn with_a_network_a_child_reaches_out_only_through_the_address_guard() {
+    let open = kennel_tests::serve_html("<p>allowed page</p>".into()).await;
+    let private = kennel_tests::serve_html("<p>private page</p>".into()).await;
+    let config = format!("[exec_policy]\nnetwork = true\nallowed_hosts = [\"127.0.0.1:{open}\"]\n");
+    let (_home, daemon, api) = daemon_with_config(&config).await;
+    let agent = agent_with(&api, "surfer", &["process.*"]).await;
+    let api_port = daemon.base.rsplit(':').next().unwrap().trim_end_matches('/').to_string();
+    let script = format!(
+        "import socket, urllib.request\n\
+         def get(url):\n    try:\n        return urllib.request.urlopen(url, timeout=5).read().decode()\n    except Exception as e:\n        return 'refused ' + str(e)\n\
+         print('proxied:', get('http://127.0.0.1:{open}/'))\n\
+         print('private:', get('http://127.0.0.1:{private}/'))\n\
+         print('daemon:', get('http://127.0.0.1:{api_port}/healthz'))\n\
+         try:\n    socket.create_connection(('127.0.0.1', {open}), 2)\n    print('direct: open')\nexcept OSError:\n    print('direct: refused')\n"
+    );
+    std::fs::create_dir_all(_home.path().join("workspaces").join(&agent)).unwrap();
+    std::fs::write(_home.path().join("workspaces").join(&agent).join("net.py"), script).unwrap();
+    let id = start(&api, &agent, "python3 net.py").await;
+    let (out, err, _) = finish(&api, &agent, id).await;
+    assert!(
+        out.contains("proxied: <p>allowed page</p>"),
+        "an allowed host is reached through the proxy:\n{out}\n{err}"
+    );
+    assert!(out.contains("private: refused") && !out.contains("private page"), "{out}");
+    assert!(out.contains("daemon: refused"), "the daemon's own API never: {out}");
+    assert!(out.contains("direct: refused"), "nothing but the proxy: {out}");
+}
+
+/// The same for a script tool whose manifest asks for a network: the proxy, not the host's.
+#[tokio::test]
+async fn a_script_tool_with_a_network_goes_through_the_address_guard_too() {
+    let open = kennel_tests::serve_html("<p>allowed page</p>".into()).await;
+    let home = kennel_tests::Home::with_config(&format!("[exec_policy]\nallowed_hosts = [\"127.0.0.1:{open}\"]\n"));
+    let folder = home.path().join("tools/script/fetch");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("tool.toml"), "description = \"Fetches\"\nrun = \"fetch.py\"\nnetwork = true\n")
+        .unwrap();
+    let fetch = format!(
+        "#!/usr/bin/env python3\nimport socket, urllib.request\n\
+         print(urllib.request.urlopen('http://127.0.0.1:{open}/', timeout=5).read().decode())\n\
+         try:\n    socket.create_connection(('127.0.0.1', {open}), 2)\n    print('direct: open')\n\
+         except OSError:\n    print('direct: refused')\n"
+    );
+    std::fs::write(folder.join("fetch.py"), fetch).unwrap();
+    std::fs::set_permissions(folder.join("fetch.py"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let token = home.token("tests").await;
+    let daemon = home.start().await;
+    let api = daemon.api(&token);
+    let agent = agent_with(&api, "fetcher", &["script_*"]).await;
+    let offered = eventually(Duration::from_secs(10), || async {
+        api.get("/api/tools?limit=1000").await.text.contains("\"script_fetch\"")
+    })
+    .await;
+    assert!(offered, "the tool is offered");
+    let fetched = api.invoke(&agent, "script_fetch", json!({})).await;
+    assert_eq!(fetched.status, 200, "{}", fetched.text);
+    let text = fetched.body["content"].as_str().unwrap_or_default();
+    assert!(text.contains("<p>allowed page</p>") && text.contains("direct: refused"), "{text}");
 }

@@ -13,7 +13,7 @@ use crate::{agent_from, agent_with};
 
 const CANVAS_CSP: &str = "sandbox allow-scripts; default-src 'none'; script-src 'unsafe-inline'; \
                           style-src 'unsafe-inline'; img-src data:; form-action 'none'; base-uri 'none'; \
-                          frame-ancestors 'self'";
+                          frame-ancestors 'self'; webrtc 'block'";
 
 #[tokio::test]
 async fn canvas_present_needs_its_grant_keeps_every_version_and_refuses_a_canvas_too_large() {
@@ -42,7 +42,8 @@ async fn canvas_present_needs_its_grant_keeps_every_version_and_refuses_a_canvas
     // Both versions stay: each has its page and its frame.
     let old = b.get(&format!("/canvas/{painter}/1/frame")).await;
     assert_eq!(old.status, 200);
-    assert_eq!(old.text, "<p>first</p>", "served exactly as presented");
+    assert!(old.text.starts_with("<script>") && old.text.ends_with("</script><p>first</p>"), "{}", old.text);
+    assert_eq!(old.headers["x-dns-prefetch-control"], "off");
     assert_eq!(old.headers["content-security-policy"], CANVAS_CSP);
     assert!(old.headers["content-type"].to_str().unwrap().starts_with("text/html"));
     let page = b.get(&format!("/canvas/{painter}/1")).await;

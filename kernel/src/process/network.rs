@@ -1,0 +1,99 @@
+//! The network of a sandbox that may have one (`[exec_policy] network = true`, or a script
+//! tool's `network = true`): not the host's, but a Unix socket of the daemon's, bound into
+//! the sandbox, behind which the address guard's proxy (`net::proxy`, the one the browser goes
+//! through) checks every request against `[exec_policy] allowed_hosts` and `blocked_hosts`.
+//! Inside, `relay.rs` listens on the sandbox's own loopback and is the command's
+//! `HTTP(S)_PROXY`; a program that ignores the proxy reaches nothing.
+
+use std::path::{Path, PathBuf};
+
+use tokio::net::{TcpStream, UnixListener};
+use tokio::task::JoinHandle;
+
+use crate::error::Result;
+use crate::net::proxy::{GuardProxy, ProxyRules};
+
+/// The port the relay listens on inside each sandbox.
+pub(crate) const PROXY_PORT: u16 = 3128;
+/// Where the daemon's socket and the relay (the daemon's own binary) appear inside.
+pub(crate) const INSIDE_SOCKET: &str = "/run/kennel/proxy.sock";
+pub(crate) const INSIDE_BINARY: &str = "/run/kennel/kennel";
+
+/// The daemon's side: the socket, and the proxy behind it.
+pub(crate) struct SandboxNetwork {
+    socket: PathBuf,
+    _proxy: GuardProxy,
+    accept: JoinHandle<()>,
+}
+
+impl SandboxNetwork {
+    /// Listens on `socket` (made afresh, owner-only) and starts the proxy with `rules`;
+    /// `reserved` are loopback ports no request may reach whatever the rules say (the
+    /// daemon's own API).
+    pub async fn start(socket: PathBuf, rules: ProxyRules, reserved: &[u16]) -> Result<SandboxNetwork> {
+        if let Some(parent) = socket.parent() {
+            std::fs::DirBuilder::new().recursive(true).mode_owner_only().create(parent)?;
+        }
+        let _ = std::fs::remove_file(&socket);
+        let listener = UnixListener::bind(&socket)?;
+        let proxy = GuardProxy::start(rules).await?;
+        for port in reserved {
+            proxy.reserve(*port);
+        }
+        let upstream = proxy.addr();
+        let accept = tokio::spawn(async move {
+            while let Ok((mut inside, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    if let Ok(mut proxy) = TcpStream::connect(upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inside, &mut proxy).await;
+                    }
+                });
+            }
+        });
+        Ok(SandboxNetwork { socket, _proxy: proxy, accept })
+    }
+
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+}
+
+impl Drop for SandboxNetwork {
+    fn drop(&mut self) {
+        self.accept.abort();
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+trait OwnerOnly {
+    fn mode_owner_only(&mut self) -> &mut Self;
+}
+
+impl OwnerOnly for std::fs::DirBuilder {
+    fn mode_owner_only(&mut self) -> &mut Self {
+        std::os::unix::fs::DirBuilderExt::mode(self, 0o700)
+    }
+}
+
+/// Bubblewrap's arguments that give a sandbox this network: the relay and the socket bound
+/// in, the proxy variables set, and the command (`program` and its arguments) run by the relay.
+pub(crate) fn arguments(socket: &Path, command: &[String]) -> Result<Vec<String>> {
+    let binary = std::env::current_exe()?;
+    let proxy = format!("http://127.0.0.1:{PROXY_PORT}");
+    let mut args: Vec<String> = vec![
+        "--ro-bind".into(),
+        binary.display().to_string(),
+        INSIDE_BINARY.into(),
+        "--ro-bind".into(),
+        socket.display().to_string(),
+        INSIDE_SOCKET.into(),
+    ];
+    for name in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"] {
+        args.extend(["--setenv".into(), name.into(), proxy.clone()]);
+    }
+    args.extend(["--setenv".into(), "NO_PROXY".into(), String::new()]);
+    args.extend(["--".into(), INSIDE_BINARY.into(), super::relay::ARG.into(), INSIDE_SOCKET.into()]);
+    args.push(PROXY_PORT.to_string());
+    args.extend(command.iter().cloned());
+    Ok(args)
+}
