@@ -163,7 +163,25 @@ impl Home {
 
     /// Like [`Home::start`], with extra environment variables for the daemon.
     pub async fn start_with_env(&self, env: &[(&str, &str)]) -> Daemon {
-        let mut child = Command::new(kennel_bin())
+        self.spawn_daemon(Command::new(kennel_bin()), env).await
+    }
+
+    /// Like [`Home::start`], the daemon run by an unprivileged user, as a deployment should:
+    /// the tests' own user when it is not root; under root (CI), `nobody`, made the owner of
+    /// the home (through `setpriv`, which execs, so the daemon is still this test's child).
+    pub async fn start_unprivileged(&self) -> Daemon {
+        if !is_root() {
+            return self.start().await;
+        }
+        let chowned = std::process::Command::new("chown").args(["-R", "65534:65534"]).arg(self.path()).status();
+        assert!(chowned.expect("chown").success(), "the home is given to nobody");
+        let mut command = Command::new("setpriv");
+        command.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]).arg(kennel_bin());
+        self.spawn_daemon(command, &[]).await
+    }
+
+    async fn spawn_daemon(&self, mut command: Command, env: &[(&str, &str)]) -> Daemon {
+        let mut child = command
             .arg("--home")
             .arg(self.path())
             .args(["start", "--bind", "127.0.0.1:0"])
@@ -190,6 +208,12 @@ impl Home {
         assert_eq!(health.status(), 200);
         daemon
     }
+}
+
+/// Whether the tests run as root.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
 }
 
 /// A running daemon.

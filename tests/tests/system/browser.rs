@@ -569,3 +569,23 @@ async fn chromium_gets_a_built_environment_without_the_daemons_secrets() {
         assert!(home_line.contains("/browser/profile-"), "HOME is inside the profile: {home_line}");
     }
 }
+
+/// A daemon run unprivileged (as deployments should be) runs Chromium in Chromium's own
+/// sandbox: no `--no-sandbox` on its command line, and pages still load.
+#[tokio::test]
+async fn as_an_unprivileged_daemon_chromium_runs_in_its_own_sandbox() {
+    let port = site(9).await;
+    let home =
+        Home::with_config(&format!("[browser]\nexecutable = \"{CHROMIUM}\"\nallowed_hosts = [\"127.0.0.1:{port}\"]\n"));
+    let token = home.token("tests").await;
+    let daemon = home.start_unprivileged().await;
+    let api = daemon.api(&token);
+    let agent = agent_with(&api, "sandboxed-browser", &["browser.*"]).await;
+    call(&api, &agent, "browser_navigate", json!({ "url": format!("http://127.0.0.1:{port}/second") })).await;
+    let page = call(&api, &agent, "browser_read_page", json!({})).await;
+    assert!(!page["text"].as_str().unwrap_or_default().is_empty(), "{page}");
+    let profile = home.path().join("browser").display().to_string();
+    let browser = processes_with(&profile);
+    let main = browser.iter().find(|(_, cmd)| cmd.contains("--user-data-dir") && !cmd.contains("--type=")).unwrap();
+    assert!(!main.1.contains("--no-sandbox"), "Chromium's own sandbox is on: {}", main.1);
+}

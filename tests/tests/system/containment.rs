@@ -47,9 +47,7 @@ fn count_running(needle: &str) -> usize {
         .count()
 }
 
-fn is_root() -> bool {
-    std::process::Command::new("id").arg("-u").output().unwrap().stdout.starts_with(b"0\n")
-}
+use kennel_tests::is_root;
 
 #[tokio::test]
 async fn a_child_sees_neither_the_home_nor_another_workspace_nor_the_daemon() {
@@ -300,4 +298,31 @@ async fn a_script_tool_with_a_network_goes_through_the_address_guard_too() {
     assert_eq!(fetched.status, 200, "{}", fetched.text);
     let text = fetched.body["content"].as_str().unwrap_or_default();
     assert!(text.contains("<p>allowed page</p>") && text.contains("direct: refused"), "{text}");
+}
+
+/// The same attacks on a daemon run as an unprivileged user, as the README asks deployments
+/// to: bubblewrap makes its namespaces without privileges, no control group can be made
+/// (the address-space limit stands in for memory), and the sandbox holds all the same.
+#[tokio::test]
+async fn as_an_unprivileged_daemon_the_sandbox_holds_the_same() {
+    let home = kennel_tests::Home::with_config("[exec_policy]\nkill_grace_secs = 1\n");
+    let token = home.token("tests").await;
+    let daemon = home.start_unprivileged().await;
+    let api = daemon.api(&token);
+    let agent = agent_with(&api, "nobody-agent", &["process.*"]).await;
+    let h = home.path().display();
+    let id = start(&api, &agent, &format!("cat {h}/cli.token; id -u; ls /workspace")).await;
+    let (out, err, _) = finish(&api, &agent, id).await;
+    let token_text = std::fs::read_to_string(home.path().join("cli.token")).unwrap();
+    assert!(!out.contains(token_text.trim()) && err.contains("No such file"), "{out}\n{err}");
+
+    plant_chain(home.path(), &agent);
+    if is_root() {
+        let chowned = std::process::Command::new("chown").args(["-R", "65534:65534"]).arg(home.path()).status();
+        assert!(chowned.unwrap().success());
+    }
+    let tag = format!("4107.{}", std::process::id());
+    let id = chain(&api, &agent, 150, &tag).await;
+    api.invoke(&agent, "process_kill", json!({ "process_id": id })).await;
+    none_left(&tag, Duration::from_secs(5)).await;
 }
