@@ -163,3 +163,47 @@ pub(super) fn place_in_child(reads: i32, writes: i32) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+
+    use super::*;
+
+    /// The bridge serves only its secret path, stops listening once that connection is made,
+    /// and carries messages both ways with Chromium's NUL framing. The test plays Chromium.
+    #[tokio::test]
+    async fn only_the_secret_path_is_served_and_then_nothing_listens() {
+        let pipes = Pipes::new().unwrap();
+        let mut chromium_reads = std::fs::File::from(pipes.chromium_reads.try_clone().unwrap());
+        let mut chromium_writes = std::fs::File::from(pipes.chromium_writes.try_clone().unwrap());
+        let (url, _task) = bridge(pipes).await.unwrap();
+        let address = url.strip_prefix("ws://").unwrap().split('/').next().unwrap().to_string();
+
+        let guessed = format!("ws://{address}/devtools/browser/00000000000000000000000000000000");
+        assert!(async_tungstenite::tokio::connect_async(guessed).await.is_err(), "a wrong path is refused");
+        let listing = format!("ws://{address}/json/list");
+        assert!(async_tungstenite::tokio::connect_async(listing).await.is_err());
+
+        let (mut socket, _) = async_tungstenite::tokio::connect_async(url.clone()).await.unwrap();
+        assert!(tokio::net::TcpStream::connect(&address).await.is_err(), "no longer listening");
+
+        socket.send(Message::text(r#"{"id":1,"method":"Browser.getVersion"}"#)).await.unwrap();
+        let command = tokio::task::spawn_blocking(move || {
+            let mut got = Vec::new();
+            let mut byte = [0u8];
+            while chromium_reads.read_exact(&mut byte).is_ok() && byte[0] != 0 {
+                got.push(byte[0]);
+            }
+            got
+        })
+        .await
+        .unwrap();
+        assert_eq!(command, br#"{"id":1,"method":"Browser.getVersion"}"#);
+        chromium_writes.write_all(b"{\"id\":1,\"result\":{}}\0{\"method\":\"Target.targetCreated\"}\0").unwrap();
+        for expected in [r#"{"id":1,"result":{}}"#, r#"{"method":"Target.targetCreated"}"#] {
+            let message = socket.next().await.unwrap().unwrap();
+            assert_eq!(message.to_text().unwrap(), expected);
+        }
+    }
+}

@@ -32,7 +32,7 @@ impl SandboxNetwork {
     /// daemon's own API).
     pub async fn start(socket: PathBuf, rules: ProxyRules, reserved: &[u16]) -> Result<SandboxNetwork> {
         if let Some(parent) = socket.parent() {
-            std::fs::DirBuilder::new().recursive(true).mode_owner_only().create(parent)?;
+            std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700).create(parent)?;
         }
         let _ = std::fs::remove_file(&socket);
         let listener = UnixListener::bind(&socket)?;
@@ -62,16 +62,6 @@ impl Drop for SandboxNetwork {
     fn drop(&mut self) {
         self.accept.abort();
         let _ = std::fs::remove_file(&self.socket);
-    }
-}
-
-trait OwnerOnly {
-    fn mode_owner_only(&mut self) -> &mut Self;
-}
-
-impl OwnerOnly for std::fs::DirBuilder {
-    fn mode_owner_only(&mut self) -> &mut Self {
-        std::os::unix::fs::DirBuilderExt::mode(self, 0o700)
     }
 }
 
