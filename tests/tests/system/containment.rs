@@ -326,3 +326,27 @@ async fn as_an_unprivileged_daemon_the_sandbox_holds_the_same() {
     api.invoke(&agent, "process_kill", json!({ "process_id": id })).await;
     none_left(&tag, Duration::from_secs(5)).await;
 }
+
+/// Attack 1's last step: a hard link to `cli.token` planted in the workspace (by anything
+/// that could once see the home) read back through `read_file` returned the token. A file
+/// with another name is not opened now, by any tool.
+#[tokio::test]
+async fn a_planted_hard_link_to_the_cli_token_is_not_read() {
+    let (home, _d, api) = daemon_with_config("").await;
+    let agent = agent_with(&api, "linker", &["files.*"]).await;
+    let ws = home.path().join("workspaces").join(&agent);
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::hard_link(home.path().join("cli.token"), ws.join("notes.txt")).unwrap();
+    let token = std::fs::read_to_string(home.path().join("cli.token")).unwrap();
+    for (tool, args) in [
+        ("read_file", json!({ "path": "notes.txt" })),
+        ("find_files", json!({ "mode": "search", "pattern": "." })),
+        ("remove_file", json!({ "path": "notes.txt" })),
+    ] {
+        let r = api.invoke(&agent, tool, args).await;
+        assert!(!r.text.contains(token.trim()), "{tool} returned the token: {}", r.text);
+    }
+    let read = api.invoke(&agent, "read_file", json!({ "path": "notes.txt" })).await;
+    assert_eq!(read.error_kind(), "Forbidden", "{}", read.text);
+    assert!(read.error_message().contains("hard links"), "{}", read.text);
+}
