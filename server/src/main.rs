@@ -21,6 +21,11 @@ fn main() -> ExitCode {
         let args: Vec<String> = std::env::args_os().skip(2).map(|a| a.to_string_lossy().into_owned()).collect();
         return kennel_kernel::process::supervisor::main(&args);
     }
+    // A child's sandbox waits for its command as `kennel __exec FD` (kernel/src/process/exec.rs).
+    if std::env::args_os().nth(1).is_some_and(|a| a == kennel_kernel::process::exec::ARG) {
+        let args: Vec<String> = std::env::args_os().skip(2).map(|a| a.to_string_lossy().into_owned()).collect();
+        return kennel_kernel::process::exec::main(&args);
+    }
     // Inside a sandbox with a network, `kennel __relay` (kernel/src/process/relay.rs) is the
     // command's way to the daemon's proxy: no runtime either.
     if std::env::args_os().nth(1).is_some_and(|a| a == kennel_kernel::process::relay::ARG) {

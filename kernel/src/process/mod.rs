@@ -16,6 +16,7 @@
 //!   the daemon; an ended child stays listed (and pollable) for a while, then is forgotten.
 
 mod cgroup;
+pub mod exec;
 pub(crate) mod network;
 mod output;
 mod policy;
@@ -61,6 +62,8 @@ const KEEP_ENDED: Duration = Duration::from_secs(15 * 60);
 const MAX_ENDED_PER_AGENT: usize = 32;
 /// How long a write to a child's input may wait for the child to read.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a sandbox made ahead waits for its agent's next start before it is killed.
+const KEEP_READY: Duration = Duration::from_secs(60);
 /// How long the daemon's shutdown gives children after SIGTERM.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 /// What the dashboard shows of each stream.
@@ -214,6 +217,8 @@ pub struct Processes {
     sandbox: tokio::sync::OnceCell<Option<crate::script::sandbox::Sandbox>>,
     /// Where children's control groups are made, found at the first start.
     cgroups: std::sync::OnceLock<cgroup::Place>,
+    /// A sandbox made ahead for each agent that started a process in the last [`KEEP_READY`].
+    ready: Mutex<HashMap<AgentId, Prepared>>,
     /// The proxy sandboxes with a network reach, started by the first that needs it.
     network: tokio::sync::OnceCell<network::SandboxNetwork>,
     /// Where its socket goes (`$KENNEL_HOME/run/`), and the daemon's own port it never reaches.
@@ -358,14 +363,49 @@ impl Child {
     }
 }
 
-/// Where a child starts: in bubblewrap (its path) or not, the agent's workspace, and the
-/// folder in it to start in.
-struct Launch {
-    bwrap: Option<PathBuf>,
-    workspace: PathBuf,
-    folder: PathBuf,
-    /// The socket to the address guard's proxy, for a sandbox with a network.
-    network: Option<PathBuf>,
+/// A supervisor (and in it, with the sandbox, bubblewrap) started ahead of its command,
+/// waiting for it on a pipe (`exec.rs`). Dropped unused, its whole group is killed.
+struct Prepared {
+    spawned: Option<tokio::process::Child>,
+    pgid: libc::pid_t,
+    marker: String,
+    groups: Option<cgroup::Groups>,
+    spec: Option<std::io::PipeWriter>,
+    sandboxed: bool,
+}
+
+impl Prepared {
+    /// Still waiting for its command (not ended while it waited).
+    fn is_waiting(&mut self) -> bool {
+        self.spawned.as_mut().is_some_and(|s| matches!(s.try_wait(), Ok(None)))
+    }
+}
+
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        if let Some(mut spawned) = self.spawned.take() {
+            // SAFETY: the group of a supervisor this value started and has not reaped.
+            unsafe {
+                libc::kill(-self.pgid, libc::SIGKILL);
+            }
+            // Reaped in the background, so no zombie is left.
+            tokio::spawn(async move { spawned.wait().await });
+        }
+    }
+}
+
+/// Places the spec pipe's reading end at [`exec::SPEC_FD`] in the forked supervisor, where
+/// it stays open across `exec` (and bubblewrap's) for `kennel __exec`.
+fn place_spec_fd(fd: i32) -> std::io::Result<()> {
+    // SAFETY: dup2 and fcntl on the forked child's own descriptors.
+    let ok = unsafe {
+        if fd == exec::SPEC_FD {
+            libc::fcntl(fd, libc::F_SETFD, 0) == 0
+        } else {
+            libc::dup2(fd, exec::SPEC_FD) == exec::SPEC_FD
+        }
+    };
+    if ok { Ok(()) } else { Err(std::io::Error::last_os_error()) }
 }
 
 impl Processes {
@@ -397,6 +437,7 @@ impl Processes {
             children: Mutex::default(),
             sandbox: tokio::sync::OnceCell::new(),
             cgroups: std::sync::OnceLock::new(),
+            ready: Mutex::default(),
             network: tokio::sync::OnceCell::new(),
             home: home.to_path_buf(),
             api_port: config.server.bind.port(),
@@ -487,12 +528,11 @@ impl Processes {
         let mut env = self.policy.environment(&home, &request.env, |name| std::env::var(name).ok())?;
         if bwrap.is_some() {
             env.insert("TMPDIR".into(), "/tmp".into());
+            if self.limits.network {
+                env.extend(network::proxy_environment());
+            }
         }
-        let network = match (&bwrap, self.limits.network) {
-            (Some(_), true) => Some(self.sandbox_network().await?),
-            _ => None,
-        };
-        let place = Launch { bwrap, workspace, folder, network };
+        let inside = if bwrap.is_some() { sandbox::inside_path(&cwd) } else { folder.display().to_string() };
         let this = self.clone();
         let started = tokio::spawn(async move {
             let _one_at_a_time = this.starting.lock().await;
@@ -503,47 +543,114 @@ impl Processes {
                     "this agent has {running} processes running, the most [exec_policy] max_children allows: stop one first (process_kill)"
                 )));
             }
-            this.spawn(agent, request.command, cwd, place, env).await
+            let prepared = match this.take_ready(agent) {
+                Some(ready) => ready,
+                None => this.prepare(&workspace).await?,
+            };
+            env.insert(MARKER.into(), prepared.marker.clone());
+            let spec = exec::Spec { cwd: inside, env, line: request.command };
+            let started = this.spawn(agent, cwd, prepared, spec).await;
+            this.prepare_next(agent, workspace);
+            started
         });
         started.await.map_err(|e| Error::internal(format!("starting a process: {e}")))?
     }
 
-    async fn spawn(
-        self: &Arc<Self>,
-        agent: AgentId,
-        line: String,
-        cwd: String,
-        place: Launch,
-        mut env: BTreeMap<String, String>,
-    ) -> Result<ProcessView> {
+    /// The sandbox made ahead for `agent`'s next start, if it is still waiting.
+    fn take_ready(&self, agent: AgentId) -> Option<Prepared> {
+        let mut ready = self.ready.lock().unwrap_or_else(|e| e.into_inner()).remove(&agent)?;
+        ready.is_waiting().then_some(ready)
+    }
+
+    /// Makes `agent`'s next sandbox in the background, dropped (killed) after [`KEEP_READY`]
+    /// without a start.
+    fn prepare_next(self: &Arc<Self>, agent: AgentId, workspace: PathBuf) {
+        let this = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let Some(processes) = this.upgrade() else { return };
+            let prepared = match processes.prepare(&workspace).await {
+                Ok(prepared) => prepared,
+                Err(e) => return tracing::debug!(error = %e, "making a sandbox ahead failed"),
+            };
+            let made = prepared.pgid;
+            processes.ready.lock().unwrap_or_else(|e| e.into_inner()).insert(agent, prepared);
+            drop(processes);
+            tokio::time::sleep(KEEP_READY).await;
+            if let Some(processes) = this.upgrade() {
+                let mut ready = processes.ready.lock().unwrap_or_else(|e| e.into_inner());
+                if ready.get(&agent).is_some_and(|r| r.pgid == made) {
+                    ready.remove(&agent);
+                }
+            }
+        });
+    }
+
+    /// Starts a supervisor (and in it the sandbox) for a command yet to come: everything of a
+    /// start but the command, which [`Processes::spawn`] hands it.
+    async fn prepare(&self, workspace: &std::path::Path) -> Result<Prepared> {
+        let bwrap = self.bubblewrap().await?;
+        let network = match (&bwrap, self.limits.network) {
+            (Some(_), true) => Some(self.sandbox_network().await?),
+            _ => None,
+        };
         // What tells the reaper a group is this child's, should its supervisor be gone.
         let marker = Uuid::now_v7().to_string();
-        env.insert(MARKER.into(), marker.clone());
         let (options, groups) = self.limits_for(&marker)?;
-        let mut command = match &place.bwrap {
+        let waiting = [exec::ARG.to_string(), exec::SPEC_FD.to_string()];
+        let mut command = match &bwrap {
             Some(bwrap) => {
-                let jail = sandbox::Jail {
-                    workspace: &place.workspace,
-                    cwd: &cwd,
-                    env: &env,
-                    network: place.network.as_deref(),
-                    read_only: &self.limits.read_only,
-                    line: &line,
-                };
+                let jail = sandbox::Jail { workspace, network: network.as_deref(), read_only: &self.limits.read_only };
                 supervisor::command(&options, &bwrap.display().to_string(), &sandbox::arguments(&jail)?)
             }
-            None => supervisor::command(&options, "/bin/sh", &["-c".into(), line.clone()]),
+            // The supervisor's own binary, run as `/proc/self/exe` by the supervisor.
+            None => supervisor::command(&options, "/proc/self/exe", &waiting),
         };
+        let (spec_reader, spec_writer) = std::io::pipe()?;
+        let reader_fd = std::os::fd::AsRawFd::as_raw_fd(&spec_reader);
+        // SAFETY: between fork and exec this calls only dup2 and fcntl, which are
+        // async-signal-safe, on the forked child's own descriptors.
+        unsafe {
+            command.pre_exec(move || place_spec_fd(reader_fd));
+        }
         command
             .env_clear()
-            .envs(&env)
-            .current_dir(&place.folder)
+            .envs(crate::process::base_environment(|name| std::env::var(name).ok()))
+            .env(MARKER, &marker)
+            .current_dir(workspace)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(false);
-        let mut spawned = command.spawn().map_err(|e| Error::failed(format!("cannot start the process: {e}")))?;
+        let spawned = command.spawn().map_err(|e| Error::failed(format!("cannot start the process: {e}")))?;
+        drop(spec_reader);
         let pgid = spawned.id().map(|p| p as libc::pid_t).ok_or_else(|| Error::failed("the process ended at once"))?;
+        Ok(Prepared {
+            spawned: Some(spawned),
+            pgid,
+            marker,
+            groups,
+            spec: Some(spec_writer),
+            sandboxed: bwrap.is_some(),
+        })
+    }
+
+    /// Hands `prepared` its command and records the child. The spec goes through a pipe the
+    /// sandbox reads once it is up; a sandbox that died meanwhile is a failed start.
+    async fn spawn(
+        self: &Arc<Self>,
+        agent: AgentId,
+        cwd: String,
+        mut prepared: Prepared,
+        spec: exec::Spec,
+    ) -> Result<ProcessView> {
+        let bytes = serde_json::to_vec(&spec).map_err(Error::internal)?;
+        let mut writer = prepared.spec.take().expect("a prepared sandbox has its spec pipe");
+        let fed = tokio::task::spawn_blocking(move || std::io::Write::write_all(&mut writer, &bytes)).await;
+        if !matches!(fed, Ok(Ok(()))) {
+            return Err(Error::failed("the process's sandbox ended before its command started"));
+        }
+        let mut spawned = prepared.spawned.take().expect("a prepared sandbox has its supervisor");
+        let (pgid, line, marker) = (prepared.pgid, spec.line, prepared.marker.clone());
         let group = Recorded {
             pgid,
             start_ticks: reaper::stat(pgid).map(|s| s.start_ticks).unwrap_or(0),
@@ -579,8 +686,8 @@ impl Processes {
             command: line,
             cwd,
             pgid,
-            sandboxed: place.bwrap.is_some(),
-            groups: Mutex::new(groups),
+            sandboxed: prepared.sandboxed,
+            groups: Mutex::new(prepared.groups.take()),
             started_at,
             started: Instant::now(),
             output: Mutex::new(Output { stdout: Stream::new(capacity), stderr: Stream::new(capacity), ended_at: None }),
@@ -769,6 +876,7 @@ impl Processes {
     /// Stops the agent's children (its agent stopped). Returns at once; they get SIGTERM, and
     /// SIGKILL past the grace period.
     pub fn close_agent(&self, agent: AgentId) {
+        self.ready.lock().unwrap_or_else(|e| e.into_inner()).remove(&agent);
         for child in self.children_of(agent).into_iter().filter(|c| c.exit().is_none()) {
             let grace = self.grace();
             tokio::spawn(async move { child.stop(Signal::Term, grace, "agent_stopped").await });
@@ -777,6 +885,7 @@ impl Processes {
 
     /// Stops every child (the daemon is shutting down): SIGTERM, then SIGKILL a second later.
     pub async fn shut_down(&self) {
+        self.ready.lock().unwrap_or_else(|e| e.into_inner()).clear();
         let running: Vec<Arc<Child>> = self
             .children
             .lock()

@@ -65,25 +65,35 @@ impl Drop for SandboxNetwork {
     }
 }
 
-/// Bubblewrap's arguments that give a sandbox this network: the relay and the socket bound
-/// in, the proxy variables set, and the command (`program` and its arguments) run by the relay.
-pub(crate) fn arguments(socket: &Path, command: &[String]) -> Result<Vec<String>> {
-    let binary = std::env::current_exe()?;
+/// The variables that point a sandbox's programs at the relay: `HTTP(S)_PROXY` in both
+/// spellings and `ALL_PROXY`, with no exceptions.
+pub(crate) fn proxy_environment() -> Vec<(String, String)> {
     let proxy = format!("http://127.0.0.1:{PROXY_PORT}");
-    let mut args: Vec<String> = vec![
-        "--ro-bind".into(),
-        binary.display().to_string(),
-        INSIDE_BINARY.into(),
-        "--ro-bind".into(),
-        socket.display().to_string(),
-        INSIDE_SOCKET.into(),
-    ];
-    for name in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"] {
-        args.extend(["--setenv".into(), name.into(), proxy.clone()]);
+    let mut env: Vec<(String, String)> =
+        ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"]
+            .into_iter()
+            .map(|name| (name.to_string(), proxy.clone()))
+            .collect();
+    env.extend([("NO_PROXY".to_string(), String::new()), ("no_proxy".to_string(), String::new())]);
+    env
+}
+
+/// Bubblewrap's arguments that show the daemon's own binary inside, read-only, at
+/// [`INSIDE_BINARY`] (the relay, and the command's launcher `exec.rs`).
+pub(crate) fn binary_inside() -> Result<Vec<String>> {
+    let binary = std::env::current_exe()?;
+    Ok(vec!["--ro-bind".into(), binary.display().to_string(), INSIDE_BINARY.into()])
+}
+
+/// Bubblewrap's arguments that give a sandbox this network (with [`binary_inside`]): the
+/// socket bound in, the proxy variables set, and `command` run by the relay.
+pub(crate) fn arguments(socket: &Path, command: &[String]) -> Vec<String> {
+    let mut args: Vec<String> = vec!["--ro-bind".into(), socket.display().to_string(), INSIDE_SOCKET.into()];
+    for (name, value) in proxy_environment() {
+        args.extend(["--setenv".into(), name, value]);
     }
-    args.extend(["--setenv".into(), "NO_PROXY".into(), String::new()]);
     args.extend(["--".into(), INSIDE_BINARY.into(), super::relay::ARG.into(), INSIDE_SOCKET.into()]);
     args.push(PROXY_PORT.to_string());
     args.extend(command.iter().cloned());
-    Ok(args)
+    args
 }

@@ -6,8 +6,9 @@
 //! its own session, and a network namespace of its own: no network, or with `[exec_policy]
 //! network` only the daemon's proxy through the address guard (`network.rs`).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+use super::network;
 
 /// Where the agent's workspace appears inside.
 pub(crate) const WORKSPACE: &str = "/workspace";
@@ -16,20 +17,18 @@ pub(crate) const WORKSPACE: &str = "/workspace";
 /// configures the programs it runs.
 pub(crate) const HOME: &str = "/home/agent";
 
-/// One command to run inside.
+/// A sandbox to make.
 pub(super) struct Jail<'a> {
     pub workspace: &'a Path,
-    /// The folder to start in, relative to the workspace (`.` for its top).
-    pub cwd: &'a str,
-    pub env: &'a BTreeMap<String, String>,
     /// The daemon's socket to the address guard's proxy, when the child has a network.
     pub network: Option<&'a Path>,
     /// More host folders to show read-only (`[exec_policy] read_only`).
     pub read_only: &'a [PathBuf],
-    pub line: &'a str,
 }
 
-/// Bubblewrap's arguments for `jail`, the command last.
+/// Bubblewrap's arguments for `jail`, whose first process is the daemon's binary waiting for
+/// its command on [`super::exec::SPEC_FD`] (`exec.rs`), through the relay with a network.
+/// The environment is the spec's alone (`--clearenv` here).
 pub(super) fn arguments(jail: &Jail<'_>) -> crate::error::Result<Vec<String>> {
     let mut args = crate::script::sandbox::system_binds(jail.network.is_some());
     args.extend(["--unshare-all", "--die-with-parent", "--new-session", "--clearenv"].map(String::from));
@@ -38,19 +37,20 @@ pub(super) fn arguments(jail: &Jail<'_>) -> crate::error::Result<Vec<String>> {
         args.extend(["--ro-bind-try".into(), folder.clone(), folder]);
     }
     args.extend(["--bind".into(), jail.workspace.display().to_string(), WORKSPACE.into()]);
-    args.extend(["--tmpfs", "/home", "--dir", HOME].map(String::from));
-    let cwd = if jail.cwd == "." { WORKSPACE.to_string() } else { format!("{WORKSPACE}/{}", jail.cwd) };
-    args.extend(["--chdir".into(), cwd]);
-    for (name, value) in jail.env {
-        args.extend(["--setenv".into(), name.clone(), value.clone()]);
-    }
-    let command = ["/bin/sh".to_string(), "-c".into(), jail.line.to_string()];
+    args.extend(["--tmpfs", "/home", "--dir", HOME, "--chdir", WORKSPACE].map(String::from));
+    args.extend(super::network::binary_inside()?);
+    let waiting = [network::INSIDE_BINARY.to_string(), super::exec::ARG.into(), super::exec::SPEC_FD.to_string()];
     match jail.network {
-        Some(socket) => args.extend(super::network::arguments(socket, &command)?),
+        Some(socket) => args.extend(network::arguments(socket, &waiting)),
         None => {
             args.push("--".into());
-            args.extend(command);
+            args.extend(waiting);
         }
     }
     Ok(args)
+}
+
+/// The folder a command starts in, as the sandbox shows it.
+pub(super) fn inside_path(cwd: &str) -> String {
+    if cwd == "." { WORKSPACE.to_string() } else { format!("{WORKSPACE}/{cwd}") }
 }

@@ -265,7 +265,8 @@ fn command(sandbox: &Sandbox, run: &Run<'_>, wait_for_go: bool) -> Result<tokio:
             let tool = Path::new(TOOL_DIR).join(relative).display().to_string();
             match run.network {
                 Some(socket) => {
-                    c.args(crate::process::network::arguments(socket, &[tool])?);
+                    c.args(crate::process::network::binary_inside()?);
+                    c.args(crate::process::network::arguments(socket, &[tool]));
                 }
                 None => {
                     c.arg("--").arg(tool);

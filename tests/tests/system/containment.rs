@@ -220,21 +220,28 @@ async fn a_second_process_swapping_a_folder_for_a_link_never_lets_a_file_tool_ou
     api.invoke(&agent, "process_kill", json!({ "process_id": id, "signal": "KILL" })).await;
     assert_eq!(std::fs::read_to_string(home.path().join("decoy.conf")).unwrap(), "decoy", "untouched");
     assert!(!home.path().join("x").exists(), "no file was written into the home");
+    // Where the writes that ran landed depends on how the swaps fell (`mv` into a folder
+    // that exists, `ln -s` inside one): anywhere in the workspace, never outside it.
     let ws = home.path().join("workspaces").join(&agent);
-    let written = ["d/x", "d.real/x"].iter().find_map(|p| std::fs::read_to_string(ws.join(p)).ok());
-    let listing = |dir: &std::path::Path| {
-        std::fs::read_dir(dir)
-            .map(|items| items.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
-            .unwrap_or_default()
-    };
-    assert_eq!(
-        written.as_deref(),
-        Some("agent wrote this"),
-        "the writes that ran went into the workspace: {:?} {:?} {:?}",
-        listing(&ws),
-        listing(&ws.join("d")),
-        listing(&ws.join("d.real"))
+    let written = files_named(&ws, "x");
+    assert!(
+        written.iter().any(|f| std::fs::read_to_string(f).is_ok_and(|t| t == "agent wrote this")),
+        "the writes that ran went into the workspace: {written:?}"
     );
+}
+
+/// The regular files called `name` under `dir`, links not followed.
+fn files_named(dir: &std::path::Path, name: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for item in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let Ok(kind) = item.file_type() else { continue };
+        if kind.is_dir() {
+            found.extend(files_named(&item.path(), name));
+        } else if kind.is_file() && item.file_name() == name {
+            found.push(item.path());
+        }
+    }
+    found
 }
 
 /// Attack 6 of issue 41: a sandbox with a network had the host's, so it reached the daemon's
