@@ -621,7 +621,9 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     let painter_page = check(&b, &format!("/agents/{painter}"), Shows::Nothing).await;
     assert!(painter_page.text.contains(PAYLOADS[PAYLOADS.len() - 1]), "the version list, as text");
     let frame = b.get(&format!("/canvas/{painter}/1/frame")).await;
-    assert_eq!(frame.text, corpus, "the frame serves the agent's HTML as it is, in its sandbox");
+    let (prelude, served) = frame.text.split_once("</script>").expect("the canvas prelude comes first");
+    assert!(prelude.starts_with("<script>(() =>"), "{prelude}");
+    assert_eq!(served, corpus, "after its prelude, the frame serves the agent's HTML as it is, in its sandbox");
     assert!(frame.header("content-security-policy").unwrap().starts_with("sandbox allow-scripts;"));
     // The knowledge graph: the whole of it, each entity's neighbourhood, and a name that is not there.
     let graph = format!("/agents/{scholar}/knowledge");
