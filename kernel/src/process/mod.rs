@@ -388,8 +388,11 @@ impl Drop for Prepared {
             unsafe {
                 libc::kill(-self.pgid, libc::SIGKILL);
             }
-            // Reaped in the background, so no zombie is left.
-            tokio::spawn(async move { spawned.wait().await });
+            // Reaped in the background, so no zombie is left (outside a runtime, at the end
+            // of the process, there is nothing left to reap it for).
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move { spawned.wait().await });
+            }
         }
     }
 }
