@@ -795,6 +795,7 @@ impl Processes {
 
     /// Forgets the ended children of an agent that was removed.
     pub fn forget_agent(&self, agent: AgentId) {
+        self.ready.lock().unwrap_or_else(|e| e.into_inner()).remove(&agent);
         self.children.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, c| c.agent != agent || c.exit().is_none());
     }
 
