@@ -155,14 +155,51 @@ fn can_make_groups(h: &Hierarchy) -> bool {
     made && std::fs::remove_dir(&probe).is_ok()
 }
 
-/// Removes the empty groups an earlier run of a daemon left (named `kennel-…`).
-pub(crate) fn sweep(place: &Place) {
+/// The start of the names of the groups made for the daemon of `home`: daemons of other homes
+/// share the folder (tests run dozens at once, a cluster may run two nodes on one machine), and
+/// each must sweep only its own, never a group another has just made and not yet joined.
+pub(crate) fn prefix_for(home: &Path) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(home.as_os_str().as_encoded_bytes());
+    format!("kennel-proc-{}-", hex::encode(&digest[..6]))
+}
+
+/// Removes the empty groups an earlier run of this home's daemon left (named `prefix…`).
+pub(crate) fn sweep(place: &Place, prefix: &str) {
     for hierarchy in [&place.pids, &place.memory].into_iter().flatten() {
         let Ok(items) = std::fs::read_dir(&hierarchy.dir) else { continue };
         for item in items.flatten() {
-            if item.file_name().to_str().is_some_and(|n| n.starts_with("kennel-proc-")) {
+            if item.file_name().to_str().is_some_and(|n| n.starts_with(prefix)) {
                 let _ = std::fs::remove_dir(item.path());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_daemons_sweep_leaves_the_groups_of_another_homes_daemon_alone() {
+        let place = Place::find();
+        if place.pids.is_none() && place.memory.is_none() {
+            // Unprivileged without a delegated cgroup no group can be made (README, Processes);
+            // the test run's CI is root, where one can.
+            // SAFETY: geteuid has no preconditions.
+            assert_ne!(unsafe { libc::geteuid() }, 0, "root finds a place for control groups");
+            eprintln!("skipped: no control group can be made here");
+            return;
+        }
+        let (mine, theirs) = (prefix_for(Path::new("/srv/kennel-a")), prefix_for(Path::new("/srv/kennel-b")));
+        assert_ne!(mine, theirs);
+        assert_eq!(mine, prefix_for(Path::new("/srv/kennel-a")), "the same home, the same names at every run");
+        // Made by the other daemon, not yet joined by its supervisor: empty, as a stale one is.
+        let name = format!("{theirs}{}", uuid::Uuid::now_v7());
+        let groups = place.make(&name, 16, 64 << 20).unwrap().expect("a place makes groups");
+        sweep(&place, &mine);
+        assert!(groups.dirs.iter().all(|d| d.is_dir()), "another home's fresh group survives a sweep");
+        sweep(&place, &theirs);
+        assert!(groups.dirs.iter().all(|d| !d.exists()), "its own daemon's sweep takes it");
     }
 }

@@ -418,7 +418,7 @@ impl Processes {
         let place = self.cgroups.get_or_init(cgroup::Place::find);
         let memory = self.limits.max_memory_mib * 1024 * 1024;
         let groups = place
-            .make(&format!("kennel-proc-{marker}"), self.limits.max_processes, memory)
+            .make(&format!("{}{marker}", cgroup::prefix_for(&self.home)), self.limits.max_processes, memory)
             .map_err(|e| Error::internal(format!("making a child's control group: {e}")))?;
         let mut options = Vec::new();
         for procs in groups.iter().flat_map(cgroup::Groups::procs_files) {
@@ -484,12 +484,12 @@ impl Processes {
         let sandbox = self
             .sandbox
             .get_or_init(|| async {
+                let place = self.cgroups.get_or_init(cgroup::Place::find);
+                cgroup::sweep(place, &cgroup::prefix_for(&self.home));
                 if !self.limits.sandbox {
                     return None;
                 }
                 let detected = Sandbox::detect().await;
-                let place = self.cgroups.get_or_init(cgroup::Place::find);
-                cgroup::sweep(place);
                 tracing::info!(
                     "process tools: {}; {}",
                     detected.note().unwrap_or("bubblewrap".into()),

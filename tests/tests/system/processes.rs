@@ -48,8 +48,8 @@ async fn poll(api: &Api, agent: &str, id: i64) -> Value {
     polled.body["content"].clone()
 }
 
-/// Polls until `until` holds of everything read so far (stdout, stderr) or 10 s pass;
-/// returns what was read and the last poll.
+/// Polls until `until` holds of everything read so far (stdout, stderr), failing the test
+/// with what was read after 10 s; returns what was read and the last poll.
 async fn read_until(
     api: &Api,
     agent: &str,
@@ -62,9 +62,10 @@ async fn read_until(
         let p = poll(api, agent, id).await;
         out.push_str(p["stdout"].as_str().unwrap());
         err.push_str(p["stderr"].as_str().unwrap());
-        if until(&out, &err, &p) || tokio::time::Instant::now() > deadline {
+        if until(&out, &err, &p) {
             return (out, err, p);
         }
+        assert!(tokio::time::Instant::now() < deadline, "not there within 10 s: stdout {out:?}, stderr {err:?}, {p}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
