@@ -1,7 +1,9 @@
 //! Grants: which tools an agent may call (spec §0.2) and which memory it may touch (§4).
 //!
-//! A grant is either a glob over tool names (`memory_*`, `system_time`, `*`) or a whole
-//! family (`browser.*`). Patterns are parsed once into [`Grant`]; after that they are trusted.
+//! A grant is either a glob over tool names (`memory_*`, `system_time`, `*`), a whole family
+//! (`browser.*`), or one of the reaches over other agents ([`Reach`], `agents.kill_any`),
+//! which only their exact grant gives. Patterns are parsed once into [`Grant`]; after that
+//! they are trusted.
 
 use std::fmt;
 
@@ -25,6 +27,35 @@ enum GrantKind {
     Family(String),
     /// A glob over tool names with `*` (any run) and `?` (one character).
     Glob,
+    /// A reach over agents that are not the caller's descendants: no tool is matched by it,
+    /// and no glob or family grant gives it.
+    Reach(Reach),
+}
+
+/// What an agent may do to agents outside its own spawn tree. Its descendants it may message
+/// and stop freely; anyone else only with the exact grant (`agents.*` does not give it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reach {
+    /// `agents.kill_any`: `agent_kill` any agent (never one bound to a channel or exposed over A2A).
+    KillAny,
+    /// `agents.message_any`: `agent_send` to any agent.
+    MessageAny,
+}
+
+impl Reach {
+    pub const ALL: [Reach; 2] = [Reach::KillAny, Reach::MessageAny];
+
+    /// The grant that gives it.
+    pub fn pattern(self) -> &'static str {
+        match self {
+            Reach::KillAny => "agents.kill_any",
+            Reach::MessageAny => "agents.message_any",
+        }
+    }
+
+    pub fn grant(self) -> Grant {
+        Grant { pattern: self.pattern().into(), kind: GrantKind::Reach(self) }
+    }
 }
 
 impl Grant {
@@ -34,6 +65,9 @@ impl Grant {
         }
         if pattern.len() > MAX_PATTERN_LEN {
             return Err(format!("a grant pattern is at most {MAX_PATTERN_LEN} characters"));
+        }
+        if let Some(reach) = Reach::ALL.into_iter().find(|r| r.pattern() == pattern) {
+            return Ok(reach.grant());
         }
         if let Some(family) = pattern.strip_suffix(".*") {
             if !family.is_empty() && family.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
@@ -46,7 +80,7 @@ impl Grant {
         if let Some(bad) = pattern.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '*' | '?')))
         {
             return Err(format!(
-                "`{pattern}` has `{bad}`: a tool pattern uses letters, digits, `_`, `-`, `*` and `?`, or is `family.*`"
+                "`{pattern}` has `{bad}`: a tool pattern uses letters, digits, `_`, `-`, `*` and `?`, or is `family.*`, `agents.kill_any` or `agents.message_any`"
             ));
         }
         Ok(Grant { pattern: pattern.into(), kind: GrantKind::Glob })
@@ -60,6 +94,15 @@ impl Grant {
         match &self.kind {
             GrantKind::Family(family) => tool.family == *family,
             GrantKind::Glob => glob_match(self.pattern.as_bytes(), tool.name.as_bytes()),
+            GrantKind::Reach(_) => false,
+        }
+    }
+
+    /// The reach this grant gives, if it is one.
+    pub fn reach(&self) -> Option<Reach> {
+        match self.kind {
+            GrantKind::Reach(reach) => Some(reach),
+            _ => None,
         }
     }
 }
@@ -104,7 +147,7 @@ impl JsonSchema for Grant {
 /// A grant as the API writes it: a glob over tool names (`memory_*`, letters, digits, `_`, `-`,
 /// `*`, `?`) or a whole family (`browser.*`). The schema of [`Grant`] on the wire.
 #[derive(utoipa::ToSchema)]
-#[schema(pattern = r"^([a-z0-9_]+\.\*|[A-Za-z0-9_*?-]+)$", max_length = 128)]
+#[schema(pattern = r"^([a-z0-9_]+\.\*|[A-Za-z0-9_*?-]+|agents\.kill_any|agents\.message_any)$", max_length = 128)]
 #[allow(dead_code)]
 pub struct GrantPattern(String);
 
@@ -307,6 +350,48 @@ impl Capabilities {
 
     pub fn allows(&self, tool: &ToolDef) -> bool {
         matches!(self.decide(tool), Decision::Allowed { .. })
+    }
+
+    /// Whether these capabilities give `reach`: its exact grant, not denied.
+    pub fn reaches(&self, reach: Reach) -> bool {
+        let grant = reach.grant();
+        self.tools.contains(&grant) && !self.deny.contains(&grant)
+    }
+
+    /// What of `self` (an agent type's or a child's capabilities, as asked for) `maker` may
+    /// give, with `self`'s deny list and memory scopes kept: each of `self`'s grants that
+    /// `maker` holds as it is (or under `*`) and may use every tool of; the exact names of the
+    /// other tools both allow; and the reaches both have. The second value names what was
+    /// dropped: each tool `self` asked for that `maker` may not call, and each reach it lacks.
+    pub fn narrowed_to<'a>(
+        &self,
+        maker: &Capabilities,
+        tools: impl Iterator<Item = &'a ToolDef>,
+    ) -> (Capabilities, Vec<String>) {
+        let tools: Vec<&ToolDef> = tools.collect();
+        let holds_as_is = |g: &Grant| {
+            g.reach().is_none()
+                && (maker.tools.contains(g) || maker.tools.iter().any(|m| m.as_str() == "*"))
+                && tools.iter().filter(|t| g.matches(t)).all(|t| maker.allows(t))
+        };
+        let as_is: Vec<Grant> = self.tools.iter().filter(|g| holds_as_is(g)).cloned().collect();
+        let (mut kept, mut dropped) = (as_is.clone(), Vec::new());
+        for tool in tools.iter().filter(|t| self.allows(t) && !as_is.iter().any(|g| g.matches(t))) {
+            if maker.allows(tool) {
+                kept.extend(Grant::parse(&tool.name).ok());
+            } else {
+                dropped.push(tool.name.clone());
+            }
+        }
+        for reach in Reach::ALL.into_iter().filter(|r| self.reaches(*r)) {
+            if maker.reaches(reach) {
+                kept.push(reach.grant());
+            } else {
+                dropped.push(reach.pattern().to_string());
+            }
+        }
+        dropped.sort();
+        (Capabilities { tools: kept, ..self.clone() }, dropped)
     }
 }
 

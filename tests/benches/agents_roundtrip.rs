@@ -53,7 +53,7 @@ async fn main() {
     let config = format!("{}[a2a]\nallowed_hosts = [\"127.0.0.1:*\"]\n", llm.provider_config("fake", "openai"));
     let config = Config::parse(std::path::Path::new("bench.toml"), &config).unwrap();
     let kernel = Kernel::open_with(dir.path(), config).await.unwrap();
-    let alice = agent(&kernel, "alice", &["agent_send", "a2a.*"]).await;
+    let alice = agent(&kernel, "alice", &["agent_send", "agents.message_any", "a2a.*"]).await;
     agent(&kernel, "carol", &[]).await;
     let ctx = CallContext::new(kernel.clone(), alice, Caller::Agent);
 

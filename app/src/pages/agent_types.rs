@@ -358,7 +358,12 @@ mod tests {
         let page = EditPage {
             form: TypeForm::from_manifest(&manifest),
             toml: to_toml(&manifest),
-            agent_type: Arc::new(AgentType { manifest, created_at: "now".into(), updated_at: "now".into() }),
+            agent_type: Arc::new(AgentType {
+                manifest,
+                made_by: None,
+                created_at: "now".into(),
+                updated_at: "now".into(),
+            }),
             providers: vec!["local".into()],
             errors: Vec::new(),
             toml_errors: Vec::new(),

@@ -11,15 +11,22 @@ use super::wire::{Dialect, v1};
 use super::{Inbound, Refusal};
 use crate::Kernel;
 use crate::agent::Agent;
+use crate::agent::binding::Binding;
 
 const BEARER: &str = "An API token of this Kennel daemon (`kennel token create`), sent as `Authorization: Bearer kn_…`";
 
 /// The version 0.3 readers are told the card's `url` speaks (the SDK's 0.3 spelling).
 const V0_3_CARD_VERSION: &str = "0.3.0";
 
+/// The running agents `[a2a] expose` binds (by id, see [`crate::agent::binding`]).
 fn exposed(kernel: &Kernel) -> Vec<Arc<Agent>> {
     let config = &kernel.config().a2a;
-    config.expose.iter().filter_map(|name| kernel.agents().get(name).ok()).filter(|a| a.is_running()).collect()
+    config
+        .expose
+        .iter()
+        .filter_map(|name| kernel.agents().bound(&Binding::A2a(name.clone()), name).ok())
+        .filter(|a| a.is_running())
+        .collect()
 }
 
 fn is_public(kernel: &Kernel, agent: &Agent) -> bool {

@@ -141,7 +141,8 @@ fn delivery_text(to: &str, task_id: Uuid, outcome: &Result<TurnResult>) -> Strin
     }
 }
 
-/// The receiving agent's session for messages from `from` (one conversation per sender).
-pub(crate) async fn session_for(kernel: &Kernel, to: Uuid, from: &str) -> Result<Uuid> {
+/// The receiving agent's session for messages from the agent `from` (one conversation per
+/// sender, by id).
+pub(crate) async fn session_for(kernel: &Kernel, to: Uuid, from: Uuid) -> Result<Uuid> {
     Ok(kernel.sessions().labelled(to, &Origin::Agent(from.to_string())).await?.id)
 }

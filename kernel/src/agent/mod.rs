@@ -6,6 +6,7 @@
 //! the capability gate) never wait on SQLite.
 
 mod apply;
+pub mod binding;
 pub(crate) mod delivery;
 pub mod manifest;
 pub mod source;
@@ -39,6 +40,10 @@ pub type AgentId = Uuid;
 pub struct AgentType {
     #[serde(flatten)]
     pub manifest: Manifest,
+    /// The agent that made it with `agent_type_create` (its grants capped at that agent's);
+    /// absent when an operator made it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub made_by: Option<Uuid>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -139,6 +144,8 @@ pub const CHILD_DENIED: [&str; 2] = ["agent_spawn", "agent_kill"];
 struct State {
     types: BTreeMap<String, Arc<AgentType>>,
     agents: HashMap<AgentId, Arc<Agent>>,
+    /// By binding key (`channel:NAME`): see [`binding`].
+    bindings: HashMap<String, binding::Bound>,
 }
 
 impl State {
@@ -182,6 +189,7 @@ impl Agents {
                 .map(|t| (t.manifest.name.clone(), Arc::new(t)))
                 .collect(),
             agents: store::load_agents(&self.db).await?.into_iter().map(|a| (a.id, Arc::new(a))).collect(),
+            bindings: binding::load(&self.db).await?.into_iter().collect(),
         };
         *self.state.write().expect("agent state lock") = state;
         Ok(())
@@ -220,15 +228,35 @@ impl Agents {
         self.read().types.get(name).cloned().ok_or_else(|| Error::not_found(format!("no agent type named `{name}`")))
     }
 
-    /// Validates and stores a new agent type.
+    /// Validates and stores a new agent type, made by an operator.
     pub async fn create_type(&self, input: ManifestInput) -> Result<Arc<AgentType>> {
         let manifest = self.validate(input).await?;
+        self.insert_type(manifest, None).await
+    }
+
+    /// Validates and stores a new agent type made by the agent `maker`, its grants capped at
+    /// `maker`'s own over `tools` (every tool of the daemon; see
+    /// [`crate::capability::Capabilities::narrowed_to`]). Also returns what was dropped.
+    pub async fn create_type_by_agent(
+        &self,
+        input: ManifestInput,
+        maker: &Agent,
+        tools: &[Arc<crate::tool::ToolDef>],
+    ) -> Result<(Arc<AgentType>, Vec<String>)> {
+        let mut manifest = self.validate(input).await?;
+        let (capped, dropped) =
+            manifest.capabilities.narrowed_to(&maker.manifest.capabilities, tools.iter().map(|t| t.as_ref()));
+        manifest.capabilities = capped;
+        Ok((self.insert_type(manifest, Some(maker.id)).await?, dropped))
+    }
+
+    async fn insert_type(&self, manifest: Manifest, made_by: Option<AgentId>) -> Result<Arc<AgentType>> {
         let _w = self.write.lock().await;
         if let Some(e) = self.read().name_conflict(&manifest.name, None) {
             return Err(e);
         }
         let now = db::now();
-        self.store_type(AgentType { manifest, created_at: now.clone(), updated_at: now }, true).await
+        self.store_type(AgentType { manifest, made_by, created_at: now.clone(), updated_at: now }, true).await
     }
 
     /// Replaces an existing type's whole manifest. Agents already made from it keep theirs.
@@ -236,7 +264,8 @@ impl Agents {
         let manifest = self.validate(named(name, input)?).await?;
         let _w = self.write.lock().await;
         let created_at = self.get_type(name)?.created_at.clone();
-        self.store_type(AgentType { manifest, created_at, updated_at: db::now() }, false).await
+        // An operator's whole new manifest: the type is the operator's from now on.
+        self.store_type(AgentType { manifest, made_by: None, created_at, updated_at: db::now() }, false).await
     }
 
     /// Creates the type `input` names, or replaces it if it exists (`kennel type apply`);
@@ -249,13 +278,14 @@ impl Agents {
         let now = db::now();
         match existing {
             Some(created_at) => {
-                Ok((false, self.store_type(AgentType { manifest, created_at, updated_at: now }, false).await?))
+                let t = AgentType { manifest, made_by: None, created_at, updated_at: now };
+                Ok((false, self.store_type(t, false).await?))
             }
             None => {
                 if let Some(e) = self.read().name_conflict(&manifest.name, None) {
                     return Err(e);
                 }
-                let t = AgentType { manifest, created_at: now.clone(), updated_at: now };
+                let t = AgentType { manifest, made_by: None, created_at: now.clone(), updated_at: now };
                 Ok((true, self.store_type(t, true).await?))
             }
         }
@@ -567,6 +597,33 @@ impl Agents {
             }
         }
         out
+    }
+
+    /// Whether `agent` is `ancestor`'s child, grandchild, and so on.
+    pub fn descends_from(&self, agent: &Agent, ancestor: AgentId) -> bool {
+        self.ancestors(agent).iter().any(|a| a.id == ancestor)
+    }
+
+    /// Refuses `caller` acting on `target` (`what`: "message", "stop") unless `target` is
+    /// `caller` itself or one of its descendants, or `caller` holds `reach`'s grant.
+    pub fn ensure_within_reach(
+        &self,
+        caller: &Agent,
+        target: &Agent,
+        reach: crate::capability::Reach,
+        what: &str,
+    ) -> Result<()> {
+        if target.id == caller.id
+            || self.descends_from(target, caller.id)
+            || caller.manifest.capabilities.reaches(reach)
+        {
+            return Ok(());
+        }
+        Err(Error::forbidden(format!(
+            "agent `{}` is not one of yours (spawned by you or by your children): to {what} it you need the grant `{}`, which only an operator gives",
+            target.name,
+            reach.pattern()
+        )))
     }
 
     /// Replaces an agent's `[capabilities]`, validated like any manifest.

@@ -13,12 +13,15 @@ fn manifest_from(json: &str) -> Result<super::Manifest> {
 }
 
 pub(super) async fn load_types(db: &Db) -> Result<Vec<AgentType>> {
-    let rows =
-        db::query("SELECT manifest, created_at, updated_at FROM agent_types ORDER BY name").fetch_all(db).await?;
+    let rows = db::query("SELECT manifest, made_by, created_at, updated_at FROM agent_types ORDER BY name")
+        .fetch_all(db)
+        .await?;
     rows.iter()
         .map(|r| {
+            let made_by: Option<String> = r.try_get("made_by")?;
             Ok(AgentType {
                 manifest: manifest_from(r.try_get("manifest")?)?,
+                made_by: made_by.as_deref().map(parse_id).transpose()?,
                 created_at: r.try_get("created_at")?,
                 updated_at: r.try_get("updated_at")?,
             })
@@ -27,9 +30,10 @@ pub(super) async fn load_types(db: &Db) -> Result<Vec<AgentType>> {
 }
 
 pub(super) async fn insert_type(db: &Db, t: &AgentType) -> Result<()> {
-    db::query("INSERT INTO agent_types (name, manifest, created_at, updated_at) VALUES ($1, $2, $3, $4)")
+    db::query("INSERT INTO agent_types (name, manifest, made_by, created_at, updated_at) VALUES ($1, $2, $3, $4, $5)")
         .bind(&t.manifest.name)
         .bind(manifest_json(&t.manifest))
+        .bind(t.made_by.map(|id| id.to_string()))
         .bind(&t.created_at)
         .bind(&t.updated_at)
         .execute(db)
@@ -38,8 +42,9 @@ pub(super) async fn insert_type(db: &Db, t: &AgentType) -> Result<()> {
 }
 
 pub(super) async fn update_type(db: &Db, t: &AgentType) -> Result<()> {
-    db::query("UPDATE agent_types SET manifest = $1, updated_at = $2 WHERE name = $3")
+    db::query("UPDATE agent_types SET manifest = $1, made_by = $2, updated_at = $3 WHERE name = $4")
         .bind(manifest_json(&t.manifest))
+        .bind(t.made_by.map(|id| id.to_string()))
         .bind(&t.updated_at)
         .bind(&t.manifest.name)
         .execute(db)

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::{Agent, AgentTypeSpec, SpawnRequest};
-use crate::capability::Grant;
+use crate::capability::Reach;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::tool::{CallContext, Caller, NoArgs, Registry, Tool, ToolDef};
@@ -65,7 +65,7 @@ impl Tool for AgentSend {
         ToolDef::new(
             "agent_send",
             FAMILY,
-            "Send a message to another agent in this daemon. By default returns a task id at once and delivers the reply into this session later; async=false waits for the reply.",
+            "Send a message to an agent you spawned or one of its descendants (any agent with the grant `agents.message_any`). By default returns a task id at once and delivers the reply into this session later; async=false waits for the reply.",
         )
         .tags(&["agents", "message", "delegate"])
     }
@@ -73,6 +73,7 @@ impl Tool for AgentSend {
     async fn run(&self, ctx: CallContext, args: AgentSendArgs) -> Result<Value> {
         let kernel = ctx.kernel.clone();
         let target = kernel.agents().get(&args.agent_id)?;
+        kernel.agents().ensure_within_reach(&ctx.agent, &target, Reach::MessageAny, "message")?;
         target.ensure_running()?;
         if crate::text::is_blank(&args.message) {
             return Err(Error::invalid("the message is empty"));
@@ -80,8 +81,9 @@ impl Tool for AgentSend {
         let depth = ctx.depth + 1;
         let chain: Vec<Uuid> = ctx.chain.iter().copied().chain([target.id]).collect();
         crate::turn::depth::check(&kernel, depth, &chain, || format!("sending to agent `{}`", target.name))?;
-        // One conversation per sender on the receiving side.
-        let session = super::delivery::session_for(&kernel, target.id, &ctx.agent.name).await?;
+        // One conversation per sender on the receiving side, the sender known by its id: a
+        // later agent of the same name does not continue it.
+        let session = super::delivery::session_for(&kernel, target.id, ctx.agent.id).await?;
         if !args.is_async {
             let req = TurnRequest {
                 session: Some(session),
@@ -140,22 +142,19 @@ impl Tool for AgentSpawn {
         let kernel = &ctx.kernel;
         let agent_type = kernel.agents().get_type(&args.template)?;
         // Never a grant the parent lacks: the child's grants are the exact tools both the
-        // type's grants and the parent's allow.
-        let tools: Vec<Grant> = kernel
-            .tools()
-            .all()
-            .filter(|(def, _)| {
-                agent_type.manifest.capabilities.allows(def) && ctx.agent.manifest.capabilities.allows(def)
-            })
-            .filter_map(|(def, _)| Grant::parse(&def.name).ok())
-            .collect();
+        // type's grants and the parent's allow (the type's deny list kept).
+        let defs = kernel.tools().defs();
+        let (capabilities, _) = agent_type
+            .manifest
+            .capabilities
+            .narrowed_to(&ctx.agent.manifest.capabilities, defs.iter().map(|d| d.as_ref()));
         let child = kernel
             .spawn_agent(SpawnRequest {
                 agent_type: args.template,
                 name: args.name,
                 goal: args.goal,
                 parent: Some(ctx.agent.id),
-                tools: Some(tools),
+                tools: Some(capabilities.tools),
                 ephemeral: false,
             })
             .await?;
@@ -239,14 +238,22 @@ impl Tool for AgentKill {
     type Args = AgentKillArgs;
 
     fn def(&self) -> ToolDef {
-        ToolDef::new("agent_kill", FAMILY, "Stop a running agent (and cancel its turns).")
+        ToolDef::new("agent_kill", FAMILY, "Stop a running agent you spawned or one of its descendants (any agent with the grant `agents.kill_any`), and cancel its turns.")
             .tags(&["agents", "stop", "kill"])
     }
 
     async fn run(&self, ctx: CallContext, args: AgentKillArgs) -> Result<Value> {
-        let target = ctx.kernel.agents().get(&args.agent_id)?;
+        let agents = ctx.kernel.agents();
+        let target = agents.get(&args.agent_id)?;
         if target.id == ctx.agent.id {
             return Err(Error::invalid("an agent cannot kill itself; finish the turn instead"));
+        }
+        agents.ensure_within_reach(&ctx.agent, &target, Reach::KillAny, "stop")?;
+        if let Some(binding) = agents.binding_held_by(&ctx.kernel, &target) {
+            return Err(Error::forbidden(format!(
+                "agent `{}` answers {binding}: only an operator stops it",
+                target.name
+            )));
         }
         let stopped = ctx.kernel.stop_agent(&target.id.to_string()).await?;
         Ok(agent_summary(&stopped))
@@ -291,13 +298,22 @@ impl Tool for AgentTypeCreate {
         ToolDef::new(
             "agent_type_create",
             FAMILY,
-            "Create an agent type (a reusable manifest) from seven fields. A name already used by an agent type or a running agent is refused, never overwritten.",
+            "Create an agent type (a reusable manifest) from seven fields. Its tools are capped at your own: what you may not use yourself is dropped and named in the result. A name already used by an agent type or a running agent is refused, never overwritten.",
         )
         .tags(&["agents", "agent type", "template", "create"])
     }
 
     async fn run(&self, ctx: CallContext, spec: AgentTypeSpec) -> Result<Value> {
-        let created = ctx.kernel.agents().create_type(spec.into()).await?;
-        Ok(json!({ "created": created.manifest.name, "agent_type": Arc::clone(&created).as_ref() }))
+        let defs = ctx.kernel.tools().defs();
+        let (created, dropped) = ctx.kernel.agents().create_type_by_agent(spec.into(), &ctx.agent, &defs).await?;
+        let mut answer = json!({ "created": created.manifest.name, "agent_type": Arc::clone(&created).as_ref() });
+        if !dropped.is_empty() {
+            answer["dropped"] = json!(dropped);
+            answer["note"] = json!(format!(
+                "{} of the tools asked for are not yours to give and were left out: an agent type is never wider than its maker",
+                dropped.len()
+            ));
+        }
+        Ok(answer)
     }
 }

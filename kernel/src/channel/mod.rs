@@ -356,7 +356,9 @@ impl Channels {
         let agent_name = channel.config.agent.as_deref().ok_or_else(|| {
             Error::unavailable(format!("channel `{name}` has no agent to answer it: set [channels.{name}] agent"))
         })?;
-        let agent = kernel.agents().get(agent_name)?;
+        // The agent bound to this channel, by id: never a later agent that took its name.
+        let agent = kernel.agents().bound(&crate::agent::binding::Binding::Channel(name.to_string()), agent_name)?;
+        agent.ensure_running()?;
         let lock = {
             let mut locks = self.conversations.lock().unwrap_or_else(|e| e.into_inner());
             locks.entry((name.to_string(), m.chat_id.clone())).or_default().clone()

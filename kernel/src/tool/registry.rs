@@ -207,11 +207,20 @@ impl Registry {
         self.entries.iter().map(|e| (&e.def, &e.availability))
     }
 
+    /// Every tool's definition, for what needs them past an `await`.
+    pub fn defs(&self) -> Vec<Arc<ToolDef>> {
+        self.entries.iter().map(|e| e.def.clone()).collect()
+    }
+
     /// The grants among `grants` that match no tool this registry holds (a typo such as
     /// `memry_*`, or a family this daemon does not have): worth a warning, not a refusal,
     /// since a dynamic provider may add such tools later.
     pub fn unmatched<'g>(&self, grants: &'g [crate::capability::Grant]) -> Vec<&'g str> {
-        grants.iter().filter(|g| !self.entries.iter().any(|e| g.matches(&e.def))).map(|g| g.as_str()).collect()
+        grants
+            .iter()
+            .filter(|g| g.reach().is_none() && !self.entries.iter().any(|e| g.matches(&e.def)))
+            .map(|g| g.as_str())
+            .collect()
     }
 
     pub fn len(&self) -> usize {

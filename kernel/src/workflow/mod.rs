@@ -171,8 +171,10 @@ const MAX_STEPS: usize = 32;
 const MAX_PROMPT: usize = 10_000;
 const MAX_DESCRIPTION: usize = 2_000;
 
-/// Checks a workflow and returns its steps; every problem is reported with its field.
-fn validate(input: &WorkflowInput) -> Result<Vec<Step>> {
+/// Checks a workflow and returns its steps; every problem is reported with its field. An
+/// `agent` step is bound here to the id of the agent its name finds: a later agent of that
+/// name does not run it.
+fn validate(input: &WorkflowInput, agents: &crate::agent::Agents) -> Result<Vec<Step>> {
     let mut errors = Vec::new();
     let mut err = |field: String, message: String| errors.push(FieldError { field, message });
     if !is_valid_name(&input.name) {
@@ -188,6 +190,13 @@ fn validate(input: &WorkflowInput) -> Result<Vec<Step>> {
     for (i, step) in input.steps.iter().enumerate() {
         match Step::try_from(step.clone()) {
             Ok(s) if s.runner().is_empty() => err(format!("steps[{i}]"), "the agent or agent type is empty".into()),
+            Ok(Step::Agent(mut s)) => match agents.id_of(Some(&s.agent)) {
+                Ok(Some(id)) => {
+                    s.agent = id;
+                    steps.push(Step::Agent(s));
+                }
+                _ => err(format!("steps[{i}].agent"), format!("no running agent `{}`", s.agent)),
+            },
             Ok(s) => steps.push(s),
             Err(message) => err(format!("steps[{i}]"), message.into()),
         }
@@ -209,8 +218,8 @@ impl Workflows {
         Workflows { db }
     }
 
-    pub async fn create(&self, input: WorkflowInput) -> Result<Workflow> {
-        let steps = validate(&input)?;
+    pub async fn create(&self, input: WorkflowInput, agents: &crate::agent::Agents) -> Result<Workflow> {
+        let steps = validate(&input, agents)?;
         let now = db::now();
         let wf = Workflow {
             id: Uuid::now_v7(),
@@ -235,9 +244,14 @@ impl Workflows {
         store::get(&self.db, id_or_name).await?.ok_or_else(|| Error::not_found(format!("no workflow `{id_or_name}`")))
     }
 
-    pub async fn replace(&self, id_or_name: &str, input: WorkflowInput) -> Result<Workflow> {
+    pub async fn replace(
+        &self,
+        id_or_name: &str,
+        input: WorkflowInput,
+        agents: &crate::agent::Agents,
+    ) -> Result<Workflow> {
         let current = self.get(id_or_name).await?;
-        let steps = validate(&input)?;
+        let steps = validate(&input, agents)?;
         let wf = Workflow { name: input.name, description: input.description, steps, updated_at: db::now(), ..current };
         store::update(&self.db, &wf).await?;
         Ok(wf)
@@ -264,6 +278,9 @@ impl Workflows {
 #[derive(Debug, Clone)]
 pub struct RunOrigin {
     pub caller: Caller,
+    /// The agent running it (`workflow_run`); `None` for an operator. Its steps reach no
+    /// further than it does.
+    pub agent: Option<std::sync::Arc<crate::agent::Agent>>,
     pub depth: u32,
     pub chain: Vec<Uuid>,
 }
@@ -303,7 +320,7 @@ pub async fn run(kernel: &Kernel, id_or_name: &str, inputs: Value, origin: RunOr
         let outputs: Vec<&str> = run.steps.iter().map(|s| s.output.as_deref().unwrap_or_default()).collect();
         let outcome = async {
             let prompt = render(step.prompt(), &run.inputs, &outputs)?;
-            let (agent, spawned) = step_agent(kernel, step).await?;
+            let (agent, spawned) = step_agent(kernel, step, origin.agent.as_deref()).await?;
             let req = TurnRequest {
                 depth,
                 chain: origin.chain.clone(),
@@ -346,20 +363,47 @@ pub async fn run(kernel: &Kernel, id_or_name: &str, inputs: Value, origin: RunOr
     Ok(run)
 }
 
-/// The step's agent, and whether it was spawned for this step.
-async fn step_agent(kernel: &Kernel, step: &Step) -> Result<(std::sync::Arc<crate::agent::Agent>, bool)> {
+/// The step's agent, and whether it was spawned for this step. Run by an agent (`by`), a
+/// step reaches only what that agent could: an agent it may message, and a type's agent with
+/// no tool the caller lacks.
+async fn step_agent(
+    kernel: &Kernel,
+    step: &Step,
+    by: Option<&crate::agent::Agent>,
+) -> Result<(std::sync::Arc<crate::agent::Agent>, bool)> {
     match step {
         Step::Agent(s) => {
             let agent = kernel.agents().get(&s.agent)?;
+            if let Some(by) = by {
+                kernel.agents().ensure_within_reach(by, &agent, crate::capability::Reach::MessageAny, "message")?;
+            }
             agent.ensure_running()?;
             Ok((agent, false))
         }
         Step::AgentType(s) => {
+            let tools = match by {
+                Some(by) => {
+                    let agent_type = kernel.agents().get_type(&s.agent_type)?;
+                    let defs = kernel.tools().defs();
+                    let (capped, _) = agent_type
+                        .manifest
+                        .capabilities
+                        .narrowed_to(&by.manifest.capabilities, defs.iter().map(|d| d.as_ref()));
+                    Some(capped.tools)
+                }
+                None => None,
+            };
             // A step agent lives for one step: its type's [[cron]] jobs are not scheduled, and
             // it is removed some time after (`[kernel] ephemeral_retention_hours`).
             let agent = kernel
                 .agents()
-                .spawn(SpawnRequest { agent_type: s.agent_type.clone(), ephemeral: true, ..Default::default() })
+                .spawn(SpawnRequest {
+                    agent_type: s.agent_type.clone(),
+                    ephemeral: true,
+                    tools,
+                    parent: by.map(|a| a.id),
+                    ..Default::default()
+                })
                 .await?;
             Ok((agent, true))
         }
@@ -388,7 +432,12 @@ impl Tool for WorkflowRunTool {
     }
 
     async fn run(&self, ctx: CallContext, args: WorkflowRunArgs) -> Result<Value> {
-        let origin = RunOrigin { caller: Caller::Agent, depth: ctx.depth, chain: ctx.chain.to_vec() };
+        let origin = RunOrigin {
+            caller: Caller::Agent,
+            agent: Some(ctx.agent.clone()),
+            depth: ctx.depth,
+            chain: ctx.chain.to_vec(),
+        };
         let run = run(&ctx.kernel, &args.workflow_id, args.inputs, origin).await?;
         if run.status == RunStatus::Failed {
             return Err(Error::failed(format!("workflow run {} {}", run.id, run.error.unwrap_or_default())));

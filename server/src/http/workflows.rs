@@ -42,7 +42,7 @@ async fn create_workflow(
     State(kernel): State<Kernel>,
     JsonBody(input): JsonBody<WorkflowInput>,
 ) -> ApiResult<Response> {
-    let wf = kernel.workflows().create(input).await?;
+    let wf = kernel.workflows().create(input, kernel.agents()).await?;
     let location = format!("/api/workflows/{}", wf.id);
     Ok((StatusCode::CREATED, [(LOCATION, location)], Json(wf)).into_response())
 }
@@ -66,7 +66,7 @@ async fn replace_workflow(
     Path(id): Path<String>,
     JsonBody(input): JsonBody<WorkflowInput>,
 ) -> ApiResult<Json<Workflow>> {
-    Ok(Json(kernel.workflows().replace(&id, input).await?))
+    Ok(Json(kernel.workflows().replace(&id, input, kernel.agents()).await?))
 }
 
 /// Deletes a workflow. Its run history is kept.
@@ -106,7 +106,7 @@ async fn start_run(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<RunBody>,
 ) -> ApiResult<Json<WorkflowRun>> {
-    let origin = RunOrigin { caller, depth: 0, chain: Vec::new() };
+    let origin = RunOrigin { caller, agent: None, depth: 0, chain: Vec::new() };
     let inputs = serde_json::Value::Object(body.inputs.unwrap_or_default());
     Ok(Json(run_detached(&kernel, &id, inputs, origin).await?))
 }

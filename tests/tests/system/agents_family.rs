@@ -10,7 +10,9 @@ use crate::{agent_from, daemon, daemon_with_config, daemon_with_llm};
 async fn agent_type_create_and_rest_store_identical_types_and_never_overwrite() {
     let local = "[providers.local]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"\"\n";
     let (_home, _d, api) = daemon_with_config(local).await;
-    let maker = agent_from(&api, json!({"name": "maker", "tools": ["agent_type_create"]})).await;
+    // The maker holds what it gives: a type is never wider than its maker (`identity.rs`).
+    let maker =
+        agent_from(&api, json!({"name": "maker", "tools": ["agent_type_create", "system_time", "memory_*"]})).await;
     let fields = json!({"description": "writes reports", "system_prompt": "Be brief.", "provider": "local",
                         "model": "m1", "tools": ["system_time", "memory_*"], "skills": ["writing"]});
     let mut by_tool = fields.clone();
@@ -22,14 +24,14 @@ async fn agent_type_create_and_rest_store_identical_types_and_never_overwrite() 
     assert_eq!(api.post("/api/templates", by_rest).await.status, 201);
 
     let strip = |mut v: serde_json::Value| {
-        for k in ["name", "created_at", "updated_at"] {
+        for k in ["name", "made_by", "created_at", "updated_at"] {
             v.as_object_mut().unwrap().remove(k);
         }
         v
     };
     let a = strip(api.get("/api/templates/reporter-a").await.body);
     let b = strip(api.get("/api/templates/reporter-b").await.body);
-    assert_eq!(a, b, "a type made by an agent is indistinguishable from one made over REST");
+    assert_eq!(a, b, "a type made by an agent is stored as one made over REST, but for its maker");
 
     let again = api.invoke(&maker, "agent_type_create", json!({"name": "reporter-a", "description": "other"})).await;
     assert_eq!(again.status, 409);
@@ -105,7 +107,8 @@ async fn goal_update_is_stored_and_the_next_prompt_shows_it() {
 #[tokio::test]
 async fn a_blocking_agent_send_returns_the_other_agents_reply() {
     let (_home, _d, api, llm) = daemon_with_llm("openai", "").await;
-    let a = agent_from(&api, json!({"name": "alice", "model": "m", "tools": ["agent_send"]})).await;
+    let a =
+        agent_from(&api, json!({"name": "alice", "model": "m", "tools": ["agent_send", "agents.message_any"]})).await;
     agent_from(&api, json!({"name": "bob", "model": "m", "system_prompt": "You are Bob."})).await;
     llm.push(Scripted::call("agent_send", json!({"agent_id": "bob", "message": "ping", "async": false})))
         .push(Scripted::text("pong from bob"))
@@ -124,8 +127,8 @@ async fn an_a_b_a_loop_is_refused_at_the_depth_cap_naming_the_chain() {
     let llm = FakeLlm::start().await;
     let config = format!("{}[kernel]\nmax_agent_call_depth = 2\n", llm.provider_config("fake", "openai"));
     let (_home, _d, api) = daemon_with_config(&config).await;
-    let a = agent_from(&api, json!({"name": "a", "model": "m", "tools": ["agent_send"]})).await;
-    let b = agent_from(&api, json!({"name": "b", "model": "m", "tools": ["agent_send"]})).await;
+    let a = agent_from(&api, json!({"name": "a", "model": "m", "tools": ["agent_send", "agents.message_any"]})).await;
+    let b = agent_from(&api, json!({"name": "b", "model": "m", "tools": ["agent_send", "agents.message_any"]})).await;
     llm.push(Scripted::call("agent_send", json!({"agent_id": "b", "message": "1", "async": false}))) // a, depth 0
         .push(Scripted::call("agent_send", json!({"agent_id": "a", "message": "2", "async": false}))) // b, depth 1
         .push(Scripted::call("agent_send", json!({"agent_id": "b", "message": "3", "async": false}))) // a, depth 2: refused
@@ -149,7 +152,11 @@ async fn an_async_agent_send_delivers_the_reply_into_the_callers_session() {
     let (llm_a, llm_b) = (FakeLlm::start().await, FakeLlm::start().await);
     let config = format!("{}{}", llm_a.provider_config("pa", "openai"), llm_b.provider_config("pb", "anthropic"));
     let (_home, _d, api) = daemon_with_config(&config).await;
-    let a = agent_from(&api, json!({"name": "asker", "model": "m", "provider": "pa", "tools": ["agent_send"]})).await;
+    let a = agent_from(
+        &api,
+        json!({"name": "asker", "model": "m", "provider": "pa", "tools": ["agent_send", "agents.message_any"]}),
+    )
+    .await;
     agent_from(&api, json!({"name": "worker", "model": "m", "provider": "pb"})).await;
     llm_b.push(Scripted::Delay { millis: 300 }).push(Scripted::text("the answer is 42"));
     llm_a

@@ -281,8 +281,11 @@ async fn an_async_delivery_cut_off_by_a_kill_is_retried_once_then_reported_inter
     let d = home.start().await;
     let api = d.api(&token);
     let worker = agent_from(&api, json!({"name": "worker", "provider": "back", "model": "m"})).await;
-    let boss =
-        agent_from(&api, json!({"name": "boss", "provider": "front", "model": "m", "tools": ["agent_send"]})).await;
+    let boss = agent_from(
+        &api,
+        json!({"name": "boss", "provider": "front", "model": "m", "tools": ["agent_send", "agents.message_any"]}),
+    )
+    .await;
 
     // The boss delegates; the worker is still writing when the daemon is killed.
     front.push(Scripted::call("agent_send", json!({"agent_id": "worker", "message": "count the otters"})));

@@ -20,6 +20,7 @@ mod docker;
 mod events;
 mod files;
 mod hostile_text;
+mod identity;
 mod inbox;
 mod knowledge;
 mod location;

@@ -52,6 +52,7 @@ async fn workflows_are_stored_and_run_step_by_step_with_history() {
 #[tokio::test]
 async fn bad_workflows_are_refused_with_every_field() {
     let (_home, _d, api, _llm) = daemon_with_llm("openai", "").await;
+    agent_from(&api, json!({"name": "a", "model": "m"})).await;
     let bad = api
         .post(
             "/api/workflows",

@@ -1,0 +1,12 @@
+-- Agents act as each other no more (issue 42). A channel or an A2A exposure is bound to an
+-- agent's id the first time its configured name is resolved; a later agent of that name
+-- inherits nothing.
+CREATE TABLE agent_bindings (
+    binding  TEXT COLLATE "C" PRIMARY KEY,        -- channel:NAME | a2a:NAME
+    name     TEXT COLLATE "C" NOT NULL,           -- the agent's name in config.toml when it was bound
+    agent_id TEXT COLLATE "C" NOT NULL,
+    bound_at TEXT COLLATE "C" NOT NULL
+);
+
+-- The agent that made a type with agent_type_create (NULL: an operator).
+ALTER TABLE agent_types ADD COLUMN made_by TEXT COLLATE "C";
