@@ -74,9 +74,12 @@ pub fn render_list(meta: PageMeta, page: AgentTypesPage) -> String {
         .map(|t| {
             let m = &t.manifest;
             let grants = m.capabilities.tools.iter().map(|g| g.as_str()).collect::<Vec<_>>().join(", ");
+            let agent_made = t.made_by.map(|id| {
+                view! { " " <a class="tag" href=format!("/agents/{id}") title="Made by an agent with agent_type_create; its grants are capped at that agent's">"agent-made"</a> }
+            });
             view! {
                 <tr>
-                    <td><a href=format!("/agent-types/{}", m.name)>{m.name.clone()}</a></td>
+                    <td><a href=format!("/agent-types/{}", m.name)>{m.name.clone()}</a>{agent_made}</td>
                     <td>{m.description.clone()}</td>
                     <td>{m.model.clone().unwrap_or_default()}</td>
                     <td>{m.tool_mode.as_str()}</td>
@@ -199,6 +202,9 @@ pub fn render_edit(meta: PageMeta, page: EditPage) -> String {
             <Shell meta>
                 <h1>{format!("Agent type {name}")}</h1>
                 <p class="hint">{format!("Created {}, changed {}. Agents already made from it keep their own copy.", page.agent_type.created_at, page.agent_type.updated_at)}</p>
+                {page.agent_type.made_by.map(|id| view! {
+                    <p class="hint" id="made-by">"Made by "<a href=format!("/agents/{id}")>"an agent"</a>" with agent_type_create: its grants were capped at that agent's own. Saving it here makes it an operator's type."</p>
+                })}
                 <div class="columns">
                     <section class="card">
                         <h2>"The seven fields"</h2>

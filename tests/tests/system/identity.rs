@@ -164,7 +164,7 @@ async fn an_agent_stops_and_messages_its_own_descendants_freely() {
 
 #[tokio::test]
 async fn a_type_is_never_wider_than_the_agent_that_made_it() {
-    let (_home, _d, api) = crate::daemon().await;
+    let (_home, _d, api, browser) = crate::dashboard::signed_in_with("").await;
     let maker = crate::agent_with(&api, "maker", &["agent_type_create", "system_time", "files.*"]).await;
     let wide = json!({"name": "wide", "tools": ["*"], "system_prompt": "x"});
     let made = api.invoke(&maker, "agent_type_create", wide).await;
@@ -189,6 +189,11 @@ async fn a_type_is_never_wider_than_the_agent_that_made_it() {
     assert_eq!(made.body["content"]["dropped"], json!(["agents.kill_any"]), "{}", made.text);
     // An operator's type records no maker.
     assert!(api.post("/api/templates", json!({"name": "ops", "tools": ["*"]})).await.body.get("made_by").is_none());
+    // The dashboard marks the agent-made types, and says so on the type's page.
+    let listed = browser.get("/agent-types").await.text;
+    assert_eq!(listed.matches(">agent-made</a>").count(), 2, "wide and reacher, not ops: {listed}");
+    assert!(browser.get("/agent-types/wide").await.text.contains("id=\"made-by\""));
+    assert!(!browser.get("/agent-types/ops").await.text.contains("id=\"made-by\""));
 }
 
 #[tokio::test]
