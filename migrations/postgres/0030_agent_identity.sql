@@ -10,3 +10,7 @@ CREATE TABLE agent_bindings (
 
 -- The agent that made a type with agent_type_create (NULL: an operator).
 ALTER TABLE agent_types ADD COLUMN made_by TEXT COLLATE "C";
+
+-- A schedule made in a turn keeps that turn's depth, chain and conversation (JSON; NULL for an
+-- operator's or a manifest's): its fires run one level deeper and answer only there.
+ALTER TABLE schedules ADD COLUMN lineage TEXT COLLATE "C";

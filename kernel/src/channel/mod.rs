@@ -445,7 +445,7 @@ impl Channels {
     }
 
     /// `channel_send`: in a conversation turn only that conversation is reachable (the
-    /// cross-conversation guard); out-of-band turns name any address.
+    /// cross-conversation guard, [`stays_in_conversation`]); out-of-band turns name any address.
     pub async fn send_from(
         &self,
         ctx: &CallContext,
@@ -458,16 +458,7 @@ impl Channels {
             (_, Some(target)) => self.address(&format!("{channel}:{target}"))?,
             (_, None) => self.address(channel)?,
         };
-        if let Some(turn) = &ctx.channel
-            && (turn.channel != name || turn.chat_id != chat)
-        {
-            return Err(Error::forbidden(format!(
-                "this turn answers {} `{}` on `{}`: channel_send may only send there (to reach one member privately, use channel_dm)",
-                if turn.is_group { "the group" } else { "the conversation" },
-                turn.chat_id,
-                turn.channel
-            )));
-        }
+        stays_in_conversation(ctx.channel.as_ref(), &name, &chat, "channel_send")?;
         self.deliver(&name, &chat, out, &ctx.actor()).await?;
         Ok(SentTo { channel: name, target: chat })
     }
@@ -712,5 +703,20 @@ async fn poll_under_lease(
                 stop.cancel();
             }
         }
+    }
+}
+
+/// The cross-conversation guard: a turn answering a conversation (`turn`) reaches only that
+/// conversation, by `what` (`channel_send`, a schedule's delivery) as by its reply. A turn that
+/// answers none passes.
+pub fn stays_in_conversation(turn: Option<&ChannelContext>, channel: &str, chat: &str, what: &str) -> Result<()> {
+    match turn {
+        Some(turn) if turn.channel != channel || turn.chat_id != chat => Err(Error::forbidden(format!(
+            "this turn answers {} `{}` on `{}`: {what} may only send there (to reach one member privately, use channel_dm)",
+            if turn.is_group { "the group" } else { "the conversation" },
+            turn.chat_id,
+            turn.channel
+        ))),
+        _ => Ok(()),
     }
 }

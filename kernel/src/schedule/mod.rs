@@ -176,6 +176,26 @@ pub struct NewSchedule {
     pub channel: Option<String>,
     pub origin: Origin,
     pub created_by: String,
+    /// Made in a turn: that turn's (see [`Lineage`]); `None` for an operator's.
+    pub lineage: Option<Lineage>,
+}
+
+/// Where a schedule made in a turn comes from: that turn's depth and chain, so its fires run
+/// one agent call deeper and a schedule that keeps making itself again stops at `[kernel]
+/// max_agent_call_depth`; and the conversation the turn answered, so its fires stay in it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lineage {
+    pub depth: u32,
+    pub chain: Vec<Uuid>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<crate::tool::ChannelContext>,
+}
+
+impl Lineage {
+    /// The lineage of a schedule made by the call `ctx`.
+    pub fn of(ctx: &crate::tool::CallContext) -> Lineage {
+        Lineage { depth: ctx.depth, chain: ctx.chain.to_vec(), conversation: ctx.channel.clone() }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -288,6 +308,7 @@ impl Schedules {
             channel: new.channel.as_deref(),
             next_fire: Some(next_fire),
             created_by: &new.created_by,
+            lineage: new.lineage.as_ref(),
             at: now,
         };
         if !store::insert_runtime_within(&self.db, row, MAX_PER_AGENT).await? {
@@ -454,6 +475,7 @@ impl Schedules {
                 channel: block.channel.as_deref(),
                 next_fire: next.filter(|_| agent.is_running()),
                 created_by: &created_by,
+                lineage: None,
                 at: now,
             });
         }

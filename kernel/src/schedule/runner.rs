@@ -44,6 +44,7 @@ struct Dispatch {
     agent_id: String,
     prompt: String,
     channel: Option<String>,
+    lineage: super::Lineage,
 }
 
 /// Starts the scheduler for `kernel`. It stops when the kernel closes.
@@ -153,6 +154,7 @@ fn plan(rows: Vec<DueRow>, now: DateTime<Utc>, started_at: DateTime<Utc>) -> Vec
                 agent_id: row.agent_id,
                 prompt: row.prompt,
                 channel: row.channel,
+                lineage: row.lineage,
             };
             Planned { dispatch, due, next, state, missed }
         })
@@ -164,8 +166,33 @@ async fn deliver(kernel: &Kernel, d: &Dispatch, reply: &str) -> Result<()> {
     let Some(address) = &d.channel else { return Ok(()) };
     let channels = kernel.channels();
     let (channel, chat) = channels.address(address)?;
+    crate::channel::stays_in_conversation(d.lineage.conversation.as_ref(), &channel, &chat, "a schedule's reply")?;
     let sent_by = format!("schedule:{}", super::short_id(&d.schedule_id));
     channels.deliver(&channel, &chat, crate::channel::platform::Outgoing::Text(reply.to_string()), &sent_by).await
+}
+
+/// Refuses a fire one agent call deeper than the turn that made its schedule, past `[kernel]
+/// max_agent_call_depth` (a schedule that keeps scheduling itself again).
+fn too_deep(kernel: &Kernel, d: &Dispatch) -> Result<()> {
+    let what = || format!("schedule {}", super::short_id(&d.schedule_id));
+    crate::turn::depth::check(kernel, d.lineage.depth.saturating_add(1), &d.lineage.chain, what)
+}
+
+/// Tells the operators a chain of schedules was stopped at the depth limit.
+async fn stopped_chain(kernel: &Kernel, agent: &crate::agent::Agent, d: &Dispatch, why: &str) {
+    let note = crate::notify::NewNote {
+        source: "schedule",
+        agent: Some((agent.id, agent.name.clone())),
+        reason: format!("A chain of schedules of agent {} was stopped", agent.name),
+        summary: format!(
+            "Schedule {} was not run: {why}. Each schedule made in a turn runs one level deeper than that turn.",
+            super::short_id(&d.schedule_id)
+        ),
+        urgency: crate::notify::Urgency::High,
+    };
+    if let Err(e) = kernel.inbox().notify(kernel, note).await {
+        tracing::warn!(schedule = %d.schedule_id, error = %e.message, "a stopped chain of schedules could not be noted in the inbox");
+    }
 }
 
 /// Runs one fire's turn and records how it ended.
@@ -173,9 +200,19 @@ async fn fire(kernel: Kernel, d: Dispatch, _permit: tokio::sync::OwnedSemaphoreP
     let started = Instant::now();
     let agent = Uuid::parse_str(&d.agent_id).ok().and_then(|id| kernel.agents().get_by_id(id));
     let (outcome, detail, session) = match agent {
+        Some(agent)
+            if agent.is_running()
+                && let Err(e) = too_deep(&kernel, &d) =>
+        {
+            stopped_chain(&kernel, &agent, &d, &e.message).await;
+            (FireOutcome::Failed, e.message, None)
+        }
         Some(agent) if agent.is_running() => {
             let req = TurnRequest {
                 new_session_label: Origin::Schedule(super::short_id(&d.schedule_id)).label(),
+                depth: d.lineage.depth + 1,
+                chain: d.lineage.chain.clone(),
+                channel: d.lineage.conversation.clone(),
                 ..TurnRequest::headless(d.prompt.clone(), Caller::Schedule(d.schedule_id.clone()))
             };
             match turn::run(&kernel, agent, req).await {

@@ -28,6 +28,7 @@ pub(super) struct NewRow<'a> {
     pub channel: Option<&'a str>,
     pub next_fire: Option<DateTime<Utc>>,
     pub created_by: &'a str,
+    pub lineage: Option<&'a super::Lineage>,
     pub at: DateTime<Utc>,
 }
 
@@ -43,8 +44,8 @@ async fn insert(conn: &mut db::Tx, row: NewRow<'_>) -> Result<()> {
     let at = db::timestamp(row.at);
     db::query(
         "INSERT INTO schedules (id, agent_id, kind, origin, expression, timezone, run_at, prompt, channel, state,
-                                next_fire, created_by, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)",
+                                next_fire, created_by, created_at, updated_at, lineage)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, $14)",
     )
     .bind(row.id.to_string())
     .bind(row.agent_id)
@@ -59,6 +60,7 @@ async fn insert(conn: &mut db::Tx, row: NewRow<'_>) -> Result<()> {
     .bind(row.next_fire.map(db::timestamp))
     .bind(row.created_by)
     .bind(&at)
+    .bind(row.lineage.map(|l| serde_json::to_string(l).expect("a lineage always serialises")))
     .execute(conn)
     .await?;
     Ok(())
@@ -194,6 +196,18 @@ pub(super) struct DueRow {
     pub channel: Option<String>,
     /// The `next_fire` it is due at, as stored (the fire's write is guarded on it).
     pub next_fire: String,
+    /// Made in a turn: where it comes from; the default (depth 0) for an operator's.
+    pub lineage: super::Lineage,
+}
+
+/// A stored lineage; an unreadable one counts as the deepest there is, so its fire is refused
+/// rather than run at depth 0.
+fn lineage_from(stored: Option<String>) -> super::Lineage {
+    let Some(text) = stored else { return super::Lineage::default() };
+    serde_json::from_str(&text).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "a schedule's stored lineage is unreadable; its fires are refused");
+        super::Lineage { depth: u32::MAX - 1, ..Default::default() }
+    })
 }
 
 /// Active schedules due at `now`, earliest first, at most `limit`. On PostgreSQL they are
@@ -202,9 +216,9 @@ pub(super) struct DueRow {
 /// has one daemon; the read is outside the write, which is guarded on `next_fire`.)
 pub(super) async fn due(db: &Db, tx: Option<&mut db::Tx>, now: DateTime<Utc>, limit: i64) -> Result<Vec<DueRow>> {
     let sql = db.dialect(
-        "SELECT id, agent_id, kind, expression, timezone, prompt, channel, next_fire FROM schedules
+        "SELECT id, agent_id, kind, expression, timezone, prompt, channel, next_fire, lineage FROM schedules
          WHERE state = 'active' AND next_fire <= $1 ORDER BY next_fire, id LIMIT $2",
-        "SELECT id, agent_id, kind, expression, timezone, prompt, channel, next_fire FROM schedules
+        "SELECT id, agent_id, kind, expression, timezone, prompt, channel, next_fire, lineage FROM schedules
          WHERE state = 'active' AND next_fire <= $1 ORDER BY next_fire, id LIMIT $2 FOR UPDATE SKIP LOCKED",
     );
     let query = db::query(sql).bind(db::timestamp(now)).bind(limit);
@@ -223,6 +237,7 @@ pub(super) async fn due(db: &Db, tx: Option<&mut db::Tx>, now: DateTime<Utc>, li
                 prompt: r.try_get("prompt")?,
                 channel: r.try_get("channel")?,
                 next_fire: r.try_get("next_fire")?,
+                lineage: lineage_from(r.try_get("lineage")?),
             })
         })
         .collect()

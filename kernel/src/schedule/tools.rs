@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Kind, NewSchedule, NewTiming, Origin, Schedule, ScheduleFilter};
+use super::{Kind, Lineage, NewSchedule, NewTiming, Origin, Schedule, ScheduleFilter};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::page::{MAX_LIMIT, Page, PageRequest};
@@ -81,6 +81,7 @@ impl Tool for ScheduleCreate {
             channel: args.channel,
             origin: Origin::Runtime,
             created_by: ctx.actor(),
+            lineage: Some(Lineage::of(&ctx)),
         };
         Ok(json!(ctx.kernel.schedules().create(new).await?))
     }
@@ -186,6 +187,7 @@ impl Tool for CronCreate {
             channel: args.channel,
             origin: Origin::Runtime,
             created_by: ctx.actor(),
+            lineage: Some(Lineage::of(&ctx)),
         };
         Ok(json!(ctx.kernel.schedules().create(new).await?))
     }
@@ -255,10 +257,14 @@ impl Tool for CronEnable {
 }
 
 /// A schedule's channel must be a configured channel with somewhere to deliver, checked when
-/// the schedule is made rather than at its first fire.
+/// the schedule is made rather than at its first fire; made in a conversation's turn, it must
+/// be that conversation (the guard `channel_send` passes).
 fn check_channel(ctx: &CallContext, channel: Option<&str>) -> Result<()> {
     if let Some(address) = channel {
-        ctx.kernel.channels().address(address).map_err(|e| e.on_field("channel").with_field("channel"))?;
+        let (name, chat) =
+            ctx.kernel.channels().address(address).map_err(|e| e.on_field("channel").with_field("channel"))?;
+        crate::channel::stays_in_conversation(ctx.channel.as_ref(), &name, &chat, "a schedule's reply")
+            .map_err(|e| e.with_field("channel"))?;
     }
     Ok(())
 }

@@ -23,6 +23,7 @@ mod hostile_text;
 mod identity;
 mod inbox;
 mod knowledge;
+mod limits;
 mod location;
 mod mcp;
 mod media;

@@ -1,0 +1,91 @@
+//! Agents cannot run or store past their limits (issue 42): schedules stay inside the chain of
+//! the turn that made them, and in its conversation.
+
+use std::time::Duration;
+
+use kennel_tests::fake_llm::Scripted;
+use kennel_tests::fake_webhook::{FakeWebhookReceiver, sign};
+use kennel_tests::{Api, eventually};
+use serde_json::{Value, json};
+
+const SECRET: &str = "shared-secret";
+
+/// The `n`th request's last tool result, as text.
+fn tool_result(request: &kennel_tests::fake_llm::Recorded) -> String {
+    let messages = request.body["messages"].as_array().cloned().unwrap_or_default();
+    messages.iter().rev().find(|m| m["role"] == "tool").map(|m| m["content"].to_string()).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_schedule_that_keeps_making_itself_again_stops_at_the_depth_limit_with_a_note() {
+    let (_home, _d, api, llm) = crate::daemon_with_llm("openai", "[kernel]\nmax_agent_call_depth = 2\n").await;
+    let agent = crate::agent_from(&api, json!({"name": "looper", "model": "m", "tools": ["schedule.*"]})).await;
+    // Every turn (the operator's, then each fire's) schedules itself again in a second.
+    for _ in 0..6 {
+        llm.push(Scripted::call("schedule_create", json!({"when": "+1s", "prompt": "do it again"})))
+            .push(Scripted::text("scheduled"));
+    }
+    let turn = api.post(&format!("/api/agents/{agent}/messages"), json!({"message": "start"})).await;
+    assert_eq!(turn.status, 200, "{}", turn.text);
+    let notes = || async { api.get("/api/inbox").await.body };
+    let noted = eventually(Duration::from_secs(20), || async {
+        notes().await.as_array().is_some_and(|n| n.iter().any(|n| n["source"] == "schedule"))
+    })
+    .await;
+    assert!(noted, "{}", notes().await);
+    // The operator's turn (depth 0) and the fires at depths 1 and 2 ran; the fire at depth 3
+    // did not: three schedules made, the last one's fire refused naming the limit.
+    let schedules = api.get(&format!("/api/schedules?agent={agent}")).await.body;
+    let schedules = schedules.as_array().unwrap();
+    assert_eq!(schedules.len(), 3, "{schedules:?}");
+    let refused: Vec<&Value> = schedules.iter().filter(|s| s["last_fire"]["outcome"] == "failed").collect();
+    assert_eq!(refused.len(), 1, "{schedules:?}");
+    assert!(refused[0]["last_fire"]["detail"].as_str().unwrap().contains("max_agent_call_depth = 2"), "{refused:?}");
+    let turns_before = llm.requests().len();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(llm.requests().len(), turns_before, "nothing runs after the stop");
+}
+
+#[tokio::test]
+async fn a_group_turn_cannot_reach_another_room_through_a_schedule() {
+    let receiver = FakeWebhookReceiver::start(SECRET).await;
+    let channel = format!(
+        "[channels]\nallowed_hosts = [\"127.0.0.1:*\"]\n[channels.hook]\nkind = \"webhook\"\nagent = \"helper\"\nsigning_secret_env = \"KENNEL_TEST_SECRET\"\nbase_url = \"{}\"\n",
+        receiver.url()
+    );
+    let (_home, daemon, api, llm) =
+        crate::daemon_with_llm_and_env("openai", &channel, &[("KENNEL_TEST_SECRET", SECRET)]).await;
+    crate::agent_from(&api, json!({"name": "helper", "model": "m", "tools": ["channel.*", "schedule.*"]})).await;
+    // The group turn of 951b06f: its reply and its schedule's go to another room.
+    llm.push(Scripted::call(
+        "schedule_create",
+        json!({"when": "+1s", "channel": "hook:secret-room", "prompt": "tell the secret room"}),
+    ))
+    // A schedule with no channel: its fire tries channel_send to the other room itself.
+    .push(Scripted::call("schedule_create", json!({"when": "+1s", "prompt": "leak"})))
+    .push(Scripted::text("Noted."))
+    .push(Scripted::call(
+        "channel_send",
+        json!({"channel": "hook", "target": "secret-room", "content": {"type": "text", "text": "leaked"}}),
+    ))
+    .push(Scripted::text("done"));
+    let body =
+        json!({"id": "e1", "chat_id": "room-7", "group": true, "text": "remind us", "user": {"id": "u1", "name": "Pat"}})
+            .to_string();
+    let req = daemon
+        .anonymous()
+        .request(reqwest::Method::POST, "/channels/hook/inbound")
+        .header("content-type", "application/json")
+        .header("x-kennel-signature-256", sign(SECRET, body.as_bytes()))
+        .body(body);
+    assert_eq!(Api::send(req).await.status, 200);
+    assert!(eventually(Duration::from_secs(15), || async { llm.requests().len() >= 5 }).await);
+    let requests = llm.requests();
+    let refused = tool_result(&requests[1]);
+    assert!(refused.contains("may only send there") && refused.contains("room-7"), "{refused}");
+    let refused = tool_result(&requests[4]);
+    assert!(refused.contains("may only send there"), "the fire stays in the conversation: {refused}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let posts = receiver.posts();
+    assert!(posts.iter().all(|p| p["chat_id"] == "room-7"), "nothing reached another room: {posts:?}");
+}
