@@ -165,6 +165,11 @@ pub struct NotifyConfig {
     pub smtp_password_env: Option<String>,
     /// The least urgency emailed.
     pub min_urgency_email: crate::notify::Urgency,
+    /// How many notes one agent may leave (`notify_owner`) in any hour.
+    pub max_per_agent_per_hour: u64,
+    /// How many notes the daemon sends on to Telegram, and how many by email, in a clock
+    /// hour; past it a note stays in the inbox only, marked as not sent.
+    pub max_fanout_per_hour: u64,
 }
 
 impl Default for NotifyConfig {
@@ -178,6 +183,8 @@ impl Default for NotifyConfig {
             smtp_url: None,
             smtp_password_env: None,
             min_urgency_email: crate::notify::Urgency::High,
+            max_per_agent_per_hour: 30,
+            max_fanout_per_hour: 30,
         }
     }
 }
@@ -1117,6 +1124,8 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # smtp_url = "smtps://kennel@smtp.example.com:465"   # or smtp://USER@HOST:587?tls=required; no password here
 # smtp_password_env = "KENNEL_SMTP_PASSWORD"
 # min_urgency_email = "high"
+# max_per_agent_per_hour = 30   # notify_owner notes one agent may leave in any hour
+# max_fanout_per_hour = 30      # notes sent to Telegram (and, apart, by email) per hour; the rest stay in the inbox
 
 # [exec_policy]             # agents' subprocesses (process_*) and docker_exec
 # wall_clock_secs = 3600    # a child running longer is stopped

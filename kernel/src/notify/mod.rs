@@ -87,11 +87,51 @@ pub struct NoteFilter {
 pub struct Inbox {
     db: Db,
     clock: Clock,
+    /// Notes sent on in the current clock hour, per medium (see [`Inbox::fan_out_allowed`]).
+    fanned_out: std::sync::Mutex<FanOutHour>,
+}
+
+/// The clock hour being counted and how many notes went to each medium in it.
+#[derive(Default)]
+struct FanOutHour {
+    hour: i64,
+    telegram: u64,
+    email: u64,
+}
+
+#[derive(Clone, Copy)]
+enum Medium {
+    Telegram,
+    Email,
+}
+
+fn over_fan_out(max: u64) -> String {
+    format!("not sent: {max} notes went out this hour, the most [notify] max_fanout_per_hour allows")
 }
 
 impl Inbox {
     pub(crate) fn new(db: Db, clock: Clock) -> Inbox {
-        Inbox { db, clock }
+        Inbox { db, clock, fanned_out: std::sync::Mutex::default() }
+    }
+
+    /// Counts one note sent on to `medium` in this clock hour, if fewer than `max` were: a
+    /// burst of notes (an agent's, or budgets pausing many agents) is kept in the inbox but does
+    /// not become a burst of emails and messages.
+    fn fan_out_allowed(&self, medium: Medium, max: u64) -> bool {
+        let hour = self.clock.now().timestamp().div_euclid(3600);
+        let mut counted = self.fanned_out.lock().unwrap_or_else(|e| e.into_inner());
+        if counted.hour != hour {
+            *counted = FanOutHour { hour, ..FanOutHour::default() };
+        }
+        let sent = match medium {
+            Medium::Telegram => &mut counted.telegram,
+            Medium::Email => &mut counted.email,
+        };
+        if *sent >= max {
+            return false;
+        }
+        *sent += 1;
+        true
     }
 
     /// Stores a note, then fans it out as `[notify]` says (in the background: the note is
@@ -99,17 +139,32 @@ impl Inbox {
     pub async fn notify(&self, kernel: &Kernel, new: NewNote) -> Result<Note> {
         check_text("reason", &new.reason, MAX_REASON)?;
         check_text("summary", &new.summary, MAX_SUMMARY)?;
-        let at = crate::db::timestamp(self.clock.now());
-        let id = store::insert(&self.db, &new, &at).await?;
-        let note = store::get(&self.db, id, "").await?.ok_or_else(|| Error::internal("a stored note is gone"))?;
+        let now = self.clock.now();
+        let (at, since) = (crate::db::timestamp(now), crate::db::timestamp(now - chrono::Duration::hours(1)));
         let config = &kernel.config().notify;
+        let id = store::insert_within(&self.db, &new, &at, &since, config.max_per_agent_per_hour).await?.ok_or_else(|| {
+            Error::exhausted(format!(
+                "this agent left {} notes in the last hour, the most [notify] max_per_agent_per_hour allows: put what matters in one note, or wait",
+                config.max_per_agent_per_hour
+            ))
+        })?;
+        let note = store::get(&self.db, id, "").await?.ok_or_else(|| Error::internal("a stored note is gone"))?;
         if let Some(channel) = &config.telegram_channel
             && new.urgency >= config.min_urgency_telegram
         {
-            let (kernel, channel, note) = (kernel.clone(), channel.clone(), note.clone());
-            tokio::spawn(async move { fan_out(&kernel, &channel, &note).await });
+            if self.fan_out_allowed(Medium::Telegram, config.max_fanout_per_hour) {
+                let (kernel, channel, note) = (kernel.clone(), channel.clone(), note.clone());
+                tokio::spawn(async move { fan_out(&kernel, &channel, &note).await });
+            } else {
+                store::set_telegram(&self.db, note.id, &over_fan_out(config.max_fanout_per_hour)).await?;
+            }
         }
-        if !config.email_to.is_empty() && new.urgency >= config.min_urgency_email {
+        if !config.email_to.is_empty()
+            && new.urgency >= config.min_urgency_email
+            && !self.fan_out_allowed(Medium::Email, config.max_fanout_per_hour)
+        {
+            store::set_email(&self.db, note.id, &over_fan_out(config.max_fanout_per_hour)).await?;
+        } else if !config.email_to.is_empty() && new.urgency >= config.min_urgency_email {
             let (kernel, note) = (kernel.clone(), note.clone());
             tokio::spawn(async move {
                 let outcome = match email::send(&kernel.config().notify, &note).await {

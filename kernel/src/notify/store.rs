@@ -13,7 +13,30 @@ pub(super) struct Query<'a> {
     pub unread: bool,
 }
 
-pub(super) async fn insert(db: &Db, n: &NewNote, at: &str) -> Result<i64> {
+/// Inserts a note unless its agent left `limit` notes of its own (`source = 'agent'`) since
+/// `since`; the count and the insert hold the write lock together, so notes sent at once
+/// cannot pass the limit. The note's id, or `None` when it was over the limit.
+pub(super) async fn insert_within(db: &Db, n: &NewNote, at: &str, since: &str, limit: u64) -> Result<Option<i64>> {
+    let mut tx = db.begin_write().await?;
+    if let Some((agent, _)) = &n.agent
+        && n.source == "agent"
+    {
+        let left: i64 =
+            db::query_scalar("SELECT count(*) FROM inbox_notes WHERE agent_id = $1 AND source = 'agent' AND at >= $2")
+                .bind(agent.to_string())
+                .bind(since)
+                .fetch_one(&mut tx)
+                .await?;
+        if left as u64 >= limit {
+            return Ok(None);
+        }
+    }
+    let id = insert(&mut tx, n, at).await?;
+    tx.commit().await?;
+    Ok(Some(id))
+}
+
+async fn insert(tx: &mut db::Tx, n: &NewNote, at: &str) -> Result<i64> {
     let (agent_id, agent_name) = match &n.agent {
         Some((id, name)) => (Some(id.to_string()), Some(name.clone())),
         None => (None, None),
@@ -28,7 +51,7 @@ pub(super) async fn insert(db: &Db, n: &NewNote, at: &str) -> Result<i64> {
     .bind(&n.reason)
     .bind(&n.summary)
     .bind(n.urgency.as_str())
-    .fetch_one(db)
+    .fetch_one(tx)
     .await?)
 }
 

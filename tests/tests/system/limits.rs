@@ -89,3 +89,43 @@ async fn a_group_turn_cannot_reach_another_room_through_a_schedule() {
     let posts = receiver.posts();
     assert!(posts.iter().all(|p| p["chat_id"] == "room-7"), "nothing reached another room: {posts:?}");
 }
+
+#[tokio::test]
+async fn notify_owner_is_bounded_per_agent_per_hour_and_the_fan_out_per_hour() {
+    const TG_TOKEN: &str = "123456:test-token";
+    let tg = kennel_tests::fake_telegram::FakeTelegram::start(TG_TOKEN).await;
+    let config = format!(
+        "[channels]\nallowed_hosts = [\"127.0.0.1:*\"]\n[channels.tg]\nkind = \"telegram\"\nagent = \"watcher\"\ntoken_env = \"KENNEL_TEST_BOT_TOKEN\"\nbase_url = \"{}\"\nmode = \"webhook\"\nsigning_secret_env = \"KENNEL_TEST_BOT_TOKEN\"\n[notify]\ntelegram_channel = \"tg\"\ntelegram_chat = \"-1001\"\nmax_per_agent_per_hour = 3\nmax_fanout_per_hour = 2\n",
+        tg.base_url()
+    );
+    let (_home, _daemon, api, _llm) =
+        crate::daemon_with_llm_and_env("openai", &config, &[("KENNEL_TEST_BOT_TOKEN", TG_TOKEN)]).await;
+    let watcher = crate::agent_with(&api, "watcher", &["notify_owner"]).await;
+    let other = crate::agent_with(&api, "other", &["notify_owner"]).await;
+    let note = |n: usize| json!({"reason": format!("alarm {n}"), "summary": "It burns.", "urgency": "critical"});
+    // The edge: three notes are taken, the fourth is refused naming the setting.
+    for n in 0..3 {
+        let noted = api.invoke(&watcher, "notify_owner", note(n)).await;
+        assert_eq!(noted.status, 200, "{}", noted.text);
+    }
+    let refused = api.invoke(&watcher, "notify_owner", note(3)).await;
+    assert_eq!(refused.error_kind(), "ResourceExhausted", "{}", refused.text);
+    assert!(refused.error_message().contains("[notify] max_per_agent_per_hour"), "{}", refused.text);
+    // Another agent has its own count; the daemon's fan-out is spent: kept, marked, not sent.
+    assert_eq!(api.invoke(&other, "notify_owner", note(4)).await.status, 200);
+    let inbox = || async { api.get("/api/inbox").await.body };
+    let settled = eventually(Duration::from_secs(10), || async {
+        inbox().await.as_array().unwrap().iter().all(|n| !n["telegram"].is_null())
+    })
+    .await;
+    assert!(settled, "{}", inbox().await);
+    let notes = inbox().await;
+    let notes = notes.as_array().unwrap();
+    assert_eq!(notes.len(), 4, "the refused note is not stored: {notes:?}");
+    let sent = notes.iter().filter(|n| n["telegram"] == "ok").count();
+    let held: Vec<&Value> = notes.iter().filter(|n| n["telegram"] != "ok").collect();
+    assert_eq!(sent, 2, "{notes:?}");
+    assert_eq!(held.len(), 2);
+    assert!(held.iter().all(|n| n["telegram"].as_str().unwrap().contains("[notify] max_fanout_per_hour")));
+    assert_eq!(tg.calls_of("sendMessage").len(), 2);
+}
