@@ -190,7 +190,7 @@ impl Kernel {
             mcp: mcp::Mcp::default(),
             clock,
             workspaces: workspace::Workspaces::new(home.join("workspaces"), config.workspace.max_file_bytes),
-            canvases: canvas::Canvases::new(db.clone(), config.canvas.max_bytes),
+            canvases: canvas::Canvases::new(db.clone(), config.canvas.clone()),
             media: media::Media::new(db.clone(), &config.media),
             kv: memory::kv::KvStore::new(db.clone()),
             knowledge: knowledge::Knowledge::new(db.clone(), knowledge::Limits::default()),

@@ -55,33 +55,41 @@ impl Canvas {
 /// Every agent's canvases, and the news of each new version (for the pages open on them).
 pub struct Canvases {
     db: Db,
-    max_bytes: u64,
+    limits: crate::config::CanvasConfig,
     presented: broadcast::Sender<Canvas>,
 }
 
+/// A presented version and how many older ones it pushed out of what an agent may keep.
+pub struct Presented {
+    pub canvas: Canvas,
+    pub dropped: u64,
+}
+
 impl Canvases {
-    pub(crate) fn new(db: Db, max_bytes: u64) -> Canvases {
-        Canvases { db, max_bytes, presented: broadcast::channel(64).0 }
+    pub(crate) fn new(db: Db, limits: crate::config::CanvasConfig) -> Canvases {
+        Canvases { db, limits, presented: broadcast::channel(64).0 }
     }
 
-    /// Stores `html` as the agent's next version and tells the pages watching.
-    pub async fn present(&self, agent: Uuid, html: &str, title: Option<&str>) -> Result<Canvas> {
+    /// Stores `html` as the agent's next version, drops the oldest versions past `[canvas]
+    /// max_versions` and `max_agent_bytes`, and tells the pages watching.
+    pub async fn present(&self, agent: Uuid, html: &str, title: Option<&str>) -> Result<Presented> {
         if crate::text::is_blank(html) {
             return Err(Error::invalid("the canvas is empty: send the HTML to show").on_field("html"));
         }
-        if html.len() as u64 > self.max_bytes {
+        if html.len() as u64 > self.limits.max_bytes {
             return Err(Error::invalid(format!(
                 "the canvas is {} bytes; [canvas] max_bytes is {}: send less HTML (small inline images, \
                  no embedded fonts), or ask the operator to raise the limit",
                 html.len(),
-                self.max_bytes
+                self.limits.max_bytes
             ))
             .on_field("html"));
         }
         let title = checked_title(title)?;
-        let canvas = store::insert(&self.db, agent, title, html).await?;
+        let kept = store::Kept { versions: self.limits.max_versions, bytes: self.limits.max_agent_bytes };
+        let (canvas, dropped) = store::insert(&self.db, agent, title, html, kept).await?;
         let _ = self.presented.send(canvas.clone()); // no page open is no error
-        Ok(canvas)
+        Ok(Presented { canvas, dropped })
     }
 
     /// A version with its HTML.
@@ -146,12 +154,20 @@ impl Tool for CanvasPresent {
     }
 
     async fn run(&self, ctx: CallContext, args: CanvasPresentArgs) -> Result<Value> {
-        let canvas = ctx.kernel.canvases().present(ctx.agent.id, &args.html, args.title.as_deref()).await?;
-        Ok(json!({
+        let Presented { canvas, dropped } =
+            ctx.kernel.canvases().present(ctx.agent.id, &args.html, args.title.as_deref()).await?;
+        let mut answer = json!({
             "version": canvas.version,
             "title": canvas.title,
             "bytes": canvas.bytes,
             "url": canvas.page_path(),
-        }))
+        });
+        if dropped > 0 {
+            answer["dropped_versions"] = json!(dropped);
+            answer["note"] = json!(format!(
+                "{dropped} older version(s) were dropped: an agent keeps at most [canvas] max_versions versions and max_agent_bytes bytes of them"
+            ));
+        }
+        Ok(answer)
     }
 }

@@ -11,7 +11,15 @@ const COLUMNS: &str = "SELECT agent_id, version, title, bytes, created_at FROM c
 
 /// Stores the agent's next version. One statement numbers and inserts it, after the agent's
 /// key is locked (on PostgreSQL), so two calls at once, on any daemons, get two versions.
-pub(super) async fn insert(db: &Db, agent: Uuid, title: &str, html: &str) -> Result<Canvas> {
+/// What an agent's canvas keeps: at most this many versions, of at most this many bytes together.
+pub(super) struct Kept {
+    pub versions: u64,
+    pub bytes: u64,
+}
+
+/// Stores the agent's next version and drops the oldest ones past `kept`, in one transaction;
+/// the new version and how many were dropped.
+pub(super) async fn insert(db: &Db, agent: Uuid, title: &str, html: &str, kept: Kept) -> Result<(Canvas, u64)> {
     let mut tx = db.begin().await?;
     tx.lock_key(&format!("canvas:{agent}")).await?;
     let row = db::query(
@@ -26,8 +34,29 @@ pub(super) async fn insert(db: &Db, agent: Uuid, title: &str, html: &str) -> Res
     .bind(db::now())
     .fetch_one(&mut tx)
     .await?;
+    let sizes = db::query("SELECT version, bytes FROM canvases WHERE agent_id = $1 ORDER BY version DESC")
+        .bind(agent.to_string())
+        .fetch_all(&mut tx)
+        .await?;
+    // The newest versions that fit both limits stay; everything older goes.
+    let (mut count, mut total, mut oldest_kept) = (0u64, 0u64, i64::MAX);
+    for size in &sizes {
+        let bytes = size.try_get::<i64, _>("bytes")? as u64;
+        if count > 0 && (count >= kept.versions || total + bytes > kept.bytes) {
+            break;
+        }
+        count += 1;
+        total += bytes;
+        oldest_kept = size.try_get("version")?;
+    }
+    let dropped = db::query("DELETE FROM canvases WHERE agent_id = $1 AND version < $2")
+        .bind(agent.to_string())
+        .bind(oldest_kept)
+        .execute(&mut tx)
+        .await?
+        .rows_affected();
     tx.commit().await?;
-    canvas_from(&row)
+    Ok((canvas_from(&row)?, dropped))
 }
 
 pub(super) async fn html(db: &Db, agent: Uuid, version: u32) -> Result<Option<(Canvas, String)>> {

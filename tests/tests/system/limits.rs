@@ -129,3 +129,50 @@ async fn notify_owner_is_bounded_per_agent_per_hour_and_the_fan_out_per_hour() {
     assert!(held.iter().all(|n| n["telegram"].as_str().unwrap().contains("[notify] max_fanout_per_hour")));
     assert_eq!(tg.calls_of("sendMessage").len(), 2);
 }
+
+#[tokio::test]
+async fn an_agents_canvas_keeps_at_most_its_versions_and_bytes_dropping_the_oldest() {
+    let config = "[canvas]\nmax_bytes = 2048\nmax_versions = 3\nmax_agent_bytes = 5000\n";
+    let (_home, _d, api, browser) = crate::dashboard::signed_in_with(config).await;
+    let painter = crate::agent_with(&api, "painter", &["canvas_present"]).await;
+    let present = |bytes: usize| {
+        let html = format!("<p>{}</p>", "x".repeat(bytes - 7));
+        let api = api.clone();
+        let painter = painter.clone();
+        async move {
+            let shown = api.invoke(&painter, "canvas_present", json!({ "html": html })).await;
+            assert_eq!(shown.status, 200, "{}", shown.text);
+            shown.body["content"].clone()
+        }
+    };
+    let kept = || async {
+        let mut kept = Vec::new();
+        for version in 1..=6 {
+            if browser.get(&format!("/canvas/{painter}/{version}/frame")).await.status == 200 {
+                kept.push(version);
+            }
+        }
+        kept
+    };
+    for _ in 0..3 {
+        assert!(present(1000).await.get("dropped_versions").is_none());
+    }
+    // The edge of max_versions: a fourth drops the first.
+    let fourth = present(1000).await;
+    assert_eq!(fourth["version"], 4);
+    assert_eq!(fourth["dropped_versions"], 1);
+    assert!(fourth["note"].as_str().unwrap().contains("[canvas] max_versions"), "{fourth}");
+    assert_eq!(kept().await, [2, 3, 4]);
+    // 2,000 + 1,000 + 1,000 bytes fit max_agent_bytes = 5,000: only the count drops one.
+    assert_eq!(present(2000).await["dropped_versions"], 1);
+    assert_eq!(kept().await, [3, 4, 5]);
+    // 2,048 + 2,000 fit, + 1,000 would not: two go.
+    assert_eq!(present(2048).await["dropped_versions"], 2);
+    assert_eq!(kept().await, [5, 6]);
+    // Past max_bytes is refused, naming the setting, and drops nothing.
+    let html = "y".repeat(2049);
+    let refused = api.invoke(&painter, "canvas_present", json!({ "html": html })).await;
+    assert_eq!(refused.status, 422, "{}", refused.text);
+    assert!(refused.error_message().contains("[canvas] max_bytes"), "{}", refused.text);
+    assert_eq!(kept().await, [5, 6]);
+}
