@@ -189,7 +189,7 @@ impl Kernel {
             questions: ask::Questions::default(),
             mcp: mcp::Mcp::default(),
             clock,
-            workspaces: workspace::Workspaces::new(home.join("workspaces"), config.workspace.max_file_bytes),
+            workspaces: workspace::Workspaces::new(home.join("workspaces"), config.workspace.clone()),
             canvases: canvas::Canvases::new(db.clone(), config.canvas.clone()),
             media: media::Media::new(db.clone(), &config.media),
             kv: memory::kv::KvStore::new(db.clone()),

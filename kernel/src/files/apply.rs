@@ -259,7 +259,10 @@ mod tests {
 
     fn workspace() -> (tempfile::TempDir, Workspaces, Uuid, std::path::PathBuf) {
         let home = tempfile::tempdir().unwrap();
-        let ws = Workspaces::new(home.path().join("workspaces"), 1 << 20);
+        let ws = Workspaces::new(
+            home.path().join("workspaces"),
+            crate::config::WorkspaceConfig { max_file_bytes: 1 << 20, ..Default::default() },
+        );
         let agent = Uuid::now_v7();
         let dir = home.path().join("workspaces").join(agent.to_string());
         std::fs::create_dir_all(&dir).unwrap();

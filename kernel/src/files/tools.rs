@@ -145,20 +145,32 @@ impl Tool for ReadFile {
         if !(1..=DEFAULT_LINES).contains(&limit) {
             return Err(Error::invalid(format!("limit is 1 to {DEFAULT_LINES} lines")).with_field("limit"));
         }
-        let (bytes, entry) = ctx.kernel.workspaces().read(ctx.agent.id, &args.path).await.map_err(path_error)?;
-        let text = text_of(bytes, &entry.path)?;
-        let lines: Vec<&str> = text.lines().collect();
-        let total = lines.len();
+        // Line by line: the daemon holds the lines asked for, never the whole file.
+        let (read, entry) = ctx
+            .kernel
+            .workspaces()
+            .read_lines(ctx.agent.id, &args.path, offset, limit, MAX_LINE_CHARS * 4)
+            .await
+            .map_err(path_error)?;
+        let total = read.total;
         if offset > total.max(1) {
             return Err(Error::invalid(format!("`{}` has {total} lines; offset {offset} is past its end", entry.path))
                 .with_field("offset"));
         }
-        let shown: Vec<String> = lines
+        let shown: Vec<String> = read
+            .shown
             .iter()
             .enumerate()
-            .skip(offset - 1)
-            .take(limit)
-            .map(|(i, line)| format!("{:>6}\t{}", i + 1, cut(line, MAX_LINE_CHARS)))
+            .map(|(i, (line, read_short))| {
+                // Kept to a number of bytes, a line of wide characters can be cut short of
+                // MAX_LINE_CHARS: it says so all the same.
+                let line = if *read_short && line.chars().nth(MAX_LINE_CHARS).is_none() {
+                    format!("{line}… [line cut at {MAX_LINE_CHARS} characters]")
+                } else {
+                    cut(line, MAX_LINE_CHARS)
+                };
+                format!("{:>6}\t{line}", offset + i)
+            })
             .collect();
         let last = offset - 1 + shown.len();
         Ok(json!({

@@ -120,7 +120,10 @@ mod tests {
     #[tokio::test]
     async fn images_are_read_bounded_and_missing_or_large_ones_left_out() {
         let home = tempfile::tempdir().unwrap();
-        let ws = Workspaces::new(home.path().join("workspaces"), 64 * 1024 * 1024);
+        let ws = Workspaces::new(
+            home.path().join("workspaces"),
+            crate::config::WorkspaceConfig { max_file_bytes: 64 * 1024 * 1024, ..Default::default() },
+        );
         let agent = Uuid::now_v7();
         ws.write(agent, "a.png", b"png bytes".to_vec()).await.unwrap();
         ws.write(agent, "big.png", vec![0; MAX_IMAGE_BYTES as usize + 1]).await.unwrap();

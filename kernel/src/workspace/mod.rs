@@ -20,6 +20,7 @@
 //! reach.
 
 mod beneath;
+pub mod lines;
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -117,8 +118,29 @@ impl Inert {
 /// Every agent's workspace.
 pub struct Workspaces {
     root: PathBuf,
-    max_file_bytes: u64,
+    limits: crate::config::WorkspaceConfig,
+    /// MiB of whole-file reads the daemon holds at once (`[workspace] max_reading_mib`): a
+    /// read of a large file waits for its share, so parallel reads cannot take the daemon's
+    /// memory with them.
+    reading: std::sync::Arc<tokio::sync::Semaphore>,
 }
+
+/// The bytes of the regular files under `dir`, links not followed (what a workspace holds).
+/// An entry that changes while it is counted counts as what was seen.
+fn bytes_under(dir: &Dir, depth: usize) -> u64 {
+    let Ok(entries) = dir.entries() else { return 0 };
+    entries
+        .iter()
+        .map(|(name, kind)| match kind {
+            Kind::File => dir.stat(name).ok().flatten().map_or(0, |s| s.bytes),
+            Kind::Dir if depth < MAX_PARTS => dir.open_dir(name).map_or(0, |inner| bytes_under(&inner, depth + 1)),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// Files smaller than this are read without counting against `max_reading_mib`.
+const LARGE_READ: u64 = 1 << 20;
 
 /// Where an agent's trash is, opened or made inside a workspace call.
 struct Trash {
@@ -164,13 +186,14 @@ impl Target {
 }
 
 impl Workspaces {
-    pub(crate) fn new(root: PathBuf, max_file_bytes: u64) -> Workspaces {
-        Workspaces { root, max_file_bytes }
+    pub(crate) fn new(root: PathBuf, limits: crate::config::WorkspaceConfig) -> Workspaces {
+        let reading = std::sync::Arc::new(tokio::sync::Semaphore::new(limits.max_reading_mib as usize));
+        Workspaces { root, limits, reading }
     }
 
     /// The largest file a workspace takes or hands out.
     pub fn max_file_bytes(&self) -> u64 {
-        self.max_file_bytes
+        self.limits.max_file_bytes
     }
 
     /// The root of every workspace, made (owner-only) if it is not there yet, and opened.
@@ -197,22 +220,73 @@ impl Workspaces {
         self.find(agent, None, true, MAX_LISTED, |_| true).await
     }
 
-    /// Reads a whole file (at most `[workspace] max_file_bytes`).
+    /// Reads a whole file (at most `[workspace] max_file_bytes`). A large file waits for its
+    /// share of `[workspace] max_reading_mib` before it is read into memory.
     pub async fn read(&self, agent: Uuid, path: &str) -> Result<(Vec<u8>, FileEntry)> {
         let dir = self.folder(agent)?;
         let target = Target::parse(path)?;
-        let max = self.max_file_bytes;
-        blocking(move || {
-            let (mut file, entry) = open_file(&dir, &target)?;
+        let max = self.limits.max_file_bytes;
+        let (mut file, entry) = blocking(move || {
+            let (file, entry) = open_file(&dir, &target)?;
             if entry.bytes > max {
                 return Err(Error::invalid(format!(
                     "`{}` is {} bytes; files of at most {max} bytes ([workspace] max_file_bytes) are read",
                     target.rel, entry.bytes
                 )));
             }
+            Ok((file, entry))
+        })
+        .await?;
+        let _share = self.reading_share(entry.bytes).await?;
+        blocking(move || {
+            // What was opened, however it grew since: never more than max_file_bytes.
             let mut bytes = Vec::with_capacity(usize::try_from(entry.bytes).unwrap_or(0));
-            file.read_to_end(&mut bytes)?;
+            (&mut file).take(max + 1).read_to_end(&mut bytes)?;
+            if bytes.len() as u64 > max {
+                return Err(Error::invalid(format!(
+                    "`{}` grew past {max} bytes ([workspace] max_file_bytes) while it was read",
+                    entry.path
+                )));
+            }
             Ok((bytes, entry))
+        })
+        .await
+    }
+
+    /// The permits a whole read of `bytes` holds while it is in memory: one per MiB of a large
+    /// file (all of them for one larger than the whole budget), none for a small one.
+    async fn reading_share(&self, bytes: u64) -> Result<Option<tokio::sync::OwnedSemaphorePermit>> {
+        if bytes < LARGE_READ {
+            return Ok(None);
+        }
+        let mib = bytes.div_ceil(1 << 20).min(self.limits.max_reading_mib) as u32;
+        let permit = self.reading.clone().acquire_many_owned(mib).await.map_err(Error::internal)?;
+        Ok(Some(permit))
+    }
+
+    /// Lines `first..first + count` (from 1) of a text file, each kept to `max_line_bytes`,
+    /// and how many lines it has: read line by line, never whole (see [`lines`]).
+    pub async fn read_lines(
+        &self,
+        agent: Uuid,
+        path: &str,
+        first: usize,
+        count: usize,
+        max_line_bytes: usize,
+    ) -> Result<(lines::Lines, FileEntry)> {
+        let dir = self.folder(agent)?;
+        let target = Target::parse(path)?;
+        blocking(move || {
+            let (file, entry) = open_file(&dir, &target)?;
+            match lines::read(file, first, count, max_line_bytes) {
+                Ok(read) => Ok((read, entry)),
+                Err(lines::NotLines::Binary) => Err(Error::invalid(format!(
+                    "`{}` is not a text file (it has NUL bytes or is not UTF-8); these tools read and edit text only",
+                    entry.path
+                ))
+                .with_field("path")),
+                Err(lines::NotLines::Io(e)) => Err(e.into()),
+            }
         })
         .await
     }
@@ -223,6 +297,7 @@ impl Workspaces {
         self.check_size(bytes.len())?;
         let dir = self.folder(agent)?;
         let target = Target::parse(path)?;
+        self.ensure_room(agent, Some(path), bytes.len()).await?;
         blocking(move || {
             let parent = walk(&dir, &target, Walking::MakeFolders)?;
             if parent.stat(&target.name)?.is_some_and(|s| s.kind != Kind::File) {
@@ -243,6 +318,7 @@ impl Workspaces {
         self.check_size(bytes.len())?;
         let dir = self.folder(agent)?;
         let target = Target::parse(path)?;
+        self.ensure_room(agent, None, bytes.len()).await?;
         blocking(move || create_in(&dir, &target, &bytes).map(|(entry, _)| entry)).await
     }
 
@@ -255,6 +331,7 @@ impl Workspaces {
         self.check_size(bytes.len())?;
         let dir = self.folder(agent)?;
         let (source, target) = (Target::parse(from)?, Target::parse(to)?);
+        self.ensure_room(agent, Some(from), bytes.len()).await?;
         blocking(move || {
             let source_dir = walk(&dir, &source, Walking::Existing)?;
             let (file, _) = open_in(&source_dir, &source)?;
@@ -426,11 +503,39 @@ impl Workspaces {
         Trash { root: self.root.clone(), agent: agent.to_string() }
     }
 
+    /// Refuses a write of `adding` bytes (replacing the file at `replacing`, if any) that would
+    /// take the agent's workspace and trash past `[workspace] max_agent_bytes`. Two writes at
+    /// once may both pass: the limit is kept to within a file.
+    async fn ensure_room(&self, agent: Uuid, replacing: Option<&str>, adding: usize) -> Result<()> {
+        let max = self.limits.max_agent_bytes;
+        let dir = self.folder(agent)?;
+        let trash = self.trash_folder(agent);
+        let replacing = replacing.map(Target::parse).transpose()?;
+        let held = blocking(move || {
+            let replaced = match &replacing {
+                Some(target) => match walk(&dir, target, Walking::Existing) {
+                    Ok(parent) => parent.stat(&target.name)?.filter(|s| s.kind == Kind::File).map_or(0, |s| s.bytes),
+                    Err(_) => 0,
+                },
+                None => 0,
+            };
+            let in_trash = trash.open()?.map_or(0, |bin| bytes_under(&bin, 0));
+            Ok((bytes_under(&dir, 0) + in_trash).saturating_sub(replaced))
+        })
+        .await?;
+        if held + adding as u64 > max {
+            return Err(Error::exhausted(format!(
+                "this workspace (with its trash) holds {held} bytes; {adding} more would pass [workspace] max_agent_bytes = {max}: remove files first (remove_file, then empty the trash), or ask the operator for more room"
+            )));
+        }
+        Ok(())
+    }
+
     fn check_size(&self, bytes: usize) -> Result<()> {
-        if bytes as u64 > self.max_file_bytes {
+        if bytes as u64 > self.limits.max_file_bytes {
             return Err(Error::invalid(format!(
                 "the file is {bytes} bytes; a workspace takes files of at most {} bytes ([workspace] max_file_bytes)",
-                self.max_file_bytes
+                self.limits.max_file_bytes
             )));
         }
         Ok(())
@@ -701,7 +806,10 @@ mod tests {
 
     fn workspaces() -> (tempfile::TempDir, Workspaces) {
         let home = tempfile::tempdir().unwrap();
-        let ws = Workspaces::new(home.path().join("workspaces"), 1024);
+        let ws = Workspaces::new(
+            home.path().join("workspaces"),
+            crate::config::WorkspaceConfig { max_file_bytes: 1024, ..Default::default() },
+        );
         (home, ws)
     }
 

@@ -176,3 +176,81 @@ async fn an_agents_canvas_keeps_at_most_its_versions_and_bytes_dropping_the_olde
     assert!(refused.error_message().contains("[canvas] max_bytes"), "{}", refused.text);
     assert_eq!(kept().await, [5, 6]);
 }
+
+/// The daemon's peak resident memory so far (`VmHWM`), in MiB.
+fn peak_mib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kib / 1024
+}
+
+#[tokio::test]
+async fn parallel_reads_of_a_large_file_do_not_take_the_daemons_memory() {
+    let (home, daemon, api) = crate::daemon_with_config("[workspace]\nmax_reading_mib = 64\n").await;
+    let reader = crate::agent_with(&api, "reader", &["read_file", "edit_file"]).await;
+    // 62 MB of text, as in the attack on 951b06f, put there by a process of the agent.
+    let dir = home.path().join("workspaces").join(&reader);
+    std::fs::create_dir_all(&dir).unwrap();
+    let line = format!("{}\n", "a".repeat(99));
+    std::fs::write(dir.join("big.txt"), line.repeat(620_000)).unwrap();
+    let before = peak_mib(daemon.pid());
+    // 24 read_file at once, each of a part of the file (read line by line)...
+    let reads = (0..24).map(|i| {
+        let (api, reader) = (api.clone(), reader.clone());
+        async move {
+            api.invoke(&reader, "read_file", json!({"path": "big.txt", "offset": 1 + i * 20_000, "limit": 50})).await
+        }
+    });
+    for read in futures_util::future::join_all(reads).await {
+        assert_eq!(read.status, 200, "{}", read.text);
+        assert_eq!(read.body["content"]["total_lines"], 620_000);
+    }
+    let after_reads = peak_mib(daemon.pid());
+    // ...and 8 patches at once, each of which must hold the whole file: they wait for their
+    // share of max_reading_mib = 64, one at a time.
+    let patches = (0..8).map(|_| {
+        let (api, reader) = (api.clone(), reader.clone());
+        async move {
+            let patch = json!({"path": "big.txt", "mode": "patch", "old": "not in the file", "new": "x"});
+            api.invoke(&reader, "edit_file", patch).await
+        }
+    });
+    for patched in futures_util::future::join_all(patches).await {
+        assert_eq!(patched.status, 422, "{}", patched.text);
+    }
+    let after_patches = peak_mib(daemon.pid());
+    eprintln!(
+        "peak resident: {before} MiB before, {after_reads} MiB after the reads, {after_patches} MiB after the patches"
+    );
+    assert!(after_reads < before + 64, "24 reads took the peak from {before} to {after_reads} MiB");
+    assert!(after_patches < before + 400, "8 whole reads took the peak from {before} to {after_patches} MiB");
+}
+
+#[tokio::test]
+async fn a_workspace_holds_at_most_max_agent_bytes_trash_included() {
+    let (_home, _d, api) = crate::daemon_with_config("[workspace]\nmax_agent_bytes = 10000\n").await;
+    let agent = crate::agent_with(&api, "filler", &["edit_file", "remove_file"]).await;
+    let write = |path: &'static str, bytes: usize| {
+        let (api, agent) = (api.clone(), agent.clone());
+        async move {
+            let content = "x".repeat(bytes);
+            api.invoke(&agent, "edit_file", json!({"path": path, "mode": "write", "content": content})).await
+        }
+    };
+    assert_eq!(write("a.txt", 6000).await.status, 200);
+    // The edge: exactly the limit is taken, one byte more is not.
+    assert_eq!(write("b.txt", 4000).await.status, 200);
+    let refused = write("c.txt", 1).await;
+    assert_eq!(refused.error_kind(), "ResourceExhausted", "{}", refused.text);
+    assert!(refused.error_message().contains("[workspace] max_agent_bytes = 10000"), "{}", refused.text);
+    // Replacing a file counts the difference.
+    assert_eq!(write("a.txt", 5000).await.status, 200);
+    assert_eq!(write("c.txt", 1000).await.status, 200);
+    // What is removed stays in the trash, and counts: removing is no way around the limit.
+    assert_eq!(api.invoke(&agent, "remove_file", json!({"path": "b.txt"})).await.status, 200);
+    assert_eq!(write("d.txt", 1).await.error_kind(), "ResourceExhausted");
+}
