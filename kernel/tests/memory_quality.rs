@@ -29,9 +29,10 @@ async fn recall_at_5(config: Config) -> f64 {
     let agent = uuid::Uuid::now_v7();
     let mut written: HashMap<uuid::Uuid, String> = HashMap::new();
     let mut lost = Vec::new();
+    let metered = kennel_kernel::memory::semantic::metered_for(&kernel, agent, None, None);
     for m in lines("memories.jsonl") {
         let (id, content) = (m["id"].as_str().unwrap(), m["content"].as_str().unwrap());
-        let outcome = memory.add(agent, content, "tool", Scope::everything()).await.unwrap();
+        let outcome = memory.add(agent, content, "tool", Scope::everything(), &metered).await.unwrap();
         if outcome.written.is_empty() {
             lost.push(format!("{id}: {}", outcome.summary));
         }

@@ -350,7 +350,15 @@ pub(crate) async fn run_here(kernel: &Kernel, agent: Arc<Agent>, req: TurnReques
             emit(EventKind::TurnEnded { ended: r.ended, reply: r.reply.clone() });
             if r.ended == TurnEnd::Reply {
                 let speaker = req.caller.audit_label();
-                crate::memory::semantic::memorize(kernel, agent.clone(), speaker, req.message.clone(), r.reply.clone());
+                let served = (r.turn_id, r.session_id);
+                crate::memory::semantic::memorize(
+                    kernel,
+                    agent.clone(),
+                    served,
+                    speaker,
+                    req.message.clone(),
+                    r.reply.clone(),
+                );
             }
         }
         Err(e) => {

@@ -134,7 +134,9 @@ async fn add_semantic(
     JsonBody(body): JsonBody<AddBody>,
 ) -> ApiResult<Json<AddOutcome>> {
     let agent = kernel.agents().get(&id)?;
-    Ok(Json(kernel.semantic()?.add(agent.id, &body.content, "operator", Scope::everything()).await?))
+    // The extraction is for this agent's memory: its model calls count against its budget.
+    let metered = kennel_kernel::memory::semantic::metered_for(&kernel, agent.id, None, None);
+    Ok(Json(kernel.semantic()?.add(agent.id, &body.content, "operator", Scope::everything(), &metered).await?))
 }
 
 #[derive(Deserialize, IntoParams)]

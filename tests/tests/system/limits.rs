@@ -254,3 +254,31 @@ async fn a_workspace_holds_at_most_max_agent_bytes_trash_included() {
     assert_eq!(api.invoke(&agent, "remove_file", json!({"path": "b.txt"})).await.status, 200);
     assert_eq!(write("d.txt", 1).await.error_kind(), "ResourceExhausted");
 }
+
+#[tokio::test]
+async fn the_memory_extractors_model_calls_are_metered_against_the_agent() {
+    let config =
+        "[proactive_memory]\nextraction_provider = \"fake\"\nextraction_model = \"extractor\"\nauto_memorize = true\n";
+    let (_home, _d, api, llm) = crate::daemon_with_llm("openai", config).await;
+    let id = crate::agent_from(&api, json!({"name": "rememberer", "model": "m", "tools": ["memory_semantic.*"]})).await;
+    llm.set_usage(100, 0, 20);
+    let facts = json!({"facts": [{"content": "Maya Chen prefers oat milk in her coffee.", "category": "preference"}]});
+    llm.push(Scripted::text(&facts.to_string()));
+    let added = api.invoke(&id, "memory_semantic_add", json!({"content": "Maya likes oat milk"})).await;
+    assert_eq!(added.status, 200, "{}", added.text);
+    // A turn, then the auto-memorize extraction after it: two more calls.
+    llm.push(Scripted::text("Noted.")).push(Scripted::text(&json!({"facts": []}).to_string()));
+    assert_eq!(
+        api.post(&format!("/api/agents/{id}/messages"), json!({"message": "I live in Lyon."})).await.status,
+        200
+    );
+    let line = || async {
+        let usage = api.get("/api/usage?group=agent").await.body;
+        usage.as_array().unwrap().iter().find(|l| l["key"] == id.as_str()).cloned().unwrap_or(Value::Null)
+    };
+    let metered = eventually(Duration::from_secs(10), || async { line().await["calls"] == 3 }).await;
+    assert!(metered, "the extractor's calls are in the agent's usage: {}", line().await);
+    let line = line().await;
+    assert_eq!((line["input_tokens"].as_u64(), line["output_tokens"].as_u64()), (Some(300), Some(60)), "{line}");
+    assert_eq!(llm.requests().len(), 3);
+}

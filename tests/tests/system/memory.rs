@@ -331,6 +331,7 @@ async fn decay_lowers_confidence_with_time_unused_and_a_search_refreshes_it() {
             "The lighthouse keeper's cat is named Pepper.",
             "tool",
             kennel_kernel::memory::semantic::Scope::everything(),
+            &kennel_kernel::memory::semantic::metered_for(&kernel, agent, None, None),
         )
         .await
         .unwrap();

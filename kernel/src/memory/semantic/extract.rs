@@ -42,6 +42,19 @@ pub enum Extractor {
     Llm { provider: Box<Provider>, model: String },
 }
 
+/// One call the LLM extractor made, for the meter: whoever asked for the extraction records
+/// it against the agent it served, like a turn's calls.
+pub struct ExtractorCall<'a> {
+    pub provider: &'a str,
+    pub model: &'a str,
+    pub tokens: crate::llm::Usage,
+    /// `ok`, or the error's kind.
+    pub outcome: &'a str,
+}
+
+/// Where the extractor's calls are recorded.
+pub type Metered<'a> = &'a (dyn Fn(ExtractorCall<'_>) + Send + Sync);
+
 impl Extractor {
     /// What the stats say of it.
     pub fn describe(&self) -> String {
@@ -56,16 +69,24 @@ impl Extractor {
     }
 
     /// The facts in `text`, which an agent asked to remember.
-    pub async fn facts(&self, text: &str) -> Result<Extraction> {
+    pub async fn facts(&self, text: &str, metered: Metered<'_>) -> Result<Extraction> {
         match self {
             Extractor::Rules => Ok(rules(text, false)),
-            Extractor::Llm { provider, model } => llm(provider, model, &format!("Text to remember:\n{text}")).await,
+            Extractor::Llm { provider, model } => {
+                llm(provider, model, &format!("Text to remember:\n{text}"), metered).await
+            }
         }
     }
 
     /// The lasting facts a turn revealed (auto-memorize): from what `speaker` said, each fact
     /// saying who said it; an LLM also reads the reply.
-    pub async fn from_turn(&self, speaker: &str, message: &str, reply: &str) -> Result<Extraction> {
+    pub async fn from_turn(
+        &self,
+        speaker: &str,
+        message: &str,
+        reply: &str,
+        metered: Metered<'_>,
+    ) -> Result<Extraction> {
         match self {
             Extractor::Rules => {
                 let mut out = rules(message, true);
@@ -78,7 +99,7 @@ impl Extractor {
                 let prompt = format!(
                     "A conversation turn. Extract only lasting facts about the person, their work or their world that will still be true and useful in later conversations; none if there are none. Name the person as `{speaker}` where a fact is about them.\n\nThe person ({speaker}) said:\n{message}\n\nThe agent replied:\n{reply}"
                 );
-                llm(provider, model, &prompt).await
+                llm(provider, model, &prompt, metered).await
             }
         }
     }
@@ -294,7 +315,7 @@ struct LlmFact {
     category: String,
 }
 
-async fn llm(provider: &Provider, model: &str, prompt: &str) -> Result<Extraction> {
+async fn llm(provider: &Provider, model: &str, prompt: &str, metered: Metered<'_>) -> Result<Extraction> {
     let messages = [Message::User { content: prompt.to_string() }];
     let req = ChatRequest {
         model,
@@ -306,7 +327,13 @@ async fn llm(provider: &Provider, model: &str, prompt: &str) -> Result<Extractio
         accepts_images: false,
         images: &Default::default(),
     };
-    let reply = provider.chat(&req, &|_| {}).await.map_err(Error::from)?;
+    let reply = provider.chat(&req, &|_| {}).await.map_err(Error::from);
+    let (tokens, outcome) = match &reply {
+        Ok(r) => (r.usage.clone(), "ok"),
+        Err(e) => (crate::llm::Usage::default(), e.kind.as_str()),
+    };
+    metered(ExtractorCall { provider: provider.name(), model, tokens, outcome });
+    let reply = reply?;
     let text = reply.content.unwrap_or_default();
     let json = text.trim().trim_start_matches("```json").trim_start_matches("```").trim_end_matches("```").trim();
     let parsed: LlmFacts = serde_json::from_str(json).map_err(|e| {

@@ -35,7 +35,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 pub use embed::Embedder;
-pub use extract::{Extraction, Extractor};
+pub use extract::{Extraction, Extractor, ExtractorCall, Metered};
 pub use recall::RECALL_HEADER;
 pub(crate) use recall::{memorize, recall_block};
 pub(crate) use tools::register;
@@ -470,7 +470,14 @@ impl SemanticMemory {
     /// Reads `text` with the extractor and writes what is new (see the module's doc). A
     /// candidate in a category `scope` may not write fails the whole call before anything is
     /// written; memories it may not read are neither compared with nor shown.
-    pub async fn add(&self, agent: AgentId, text: &str, source: &str, scope: Scope<'_>) -> Result<AddOutcome> {
+    pub async fn add(
+        &self,
+        agent: AgentId,
+        text: &str,
+        source: &str,
+        scope: Scope<'_>,
+        metered: extract::Metered<'_>,
+    ) -> Result<AddOutcome> {
         if crate::text::is_blank(text) {
             return Err(Error::invalid("the content is empty").with_field("content"));
         }
@@ -481,7 +488,7 @@ impl SemanticMemory {
             ))
             .with_field("content"));
         }
-        let extraction = self.extractor.facts(text).await?;
+        let extraction = self.extractor.facts(text, metered).await?;
         if let Some(c) = extraction.candidates.iter().find(|c| !(scope.write)(&c.category)) {
             return Err(Error::forbidden(format!(
                 "the extractor filed this under the category `{}`, which is outside this agent's capabilities.memory_write; nothing was written",
@@ -499,8 +506,9 @@ impl SemanticMemory {
         agent: AgentId,
         (speaker, message, reply): (&str, &str, &str),
         scope: Scope<'_>,
+        metered: extract::Metered<'_>,
     ) -> Result<AddOutcome> {
-        let mut extraction = self.extractor.from_turn(speaker, message, reply).await?;
+        let mut extraction = self.extractor.from_turn(speaker, message, reply, metered).await?;
         extraction.candidates.retain(|c| (scope.write)(&c.category));
         extraction.dropped.clear();
         self.write(agent, extraction, "turn", scope).await
@@ -811,4 +819,33 @@ fn round(x: f64) -> f64 {
 
 fn seconds(rfc3339: &str) -> i64 {
     chrono::DateTime::parse_from_rfc3339(rfc3339).map_or(0, |t| t.timestamp())
+}
+
+/// Records the extractor's calls in the meter as made for `agent` (and the turn and session
+/// they serve; the nil id when none), `purpose = memory`: counted in `/api/usage` and against
+/// the agent's and the daemon's budgets like a turn's own calls.
+pub fn metered_for(
+    kernel: &crate::Kernel,
+    agent: AgentId,
+    turn: Option<Uuid>,
+    session: Option<Uuid>,
+) -> impl Fn(ExtractorCall<'_>) + Send + Sync + use<> {
+    let kernel = kernel.clone();
+    move |call: ExtractorCall<'_>| {
+        kernel.usage().record(crate::usage::ModelCall {
+            turn: turn.unwrap_or(Uuid::nil()),
+            agent,
+            session: session.unwrap_or(Uuid::nil()),
+            provider: call.provider.to_string(),
+            model: call.model.to_string(),
+            purpose: "memory",
+            compaction: None,
+            first_seq: None,
+            messages: 1,
+            estimated_tokens: 0,
+            tokens: call.tokens,
+            outcome: call.outcome.to_string(),
+            at: crate::db::timestamp(kernel.clock().now()),
+        })
+    }
 }

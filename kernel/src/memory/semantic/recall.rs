@@ -65,7 +65,14 @@ fn block(lines: impl Iterator<Item = String>, max_bytes: usize) -> Option<String
 
 /// After a turn, writes the lasting facts the extractor finds in it (auto-memorize), off
 /// the turn's path.
-pub(crate) fn memorize(kernel: &Kernel, agent: std::sync::Arc<Agent>, speaker: String, message: String, reply: String) {
+pub(crate) fn memorize(
+    kernel: &Kernel,
+    agent: std::sync::Arc<Agent>,
+    (turn, session): (uuid::Uuid, uuid::Uuid),
+    speaker: String,
+    message: String,
+    reply: String,
+) {
     let Ok(memory) = kernel.semantic() else { return };
     if !memory.config().auto_memorize || !kernel.tools().allows("memory_semantic_add", &agent, None) {
         return;
@@ -74,7 +81,9 @@ pub(crate) fn memorize(kernel: &Kernel, agent: std::sync::Arc<Agent>, speaker: S
     tokio::spawn(async move {
         let Ok(memory) = kernel.semantic() else { return };
         let (read, write) = (may(&agent, MemoryAccess::Read), may(&agent, MemoryAccess::Write));
-        match memory.memorize_turn(agent.id, (&speaker, &message, &reply), Scope { read: &read, write: &write }).await {
+        let metered = super::metered_for(&kernel, agent.id, Some(turn), Some(session));
+        let scope = Scope { read: &read, write: &write };
+        match memory.memorize_turn(agent.id, (&speaker, &message, &reply), scope, &metered).await {
             Ok(outcome) if !outcome.written.is_empty() => {
                 tracing::info!(agent = %agent.name, summary = %outcome.summary, "auto-memorize")
             }

@@ -108,7 +108,8 @@ impl Tool for SemanticAdd {
     async fn run(&self, ctx: CallContext, args: SemanticAddArgs) -> Result<Value> {
         let (read, write) = (may(&ctx.agent, MemoryAccess::Read), may(&ctx.agent, MemoryAccess::Write));
         let scope = Scope { read: &read, write: &write };
-        let outcome = ctx.kernel.semantic()?.add(ctx.agent.id, &args.content, "tool", scope).await?;
+        let metered = super::metered_for(&ctx.kernel, ctx.agent.id, ctx.turn, ctx.session);
+        let outcome = ctx.kernel.semantic()?.add(ctx.agent.id, &args.content, "tool", scope, &metered).await?;
         Ok(json!(outcome))
     }
 }
