@@ -14,6 +14,8 @@ pub struct BrowserPage {
     /// `false` when `[browser]` is not configured: the page says how to turn it on.
     pub configured: bool,
     pub tabs: Vec<TabView>,
+    /// Pages the agent's pages opened by themselves (popups), each closed at once.
+    pub popups_closed: u64,
 }
 
 pub fn render(meta: PageMeta, page: BrowserPage) -> String {
@@ -43,6 +45,9 @@ pub fn render(meta: PageMeta, page: BrowserPage) -> String {
             <Shell meta>
                 <h1>"Browser tabs of "<a href=format!("/agents/{id}")>{page.agent_name}</a></h1>
                 {body}
+                {(page.popups_closed > 0).then(|| view! {
+                    <p class="hint" id="popups-closed">{format!("{} popup(s) its pages opened were closed at once: an agent's pages are the tabs its tools open, within [browser] tabs_per_agent.", page.popups_closed)}</p>
+                })}
             </Shell>
         }
         .to_html(),

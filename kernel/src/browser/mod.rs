@@ -25,7 +25,9 @@ use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::browser::{
     BrowserContextId, SetDownloadBehaviorBehavior, SetDownloadBehaviorParams,
 };
-use chromiumoxide::cdp::browser_protocol::target::{CreateBrowserContextParams, CreateTargetParams};
+use chromiumoxide::cdp::browser_protocol::target::{
+    CloseTargetParams, CreateBrowserContextParams, CreateTargetParams, EventTargetCreated,
+};
 use serde::Serialize;
 use tokio::sync::Mutex;
 use utoipa::ToSchema;
@@ -73,6 +75,11 @@ pub struct Browsers {
     agents: StdMutex<HashMap<AgentId, Arc<Mutex<AgentPages>>>>,
     /// What the dashboard reads, kept apart so a long navigation never blocks a page view.
     views: StdMutex<HashMap<AgentId, Vec<TabView>>>,
+    /// Whose each browser context is, for the popup watcher (which must not wait on a call's
+    /// lock of the agent's pages), and how many popups each agent's pages opened and were
+    /// closed.
+    contexts: StdMutex<HashMap<BrowserContextId, AgentId>>,
+    popups_closed: StdMutex<HashMap<AgentId, u64>>,
     sweeper: std::sync::OnceLock<tokio::task::JoinHandle<()>>,
 }
 
@@ -146,6 +153,8 @@ impl Browsers {
             chromium: Mutex::default(),
             agents: StdMutex::default(),
             views: StdMutex::default(),
+            contexts: StdMutex::default(),
+            popups_closed: StdMutex::default(),
             sweeper: std::sync::OnceLock::new(),
         }
     }
@@ -162,6 +171,17 @@ impl Browsers {
 
     fn navigation_timeout(&self) -> Duration {
         Duration::from_secs(self.config.navigation_timeout_secs)
+    }
+
+    fn forget_context(&self, context: Option<&BrowserContextId>) {
+        if let Some(context) = context {
+            self.contexts.lock().unwrap_or_else(|e| e.into_inner()).remove(context);
+        }
+    }
+
+    /// How many pages `agent`'s pages opened by themselves (popups) were closed.
+    pub fn popups_closed(&self, agent: AgentId) -> u64 {
+        self.popups_closed.lock().unwrap_or_else(|e| e.into_inner()).get(&agent).copied().unwrap_or(0)
     }
 
     /// The open tabs of `agent`, for the dashboard.
@@ -227,6 +247,8 @@ impl Browsers {
         .await?;
         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, pid = ?chromium.pid(), "Chromium started");
         let process = Arc::new(Process { chromium, proxy, generation: running.generation, spare: Arc::default() });
+        let created = process.chromium.browser.event_listener::<EventTargetCreated>().await.map_err(cdp_error)?;
+        tokio::spawn(close_popups(Arc::downgrade(self), Arc::downgrade(&process), created));
         running.process = Some(process.clone());
         self.start_sweeper();
         Ok((process, restarted))
@@ -257,6 +279,7 @@ impl Browsers {
         if let Some(slot) = slot {
             let mut pages = slot.lock().await;
             let process = self.chromium.lock().await.process.clone();
+            self.forget_context(pages.context.as_ref());
             close_all(&mut pages, process.as_deref()).await;
         }
         self.views.lock().unwrap_or_else(|e| e.into_inner()).remove(&agent);
@@ -330,6 +353,7 @@ impl Browsers {
                 pages.close_tab(id).await;
             }
             if pages.tabs.is_empty() {
+                self.forget_context(pages.context.as_ref());
                 if let Some(context) = pages.context.take()
                     && pages.generation == process.generation
                 {
@@ -361,6 +385,37 @@ async fn sweep(browsers: Weak<Browsers>, idle: Duration) {
         tokio::time::sleep(every).await;
         let Some(browsers) = browsers.upgrade() else { return };
         browsers.sweep_once(idle).await;
+    }
+}
+
+/// Closes every page that a page opened (`window.open`, a link or a form aimed at a new
+/// window) as soon as Chromium reports it, and counts it for the agent whose context it is in:
+/// an agent's pages are the tabs its tools opened, within `[browser] tabs_per_agent`, and none
+/// besides. A popup is told from a tab by its opener (a tool's tab has none).
+async fn close_popups(
+    browsers: Weak<Browsers>,
+    process: Weak<Process>,
+    mut created: chromiumoxide::listeners::EventStream<EventTargetCreated>,
+) {
+    use futures_util::StreamExt;
+    while let Some(event) = created.next().await {
+        let info = &event.target_info;
+        if info.r#type != "page" || info.opener_id.is_none() {
+            continue;
+        }
+        let (Some(browsers), Some(process)) = (browsers.upgrade(), process.upgrade()) else { return };
+        let closed = process.chromium.browser.execute(CloseTargetParams::new(info.target_id.clone())).await;
+        let agent = info
+            .browser_context_id
+            .as_ref()
+            .and_then(|c| browsers.contexts.lock().unwrap_or_else(|e| e.into_inner()).get(c).copied());
+        if let Some(agent) = agent {
+            *browsers.popups_closed.lock().unwrap_or_else(|e| e.into_inner()).entry(agent).or_default() += 1;
+        }
+        match closed {
+            Ok(_) => tracing::info!(agent = ?agent, url = %info.url, "a page opened a popup: closed"),
+            Err(e) => tracing::warn!(agent = ?agent, error = %e, "a popup could not be closed"),
+        }
     }
 }
 
@@ -432,6 +487,11 @@ impl Session {
                     Some(fresh) => fresh,
                     None => self.process.fresh().await?,
                 };
+                self.browsers
+                    .contexts
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(fresh.context.clone(), self.agent);
                 self.pages.context = Some(fresh.context);
                 (fresh.page, fresh.network)
             }

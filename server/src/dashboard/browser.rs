@@ -19,6 +19,7 @@ pub async fn page(
         agent_name: agent.name.clone(),
         configured: kernel.browsers().is_some(),
         tabs: kernel.browser_tabs(agent.id),
+        popups_closed: kernel.browsers().map_or(0, |b| b.popups_closed(agent.id)),
     };
     Ok(html(StatusCode::OK, browser::render(meta(&op, format!("{} · browser", agent.name), Nav::Agents, None), page)))
 }

@@ -589,3 +589,32 @@ async fn as_an_unprivileged_daemon_chromium_runs_in_its_own_sandbox() {
     let main = browser.iter().find(|(_, cmd)| cmd.contains("--user-data-dir") && !cmd.contains("--type=")).unwrap();
     assert!(!main.1.contains("--no-sandbox"), "Chromium's own sandbox is on: {}", main.1);
 }
+
+#[tokio::test]
+async fn popups_a_page_opens_are_closed_at_once_counted_and_shown() {
+    let b = browsing("").await;
+    let me = agent_with(&b.api, "popper", &["browser.*"]).await;
+    call(&b.api, &me, "browser_navigate", json!({"url": format!("{}/", b.base)})).await;
+    // The attack on 951b06f: 16 pages opened by the page, with tabs_per_agent = 2.
+    let script = "window.__popups = []; for (let i = 0; i < 16; i++) window.__popups.push(window.open('/second', '_blank')); window.__popups.filter(Boolean).length";
+    // Chromium's own popup blocker lets some through (the attack had 16): each one counts.
+    let opened = call(&b.api, &me, "browser_run_js", json!({ "script": script })).await["result"].as_u64().unwrap();
+    assert!(opened >= 1, "a popup opened, so the test has something to close");
+    let all_closed = || async {
+        let closed = "window.__popups.every(w => !w || w.closed)";
+        call(&b.api, &me, "browser_run_js", json!({ "script": closed })).await["result"] == true
+    };
+    assert!(kennel_tests::eventually(Duration::from_secs(5), all_closed).await, "every popup is closed");
+    let again = json!({"url": format!("{}/second", b.base), "tab": 1});
+    let tabs = call(&b.api, &me, "browser_navigate", again).await["tabs"].clone();
+    assert_eq!(tabs.as_array().unwrap().len(), 1, "the agent's pages are its one tab: {tabs}");
+    // The Browser tabs page says what happened.
+    let browser = b._daemon.browser();
+    assert_eq!(browser.set_up("ada", "correct horse").await.status, 303);
+    let page = browser.get(&format!("/agents/{me}/browser")).await.text;
+    let shown = kennel_tests::eventually(Duration::from_secs(5), || async {
+        browser.get(&format!("/agents/{me}/browser")).await.text.contains(&format!("{opened} popup(s)"))
+    })
+    .await;
+    assert!(shown, "{page}");
+}
