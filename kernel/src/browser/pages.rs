@@ -33,7 +33,12 @@ impl NetworkActivity {
         let weak = Arc::downgrade(&activity);
         tokio::spawn(async move {
             loop {
+                // Starts first: each event reaches its own stream in the order Chromium sent
+                // it, so a request's start is in `sent` before its end is in `finished`; an
+                // unbiased pick of two ready streams could take the end first and leave the
+                // request in flight for ever.
                 let (id, started) = tokio::select! {
+                    biased;
                     Some(e) = sent.next() => (e.request_id.inner().clone(), true),
                     Some(e) = finished.next() => (e.request_id.inner().clone(), false),
                     Some(e) = failed.next() => (e.request_id.inner().clone(), false),
