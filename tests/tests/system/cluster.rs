@@ -245,6 +245,12 @@ async fn when_an_agents_daemon_is_killed_another_answers_it_and_a_fire_cut_off_i
     assert_eq!(made.status, 201, "{}", made.text);
     let spawned = first.post("/api/agents", json!({"template": "steady"})).await;
     let agent = spawned.body["id"].as_str().unwrap().to_string();
+    // The other daemons learn of a new agent when their copy reloads after the notification.
+    let known = eventually(Duration::from_secs(5), || async {
+        api(1, &daemons).get(&format!("/api/agents/{agent}")).await.status == 200
+    })
+    .await;
+    assert!(known, "the second daemon knows the agent within 5 s");
 
     // A first exchange, asked of the second daemon: the agent's holder answers it.
     llm.push(Scripted::text("Remembered: the code word is heron."));
