@@ -8,10 +8,8 @@ use std::time::Duration;
 
 use kennel_tests::Api;
 use kennel_tests::fake_llm::Scripted;
-use kennel_tests::fake_webhook::{FakeWebhookReceiver, sign};
+use kennel_tests::fake_webhook::FakeWebhookReceiver;
 use serde_json::{Value, json};
-
-const SECRET: &str = "shared-secret";
 
 /// The attacker of the issue: an operator-made agent with the `agents` family, no more.
 async fn attacker(api: &Api) -> String {
@@ -29,25 +27,15 @@ async fn named(api: &Api, manifest: Value, name: &str) -> String {
 
 #[tokio::test]
 async fn a_freed_channel_name_taken_by_an_agent_made_impostor_answers_nothing() {
-    let receiver = FakeWebhookReceiver::start(SECRET).await;
-    let channel = format!(
-        "[channels]\nallowed_hosts = [\"127.0.0.1:*\"]\n[channels.hook]\nkind = \"webhook\"\nagent = \"chan\"\nsigning_secret_env = \"KENNEL_TEST_SECRET\"\nbase_url = \"{}\"\n",
-        receiver.url()
-    );
-    let (_home, daemon, api, llm) =
-        crate::daemon_with_llm_and_env("openai", &channel, &[("KENNEL_TEST_SECRET", SECRET)]).await;
+    let receiver = FakeWebhookReceiver::start(crate::HOOK_SECRET).await;
+    let (_home, daemon, api, llm) = crate::daemon_with_hook(&receiver, "chan").await;
     let chan = named(&api, json!({"name": "greeter", "model": "m", "system_prompt": "You are chan."}), "chan").await;
     let attacker = attacker(&api).await;
     llm.set_fallback(Scripted::text("Hello from chan."));
     let post = |id: &str| {
-        let body = json!({"id": id, "chat_id": "room", "text": "hi", "user": {"id": "u1", "name": "Pat"}}).to_string();
-        let req = daemon
-            .anonymous()
-            .request(reqwest::Method::POST, "/channels/hook/inbound")
-            .header("content-type", "application/json")
-            .header("x-kennel-signature-256", sign(SECRET, body.as_bytes()))
-            .body(body);
-        Api::send(req)
+        let body = json!({"id": id, "chat_id": "room", "text": "hi", "user": {"id": "u1", "name": "Pat"}});
+        let daemon = &daemon;
+        async move { crate::post_to_hook(daemon, &body).await }
     };
     assert_eq!(post("evt-1").await.status, 200);
     assert!(kennel_tests::eventually(Duration::from_secs(10), || async { receiver.posts().len() == 1 }).await);

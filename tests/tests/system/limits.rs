@@ -3,12 +3,10 @@
 
 use std::time::Duration;
 
+use kennel_tests::eventually;
 use kennel_tests::fake_llm::Scripted;
-use kennel_tests::fake_webhook::{FakeWebhookReceiver, sign};
-use kennel_tests::{Api, eventually};
+use kennel_tests::fake_webhook::FakeWebhookReceiver;
 use serde_json::{Value, json};
-
-const SECRET: &str = "shared-secret";
 
 /// The `n`th request's last tool result, as text.
 fn tool_result(request: &kennel_tests::fake_llm::Recorded) -> String {
@@ -48,13 +46,8 @@ async fn a_schedule_that_keeps_making_itself_again_stops_at_the_depth_limit_with
 
 #[tokio::test]
 async fn a_group_turn_cannot_reach_another_room_through_a_schedule() {
-    let receiver = FakeWebhookReceiver::start(SECRET).await;
-    let channel = format!(
-        "[channels]\nallowed_hosts = [\"127.0.0.1:*\"]\n[channels.hook]\nkind = \"webhook\"\nagent = \"helper\"\nsigning_secret_env = \"KENNEL_TEST_SECRET\"\nbase_url = \"{}\"\n",
-        receiver.url()
-    );
-    let (_home, daemon, api, llm) =
-        crate::daemon_with_llm_and_env("openai", &channel, &[("KENNEL_TEST_SECRET", SECRET)]).await;
+    let receiver = FakeWebhookReceiver::start(crate::HOOK_SECRET).await;
+    let (_home, daemon, api, llm) = crate::daemon_with_hook(&receiver, "helper").await;
     crate::agent_from(&api, json!({"name": "helper", "model": "m", "tools": ["channel.*", "schedule.*"]})).await;
     // The group turn of 951b06f: its reply and its schedule's go to another room.
     llm.push(Scripted::call(
@@ -69,16 +62,8 @@ async fn a_group_turn_cannot_reach_another_room_through_a_schedule() {
         json!({"channel": "hook", "target": "secret-room", "content": {"type": "text", "text": "leaked"}}),
     ))
     .push(Scripted::text("done"));
-    let body =
-        json!({"id": "e1", "chat_id": "room-7", "group": true, "text": "remind us", "user": {"id": "u1", "name": "Pat"}})
-            .to_string();
-    let req = daemon
-        .anonymous()
-        .request(reqwest::Method::POST, "/channels/hook/inbound")
-        .header("content-type", "application/json")
-        .header("x-kennel-signature-256", sign(SECRET, body.as_bytes()))
-        .body(body);
-    assert_eq!(Api::send(req).await.status, 200);
+    let body = json!({"id": "e1", "chat_id": "room-7", "group": true, "text": "remind us", "user": {"id": "u1", "name": "Pat"}});
+    assert_eq!(crate::post_to_hook(&daemon, &body).await.status, 200);
     assert!(eventually(Duration::from_secs(15), || async { llm.requests().len() >= 5 }).await);
     let requests = llm.requests();
     let refused = tool_result(&requests[1]);

@@ -102,3 +102,32 @@ pub async fn agent_from(api: &Api, manifest: serde_json::Value) -> String {
     assert_eq!(a.status, 201, "{}", a.text);
     a.body["id"].as_str().expect("agent id").to_string()
 }
+
+/// The secret of the signed webhook channel `hook` ([`daemon_with_hook`]).
+pub const HOOK_SECRET: &str = "shared-secret";
+
+/// A daemon with the fake provider and a signed webhook channel `hook`, answered by the agent
+/// named `agent` and posting its replies to `receiver`.
+pub async fn daemon_with_hook(
+    receiver: &kennel_tests::fake_webhook::FakeWebhookReceiver,
+    agent: &str,
+) -> (Home, Daemon, Api, kennel_tests::fake_llm::FakeLlm) {
+    let channel = format!(
+        "[channels]\nallowed_hosts = [\"127.0.0.1:*\"]\n[channels.hook]\nkind = \"webhook\"\nagent = \"{agent}\"\nsigning_secret_env = \"KENNEL_TEST_SECRET\"\nbase_url = \"{}\"\n",
+        receiver.url()
+    );
+    daemon_with_llm_and_env("openai", &channel, &[("KENNEL_TEST_SECRET", HOOK_SECRET)]).await
+}
+
+/// Posts `body` to the channel `hook`, signed as its platform signs.
+pub async fn post_to_hook(daemon: &Daemon, body: &serde_json::Value) -> kennel_tests::Reply {
+    let body = body.to_string();
+    let signature = kennel_tests::fake_webhook::sign(HOOK_SECRET, body.as_bytes());
+    let req = daemon
+        .anonymous()
+        .request(reqwest::Method::POST, "/channels/hook/inbound")
+        .header("content-type", "application/json")
+        .header("x-kennel-signature-256", signature)
+        .body(body);
+    Api::send(req).await
+}
