@@ -199,12 +199,14 @@ async fn stopped_chain(kernel: &Kernel, agent: &crate::agent::Agent, d: &Dispatc
 async fn fire(kernel: Kernel, d: Dispatch, _permit: tokio::sync::OwnedSemaphorePermit) {
     let started = Instant::now();
     let agent = Uuid::parse_str(&d.agent_id).ok().and_then(|id| kernel.agents().get_by_id(id));
+    // The agent whose chain of schedules is stopped here; its note follows the fire's record.
+    let mut stopped = None;
     let (outcome, detail, session) = match agent {
         Some(agent)
             if agent.is_running()
                 && let Err(e) = too_deep(&kernel, &d) =>
         {
-            stopped_chain(&kernel, &agent, &d, &e.message).await;
+            stopped = Some(agent);
             (FireOutcome::Failed, e.message, None)
         }
         Some(agent) if agent.is_running() => {
@@ -255,6 +257,10 @@ async fn fire(kernel: Kernel, d: Dispatch, _permit: tokio::sync::OwnedSemaphoreP
     };
     if let Err(e) = store::finish_fire(&kernel.schedules().db, finished, kernel.schedules().fire_history).await {
         tracing::warn!(schedule = %d.schedule_id, error = %e.message, "could not record a fire's outcome");
+    }
+    // Noted after the record, so an operator who opens the note finds the failed fire there.
+    if let Some(agent) = stopped {
+        stopped_chain(&kernel, &agent, &d, &detail).await;
     }
 }
 
