@@ -76,6 +76,8 @@ fn name(method: &Method, route: &str) -> Named {
         ("/api/skills/{name}/files", "DELETE") => Action("skill.remove_file"),
         ("/api/skills/{name}/rollback" | "/skills/{name}/rollback", _) if post => Action("skill.rollback"),
         ("/api/skills/{name}/restore" | "/skills/{name}/restore", _) if post => Action("skill.restore"),
+        ("/api/skill-proposals/{id}/accept" | "/skill-proposals/{id}/accept", _) if post => Action("skill.accept"),
+        ("/api/skill-proposals/{id}/reject" | "/skill-proposals/{id}/reject", _) if post => Action("skill.reject"),
         ("/api/inbox/read" | "/inbox/read", _) if post => Action("inbox.read"),
         ("/settings/tokens", "POST") => Action("token.create"),
         ("/settings/tokens/{name}/revoke", "POST") => Action("token.revoke"),
@@ -209,6 +211,11 @@ mod tests {
                 (Method::POST, "/api/skills/{name}/rollback"),
                 (Method::POST, "/skills/{name}/rollback"),
                 "skill.rollback",
+            ),
+            (
+                (Method::POST, "/api/skill-proposals/{id}/accept"),
+                (Method::POST, "/skill-proposals/{id}/accept"),
+                "skill.accept",
             ),
         ] {
             assert_eq!(name(&api.0, api.1), Named::Action(action));

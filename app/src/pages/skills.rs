@@ -1,18 +1,30 @@
-//! `/skills`: every skill with its description and tags, and the deleted ones an operator can
-//! restore; `/skills/{name}`: one skill — its manifest, body, support files, the agent types
-//! that use it, an operator's edit form, and its whole evolution history with each change's
-//! diff and a way back to each version. Skills are written by agents: every field is untrusted
-//! text, shown as text.
+//! `/skills`: every skill with its description and tags, agents' proposals waiting for an
+//! operator (each with its diff, to accept or reject), and the deleted skills an operator can
+//! restore; `/skills/{name}`: one skill — its manifest, body, support files, who made it, the
+//! agent types that use it, its pending proposals, an operator's edit form, and its whole
+//! evolution history with each change's diff and a way back to each version. Skills are
+//! written by agents: every field is untrusted text, shown as text.
 
 use kennel_kernel::error::FieldError;
-use kennel_kernel::skills::{HistoryEntry, Manifest, Skill};
+use kennel_kernel::skills::{HistoryEntry, Manifest, Proposal, Skill};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
 use crate::widgets::{Csrf, TextArea, field_error, form_list, short_time};
 
-pub fn render_list(meta: PageMeta, skills: Vec<Manifest>, deleted: Vec<HistoryEntry>) -> String {
+pub fn render_list(
+    meta: PageMeta,
+    skills: Vec<Manifest>,
+    proposals: Vec<Proposal>,
+    deleted: Vec<HistoryEntry>,
+) -> String {
     let csrf = meta.csrf.clone();
+    let proposals = (!proposals.is_empty()).then(|| {
+        view! {
+            <h2>"Proposals waiting for you"</h2>
+            <Proposals proposals csrf=csrf.clone()/>
+        }
+    });
     let body = if skills.is_empty() {
         view! {
             <section class="card" id="skills">
@@ -46,6 +58,7 @@ pub fn render_list(meta: PageMeta, skills: Vec<Manifest>, deleted: Vec<HistoryEn
         view! {
             <Shell meta>
                 <h1>"Skills"</h1>
+                {proposals}
                 {body}
                 {deleted}
             </Shell>
@@ -125,6 +138,8 @@ impl SkillForm {
 pub struct SkillPage {
     pub skill: Skill,
     pub history: Vec<HistoryEntry>,
+    /// Its proposals waiting for an operator.
+    pub proposals: Vec<Proposal>,
     /// The agent types whose manifests list the skill.
     pub used_by: Vec<String>,
     pub form: SkillForm,
@@ -151,6 +166,18 @@ pub fn render_skill(meta: PageMeta, page: SkillPage) -> String {
             .collect::<Vec<_>>();
         view! { <ul id="skill-used-by">{items}</ul> }.into_any()
     };
+    // Its maker: the last `create` in its history (an accepted proposal's is the operator's).
+    let made_by = page
+        .history
+        .iter()
+        .rev()
+        .find(|h| h.op == "create")
+        .map_or_else(|| "Put in place by hand: an operator's.".to_string(), |h| format!("Made by {}.", h.actor));
+    let proposals = if page.proposals.is_empty() {
+        view! { <p class="empty" id="skill-pending">"No proposals waiting."</p> }.into_any()
+    } else {
+        view! { <Proposals proposals=page.proposals csrf=csrf.clone()/> }.into_any()
+    };
     let current = skill.version;
     let entries =
         page.history.into_iter().rev().map(|h| history_entry(h, current, &name, csrf.clone())).collect::<Vec<_>>();
@@ -163,6 +190,7 @@ pub fn render_skill(meta: PageMeta, page: SkillPage) -> String {
                 <section class="card" id="skill-manifest">
                     <p>{m.description}</p>
                     <p class="hint">"Version "{skill.version}" · label "{m.version.unwrap_or_default()}" · tags "{m.tags.join(", ")}</p>
+                    <p class="hint" id="skill-made-by">{made_by}" Agents change only the skills they made and no one else loads; anything else they propose, for an operator below."</p>
                 </section>
                 <h2>"Body"</h2>
                 <pre id="skill-body">{skill.body}</pre>
@@ -170,6 +198,8 @@ pub fn render_skill(meta: PageMeta, page: SkillPage) -> String {
                 {files}
                 <h2>"Used by agent types"</h2>
                 {used_by}
+                <h2>"Proposals"</h2>
+                {proposals}
                 <h2>"Edit"</h2>
                 <EditForm name=name.clone() form=page.form errors=page.errors csrf=csrf.clone()/>
                 <h2>"History"</h2>
@@ -235,6 +265,40 @@ fn history_entry(h: HistoryEntry, current: i64, name: &str, csrf: String) -> imp
                 <pre class="diff">{h.diff}</pre>
                 {rollback}
             </details>
+        </li>
+    }
+}
+
+/// Agents' proposals, each with why it waits, its diff and the operator's two buttons.
+#[component]
+fn Proposals(proposals: Vec<Proposal>, csrf: String) -> impl IntoView {
+    let items = proposals.into_iter().map(|p| proposal_item(p, csrf.clone())).collect::<Vec<_>>();
+    view! { <ul id="skill-proposals" class="stack">{items}</ul> }
+}
+
+fn proposal_item(p: Proposal, csrf: String) -> impl IntoView + use<> {
+    let base = format!("/skill-proposals/{}", p.id);
+    let summary =
+        format!("Proposal {} · {} of {} · by agent {} · {}", p.id, p.op, p.skill, p.agent_name, short_time(&p.at));
+    let accept = format!("Accept proposal {}", p.id);
+    let reject = format!("Reject proposal {}", p.id);
+    let confirm = format!(
+        "Accept proposal {} of agent {}? Every agent that loads {} carries it from its next turn.",
+        p.id, p.agent_name, p.skill
+    );
+    view! {
+        <li class="card" id=format!("proposal-{}", p.id)>
+            <p><strong>{summary}</strong></p>
+            <p class="hint">{p.reason}</p>
+            <pre class="diff">{p.diff}</pre>
+            <form method="post" action=format!("{base}/accept") class="inline" data-confirm=confirm>
+                <Csrf token=csrf.clone()/>
+                <button type="submit" aria-label=accept>"Accept"</button>
+            </form>
+            <form method="post" action=format!("{base}/reject") class="inline">
+                <Csrf token=csrf/>
+                <button type="submit" class="danger" aria-label=reject>"Reject"</button>
+            </form>
         </li>
     }
 }

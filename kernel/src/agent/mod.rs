@@ -224,6 +224,36 @@ impl Agents {
         names
     }
 
+    /// Who loads the skill `skill` besides `agent`: the agent types that list it other than
+    /// `agent`'s own and those `agent` made, and the agents whose manifests list it other
+    /// than `agent` and its descendants — each as "agent type `x`" or "agent `y`", sorted.
+    pub fn others_loading_skill(&self, skill: &str, agent: &Agent) -> Vec<String> {
+        let lists = |m: &Manifest| m.skills.iter().any(|s| s == skill);
+        let (types, agents) = {
+            let state = self.read();
+            let types: Vec<String> = state
+                .types
+                .values()
+                .filter(|t| lists(&t.manifest) && t.manifest.name != agent.agent_type && t.made_by != Some(agent.id))
+                .map(|t| format!("agent type `{}`", t.manifest.name))
+                .collect();
+            let agents: Vec<Arc<Agent>> = state
+                .agents
+                .values()
+                .filter(|a| a.status != AgentStatus::Removed && a.id != agent.id && lists(&a.manifest))
+                .cloned()
+                .collect();
+            (types, agents)
+        };
+        let mut agents: Vec<String> = agents
+            .into_iter()
+            .filter(|a| !self.descends_from(a, agent.id))
+            .map(|a| format!("agent `{}`", a.name))
+            .collect();
+        agents.sort();
+        [types, agents].concat()
+    }
+
     pub fn get_type(&self, name: &str) -> Result<Arc<AgentType>> {
         self.read().types.get(name).cloned().ok_or_else(|| Error::not_found(format!("no agent type named `{name}`")))
     }

@@ -17,11 +17,16 @@
 //! - **One change at a time per skill.** Operations on a skill are serialised by a lock per
 //!   name, so two agents patching at once both land, one after the other (the second patch is
 //!   matched against the body the first left, and is refused if its text is gone).
+//! - **Skills have owners.** An agent changes a skill itself only if it made it and no one
+//!   else loads it; any other change of its manifest or body is a [`Proposal`] an operator
+//!   accepts or rejects, and a delete or support-file change is refused ([`owners`]).
 //! - **Support files stay inside.** A path is `FOLDER/NAME…` with FOLDER one of the four, each
 //!   part a plain name ([`crate::workspace::check_relative`]); no part may be a symbolic link;
 //!   files are at most [`MAX_FILE_BYTES`], a skill at most [`MAX_FILES`] of them.
 
 mod disk;
+mod owners;
+mod proposals;
 mod store;
 mod tools;
 
@@ -33,9 +38,12 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 pub use disk::SUPPORT_FOLDERS;
+pub use proposals::{Proposal, ProposalState};
 pub use store::HistoryEntry;
 pub(crate) use tools::register;
 
+use crate::Kernel;
+use crate::agent::Agent;
 use crate::clock::Clock;
 use crate::db::Db;
 use crate::error::{Error, Result};
@@ -90,6 +98,10 @@ pub enum Actor {
 }
 
 impl Actor {
+    pub fn agent(agent: &Agent) -> Actor {
+        Actor::Agent { name: agent.name.clone(), id: agent.id }
+    }
+
     /// The person behind a REST or dashboard request.
     pub fn person(caller: &crate::tool::Caller) -> Actor {
         Actor::Operator(caller.audit_label())
@@ -99,6 +111,61 @@ impl Actor {
         match self {
             Actor::Agent { name, id } => format!("agent {name} ({id})"),
             Actor::Operator(label) => label.clone(),
+        }
+    }
+
+    fn agent_id(&self) -> Option<uuid::Uuid> {
+        match self {
+            Actor::Agent { id, .. } => Some(*id),
+            Actor::Operator(_) => None,
+        }
+    }
+}
+
+/// A change to a skill's manifest or body: what an agent may propose instead of making.
+#[derive(Debug, Clone)]
+pub enum BodyChange {
+    Create { manifest: Manifest, body: String },
+    Update { name: String, body: String },
+    Patch { name: String, old: String, new: String },
+    Rollback { name: String, version: Option<i64> },
+}
+
+impl BodyChange {
+    pub fn skill(&self) -> &str {
+        match self {
+            BodyChange::Create { manifest, .. } => &manifest.name,
+            BodyChange::Update { name, .. } | BodyChange::Patch { name, .. } | BodyChange::Rollback { name, .. } => {
+                name
+            }
+        }
+    }
+}
+
+/// What a [`BodyChange`] would leave, before it is written or proposed.
+struct Planned {
+    op: &'static str,
+    /// The version it was worked out from (0: no skill).
+    base_version: i64,
+    manifest: Manifest,
+    body: String,
+    diff: String,
+    detail: Option<String>,
+    strategy: Option<String>,
+}
+
+impl Planned {
+    /// A new body for `current`, its manifest kept.
+    fn body_of(current: Skill, op: &'static str, body: String, strategy: Option<String>) -> Planned {
+        let diff = crate::patch::unified(&current.body, &body, "SKILL.md", "SKILL.md");
+        Planned {
+            op,
+            base_version: current.version,
+            manifest: current.manifest,
+            body,
+            diff,
+            detail: strategy.clone(),
+            strategy,
         }
     }
 }
@@ -116,6 +183,15 @@ pub struct Evolved {
     /// For a patch: the strategy that matched.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub strategy: Option<String>,
+}
+
+/// What became of an agent's change to a skill's manifest or body.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    /// Made: the skill is the agent's alone.
+    Applied(Evolved),
+    /// Waiting for an operator, in no prompt until accepted.
+    Proposed(Box<Proposal>),
 }
 
 /// Every skill of this daemon.
@@ -218,24 +294,17 @@ impl Skills {
 
     /// Creates a skill from scratch.
     pub async fn create(&self, actor: &Actor, manifest: Manifest, body: String) -> Result<Evolved> {
-        check_manifest(&manifest)?;
-        check_body(&body)?;
         let name = manifest.name.clone();
         let _held = self.lock(&name).await;
-        let dir = self.root.join(&name);
-        let root = self.root.clone();
-        let (m, b) = (manifest.clone(), body.clone());
-        blocking(move || disk::create(&root, &dir, &m, &b)).await?;
-        let diff = crate::patch::unified("", &body, "/dev/null", &format!("{name}/SKILL.md"));
-        self.record(actor, &name, "create", &manifest, &body, diff, None).await
+        let planned = self.plan(BodyChange::Create { manifest, body }).await?;
+        self.apply(actor, &name, planned, None).await
     }
 
     /// Replaces the whole body.
     pub async fn update(&self, actor: &Actor, name: &str, body: String) -> Result<Evolved> {
-        check_body(&body)?;
         let _held = self.lock(name).await;
-        let current = self.get(name).await?;
-        self.write_body(actor, name, &current, body, "update", None).await
+        let planned = self.plan(BodyChange::Update { name: name.to_string(), body }).await?;
+        self.apply(actor, name, planned, None).await
     }
 
     /// An operator's edit: the whole body, and the manifest when one is given (its name must
@@ -280,12 +349,9 @@ impl Skills {
     /// Edits the body in place with the bounded five-strategy matcher ([`crate::patch`]).
     pub async fn patch(&self, actor: &Actor, name: &str, old: &str, new: &str) -> Result<Evolved> {
         let _held = self.lock(name).await;
-        let current = self.get(name).await?;
-        let replaced = crate::patch::replace(&current.body, old, new, &MatchOptions::default())
-            .map_err(|refusal| Error::invalid(format!("the patch was not applied: {refusal}")).with_field("old"))?;
-        check_body(&replaced.body)?;
-        let strategy = replaced.strategy.name();
-        self.write_body(actor, name, &current, replaced.body, "patch", Some(strategy)).await
+        let change = BodyChange::Patch { name: name.to_string(), old: old.to_string(), new: new.to_string() };
+        let planned = self.plan(change).await?;
+        self.apply(actor, name, planned, None).await
     }
 
     /// Adds or replaces a support file.
@@ -319,25 +385,8 @@ impl Skills {
     /// version.
     pub async fn rollback(&self, actor: &Actor, name: &str, version: Option<i64>) -> Result<Evolved> {
         let _held = self.lock(name).await;
-        let current = self.get(name).await?;
-        let target = version.unwrap_or(current.version - 1);
-        if target < 1 || target >= current.version {
-            return Err(Error::invalid(format!(
-                "`{name}` is at version {}: roll back to a version from 1 to {}",
-                current.version,
-                current.version - 1
-            ))
-            .with_field("version"));
-        }
-        let entry = store::at(&self.db, name, target)
-            .await?
-            .ok_or_else(|| Error::not_found(format!("`{name}` has no version {target}")).with_field("version"))?;
-        let manifest: Manifest = toml::from_str(&entry.manifest)
-            .map_err(|e| Error::internal(format!("version {target}'s manifest does not parse: {e}")))?;
-        let (dir, m, b) = (self.root.join(name), manifest.clone(), entry.body.clone());
-        blocking(move || disk::write_skill(&dir, &m, &b)).await?;
-        let diff = crate::patch::unified(&current.body, &entry.body, "SKILL.md", "SKILL.md");
-        self.record(actor, name, "rollback", &manifest, &entry.body, diff, Some(format!("to version {target}"))).await
+        let planned = self.plan(BodyChange::Rollback { name: name.to_string(), version }).await?;
+        self.apply(actor, name, planned, None).await
     }
 
     /// Deletes a skill: its folder moves aside and its history stays.
@@ -369,21 +418,221 @@ impl Skills {
         self.record(actor, name, "restore", &manifest, &last.body, diff, None).await
     }
 
-    async fn write_body(
+    /// An agent's change to a skill's manifest or body: made when the skill is the agent's
+    /// alone, else stored as a proposal for an operator ([`owners`]).
+    pub async fn change_by_agent(&self, kernel: &Kernel, agent: &Agent, change: BodyChange) -> Result<Outcome> {
+        let name = change.skill().to_string();
+        check_name(&name)?;
+        let _held = self.lock(&name).await;
+        let creating = matches!(change, BodyChange::Create { .. });
+        let why = owners::why_not_yours(kernel, self, agent, &name, creating).await?;
+        let planned = self.plan(change).await?;
+        match why {
+            None => Ok(Outcome::Applied(self.apply(&Actor::agent(agent), &name, planned, None).await?)),
+            Some(why) => Ok(Outcome::Proposed(Box::new(self.propose(kernel, agent, &name, planned, &why).await?))),
+        }
+    }
+
+    /// Refuses an agent's delete or support-file change (`what`) to a skill that is not its
+    /// alone: those are an operator's.
+    pub async fn ensure_agents_own(&self, kernel: &Kernel, agent: &Agent, name: &str, what: &str) -> Result<()> {
+        check_name(name)?;
+        match owners::why_not_yours(kernel, self, agent, name, false).await? {
+            None => Ok(()),
+            Some(why) => Err(Error::forbidden(format!(
+                "skill `{name}` is not yours alone to {what}: {why}. Only an operator may; a change to its body becomes a proposal for an operator to accept"
+            ))),
+        }
+    }
+
+    /// The proposals in `state` (all when `None`), of one skill when `skill` is given, oldest
+    /// first.
+    pub async fn proposals(&self, state: Option<ProposalState>, skill: Option<&str>) -> Result<Vec<Proposal>> {
+        proposals::list(&self.db, state, skill).await
+    }
+
+    pub async fn proposal(&self, id: i64) -> Result<Proposal> {
+        proposals::get(&self.db, id).await?.ok_or_else(|| Error::not_found(format!("there is no skill proposal {id}")))
+    }
+
+    /// An operator accepts proposal `id`: the skill becomes what it proposed, as a new version
+    /// recorded as the operator's — if the skill is still at the version it was made against.
+    pub async fn accept(&self, actor: &Actor, id: i64) -> Result<Evolved> {
+        let p = self.proposal(id).await?;
+        let _held = self.lock(&p.skill).await;
+        let now = store::latest(&self.db, &p.skill).await?.map_or(0, |h| h.version);
+        if p.state == ProposalState::Pending && now != p.base_version {
+            return Err(Error::conflict(format!(
+                "skill `{}` is at version {now}, and proposal {id} was made against version {}: reject it; the agent can propose again from the skill as it is",
+                p.skill, p.base_version
+            )));
+        }
+        let at = crate::db::timestamp(self.clock.now());
+        if !proposals::decide(&self.db, id, ProposalState::Accepted, &actor.label(), &at).await? {
+            return Err(already_decided(&self.proposal(id).await?));
+        }
+        let applied = self.apply_proposal(actor, &p).await;
+        match &applied {
+            Ok(evolved) => proposals::set_version(&self.db, id, evolved.version).await?,
+            Err(_) => proposals::reopen(&self.db, id).await?,
+        }
+        applied
+    }
+
+    /// An operator rejects proposal `id`: nothing of it is written.
+    pub async fn reject(&self, actor: &Actor, id: i64) -> Result<Proposal> {
+        let at = crate::db::timestamp(self.clock.now());
+        if !proposals::decide(&self.db, id, ProposalState::Rejected, &actor.label(), &at).await? {
+            return Err(already_decided(&self.proposal(id).await?));
+        }
+        self.proposal(id).await
+    }
+
+    async fn apply_proposal(&self, actor: &Actor, p: &Proposal) -> Result<Evolved> {
+        let op = ["create", "update", "patch", "rollback"]
+            .into_iter()
+            .find(|op| *op == p.op)
+            .ok_or_else(|| Error::internal(format!("proposal {} has an unknown operation `{}`", p.id, p.op)))?;
+        let manifest: Manifest = toml::from_str(&p.manifest)
+            .map_err(|e| Error::internal(format!("proposal {}'s manifest does not parse: {e}", p.id)))?;
+        let planned = Planned {
+            op,
+            base_version: p.base_version,
+            manifest,
+            body: p.body.clone(),
+            diff: p.diff.clone(),
+            detail: None,
+            strategy: None,
+        };
+        let detail = format!("proposal {} of agent {} ({})", p.id, p.agent_name, p.agent_id);
+        self.apply(actor, &p.skill, planned, Some(detail)).await
+    }
+
+    /// Stores `planned` as `agent`'s proposal, within its pending limit, and tells the
+    /// operators.
+    async fn propose(
         &self,
-        actor: &Actor,
+        kernel: &Kernel,
+        agent: &Agent,
         name: &str,
-        current: &Skill,
-        body: String,
-        op: &str,
-        strategy: Option<&str>,
-    ) -> Result<Evolved> {
-        let (dir, m, b) = (self.root.join(name), current.manifest.clone(), body.clone());
-        blocking(move || disk::write_skill(&dir, &m, &b)).await?;
-        let diff = crate::patch::unified(&current.body, &body, "SKILL.md", "SKILL.md");
+        planned: Planned,
+        why: &str,
+    ) -> Result<Proposal> {
+        let manifest = manifest_text(&planned.manifest)?;
+        let reason = format!("{why}: an operator accepts or rejects this change");
+        let new = proposals::NewProposal {
+            skill: name,
+            op: planned.op,
+            base_version: planned.base_version,
+            agent,
+            at: crate::db::timestamp(self.clock.now()),
+            reason: &reason,
+            diff: &planned.diff,
+            detail: planned.detail.as_deref(),
+            manifest: &manifest,
+            body: &planned.body,
+        };
+        let limit = kernel.config().skills.max_pending_proposals_per_agent;
+        let id = proposals::insert_within(&self.db, new, limit).await?.ok_or_else(|| {
+            Error::exhausted(format!(
+                "agent {} has {limit} skill proposals waiting for an operator, the most [skills] max_pending_proposals_per_agent allows: wait until some are accepted or rejected",
+                agent.name
+            ))
+        })?;
+        let proposal = self.proposal(id).await?;
+        let note = crate::notify::NewNote {
+            source: "skills",
+            agent: Some((agent.id, agent.name.clone())),
+            reason: format!("Agent {} proposes a change to skill {name}", agent.name),
+            summary: format!(
+                "Proposal {id} ({}): {why}. Review its diff on the Skills page; no prompt carries it until an operator accepts it.",
+                planned.op
+            ),
+            urgency: crate::notify::Urgency::Normal,
+        };
+        if let Err(e) = kernel.inbox().notify(kernel, note).await {
+            tracing::warn!(proposal = id, error = %e.message, "a skill proposal could not be noted in the inbox");
+        }
+        Ok(proposal)
+    }
+
+    /// What `change` would leave, worked out from the skill as it is and nothing written. The
+    /// caller holds the skill's lock.
+    async fn plan(&self, change: BodyChange) -> Result<Planned> {
+        match change {
+            BodyChange::Create { manifest, body } => {
+                check_manifest(&manifest)?;
+                check_body(&body)?;
+                let name = manifest.name.clone();
+                if self.get(&name).await.is_ok() {
+                    return Err(Error::conflict(format!(
+                        "a skill `{name}` exists: change it with skill_evolve_update or skill_evolve_patch"
+                    ))
+                    .with_field("name"));
+                }
+                let base_version = store::latest(&self.db, &name).await?.map_or(0, |h| h.version);
+                let diff = crate::patch::unified("", &body, "/dev/null", &format!("{name}/SKILL.md"));
+                Ok(Planned { op: "create", base_version, manifest, body, diff, detail: None, strategy: None })
+            }
+            BodyChange::Update { name, body } => {
+                check_body(&body)?;
+                let current = self.get(&name).await?;
+                Ok(Planned::body_of(current, "update", body, None))
+            }
+            BodyChange::Patch { name, old, new } => {
+                let current = self.get(&name).await?;
+                let replaced =
+                    crate::patch::replace(&current.body, &old, &new, &MatchOptions::default()).map_err(|refusal| {
+                        Error::invalid(format!("the patch was not applied: {refusal}")).with_field("old")
+                    })?;
+                check_body(&replaced.body)?;
+                Ok(Planned::body_of(current, "patch", replaced.body, Some(replaced.strategy.name().to_string())))
+            }
+            BodyChange::Rollback { name, version } => {
+                let current = self.get(&name).await?;
+                let target = version.unwrap_or(current.version - 1);
+                if target < 1 || target >= current.version {
+                    return Err(Error::invalid(format!(
+                        "`{name}` is at version {}: roll back to a version from 1 to {}",
+                        current.version,
+                        current.version - 1
+                    ))
+                    .with_field("version"));
+                }
+                let entry = store::at(&self.db, &name, target).await?.ok_or_else(|| {
+                    Error::not_found(format!("`{name}` has no version {target}")).with_field("version")
+                })?;
+                let manifest: Manifest = toml::from_str(&entry.manifest)
+                    .map_err(|e| Error::internal(format!("version {target}'s manifest does not parse: {e}")))?;
+                let diff = crate::patch::unified(&current.body, &entry.body, "SKILL.md", "SKILL.md");
+                Ok(Planned {
+                    op: "rollback",
+                    base_version: current.version,
+                    manifest,
+                    body: entry.body,
+                    diff,
+                    detail: Some(format!("to version {target}")),
+                    strategy: None,
+                })
+            }
+        }
+    }
+
+    /// Writes what `plan` worked out and records it as `actor`'s; `detail` in place of the
+    /// plan's (an accepted proposal names itself there).
+    async fn apply(&self, actor: &Actor, name: &str, planned: Planned, detail: Option<String>) -> Result<Evolved> {
+        let dir = self.root.join(name);
+        let (m, b) = (planned.manifest.clone(), planned.body.clone());
+        if planned.op == "create" {
+            let root = self.root.clone();
+            blocking(move || disk::create(&root, &dir, &m, &b)).await?;
+        } else {
+            blocking(move || disk::write_skill(&dir, &m, &b)).await?;
+        }
+        let detail = detail.or(planned.detail);
         let mut evolved =
-            self.record(actor, name, op, &current.manifest, &body, diff, strategy.map(str::to_string)).await?;
-        evolved.strategy = strategy.map(str::to_string);
+            self.record(actor, name, planned.op, &planned.manifest, &planned.body, planned.diff, detail).await?;
+        evolved.strategy = planned.strategy;
         Ok(evolved)
     }
 
@@ -408,6 +657,7 @@ impl Skills {
             detail: detail.as_deref(),
             manifest: &manifest_text,
             body,
+            agent_id: actor.agent_id(),
         };
         let version = store::append(&self.db, entry).await?;
         Ok(Evolved { skill: name.to_string(), version, op: op.to_string(), diff, strategy: None })
@@ -428,6 +678,15 @@ pub fn check_name(name: &str) -> Result<()> {
         Err(Error::invalid(format!("`{name}` is not a skill name: {}", crate::agent::manifest::NAME_RULE))
             .with_field("name"))
     }
+}
+
+fn already_decided(p: &Proposal) -> Error {
+    Error::conflict(format!(
+        "proposal {} was {} already{}",
+        p.id,
+        p.state.as_str(),
+        p.decided_by.as_ref().map(|by| format!(" by {by}")).unwrap_or_default()
+    ))
 }
 
 fn manifest_text(manifest: &Manifest) -> Result<String> {

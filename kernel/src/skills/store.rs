@@ -40,6 +40,8 @@ pub(super) struct NewEntry<'a> {
     pub detail: Option<&'a str>,
     pub manifest: &'a str,
     pub body: &'a str,
+    /// The agent whose change this is (`None`: a person's, or a proposal an operator accepted).
+    pub agent_id: Option<uuid::Uuid>,
 }
 
 /// `SELECT` of every column, then `rest` (sqlx takes only SQL written in the source).
@@ -63,8 +65,8 @@ pub(super) async fn append(db: &Db, entry: NewEntry<'_>) -> Result<i64> {
     let hash =
         hex::encode(Sha256::new().chain_update(entry.manifest).chain_update([0]).chain_update(entry.body).finalize());
     let version = db::query_scalar(
-        "INSERT INTO skill_history (skill, version, op, actor, at, content_hash, diff, detail, manifest, body)
-         VALUES ($1, (SELECT COALESCE(MAX(version), 0) + 1 FROM skill_history WHERE skill = $1), $2, $3, $4, $5, $6, $7, $8, $9)
+        "INSERT INTO skill_history (skill, version, op, actor, at, content_hash, diff, detail, manifest, body, agent_id)
+         VALUES ($1, (SELECT COALESCE(MAX(version), 0) + 1 FROM skill_history WHERE skill = $1), $2, $3, $4, $5, $6, $7, $8, $9, $10)
          RETURNING version",
     )
     .bind(entry.skill)
@@ -76,6 +78,7 @@ pub(super) async fn append(db: &Db, entry: NewEntry<'_>) -> Result<i64> {
     .bind(entry.detail)
     .bind(entry.manifest)
     .bind(entry.body)
+    .bind(entry.agent_id.map(|id| id.to_string()))
     .fetch_one(&mut tx)
     .await?;
     tx.commit().await?;
@@ -92,6 +95,18 @@ pub(super) async fn latest(db: &Db, skill: &str) -> Result<Option<HistoryEntry>>
 
 pub(super) async fn at(db: &Db, skill: &str, version: i64) -> Result<Option<HistoryEntry>> {
     Ok(db::query_as(select!("WHERE skill = $1 AND version = $2")).bind(skill).bind(version).fetch_optional(db).await?)
+}
+
+/// Who made `skill`: its last `create` row's agent, `Some(None)` when a person made it (or
+/// accepted the proposal that did), `None` when it has no history (a folder an operator put
+/// under `skills/` by hand).
+pub(super) async fn maker(db: &Db, skill: &str) -> Result<Option<Option<String>>> {
+    Ok(db::query_scalar::<Option<String>>(
+        "SELECT agent_id FROM skill_history WHERE skill = $1 AND op = 'create' ORDER BY version DESC LIMIT 1",
+    )
+    .bind(skill)
+    .fetch_optional(db)
+    .await?)
 }
 
 /// The last entry of each skill whose last operation is a delete, by name.

@@ -1,11 +1,12 @@
 //! Family `skills` (spec §8): the eight tools, thin over [`super::Skills`]; every change is
-//! recorded as the calling agent's.
+//! recorded as the calling agent's. A change to a skill that is not the agent's alone becomes
+//! a proposal, or is refused ([`super::owners`]).
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Actor, Evolved, Manifest};
+use super::{Actor, BodyChange, Evolved, Manifest, Outcome};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::tool::{CallContext, Registry, Tool, ToolDef};
@@ -24,11 +25,34 @@ pub(crate) fn register(r: &mut Registry, _: &Config) {
 }
 
 fn actor(ctx: &CallContext) -> Actor {
-    Actor::Agent { name: ctx.agent.name.clone(), id: ctx.agent.id }
+    Actor::agent(&ctx.agent)
 }
 
 fn evolved(e: Evolved) -> Value {
     json!(e)
+}
+
+/// Makes or proposes `change` as the calling agent; the answer says which.
+async fn change(ctx: &CallContext, change: BodyChange) -> Result<Value> {
+    Ok(match ctx.kernel.skills().change_by_agent(&ctx.kernel, &ctx.agent, change).await? {
+        Outcome::Applied(e) => evolved(e),
+        Outcome::Proposed(p) => json!({
+            "skill": p.skill,
+            "op": p.op,
+            "proposed": true,
+            "proposal": p.id,
+            "diff": p.diff,
+            "note": format!(
+                "Not changed yet: {}. Proposal {} waits on the Skills page; no prompt carries it until an operator accepts it.",
+                p.reason, p.id
+            ),
+        }),
+    })
+}
+
+/// Refuses a delete or support-file change (`what`) to a skill not the agent's alone.
+async fn ensure_own(ctx: &CallContext, skill: &str, what: &str) -> Result<()> {
+    ctx.kernel.skills().ensure_agents_own(&ctx.kernel, &ctx.agent, skill, what).await
 }
 
 pub struct ReadFile;
@@ -97,7 +121,7 @@ impl Tool for Create {
         ToolDef::new(
             "skill_evolve_create",
             FAMILY,
-            "Create a new skill from scratch: its manifest and its body of instructions.",
+            "Create a new skill from scratch: its manifest and its body of instructions. A name other agents' types list is only proposed, for an operator to accept.",
         )
         .tags(&["skill", "create", "new", "evolve", "instructions"])
     }
@@ -114,7 +138,7 @@ impl Tool for Create {
             version: args.manifest.version,
             tags: args.manifest.tags,
         };
-        Ok(evolved(ctx.kernel.skills().create(&actor(&ctx), manifest, args.body).await?))
+        change(&ctx, BodyChange::Create { manifest, body: args.body }).await
     }
 }
 
@@ -135,13 +159,13 @@ impl Tool for Update {
         ToolDef::new(
             "skill_evolve_update",
             FAMILY,
-            "Replace a skill's whole body (an overwrite; use skill_evolve_patch for an edit).",
+            "Replace a skill's whole body (an overwrite; use skill_evolve_patch for an edit). A skill you did not make, or that others load, is only proposed.",
         )
         .tags(&["skill", "update", "replace", "overwrite", "evolve"])
     }
 
     async fn run(&self, ctx: CallContext, args: UpdateArgs) -> Result<Value> {
-        Ok(evolved(ctx.kernel.skills().update(&actor(&ctx), &args.name, args.body).await?))
+        change(&ctx, BodyChange::Update { name: args.name, body: args.body }).await
     }
 }
 
@@ -166,13 +190,13 @@ impl Tool for Patch {
         ToolDef::new(
             "skill_evolve_patch",
             FAMILY,
-            "Edit a skill's body in place: replace `old` with `new`. A text found nowhere or more than once is refused, showing where the body differs.",
+            "Edit a skill's body in place: replace `old` with `new`. A text found nowhere or more than once is refused, showing where the body differs. A skill you did not make, or that others load, is only proposed.",
         )
         .tags(&["skill", "patch", "edit", "replace", "evolve", "fix"])
     }
 
     async fn run(&self, ctx: CallContext, args: PatchArgs) -> Result<Value> {
-        Ok(evolved(ctx.kernel.skills().patch(&actor(&ctx), &args.name, &args.old, &args.new).await?))
+        change(&ctx, BodyChange::Patch { name: args.name, old: args.old, new: args.new }).await
     }
 }
 
@@ -197,6 +221,7 @@ impl Tool for Delete {
     }
 
     async fn run(&self, ctx: CallContext, args: NameArgs) -> Result<Value> {
+        ensure_own(&ctx, &args.name, "delete").await?;
         Ok(evolved(ctx.kernel.skills().delete(&actor(&ctx), &args.name).await?))
     }
 }
@@ -219,13 +244,13 @@ impl Tool for Rollback {
         ToolDef::new(
             "skill_evolve_rollback",
             FAMILY,
-            "Roll a skill's manifest and body back to an earlier version (one step back without a version).",
+            "Roll a skill's manifest and body back to an earlier version (one step back without a version). A skill you did not make, or that others load, is only proposed.",
         )
         .tags(&["skill", "rollback", "undo", "revert", "history", "evolve"])
     }
 
     async fn run(&self, ctx: CallContext, args: RollbackArgs) -> Result<Value> {
-        Ok(evolved(ctx.kernel.skills().rollback(&actor(&ctx), &args.name, args.version).await?))
+        change(&ctx, BodyChange::Rollback { name: args.name, version: args.version }).await
     }
 }
 
@@ -254,6 +279,7 @@ impl Tool for WriteFile {
     }
 
     async fn run(&self, ctx: CallContext, args: WriteFileArgs) -> Result<Value> {
+        ensure_own(&ctx, &args.skill, "change its support files").await?;
         Ok(evolved(ctx.kernel.skills().write_file(&actor(&ctx), &args.skill, &args.path, args.body).await?))
     }
 }
@@ -276,6 +302,7 @@ impl Tool for RemoveFile {
     }
 
     async fn run(&self, ctx: CallContext, args: RemoveFileArgs) -> Result<Value> {
+        ensure_own(&ctx, &args.skill, "change its support files").await?;
         Ok(evolved(ctx.kernel.skills().remove_file(&actor(&ctx), &args.skill, &args.path).await?))
     }
 }

@@ -105,6 +105,8 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .route("/skills/{name}/rollback", post(skills::rollback))
         .route("/skills/{name}/delete", post(skills::delete))
         .route("/skills/{name}/restore", post(skills::restore))
+        .route("/skill-proposals/{id}/accept", post(skills::accept))
+        .route("/skill-proposals/{id}/reject", post(skills::reject))
         .route("/audit", get(pages::audit))
         .route("/audit/actions", get(pages::actions))
         .route("/cluster", get(cluster::page))

@@ -1,5 +1,5 @@
 //! `/skills` and `/skills/{name}`: the daemon's skills, one skill's history, and an operator's
-//! edit, rollback, delete and restore — the same `Skills` service as `/api/skills`, recorded in
+//! edit, rollback, delete and restore, and the accepting or rejecting of agents' proposals — the same `Skills` service as `/api/skills`, recorded in
 //! the skill's history as the signed-in operator.
 
 use axum::Form;
@@ -9,7 +9,7 @@ use kennel_app::Nav;
 use kennel_app::pages::skills::{self, SkillForm, SkillPage};
 use kennel_kernel::Kernel;
 use kennel_kernel::error::FieldError;
-use kennel_kernel::skills::Actor;
+use kennel_kernel::skills::{Actor, ProposalState};
 use kennel_kernel::tool::Caller;
 use serde::Deserialize;
 
@@ -21,8 +21,10 @@ pub async fn list(
     Query(n): Query<Notice>,
 ) -> PageResult {
     let all = kernel.skills().list().await?;
+    let pending = kernel.skills().proposals(Some(ProposalState::Pending), None).await?;
     let deleted = kernel.skills().deleted().await?;
-    Ok(html(StatusCode::OK, skills::render_list(meta(&op, "Skills", Nav::Skills, n.flash()), all, deleted)))
+    let meta = meta(&op, "Skills", Nav::Skills, n.flash());
+    Ok(html(StatusCode::OK, skills::render_list(meta, all, pending, deleted)))
 }
 
 pub async fn one(
@@ -50,6 +52,7 @@ async fn skill_page(
     let page = SkillPage {
         form: form.unwrap_or_else(|| SkillForm::from_skill(&skill)),
         used_by: kernel.agents().types_using_skill(name),
+        proposals: kernel.skills().proposals(Some(ProposalState::Pending), Some(name)).await?,
         skill,
         history,
         errors,
@@ -121,6 +124,27 @@ pub async fn restore(
 ) -> PageResult {
     let evolved = kernel.skills().restore(&actor(&op), &name).await?;
     Ok(see_other(&skills::skill_href(&name), &format!("Restored as version {}.", evolved.version)))
+}
+
+/// Accepts an agent's proposal as the signed-in operator: a new version of its skill.
+pub async fn accept(
+    State(kernel): State<Kernel>,
+    Extension(op): Extension<Operator>,
+    Path(id): Path<i64>,
+) -> PageResult {
+    let evolved = kernel.skills().accept(&actor(&op), id).await?;
+    let notice = format!("Accepted proposal {id} as version {}.", evolved.version);
+    Ok(see_other(&skills::skill_href(&evolved.skill), &notice))
+}
+
+/// Rejects an agent's proposal: nothing of it is written.
+pub async fn reject(
+    State(kernel): State<Kernel>,
+    Extension(op): Extension<Operator>,
+    Path(id): Path<i64>,
+) -> PageResult {
+    let proposal = kernel.skills().reject(&actor(&op), id).await?;
+    Ok(see_other("/skills", &format!("Rejected proposal {id} of agent {}.", proposal.agent_name)))
 }
 
 fn actor(op: &Operator) -> Actor {

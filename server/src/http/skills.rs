@@ -9,7 +9,7 @@ use axum::extract::{Extension, Path, State};
 use axum::http::{StatusCode, header::LOCATION};
 use axum::response::{IntoResponse, Response};
 use kennel_kernel::Kernel;
-use kennel_kernel::skills::{Actor, Evolved, HistoryEntry, Manifest, Skill};
+use kennel_kernel::skills::{Actor, Evolved, HistoryEntry, Manifest, Proposal, ProposalState, Skill};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::UtoipaMethodRouter;
@@ -28,6 +28,10 @@ pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
         routes!(roll_back_skill),
         routes!(restore_skill),
         routes!(deleted_skills),
+        routes!(skill_proposals),
+        routes!(one_skill_proposal),
+        routes!(accept_skill_proposal),
+        routes!(reject_skill_proposal),
     ]
 }
 
@@ -250,4 +254,77 @@ async fn restore_skill(
     responses((status = 200, description = "The deleted skills", body = Vec<HistoryEntry>)))]
 async fn deleted_skills(State(kernel): State<Kernel>) -> ApiResult<Json<Vec<HistoryEntry>>> {
     Ok(Json(kernel.skills().deleted().await?))
+}
+
+/// Which proposals.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct ProposalFilter {
+    /// pending, accepted or rejected; every state when not given.
+    state: Option<ProposalState>,
+    /// One skill's only.
+    #[param(pattern = r"^[a-z0-9_-]{1,64}$")]
+    skill: Option<String>,
+}
+
+/// Agents' changes to skills that are not theirs alone (one an operator or another agent made,
+/// one other agents load), oldest first. None is in any prompt until an operator accepts it.
+#[utoipa::path(get, path = "/api/skill-proposals", tag = "skills", params(ProposalFilter),
+    responses((status = 200, description = "The proposals", body = Vec<Proposal>),
+        (status = 422, description = "A bad state or skill name")))]
+async fn skill_proposals(
+    State(kernel): State<Kernel>,
+    QueryParams(filter): QueryParams<ProposalFilter>,
+) -> ApiResult<Json<Vec<Proposal>>> {
+    if let Some(skill) = &filter.skill {
+        kennel_kernel::skills::check_name(skill)?;
+    }
+    Ok(Json(kernel.skills().proposals(filter.state, filter.skill.as_deref()).await?))
+}
+
+/// One proposal, with the skill as it would leave it and its diff.
+#[utoipa::path(get, path = "/api/skill-proposals/{id}", tag = "skills",
+    params(("id" = i64, Path, minimum = 1, description = "The proposal's number")),
+    responses((status = 200, description = "The proposal", body = Proposal),
+        (status = 404, description = "No such proposal"), (status = 422, description = "Not a proposal number")))]
+async fn one_skill_proposal(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Proposal>> {
+    Ok(Json(kernel.skills().proposal(proposal_id(&id)?).await?))
+}
+
+/// Accepts a pending proposal: the skill becomes what it proposed, as a new version recorded
+/// as the caller's.
+#[utoipa::path(post, path = "/api/skill-proposals/{id}/accept", tag = "skills",
+    params(("id" = i64, Path, minimum = 1, description = "The proposal's number")),
+    responses((status = 200, description = "The version it made", body = Evolved),
+        (status = 404, description = "No such proposal"),
+        (status = 409, description = "Decided already, or the skill changed since it was proposed"),
+        (status = 422, description = "Not a proposal number")))]
+async fn accept_skill_proposal(
+    State(kernel): State<Kernel>,
+    Extension(Bearer(caller)): Extension<Bearer>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Evolved>> {
+    Ok(Json(kernel.skills().accept(&Actor::person(&caller), proposal_id(&id)?).await?))
+}
+
+/// Rejects a pending proposal: nothing of it is written.
+#[utoipa::path(post, path = "/api/skill-proposals/{id}/reject", tag = "skills",
+    params(("id" = i64, Path, minimum = 1, description = "The proposal's number")),
+    responses((status = 200, description = "The rejected proposal", body = Proposal),
+        (status = 404, description = "No such proposal"),
+        (status = 409, description = "Decided already"), (status = 422, description = "Not a proposal number")))]
+async fn reject_skill_proposal(
+    State(kernel): State<Kernel>,
+    Extension(Bearer(caller)): Extension<Bearer>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Proposal>> {
+    Ok(Json(kernel.skills().reject(&Actor::person(&caller), proposal_id(&id)?).await?))
+}
+
+/// A proposal's number from its path.
+fn proposal_id(id: &str) -> Result<i64, kennel_kernel::Error> {
+    id.parse::<i64>()
+        .ok()
+        .filter(|id| *id >= 1)
+        .ok_or_else(|| kennel_kernel::Error::invalid(format!("`{id}` is not a proposal number")).with_field("id"))
 }

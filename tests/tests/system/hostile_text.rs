@@ -379,6 +379,12 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
             .await;
         assert_eq!(written.status, 200, "{}", written.text);
     }
+    // Another agent's change to it is a proposal: its reason and diff show on both skill pages.
+    let rival = agent_from(&api, json!({"name": "rival", "model": "m", "tools": ["skills.*"]})).await;
+    let proposed = api
+        .invoke(&rival, "skill_evolve_update", json!({"name": "hostile", "body": format!("{corpus}proposed")}))
+        .await;
+    assert_eq!(proposed.body["content"]["proposed"], true, "{}", proposed.text);
 
     // An agent with agents.*, tasks.* and schedule.* stores text through its tools, as in the
     // issue: agent_type_create with a system prompt that closes the textarea.
@@ -642,6 +648,7 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     check(&b, "/channels/hostile", Shows::All).await;
     check(&b, "/skills", Shows::All).await;
     let skill = check(&b, "/skills/hostile", Shows::All).await;
+    assert!(skill.text.contains("by agent rival"), "the proposal is listed: {}", skill.text);
     for payload in PAYLOADS {
         assert!(skill.text.contains(&file_name(payload)), "the support file named {payload:?} is listed as text");
     }
