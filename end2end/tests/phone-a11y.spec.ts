@@ -44,6 +44,11 @@ test.beforeAll(async ({ browser }) => {
     const answer = await invoke(tool, args);
     expect(answer.ok(), `${tool}: ${await answer.text()}`).toBeTruthy();
   }
+  // Once another type lists the skill, the courier's change waits for an operator: a proposal
+  // with its diff and Accept / Reject on both skill pages.
+  await page.request.post('/api/templates', { ...api, data: { name: 'mailroom', skills: ['deliveries'] } });
+  const proposed = await invoke('skill_evolve_patch', { name: 'deliveries', old: 'before noon', new: 'before 11 am' });
+  expect((await proposed.json()).content.proposed, await proposed.text()).toBe(true);
   const noted = await invoke('notify_owner', { reason: 'Parcel left at the front desk', summary: 'Nobody answered on floor 3; the parcel is at the front desk until 6 pm.', urgency: 'high' });
   expect(noted.ok(), await noted.text()).toBeTruthy();
   // Two people in the lobby group on the webhook channel serve.sh configures.
