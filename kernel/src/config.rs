@@ -718,11 +718,29 @@ pub struct ServerConfig {
     /// another. `/setup` and `/login` refuse every other name (DNS rebinding).
     #[serde(deserialize_with = "host_names")]
     pub public_names: Vec<String>,
+    /// How long a client has to send a request's head, from its connection opening or its
+    /// previous response (an idle keep-alive connection closes after it too).
+    #[serde(deserialize_with = "in_range::<_, 1, 30>")]
+    pub header_read_timeout_secs: u64,
+    /// The longest pause between two parts of a request's body.
+    #[serde(deserialize_with = "in_range::<_, 1, 600>")]
+    pub body_timeout_secs: u64,
+    /// The most connections open at once (lowered to what the open-file limit leaves). At the
+    /// cap a new connection takes the place of the oldest one serving nothing; when all are
+    /// serving it is answered 503.
+    #[serde(deserialize_with = "in_range::<_, 16, 1000000>")]
+    pub max_connections: u64,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        ServerConfig { bind: SocketAddr::from(([127, 0, 0, 1], 4545)), public_names: Vec::new() }
+        ServerConfig {
+            bind: SocketAddr::from(([127, 0, 0, 1], 4545)),
+            public_names: Vec::new(),
+            header_read_timeout_secs: 10,
+            body_timeout_secs: 30,
+            max_connections: 4096,
+        }
     }
 }
 
@@ -1057,6 +1075,9 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # as browsers send them in Host: "kennel.example.com", or "kennel.example.com:8443" for a
 # port other than the scheme's default. /setup and /login refuse any other Host.
 # public_names = []
+# header_read_timeout_secs = 10  # a request's head must arrive within this (idle connections close after it)
+# body_timeout_secs = 30         # the longest pause inside a request's body
+# max_connections = 4096         # at the cap, the oldest idle connection gives way; else 503
 
 # [kernel]
 # How deep blocking agent_send chains and nested workflow_run steps may recurse.

@@ -30,21 +30,14 @@ const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 /// Serves until SIGINT or SIGTERM, lets in-flight requests finish, then closes the kernel.
 pub async fn serve(kernel: Kernel, listener: tokio::net::TcpListener) -> std::io::Result<()> {
     let addr: SocketAddr = listener.local_addr()?;
-    tracing::info!(%addr, "listening");
-    let app = router(kernel.clone())
-        .layer(axum::Extension(crate::dashboard::site::ListenAddr(addr)))
-        .into_make_service_with_connect_info::<SocketAddr>();
+    let open_files = crate::edge::raise_open_file_limit();
+    let limits = crate::edge::Limits::from_config(&kernel.config().server, open_files);
+    tracing::info!(%addr, max_connections = limits.max_connections, "listening");
+    let app = router(kernel.clone()).layer(axum::Extension(crate::dashboard::site::ListenAddr(addr)));
     crate::release_startup_memory();
-    // Without TCP_NODELAY a streamed event (a token, a live page's signal) written right after
-    // another waits for the client's delayed ACK: 40 ms a piece on Linux.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::warn!(error = %e, "cannot set TCP_NODELAY on a connection");
-        }
-    });
     reload_on_hangup(kernel.clone());
     let (stopping, stopped) = tokio::sync::oneshot::channel();
-    let server = axum::serve(listener, app).with_graceful_shutdown(async {
+    let server = crate::edge::serve(listener, app, limits, async {
         shutdown_signal().await;
         crate::live::stop_streams();
         let _ = stopping.send(());

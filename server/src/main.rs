@@ -4,6 +4,7 @@ mod actions;
 mod app;
 mod cli;
 mod dashboard;
+mod edge;
 mod http;
 mod live;
 mod status;

@@ -166,6 +166,15 @@ impl Home {
         self.spawn_daemon(Command::new(kennel_bin()), env).await
     }
 
+    /// Like [`Home::start`], the daemon started with its open-file limit at `soft` (and `hard`,
+    /// when given) through util-linux's `prlimit`, which execs it: still this test's child.
+    pub async fn start_with_open_files(&self, soft: u64, hard: Option<u64>) -> Daemon {
+        let mut command = Command::new("prlimit");
+        let hard = hard.map(|h| h.to_string()).unwrap_or_default();
+        command.arg(format!("--nofile={soft}:{hard}")).arg("--").arg(kennel_bin());
+        self.spawn_daemon(command, &[]).await
+    }
+
     /// Like [`Home::start`], the daemon run by an unprivileged user, as a deployment should:
     /// the tests' own user when it is not root; under root (CI), `nobody`, made the owner of
     /// the home (through `setpriv`, which execs, so the daemon is still this test's child).
@@ -291,6 +300,11 @@ pub struct Api {
 }
 
 impl Api {
+    /// The bearer token this client sends (empty for an anonymous one), for raw requests.
+    pub fn token(&self) -> &str {
+        self.token.as_deref().unwrap_or_default()
+    }
+
     pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
         let req = self.http.request(method, format!("{}{path}", self.base));
         match &self.token {

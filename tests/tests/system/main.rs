@@ -20,6 +20,7 @@ mod docker;
 mod events;
 mod files;
 mod hostile_text;
+mod http_edge;
 mod identity;
 mod inbox;
 mod knowledge;

@@ -1,0 +1,317 @@
+//! The daemon's HTTP edge (issue 43): how connections are accepted, timed and bounded.
+//!
+//! `axum::serve` gives hyper no timer, so its header-read timeout never applied and a
+//! connection that trickled header lines, or sent nothing, stayed open for ever; a thousand of
+//! them took every file descriptor and the daemon stopped answering. Here each connection is
+//! served by hyper's HTTP/1 server with a timer:
+//! - **Header read**: a request's head must arrive within `[server] header_read_timeout_secs`
+//!   of the connection opening or of the previous response (so it bounds an idle keep-alive
+//!   connection too).
+//! - **Body**: each part of a request body must follow the last within
+//!   `[server] body_timeout_secs` (`tower_http`'s request body timeout), else the request
+//!   fails.
+//! - **Connections**: at most `[server] max_connections` at once (never more than the open-file
+//!   limit leaves, after [`raise_open_file_limit`]). A new connection at the cap takes the
+//!   place of the oldest one that is not serving a request (waiting for a head: a slow client,
+//!   or an idle keep-alive), so a flood of slow connections cannot keep `/healthz` or a person
+//!   out; when every one is serving, the newcomer is answered `503` naming the setting.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::ConnectInfo;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, watch};
+use tower::ServiceExt;
+
+/// File descriptors kept for everything but connections (the database, Chromium's pipes,
+/// agents' processes and files, outgoing requests): this many, or a quarter of a lower limit.
+const RESERVED_FILES: u64 = 256;
+
+/// How long the daemon waits on a full accept queue's error (out of descriptors) before
+/// accepting again.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// The edge's settings, from `[server]`.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub header_read: Duration,
+    pub body: Duration,
+    pub max_connections: usize,
+}
+
+impl Limits {
+    /// `[server]`'s settings, the connection cap lowered to what `open_files` (the soft
+    /// open-file limit) leaves after [`RESERVED_FILES`].
+    pub fn from_config(server: &kennel_kernel::config::ServerConfig, open_files: u64) -> Limits {
+        let room = open_files.saturating_sub(RESERVED_FILES.min(open_files / 4)).max(16);
+        let max_connections = server.max_connections.min(room) as usize;
+        if (max_connections as u64) < server.max_connections {
+            tracing::warn!(
+                configured = server.max_connections,
+                open_files,
+                max_connections,
+                "[server] max_connections is over what the open-file limit leaves: lowered"
+            );
+        }
+        Limits {
+            header_read: Duration::from_secs(server.header_read_timeout_secs),
+            body: Duration::from_secs(server.body_timeout_secs),
+            max_connections,
+        }
+    }
+}
+
+/// Raises the soft open-file limit to the hard one (the common soft default, 1,024, is the
+/// limit a flood of connections hit), and returns the soft limit now in force.
+pub fn raise_open_file_limit() -> u64 {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit and setrlimit only read and write the struct they are given.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return 1024;
+        }
+        if limit.rlim_cur < limit.rlim_max {
+            let raised = libc::rlimit { rlim_cur: limit.rlim_max, rlim_max: limit.rlim_max };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                limit.rlim_cur = limit.rlim_max;
+            } else {
+                tracing::warn!(soft = limit.rlim_cur, hard = limit.rlim_max, "cannot raise the open-file limit");
+            }
+        }
+    }
+    limit.rlim_cur
+}
+
+/// One open connection, as the cap sees it.
+struct Open {
+    /// Requests being served on it, from their head until their response's body ends.
+    serving: Arc<AtomicUsize>,
+    /// Told when the connection must give its place up.
+    evict: Arc<Notify>,
+}
+
+/// The open connections, oldest first (ids grow).
+#[derive(Default)]
+struct Connections {
+    open: Mutex<BTreeMap<u64, Open>>,
+    next: AtomicU64,
+    /// Wakes the server's shutdown when the last connection ends.
+    closed: Notify,
+}
+
+impl Connections {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Open>> {
+        self.open.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A place for a new connection: free, or taken from the oldest one serving nothing.
+    /// `None` when all `max` are serving.
+    fn admit(&self, max: usize) -> Option<(u64, Arc<AtomicUsize>, Arc<Notify>)> {
+        let mut open = self.lock();
+        if open.len() >= max {
+            let idle = open.iter().find(|(_, c)| c.serving.load(Ordering::Acquire) == 0).map(|(id, _)| *id)?;
+            if let Some(evicted) = open.remove(&idle) {
+                evicted.evict.notify_one();
+            }
+        }
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (serving, evict) = (Arc::new(AtomicUsize::new(0)), Arc::new(Notify::new()));
+        open.insert(id, Open { serving: serving.clone(), evict: evict.clone() });
+        Some((id, serving, evict))
+    }
+
+    fn remove(&self, id: u64) {
+        let mut open = self.lock();
+        open.remove(&id);
+        if open.is_empty() {
+            self.closed.notify_waiters();
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+}
+
+/// Counts a request as served on its connection until its response body is done.
+struct Serving(Arc<AtomicUsize>);
+
+impl Serving {
+    fn enter(count: &Arc<AtomicUsize>) -> Serving {
+        count.fetch_add(1, Ordering::AcqRel);
+        Serving(count.clone())
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A response body that keeps its request counted as served until it ends (a live stream for
+/// as long as it streams).
+struct Counted {
+    body: axum::body::Body,
+    _serving: Serving,
+}
+
+impl http_body::Body for Counted {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// Serves `app` on `listener` until `shutdown` resolves; then stops accepting, lets each
+/// connection finish the request it serves, and returns once all are closed.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: Limits,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> std::io::Result<()> {
+    let app = app.layer(tower_http::timeout::RequestBodyTimeoutLayer::new(limits.body));
+    let connections = Arc::new(Connections::default());
+    let (stopping, stop) = watch::channel(false);
+    tokio::pin!(shutdown);
+    loop {
+        let (tcp, peer) = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of descriptors (or a connection reset before it was taken): wait a
+                    // moment rather than spin; connections closing free descriptors.
+                    tracing::warn!(error = %e, "cannot accept a connection");
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    continue;
+                }
+            },
+        };
+        // Without TCP_NODELAY a streamed event (a token, a live page's signal) written right
+        // after another waits for the client's delayed ACK: 40 ms a piece on Linux.
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::warn!(error = %e, "cannot set TCP_NODELAY on a connection");
+        }
+        let Some((id, serving, evict)) = connections.admit(limits.max_connections) else {
+            tokio::spawn(refuse(tcp, limits.max_connections));
+            continue;
+        };
+        let connection = Connection { app: app.clone(), peer, serving, evict, stop: stop.clone(), limits };
+        let connections = connections.clone();
+        tokio::spawn(async move {
+            connection.run(tcp).await;
+            connections.remove(id);
+        });
+    }
+    let _ = stopping.send(true);
+    while !connections.is_empty() {
+        let closed = connections.closed.notified();
+        if connections.is_empty() {
+            break;
+        }
+        closed.await;
+    }
+    Ok(())
+}
+
+/// One accepted connection and what it needs to serve itself.
+struct Connection {
+    app: Router,
+    peer: SocketAddr,
+    serving: Arc<AtomicUsize>,
+    evict: Arc<Notify>,
+    stop: watch::Receiver<bool>,
+    limits: Limits,
+}
+
+impl Connection {
+    async fn run(mut self, tcp: TcpStream) {
+        let (app, peer, serving) = (self.app.clone(), self.peer, self.serving.clone());
+        let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+            let counted = Serving::enter(&serving);
+            request.extensions_mut().insert(ConnectInfo(peer));
+            let app = app.clone();
+            async move {
+                let response = app.oneshot(request.map(axum::body::Body::new)).await?;
+                Ok::<_, std::convert::Infallible>(
+                    response.map(|body| axum::body::Body::new(Counted { body, _serving: counted })),
+                )
+            }
+        });
+        let conn = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(self.limits.header_read)
+            .serve_connection(TokioIo::new(tcp), service);
+        tokio::pin!(conn);
+        tokio::select! {
+            served = conn.as_mut() => log_end(served),
+            // Its place went to a newer connection: it served nothing, so dropping it loses
+            // nothing.
+            () = self.evict.notified() => {}
+            () = stopped(&mut self.stop) => {
+                conn.as_mut().graceful_shutdown();
+                log_end(conn.await);
+            }
+        }
+    }
+}
+
+/// Resolves once the server stops (its guard, not `Send`, is not held).
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|stop| *stop).await;
+}
+
+fn log_end(served: Result<(), hyper::Error>) {
+    if let Err(e) = served
+        && !e.is_incomplete_message()
+    {
+        tracing::debug!(error = %e, "a connection ended with an error");
+    }
+}
+
+/// Answers a connection over the cap with a 503 naming the setting, and closes it: after its
+/// request's head (a client reads no answer to a request it has not sent), or a moment.
+async fn refuse(mut tcp: TcpStream, max: usize) {
+    let mut head = Vec::with_capacity(1024);
+    let read_head = async {
+        let mut chunk = [0u8; 1024];
+        while head.len() < 8 * 1024 && !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            match tcp.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => head.extend_from_slice(&chunk[..n]),
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(2), read_head).await;
+    let body =
+        format!("Kennel is serving its [server] max_connections = {max} connections: try again in a few seconds.\n");
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\nretry-after: 5\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(2), tcp.write_all(answer.as_bytes())).await;
+    let _ = tcp.shutdown().await;
+}

@@ -1,0 +1,151 @@
+//! The HTTP edge (issue 43): a request's head and body must arrive in time, idle connections
+//! close, connections are capped, and a flood of slow connections cannot keep anyone out.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+fn host(base: &str) -> String {
+    base.trim_start_matches("http://").trim_end_matches('/').to_string()
+}
+
+/// Reads until the server closes the connection or `within` passes; what it read, and whether
+/// it closed.
+async fn read_to_close(tcp: &mut TcpStream, within: Duration) -> (String, bool) {
+    let mut read = Vec::new();
+    let closed = tokio::time::timeout(within, tcp.read_to_end(&mut read)).await.is_ok();
+    (String::from_utf8_lossy(&read).into_owned(), closed)
+}
+
+#[tokio::test]
+async fn a_head_a_body_and_an_idle_connection_each_have_their_time() {
+    let config = "[server]\nheader_read_timeout_secs = 1\nbody_timeout_secs = 1\n";
+    let (_home, daemon, api) = crate::daemon_with_config(config).await;
+    let addr = host(&daemon.base);
+
+    // Nothing sent: closed after the head's time, with nothing said.
+    let started = Instant::now();
+    let mut silent = TcpStream::connect(&addr).await.unwrap();
+    let (_, closed) = read_to_close(&mut silent, Duration::from_secs(5)).await;
+    assert!(closed && started.elapsed() < Duration::from_secs(4), "closed after {:?}", started.elapsed());
+
+    // Half a head, a header line at a time: closed too.
+    let mut slow = TcpStream::connect(&addr).await.unwrap();
+    slow.write_all(b"GET /healthz HTTP/1.1\r\n").await.unwrap();
+    let trickle = async {
+        for _ in 0..8 {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            if slow.write_all(b"x-slow: 1\r\n").await.is_err() {
+                return;
+            }
+        }
+    };
+    trickle.await;
+    let (_, closed) = read_to_close(&mut slow, Duration::from_secs(3)).await;
+    assert!(closed, "a head trickled over its time is cut off");
+
+    // One request answered, then idle: the keep-alive connection closes.
+    let mut idle = TcpStream::connect(&addr).await.unwrap();
+    idle.write_all(format!("GET /healthz HTTP/1.1\r\nhost: {addr}\r\n\r\n").as_bytes()).await.unwrap();
+    let mut first = [0u8; 12];
+    idle.read_exact(&mut first).await.unwrap();
+    assert_eq!(&first, b"HTTP/1.1 200");
+    let started = Instant::now();
+    let (_, closed) = read_to_close(&mut idle, Duration::from_secs(5)).await;
+    assert!(closed && started.elapsed() < Duration::from_secs(4), "idle for {:?}", started.elapsed());
+
+    // A body that stops half way: the request fails with the reason, the connection is free.
+    let mut stalled = TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /api/templates HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{{\"name\":",
+        api.token()
+    );
+    stalled.write_all(head.as_bytes()).await.unwrap();
+    let (answer, _) = read_to_close(&mut stalled, Duration::from_secs(4)).await;
+    assert!(answer.starts_with("HTTP/1.1 4"), "{answer}");
+    assert!(answer.contains("cannot read the request body"), "{answer}");
+    assert_eq!(api.get("/api/templates").await.body, json!([]), "nothing was made of half a body");
+}
+
+#[tokio::test]
+async fn a_flood_of_slow_connections_leaves_healthz_answering() {
+    // The attack of 951b06f with the descriptors it ran out of: a daemon whose open-file limit
+    // is 256 and cannot be raised, 400 connections each sending a header line now and then.
+    let home = kennel_tests::Home::with_config("");
+    let daemon = home.start_with_open_files(256, Some(256)).await;
+    let addr = host(&daemon.base);
+    let mut flood = Vec::new();
+    for _ in 0..400 {
+        if let Ok(Ok(mut tcp)) = tokio::time::timeout(Duration::from_secs(1), TcpStream::connect(&addr)).await {
+            let _ = tcp.write_all(b"GET / HTTP/1.1\r\n").await;
+            flood.push(tcp);
+        }
+    }
+    let keep_trickling = tokio::spawn(async move {
+        loop {
+            for tcp in &mut flood {
+                let _ = tcp.write_all(b"x-slow: 1\r\n").await;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    });
+    let client = kennel_kernel::net::http_client().build().unwrap();
+    for _ in 0..10 {
+        let asked = Instant::now();
+        let answer =
+            tokio::time::timeout(Duration::from_secs(2), client.get(format!("{}/healthz", daemon.base)).send())
+                .await
+                .expect("/healthz answers")
+                .expect("/healthz answers");
+        let took = asked.elapsed();
+        assert_eq!(answer.status(), 200);
+        assert!(took < Duration::from_millis(100), "/healthz took {took:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    keep_trickling.abort();
+}
+
+#[tokio::test]
+async fn at_the_cap_with_every_connection_serving_a_newcomer_is_told_so() {
+    let (_home, daemon, api) = crate::daemon_with_config("[server]\nmax_connections = 16\n").await;
+    let agent = crate::agent_with(&api, "watched", &[]).await;
+    let addr = host(&daemon.base);
+    // Sixteen live streams: each connection is serving for as long as it streams.
+    let mut streams = Vec::new();
+    for _ in 0..16 {
+        let mut tcp = TcpStream::connect(&addr).await.unwrap();
+        let ask = format!(
+            "GET /api/agents/{agent}/events HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {}\r\n\r\n",
+            api.token()
+        );
+        tcp.write_all(ask.as_bytes()).await.unwrap();
+        let mut first = [0u8; 12];
+        tcp.read_exact(&mut first).await.unwrap();
+        assert_eq!(&first, b"HTTP/1.1 200");
+        streams.push(tcp);
+    }
+    let client = kennel_kernel::net::http_client().build().unwrap();
+    let refused = client.get(format!("{}/healthz", daemon.base)).send().await.unwrap();
+    assert_eq!(refused.status(), 503);
+    assert!(refused.text().await.unwrap().contains("[server] max_connections = 16"));
+    // One stream closed frees its place.
+    streams.pop();
+    let answered = kennel_tests::eventually(Duration::from_secs(5), || async {
+        client.get(format!("{}/healthz", daemon.base)).send().await.is_ok_and(|r| r.status() == 200)
+    })
+    .await;
+    assert!(answered);
+}
+
+#[tokio::test]
+async fn the_open_file_limit_is_raised_to_the_hard_limit_at_start() {
+    let home = kennel_tests::Home::with_config("");
+    let daemon = home.start_with_open_files(256, None).await;
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", daemon.pid())).unwrap();
+    let line = limits.lines().find(|l| l.starts_with("Max open files")).unwrap().to_string();
+    let numbers: Vec<&str> = line.split_whitespace().skip(3).take(2).collect();
+    assert_eq!(numbers[0], numbers[1], "soft is hard: {line}");
+    assert_ne!(numbers[0], "256", "{line}");
+}
