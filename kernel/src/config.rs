@@ -730,6 +730,11 @@ pub struct ServerConfig {
     /// serving it is answered 503.
     #[serde(deserialize_with = "in_range::<_, 16, 1000000>")]
     pub max_connections: u64,
+    /// The longest a live stream opened with an API token or a dashboard session lasts; the
+    /// client opens a new one (browsers do so by themselves), checked again. Revoking the
+    /// token or signing out ends its streams at once.
+    #[serde(deserialize_with = "in_range::<_, 1, 86400>")]
+    pub stream_max_secs: u64,
 }
 
 impl Default for ServerConfig {
@@ -740,6 +745,7 @@ impl Default for ServerConfig {
             header_read_timeout_secs: 10,
             body_timeout_secs: 30,
             max_connections: 4096,
+            stream_max_secs: 3600,
         }
     }
 }
@@ -1078,6 +1084,7 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # header_read_timeout_secs = 10  # a request's head must arrive within this (idle connections close after it)
 # body_timeout_secs = 30         # the longest pause inside a request's body
 # max_connections = 4096         # at the cap, the oldest idle connection gives way; else 503
+# stream_max_secs = 3600         # a live stream's longest life (revocation or sign-out ends it at once)
 
 # [kernel]
 # How deep blocking agent_send chains and nested workflow_run steps may recurse.

@@ -5,6 +5,7 @@
 
 use std::convert::Infallible;
 use std::sync::LazyLock;
+use std::time::Duration;
 
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::{Stream, StreamExt};
@@ -23,17 +24,77 @@ pub fn stop_streams() {
     STOPPING.cancel();
 }
 
-/// `events` as a response that ends when the daemon stops.
-fn live<S>(events: S) -> Sse<impl Stream<Item = Result<Event, Infallible>> + use<S>>
+/// The credential a live stream was opened with: it streams only while that stays live.
+#[derive(Debug, Clone)]
+pub enum Holder {
+    /// An API token, by name: revoking it ends its streams.
+    Token(String),
+    /// A dashboard session, by its cookie value: signing out (or its expiry) ends its streams.
+    Session(String),
+    /// This run's CLI token: it lives as long as the daemon run, in memory only.
+    Cli,
+}
+
+impl Holder {
+    /// The credential behind an API request.
+    pub fn of(caller: &kennel_kernel::tool::Caller) -> Holder {
+        match caller {
+            kennel_kernel::tool::Caller::Token(name) => Holder::Token(name.clone()),
+            _ => Holder::Cli,
+        }
+    }
+
+    fn is_live(&self, kernel: &Kernel) -> bool {
+        match self {
+            Holder::Token(name) => kernel.auth().token_is_live(name),
+            Holder::Session(cookie) => kernel.auth().session(cookie).is_some(),
+            Holder::Cli => true,
+        }
+    }
+}
+
+/// How often a stream's credential is checked besides at every revocation or sign-out (a
+/// session's expiry, a revocation another daemon made).
+const RECHECK: Duration = Duration::from_secs(30);
+
+/// Resolves when `holder`'s stream must end: its credential is gone, or (for a token or a
+/// session) it has streamed `[server] stream_max_secs`, after which a client opens a new one
+/// and is checked again.
+async fn credential_lost(kernel: Kernel, holder: Holder) {
+    let mut revisions = kernel.auth().revisions();
+    let lifetime = Duration::from_secs(kernel.config().server.stream_max_secs);
+    let ends = async {
+        match holder {
+            Holder::Cli => std::future::pending().await,
+            _ => tokio::time::sleep(lifetime).await,
+        }
+    };
+    tokio::pin!(ends);
+    while holder.is_live(&kernel) {
+        tokio::select! {
+            () = &mut ends => return,
+            changed = revisions.changed() => if changed.is_err() { return },
+            () = tokio::time::sleep(RECHECK) => {}
+        }
+    }
+}
+
+/// `events` as a response that ends when the daemon stops or `holder`'s credential does.
+fn live<S>(kernel: &Kernel, holder: Holder, events: S) -> Sse<impl Stream<Item = Result<Event, Infallible>> + use<S>>
 where
     S: Stream<Item = Result<Event, Infallible>> + Send + 'static,
 {
-    Sse::new(events.take_until(STOPPING.clone().cancelled_owned())).keep_alive(KeepAlive::default())
+    let ends = futures_util::future::select(
+        Box::pin(STOPPING.clone().cancelled_owned()),
+        Box::pin(credential_lost(kernel.clone(), holder)),
+    );
+    Sse::new(events.take_until(ends)).keep_alive(KeepAlive::default())
 }
 
 /// The SSE stream of one agent's turn events.
 pub fn event_stream(
     kernel: &Kernel,
+    holder: Holder,
     agent_id: uuid::Uuid,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>> + use<>> {
     let events = futures_util::stream::unfold(kernel.turns().subscribe(), move |mut rx| async move {
@@ -51,12 +112,13 @@ pub fn event_stream(
             }
         }
     });
-    live(events)
+    live(kernel, holder, events)
 }
 
 /// The SSE stream of one agent's new canvas versions (`event: canvas`), for its page.
 pub fn canvas_stream(
     kernel: &Kernel,
+    holder: Holder,
     agent_id: uuid::Uuid,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>> + use<>> {
     let events = futures_util::stream::unfold(kernel.canvases().subscribe(), move |mut rx| async move {
@@ -79,7 +141,7 @@ pub fn canvas_stream(
             }
         }
     });
-    live(events)
+    live(kernel, holder, events)
 }
 
 /// How long a page's signal waits after a change: changes that come together (a task and
@@ -90,6 +152,7 @@ const SETTLE: std::time::Duration = std::time::Duration::from_millis(250);
 /// as data: `["tasks","schedules"]`), each burst settled into one event.
 pub fn changes_stream(
     kernel: &Kernel,
+    holder: Holder,
     topics: Vec<kennel_kernel::changes::Topic>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>> + use<>> {
     let events = futures_util::stream::unfold(kernel.changes().subscribe(), move |mut rx| {
@@ -117,5 +180,5 @@ pub fn changes_stream(
             Some((Ok(Event::default().event("change").json_data(&changed).unwrap_or_default()), rx))
         }
     });
-    live(events)
+    live(kernel, holder, events)
 }

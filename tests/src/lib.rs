@@ -343,6 +343,12 @@ impl Api {
         Self::send(self.rpc_request(path, method, params, version)).await
     }
 
+    /// Opens a server-sent event stream of the API (an agent's turn events).
+    pub async fn events(&self, path: &str) -> Events {
+        let res = self.request(reqwest::Method::GET, path).send().await.expect("request sent");
+        Events { res, buffer: String::new() }
+    }
+
     /// A streaming A2A call: its answer's server-sent events as they come.
     pub async fn rpc_stream(&self, path: &str, method: &str, params: Value, version: Option<&str>) -> Events {
         let res = self.rpc_request(path, method, params, version).send().await.expect("request sent");

@@ -53,6 +53,9 @@ pub struct Auth {
     reveals: Mutex<HashMap<[u8; 32], (String, String)>>,
     /// Key for the sign-in forms' tokens; random at each start, never stored.
     sign_in_key: [u8; 32],
+    /// Counts changes to the live tokens and sessions (a revocation, a sign-out), so what holds
+    /// a credential open (a live stream) checks it again at once.
+    revisions: tokio::sync::watch::Sender<u64>,
     /// The hash of this run's CLI token ([`Auth::issue_cli_token`]), if one was issued.
     cli_token: RwLock<Option<[u8; 32]>>,
 }
@@ -117,6 +120,7 @@ impl Auth {
             failures: Mutex::default(),
             reveals: Mutex::default(),
             sign_in_key: rand::rng().random(),
+            revisions: tokio::sync::watch::Sender::new(0),
             cli_token: RwLock::new(None),
         };
         auth.reload().await?;
@@ -135,7 +139,18 @@ impl Auth {
             })
             .collect();
         *self.tokens.write().expect("token lock") = records;
+        self.revisions.send_modify(|r| *r += 1);
         Ok(())
+    }
+
+    /// Changes when a token or a session may have stopped being live.
+    pub fn revisions(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.revisions.subscribe()
+    }
+
+    /// Whether the token named `name` is live.
+    pub fn token_is_live(&self, name: &str) -> bool {
+        self.tokens.read().expect("token lock").iter().any(|t| t.name == name)
     }
 
     /// Creates a token and returns it; this is the only time it can be seen.
@@ -384,6 +399,7 @@ impl Auth {
     pub async fn close_session(&self, cookie: &str) -> Result<()> {
         let hash = token_hash(cookie);
         self.sessions.write().expect("sessions lock").remove(&hash);
+        self.revisions.send_modify(|r| *r += 1);
         store::delete_session(&self.db, &hex::encode(hash)).await
     }
 

@@ -400,9 +400,9 @@ pub async fn lift(
 /// `GET /api/agents/{id}/events`, behind the operator's session instead of a token).
 pub async fn live(
     State(kernel): State<Kernel>,
-    Extension(_): Extension<Operator>,
+    Extension(op): Extension<Operator>,
     Path(id): Path<String>,
 ) -> Result<Response, super::PageError> {
     let agent = kernel.agents().get(&id)?;
-    Ok(crate::live::event_stream(&kernel, agent.id).into_response())
+    Ok(crate::live::event_stream(&kernel, crate::live::Holder::Session(op.cookie), agent.id).into_response())
 }

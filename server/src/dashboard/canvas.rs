@@ -135,11 +135,11 @@ fn neuter_declarative_shadow_roots(body: &str) -> std::borrow::Cow<'_, str> {
 /// New versions of the agent's canvas as they are presented.
 pub async fn live(
     State(kernel): State<Kernel>,
-    Extension(_): Extension<Operator>,
+    Extension(op): Extension<Operator>,
     Path(agent): Path<String>,
 ) -> Result<Response, super::PageError> {
     let agent = kernel.agents().get(&agent)?;
-    Ok(crate::live::canvas_stream(&kernel, agent.id).into_response())
+    Ok(crate::live::canvas_stream(&kernel, crate::live::Holder::Session(op.cookie), agent.id).into_response())
 }
 
 fn parse_version(text: &str) -> Result<u32, Error> {

@@ -172,7 +172,7 @@ pub struct ChangesQuery {
 /// The live pages' signal: an event each time one of `?topics=` changed.
 pub async fn changes(
     State(kernel): State<Kernel>,
-    Extension(_): Extension<Operator>,
+    Extension(op): Extension<Operator>,
     Query(q): Query<ChangesQuery>,
 ) -> PageResult {
     let topics = q
@@ -188,5 +188,5 @@ pub async fn changes(
     if topics.is_empty() {
         return Err(Error::invalid("name the topics to follow: `?topics=tasks,schedules`").into());
     }
-    Ok(crate::live::changes_stream(&kernel, topics).into_response())
+    Ok(crate::live::changes_stream(&kernel, crate::live::Holder::Session(op.cookie), topics).into_response())
 }

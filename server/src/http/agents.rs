@@ -257,9 +257,13 @@ async fn send_message(
 /// `tool_call_started`, `tool_call_finished`, `reply`, `turn_ended`, `turn_failed`).
 #[utoipa::path(get, path = "/api/agents/{id}/events", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
     responses((status = 200, description = "An endless stream of the agent's turn events", content_type = "text/event-stream", body = AgentEvent), (status = 404, description = "No such agent")))]
-async fn agent_events(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Response> {
+async fn agent_events(
+    State(kernel): State<Kernel>,
+    Extension(Bearer(caller)): Extension<Bearer>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
     let agent_id = kernel.agents().get(&id)?.id;
-    Ok(crate::live::event_stream(&kernel, agent_id).into_response())
+    Ok(crate::live::event_stream(&kernel, crate::live::Holder::of(&caller), agent_id).into_response())
 }
 
 /// A session's messages, oldest first, as the model saw them (tool calls and results, spill
