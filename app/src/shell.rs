@@ -47,8 +47,8 @@ pub struct PageMeta {
 }
 
 /// A page that follows changes: when the server signals that one of `topics` changed
-/// (`/live/changes`, server-sent events), `live.js` reads `url` again (the page as it is, a
-/// one-time `?notice=` dropped) and swaps its `main` in place, never while a field in it has
+/// (`/live/changes`, server-sent events), `live.js` reads `url` again (the page as it is; its
+/// one-time notice was read already) and swaps its `main` in place, never while a field in it has
 /// focus. Without JS the page is reloaded by hand. (Not a meta refresh: a page that reloads
 /// itself under a reader is an accessibility failure.)
 #[derive(Debug, Clone)]

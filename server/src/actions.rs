@@ -167,7 +167,7 @@ fn outcome(response: &Response) -> (String, Option<String>) {
     if status.is_client_error() || status.is_server_error() {
         return (status.canonical_reason().unwrap_or("refused").to_string(), None);
     }
-    ("ok".into(), location(response).and_then(|l| notice(&l)))
+    ("ok".into(), response.extensions().get::<crate::dashboard::NoticePending>().map(|n| n.0.clone()))
 }
 
 /// What a create made: the item its answer leads to (`/agents` → `/agents/ID`).
@@ -183,15 +183,6 @@ fn created(route: &str, response: &Response) -> Option<String> {
 
 fn location(response: &Response) -> Option<String> {
     response.headers().get(LOCATION)?.to_str().ok().map(str::to_string)
-}
-
-/// The `notice` a dashboard redirect carries to the next page.
-fn notice(location: &str) -> Option<String> {
-    let query = location.split_once('?')?.1.split('#').next()?;
-    serde_urlencoded::from_str::<Vec<(String, String)>>(query)
-        .ok()?
-        .into_iter()
-        .find_map(|(key, value)| (key == "notice" && !value.is_empty()).then_some(value))
 }
 
 #[cfg(test)]
@@ -226,9 +217,7 @@ mod tests {
     }
 
     #[test]
-    fn a_redirects_notice_and_a_creates_subject_are_read_from_its_location() {
-        assert_eq!(notice("/agents?notice=Agent+%60x%60+stopped.#top").as_deref(), Some("Agent `x` stopped."));
-        assert_eq!(notice("/agents"), None);
+    fn a_creates_subject_is_read_from_its_location() {
         let response = Response::builder()
             .status(303)
             .header(LOCATION, "/agents/0190abc?notice=hi")

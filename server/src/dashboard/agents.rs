@@ -47,8 +47,6 @@ fn list_page(
 pub struct ListQuery {
     #[serde(flatten)]
     cursor: Cursor,
-    #[serde(flatten)]
-    notice: Notice,
     /// `1`: show the workflow step agents too.
     ephemeral: Option<String>,
 }
@@ -57,9 +55,10 @@ pub async fn list(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
     Query(q): Query<ListQuery>,
+    n: Notice,
 ) -> PageResult {
     let with_ephemeral = q.ephemeral.as_deref() == Some("1");
-    list_page(&kernel, &op, StatusCode::OK, (&q.cursor, with_ephemeral), SpawnForm::default(), Vec::new(), q.notice)
+    list_page(&kernel, &op, StatusCode::OK, (&q.cursor, with_ephemeral), SpawnForm::default(), Vec::new(), n)
 }
 
 #[derive(Deserialize)]
@@ -107,7 +106,6 @@ pub struct PageQuery {
     /// Where the list of sessions continues.
     #[serde(flatten)]
     cursor: Cursor,
-    notice: Option<String>,
 }
 
 /// Schedules listed on an agent's page; the Schedules page has them all.
@@ -219,9 +217,9 @@ pub async fn page(
     Extension(op): Extension<Operator>,
     Path(id): Path<String>,
     Query(q): Query<PageQuery>,
+    n: Notice,
 ) -> PageResult {
-    let notice = Notice { notice: q.notice };
-    agent_page(&kernel, &op, &id, (q.session.as_deref(), &q.cursor), Refused::default(), notice).await
+    agent_page(&kernel, &op, &id, (q.session.as_deref(), &q.cursor), Refused::default(), n).await
 }
 
 pub async fn stop(

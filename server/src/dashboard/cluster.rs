@@ -1,7 +1,7 @@
 //! `/cluster`: the daemons sharing the database, from the kernel's cluster service (the same
 //! `Cluster::overview` as `GET /api/cluster`).
 
-use axum::extract::{Extension, Query, State};
+use axum::extract::{Extension, State};
 use axum::http::StatusCode;
 use kennel_app::Nav;
 use kennel_app::pages::cluster::{self, ClusterPage};
@@ -9,11 +9,7 @@ use kennel_kernel::Kernel;
 
 use super::{Notice, Operator, PageResult, html, meta};
 
-pub async fn page(
-    State(kernel): State<Kernel>,
-    Extension(op): Extension<Operator>,
-    Query(notice): Query<Notice>,
-) -> PageResult {
+pub async fn page(State(kernel): State<Kernel>, Extension(op): Extension<Operator>, notice: Notice) -> PageResult {
     let overview = kernel.cluster().overview().await?;
     let agent_names = kernel.agents().list().iter().map(|a| (a.id.to_string(), a.name.clone())).collect();
     let meta = meta(&op, "Cluster", Nav::Cluster, notice.flash());

@@ -27,13 +27,13 @@ pub struct InboxQuery {
     unread: Option<String>,
     #[serde(flatten)]
     cursor: Cursor,
-    notice: Option<String>,
 }
 
 pub async fn page(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
     Query(q): Query<InboxQuery>,
+    n: Notice,
 ) -> PageResult {
     let urgency = match q.urgency.as_str() {
         "" => None,
@@ -58,7 +58,7 @@ pub async fn page(
         unread_only,
     };
     let url = list_url("/inbox", &filters, q.cursor.cursor.as_deref());
-    let meta = following(meta(&op, "Inbox", Nav::Inbox, Notice { notice: q.notice }.flash()), &[Topic::Inbox], url);
+    let meta = following(meta(&op, "Inbox", Nav::Inbox, n.flash()), &[Topic::Inbox], url);
     Ok(html(StatusCode::OK, inbox::render(meta, page)))
 }
 

@@ -1,7 +1,7 @@
 //! `/mcp`: the MCP servers' state, tools and errors (what `GET /api/mcp/servers` answers), and
 //! reconnecting one (`POST /api/mcp/servers/{name}/reconnect`).
 
-use axum::extract::{Extension, Path, Query, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use kennel_app::Nav;
 use kennel_app::pages::mcp;
@@ -9,11 +9,7 @@ use kennel_kernel::Kernel;
 
 use super::{Notice, Operator, PageResult, html, meta, see_other};
 
-pub async fn page(
-    State(kernel): State<Kernel>,
-    Extension(op): Extension<Operator>,
-    Query(notice): Query<Notice>,
-) -> PageResult {
+pub async fn page(State(kernel): State<Kernel>, Extension(op): Extension<Operator>, notice: Notice) -> PageResult {
     let servers = kernel.mcp().servers().iter().map(|s| s.view()).collect();
     Ok(html(StatusCode::OK, mcp::render(meta(&op, "MCP servers", Nav::Mcp, notice.flash()), servers)))
 }

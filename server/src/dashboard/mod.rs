@@ -14,6 +14,7 @@ mod inbox;
 mod knowledge;
 mod mcp;
 mod memory;
+mod notice;
 mod pages;
 mod processes;
 mod schedules;
@@ -38,6 +39,7 @@ use kennel_kernel::page::PageRequest;
 use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
 
+pub use notice::{Notice, Pending as NoticePending};
 pub use session::Operator;
 
 /// Every dashboard route. Sign-in pages and assets are open; everything else needs an
@@ -114,6 +116,7 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .route("/settings/tokens", post(pages::create_token))
         .route("/settings/tokens/{name}/revoke", post(pages::revoke_token))
         .layer(middleware::from_fn_with_state(kernel.clone(), crate::actions::record))
+        .layer(middleware::from_fn_with_state(kernel.clone(), notice::carry))
         .layer(middleware::from_fn(error_pages))
         .layer(middleware::from_fn(session::check_csrf))
         .layer(middleware::from_fn_with_state(kernel, session::require_operator));
@@ -155,18 +158,6 @@ pub fn meta(op: &Operator, title: impl Into<String>, nav: Nav, flash: Option<Fla
     }
 }
 
-/// `?notice=` on a page after a form redirected there.
-#[derive(Debug, Default, Deserialize)]
-pub struct Notice {
-    notice: Option<String>,
-}
-
-impl Notice {
-    pub fn flash(self) -> Option<Flash> {
-        self.notice.filter(|n| !n.is_empty()).map(Flash::Notice)
-    }
-}
-
 /// `meta` for a page that follows `topics` and reads itself again from `url` (see
 /// [`kennel_app::Live`]).
 pub fn following(mut meta: PageMeta, topics: &[Topic], url: impl Into<String>) -> PageMeta {
@@ -174,13 +165,11 @@ pub fn following(mut meta: PageMeta, topics: &[Topic], url: impl Into<String>) -
     meta
 }
 
-/// 303 to `path` with a notice for the next page.
+/// 303 to `path` with a notice for the next page (sealed into a cookie by [`notice::carry`]).
 pub fn see_other(path: &str, notice: &str) -> Response {
-    let sep = if path.contains('?') { '&' } else { '?' };
-    let (path, anchor) = path.split_once('#').map_or((path, ""), |(p, a)| (p, a));
-    let encoded: String = serde_urlencoded::to_string([("notice", notice)]).unwrap_or_default();
-    let anchor = if anchor.is_empty() { String::new() } else { format!("#{anchor}") };
-    Redirect::to(&format!("{path}{sep}{encoded}{anchor}")).into_response()
+    let mut response = Redirect::to(path).into_response();
+    response.extensions_mut().insert(notice::Pending(notice.to_string()));
+    response
 }
 
 /// A rendered page (from `kennel_app::pages`) with a status. Never pass it other text: only the

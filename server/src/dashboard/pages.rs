@@ -18,11 +18,7 @@ use serde::Deserialize;
 
 use super::{Cursor, Notice, Operator, PageResult, following, html, meta, next_page, see_other};
 
-pub async fn overview(
-    State(kernel): State<Kernel>,
-    Extension(op): Extension<Operator>,
-    Query(n): Query<Notice>,
-) -> PageResult {
+pub async fn overview(State(kernel): State<Kernel>, Extension(op): Extension<Operator>, n: Notice) -> PageResult {
     let recent_calls = kernel.audit().recent(10).await?;
     let providers = kernel
         .providers()
@@ -117,11 +113,7 @@ fn settings_page(op: &Operator, status: StatusCode, page: settings::Settings, fl
     html(status, settings::render(meta(op, "Settings", Nav::Settings, flash), page))
 }
 
-pub async fn settings(
-    State(kernel): State<Kernel>,
-    Extension(op): Extension<Operator>,
-    Query(n): Query<Notice>,
-) -> PageResult {
+pub async fn settings(State(kernel): State<Kernel>, Extension(op): Extension<Operator>, n: Notice) -> PageResult {
     let tokens = kernel.auth().list_tokens().await?;
     // A token made by this session's last post is shown here, this once.
     let new_token = kernel.auth().take_reveal(&op.cookie);

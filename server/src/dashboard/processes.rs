@@ -1,7 +1,7 @@
 //! `/agents/{id}/processes`: the agent's subprocesses, from the process service, and the
 //! kill button (the same `Processes::kill` the API and `process_kill` use).
 
-use axum::extract::{Extension, Path, Query, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use kennel_app::Nav;
 use kennel_app::pages::processes::{self, ProcessesPage};
@@ -14,7 +14,7 @@ pub async fn page(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
     Path(id): Path<String>,
-    Query(notice): Query<Notice>,
+    notice: Notice,
 ) -> PageResult {
     let agent = kernel.agents().get(&id)?;
     let page = ProcessesPage {

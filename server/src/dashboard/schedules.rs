@@ -25,13 +25,13 @@ pub struct ListQuery {
     agent: String,
     #[serde(flatten)]
     cursor: Cursor,
-    notice: Option<String>,
 }
 
 pub async fn list(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
     Query(q): Query<ListQuery>,
+    n: Notice,
 ) -> PageResult {
     let filter = ScheduleFilter { agent: Some(q.agent.clone()), ..Default::default() };
     let found = kernel.schedules().list(&filter, &q.cursor.page(PER_PAGE)).await?;
@@ -42,7 +42,7 @@ pub async fn list(
         agents: kernel.agents().list(),
         agent: q.agent,
     };
-    let flash = Notice { notice: q.notice }.flash();
+    let flash = n.flash();
     let url = list_url("/schedules", &[("agent", page.agent.clone())], q.cursor.cursor.as_deref());
     let meta = following(meta(&op, "Schedules", Nav::Schedules, flash), &[Topic::Schedules, Topic::Agents], url);
     Ok(html(StatusCode::OK, schedules::render_list(meta, page)))
@@ -52,7 +52,7 @@ pub async fn detail(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
     Path(id): Path<String>,
-    Query(n): Query<Notice>,
+    n: Notice,
 ) -> PageResult {
     let schedule = kernel.schedules().get(&id).await?;
     let fires = kernel.schedules().fires(&id, 50).await?;

@@ -3,7 +3,7 @@
 //! the skill's history as the signed-in operator.
 
 use axum::Form;
-use axum::extract::{Extension, Path, Query, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use kennel_app::Nav;
 use kennel_app::pages::skills::{self, SkillForm, SkillPage};
@@ -15,11 +15,7 @@ use serde::Deserialize;
 
 use super::{Notice, Operator, PageResult, field_errors, html, meta, see_other};
 
-pub async fn list(
-    State(kernel): State<Kernel>,
-    Extension(op): Extension<Operator>,
-    Query(n): Query<Notice>,
-) -> PageResult {
+pub async fn list(State(kernel): State<Kernel>, Extension(op): Extension<Operator>, n: Notice) -> PageResult {
     let all = kernel.skills().list().await?;
     let pending = kernel.skills().proposals(Some(ProposalState::Pending), None).await?;
     let deleted = kernel.skills().deleted().await?;
@@ -31,7 +27,7 @@ pub async fn one(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
     Path(name): Path<String>,
-    Query(n): Query<Notice>,
+    n: Notice,
 ) -> PageResult {
     skill_page(&kernel, &op, &name, StatusCode::OK, None, Vec::new(), n).await
 }

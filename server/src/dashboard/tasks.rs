@@ -32,10 +32,15 @@ pub struct BoardQuery {
     min_priority: String,
     #[serde(flatten)]
     cursor: Cursor,
-    notice: Option<String>,
 }
 
-async fn board_page(kernel: &Kernel, op: &Operator, q: BoardQuery, status: StatusCode, post: PostForm) -> PageResult {
+async fn board_page(
+    kernel: &Kernel,
+    op: &Operator,
+    (q, n): (BoardQuery, Notice),
+    status: StatusCode,
+    post: PostForm,
+) -> PageResult {
     let min_priority = whole_number("min_priority", &q.min_priority)?;
     let filter =
         TaskFilter { status: None, assignee: Some(q.assignee.clone()), text: Some(q.text.clone()), min_priority };
@@ -53,7 +58,7 @@ async fn board_page(kernel: &Kernel, op: &Operator, q: BoardQuery, status: Statu
         min_priority: min_priority.unwrap_or(0),
         post,
     };
-    let meta = meta(op, "Task board", Nav::Tasks, Notice { notice: q.notice }.flash());
+    let meta = meta(op, "Task board", Nav::Tasks, n.flash());
     let meta = following(meta, &[Topic::Tasks, Topic::Agents], refresh_url);
     Ok(html(status, tasks::render_board(meta, page)))
 }
@@ -62,8 +67,9 @@ pub async fn board(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
     Query(q): Query<BoardQuery>,
+    n: Notice,
 ) -> PageResult {
-    board_page(&kernel, &op, q, StatusCode::OK, PostForm::default()).await
+    board_page(&kernel, &op, (q, n), StatusCode::OK, PostForm::default()).await
 }
 
 #[derive(Deserialize)]
@@ -119,7 +125,14 @@ pub async fn post(
                 assignee: f.assignee,
                 errors: field_errors(&e, "title"),
             };
-            board_page(&kernel, &op, BoardQuery::default(), crate::status::status_for(e.kind), post).await
+            board_page(
+                &kernel,
+                &op,
+                (BoardQuery::default(), Notice::default()),
+                crate::status::status_for(e.kind),
+                post,
+            )
+            .await
         }
         Err(e) => Err(e.into()),
     }
@@ -129,7 +142,7 @@ pub async fn detail(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
     Path(id): Path<String>,
-    Query(n): Query<Notice>,
+    n: Notice,
 ) -> PageResult {
     let task = kernel.tasks().get(&id).await?;
     let history = kernel.tasks().history(&id).await?;

@@ -23,12 +23,13 @@ pub struct ToolsQuery {
     pub show: String,
     /// A tool to show opened.
     pub open: Option<String>,
-    pub notice: Option<String>,
 }
 
 /// What else the page shows besides the list: a tried tool's result, a refused grant.
 #[derive(Default)]
 pub struct Outcome {
+    /// The notice a redirect left for this page.
+    pub notice: Notice,
     pub tried: Option<TryResult>,
     pub refused: Option<(String, String)>,
     pub status: Option<StatusCode>,
@@ -71,7 +72,7 @@ pub fn tools_page(kernel: &Kernel, op: &Operator, q: ToolsQuery, outcome: Outcom
         tried: outcome.tried,
         refused: outcome.refused,
     };
-    let notice = Notice { notice: q.notice };
+    let notice = outcome.notice;
     let status = outcome.status.unwrap_or(StatusCode::OK);
     Ok(html(status, tools::render(meta(op, "Tools", Nav::Tools, notice.flash()), page)))
 }
@@ -80,8 +81,9 @@ pub async fn page(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
     Query(q): Query<ToolsQuery>,
+    notice: Notice,
 ) -> PageResult {
-    tools_page(&kernel, &op, q, Outcome::default())
+    tools_page(&kernel, &op, q, Outcome { notice, ..Default::default() })
 }
 
 #[derive(Deserialize)]

