@@ -72,7 +72,22 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .layer(axum::Extension(openapi::Document::new(&document)))
         .layer(middleware::from_fn_with_state(kernel.clone(), crate::actions::record))
         .layer(middleware::from_fn_with_state(kernel, auth::require_token));
-    Router::new().merge(api).merge(a2a::router()).merge(channels::inbound_router())
+    Router::new()
+        .merge(api)
+        .merge(a2a::router())
+        .merge(channels::inbound_router())
+        .layer(middleware::map_response(machine_headers))
+}
+
+/// Every machine-side answer (the API, A2A, webhooks, health) is what it says it is and is
+/// kept by no cache: it can carry an agent's words or a task's result.
+async fn machine_headers(mut res: axum::response::Response) -> axum::response::Response {
+    use axum::http::HeaderValue;
+    use axum::http::header::{CACHE_CONTROL, X_CONTENT_TYPE_OPTIONS};
+    let headers = res.headers_mut();
+    headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.entry(CACHE_CONTROL).or_insert(HeaderValue::from_static("no-store"));
+    res
 }
 
 /// The answer for a path no route serves: a JSON error like every other.

@@ -197,3 +197,24 @@ async fn a_live_stream_lasts_at_most_stream_max_secs() {
     let lasted = opened.elapsed();
     assert!(lasted >= Duration::from_millis(1900) && lasted < Duration::from_secs(5), "lasted {lasted:?}");
 }
+
+#[tokio::test]
+async fn machine_answers_are_not_sniffed_or_cached_and_the_webhook_address_names_no_channel() {
+    let receiver = kennel_tests::fake_webhook::FakeWebhookReceiver::start(crate::HOOK_SECRET).await;
+    let (_home, daemon, api, _llm) = crate::daemon_with_hook(&receiver, "helper").await;
+    let anonymous = daemon.anonymous();
+    for (what, reply) in [
+        ("the API", api.get("/api/agents").await),
+        ("health", anonymous.get("/healthz").await),
+        ("A2A", anonymous.get("/.well-known/agent-card.json").await),
+        ("a refused API call", anonymous.get("/api/agents").await),
+        ("a webhook", anonymous.post("/channels/nope/inbound", json!({})).await),
+    ] {
+        assert_eq!(reply.header("x-content-type-options"), Some("nosniff"), "{what}");
+        assert_eq!(reply.header("cache-control"), Some("no-store"), "{what}");
+    }
+    // An unknown channel's address says nothing of the channels there are (951b06f listed them).
+    let unknown = anonymous.post("/channels/nope/inbound", json!({})).await;
+    assert_eq!(unknown.status, 404);
+    assert!(!unknown.text.contains("`hook`") && !unknown.text.contains("configured"), "{}", unknown.text);
+}
