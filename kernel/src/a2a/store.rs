@@ -86,6 +86,18 @@ pub(super) async fn fail_unfinished(db: &Db, daemon: &str, reason: &str) -> Resu
 }
 
 /// The task `id` of `agent`.
+/// Whether `agent` has a task in `context` of `owner`: the context was given to that caller.
+pub(super) async fn has_context(db: &Db, agent: Uuid, context: &str, owner: &str) -> Result<bool> {
+    Ok(db::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM a2a_tasks WHERE agent_id = $1 AND owner = $2 AND context_id = $3)",
+    )
+    .bind(agent.to_string())
+    .bind(owner)
+    .bind(context)
+    .fetch_one(db)
+    .await?)
+}
+
 pub(super) async fn task(db: &Db, agent: Uuid, id: Uuid) -> Result<Option<Task>> {
     let sql = concat!("SELECT ", columns!(), " FROM a2a_tasks WHERE id = $1 AND agent_id = $2");
     let row = db::query(sql).bind(id.to_string()).bind(agent.to_string()).fetch_optional(db).await?;

@@ -193,17 +193,31 @@ impl A2aTasks {
         if let Some(task_id) = message["taskId"].as_str().filter(|t| !t.is_empty()) {
             return Err(self.follow_up_refusal(&agent, task_id, &message, inbound).await);
         }
-        let context_id = match message["contextId"].as_str().filter(|c| !c.is_empty()) {
-            Some(context) => checked_context(context)?.to_string(),
-            None => Uuid::now_v7().to_string(),
-        };
         let owner = inbound.owner();
+        // Callers without a token share one owner, so one of them may only continue a context
+        // this agent gave an anonymous caller: ids made here are random (v4: no time in them),
+        // so holding one is the proof. A context of its own choosing ("support") would be any
+        // other anonymous caller's too.
+        let anonymous = matches!(inbound, Inbound::Anonymous);
+        let context_id = match message["contextId"].as_str().filter(|c| !c.is_empty()) {
+            Some(context) => {
+                let context = checked_context(context)?;
+                if anonymous && !store::has_context(&self.db, agent.id, context, &owner).await? {
+                    return Err(A2aError::InvalidParams(format!(
+                        "context `{context}` is not one this agent gave you: without a token, leave contextId out to start a conversation and send the contextId of its answer to continue it"
+                    )));
+                }
+                context.to_string()
+            }
+            None => Uuid::new_v4().to_string(),
+        };
         // A context is a conversation of one caller: its session is keyed by both.
         let session = kernel
             .sessions()
             .labelled(agent.id, &Origin::A2a { owner: owner.to_string(), context: context_id.clone() })
             .await?;
-        let id = Uuid::now_v7();
+        // An anonymous caller's task is read by its id alone: a random one.
+        let id = if anonymous { Uuid::new_v4() } else { Uuid::now_v7() };
         message["contextId"] = Value::from(context_id.as_str());
         message["taskId"] = Value::from(id.to_string());
         let row = NewRow {

@@ -399,3 +399,29 @@ async fn tasks_left_working_by_a_killed_daemon_end_failed_at_the_next_start() {
     let why = task["result"]["status"]["message"]["parts"][0]["text"].as_str().unwrap_or_default();
     assert!(why.contains("the daemon stopped while this task ran"), "{task}");
 }
+
+/// Issue 43: callers without a token share one owner, so on 951b06f any of them who sent a
+/// contextId of its choosing ("support") joined whoever else had used it, history and all.
+/// Now an anonymous caller continues only a context the agent gave it, and its tasks' ids
+/// carry no time.
+#[tokio::test]
+async fn an_anonymous_caller_continues_only_a_context_the_agent_gave_it() {
+    let (_home, d, _api, llm) = exposing().await;
+    llm.set_fallback(Scripted::text("ok"));
+    let chosen = |text: &str| json!({ "message": { "messageId": text, "role": "ROLE_USER", "contextId": "support", "parts": [{ "text": text }] } });
+    let first = d.anonymous().rpc("/a2a/helper", "SendMessage", chosen("my card number is 4111"), Some("1.0")).await;
+    assert_eq!(error_code(&first), -32602, "{}", first.text);
+    assert!(first.body["error"]["message"].as_str().unwrap().contains("leave contextId out"), "{}", first.text);
+    let second = d.anonymous().rpc("/a2a/helper", "SendMessage", chosen("what did they say?"), Some("1.0")).await;
+    assert_eq!(error_code(&second), -32602, "{}", second.text);
+    assert!(llm.requests().is_empty(), "no turn ran in a shared context");
+
+    let task = send(&d.anonymous(), "/a2a/helper", "hello").await;
+    let (id, context) = (task["id"].as_str().unwrap(), task["contextId"].as_str().unwrap());
+    for given in [id, context] {
+        assert_eq!(uuid::Uuid::parse_str(given).unwrap().get_version_num(), 4, "random, no time in it: {given}");
+    }
+    let again = json!({ "message": { "messageId": "m2", "role": "ROLE_USER", "contextId": context, "parts": [{ "text": "more" }] } });
+    let continued = d.anonymous().rpc("/a2a/helper", "SendMessage", again, Some("1.0")).await;
+    assert_eq!(continued.body["result"]["task"]["contextId"], context, "{}", continued.text);
+}
