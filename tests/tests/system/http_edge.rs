@@ -69,7 +69,7 @@ async fn a_head_a_body_and_an_idle_connection_each_have_their_time() {
     assert_eq!(api.get("/api/templates").await.body, json!([]), "nothing was made of half a body");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_slow_connections_leaves_healthz_answering() {
     // The attack of 951b06f with the descriptors it ran out of: a daemon whose open-file limit
     // is 256 and cannot be raised, 400 connections each sending a header line now and then.
