@@ -742,7 +742,7 @@ impl Default for ServerConfig {
         ServerConfig {
             bind: SocketAddr::from(([127, 0, 0, 1], 4545)),
             public_names: Vec::new(),
-            header_read_timeout_secs: 10,
+            header_read_timeout_secs: 30,
             body_timeout_secs: 30,
             max_connections: 4096,
             stream_max_secs: 3600,
@@ -1081,7 +1081,7 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # as browsers send them in Host: "kennel.example.com", or "kennel.example.com:8443" for a
 # port other than the scheme's default. /setup and /login refuse any other Host.
 # public_names = []
-# header_read_timeout_secs = 10  # a request's head must arrive within this (idle connections close after it)
+# header_read_timeout_secs = 30  # a request's head must arrive within this (idle connections close after it)
 # body_timeout_secs = 30         # the longest pause inside a request's body
 # max_connections = 4096         # at the cap, the oldest idle connection gives way; else 503
 # stream_max_secs = 3600         # a live stream's longest life (revocation or sign-out ends it at once)
