@@ -220,10 +220,11 @@ pub async fn serve(
             continue;
         };
         let connection = Connection { app: app.clone(), peer, serving, evict, stop: stop.clone(), limits };
-        let connections = connections.clone();
+        let registered = Registered { connections: connections.clone(), id };
         tokio::spawn(async move {
+            // Dropped however the task ends, a handler's panic included.
+            let _registered = registered;
             connection.run(tcp).await;
-            connections.remove(id);
         });
     }
     let _ = stopping.send(true);
@@ -235,6 +236,18 @@ pub async fn serve(
         closed.await;
     }
     Ok(())
+}
+
+/// A connection's place in the registry, given back when its task ends.
+struct Registered {
+    connections: Arc<Connections>,
+    id: u64,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.connections.remove(self.id);
+    }
 }
 
 /// One accepted connection and what it needs to serve itself.
@@ -268,9 +281,15 @@ impl Connection {
         tokio::pin!(conn);
         tokio::select! {
             served = conn.as_mut() => log_end(served),
-            // Its place went to a newer connection: it served nothing, so dropping it loses
-            // nothing.
-            () = self.evict.notified() => {}
+            // Its place went to a newer connection. A request begins only while the
+            // connection is polled, never inside this branch: serving nothing now, dropping it
+            // loses nothing; a request that began after the cap looked is let finish.
+            () = self.evict.notified() => {
+                if self.serving.load(Ordering::Acquire) > 0 {
+                    conn.as_mut().graceful_shutdown();
+                    log_end(conn.await);
+                }
+            }
             () = stopped(&mut self.stop) => {
                 conn.as_mut().graceful_shutdown();
                 log_end(conn.await);

@@ -202,7 +202,12 @@ impl A2aTasks {
         let context_id = match message["contextId"].as_str().filter(|c| !c.is_empty()) {
             Some(context) => {
                 let context = checked_context(context)?;
-                if anonymous && !store::has_context(&self.db, agent.id, context, &owner).await? {
+                // A server-made context is a UUID: one an anonymous caller named before this
+                // rule ("support") is not continued either.
+                if anonymous
+                    && (Uuid::parse_str(context).is_err()
+                        || !store::has_context(&self.db, agent.id, context, &owner).await?)
+                {
                     return Err(A2aError::InvalidParams(format!(
                         "context `{context}` is not one this agent gave you: without a token, leave contextId out to start a conversation and send the contextId of its answer to continue it"
                     )));

@@ -225,7 +225,8 @@ impl Agents {
     }
 
     /// Who loads the skill `skill` besides `agent`: the agent types that list it other than
-    /// `agent`'s own and those `agent` made, and the agents whose manifests list it other
+    /// those `agent` made (its own type too, when an operator made it: every agent spawned
+    /// from it later would carry the skill), and the agents whose manifests list it other
     /// than `agent` and its descendants — each as "agent type `x`" or "agent `y`", sorted.
     pub fn others_loading_skill(&self, skill: &str, agent: &Agent) -> Vec<String> {
         let lists = |m: &Manifest| m.skills.iter().any(|s| s == skill);
@@ -234,7 +235,7 @@ impl Agents {
             let types: Vec<String> = state
                 .types
                 .values()
-                .filter(|t| lists(&t.manifest) && t.manifest.name != agent.agent_type && t.made_by != Some(agent.id))
+                .filter(|t| lists(&t.manifest) && t.made_by != Some(agent.id))
                 .map(|t| format!("agent type `{}`", t.manifest.name))
                 .collect();
             let agents: Vec<Arc<Agent>> = state

@@ -571,7 +571,12 @@ impl Skills {
                     .with_field("name"));
                 }
                 let base_version = store::latest(&self.db, &name).await?.map_or(0, |h| h.version);
-                let diff = crate::patch::unified("", &body, "/dev/null", &format!("{name}/SKILL.md"));
+                // The manifest too: its description rides in every loader's prompt.
+                let diff = format!(
+                    "{}{}",
+                    crate::patch::unified("", &manifest_text(&manifest)?, "/dev/null", &format!("{name}/skill.toml")),
+                    crate::patch::unified("", &body, "/dev/null", &format!("{name}/SKILL.md"))
+                );
                 Ok(Planned { op: "create", base_version, manifest, body, diff, detail: None, strategy: None })
             }
             BodyChange::Update { name, body } => {
@@ -604,7 +609,16 @@ impl Skills {
                 })?;
                 let manifest: Manifest = toml::from_str(&entry.manifest)
                     .map_err(|e| Error::internal(format!("version {target}'s manifest does not parse: {e}")))?;
-                let diff = crate::patch::unified(&current.body, &entry.body, "SKILL.md", "SKILL.md");
+                let diff = format!(
+                    "{}{}",
+                    crate::patch::unified(
+                        &manifest_text(&current.manifest)?,
+                        &manifest_text(&manifest)?,
+                        "skill.toml",
+                        "skill.toml"
+                    ),
+                    crate::patch::unified(&current.body, &entry.body, "SKILL.md", "SKILL.md")
+                );
                 Ok(Planned {
                     op: "rollback",
                     base_version: current.version,

@@ -610,10 +610,11 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     let step_session = api.get(&format!("/api/agents/{stepper}/sessions")).await.body[0]["id"].clone();
     let step_page = format!("/agents/{stepper}?session={}", step_session.as_str().expect("a session"));
 
-    // A2A: a remote client's message and context id (the session's label), and the reply.
+    // A2A: a remote client's message and context id (the session's label), and the reply. A
+    // caller with a token names its own contexts (one without continues only the agent's).
     let frontdesk = agent_from(&api, json!({"name": "frontdesk", "model": "m"})).await;
     let message = json!({ "message": { "messageId": "m", "role": "ROLE_USER", "contextId": PAYLOADS[0], "parts": [{ "text": corpus }] } });
-    let sent = d.anonymous().rpc("/a2a/frontdesk", "SendMessage", message, Some("1.0")).await;
+    let sent = api.rpc("/a2a/frontdesk", "SendMessage", message, Some("1.0")).await;
     assert_eq!(sent.body["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{}", sent.text);
     let a2a_session = api.get(&format!("/api/agents/{frontdesk}/sessions")).await.body[0]["id"].clone();
     let a2a_page = format!("/agents/{frontdesk}?session={}", a2a_session.as_str().expect("a session"));

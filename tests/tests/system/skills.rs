@@ -360,6 +360,8 @@ async fn a_skill_others_load_or_an_operator_made_is_only_proposed_until_an_opera
     let pending = api.get("/api/skill-proposals?state=pending").await.body;
     assert_eq!(pending.as_array().unwrap().len(), 2, "{pending}");
     assert!(pending[1]["diff"].as_str().unwrap().contains(&format!("+{POISON}")), "{pending}");
+    // A create shows its manifest too: the description rides in every loader's prompt.
+    assert!(pending[0]["diff"].as_str().unwrap().contains("+description = \"The playbook.\""), "{pending}");
     let (create_id, patch_id) = (created["proposal"].as_i64().unwrap(), patched["proposal"].as_i64().unwrap());
     let rejected = api.post(&format!("/api/skill-proposals/{create_id}/reject"), json!({})).await;
     assert_eq!((rejected.status, &rejected.body["state"]), (200, &json!("rejected")), "{}", rejected.text);
@@ -407,4 +409,12 @@ async fn an_agent_changes_its_own_skill_that_only_it_and_its_descendants_load() 
     let proposed = call(&api, &ann, "skill_evolve_update", json!({ "name": "notes", "body": "new" })).await;
     assert_eq!(proposed["proposed"], true, "{proposed}");
     assert!(proposed["note"].as_str().unwrap().contains("agent type `scribe`"), "{proposed}");
+
+    // Its own type, when an operator made it, is not its own to fill: every agent spawned from
+    // it later would carry the skill.
+    let solo = crate::agent_from(&api, json!({ "name": "solo", "tools": ["skills.*"], "skills": ["tone"] })).await;
+    let manifest = json!({ "description": "How we sound." });
+    let created = call(&api, &solo, "skill_evolve_create", json!({ "name": "tone", "manifest": manifest })).await;
+    assert_eq!(created["proposed"], true, "{created}");
+    assert!(created["note"].as_str().unwrap().contains("agent type `solo`"), "{created}");
 }
