@@ -4,7 +4,8 @@
 //! A skill's maker is whoever its last `create` row names: an agent (by id), or a person (an
 //! operator's create, an accepted proposal, a folder put under `skills/` by hand). An agent
 //! changes a skill itself only when it made it and no one else loads it: no agent type lists
-//! it but the agent's own and those it made, and no agent lists it but itself and its
+//! it but those the agent made (its own, when an operator made it, would give the skill to
+//! every agent spawned from it later), and no agent lists it but itself and its
 //! descendants. Anything else that changes what a prompt carries (a create of a name another
 //! type lists, an update, a patch, a rollback) becomes a [`Proposal`](super::Proposal); a
 //! delete or a support file of such a skill is refused.
