@@ -327,16 +327,7 @@ impl Skills {
         let manifest = manifest.unwrap_or_else(|| current.manifest.clone());
         let (dir, m, b) = (self.root.join(name), manifest.clone(), body.clone());
         blocking(move || disk::write_skill(&dir, &m, &b)).await?;
-        let diff = format!(
-            "{}{}",
-            crate::patch::unified(
-                &manifest_text(&current.manifest)?,
-                &manifest_text(&manifest)?,
-                "skill.toml",
-                "skill.toml"
-            ),
-            crate::patch::unified(&current.body, &body, "SKILL.md", "SKILL.md")
-        );
+        let diff = whole_diff((&current.manifest, &current.body), (&manifest, &body))?;
         self.record(actor, name, "update", &manifest, &body, diff, None).await
     }
 
@@ -609,16 +600,7 @@ impl Skills {
                 })?;
                 let manifest: Manifest = toml::from_str(&entry.manifest)
                     .map_err(|e| Error::internal(format!("version {target}'s manifest does not parse: {e}")))?;
-                let diff = format!(
-                    "{}{}",
-                    crate::patch::unified(
-                        &manifest_text(&current.manifest)?,
-                        &manifest_text(&manifest)?,
-                        "skill.toml",
-                        "skill.toml"
-                    ),
-                    crate::patch::unified(&current.body, &entry.body, "SKILL.md", "SKILL.md")
-                );
+                let diff = whole_diff((&current.manifest, &current.body), (&manifest, &entry.body))?;
                 Ok(Planned {
                     op: "rollback",
                     base_version: current.version,
@@ -701,6 +683,14 @@ fn already_decided(p: &Proposal) -> Error {
         p.state.as_str(),
         p.decided_by.as_ref().map(|by| format!(" by {by}")).unwrap_or_default()
     ))
+}
+
+/// The unified diff of a skill's manifest and body from `before` to `after`: both files, since
+/// the description rides in prompts as the body does.
+fn whole_diff(before: (&Manifest, &str), after: (&Manifest, &str)) -> Result<String> {
+    let manifests =
+        crate::patch::unified(&manifest_text(before.0)?, &manifest_text(after.0)?, "skill.toml", "skill.toml");
+    Ok(format!("{manifests}{}", crate::patch::unified(before.1, after.1, "SKILL.md", "SKILL.md")))
 }
 
 fn manifest_text(manifest: &Manifest) -> Result<String> {
