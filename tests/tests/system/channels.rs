@@ -52,6 +52,18 @@ async fn until(what: &str, check: impl Fn() -> bool) {
     assert!(eventually(Duration::from_secs(10), || async { check() }).await, "timed out waiting for {what}");
 }
 
+/// Waits for the channel's first inbound message to reach `state`: a reply is sent before its
+/// message is marked, so a test that saw the reply may not see the mark yet. Returns the channel.
+async fn first_inbound_becomes(api: &Api, channel: &str, state: &str) -> Value {
+    let path = format!("/api/channels/{channel}");
+    let reached =
+        eventually(Duration::from_secs(10), || async { api.get(&path).await.body["inbound"][0]["state"] == state })
+            .await;
+    let now = api.get(&path).await;
+    assert!(reached, "the first inbound message never became {state}: {}", now.text);
+    now.body
+}
+
 fn telegram_channel(base_url: &str, extra: &str) -> String {
     format!(
         "[channels.tg]\nkind = \"telegram\"\nagent = \"helper\"\ntoken_env = \"KENNEL_TEST_BOT_TOKEN\"\nbase_url = \"{base_url}\"\n{extra}"
@@ -160,9 +172,8 @@ async fn a_redelivered_webhook_runs_one_turn_and_a_forged_one_none() {
     let posts = receiver.posts();
     assert_eq!(posts.len(), 1, "{posts:?}");
     assert_eq!((posts[0]["chat_id"].as_str(), posts[0]["content"]["text"].as_str()), (Some("room-7"), Some("Got it.")));
-    let traffic = api.get("/api/channels/hook").await;
-    assert_eq!(traffic.body["inbound"][0]["state"], "answered", "{}", traffic.text);
-    assert_eq!(traffic.body["outbound"][0]["sent_by"], "reply");
+    let traffic = first_inbound_becomes(&api, "hook", "answered").await;
+    assert_eq!(traffic["outbound"][0]["sent_by"], "reply");
 }
 
 #[tokio::test]
@@ -305,8 +316,7 @@ async fn a_message_stored_but_not_answered_when_the_daemon_dies_is_answered_afte
     until("the reply after the restart", || !receiver.posts().is_empty()).await;
     assert_eq!(receiver.posts()[0]["content"]["text"], "Answered after the restart.");
     let api = daemon.api(&token);
-    let channel = api.get("/api/channels/hook").await;
-    assert_eq!(channel.body["inbound"][0]["state"], "answered", "{}", channel.text);
+    first_inbound_becomes(&api, "hook", "answered").await;
     let sessions = api.get("/api/agents/helper/sessions").await;
     let session = sessions.body[0]["id"].as_str().unwrap().to_string();
     let messages = api.get(&format!("/api/sessions/{session}/messages")).await;
