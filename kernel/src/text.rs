@@ -25,6 +25,23 @@ pub fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
     (before.matches('\n').count() + 1, before[line_start..].chars().count() + 1)
 }
 
+/// Unicode's bidirectional embedding, override and isolate controls (U+202A–U+202E,
+/// U+2066–U+2069). They reorder what follows them, so a title holding one can show an operator
+/// other words than it holds (U+202E before `gnp.exe` shows `exe.png`); titles refuse them. The marks
+/// right-to-left writing needs (U+200E, U+200F, U+061C) are not among them.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// A title: one line, not blank, at most `max` characters, no bidirectional controls.
+pub fn is_title(text: &str, max: usize) -> bool {
+    !is_blank(text) && !longer_than(text, max) && !text.chars().any(|c| c.is_control() || is_bidi_control(c))
+}
+
+/// The JSON Schema twin of [`is_title`] (its length aside): something not blank, no line
+/// break or other control character, no bidirectional control.
+pub const TITLE_PATTERN: &str = r"^[^\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]*[^ \t\n\r\f\v\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069][^\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]*$";
+
 /// Whether `text` is longer than `max` characters.
 pub fn longer_than(text: &str, max: usize) -> bool {
     text.chars().nth(max).is_some()
@@ -66,6 +83,17 @@ pub fn thousands(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_title_is_one_line_of_text_without_bidirectional_controls() {
+        for title in ["Deploy", "نشر الإصدار", "mixed \u{200F}mark", "a\u{a0}b"] {
+            assert!(is_title(title, 200), "{title:?}");
+        }
+        for bad in ["", "  ", "two\nlines", "tab\there", "\u{202E}gnp.exe", "x\u{2066}y", "nul\0"] {
+            assert!(!is_title(bad, 200), "{bad:?}");
+        }
+        assert!(!is_title(&"x".repeat(201), 200));
+    }
 
     #[test]
     fn blank_is_only_ascii_spaces_and_line_breaks() {

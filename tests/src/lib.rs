@@ -552,22 +552,19 @@ impl Browser {
         Events { res: req.send().await.expect("request sent"), buffer: String::new() }
     }
 
-    /// Uploads a file as the agent page's upload form does: multipart, with the session's
-    /// CSRF token (read from `page`) in the action's query, `fields` before the file.
+    /// Uploads a file as the agent page's upload form does: multipart, the session's CSRF token
+    /// (read from `page`) its first field, `fields` after it, the file last.
     pub async fn upload(&self, page: &str, action: &str, fields: &[(&str, &str)], file: (&str, &[u8])) -> Reply {
         let html = self.get(page).await.text;
         let csrf = csrf_in(&html).expect("the page has a CSRF field");
-        self.upload_with_token(&csrf, action, fields, file).await
+        let mut all = vec![("csrf", csrf.as_str())];
+        all.extend_from_slice(fields);
+        self.post_multipart(action, &all, file).await
     }
 
-    /// Like [`Browser::upload`] with the CSRF token given (a wrong one, to see it refused).
-    pub async fn upload_with_token(
-        &self,
-        csrf: &str,
-        action: &str,
-        fields: &[(&str, &str)],
-        file: (&str, &[u8]),
-    ) -> Reply {
+    /// Posts a multipart form of `fields` in order, then `file`, with the session's cookie and
+    /// nothing else: a CSRF token goes in `fields` or in `action`'s query, as a test chooses.
+    pub async fn post_multipart(&self, action: &str, fields: &[(&str, &str)], file: (&str, &[u8])) -> Reply {
         let boundary = "kennel-test-boundary-7d1f";
         let mut body = Vec::new();
         for (name, value) in fields {
@@ -585,10 +582,9 @@ impl Browser {
         );
         body.extend_from_slice(bytes);
         body.extend(format!("\r\n--{boundary}--\r\n").bytes());
-        let query = serde_urlencoded::to_string([("csrf", csrf)]).expect("a query");
         let req = self
             .http
-            .post(format!("{}{action}?{query}", self.base))
+            .post(format!("{}{action}", self.base))
             .header("content-type", format!("multipart/form-data; boundary={boundary}"))
             .body(body);
         self.send(req).await

@@ -389,8 +389,8 @@ fn workspace_card(agent: &str, csrf: &str, listing: Listing, error: Option<Strin
             }
         })
         .collect::<Vec<_>>();
-    // A multipart body is not read before the handler, so its CSRF token rides in the URL.
-    let action = format!("/agents/{agent}/files?{}", serde_urlencoded::to_string([("csrf", csrf)]).unwrap_or_default());
+    // The CSRF token is the upload's first field: the handler checks it before the file.
+    let action = format!("/agents/{agent}/files");
     view! {
         <section class="card" id="workspace">
             <h2>"Workspace"</h2>
@@ -403,6 +403,7 @@ fn workspace_card(agent: &str, csrf: &str, listing: Listing, error: Option<Strin
             {empty}
             {more}
             <form method="post" action=action enctype="multipart/form-data" class="inline" id="upload-form">
+                <input type="hidden" name="csrf" value=csrf.to_string()/>
                 <input type="file" name="file" required aria-label="File to upload"/>
                 <input type="text" name="folder" placeholder="folder (optional)" aria-label="Folder in the workspace"/>
                 <button type="submit">"Upload"</button>

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use kennel_kernel::knowledge::{Edge, Entity, Overview, Subgraph};
+use kennel_kernel::text::shorten;
 use leptos::prelude::*;
 use serde_json::Value;
 
@@ -101,12 +102,19 @@ fn whole_view(id: &str, overview: Overview, entities: Vec<Entity>, paging: Pagin
     let rows = entities
         .into_iter()
         .map(|e| {
-            let keys: Vec<&str> = e.attributes.keys().map(String::as_str).collect();
+            let attributes = e
+                .attributes
+                .iter()
+                .map(|(key, value)| {
+                    let value = format!(": {}", shorten(&value_text(value), ATTRIBUTE_PREVIEW));
+                    view! { <li><strong>{key.clone()}</strong>{value}</li> }
+                })
+                .collect::<Vec<_>>();
             view! {
                 <tr>
                     <td><a href=entity_href(id, &e.name, None)>{e.name.clone()}</a></td>
                     <td>{e.entity_type.clone()}</td>
-                    <td>{keys.join(", ")}</td>
+                    <td><ul class="attributes">{attributes}</ul></td>
                     <td>{short_time(&e.updated_at)}</td>
                 </tr>
             }
@@ -130,6 +138,10 @@ fn whole_view(id: &str, overview: Overview, entities: Vec<Entity>, paging: Pagin
     }
     .into_any()
 }
+
+/// How many characters of each attribute's value the entity table shows; the entity's own
+/// page shows them whole.
+const ATTRIBUTE_PREVIEW: usize = 120;
 
 /// An attribute's value as text: a string as it is, anything else as JSON.
 fn value_text(v: &Value) -> String {

@@ -16,7 +16,6 @@ use crate::config::Config;
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::page::{Page, PageRequest};
-use crate::text::longer_than;
 use crate::tool::{CallContext, Registry, Tool, ToolDef};
 
 pub(crate) fn register(r: &mut Registry, _: &Config) {
@@ -122,8 +121,11 @@ impl Canvases {
 
 fn checked_title(title: Option<&str>) -> Result<&str> {
     let title = title.map(str::trim).filter(|t| !t.is_empty()).unwrap_or(UNTITLED);
-    if longer_than(title, MAX_TITLE) || title.chars().any(char::is_control) {
-        return Err(Error::invalid(format!("a title is at most {MAX_TITLE} characters, on one line")).on_field("title"));
+    if !crate::text::is_title(title, MAX_TITLE) {
+        return Err(Error::invalid(format!(
+            "a title is at most {MAX_TITLE} characters on one line, without bidirectional controls"
+        ))
+        .on_field("title"));
     }
     Ok(title)
 }

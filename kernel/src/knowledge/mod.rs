@@ -36,7 +36,7 @@ pub(crate) use tools::register;
 use crate::db::Db;
 use crate::error::{Error, ErrorKind, FieldError, Result};
 use crate::page::{Key, Page, PageRequest};
-use crate::text::{is_blank, longer_than, thousands};
+use crate::text::{is_title, thousands};
 
 /// The longest entity name, in characters.
 pub const MAX_NAME: usize = 200;
@@ -435,9 +435,11 @@ fn named_edges(steps: Vec<store::Step>, names: &HashMap<i64, String>) -> Vec<Edg
 
 /// A name or type: not blank, on one line, at most `max` characters.
 fn check_label(problems: &mut Vec<FieldError>, field: &str, text: &str, max: usize) {
-    if is_blank(text) || longer_than(text, max) || text.chars().any(char::is_control) {
-        problems
-            .push(FieldError { field: field.into(), message: format!("1 to {max} characters on one line, not blank") });
+    if !is_title(text, max) {
+        problems.push(FieldError {
+            field: field.into(),
+            message: format!("1 to {max} characters on one line, not blank, without bidirectional controls"),
+        });
     }
 }
 

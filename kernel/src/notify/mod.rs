@@ -138,6 +138,13 @@ impl Inbox {
     /// stored whatever the fan-out does).
     pub async fn notify(&self, kernel: &Kernel, new: NewNote) -> Result<Note> {
         check_text("reason", &new.reason, MAX_REASON)?;
+        // The reason is the note's title: it cannot reorder what an operator reads.
+        if new.reason.chars().any(crate::text::is_bidi_control) {
+            return Err(Error::invalid(
+                "`reason` is a title: no bidirectional controls (U+202A–U+202E, U+2066–U+2069)",
+            )
+            .with_field("reason"));
+        }
         check_text("summary", &new.summary, MAX_SUMMARY)?;
         let now = self.clock.now();
         let (at, since) = (crate::db::timestamp(now), crate::db::timestamp(now - chrono::Duration::hours(1)));

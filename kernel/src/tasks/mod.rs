@@ -20,7 +20,7 @@ use crate::agent::Agents;
 use crate::db::{self, Db, stored_enum};
 use crate::error::{Error, FieldError, Result};
 use crate::page::{Key, Page, PageRequest, bad_cursor};
-use crate::text::{is_blank, longer_than};
+use crate::text::{is_title, longer_than};
 
 /// Where a task is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema, JsonSchema)]
@@ -115,8 +115,12 @@ pub struct TaskEvent {
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewTask {
-    /// What is to be done: 1 to 200 characters, not blank.
-    #[schema(max_length = 200, pattern = r"[^ \t\n\r\f\v]")]
+    /// What is to be done: 1 to 200 characters on one line, not blank, without bidirectional
+    /// controls (the pattern is `text::TITLE_PATTERN`).
+    #[schema(
+        max_length = 200,
+        pattern = r"^[^\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]*[^ \t\n\r\f\v\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069][^\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]*$"
+    )]
     pub title: String,
     /// Details, at most 20,000 characters.
     #[serde(default)]
@@ -179,10 +183,12 @@ impl TaskBoard {
     /// Posts a pending task. `new.assignee` may be an agent's name or id; the task stores the id.
     pub async fn post(&self, new: NewTask, posted_by: &str) -> Result<Task> {
         let mut errors = Vec::new();
-        if is_blank(&new.title) || longer_than(&new.title, MAX_TITLE) {
+        if !is_title(&new.title, MAX_TITLE) {
             errors.push(FieldError {
                 field: "title".into(),
-                message: format!("a title of 1 to {MAX_TITLE} characters, not blank"),
+                message: format!(
+                    "a title of 1 to {MAX_TITLE} characters on one line, not blank, without bidirectional controls"
+                ),
             });
         }
         if longer_than(&new.body, MAX_BODY) {

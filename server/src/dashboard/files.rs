@@ -16,6 +16,7 @@ use serde::Deserialize;
 use tokio::io::AsyncReadExt;
 
 use super::agents::{Refused, agent_page};
+use super::session::{UploadToken, csrf_refused};
 use super::{Cursor, Notice, Operator, PageResult, html, meta, see_other};
 
 /// The most text a file page shows inline; longer text files are downloaded.
@@ -91,9 +92,13 @@ fn content_disposition(kind: &str, name: &str) -> String {
 pub async fn upload(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
+    Extension(token): Extension<UploadToken>,
     Path(id): Path<String>,
-    multipart: Multipart,
+    mut multipart: Multipart,
 ) -> PageResult {
+    if !token.admits(&mut multipart).await {
+        return Ok(csrf_refused());
+    }
     let agent = kernel.agents().get(&id)?;
     let stored = match read_upload(multipart, kernel.workspaces().max_file_bytes()).await {
         Ok((path, bytes)) => kernel.workspaces().write(agent.id, &path, bytes).await,

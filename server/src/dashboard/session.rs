@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::header::{COOKIE, SET_COOKIE};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
@@ -94,8 +94,10 @@ pub async fn require_operator(State(kernel): State<Kernel>, mut req: Request, ne
 }
 
 /// Refuses every POST whose `csrf` form field is not this session's token (403). The body is
-/// read once here and handed on unchanged; a multipart upload carries the token in its URL's
-/// query instead (`?csrf=`) and its body goes on unread.
+/// read once here and handed on unchanged. An upload is streamed to its handler, not read here:
+/// only the routes in [`UPLOAD_ROUTES`] take one, and their handler checks the token, the form's
+/// first field, before it reads a byte of the file ([`UploadToken`]). The token never rides in a
+/// URL, where it would land in logs and history.
 pub async fn check_csrf(req: Request, next: Next) -> Response {
     if req.method() != Method::POST {
         return next.run(req).await;
@@ -104,10 +106,15 @@ pub async fn check_csrf(req: Request, next: Next) -> Response {
         Some(op) => op.csrf.clone(),
         None => return csrf_refused(),
     };
-    // An upload is streamed to its handler, not read here: its token is in the form's URL.
     if is_multipart(req.headers()) {
-        let query = req.uri().query().unwrap_or_default().as_bytes();
-        return if form_token_matches(query, &expected) { next.run(req).await } else { csrf_refused() };
+        let route = req.extensions().get::<MatchedPath>().map(|p| p.as_str().to_string());
+        if !route.is_some_and(|r| UPLOAD_ROUTES.contains(&r.as_str())) {
+            return (StatusCode::UNSUPPORTED_MEDIA_TYPE, "this form takes no upload: send it as a plain form")
+                .into_response();
+        }
+        let mut req = req;
+        req.extensions_mut().insert(UploadToken(expected));
+        return next.run(req).await;
     }
     let (parts, body) = req.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, FORM_LIMIT).await else {
@@ -117,6 +124,33 @@ pub async fn check_csrf(req: Request, next: Next) -> Response {
         return csrf_refused();
     }
     next.run(Request::from_parts(parts, Body::from(bytes))).await
+}
+
+/// The dashboard routes that take a multipart upload; each checks its [`UploadToken`].
+pub const UPLOAD_ROUTES: &[&str] = &["/agents/{id}/files"];
+
+/// The session's CSRF token, left for an upload route's handler: the multipart form's first
+/// field must be `csrf` with this value.
+#[derive(Clone)]
+pub struct UploadToken(String);
+
+impl UploadToken {
+    /// Reads the form's first field and says whether it is `csrf` with this session's token.
+    pub async fn admits(&self, multipart: &mut axum::extract::Multipart) -> bool {
+        let Ok(Some(mut field)) = multipart.next_field().await else { return false };
+        if field.name() != Some("csrf") {
+            return false;
+        }
+        // The token is short: a field longer than this is not it.
+        let mut token = Vec::new();
+        while let Ok(Some(chunk)) = field.chunk().await {
+            token.extend_from_slice(&chunk);
+            if token.len() > 256 {
+                return false;
+            }
+        }
+        std::str::from_utf8(&token).is_ok_and(|t| secrets_match(t, &self.0))
+    }
 }
 
 fn is_multipart(headers: &HeaderMap) -> bool {

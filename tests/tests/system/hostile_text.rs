@@ -44,6 +44,10 @@ const PAYLOADS: &[&str] = &[
     "\u{202E}gnp.exe \u{2028}line\u{2029}para \u{200B}zero\u{FEFF}width",
 ];
 
+/// The payloads a title takes: all but the last, whose right-to-left override every title
+/// refuses (it would show an operator other words than the title holds).
+const TITLES: &[&str] = PAYLOADS.split_last().expect("payloads").1;
+
 /// A page on loopback whose title and text are `corpus`, served escaped (the browser decodes
 /// it, so the tab's title and the page's text are the payloads themselves).
 async fn hostile_site(corpus: &str) -> reqwest::Url {
@@ -194,6 +198,8 @@ fn assert_canvas_frame(what: &str, attrs: &BTreeMap<String, String>) {
 pub(crate) enum Shows {
     /// Every one: the page shows a field that holds the whole corpus verbatim.
     All,
+    /// Every payload a title takes ([`TITLES`]): a page of titles.
+    Titles,
     /// The first (it survives TOML and JSON quoting unchanged).
     First,
     /// None: the page shows no stored text, it must only stay clean.
@@ -212,6 +218,7 @@ fn check_reply(what: &str, reply: &Reply, shows: Shows) -> Page {
     let page = assert_no_markup(what, &reply.text);
     let wanted = match shows {
         Shows::All => PAYLOADS,
+        Shows::Titles => TITLES,
         Shows::First => &PAYLOADS[..1],
         Shows::Nothing => &[],
     };
@@ -262,10 +269,12 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     let painted =
         b.submit(&format!("/agents/{painter}"), &format!("/agents/{painter}/chat"), &[("message", "draw")]).await;
     let canvas_chat = painted.header("location").unwrap().split('#').next().unwrap().to_string();
-    for title in &PAYLOADS[1..] {
+    for title in &TITLES[1..] {
         let shown = api.invoke(&painter, "canvas_present", json!({"html": corpus, "title": title})).await;
         assert_eq!(shown.status, 200, "{}", shown.text);
     }
+    let overridden = api.invoke(&painter, "canvas_present", json!({"html": corpus, "title": PAYLOADS.last()})).await;
+    assert!(overridden.text.contains("bidirectional"), "{}", overridden.text);
 
     // A failed turn: the provider's error body is stored with the session and shown in it.
     let failing = agent_from(&api, json!({"name": "failing", "model": "m"})).await;
@@ -289,8 +298,9 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     // A knowledge graph: every name, type, attribute key and value and relation type is the
     // agent's text (the picture's labels are SVG text, its links carry names in their query).
     let scholar = agent_from(&api, json!({"name": "scholar", "model": "m", "tools": ["knowledge.*"]})).await;
-    for (i, payload) in PAYLOADS.iter().enumerate() {
-        let attributes = json!({ *payload: corpus, "plain": payload });
+    for (i, payload) in TITLES.iter().enumerate() {
+        // The override no title takes is an attribute's value (shown in the entity table).
+        let attributes = json!({ *payload: corpus, "plain": payload, "override": PAYLOADS.last() });
         let added = api
             .invoke(
                 &scholar,
@@ -300,7 +310,7 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
             .await;
         assert_eq!(added.status, 200, "{}", added.text);
         if i > 0 {
-            let args = json!({"from": PAYLOADS[i - 1], "to": payload, "type": payload});
+            let args = json!({"from": TITLES[i - 1], "to": payload, "type": payload});
             assert_eq!(api.invoke(&scholar, "knowledge_add_relation", args).await.status, 200);
         }
     }
@@ -327,7 +337,7 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
 
     // The owner inbox: each payload a note's reason, the corpus its summary.
     let herald = agent_from(&api, json!({"name": "herald", "model": "m", "tools": ["notify_owner"]})).await;
-    for payload in PAYLOADS {
+    for payload in TITLES {
         let noted = api.invoke(&herald, "notify_owner", json!({"reason": payload, "summary": corpus})).await;
         assert_eq!(noted.status, 200, "{}", noted.text);
     }
@@ -446,7 +456,7 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     // Tasks: titles (at most 200 bytes: one payload each), bodies and results; from the API,
     // a tool and the board's form.
     let mut tasks = Vec::new();
-    for payload in PAYLOADS {
+    for payload in TITLES {
         let t = api.post("/api/tasks", json!({"title": payload, "body": corpus})).await;
         assert_eq!(t.status, 201, "{}", t.text);
         tasks.push(t.body["id"].as_str().unwrap().to_string());
@@ -621,12 +631,12 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     check(&b, &format!("/agents/{frontdesk}"), Shows::First).await;
 
     // Canvases and workspace files.
-    check(&b, &format!("/canvas/{painter}/1"), Shows::All).await;
+    check(&b, &format!("/canvas/{painter}/1"), Shows::Titles).await;
     check(&b, &canvas_chat, Shows::First).await;
     let canvases = check(&b, "/canvas", Shows::Nothing).await;
-    assert!(canvases.text.contains(PAYLOADS[PAYLOADS.len() - 1]), "the latest title, as text");
+    assert!(canvases.text.contains(TITLES[TITLES.len() - 1]), "the latest title, as text");
     let painter_page = check(&b, &format!("/agents/{painter}"), Shows::Nothing).await;
-    assert!(painter_page.text.contains(PAYLOADS[PAYLOADS.len() - 1]), "the version list, as text");
+    assert!(painter_page.text.contains(TITLES[TITLES.len() - 1]), "the version list, as text");
     let frame = b.get(&format!("/canvas/{painter}/1/frame")).await;
     let (prelude, served) = frame.text.split_once("</script>").expect("the canvas prelude comes first");
     assert!(prelude.starts_with("<script>(() =>"), "{prelude}");
@@ -635,8 +645,8 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     // The knowledge graph: the whole of it, each entity's neighbourhood, and a name that is not there.
     let graph = format!("/agents/{scholar}/knowledge");
     let whole = check(&b, &graph, Shows::All).await;
-    assert_eq!(whole.tags.iter().filter(|(n, _)| n == "circle").count(), PAYLOADS.len(), "every entity drawn");
-    for payload in PAYLOADS {
+    assert_eq!(whole.tags.iter().filter(|(n, _)| n == "circle").count(), TITLES.len(), "every entity drawn");
+    for payload in TITLES {
         check(&b, &with_query(&graph, "entity", payload), Shows::All).await;
     }
     let missing = b.get(&with_query(&graph, "entity", &corpus)).await;
@@ -714,7 +724,6 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
         "/agents".to_string(),
         format!("/agents/{evil}"),
         format!("/agents/{maker}"),
-        "/tasks".into(),
         format!("/tasks/{by_tool}"),
         format!("/tasks/{done}"),
         "/schedules".into(),
@@ -726,6 +735,7 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     ] {
         check(&b, &path, Shows::All).await;
     }
+    check(&b, "/tasks", Shows::Titles).await;
     for id in &tasks {
         check(&b, &format!("/tasks/{id}"), Shows::All).await;
     }

@@ -275,6 +275,14 @@ async fn the_dashboard_draws_the_graph_and_each_entitys_neighbourhood() {
     assert_eq!(whole.text.matches("<line").count(), 50, "every relation drawn");
     assert!(whole.text.contains(&format!("href=\"/agents/{me}/knowledge?entity=e7\"")), "nodes link to themselves");
     assert!(whole.text.contains(">project</li>"), "a legend of the types");
+    // The entity table shows each attribute with its value, a long value cut short.
+    let long = "word ".repeat(100);
+    let noted = json!({"name": "e1", "type": "project", "attributes": {"n": 1, "status": "shipped", "notes": long}});
+    assert_eq!(api.invoke(&me, "knowledge_add_entity", noted).await.status, 200);
+    let table = b.get(&format!("/agents/{me}/knowledge")).await.text;
+    assert!(table.contains("<li><strong>status</strong>: shipped</li>"), "{table}");
+    assert!(table.contains("<li><strong>n</strong>: 1</li>"), "a number as JSON: {table}");
+    assert!(table.contains(&format!("<li><strong>notes</strong>: {}…</li>", &long[..120])), "{table}");
 
     let one = b.get(&format!("/agents/{me}/knowledge?entity=e7")).await;
     assert_eq!(one.status, 200, "{}", one.text);

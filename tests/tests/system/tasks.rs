@@ -131,3 +131,32 @@ async fn operators_reassign_cancel_and_retry() {
     let ghost = api.post("/api/tasks", json!({"title": "x", "assignee": "ghost"})).await;
     assert_eq!((ghost.status, ghost.body["error"]["fields"][0]["field"].as_str()), (422, Some("assignee")));
 }
+
+/// A right-to-left override in a title would show operators other words than it holds
+/// (U+202E before `gnp.exe` reads `exe.png`): every title refuses the bidirectional controls,
+/// through the API, the tools and the schema, and keeps the marks right-to-left text needs.
+#[tokio::test]
+async fn titles_refuse_bidirectional_controls_and_keep_right_to_left_text() {
+    let (_home, _d, api) = daemon().await;
+    let agent = agent_from(&api, json!({"name": "a", "tools": ["tasks.*", "canvas_present", "notify_owner"]})).await;
+    for control in ['\u{202A}', '\u{202D}', '\u{202E}', '\u{2066}', '\u{2069}'] {
+        let title = format!("invoice {control}fdp.exe");
+        let posted = api.post("/api/tasks", json!({"title": title})).await;
+        assert_eq!((posted.status, posted.body["error"]["fields"][0]["field"].as_str()), (422, Some("title")));
+        assert!(posted.text.contains("bidirectional"), "the refusal says why: {}", posted.text);
+        let by_tool = api.invoke(&agent, "task_post", json!({"title": title, "body": "b"})).await;
+        assert!(by_tool.text.contains("bidirectional"), "{}", by_tool.text);
+        let canvas = api.invoke(&agent, "canvas_present", json!({"html": "<p>x</p>", "title": title})).await;
+        assert!(canvas.text.contains("bidirectional"), "{}", canvas.text);
+        let note = api.invoke(&agent, "notify_owner", json!({"reason": title, "summary": "s"})).await;
+        assert!(note.text.contains("bidirectional"), "{}", note.text);
+    }
+    assert_eq!(api.get("/api/tasks").await.body.as_array().map(Vec::len), Some(0), "nothing stored");
+    assert_eq!(api.post("/api/tasks", json!({"title": "two\nlines"})).await.status, 422);
+    let arabic = api.post("/api/tasks", json!({"title": "نشر الإصدار \u{200F}v2"})).await;
+    assert_eq!(arabic.status, 201, "{}", arabic.text);
+
+    let spec = api.get("/api/openapi.json").await;
+    let pattern = &spec.body["components"]["schemas"]["NewTask"]["properties"]["title"]["pattern"];
+    assert_eq!(pattern, kennel_kernel::text::TITLE_PATTERN, "the schema states the rule the kernel holds");
+}

@@ -173,9 +173,24 @@ async fn operators_upload_list_view_and_download_workspace_files_with_safe_heade
     assert_eq!(escape.status, 422, "{}", escape.text);
     assert!(escape.text.contains("not a workspace path"), "{}", escape.text);
     assert!(!home.path().join("x.txt").exists() && !home.path().join("workspaces/x.txt").exists());
-    let forged = b.upload_with_token("not-the-token", &action, &[], ("forged.txt", b"x")).await;
+    let forged = b.post_multipart(&action, &[("csrf", "not-the-token")], ("forged.txt", b"x")).await;
     assert_eq!(forged.status, 403, "an upload needs the session's token too");
     assert!(!home.path().join("workspaces").join(&agent).join("forged.txt").exists());
+
+    // The token is the form's first field, never in a URL (where logs and history keep it).
+    let shown = b.get(&page).await.text;
+    assert!(shown.contains(&format!("action=\"{action}\"")), "the upload form's action has no query: {shown}");
+    let csrf = kennel_tests::csrf_in(&shown).expect("a CSRF token");
+    let in_url = b.post_multipart(&format!("{action}?csrf={csrf}"), &[], ("in-url.txt", b"x")).await;
+    assert_eq!(in_url.status, 403, "a token in the URL is not taken: {}", in_url.text);
+    let after_file = b.post_multipart(&action, &[("folder", "f"), ("csrf", &csrf)], ("late.txt", b"x")).await;
+    assert_eq!(after_file.status, 403, "a token after other fields is not taken: {}", after_file.text);
+    // Only an upload route takes multipart: another form sent so runs nothing.
+    let stop = b.post_multipart(&format!("/agents/{agent}/stop?csrf={csrf}"), &[("csrf", &csrf)], ("x", b"x")).await;
+    assert_eq!(stop.status, 415, "{}", stop.text);
+    assert_eq!(api.get(&format!("/api/agents/{agent}")).await.body["status"], "running", "the agent was not stopped");
+    let workspace = home.path().join("workspaces").join(&agent);
+    assert!(!workspace.join("in-url.txt").exists() && !workspace.join("f/late.txt").exists());
 }
 
 #[tokio::test]
