@@ -54,8 +54,9 @@ test.beforeAll(async ({ browser }) => {
   // Two people in the lobby group on the webhook channel serve.sh configures.
   for (const [id, name, text] of [['m1', 'Ann Example', 'Is the parcel for floor 3 here?'], ['m2', 'Bob', 'It came this morning.']]) {
     const body = JSON.stringify({ id, chat_id: 'lobby-group', title: 'Lobby', group: true, text, user: { id: name.toLowerCase().replace(' ', '-'), name } });
-    const signature = 'sha256=' + createHmac('sha256', 'e2e-channel-secret').update(body).digest('hex');
-    const posted = await page.request.post('/channels/lobby/inbound', { headers: { 'X-Kennel-Signature-256': signature, 'Content-Type': 'application/json' }, data: body });
+    const timestamp = Math.floor(Date.now() / 1000).toString();
+    const signature = 'sha256=' + createHmac('sha256', 'e2e-channel-secret').update(`${timestamp}.${body}`).digest('hex');
+    const posted = await page.request.post('/channels/lobby/inbound', { headers: { 'X-Kennel-Timestamp': timestamp, 'X-Kennel-Signature-256': signature, 'Content-Type': 'application/json' }, data: body });
     expect(posted.ok(), await posted.text()).toBeTruthy();
   }
   const started = await invoke('process_start', { command: 'echo "watching src/ for changes"; echo "warning: 2 files skipped" >&2; sleep 300' });

@@ -1,20 +1,20 @@
 //! A receiver for a webhook channel's outbound posts, and the signature both directions use:
-//! `X-Kennel-Signature-256: sha256=HEX`, the HMAC-SHA256 of the exact body with the
-//! channel's signing secret. The HMAC here is written out from RFC 2104 on `sha2`, apart from
-//! the daemon's, so a test checks one against the other.
+//! `X-Kennel-Timestamp: UNIX_SECONDS` and `X-Kennel-Signature-256: sha256=HEX`, the
+//! HMAC-SHA256 of `TIMESTAMP.BODY` with the channel's signing secret. The HMAC here is written
+//! out from RFC 2104 on `sha2`, apart from the daemon's, so a test checks one against the other.
 
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-/// The `X-Kennel-Signature-256` value for `body` signed with `secret`.
-pub fn sign(secret: &str, body: &[u8]) -> String {
+/// `sha256=HEX` of the HMAC-SHA256 of `message` with `secret`.
+pub fn hmac_sha256(secret: &str, message: &[u8]) -> String {
     const BLOCK: usize = 64;
     let mut key = [0u8; BLOCK];
     if secret.len() > BLOCK {
@@ -23,9 +23,35 @@ pub fn sign(secret: &str, body: &[u8]) -> String {
         key[..secret.len()].copy_from_slice(secret.as_bytes());
     }
     let pad = |byte: u8| key.iter().map(|k| k ^ byte).collect::<Vec<u8>>();
-    let inner = Sha256::new().chain_update(pad(0x36)).chain_update(body).finalize();
+    let inner = Sha256::new().chain_update(pad(0x36)).chain_update(message).finalize();
     let outer = Sha256::new().chain_update(pad(0x5c)).chain_update(inner).finalize();
     format!("sha256={}", hex::encode(outer))
+}
+
+/// The `X-Kennel-Signature-256` value for `body` sent at `timestamp` (Unix seconds).
+pub fn sign_at(secret: &str, timestamp: i64, body: &[u8]) -> String {
+    let mut message = format!("{timestamp}.").into_bytes();
+    message.extend_from_slice(body);
+    hmac_sha256(secret, &message)
+}
+
+/// Now, in Unix seconds.
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("a clock after 1970").as_secs() as i64
+}
+
+/// The two headers that sign `body` with `secret` at `timestamp`.
+pub fn signed_at(secret: &str, timestamp: i64, body: &[u8]) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    headers.insert("x-kennel-timestamp", HeaderValue::from(timestamp));
+    let signature = sign_at(secret, timestamp, body);
+    headers.insert("x-kennel-signature-256", HeaderValue::from_str(&signature).expect("hex"));
+    headers
+}
+
+/// The two headers that sign `body` with `secret` now.
+pub fn signed(secret: &str, body: &[u8]) -> HeaderMap {
+    signed_at(secret, unix_now(), body)
 }
 
 pub struct FakeWebhookReceiver {
@@ -76,9 +102,11 @@ impl FakeWebhookReceiver {
 }
 
 async fn receive(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    let presented = headers.get("x-kennel-signature-256").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let timestamp: i64 = header("x-kennel-timestamp").parse().unwrap_or_default();
+    let fresh = (unix_now() - timestamp).abs() <= 60;
     let mut receiver = shared.state.lock().expect("receiver");
-    if presented != sign(&shared.secret, &body) {
+    if !fresh || header("x-kennel-signature-256") != sign_at(&shared.secret, timestamp, &body) {
         receiver.refused += 1;
         return (StatusCode::UNAUTHORIZED, "bad signature").into_response();
     }

@@ -192,3 +192,28 @@ pub trait Platform: Send + Sync + 'static {
         cancel: CancellationToken,
     ) -> Option<BoxFuture<'static, ()>>;
 }
+
+/// How far a signed request's timestamp may be from now before it is taken for a replay
+/// (Slack's own advice, and the webhook channel's rule).
+pub const REPLAY_WINDOW_SECS: i64 = 5 * 60;
+
+/// Refuses a signed request whose `timestamp` (Unix seconds, from the `header` named) is not a
+/// number or is more than [`REPLAY_WINDOW_SECS`] from now: a signature alone can be replayed
+/// forever, a signed timestamp only for those minutes (the dedupe rows cover them).
+pub fn check_fresh(channel: &str, header: &str, timestamp: &str) -> Result<(), Error> {
+    let sent_at: i64 = timestamp
+        .trim()
+        .parse()
+        .map_err(|_| Error::forbidden(format!("channel `{channel}`: {header} `{timestamp}` is not Unix seconds")))?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or_default();
+    if (now - sent_at).abs() > REPLAY_WINDOW_SECS {
+        return Err(Error::forbidden(format!(
+            "channel `{channel}`: {header} is {} s from now (more than 5 minutes): a replayed request, or a clock that is wrong",
+            now - sent_at
+        )));
+    }
+    Ok(())
+}

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
@@ -21,9 +21,6 @@ use crate::error::Error;
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long an upload's bytes may take.
 const UPLOAD_TIMEOUT: Duration = Duration::from_secs(300);
-/// How far a request's timestamp may be from now before it is taken for a replay (Slack's
-/// own advice).
-const MAX_SKEW_SECS: i64 = 5 * 60;
 
 pub struct Slack {
     endpoint: Endpoint,
@@ -163,16 +160,7 @@ impl Slack {
         })?;
         let signature = header("x-slack-signature")
             .ok_or_else(|| Error::forbidden(format!("channel `{channel}`: the request has no X-Slack-Signature")))?;
-        let sent_at: i64 = timestamp.trim().parse().map_err(|_| {
-            Error::forbidden(format!("channel `{channel}`: X-Slack-Request-Timestamp `{timestamp}` is not a number"))
-        })?;
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or_default();
-        if (now - sent_at).abs() > MAX_SKEW_SECS {
-            return Err(Error::forbidden(format!(
-                "channel `{channel}`: X-Slack-Request-Timestamp is {} s from now (more than 5 minutes): a replayed request?",
-                now - sent_at
-            )));
-        }
+        super::platform::check_fresh(channel, "X-Slack-Request-Timestamp", timestamp)?;
         let given = signature
             .strip_prefix("v0=")
             .and_then(|h| hex::decode(h).ok())

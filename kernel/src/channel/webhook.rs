@@ -4,8 +4,10 @@
 //! `{"id", "chat_id", "text", "user": {"id", "name", "username"?}, "group"?, "title"?}`.
 //! Outbound, Kennel posts to the channel's `base_url`:
 //! `{"channel", "chat_id", "content": {"type": "text" | "image" | "file" | "poll", …}}`.
-//! Both ways the body is signed: `X-Kennel-Signature-256: sha256=HEX`, the HMAC-SHA256 of the
-//! exact body with the channel's signing secret.
+//! Both ways the request is signed: `X-Kennel-Timestamp: UNIX_SECONDS` and
+//! `X-Kennel-Signature-256: sha256=HEX`, the HMAC-SHA256 of `TIMESTAMP.BODY` (the timestamp, a
+//! dot, the exact body) with the channel's signing secret. A request whose timestamp is more
+//! than five minutes from now is refused: a captured request cannot be replayed later.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,6 +25,10 @@ use super::platform::{
 use crate::error::Error;
 
 const SIGNATURE_HEADER: &str = "x-kennel-signature-256";
+const TIMESTAMP_HEADER: &str = "x-kennel-timestamp";
+/// What a refusal tells the sender to do.
+const HOW_TO_SIGN: &str = "X-Kennel-Timestamp: Unix seconds, and X-Kennel-Signature-256: sha256=HEX of the \
+     HMAC-SHA256 of `TIMESTAMP.BODY` with the channel's signing secret";
 const SEND_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub struct Webhook {
@@ -57,11 +63,17 @@ impl Platform for Webhook {
             }
             let body = serde_json::to_vec(&Post { channel, chat_id, content: Content::of(out) })
                 .map_err(|e| Error::internal(format!("encoding a webhook post: {e}")))?;
-            let signature = signature(self.secret()?, &body);
+            let timestamp = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or_default()
+                .to_string();
+            let signature = signature(self.secret()?, &timestamp, &body);
             let (url, client) = self.endpoint.client(&self.endpoint.base_url, SEND_TIMEOUT).await?;
             let response = client
                 .post(url)
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .header(TIMESTAMP_HEADER, timestamp)
                 .header(SIGNATURE_HEADER, signature)
                 .body(body)
                 .send()
@@ -94,25 +106,26 @@ impl Platform for Webhook {
     fn webhook<'a>(&'a self, req: WebhookRequest<'a>) -> BoxFuture<'a, Result<WebhookReply, Error>> {
         Box::pin(async move {
             let channel = &self.endpoint.channel;
-            let Some(presented) = req.headers.get(SIGNATURE_HEADER) else {
+            let header = |name: &str| req.headers.get(name).and_then(|v| v.to_str().ok());
+            let (Some(timestamp), Some(presented)) = (header(TIMESTAMP_HEADER), header(SIGNATURE_HEADER)) else {
                 return Err(Error::forbidden(format!(
-                    "channel `{channel}`: the request has no X-Kennel-Signature-256 header (sha256=HEX of the \
-                     HMAC-SHA256 of the body with the channel's signing secret)"
+                    "channel `{channel}`: the request is not signed: send {HOW_TO_SIGN}"
                 )));
             };
+            super::platform::check_fresh(channel, "X-Kennel-Timestamp", timestamp)?;
             let mut mac =
                 <Hmac<Sha256> as Mac>::new_from_slice(self.secret()?.as_bytes()).expect("HMAC takes any key length");
+            mac.update(timestamp.as_bytes());
+            mac.update(b".");
             mac.update(req.body);
+            // `verify_slice` compares in constant time.
             let verified = presented
-                .to_str()
-                .ok()
-                .and_then(|v| v.strip_prefix("sha256="))
+                .strip_prefix("sha256=")
                 .and_then(|v| hex::decode(v.trim()).ok())
                 .is_some_and(|given| mac.verify_slice(&given).is_ok());
             if !verified {
                 return Err(Error::forbidden(format!(
-                    "channel `{channel}`: the X-Kennel-Signature-256 header does not match the body (sha256=HEX of \
-                     the HMAC-SHA256 of the body with the channel's signing secret)"
+                    "channel `{channel}`: X-Kennel-Signature-256 does not match the timestamp and body: send {HOW_TO_SIGN}"
                 )));
             }
             let post: InboundPost = serde_json::from_slice(req.body)
@@ -138,9 +151,11 @@ impl Platform for Webhook {
     }
 }
 
-/// `sha256=HEX`: the signature header's value for `body`.
-fn signature(secret: &str, body: &[u8]) -> String {
+/// `sha256=HEX`: the signature header's value for `body` sent at `timestamp`.
+fn signature(secret: &str, timestamp: &str, body: &[u8]) -> String {
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key length");
+    mac.update(timestamp.as_bytes());
+    mac.update(b".");
     mac.update(body);
     format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kennel_tests::fake_llm::{FakeLlm, Scripted};
-use kennel_tests::fake_webhook::{FakeWebhookReceiver, sign};
+use kennel_tests::fake_webhook::{FakeWebhookReceiver, signed};
 use kennel_tests::{Api, eventually};
 use serde_json::{Value, json};
 
@@ -127,7 +127,7 @@ async fn on_a_channel_the_askers_next_message_is_the_answer_not_a_turn() {
         let req = anonymous
             .request(reqwest::Method::POST, "/channels/hook/inbound")
             .header("content-type", "application/json")
-            .header("x-kennel-signature-256", sign(SECRET, body.as_bytes()))
+            .headers(signed(SECRET, body.as_bytes()))
             .body(body);
         Api::send(req)
     };

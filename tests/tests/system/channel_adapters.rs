@@ -15,7 +15,7 @@ mod telegram_and_webhook {
     use kennel_kernel::config::ChannelMode;
     use kennel_kernel::net::guard::AllowedHosts;
     use kennel_tests::fake_telegram::FakeTelegram;
-    use kennel_tests::fake_webhook::{FakeWebhookReceiver, sign};
+    use kennel_tests::fake_webhook::{FakeWebhookReceiver, hmac_sha256, signed, signed_at, unix_now};
     use reqwest::header::{HeaderMap, HeaderValue};
     use serde_json::{Value, json};
     use tokio::sync::mpsc;
@@ -329,7 +329,7 @@ mod telegram_and_webhook {
     async fn the_fake_webhook_signature_is_rfc_4231_hmac_sha256() {
         // RFC 4231, test case 2.
         assert_eq!(
-            sign("Jefe", b"what do ya want for nothing?"),
+            hmac_sha256("Jefe", b"what do ya want for nothing?"),
             "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
         );
     }
@@ -346,16 +346,19 @@ mod telegram_and_webhook {
         let missing = hook.webhook(WebhookRequest { headers: &headers(&[]), body: &body }).await.unwrap_err();
         assert_eq!(missing.kind, ErrorKind::Forbidden);
         assert!(missing.message.contains("X-Kennel-Signature-256"), "{}", missing.message);
-        let forged = headers(&[("x-kennel-signature-256", &sign("not-the-key", &body))]);
+        let forged = signed("not-the-key", &body);
         let e = hook.webhook(WebhookRequest { headers: &forged, body: &body }).await.unwrap_err();
         assert_eq!(e.kind, ErrorKind::Forbidden);
         assert!(e.message.contains("X-Kennel-Signature-256"), "{}", e.message);
-        let signed_other_body = headers(&[("x-kennel-signature-256", &sign("k3y", b"{}"))]);
+        let signed_other_body = signed("k3y", b"{}");
         let e = hook.webhook(WebhookRequest { headers: &signed_other_body, body: &body }).await.unwrap_err();
         assert_eq!(e.kind, ErrorKind::Forbidden);
+        let stale = signed_at("k3y", unix_now() - 301, &body);
+        let e = hook.webhook(WebhookRequest { headers: &stale, body: &body }).await.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Forbidden, "{}", e.message);
 
-        let signed = headers(&[("x-kennel-signature-256", &sign("k3y", &body))]);
-        let reply = hook.webhook(WebhookRequest { headers: &signed, body: &body }).await.expect("verified");
+        let signed_now = signed("k3y", &body);
+        let reply = hook.webhook(WebhookRequest { headers: &signed_now, body: &body }).await.expect("verified");
         assert_eq!(
             reply,
             WebhookReply::Messages(vec![Inbound {
@@ -369,17 +372,15 @@ mod telegram_and_webhook {
         );
 
         let minimal = br#"{"id":"2","chat_id":"c","text":"t","user":{"id":"u","name":"U"}}"#;
-        let signed = headers(&[("x-kennel-signature-256", &sign("k3y", minimal))]);
         let WebhookReply::Messages(messages) =
-            hook.webhook(WebhookRequest { headers: &signed, body: minimal }).await.expect("verified")
+            hook.webhook(WebhookRequest { headers: &signed("k3y", minimal), body: minimal }).await.expect("verified")
         else {
             panic!("messages expected")
         };
         assert_eq!((messages[0].is_group, messages[0].chat_title.clone()), (false, None));
 
         let no_text = br#"{"id":"3","chat_id":"c","user":{"id":"u","name":"U"}}"#;
-        let signed = headers(&[("x-kennel-signature-256", &sign("k3y", no_text))]);
-        let e = hook.webhook(WebhookRequest { headers: &signed, body: no_text }).await.unwrap_err();
+        let e = hook.webhook(WebhookRequest { headers: &signed("k3y", no_text), body: no_text }).await.unwrap_err();
         assert_eq!(e.kind, ErrorKind::InvalidArguments);
         assert!(e.message.contains("missing field `text`"), "{}", e.message);
     }

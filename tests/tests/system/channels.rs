@@ -10,7 +10,7 @@ use kennel_tests::fake_discord::FakeDiscord;
 use kennel_tests::fake_llm::{FakeLlm, Scripted};
 use kennel_tests::fake_slack::{FakeSlack, message_event, signed_headers};
 use kennel_tests::fake_telegram::FakeTelegram;
-use kennel_tests::fake_webhook::{FakeWebhookReceiver, sign};
+use kennel_tests::fake_webhook::{FakeWebhookReceiver, hmac_sha256, signed, signed_at, unix_now};
 use kennel_tests::{Api, Daemon, Home, eventually};
 use serde_json::{Value, json};
 
@@ -153,18 +153,34 @@ async fn a_redelivered_webhook_runs_one_turn_and_a_forged_one_none() {
         json!({"id": "evt-1", "chat_id": "room-7", "text": "deploy finished", "user": {"id": "u1", "name": "CI"}})
             .to_string();
     let anonymous = daemon.anonymous();
-    let post = |signature: String| {
+    let post = |headers: reqwest::header::HeaderMap| {
         let req = anonymous
             .request(reqwest::Method::POST, "/channels/hook/inbound")
             .header("content-type", "application/json")
-            .header("x-kennel-signature-256", signature)
+            .headers(headers)
             .body(body.clone());
         Api::send(req)
     };
-    let forged = post(sign("wrong-secret", body.as_bytes())).await;
+    let forged = post(signed("wrong-secret", body.as_bytes())).await;
     assert_eq!(forged.status, 403, "{}", forged.text);
+    // A request signed without its timestamp (the body alone), or captured and replayed more
+    // than five minutes later (or sent from a clock that far ahead), is refused.
+    let mut unstamped = reqwest::header::HeaderMap::new();
+    unstamped.insert("x-kennel-signature-256", hmac_sha256(SECRET, body.as_bytes()).parse().unwrap());
+    let refused = post(unstamped).await;
+    assert_eq!(refused.status, 403, "{}", refused.text);
+    assert!(refused.text.contains("X-Kennel-Timestamp"), "the refusal says how to sign: {}", refused.text);
+    for skew in [-6 * 60, 6 * 60] {
+        let replayed = post(signed_at(SECRET, unix_now() + skew, body.as_bytes())).await;
+        assert_eq!(replayed.status, 403, "{}", replayed.text);
+        assert!(replayed.text.contains("more than 5 minutes"), "{}", replayed.text);
+    }
+    let restamped = signed_at(SECRET, unix_now() - 10, body.as_bytes());
+    let mut moved = restamped.clone();
+    moved.insert("x-kennel-timestamp", (unix_now() - 5).into());
+    assert_eq!(post(moved).await.status, 403, "the timestamp is signed with the body");
     for _ in 0..3 {
-        assert_eq!(post(sign(SECRET, body.as_bytes())).await.status, 200, "a redelivery is acknowledged");
+        assert_eq!(post(signed(SECRET, body.as_bytes())).await.status, 200, "a redelivery is acknowledged");
     }
     until("the reply posted back", || !receiver.posts().is_empty()).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -223,7 +239,7 @@ async fn a_deliver_only_webhook_is_sent_on_without_a_turn_and_a_429_is_waited_ou
     let req = daemon
         .anonymous()
         .request(reqwest::Method::POST, "/channels/ci/inbound")
-        .header("x-kennel-signature-256", sign(SECRET, body.as_bytes()))
+        .headers(signed(SECRET, body.as_bytes()))
         .body(body.clone());
     let started = std::time::Instant::now();
     assert_eq!(Api::send(req).await.status, 200);
@@ -304,7 +320,7 @@ async fn a_message_stored_but_not_answered_when_the_daemon_dies_is_answered_afte
     let req = daemon
         .anonymous()
         .request(reqwest::Method::POST, "/channels/hook/inbound")
-        .header("x-kennel-signature-256", sign(SECRET, body.as_bytes()))
+        .headers(signed(SECRET, body.as_bytes()))
         .body(body);
     assert_eq!(Api::send(req).await.status, 200, "acknowledged once stored");
     until("the model asked", || llm.requests().len() == 1).await;

@@ -18,7 +18,7 @@ use kennel_tests::fake_llm::Scripted;
 use kennel_tests::{Browser, Reply, eventually};
 use serde_json::{Value, json};
 
-use kennel_tests::fake_webhook::{FakeWebhookReceiver, sign};
+use kennel_tests::fake_webhook::{FakeWebhookReceiver, signed};
 
 use crate::{agent_from, daemon_with_llm_and_env};
 
@@ -326,7 +326,7 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
         let req = d
             .anonymous()
             .request(reqwest::Method::POST, "/channels/hostile/inbound")
-            .header("x-kennel-signature-256", sign(CHANNEL_SECRET, body.as_bytes()))
+            .headers(signed(CHANNEL_SECRET, body.as_bytes()))
             .body(body);
         assert_eq!(kennel_tests::Api::send(req).await.status, 200);
         assert!(

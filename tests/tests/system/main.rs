@@ -123,12 +123,12 @@ pub async fn daemon_with_hook(
 /// Posts `body` to the channel `hook`, signed as its platform signs.
 pub async fn post_to_hook(daemon: &Daemon, body: &serde_json::Value) -> kennel_tests::Reply {
     let body = body.to_string();
-    let signature = kennel_tests::fake_webhook::sign(HOOK_SECRET, body.as_bytes());
+    let signature = kennel_tests::fake_webhook::signed(HOOK_SECRET, body.as_bytes());
     let req = daemon
         .anonymous()
         .request(reqwest::Method::POST, "/channels/hook/inbound")
         .header("content-type", "application/json")
-        .header("x-kennel-signature-256", signature)
+        .headers(signature)
         .body(body);
     Api::send(req).await
 }
