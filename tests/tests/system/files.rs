@@ -353,3 +353,37 @@ async fn no_path_taking_tool_leaves_the_workspace() {
     assert_eq!(home_after.iter().filter(|p| !home_before.contains(p)).collect::<Vec<_>>(), Vec::<&String>::new());
     assert_eq!(std::fs::read_to_string(dir.join("inside.txt")).unwrap(), "inside\n");
 }
+
+/// A name may be as long as the file system takes (255 bytes): every tool handles one, the
+/// temporary and trash names it makes beside it included; a longer one is refused plainly.
+#[tokio::test]
+async fn names_up_to_255_bytes_work_in_every_tool_and_longer_ones_are_refused_plainly() {
+    let (_home, _d, api, agent, dir) = files_agent("").await;
+    // 251 bytes of two-byte letters and ASCII, then `.txt`: 255 bytes.
+    let long = format!("{}{}.txt", "é".repeat(120), "x".repeat(11));
+    assert_eq!(long.len(), 255);
+    let moved = format!("{}.md", &long[..long.len() - 4]);
+    let written = ok(&api, &agent, "edit_file", json!({"path": long, "mode": "write", "content": "one\n"})).await;
+    assert_eq!(written["created"], true, "{written}");
+    ok(&api, &agent, "edit_file", json!({"path": long, "mode": "patch", "old": "one", "new": "two"})).await;
+    assert_eq!(ok(&api, &agent, "read_file", json!({"path": long})).await["total_lines"], 1);
+    let found = ok(&api, &agent, "find_files", json!({"mode": "search", "pattern": "two"})).await;
+    assert_eq!(found["hits"][0]["path"], long.as_str());
+    let patch = format!("*** Begin Patch\n*** Update File: {long}\n*** Move to: {moved}\n@@\n-two\n+three\n*** End Patch");
+    ok(&api, &agent, "apply_patch", json!({ "patch": patch })).await;
+    assert_eq!(std::fs::read_to_string(dir.join(&moved)).unwrap(), "three\n");
+    ok(&api, &agent, "remove_file", json!({"path": moved})).await;
+    ok(&api, &agent, "restore_file", json!({"path": moved})).await;
+    assert_eq!(std::fs::read_to_string(dir.join(&moved)).unwrap(), "three\n", "back from the trash");
+
+    let longer = format!("{}.txt", "x".repeat(253));
+    for (tool, args) in [
+        ("edit_file", json!({"path": longer, "mode": "write", "content": "x"})),
+        ("read_file", json!({"path": longer})),
+        ("remove_file", json!({"path": longer})),
+    ] {
+        let refused = api.invoke(&agent, tool, args).await;
+        assert_eq!(refused.error_kind(), "InvalidArguments", "{tool}: {}", refused.text);
+        assert!(refused.error_message().contains("at most 255 bytes"), "{tool}: {}", refused.text);
+    }
+}
