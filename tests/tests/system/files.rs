@@ -369,7 +369,8 @@ async fn names_up_to_255_bytes_work_in_every_tool_and_longer_ones_are_refused_pl
     assert_eq!(ok(&api, &agent, "read_file", json!({"path": long})).await["total_lines"], 1);
     let found = ok(&api, &agent, "find_files", json!({"mode": "search", "pattern": "two"})).await;
     assert_eq!(found["hits"][0]["path"], long.as_str());
-    let patch = format!("*** Begin Patch\n*** Update File: {long}\n*** Move to: {moved}\n@@\n-two\n+three\n*** End Patch");
+    let patch =
+        format!("*** Begin Patch\n*** Update File: {long}\n*** Move to: {moved}\n@@\n-two\n+three\n*** End Patch");
     ok(&api, &agent, "apply_patch", json!({ "patch": patch })).await;
     assert_eq!(std::fs::read_to_string(dir.join(&moved)).unwrap(), "three\n");
     ok(&api, &agent, "remove_file", json!({"path": moved})).await;
