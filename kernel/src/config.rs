@@ -854,9 +854,14 @@ pub struct ModelConfig {
     /// Prices in US dollars per million tokens, for the usage reports and dollar budgets.
     #[serde(default, deserialize_with = "optional_price")]
     pub input_usd_per_mtok: Option<f64>,
-    /// Input tokens read from the provider's cache; unset: the input price.
+    /// Input tokens read from the provider's prompt cache; unset: a tenth of the input price
+    /// for kind "anthropic" (its published price), else the input price.
     #[serde(default, deserialize_with = "optional_price")]
     pub cached_input_usd_per_mtok: Option<f64>,
+    /// Input tokens written into the provider's prompt cache; unset: 1.25 × the input price for
+    /// kind "anthropic" (its five-minute cache), else the input price.
+    #[serde(default, deserialize_with = "optional_price")]
+    pub cache_write_usd_per_mtok: Option<f64>,
     #[serde(default, deserialize_with = "optional_price")]
     pub output_usd_per_mtok: Option<f64>,
     /// Whether the model is sent the images tool results carry (`images = true|false`).
@@ -1241,7 +1246,10 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # [providers.openai.models.gpt-4o]
 # context_tokens = 128000                # unset: the family's known window, else learned
 # input_usd_per_mtok = 2.5               # prices for the usage reports and dollar budgets
-# cached_input_usd_per_mtok = 1.25       # unset: the input price
+# cached_input_usd_per_mtok = 1.25       # prompt-cache reads; unset: the input price
+#                                        # (kind "anthropic": a tenth of it)
+# cache_write_usd_per_mtok = 2.5         # prompt-cache writes; unset: the input price
+#                                        # (kind "anthropic": 1.25 × it)
 # output_usd_per_mtok = 10.0
 # images = true                          # send it the images tool results carry (screenshots);
 #                                        # unset: true for kind "anthropic", false for "openai"

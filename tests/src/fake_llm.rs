@@ -137,6 +137,8 @@ struct Shared {
     first_pieces: Mutex<Vec<std::time::Instant>>,
     /// The usage each reply reports: input tokens (cached ones among them), cached, output.
     usage: Mutex<(u64, u64, u64)>,
+    /// Of the input tokens, how many an Anthropic reply says it wrote into the prompt cache.
+    cache_writes: Mutex<u64>,
     /// Chat requests being answered now, and the most there ever were at once.
     in_flight: std::sync::atomic::AtomicU64,
     most_in_flight: std::sync::atomic::AtomicU64,
@@ -145,6 +147,10 @@ struct Shared {
 impl Shared {
     fn usage(&self) -> (u64, u64, u64) {
         *self.usage.lock().expect("usage")
+    }
+
+    fn cache_writes(&self) -> u64 {
+        *self.cache_writes.lock().expect("cache writes")
     }
 }
 
@@ -250,6 +256,12 @@ impl FakeLlm {
     /// `prompt_tokens`, Anthropic apart from `input_tokens`).
     pub fn set_usage(&self, input: u64, cached: u64, output: u64) {
         *self.shared.usage.lock().expect("usage") = (input, cached, output);
+    }
+
+    /// Of [`FakeLlm::set_usage`]'s input tokens, `written` went into the prompt cache: an
+    /// Anthropic reply says so in `cache_creation_input_tokens` (apart from `input_tokens`).
+    pub fn set_cache_writes(&self, written: u64) {
+        *self.shared.cache_writes.lock().expect("cache writes") = written;
     }
 
     /// The most chat requests it was answering at once.
@@ -522,13 +534,14 @@ async fn anthropic(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(b
         .collect();
     let stop = if calls.is_empty() { "end_turn" } else { "tool_use" };
     let (input, cached, output) = shared.usage();
+    let written = shared.cache_writes();
     if body["stream"] == json!(true) {
         let event = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");
         let mut events = vec![event(
             "message_start",
             json!({"type": "message_start", "message": {
             "id": "msg_fake", "type": "message", "role": "assistant", "model": body["model"], "content": [],
-            "stop_reason": null, "usage": {"input_tokens": input - cached, "output_tokens": 1, "cache_read_input_tokens": cached}}}),
+            "stop_reason": null, "usage": {"input_tokens": input - cached - written, "output_tokens": 1, "cache_read_input_tokens": cached, "cache_creation_input_tokens": written}}}),
         )];
         let mut index = 0;
         if let Some(text) = &text {
@@ -567,7 +580,7 @@ async fn anthropic(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(b
     Json(json!({
         "id": "msg_fake", "type": "message", "role": "assistant", "model": body["model"],
         "content": content, "stop_reason": stop,
-        "usage": {"input_tokens": input - cached, "output_tokens": output, "cache_read_input_tokens": cached},
+        "usage": {"input_tokens": input - cached - written, "output_tokens": output, "cache_read_input_tokens": cached, "cache_creation_input_tokens": written},
     }))
     .into_response()
 }

@@ -171,11 +171,12 @@ pub(super) fn parse_reply(body: &Value) -> Result<ChatReply, String> {
 /// token (as OpenAI's `prompt_tokens` does), the cached ones among them.
 fn usage_of(usage: &Value) -> Usage {
     let n = |k: &str| usage[k].as_u64().unwrap_or(0);
-    let cached = n("cache_read_input_tokens");
+    let (cached, written) = (n("cache_read_input_tokens"), n("cache_creation_input_tokens"));
     Usage {
-        input_tokens: n("input_tokens") + cached + n("cache_creation_input_tokens"),
+        input_tokens: n("input_tokens") + cached + written,
         output_tokens: n("output_tokens"),
         cached_tokens: cached,
+        cache_write_tokens: written,
     }
 }
 
@@ -290,7 +291,7 @@ mod tests {
         let events = [
             (
                 "message_start",
-                r#"{"type":"message_start","message":{"usage":{"input_tokens":20,"cache_read_input_tokens":5,"output_tokens":1}}}"#,
+                r#"{"type":"message_start","message":{"usage":{"input_tokens":20,"cache_read_input_tokens":5,"cache_creation_input_tokens":7,"output_tokens":1}}}"#,
             ),
             (
                 "content_block_start",
@@ -332,7 +333,8 @@ mod tests {
         assert_eq!(reply.content.as_deref(), Some("Checking"));
         assert_eq!(reply.tool_calls[0].id, "toolu_1");
         assert_eq!(reply.tool_calls[0].arguments, json!({"tz": "UTC"}));
-        assert_eq!(reply.usage, Usage { input_tokens: 25, output_tokens: 9, cached_tokens: 5 });
+        let usage = Usage { input_tokens: 32, output_tokens: 9, cached_tokens: 5, cache_write_tokens: 7 };
+        assert_eq!(reply.usage, usage, "cache writes count as input and apart");
         let error = SseEvent {
             event: "error".into(),
             data: r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#.into(),

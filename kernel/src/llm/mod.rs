@@ -129,6 +129,10 @@ pub struct Usage {
     pub output_tokens: u64,
     /// Input tokens read from the provider's prompt cache, where it reports them.
     pub cached_tokens: u64,
+    /// Input tokens written into the provider's prompt cache (Anthropic reports them; they
+    /// cost more than plain input).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -124,6 +124,7 @@ fn usage_of(usage: &Value) -> Usage {
         input_tokens: usage["prompt_tokens"].as_u64().unwrap_or(0),
         output_tokens: usage["completion_tokens"].as_u64().unwrap_or(0),
         cached_tokens: usage["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap_or(0),
+        cache_write_tokens: 0,
     }
 }
 
@@ -298,7 +299,7 @@ mod tests {
             reply.tool_calls,
             vec![ToolCall { id: "call_a".into(), name: "system_time".into(), arguments: json!({"tz": "UTC"}) }]
         );
-        assert_eq!(reply.usage, Usage { input_tokens: 12, output_tokens: 7, cached_tokens: 4 });
+        assert_eq!(reply.usage, Usage { input_tokens: 12, output_tokens: 7, cached_tokens: 4, cache_write_tokens: 0 });
         assert_eq!(pieces.lock().unwrap().len(), 5, "two text pieces, three tool-call pieces");
         let out_of_order = SseEvent {
             event: String::new(),

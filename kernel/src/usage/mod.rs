@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::config::Config;
+use crate::config::{Config, ProviderKind};
 use crate::db::Db;
 use crate::error::Result;
 use crate::llm::Usage as Tokens;
@@ -72,6 +72,8 @@ pub struct Line {
     pub input_tokens: u64,
     /// Input tokens the provider read from its prompt cache.
     pub cached_tokens: u64,
+    /// Input tokens the provider wrote into its prompt cache.
+    pub cache_write_tokens: u64,
     pub output_tokens: u64,
     /// In US dollars, from the prices config.toml gives; calls of a model without prices
     /// count nothing (see `unpriced_calls`).
@@ -89,9 +91,10 @@ impl Line {
         self.calls += row.calls;
         self.input_tokens += row.input;
         self.cached_tokens += row.cached;
+        self.cache_write_tokens += row.cache_write;
         self.output_tokens += row.output;
         match prices {
-            Some(p) => self.cost_usd += p.cost(row.input, row.cached, row.output),
+            Some(p) => self.cost_usd += p.cost(&row.tokens()),
             None => self.unpriced_calls += row.calls,
         }
     }
@@ -101,16 +104,46 @@ impl Line {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Prices {
     pub input: f64,
-    /// Cached input tokens; the input price when config.toml gives none.
+    /// Input tokens read from the provider's prompt cache.
     pub cached_input: f64,
+    /// Input tokens written into the provider's prompt cache.
+    pub cache_write: f64,
     pub output: f64,
 }
 
+/// Anthropic's published prompt-cache prices against the model's input price: a read costs a
+/// tenth, a write (five-minute cache) a quarter more. The defaults when config.toml gives none.
+const ANTHROPIC_CACHE_READ: f64 = 0.1;
+const ANTHROPIC_CACHE_WRITE: f64 = 1.25;
+
 impl Prices {
-    /// What `input` tokens (of which `cached` came from the cache) and `output` tokens cost.
-    pub fn cost(&self, input: u64, cached: u64, output: u64) -> f64 {
-        let cached = cached.min(input);
-        ((input - cached) as f64 * self.input + cached as f64 * self.cached_input + output as f64 * self.output) / 1e6
+    /// A model's prices from config.toml, the prompt cache's from the provider's kind where
+    /// config.toml leaves them out: Anthropic's published ratios, else the input price.
+    pub fn of(kind: ProviderKind, m: &crate::config::ModelConfig) -> Option<Prices> {
+        let input = m.input_usd_per_mtok?;
+        let (read, write) = match kind {
+            ProviderKind::Anthropic => (input * ANTHROPIC_CACHE_READ, input * ANTHROPIC_CACHE_WRITE),
+            ProviderKind::Openai => (input, input),
+        };
+        Some(Prices {
+            input,
+            cached_input: m.cached_input_usd_per_mtok.unwrap_or(read),
+            cache_write: m.cache_write_usd_per_mtok.unwrap_or(write),
+            output: m.output_usd_per_mtok.unwrap_or(0.0),
+        })
+    }
+
+    /// What `t` costs in US dollars: its input tokens read from the cache and written into
+    /// it at their prices, the rest at the input price.
+    pub fn cost(&self, t: &Tokens) -> f64 {
+        let cached = t.cached_tokens.min(t.input_tokens);
+        let written = t.cache_write_tokens.min(t.input_tokens - cached);
+        let plain = t.input_tokens - cached - written;
+        (plain as f64 * self.input
+            + cached as f64 * self.cached_input
+            + written as f64 * self.cache_write
+            + t.output_tokens as f64 * self.output)
+            / 1e6
     }
 }
 
@@ -136,13 +169,8 @@ impl Meter {
             .iter()
             .flat_map(|(provider, p)| p.models.iter().map(move |(model, m)| ((provider, model), m)))
             .filter_map(|((provider, model), m)| {
-                let input = m.input_usd_per_mtok?;
-                let prices = Prices {
-                    input,
-                    cached_input: m.cached_input_usd_per_mtok.unwrap_or(input),
-                    output: m.output_usd_per_mtok.unwrap_or(0.0),
-                };
-                Some(((provider.clone(), model.clone()), prices))
+                let kind = config.providers[provider].kind;
+                Some(((provider.clone(), model.clone()), Prices::of(kind, m)?))
             })
             .collect();
         Meter { db, queue, prices }

@@ -14,7 +14,19 @@ pub(super) struct Sum {
     pub calls: u64,
     pub input: u64,
     pub cached: u64,
+    pub cache_write: u64,
     pub output: u64,
+}
+
+impl Sum {
+    pub fn tokens(&self) -> super::Tokens {
+        super::Tokens {
+            input_tokens: self.input,
+            output_tokens: self.output,
+            cached_tokens: self.cached,
+            cache_write_tokens: self.cache_write,
+        }
+    }
 }
 
 /// Writes the calls in one transaction.
@@ -23,8 +35,9 @@ pub(super) async fn insert(db: &Db, calls: &[ModelCall]) -> Result<()> {
     for c in calls {
         db::query(
             "INSERT INTO model_calls (turn_id, agent_id, session_id, provider, model, purpose, compaction_id, first_seq,
-                 messages, estimated_tokens, input_tokens, output_tokens, cached_tokens, outcome, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+                 messages, estimated_tokens, input_tokens, output_tokens, cached_tokens, cache_write_tokens, outcome,
+                 created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
         )
         .bind(c.turn.to_string())
         .bind(c.agent.to_string())
@@ -39,6 +52,7 @@ pub(super) async fn insert(db: &Db, calls: &[ModelCall]) -> Result<()> {
         .bind(c.tokens.input_tokens as i64)
         .bind(c.tokens.output_tokens as i64)
         .bind(c.tokens.cached_tokens as i64)
+        .bind(c.tokens.cache_write_tokens as i64)
         .bind(&c.outcome)
         .bind(&c.at)
         .execute(&mut tx)
@@ -51,6 +65,7 @@ pub(super) async fn insert(db: &Db, calls: &[ModelCall]) -> Result<()> {
 /// The sums cast back to integers: PostgreSQL sums `BIGINT`s into a `NUMERIC`.
 const SUMS: &str = "count(*) AS calls, CAST(COALESCE(sum(input_tokens), 0) AS BIGINT) AS input,
      CAST(COALESCE(sum(cached_tokens), 0) AS BIGINT) AS cached,
+     CAST(COALESCE(sum(cache_write_tokens), 0) AS BIGINT) AS cache_write,
      CAST(COALESCE(sum(output_tokens), 0) AS BIGINT) AS output";
 
 fn sum_from(row: &db::Row) -> Result<Sum> {
@@ -62,6 +77,7 @@ fn sum_from(row: &db::Row) -> Result<Sum> {
         calls: n("calls")?,
         input: n("input")?,
         cached: n("cached")?,
+        cache_write: n("cache_write")?,
         output: n("output")?,
     })
 }

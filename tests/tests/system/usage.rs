@@ -39,6 +39,8 @@ async fn every_call_is_metered_from_the_provider_s_usage_and_priced_with_its_cac
         fake.set_usage(1000, 400, 200);
         fake.set_fallback(Scripted::text("ok"));
     }
+    // Anthropic also wrote 100 of the input tokens into its prompt cache.
+    an.set_cache_writes(100);
     let streamed = agent_from(&api, json!({"name": "streamed", "provider": "oa", "model": "gpt-x"})).await;
     let whole = agent_from(&api, json!({"name": "whole", "provider": "an", "model": "claude-x"})).await;
     let unpriced = agent_from(&api, json!({"name": "unpriced", "provider": "oa", "model": "mystery"})).await;
@@ -61,9 +63,12 @@ async fn every_call_is_metered_from_the_provider_s_usage_and_priced_with_its_cac
     // 600 fresh at $2, 400 cached at $0.50, 200 out at $8, per million, twice.
     assert!(close(s["cost_usd"].as_f64().unwrap(), 2.0 * (600.0 * 2.0 + 400.0 * 0.5 + 200.0 * 8.0) / 1e6), "{s}");
     let w = line(&whole);
-    assert_eq!(w["input_tokens"], 1000, "Anthropic's cache reads count as input too: {w}");
-    // No cached price: cached input at the input price.
-    assert!(close(w["cost_usd"].as_f64().unwrap(), (1000.0 * 3.0 + 200.0 * 15.0) / 1e6), "{w}");
+    assert_eq!(w["input_tokens"], 1000, "Anthropic's cache reads and writes count as input too: {w}");
+    assert_eq!((w["cached_tokens"].as_u64(), w["cache_write_tokens"].as_u64()), (Some(400), Some(100)), "{w}");
+    // No cache prices given: Anthropic's own, a read at a tenth of the input price and a write
+    // at 1.25 × it: 500 fresh at $3, 400 read at $0.30, 100 written at $3.75, 200 out at $15.
+    let anthropic = (500.0 * 3.0 + 400.0 * 0.3 + 100.0 * 3.75 + 200.0 * 15.0) / 1e6;
+    assert!(close(w["cost_usd"].as_f64().unwrap(), anthropic), "{w}");
     let u = line(&unpriced);
     assert_eq!((u["unpriced_calls"].as_u64(), u["cost_usd"].as_f64()), (Some(1), Some(0.0)));
 
