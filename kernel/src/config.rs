@@ -535,6 +535,10 @@ pub struct MediaProviderConfig {
     pub api_key_env: Option<String>,
     #[serde(default = "default_media_timeout_secs", deserialize_with = "in_range::<_, 1, 3600>")]
     pub timeout_secs: u64,
+    /// Times a call is tried again after a 429, a 5xx or a dropped connection (waiting as
+    /// `Retry-After` says, else backing off).
+    #[serde(default = "default_max_retries", deserialize_with = "in_range::<_, 0, 10>")]
+    pub max_retries: u64,
 }
 
 fn default_media_timeout_secs() -> u64 {
@@ -1127,6 +1131,8 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # kind = "openai"           # or "replicate" (music_generate, video_generate)
 # base_url = "https://api.openai.com/v1"
 # api_key_env = "OPENAI_API_KEY"
+# timeout_secs = 300
+# max_retries = 3           # after 429 / 5xx / a dropped connection, waiting as Retry-After says
 # [media.tools]
 # media_transcribe = "openai"
 # speech_to_text = "openai"

@@ -127,6 +127,9 @@ struct Shared {
     requests: Mutex<Vec<Recorded>>,
     /// Answered when the script is empty (for load tests); otherwise an empty script is a 500.
     fallback: Mutex<Option<Scripted>>,
+    /// Refusals the next media requests (transcription, speech, image) get before any is
+    /// answered: a status and its `Retry-After` seconds.
+    media_refusals: Mutex<VecDeque<(u16, Option<u32>)>>,
     /// Replicate-style predictions by id.
     predictions: Mutex<std::collections::HashMap<String, FakePrediction>>,
     /// Requests longer than this many tokens are refused.
@@ -272,6 +275,12 @@ impl FakeLlm {
     /// How many streamed replies the daemon closed before their end.
     pub fn cut_streams(&self) -> u64 {
         self.shared.cut_streams.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The next media request (transcription, speech, image) is refused with `status` (and
+    /// `Retry-After: retry_after` seconds if given), after those refusals already queued.
+    pub fn refuse_media_next(&self, status: u16, retry_after: Option<u32>) {
+        self.shared.media_refusals.lock().expect("media refusals").push_back((status, retry_after));
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
@@ -437,6 +446,13 @@ fn error_response(status: u16, body: String, retry_after: Option<u32>) -> Respon
         res.headers_mut().insert("retry-after", secs.into());
     }
     res
+}
+
+/// A queued refusal for this media request, if one waits.
+fn media_refusal(shared: &Shared) -> Option<Response> {
+    let (status, retry_after) = shared.media_refusals.lock().expect("media refusals").pop_front()?;
+    let body = json!({"error": {"message": format!("fake provider: refused with {status}")}}).to_string();
+    Some(error_response(status, body, retry_after))
 }
 
 fn script_exhausted() -> Response {
@@ -651,6 +667,9 @@ async fn transcription(State(shared): State<Arc<Shared>>, headers: HeaderMap, mu
     }
     let body = Value::Object(fields);
     record(&shared, "transcription", &headers, &body);
+    if let Some(refused) = media_refusal(&shared) {
+        return refused;
+    }
     match (heard, body.get("model")) {
         (Some(text), Some(_)) => Json(json!({ "text": text })).into_response(),
         _ => error_response(400, json!({"error": {"message": "file and model are required"}}).to_string(), None),
@@ -687,6 +706,9 @@ async fn ffmpeg_output(args: Vec<String>) -> Option<Vec<u8>> {
 /// `POST /v1/audio/speech` (`model`, `input`, `voice`, `response_format`): MP3 bytes.
 async fn speech(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
     record(&shared, "speech", &headers, &body);
+    if let Some(refused) = media_refusal(&shared) {
+        return refused;
+    }
     let (Some(input), Some(_)) = (body["input"].as_str(), body["model"].as_str()) else {
         return error_response(400, json!({"error": {"message": "input and model are required"}}).to_string(), None);
     };
@@ -703,6 +725,9 @@ async fn speech(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(body
 async fn image(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
     use base64::Engine;
     record(&shared, "image", &headers, &body);
+    if let Some(refused) = media_refusal(&shared) {
+        return refused;
+    }
     let (Some(prompt), Some(size)) = (body["prompt"].as_str(), body["size"].as_str()) else {
         return error_response(400, json!({"error": {"message": "prompt and size are required"}}).to_string(), None);
     };

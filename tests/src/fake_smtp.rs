@@ -24,6 +24,15 @@ pub struct Received {
 pub struct FakeSmtp {
     port: u16,
     received: Arc<Mutex<Vec<Received>>>,
+    refusals: Refusals,
+}
+
+/// Replies the next `MAIL FROM` commands get instead of `250` (a `451` "later", a `550` "no"),
+/// and how many `MAIL FROM` commands came.
+#[derive(Clone, Default)]
+struct Refusals {
+    next: Arc<Mutex<std::collections::VecDeque<&'static str>>>,
+    mail_commands: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl FakeSmtp {
@@ -31,16 +40,32 @@ impl FakeSmtp {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind the fake SMTP server");
         let port = listener.local_addr().unwrap().port();
         let received: Arc<Mutex<Vec<Received>>> = Arc::default();
-        let kept = received.clone();
+        let refusals = Refusals::default();
+        let (kept, refusing) = (received.clone(), refusals.clone());
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                let kept = kept.clone();
+                let (kept, refusing) = (kept.clone(), refusing.clone());
                 tokio::spawn(async move {
-                    let _ = converse(stream, kept).await;
+                    let _ = converse(stream, kept, refusing).await;
                 });
             }
         });
-        FakeSmtp { port, received }
+        FakeSmtp { port, received, refusals }
+    }
+
+    /// The next message is answered `451 4.3.0` (try again later) at `MAIL FROM`.
+    pub fn defer_next(&self) {
+        self.refusals.next.lock().unwrap().push_back("451 4.3.0 mail server busy, try again later\r\n");
+    }
+
+    /// The next message is answered `550 5.7.1` (refused for good) at `MAIL FROM`.
+    pub fn reject_next(&self) {
+        self.refusals.next.lock().unwrap().push_back("550 5.7.1 sender refused\r\n");
+    }
+
+    /// How many times a client began a message (`MAIL FROM`), refused or not.
+    pub fn mail_commands(&self) -> usize {
+        self.refusals.mail_commands.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     pub fn port(&self) -> u16 {
@@ -52,7 +77,7 @@ impl FakeSmtp {
     }
 }
 
-async fn converse(stream: TcpStream, kept: Arc<Mutex<Vec<Received>>>) -> std::io::Result<()> {
+async fn converse(stream: TcpStream, kept: Arc<Mutex<Vec<Received>>>, refusals: Refusals) -> std::io::Result<()> {
     let (read, mut write) = stream.into_split();
     let mut lines = BufReader::new(read).lines();
     write.write_all(b"220 fake-smtp ready\r\n").await?;
@@ -84,8 +109,10 @@ async fn converse(stream: TcpStream, kept: Arc<Mutex<Vec<Received>>>) -> std::io
             auth = Some((text(&user), text(&password)));
             "235 2.7.0 signed in\r\n".into()
         } else if upper.starts_with("MAIL FROM:") {
+            refusals.mail_commands.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             current = Received { auth: auth.clone(), from: address(&line), ..Received::default() };
-            "250 2.1.0 ok\r\n".into()
+            let refused = refusals.next.lock().unwrap().pop_front();
+            refused.unwrap_or("250 2.1.0 ok\r\n").into()
         } else if upper.starts_with("RCPT TO:") {
             current.to.push(address(&line));
             "250 2.1.5 ok\r\n".into()

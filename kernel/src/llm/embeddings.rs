@@ -1,11 +1,9 @@
 //! `POST {base_url}/embeddings`, the OpenAI wire protocol for embeddings (what the semantic
 //! memory's `embeddings_provider` speaks): the same key, timeouts and retries as chat.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
-use super::{Failure, MAX_BACKOFF, Provider};
+use super::{Failure, Provider};
 use crate::config::ProviderKind;
 use crate::error::{Error, Result};
 
@@ -54,8 +52,7 @@ impl Provider {
                     if !retryable || attempt >= self.config.max_retries {
                         return Err(error);
                     }
-                    let backoff =
-                        retry_after.unwrap_or(Duration::from_millis(500) * 2u32.pow(attempt as u32)).min(MAX_BACKOFF);
+                    let backoff = crate::net::retry::backoff(attempt, retry_after);
                     tracing::warn!(provider = %self.name, attempt, error = %error.message, ?backoff, "retrying an embeddings call");
                     tokio::time::sleep(backoff).await;
                     attempt += 1;

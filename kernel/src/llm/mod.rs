@@ -286,8 +286,6 @@ pub struct Provider {
     waiting: std::sync::atomic::AtomicUsize,
 }
 
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
-
 impl Provider {
     pub fn new(name: &str, config: ProviderConfig) -> Result<Provider> {
         let http = crate::net::http_client()
@@ -460,9 +458,7 @@ impl Provider {
                         on_delta(Delta::Reset);
                         shown = false;
                     }
-                    // The provider's Retry-After if it sent one, else 0.5 s doubling.
-                    let backoff =
-                        retry_after.unwrap_or(Duration::from_millis(500) * 2u32.pow(attempt as u32)).min(MAX_BACKOFF);
+                    let backoff = crate::net::retry::backoff(attempt, retry_after);
                     tracing::warn!(provider = %self.name, attempt, error = %error.message, ?backoff, "retrying model call");
                     tokio::time::sleep(backoff).await;
                     attempt += 1;
@@ -477,12 +473,7 @@ impl Provider {
         if status.is_success() {
             return Ok(res);
         }
-        let retry_after = res
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .map(|secs| Duration::from_secs_f64(secs.clamp(0.0, MAX_BACKOFF.as_secs_f64())));
+        let retry_after = crate::net::retry::retry_after(res.headers());
         let text = res.text().await.map_err(|e| Failure::retry(self.transport_error(e), None))?;
         let detail = provider_message(&text);
         if matches!(status.as_u16(), 400 | 413 | 422)
@@ -510,7 +501,7 @@ impl Provider {
             ),
             _ => Error::failed(format!("provider `{}` answered {status}: {detail}", self.name)),
         };
-        if status.as_u16() == 429 || status.is_server_error() {
+        if crate::net::retry::is_transient(status) {
             Err(Failure::retry(error, retry_after))
         } else {
             Err(Failure::fatal(error))

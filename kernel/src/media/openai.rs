@@ -36,23 +36,35 @@ pub async fn transcribe(
     req: &Transcription<'_>,
 ) -> Result<String> {
     let key = api_key(name, provider)?;
-    let part = reqwest::multipart::Part::bytes(audio.bytes)
-        .file_name(audio.file_name)
-        .mime_str(&audio.mime)
-        .map_err(|e| Error::invalid(format!("`{}` is not a MIME type: {e}", audio.mime)))?;
-    let mut form = reqwest::multipart::Form::new()
-        .part("file", part)
-        .text("model", req.model.to_string())
-        .text("response_format", "json");
-    if let Some(language) = req.language {
-        form = form.text("language", language.to_string());
-    }
-    if let Some(prompt) = req.prompt {
-        form = form.text("prompt", prompt.to_string());
-    }
     let url = endpoint(provider, "audio/transcriptions");
-    let request = client(name, provider)?.post(&url).multipart(form);
-    let body = send(name, &url, request, key, "the transcription", MAX_JSON_REPLY).await?;
+    let http = client(name, provider)?;
+    // A multipart body is a stream, sent once: each attempt builds its own.
+    let request = || {
+        let part = reqwest::multipart::Part::bytes(audio.bytes.clone())
+            .file_name(audio.file_name.clone())
+            .mime_str(&audio.mime)
+            .map_err(|e| Error::invalid(format!("`{}` is not a MIME type: {e}", audio.mime)))?;
+        let mut form = reqwest::multipart::Form::new()
+            .part("file", part)
+            .text("model", req.model.to_string())
+            .text("response_format", "json");
+        if let Some(language) = req.language {
+            form = form.text("language", language.to_string());
+        }
+        if let Some(prompt) = req.prompt {
+            form = form.text("prompt", prompt.to_string());
+        }
+        Ok(http.post(&url).multipart(form))
+    };
+    let call = Call {
+        name,
+        url: &url,
+        key,
+        what: "the transcription",
+        max_bytes: MAX_JSON_REPLY,
+        retries: provider.max_retries,
+    };
+    let body = send(&call, request).await?;
     let body = String::from_utf8_lossy(&body);
     let reply: TranscriptionReply = serde_json::from_str(&body).map_err(|_| {
         Error::failed(format!(
@@ -79,8 +91,9 @@ pub async fn speech(
     let key = api_key(name, provider)?;
     let url = endpoint(provider, "audio/speech");
     let body = serde_json::json!({ "model": model, "input": input, "voice": voice, "response_format": format });
-    let request = client(name, provider)?.post(&url).json(&body);
-    send(name, &url, request, key, "the speech", max_bytes).await
+    let http = client(name, provider)?;
+    let call = Call { name, url: &url, key, what: "the speech", max_bytes, retries: provider.max_retries };
+    send(&call, || Ok(http.post(&url).json(&body))).await
 }
 
 #[derive(Deserialize)]
@@ -111,8 +124,10 @@ pub async fn image(
     if let Some(style) = style {
         body["style"] = serde_json::Value::from(style);
     }
-    let request = client(name, provider)?.post(&url).json(&body);
-    let reply = send(name, &url, request, key, "the image", MAX_JSON_REPLY).await?;
+    let http = client(name, provider)?;
+    let call =
+        Call { name, url: &url, key, what: "the image", max_bytes: MAX_JSON_REPLY, retries: provider.max_retries };
+    let reply = send(&call, || Ok(http.post(&url).json(&body))).await?;
     let no_image = || Error::failed(format!("media provider `{name}` answered without an image (`data[0].b64_json`)"));
     let reply: ImageReply = serde_json::from_slice(&reply).map_err(|_| no_image())?;
     let first = reply.data.into_iter().next().ok_or_else(no_image)?;
@@ -143,8 +158,10 @@ pub async fn vision(
     }
     let body =
         serde_json::json!({ "model": model, "messages": [{ "role": "user", "content": content }], "max_tokens": 1000 });
-    let request = client(name, provider)?.post(&url).json(&body);
-    let reply = send(name, &url, request, key, "the image question", MAX_JSON_REPLY).await?;
+    let http = client(name, provider)?;
+    let what = "the image question";
+    let call = Call { name, url: &url, key, what, max_bytes: MAX_JSON_REPLY, retries: provider.max_retries };
+    let reply = send(&call, || Ok(http.post(&url).json(&body))).await?;
     let reply: serde_json::Value = serde_json::from_slice(&reply).unwrap_or_default();
     reply["choices"][0]["message"]["content"].as_str().map(str::to_string).ok_or_else(|| {
         Error::failed(format!("media provider `{name}` answered without text (`choices[0].message.content`)"))
@@ -163,37 +180,78 @@ pub(super) fn client(name: &str, provider: &MediaProviderConfig) -> Result<reqwe
         .map_err(|e| Error::failed(format!("cannot build an HTTP client for media provider `{name}`: {e}")))
 }
 
-/// Sends a request and reads its answer, at most `max_bytes` of it; a refusal carries the
-/// provider's own message, naming `what` was asked for.
-pub(super) async fn send(
-    name: &str,
-    url: &str,
-    request: reqwest::RequestBuilder,
-    key: Option<String>,
-    what: &str,
-    max_bytes: u64,
-) -> Result<Vec<u8>> {
-    let request = match key {
-        Some(key) => request.bearer_auth(key),
-        None => request,
+/// One call to a media provider: who and where, the key, what is asked for (named in
+/// refusals), the most bytes its answer may have, and how many times a "later" is retried.
+pub(super) struct Call<'a> {
+    pub name: &'a str,
+    pub url: &'a str,
+    pub key: Option<String>,
+    pub what: &'a str,
+    pub max_bytes: u64,
+    pub retries: u64,
+}
+
+/// An attempt that failed, and whether (and after how long) another may succeed.
+struct Failed {
+    error: Error,
+    transient: bool,
+    retry_after: Option<std::time::Duration>,
+}
+
+/// Sends the request `make` builds and reads its answer, at most `max_bytes` of it; a 429, a
+/// 5xx or a dropped connection is tried again (`call.retries` times, waiting as the provider's
+/// `Retry-After` says or backing off). A refusal carries the provider's own message.
+pub(super) async fn send(call: &Call<'_>, make: impl Fn() -> Result<reqwest::RequestBuilder>) -> Result<Vec<u8>> {
+    let mut attempt = 0;
+    loop {
+        let request = match &call.key {
+            Some(key) => make()?.bearer_auth(key),
+            None => make()?,
+        };
+        match send_once(call, request).await {
+            Ok(body) => return Ok(body),
+            Err(Failed { error, transient, retry_after }) => {
+                if !transient || attempt >= call.retries {
+                    return Err(error);
+                }
+                let backoff = crate::net::retry::backoff(attempt, retry_after);
+                tracing::warn!(provider = %call.name, attempt, error = %error.message, ?backoff, "retrying a media call");
+                tokio::time::sleep(backoff).await;
+                attempt += 1;
+            }
+        }
+    }
+}
+
+async fn send_once(call: &Call<'_>, request: reqwest::RequestBuilder) -> std::result::Result<Vec<u8>, Failed> {
+    let Call { name, url, what, max_bytes, .. } = *call;
+    let dropped =
+        |e: reqwest::Error| Failed { error: sent_error(name, url, &e), transient: !e.is_timeout(), retry_after: None };
+    let too_large = || Failed {
+        error: Error::failed(format!("media provider `{name}` sent more than {max_bytes} bytes for {what}")),
+        transient: false,
+        retry_after: None,
     };
-    let mut response = request.send().await.map_err(|e| sent_error(name, url, &e))?;
+    let mut response = request.send().await.map_err(dropped)?;
     let status = response.status();
+    let retry_after = crate::net::retry::retry_after(response.headers());
     if response.content_length().is_some_and(|n| n > max_bytes) {
-        return Err(Error::failed(format!("media provider `{name}` sent more than {max_bytes} bytes for {what}")));
+        return Err(too_large());
     }
     let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| sent_error(name, url, &e))? {
+    while let Some(chunk) = response.chunk().await.map_err(dropped)? {
         body.extend_from_slice(&chunk);
         if body.len() as u64 > max_bytes {
-            return Err(Error::failed(format!("media provider `{name}` sent more than {max_bytes} bytes for {what}")));
+            return Err(too_large());
         }
     }
     if !status.is_success() {
-        return Err(Error::failed(format!(
-            "media provider `{name}` refused {what} ({status}): {}",
-            provider_message(&String::from_utf8_lossy(&body))
-        )));
+        let message = provider_message(&String::from_utf8_lossy(&body));
+        return Err(Failed {
+            error: Error::failed(format!("media provider `{name}` refused {what} ({status}): {message}")),
+            transient: crate::net::retry::is_transient(status),
+            retry_after,
+        });
     }
     Ok(body)
 }

@@ -8,10 +8,13 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::openai::{MAX_JSON_REPLY, api_key, client, endpoint, send};
+use super::openai::{Call, MAX_JSON_REPLY, api_key, client, endpoint, send};
 use crate::config::MediaProviderConfig;
 use crate::error::{Error, Result};
 use crate::net::guard::AllowedHosts;
+
+/// How many times a finished output's download is tried again after a 429, 5xx or drop.
+const DOWNLOAD_RETRIES: u64 = 3;
 
 #[derive(Debug, Deserialize)]
 pub struct Prediction {
@@ -58,8 +61,11 @@ pub async fn create(name: &str, provider: &MediaProviderConfig, model: &str, inp
         return Err(Error::unavailable(format!("[media.models] names `{model}`: a Replicate model is `owner/name`")));
     };
     let url = endpoint(provider, &format!("models/{owner}/{model_name}/predictions"));
-    let request = client(name, provider)?.post(&url).json(&serde_json::json!({ "input": input }));
-    let body = send(name, &url, request, api_key(name, provider)?, "the prediction", MAX_JSON_REPLY).await?;
+    let (http, body) = (client(name, provider)?, serde_json::json!({ "input": input }));
+    let key = api_key(name, provider)?;
+    let call =
+        Call { name, url: &url, key, what: "the prediction", max_bytes: MAX_JSON_REPLY, retries: provider.max_retries };
+    let body = send(&call, || Ok(http.post(&url).json(&body))).await?;
     parsed(name, &body)
 }
 
@@ -71,8 +77,10 @@ pub async fn get(name: &str, provider: &MediaProviderConfig, id: &str) -> Result
         )));
     }
     let url = endpoint(provider, &format!("predictions/{id}"));
-    let request = client(name, provider)?.get(&url);
-    let body = send(name, &url, request, api_key(name, provider)?, "the prediction", MAX_JSON_REPLY).await?;
+    let (http, key) = (client(name, provider)?, api_key(name, provider)?);
+    let call =
+        Call { name, url: &url, key, what: "the prediction", max_bytes: MAX_JSON_REPLY, retries: provider.max_retries };
+    let body = send(&call, || Ok(http.get(&url))).await?;
     parsed(name, &body)
 }
 
@@ -83,5 +91,7 @@ pub async fn download(name: &str, url: &str, allowed: &AllowedHosts, max_bytes: 
         .map_err(|_| Error::failed(format!("media provider `{name}` gave an output that is not a URL: `{url}`")))?;
     let addr = crate::net::guard::resolve(&parsed, allowed, "[media] allowed_hosts").await?;
     let http = crate::net::pinned_client(&parsed, addr, Duration::from_secs(300))?;
-    send(name, url, http.get(parsed.clone()), None, "the output", max_bytes).await
+    // An output URL is the provider's storage, not its API: fetched again on a "later" too.
+    let call = Call { name, url, key: None, what: "the output", max_bytes, retries: DOWNLOAD_RETRIES };
+    send(&call, || Ok(http.get(parsed.clone()))).await
 }

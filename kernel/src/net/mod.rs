@@ -5,6 +5,7 @@
 
 pub mod guard;
 pub mod proxy;
+pub mod retry;
 
 use std::net::SocketAddr;
 use std::time::Duration;

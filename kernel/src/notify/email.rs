@@ -17,6 +17,9 @@ use crate::error::{Error, Result};
 
 /// How long one SMTP conversation may take.
 const SMTP_TIMEOUT: Duration = Duration::from_secs(30);
+/// Times a message is sent again after the server said "later" (a 4xx reply) or the
+/// connection failed, backing off between tries.
+const SMTP_RETRIES: u64 = 3;
 
 /// Sends `note` as `[notify]` says. Called only when `email_to` is set.
 pub(super) async fn send(config: &NotifyConfig, note: &Note) -> Result<()> {
@@ -30,8 +33,24 @@ pub(super) async fn send(config: &NotifyConfig, note: &Note) -> Result<()> {
         transport = transport.credentials(Credentials::new(user_of(url), password));
     }
     let message = message(config, note)?;
-    transport.build().send(message).await.map_err(|e| Error::failed(format!("the SMTP server refused it: {e}")))?;
-    Ok(())
+    let transport = transport.build();
+    let mut attempt = 0;
+    loop {
+        let Err(e) = transport.send(message.clone()).await else { return Ok(()) };
+        if !worth_retrying(&e) || attempt >= SMTP_RETRIES {
+            return Err(Error::failed(format!("the SMTP server refused it: {e}")));
+        }
+        let backoff = crate::net::retry::backoff(attempt, None);
+        tracing::warn!(note = note.id, attempt, error = %e, ?backoff, "retrying an email");
+        tokio::time::sleep(backoff).await;
+        attempt += 1;
+    }
+}
+
+/// A 4xx reply ("try again later"), or a connection that failed or timed out. A 5xx reply, a
+/// TLS failure or a message lettre cannot make will not change by waiting.
+fn worth_retrying(e: &lettre::transport::smtp::Error) -> bool {
+    e.is_transient() || !(e.is_permanent() || e.is_client() || e.is_response() || e.is_tls())
 }
 
 /// The note as a message: the urgency and reason as the subject (one line), the summary and

@@ -127,6 +127,41 @@ async fn urgent_notes_are_emailed_through_the_smtp_server_signed_in_with_the_sec
     assert!(!mail.data.contains("\r\nBcc:") && mail.data.contains("Twice in a row."), "{}", mail.data);
 }
 
+/// A mail server that says "later" (451) is tried again, backing off; one that refuses (550)
+/// is not, and the note says why.
+#[tokio::test]
+async fn an_email_the_server_defers_is_sent_again_and_one_it_refuses_is_not() {
+    let smtp = FakeSmtp::start().await;
+    let config = format!(
+        "[notify]\nemail_to = [\"owner@example.com\"]\nsmtp_url = \"smtp://127.0.0.1:{}\"\nmin_urgency_email = \"high\"\n",
+        smtp.port()
+    );
+    let (_home, _daemon, api, _llm) = crate::daemon_with_llm_and_env("openai", &config, &[]).await;
+    let watcher = crate::agent_with(&api, "watcher", &["notify_owner"]).await;
+    let note = |reason: &'static str| {
+        let (api, watcher) = (api.clone(), watcher.clone());
+        async move {
+            let args = json!({"reason": reason, "summary": "Twice in a row.", "urgency": "critical"});
+            assert_eq!(api.invoke(&watcher, "notify_owner", args).await.status, 200);
+        }
+    };
+    let emailed = || async { !api.get("/api/inbox").await.body[0]["email"].is_null() };
+
+    smtp.defer_next();
+    smtp.defer_next();
+    note("Backups failed").await;
+    assert!(eventually(Duration::from_secs(10), emailed).await, "the email's outcome is recorded");
+    assert_eq!(api.get("/api/inbox").await.body[0]["email"], "ok");
+    assert_eq!((smtp.mail_commands(), smtp.received().len()), (3, 1), "deferred twice, then sent once");
+
+    smtp.reject_next();
+    note("Disk full").await;
+    assert!(eventually(Duration::from_secs(10), emailed).await, "the email's outcome is recorded");
+    let outcome = api.get("/api/inbox").await.body[0]["email"].clone();
+    assert!(outcome.as_str().is_some_and(|o| o.contains("sender refused")), "{outcome}");
+    assert_eq!((smtp.mail_commands(), smtp.received().len()), (4, 1), "a refusal is not tried again");
+}
+
 #[tokio::test]
 async fn the_inbox_page_shows_the_unread_count_and_marks_notes_read_for_its_operator() {
     let (_home, _d, api, b) = signed_in_with("").await;

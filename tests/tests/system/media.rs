@@ -471,3 +471,41 @@ async fn without_ffmpeg_the_tools_that_need_it_are_excluded_and_the_others_stay(
     }
     assert_eq!(state("image_generate").0, "registered", "needs no ffmpeg");
 }
+
+/// A media provider that says "later" (429 with `Retry-After`, a 5xx) is asked again, backing
+/// off, the multipart transcription upload included; a refusal (400) is not, nor is a "later"
+/// past `max_retries`.
+#[tokio::test]
+async fn a_provider_that_says_later_is_asked_again_and_a_refusal_is_not() {
+    let (home, _d, api, llm) = media_daemon().await;
+    let maker = agent_from(&api, json!({"name": "maker", "tools": ["image_generate", "speech_to_text"]})).await;
+    let count = |protocol: &str| llm.requests().iter().filter(|r| r.protocol == protocol).count();
+
+    llm.refuse_media_next(429, Some(1));
+    llm.refuse_media_next(503, None);
+    let started = std::time::Instant::now();
+    let image = api.invoke(&maker, "image_generate", json!({"prompt": "a kennel at dawn"})).await;
+    assert_eq!(image.status, 200, "{}", image.text);
+    assert_eq!(count("image"), 3, "two refusals, then the image");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(1400), "waited 1 s as asked, then 0.5 s");
+
+    llm.refuse_media_next(400, None);
+    let refused = api.invoke(&maker, "image_generate", json!({"prompt": "a kennel at dusk"})).await;
+    assert!(refused.error_message().contains("(400 Bad Request)"), "{}", refused.text);
+    assert_eq!(count("image"), 4, "a refusal is not asked again");
+
+    for _ in 0..4 {
+        llm.refuse_media_next(500, Some(0));
+    }
+    let gave_up = api.invoke(&maker, "image_generate", json!({"prompt": "a kennel at noon"})).await;
+    assert!(gave_up.error_message().contains("(500 Internal Server Error)"), "{}", gave_up.text);
+    assert_eq!(count("image"), 8, "the first try and max_retries = 3 more");
+
+    tone(&workspace(&home, &maker).join("note.mp3"), 2);
+    llm.refuse_media_next(502, Some(0));
+    let heard = api.invoke(&maker, "speech_to_text", json!({"audio_or_video": "note.mp3"})).await;
+    assert_eq!(heard.status, 200, "{}", heard.text);
+    let sent = transcriptions(&llm);
+    assert_eq!(sent.len(), 2, "the upload was sent again");
+    assert_eq!(sent[0]["file"], sent[1]["file"], "whole both times: {sent:?}");
+}
