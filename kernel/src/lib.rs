@@ -406,24 +406,39 @@ impl Kernel {
     /// `new.assignee` may be an agent's name or id.
     pub async fn post_task(&self, new: tasks::NewTask, posted_by: &str) -> Result<tasks::Task> {
         let task = self.0.tasks.post(new, posted_by).await?;
-        if self.0.config.task_board.wake_assignee
-            && let Some(agent) =
-                task.assigned_to.as_deref().and_then(|a| self.0.agents.get(a).ok()).filter(|a| a.is_running())
-        {
-            let (kernel, title, id) = (self.clone(), task.title.clone(), task.id);
-            tokio::spawn(async move {
-                let message = format!(
-                    "A task was posted for you: \"{title}\" (task {id}). Claim it with task_claim when you can."
-                );
-                let label = session::Origin::Task(text::short_id(&id.to_string())).label();
-                let req =
-                    TurnRequest { new_session_label: label, ..TurnRequest::headless(message, tool::Caller::Agent) };
-                if let Err(e) = turn::run(&kernel, agent.clone(), req).await {
-                    tracing::info!(agent = %agent.name, error = %e.message, "could not wake the assignee of a new task");
-                }
-            });
-        }
+        self.wake_assignee(&task, "posted for you");
         Ok(task)
+    }
+
+    /// Gives a task to another agent (a name or id; `None` or empty: anyone) and puts it back
+    /// to pending; the new assignee, if running, is woken as for a new task.
+    pub async fn reassign_task(&self, id: &str, assignee: Option<&str>) -> Result<tasks::Task> {
+        let task = self.0.tasks.reassign(id, assignee).await?;
+        self.wake_assignee(&task, "given to you");
+        Ok(task)
+    }
+
+    /// If `[task_board] wake_assignee` is on and `task` is for a running agent, starts a turn
+    /// telling that agent the task waits (`how`: "posted for you", "given to you"), in a
+    /// session labelled with the task's whole id (its wake-ups, on the task's page).
+    fn wake_assignee(&self, task: &tasks::Task, how: &str) {
+        if !self.0.config.task_board.wake_assignee {
+            return;
+        }
+        let Some(agent) =
+            task.assigned_to.as_deref().and_then(|a| self.0.agents.get(a).ok()).filter(|a| a.is_running())
+        else {
+            return;
+        };
+        let (kernel, title, id) = (self.clone(), task.title.clone(), task.id);
+        let message = format!("A task was {how}: \"{title}\" (task {id}). Claim it with task_claim when you can.");
+        tokio::spawn(async move {
+            let label = session::Origin::Task(id.to_string()).label();
+            let req = TurnRequest { new_session_label: label, ..TurnRequest::headless(message, tool::Caller::Agent) };
+            if let Err(e) = turn::run(&kernel, agent.clone(), req).await {
+                tracing::info!(agent = %agent.name, error = %e.message, "could not wake the assignee of a task");
+            }
+        });
     }
 
     pub(crate) fn a2a(&self) -> &a2a::A2aTasks {

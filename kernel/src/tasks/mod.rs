@@ -271,7 +271,7 @@ impl TaskBoard {
 
     /// Operator action: give the task to another agent (a name or id; `None` or empty: anyone)
     /// and put it back to pending.
-    pub async fn reassign(&self, id: &str, assignee: Option<&str>) -> Result<Task> {
+    pub(crate) async fn reassign(&self, id: &str, assignee: Option<&str>) -> Result<Task> {
         let assignee = self.agents.id_for_field("assignee", assignee)?;
         self.act(id, TaskAction::Reassign, store::Change::Reassign { assignee: assignee.as_deref() }).await
     }

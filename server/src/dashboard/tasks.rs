@@ -146,7 +146,7 @@ pub async fn detail(
 ) -> PageResult {
     let task = kernel.tasks().get(&id).await?;
     let history = kernel.tasks().history(&id).await?;
-    let woke = Origin::Task(kennel_kernel::text::short_id(&task.id.to_string()));
+    let woke = Origin::Task(task.id.to_string());
     let wake_ups = kernel.sessions().of_origin(&woke).await?;
     let title = task.title.clone();
     let page = Detail { task, history, wake_ups, agents: kernel.agents().list() };
@@ -166,7 +166,7 @@ pub async fn reassign(
     Path(id): Path<String>,
     Form(f): Form<ReassignForm>,
 ) -> PageResult {
-    done(&id, kernel.tasks().reassign(&id, Some(&f.assignee)).await.map(|_| "Reassigned."))
+    done(&id, kernel.reassign_task(&id, Some(&f.assignee)).await.map(|_| "Reassigned."))
 }
 
 pub async fn cancel(

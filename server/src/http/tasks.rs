@@ -90,7 +90,7 @@ async fn reassign_task(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<ReassignBody>,
 ) -> ApiResult<Json<Task>> {
-    Ok(Json(kernel.tasks().reassign(&id, body.assignee.as_deref()).await?))
+    Ok(Json(kernel.reassign_task(&id, body.assignee.as_deref()).await?))
 }
 
 /// Withdraws a pending or claimed task.

@@ -667,7 +667,7 @@ async fn a_tasks_history_shows_its_wake_up_and_short_ids_find_tasks_and_schedule
     let b = d.browser();
     assert_eq!(b.set_up("ada", "correct horse").await.status, 303);
     let scout = crate::agent_from(&api, json!({"name": "scout", "model": "m", "tools": ["schedule.*"]})).await;
-    llm.push(Scripted::text("on it"));
+    llm.set_fallback(Scripted::text("on it"));
     let task = api.post("/api/tasks", json!({"title": "Map the cave", "assignee": "scout"})).await;
     let id = task.body["id"].as_str().unwrap().to_string();
     let short = kennel_kernel::text::short_id(&id);
@@ -687,6 +687,37 @@ async fn a_tasks_history_shows_its_wake_up_and_short_ids_find_tasks_and_schedule
     let cancelled = b.submit(&format!("/tasks/{short}"), &format!("/tasks/{short}/cancel"), &[]).await;
     assert_eq!(cancelled.status, 303, "actions take the short id too");
     assert_eq!(api.get(&format!("/api/tasks/{id}")).await.body["task"]["status"], "cancelled");
+
+    // The wake-up's session is labelled with the task's whole id: a task whose id ends in the
+    // same 8 digits cannot show it.
+    let sessions = api.get(&format!("/api/agents/{scout}/sessions")).await;
+    assert_eq!(sessions.body[0]["label"], format!("task {id}"), "{}", sessions.text);
+
+    // Reassigned to another running agent, the task wakes it too, and its page lists both.
+    let ranger = crate::agent_from(&api, json!({"name": "ranger", "model": "m"})).await;
+    let again = api.post("/api/tasks", json!({"title": "Map the river", "assignee": "scout"})).await;
+    let again = again.body["id"].as_str().unwrap().to_string();
+    let woken = |agent: String, label: String| {
+        let api = api.clone();
+        async move {
+            kennel_tests::eventually(std::time::Duration::from_secs(5), || async {
+                let sessions = api.get(&format!("/api/agents/{agent}/sessions")).await.body;
+                sessions.as_array().is_some_and(|s| s.iter().any(|s| s["label"] == label.as_str()))
+            })
+            .await
+        }
+    };
+    assert!(woken(scout.clone(), format!("task {again}")).await, "scout was woken for the new task");
+    let moved =
+        b.submit(&format!("/tasks/{again}"), &format!("/tasks/{again}/reassign"), &[("assignee", "ranger")]).await;
+    assert_eq!(moved.status, 303, "{}", moved.text);
+    assert!(woken(ranger.clone(), format!("task {again}")).await, "the new assignee was woken");
+    let told =
+        llm.requests().iter().any(|r| r.body.to_string().contains("A task was given to you: \\\"Map the river\\\""));
+    assert!(told, "ranger was told the task is now theirs");
+    let page = b.get(&format!("/tasks/{again}")).await.text;
+    assert!(page.contains(r#"">scout</a>"#) && page.contains(r#"">ranger</a>"#), "both wake-ups: {page}");
+    assert!(!page.contains(&format!("?session={session}")), "not the other task's wake-up: {page}");
 
     let made = api.invoke(&scout, "schedule_create", json!({"when": "+1h", "prompt": "look again"})).await;
     let schedule = made.body["content"]["id"].as_str().expect("a schedule").to_string();
