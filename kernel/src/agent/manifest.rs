@@ -441,8 +441,8 @@ pub fn validate(input: ManifestInput) -> Result<Manifest> {
         (None, _) => ToolMode::All,
     };
 
-    let caps_in = input.capabilities.unwrap_or_default();
-    let (tools_field, tool_patterns) = match (input.tools, caps_in.tools) {
+    let mut caps_in = input.capabilities.unwrap_or_default();
+    let (tools_field, tool_patterns) = match (input.tools, caps_in.tools.take()) {
         (Some(_), Some(_)) => {
             err("tools", "given twice: use either `tools` or `capabilities.tools`".into());
             ("tools", Vec::new())
@@ -451,10 +451,7 @@ pub fn validate(input: ManifestInput) -> Result<Manifest> {
         (None, Some(t)) => ("capabilities.tools", t),
         (None, None) => ("capabilities.tools", Vec::new()),
     };
-    let tools = parse_grants(tools_field, &tool_patterns, &mut err);
-    let deny = parse_grants("capabilities.deny", &caps_in.deny.unwrap_or_default(), &mut err);
-    let memory_read = parse_scopes("capabilities.memory_read", caps_in.memory_read, &mut err);
-    let memory_write = parse_scopes("capabilities.memory_write", caps_in.memory_write, &mut err);
+    let capabilities = capabilities_of((tools_field, &tool_patterns), caps_in, &mut err);
 
     let limits = input.limits.unwrap_or_default();
     if !(1..=200).contains(&limits.max_iterations) {
@@ -530,13 +527,40 @@ pub fn validate(input: ManifestInput) -> Result<Manifest> {
         fallbacks,
         skills,
         tool_mode,
-        capabilities: Capabilities { tools, deny, memory_read, memory_write },
+        capabilities,
         limits,
         cron,
         trigger,
         canvas_network: input.canvas_network.unwrap_or(false),
         location: input.location,
     })
+}
+
+/// `[capabilities]` alone, as an agent's grants are replaced: the rest of its stored manifest
+/// is not judged again by rules made after it was stored (a `[[cron]]` a later rule refuses
+/// must not keep an operator from changing the agent's grants).
+pub fn validate_capabilities(caps: CapabilitiesInput) -> Result<Capabilities> {
+    let mut errors = Vec::new();
+    let mut err = |field: &str, message: String| errors.push(FieldError { field: field.into(), message });
+    let mut caps = caps;
+    let tools = caps.tools.take().unwrap_or_default();
+    let capabilities = capabilities_of(("capabilities.tools", &tools), caps, &mut err);
+    if errors.is_empty() { Ok(capabilities) } else { Err(Error::invalid_fields(errors)) }
+}
+
+/// The grants and memory scopes of `caps`, with `tools` (the field it came from and its
+/// patterns) given apart: a manifest may give them as top-level `tools`.
+fn capabilities_of(
+    (tools_field, tool_patterns): (&str, &[String]),
+    caps: CapabilitiesInput,
+    err: &mut impl FnMut(&str, String),
+) -> Capabilities {
+    Capabilities {
+        tools: parse_grants(tools_field, tool_patterns, err),
+        deny: parse_grants("capabilities.deny", &caps.deny.unwrap_or_default(), err),
+        memory_read: parse_scopes("capabilities.memory_read", caps.memory_read, err),
+        memory_write: parse_scopes("capabilities.memory_write", caps.memory_write, err),
+    }
 }
 
 fn parse_grants(field: &str, patterns: &[String], err: &mut impl FnMut(&str, String)) -> Vec<Grant> {

@@ -659,10 +659,9 @@ impl Agents {
 
     /// Replaces an agent's `[capabilities]`, validated like any manifest.
     pub async fn set_capabilities(&self, id_or_name: &str, caps: NewCapabilities) -> Result<Arc<Agent>> {
+        let capabilities = manifest::validate_capabilities(caps.into())?;
         self.update(id_or_name, |a| {
-            let mut input = ManifestInput::from(&a.manifest);
-            input.capabilities = Some(caps.into());
-            a.manifest = validate(input)?;
+            a.manifest.capabilities = capabilities;
             Ok(())
         })
         .await
@@ -782,5 +781,50 @@ fn named(name: &str, mut input: ManifestInput) -> Result<ManifestInput> {
             input.name = Some(name.to_string());
             Ok(input)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Replacing an agent's grants judges the grants alone: a `[[cron]]` it stored before a
+    /// rule that now refuses it does not keep an operator from changing them.
+    #[tokio::test]
+    async fn grants_change_though_a_stored_cron_block_is_no_longer_valid() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::db::open_for_test(dir.path()).await;
+        let input: ManifestInput = serde_json::from_value(serde_json::json!({
+            "name": "keeper", "tools": ["read_file"], "cron": [{"schedule": "0 9 * * *", "prompt": "Look around."}],
+        }))
+        .unwrap();
+        let mut manifest = validate(input).unwrap();
+        // As a later rule would see it: not an expression it takes.
+        manifest.cron[0].schedule = "61 * * * *".into();
+        let at = crate::db::now();
+        let agent = Agent {
+            id: Uuid::now_v7(),
+            name: "keeper".into(),
+            agent_type: "keeper".into(),
+            manifest,
+            goal: None,
+            status: AgentStatus::Running,
+            parent_id: None,
+            ephemeral: false,
+            paused: None,
+            budget_lifted_at: None,
+            created_at: at.clone(),
+            updated_at: at,
+        };
+        store::insert_agent(&db, &agent).await.unwrap();
+        let agents = Agents::load(db, Vec::new()).await.unwrap();
+
+        let caps = NewCapabilities { tools: vec!["files.*".into()], deny: None, memory_read: None, memory_write: None };
+        let changed = agents.set_capabilities("keeper", caps).await.expect("the grants are changed");
+        assert_eq!(changed.manifest.capabilities.tools, vec![parse_grant("files.*").unwrap()]);
+        assert_eq!(changed.manifest.cron[0].schedule, "61 * * * *", "the rest is kept as stored");
+        let bad = NewCapabilities { tools: vec!["a.b.c".into()], deny: None, memory_read: None, memory_write: None };
+        let refused = agents.set_capabilities("keeper", bad).await.unwrap_err();
+        assert_eq!(refused.fields[0].field, "capabilities.tools[0]", "{refused}");
     }
 }

@@ -219,7 +219,9 @@ fn lineage_from(stored: Option<String>) -> super::Lineage {
 /// read in `tx`, to be taken in it: each row is locked, and rows another daemon is taking are
 /// passed over, so daemons taking at once take different schedules and none waits. (SQLite
 /// has one daemon; the read is outside the write, which is guarded on `next_fire`.)
-pub(super) async fn due(db: &Db, tx: Option<&mut db::Tx>, now: DateTime<Utc>, limit: i64) -> Result<Vec<DueRow>> {
+/// A row that cannot be read (a damaged database, a value no longer valid) is paused and
+/// logged, not allowed to stop every other schedule from firing.
+pub(super) async fn due(db: &Db, mut tx: Option<&mut db::Tx>, now: DateTime<Utc>, limit: i64) -> Result<Vec<DueRow>> {
     let sql = db.dialect(
         "SELECT id, agent_id, kind, expression, timezone, prompt, channel, next_fire, lineage FROM schedules
          WHERE state = 'active' AND next_fire <= $1 ORDER BY next_fire, id LIMIT $2",
@@ -227,25 +229,42 @@ pub(super) async fn due(db: &Db, tx: Option<&mut db::Tx>, now: DateTime<Utc>, li
          WHERE state = 'active' AND next_fire <= $1 ORDER BY next_fire, id LIMIT $2 FOR UPDATE SKIP LOCKED",
     );
     let query = db::query(sql).bind(db::timestamp(now)).bind(limit);
-    let rows = match tx {
+    let rows = match tx.as_deref_mut() {
         Some(tx) => query.fetch_all(tx).await?,
         None => query.fetch_all(db).await?,
     };
-    rows.iter()
-        .map(|r| {
-            Ok(DueRow {
-                id: r.try_get("id")?,
-                agent_id: r.try_get("agent_id")?,
-                kind: Kind::parse(r.try_get("kind")?)?,
-                expression: r.try_get("expression")?,
-                timezone: r.try_get("timezone")?,
-                prompt: r.try_get("prompt")?,
-                channel: r.try_get("channel")?,
-                next_fire: r.try_get("next_fire")?,
-                lineage: lineage_from(r.try_get("lineage")?),
-            })
-        })
-        .collect()
+    let mut due = Vec::with_capacity(rows.len());
+    for row in &rows {
+        match due_row(row) {
+            Ok(d) => due.push(d),
+            Err(e) => {
+                let id: String = row.try_get("id")?;
+                tracing::error!(schedule = %id, error = %e.message, "a schedule's stored row cannot be read; it is paused");
+                let pause = db::query("UPDATE schedules SET state = 'paused', updated_at = $2 WHERE id = $1")
+                    .bind(&id)
+                    .bind(db::timestamp(now));
+                match tx.as_deref_mut() {
+                    Some(tx) => pause.execute(tx).await?,
+                    None => pause.execute(db).await?,
+                };
+            }
+        }
+    }
+    Ok(due)
+}
+
+fn due_row(r: &db::Row) -> Result<DueRow> {
+    Ok(DueRow {
+        id: r.try_get("id")?,
+        agent_id: r.try_get("agent_id")?,
+        kind: Kind::parse(r.try_get("kind")?)?,
+        expression: r.try_get("expression")?,
+        timezone: r.try_get("timezone")?,
+        prompt: r.try_get("prompt")?,
+        channel: r.try_get("channel")?,
+        next_fire: r.try_get("next_fire")?,
+        lineage: lineage_from(r.try_get("lineage")?),
+    })
 }
 
 /// One fire to write down: the schedule's next state, and the `running` fire row.
@@ -442,6 +461,47 @@ pub(super) async fn failed_fires_since(db: &Db, since: &str) -> Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A due row that cannot be read is paused; the others are still taken.
+    #[tokio::test]
+    async fn one_unreadable_due_row_is_paused_and_the_others_fire() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db::open_for_test(dir.path()).await;
+        let (agent, at) = ("01930000-0000-7000-8000-0000000000aa", "2026-12-01T00:00:00.000Z");
+        db::query(
+            "INSERT INTO agents (id, name, agent_type, manifest, status, created_at, updated_at)
+             VALUES ($1, 'a', 't', '{}', 'running', $2, $2)",
+        )
+        .bind(agent)
+        .bind(at)
+        .execute(&db)
+        .await
+        .unwrap();
+        for (id, kind) in
+            [("01930000-0000-7000-8000-000000000001", "cron?"), ("01930000-0000-7000-8000-000000000002", "once")]
+        {
+            db::query(
+                "INSERT INTO schedules (id, agent_id, kind, origin, run_at, prompt, state, next_fire, created_by, created_at, updated_at)
+                 VALUES ($1, $2, $3, 'runtime', $4, 'p', 'active', $4, 'test', $4, $4)",
+            )
+            .bind(id)
+            .bind(agent)
+            .bind(kind)
+            .bind(at)
+            .execute(&db)
+            .await
+            .unwrap();
+        }
+        let now = chrono::Utc::now();
+        let taken = due(&db, None, now, 10).await.expect("the readable rows");
+        assert_eq!(taken.iter().map(|d| d.id.as_str()).collect::<Vec<_>>(), ["01930000-0000-7000-8000-000000000002"]);
+        let state: String = db::query_scalar("SELECT state FROM schedules WHERE id = $1")
+            .bind("01930000-0000-7000-8000-000000000001")
+            .fetch_one(&db)
+            .await
+            .unwrap();
+        assert_eq!(state, "paused");
+    }
 
     /// SQLite's plan for an agent's schedules: the `(agent_id, id)` index, not a scan of every
     /// schedule (which an `$N IS NULL OR` filter forces).
