@@ -171,7 +171,7 @@ impl Kernel {
             providers,
             turns: Turns::load(&db).await?,
             meter: usage::Meter::start(db.clone(), &config),
-            workflows: workflow::Workflows::new(db.clone()),
+            workflows: workflow::Workflows::new(db.clone(), cluster.id().to_string()),
             a2a: a2a::A2aTasks::new(db.clone()),
             tasks: tasks::TaskBoard::new(db.clone(), agents.clone()),
             schedules: schedule::Schedules::new(

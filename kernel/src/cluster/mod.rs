@@ -583,15 +583,25 @@ async fn reap(kernel: &Kernel, exclusive: bool, starting: bool) -> Result<()> {
 
 /// Takes over what `dead` left (and rows of no daemon, from before clusters): frees its
 /// leases, requeues the forwarded turns it was running, marks its fires and turns
-/// interrupted, fails its A2A tasks, and finishes its `agent_send` deliveries here.
+/// interrupted, fails its A2A tasks and workflow runs, and finishes its `agent_send`
+/// deliveries here.
 async fn take_over(kernel: &Kernel, dead: &str) -> Result<()> {
     store::release_dead(kernel.db(), dead, &calls::cut_off(), &db::now()).await?;
     let fires = kernel.schedules().mark_interrupted(dead).await?;
     let turns = crate::turn::recovery::interrupt_turns_of(kernel, dead).await?;
     let tasks = kernel.a2a().fail_unfinished(dead).await?;
+    let runs = kernel.workflows().fail_interrupted(dead).await?;
     let deliveries = crate::agent::delivery::take_over(kernel, dead).await?;
-    if fires + turns + tasks + deliveries > 0 {
-        tracing::info!(daemon = dead, fires, turns, a2a_tasks = tasks, deliveries, "took over a stopped daemon's work");
+    if fires + turns + tasks + runs + deliveries > 0 {
+        tracing::info!(
+            daemon = dead,
+            fires,
+            turns,
+            a2a_tasks = tasks,
+            workflow_runs = runs,
+            deliveries,
+            "took over a stopped daemon's work"
+        );
     }
     Ok(())
 }

@@ -211,11 +211,13 @@ fn validate(input: &WorkflowInput, agents: &crate::agent::Agents) -> Result<Vec<
 
 pub struct Workflows {
     db: Db,
+    /// This daemon's id in the cluster, written on each run it runs.
+    daemon: String,
 }
 
 impl Workflows {
-    pub(crate) fn new(db: Db) -> Workflows {
-        Workflows { db }
+    pub(crate) fn new(db: Db, daemon: String) -> Workflows {
+        Workflows { db, daemon }
     }
 
     pub async fn create(&self, input: WorkflowInput, agents: &crate::agent::Agents) -> Result<Workflow> {
@@ -270,7 +272,13 @@ impl Workflows {
     }
 
     async fn save_run(&self, run: &WorkflowRun) -> Result<()> {
-        store::save_run(&self.db, run).await
+        store::save_run(&self.db, run, &self.daemon).await
+    }
+
+    /// Fails the runs daemon `dead` left running (and those of no daemon, from before runs
+    /// named theirs): nothing will finish them. Returns how many.
+    pub(crate) async fn fail_interrupted(&self, dead: &str) -> Result<u64> {
+        store::fail_interrupted(&self.db, dead, &crate::db::now()).await
     }
 }
 

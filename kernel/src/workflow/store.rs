@@ -84,11 +84,11 @@ pub(super) async fn run_count(db: &Db, workflow: Uuid) -> Result<u64> {
     Ok(n as u64)
 }
 
-/// Writes a run as it stands (the first time inserts it).
-pub(super) async fn save_run(db: &Db, run: &WorkflowRun) -> Result<()> {
+/// Writes a run as it stands (the first time inserts it), as run by `daemon`.
+pub(super) async fn save_run(db: &Db, run: &WorkflowRun, daemon: &str) -> Result<()> {
     db::query(
-        "INSERT INTO workflow_runs (id, workflow_id, inputs, status, output, error, steps, started_at, finished_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+        "INSERT INTO workflow_runs (id, workflow_id, inputs, status, output, error, steps, started_at, finished_at, daemon_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
          ON CONFLICT (id) DO UPDATE SET status = $4, output = $5, error = $6, steps = $7, finished_at = $9",
     )
     .bind(run.id.to_string())
@@ -100,9 +100,23 @@ pub(super) async fn save_run(db: &Db, run: &WorkflowRun) -> Result<()> {
     .bind(serde_json::to_string(&run.steps).expect("steps serialise"))
     .bind(&run.started_at)
     .bind(&run.finished_at)
+    .bind(daemon)
     .execute(db)
     .await?;
     Ok(())
+}
+
+/// Fails the runs `daemon` (or no daemon) left `running`, finished `at`.
+pub(super) async fn fail_interrupted(db: &Db, daemon: &str, at: &str) -> Result<u64> {
+    let done = db::query(
+        "UPDATE workflow_runs SET status = 'failed', error = 'the daemon running it stopped before it finished',
+             finished_at = $1 WHERE status = 'running' AND (daemon_id = $2 OR daemon_id IS NULL)",
+    )
+    .bind(at)
+    .bind(daemon)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
 }
 
 fn workflow_from(row: &db::Row) -> Result<Workflow> {

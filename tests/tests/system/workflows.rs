@@ -98,3 +98,38 @@ async fn nested_workflow_runs_count_against_the_depth_cap() {
     assert_eq!(outcomes, ["ok", "ResourceExhausted"]);
     assert!(audit.body[1]["message"].as_str().unwrap().contains("max_agent_call_depth = 2"));
 }
+
+/// A run whose daemon dies mid-step is failed, saying why, when a daemon starts again: not
+/// left `running` for ever.
+#[tokio::test]
+async fn a_run_cut_short_by_the_daemons_death_is_failed_at_the_next_start() {
+    let (home, daemon, api, llm) = daemon_with_llm("openai", "").await;
+    agent_from(&api, json!({"name": "writer", "model": "m"})).await;
+    let made =
+        api.post("/api/workflows", json!({"name": "slow", "steps": [{"agent": "writer", "prompt": "Write."}]})).await;
+    assert_eq!(made.status, 201, "{}", made.text);
+    llm.push(Scripted::Delay { millis: 30_000 });
+    let running = tokio::spawn({
+        let api = api.clone();
+        async move { api.post("/api/workflows/slow/runs", json!({})).await }
+    });
+    let asked =
+        kennel_tests::eventually(std::time::Duration::from_secs(10), || async { llm.requests().len() == 1 }).await;
+    assert!(asked, "the step's turn began");
+    let runs = api.get("/api/workflows/slow/runs").await;
+    assert_eq!(runs.body[0]["status"], "running", "{}", runs.text);
+    daemon.kill().await;
+    running.abort();
+
+    let token = home.token("again").await;
+    let daemon = home.start().await;
+    let api = daemon.api(&token);
+    let failed = kennel_tests::eventually(std::time::Duration::from_secs(10), || async {
+        api.get("/api/workflows/slow/runs").await.body[0]["status"] == "failed"
+    })
+    .await;
+    let runs = api.get("/api/workflows/slow/runs").await;
+    assert!(failed, "{}", runs.text);
+    assert!(runs.body[0]["error"].as_str().unwrap().contains("stopped before it finished"), "{}", runs.text);
+    assert!(runs.body[0]["finished_at"].is_string(), "{}", runs.text);
+}

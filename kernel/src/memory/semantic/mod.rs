@@ -283,6 +283,29 @@ pub struct SemanticMemory {
     indexes: Mutex<HashMap<AgentId, Arc<OnceCell<Shared>>>>,
 }
 
+/// An agent's index changed ahead of a commit: dropped from the cache (so the next use loads
+/// it from the database) unless [`Unsaved::saved`] says the commit happened.
+struct Unsaved<'a> {
+    indexes: &'a Mutex<HashMap<AgentId, Arc<OnceCell<Shared>>>>,
+    agent: AgentId,
+    saved: bool,
+}
+
+impl Unsaved<'_> {
+    fn saved(mut self) {
+        self.saved = true;
+    }
+}
+
+impl Drop for Unsaved<'_> {
+    fn drop(&mut self) {
+        if !self.saved {
+            tracing::warn!(agent = %self.agent, "a memory add did not commit; the agent's index is reloaded");
+            self.indexes.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.agent);
+        }
+    }
+}
+
 impl SemanticMemory {
     /// The store `config` describes, or `None` when `[proactive_memory] enabled = false`.
     pub fn new(db: Db, clock: Clock, config: &Config) -> Result<Option<SemanticMemory>> {
@@ -555,6 +578,12 @@ impl SemanticMemory {
         };
         let (redundant_at, merge_at) = thresholds(self.embedder.is_sparse());
         let embedder = self.embedder.name();
+        // Every candidate is written in one transaction: an add is whole or not at all. The
+        // index follows each write at once (a later candidate is compared with an earlier
+        // one); until the commit, `unsaved` drops it if the add fails or is abandoned, so the
+        // next use reloads it from the database.
+        let mut tx = self.db.begin().await?;
+        let unsaved = Unsaved { indexes: &self.indexes, agent, saved: false };
         for (candidate, vector) in extraction.candidates.into_iter().zip(vectors) {
             let nearest = self.nearest(&index, &vector, scope.read);
             if let Some((doc, similarity)) = nearest {
@@ -594,8 +623,7 @@ impl SemanticMemory {
                 embedder: &embedder,
                 embedding: &vector.to_bytes(),
             };
-            store::insert(&self.db, new, &replaces).await?;
-            // Nothing is awaited from here to the next candidate: the index follows the commit.
+            store::insert(&mut tx, new, &replaces).await?;
             for old in &replaces {
                 index.remove(*old);
             }
@@ -609,6 +637,8 @@ impl SemanticMemory {
                 replaced,
             });
         }
+        tx.commit().await?;
+        unsaved.saved();
         if index.wants_compaction() {
             let sparse = self.embedder.is_sparse();
             let old = std::mem::replace(&mut *index, AgentIndex::new(sparse));
@@ -847,5 +877,41 @@ pub fn metered_for(
             outcome: call.outcome.to_string(),
             at: crate::db::timestamp(kernel.clock().now()),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An add whose second fact the database refuses writes neither, says so, and leaves no
+    /// trace in the index: the first fact can be added again at once.
+    #[tokio::test]
+    async fn an_add_that_fails_midway_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::db::open_for_test(dir.path()).await;
+        if db.dialect("sqlite", "postgres") == "postgres" {
+            return; // the refusal below is a SQLite trigger
+        }
+        db::query(
+            "CREATE TRIGGER refuse_gates BEFORE INSERT ON memories WHEN NEW.content LIKE '%gate%'
+             BEGIN SELECT RAISE(ABORT, 'the disk is full'); END",
+        )
+        .execute(&db)
+        .await
+        .unwrap();
+        let memory = SemanticMemory::new(db.clone(), Clock::System, &Config::default()).unwrap().expect("enabled");
+        let agent = Uuid::now_v7();
+        let metered = |_: extract::ExtractorCall<'_>| {};
+        let two_facts = "The kennel opens at seven every morning. The side gate code is 4417.";
+        let failed = memory.add(agent, two_facts, "tool", Scope::everything(), &metered).await;
+        assert!(failed.is_err(), "{failed:?}");
+        let stored: i64 = db::query_scalar("SELECT count(*) FROM memories").fetch_one(&db).await.unwrap();
+        assert_eq!(stored, 0, "neither fact was written");
+
+        let again =
+            memory.add(agent, "The kennel opens at seven every morning.", "tool", Scope::everything(), &metered).await;
+        let again = again.expect("the first fact alone is written");
+        assert_eq!(again.written.len(), 1, "not taken for a repeat of a memory that was never written: {again:?}");
     }
 }

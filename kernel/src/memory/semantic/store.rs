@@ -33,20 +33,17 @@ pub(super) struct NewMemory<'a> {
     pub embedding: &'a [u8],
 }
 
-/// Inserts a memory, and marks the memories it replaces as merged into it, in one
-/// transaction.
-pub(super) async fn insert(db: &Db, new: NewMemory<'_>, replaces: &[Uuid]) -> Result<()> {
-    let mut tx = db.begin().await?;
-    insert_row(&mut tx, &new).await?;
+/// Inserts a memory in `tx`, and marks the memories it replaces as merged into it.
+pub(super) async fn insert(tx: &mut db::Tx, new: NewMemory<'_>, replaces: &[Uuid]) -> Result<()> {
+    insert_row(tx, &new).await?;
     for old in replaces {
         db::query("UPDATE memories SET merged_into = $1 WHERE id = $2 AND agent_id = $3")
             .bind(new.id.to_string())
             .bind(old.to_string())
             .bind(new.agent.to_string())
-            .execute(&mut tx)
+            .execute(&mut *tx)
             .await?;
     }
-    tx.commit().await?;
     Ok(())
 }
 
