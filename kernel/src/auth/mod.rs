@@ -109,6 +109,21 @@ fn token_hash(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
+/// The proof the daemon holding `token` gives for `challenge`: what a CLI that read `token`
+/// from `cli.token` expects back before it sends the token. After a crash another local user
+/// may take the daemon's port; without the token it cannot answer, and gets no token.
+pub fn cli_proof_of(token: &str, challenge: &str) -> String {
+    cli_proof(&token_hash(token), challenge)
+}
+
+/// HMAC-SHA256 of `challenge` keyed by the token's hash (the daemon keeps only the hash).
+fn cli_proof(hash: &[u8; 32], challenge: &str) -> String {
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(hash).expect("HMAC takes any key length");
+    mac.update(b"kennel-cli-proof:");
+    mac.update(challenge.as_bytes());
+    hex::encode(mac.finalize().into_bytes())
+}
+
 fn check_name(name: &str) -> Result<()> {
     if is_valid_name(name) { Ok(()) } else { Err(Error::invalid(format!("`{name}` is not a valid name: {NAME_RULE}"))) }
 }
@@ -185,6 +200,14 @@ impl Auth {
         let token = format!("{CLI_TOKEN_PREFIX}{}", hex::encode(secret));
         *self.cli_token.write().expect("cli token lock") = Some(token_hash(&token));
         token
+    }
+
+    /// This run's answer to a CLI's `challenge`: proof that it is the daemon that wrote
+    /// `cli.token`, given before the CLI sends the token anywhere ([`cli_proof_of`]). `None`
+    /// before a CLI token is issued.
+    pub fn prove_cli(&self, challenge: &str) -> Option<String> {
+        let hash = (*self.cli_token.read().expect("cli token lock"))?;
+        Some(cli_proof(&hash, challenge))
     }
 
     /// Whether `token` is this run's CLI token, compared in constant time.

@@ -17,6 +17,48 @@ use serde_json::Value;
 
 const DAEMON_FILE: &str = "daemon.json";
 const TOKEN_FILE: &str = "cli.token";
+const LOCK_FILE: &str = "daemon.lock";
+/// How long a starting daemon waits for the home's lock before refusing to start.
+const LOCK_WAIT: Duration = Duration::from_secs(2);
+
+/// Takes `$KENNEL_HOME/daemon.lock` for as long as the returned file is open (the daemon's
+/// life; the kernel lets go of it when the process ends, however it ends): a second daemon
+/// on the same home is refused, naming the first.
+pub fn lock_home(home: &Path) -> anyhow::Result<std::fs::File> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(home)
+        .with_context(|| format!("cannot make {}", home.display()))?;
+    let path = home.join(LOCK_FILE);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    // A daemon that was just stopped or killed may take a moment to be gone.
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    let mut locked = file.try_lock();
+    while matches!(locked, Err(std::fs::TryLockError::WouldBlock)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        locked = file.try_lock();
+    }
+    match locked {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let running = read_file(home).map(|f| format!(" (pid {}, at {})", f.pid, f.url)).unwrap_or_default();
+            anyhow::bail!(
+                "another Kennel daemon runs on {}{running}: one home has one daemon. Stop it with `kennel stop`, \
+                 or give this one another home (KENNEL_HOME)",
+                home.display()
+            )
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(e).with_context(|| format!("cannot lock {}", path.display())),
+    }
+}
 
 /// What `daemon.json` says.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -137,11 +179,15 @@ pub struct Body {
     pub text: String,
 }
 
-/// The running daemon of a home, reached over HTTP with its CLI token.
+/// The running daemon of a home, reached over HTTP with its CLI token, which is sent only
+/// once the process at its address proved it holds it ([`Daemon::verify`]).
 pub struct Daemon {
     pub file: DaemonFile,
     token: String,
     http: reqwest::Client,
+    verified: tokio::sync::OnceCell<()>,
+    /// Where the token came from, for messages.
+    token_file: PathBuf,
 }
 
 impl Daemon {
@@ -169,7 +215,35 @@ impl Daemon {
             .connect_timeout(Duration::from_secs(3))
             .build()
             .context("cannot make an HTTP client")?;
-        Ok(Daemon { file, token, http })
+        Ok(Daemon { file, token, http, verified: tokio::sync::OnceCell::new(), token_file: home.join(TOKEN_FILE) })
+    }
+
+    /// Asks the process at the daemon's address to prove it holds this home's CLI token
+    /// (`GET /healthz` with a fresh challenge; the answer's `X-Kennel-Proof`), once. After a
+    /// crash another local user may have taken the port: it gets no token.
+    async fn verify(&self) -> anyhow::Result<()> {
+        self.verified
+            .get_or_try_init(|| async {
+                let challenge = uuid::Uuid::new_v4().simple().to_string();
+                let url = format!("{}/healthz", self.file.url);
+                let resp = self.http.get(&url).header("x-kennel-challenge", &challenge).send().await;
+                let resp = resp.map_err(|e| self.unreachable(e))?;
+                let proof = resp.headers().get("x-kennel-proof").and_then(|v| v.to_str().ok()).unwrap_or_default();
+                let expected = kennel_kernel::auth::cli_proof_of(&self.token, &challenge);
+                if !kennel_kernel::auth::secrets_match(proof, &expected) {
+                    return Err(NoDaemon(format!(
+                        "what answers at {} is not the daemon that wrote {} (it cannot prove it holds the \
+                         token), so the token was not sent: the daemon may have crashed and another program \
+                         taken its port. Start the daemon again with `kennel start`",
+                        self.file.url,
+                        self.token_file.display()
+                    ))
+                    .into());
+                }
+                Ok(())
+            })
+            .await
+            .map(|_| ())
     }
 
     /// This run's CLI token, for a client of the daemon's own (the MCP bridge).
@@ -214,12 +288,14 @@ impl Daemon {
     }
 
     async fn answer<T: DeserializeOwned>(&self, path: &str, req: reqwest::RequestBuilder) -> anyhow::Result<T> {
+        self.verify().await?;
         let resp = self.answered(req.send().await).await?;
         resp.json().await.with_context(|| format!("the daemon's answer to {path} is not what this CLI expects"))
     }
 
     /// Opens a server-sent event stream (`GET path`).
     pub async fn events(&self, path: &str) -> anyhow::Result<EventStream> {
+        self.verify().await?;
         let resp = self.answered(self.request(Method::GET, path).send().await).await?;
         Ok(EventStream { resp, decoder: Default::default(), ready: Default::default() })
     }

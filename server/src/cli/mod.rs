@@ -455,6 +455,9 @@ async fn open(home: &Path) -> anyhow::Result<Kernel> {
 async fn start(home: PathBuf, bind: Option<SocketAddr>) -> anyhow::Result<()> {
     init_logging();
     refuse_inspection();
+    // Held until the process ends: a second daemon on this home stops here, before it opens
+    // anything of the first's.
+    let _one_daemon = daemon::lock_home(&home)?;
     let kernel = open(&home).await?;
     let addr = bind.unwrap_or(kernel.config().server.bind);
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;

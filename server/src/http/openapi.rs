@@ -240,9 +240,25 @@ struct Health {
     version: &'static str,
 }
 
-/// Whether the daemon is up. Needs no token.
+/// A challenge the CLI sends: short, so answering it costs nothing.
+const MAX_CHALLENGE: usize = 128;
+
+/// Whether the daemon is up. Needs no token. With `X-Kennel-Challenge`, the answer carries
+/// `X-Kennel-Proof`, by which the CLI knows this is its home's daemon before it sends its
+/// token (another user may have taken the port after a crash).
 #[utoipa::path(get, path = "/healthz", tag = "meta", security(()),
-    responses((status = 200, description = "The daemon is serving", body = Health)))]
-async fn healthz() -> axum::Json<Health> {
-    axum::Json(Health { status: "ok", version: env!("CARGO_PKG_VERSION") })
+    params(("x-kennel-challenge" = Option<String>, Header, max_length = 128, description = "A random value from the CLI; the answer's X-Kennel-Proof is its HMAC with this run's CLI token")),
+    responses((status = 200, description = "The daemon is serving", body = Health,
+        headers(("x-kennel-proof" = String, description = "Present when a challenge was sent")))))]
+async fn healthz(
+    axum::extract::State(kernel): axum::extract::State<Kernel>,
+    headers: axum::http::HeaderMap,
+) -> axum::response::Response {
+    let health = axum::Json(Health { status: "ok", version: env!("CARGO_PKG_VERSION") });
+    let challenge =
+        headers.get("x-kennel-challenge").and_then(|v| v.to_str().ok()).filter(|c| c.len() <= MAX_CHALLENGE);
+    match challenge.and_then(|c| kernel.auth().prove_cli(c)) {
+        Some(proof) => ([("x-kennel-proof", proof)], health).into_response(),
+        None => health.into_response(),
+    }
 }

@@ -357,3 +357,55 @@ async fn a_chat_shows_its_own_turns_not_others_in_the_same_session() {
     let end = chat.expect_after(at, "helper> Two.", Duration::from_secs(10)).await;
     assert!(!chat.output()[at..end].contains("Elsewhere"), "another turn's text was shown:\n{}", chat.output());
 }
+
+/// One home has one daemon: a second `kennel start` on it is refused, naming the first, and
+/// changes nothing of the first's.
+#[tokio::test]
+async fn a_second_daemon_on_one_home_is_refused() {
+    let home = Home::new();
+    let token = home.token("t").await;
+    let first = home.start().await;
+    let second = home.cli(&["start", "--bind", "127.0.0.1:0"]).await;
+    let said = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "{said}");
+    assert!(said.contains("another Kennel daemon runs on") && said.contains(&format!("pid {}", first.pid())), "{said}");
+    let api = first.api(&token);
+    assert_eq!(api.get("/api/status").await.status, 200, "the first daemon still serves");
+    assert!(home.cli_ok(&["status"]).await.contains("running"), "and the CLI still finds it");
+}
+
+/// After a crash another local user may take the daemon's port: the CLI asks whatever answers
+/// there to prove it holds this home's token and, when it cannot, sends the token nowhere.
+#[tokio::test]
+async fn the_cli_sends_its_token_only_to_the_daemon_that_proves_it_holds_it() {
+    use std::sync::{Arc, Mutex};
+    let home = Home::new();
+    let daemon = home.start().await;
+    assert!(home.cli_ok(&["status"]).await.contains("running"), "the real daemon proves itself");
+    let port = daemon.base.rsplit(':').next().unwrap().parse::<u16>().unwrap();
+    daemon.kill().await;
+
+    // An impostor on the same port: it answers everything, and keeps what it was sent.
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let kept = seen.clone();
+    let app = axum::Router::new().fallback(move |headers: axum::http::HeaderMap| {
+        let kept = kept.clone();
+        async move {
+            let auth = headers.get("authorization").map(|v| v.to_str().unwrap_or_default().to_string());
+            kept.lock().unwrap().push(auth.unwrap_or_default());
+            axum::Json(serde_json::json!({"status": "ok", "version": "0.0.0"}))
+        }
+    });
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.expect("the freed port");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    for args in [&["status"][..], &["reload"][..]] {
+        let out = home.cli(args).await;
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {said}");
+        assert!(said.contains("the token was not sent"), "{args:?}: {said}");
+    }
+    let seen = seen.lock().unwrap().clone();
+    assert!(!seen.is_empty(), "the CLI did ask");
+    assert!(seen.iter().all(|auth| auth.is_empty()), "no token went to the impostor: {seen:?}");
+}
