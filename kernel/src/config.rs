@@ -729,6 +729,10 @@ pub struct ServerConfig {
     /// The longest pause between two parts of a request's body.
     #[serde(deserialize_with = "in_range::<_, 1, 600>")]
     pub body_timeout_secs: u64,
+    /// The longest a request's whole body may take to arrive, however steadily it comes (a
+    /// client that drips a byte at a time holds a connection no longer than this).
+    #[serde(deserialize_with = "in_range::<_, 1, 86400>")]
+    pub body_deadline_secs: u64,
     /// The most connections open at once (lowered to what the open-file limit leaves). At the
     /// cap a new connection takes the place of the oldest one serving nothing; when all are
     /// serving it is answered 503.
@@ -748,6 +752,7 @@ impl Default for ServerConfig {
             public_names: Vec::new(),
             header_read_timeout_secs: 30,
             body_timeout_secs: 30,
+            body_deadline_secs: 300,
             max_connections: 4096,
             stream_max_secs: 3600,
         }
@@ -1092,6 +1097,7 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # public_names = []
 # header_read_timeout_secs = 30  # a request's head must arrive within this (idle connections close after it)
 # body_timeout_secs = 30         # the longest pause inside a request's body
+# body_deadline_secs = 300       # the longest a whole request body may take
 # max_connections = 4096         # at the cap, the oldest idle connection gives way; else 503
 # stream_max_secs = 3600         # a live stream's longest life (revocation or sign-out ends it at once)
 

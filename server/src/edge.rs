@@ -8,8 +8,9 @@
 //!   of the connection opening or of the previous response (so it bounds an idle keep-alive
 //!   connection too).
 //! - **Body**: each part of a request body must follow the last within
-//!   `[server] body_timeout_secs` (`tower_http`'s request body timeout), else the request
-//!   fails.
+//!   `[server] body_timeout_secs` (`tower_http`'s request body timeout), and the whole body
+//!   arrive within `body_deadline_secs` of the head ([`Deadline`]: a client dripping a byte
+//!   at a time never pauses long), else the request fails.
 //! - **Connections**: at most `[server] max_connections` at once (never more than the open-file
 //!   limit leaves, after [`raise_open_file_limit`]). A new connection at the cap takes the
 //!   place of the oldest one that is not serving a request (waiting for a head: a slow client,
@@ -44,6 +45,7 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 pub struct Limits {
     pub header_read: Duration,
     pub body: Duration,
+    pub body_deadline: Duration,
     pub max_connections: usize,
 }
 
@@ -64,6 +66,7 @@ impl Limits {
         Limits {
             header_read: Duration::from_secs(server.header_read_timeout_secs),
             body: Duration::from_secs(server.body_timeout_secs),
+            body_deadline: Duration::from_secs(server.body_deadline_secs),
             max_connections,
         }
     }
@@ -192,7 +195,12 @@ pub async fn serve(
     limits: Limits,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let app = app.layer(tower_http::timeout::RequestBodyTimeoutLayer::new(limits.body));
+    let deadline = limits.body_deadline;
+    let app = app.layer(tower_http::timeout::RequestBodyTimeoutLayer::new(limits.body)).layer(
+        axum::middleware::map_request(move |req: axum::extract::Request| async move {
+            req.map(|body| axum::body::Body::new(Deadline::new(body, deadline)))
+        }),
+    );
     let connections = Arc::new(Connections::default());
     let (stopping, stop) = watch::channel(false);
     tokio::pin!(shutdown);
@@ -333,4 +341,52 @@ async fn refuse(mut tcp: TcpStream, max: usize) {
     );
     let _ = tokio::time::timeout(Duration::from_secs(2), tcp.write_all(answer.as_bytes())).await;
     let _ = tcp.shutdown().await;
+}
+
+/// A request body that fails once `deadline` has passed since the request began, however
+/// steadily its parts come: the whole-body bound `tower_http`'s per-pause timeout is not.
+struct Deadline {
+    body: axum::body::Body,
+    expires: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl Deadline {
+    fn new(body: axum::body::Body, deadline: Duration) -> Deadline {
+        Deadline { body, expires: Box::pin(tokio::time::sleep(deadline)) }
+    }
+}
+
+/// The error a body past its deadline fails with (the handler answers it as a bad request).
+#[derive(Debug)]
+struct PastDeadline;
+
+impl std::fmt::Display for PastDeadline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the request body took longer than [server] body_deadline_secs to arrive")
+    }
+}
+
+impl std::error::Error for PastDeadline {}
+
+impl http_body::Body for Deadline {
+    type Data = axum::body::Bytes;
+    type Error = axum::BoxError;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        if self.expires.as_mut().poll(cx).is_ready() {
+            return std::task::Poll::Ready(Some(Err(Box::new(PastDeadline))));
+        }
+        std::pin::Pin::new(&mut self.body).poll_frame(cx).map_err(Into::into)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
 }

@@ -69,6 +69,43 @@ async fn a_head_a_body_and_an_idle_connection_each_have_their_time() {
     assert_eq!(api.get("/api/templates").await.body, json!([]), "nothing was made of half a body");
 }
 
+/// A body dripped a byte at a time never pauses long, but its whole must arrive within
+/// `body_deadline_secs`: the request fails then, and nothing is made of it.
+#[tokio::test]
+async fn a_body_dripped_a_byte_at_a_time_is_cut_off_at_its_deadline() {
+    let config = "[server]\nbody_timeout_secs = 30\nbody_deadline_secs = 2\n";
+    let (_home, daemon, api) = crate::daemon_with_config(config).await;
+    let addr = host(&daemon.base);
+    let mut drip = TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /api/templates HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {}\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n",
+        api.token()
+    );
+    drip.write_all(head.as_bytes()).await.unwrap();
+    let started = Instant::now();
+    let mut answer = Vec::new();
+    // A byte every 200 ms (far inside the 30 s pause), for up to 10 s, reading what comes.
+    while started.elapsed() < Duration::from_secs(10) {
+        if drip.write_all(b" ").await.is_err() {
+            break;
+        }
+        let mut buf = [0u8; 4096];
+        match tokio::time::timeout(Duration::from_millis(200), drip.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => break,
+            Ok(Ok(n)) => answer.extend_from_slice(&buf[..n]),
+            Err(_) => {}
+        }
+        if !answer.is_empty() {
+            break;
+        }
+    }
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let took = started.elapsed();
+    assert!(answer.starts_with("HTTP/1.1 4"), "answered after {took:?}: {answer}");
+    assert!(took < Duration::from_secs(5), "cut off after {took:?}, near the 2 s deadline");
+    assert_eq!(api.get("/api/templates").await.body, json!([]), "nothing was made of it");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_slow_connections_leaves_healthz_answering() {
     // The attack of 951b06f with the descriptors it ran out of: a daemon whose open-file limit
