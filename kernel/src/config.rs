@@ -43,6 +43,56 @@ pub struct Config {
     pub database: DatabaseConfig,
     /// `[cluster]`: how daemons sharing one PostgreSQL database share the work.
     pub cluster: ClusterConfig,
+    /// `[retention]`: how long finished records are kept before the nightly sweep removes them.
+    pub retention: RetentionConfig,
+}
+
+/// `[retention]`: days each kind of finished record is kept (the nightly sweep,
+/// `retention.rs`); `0` keeps it for ever. What is still in use is never swept: a running
+/// process, a message not yet answered, an unfinished job or task, an agent's latest canvas.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetentionConfig {
+    /// Ended processes (the Processes list and their records).
+    #[serde(deserialize_with = "in_range::<_, 0, 36500>")]
+    pub processes_days: u64,
+    /// A canvas's older versions (an agent's latest is always kept).
+    #[serde(deserialize_with = "in_range::<_, 0, 36500>")]
+    pub canvas_versions_days: u64,
+    /// Channel messages answered (or failed) and messages sent.
+    #[serde(deserialize_with = "in_range::<_, 0, 36500>")]
+    pub channel_traffic_days: u64,
+    /// Finished media jobs (video and music generation).
+    #[serde(deserialize_with = "in_range::<_, 0, 36500>")]
+    pub media_jobs_days: u64,
+    /// Files in the agents' trash (`remove_file`), after which `restore_file` cannot bring them back.
+    #[serde(deserialize_with = "in_range::<_, 0, 36500>")]
+    pub trash_days: u64,
+    /// Deleted skills' folders (`skills/.deleted`), after which they cannot be restored; their
+    /// history stays.
+    #[serde(deserialize_with = "in_range::<_, 0, 36500>")]
+    pub deleted_skills_days: u64,
+    /// Finished A2A tasks (completed, failed, canceled, rejected).
+    #[serde(deserialize_with = "in_range::<_, 0, 36500>")]
+    pub a2a_tasks_days: u64,
+    /// The tool-call audit log: kept for ever unless set (an operator's explicit choice).
+    #[serde(deserialize_with = "in_range::<_, 0, 36500>")]
+    pub audit_days: u64,
+}
+
+impl Default for RetentionConfig {
+    fn default() -> Self {
+        RetentionConfig {
+            processes_days: 30,
+            canvas_versions_days: 90,
+            channel_traffic_days: 90,
+            media_jobs_days: 30,
+            trash_days: 30,
+            deleted_skills_days: 90,
+            a2a_tasks_days: 30,
+            audit_days: 0,
+        }
+    }
 }
 
 /// `[cluster]`: several daemons on one PostgreSQL database (docs/ARCHITECTURE.md, "Cluster").
@@ -1176,6 +1226,16 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 
 # [cluster]                 # several daemons on one PostgreSQL database share agents, fires, claims
 # lease_ms = 3000           # a killed daemon's agents move to the others within about this long
+
+# [retention]               # days finished records are kept (0: for ever); swept nightly
+# processes_days = 30       # ended processes
+# canvas_versions_days = 90 # older canvas versions (an agent's latest is always kept)
+# channel_traffic_days = 90 # channel messages answered or failed, and messages sent
+# media_jobs_days = 30      # finished media jobs
+# trash_days = 30           # the agents' trash (remove_file); then restore_file cannot
+# deleted_skills_days = 90  # deleted skills' folders; then they cannot be restored
+# a2a_tasks_days = 30       # finished A2A tasks
+# audit_days = 0            # the tool-call audit log: kept for ever unless set
 
 # [ask]                     # ask_user: how long a turn waits for the person's answer
 # timeout_secs = 600        # then the model is told nobody answered

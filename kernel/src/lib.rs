@@ -33,6 +33,7 @@ pub mod notify;
 pub mod page;
 pub mod patch;
 pub mod process;
+pub mod retention;
 pub mod schedule;
 pub mod script;
 pub mod session;
@@ -234,6 +235,7 @@ impl Kernel {
         tasks::start_sweeper(self);
         schedule::runner::start(self);
         agent::start_ephemeral_sweeper(self);
+        retention::start(self);
         process::start(self);
         channel::Channels::start(self);
         script::start(self);

@@ -124,6 +124,16 @@ pub(super) fn move_aside(root: &Path, name: &str, version: i64) -> Result<()> {
     Ok(())
 }
 
+/// Removes a deleted skill's folder put aside as `version`; whether it was there.
+pub(super) fn remove_aside(root: &Path, name: &str, version: i64) -> Result<bool> {
+    super::check_name(name)?;
+    match std::fs::remove_dir_all(root.join(DELETED).join(format!("{name}.{version}"))) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
 pub(super) fn bring_back(root: &Path, name: &str, deleted_at: i64) -> Result<()> {
     let target = root.join(name);
     if target.exists() {

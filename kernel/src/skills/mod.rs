@@ -337,6 +337,23 @@ impl Skills {
         store::deleted(&self.db).await
     }
 
+    /// Removes the folders of skills deleted before `cutoff` from `skills/.deleted` (they can
+    /// no longer be restored; their history stays). Returns how many went.
+    pub(crate) async fn sweep_deleted(&self, cutoff: &str) -> Result<u64> {
+        let old = store::deletes_before(&self.db, cutoff).await?;
+        let root = self.root.clone();
+        blocking(move || {
+            let mut removed = 0;
+            for (skill, version) in old {
+                if disk::remove_aside(&root, &skill, version)? {
+                    removed += 1;
+                }
+            }
+            Ok(removed)
+        })
+        .await
+    }
+
     /// Edits the body in place with the bounded five-strategy matcher ([`crate::patch`]).
     pub async fn patch(&self, actor: &Actor, name: &str, old: &str, new: &str) -> Result<Evolved> {
         let _held = self.lock(name).await;

@@ -110,6 +110,15 @@ pub(super) async fn maker(db: &Db, skill: &str) -> Result<Option<Option<String>>
 }
 
 /// The last entry of each skill whose last operation is a delete, by name.
+/// Every delete made before `cutoff`: the skill and the version its folder was put aside as.
+pub(super) async fn deletes_before(db: &Db, cutoff: &str) -> Result<Vec<(String, i64)>> {
+    let rows = db::query("SELECT skill, version FROM skill_history WHERE op = 'delete' AND at < $1")
+        .bind(cutoff)
+        .fetch_all(db)
+        .await?;
+    rows.iter().map(|r| Ok((r.try_get("skill")?, r.try_get("version")?))).collect()
+}
+
 pub(super) async fn deleted(db: &Db) -> Result<Vec<HistoryEntry>> {
     Ok(db::query_as(select!(
         "AS h WHERE op = 'delete' AND version = (SELECT MAX(version) FROM skill_history WHERE skill = h.skill) ORDER BY skill"

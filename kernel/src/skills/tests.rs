@@ -212,3 +212,22 @@ async fn names_manifests_and_sizes_are_checked_before_anything_is_written() {
     assert_eq!(again.kind, ErrorKind::Conflict);
     assert_eq!(s.get("notes").await.unwrap().body, BODY);
 }
+
+/// A deleted skill's folder is removed by the sweep once its delete is older than the cutoff;
+/// its history stays, and restoring it then says its files are gone.
+#[tokio::test]
+async fn the_sweep_removes_a_deleted_skills_folder_and_keeps_its_history() {
+    let (dir, s) = skills().await;
+    let ann = agent("ann");
+    s.create(&ann, manifest("notes"), BODY.into()).await.unwrap();
+    s.delete(&ann, "notes").await.unwrap();
+    let aside = dir.path().join("skills/.deleted");
+    assert_eq!(std::fs::read_dir(&aside).unwrap().count(), 1);
+    assert_eq!(s.sweep_deleted("2000-01-01T00:00:00.000Z").await.unwrap(), 0, "not old enough");
+    assert_eq!(s.sweep_deleted("2999-01-01T00:00:00.000Z").await.unwrap(), 1);
+    assert_eq!(std::fs::read_dir(&aside).unwrap().count(), 0);
+    let e = s.restore(&ann, "notes").await.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::NotFound, "{e}");
+    assert!(e.message.contains("are gone"), "{e}");
+    assert_eq!(s.deleted().await.unwrap().len(), 1, "the history stays");
+}

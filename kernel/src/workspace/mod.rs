@@ -139,6 +139,12 @@ fn bytes_under(dir: &Dir, depth: usize) -> u64 {
         .sum()
 }
 
+/// When a UUIDv7 was made (its first 48 bits are Unix milliseconds).
+fn made_at(id: &Uuid) -> Option<chrono::DateTime<chrono::Utc>> {
+    let (secs, nanos) = id.get_timestamp()?.to_unix();
+    chrono::DateTime::from_timestamp(secs as i64, nanos)
+}
+
 /// Files smaller than this are read without counting against `max_reading_mib`.
 const LARGE_READ: u64 = 1 << 20;
 
@@ -492,6 +498,32 @@ impl Workspaces {
             bin.unlink(&id)?;
             bin.unlink(&format!("{id}.json"))?;
             Ok((entry(target.rel, &stat_of(&file)?), trashed))
+        })
+        .await
+    }
+
+    /// Removes what every agent put in its trash before `cutoff` (the file and its record;
+    /// each is named by a UUIDv7, whose time says when). Returns how many files went.
+    pub(crate) async fn sweep_trash(&self, cutoff: chrono::DateTime<chrono::Utc>) -> Result<u64> {
+        let root = self.root.clone();
+        blocking(move || {
+            let Ok(trash) = Dir::open_path(&root).and_then(|r| r.open_dir(".trash")) else { return Ok(0) };
+            let mut removed = 0;
+            for (agent, kind) in trash.entries()? {
+                if kind != Kind::Dir || Uuid::parse_str(&agent).is_err() {
+                    continue;
+                }
+                let bin = trash.open_dir(&agent)?;
+                for (name, _) in bin.entries()? {
+                    let id = name.strip_suffix(".json").unwrap_or(&name);
+                    let Some(at) = Uuid::parse_str(id).ok().and_then(|u| made_at(&u)) else { continue };
+                    if at < cutoff {
+                        bin.unlink(&name)?;
+                        removed += u64::from(!name.ends_with(".json"));
+                    }
+                }
+            }
+            Ok(removed)
         })
         .await
     }
@@ -916,6 +948,26 @@ mod tests {
         assert_eq!(ws.read(agent, "d/x.bin").await.unwrap().0, b"newer");
         assert_eq!(std::fs::read_dir(&bin).unwrap().count(), 2, "the older one is still there");
         assert_eq!(ws.restore(agent, "nothing.txt").await.unwrap_err().kind, ErrorKind::NotFound);
+    }
+
+    /// The sweep takes what was trashed before its cutoff (file and record), and only that.
+    #[tokio::test]
+    async fn the_trash_sweep_takes_only_what_was_removed_before_the_cutoff() {
+        let (home, ws) = workspaces();
+        let agent = Uuid::now_v7();
+        ws.write(agent, "old.txt", b"old".to_vec()).await.unwrap();
+        ws.trash(agent, "old.txt").await.unwrap();
+        let between = chrono::Utc::now();
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        ws.write(agent, "new.txt", b"new".to_vec()).await.unwrap();
+        ws.trash(agent, "new.txt").await.unwrap();
+        let bin = home.path().join("workspaces/.trash").join(agent.to_string());
+        std::fs::write(bin.join("not-a-trash-name"), "left alone").unwrap();
+
+        assert_eq!(ws.sweep_trash(between).await.unwrap(), 1);
+        assert_eq!(ws.restore(agent, "old.txt").await.unwrap_err().kind, ErrorKind::NotFound, "gone for good");
+        ws.restore(agent, "new.txt").await.expect("the later removal is still in the trash");
+        assert!(bin.join("not-a-trash-name").exists(), "what the trash does not name is not touched");
     }
 
     #[tokio::test]

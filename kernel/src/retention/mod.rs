@@ -1,0 +1,84 @@
+//! Retention (issue 43): nothing grows without bound. Finished records are kept for
+//! `[retention]`'s days, then removed by a sweep that runs an hour after the daemon starts and
+//! every day after. What is still in use is never swept: a running process, a message not
+//! yet answered, an unfinished job or task, an agent's latest canvas. The audit log is kept
+//! for ever unless an operator sets `audit_days`.
+//!
+//! Each table is swept in batches of rows by its time column (indexed: migration
+//! 0034), so one sweep never holds SQLite's single writer for long, on either back end.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::Kernel;
+use crate::db;
+use crate::error::Result;
+
+mod store;
+/// The first sweep after a start waits this long (a start is busy enough); then one a day.
+const FIRST_SWEEP: Duration = Duration::from_secs(3600);
+const EVERY: Duration = Duration::from_secs(24 * 3600);
+
+/// What one sweep removed, by kind.
+#[derive(Debug, Default, Clone, PartialEq, Serialize)]
+pub struct Swept {
+    pub processes: u64,
+    pub canvas_versions: u64,
+    pub channel_inbound: u64,
+    pub channel_outbound: u64,
+    pub media_jobs: u64,
+    pub a2a_tasks: u64,
+    pub audit: u64,
+    pub trash_files: u64,
+    pub deleted_skills: u64,
+}
+
+impl Swept {
+    fn total(&self) -> u64 {
+        self.processes
+            + self.canvas_versions
+            + self.channel_inbound
+            + self.channel_outbound
+            + self.media_jobs
+            + self.a2a_tasks
+            + self.audit
+            + self.trash_files
+            + self.deleted_skills
+    }
+}
+
+/// Starts the daily sweep.
+pub(crate) fn start(kernel: &Kernel) {
+    let kernel = kernel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(FIRST_SWEEP).await;
+        loop {
+            match sweep(&kernel, kernel.clock().now()).await {
+                Ok(swept) if swept.total() > 0 => tracing::info!(?swept, "swept records past their retention"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e.message, "the retention sweep failed; it runs again tomorrow"),
+            }
+            tokio::time::sleep(EVERY).await;
+        }
+    });
+}
+
+/// Removes everything past its retention as of `now`.
+pub async fn sweep(kernel: &Kernel, now: DateTime<Utc>) -> Result<Swept> {
+    let config = &kernel.config().retention;
+    let mut swept = store::sweep(kernel.db(), config, now).await?;
+    if let Some(cutoff) = cutoff(now, config.trash_days) {
+        swept.trash_files = kernel.workspaces().sweep_trash(cutoff).await?;
+    }
+    if let Some(cutoff) = cutoff(now, config.deleted_skills_days) {
+        swept.deleted_skills = kernel.skills().sweep_deleted(&db::timestamp(cutoff)).await?;
+    }
+    Ok(swept)
+}
+
+/// `now` less `days`, or `None` for 0 (kept for ever).
+pub(super) fn cutoff(now: DateTime<Utc>, days: u64) -> Option<DateTime<Utc>> {
+    (days > 0).then(|| now - chrono::Duration::days(days as i64))
+}
