@@ -419,3 +419,13 @@ pub use kennel_kernel::text::dollars;
 pub fn tokens(n: u64) -> String {
     kennel_kernel::text::thousands(n)
 }
+
+/// How long the records a page lists are kept: `[retention] key` days (`0`: for ever).
+pub fn kept_for(what: &str, key: &str, days: u64) -> impl IntoView + use<> {
+    let text = match days {
+        0 => format!("{what} are kept for ever ([retention] {key} = 0)."),
+        1 => format!("{what} are kept for a day, then removed ([retention] {key})."),
+        n => format!("{what} are kept for {n} days, then removed ([retention] {key})."),
+    };
+    view! { <p class="hint retention">{text}</p> }
+}

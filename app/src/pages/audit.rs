@@ -18,6 +18,8 @@ pub struct AuditPage {
     pub agents: Vec<Arc<Agent>>,
     pub agent: Option<String>,
     pub tool: Option<String>,
+    /// `[retention] audit_days`.
+    pub kept_days: u64,
 }
 
 pub fn render(meta: PageMeta, page: AuditPage) -> String {
@@ -41,6 +43,7 @@ pub fn render(meta: PageMeta, page: AuditPage) -> String {
             <Shell meta>
                 <h1>"Audit"</h1>
                 <LogTabs current=Log::ToolCalls/>
+                {crate::widgets::kept_for("Tool calls", "audit_days", page.kept_days)}
                 <form method="get" action="/audit" class="filters">
                     <label>"Agent" <select name="agent"><option value="">"any"</option>{options}</select></label>
                     <label>"Tool" <input type="text" name="tool" value=page.tool.unwrap_or_default() placeholder="exact tool name"/></label>

@@ -13,7 +13,8 @@ pub struct Named {
     pub agent: String,
 }
 
-pub fn render_list(meta: PageMeta, latest: Vec<Named>) -> String {
+/// `kept_days`: `[retention] canvas_versions_days`.
+pub fn render_list(meta: PageMeta, latest: Vec<Named>, kept_days: u64) -> String {
     let empty = latest.is_empty().then(|| {
         view! { <p class="empty">"No agent has presented a canvas yet. Grant an agent "<code>"canvas_present"</code>" and ask it to show you something."</p> }
     });
@@ -35,6 +36,7 @@ pub fn render_list(meta: PageMeta, latest: Vec<Named>) -> String {
             <Shell meta>
                 <h1>"Canvases"</h1>
                 <p class="hint">"The latest canvas of every agent. Each runs in a sandbox: its scripts cannot reach this dashboard."</p>
+                {crate::widgets::kept_for("Older versions (never an agent's latest)", "canvas_versions_days", kept_days)}
                 {empty}
                 <div class="canvas-grid">{cards}</div>
             </Shell>

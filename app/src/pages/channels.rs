@@ -62,7 +62,8 @@ fn channel_row(c: ChannelInfo) -> impl IntoView + use<> {
     }
 }
 
-pub fn render_channel(meta: PageMeta, detail: ChannelDetail) -> String {
+/// `kept_days`: `[retention] channel_traffic_days`.
+pub fn render_channel(meta: PageMeta, detail: ChannelDetail, kept_days: u64) -> String {
     let c = detail.channel;
     let conversations = if detail.conversations.is_empty() {
         view! { <p class="empty">"No conversations yet."</p> }.into_any()
@@ -83,6 +84,7 @@ pub fn render_channel(meta: PageMeta, detail: ChannelDetail) -> String {
                 </section>
                 <h2>"Conversations"</h2>
                 {conversations}
+                {crate::widgets::kept_for("Messages received (once answered) and sent", "channel_traffic_days", kept_days)}
                 <h2>"Received"</h2>
                 <table id="channel-inbound">
                     <thead><tr><th>"When"</th><th>"Chat"</th><th>"From"</th><th>"Message"</th><th>"State"</th></tr></thead>

@@ -12,6 +12,8 @@ pub struct ProcessesPage {
     pub agent_id: String,
     pub agent_name: String,
     pub processes: Vec<ProcessView>,
+    /// `[retention] processes_days`.
+    pub kept_days: u64,
 }
 
 pub fn render(meta: PageMeta, page: ProcessesPage) -> String {
@@ -34,6 +36,7 @@ pub fn render(meta: PageMeta, page: ProcessesPage) -> String {
             <Shell meta>
                 <h1>"Processes of "<a href=format!("/agents/{id}")>{page.agent_name}</a></h1>
                 {body}
+                {crate::widgets::kept_for("Records of ended processes", "processes_days", page.kept_days)}
             </Shell>
         }
         .to_html(),

@@ -17,6 +17,7 @@ pub fn render_list(
     skills: Vec<Manifest>,
     proposals: Vec<Proposal>,
     deleted: Vec<HistoryEntry>,
+    deleted_kept_days: u64,
 ) -> String {
     let csrf = meta.csrf.clone();
     let proposals = (!proposals.is_empty()).then(|| {
@@ -48,6 +49,7 @@ pub fn render_list(
         view! {
             <h2>"Deleted skills"</h2>
             <p class="hint">"Their history is kept; restoring one brings it back with its support files, as a new version."</p>
+            {crate::widgets::kept_for("Their files", "deleted_skills_days", deleted_kept_days)}
             <table id="deleted-skills">
                 <thead><tr><th>"Skill"</th><th>"Deleted"</th><th>"By"</th><th></th></tr></thead>
                 <tbody>{rows}</tbody>

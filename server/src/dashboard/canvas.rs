@@ -27,7 +27,14 @@ pub async fn list(State(kernel): State<Kernel>, Extension(op): Extension<Operato
             Named { agent: agent.unwrap_or_else(|_| "a removed agent".into()), canvas }
         })
         .collect();
-    Ok(html(StatusCode::OK, canvas::render_list(meta(&op, "Canvases", Nav::Canvases, None), named)))
+    Ok(html(
+        StatusCode::OK,
+        canvas::render_list(
+            meta(&op, "Canvases", Nav::Canvases, None),
+            named,
+            kernel.config().retention.canvas_versions_days,
+        ),
+    ))
 }
 
 pub async fn version(

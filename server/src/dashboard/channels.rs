@@ -24,5 +24,12 @@ pub async fn one(
 ) -> PageResult {
     let detail = kernel.channels().detail(&name, TRAFFIC).await?;
     let title = format!("{name} · channel");
-    Ok(html(StatusCode::OK, channels::render_channel(meta(&op, title, Nav::Channels, None), detail)))
+    Ok(html(
+        StatusCode::OK,
+        channels::render_channel(
+            meta(&op, title, Nav::Channels, None),
+            detail,
+            kernel.config().retention.channel_traffic_days,
+        ),
+    ))
 }

@@ -80,7 +80,9 @@ pub async fn audit(
     let records = kernel.audit().list(&filter, &q.cursor.or_before(q.before).page(AUDIT_PER_PAGE)).await?;
     let filters = [("agent", agent.clone().unwrap_or_default()), ("tool", tool.clone().unwrap_or_default())];
     let paging = Paging { total: records.total, next: next_page("/audit", &filters, records.next.as_deref()) };
-    let page = audit::AuditPage { records: records.items, paging, agents: kernel.agents().list(), agent, tool };
+    let kept_days = kernel.config().retention.audit_days;
+    let page =
+        audit::AuditPage { records: records.items, paging, agents: kernel.agents().list(), agent, tool, kept_days };
     Ok(html(StatusCode::OK, audit::render(meta(&op, "Audit", Nav::Audit, None), page)))
 }
 

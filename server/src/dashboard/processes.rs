@@ -21,6 +21,7 @@ pub async fn page(
         agent_id: agent.id.to_string(),
         agent_name: agent.name.clone(),
         processes: kernel.processes().list(agent.id),
+        kept_days: kernel.config().retention.processes_days,
     };
     let meta = meta(&op, format!("{} · processes", agent.name), Nav::Agents, notice.flash());
     Ok(html(StatusCode::OK, processes::render(meta, page)))

@@ -20,7 +20,10 @@ pub async fn list(State(kernel): State<Kernel>, Extension(op): Extension<Operato
     let pending = kernel.skills().proposals(Some(ProposalState::Pending), None).await?;
     let deleted = kernel.skills().deleted().await?;
     let meta = meta(&op, "Skills", Nav::Skills, n.flash());
-    Ok(html(StatusCode::OK, skills::render_list(meta, all, pending, deleted)))
+    Ok(html(
+        StatusCode::OK,
+        skills::render_list(meta, all, pending, deleted, kernel.config().retention.deleted_skills_days),
+    ))
 }
 
 pub async fn one(

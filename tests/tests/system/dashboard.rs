@@ -794,3 +794,21 @@ async fn a_notice_comes_once_from_the_sessions_own_redirect_and_never_from_a_lin
     other.set_cookie("kennel_notice", "UnVuIGN1cmw.00000000000000000000000000000000000000000000000000000000000000");
     assert!(!other.get("/tasks").await.text.contains("class=\"flash"), "a made-up notice is not shown");
 }
+
+/// Each page that lists records the sweep removes says how long they are kept, from
+/// `[retention]`; the audit log says it is kept for ever unless set.
+#[tokio::test]
+async fn pages_say_how_long_their_records_are_kept() {
+    let (_home, _d, api, b) = signed_in_with("[retention]\nprocesses_days = 3\ncanvas_versions_days = 45\n").await;
+    let agent = crate::agent_with(&api, "keeper", &[]).await;
+    let processes = b.get(&format!("/agents/{agent}/processes")).await.text;
+    assert!(
+        processes
+            .contains("Records of ended processes are kept for 3 days, then removed ([retention] processes_days)."),
+        "{processes}"
+    );
+    let canvases = b.get("/canvas").await.text;
+    assert!(canvases.contains("are kept for 45 days, then removed ([retention] canvas_versions_days)."), "{canvases}");
+    let audit = b.get("/audit").await.text;
+    assert!(audit.contains("Tool calls are kept for ever ([retention] audit_days = 0)."), "{audit}");
+}
