@@ -712,8 +712,11 @@ async fn a_tasks_history_shows_its_wake_up_and_short_ids_find_tasks_and_schedule
         b.submit(&format!("/tasks/{again}"), &format!("/tasks/{again}/reassign"), &[("assignee", "ranger")]).await;
     assert_eq!(moved.status, 303, "{}", moved.text);
     assert!(woken(ranger.clone(), format!("task {again}")).await, "the new assignee was woken");
-    let told =
-        llm.requests().iter().any(|r| r.body.to_string().contains("A task was given to you: \\\"Map the river\\\""));
+    // The session is made before the model is asked: the request is waited for.
+    let told = kennel_tests::eventually(std::time::Duration::from_secs(5), || async {
+        llm.requests().iter().any(|r| r.body.to_string().contains("A task was given to you: \\\"Map the river\\\""))
+    })
+    .await;
     assert!(told, "ranger was told the task is now theirs");
     let page = b.get(&format!("/tasks/{again}")).await.text;
     assert!(page.contains(r#"">scout</a>"#) && page.contains(r#"">ranger</a>"#), "both wake-ups: {page}");
