@@ -247,7 +247,7 @@ const MAX_CHALLENGE: usize = 128;
 /// `X-Kennel-Proof`, by which the CLI knows this is its home's daemon before it sends its
 /// token (another user may have taken the port after a crash).
 #[utoipa::path(get, path = "/healthz", tag = "meta", security(()),
-    params(("x-kennel-challenge" = Option<String>, Header, max_length = 128, description = "A random value from the CLI; the answer's X-Kennel-Proof is its HMAC with this run's CLI token")),
+    params(("x-kennel-challenge" = Option<String>, Header, description = "A random value from the CLI; the answer's X-Kennel-Proof is its HMAC with this run's CLI token. One over 128 characters is not answered (no proof header)")),
     responses((status = 200, description = "The daemon is serving", body = Health,
         headers(("x-kennel-proof" = String, description = "Present when a challenge was sent")))))]
 async fn healthz(
