@@ -346,19 +346,30 @@ pub fn timestamp(t: chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-/// The `WHERE` of a newest-first log's page: `column = value` for each filter given (only
-/// those, so an index on `(column, id)` serves it; an `$1 IS NULL OR …` form would scan the
-/// whole log), and `id < before` to continue below a page.
-pub(crate) fn where_filters(query: &mut QueryBuilder, filters: &[(&'static str, Option<&str>)], before: Option<i64>) {
+/// Pushes ` WHERE c1 AND c2 …`: a condition (`"column op "` then its value) for each filter
+/// given and none for the others, so an index on the columns given serves the query (an
+/// `$1 IS NULL OR …` form would scan the whole table). Whether it pushed any.
+pub(crate) fn push_conditions<'v>(
+    query: &mut QueryBuilder,
+    conditions: impl IntoIterator<Item = (&'static str, Option<&'v str>)>,
+) -> bool {
     let mut and = " WHERE ";
-    for (column, value) in filters {
+    for (condition, value) in conditions {
         if let Some(value) = value {
-            query.push(and).push(*column).push(" = ").push_bind(value.to_string());
+            query.push(and).push(condition).push_bind(value);
             and = " AND ";
         }
     }
+    and == " AND "
+}
+
+/// The `WHERE` of a newest-first log's page: `column = value` for each filter given
+/// ([`push_conditions`]; `filters` name `"column = "`), and `id < before` to continue below a
+/// page.
+pub(crate) fn where_filters(query: &mut QueryBuilder, filters: &[(&'static str, Option<&str>)], before: Option<i64>) {
+    let any = push_conditions(query, filters.iter().copied());
     if let Some(before) = before {
-        query.push(and).push("id < ").push_bind(before);
+        query.push(if any { " AND " } else { " WHERE " }).push("id < ").push_bind(before);
     }
 }
 

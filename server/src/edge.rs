@@ -198,6 +198,10 @@ pub async fn serve(
     let deadline = limits.body_deadline;
     let app = app.layer(tower_http::timeout::RequestBodyTimeoutLayer::new(limits.body)).layer(
         axum::middleware::map_request(move |req: axum::extract::Request| async move {
+            // A request with no body (most: every GET) gets no timer: nothing on the hot path.
+            if http_body::Body::is_end_stream(req.body()) {
+                return req;
+            }
             req.map(|body| axum::body::Body::new(Deadline::new(body, deadline)))
         }),
     );

@@ -34,7 +34,7 @@ pub(super) async fn list(
 ) -> Result<Vec<ActionRecord>> {
     let mut query =
         db::QueryBuilder::new("SELECT id, at, actor, action, subject, outcome, detail FROM operator_actions");
-    db::where_filters(&mut query, &[("actor", actor), ("action", action)], before);
+    db::where_filters(&mut query, &[("actor = ", actor), ("action = ", action)], before);
     query.push(" ORDER BY id DESC LIMIT ").push_bind(limit);
     let rows = query.build().fetch_all(db).await?;
     rows.iter()
@@ -54,7 +54,7 @@ pub(super) async fn list(
 
 pub(super) async fn count(db: &Db, actor: Option<&str>, action: Option<&str>) -> Result<u64> {
     let mut query = db::QueryBuilder::new("SELECT count(*) FROM operator_actions");
-    db::where_filters(&mut query, &[("actor", actor), ("action", action)], None);
+    db::where_filters(&mut query, &[("actor = ", actor), ("action = ", action)], None);
     let n: i64 = query.build_query_scalar().fetch_one(db).await?;
     Ok(n as u64)
 }

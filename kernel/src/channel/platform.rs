@@ -205,10 +205,7 @@ pub fn check_fresh(channel: &str, header: &str, timestamp: &str) -> Result<(), E
         .trim()
         .parse()
         .map_err(|_| Error::forbidden(format!("channel `{channel}`: {header} `{timestamp}` is not Unix seconds")))?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or_default();
+    let now = unix_now();
     if (now - sent_at).abs() > REPLAY_WINDOW_SECS {
         return Err(Error::forbidden(format!(
             "channel `{channel}`: {header} is {} s from now (more than 5 minutes): a replayed request, or a clock that is wrong",
@@ -216,4 +213,9 @@ pub fn check_fresh(channel: &str, header: &str, timestamp: &str) -> Result<(), E
         )));
     }
     Ok(())
+}
+
+/// Now, in Unix seconds: what signed requests' timestamps count in.
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or_default()
 }

@@ -63,12 +63,9 @@ impl Platform for Webhook {
             }
             let body = serde_json::to_vec(&Post { channel, chat_id, content: Content::of(out) })
                 .map_err(|e| Error::internal(format!("encoding a webhook post: {e}")))?;
-            let timestamp = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or_default()
-                .to_string();
-            let signature = signature(self.secret()?, &timestamp, &body);
+            let timestamp = super::platform::unix_now().to_string();
+            let signed = mac(self.secret()?, &timestamp, &body).finalize().into_bytes();
+            let signature = format!("sha256={}", hex::encode(signed));
             let (url, client) = self.endpoint.client(&self.endpoint.base_url, SEND_TIMEOUT).await?;
             let response = client
                 .post(url)
@@ -113,11 +110,7 @@ impl Platform for Webhook {
                 )));
             };
             super::platform::check_fresh(channel, "X-Kennel-Timestamp", timestamp)?;
-            let mut mac =
-                <Hmac<Sha256> as Mac>::new_from_slice(self.secret()?.as_bytes()).expect("HMAC takes any key length");
-            mac.update(timestamp.as_bytes());
-            mac.update(b".");
-            mac.update(req.body);
+            let mac = mac(self.secret()?, timestamp, req.body);
             // `verify_slice` compares in constant time.
             let verified = presented
                 .strip_prefix("sha256=")
@@ -151,13 +144,13 @@ impl Platform for Webhook {
     }
 }
 
-/// `sha256=HEX`: the signature header's value for `body` sent at `timestamp`.
-fn signature(secret: &str, timestamp: &str, body: &[u8]) -> String {
+/// The HMAC-SHA256 both ways sign with: of `TIMESTAMP.BODY`, keyed by the signing secret.
+fn mac(secret: &str, timestamp: &str, body: &[u8]) -> Hmac<Sha256> {
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key length");
     mac.update(timestamp.as_bytes());
     mac.update(b".");
     mac.update(body);
-    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+    mac
 }
 
 /// The start of a refusal's body, for a message.

@@ -10,7 +10,6 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 
 use crate::Kernel;
 use crate::db;
@@ -22,7 +21,7 @@ const FIRST_SWEEP: Duration = Duration::from_secs(3600);
 const EVERY: Duration = Duration::from_secs(24 * 3600);
 
 /// What one sweep removed, by kind.
-#[derive(Debug, Default, Clone, PartialEq, Serialize)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct Swept {
     pub processes: u64,
     pub canvas_versions: u64,
@@ -35,20 +34,6 @@ pub struct Swept {
     pub deleted_skills: u64,
 }
 
-impl Swept {
-    fn total(&self) -> u64 {
-        self.processes
-            + self.canvas_versions
-            + self.channel_inbound
-            + self.channel_outbound
-            + self.media_jobs
-            + self.a2a_tasks
-            + self.audit
-            + self.trash_files
-            + self.deleted_skills
-    }
-}
-
 /// Starts the daily sweep.
 pub(crate) fn start(kernel: &Kernel) {
     let kernel = kernel.clone();
@@ -56,7 +41,7 @@ pub(crate) fn start(kernel: &Kernel) {
         tokio::time::sleep(FIRST_SWEEP).await;
         loop {
             match sweep(&kernel, kernel.clock().now()).await {
-                Ok(swept) if swept.total() > 0 => tracing::info!(?swept, "swept records past their retention"),
+                Ok(swept) if swept != Swept::default() => tracing::info!(?swept, "swept records past their retention"),
                 Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e.message, "the retention sweep failed; it runs again tomorrow"),
             }

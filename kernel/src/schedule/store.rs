@@ -113,17 +113,15 @@ pub(super) async fn get(db: &Db, id: &str) -> Result<Option<Schedule>> {
 /// The `WHERE` of a schedule listing: a condition for each filter given and none for the
 /// others (an `$N IS NULL OR …` form keeps SQLite from the `(agent_id, id)` index).
 fn push_filter(query: &mut db::QueryBuilder, q: &Query<'_>, after: Option<&str>) {
-    let conditions = [
-        q.agent_id.map(|a| ("s.agent_id = ", a)),
-        q.kind.map(|k| ("s.kind = ", k.as_str())),
-        q.state.map(|s| ("s.state = ", s.as_str())),
-        after.map(|id| ("s.id > ", id)),
-    ];
-    let mut and = " WHERE ";
-    for (condition, value) in conditions.into_iter().flatten() {
-        query.push(and).push(condition).push_bind(value);
-        and = " AND ";
-    }
+    db::push_conditions(
+        query,
+        [
+            ("s.agent_id = ", q.agent_id),
+            ("s.kind = ", q.kind.map(Kind::as_str)),
+            ("s.state = ", q.state.map(State::as_str)),
+            ("s.id > ", after),
+        ],
+    );
 }
 
 /// Schedules matching `q` after the id `after`, oldest first, at most `limit`.

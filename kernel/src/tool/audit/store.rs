@@ -45,7 +45,7 @@ pub(super) async fn list(
     let mut query = db::QueryBuilder::new(
         "SELECT id, at, agent_id, session_id, caller, tool, args_digest, outcome, message, duration_us, artifact_id FROM audit",
     );
-    db::where_filters(&mut query, &[("agent_id", agent_id), ("tool", tool)], before);
+    db::where_filters(&mut query, &[("agent_id = ", agent_id), ("tool = ", tool)], before);
     query.push(" ORDER BY id DESC LIMIT ").push_bind(limit);
     let rows = query.build().fetch_all(db).await?;
     rows.iter()
@@ -69,7 +69,7 @@ pub(super) async fn list(
 
 pub(super) async fn count(db: &Db, agent_id: Option<&str>, tool: Option<&str>) -> Result<u64> {
     let mut query = db::QueryBuilder::new("SELECT count(*) FROM audit");
-    db::where_filters(&mut query, &[("agent_id", agent_id), ("tool", tool)], None);
+    db::where_filters(&mut query, &[("agent_id = ", agent_id), ("tool = ", tool)], None);
     let n: i64 = query.build_query_scalar().fetch_one(db).await?;
     Ok(n as u64)
 }
