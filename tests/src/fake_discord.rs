@@ -2,7 +2,10 @@
 //! `GET /gateway/bot`, `POST /channels/{id}/messages` as JSON or multipart,
 //! `POST /users/@me/channels`) and a real websocket gateway on a second port (Hello,
 //! Identify checked against the token then READY, heartbeat ACKs, dispatches pushed with
-//! [`FakeDiscord::dispatch_message`]). Errors are Discord's: `429 {"retry_after": s}`,
+//! [`FakeDiscord::dispatch_message`]). Sessions outlive their connection as Discord's do:
+//! dispatches while a session has no connection wait in its log, and Resume (op 6) to READY's
+//! `resume_gateway_url` replays those after the sequence it names, then sends RESUMED; a
+//! session the test invalidated answers Resume with Invalid Session (`false`). Errors are Discord's: `429 {"retry_after": s}`,
 //! `403 {"code": 50007}` for a user whose DMs are closed, `401` for a wrong token (and close
 //! code 4004 on the gateway).
 
@@ -11,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_tungstenite::tungstenite::Message;
+use async_tungstenite::tungstenite::handshake::server::{Request, Response as Handshake};
 use async_tungstenite::tungstenite::protocol::CloseFrame;
 use async_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use axum::extract::{Multipart, Path, State};
@@ -34,16 +38,42 @@ struct Inner {
     calls: Vec<(String, Value)>,
     closed_dms: HashSet<String>,
     throttled: Vec<(String, f64)>,
-    /// Identified gateway connections, each with its outbox.
-    clients: Vec<(u64, mpsc::UnboundedSender<Message>)>,
+    sessions: Vec<Session>,
     identifies: Vec<Value>,
+    resumes: Vec<Value>,
+    /// The request path of each gateway connection, in order.
+    connection_paths: Vec<String>,
     heartbeats: usize,
-    sequence: u64,
     next_id: u64,
     next_connection: u64,
 }
 
+/// One gateway session: its own sequence and every dispatch it was sent, and its connection
+/// while it has one.
+struct Session {
+    id: String,
+    log: Vec<(u64, String)>,
+    client: Option<(u64, mpsc::UnboundedSender<Message>)>,
+    resumable: bool,
+}
+
+impl Session {
+    /// Logs a dispatch and sends it if the session is connected.
+    fn dispatch(&mut self, t: &str, d: Value) {
+        let sequence = self.log.len() as u64 + 1;
+        let frame = json!({ "op": 0, "t": t, "s": sequence, "d": d }).to_string();
+        self.log.push((sequence, frame.clone()));
+        if let Some((_, outbox)) = &self.client {
+            let _ = outbox.send(Message::text(frame));
+        }
+    }
+}
+
 impl Inner {
+    fn session(&mut self, id: &str) -> Option<&mut Session> {
+        self.sessions.iter_mut().find(|s| s.id == id)
+    }
+
     fn snowflake(&mut self) -> String {
         self.next_id += 1;
         format!("{}", 1_100_000_000_000_000_000u64 + self.next_id)
@@ -95,9 +125,9 @@ impl FakeDiscord {
         self.lock().calls.clone()
     }
 
-    /// A gateway client has identified and is still connected.
+    /// A gateway client has identified (or resumed) and is still connected.
     pub fn connected(&self) -> bool {
-        !self.lock().clients.is_empty()
+        self.lock().sessions.iter().any(|s| s.client.is_some())
     }
 
     /// Waits up to `within` for [`FakeDiscord::connected`] to be `want`.
@@ -110,12 +140,23 @@ impl FakeDiscord {
         self.lock().identifies.clone()
     }
 
+    /// Every Resume payload's `d` received, in order.
+    pub fn resumes(&self) -> Vec<Value> {
+        self.lock().resumes.clone()
+    }
+
+    /// The request path of every gateway connection so far, in order.
+    pub fn connection_paths(&self) -> Vec<String> {
+        self.lock().connection_paths.clone()
+    }
+
     /// Heartbeats (op 1) received.
     pub fn heartbeats(&self) -> usize {
         self.lock().heartbeats
     }
 
-    /// Pushes a `MESSAGE_CREATE` to every identified client; returns the message's id. A DM
+    /// Dispatches a `MESSAGE_CREATE` to every session, connected or not; returns the message's
+    /// id. A DM
     /// has no `guild_id`.
     pub fn dispatch_message(
         &self,
@@ -141,21 +182,41 @@ impl FakeDiscord {
         id
     }
 
-    /// Pushes any dispatch (op 0) event `t` with data `d` to every identified client.
+    /// Dispatches any event (op 0) `t` with data `d` to every resumable session: sent now to
+    /// those connected, kept in the log of the others.
     pub fn dispatch(&self, t: &str, d: Value) {
-        let mut inner = self.lock();
-        inner.sequence += 1;
-        let frame = json!({ "op": 0, "t": t, "s": inner.sequence, "d": d }).to_string();
-        for (_, outbox) in &inner.clients {
-            let _ = outbox.send(Message::text(frame.clone()));
+        for session in self.lock().sessions.iter_mut().filter(|s| s.resumable) {
+            session.dispatch(t, d.clone());
         }
     }
 
-    /// Sends op 7 (Reconnect) to every identified client, as Discord does before it moves one.
+    /// Sends op 7 (Reconnect) to every connected client, as Discord does before it moves one.
     pub fn request_reconnect(&self) {
-        let inner = self.lock();
-        for (_, outbox) in &inner.clients {
-            let _ = outbox.send(Message::text(json!({ "op": 7, "d": null }).to_string()));
+        self.send_to_clients(Message::text(json!({ "op": 7, "d": null }).to_string()));
+    }
+
+    /// Drops every gateway connection without a close frame, as a network failure does; the
+    /// sessions stay resumable.
+    pub fn drop_connections(&self) {
+        self.send_to_clients(Message::Close(None));
+        for session in &mut self.lock().sessions {
+            session.client = None;
+        }
+    }
+
+    /// Every session becomes one Discord will not resume: a Resume is answered with Invalid
+    /// Session (`false`) and dispatches go only to sessions identified after this.
+    pub fn invalidate_sessions(&self) {
+        for session in &mut self.lock().sessions {
+            session.resumable = false;
+        }
+    }
+
+    fn send_to_clients(&self, message: Message) {
+        for session in &self.lock().sessions {
+            if let Some((_, outbox)) = &session.client {
+                let _ = outbox.send(message.clone());
+            }
         }
     }
 
@@ -283,13 +344,21 @@ async fn open_dm(State(shared): State<Shared>, headers: HeaderMap, Json(body): J
     Json(json!({ "id": dm_channel_id(user), "type": 1, "recipients": [{ "id": user }] })).into_response()
 }
 
-/// One gateway connection: Hello, then Identify → READY, heartbeats → ACK, and whatever the
-/// test dispatches.
+/// One gateway connection: Hello, then Identify → READY or Resume → the missed dispatches and
+/// RESUMED, heartbeats → ACK, and whatever the test dispatches.
 async fn gateway_connection(shared: Shared, tcp: tokio::net::TcpStream) {
-    let Ok(mut ws) = async_tungstenite::tokio::accept_async(tcp).await else { return };
+    let mut path = String::new();
+    // The handshake callback's signature is tungstenite's, error type included.
+    #[allow(clippy::result_large_err)]
+    let record_path = |request: &Request, response: Handshake| {
+        path = request.uri().path().to_string();
+        Ok(response)
+    };
+    let Ok(mut ws) = async_tungstenite::tokio::accept_hdr_async(tcp, record_path).await else { return };
     let (outbox, mut pending) = mpsc::unbounded_channel::<Message>();
     let connection = {
         let mut inner = shared.inner.lock().expect("fake Discord state");
+        inner.connection_paths.push(path);
         inner.next_connection += 1;
         inner.next_connection
     };
@@ -301,7 +370,8 @@ async fn gateway_connection(shared: Shared, tcp: tokio::net::TcpStream) {
         tokio::select! {
             out = pending.recv() => {
                 let Some(out) = out else { break };
-                if ws.send(out).await.is_err() {
+                let closing = matches!(out, Message::Close(None));
+                if closing || ws.send(out).await.is_err() {
                     break;
                 }
             }
@@ -312,47 +382,88 @@ async fn gateway_connection(shared: Shared, tcp: tokio::net::TcpStream) {
                     Some(Ok(_)) => continue,
                 };
                 let Ok(payload) = serde_json::from_str::<Value>(text.as_str()) else { break };
-                match payload["op"].as_u64() {
+                let answer = match payload["op"].as_u64() {
                     Some(1) => {
                         shared.inner.lock().expect("fake Discord state").heartbeats += 1;
-                        let _ = ws.send(Message::text(json!({ "op": 11 }).to_string())).await;
+                        Answer::Send(vec![json!({ "op": 11 }).to_string()])
                     }
-                    Some(2) => {
-                        let ready = {
-                            let mut inner = shared.inner.lock().expect("fake Discord state");
-                            inner.identifies.push(payload["d"].clone());
-                            if payload["d"]["token"].as_str() != Some(inner.token.as_str()) {
-                                None
-                            } else {
-                                inner.clients.push((connection, outbox.clone()));
-                                inner.sequence += 1;
-                                Some(json!({
-                                    "op": 0, "t": "READY", "s": inner.sequence,
-                                    "d": {
-                                        "v": 10,
-                                        "user": { "id": BOT_USER_ID, "username": "kennel-bot", "bot": true },
-                                        "session_id": format!("session-{connection}"),
-                                        "resume_gateway_url": shared.gateway_url,
-                                        "guilds": [],
-                                    },
-                                }))
-                            }
-                        };
-                        match ready {
-                            Some(ready) => {
-                                let _ = ws.send(Message::text(ready.to_string())).await;
-                            }
-                            None => {
-                                let close = CloseFrame { code: CloseCode::from(4004), reason: "Authentication failed.".into() };
-                                let _ = ws.close(Some(close)).await;
-                                break;
-                            }
+                    Some(2) => identify(&shared, &payload["d"], connection, &outbox),
+                    Some(6) => resume(&shared, &payload["d"], connection, &outbox),
+                    _ => Answer::Send(Vec::new()),
+                };
+                match answer {
+                    Answer::Send(frames) => {
+                        for frame in frames {
+                            let _ = ws.send(Message::text(frame)).await;
                         }
                     }
-                    _ => {}
+                    Answer::Close(code, reason) => {
+                        let close = CloseFrame { code: CloseCode::from(code), reason: reason.into() };
+                        let _ = ws.close(Some(close)).await;
+                        break;
+                    }
                 }
             }
         }
     }
-    shared.inner.lock().expect("fake Discord state").clients.retain(|(id, _)| *id != connection);
+    // A dropped connection ends here too: its socket goes without a close frame.
+    drop(ws);
+    for session in &mut shared.inner.lock().expect("fake Discord state").sessions {
+        if session.client.as_ref().is_some_and(|(id, _)| *id == connection) {
+            session.client = None;
+        }
+    }
+}
+
+/// What the fake answers a client's frame with.
+enum Answer {
+    Send(Vec<String>),
+    Close(u16, &'static str),
+}
+
+/// Identify: a new session, READY as its first dispatch.
+fn identify(shared: &Shared, d: &Value, connection: u64, outbox: &mpsc::UnboundedSender<Message>) -> Answer {
+    let mut inner = shared.inner.lock().expect("fake Discord state");
+    inner.identifies.push(d.clone());
+    if d["token"].as_str() != Some(inner.token.as_str()) {
+        return Answer::Close(4004, "Authentication failed.");
+    }
+    let id = format!("session-{connection}");
+    let mut session = Session { id: id.clone(), log: Vec::new(), client: None, resumable: true };
+    session.dispatch(
+        "READY",
+        json!({
+            "v": 10,
+            "user": { "id": BOT_USER_ID, "username": "kennel-bot", "bot": true },
+            "session_id": id,
+            "resume_gateway_url": format!("{}/resume", shared.gateway_url),
+            "guilds": [],
+        }),
+    );
+    let ready = session.log[0].1.clone();
+    session.client = Some((connection, outbox.clone()));
+    inner.sessions.push(session);
+    Answer::Send(vec![ready])
+}
+
+/// Resume: the session's dispatches after `seq`, then RESUMED; or Invalid Session (`false`)
+/// for a session that is unknown or no longer resumable.
+fn resume(shared: &Shared, d: &Value, connection: u64, outbox: &mpsc::UnboundedSender<Message>) -> Answer {
+    let mut inner = shared.inner.lock().expect("fake Discord state");
+    inner.resumes.push(d.clone());
+    if d["token"].as_str() != Some(inner.token.as_str()) {
+        return Answer::Close(4004, "Authentication failed.");
+    }
+    let after = d["seq"].as_u64().unwrap_or(0);
+    let Some(session) = inner.session(d["session_id"].as_str().unwrap_or_default()).filter(|s| s.resumable) else {
+        return Answer::Send(vec![json!({ "op": 9, "d": false }).to_string()]);
+    };
+    let mut frames: Vec<String> =
+        session.log.iter().filter(|(sequence, _)| *sequence > after).map(|(_, frame)| frame.clone()).collect();
+    session.client = Some((connection, outbox.clone()));
+    let sequence = session.log.len() as u64 + 1;
+    let resumed = json!({ "op": 0, "t": "RESUMED", "s": sequence, "d": {} }).to_string();
+    session.log.push((sequence, resumed.clone()));
+    frames.push(resumed);
+    Answer::Send(frames)
 }

@@ -2,10 +2,13 @@
 //! gateway (a websocket) to hear. Discord's webhooks (interactions) carry no group messages,
 //! so a Discord channel always reads the gateway.
 //!
-//! The gateway session is the plain one: Hello, Identify, heartbeats, dispatches. When it
-//! breaks (Reconnect, Invalid Session, a closed socket, a missed heartbeat acknowledgement),
-//! the listener identifies afresh after a backoff instead of resuming; messages sent while it
-//! was away are not replayed.
+//! The gateway session: Hello, Identify, heartbeats, dispatches. When the connection breaks
+//! (Reconnect, a closed socket, a missed heartbeat acknowledgement, a resumable Invalid
+//! Session), the listener reconnects after a backoff to READY's `resume_gateway_url` and sends
+//! Resume with the last sequence it saw, so Discord replays what was dispatched while it was
+//! away. Only when Discord refuses the resume (Invalid Session `false`, close codes 4007 and
+//! 4009) does it identify afresh, and then messages sent in between are lost, as they are for
+//! every Discord client.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,6 +37,28 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 const INTENTS: u64 = (1 << 9) | (1 << 12) | (1 << 15);
 /// Discord's "Cannot send messages to this user".
 const CANNOT_MESSAGE_USER: i64 = 50007;
+/// Gateway close codes after which a session cannot be resumed: an invalid sequence and a
+/// session that timed out.
+const UNRESUMABLE_CLOSE_CODES: [u16; 2] = [4007, 4009];
+
+/// What one gateway session leaves to the next: enough to resume it.
+#[derive(Default)]
+struct Gateway {
+    /// READY's `session_id` and `resume_gateway_url`, while Discord may still resume them.
+    resumable: Option<(String, String)>,
+    /// The last dispatch's sequence number: what heartbeats and Resume carry.
+    sequence: Option<u64>,
+    /// The bot's own user id, from READY: its own messages are not heard.
+    own_id: String,
+}
+
+impl Gateway {
+    /// The session cannot be resumed: the next connection identifies afresh.
+    fn forget(&mut self) {
+        self.resumable = None;
+        self.sequence = None;
+    }
+}
 
 pub struct Discord {
     endpoint: Endpoint,
@@ -100,23 +125,23 @@ impl Discord {
         self.call(reqwest::Method::POST, &format!("/channels/{chat_id}/messages"), body).await.map(drop)
     }
 
-    /// One gateway session, until `cancel` (`Ok`) or until it breaks (`Err`, what broke).
-    /// `backoff` goes back to its first value once Discord says READY.
+    /// One gateway connection, until `cancel` (`Ok`) or until it breaks (`Err`, what broke).
+    /// It resumes `gateway`'s session when there is one to resume, else identifies.
+    /// `backoff` goes back to its first value once Discord says READY or RESUMED.
     async fn session(
         &self,
+        gateway: &mut Gateway,
         sink: &Sink,
         state: &(dyn Fn(Connection) + Send + Sync),
         cancel: &CancellationToken,
         backoff: &mut Duration,
     ) -> Result<(), String> {
+        let resume_url = gateway.resumable.as_ref().map(|(_, url)| url.clone());
         let connecting = async {
-            let gateway = self.call(reqwest::Method::GET, "/gateway/bot", Body::None).await.map_err(|e| match e {
-                SendError::RetryAfter(wait) => {
-                    format!("Discord throttled GET /gateway/bot for {} s", wait.as_secs_f64())
-                }
-                SendError::Failed(e) => e.message,
-            })?;
-            let base = gateway["url"].as_str().ok_or("Discord's GET /gateway/bot gave no url")?;
+            let base = match resume_url {
+                Some(url) => url,
+                None => self.gateway_url().await?,
+            };
             let ws_url = format!("{}/?v=10&encoding=json", base.trim_end_matches('/'));
             tokio::time::timeout(CONNECT_TIMEOUT, self.connect(&ws_url)).await.map_err(|_| {
                 format!("connecting to Discord's gateway took more than {} s", CONNECT_TIMEOUT.as_secs())
@@ -128,9 +153,7 @@ impl Discord {
         };
 
         let mut heartbeat: Option<tokio::time::Interval> = None;
-        let mut sequence = Value::Null;
         let mut acknowledged = true;
-        let mut own_id = String::new();
         loop {
             let tick = async {
                 match heartbeat.as_mut() {
@@ -148,7 +171,7 @@ impl Discord {
                         return Err("Discord's gateway did not acknowledge a heartbeat".into());
                     }
                     acknowledged = false;
-                    send(&mut ws, json!({ "op": 1, "d": sequence })).await?;
+                    send(&mut ws, json!({ "op": 1, "d": gateway.sequence })).await?;
                     continue;
                 }
                 frame = ws.next() => frame,
@@ -156,40 +179,58 @@ impl Discord {
             let text = match frame {
                 Some(Ok(Message::Text(text))) => text,
                 Some(Ok(Message::Close(close))) => {
-                    return Err(match close {
-                        Some(c) => {
-                            format!("Discord's gateway closed the connection ({} {})", u16::from(c.code), c.reason)
-                        }
-                        None => "Discord's gateway closed the connection".into(),
-                    });
+                    let Some(close) = close else { return Err("Discord's gateway closed the connection".into()) };
+                    let code = u16::from(close.code);
+                    if UNRESUMABLE_CLOSE_CODES.contains(&code) {
+                        gateway.forget();
+                    }
+                    return Err(format!("Discord's gateway closed the connection ({code} {})", close.reason));
                 }
                 Some(Ok(_)) => continue,
                 Some(Err(e)) => return Err(format!("Discord's gateway connection failed: {e}")),
                 None => return Err("Discord's gateway connection ended".into()),
             };
             let Ok(payload) = serde_json::from_str::<Value>(text.as_str()) else { continue };
-            if !payload["s"].is_null() {
-                sequence = payload["s"].clone();
+            if let Some(sequence) = payload["s"].as_u64() {
+                gateway.sequence = Some(sequence);
             }
             match payload["op"].as_u64() {
                 Some(10) => {
                     let every = payload["d"]["heartbeat_interval"].as_u64().unwrap_or(41_250).max(100);
                     let every = Duration::from_millis(every);
                     heartbeat = Some(tokio::time::interval_at(tokio::time::Instant::now() + every, every));
-                    send(&mut ws, self.identify()).await?;
+                    let hello_answer = match &gateway.resumable {
+                        Some((session_id, _)) => self.resume(session_id, gateway.sequence),
+                        None => self.identify(),
+                    };
+                    send(&mut ws, hello_answer).await?;
                 }
-                Some(1) => send(&mut ws, json!({ "op": 1, "d": sequence })).await?,
+                Some(1) => send(&mut ws, json!({ "op": 1, "d": gateway.sequence })).await?,
                 Some(11) => acknowledged = true,
                 Some(7) => return Err("Discord's gateway asked to reconnect".into()),
-                Some(9) => return Err("Discord's gateway invalidated the session".into()),
+                Some(9) => {
+                    if payload["d"] != Value::Bool(true) {
+                        gateway.forget();
+                    }
+                    return Err("Discord's gateway invalidated the session".into());
+                }
                 Some(0) => match payload["t"].as_str() {
                     Some("READY") => {
-                        own_id = payload["d"]["user"]["id"].as_str().unwrap_or_default().to_string();
+                        let d = &payload["d"];
+                        gateway.own_id = d["user"]["id"].as_str().unwrap_or_default().to_string();
+                        gateway.resumable = d["session_id"]
+                            .as_str()
+                            .zip(d["resume_gateway_url"].as_str())
+                            .map(|(session_id, url)| (session_id.to_string(), url.to_string()));
+                        *backoff = FIRST_BACKOFF;
+                        state(Connection::Connected);
+                    }
+                    Some("RESUMED") => {
                         *backoff = FIRST_BACKOFF;
                         state(Connection::Connected);
                     }
                     Some("MESSAGE_CREATE") => {
-                        if let Some(inbound) = inbound(&payload["d"], &own_id) {
+                        if let Some(inbound) = inbound(&payload["d"], &gateway.own_id) {
                             sink(inbound).await;
                         }
                     }
@@ -198,6 +239,26 @@ impl Discord {
                 _ => {}
             }
         }
+    }
+
+    /// `GET /gateway/bot`: where a new session connects.
+    async fn gateway_url(&self) -> Result<String, String> {
+        let gateway = self.call(reqwest::Method::GET, "/gateway/bot", Body::None).await.map_err(|e| match e {
+            SendError::RetryAfter(wait) => format!("Discord throttled GET /gateway/bot for {} s", wait.as_secs_f64()),
+            SendError::Failed(e) => e.message,
+        })?;
+        gateway["url"].as_str().map(str::to_string).ok_or_else(|| "Discord's GET /gateway/bot gave no url".into())
+    }
+
+    fn resume(&self, session_id: &str, sequence: Option<u64>) -> Value {
+        json!({
+            "op": 6,
+            "d": {
+                "token": self.endpoint.token.as_deref().unwrap_or_default(),
+                "session_id": session_id,
+                "seq": sequence,
+            },
+        })
     }
 
     fn identify(&self) -> Value {
@@ -212,7 +273,7 @@ impl Discord {
     }
 
     /// Opens the websocket to `ws_url` on the address the guard checked.
-    async fn connect(&self, ws_url: &str) -> Result<Gateway, String> {
+    async fn connect(&self, ws_url: &str) -> Result<Socket, String> {
         let mut checked =
             reqwest::Url::parse(ws_url).map_err(|e| format!("Discord's gateway `{ws_url}` is not a URL: {e}"))?;
         let scheme = match checked.scheme() {
@@ -234,9 +295,9 @@ impl Discord {
     }
 }
 
-type Gateway = async_tungstenite::WebSocketStream<async_tungstenite::tokio::ClientStream<tokio::net::TcpStream>>;
+type Socket = async_tungstenite::WebSocketStream<async_tungstenite::tokio::ClientStream<tokio::net::TcpStream>>;
 
-async fn send(ws: &mut Gateway, payload: Value) -> Result<(), String> {
+async fn send(ws: &mut Socket, payload: Value) -> Result<(), String> {
     ws.send(Message::text(payload.to_string())).await.map_err(|e| format!("cannot write to Discord's gateway: {e}"))
 }
 
@@ -339,8 +400,9 @@ impl Platform for Discord {
     ) -> Option<BoxFuture<'static, ()>> {
         Some(Box::pin(async move {
             let mut backoff = FIRST_BACKOFF;
+            let mut gateway = Gateway::default();
             loop {
-                let broke = match self.session(&sink, state.as_ref(), &cancel, &mut backoff).await {
+                let broke = match self.session(&mut gateway, &sink, state.as_ref(), &cancel, &mut backoff).await {
                     Ok(()) => return,
                     Err(broke) => broke,
                 };

@@ -735,32 +735,90 @@ mod slack_and_discord {
         assert!(fake.wait_connected(false, Duration::from_secs(2)).await, "the socket is closed");
     }
 
+    /// Waits until `heard` holds exactly `ids`, in order.
+    async fn heard_exactly(heard: &Heard, ids: &[String]) -> bool {
+        kennel_tests::eventually(Duration::from_secs(10), || async {
+            heard.lock().unwrap().iter().map(|m| m.message_id.clone()).collect::<Vec<_>>() == ids
+        })
+        .await
+    }
+
     #[tokio::test]
-    async fn discord_identifies_afresh_when_the_gateway_asks_to_reconnect() {
+    async fn discord_resumes_its_session_and_hears_what_was_sent_while_it_was_away() {
         let fake = FakeDiscord::start(DISCORD_TOKEN).await;
         let (heard, states, cancel, task) = listen(Discord::new(endpoint(&fake.base_url(), DISCORD_TOKEN, None)));
         assert!(fake.wait_connected(true, Duration::from_secs(5)).await);
-        fake.request_reconnect();
-        // The fake counts the identify before it sends READY; the adapter reports Connected
-        // only when READY arrives, so both are waited for.
+        let first = fake.dispatch_message("500", Some("400"), "42", "ada", "before");
+        assert!(heard_exactly(&heard, std::slice::from_ref(&first)).await);
+
+        // The network drops; two messages are sent before the adapter is back.
+        fake.drop_connections();
+        let while_away = fake.dispatch_message("500", Some("400"), "42", "ada", "while away");
+        let in_dm = fake.dispatch_message("600", None, "43", "grace", "also while away");
+        assert!(
+            heard_exactly(&heard, &[first.clone(), while_away.clone(), in_dm.clone()]).await,
+            "{:?}",
+            heard.lock().unwrap()
+        );
+        // READY is sequence 1 and the first message 2: the resume names the session and the
+        // last sequence seen, on READY's resume URL, and nothing identified afresh.
+        assert_eq!(fake.resumes(), vec![json!({ "token": DISCORD_TOKEN, "session_id": "session-1", "seq": 2 })]);
+        assert_eq!(fake.identifies().len(), 1);
+        assert_eq!(fake.connection_paths(), vec!["/", "/resume/"]);
         assert!(
             kennel_tests::eventually(Duration::from_secs(5), || async {
-                fake.identifies().len() == 2
-                    && fake.connected()
-                    && states.lock().unwrap().last() == Some(&Connection::Connected)
+                states.lock().unwrap().last() == Some(&Connection::Connected)
             })
             .await,
-            "{:?}",
+            "RESUMED reports the channel connected again: {:?}",
             states.lock().unwrap()
         );
+
+        // Op 7 (Reconnect) resumes as well, with the sequence the replay brought.
+        fake.request_reconnect();
+        let after_reconnect = fake.dispatch_message("500", Some("400"), "42", "ada", "after op 7");
+        assert!(heard_exactly(&heard, &[first, while_away, in_dm, after_reconnect]).await);
+        let resumes = fake.resumes();
+        assert_eq!(resumes.len(), 2, "{resumes:?}");
+        assert_eq!(resumes[1]["session_id"], "session-1");
+        assert!(resumes[1]["seq"].as_u64() >= Some(5), "the replayed and RESUMED sequences count: {resumes:?}");
+        assert_eq!(fake.identifies().len(), 1);
         assert!(
             states.lock().unwrap().iter().any(|s| matches!(s, Connection::Failing(m) if m.contains("reconnect"))),
             "{:?}",
             states.lock().unwrap()
         );
-        let id = fake.dispatch_message("500", Some("400"), "42", "ada", "still there?");
-        assert!(heard_count(&heard, 1).await);
-        assert_eq!(heard.lock().unwrap()[0].message_id, id);
+        cancel.cancel();
+        tokio::time::timeout(Duration::from_secs(2), task).await.expect("listen stops").expect("no panic");
+    }
+
+    #[tokio::test]
+    async fn discord_identifies_afresh_when_its_session_cannot_be_resumed() {
+        let fake = FakeDiscord::start(DISCORD_TOKEN).await;
+        let (heard, states, cancel, task) = listen(Discord::new(endpoint(&fake.base_url(), DISCORD_TOKEN, None)));
+        assert!(fake.wait_connected(true, Duration::from_secs(5)).await);
+        fake.invalidate_sessions();
+        fake.drop_connections();
+        // The resume is refused with Invalid Session (false); the adapter identifies again
+        // through GET /gateway/bot, not the old session's resume URL.
+        assert!(
+            kennel_tests::eventually(Duration::from_secs(10), || async {
+                fake.identifies().len() == 2 && fake.connected()
+            })
+            .await,
+            "identified afresh: {:?} {:?}",
+            fake.resumes(),
+            states.lock().unwrap()
+        );
+        assert_eq!(fake.resumes().len(), 1);
+        assert_eq!(fake.connection_paths(), vec!["/", "/resume/", "/"]);
+        assert!(
+            states.lock().unwrap().iter().any(|s| matches!(s, Connection::Failing(m) if m.contains("invalidated"))),
+            "{:?}",
+            states.lock().unwrap()
+        );
+        let id = fake.dispatch_message("500", Some("400"), "42", "ada", "new session");
+        assert!(heard_exactly(&heard, &[id]).await, "{:?}", heard.lock().unwrap());
         cancel.cancel();
         tokio::time::timeout(Duration::from_secs(2), task).await.expect("listen stops").expect("no panic");
     }
