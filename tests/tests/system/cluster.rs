@@ -519,3 +519,72 @@ async fn what_another_daemon_says_its_mcp_server_offers_comes_back_as_text_on_th
     assert_eq!(b.set_up("ada", "correct horse").await.status, 303);
     check(&b, "/mcp", Shows::All).await;
 }
+
+// Three kernels numbering one key at once: on the two cores, not one thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_kernels_numbering_one_session_and_one_canvas_at_once_take_every_number_once() {
+    const ROUNDS: usize = 15;
+    let Some(database) =
+        cluster_database("three_kernels_numbering_one_session_and_one_canvas_at_once_take_every_number_once")
+    else {
+        return;
+    };
+    let llm = FakeLlm::start().await;
+    let clock = ManualClock::starting_at(at("2031-05-01T08:00:00Z"));
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut kernels = Vec::new();
+    for dir in &dirs {
+        kernels.push(open_member(dir.path(), &database, &llm, &clock).await);
+    }
+    let manifest: ManifestInput =
+        kennel_kernel::error::from_value(json!({"name": "scribe", "model": "m", "tools": []})).unwrap();
+    kernels[0].agents().create_type(manifest).await.unwrap();
+    let agent = kernels[0]
+        .spawn_agent(SpawnRequest { agent_type: "scribe".into(), name: Some("scribe".into()), ..Default::default() })
+        .await
+        .unwrap();
+    let session = kernels[0].sessions().create(agent.id, None).await.unwrap();
+
+    // Each kernel appends pairs of messages to the one session and presents canvases for the
+    // one agent, all at once: every append and version takes the next number under the key's
+    // lock, so none is taken twice (a duplicate would fail its primary key) and none skipped.
+    let writers = kernels.iter().enumerate().map(|(k, kernel)| {
+        let (kernel, agent) = (kernel.clone(), agent.id);
+        tokio::spawn(async move {
+            for round in 0..ROUNDS {
+                let pair = [
+                    kennel_kernel::llm::Message::User { content: format!("k{k} r{round} a") },
+                    kennel_kernel::llm::Message::User { content: format!("k{k} r{round} b") },
+                ];
+                kernel.sessions().append(session.id, &pair).await.expect("append");
+                let html = format!("<p>k{k} r{round}</p>");
+                kernel.canvases().present(agent, &html, Some("race")).await.expect("present");
+            }
+        })
+    });
+    for writer in futures_util::future::join_all(writers).await {
+        writer.expect("no writer panicked");
+    }
+
+    let messages = kernels[1].sessions().messages(session.id).await.unwrap();
+    let seqs: Vec<i64> = messages.iter().map(|m| m.seq).collect();
+    assert_eq!(seqs, (1..=(3 * ROUNDS * 2) as i64).collect::<Vec<_>>(), "one place per message, none skipped");
+    // A pair appended together stays together: no other kernel's message lands between.
+    for pair in messages.chunks(2) {
+        let text = |m: &kennel_kernel::session::StoredMessage| match &m.message {
+            kennel_kernel::llm::Message::User { content } => content.clone(),
+            other => panic!("only user messages were appended: {other:?}"),
+        };
+        let (a, b) = (text(&pair[0]), text(&pair[1]));
+        assert_eq!(a.strip_suffix(" a"), b.strip_suffix(" b"), "a pair split: {a} / {b}");
+    }
+    let versions = database.scalar(&format!(
+        "SELECT count(*) || ' ' || count(DISTINCT version) || ' ' || max(version) FROM canvases WHERE agent_id = '{}'",
+        agent.id
+    ));
+    let presented = 3 * ROUNDS;
+    assert_eq!(versions, format!("{presented} {presented} {presented}"), "versions 1..={presented}, each once");
+    for kernel in kernels {
+        kernel.close().await;
+    }
+}
