@@ -100,7 +100,6 @@ struct Inner {
     channels: channel::Channels,
     inbox: notify::Inbox,
     locator: location::Locator,
-    questions: ask::Questions,
     /// The MCP servers of `[mcp]` while the daemon runs (none in a CLI command).
     mcp: mcp::Mcp,
     /// `None` without a `[browser]` section.
@@ -187,7 +186,6 @@ impl Kernel {
             channels: channel::Channels::new(&config.channels, db.clone(), clock.clone()),
             inbox: notify::Inbox::new(db.clone(), clock.clone()),
             locator: location::Locator::default(),
-            questions: ask::Questions::default(),
             mcp: mcp::Mcp::default(),
             clock,
             workspaces: workspace::Workspaces::new(home.join("workspaces"), config.workspace.clone()),
@@ -368,11 +366,6 @@ impl Kernel {
             .map_err(Error::internal)?
             .map_err(|e| Error::invalid(format!("config.toml was not reloaded: {e}")))?;
         Ok(self.0.mcp.apply(self, &config.mcp))
-    }
-
-    /// The `ask_user` questions turns wait on.
-    pub fn questions(&self) -> &ask::Questions {
-        &self.0.questions
     }
 
     /// The key/value memory of every agent.

@@ -6,23 +6,29 @@
 //!   `POST /api/questions/{id}/answer` or the form on the agent's page;
 //! - **a channel conversation**: the question is sent there, and the next message from the
 //!   person whose message started the turn is the answer instead of a new turn
-//!   ([`Questions::answer_in_conversation`], called by the channel bridge).
+//!   ([`answer_in_conversation`], called by the channel bridge).
 //!
 //! Headless turns never offer the tool (the turn layer of availability). A question waits at
-//! most `[ask] timeout_secs`; then the model is told plainly that nobody answered. Questions
-//! live in memory only: the turn that waits for one does not outlive the daemon either.
+//! most `[ask] timeout_secs`; then the model is told plainly that nobody answered.
+//!
+//! Waiting questions are rows of `questions` (issue 43), so with several daemons any of them
+//! lists a question and takes its answer (the operator's request, or the channel message,
+//! may reach another daemon than the one running the turn); the answer is written to the row
+//! and the asking daemon woken through the cluster's `done:<id>`. A row lives as long as its
+//! turn waits: the turn does not outlive its daemon, and the daemon that takes a dead one's
+//! work over removes its questions.
 
+mod store;
 mod tools;
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
-use serde::Serialize;
-use tokio::sync::oneshot;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use crate::Kernel;
+use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::tool::CallContext;
 use crate::turn::{AgentEvent, EventKind};
@@ -38,7 +44,7 @@ pub const MAX_CHOICE: usize = 200;
 pub const MAX_ANSWER: usize = 4000;
 
 /// A question a turn waits on.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Question {
     pub id: Uuid,
     pub agent_id: Uuid,
@@ -57,7 +63,7 @@ pub struct Question {
 }
 
 /// Where a question waits for its answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum AskedIn {
     /// The dashboard's chat or `kennel chat`: answered through the API or the agent's page.
@@ -72,7 +78,7 @@ pub enum AskedIn {
 }
 
 /// What the person answered.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Answer {
     pub answer: String,
     /// The offered choice it is, if it is one.
@@ -81,24 +87,37 @@ pub struct Answer {
     pub answered_by: String,
 }
 
-struct Waiting {
-    question: Question,
-    reply: oneshot::Sender<Answer>,
+/// How often a daemon sharing its database looks for an answer a notification did not bring.
+const LOOK_AGAIN: Duration = Duration::from_secs(1);
+
+/// Takes a question off the waiting list when its wait ends: at once by [`Unlist::now`], and
+/// if the wait was dropped instead (its turn's task ended), as soon as it can.
+struct Unlist {
+    db: Db,
+    id: String,
 }
 
-/// The questions turns wait on, by id.
-#[derive(Default)]
-pub struct Questions {
-    waiting: Mutex<HashMap<Uuid, Waiting>>,
+impl Unlist {
+    async fn now(mut self) -> Result<()> {
+        store::remove(&self.db, &std::mem::take(&mut self.id)).await
+    }
 }
 
-/// Takes a question off the waiting list however its wait ends (answer, timeout, a cancelled
-/// turn).
-struct Unlist<'a>(&'a Questions, Uuid);
-
-impl Drop for Unlist<'_> {
+impl Drop for Unlist {
     fn drop(&mut self) {
-        self.0.lock().remove(&self.1);
+        let (db, id) = (self.db.clone(), std::mem::take(&mut self.id));
+        if id.is_empty() {
+            return;
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Err(e) = store::remove(&db, &id).await
+                    && !db.is_closed()
+                {
+                    tracing::warn!(question = id, error = %e.message, "could not take a question off the waiting list");
+                }
+            });
+        }
     }
 }
 
@@ -129,144 +148,146 @@ pub fn checked(question: &str, choices: &[String]) -> Result<(String, Vec<String
     Ok((question.to_string(), out))
 }
 
-impl Questions {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, Waiting>> {
-        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+/// Asks the person in `ctx`'s turn and waits for the answer; `None` when nobody answered
+/// within `timeout`. Ends early (`Failed`) when the turn is stopped.
+pub async fn ask(ctx: &CallContext, question: &str, choices: &[String], timeout: Duration) -> Result<Option<Answer>> {
+    if ctx.headless {
+        return Err(Error::unavailable("nobody is there to answer in this turn (it has no person present)"));
     }
-
-    /// Asks the person in `ctx`'s turn and waits for the answer; `None` when nobody answered
-    /// within `timeout`. Ends early (`Failed`) when the turn is stopped.
-    pub async fn ask(
-        &self,
-        ctx: &CallContext,
-        question: &str,
-        choices: &[String],
-        timeout: Duration,
-    ) -> Result<Option<Answer>> {
-        if ctx.headless {
-            return Err(Error::unavailable("nobody is there to answer in this turn (it has no person present)"));
-        }
-        let (text, choices) = checked(question, choices)?;
-        let kernel = &ctx.kernel;
-        let now = kernel.clock().now();
-        let expires = now + chrono::Duration::from_std(timeout).unwrap_or(chrono::Duration::MAX);
-        let asked_in = match &ctx.channel {
-            Some(c) => {
-                AskedIn::Channel { channel: c.channel.clone(), chat: c.chat_id.clone(), user_id: c.user_id.clone() }
-            }
-            None => AskedIn::Chat,
-        };
-        if let AskedIn::Channel { channel, chat, user_id } = &asked_in
-            && self.lock().values().any(|w| matches!(&w.question.asked_in, AskedIn::Channel { channel: c, chat: h, user_id: u } if c == channel && h == chat && u == user_id))
-        {
-            return Err(Error::conflict(
-                "a question to this person in this conversation is still waiting: one at a time on a channel",
-            ));
-        }
-        let q = Question {
-            id: Uuid::now_v7(),
-            agent_id: ctx.agent.id,
-            agent: ctx.agent.name.clone(),
-            session_id: ctx.session,
-            turn_id: ctx.turn,
-            question: text,
-            choices,
-            asked_at: crate::db::timestamp(now),
-            expires_at: crate::db::timestamp(expires),
-            asked_in,
-        };
-        let (tx, rx) = oneshot::channel();
-        self.lock().insert(q.id, Waiting { question: q.clone(), reply: tx });
-        let _unlist = Unlist(self, q.id);
-        self.put(ctx, &q).await?;
-        tokio::select! {
-            answer = rx => Ok(answer.ok()),
-            () = tokio::time::sleep(timeout) => Ok(None),
-            () = ctx.cancel.cancelled() => Err(Error::failed("the turn was stopped while it waited for an answer")),
-        }
+    let (text, choices) = checked(question, choices)?;
+    let kernel = &ctx.kernel;
+    let now = kernel.clock().now();
+    let expires = now + chrono::Duration::from_std(timeout).unwrap_or(chrono::Duration::MAX);
+    let asked_in = match &ctx.channel {
+        Some(c) => AskedIn::Channel { channel: c.channel.clone(), chat: c.chat_id.clone(), user_id: c.user_id.clone() },
+        None => AskedIn::Chat,
+    };
+    let q = Question {
+        id: Uuid::now_v7(),
+        agent_id: ctx.agent.id,
+        agent: ctx.agent.name.clone(),
+        session_id: ctx.session,
+        turn_id: ctx.turn,
+        question: text,
+        choices,
+        asked_at: crate::db::timestamp(now),
+        expires_at: crate::db::timestamp(expires),
+        asked_in,
+    };
+    let id = q.id.to_string();
+    let cluster = kernel.cluster();
+    // Waiting starts before the question is listed, so no answer's wake-up is missed.
+    let waiting = cluster.wait_for(&id);
+    if !store::insert(kernel.db(), &q, cluster.id()).await? {
+        return Err(Error::conflict(
+            "a question to this person in this conversation is still waiting: one at a time on a channel",
+        ));
     }
-
-    /// Puts the question where the person will see it.
-    async fn put(&self, ctx: &CallContext, q: &Question) -> Result<()> {
-        match &q.asked_in {
-            AskedIn::Chat => {
-                if let (Some(turn_id), Some(session_id)) = (q.turn_id, q.session_id) {
-                    ctx.kernel.turns().emit(AgentEvent {
-                        agent_id: q.agent_id,
-                        turn_id,
-                        session_id,
-                        kind: EventKind::Question {
-                            question_id: q.id,
-                            question: q.question.clone(),
-                            choices: q.choices.clone(),
-                        },
-                    });
+    let unlist = Unlist { db: kernel.db().clone(), id: id.clone() };
+    let answered = async {
+        put(ctx, &q).await?;
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        let shared = kernel.db().is_shared();
+        loop {
+            tokio::select! {
+                () = waiting.woken.notified() => {}
+                () = tokio::time::sleep(LOOK_AGAIN), if shared => {}
+                () = &mut deadline => return Ok(None),
+                () = ctx.cancel.cancelled() => {
+                    return Err(Error::failed("the turn was stopped while it waited for an answer"));
                 }
-                Ok(())
             }
-            AskedIn::Channel { channel, chat, .. } => {
-                let text = channel_text(q);
-                ctx.kernel
-                    .channels()
-                    .deliver(channel, chat, crate::channel::platform::Outgoing::Text(text), "ask_user")
-                    .await
+            if let Some(answer) = store::answer(kernel.db(), &id).await? {
+                return Ok(Some(answer));
             }
         }
     }
+    .await;
+    unlist.now().await?;
+    answered
+}
 
-    /// The questions waiting, oldest first; only `agent`'s when given.
-    pub fn waiting(&self, agent: Option<Uuid>) -> Vec<Question> {
-        let mut out: Vec<Question> = self
-            .lock()
-            .values()
-            .map(|w| w.question.clone())
-            .filter(|q| agent.is_none_or(|a| q.agent_id == a))
-            .collect();
-        out.sort_by_key(|q| q.id);
-        out
-    }
-
-    /// Answers a question asked in a chat, as `by` (an operator, the CLI, a token). A
-    /// question asked on a channel is answered there.
-    pub fn answer(&self, id: &str, text: &str, by: &str) -> Result<Question> {
-        let text = checked_answer(text)?;
-        let mut waiting = self.lock();
-        let Some(w) = Uuid::parse_str(id).ok().and_then(|id| waiting.get(&id)) else {
-            return Err(Error::not_found(format!(
-                "no question {id} is waiting: it was answered, timed out, or its turn ended"
-            )));
-        };
-        if let AskedIn::Channel { channel, chat, .. } = &w.question.asked_in {
-            return Err(Error::conflict(format!(
-                "question {id} was asked on channel `{channel}` (chat {chat}): the person there answers it"
-            )));
-        }
-        let id = w.question.id;
-        let w = waiting.remove(&id).expect("looked up under the same lock");
-        let answer =
-            Answer { choice: number_or_choice(&w.question.choices, &text), answer: text, answered_by: by.into() };
-        let _ = w.reply.send(answer);
-        Ok(w.question)
-    }
-
-    /// A channel message that answers a question waiting in its conversation, from the person
-    /// it was asked of: handed to the waiting turn (true), or not an answer (false: a turn of
-    /// its own answers it).
-    pub fn answer_in_conversation(&self, channel: &str, chat: &str, user_id: &str, text: &str, by: &str) -> bool {
-        let Ok(text) = checked_answer(text) else { return false };
-        let mut waiting = self.lock();
-        let id = waiting.iter().find_map(|(id, w)| match &w.question.asked_in {
-            AskedIn::Channel { channel: c, chat: h, user_id: u }
-                if c == channel && h == chat && u.as_deref().is_none_or(|u| u == user_id) =>
-            {
-                Some(*id)
+/// Puts the question where the person will see it.
+async fn put(ctx: &CallContext, q: &Question) -> Result<()> {
+    match &q.asked_in {
+        AskedIn::Chat => {
+            if let (Some(turn_id), Some(session_id)) = (q.turn_id, q.session_id) {
+                ctx.kernel.turns().emit(AgentEvent {
+                    agent_id: q.agent_id,
+                    turn_id,
+                    session_id,
+                    kind: EventKind::Question {
+                        question_id: q.id,
+                        question: q.question.clone(),
+                        choices: q.choices.clone(),
+                    },
+                });
             }
-            _ => None,
-        });
-        let Some(w) = id.and_then(|id| waiting.remove(&id)) else { return false };
-        let choice = number_or_choice(&w.question.choices, &text);
-        w.reply.send(Answer { answer: text, choice, answered_by: by.into() }).is_ok()
+            Ok(())
+        }
+        AskedIn::Channel { channel, chat, .. } => {
+            let text = channel_text(q);
+            ctx.kernel
+                .channels()
+                .deliver(channel, chat, crate::channel::platform::Outgoing::Text(text), "ask_user")
+                .await
+        }
     }
+}
+
+/// The questions waiting on any daemon, oldest first; only `agent`'s when given.
+pub async fn waiting(kernel: &Kernel, agent: Option<Uuid>) -> Result<Vec<Question>> {
+    store::waiting(kernel.db(), agent.map(|a| a.to_string()).as_deref()).await
+}
+
+/// Answers a question asked in a chat, as `by` (an operator, the CLI, a token), whichever
+/// daemon its turn runs on. A question asked on a channel is answered there.
+pub async fn answer(kernel: &Kernel, id: &str, text: &str, by: &str) -> Result<Question> {
+    let text = checked_answer(text)?;
+    let gone =
+        || Error::not_found(format!("no question {id} is waiting: it was answered, timed out, or its turn ended"));
+    let Some(question) = store::unanswered(kernel.db(), id).await? else { return Err(gone()) };
+    if let AskedIn::Channel { channel, chat, .. } = &question.asked_in {
+        return Err(Error::conflict(format!(
+            "question {id} was asked on channel `{channel}` (chat {chat}): the person there answers it"
+        )));
+    }
+    let answer = Answer { choice: number_or_choice(&question.choices, &text), answer: text, answered_by: by.into() };
+    if !give(kernel, &question, &answer).await? {
+        return Err(gone());
+    }
+    Ok(question)
+}
+
+/// A channel message that answers a question waiting in its conversation, from the person
+/// it was asked of: handed to the waiting turn (true), or not an answer (false: a turn of
+/// its own answers it).
+pub async fn answer_in_conversation(
+    kernel: &Kernel,
+    channel: &str,
+    chat: &str,
+    user_id: &str,
+    text: &str,
+    by: &str,
+) -> Result<bool> {
+    let Ok(text) = checked_answer(text) else { return Ok(false) };
+    let Some(question) = store::waiting_in_conversation(kernel.db(), channel, chat, user_id).await? else {
+        return Ok(false);
+    };
+    let choice = number_or_choice(&question.choices, &text);
+    give(kernel, &question, &Answer { answer: text, choice, answered_by: by.into() }).await
+}
+
+/// Records `answer` and wakes the daemon whose turn waits for it; false when another answer
+/// (or the end of the wait) came first.
+async fn give(kernel: &Kernel, question: &Question, answer: &Answer) -> Result<bool> {
+    let id = question.id.to_string();
+    if !store::set_answer(kernel.db(), &id, answer).await? {
+        return Ok(false);
+    }
+    kernel.cluster().wake(&id).await?;
+    Ok(true)
 }
 
 fn checked_answer(text: &str) -> Result<String> {
@@ -336,35 +357,5 @@ mod tests {
         assert_eq!(number_or_choice(&choices(), "1."), Some("Red".into()));
         assert_eq!(number_or_choice(&choices(), "3"), None);
         assert_eq!(number_or_choice(&choices(), "red"), Some("Red".into()));
-    }
-
-    #[test]
-    fn a_question_waits_in_memory_until_answered_once() {
-        let questions = Questions::default();
-        let (tx, mut rx) = oneshot::channel();
-        let q = Question {
-            id: Uuid::now_v7(),
-            agent_id: Uuid::now_v7(),
-            agent: "a".into(),
-            session_id: None,
-            turn_id: None,
-            question: "Which?".into(),
-            choices: choices(),
-            asked_at: String::new(),
-            expires_at: String::new(),
-            asked_in: AskedIn::Chat,
-        };
-        questions.lock().insert(q.id, Waiting { question: q.clone(), reply: tx });
-        assert_eq!(questions.waiting(Some(q.agent_id)).len(), 1);
-        assert!(questions.waiting(Some(Uuid::now_v7())).is_empty());
-        assert_eq!(questions.answer(&q.id.to_string(), " ", "cli").unwrap_err().fields[0].field, "answer");
-        questions.answer(&q.id.to_string(), "BLUE", "operator:ada").unwrap();
-        let got = rx.try_recv().unwrap();
-        assert_eq!(
-            (got.answer.as_str(), got.choice.as_deref(), got.answered_by.as_str()),
-            ("BLUE", Some("Blue"), "operator:ada")
-        );
-        assert_eq!(questions.answer(&q.id.to_string(), "again", "cli").unwrap_err().kind, crate::ErrorKind::NotFound);
-        assert!(questions.waiting(None).is_empty());
     }
 }

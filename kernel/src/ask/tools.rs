@@ -1,4 +1,4 @@
-//! Family `ask`: `ask_user`, thin over [`super::Questions`].
+//! Family `ask`: `ask_user`, thin over [`super::ask`].
 
 use std::time::Duration;
 
@@ -42,7 +42,7 @@ impl Tool for AskUser {
 
     async fn run(&self, ctx: CallContext, args: AskArgs) -> Result<Value> {
         let timeout = Duration::from_secs(ctx.kernel.config().ask.timeout_secs);
-        match ctx.kernel.questions().ask(&ctx, &args.question, &args.choices, timeout).await? {
+        match super::ask(&ctx, &args.question, &args.choices, timeout).await? {
             Some(answer) => Ok(
                 json!({ "answered": true, "answer": answer.answer, "choice": answer.choice, "answered_by": answer.answered_by }),
             ),

@@ -4,10 +4,15 @@
 //! request stays in the table, and whoever takes the agent's lease next runs it (the half-run
 //! one again, as a retry). Both sides also look every heartbeat, in case a notification was
 //! missed.
+//!
+//! A cancel token cannot cross, so the asker's cancel (an A2A `tasks/cancel`) is written to the
+//! row and told as `cancel:<id>`: the runner cancels the turn's own token, and a turn still
+//! queued starts cancelled. Stopping the agent, on any daemon, cancels the turn as well.
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::store;
@@ -18,8 +23,8 @@ use crate::error::{Error, Result};
 use crate::tool::{Caller, ChannelContext};
 use crate::turn::{TurnRequest, TurnResult};
 
-/// A [`TurnRequest`] as it crosses to another daemon. A cancel token cannot cross: stopping
-/// the agent (on any daemon) still cancels the turn where it runs.
+/// A [`TurnRequest`] as it crosses to another daemon, without its cancel token (the module
+/// says how a cancel crosses).
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct ForwardedTurn {
     message: String,
@@ -50,7 +55,7 @@ impl ForwardedTurn {
         }
     }
 
-    fn into_request(self, again: bool) -> TurnRequest {
+    fn into_request(self, again: bool, cancel: CancellationToken) -> TurnRequest {
         TurnRequest {
             message: self.message,
             session: self.session,
@@ -60,7 +65,7 @@ impl ForwardedTurn {
             channel: self.channel,
             depth: self.depth,
             chain: self.chain,
-            cancel: None,
+            cancel: Some(cancel),
             retry: self.retry || again,
             turn_id: self.turn_id,
         }
@@ -82,14 +87,26 @@ const LOOK_AGAIN: Duration = Duration::from_secs(1);
 pub(crate) async fn run_elsewhere(kernel: &Kernel, agent: &Agent, req: TurnRequest) -> Result<TurnResult> {
     let cluster = kernel.cluster();
     let id = Uuid::new_v4().to_string();
+    let mut cancel = req.cancel.clone();
     let request = serde_json::to_string(&ForwardedTurn::of(req))
         .map_err(|e| Error::internal(format_args!("a turn request did not serialise: {e}")))?;
     let waiting = cluster.wait_for(&id);
     store::ask_turn(kernel.db(), &id, &agent.id.to_string(), &cluster.id, &request, &db::now()).await?;
     loop {
+        let cancelled = async {
+            match &cancel {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             () = waiting.woken.notified() => {}
             () = tokio::time::sleep(LOOK_AGAIN) => {}
+            () = cancelled => {
+                // Told once; the turn then ends as a cancelled one, and its result comes back.
+                cancel = None;
+                store::cancel_turn(kernel.db(), &id).await?;
+            }
         }
         if let Some(result) = store::take_result(kernel.db(), store::Queue::Turns, &id).await? {
             return match serde_json::from_str(&result) {
@@ -139,21 +156,32 @@ async fn serve(kernel: &Kernel) -> Result<()> {
         if !cluster.holds(&format!("agent:{agent}")) {
             continue;
         }
-        for (id, request, taken) in store::take_turns(kernel.db(), &agent, &cluster.id).await? {
+        for taken in store::take_turns(kernel.db(), &agent, &cluster.id).await? {
             let kernel = kernel.clone();
             let agent = agent.clone();
-            tokio::spawn(async move { run_here(&kernel, &id, &agent, &request, taken > 1).await });
+            let cancel = cluster.running_forwarded(&taken.id);
+            if taken.cancelled {
+                cancel.cancel();
+            }
+            tokio::spawn(async move {
+                run_here(&kernel, &taken.id, &agent, &taken.request, taken.attempts > 1, cancel).await;
+                kernel.cluster().finished_forwarded(&taken.id);
+            });
         }
+    }
+    // A cancel whose notification was missed.
+    for id in store::cancelled_turns(kernel.db(), &cluster.id).await? {
+        cluster.cancel_forwarded(&id);
     }
     Ok(())
 }
 
 /// Runs one forwarded turn here and stores how it ended. A turn taken again after its runner
 /// died is a retry: it answers the message that runner stored rather than adding it twice.
-async fn run_here(kernel: &Kernel, id: &str, agent: &str, request: &str, again: bool) {
+async fn run_here(kernel: &Kernel, id: &str, agent: &str, request: &str, again: bool, cancel: CancellationToken) {
     let outcome = match (serde_json::from_str::<ForwardedTurn>(request), Uuid::parse_str(agent)) {
         (Ok(turn), Ok(agent_id)) => match kernel.agents().get_by_id(agent_id) {
-            Some(agent) => match crate::turn::run_here(kernel, agent, turn.into_request(again)).await {
+            Some(agent) => match crate::turn::run_here(kernel, agent, turn.into_request(again, cancel)).await {
                 Ok(result) => Outcome::Ok(Box::new(result)),
                 Err(e) => Outcome::Error(e),
             },

@@ -22,6 +22,7 @@
 
 mod calls;
 mod forward;
+mod relay;
 mod store;
 
 use std::collections::{HashMap, HashSet};
@@ -107,6 +108,8 @@ pub struct Cluster {
     waiting: Mutex<HashMap<String, Arc<Notify>>>,
     /// Rung when a forwarded turn or request may wait for this daemon.
     work: Notify,
+    /// The cancel tokens of the forwarded turns running here, by id.
+    forwarded: Mutex<HashMap<String, CancellationToken>>,
     /// Rung when a daemon wrote what a stdio MCP server it runs offers (`mcp_offers`).
     pub(crate) offers_changed: Notify,
     /// Agents this daemon took from a daemon that died, whose next turn here is
@@ -118,12 +121,12 @@ pub struct Cluster {
     stopped: CancellationToken,
 }
 
-/// A result this daemon waits for from another daemon (a forwarded turn's or request's),
-/// woken by `done:<id>`; the waiter is removed however the wait ends.
-struct Waiting<'a> {
+/// A result this daemon waits for from another daemon (a forwarded turn's or request's, an
+/// `ask_user` answer), woken by `done:<id>`; the waiter is removed however the wait ends.
+pub(crate) struct Waiting<'a> {
     cluster: &'a Cluster,
     id: String,
-    woken: Arc<Notify>,
+    pub(crate) woken: Arc<Notify>,
 }
 
 impl Drop for Waiting<'_> {
@@ -151,6 +154,7 @@ impl Cluster {
             held: Mutex::default(),
             waiting: Mutex::default(),
             work: Notify::new(),
+            forwarded: Mutex::default(),
             offers_changed: Notify::new(),
             moved: Mutex::default(),
             others_alive: AtomicBool::new(false),
@@ -168,10 +172,41 @@ impl Cluster {
     }
 
     /// Starts waiting for the result with `id` (before asking for it, so no `done:` is missed).
-    fn wait_for(&self, id: &str) -> Waiting<'_> {
+    pub(crate) fn wait_for(&self, id: &str) -> Waiting<'_> {
         let woken = Arc::new(Notify::new());
         self.waiting.lock().unwrap_or_else(|e| e.into_inner()).insert(id.to_string(), woken.clone());
         Waiting { cluster: self, id: id.to_string(), woken }
+    }
+
+    /// Wakes whoever waits for `id`: here at once, on the other daemons through `done:<id>`.
+    pub(crate) async fn wake(&self, id: &str) -> Result<()> {
+        if let Some(waiter) = self.waiting.lock().unwrap_or_else(|e| e.into_inner()).get(id) {
+            waiter.notify_one();
+            return Ok(());
+        }
+        if self.db.is_shared() {
+            store::notify(&self.db, "kennel_cluster", &format!("done:{id}")).await?;
+        }
+        Ok(())
+    }
+
+    /// A forwarded turn starts running here: its cancel token, until
+    /// [`Cluster::finished_forwarded`].
+    fn running_forwarded(&self, id: &str) -> CancellationToken {
+        let token = CancellationToken::new();
+        self.forwarded.lock().unwrap_or_else(|e| e.into_inner()).insert(id.to_string(), token.clone());
+        token
+    }
+
+    fn finished_forwarded(&self, id: &str) {
+        self.forwarded.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+    }
+
+    /// Its asker cancelled the forwarded turn `id`: stops it if it runs here.
+    fn cancel_forwarded(&self, id: &str) {
+        if let Some(token) = self.forwarded.lock().unwrap_or_else(|e| e.into_inner()).get(id) {
+            token.cancel();
+        }
     }
 
     /// Whether this daemon holds `name`, as of its last heartbeat.
@@ -363,11 +398,16 @@ impl Cluster {
                 })
                 .await?;
             let weak = kernel.downgrade();
+            let mut parts = relay::Parts::default();
             cluster
                 .db
-                .listen(EVENTS_CHANNEL, move |payload| {
+                .listen(relay::EVENTS_CHANNEL, move |payload| {
                     let weak = weak.clone();
-                    let relayed = payload.and_then(|p| serde_json::from_str::<Relayed>(p).ok());
+                    if payload.is_none() {
+                        parts.clear();
+                    }
+                    let whole = payload.and_then(|p| parts.accept(p));
+                    let relayed = whole.and_then(|p| serde_json::from_str::<relay::Relayed>(&p).ok());
                     Box::pin(async move {
                         if let (Some(kernel), Some(relayed)) = (Kernel::upgrade(&weak), relayed)
                             && relayed.from != kernel.cluster().id
@@ -378,7 +418,7 @@ impl Cluster {
                 })
                 .await?;
             if let Some(events) = kernel.turns().relay() {
-                tokio::spawn(relay_events(kernel.clone(), events));
+                tokio::spawn(relay::relay_events(kernel.clone(), events));
             }
         }
         let kernel = kernel.clone();
@@ -479,8 +519,9 @@ impl Cluster {
         Ok(())
     }
 
-    /// A `kennel_cluster` notification: a forwarded turn to run (`turn:<agent>`) or a result
-    /// ready (`done:<id>`); `None` when the listener reconnected and may have missed some.
+    /// A `kennel_cluster` notification: a forwarded turn to run (`turn:<agent>`) or to cancel
+    /// (`cancel:<id>`), a result ready (`done:<id>`); `None` when the listener reconnected and
+    /// may have missed some.
     fn notified(&self, payload: Option<&str>) {
         match payload {
             Some(p) if p.starts_with("turn:") => {
@@ -494,6 +535,7 @@ impl Cluster {
                 }
             }
             Some(p) if p.starts_with("offer:") => self.offers_changed.notify_waiters(),
+            Some(p) if p.starts_with("cancel:") => self.cancel_forwarded(&p["cancel:".len()..]),
             Some(p) if p.starts_with("done:") => {
                 if let Some(waiter) = self.waiting.lock().unwrap_or_else(|e| e.into_inner()).get(&p["done:".len()..]) {
                     waiter.notify_one();
@@ -519,41 +561,6 @@ impl Cluster {
         }
         if self.db.is_shared() {
             self.beat_db.close().await;
-        }
-    }
-}
-
-/// Where turn events cross between daemons, so a chat or an event stream open on any daemon
-/// follows turns wherever they run.
-const EVENTS_CHANNEL: &str = "kennel_events";
-
-/// A notification's payload is at most 8,000 bytes; a larger event (a long message) is not
-/// relayed: the followers elsewhere see its turn's stored result instead.
-const MAX_RELAYED: usize = 7_900;
-
-/// A turn event as it crosses to the other daemons.
-#[derive(Serialize, serde::Deserialize)]
-struct Relayed {
-    from: String,
-    event: crate::turn::AgentEvent,
-}
-
-/// Tells the other daemons this daemon's turn events, while there are any others.
-async fn relay_events(kernel: Kernel, mut events: tokio::sync::mpsc::Receiver<crate::turn::AgentEvent>) {
-    while let Some(event) = events.recv().await {
-        let cluster = kernel.cluster();
-        if !cluster.others_alive.load(Ordering::Relaxed) {
-            continue;
-        }
-        let Ok(payload) = serde_json::to_string(&Relayed { from: cluster.id.clone(), event }) else { continue };
-        if payload.len() > MAX_RELAYED {
-            continue;
-        }
-        if let Err(e) = store::notify(kernel.db(), EVENTS_CHANNEL, &payload).await {
-            if kernel.db().is_closed() {
-                return;
-            }
-            tracing::debug!(error = %e.message, "a turn event was not relayed to the other daemons");
         }
     }
 }

@@ -82,7 +82,7 @@ pub(super) async fn claim_dead(db: &Db, me: &str, now: &str, beat_before: &str) 
 }
 
 /// Ends a dead daemon's leases, and puts its half-run forwarded turns back in the queue;
-/// those it was waiting for have no one to answer and go.
+/// those it was waiting for, and its turns' `ask_user` questions, have no one to answer and go.
 pub(super) async fn release_dead(db: &Db, dead: &str, cut_off: &str, at: &str) -> Result<()> {
     let mut tx = db.begin().await?;
     expire_leases(&mut tx, dead).await?;
@@ -92,6 +92,8 @@ pub(super) async fn release_dead(db: &Db, dead: &str, cut_off: &str, at: &str) -
         .execute(&mut tx)
         .await?;
     db::query("DELETE FROM cluster_calls WHERE asked_by = $1").bind(dead).execute(&mut tx).await?;
+    // The turns waiting for these answers ended with their daemon.
+    db::query("DELETE FROM questions WHERE daemon_id = $1").bind(dead).execute(&mut tx).await?;
     // A call is not run twice: the one it was running ends with `cut_off` for its asker.
     let cut: Vec<String> = db::query_scalar(
         "UPDATE cluster_calls SET state = 'done', result = $2, finished_at = $3 WHERE run_by = $1 AND state = 'running'
@@ -200,6 +202,16 @@ pub(super) async fn notify(db: &Db, channel: &str, payload: &str) -> Result<()> 
     Ok(())
 }
 
+/// `NOTIFY channel` with each of `payloads`, in one transaction: delivered together, in order.
+pub(super) async fn notify_all(db: &Db, channel: &str, payloads: &[String]) -> Result<()> {
+    let mut tx = db.begin().await?;
+    for payload in payloads {
+        db::query("SELECT pg_notify($1, $2)").bind(channel).bind(payload).execute(&mut tx).await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
 /// Writes a turn for `agent`'s lease holder and wakes the daemons (PostgreSQL only).
 pub(super) async fn ask_turn(db: &Db, id: &str, agent: &str, me: &str, request: &str, at: &str) -> Result<()> {
     let mut tx = db.begin().await?;
@@ -224,19 +236,50 @@ pub(super) async fn agents_with_queued_turns(db: &Db) -> Result<Vec<String>> {
     Ok(db::query_scalar("SELECT DISTINCT agent_id FROM cluster_turns WHERE state = 'queued'").fetch_all(db).await?)
 }
 
-/// Takes every waiting turn of `agent` for `me`: (id, request, times taken). Daemons taking
-/// at once each get different ones (`SKIP LOCKED`).
-pub(super) async fn take_turns(db: &Db, agent: &str, me: &str) -> Result<Vec<(String, String, i64)>> {
-    Ok(db::query_as::<(String, String, i64)>(
+/// A forwarded turn taken to run: its id, request, times taken, and whether its asker has
+/// cancelled it already.
+pub(super) struct TakenTurn {
+    pub id: String,
+    pub request: String,
+    pub attempts: i64,
+    pub cancelled: bool,
+}
+
+db::from_row!(TakenTurn { id, request, attempts, cancelled });
+
+/// Takes every waiting turn of `agent` for `me`. Daemons taking at once each get different
+/// ones (`SKIP LOCKED`).
+pub(super) async fn take_turns(db: &Db, agent: &str, me: &str) -> Result<Vec<TakenTurn>> {
+    Ok(db::query_as::<TakenTurn>(
         "UPDATE cluster_turns SET state = 'running', run_by = $2, attempts = attempts + 1
          WHERE id IN (SELECT id FROM cluster_turns WHERE agent_id = $1 AND state = 'queued'
                       FOR UPDATE SKIP LOCKED)
-         RETURNING id, request, attempts",
+         RETURNING id, request, attempts, cancelled <> 0 AS cancelled",
     )
     .bind(agent)
     .bind(me)
     .fetch_all(db)
     .await?)
+}
+
+/// Marks a forwarded turn cancelled by its asker and tells its runner (`cancel:<id>`).
+pub(super) async fn cancel_turn(db: &Db, id: &str) -> Result<()> {
+    let mut tx = db.begin().await?;
+    db::query("UPDATE cluster_turns SET cancelled = 1 WHERE id = $1 AND state <> 'done'")
+        .bind(id)
+        .execute(&mut tx)
+        .await?;
+    tell(&mut tx, format!("cancel:{id}")).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The forwarded turns `me` runs that their askers cancelled.
+pub(super) async fn cancelled_turns(db: &Db, me: &str) -> Result<Vec<String>> {
+    Ok(db::query_scalar("SELECT id FROM cluster_turns WHERE run_by = $1 AND state = 'running' AND cancelled <> 0")
+        .bind(me)
+        .fetch_all(db)
+        .await?)
 }
 
 /// Whether the turn is still in the table (a reaper deletes those whose asker died).

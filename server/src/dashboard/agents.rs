@@ -201,9 +201,8 @@ pub(super) async fn agent_page(
         budget_left,
         paused,
         queued: kernel.provider_for(&agent_ref).ok().and_then(|p| p.queue()),
-        questions: kernel
-            .questions()
-            .waiting(Some(agent_ref.id))
+        questions: kennel_kernel::ask::waiting(kernel, Some(agent_ref.id))
+            .await?
             .into_iter()
             .filter(|q| q.asked_in == kennel_kernel::ask::AskedIn::Chat)
             .collect(),
@@ -376,7 +375,7 @@ pub async fn answer(
     let agent = kernel.agents().get(&id)?;
     let answer = f.choice.filter(|c| !c.trim().is_empty()).unwrap_or(f.answer);
     let by = Caller::Operator(op.name.clone()).audit_label();
-    let question = kernel.questions().answer(&question_id, &answer, &by)?;
+    let question = kennel_kernel::ask::answer(&kernel, &question_id, &answer, &by).await?;
     let session = question.session_id.map(|s| format!("?session={s}")).unwrap_or_default();
     Ok(see_other(&format!("/agents/{}{session}#chat", agent.id), "Answered: the agent goes on."))
 }

@@ -37,7 +37,7 @@ async fn waiting_questions(
         Some(a) => Some(kernel.agents().get(&a).map_err(|e| e.on_field("agent"))?.id),
         None => None,
     };
-    Ok(Json(kernel.questions().waiting(agent)))
+    Ok(Json(kennel_kernel::ask::waiting(&kernel, agent).await?))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -62,5 +62,5 @@ async fn answer_question(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<AnswerBody>,
 ) -> ApiResult<Json<Question>> {
-    Ok(Json(kernel.questions().answer(&id, &body.answer, &caller.audit_label())?))
+    Ok(Json(kennel_kernel::ask::answer(&kernel, &id, &body.answer, &caller.audit_label()).await?))
 }

@@ -17,6 +17,7 @@ use kennel_kernel::agent::{ManifestInput, SpawnRequest};
 use kennel_kernel::clock::{Clock, ManualClock};
 use kennel_kernel::config::Config;
 use kennel_kernel::tool::{CallContext, Caller};
+use kennel_kernel::turn::{TurnEnd, TurnRequest};
 use kennel_tests::fake_llm::{FakeLlm, Scripted};
 use kennel_tests::postgres::{Database, on_postgres};
 use kennel_tests::{Api, Daemon, Home, eventually};
@@ -585,6 +586,120 @@ async fn three_kernels_numbering_one_session_and_one_canvas_at_once_take_every_n
     let presented = 3 * ROUNDS;
     assert_eq!(versions, format!("{presented} {presented} {presented}"), "versions 1..={presented}, each once");
     for kernel in kernels {
+        kernel.close().await;
+    }
+}
+
+// Two kernels and a turn crossing between them: on the two cores, not one thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_run_by_another_kernel_asks_and_is_answered_here_streams_its_long_reply_here_and_stops_with_the_askers_token()
+ {
+    let Some(database) = cluster_database(
+        "a_turn_run_by_another_kernel_asks_and_is_answered_here_streams_its_long_reply_here_and_stops_with_the_askers_token",
+    ) else {
+        return;
+    };
+    let llm = FakeLlm::start().await;
+    let clock = ManualClock::starting_at(at("2031-05-01T08:00:00Z"));
+    let dirs: Vec<tempfile::TempDir> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let (runner, asker) = (
+        open_member(dirs[0].path(), &database, &llm, &clock).await,
+        open_member(dirs[1].path(), &database, &llm, &clock).await,
+    );
+    let manifest: ManifestInput =
+        kennel_kernel::error::from_value(json!({"name": "painter", "model": "m", "tools": ["ask_user"]})).unwrap();
+    runner.agents().create_type(manifest).await.unwrap();
+    let agent = runner
+        .spawn_agent(SpawnRequest { agent_type: "painter".into(), name: Some("painter".into()), ..Default::default() })
+        .await
+        .unwrap();
+    let id = agent.id.to_string();
+    let ada = || Caller::Operator("ada".into());
+    // A first turn on the runner: it takes the agent's lease, so the asker forwards to it.
+    llm.push(Scripted::text("Ready."));
+    let first = runner.send_message(&id, TurnRequest::headless("Hello", ada())).await.unwrap();
+    assert_eq!(
+        database.scalar(&format!("SELECT holder FROM leases WHERE name = 'agent:{id}'")),
+        runner.cluster().id(),
+        "the runner holds the agent"
+    );
+    let known = eventually(Duration::from_secs(5), || async { asker.agents().get_by_id(agent.id).is_some() }).await;
+    assert!(known, "the asker knows the agent");
+    // The runner relays its events once a heartbeat (every third of the 3 s lease) has seen
+    // the asker alive.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+
+    // The turn, asked here with a person present, runs on the runner and asks a question: it is
+    // listed here and answered here, and the turn goes on there with the answer.
+    let long_reply = "A verse for the fence. ".repeat(1_000);
+    llm.push_all([
+        Scripted::call("ask_user", json!({"question": "Which colour?", "choices": ["Red", "Blue"]})),
+        Scripted::text(&long_reply),
+    ]);
+    let mut events = asker.turns().subscribe();
+    let session = first.session_id;
+    let turn = {
+        let (asker, id) = (asker.clone(), id.clone());
+        let req = TurnRequest { session: Some(session), ..TurnRequest::new("Paint the fence", ada()) };
+        tokio::spawn(async move { asker.send_message(&id, req).await })
+    };
+    let listed = eventually(Duration::from_secs(10), || async {
+        kennel_kernel::ask::waiting(&asker, Some(agent.id)).await.unwrap().len() == 1
+    })
+    .await;
+    assert!(listed, "the question is listed on the daemon that did not ask it");
+    let question = kennel_kernel::ask::waiting(&asker, None).await.unwrap().remove(0);
+    assert_eq!(question.question, "Which colour?");
+    assert_eq!(question.asked_in, kennel_kernel::ask::AskedIn::Chat);
+    kennel_kernel::ask::answer(&asker, &question.id.to_string(), "blue", "operator:ada").await.unwrap();
+    let done = tokio::time::timeout(Duration::from_secs(10), turn).await.expect("the turn went on").unwrap().unwrap();
+    assert_eq!(done.reply, long_reply);
+    let told = llm.requests()[2].body["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+    let told: serde_json::Value = serde_json::from_str(told.as_str().unwrap()).unwrap();
+    assert_eq!(told, json!({"answered": true, "answer": "blue", "choice": "Blue", "answered_by": "operator:ada"}));
+    assert_eq!(database.scalar("SELECT count(*) FROM questions"), "0", "the question is off the list");
+
+    // Followers here saw the turn as it ran there: the question, and the reply of over
+    // 8,000 bytes (a notification's limit) whole.
+    let mut seen = Vec::new();
+    let ended = |e: &kennel_kernel::turn::AgentEvent| {
+        e.turn_id == done.turn_id && matches!(e.kind, kennel_kernel::turn::EventKind::TurnEnded { .. })
+    };
+    while !seen.iter().any(ended) {
+        let next = tokio::time::timeout(Duration::from_secs(5), events.recv()).await;
+        seen.push(next.expect("the turn's events cross within 5 s").expect("the event bus is open"));
+    }
+    let asked = seen.iter().any(|e| {
+        matches!(&e.kind, kennel_kernel::turn::EventKind::Question { question_id, .. } if *question_id == question.id)
+    });
+    assert!(asked, "the question event crossed: {seen:?}");
+    let whole_reply =
+        seen.iter().any(|e| matches!(&e.kind, kennel_kernel::turn::EventKind::Reply { text } if *text == long_reply));
+    assert!(whole_reply, "the {}-byte reply crossed whole", long_reply.len());
+
+    // A turn asked here with a cancel token of its own (as an A2A task's): cancelling it stops
+    // the turn there, mid-call.
+    llm.push(Scripted::Delay { millis: 60_000 });
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let before = llm.requests().len();
+    let slow = {
+        let (asker, id) = (asker.clone(), id.clone());
+        let req = TurnRequest {
+            session: Some(session),
+            cancel: Some(cancel.clone()),
+            ..TurnRequest::headless("Slowly", ada())
+        };
+        tokio::spawn(async move { asker.send_message(&id, req).await })
+    };
+    let calling = eventually(Duration::from_secs(10), || async { llm.requests().len() > before }).await;
+    assert!(calling, "the slow turn reached the provider");
+    let cancelled_at = Instant::now();
+    cancel.cancel();
+    let stopped =
+        tokio::time::timeout(Duration::from_secs(10), slow).await.expect("the turn stopped").unwrap().unwrap();
+    assert_eq!(stopped.ended, TurnEnd::Cancelled);
+    eprintln!("from the asker's cancel to the forwarded turn's end: {:?}", cancelled_at.elapsed());
+    for kernel in [runner, asker] {
         kernel.close().await;
     }
 }
