@@ -75,6 +75,10 @@ pub struct RetentionConfig {
     /// Finished A2A tasks (completed, failed, canceled, rejected).
     #[serde(deserialize_with = "in_range::<_, 0, 36500>")]
     pub a2a_tasks_days: u64,
+    /// Model calls one row each; after this they are kept as daily totals (per agent,
+    /// session, provider and model), which the Usage page and budgets read as well.
+    #[serde(deserialize_with = "in_range::<_, 0, 36500>")]
+    pub model_calls_days: u64,
     /// The tool-call audit log: kept for ever unless set (an operator's explicit choice).
     #[serde(deserialize_with = "in_range::<_, 0, 36500>")]
     pub audit_days: u64,
@@ -90,6 +94,7 @@ impl Default for RetentionConfig {
             trash_days: 30,
             deleted_skills_days: 90,
             a2a_tasks_days: 30,
+            model_calls_days: 90,
             audit_days: 0,
         }
     }
@@ -1235,6 +1240,7 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # trash_days = 30           # the agents' trash (remove_file); then restore_file cannot
 # deleted_skills_days = 90  # deleted skills' folders; then they cannot be restored
 # a2a_tasks_days = 30       # finished A2A tasks
+# model_calls_days = 90     # model calls one row each; then kept as daily totals
 # audit_days = 0            # the tool-call audit log: kept for ever unless set
 
 # [ask]                     # ask_user: how long a turn waits for the person's answer

@@ -41,6 +41,9 @@ pub struct UsagePage {
     pub models: Vec<Line>,
     pub top_sessions: Vec<SessionRow>,
     pub budgets: Vec<BudgetRow>,
+    /// `[retention] model_calls_days`: calls are kept one by one this long, then as daily
+    /// totals.
+    pub calls_kept_days: u64,
 }
 
 /// "1,234 tokens · $0.0123" (the cost only where prices are known).
@@ -66,6 +69,16 @@ fn left(max: Option<String>, left: Option<String>) -> String {
     match (max, left) {
         (Some(max), Some(left)) => format!("{left} of {max}"),
         _ => "no limit".into(),
+    }
+}
+
+/// How long calls are kept one by one: the totals here count them all the same.
+fn calls_kept(days: u64) -> String {
+    match days {
+        0 => "Each model call is kept for ever ([retention] model_calls_days = 0).".to_string(),
+        n => format!(
+            "Each model call is kept for {n} day(s), then as daily totals per agent, session and model ([retention] model_calls_days): every figure here still counts it."
+        ),
     }
 }
 
@@ -122,6 +135,7 @@ pub fn render(meta: PageMeta, page: UsagePage) -> String {
             <Shell meta>
                 <h1>"Usage"</h1>
                 <p class="hint">{format!("Today began {} UTC (the budget day, {}). Costs come from the prices in config.toml.", short_time(&page.day_start), page.timezone)}</p>
+                <p class="hint retention">{calls_kept(page.calls_kept_days)}</p>
                 <section class="card" id="usage-today">
                     <h2>"Today, per agent"</h2>
                     <BarChart title="Model use today, per agent".to_string() bars=today unit="Used"/>

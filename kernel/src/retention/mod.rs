@@ -29,6 +29,8 @@ pub struct Swept {
     pub channel_outbound: u64,
     pub media_jobs: u64,
     pub a2a_tasks: u64,
+    /// Model-call rows rolled up into daily totals.
+    pub model_calls: u64,
     pub audit: u64,
     pub trash_files: u64,
     pub deleted_skills: u64,

@@ -35,6 +35,9 @@ pub(super) async fn sweep(db: &Db, config: &RetentionConfig, now: DateTime<Utc>)
         let finished = "updated_at < $1 AND state IN ('TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED')";
         swept.a2a_tasks = delete(db, "a2a_tasks", finished, &before).await?;
     }
+    if let Some(before) = old(config.model_calls_days) {
+        swept.model_calls = crate::usage::roll_up(db, &before).await?;
+    }
     if let Some(before) = old(config.audit_days) {
         swept.audit = delete(db, "audit", "at < $1", &before).await?;
     }
@@ -109,6 +112,12 @@ mod tests {
         run(&db, task, &["t2", agent, "TASK_STATE_WORKING", old]).await;
         let audit = "INSERT INTO audit (at, agent_id, caller, tool, args_digest, outcome, duration_us) VALUES ($1, $2, 'agent', 'read_file', 'x', 'ok', 1)";
         run(&db, audit, &[old, agent]).await;
+        let call = "INSERT INTO model_calls (turn_id, agent_id, session_id, provider, model, purpose, messages, estimated_tokens,
+                        input_tokens, output_tokens, cached_tokens, cache_write_tokens, outcome, created_at)
+                    VALUES ('t', $1, 's', 'p', 'm', 'reply', 1, 1, 10, 1, 0, 0, 'ok', $2)";
+        run(&db, call, &[agent, old]).await;
+        run(&db, call, &[agent, old]).await;
+        run(&db, call, &[agent, recent]).await;
 
         // The clock moved to ten days after `recent`: past 30 and 90 days of `old`.
         let now = DateTime::parse_from_rfc3339("2026-05-11T00:00:00Z").unwrap().to_utc();
@@ -120,6 +129,7 @@ mod tests {
             channel_outbound: 1,
             media_jobs: 1,
             a2a_tasks: 1,
+            model_calls: 2,
             ..Swept::default()
         };
         assert_eq!(swept, expected);
@@ -129,6 +139,7 @@ mod tests {
         assert_eq!(count(&db, "channel_inbound").await, 2, "the pending and the recent stay");
         assert_eq!((count(&db, "media_jobs").await, count(&db, "a2a_tasks").await), (1, 1), "unfinished work stays");
         assert_eq!(count(&db, "audit").await, 1, "the audit log is kept unless set");
+        assert_eq!((count(&db, "model_calls").await, count(&db, "usage_days").await), (1, 1), "old calls became a day");
 
         let keep_less = RetentionConfig { audit_days: 30, ..RetentionConfig::default() };
         assert_eq!(sweep(&db, &keep_less, now).await.unwrap(), Swept { audit: 1, ..Swept::default() });

@@ -313,3 +313,88 @@ pub(crate) fn check_price(value: f64) -> std::result::Result<f64, String> {
         Err(format!("expected a price in US dollars per million tokens from 0 to 1000000, found {value}"))
     }
 }
+/// Rolls the calls made before `before` up into daily lines (`[retention] model_calls_days`):
+/// every report still counts them, by day, agent, session, provider and model. How many call
+/// rows went.
+pub(crate) async fn roll_up(db: &Db, before: &str) -> Result<u64> {
+    store::roll_up(db, before).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(agent: Uuid, session: Uuid, model: &str, at: &str, input: u64) -> ModelCall {
+        ModelCall {
+            turn: Uuid::now_v7(),
+            agent,
+            session,
+            provider: "p".into(),
+            model: model.into(),
+            purpose: "reply",
+            compaction: None,
+            first_seq: None,
+            messages: 1,
+            estimated_tokens: input,
+            tokens: Tokens { input_tokens: input, output_tokens: 1, cached_tokens: input / 2, cache_write_tokens: 3 },
+            outcome: "ok".into(),
+            at: at.into(),
+        }
+    }
+
+    /// Every report's figures, comparable.
+    async fn figures(db: &Db) -> Vec<Vec<(String, String, String, u64, u64, u64, u64, u64)>> {
+        let as_rows = |sums: Vec<store::Sum>| {
+            let mut rows: Vec<_> = sums
+                .into_iter()
+                .map(|s| (s.key, s.provider, s.model, s.calls, s.input, s.cached, s.cache_write, s.output))
+                .collect();
+            rows.sort();
+            rows
+        };
+        let mut out = Vec::new();
+        for group in [Group::Agent, Group::Provider, Group::Model, Group::Day] {
+            out.push(as_rows(store::sums(db, group, None).await.unwrap()));
+        }
+        out.push(as_rows(store::session_sums(db, None).await.unwrap()));
+        out.push(as_rows(store::sums_of(db, None, "2026-01-02T00:00:00.000Z").await.unwrap()));
+        out
+    }
+
+    #[tokio::test]
+    async fn calls_past_their_retention_become_daily_lines_and_every_report_counts_them_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::db::open_for_test(dir.path()).await;
+        let (a, b, s1, s2) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+        let calls = [
+            call(a, s1, "m1", "2026-01-01T08:00:00.000Z", 100),
+            call(a, s1, "m1", "2026-01-01T09:00:00.000Z", 50),
+            call(a, s1, "m2", "2026-01-01T10:00:00.000Z", 7),
+            call(b, s2, "m1", "2026-01-02T10:00:00.000Z", 5),
+            call(a, s1, "m1", "2026-03-30T10:00:00.000Z", 1000),
+        ];
+        store::insert(&db, &calls).await.unwrap();
+        let before = figures(&db).await;
+
+        assert_eq!(roll_up(&db, "2026-03-01T00:00:00.000Z").await.unwrap(), 4);
+        let count = |table: &'static str| {
+            let db = db.clone();
+            async move {
+                crate::db::query_scalar::<i64>(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM {table}")))
+                    .fetch_one(&db)
+                    .await
+                    .unwrap()
+            }
+        };
+        assert_eq!((count("model_calls").await, count("usage_days").await), (1, 3), "two calls share a day's line");
+        assert_eq!(figures(&db).await, before, "every report counts the rolled-up calls as before");
+
+        // A call of a day already rolled up (written late) adds to its line.
+        store::insert(&db, &[call(a, s1, "m1", "2026-01-01T23:00:00.000Z", 1)]).await.unwrap();
+        let with_late = figures(&db).await;
+        assert_eq!(roll_up(&db, "2026-03-01T00:00:00.000Z").await.unwrap(), 1);
+        assert_eq!(count("usage_days").await, 3);
+        assert_eq!(figures(&db).await, with_late);
+        assert_eq!(roll_up(&db, "2026-03-01T00:00:00.000Z").await.unwrap(), 0, "nothing left to roll up");
+    }
+}

@@ -1,4 +1,5 @@
-//! SQL for the meter: `model_calls` (created by migration 0019 with the turn's other records).
+//! SQL for the meter: `model_calls` (created by migration 0019 with the turn's other records),
+//! and `usage_days` (0037), the calls past `[retention] model_calls_days` rolled up by day.
 
 use uuid::Uuid;
 
@@ -62,8 +63,67 @@ pub(super) async fn insert(db: &Db, calls: &[ModelCall]) -> Result<()> {
     Ok(())
 }
 
+/// Every call the sums read: those still a row each, and those rolled up into their day's
+/// line (counted as made at the day's start, so a report from mid-way through a rolled-up day
+/// counts all of it or none).
+const CALLS: &str = "(SELECT agent_id, session_id, provider, model, created_at, 1 AS calls, input_tokens,
+         cached_tokens, cache_write_tokens, output_tokens FROM model_calls
+     UNION ALL
+     SELECT agent_id, session_id, provider, model, day || 'T00:00:00.000Z', calls, input_tokens,
+         cached_tokens, cache_write_tokens, output_tokens FROM usage_days) AS c";
+
+/// Calls rolled up in one transaction at most.
+const ROLL_UP_BATCH: i64 = 1000;
+
+/// Adds the calls made before `before` to their days' lines in `usage_days` and deletes
+/// their rows, [`ROLL_UP_BATCH`] at a time; how many rows went.
+pub(super) async fn roll_up(db: &Db, before: &str) -> Result<u64> {
+    let mut total = 0;
+    loop {
+        let mut tx = db.begin().await?;
+        let ids: Vec<i64> = db::query_scalar("SELECT id FROM model_calls WHERE created_at < $1 ORDER BY id LIMIT $2")
+            .bind(before)
+            .bind(ROLL_UP_BATCH)
+            .fetch_all(&mut tx)
+            .await?;
+        let Some(&last) = ids.last() else { return Ok(total) };
+        // The old calls up to `last` are exactly `ids`: the oldest ids among the old calls.
+        db::query(
+            "INSERT INTO usage_days (day, agent_id, session_id, provider, model, calls, input_tokens, output_tokens,
+                 cached_tokens, cache_write_tokens)
+             SELECT substr(created_at, 1, 10), agent_id, session_id, provider, model, count(*),
+                 CAST(sum(input_tokens) AS BIGINT), CAST(sum(output_tokens) AS BIGINT),
+                 CAST(sum(cached_tokens) AS BIGINT), CAST(sum(cache_write_tokens) AS BIGINT)
+             FROM model_calls WHERE created_at < $1 AND id <= $2
+             GROUP BY substr(created_at, 1, 10), agent_id, session_id, provider, model
+             ON CONFLICT (day, agent_id, session_id, provider, model) DO UPDATE SET
+                 calls = usage_days.calls + excluded.calls,
+                 input_tokens = usage_days.input_tokens + excluded.input_tokens,
+                 output_tokens = usage_days.output_tokens + excluded.output_tokens,
+                 cached_tokens = usage_days.cached_tokens + excluded.cached_tokens,
+                 cache_write_tokens = usage_days.cache_write_tokens + excluded.cache_write_tokens",
+        )
+        .bind(before)
+        .bind(last)
+        .execute(&mut tx)
+        .await?;
+        db::query("DELETE FROM model_calls WHERE created_at < $1 AND id <= $2")
+            .bind(before)
+            .bind(last)
+            .execute(&mut tx)
+            .await?;
+        tx.commit().await?;
+        total += ids.len() as u64;
+        if (ids.len() as i64) < ROLL_UP_BATCH {
+            return Ok(total);
+        }
+        tokio::task::yield_now().await;
+    }
+}
+
 /// The sums cast back to integers: PostgreSQL sums `BIGINT`s into a `NUMERIC`.
-const SUMS: &str = "count(*) AS calls, CAST(COALESCE(sum(input_tokens), 0) AS BIGINT) AS input,
+const SUMS: &str =
+    "CAST(COALESCE(sum(calls), 0) AS BIGINT) AS calls, CAST(COALESCE(sum(input_tokens), 0) AS BIGINT) AS input,
      CAST(COALESCE(sum(cached_tokens), 0) AS BIGINT) AS cached,
      CAST(COALESCE(sum(cache_write_tokens), 0) AS BIGINT) AS cache_write,
      CAST(COALESCE(sum(output_tokens), 0) AS BIGINT) AS output";
@@ -91,7 +151,7 @@ pub(super) async fn sums(db: &Db, group: Group, since: Option<&str>) -> Result<V
         Group::Day => "substr(created_at, 1, 10)",
     };
     let rows = db::query(sqlx::AssertSqlSafe(format!(
-        "SELECT {key} AS key, provider, model, {SUMS} FROM model_calls
+        "SELECT {key} AS key, provider, model, {SUMS} FROM {CALLS}
          WHERE ($1 IS NULL OR created_at >= $1) GROUP BY {key}, provider, model"
     )))
     .bind(since)
@@ -103,7 +163,7 @@ pub(super) async fn sums(db: &Db, group: Group, since: Option<&str>) -> Result<V
 /// Sums by provider and model of `agent`'s calls (every agent's with `None`) since `since`.
 pub(super) async fn sums_of(db: &Db, agent: Option<Uuid>, since: &str) -> Result<Vec<Sum>> {
     let rows = db::query(sqlx::AssertSqlSafe(format!(
-        "SELECT '' AS key, provider, model, {SUMS} FROM model_calls
+        "SELECT '' AS key, provider, model, {SUMS} FROM {CALLS}
          WHERE ($1 IS NULL OR agent_id = $1) AND created_at >= $2 GROUP BY provider, model"
     )))
     .bind(agent.map(|a| a.to_string()))
@@ -116,7 +176,7 @@ pub(super) async fn sums_of(db: &Db, agent: Option<Uuid>, since: &str) -> Result
 /// Sums by session (key: `SESSION AGENT`), provider and model, since `since`.
 pub(super) async fn session_sums(db: &Db, since: Option<&str>) -> Result<Vec<Sum>> {
     let rows = db::query(sqlx::AssertSqlSafe(format!(
-        "SELECT session_id || ' ' || agent_id AS key, provider, model, {SUMS} FROM model_calls
+        "SELECT session_id || ' ' || agent_id AS key, provider, model, {SUMS} FROM {CALLS}
          WHERE ($1 IS NULL OR created_at >= $1) GROUP BY session_id, agent_id, provider, model"
     )))
     .bind(since)

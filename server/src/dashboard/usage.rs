@@ -71,6 +71,7 @@ pub async fn page(State(kernel): State<Kernel>, Extension(op): Extension<Operato
         models,
         top_sessions,
         budgets,
+        calls_kept_days: kernel.config().retention.model_calls_days,
     };
     Ok(html(StatusCode::OK, usage::render(meta(&op, "Usage", Nav::Usage, n.flash()), page)))
 }
