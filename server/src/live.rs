@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use axum::response::sse::{Event, KeepAlive, Sse};
-use futures_util::{Stream, StreamExt};
+use futures_util::{FutureExt, Stream, StreamExt};
 use kennel_kernel::Kernel;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
@@ -24,31 +24,27 @@ pub fn stop_streams() {
     STOPPING.cancel();
 }
 
-/// The credential a live stream was opened with: it streams only while that stays live.
+/// The credential a live stream was opened with: it streams only while that stays live. An
+/// API request's is put beside its `Bearer` by the token check.
 #[derive(Debug, Clone)]
 pub enum Holder {
-    /// An API token, by name: revoking it ends its streams.
-    Token(String),
+    /// An API token: revoking it ends its streams (a token made again under its name is
+    /// another token).
+    Token(kennel_kernel::auth::VerifiedToken),
     /// A dashboard session, by its cookie value: signing out (or its expiry) ends its streams.
     Session(String),
     /// This run's CLI token: it lives as long as the daemon run, in memory only.
     Cli,
+    /// No credential (an anonymous A2A caller of a public agent): only the lifetime cap.
+    Anonymous,
 }
 
 impl Holder {
-    /// The credential behind an API request.
-    pub fn of(caller: &kennel_kernel::tool::Caller) -> Holder {
-        match caller {
-            kennel_kernel::tool::Caller::Token(name) => Holder::Token(name.clone()),
-            _ => Holder::Cli,
-        }
-    }
-
     fn is_live(&self, kernel: &Kernel) -> bool {
         match self {
-            Holder::Token(name) => kernel.auth().token_is_live(name),
+            Holder::Token(token) => kernel.auth().token_is_live(token),
             Holder::Session(cookie) => kernel.auth().session(cookie).is_some(),
-            Holder::Cli => true,
+            Holder::Cli | Holder::Anonymous => true,
         }
     }
 }
@@ -79,16 +75,23 @@ async fn credential_lost(kernel: Kernel, holder: Holder) {
     }
 }
 
+/// Resolves when a stream `holder` opened must end: the daemon stops, or the credential is
+/// gone or has streamed its lifetime. Every long-lived response ends on it: these live
+/// streams, A2A's `message/stream`, the MCP server's event stream.
+pub fn stream_ends(kernel: &Kernel, holder: Holder) -> impl Future<Output = ()> + Send + 'static + use<> {
+    futures_util::future::select(
+        Box::pin(STOPPING.clone().cancelled_owned()),
+        Box::pin(credential_lost(kernel.clone(), holder)),
+    )
+    .map(drop)
+}
+
 /// `events` as a response that ends when the daemon stops or `holder`'s credential does.
 fn live<S>(kernel: &Kernel, holder: Holder, events: S) -> Sse<impl Stream<Item = Result<Event, Infallible>> + use<S>>
 where
     S: Stream<Item = Result<Event, Infallible>> + Send + 'static,
 {
-    let ends = futures_util::future::select(
-        Box::pin(STOPPING.clone().cancelled_owned()),
-        Box::pin(credential_lost(kernel.clone(), holder)),
-    );
-    Sse::new(events.take_until(ends)).keep_alive(KeepAlive::default())
+    Sse::new(events.take_until(stream_ends(kernel, holder))).keep_alive(KeepAlive::default())
 }
 
 /// The SSE stream of one agent's turn events.

@@ -39,6 +39,14 @@ struct TokenRecord {
     hash: [u8; 32],
 }
 
+/// A live API token a request presented: its name, and which token of that name it is (what
+/// holds it open, a live stream, ends when this one is revoked, whatever is made after it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedToken {
+    pub name: String,
+    hash: [u8; 32],
+}
+
 pub struct Auth {
     db: Db,
     /// Hashes of live tokens, reloaded when another process (the CLI) changes them.
@@ -165,9 +173,9 @@ impl Auth {
         self.revisions.subscribe()
     }
 
-    /// Whether the token named `name` is live.
-    pub fn token_is_live(&self, name: &str) -> bool {
-        self.tokens.read().expect("token lock").iter().any(|t| t.name == name)
+    /// Whether `token` is still live: not revoked, even if a token of its name was made again.
+    pub fn token_is_live(&self, token: &VerifiedToken) -> bool {
+        self.tokens.read().expect("token lock").iter().any(|t| t.hash == token.hash)
     }
 
     /// Creates a token and returns it; this is the only time it can be seen.
@@ -216,14 +224,14 @@ impl Auth {
         self.cli_token.read().expect("cli token lock").is_some_and(|hash| bool::from(hash.ct_eq(&presented)))
     }
 
-    /// The name of the token, if it is live. Every stored hash is compared in constant time,
-    /// so timing says nothing about which (or whether any) token nearly matched.
-    pub fn verify_token(&self, token: &str) -> Option<String> {
+    /// The token, if it is live. Every stored hash is compared in constant time, so timing
+    /// says nothing about which (or whether any) token nearly matched.
+    pub fn verify_token(&self, token: &str) -> Option<VerifiedToken> {
         let presented = token_hash(token);
         let mut found = None;
         for record in self.tokens.read().expect("token lock").iter() {
             if bool::from(record.hash.ct_eq(&presented)) {
-                found = Some(record.name.clone());
+                found = Some(VerifiedToken { name: record.name.clone(), hash: record.hash });
             }
         }
         found
@@ -757,13 +765,25 @@ mod tests {
         let (_dir, auth) = auth().await;
         let token = auth.create_token("ci").await.unwrap();
         let other = auth.create_token("cd").await.unwrap();
-        assert_eq!(auth.verify_token(&token).as_deref(), Some("ci"));
-        assert_eq!(auth.verify_token(&other).as_deref(), Some("cd"));
+        assert_eq!(auth.verify_token(&token).map(|t| t.name).as_deref(), Some("ci"));
+        assert_eq!(auth.verify_token(&other).map(|t| t.name).as_deref(), Some("cd"));
         assert_eq!(auth.verify_token("kn_guess"), None);
         auth.revoke_token("ci").await.unwrap();
         assert_eq!(auth.verify_token(&token), None);
-        assert_eq!(auth.verify_token(&other).as_deref(), Some("cd"));
+        assert_eq!(auth.verify_token(&other).map(|t| t.name).as_deref(), Some("cd"));
         assert_eq!(auth.revoke_token("ci").await.unwrap_err().kind, crate::ErrorKind::NotFound);
+    }
+
+    #[tokio::test]
+    async fn a_token_made_again_under_a_revoked_ones_name_is_another_token() {
+        let (_dir, auth) = auth().await;
+        let first = auth.verify_token(&auth.create_token("watcher").await.unwrap()).unwrap();
+        assert!(auth.token_is_live(&first));
+        auth.revoke_token("watcher").await.unwrap();
+        let again = auth.verify_token(&auth.create_token("watcher").await.unwrap()).unwrap();
+        assert_eq!(again.name, first.name);
+        assert!(!auth.token_is_live(&first), "what the first token holds open ends");
+        assert!(auth.token_is_live(&again));
     }
 
     #[tokio::test]

@@ -18,6 +18,7 @@ use kennel_kernel::a2a::{self, Answer, Inbound, Refusal};
 use kennel_kernel::error::Error;
 
 use super::error::ApiError;
+use crate::live::Holder;
 
 /// How often a quiet stream gets a comment: under the 5 s a default-built SDK client waits
 /// for the next bytes before it gives up.
@@ -43,14 +44,19 @@ fn base_url(headers: &HeaderMap) -> String {
 /// The caller: anonymous without a token, named by a valid one; a token that is not valid is
 /// refused rather than read as no token.
 fn inbound(kernel: &Kernel, headers: &HeaderMap) -> Result<Inbound, ApiError> {
+    caller_and_holder(kernel, headers).map(|(caller, _)| caller)
+}
+
+/// The caller, and the credential a stream it opens lives by.
+fn caller_and_holder(kernel: &Kernel, headers: &HeaderMap) -> Result<(Inbound, Holder), ApiError> {
     let presented =
         headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).map(str::trim);
     match presented {
-        None => Ok(Inbound::Anonymous),
+        None => Ok((Inbound::Anonymous, Holder::Anonymous)),
         Some(token) => kernel
             .auth()
             .verify_token(token)
-            .map(Inbound::Token)
+            .map(|token| (Inbound::Token(token.name.clone()), Holder::Token(token)))
             .ok_or(ApiError::Unauthorized("the API token is not valid or has been revoked")),
     }
 }
@@ -96,15 +102,17 @@ async fn rpc_agent(
 }
 
 async fn rpc(kernel: &Kernel, agent: Option<&str>, headers: &HeaderMap, body: &str) -> Response {
-    let caller = match inbound(kernel, headers) {
-        Ok(caller) => caller,
+    let (caller, holder) = match caller_and_holder(kernel, headers) {
+        Ok(found) => found,
         Err(refused) => return refused.into_response(),
     };
     let version = headers.get("a2a-version").and_then(|v| v.to_str().ok());
     match a2a::handle(kernel, agent, caller, version, body).await {
         Ok(Answer::Json(answer)) => (StatusCode::OK, Json(answer)).into_response(),
         Ok(Answer::Stream(updates)) => {
-            let events = updates.map(|update| Ok::<_, Infallible>(Event::default().data(update.to_string())));
+            let events = updates
+                .map(|update| Ok::<_, Infallible>(Event::default().data(update.to_string())))
+                .take_until(crate::live::stream_ends(kernel, holder));
             Sse::new(events).keep_alive(KeepAlive::new().interval(STREAM_KEEP_ALIVE)).into_response()
         }
         Err(refusal) => refused(refusal),

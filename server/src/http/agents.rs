@@ -259,11 +259,11 @@ async fn send_message(
     responses((status = 200, description = "An endless stream of the agent's turn events", content_type = "text/event-stream", body = AgentEvent), (status = 404, description = "No such agent")))]
 async fn agent_events(
     State(kernel): State<Kernel>,
-    Extension(Bearer(caller)): Extension<Bearer>,
+    Extension(holder): Extension<crate::live::Holder>,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     let agent_id = kernel.agents().get(&id)?.id;
-    Ok(crate::live::event_stream(&kernel, crate::live::Holder::of(&caller), agent_id).into_response())
+    Ok(crate::live::event_stream(&kernel, holder, agent_id).into_response())
 }
 
 /// A session's messages, oldest first, as the model saw them (tool calls and results, spill

@@ -9,6 +9,7 @@ use kennel_kernel::Kernel;
 use kennel_kernel::tool::Caller;
 
 use super::error::ApiError;
+use crate::live::Holder;
 
 /// Who a request's bearer token names: an API token (`Caller::Token(NAME)`, never the
 /// secret), or this run's CLI token (`Caller::Cli`, see `cli::daemon`).
@@ -33,13 +34,14 @@ pub async fn require_token(State(kernel): State<Kernel>, mut req: Request, next:
         )
         .into_response();
     };
-    let caller = if kernel.auth().is_cli_token(token) {
-        Caller::Cli
-    } else if let Some(name) = kernel.auth().verify_token(token) {
-        Caller::Token(name)
+    let (caller, holder) = if kernel.auth().is_cli_token(token) {
+        (Caller::Cli, Holder::Cli)
+    } else if let Some(verified) = kernel.auth().verify_token(token) {
+        (Caller::Token(verified.name.clone()), Holder::Token(verified))
     } else {
         return ApiError::Unauthorized("the API token is not valid or has been revoked").into_response();
     };
     req.extensions_mut().insert(Bearer(caller));
+    req.extensions_mut().insert(holder);
     next.run(req).await
 }

@@ -8,6 +8,7 @@ use axum::body::Body;
 use axum::extract::{Extension, Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, any};
+use futures_util::StreamExt;
 use kennel_kernel::Kernel;
 use kennel_kernel::mcp::serve::{AgentTools, Requester};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -15,6 +16,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
 use super::auth::Bearer;
 use super::error::ApiError;
+use crate::live::Holder;
 
 type Service = Arc<StreamableHttpService<AgentTools, LocalSessionManager>>;
 
@@ -37,6 +39,7 @@ async fn serve(
     State(kernel): State<Kernel>,
     Extension(service): Extension<Service>,
     Extension(Bearer(caller)): Extension<Bearer>,
+    Extension(holder): Extension<Holder>,
     Path(id): Path<String>,
     mut request: Request,
 ) -> Response {
@@ -46,5 +49,16 @@ async fn serve(
     };
     // Who asks is decided here, per request: an MCP session id proves nothing about its sender.
     request.extensions_mut().insert(Requester { agent: agent.id, via: caller });
-    service.handle(request).await.map(Body::new)
+    let response = service.handle(request).await.map(Body::new);
+    // A session's event stream lives as the API's live streams do: it ends when its token is
+    // revoked, the daemon stops, or it has streamed `[server] stream_max_secs`.
+    let streams = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    if !streams {
+        return response;
+    }
+    let ends = crate::live::stream_ends(&kernel, holder);
+    response.map(|body| Body::from_stream(body.into_data_stream().take_until(ends)))
 }

@@ -322,6 +322,28 @@ async fn a_streamed_task_can_be_canceled_and_its_stream_ends() {
 }
 
 #[tokio::test]
+async fn a_stream_opened_with_a_token_ends_when_the_token_is_revoked() {
+    let (home, daemon, _api, llm, _) = exposing_with_token().await;
+    let streamer = daemon.api(&home.token("streamer").await);
+    // A token made from the command line is live once the daemon has read it.
+    let live =
+        kennel_tests::eventually(Duration::from_secs(5), || async { streamer.get("/api/agents").await.status == 200 })
+            .await;
+    assert!(live);
+    llm.push(Scripted::Delay { millis: 30_000 }).push(Scripted::text("never seen"));
+    let mut stream = streamer.rpc_stream("/a2a/vault", "SendStreamingMessage", message("slow"), Some("1.0")).await;
+    assert_eq!(stream.status(), 200);
+    let first = stream.next().await.expect("the task comes first");
+    assert_eq!(first["result"]["task"]["status"]["state"], "TASK_STATE_WORKING", "{first}");
+
+    let revoked = Instant::now();
+    home.cli_ok(&["token", "revoke", "streamer"]).await;
+    let rest = tokio::time::timeout(Duration::from_secs(10), stream.rest()).await;
+    assert!(rest.is_ok(), "the revoked token's stream ended");
+    eprintln!("from the revocation to the stream's end: {:?}", revoked.elapsed());
+}
+
+#[tokio::test]
 async fn a_task_outlives_the_client_that_sent_it() {
     let (home, d, api, llm) = exposing().await;
     llm.push(Scripted::Delay { millis: 1500 }).push(Scripted::text("worth the wait"));
