@@ -788,6 +788,10 @@ pub struct ServerConfig {
     /// client that drips a byte at a time holds a connection no longer than this).
     #[serde(deserialize_with = "in_range::<_, 1, 86400>")]
     pub body_deadline_secs: u64,
+    /// The longest a response may wait to be written: a client that stops reading (a live
+    /// stream's, a download's) is cut off after it, and its connection freed.
+    #[serde(deserialize_with = "in_range::<_, 1, 3600>")]
+    pub write_timeout_secs: u64,
     /// The most connections open at once (lowered to what the open-file limit leaves). At the
     /// cap a new connection takes the place of the oldest one serving nothing; when all are
     /// serving it is answered 503.
@@ -808,6 +812,7 @@ impl Default for ServerConfig {
             header_read_timeout_secs: 30,
             body_timeout_secs: 30,
             body_deadline_secs: 300,
+            write_timeout_secs: 60,
             max_connections: 4096,
             stream_max_secs: 3600,
         }
@@ -1153,6 +1158,7 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # header_read_timeout_secs = 30  # a request's head must arrive within this (idle connections close after it)
 # body_timeout_secs = 30         # the longest pause inside a request's body
 # body_deadline_secs = 300       # the longest a whole request body may take
+# write_timeout_secs = 60        # a client that stops reading a response is cut off after this
 # max_connections = 4096         # at the cap, the oldest idle connection gives way; else 503
 # stream_max_secs = 3600         # a live stream's longest life (revocation or sign-out ends it at once)
 

@@ -11,23 +11,30 @@
 //!   `[server] body_timeout_secs` (`tower_http`'s request body timeout), and the whole body
 //!   arrive within `body_deadline_secs` of the head ([`Deadline`]: a client dripping a byte
 //!   at a time never pauses long), else the request fails.
+//! - **Writes**: a write that cannot go on for `[server] write_timeout_secs` (the client stopped
+//!   reading, its window full) ends the connection ([`WriteTimeout`]), so a live stream or a
+//!   download nobody reads does not hold a connection for ever.
 //! - **Connections**: at most `[server] max_connections` at once (never more than the open-file
 //!   limit leaves, after [`raise_open_file_limit`]). A new connection at the cap takes the
 //!   place of the oldest one that is not serving a request (waiting for a head: a slow client,
 //!   or an idle keep-alive), so a flood of slow connections cannot keep `/healthz` or a person
-//!   out; when every one is serving, the newcomer is answered `503` naming the setting.
+//!   out; when every one is serving, the newcomer is answered `503` naming the setting. At
+//!   most [`MAX_REFUSING`] refusals are under way at once, each for at most a second or two;
+//!   past that a newcomer is closed at once, so refusals cannot take the descriptors either.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::ConnectInfo;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, watch};
 use tower::ServiceExt;
@@ -40,12 +47,19 @@ const RESERVED_FILES: u64 = 256;
 /// accepting again.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
+/// Connections over the cap being answered 503 at once, at most; more are closed unanswered.
+const MAX_REFUSING: usize = 64;
+
+/// How long a refused connection may take to send its request's head, and to take the 503.
+const REFUSAL_STEP: Duration = Duration::from_secs(1);
+
 /// The edge's settings, from `[server]`.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub header_read: Duration,
     pub body: Duration,
     pub body_deadline: Duration,
+    pub write: Duration,
     pub max_connections: usize,
 }
 
@@ -67,6 +81,7 @@ impl Limits {
             header_read: Duration::from_secs(server.header_read_timeout_secs),
             body: Duration::from_secs(server.body_timeout_secs),
             body_deadline: Duration::from_secs(server.body_deadline_secs),
+            write: Duration::from_secs(server.write_timeout_secs),
             max_connections,
         }
     }
@@ -206,6 +221,7 @@ pub async fn serve(
         }),
     );
     let connections = Arc::new(Connections::default());
+    let refusing = Arc::new(AtomicUsize::new(0));
     let (stopping, stop) = watch::channel(false);
     tokio::pin!(shutdown);
     loop {
@@ -228,7 +244,13 @@ pub async fn serve(
             tracing::warn!(error = %e, "cannot set TCP_NODELAY on a connection");
         }
         let Some((id, serving, evict)) = connections.admit(limits.max_connections) else {
-            tokio::spawn(refuse(tcp, limits.max_connections));
+            let refusal = Serving::enter(&refusing);
+            if refusing.load(Ordering::Acquire) <= MAX_REFUSING {
+                tokio::spawn(async move {
+                    let _refusal = refusal;
+                    refuse(tcp, limits.max_connections).await;
+                });
+            }
             continue;
         };
         let connection = Connection { app: app.clone(), peer, serving, evict, stop: stop.clone(), limits };
@@ -289,7 +311,7 @@ impl Connection {
         let conn = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(self.limits.header_read)
-            .serve_connection(TokioIo::new(tcp), service);
+            .serve_connection(TokioIo::new(WriteTimeout::new(tcp, self.limits.write)), service);
         tokio::pin!(conn);
         tokio::select! {
             served = conn.as_mut() => log_end(served),
@@ -336,14 +358,14 @@ async fn refuse(mut tcp: TcpStream, max: usize) {
             }
         }
     };
-    let _ = tokio::time::timeout(Duration::from_secs(2), read_head).await;
+    let _ = tokio::time::timeout(REFUSAL_STEP, read_head).await;
     let body =
         format!("Kennel is serving its [server] max_connections = {max} connections: try again in a few seconds.\n");
     let answer = format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\nretry-after: 5\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()
     );
-    let _ = tokio::time::timeout(Duration::from_secs(2), tcp.write_all(answer.as_bytes())).await;
+    let _ = tokio::time::timeout(REFUSAL_STEP, tcp.write_all(answer.as_bytes())).await;
     let _ = tcp.shutdown().await;
 }
 
@@ -392,5 +414,72 @@ impl http_body::Body for Deadline {
 
     fn size_hint(&self) -> http_body::SizeHint {
         self.body.size_hint()
+    }
+}
+
+/// A connection whose writes must make progress: one that stays pending for `limit` (the
+/// client stopped reading and its window is full) fails, and hyper ends the connection.
+struct WriteTimeout {
+    io: TcpStream,
+    limit: Duration,
+    /// Running while a write waits; gone once one goes through.
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl WriteTimeout {
+    fn new(io: TcpStream, limit: Duration) -> WriteTimeout {
+        WriteTimeout { io, limit, stalled: None }
+    }
+
+    /// What a write's poll gave, with pending turned into an error once it has lasted `limit`.
+    fn timed<T>(&mut self, cx: &mut Context<'_>, polled: Poll<std::io::Result<T>>) -> Poll<std::io::Result<T>> {
+        if polled.is_ready() {
+            self.stalled = None;
+            return polled;
+        }
+        let limit = self.limit;
+        let stalled = self.stalled.get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match stalled.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("the client read nothing for {} s ([server] write_timeout_secs)", limit.as_secs()),
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl AsyncRead for WriteTimeout {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for WriteTimeout {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        let polled = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.timed(cx, polled)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let polled = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.timed(cx, polled)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let polled = Pin::new(&mut self.io).poll_flush(cx);
+        self.timed(cx, polled)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
     }
 }

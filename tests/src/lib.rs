@@ -506,7 +506,8 @@ impl Browser {
         reply
     }
 
-    fn cookie_header(&self) -> String {
+    /// The `Cookie` header this browser sends.
+    pub fn cookie_header(&self) -> String {
         self.cookies.lock().expect("cookies").iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ")
     }
 

@@ -171,6 +171,18 @@ async fn at_the_cap_with_every_connection_serving_a_newcomer_is_told_so() {
     let refused = client.get(format!("{}/healthz", daemon.base)).send().await.unwrap();
     assert_eq!(refused.status(), 503);
     assert!(refused.text().await.unwrap().contains("[server] max_connections = 16"));
+    // A flood of silent newcomers at the cap: a bounded number are held for their 503 (64, a
+    // second or two each), the rest are closed at once; they never take the descriptors.
+    let open_files = || std::fs::read_dir(format!("/proc/{}/fd", daemon.pid())).unwrap().count();
+    let before = open_files();
+    let mut flood = Vec::new();
+    for _ in 0..400 {
+        flood.push(TcpStream::connect(&addr).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let held = open_files().saturating_sub(before);
+    assert!(held <= 64 + 8, "{held} descriptors held for 400 refused connections");
+    drop(flood);
     // One stream closed frees its place.
     streams.pop();
     let answered = kennel_tests::eventually(Duration::from_secs(5), || async {
@@ -254,4 +266,38 @@ async fn machine_answers_are_not_sniffed_or_cached_and_the_webhook_address_names
     let unknown = anonymous.post("/channels/nope/inbound", json!({})).await;
     assert_eq!(unknown.status, 404);
     assert!(!unknown.text.contains("`hook`") && !unknown.text.contains("configured"), "{}", unknown.text);
+}
+
+#[tokio::test]
+async fn a_client_that_stops_reading_an_answer_is_cut_off_after_write_timeout_secs() {
+    let (home, daemon, api, b) = crate::dashboard::signed_in_with("[server]\nwrite_timeout_secs = 2\n").await;
+    let agent = crate::agent_with(&api, "keeper", &[]).await;
+    // 64 MiB: far more than the two sockets' buffers hold.
+    const SIZE: usize = 64 << 20;
+    let workspace = home.path().join("workspaces").join(&agent);
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(workspace.join("big.bin"), vec![0u8; SIZE]).unwrap();
+
+    let addr = host(&daemon.base);
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut tcp = socket.connect(addr.parse().unwrap()).await.unwrap();
+    let ask = format!(
+        "GET /agents/{agent}/files/raw?path=big.bin&download=1 HTTP/1.1\r\nhost: {addr}\r\ncookie: {}\r\n\r\n",
+        b.cookie_header()
+    );
+    tcp.write_all(ask.as_bytes()).await.unwrap();
+    let mut status = [0u8; 12];
+    tcp.read_exact(&mut status).await.unwrap();
+    assert_eq!(&status, b"HTTP/1.1 200");
+
+    // The client reads nothing for longer than the timeout: the daemon gives up on it, and
+    // what is left in the buffers is all it gets before the connection closes.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(20), tcp.read_to_end(&mut rest)).await;
+    let received = rest.len() + status.len();
+    assert!(closed.is_ok(), "the connection was closed (after {received} bytes)");
+    assert!(received < SIZE, "cut off before the end: {received} of {SIZE} bytes");
+    assert_eq!(api.get("/api/agents").await.status, 200, "the daemon serves on");
 }
