@@ -22,6 +22,11 @@ use crate::error::Result;
 mod copy;
 mod query;
 
+/// What a paged query binds where it has no cursor, so its condition stays one plain range
+/// the index serves (`id < $2`; `$2 IS NULL OR id < $2` keeps SQLite from the index): after
+/// every stored text key (UUIDs, names), byte-wise as both back ends compare them.
+pub(crate) const AFTER_EVERY_KEY: &str = "\u{10FFFF}";
+
 pub use copy::{CopiedTable, sqlite_to_postgres};
 
 pub(crate) use query::{FromRow, QueryBuilder, Row, Tx, from_row, query, query_as, query_scalar};

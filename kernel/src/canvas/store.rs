@@ -74,10 +74,10 @@ pub(super) async fn html(db: &Db, agent: Uuid, version: u32) -> Result<Option<(C
 pub(super) async fn versions(db: &Db, agent: Uuid, page: &PageRequest) -> Result<Page<Canvas>> {
     let before: Option<i64> = page.after(Key::Number)?.map(|c| c.parse().unwrap_or(i64::MAX));
     let rows = db::query(sqlx::AssertSqlSafe(format!(
-        "{COLUMNS} WHERE agent_id = $1 AND ($2 IS NULL OR version < $2) ORDER BY version DESC LIMIT $3"
+        "{COLUMNS} WHERE agent_id = $1 AND version < $2 ORDER BY version DESC LIMIT $3"
     )))
     .bind(agent.to_string())
-    .bind(before)
+    .bind(before.unwrap_or(i64::MAX))
     .bind(page.fetch_limit())
     .fetch_all(db)
     .await?;

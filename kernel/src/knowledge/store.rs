@@ -277,16 +277,17 @@ pub(super) async fn counts(db: &Db, agent: &str) -> Result<(u64, u64)> {
     Ok((entities as u64, relations as u64))
 }
 
+/// A page of an agent's entities: one range of `knowledge_entities_by_agent`.
+const ENTITY_PAGE: &str = "WHERE agent_id = $1 AND id > $2 ORDER BY id LIMIT $3";
+
 /// The agent's entities after row `after`, oldest first, at most `limit`.
 pub(super) async fn entities_page(db: &Db, agent: &str, after: Option<i64>, limit: i64) -> Result<Vec<(i64, Entity)>> {
-    let rows = db::query(sqlx::AssertSqlSafe(format!(
-        "{ENTITY} WHERE agent_id = $1 AND ($2 IS NULL OR id > $2) ORDER BY id LIMIT $3"
-    )))
-    .bind(agent)
-    .bind(after)
-    .bind(limit)
-    .fetch_all(db)
-    .await?;
+    let rows = db::query(sqlx::AssertSqlSafe(format!("{ENTITY} {ENTITY_PAGE}")))
+        .bind(agent)
+        .bind(after.unwrap_or(i64::MIN))
+        .bind(limit)
+        .fetch_all(db)
+        .await?;
     rows.iter().map(|r| Ok((r.try_get("id")?, entity_from(r)?))).collect()
 }
 
@@ -302,10 +303,10 @@ pub(super) async fn relations_page(
          FROM knowledge_relations r
          JOIN knowledge_entities f ON f.id = r.from_id
          JOIN knowledge_entities t ON t.id = r.to_id
-         WHERE r.agent_id = $1 AND ($2 IS NULL OR r.id > $2) ORDER BY r.id LIMIT $3",
+         WHERE r.agent_id = $1 AND r.id > $2 ORDER BY r.id LIMIT $3",
     )
     .bind(agent)
-    .bind(after)
+    .bind(after.unwrap_or(i64::MIN))
     .bind(limit)
     .fetch_all(db)
     .await?;
@@ -359,4 +360,32 @@ fn entity_from(row: &db::Row) -> Result<Entity> {
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SQLite's plan for a page of entities, first or later: a range of the `(agent_id, id)`
+    /// index, the cursor included (a `$2 IS NULL OR id > $2` filter reads every one of the
+    /// agent's rows up to the page).
+    #[tokio::test]
+    async fn a_page_of_entities_seeks_its_cursor_in_the_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db::open_for_test(dir.path()).await;
+        if db.dialect("sqlite", "postgres") == "postgres" {
+            return;
+        }
+        let plan: Vec<String> = db::query(sqlx::AssertSqlSafe(format!("EXPLAIN QUERY PLAN {ENTITY} {ENTITY_PAGE}")))
+            .bind("agent")
+            .bind(i64::MIN)
+            .bind(50i64)
+            .fetch_all(&db)
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.try_get("detail").unwrap())
+            .collect();
+        assert!(plan.iter().any(|step| step.contains("knowledge_entities_by_agent (agent_id=? AND id>?)")), "{plan:?}");
+    }
 }

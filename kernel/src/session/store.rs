@@ -54,14 +54,13 @@ pub(super) async fn with_label(db: &Db, label: &str, limit: i64) -> Result<Vec<S
 /// A page of the agent's sessions, newest first (the cursor is the last session's id).
 pub(super) async fn list(db: &Db, agent_id: AgentId, page: &PageRequest) -> Result<Page<Session>> {
     let before = page.after(Key::Id)?;
-    let rows = db::query(sqlx::AssertSqlSafe(format!(
-        "{COLUMNS} WHERE agent_id = $1 AND ($2 IS NULL OR id < $2) ORDER BY id DESC LIMIT $3"
-    )))
-    .bind(agent_id.to_string())
-    .bind(before)
-    .bind(page.fetch_limit())
-    .fetch_all(db)
-    .await?;
+    let rows =
+        db::query(sqlx::AssertSqlSafe(format!("{COLUMNS} WHERE agent_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3")))
+            .bind(agent_id.to_string())
+            .bind(before.unwrap_or(db::AFTER_EVERY_KEY))
+            .bind(page.fetch_limit())
+            .fetch_all(db)
+            .await?;
     let total: i64 = db::query_scalar("SELECT count(*) FROM sessions WHERE agent_id = $1")
         .bind(agent_id.to_string())
         .fetch_one(db)

@@ -152,9 +152,9 @@ pub(super) async fn sums(db: &Db, group: Group, since: Option<&str>) -> Result<V
     };
     let rows = db::query(sqlx::AssertSqlSafe(format!(
         "SELECT {key} AS key, provider, model, {SUMS} FROM {CALLS}
-         WHERE ($1 IS NULL OR created_at >= $1) GROUP BY {key}, provider, model"
+         WHERE created_at >= $1 GROUP BY {key}, provider, model"
     )))
-    .bind(since)
+    .bind(since.unwrap_or(""))
     .fetch_all(db)
     .await?;
     rows.iter().map(sum_from).collect()
@@ -162,14 +162,17 @@ pub(super) async fn sums(db: &Db, group: Group, since: Option<&str>) -> Result<V
 
 /// Sums by provider and model of `agent`'s calls (every agent's with `None`) since `since`.
 pub(super) async fn sums_of(db: &Db, agent: Option<Uuid>, since: &str) -> Result<Vec<Sum>> {
-    let rows = db::query(sqlx::AssertSqlSafe(format!(
+    let of_agent = if agent.is_some() { "agent_id = $2 AND" } else { "" };
+    let query = db::query(sqlx::AssertSqlSafe(format!(
         "SELECT '' AS key, provider, model, {SUMS} FROM {CALLS}
-         WHERE ($1 IS NULL OR agent_id = $1) AND created_at >= $2 GROUP BY provider, model"
+         WHERE {of_agent} created_at >= $1 GROUP BY provider, model"
     )))
-    .bind(agent.map(|a| a.to_string()))
-    .bind(since)
-    .fetch_all(db)
-    .await?;
+    .bind(since);
+    let query = match agent {
+        Some(agent) => query.bind(agent.to_string()),
+        None => query,
+    };
+    let rows = query.fetch_all(db).await?;
     rows.iter().map(sum_from).collect()
 }
 
@@ -177,9 +180,9 @@ pub(super) async fn sums_of(db: &Db, agent: Option<Uuid>, since: &str) -> Result
 pub(super) async fn session_sums(db: &Db, since: Option<&str>) -> Result<Vec<Sum>> {
     let rows = db::query(sqlx::AssertSqlSafe(format!(
         "SELECT session_id || ' ' || agent_id AS key, provider, model, {SUMS} FROM {CALLS}
-         WHERE ($1 IS NULL OR created_at >= $1) GROUP BY session_id, agent_id, provider, model"
+         WHERE created_at >= $1 GROUP BY session_id, agent_id, provider, model"
     )))
-    .bind(since)
+    .bind(since.unwrap_or(""))
     .fetch_all(db)
     .await?;
     rows.iter().map(sum_from).collect()

@@ -43,8 +43,8 @@ pub(super) async fn delete(db: &Db, id: Uuid) -> Result<()> {
 
 /// Workflows by name after `after`, at most `limit`.
 pub(super) async fn list(db: &Db, after: Option<&str>, limit: i64) -> Result<Vec<Workflow>> {
-    let rows = db::query("SELECT * FROM workflows WHERE ($1 IS NULL OR name > $1) ORDER BY name LIMIT $2")
-        .bind(after)
+    let rows = db::query("SELECT * FROM workflows WHERE name > $1 ORDER BY name LIMIT $2")
+        .bind(after.unwrap_or(""))
         .bind(limit)
         .fetch_all(db)
         .await?;
@@ -65,14 +65,12 @@ pub(super) async fn get(db: &Db, id_or_name: &str) -> Result<Option<Workflow>> {
 
 /// The workflow's runs, newest first, before the run `before`, at most `limit`.
 pub(super) async fn runs(db: &Db, workflow: Uuid, before: Option<&str>, limit: i64) -> Result<Vec<WorkflowRun>> {
-    let rows = db::query(
-        "SELECT * FROM workflow_runs WHERE workflow_id = $1 AND ($2 IS NULL OR id < $2) ORDER BY id DESC LIMIT $3",
-    )
-    .bind(workflow.to_string())
-    .bind(before)
-    .bind(limit)
-    .fetch_all(db)
-    .await?;
+    let rows = db::query("SELECT * FROM workflow_runs WHERE workflow_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3")
+        .bind(workflow.to_string())
+        .bind(before.unwrap_or(db::AFTER_EVERY_KEY))
+        .bind(limit)
+        .fetch_all(db)
+        .await?;
     rows.iter().map(run_from).collect()
 }
 
