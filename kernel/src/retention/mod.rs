@@ -36,6 +36,25 @@ pub struct Swept {
     pub deleted_skills: u64,
 }
 
+/// The lease under which one daemon of a cluster sweeps the database (the others would only
+/// repeat it).
+const SWEEPER_LEASE: &str = "retention";
+
+/// Whether this daemon sweeps the database: always on SQLite; on a shared database, when it
+/// holds (or can take) [`SWEEPER_LEASE`].
+async fn sweeps_database_here(kernel: &Kernel) -> bool {
+    if !kernel.db().is_shared() {
+        return true;
+    }
+    match kernel.cluster().acquire(SWEEPER_LEASE).await {
+        Ok(held) => held,
+        Err(e) => {
+            tracing::warn!(error = %e.message, "could not ask for the retention sweep's lease");
+            false
+        }
+    }
+}
+
 /// Starts the daily sweep.
 pub(crate) fn start(kernel: &Kernel) {
     let kernel = kernel.clone();
@@ -52,10 +71,14 @@ pub(crate) fn start(kernel: &Kernel) {
     });
 }
 
-/// Removes everything past its retention as of `now`.
+/// Removes everything past its retention as of `now`: this home's files (the trash, deleted
+/// skills) on every daemon, the database's rows on one daemon of a cluster.
 pub async fn sweep(kernel: &Kernel, now: DateTime<Utc>) -> Result<Swept> {
     let config = &kernel.config().retention;
-    let mut swept = store::sweep(kernel.db(), config, now).await?;
+    let mut swept = match sweeps_database_here(kernel).await {
+        true => store::sweep(kernel.db(), config, now).await?,
+        false => Swept::default(),
+    };
     if let Some(cutoff) = cutoff(now, config.trash_days) {
         swept.trash_files = kernel.workspaces().sweep_trash(cutoff).await?;
     }

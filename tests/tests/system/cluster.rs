@@ -703,3 +703,33 @@ async fn a_turn_run_by_another_kernel_asks_and_is_answered_here_streams_its_long
         kernel.close().await;
     }
 }
+
+#[tokio::test]
+async fn one_kernel_of_a_cluster_sweeps_the_database() {
+    let Some(database) = cluster_database("one_kernel_of_a_cluster_sweeps_the_database") else {
+        return;
+    };
+    let llm = FakeLlm::start().await;
+    let clock = ManualClock::starting_at(at("2031-05-01T08:00:00Z"));
+    let dirs: Vec<tempfile::TempDir> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let (first, second) = (
+        open_member(dirs[0].path(), &database, &llm, &clock).await,
+        open_member(dirs[1].path(), &database, &llm, &clock).await,
+    );
+    let sent_long_ago = "INSERT INTO channel_outbound (channel, chat_id, kind, summary, sent_by, at, outcome)
+                         VALUES ('c', 'chat', 'text', 's', 'reply', '2031-01-01T00:00:00.000Z', 'ok')";
+    database.scalar(sent_long_ago);
+    let now = at("2031-05-01T08:00:00Z");
+    let swept = kennel_kernel::retention::sweep(&second, now).await.unwrap();
+    assert_eq!(swept.channel_outbound, 1, "the first to sweep takes the database's part");
+    database.scalar(sent_long_ago);
+    assert_eq!(kennel_kernel::retention::sweep(&first, now).await.unwrap().channel_outbound, 0, "the other leaves it");
+    assert_eq!(
+        kennel_kernel::retention::sweep(&second, now).await.unwrap().channel_outbound,
+        1,
+        "the sweeper keeps its lease"
+    );
+    for kernel in [first, second] {
+        kernel.close().await;
+    }
+}
