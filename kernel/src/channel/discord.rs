@@ -94,16 +94,14 @@ impl Discord {
         };
         let res = req.send().await.map_err(|e| self.failed(format!("Discord did not answer {method} {path}: {e}")))?;
         let status = res.status();
-        let header_wait = res
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<f64>().ok());
+        let header_wait = crate::net::retry::retry_after_up_to(res.headers(), super::platform::LONGEST_THROTTLE);
         let text = res.text().await.unwrap_or_default();
         let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
         if status == reqwest::StatusCode::TOO_MANY_REQUESTS {
-            let secs = answer["retry_after"].as_f64().or(header_wait).unwrap_or(1.0);
-            return Err(SendError::RetryAfter(Duration::from_secs_f64(secs.clamp(0.0, 3600.0))));
+            let longest = super::platform::LONGEST_THROTTLE;
+            let said = answer["retry_after"].as_f64().filter(|s| s.is_finite());
+            let wait = said.map(|s| Duration::from_secs_f64(s.clamp(0.0, longest.as_secs_f64())));
+            return Err(SendError::RetryAfter(wait.or(header_wait).unwrap_or(Duration::from_secs(1))));
         }
         if !status.is_success() {
             let message = answer["message"].as_str().unwrap_or(text.trim());

@@ -68,6 +68,9 @@ pub enum Media {
     Bytes { file_name: String, mime: String, bytes: Vec<u8> },
 }
 
+/// The longest throttle a platform's 429 is taken at its word for (an hour).
+pub const LONGEST_THROTTLE: Duration = Duration::from_secs(3600);
+
 /// Why a send did not happen.
 #[derive(Debug)]
 pub enum SendError {

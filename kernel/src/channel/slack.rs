@@ -175,14 +175,9 @@ impl Slack {
     }
 }
 
-/// `Retry-After` in seconds, or a second when Slack did not say.
+/// `Retry-After`, or a second when Slack did not say.
 fn retry_after(headers: &reqwest::header::HeaderMap) -> Duration {
-    let secs = headers
-        .get(reqwest::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .unwrap_or(1);
-    Duration::from_secs(secs)
+    crate::net::retry::retry_after_up_to(headers, super::platform::LONGEST_THROTTLE).unwrap_or(Duration::from_secs(1))
 }
 
 impl Platform for Slack {

@@ -75,7 +75,7 @@ impl Telegram {
         let code = reply.error_code.unwrap_or(status.as_u16());
         if code == 429 {
             let seconds = reply.parameters.and_then(|p| p.retry_after).unwrap_or(1);
-            return Err(SendError::RetryAfter(Duration::from_secs(seconds)));
+            return Err(SendError::RetryAfter(Duration::from_secs(seconds).min(super::platform::LONGEST_THROTTLE)));
         }
         let description = reply.description.unwrap_or_else(|| status.to_string());
         Err(SendError::Failed(Error::failed(format!(

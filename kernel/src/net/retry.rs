@@ -19,8 +19,14 @@ pub fn backoff(attempt: u64, retry_after: Option<Duration>) -> Duration {
 
 /// The `Retry-After` header as a wait (seconds; a date is not taken), at most [`MAX_BACKOFF`].
 pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    retry_after_up_to(headers, MAX_BACKOFF)
+}
+
+/// The `Retry-After` header as a wait of at most `longest`: a chat platform's throttle (an
+/// hour, say) is waited out whole, where a model call's would rather fail.
+pub fn retry_after_up_to(headers: &HeaderMap, longest: Duration) -> Option<Duration> {
     let secs = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim().parse::<f64>().ok()?;
-    secs.is_finite().then(|| Duration::from_secs_f64(secs.clamp(0.0, MAX_BACKOFF.as_secs_f64())))
+    secs.is_finite().then(|| Duration::from_secs_f64(secs.clamp(0.0, longest.as_secs_f64())))
 }
 
 /// Whether a service's answer says "try again later": 429 or a server error.
