@@ -132,6 +132,22 @@ async fn open_member(home: &Path, database: &Database, llm: &FakeLlm, clock: &Ar
     kernel
 }
 
+/// `n` kernels of one cluster in this process, each in a home of its own (kept while the
+/// homes are).
+async fn open_members(
+    n: usize,
+    database: &Database,
+    llm: &FakeLlm,
+    clock: &Arc<ManualClock>,
+) -> (Vec<tempfile::TempDir>, Vec<Kernel>) {
+    let homes: Vec<tempfile::TempDir> = (0..n).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut kernels = Vec::new();
+    for home in &homes {
+        kernels.push(open_member(home.path(), database, llm, clock).await);
+    }
+    (homes, kernels)
+}
+
 // Three kernels and their fires in this process: on the two cores, not one thread.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_cron_jobs_fire_exactly_once_across_three_kernels_at_each_due_instant() {
@@ -144,11 +160,7 @@ async fn a_thousand_cron_jobs_fire_exactly_once_across_three_kernels_at_each_due
     let llm = FakeLlm::start().await;
     llm.set_fallback(Scripted::text("tick"));
     let clock = ManualClock::starting_at(at("2031-05-01T08:00:30Z"));
-    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let mut kernels = Vec::new();
-    for dir in &dirs {
-        kernels.push(open_member(dir.path(), &database, &llm, &clock).await);
-    }
+    let (_homes, kernels) = open_members(3, &database, &llm, &clock).await;
     let made = Instant::now();
     // Ten agents, a hundred jobs each, made on the first kernel: every minute, all due at
     // once on every kernel.
@@ -532,11 +544,7 @@ async fn three_kernels_numbering_one_session_and_one_canvas_at_once_take_every_n
     };
     let llm = FakeLlm::start().await;
     let clock = ManualClock::starting_at(at("2031-05-01T08:00:00Z"));
-    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-    let mut kernels = Vec::new();
-    for dir in &dirs {
-        kernels.push(open_member(dir.path(), &database, &llm, &clock).await);
-    }
+    let (_homes, kernels) = open_members(3, &database, &llm, &clock).await;
     let manifest: ManifestInput =
         kennel_kernel::error::from_value(json!({"name": "scribe", "model": "m", "tools": []})).unwrap();
     kernels[0].agents().create_type(manifest).await.unwrap();
@@ -601,11 +609,8 @@ async fn a_turn_run_by_another_kernel_asks_and_is_answered_here_streams_its_long
     };
     let llm = FakeLlm::start().await;
     let clock = ManualClock::starting_at(at("2031-05-01T08:00:00Z"));
-    let dirs: Vec<tempfile::TempDir> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
-    let (runner, asker) = (
-        open_member(dirs[0].path(), &database, &llm, &clock).await,
-        open_member(dirs[1].path(), &database, &llm, &clock).await,
-    );
+    let (_homes, kernels) = open_members(2, &database, &llm, &clock).await;
+    let [runner, asker] = <[Kernel; 2]>::try_from(kernels).ok().unwrap();
     let manifest: ManifestInput =
         kennel_kernel::error::from_value(json!({"name": "painter", "model": "m", "tools": ["ask_user"]})).unwrap();
     runner.agents().create_type(manifest).await.unwrap();
@@ -711,11 +716,8 @@ async fn one_kernel_of_a_cluster_sweeps_the_database() {
     };
     let llm = FakeLlm::start().await;
     let clock = ManualClock::starting_at(at("2031-05-01T08:00:00Z"));
-    let dirs: Vec<tempfile::TempDir> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
-    let (first, second) = (
-        open_member(dirs[0].path(), &database, &llm, &clock).await,
-        open_member(dirs[1].path(), &database, &llm, &clock).await,
-    );
+    let (_homes, kernels) = open_members(2, &database, &llm, &clock).await;
+    let [first, second] = <[Kernel; 2]>::try_from(kernels).ok().unwrap();
     let sent_long_ago = "INSERT INTO channel_outbound (channel, chat_id, kind, summary, sent_by, at, outcome)
                          VALUES ('c', 'chat', 'text', 's', 'reply', '2031-01-01T00:00:00.000Z', 'ok')";
     database.scalar(sent_long_ago);
