@@ -261,6 +261,9 @@ impl Kernel {
         if let Err(e) = self.0.auth.reload().await {
             tracing::warn!(error = %e, "reloading tokens failed");
         }
+        if let Err(e) = self.0.auth.reload_sessions().await {
+            tracing::warn!(error = %e, "reloading dashboard sign-ins failed");
+        }
         // A commit of another process (the CLI granting a tool) raises no hook here: the
         // live pages hear of it from this reload instead.
         self.0.db.changes().send(changes::Topic::Agents);

@@ -515,6 +515,14 @@ impl Browser {
         self.cookies.lock().expect("cookies").get(name).cloned()
     }
 
+    /// A browser on `other`'s address holding this one's cookies (a load balancer sending the
+    /// same person to another daemon of a cluster).
+    pub fn on(&self, other: &Daemon) -> Browser {
+        let moved = other.browser();
+        *moved.cookies.lock().expect("cookies") = self.cookies.lock().expect("cookies").clone();
+        moved
+    }
+
     pub fn set_cookie(&self, name: &str, value: &str) {
         self.cookies.lock().expect("cookies").insert(name.into(), value.into());
     }

@@ -149,6 +149,7 @@ impl Auth {
             cli_token: RwLock::new(None),
         };
         auth.reload().await?;
+        store::drop_expired_sessions(&auth.db, &chrono::Utc::now().to_rfc3339()).await?;
         auth.load_sessions().await?;
         Ok(auth)
     }
@@ -464,6 +465,14 @@ impl Auth {
         self.sessions.write().expect("sessions lock").remove(&hash);
         self.revisions.send_modify(|r| *r += 1);
         store::delete_session(&self.db, &hex::encode(hash)).await
+    }
+
+    /// Reads the sign-ins again (another daemon of the cluster made or ended one): a session
+    /// ended elsewhere ends here, with its streams.
+    pub(crate) async fn reload_sessions(&self) -> Result<()> {
+        self.load_sessions().await?;
+        self.revisions.send_modify(|r| *r += 1);
+        Ok(())
     }
 
     async fn load_sessions(&self) -> Result<()> {

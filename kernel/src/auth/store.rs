@@ -108,11 +108,20 @@ pub(super) async fn delete_session(db: &Db, hash: &str) -> Result<()> {
     Ok(())
 }
 
-/// Drops sessions that expired before `now`, then returns the rest. An unreadable row is
-/// logged (under its ref) and skipped: that session is over.
-pub(super) async fn live_sessions(db: &Db, now: &str) -> Result<Vec<StoredSession>> {
+/// Drops sessions that expired before `now`.
+pub(super) async fn drop_expired_sessions(db: &Db, now: &str) -> Result<()> {
     db::query("DELETE FROM operator_sessions WHERE expires_at < $1").bind(now).execute(db).await?;
-    let rows = db::query("SELECT token_hash, operator, csrf, expires_at FROM operator_sessions").fetch_all(db).await?;
+    Ok(())
+}
+
+/// The sessions not expired at `now`; only reads (a write here would tell every daemon to
+/// read them again). An unreadable row is logged (under its ref) and skipped: that session
+/// is over.
+pub(super) async fn live_sessions(db: &Db, now: &str) -> Result<Vec<StoredSession>> {
+    let rows = db::query("SELECT token_hash, operator, csrf, expires_at FROM operator_sessions WHERE expires_at >= $1")
+        .bind(now)
+        .fetch_all(db)
+        .await?;
     Ok(rows
         .iter()
         .filter_map(|r| {

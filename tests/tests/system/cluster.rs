@@ -735,3 +735,26 @@ async fn one_kernel_of_a_cluster_sweeps_the_database() {
         kernel.close().await;
     }
 }
+
+#[tokio::test]
+async fn a_sign_in_made_on_one_daemon_works_on_another_and_signing_out_ends_its_streams_there() {
+    let Some(database) =
+        cluster_database("a_sign_in_made_on_one_daemon_works_on_another_and_signing_out_ends_its_streams_there")
+    else {
+        return;
+    };
+    let (_homes, daemons, _token) = start_cluster(&database, 2, "").await;
+    let on_a = daemons[0].browser();
+    assert_eq!(on_a.set_up("ada", "correct horse").await.status, 303);
+    // The same person sent to the other daemon: it knows the sign-in once it has read it.
+    let on_b = on_a.on(&daemons[1]);
+    let known = eventually(Duration::from_secs(5), || async { on_b.get("/tasks").await.status == 200 }).await;
+    assert!(known, "the other daemon knows the sign-in");
+    let mut stream = on_b.events("/live/changes?topics=tasks").await;
+    assert_eq!(stream.status(), 200);
+
+    assert_eq!(on_a.submit("/", "/logout", &[]).await.status, 303);
+    let ended = tokio::time::timeout(Duration::from_secs(5), stream.rest()).await;
+    assert!(ended.is_ok(), "signing out on one daemon ends the session's streams on the other");
+    assert_ne!(on_b.get("/tasks").await.status, 200, "and the other daemon no longer takes it");
+}
