@@ -78,6 +78,16 @@ impl Db {
         })
     }
 
+    /// A transaction whose statements all see one snapshot: a read and the writes that depend
+    /// on it agree on which rows there are (SQLite: the write lock from the start; PostgreSQL:
+    /// `REPEATABLE READ`, where a row changed meanwhile fails the transaction instead).
+    pub(crate) async fn begin_snapshot(&self) -> Result<Tx> {
+        Ok(match &self.pool {
+            Pool::Sqlite(pool) => Tx::Sqlite(pool.begin_with("BEGIN IMMEDIATE").await?),
+            Pool::Postgres(pool) => Tx::Postgres(pool.begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ").await?),
+        })
+    }
+
     /// A transaction that holds the write lock from its first statement, for a read that a
     /// write in the same transaction depends on (count, then insert below a limit). On
     /// PostgreSQL every such transaction takes one advisory lock, so they run one at a time

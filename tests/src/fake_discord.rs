@@ -44,6 +44,8 @@ struct Inner {
     /// The request path of each gateway connection, in order.
     connection_paths: Vec<String>,
     heartbeats: usize,
+    /// Connections to the resume URL are dropped before Hello (an unreachable host).
+    refuse_resumes: bool,
     next_id: u64,
     next_connection: u64,
 }
@@ -212,6 +214,12 @@ impl FakeDiscord {
         }
     }
 
+    /// From now on the resume URL drops every connection before Hello, as a host the client
+    /// cannot reach would.
+    pub fn refuse_resumes(&self) {
+        self.lock().refuse_resumes = true;
+    }
+
     fn send_to_clients(&self, message: Message) {
         for session in &self.lock().sessions {
             if let Some((_, outbox)) = &session.client {
@@ -358,7 +366,11 @@ async fn gateway_connection(shared: Shared, tcp: tokio::net::TcpStream) {
     let (outbox, mut pending) = mpsc::unbounded_channel::<Message>();
     let connection = {
         let mut inner = shared.inner.lock().expect("fake Discord state");
+        let refused = inner.refuse_resumes && path.starts_with("/resume");
         inner.connection_paths.push(path);
+        if refused {
+            return;
+        }
         inner.next_connection += 1;
         inner.next_connection
     };

@@ -98,8 +98,16 @@ struct Unlist {
 }
 
 impl Unlist {
-    async fn now(mut self) -> Result<()> {
-        store::remove(&self.db, &std::mem::take(&mut self.id)).await
+    /// Ends the wait now; the answer, if one came (even as the wait was ending).
+    async fn now(mut self) -> Option<Answer> {
+        let id = std::mem::take(&mut self.id);
+        match store::remove(&self.db, &id).await {
+            Ok(answer) => answer,
+            Err(e) => {
+                tracing::warn!(question = id, error = %e.message, "could not take a question off the waiting list");
+                None
+            }
+        }
     }
 }
 
@@ -204,8 +212,13 @@ pub async fn ask(ctx: &CallContext, question: &str, choices: &[String], timeout:
         }
     }
     .await;
-    unlist.now().await?;
-    answered
+    // An answer recorded just as the wait ended (its giver was told the turn goes on) is
+    // used rather than lost; a stopped turn stays stopped.
+    let last = unlist.now().await;
+    match answered {
+        Ok(None) => Ok(last),
+        other => other,
+    }
 }
 
 /// Puts the question where the person will see it.
@@ -357,5 +370,36 @@ mod tests {
         assert_eq!(number_or_choice(&choices(), "1."), Some("Red".into()));
         assert_eq!(number_or_choice(&choices(), "3"), None);
         assert_eq!(number_or_choice(&choices(), "red"), Some("Red".into()));
+    }
+
+    /// The wait's end takes the question off the list and gives any answer recorded as it
+    /// ended, so an answer its giver was told went through is not lost.
+    #[tokio::test]
+    async fn an_answer_recorded_as_the_wait_ends_is_given_by_its_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::db::open_for_test(dir.path()).await;
+        let q = Question {
+            id: Uuid::now_v7(),
+            agent_id: Uuid::now_v7(),
+            agent: "a".into(),
+            session_id: None,
+            turn_id: None,
+            question: "Which?".into(),
+            choices: choices(),
+            asked_at: String::new(),
+            expires_at: String::new(),
+            asked_in: AskedIn::Channel { channel: "team".into(), chat: "c1".into(), user_id: Some("u1".into()) },
+        };
+        assert!(store::insert(&db, &q, "daemon").await.unwrap());
+        let again = Question { id: Uuid::now_v7(), ..q.clone() };
+        assert!(!store::insert(&db, &again, "daemon").await.unwrap(), "one question per person and conversation");
+        let waiting = store::waiting_in_conversation(&db, "team", "c1", "u1").await.unwrap().unwrap();
+        assert_eq!(waiting.asked_in, q.asked_in, "the person asked comes back with it");
+        let answer = Answer { answer: "2".into(), choice: Some("Blue".into()), answered_by: "channel:team:u1".into() };
+        assert!(store::set_answer(&db, &q.id.to_string(), &answer).await.unwrap());
+        assert!(!store::set_answer(&db, &q.id.to_string(), &answer).await.unwrap(), "answered once");
+        assert_eq!(store::remove(&db, &q.id.to_string()).await.unwrap(), Some(answer));
+        assert_eq!(store::remove(&db, &q.id.to_string()).await.unwrap(), None);
+        assert!(store::waiting(&db, None).await.unwrap().is_empty());
     }
 }

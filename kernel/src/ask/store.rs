@@ -25,9 +25,9 @@ pub(super) async fn insert(db: &Db, question: &Question, daemon: &str) -> Result
         AskedIn::Channel { channel, chat, user_id } => (Some(channel), Some(chat), user_id.as_ref()),
         AskedIn::Chat => (None, None, None),
     };
-    let mut tx = db.begin().await?;
+    // The count and the insert under the write lock: two asks at once, one conflict.
+    let mut tx = db.begin_write().await?;
     if let (Some(channel), Some(chat)) = (channel, chat) {
-        tx.lock_key(&format!("question:{channel}:{chat}")).await?;
         let waiting: i64 = db::query_scalar(
             "SELECT count(*) FROM questions WHERE channel = $1 AND chat = $2 AND answer IS NULL
              AND (user_id IS NULL OR $3 IS NULL OR user_id = $3)",
@@ -126,8 +126,15 @@ pub(super) async fn answer(db: &Db, id: &str) -> Result<Option<Answer>> {
         .transpose()
 }
 
-/// Ends question `id`'s wait, answered or not.
-pub(super) async fn remove(db: &Db, id: &str) -> Result<()> {
-    db::query("DELETE FROM questions WHERE id = $1").bind(id).execute(db).await?;
-    Ok(())
+/// Ends question `id`'s wait: takes it off the list, and gives the answer it had, if one
+/// came (it may have come as the wait was ending).
+pub(super) async fn remove(db: &Db, id: &str) -> Result<Option<Answer>> {
+    let answer: Option<Option<String>> =
+        db::query_scalar("DELETE FROM questions WHERE id = $1 RETURNING answer").bind(id).fetch_optional(db).await?;
+    answer
+        .flatten()
+        .map(|text| {
+            serde_json::from_str(&text).map_err(|e| Error::internal(format_args!("a stored answer is unreadable: {e}")))
+        })
+        .transpose()
 }

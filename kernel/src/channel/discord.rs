@@ -6,9 +6,10 @@
 //! (Reconnect, a closed socket, a missed heartbeat acknowledgement, a resumable Invalid
 //! Session), the listener reconnects after a backoff to READY's `resume_gateway_url` and sends
 //! Resume with the last sequence it saw, so Discord replays what was dispatched while it was
-//! away. Only when Discord refuses the resume (Invalid Session `false`, close codes 4007 and
-//! 4009) does it identify afresh, and then messages sent in between are lost, as they are for
-//! every Discord client.
+//! away. When Discord refuses the resume (Invalid Session `false`, close codes 4007, 4009 and
+//! the fatal ones), or the resume URL cannot be reached (say `[channels] allowed_hosts` names
+//! only the main gateway) or lets go before RESUMED, the next try identifies afresh through
+//! `GET /gateway/bot`; messages sent in between are then lost, as for every Discord client.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,9 +38,9 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 const INTENTS: u64 = (1 << 9) | (1 << 12) | (1 << 15);
 /// Discord's "Cannot send messages to this user".
 const CANNOT_MESSAGE_USER: i64 = 50007;
-/// Gateway close codes after which a session cannot be resumed: an invalid sequence and a
-/// session that timed out.
-const UNRESUMABLE_CLOSE_CODES: [u16; 2] = [4007, 4009];
+/// Gateway close codes after which a session cannot be resumed: authentication failed, an
+/// invalid sequence, a session that timed out, and the shard and intent refusals.
+const UNRESUMABLE_CLOSE_CODES: [u16; 8] = [4004, 4007, 4009, 4010, 4011, 4012, 4013, 4014];
 
 /// What one gateway session leaves to the next: enough to resume it.
 #[derive(Default)]
@@ -50,6 +51,9 @@ struct Gateway {
     sequence: Option<u64>,
     /// The bot's own user id, from READY: its own messages are not heard.
     own_id: String,
+    /// Sessions started or resumed so far (READY, RESUMED): a resume that did not get there
+    /// is not tried again.
+    established: u64,
 }
 
 impl Gateway {
@@ -220,10 +224,12 @@ impl Discord {
                             .as_str()
                             .zip(d["resume_gateway_url"].as_str())
                             .map(|(session_id, url)| (session_id.to_string(), url.to_string()));
+                        gateway.established += 1;
                         *backoff = FIRST_BACKOFF;
                         state(Connection::Connected);
                     }
                     Some("RESUMED") => {
+                        gateway.established += 1;
                         *backoff = FIRST_BACKOFF;
                         state(Connection::Connected);
                     }
@@ -400,10 +406,16 @@ impl Platform for Discord {
             let mut backoff = FIRST_BACKOFF;
             let mut gateway = Gateway::default();
             loop {
+                let (resuming, established) = (gateway.resumable.is_some(), gateway.established);
                 let broke = match self.session(&mut gateway, &sink, state.as_ref(), &cancel, &mut backoff).await {
                     Ok(()) => return,
                     Err(broke) => broke,
                 };
+                if resuming && gateway.established == established {
+                    // The resume URL could not be reached (or let go before RESUMED): the
+                    // next try identifies afresh through GET /gateway/bot.
+                    gateway.forget();
+                }
                 if cancel.is_cancelled() {
                     return;
                 }

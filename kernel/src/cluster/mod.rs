@@ -115,8 +115,8 @@ pub struct Cluster {
     /// Agents this daemon took from a daemon that died, whose next turn here is
     /// told that their browser tabs and processes stayed behind.
     moved: Mutex<HashSet<Uuid>>,
-    /// Whether another daemon beat within the lease, as of the last round: only then are
-    /// this daemon's turn events relayed.
+    /// Whether another daemon is running (not stopped, not taken for dead), as of the last
+    /// round: only then are this daemon's turn events relayed.
     others_alive: AtomicBool,
     stopped: CancellationToken,
 }
@@ -160,6 +160,12 @@ impl Cluster {
             others_alive: AtomicBool::new(false),
             stopped: CancellationToken::new(),
         }
+    }
+
+    /// Whether another daemon is running (not stopped, not taken for dead), as of this
+    /// daemon's last round: only then are its turn events relayed.
+    pub fn sees_others(&self) -> bool {
+        self.others_alive.load(Ordering::Relaxed)
     }
 
     /// This daemon's id (a new one every start); rows of work it starts carry it.
@@ -478,7 +484,10 @@ impl Cluster {
         let now = db::timestamp(Utc::now());
         let beat_since = db::timestamp(Utc::now() - self.lease_chrono());
         let live = store::live_count(&self.beat_db, &beat_since).await?.max(1) as usize;
-        self.others_alive.store(live > 1, Ordering::Relaxed);
+        // Relaying goes on while another daemon is not known to be gone: one whose heartbeat
+        // is merely late (a busy machine) still follows the turns it shows.
+        let others = store::unended_count(&self.beat_db).await? > 1;
+        self.others_alive.store(others, Ordering::Relaxed);
         let running: Vec<Uuid> = kernel.agents().list().iter().filter(|a| a.is_running()).map(|a| a.id).collect();
         let fair = running.len().div_ceil(live);
         let leases: HashMap<String, Lease> =

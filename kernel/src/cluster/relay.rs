@@ -94,6 +94,9 @@ impl Parts {
         let (from, n, i, count, slice) =
             (fields.next()?, fields.next()?, fields.next()?, fields.next()?, fields.next()?);
         let (i, count) = (i.parse::<usize>().ok()?, count.parse::<usize>().ok()?);
+        if count == 0 || count > MAX_RELAYED / PART_BYTES + 1 || i >= count {
+            return None;
+        }
         let key = format!("{from}:{n}");
         if i == 0 {
             self.partial.retain(|_, (_, _, first)| first.elapsed() < PARTS_KEPT);
@@ -147,5 +150,16 @@ mod tests {
         let again = split("d1", 8, &payload);
         let whole = again.iter().filter_map(|n| lossy.accept(n)).collect::<Vec<_>>();
         assert_eq!(whole, [payload]);
+    }
+
+    #[test]
+    fn a_malformed_part_is_dropped_without_harm() {
+        let mut parts = Parts::default();
+        for bad in
+            ["part:d1:1:0:18446744073709551615:{", "part:d1:1:0:0:{", "part:d1:1:3:2:{", "part:d1:1:x:2:{", "part:d1:1"]
+        {
+            assert_eq!(parts.accept(bad), None, "{bad}");
+        }
+        assert!(parts.partial.is_empty(), "nothing kept for them");
     }
 }

@@ -140,6 +140,13 @@ pub(super) async fn daemons(db: &Db, since: &str) -> Result<Vec<Daemon>> {
 }
 
 /// How many daemons beat since `beat_since` and have not stopped.
+/// Daemons neither stopped nor taken for dead (a late heartbeat included).
+pub(super) async fn unended_count(db: &Db) -> Result<i64> {
+    Ok(db::query_scalar("SELECT count(*) FROM daemons WHERE reaped_at IS NULL AND stopped_at IS NULL")
+        .fetch_one(db)
+        .await?)
+}
+
 pub(super) async fn live_count(db: &Db, beat_since: &str) -> Result<i64> {
     Ok(db::query_scalar(
         "SELECT count(*) FROM daemons WHERE reaped_at IS NULL AND stopped_at IS NULL AND heartbeat_at >= $1",

@@ -80,7 +80,9 @@ const ROLL_UP_BATCH: i64 = 1000;
 pub(super) async fn roll_up(db: &Db, before: &str) -> Result<u64> {
     let mut total = 0;
     loop {
-        let mut tx = db.begin().await?;
+        // One snapshot for the select, the sums and the delete: a call committed meanwhile is
+        // neither deleted uncounted nor counted and kept.
+        let mut tx = db.begin_snapshot().await?;
         let ids: Vec<i64> = db::query_scalar("SELECT id FROM model_calls WHERE created_at < $1 ORDER BY id LIMIT $2")
             .bind(before)
             .bind(ROLL_UP_BATCH)

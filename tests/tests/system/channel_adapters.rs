@@ -824,6 +824,29 @@ mod slack_and_discord {
     }
 
     #[tokio::test]
+    async fn discord_identifies_afresh_when_its_resume_url_cannot_be_reached() {
+        let fake = FakeDiscord::start(DISCORD_TOKEN).await;
+        let (heard, _states, cancel, task) = listen(Discord::new(endpoint(&fake.base_url(), DISCORD_TOKEN, None)));
+        assert!(fake.wait_connected(true, Duration::from_secs(5)).await);
+        fake.refuse_resumes();
+        fake.drop_connections();
+        // One try at the resume URL, then a new session through GET /gateway/bot.
+        assert!(
+            kennel_tests::eventually(Duration::from_secs(10), || async {
+                fake.identifies().len() == 2 && fake.connected()
+            })
+            .await,
+            "identified afresh: {:?}",
+            fake.connection_paths()
+        );
+        assert_eq!(fake.connection_paths(), vec!["/", "/resume/", "/"]);
+        let id = fake.dispatch_message("500", Some("400"), "42", "ada", "back");
+        assert!(heard_exactly(&heard, &[id]).await, "{:?}", heard.lock().unwrap());
+        cancel.cancel();
+        tokio::time::timeout(Duration::from_secs(2), task).await.expect("listen stops").expect("no panic");
+    }
+
+    #[tokio::test]
     async fn discord_with_a_wrong_token_reports_failing_and_never_identifies() {
         let fake = FakeDiscord::start(DISCORD_TOKEN).await;
         let (_heard, states, cancel, task) = listen(Discord::new(endpoint(&fake.base_url(), "wrong", None)));

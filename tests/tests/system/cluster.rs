@@ -632,7 +632,8 @@ async fn a_turn_run_by_another_kernel_asks_and_is_answered_here_streams_its_long
     assert!(known, "the asker knows the agent");
     // The runner relays its events once a heartbeat (every third of the 3 s lease) has seen
     // the asker alive.
-    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let relaying = eventually(Duration::from_secs(10), || async { runner.cluster().sees_others() }).await;
+    assert!(relaying, "the runner saw the asker within 10 s");
 
     // The turn, asked here with a person present, runs on the runner and asks a question: it is
     // listed here and answered here, and the turn goes on there with the answer.
@@ -671,8 +672,9 @@ async fn a_turn_run_by_another_kernel_asks_and_is_answered_here_streams_its_long
         e.turn_id == done.turn_id && matches!(e.kind, kennel_kernel::turn::EventKind::TurnEnded { .. })
     };
     while !seen.iter().any(ended) {
-        let next = tokio::time::timeout(Duration::from_secs(5), events.recv()).await;
-        seen.push(next.expect("the turn's events cross within 5 s").expect("the event bus is open"));
+        let next = tokio::time::timeout(Duration::from_secs(10), events.recv()).await;
+        let names: Vec<&str> = seen.iter().map(|e| e.kind.name()).collect();
+        seen.push(next.unwrap_or_else(|_| panic!("the turn's events cross within 10 s: {names:?}")).unwrap());
     }
     let asked = seen.iter().any(|e| {
         matches!(&e.kind, kennel_kernel::turn::EventKind::Question { question_id, .. } if *question_id == question.id)
