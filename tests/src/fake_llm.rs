@@ -463,6 +463,19 @@ async fn openai(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(body
     if let Some(refusal) = admit(&shared, "openai", &headers, &body) {
         return refusal;
     }
+    // As strict as llama.cpp's Python server, which validates each message: an assistant
+    // message's `content` must be a string (OpenAI itself also takes null).
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    if let Some(at) = messages.iter().position(|m| m["role"] == "assistant" && !m["content"].is_string()) {
+        let message = format!(
+            "1 validation error for ChatCompletionRequestAssistantMessage\nmessages.{at}.content: Input should be a valid string"
+        );
+        return error_response(
+            500,
+            json!({"error": {"message": message, "type": "internal_server_error"}}).to_string(),
+            None,
+        );
+    }
     let flight = InFlight::enter(&shared);
     let (text, calls, gap) = match next(&shared).await {
         None => return script_exhausted(),

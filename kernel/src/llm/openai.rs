@@ -21,7 +21,11 @@ pub(super) fn request_body(req: &ChatRequest<'_>, stream: bool) -> Value {
         messages.push(match m {
             Message::User { content } => json!({"role": "user", "content": content}),
             Message::Assistant { content, tool_calls } => {
-                let mut msg = json!({"role": "assistant", "content": content});
+                // `""`, never `null`, for a message of tool calls alone: OpenAI takes either,
+                // but servers that check the schema strictly (llama.cpp's Python server)
+                // refuse `null` with a 500, and the stored message would break every later
+                // turn of the session.
+                let mut msg = json!({"role": "assistant", "content": content.as_deref().unwrap_or_default()});
                 if !tool_calls.is_empty() {
                     msg["tool_calls"] = tool_calls
                         .iter()
@@ -188,6 +192,7 @@ mod tests {
         );
         assert_eq!(body["messages"][0], json!({"role": "system", "content": "be brief"}));
         assert_eq!(body["messages"][2]["tool_calls"][0]["function"]["arguments"], "{}");
+        assert_eq!(body["messages"][2]["content"], "", "a message of tool calls alone carries empty content, not null");
         assert_eq!(body["messages"][3], json!({"role": "tool", "tool_call_id": "c1", "content": "{\"utc\":\"x\"}"}));
         assert_eq!(body["tools"][0]["function"]["name"], "system_time");
     }
