@@ -59,6 +59,9 @@ pub enum Scripted {
     /// A stream that breaks off: the first half of the text's words, then the body ends
     /// without the reply's end (no finish reason, no `[DONE]` / `message_stop`).
     CutText { text: String },
+    /// Over OpenAI's protocol, a stream cut as llama.cpp's server cuts one under load: the
+    /// first half of the text's words, then `data: [DONE]` with no finish reason.
+    CutTextDone { text: String },
 }
 
 impl Scripted {
@@ -383,9 +386,14 @@ fn event_stream(shared: &Arc<Shared>, events: Vec<String>, gap: Duration, flight
 
 /// The first half of `text`'s words as `protocol` streams text, then the end of the body.
 fn cut_stream(shared: &Arc<Shared>, protocol: &str, text: &str, flight: InFlight) -> Response {
+    event_stream(shared, cut_events(protocol, text), Duration::ZERO, flight)
+}
+
+/// The events of a stream that breaks off: the first half of the text's words.
+fn cut_events(protocol: &str, text: &str) -> Vec<String> {
     let words = pieces(text);
     let half = &words[..words.len() / 2];
-    let events: Vec<String> = match protocol {
+    match protocol {
         "anthropic" => std::iter::once(format!(
             "event: message_start\ndata: {}\n\n",
             json!({"type": "message_start", "message": {"usage": {"input_tokens": 10, "output_tokens": 1}}})
@@ -407,8 +415,7 @@ fn cut_stream(shared: &Arc<Shared>, protocol: &str, text: &str, flight: InFlight
                 )
                 .collect()
         }
-    };
-    event_stream(shared, events, Duration::ZERO, flight)
+    }
 }
 
 /// Words with their following space, so the pieces join back into the text.
@@ -484,6 +491,11 @@ async fn openai(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(body
         Some(Scripted::SlowText { text, piece_millis }) => (Some(text), Vec::new(), piece_millis),
         Some(Scripted::ToolCalls { calls, text }) => (text, calls, 0),
         Some(Scripted::CutText { text }) => return cut_stream(&shared, "openai", &text, flight),
+        Some(Scripted::CutTextDone { text }) => {
+            let mut events = cut_events("openai", &text);
+            events.push("data: [DONE]\n\n".to_string());
+            return event_stream(&shared, events, Duration::ZERO, flight);
+        }
         Some(Scripted::Delay { .. }) => unreachable!("delays are consumed by next()"),
     };
     let calls: Vec<(String, String, String)> = calls
@@ -553,7 +565,9 @@ async fn anthropic(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(b
         Some(Scripted::Text { text }) => (Some(text), Vec::new(), 0),
         Some(Scripted::SlowText { text, piece_millis }) => (Some(text), Vec::new(), piece_millis),
         Some(Scripted::ToolCalls { calls, text }) => (text, calls, 0),
-        Some(Scripted::CutText { text }) => return cut_stream(&shared, "anthropic", &text, flight),
+        Some(Scripted::CutText { text } | Scripted::CutTextDone { text }) => {
+            return cut_stream(&shared, "anthropic", &text, flight);
+        }
         Some(Scripted::Delay { .. }) => unreachable!("delays are consumed by next()"),
     };
     let calls: Vec<(String, String, Value)> = calls

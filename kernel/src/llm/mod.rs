@@ -568,7 +568,13 @@ impl Provider {
                 }
             }
         }
-        if !reply.done && !reply.finished {
+        // OpenAI's `[DONE]` closes a cut stream too (llama.cpp's server ends the streams it
+        // cuts under load so): only a finish reason says the reply is whole there.
+        let complete = match self.config.kind {
+            ProviderKind::Openai => reply.finished,
+            ProviderKind::Anthropic => reply.done || reply.finished,
+        };
+        if !complete {
             let message = format!("provider `{}`'s stream ended before the reply was complete", self.name);
             return Err(Failure::retry(Error::failed(message), None));
         }

@@ -193,6 +193,20 @@ async fn a_stream_that_breaks_off_is_read_again_and_its_pieces_taken_back() {
 }
 
 #[tokio::test]
+async fn a_stream_closed_with_done_but_no_finish_reason_is_incomplete_not_a_reply() {
+    // llama.cpp's server, under parallel sessions, ends streams it cuts with `data: [DONE]`
+    // and no finish reason (issue 44): that is half a reply, not a short one.
+    let (_home, _d, api, llm) = daemon_with_llm("openai", "").await;
+    let id = agent_from(&api, json!({"name": "shaky", "model": "m"})).await;
+    llm.push(Scripted::CutTextDone { text: "One fateful day, the dragon".into() });
+    llm.push(Scripted::text("One fateful day, the dragon woke and flew away."));
+    let reply = say(&api, &id, None, "tell me a story").await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(reply.body["reply"], "One fateful day, the dragon woke and flew away.");
+    assert_eq!(llm.requests().len(), 2, "the cut stream was read again");
+}
+
+#[tokio::test]
 async fn a_configured_window_larger_than_the_model_s_gives_way_to_the_refusal() {
     let llm = FakeLlm::start().await;
     let config =
