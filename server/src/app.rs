@@ -37,8 +37,9 @@ pub async fn serve(kernel: Kernel, listener: tokio::net::TcpListener) -> std::io
     crate::release_startup_memory();
     reload_on_hangup(kernel.clone());
     let (stopping, stopped) = tokio::sync::oneshot::channel();
+    let signalled = shutdown_signal();
     let server = crate::edge::serve(listener, app, limits, async {
-        shutdown_signal().await;
+        signalled.await;
         crate::live::stop_streams();
         let _ = stopping.send(());
     });
@@ -74,23 +75,33 @@ fn reload_on_hangup(kernel: Kernel) {
     });
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+/// Resolves on SIGINT or SIGTERM. Both handlers are installed here, before the first request
+/// is served: installed when the future is first polled, a signal sent right after the first
+/// `/healthz` answer could still find the default action and kill the daemon without its
+/// clean stop.
+#[cfg(unix)]
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (interrupt, terminate) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()));
+    async move {
+        match (interrupt, terminate) {
+            (Ok(mut interrupt), Ok(mut terminate)) => {
+                tokio::select! {
+                    _ = interrupt.recv() => {},
+                    _ = terminate.recv() => {},
+                }
             }
-            Err(_) => std::future::pending::<()>().await,
+            // No handler could be installed: Ctrl-C still stops the daemon cleanly.
+            _ => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
         }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = terminate => {},
+    }
+}
+
+#[cfg(not(unix))]
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    async {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }

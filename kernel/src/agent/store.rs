@@ -201,7 +201,10 @@ pub(super) async fn delete_delivery(db: &Db, id: uuid::Uuid) -> Result<()> {
 /// The deliveries `dead` left in flight (and those of no daemon, from before clusters),
 /// oldest first, made `me`'s.
 pub(super) async fn take_deliveries(db: &Db, dead: &str, me: &str) -> Result<Vec<super::delivery::Delivery>> {
-    let mut tx = db.begin().await?;
+    // The read and the write under the write lock from the start: a deferred transaction's
+    // read could not become a write after another connection committed (SQLite's
+    // `SQLITE_BUSY_SNAPSHOT`, seen at start-up beside the other start tasks' writes).
+    let mut tx = db.begin_write().await?;
     let rows = db::query(
         "SELECT id, from_agent, reply_to, to_agent, session_id, message, depth, chain, attempts, reply
          FROM agent_deliveries WHERE daemon_id = $1 OR daemon_id IS NULL ORDER BY created_at, id",
