@@ -114,16 +114,15 @@ pub(super) async fn set_answer(db: &Db, id: &str, answer: &Answer) -> Result<boo
     Ok(done.rows_affected() == 1)
 }
 
+fn answer_from(text: &str) -> Result<Answer> {
+    serde_json::from_str(text).map_err(|e| Error::internal(format_args!("a stored answer is unreadable: {e}")))
+}
+
 /// The answer to question `id`, once given.
 pub(super) async fn answer(db: &Db, id: &str) -> Result<Option<Answer>> {
     let answer: Option<Option<String>> =
         db::query_scalar("SELECT answer FROM questions WHERE id = $1").bind(id).fetch_optional(db).await?;
-    answer
-        .flatten()
-        .map(|text| {
-            serde_json::from_str(&text).map_err(|e| Error::internal(format_args!("a stored answer is unreadable: {e}")))
-        })
-        .transpose()
+    answer.flatten().map(|text| answer_from(&text)).transpose()
 }
 
 /// Ends question `id`'s wait: takes it off the list, and gives the answer it had, if one
@@ -131,10 +130,5 @@ pub(super) async fn answer(db: &Db, id: &str) -> Result<Option<Answer>> {
 pub(super) async fn remove(db: &Db, id: &str) -> Result<Option<Answer>> {
     let answer: Option<Option<String>> =
         db::query_scalar("DELETE FROM questions WHERE id = $1 RETURNING answer").bind(id).fetch_optional(db).await?;
-    answer
-        .flatten()
-        .map(|text| {
-            serde_json::from_str(&text).map_err(|e| Error::internal(format_args!("a stored answer is unreadable: {e}")))
-        })
-        .transpose()
+    answer.flatten().map(|text| answer_from(&text)).transpose()
 }
