@@ -22,7 +22,13 @@ fn call() -> ModelCall {
         first_seq: Some(1),
         messages: 12,
         estimated_tokens: 3000,
-        tokens: Usage { input_tokens: 2500, output_tokens: 300, cached_tokens: 1000, cache_write_tokens: 200 },
+        tokens: Usage {
+            input_tokens: 2500,
+            output_tokens: 300,
+            cached_tokens: 1000,
+            cache_write_tokens: 200,
+            estimated: false,
+        },
         outcome: "ok".into(),
         at: kennel_kernel::db::now(),
     }

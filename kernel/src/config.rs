@@ -699,6 +699,10 @@ pub struct KernelConfig {
     /// `max_tokens` asked of the model for each reply.
     #[serde(deserialize_with = "in_range::<_, 16, 1000000>")]
     pub max_reply_tokens: u64,
+    /// A turn whose model makes the same tool call with the same arguments this many times
+    /// in a row is stopped (a model stuck in a loop); 0: never.
+    #[serde(deserialize_with = "in_range::<_, 0, 1000>")]
+    pub max_repeated_calls: u64,
     /// Agents spawned for one workflow step are removed this long after they stop (their
     /// sessions and audit rows stay).
     #[serde(deserialize_with = "in_range::<_, 0, 87600>")]
@@ -711,6 +715,7 @@ impl Default for KernelConfig {
             max_agent_call_depth: 5,
             max_turn_iterations: 50,
             max_reply_tokens: 4096,
+            max_repeated_calls: 4,
             ephemeral_retention_hours: 24,
         }
     }
@@ -1168,6 +1173,7 @@ pub const DEFAULT_CONFIG_TOML: &str = r#"# Kennel configuration. Every section i
 # The most model calls one turn may make (an agent type's limits.max_iterations can lower it).
 # max_turn_iterations = 50
 # max_reply_tokens = 4096
+# max_repeated_calls = 4
 # ephemeral_retention_hours = 24   # workflow step agents are removed this long after they stop
 
 # [budgets]

@@ -14,6 +14,7 @@ pub fn status_for(kind: ErrorKind) -> StatusCode {
         ErrorKind::Forbidden => StatusCode::FORBIDDEN,
         ErrorKind::InvalidArguments => StatusCode::UNPROCESSABLE_ENTITY,
         ErrorKind::ResourceExhausted => StatusCode::TOO_MANY_REQUESTS,
+        ErrorKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
         ErrorKind::Timeout => StatusCode::GATEWAY_TIMEOUT,
         ErrorKind::Conflict => StatusCode::CONFLICT,
         ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
@@ -34,6 +35,9 @@ pub fn meaning(kind: ErrorKind) -> &'static str {
             "a name is taken, or the thing is in a state that does not allow this (a stopped agent, a finished task)"
         }
         ErrorKind::ResourceExhausted => "a limit was reached (call depth, a count, sign-in attempts)",
+        ErrorKind::TooLarge => {
+            "the input is too large for what takes it (a message over the model's context window: the message says both sizes)"
+        }
         ErrorKind::Unavailable => "a prerequisite is missing: a config section, a provider, a model, an API key",
         ErrorKind::Failed => {
             "a tool ran and failed, or the provider or remote agent it called did (not a fault of this daemon)"

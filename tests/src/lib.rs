@@ -10,6 +10,7 @@ pub mod fake_slack;
 pub mod fake_smtp;
 pub mod fake_telegram;
 pub mod fake_webhook;
+pub mod llama_server;
 pub mod postgres;
 pub mod pty;
 

@@ -137,13 +137,13 @@ impl Engine {
                 _ => Error::failed(format!("the Docker engine answered {status_code}: {message}")),
             },
             EngineError::SocketNotFoundError(_) => self.unreachable("no such socket"),
-            EngineError::HyperLegacyError { err } if err.is_connect() => self.unreachable(root_cause(&err)),
+            EngineError::HyperLegacyError { err } if err.is_connect() => self.unreachable(crate::net::root_cause(&err)),
             EngineError::IOError { err } => self.unreachable(err),
             EngineError::RequestTimeoutError => Error::timeout(format!(
                 "the Docker engine at {} did not answer within {ANSWER_SECS} s",
                 self.socket.display()
             )),
-            other => Error::failed(format!("talking to the Docker engine: {}", root_cause(&other))),
+            other => Error::failed(format!("talking to the Docker engine: {}", crate::net::root_cause(&other))),
         }
     }
 
@@ -153,15 +153,6 @@ impl Engine {
             self.socket.display()
         ))
     }
-}
-
-/// The innermost error's text: the wrappers' own ("client error (Connect)") say little.
-fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut inner = e;
-    while let Some(source) = inner.source() {
-        inner = source;
-    }
-    inner.to_string()
 }
 
 /// One stream's output: its first `limit` bytes, and how many more there were.

@@ -13,6 +13,8 @@ pub enum ErrorKind {
     Forbidden,
     InvalidArguments,
     ResourceExhausted,
+    /// The input is too large for what it goes to (a message over a model's context window).
+    TooLarge,
     Timeout,
     Conflict,
     /// A prerequisite is missing: a config section, a provider, a binary.
@@ -26,12 +28,13 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind, in the order the status table lists them.
-    pub const ALL: [ErrorKind; 9] = [
+    pub const ALL: [ErrorKind; 10] = [
         ErrorKind::InvalidArguments,
         ErrorKind::NotFound,
         ErrorKind::Forbidden,
         ErrorKind::Conflict,
         ErrorKind::ResourceExhausted,
+        ErrorKind::TooLarge,
         ErrorKind::Unavailable,
         ErrorKind::Failed,
         ErrorKind::Timeout,
@@ -44,6 +47,7 @@ impl ErrorKind {
             ErrorKind::Forbidden => "Forbidden",
             ErrorKind::InvalidArguments => "InvalidArguments",
             ErrorKind::ResourceExhausted => "ResourceExhausted",
+            ErrorKind::TooLarge => "TooLarge",
             ErrorKind::Timeout => "Timeout",
             ErrorKind::Conflict => "Conflict",
             ErrorKind::Unavailable => "Unavailable",
@@ -68,13 +72,16 @@ pub struct Error {
     /// Per-field problems of an invalid input; empty for other errors.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fields: Vec<FieldError>,
+    /// The session a failed turn was in (its message is stored there: retry in it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<uuid::Uuid>,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error { kind, message: message.into(), fields: Vec::new() }
+        Error { kind, message: message.into(), fields: Vec::new(), session_id: None }
     }
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::NotFound, message)
@@ -112,7 +119,7 @@ impl Error {
     /// An invalid input with every problem found, so a form can show each next to its field.
     pub fn invalid_fields(fields: Vec<FieldError>) -> Self {
         let message = fields.iter().map(|f| format!("{}: {}", f.field, f.message)).collect::<Vec<_>>().join("; ");
-        Error { kind: ErrorKind::InvalidArguments, message, fields }
+        Error { kind: ErrorKind::InvalidArguments, message, fields, session_id: None }
     }
 
     /// An invalid input, as a problem of `field` (a form shows it there); other errors, and
@@ -131,6 +138,11 @@ impl Error {
             return self;
         }
         Error::invalid_fields(vec![FieldError { field: field.into(), message: self.message }])
+    }
+
+    /// The error of a turn that failed in `session`.
+    pub fn in_session(self, session: uuid::Uuid) -> Self {
+        Error { session_id: Some(session), ..self }
     }
 
     /// The short text form a model sees as a tool result.

@@ -132,8 +132,9 @@ pub(super) fn stream_event(
             }
         }
         "message_delta" => {
-            if data["delta"]["stop_reason"].is_string() {
+            if let Some(reason) = data["delta"]["stop_reason"].as_str() {
                 reply.finished = true;
+                reply.truncated = reason == "max_tokens";
             }
             if let Some(output) = data["usage"]["output_tokens"].as_u64() {
                 reply.usage.output_tokens = output;
@@ -164,7 +165,13 @@ pub(super) fn parse_reply(body: &Value) -> Result<ChatReply, String> {
             _ => {}
         }
     }
-    Ok(ChatReply { content: (!text.is_empty()).then_some(text), tool_calls, usage: usage_of(&body["usage"]) })
+    let truncated = body["stop_reason"] == "max_tokens";
+    Ok(ChatReply {
+        content: (!text.is_empty()).then_some(text),
+        tool_calls,
+        usage: usage_of(&body["usage"]),
+        truncated,
+    })
 }
 
 /// Anthropic counts cache reads and writes apart from `input_tokens`; ours counts every input
@@ -177,6 +184,7 @@ fn usage_of(usage: &Value) -> Usage {
         output_tokens: n("output_tokens"),
         cached_tokens: cached,
         cache_write_tokens: written,
+        estimated: false,
     }
 }
 
@@ -333,7 +341,8 @@ mod tests {
         assert_eq!(reply.content.as_deref(), Some("Checking"));
         assert_eq!(reply.tool_calls[0].id, "toolu_1");
         assert_eq!(reply.tool_calls[0].arguments, json!({"tz": "UTC"}));
-        let usage = Usage { input_tokens: 32, output_tokens: 9, cached_tokens: 5, cache_write_tokens: 7 };
+        let usage =
+            Usage { input_tokens: 32, output_tokens: 9, cached_tokens: 5, cache_write_tokens: 7, estimated: false };
         assert_eq!(reply.usage, usage, "cache writes count as input and apart");
         let error = SseEvent {
             event: "error".into(),

@@ -133,6 +133,10 @@ pub struct Usage {
     /// cost more than plain input).
     #[serde(default)]
     pub cache_write_tokens: u64,
+    /// The provider reported no usage (llama.cpp's server streams none): these are Kennel's
+    /// estimate, counted by budgets as if reported.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -140,6 +144,9 @@ pub struct ChatReply {
     pub content: Option<String>,
     pub tool_calls: Vec<ToolCall>,
     pub usage: Usage,
+    /// The reply stopped at `max_tokens` (OpenAI's finish reason `length`, Anthropic's stop
+    /// reason `max_tokens`): it is cut, not finished.
+    pub truncated: bool,
 }
 
 /// A piece of a reply as the provider streams it.
@@ -169,6 +176,8 @@ pub enum ChatError {
     /// in tokens, when the refusal says it.
     ContextExceeded {
         limit: Option<u64>,
+        /// The request's prompt tokens as the model counted them, when the refusal says.
+        counted: Option<u64>,
         error: Error,
     },
     /// It kept failing in a way that may pass (429, 5xx, timeouts, dropped connections)
@@ -202,6 +211,8 @@ struct ReplyBuilder {
     done: bool,
     /// The stream gave the reply's finish reason: complete even if its closing event is lost.
     finished: bool,
+    /// That finish reason says the reply reached `max_tokens`.
+    truncated: bool,
     /// A piece has gone to the caller.
     shown: bool,
 }
@@ -255,7 +266,13 @@ impl ReplyBuilder {
                 .map(|(id, name, arguments)| ToolCall { id, name, arguments: parse_arguments(&arguments) })
                 .collect(),
             usage: self.usage,
+            truncated: self.truncated,
         }
+    }
+
+    /// Nothing came: no text, no tool call, no finish reason.
+    fn is_empty(&self) -> bool {
+        self.text.is_empty() && self.calls.is_empty() && !self.finished
     }
 }
 
@@ -412,15 +429,24 @@ impl Provider {
 
     async fn chat_with_retries(&self, req: &ChatRequest<'_>, on_delta: OnDelta<'_>) -> Result<ChatReply, ChatError> {
         let key = self.api_key()?;
-        let stream = self.config.stream;
-        let (url, body) = match self.config.kind {
-            ProviderKind::Openai => {
-                (format!("{}/chat/completions", self.base_url()), openai::request_body(req, stream))
-            }
-            ProviderKind::Anthropic => (format!("{}/messages", self.base_url()), anthropic::request_body(req, stream)),
+        let mut stream = self.config.stream;
+        let url = match self.config.kind {
+            ProviderKind::Openai => format!("{}/chat/completions", self.base_url()),
+            ProviderKind::Anthropic => format!("{}/messages", self.base_url()),
         };
+        let body_for = |stream: bool| match self.config.kind {
+            ProviderKind::Openai => openai::request_body(req, stream),
+            ProviderKind::Anthropic => anthropic::request_body(req, stream),
+        };
+        let mut body = body_for(stream);
+        // `timeout_secs` bounds the whole call, retries and backoff included: an attempt
+        // waiting for its answer is cut at the deadline and none starts after it. A reply
+        // that streams steadily runs on (each piece must come within `timeout_secs`).
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(self.config.timeout_secs);
         let mut attempt = 0;
         let mut shown = false;
+        // The last refusal's status and body: the same server error twice is not a passing one.
+        let mut last_refusal: Option<(u16, String)> = None;
         loop {
             let mut builder = self.http.post(&url).json(&body);
             builder = match (self.config.kind, &key) {
@@ -433,38 +459,68 @@ impl Provider {
             }
             let outcome = {
                 let _place = self.place(on_delta).await;
-                match builder.send().await {
-                    Ok(res) => match self.accepted(res).await {
+                match tokio::time::timeout_at(deadline, builder.send()).await {
+                    Err(_) => Err(Failure::fatal(self.out_of_time(attempt + 1))),
+                    Ok(Ok(res)) => match self.accepted(res).await {
                         Ok(res) => self.read_reply(res, on_delta, &mut shown).await,
                         Err(failure) => Err(failure),
                     },
-                    Err(e) => Err(Failure::retry(self.transport_error(e), None)),
+                    Ok(Err(e)) => Err(Failure::retry(self.transport_error(e), None)),
                 }
             };
-            match outcome {
+            let failure = match outcome {
                 Ok(reply) => return Ok(reply),
-                Err(Failure { error, retryable, retry_after, context }) => {
-                    if let Some(limit) = context {
-                        return Err(ChatError::ContextExceeded { limit, error });
-                    }
-                    if !retryable {
-                        return Err(ChatError::Other(error));
-                    }
-                    if attempt >= self.config.max_retries {
-                        return Err(ChatError::GaveUp(error));
-                    }
-                    if shown {
-                        // What was shown is taken back; the next attempt streams it anew.
-                        on_delta(Delta::Reset);
-                        shown = false;
-                    }
-                    let backoff = crate::net::retry::backoff(attempt, retry_after);
-                    tracing::warn!(provider = %self.name, attempt, error = %error.message, ?backoff, "retrying model call");
-                    tokio::time::sleep(backoff).await;
-                    attempt += 1;
-                }
+                Err(failure) => failure,
+            };
+            if let Some(limit) = failure.context {
+                return Err(ChatError::ContextExceeded { limit, counted: failure.counted, error: failure.error });
             }
+            if failure.empty && stream {
+                // Some servers (llama.cpp's Python server) answer a stream they cannot serve,
+                // a prompt over the window among them, with 200 and nothing: asked once
+                // without streaming, they say why.
+                tracing::info!(provider = %self.name, "an empty stream; asking again without streaming");
+                stream = false;
+                body = body_for(false);
+                continue;
+            }
+            let Failure { error, retryable, retry_after, refusal, .. } = failure;
+            if !retryable {
+                return Err(ChatError::Other(error));
+            }
+            // A 500 only: 502, 503 and 429 say themselves that they pass.
+            let refusal = refusal.filter(|(status, _)| *status == 500);
+            if refusal.is_some() && refusal == last_refusal {
+                let message = format!("{} (the same answer twice: not retried further)", error.message);
+                return Err(ChatError::Other(Error::new(error.kind, message)));
+            }
+            last_refusal = refusal;
+            if attempt >= self.config.max_retries {
+                return Err(ChatError::GaveUp(error));
+            }
+            let backoff = crate::net::retry::backoff(attempt, retry_after);
+            if tokio::time::Instant::now() + backoff >= deadline {
+                let message = format!("{}; {}", error.message, self.out_of_time(attempt + 1).message);
+                return Err(ChatError::GaveUp(Error::new(ErrorKind::Timeout, message)));
+            }
+            if shown {
+                // What was shown is taken back; the next attempt streams it anew.
+                on_delta(Delta::Reset);
+                shown = false;
+            }
+            tracing::warn!(provider = %self.name, attempt, error = %error.message, ?backoff, "retrying model call");
+            tokio::time::sleep(backoff).await;
+            attempt += 1;
         }
+    }
+
+    fn out_of_time(&self, attempts: u64) -> Error {
+        Error::timeout(format!(
+            "provider `{}` did not answer within timeout_secs ({} s, {attempts} attempt{})",
+            self.name,
+            self.config.timeout_secs,
+            if attempts == 1 { "" } else { "s" }
+        ))
     }
 
     /// The response if its status is a success; otherwise the failure its status and body say.
@@ -476,14 +532,14 @@ impl Provider {
         let retry_after = crate::net::retry::retry_after(res.headers());
         let text = res.text().await.map_err(|e| Failure::retry(self.transport_error(e), None))?;
         let detail = provider_message(&text);
-        if matches!(status.as_u16(), 400 | 413 | 422)
-            && let Some(limit) = context_refusal(&text)
+        if matches!(status.as_u16(), 400 | 413 | 422 | 500)
+            && let Some(refusal) = context_refusal(&text)
         {
             let error = Error::new(
-                ErrorKind::ResourceExhausted,
+                ErrorKind::TooLarge,
                 format!("provider `{}` refused the request as too long for the model ({status}): {detail}", self.name),
             );
-            return Err(Failure { context: Some(limit), ..Failure::fatal(error) });
+            return Err(Failure { context: Some(refusal.window), counted: refusal.counted, ..Failure::fatal(error) });
         }
         let error = match status.as_u16() {
             401 | 403 => Error::new(
@@ -501,8 +557,8 @@ impl Provider {
             ),
             _ => Error::failed(format!("provider `{}` answered {status}: {detail}", self.name)),
         };
-        if crate::net::retry::is_transient(status) {
-            Err(Failure::retry(error, retry_after))
+        if crate::net::retry::is_transient(status) && !is_schema_refusal(status.as_u16(), &text) {
+            Err(Failure { refusal: Some((status.as_u16(), text)), ..Failure::retry(error, retry_after) })
         } else {
             Err(Failure::fatal(error))
         }
@@ -575,6 +631,10 @@ impl Provider {
             ProviderKind::Anthropic => reply.done || reply.finished,
         };
         if !complete {
+            if reply.is_empty() {
+                let message = format!("provider `{}` answered with an empty stream", self.name);
+                return Err(Failure { empty: true, ..Failure::retry(Error::failed(message), None) });
+            }
             let message = format!("provider `{}`'s stream ended before the reply was complete", self.name);
             return Err(Failure::retry(Error::failed(message), None));
         }
@@ -592,7 +652,12 @@ impl Provider {
                 format!("provider `{}` sent nothing for {} s (timeout_secs)", self.name, self.config.timeout_secs),
             )
         } else {
-            Error::failed(format!("cannot reach provider `{}` at {}: {e}", self.name, self.base_url()))
+            Error::failed(format!(
+                "cannot reach provider `{}` at {}: {}",
+                self.name,
+                self.base_url(),
+                crate::net::causes(&e)
+            ))
         }
     }
 }
@@ -605,15 +670,35 @@ struct Failure {
     retry_after: Option<Duration>,
     /// A refusal for length, with the model's window when the refusal says it.
     context: Option<Option<u64>>,
+    /// With a refusal for length: the prompt's tokens, when the refusal says them.
+    counted: Option<u64>,
+    /// A stream that brought nothing at all.
+    empty: bool,
+    /// The status and body of a server's refusal (to tell a repeated one).
+    refusal: Option<(u16, String)>,
 }
 
 impl Failure {
     fn fatal(error: Error) -> Failure {
-        Failure { error, retryable: false, retry_after: None, context: None }
+        Failure {
+            error,
+            retryable: false,
+            retry_after: None,
+            context: None,
+            counted: None,
+            empty: false,
+            refusal: None,
+        }
     }
     fn retry(error: Error, retry_after: Option<Duration>) -> Failure {
-        Failure { error, retryable: true, retry_after, context: None }
+        Failure { retryable: true, retry_after, ..Failure::fatal(error) }
     }
+}
+
+/// A 500 that says the request does not match the server's schema (llama.cpp's Python server
+/// answers a field it does not take so): the same request fails the same way every time.
+fn is_schema_refusal(status: u16, body: &str) -> bool {
+    status == 500 && ["validation error", "input should be"].iter().any(|s| body.to_ascii_lowercase().contains(s))
 }
 
 /// What went wrong in one streamed event.
@@ -624,11 +709,20 @@ enum StreamFault {
     Shape(String),
 }
 
-/// Whether an error body refuses a request for its length, and the window it names:
-/// OpenAI and vLLM (`maximum context length is N tokens`, code `context_length_exceeded`),
-/// Anthropic (`prompt is too long: X tokens > N maximum`), llama.cpp (`exceeds the available
-/// context size`, `n_ctx: N`) and others that say `context length` or `context window`.
-fn context_refusal(body: &str) -> Option<Option<u64>> {
+/// A refusal for length: the model's window and the prompt's tokens, as far as it says them.
+#[derive(Debug, PartialEq, Eq)]
+struct Refusal {
+    window: Option<u64>,
+    counted: Option<u64>,
+}
+
+/// Whether an error body refuses a request for its length, and the window and prompt size it
+/// names: OpenAI and vLLM (`maximum context length is N tokens … resulted in P tokens`, code
+/// `context_length_exceeded`), Anthropic (`prompt is too long: P tokens > N maximum`),
+/// llama.cpp (`exceeds the available context size`, `n_prompt_tokens`, `n_ctx`), llama.cpp's
+/// Python server (`Requested tokens (P) exceed context window of N`) and others that say
+/// `context length` or `context window`.
+fn context_refusal(body: &str) -> Option<Refusal> {
     let text = body.to_ascii_lowercase();
     let says = [
         "context_length_exceeded",
@@ -651,13 +745,24 @@ fn context_refusal(body: &str) -> Option<Option<u64>> {
         let start = text[..end].rfind('>')? + 1;
         text[start..end].trim().parse::<u64>().ok()
     };
-    Some(
-        number_after("maximum context length is")
-            .or_else(anthropic)
-            .or_else(|| number_after("n_ctx\":"))
-            .or_else(|| number_after("n_ctx:"))
-            .or_else(|| number_after("context window of")),
-    )
+    let window = number_after("maximum context length is")
+        .or_else(anthropic)
+        .or_else(|| number_after("n_ctx\":"))
+        .or_else(|| number_after("n_ctx:"))
+        .or_else(|| number_after("context window of"));
+    let counted = number_after("requested tokens (")
+        .or_else(|| number_after("n_prompt_tokens\":"))
+        .or_else(|| number_after("resulted in"))
+        .or_else(|| number_after("prompt is too long:"))
+        .or_else(|| {
+            // OpenAI: `you requested N tokens (P in the messages, C in the completion)`.
+            let at = text.find(" in the messages")?;
+            let start = text[..at].rfind('(')? + 1;
+            text[start..at].trim().parse::<u64>().ok()
+        })
+        // The prompt and the reply's room together: an overcount, on the safe side.
+        .or_else(|| number_after("you requested"));
+    Some(Refusal { window, counted })
 }
 
 /// The human part of a provider's error body (both vendors use `{"error": {"message"}}`).
@@ -680,7 +785,7 @@ fn parse_arguments(raw: &str) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use super::{Message, ToolImage, context_refusal};
+    use super::{Message, Refusal, ToolImage, context_refusal};
 
     #[test]
     fn tool_messages_stored_before_images_load_and_those_without_one_are_stored_as_before() {
@@ -698,12 +803,17 @@ mod tests {
     #[test]
     fn refusals_for_length_are_told_apart_with_the_window_they_name() {
         let openai = r#"{"error":{"message":"This model's maximum context length is 4096 tokens. However, your messages resulted in 5000 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}"#;
-        assert_eq!(context_refusal(openai), Some(Some(4096)));
+        let refusal = |window, counted| Some(Refusal { window, counted });
+        assert_eq!(context_refusal(openai), refusal(Some(4096), Some(5000)));
+        let parted = r#"{"error":{"message":"This model's maximum context length is 8192 tokens. However, you requested 9100 tokens (8100 in the messages, 1000 in the completion)."}}"#;
+        assert_eq!(context_refusal(parted), refusal(Some(8192), Some(8100)));
         let anthropic = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210443 tokens > 200000 maximum"}}"#;
-        assert_eq!(context_refusal(anthropic), Some(Some(200000)));
+        assert_eq!(context_refusal(anthropic), refusal(Some(200000), Some(210443)));
         let llama = r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":9000,"n_ctx":8192}}"#;
-        assert_eq!(context_refusal(llama), Some(Some(8192)));
-        assert_eq!(context_refusal(r#"{"error":{"message":"context window exceeded"}}"#), Some(None));
+        assert_eq!(context_refusal(llama), refusal(Some(8192), Some(9000)));
+        let python = r#"{"error":{"message":"Requested tokens (4158) exceed context window of 2048","type":"internal_server_error"}}"#;
+        assert_eq!(context_refusal(python), refusal(Some(2048), Some(4158)));
+        assert_eq!(context_refusal(r#"{"error":{"message":"context window exceeded"}}"#), refusal(None, None));
         assert_eq!(context_refusal(r#"{"error":{"message":"invalid model"}}"#), None);
     }
 }

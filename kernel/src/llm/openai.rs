@@ -102,8 +102,9 @@ pub(super) fn stream_event(
         reply.usage = usage_of(usage);
     }
     let Some(choice) = chunk["choices"].get(0) else { return Ok(()) };
-    if choice["finish_reason"].is_string() {
+    if let Some(reason) = choice["finish_reason"].as_str() {
         reply.finished = true;
+        reply.truncated = reason == "length";
     }
     let delta = &choice["delta"];
     if let Some(text) = delta["content"].as_str() {
@@ -129,6 +130,7 @@ fn usage_of(usage: &Value) -> Usage {
         output_tokens: usage["completion_tokens"].as_u64().unwrap_or(0),
         cached_tokens: usage["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap_or(0),
         cache_write_tokens: 0,
+        estimated: false,
     }
 }
 
@@ -148,7 +150,8 @@ pub(super) fn parse_reply(body: &Value) -> Result<ChatReply, String> {
             tool_calls.push(ToolCall { id, name: name.to_string(), arguments });
         }
     }
-    Ok(ChatReply { content, tool_calls, usage: usage_of(&body["usage"]) })
+    let truncated = body["choices"][0]["finish_reason"] == "length";
+    Ok(ChatReply { content, tool_calls, usage: usage_of(&body["usage"]), truncated })
 }
 
 #[cfg(test)]
@@ -304,7 +307,10 @@ mod tests {
             reply.tool_calls,
             vec![ToolCall { id: "call_a".into(), name: "system_time".into(), arguments: json!({"tz": "UTC"}) }]
         );
-        assert_eq!(reply.usage, Usage { input_tokens: 12, output_tokens: 7, cached_tokens: 4, cache_write_tokens: 0 });
+        assert_eq!(
+            reply.usage,
+            Usage { input_tokens: 12, output_tokens: 7, cached_tokens: 4, cache_write_tokens: 0, estimated: false }
+        );
         assert_eq!(pieces.lock().unwrap().len(), 5, "two text pieces, three tool-call pieces");
         let out_of_order = SseEvent {
             event: String::new(),

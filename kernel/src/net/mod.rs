@@ -24,6 +24,23 @@ pub fn http_client() -> reqwest::ClientBuilder {
     reqwest::Client::builder()
 }
 
+/// The innermost error's text: the wrappers' own ("client error (Connect)", "error sending
+/// request") say little, the innermost says what happened ("Connection refused").
+pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut inner = e;
+    while let Some(source) = inner.source() {
+        inner = source;
+    }
+    inner.to_string()
+}
+
+/// An error's text with its root cause when that says more: `error sending request (…):
+/// Connection refused (os error 111)`.
+pub fn causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let (outer, root) = (e.to_string(), root_cause(e));
+    if outer.contains(&root) { outer } else { format!("{outer}: {root}") }
+}
+
 /// The TLS settings of every pinned client, made once: the platform's certificate verifier
 /// reads the system's roots when it is made, and a client made per request (A2A, media,
 /// channel sends) read all of `/etc/ssl/certs` each time (docs/BENCHMARKS.md, "Channels").

@@ -365,6 +365,56 @@ impl LearnedWindows {
     }
 }
 
+/// How many of our estimate's tokens each of a model's real tokens is, learned per provider
+/// and model from what it reports: the usage of each reply, and the prompt size a refusal for
+/// length names. Our estimate counts a token per three bytes, on the safe side; SmolLM2's
+/// tokenizer takes about five bytes of English per token, so a window configured in the
+/// model's tokens holds more of ours. Unlearned, the ratio is 1 (the estimate as it is).
+#[derive(Default)]
+pub struct Calibration(Mutex<HashMap<(String, String), f64>>);
+
+impl Calibration {
+    /// Text runs from about 1.2 bytes a token (ids, base64) to about 7 (plain English): a
+    /// ratio outside these is not a count of the text sent (a server that reports a fixed
+    /// number, or only the tokens its cache missed) and teaches nothing.
+    const RANGE: (f64, f64) = (0.4, 2.4);
+    /// Requests smaller than this teach nothing (the framing of a few messages is noise).
+    const LEAST_TOKENS: u64 = 64;
+
+    pub fn ratio(&self, provider: &str, model: &str) -> Option<f64> {
+        self.0.lock().expect("calibration lock").get(&(provider.to_string(), model.to_string())).copied()
+    }
+
+    /// Learns from a request we estimated at `estimated` that the model counted as `counted`
+    /// tokens. The latest count weighs most, as the conversation's text changes.
+    pub fn learn(&self, provider: &str, model: &str, estimated: u64, counted: u64) {
+        if counted < Self::LEAST_TOKENS || estimated < Self::LEAST_TOKENS {
+            return;
+        }
+        let seen = estimated as f64 / counted as f64;
+        if !(Self::RANGE.0..=Self::RANGE.1).contains(&seen) {
+            return;
+        }
+        let mut ratios = self.0.lock().expect("calibration lock");
+        let ratio = ratios.entry((provider.to_string(), model.to_string())).or_insert(seen);
+        *ratio = (*ratio + 3.0 * seen) / 4.0;
+    }
+
+    /// `tokens` of the model's as estimate tokens, with a tenth held back for the text that
+    /// differs from what the ratio was learned on.
+    pub fn to_estimate(ratio: Option<f64>, tokens: u64) -> u64 {
+        match ratio {
+            Some(r) => (tokens as f64 * r * 0.9) as u64,
+            None => tokens,
+        }
+    }
+
+    /// `estimated` tokens of ours as the model's, as near as the ratio knows.
+    pub fn to_model(ratio: Option<f64>, estimated: u64) -> u64 {
+        (estimated as f64 / ratio.unwrap_or(1.0)).ceil() as u64
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

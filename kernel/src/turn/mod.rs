@@ -98,6 +98,9 @@ pub enum TurnEnd {
     IterationCap,
     /// The agent was stopped during the turn.
     Cancelled,
+    /// The model made the same tool call with the same arguments `[kernel]
+    /// max_repeated_calls` times in a row: the turn was stopped before running it again.
+    RepeatedCall,
 }
 
 impl TurnEnd {
@@ -106,6 +109,7 @@ impl TurnEnd {
             TurnEnd::Reply => "reply",
             TurnEnd::IterationCap => "iteration_cap",
             TurnEnd::Cancelled => "cancelled",
+            TurnEnd::RepeatedCall => "repeated_call",
         }
     }
 }
@@ -139,6 +143,10 @@ pub struct TurnResult {
     /// Where the turn moved to a fallback provider or model, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fell_back: Vec<FellBack>,
+    /// The reply stopped at its token limit (`[kernel] max_reply_tokens`, or a quarter of
+    /// the model's window): it ends with a note saying so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
 }
 
 /// A move to the next provider and model of the agent type's fallbacks.
@@ -161,6 +169,8 @@ pub struct Turns {
     events: events::Bus,
     /// Context windows learned from refusals.
     windows: context::LearnedWindows,
+    /// How each model counts tokens against our estimate, learned from its reports.
+    calibration: context::Calibration,
 }
 
 const SUMMARY_CHARS: usize = 200;
@@ -368,7 +378,17 @@ pub(crate) async fn run_here(kernel: &Kernel, agent: Arc<Agent>, req: TurnReques
             }
         }
     }
-    result
+    // A failed turn names its session (the message is stored there): the caller can retry
+    // in it rather than leave it behind.
+    result.map_err(|e| e.in_session(session))
+}
+
+/// A model's window as one call may use it: the reply's share of it and how the model
+/// counts tokens against our estimate ([`context::Calibration`]).
+struct Room {
+    window: u64,
+    reserve: u64,
+    ratio: Option<f64>,
 }
 
 /// What every model call of one iteration shares.
@@ -388,6 +408,36 @@ fn add_usage(total: &mut Usage, more: &Usage) {
     total.input_tokens += more.input_tokens;
     total.output_tokens += more.output_tokens;
     total.cached_tokens += more.cached_tokens;
+    total.estimated |= more.estimated;
+}
+
+/// The note a reply cut at its token limit ends with, for the person and, in the history,
+/// for the model.
+fn truncation_note(max_tokens: u64) -> String {
+    format!("\n\n[cut off: this reply reached its limit of {max_tokens} tokens]")
+}
+
+/// Counts the same tool call made again and again ([`crate::config::KernelConfig::max_repeated_calls`]).
+#[derive(Default)]
+struct Repeats {
+    last: Option<(String, Value)>,
+    times: u64,
+}
+
+impl Repeats {
+    /// Counts `calls` in order; the call made `limit` times in a row, if one was.
+    fn count<'c>(&mut self, calls: &'c [ToolCall], limit: u64) -> Option<&'c ToolCall> {
+        let mut over = None;
+        for call in calls {
+            let same = self.last.as_ref().is_some_and(|(name, args)| *name == call.name && *args == call.arguments);
+            self.times = if same { self.times + 1 } else { 1 };
+            self.last = Some((call.name.clone(), call.arguments.clone()));
+            if limit > 0 && self.times >= limit && over.is_none() {
+                over = Some(call);
+            }
+        }
+        over
+    }
 }
 
 struct Loop<'a, E: Fn(EventKind)> {
@@ -503,8 +553,20 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         let mut usage = Usage::default();
         let finish = |reply: String, ended: TurnEnd, iterations: u32, trace: Vec<TraceEntry>, usage: Usage| {
             let fell_back = std::mem::take(&mut *self.fell_back.lock().expect("fallbacks lock"));
-            TurnResult { turn_id, session_id: self.session, reply, ended, iterations, trace, usage, fell_back }
+            TurnResult {
+                turn_id,
+                session_id: self.session,
+                reply,
+                ended,
+                iterations,
+                trace,
+                usage,
+                fell_back,
+                truncated: false,
+            }
         };
+        let mut repeats = Repeats::default();
+        let max_repeats = self.kernel.config().kernel.max_repeated_calls;
 
         for iteration in 1..=cap {
             // Only lazy and stable offers depend on what the session has loaded.
@@ -516,7 +578,6 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
             // The goal may have changed mid-turn (goal_update): read the agent again.
             let current = self.kernel.agents().get_by_id(self.agent.id).unwrap_or_else(|| self.agent.clone());
             let system = prompt::system_prompt(&current, skills.as_deref(), offer.context_line.as_deref());
-            (self.emit)(EventKind::ModelCall { iteration });
             let call = Call {
                 turn_id,
                 iteration,
@@ -531,15 +592,46 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
                 _ = self.cancel.cancelled() => return Ok(finish(String::new(), TurnEnd::Cancelled, iteration, trace, usage)),
                 reply = self.call_model(&call, &history, &mut view, &mut usage) => reply?,
             };
-            let assistant = Message::Assistant { content: reply.content.clone(), tool_calls: reply.tool_calls.clone() };
+            let (reply, max_tokens) = reply;
+            let mut content = reply.content.clone();
+            if reply.truncated && reply.tool_calls.is_empty() {
+                // Kept, and said: the person sees a cut reply as cut, the model its own cut.
+                content.get_or_insert_default().push_str(&truncation_note(max_tokens));
+            }
+            let assistant = Message::Assistant { content: content.clone(), tool_calls: reply.tool_calls.clone() };
             sessions.append(self.session, std::slice::from_ref(&assistant)).await?;
             history.push(Entry { seq: next_seq, message: assistant });
             next_seq += 1;
 
             if reply.tool_calls.is_empty() {
-                let text = reply.content.unwrap_or_default();
+                let text = content.unwrap_or_default();
                 (self.emit)(EventKind::Reply { text: text.clone() });
-                return Ok(finish(text, TurnEnd::Reply, iteration, trace, usage));
+                let truncated = reply.truncated;
+                return Ok(TurnResult { truncated, ..finish(text, TurnEnd::Reply, iteration, trace, usage) });
+            }
+            if let Some(repeated) = repeats.count(&reply.tool_calls, max_repeats) {
+                let note = format!(
+                    "The turn was stopped: `{}` was called {max_repeats} times in a row with the same arguments ([kernel] max_repeated_calls). Try another way, or ask for help.",
+                    repeated.name
+                );
+                // Every call gets its result, so the history stays one the model can go on from.
+                let results: Vec<Message> = reply
+                    .tool_calls
+                    .iter()
+                    .map(|c| Message::Tool {
+                        call_id: c.id.clone(),
+                        name: c.name.clone(),
+                        content: format!("not run: {note}"),
+                        is_error: true,
+                        image: None,
+                    })
+                    .collect();
+                sessions.append(self.session, &results).await?;
+                if let Err(e) = sessions.record_note(self.session, "RepeatedCall", &note).await {
+                    tracing::warn!(error = %e, "noting a repeated call in the session failed");
+                }
+                (self.emit)(EventKind::Reply { text: note.clone() });
+                return Ok(finish(note, TurnEnd::RepeatedCall, iteration, trace, usage));
             }
 
             let offered = Arc::new(Offered { mode: offer.mode, names: offer.names });
@@ -574,11 +666,16 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
     /// Remembers a window a refusal named (or, when it named none, half of what was refused).
     /// A refusal at the window already used means the estimate fell short (text that is all
     /// ids or base64 has more tokens per byte): the window is taken a quarter lower each time.
-    async fn learn_window(&self, limit: Option<u64>, refused_estimate: u64) -> u64 {
+    /// A refusal that also counted the prompt taught the estimate instead (the calibration):
+    /// when it names the window in use, that window stands.
+    async fn learn_window(&self, limit: Option<u64>, refused_estimate: u64, counted: bool) -> u64 {
         let mut learned = limit.unwrap_or(refused_estimate / 2);
         if let Some(used) = self.window()
             && learned >= used
         {
+            if counted && limit.is_some() {
+                return used;
+            }
             learned = used * 3 / 4;
         }
         let learned = learned.max(512);
@@ -599,7 +696,7 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         history: &[Entry],
         view: &mut View,
         usage: &mut Usage,
-    ) -> Result<crate::llm::ChatReply> {
+    ) -> Result<(crate::llm::ChatReply, u64)> {
         const RETRIES_FOR_LENGTH: u32 = 3;
         let on_delta = |delta: Delta<'_>| {
             (self.emit)(match delta {
@@ -620,17 +717,26 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         // The recall block is sent whole with this turn's messages, which are never compacted.
         let fixed = context::fixed_tokens(call.system, call.tools) + call.recall.map_or(0, context::estimate);
         let mut refusals = 0;
+        let mut announced = false;
         loop {
             let window = self.window();
             let max_reply = self.kernel.config().kernel.max_reply_tokens;
             let reserve = window.map_or(max_reply, |w| max_reply.min(w / 4));
+            let ratio = self.kernel.turns().calibration.ratio(self.provider().name(), self.model());
             // The provider may have changed (a fallback): it decides whether images go.
             let accepts_images = self.provider().accepts_images(self.model());
             if let Some(window) = window {
                 // Fitted with room for as many images as may be sent.
                 let images = if accepts_images { context::images_at_most(history, view) } else { 0 };
                 let fixed = fixed + images as u64 * context::IMAGE_TOKENS;
-                self.fit(call, history, view, fixed, window - reserve, usage).await?;
+                let room = Room { window, reserve, ratio };
+                match self.fit(call, history, view, fixed, &room, usage).await {
+                    // Our estimate is on the safe side: until the model's own count of a
+                    // request has calibrated it, a turn it finds too large goes anyway, once,
+                    // for the model to count (and serve, if it fits after all).
+                    Err(e) if e.kind == crate::error::ErrorKind::TooLarge && ratio.is_none() && refusals == 0 => {}
+                    other => other?,
+                }
             }
             let mut messages = context::build(history, view);
             let images = if accepts_images {
@@ -656,7 +762,13 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
                 accepts_images,
                 images: &images,
             };
-            let outcome = self.provider().chat(&chat, &on_delta).await;
+            if !std::mem::replace(&mut announced, true) {
+                (self.emit)(EventKind::ModelCall { iteration: call.iteration });
+            }
+            let mut outcome = self.provider().chat(&chat, &on_delta).await;
+            if let Ok(reply) = &mut outcome {
+                self.settle_usage(reply, estimate);
+            }
             let first_seq = history.iter().map(|e| e.seq).find(|&s| s > view.summary_through);
             let (reply_usage, kind) = match &outcome {
                 Ok(r) => (r.usage.clone(), "ok"),
@@ -668,20 +780,46 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
             match outcome {
                 Ok(reply) => {
                     add_usage(usage, &reply.usage);
-                    return Ok(reply);
+                    return Ok((reply, reserve));
                 }
                 Err(ChatError::GaveUp(error)) if self.fall_back(&error).await => {
                     // Whatever the failed provider streamed is void: the next one starts over.
                     (self.emit)(EventKind::ReplyReset { iteration: call.iteration });
                 }
-                Err(ChatError::ContextExceeded { limit, error }) if refusals < RETRIES_FOR_LENGTH => {
+                Err(ChatError::ContextExceeded { limit, counted, error }) if refusals < RETRIES_FOR_LENGTH => {
                     tracing::info!(error = %error.message, "the model refused the request as too long; compacting");
                     refusals += 1;
-                    self.learn_window(limit, estimate).await;
+                    if let Some(counted) = counted {
+                        self.kernel.turns().calibration.learn(self.provider().name(), self.model(), estimate, counted);
+                    }
+                    self.learn_window(limit, estimate, counted.is_some()).await;
                 }
                 Err(e) => return Err(e.into()),
             }
         }
+    }
+
+    /// A reply's usage as the provider reported it teaches how the model counts; a reply
+    /// that reports none (llama.cpp's server streams none) gets an estimate, marked so,
+    /// which budgets count like a report: from the request's `estimate` and the reply's size.
+    fn settle_usage(&self, reply: &mut crate::llm::ChatReply, estimate: u64) {
+        let (provider, model) = (self.provider().name(), self.model());
+        let calibration = &self.kernel.turns().calibration;
+        if reply.usage.input_tokens > 0 {
+            calibration.learn(provider, model, estimate, reply.usage.input_tokens);
+            return;
+        }
+        if reply.usage.output_tokens > 0 {
+            return;
+        }
+        let ratio = calibration.ratio(provider, model);
+        let written = Message::Assistant { content: reply.content.clone(), tool_calls: reply.tool_calls.clone() };
+        reply.usage = Usage {
+            input_tokens: context::Calibration::to_model(ratio, estimate),
+            output_tokens: context::Calibration::to_model(ratio, context::estimate(&written)),
+            estimated: true,
+            ..Usage::default()
+        };
     }
 
     /// Compacts the session's view until the request fits `budget` tokens: stubs first, then
@@ -692,9 +830,10 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         history: &[Entry],
         view: &mut View,
         fixed: u64,
-        budget: u64,
+        room: &Room,
         usage: &mut Usage,
     ) -> Result<()> {
+        let budget = context::Calibration::to_estimate(room.ratio, room.window - room.reserve);
         // A summary that comes out longer than planned is planned again; a few rounds at most.
         for _ in 0..4 {
             let next = match context::plan(history, view, call.turn_start, fixed, budget) {
@@ -704,12 +843,17 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
                     let summary = self.summarise(call.turn_id, &messages, budget, usage).await?;
                     View { id: None, summary: Some(summary), summary_through: through, stubbed_through }
                 }
-                Plan::TooLarge { needed, budget } => {
+                Plan::TooLarge { needed, .. } => {
+                    let needed = context::Calibration::to_model(room.ratio, needed);
+                    let counted = if room.ratio.is_some() { "as the model counts" } else { "by Kennel's estimate" };
                     return Err(Error::new(
-                        crate::error::ErrorKind::ResourceExhausted,
+                        crate::error::ErrorKind::TooLarge,
                         format!(
-                            "this turn's own messages, with the system prompt and tools, need about {needed} tokens, over the {budget} model `{}` has for them; send less at once (or set a larger [providers.{}.models.{}] context_tokens if the model has one)",
+                            "this turn's message is too long for model `{}`: with the system prompt and tools it is about {needed} tokens ({counted}), and the model's context window of {} tokens leaves {} once {} are kept for the reply; send a shorter message (or set a larger [providers.{}.models.{}] context_tokens if the model has one)",
                             self.model(),
+                            room.window,
+                            room.window - room.reserve,
+                            room.reserve,
                             self.provider().name(),
                             self.model()
                         ),
@@ -732,7 +876,7 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         match context::plan(history, view, call.turn_start, fixed, budget) {
             Plan::Fits => Ok(()),
             _ => Err(Error::new(
-                crate::error::ErrorKind::ResourceExhausted,
+                crate::error::ErrorKind::TooLarge,
                 format!(
                     "the conversation does not fit model `{}`'s context window even after compacting it four times; start a new session",
                     self.model()
@@ -788,6 +932,9 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
                 }
                 let chat = ChatRequest { model: self.model(), ..chat };
                 outcome = self.provider().chat(&chat, &ignore).await;
+            }
+            if let Ok(reply) = &mut outcome {
+                self.settle_usage(reply, estimate);
             }
             let (reply_usage, kind) = match &outcome {
                 Ok(r) => (r.usage.clone(), "ok"),

@@ -336,7 +336,13 @@ mod tests {
             first_seq: None,
             messages: 1,
             estimated_tokens: input,
-            tokens: Tokens { input_tokens: input, output_tokens: 1, cached_tokens: input / 2, cache_write_tokens: 3 },
+            tokens: Tokens {
+                input_tokens: input,
+                output_tokens: 1,
+                cached_tokens: input / 2,
+                cache_write_tokens: 3,
+                ..Default::default()
+            },
             outcome: "ok".into(),
             at: at.into(),
         }

@@ -26,6 +26,7 @@ impl Sum {
             output_tokens: self.output,
             cached_tokens: self.cached,
             cache_write_tokens: self.cache_write,
+            estimated: false,
         }
     }
 }
@@ -37,8 +38,8 @@ pub(super) async fn insert(db: &Db, calls: &[ModelCall]) -> Result<()> {
         db::query(
             "INSERT INTO model_calls (turn_id, agent_id, session_id, provider, model, purpose, compaction_id, first_seq,
                  messages, estimated_tokens, input_tokens, output_tokens, cached_tokens, cache_write_tokens, outcome,
-                 created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+                 created_at, usage_estimated)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
         )
         .bind(c.turn.to_string())
         .bind(c.agent.to_string())
@@ -56,6 +57,7 @@ pub(super) async fn insert(db: &Db, calls: &[ModelCall]) -> Result<()> {
         .bind(c.tokens.cache_write_tokens as i64)
         .bind(&c.outcome)
         .bind(&c.at)
+        .bind(i64::from(c.tokens.estimated))
         .execute(&mut tx)
         .await?;
     }

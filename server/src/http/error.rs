@@ -32,12 +32,15 @@ pub struct ErrorBody {
 
 #[derive(Serialize, ToSchema)]
 struct ErrorDetail {
-    /// `NotFound`, `Forbidden`, `InvalidArguments`, `ResourceExhausted`, `Timeout`,
-    /// `Conflict`, `Unavailable`, `Failed`, `Internal` or `Unauthorized`.
+    /// `NotFound`, `Forbidden`, `InvalidArguments`, `ResourceExhausted`, `TooLarge`,
+    /// `Timeout`, `Conflict`, `Unavailable`, `Failed`, `Internal` or `Unauthorized`.
     kind: &'static str,
     message: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     fields: Vec<kennel_kernel::error::FieldError>,
+    /// The session of a turn that failed: its message is stored there, to retry in it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session_id: Option<uuid::Uuid>,
 }
 
 impl IntoResponse for ApiError {
@@ -46,11 +49,19 @@ impl IntoResponse for ApiError {
         let (status, detail) = match self {
             ApiError::Kernel(e) => {
                 refused = Some(crate::actions::Refused::of(&e));
-                (status_for(e.kind), ErrorDetail { kind: e.kind.as_str(), message: e.message, fields: e.fields })
+                (
+                    status_for(e.kind),
+                    ErrorDetail {
+                        kind: e.kind.as_str(),
+                        message: e.message,
+                        fields: e.fields,
+                        session_id: e.session_id,
+                    },
+                )
             }
             ApiError::Unauthorized(message) => (
                 StatusCode::UNAUTHORIZED,
-                ErrorDetail { kind: "Unauthorized", message: message.into(), fields: Vec::new() },
+                ErrorDetail { kind: "Unauthorized", message: message.into(), fields: Vec::new(), session_id: None },
             ),
         };
         let mut response = (status, Json(ErrorBody { error: detail })).into_response();

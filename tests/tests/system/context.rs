@@ -133,8 +133,11 @@ async fn a_configured_window_compacts_before_any_refusal_and_stubs_old_tool_resu
     assert!(detail.body["compactions"][0]["stubbed"].as_i64().unwrap() >= 1, "{}", detail.text);
 }
 
+/// Kennel's estimate is on the safe side, so a turn it finds too large goes to the model once
+/// to be counted; the refusal's count calibrates the estimate, and the turn is answered 413
+/// with the sizes. The next such turn is refused without a request.
 #[tokio::test]
-async fn a_turn_too_large_for_the_window_on_its_own_is_refused_with_what_to_do() {
+async fn a_turn_too_large_for_the_window_on_its_own_is_413_with_the_sizes_once_the_model_counted() {
     let llm = FakeLlm::start().await;
     let config =
         format!("{}[providers.fake.models.small]\ncontext_tokens = 1000\n", llm.provider_config("fake", "openai"));
@@ -142,11 +145,22 @@ async fn a_turn_too_large_for_the_window_on_its_own_is_refused_with_what_to_do()
     let token = home.token("t").await;
     let d = home.start().await;
     let api = d.api(&token);
+    llm.set_context_limit(Some(1000));
     let id = agent_from(&api, json!({"name": "small", "model": "small"})).await;
     let reply = say(&api, &id, None, &"long words ".repeat(1000)).await;
-    assert_eq!(reply.status, 429, "{}", reply.text);
-    assert!(reply.error_message().contains("this turn's own messages"), "{}", reply.text);
-    assert!(llm.requests().is_empty(), "nothing was sent that could not fit");
+    assert_eq!(reply.status, 413, "{}", reply.text);
+    let message = reply.error_message();
+    assert!(
+        message.contains("this turn's message is too long") && message.contains("window of 1000 tokens"),
+        "{message}"
+    );
+    assert!(message.contains("(as the model counts)"), "the refusal's count was learned: {message}");
+    assert_eq!(llm.requests().len(), 1, "sent once, to be counted");
+    assert!(reply.body["error"]["session_id"].is_string(), "the session the message is kept in: {}", reply.text);
+
+    let again = say(&api, &id, None, &"more long words ".repeat(1000)).await;
+    assert_eq!(again.status, 413, "{}", again.text);
+    assert_eq!(llm.requests().len(), 1, "known too large: nothing sent");
 }
 
 #[tokio::test]

@@ -34,6 +34,7 @@ mod operator_actions;
 mod postgres;
 mod processes;
 mod providers;
+mod real_model;
 mod restart;
 mod schedule_clock;
 mod schedules;
