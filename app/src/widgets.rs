@@ -208,6 +208,7 @@ pub fn origin_names(origin: &kennel_kernel::session::Origin) -> (String, String)
         Origin::Agent(a) => (format!("From agent {a}"), format!("Agent {a}")),
         Origin::A2a { owner, context } => (format!("A2A {context} ({owner})"), "A2A client".into()),
         Origin::Channel { channel, chat } => (format!("{channel} · {chat}"), "Channel conversation".into()),
+        Origin::Key(key) => (format!("API session {key}"), "API client".into()),
         Origin::Other(label) => (label.clone(), "Sender".into()),
     }
 }

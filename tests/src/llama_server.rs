@@ -74,16 +74,22 @@ impl LlamaServer {
 
     /// A `[providers.NAME]` section for this server: no key, streaming or not, `settings`
     /// (lines of the section), and the model's window configured as a person would from the
-    /// server's `--n_ctx`.
+    /// server's `--n_ctx` (see [`LlamaServer::unconfigured_provider`] for one left to learn).
     pub fn provider_config(&self, name: &str, stream: bool, settings: &str) -> String {
-        let mut config = format!(
-            "[providers.{name}]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key_env = \"\"\nstream = {stream}\n{settings}",
-            self.base_url()
-        );
+        let mut config = self.unconfigured_provider(name, stream, settings);
         for model in ["smollm2", "smollm2-tools"] {
             config += &format!("[providers.{name}.models.{model}]\ncontext_tokens = {WINDOW}\n");
         }
         config
+    }
+
+    /// [`LlamaServer::provider_config`] without the model's window: Kennel learns it from the
+    /// server's first refusal.
+    pub fn unconfigured_provider(&self, name: &str, stream: bool, settings: &str) -> String {
+        format!(
+            "[providers.{name}]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key_env = \"\"\nstream = {stream}\n{settings}",
+            self.base_url()
+        )
     }
 
     /// What the server logged so far (for a failing test's message).

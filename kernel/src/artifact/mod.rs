@@ -101,8 +101,12 @@ impl ArtifactStore {
     }
 }
 
+/// The tool that reads artifacts.
+pub const READ_TOOL: &str = "read_artifact";
+
 /// `read_artifact(artifact_id, offset?, length?)`: every agent may call it, granted or not and
 /// in every tool mode, so a spill placeholder never points at a tool the agent cannot call.
+/// A turn offers it once its session holds a spilled result (stable mode: always).
 pub struct ReadArtifact;
 
 #[derive(Deserialize, JsonSchema)]
@@ -122,7 +126,7 @@ impl Tool for ReadArtifact {
 
     fn def(&self) -> ToolDef {
         ToolDef::new(
-            "read_artifact",
+            READ_TOOL,
             "meta",
             "Read part of one of your spilled tool results by artifact id, offset and length.",
         )

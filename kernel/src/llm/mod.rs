@@ -361,6 +361,12 @@ impl Provider {
         self.api_key().is_ok()
     }
 
+    /// Refuses, with what to set, when the key this provider needs is missing: checked before
+    /// a turn stores anything.
+    pub fn ensure_key(&self) -> Result<()> {
+        self.api_key().map(|_| ())
+    }
+
     fn api_key(&self) -> Result<Option<String>> {
         let Some(var) = self.api_key_env() else { return Ok(None) };
         match std::env::var(var) {
@@ -798,6 +804,14 @@ mod tests {
         let stored = serde_json::to_string(&with).unwrap();
         assert!(stored.ends_with(r#""image":{"path":"s/a.png","media_type":"image/png"}}"#), "{stored}");
         assert_eq!(serde_json::from_str::<Message>(&stored).unwrap(), with);
+    }
+
+    #[test]
+    fn a_500_that_says_the_request_breaks_the_schema_is_told_apart() {
+        let pydantic = r#"{"error":{"message":"7 validation errors:\n {'msg': 'Input should be a valid string'}"}}"#;
+        assert!(super::is_schema_refusal(500, pydantic));
+        assert!(!super::is_schema_refusal(503, pydantic), "503 says itself it passes");
+        assert!(!super::is_schema_refusal(500, r#"{"error":{"message":"out of memory"}}"#));
     }
 
     #[test]

@@ -45,6 +45,8 @@ pub enum Origin {
     A2a { owner: String, context: String },
     /// A conversation on a channel: the channel's name and the platform's chat id.
     Channel { channel: String, chat: String },
+    /// An API client's session of its own key (`"session": "support-42"` in a message).
+    Key(String),
     /// A label of no known form.
     Other(String),
 }
@@ -62,6 +64,7 @@ impl Origin {
             Origin::Agent(name) => format!("from agent {name}"),
             Origin::A2a { owner, context } => format!("a2a:{owner}:{context}"),
             Origin::Channel { channel, chat } => format!("channel {channel}:{chat}"),
+            Origin::Key(key) => format!("key {key}"),
             Origin::Other(label) => label.clone(),
         })
     }
@@ -82,6 +85,8 @@ impl Origin {
             Origin::Trigger(event)
         } else if let Some(name) = rest("from agent ") {
             Origin::Agent(name)
+        } else if let Some(key) = rest("key ") {
+            Origin::Key(key)
         } else if let Some((channel, chat)) = rest("channel ").as_deref().and_then(|c| c.split_once(':')) {
             // A channel's name has no `:`; the chat id is the rest.
             Origin::Channel { channel: channel.to_string(), chat: chat.to_string() }
@@ -161,6 +166,8 @@ pub struct Sessions {
 }
 
 const MAX_LABEL: usize = 200;
+/// The longest session key a client may choose (its label, `key …`, stays within [`MAX_LABEL`]).
+pub const MAX_KEY: usize = 100;
 
 impl Sessions {
     pub(crate) fn new(db: Db) -> Sessions {
@@ -197,6 +204,18 @@ impl Sessions {
             Some(session) => Ok(session),
             None => self.create(agent_id, Some(label)).await,
         }
+    }
+
+    /// The agent's session of a client's own key, opened if it does not exist yet. A key is
+    /// 1 to [`MAX_KEY`] characters with no control characters.
+    pub async fn keyed(&self, agent_id: AgentId, key: &str) -> Result<Session> {
+        if key.is_empty() || crate::text::longer_than(key, MAX_KEY) || key.chars().any(char::is_control) {
+            return Err(Error::invalid(format!(
+                "a session is an id or a key of 1 to {MAX_KEY} characters without control characters"
+            ))
+            .with_field("session"));
+        }
+        self.labelled(agent_id, &Origin::Key(key.to_string())).await
     }
 
     /// The sessions opened for `origin` by any agent, oldest first (the wake-ups of a task).

@@ -9,7 +9,8 @@
 //!
 //! The always-offered set is every tool with a built-in grant (`read_artifact`, so a spill
 //! placeholder never names a tool the model was not given) and `memory_semantic_search` and
-//! `ask_user` where the agent may use them.
+//! `ask_user` where the agent may use them. A turn in `all` or `lazy` mode leaves
+//! `read_artifact` out until its session holds a spilled result (`crate::turn`).
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -48,6 +49,14 @@ pub struct Offer {
     pub names: HashSet<String>,
     /// Stable mode's `Tools (call through run_tool): …` line for the system prompt.
     pub context_line: Option<String>,
+}
+
+impl Offer {
+    /// Leaves `name` out of the offer (a call of it is then refused like any tool not offered).
+    pub fn remove(&mut self, name: &str) {
+        self.specs.retain(|s| s.name != name);
+        self.names.remove(name);
+    }
 }
 
 /// Builds the offer for `agent` in its tool mode, for a turn of `turn`'s scope (a headless

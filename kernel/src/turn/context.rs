@@ -421,6 +421,27 @@ mod tests {
     use crate::llm::ToolCall;
     use serde_json::json;
 
+    #[test]
+    fn calibration_learns_how_a_model_counts_and_ignores_counts_that_are_not_of_the_text() {
+        let c = Calibration::default();
+        assert_eq!(c.ratio("p", "m"), None);
+        assert_eq!(Calibration::to_estimate(None, 2048), 2048, "unlearned, the estimate stands");
+        // SmolLM2: 6,000 bytes (2,000 of ours) counted as 1,200 tokens.
+        c.learn("p", "m", 2_000, 1_200);
+        let ratio = c.ratio("p", "m").unwrap();
+        assert!((ratio - 2_000.0 / 1_200.0).abs() < 1e-9, "{ratio}");
+        assert_eq!(Calibration::to_estimate(Some(ratio), 1_200), 1_800, "a tenth held back");
+        assert_eq!(Calibration::to_model(Some(ratio), 2_000), 1_200);
+        // A fixed usage of 10 tokens, or a tiny request, teaches nothing.
+        c.learn("p", "m", 2_000, 10);
+        c.learn("p", "m", 40, 30);
+        assert_eq!(c.ratio("p", "m"), Some(ratio));
+        // The latest count weighs three quarters; other models are apart.
+        c.learn("p", "m", 1_000, 1_000);
+        assert!((c.ratio("p", "m").unwrap() - (ratio + 3.0) / 4.0).abs() < 1e-9);
+        assert_eq!(c.ratio("p", "other"), None);
+    }
+
     fn user(seq: i64, text: &str) -> Entry {
         Entry { seq, message: Message::User { content: text.into() } }
     }

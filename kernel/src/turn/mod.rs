@@ -294,6 +294,7 @@ pub(crate) async fn run_here(kernel: &Kernel, agent: Arc<Agent>, req: TurnReques
     agent.ensure_running()?;
     // Configuration problems are reported before anything is stored.
     let provider = kernel.provider_for(&agent)?;
+    provider.ensure_key()?;
     let model = agent.manifest.model.clone().ok_or_else(|| {
         Error::unavailable(format!("agent `{}` has no model: set `model` in its agent type", agent.name))
     })?;
@@ -409,6 +410,12 @@ fn add_usage(total: &mut Usage, more: &Usage) {
     total.output_tokens += more.output_tokens;
     total.cached_tokens += more.cached_tokens;
     total.estimated |= more.estimated;
+}
+
+/// Whether a tool result of the session points at the artifact store (a spill placeholder, or
+/// a compaction stub of one): then `read_artifact` has something to read.
+fn holds_spilled_result(history: &[Entry]) -> bool {
+    history.iter().any(|e| matches!(&e.message, Message::Tool { content, .. } if content.contains("\"artifact_id\"")))
 }
 
 /// The note a reply cut at its token limit ends with, for the person and, in the history,
@@ -574,7 +581,13 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
                 crate::agent::ToolMode::All => Vec::new(),
                 _ => sessions.loaded_tools(self.session).await?,
             };
-            let offer = modes::offer(&self.kernel.tools(), self.agent, &loaded, self.req.scope());
+            let mut offer = modes::offer(&self.kernel.tools(), self.agent, &loaded, self.req.scope());
+            if offer.mode != crate::agent::ToolMode::Stable && !holds_spilled_result(&history) {
+                // Nothing to read yet: a type with no tools is offered none (a server whose
+                // function-calling format forces a call would make one). Stable mode keeps
+                // its bytes the same on every turn.
+                offer.remove(crate::artifact::READ_TOOL);
+            }
             // The goal may have changed mid-turn (goal_update): read the agent again.
             let current = self.kernel.agents().get_by_id(self.agent.id).unwrap_or_else(|| self.agent.clone());
             let system = prompt::system_prompt(&current, skills.as_deref(), offer.context_line.as_deref());
@@ -1075,6 +1088,26 @@ mod tests {
         {
             assert!(!person(headless.clone()), "{headless:?}");
         }
+    }
+
+    #[test]
+    fn the_same_call_with_the_same_arguments_is_counted_across_replies() {
+        let call = |name: &str, args: Value| ToolCall { id: "c".into(), name: name.into(), arguments: args };
+        let mut repeats = Repeats::default();
+        let same = [call("t", serde_json::json!({"a": 1}))];
+        assert!(repeats.count(&same, 3).is_none());
+        assert!(repeats.count(&same, 3).is_none());
+        assert_eq!(repeats.count(&same, 3).map(|c| c.name.as_str()), Some("t"), "the third in a row");
+        let mut repeats = Repeats::default();
+        for _ in 0..5 {
+            assert!(repeats.count(&same, 0).is_none(), "0: never");
+        }
+        let mut repeats = Repeats::default();
+        let other = [call("t", serde_json::json!({"a": 2}))];
+        for reply in [&same, &other, &same, &other] {
+            assert!(repeats.count(reply, 2).is_none(), "other arguments break the run");
+        }
+        assert!(repeats.count(&[same[0].clone(), same[0].clone()], 2).is_some(), "within one reply too");
     }
 
     #[tokio::test]

@@ -223,8 +223,12 @@ struct MessageBody {
     /// What to tell the agent; not blank.
     #[schema(pattern = r"[^ \t\n\r\f\v]")]
     message: String,
-    /// Continue this session; without it a new session is opened (its id is in the answer).
-    session: Option<uuid::Uuid>,
+    /// Continue this session: its id, or a key of the client's choosing (1 to 100 characters,
+    /// no control characters), which names the agent's session of that key and opens it with
+    /// the first message that uses it. Without it a new session is opened (its id is in the
+    /// answer).
+    #[schema(min_length = 1, max_length = 100)]
+    session: Option<String>,
 }
 
 /// Sends the agent a message and runs a turn: the model is called, tool calls go through the
@@ -237,7 +241,9 @@ struct MessageBody {
         (status = 200, description = "The turn's reply, session and trace", body = TurnResult),
         (status = 404, description = "No such agent or session"),
         (status = 409, description = "The agent is stopped"),
-        (status = 429, description = "The provider refused for now (rate limit)"),
+        (status = 413, description = "The message is too long for the model's context window (the message says both sizes)"),
+        (status = 422, description = "A blank message, or a session key that is empty, too long or holds control characters"),
+        (status = 429, description = "The provider refused for now (rate limit), or a budget is spent"),
         (status = 502, description = "The provider answered with an error"),
         (status = 503, description = "No provider, model or API key configured for the agent"),
         (status = 504, description = "The provider did not answer in time"),
@@ -249,7 +255,13 @@ async fn send_message(
     JsonBody(body): JsonBody<MessageBody>,
 ) -> ApiResult<Json<TurnResult>> {
     let mut req = TurnRequest::new(body.message, caller);
-    req.session = body.session;
+    req.session = match body.session {
+        None => None,
+        Some(session) => match uuid::Uuid::parse_str(&session) {
+            Ok(id) => Some(id),
+            Err(_) => Some(kernel.sessions().keyed(kernel.agents().get(&id)?.id, &session).await?.id),
+        },
+    };
     Ok(Json(kernel.send_message(&id, req).await?))
 }
 

@@ -629,6 +629,12 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     let a2a_session = api.get(&format!("/api/agents/{frontdesk}/sessions")).await.body[0]["id"].clone();
     let a2a_page = format!("/agents/{frontdesk}?session={}", a2a_session.as_str().expect("a session"));
     check(&b, &format!("/agents/{frontdesk}"), Shows::First).await;
+    // An API client's session key (the session's label), on another agent's page.
+    let keyholder = agent_from(&api, json!({"name": "keyholder", "model": "m"})).await;
+    let keyed = json!({"message": corpus, "session": PAYLOADS[0]});
+    let keyed = api.post(&format!("/api/agents/{keyholder}/messages"), keyed).await;
+    assert_eq!(keyed.status, 200, "{}", keyed.text);
+    check(&b, &format!("/agents/{keyholder}"), Shows::First).await;
 
     // Canvases and workspace files.
     check(&b, &format!("/canvas/{painter}/1"), Shows::Titles).await;

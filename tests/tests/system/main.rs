@@ -29,6 +29,7 @@ mod location;
 mod mcp;
 mod media;
 mod memory;
+mod model_calls;
 mod openapi;
 mod operator_actions;
 mod postgres;

@@ -142,20 +142,25 @@ async fn a_reply_cut_at_its_token_limit_says_so() {
     assert_eq!(stored.body[1]["content"].as_str(), Some(reply), "the model sees its own reply as cut");
 }
 
-/// Item 2: a chat that outgrows the 2,048-token window survives by compaction, streaming or
-/// not. Streaming, this server answers an over-long prompt with 200 and an empty body: Kennel
-/// asks again without streaming and reads the refusal.
+/// Item 2: a chat that outgrows the 2,048-token window nobody configured survives by
+/// compaction, streaming or not: the server's refusal teaches the window. Streaming, this
+/// server answers an over-long prompt with 200 and an empty body: Kennel asks again without
+/// streaming and reads the refusal.
 #[tokio::test]
 async fn a_chat_that_outgrows_the_window_is_compacted_streaming_or_not() {
     let Some(server) = LlamaServer::start("a_chat_that_outgrows_the_window_is_compacted_streaming_or_not").await else {
         return;
     };
     for stream in [true, false] {
-        let (_home, _d, api) = daemon(&server, stream, "[kernel]\nmax_reply_tokens = 48\n").await;
+        let config = format!("{}[kernel]\nmax_reply_tokens = 48\n", server.unconfigured_provider("local", stream, ""));
+        let home = Home::with_config(&config);
+        let token = home.token("t").await;
+        let daemon = home.start().await;
+        let api = daemon.api(&token);
         let id = agent(&api, "listener", "smollm2", json!([]), json!({})).await;
         let mut session: Option<String> = None;
-        // About 420 of the model's tokens a message: the seventh does not fit with the rest.
-        for turn in 0..7 {
+        // About 420 of the model's tokens a message: the fifth or sixth does not fit with the rest.
+        for turn in 0..6 {
             let said = say(&api, &id, session.as_deref(), &format!("Remember this: {}", prose(300, turn))).await;
             assert_eq!(said.status, 200, "stream = {stream}, turn {turn}: {}", said.text);
             session = Some(said.body["session_id"].as_str().unwrap().to_string());
