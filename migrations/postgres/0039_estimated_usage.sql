@@ -1,3 +1,3 @@
 -- Model calls whose provider reported no usage (llama.cpp's server streams none): their
 -- tokens are Kennel's estimate (issue 44).
-ALTER TABLE model_calls ADD COLUMN usage_estimated INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE model_calls ADD COLUMN usage_estimated BIGINT NOT NULL DEFAULT 0;

@@ -143,6 +143,9 @@ struct Shared {
     first_pieces: Mutex<Vec<std::time::Instant>>,
     /// The usage each reply reports: input tokens (cached ones among them), cached, output.
     usage: Mutex<(u64, u64, u64)>,
+    /// Report as input tokens what the context limit counts of the request (its reply's room
+    /// left out), as a real provider reports what its tokenizer counted.
+    counted_usage: std::sync::atomic::AtomicBool,
     /// Of the input tokens, how many an Anthropic reply says it wrote into the prompt cache.
     cache_writes: Mutex<u64>,
     /// Chat requests being answered now, and the most there ever were at once.
@@ -151,8 +154,14 @@ struct Shared {
 }
 
 impl Shared {
-    fn usage(&self) -> (u64, u64, u64) {
-        *self.usage.lock().expect("usage")
+    /// The usage a reply to `body` reports.
+    fn usage(&self, body: &Value) -> (u64, u64, u64) {
+        let (input, cached, output) = *self.usage.lock().expect("usage");
+        if self.counted_usage.load(std::sync::atomic::Ordering::SeqCst) {
+            let counted = chat_tokens(body) - body["max_tokens"].as_u64().unwrap_or(0);
+            return (counted, cached.min(counted), output);
+        }
+        (input, cached, output)
     }
 
     fn cache_writes(&self) -> u64 {
@@ -262,6 +271,12 @@ impl FakeLlm {
     /// `prompt_tokens`, Anthropic apart from `input_tokens`).
     pub fn set_usage(&self, input: u64, cached: u64, output: u64) {
         *self.shared.usage.lock().expect("usage") = (input, cached, output);
+    }
+
+    /// Report the request's own size as its input tokens, as the context limit counts it (a
+    /// token per four bytes of what the model reads), instead of [`FakeLlm::set_usage`]'s.
+    pub fn report_counted_usage(&self) {
+        self.shared.counted_usage.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Of [`FakeLlm::set_usage`]'s input tokens, `written` went into the prompt cache: an
@@ -504,7 +519,7 @@ async fn openai(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(body
         .map(|(i, (name, args))| (format!("call_{i}_{}", uuid_like()), name.clone(), args.to_string()))
         .collect();
     let finish = if calls.is_empty() { "stop" } else { "tool_calls" };
-    let (input, cached, output) = shared.usage();
+    let (input, cached, output) = shared.usage(&body);
     let usage = json!({"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output,
                        "prompt_tokens_details": {"cached_tokens": cached}});
     if body["stream"] == json!(true) {
@@ -576,7 +591,7 @@ async fn anthropic(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(b
         .map(|(i, (name, args))| (format!("toolu_{i}_{}", uuid_like()), name, args))
         .collect();
     let stop = if calls.is_empty() { "end_turn" } else { "tool_use" };
-    let (input, cached, output) = shared.usage();
+    let (input, cached, output) = shared.usage(&body);
     let written = shared.cache_writes();
     if body["stream"] == json!(true) {
         let event = |name: &str, data: Value| format!("event: {name}\ndata: {data}\n\n");

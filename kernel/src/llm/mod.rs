@@ -445,10 +445,11 @@ impl Provider {
             ProviderKind::Anthropic => anthropic::request_body(req, stream),
         };
         let mut body = body_for(stream);
-        // `timeout_secs` bounds the whole call, retries and backoff included: an attempt
-        // waiting for its answer is cut at the deadline and none starts after it. A reply
-        // that streams steadily runs on (each piece must come within `timeout_secs`).
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(self.config.timeout_secs);
+        // `timeout_secs` bounds the whole call, retries and backoff included, from when it
+        // first has a place (`max_in_flight`): an attempt waiting for its answer is cut at the
+        // deadline and none starts after it. A reply that streams steadily runs on (each
+        // piece must come within `timeout_secs`).
+        let mut deadline = None;
         let mut attempt = 0;
         let mut shown = false;
         // The last refusal's status and body: the same server error twice is not a passing one.
@@ -465,6 +466,8 @@ impl Provider {
             }
             let outcome = {
                 let _place = self.place(on_delta).await;
+                let deadline = *deadline
+                    .get_or_insert_with(|| tokio::time::Instant::now() + Duration::from_secs(self.config.timeout_secs));
                 match tokio::time::timeout_at(deadline, builder.send()).await {
                     Err(_) => Err(Failure::fatal(self.out_of_time(attempt + 1))),
                     Ok(Ok(res)) => match self.accepted(res).await {
@@ -505,7 +508,7 @@ impl Provider {
                 return Err(ChatError::GaveUp(error));
             }
             let backoff = crate::net::retry::backoff(attempt, retry_after);
-            if tokio::time::Instant::now() + backoff >= deadline {
+            if deadline.is_some_and(|d| tokio::time::Instant::now() + backoff >= d) {
                 let message = format!("{}; {}", error.message, self.out_of_time(attempt + 1).message);
                 return Err(ChatError::GaveUp(Error::new(ErrorKind::Timeout, message)));
             }

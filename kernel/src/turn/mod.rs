@@ -294,10 +294,10 @@ pub(crate) async fn run_here(kernel: &Kernel, agent: Arc<Agent>, req: TurnReques
     agent.ensure_running()?;
     // Configuration problems are reported before anything is stored.
     let provider = kernel.provider_for(&agent)?;
-    provider.ensure_key()?;
     let model = agent.manifest.model.clone().ok_or_else(|| {
         Error::unavailable(format!("agent `{}` has no model: set `model` in its agent type", agent.name))
     })?;
+    provider.ensure_key()?;
     let mut route = vec![(provider, model)];
     for f in &agent.manifest.fallbacks {
         match f.provider.as_deref().map_or(Some(provider), |name| kernel.provider_named(name)) {
@@ -780,7 +780,8 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
             }
             let mut outcome = self.provider().chat(&chat, &on_delta).await;
             if let Ok(reply) = &mut outcome {
-                self.settle_usage(reply, estimate);
+                // Images are counted at a fixed guess: a call with any teaches nothing.
+                self.settle_usage(reply, estimate, images.is_empty());
             }
             let first_seq = history.iter().map(|e| e.seq).find(|&s| s > view.summary_through);
             let (reply_usage, kind) = match &outcome {
@@ -812,14 +813,17 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         }
     }
 
-    /// A reply's usage as the provider reported it teaches how the model counts; a reply
-    /// that reports none (llama.cpp's server streams none) gets an estimate, marked so,
-    /// which budgets count like a report: from the request's `estimate` and the reply's size.
-    fn settle_usage(&self, reply: &mut crate::llm::ChatReply, estimate: u64) {
+    /// A reply's usage as the provider reported it teaches how the model counts (when
+    /// `calibrate`); a reply that reports none (llama.cpp's server streams none) gets an
+    /// estimate, marked so, which budgets count like a report: from the request's `estimate`
+    /// and the reply's size.
+    fn settle_usage(&self, reply: &mut crate::llm::ChatReply, estimate: u64, calibrate: bool) {
         let (provider, model) = (self.provider().name(), self.model());
         let calibration = &self.kernel.turns().calibration;
         if reply.usage.input_tokens > 0 {
-            calibration.learn(provider, model, estimate, reply.usage.input_tokens);
+            if calibrate {
+                calibration.learn(provider, model, estimate, reply.usage.input_tokens);
+            }
             return;
         }
         if reply.usage.output_tokens > 0 {
@@ -947,7 +951,7 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
                 outcome = self.provider().chat(&chat, &ignore).await;
             }
             if let Ok(reply) = &mut outcome {
-                self.settle_usage(reply, estimate);
+                self.settle_usage(reply, estimate, true);
             }
             let (reply_usage, kind) = match &outcome {
                 Ok(r) => (r.usage.clone(), "ok"),

@@ -33,6 +33,8 @@ async fn all_mode_sends_every_granted_tool_and_no_stable_machinery() {
         .filter(|t| t["availability"]["state"] == "registered")
         .map(|t| t["name"].as_str().unwrap().to_string())
         .filter(|n| n != "find_tools" && n != "run_tool")
+        // Nothing spilled yet: nothing to read back.
+        .filter(|n| n != "read_artifact")
         // An API turn has no person present to answer (`ask.rs` tests that exclusion).
         .filter(|n| n != "ask_user")
         .collect();
@@ -59,12 +61,12 @@ async fn lazy_mode_sends_meta_tools_then_what_the_session_loaded() {
     assert_eq!(trace, ["Forbidden", "ok", "ok"]);
     assert!(first.body["trace"][0]["summary"].as_str().unwrap().contains("tool_load(name=\"system_time\")"));
     let sent = llm.requests();
-    // read_artifact comes in every mode: a spilled result must always be readable.
-    assert_eq!(sent[0].tool_names(), ["read_artifact", "tool_search", "tool_load"]);
+    // read_artifact comes once the session holds a spilled result (stable mode: always).
+    assert_eq!(sent[0].tool_names(), ["tool_search", "tool_load"]);
     assert!(sent[2].body["messages"][5]["content"].as_str().unwrap().contains("\"system_time\""), "search found it");
 
     // Loaded: the next model call carries its schema and the call runs.
-    assert_eq!(sent[3].tool_names(), ["system_time", "read_artifact", "tool_search", "tool_load"]);
+    assert_eq!(sent[3].tool_names(), ["system_time", "tool_search", "tool_load"]);
     llm.push(Scripted::call("system_time", json!({}))).push(Scripted::text("noon"));
     let second = say(&api, &id, "now call it", Some(&session)).await;
     assert_eq!(second.body["trace"][0]["outcome"], "ok");
@@ -72,7 +74,7 @@ async fn lazy_mode_sends_meta_tools_then_what_the_session_loaded() {
     // Another session starts lazy again.
     llm.push(Scripted::text("fresh"));
     say(&api, &id, "new chat", None).await;
-    assert_eq!(llm.requests().last().unwrap().tool_names(), ["read_artifact", "tool_search", "tool_load"]);
+    assert_eq!(llm.requests().last().unwrap().tool_names(), ["tool_search", "tool_load"]);
 }
 
 #[tokio::test]

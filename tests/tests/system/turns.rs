@@ -32,7 +32,7 @@ async fn a_turn_calls_a_tool_and_replies_over_the_openai_protocol() {
     assert_eq!(sent.len(), 2);
     assert_eq!(sent[0].body["model"], "gpt-test");
     assert_eq!(sent[0].system(), "You tell the time.");
-    assert_eq!(sent[0].tool_names(), ["system_time", "read_artifact"], "read_artifact is every agent's");
+    assert_eq!(sent[0].tool_names(), ["system_time"], "read_artifact only once something spilled");
     assert_eq!(sent[0].body["messages"][1], json!({"role": "user", "content": "What time is it?"}));
     // The second call carries the tool's result as the model is meant to see it.
     let tool_msg = &sent[1].body["messages"][3];
