@@ -46,10 +46,15 @@ pub struct UsagePage {
     pub calls_kept_days: u64,
 }
 
-/// "1,234 tokens · $0.0123" (the cost only where prices are known).
+/// "1,234 tokens · $0.0123" (the cost only where prices are known), and how many calls'
+/// tokens are estimates (a provider that reported none).
 fn caption(l: &Line) -> String {
     let cost = if l.unpriced_calls == l.calls { String::new() } else { format!(" · {}", dollars(l.cost_usd)) };
-    format!("{} tokens{cost}", tokens(l.tokens()))
+    let estimated = match l.estimated_calls {
+        0 => String::new(),
+        n => format!(" · {n} of {} calls estimated", l.calls),
+    };
+    format!("{} tokens{cost}{estimated}", tokens(l.tokens()))
 }
 
 /// Bars by cost when every call had a price, else by tokens.

@@ -80,6 +80,8 @@ pub struct Line {
     pub cost_usd: f64,
     /// Calls of models config.toml gives no prices for.
     pub unpriced_calls: u64,
+    /// Calls whose provider reported no usage: their tokens are Kennel's estimate.
+    pub estimated_calls: u64,
 }
 
 impl Line {
@@ -93,6 +95,7 @@ impl Line {
         self.cached_tokens += row.cached;
         self.cache_write_tokens += row.cache_write;
         self.output_tokens += row.output;
+        self.estimated_calls += row.estimated;
         match prices {
             Some(p) => self.cost_usd += p.cost(&row.tokens()),
             None => self.unpriced_calls += row.calls,
@@ -341,7 +344,8 @@ mod tests {
                 output_tokens: 1,
                 cached_tokens: input / 2,
                 cache_write_tokens: 3,
-                ..Default::default()
+                // Some calls' tokens are estimates: their count survives the roll-up too.
+                estimated: input % 2 == 1,
             },
             outcome: "ok".into(),
             at: at.into(),
@@ -349,11 +353,13 @@ mod tests {
     }
 
     /// Every report's figures, comparable.
-    async fn figures(db: &Db) -> Vec<Vec<(String, String, String, u64, u64, u64, u64, u64)>> {
+    async fn figures(db: &Db) -> Vec<Vec<(String, String, String, [u64; 6])>> {
         let as_rows = |sums: Vec<store::Sum>| {
             let mut rows: Vec<_> = sums
                 .into_iter()
-                .map(|s| (s.key, s.provider, s.model, s.calls, s.input, s.cached, s.cache_write, s.output))
+                .map(|s| {
+                    (s.key, s.provider, s.model, [s.calls, s.input, s.cached, s.cache_write, s.output, s.estimated])
+                })
                 .collect();
             rows.sort();
             rows
@@ -381,6 +387,8 @@ mod tests {
         ];
         store::insert(&db, &calls).await.unwrap();
         let before = figures(&db).await;
+        let estimated: u64 = before[1].iter().map(|(.., f)| f[5]).sum();
+        assert_eq!(estimated, 2, "the calls of 7 and 5 tokens were estimated");
 
         assert_eq!(roll_up(&db, "2026-03-01T00:00:00.000Z").await.unwrap(), 4);
         let count = |table: &'static str| {

@@ -17,6 +17,8 @@ pub(super) struct Sum {
     pub cached: u64,
     pub cache_write: u64,
     pub output: u64,
+    /// Calls whose tokens are Kennel's estimate (the provider reported none).
+    pub estimated: u64,
 }
 
 impl Sum {
@@ -69,10 +71,10 @@ pub(super) async fn insert(db: &Db, calls: &[ModelCall]) -> Result<()> {
 /// line (counted as made at the day's start, so a report from mid-way through a rolled-up day
 /// counts all of it or none).
 const CALLS: &str = "(SELECT agent_id, session_id, provider, model, created_at, 1 AS calls, input_tokens,
-         cached_tokens, cache_write_tokens, output_tokens FROM model_calls
+         cached_tokens, cache_write_tokens, output_tokens, usage_estimated AS estimated FROM model_calls
      UNION ALL
      SELECT agent_id, session_id, provider, model, day || 'T00:00:00.000Z', calls, input_tokens,
-         cached_tokens, cache_write_tokens, output_tokens FROM usage_days) AS c";
+         cached_tokens, cache_write_tokens, output_tokens, estimated_calls FROM usage_days) AS c";
 
 /// Calls rolled up in one transaction at most.
 const ROLL_UP_BATCH: i64 = 1000;
@@ -94,10 +96,11 @@ pub(super) async fn roll_up(db: &Db, before: &str) -> Result<u64> {
         // The old calls up to `last` are exactly `ids`: the oldest ids among the old calls.
         db::query(
             "INSERT INTO usage_days (day, agent_id, session_id, provider, model, calls, input_tokens, output_tokens,
-                 cached_tokens, cache_write_tokens)
+                 cached_tokens, cache_write_tokens, estimated_calls)
              SELECT substr(created_at, 1, 10), agent_id, session_id, provider, model, count(*),
                  CAST(sum(input_tokens) AS BIGINT), CAST(sum(output_tokens) AS BIGINT),
-                 CAST(sum(cached_tokens) AS BIGINT), CAST(sum(cache_write_tokens) AS BIGINT)
+                 CAST(sum(cached_tokens) AS BIGINT), CAST(sum(cache_write_tokens) AS BIGINT),
+                 CAST(sum(usage_estimated) AS BIGINT)
              FROM model_calls WHERE created_at < $1 AND id <= $2
              GROUP BY substr(created_at, 1, 10), agent_id, session_id, provider, model
              ON CONFLICT (day, agent_id, session_id, provider, model) DO UPDATE SET
@@ -105,7 +108,8 @@ pub(super) async fn roll_up(db: &Db, before: &str) -> Result<u64> {
                  input_tokens = usage_days.input_tokens + excluded.input_tokens,
                  output_tokens = usage_days.output_tokens + excluded.output_tokens,
                  cached_tokens = usage_days.cached_tokens + excluded.cached_tokens,
-                 cache_write_tokens = usage_days.cache_write_tokens + excluded.cache_write_tokens",
+                 cache_write_tokens = usage_days.cache_write_tokens + excluded.cache_write_tokens,
+                 estimated_calls = usage_days.estimated_calls + excluded.estimated_calls",
         )
         .bind(before)
         .bind(last)
@@ -130,7 +134,8 @@ const SUMS: &str =
     "CAST(COALESCE(sum(calls), 0) AS BIGINT) AS calls, CAST(COALESCE(sum(input_tokens), 0) AS BIGINT) AS input,
      CAST(COALESCE(sum(cached_tokens), 0) AS BIGINT) AS cached,
      CAST(COALESCE(sum(cache_write_tokens), 0) AS BIGINT) AS cache_write,
-     CAST(COALESCE(sum(output_tokens), 0) AS BIGINT) AS output";
+     CAST(COALESCE(sum(output_tokens), 0) AS BIGINT) AS output,
+     CAST(COALESCE(sum(estimated), 0) AS BIGINT) AS estimated";
 
 fn sum_from(row: &db::Row) -> Result<Sum> {
     let n = |col: &str| -> Result<u64> { Ok(row.try_get::<i64, _>(col)?.max(0) as u64) };
@@ -143,6 +148,7 @@ fn sum_from(row: &db::Row) -> Result<Sum> {
         cached: n("cached")?,
         cache_write: n("cache_write")?,
         output: n("output")?,
+        estimated: n("estimated")?,
     })
 }
 

@@ -110,7 +110,8 @@ async fn streamed_turns_have_estimated_usage_that_budgets_count() {
     assert!(usage["output_tokens"].as_u64().unwrap() > 0, "{usage}");
     let recorded = api.get("/api/usage?group=agent").await;
     assert_eq!(recorded.status, 200, "{}", recorded.text);
-    assert!(recorded.text.contains(&format!("\"input_tokens\":{input}")), "recorded as estimated: {}", recorded.text);
+    assert!(recorded.text.contains(&format!("\"input_tokens\":{input}")), "recorded: {}", recorded.text);
+    assert!(recorded.text.contains("\"estimated_calls\":1"), "and counted as an estimate: {}", recorded.text);
 
     let session = first.body["session_id"].as_str().unwrap();
     let mut refused = None;
