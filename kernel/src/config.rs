@@ -699,8 +699,8 @@ pub struct KernelConfig {
     /// `max_tokens` asked of the model for each reply.
     #[serde(deserialize_with = "in_range::<_, 16, 1000000>")]
     pub max_reply_tokens: u64,
-    /// A turn whose model makes the same tool call with the same arguments this many times
-    /// in a row is stopped (a model stuck in a loop); 0: never.
+    /// A turn whose model makes the same tool call with the same arguments, and gets the same
+    /// result, this many times in a row is stopped (a model stuck in a loop); 0: never.
     #[serde(deserialize_with = "in_range::<_, 0, 1000>")]
     pub max_repeated_calls: u64,
     /// Agents spawned for one workflow step are removed this long after they stop (their

@@ -424,21 +424,36 @@ fn truncation_note(max_tokens: u64) -> String {
     format!("\n\n[cut off: this reply reached its limit of {max_tokens} tokens]")
 }
 
-/// Counts the same tool call made again and again ([`crate::config::KernelConfig::max_repeated_calls`]).
+/// Counts the same tool call, with the same arguments and the same result, made again and
+/// again ([`crate::config::KernelConfig::max_repeated_calls`]). A result that changes (a
+/// process's output growing while it is polled) is progress, not a loop.
 #[derive(Default)]
 struct Repeats {
-    last: Option<(String, Value)>,
+    /// The last call's name, arguments and a hash of its result.
+    last: Option<(String, Value, u64)>,
     times: u64,
 }
 
 impl Repeats {
-    /// Counts `calls` in order; the call made `limit` times in a row, if one was.
-    fn count<'c>(&mut self, calls: &'c [ToolCall], limit: u64) -> Option<&'c ToolCall> {
+    /// Counts `calls` with their `results` (in the same order); the call made `limit` times
+    /// in a row, if one was.
+    fn count<'c>(&mut self, calls: &'c [ToolCall], results: &[Message], limit: u64) -> Option<&'c ToolCall> {
         let mut over = None;
-        for call in calls {
-            let same = self.last.as_ref().is_some_and(|(name, args)| *name == call.name && *args == call.arguments);
+        for (call, result) in calls.iter().zip(results) {
+            let result = match result {
+                Message::Tool { content, is_error, .. } => {
+                    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                    std::hash::Hash::hash(&(content, is_error), &mut hasher);
+                    std::hash::Hasher::finish(&hasher)
+                }
+                _ => 0,
+            };
+            let same = self
+                .last
+                .as_ref()
+                .is_some_and(|(name, args, r)| *name == call.name && *args == call.arguments && *r == result);
             self.times = if same { self.times + 1 } else { 1 };
-            self.last = Some((call.name.clone(), call.arguments.clone()));
+            self.last = Some((call.name.clone(), call.arguments.clone(), result));
             if limit > 0 && self.times >= limit && over.is_none() {
                 over = Some(call);
             }
@@ -622,34 +637,11 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
                 let truncated = reply.truncated;
                 return Ok(TurnResult { truncated, ..finish(text, TurnEnd::Reply, iteration, trace, usage) });
             }
-            if let Some(repeated) = repeats.count(&reply.tool_calls, max_repeats) {
-                let note = format!(
-                    "The turn was stopped: `{}` was called {max_repeats} times in a row with the same arguments ([kernel] max_repeated_calls). Try another way, or ask for help.",
-                    repeated.name
-                );
-                // Every call gets its result, so the history stays one the model can go on from.
-                let results: Vec<Message> = reply
-                    .tool_calls
-                    .iter()
-                    .map(|c| Message::Tool {
-                        call_id: c.id.clone(),
-                        name: c.name.clone(),
-                        content: format!("not run: {note}"),
-                        is_error: true,
-                        image: None,
-                    })
-                    .collect();
-                sessions.append(self.session, &results).await?;
-                if let Err(e) = sessions.record_note(self.session, "RepeatedCall", &note).await {
-                    tracing::warn!(error = %e, "noting a repeated call in the session failed");
-                }
-                (self.emit)(EventKind::Reply { text: note.clone() });
-                return Ok(finish(note, TurnEnd::RepeatedCall, iteration, trace, usage));
-            }
 
             let offered = Arc::new(Offered { mode: offer.mode, names: offer.names });
             let (results, entries) = self.run_calls(&reply.tool_calls, offered).await;
             sessions.append(self.session, &results).await?;
+            let repeated = repeats.count(&reply.tool_calls, &results, max_repeats).map(|c| c.name.clone());
             for message in results {
                 history.push(Entry { seq: next_seq, message });
                 next_seq += 1;
@@ -657,6 +649,19 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
             trace.extend(entries);
             if self.cancel.is_cancelled() {
                 return Ok(finish(String::new(), TurnEnd::Cancelled, iteration, trace, usage));
+            }
+            if let Some(name) = repeated {
+                let note = format!(
+                    "The turn was stopped: `{name}` was called {max_repeats} times in a row with the same arguments and the same result ([kernel] max_repeated_calls). Try another way, or ask for help."
+                );
+                // Said to the model too: its next turn starts after this note.
+                let told = Message::User { content: format!("[Kennel] {note}") };
+                sessions.append(self.session, std::slice::from_ref(&told)).await?;
+                if let Err(e) = sessions.record_note(self.session, "RepeatedCall", &note).await {
+                    tracing::warn!(error = %e, "noting a repeated call in the session failed");
+                }
+                (self.emit)(EventKind::Reply { text: note.clone() });
+                return Ok(finish(note, TurnEnd::RepeatedCall, iteration, trace, usage));
             }
         }
         let reply = format!(
@@ -1095,23 +1100,36 @@ mod tests {
     }
 
     #[test]
-    fn the_same_call_with_the_same_arguments_is_counted_across_replies() {
-        let call = |name: &str, args: Value| ToolCall { id: "c".into(), name: name.into(), arguments: args };
+    fn the_same_call_with_the_same_arguments_and_result_is_counted_across_replies() {
+        let call = |args: Value| ToolCall { id: "c".into(), name: "t".into(), arguments: args };
+        let result = |content: &str| Message::Tool {
+            call_id: "c".into(),
+            name: "t".into(),
+            content: content.into(),
+            is_error: false,
+            image: None,
+        };
+        let same = [call(serde_json::json!({"a": 1}))];
+        let (r, r2) = ([result("r")], [result("r2")]);
         let mut repeats = Repeats::default();
-        let same = [call("t", serde_json::json!({"a": 1}))];
-        assert!(repeats.count(&same, 3).is_none());
-        assert!(repeats.count(&same, 3).is_none());
-        assert_eq!(repeats.count(&same, 3).map(|c| c.name.as_str()), Some("t"), "the third in a row");
+        assert!(repeats.count(&same, &r, 3).is_none());
+        assert!(repeats.count(&same, &r, 3).is_none());
+        assert_eq!(repeats.count(&same, &r, 3).map(|c| c.name.as_str()), Some("t"), "the third in a row");
         let mut repeats = Repeats::default();
         for _ in 0..5 {
-            assert!(repeats.count(&same, 0).is_none(), "0: never");
+            assert!(repeats.count(&same, &r, 0).is_none(), "0: never");
         }
         let mut repeats = Repeats::default();
-        let other = [call("t", serde_json::json!({"a": 2}))];
+        let other = [call(serde_json::json!({"a": 2}))];
         for reply in [&same, &other, &same, &other] {
-            assert!(repeats.count(reply, 2).is_none(), "other arguments break the run");
+            assert!(repeats.count(reply, &r, 2).is_none(), "other arguments break the run");
         }
-        assert!(repeats.count(&[same[0].clone(), same[0].clone()], 2).is_some(), "within one reply too");
+        let mut repeats = Repeats::default();
+        for results in [&r, &r2, &r, &r2] {
+            assert!(repeats.count(&same, results, 2).is_none(), "a result that changes is progress");
+        }
+        let twice = [same[0].clone(), same[0].clone()];
+        assert!(Repeats::default().count(&twice, &[result("r"), result("r")], 2).is_some(), "within one reply too");
     }
 
     #[tokio::test]

@@ -19,31 +19,39 @@ async fn say(api: &Api, agent: &str, session: Option<&str>, message: &str) -> ke
 }
 
 #[tokio::test]
-async fn the_same_call_four_times_in_a_row_stops_the_turn_and_the_session_goes_on() {
+async fn the_same_call_with_the_same_result_four_times_in_a_row_stops_the_turn_and_the_session_goes_on() {
     let (_home, _d, api, llm) = daemon_with_llm("openai", "").await;
-    let id = agent_from(&api, json!({"name": "stuck", "model": "m", "tools": ["system_time"]})).await;
-    for _ in 0..4 {
-        llm.push(Scripted::call("system_time", json!({"timezone": "UTC"})));
+    let id = agent_from(&api, json!({"name": "stuck", "model": "m", "tools": ["tool_search", "system_time"]})).await;
+    // The clock's result changes every call (to the millisecond): polling it is not a loop.
+    for _ in 0..5 {
+        llm.push(Scripted::call("system_time", json!({})));
     }
-    let turn = say(&api, &id, None, "what time is it?").await;
+    llm.push(Scripted::text("It is late."));
+    let polled = say(&api, &id, None, "watch the clock").await;
+    assert_eq!(polled.body["ended"], "reply", "{}", polled.text);
+
+    // A search finds the same every time: the fourth time in a row ends the turn.
+    for _ in 0..4 {
+        llm.push(Scripted::call("tool_search", json!({"query": "clock"})));
+    }
+    let turn = say(&api, &id, None, "find a clock tool").await;
     assert_eq!(turn.status, 200, "{}", turn.text);
     assert_eq!(turn.body["ended"], "repeated_call", "{}", turn.text);
-    assert_eq!(turn.body["trace"].as_array().unwrap().len(), 3, "the fourth was not run: {}", turn.text);
+    assert_eq!(turn.body["trace"].as_array().unwrap().len(), 4, "{}", turn.text);
     let reply = turn.body["reply"].as_str().unwrap();
     assert!(
-        reply.contains("`system_time` was called 4 times in a row") && reply.contains("max_repeated_calls"),
+        reply.contains("`tool_search` was called 4 times in a row") && reply.contains("max_repeated_calls"),
         "{reply}"
     );
 
-    // Another argument is another call; and the session goes on, every call answered.
+    // The session goes on, and the model is told why the last turn stopped.
     let session = turn.body["session_id"].as_str().unwrap();
-    llm.push(Scripted::call("system_time", json!({"timezone": "Europe/Paris"})));
-    llm.push(Scripted::text("It is noon."));
-    let next = say(&api, &id, Some(session), "and in Paris?").await;
+    llm.push(Scripted::text("Sorry, I will stop searching."));
+    let next = say(&api, &id, Some(session), "what happened?").await;
     assert_eq!(next.status, 200, "{}", next.text);
     assert_eq!(next.body["ended"], "reply");
     let sent = llm.requests().last().unwrap().body["messages"].to_string();
-    assert!(sent.contains("not run: The turn was stopped"), "the model is told: {sent}");
+    assert!(sent.contains("[Kennel] The turn was stopped"), "the model is told: {sent}");
     let detail = api.get(&format!("/api/sessions/{session}")).await;
     assert!(detail.text.contains("RepeatedCall"), "noted in the session: {}", detail.text);
 }
@@ -51,12 +59,12 @@ async fn the_same_call_four_times_in_a_row_stops_the_turn_and_the_session_goes_o
 #[tokio::test]
 async fn a_repeated_call_limit_of_zero_never_stops_a_turn() {
     let (_home, _d, api, llm) = daemon_with_llm("openai", "[kernel]\nmax_repeated_calls = 0\n").await;
-    let id = agent_from(&api, json!({"name": "patient", "model": "m", "tools": ["system_time"]})).await;
+    let id = agent_from(&api, json!({"name": "patient", "model": "m", "tools": ["tool_search"]})).await;
     for _ in 0..6 {
-        llm.push(Scripted::call("system_time", json!({})));
+        llm.push(Scripted::call("tool_search", json!({"query": "clock"})));
     }
     llm.push(Scripted::text("done"));
-    let turn = say(&api, &id, None, "poll the clock").await;
+    let turn = say(&api, &id, None, "search away").await;
     assert_eq!(turn.body["ended"], "reply", "{}", turn.text);
     assert_eq!(turn.body["trace"].as_array().unwrap().len(), 6);
 }
