@@ -227,7 +227,7 @@ struct MessageBody {
     /// no control characters), which names the agent's session of that key and opens it with
     /// the first message that uses it. Without it a new session is opened (its id is in the
     /// answer).
-    #[schema(min_length = 1, max_length = 100)]
+    #[schema(min_length = 1, max_length = 100, pattern = r"^[^\u0000-\u001F\u007F-\u009F]+$")]
     session: Option<String>,
 }
 
