@@ -469,7 +469,8 @@ impl Provider {
                 let deadline = *deadline
                     .get_or_insert_with(|| tokio::time::Instant::now() + Duration::from_secs(self.config.timeout_secs));
                 match tokio::time::timeout_at(deadline, builder.send()).await {
-                    Err(_) => Err(Failure::fatal(self.out_of_time(attempt + 1))),
+                    // Out of time: the turn's fallbacks may take over (a frozen server).
+                    Err(_) => return Err(ChatError::GaveUp(self.out_of_time(attempt + 1))),
                     Ok(Ok(res)) => match self.accepted(res).await {
                         Ok(res) => self.read_reply(res, on_delta, &mut shown).await,
                         Err(failure) => Err(failure),

@@ -193,3 +193,29 @@ async fn a_client_chosen_key_names_one_session_per_agent() {
         assert_eq!(refused.status, 422, "{bad:?}: {}", refused.text);
     }
 }
+
+#[tokio::test]
+async fn a_frozen_provider_gives_way_to_the_fallback_at_its_deadline() {
+    let (frozen, backup) = (FakeLlm::start().await, FakeLlm::start().await);
+    let config = format!(
+        "{}timeout_secs = 1\n{}",
+        frozen.provider_config("frozen", "openai"),
+        backup.provider_config("backup", "openai")
+    );
+    let home = Home::with_config(&config);
+    let token = home.token("t").await;
+    let d = home.start().await;
+    let api = d.api(&token);
+    let manifest = json!({"name": "resilient", "provider": "frozen", "model": "m",
+        "fallbacks": [{"provider": "backup", "model": "m"}]});
+    let id = agent_from(&api, manifest).await;
+    frozen.push(Scripted::Delay { millis: 5_000 });
+    frozen.push(Scripted::text("too late"));
+    backup.push(Scripted::text("from the backup"));
+    let started = Instant::now();
+    let turn = say(&api, &id, None, "hello").await;
+    assert_eq!(turn.status, 200, "{}", turn.text);
+    assert_eq!(turn.body["reply"], "from the backup");
+    assert!(turn.body["fell_back"][0]["reason"].as_str().unwrap().contains("timeout_secs (1 s"), "{}", turn.text);
+    assert!(started.elapsed() < Duration::from_millis(2_500), "{:?}", started.elapsed());
+}
