@@ -374,10 +374,12 @@ impl LearnedWindows {
 pub struct Calibration(Mutex<HashMap<(String, String), f64>>);
 
 impl Calibration {
-    /// Text runs from about 1.2 bytes a token (ids, base64) to about 7 (plain English): a
-    /// ratio outside these is not a count of the text sent (a server that reports a fixed
-    /// number, or only the tokens its cache missed) and teaches nothing.
-    const RANGE: (f64, f64) = (0.4, 2.4);
+    /// Text runs up to about 7 bytes a token (plain English): a count that makes a token more
+    /// is not of the text sent (a server that reports a fixed number, or only the tokens its
+    /// cache missed) and teaches nothing. A count far above our estimate is real, though: a
+    /// server's chat template can add much (llama.cpp's function-calling format describes
+    /// the tools at length), and the model's window holds what it counts.
+    const RANGE: (f64, f64) = (0.05, 2.4);
     /// Requests smaller than this teach nothing (the framing of a few messages is noise).
     const LEAST_TOKENS: u64 = 64;
 
@@ -386,18 +388,20 @@ impl Calibration {
     }
 
     /// Learns from a request we estimated at `estimated` that the model counted as `counted`
-    /// tokens. The latest count weighs most, as the conversation's text changes.
-    pub fn learn(&self, provider: &str, model: &str, estimated: u64, counted: u64) {
+    /// tokens; whether it did. The latest count weighs most, as the conversation's text
+    /// changes.
+    pub fn learn(&self, provider: &str, model: &str, estimated: u64, counted: u64) -> bool {
         if counted < Self::LEAST_TOKENS || estimated < Self::LEAST_TOKENS {
-            return;
+            return false;
         }
         let seen = estimated as f64 / counted as f64;
         if !(Self::RANGE.0..=Self::RANGE.1).contains(&seen) {
-            return;
+            return false;
         }
         let mut ratios = self.0.lock().expect("calibration lock");
         let ratio = ratios.entry((provider.to_string(), model.to_string())).or_insert(seen);
         *ratio = (*ratio + 3.0 * seen) / 4.0;
+        true
     }
 
     /// `tokens` of the model's as estimate tokens, with a tenth held back for the text that
@@ -427,19 +431,22 @@ mod tests {
         assert_eq!(c.ratio("p", "m"), None);
         assert_eq!(Calibration::to_estimate(None, 2048), 2048, "unlearned, the estimate stands");
         // SmolLM2: 6,000 bytes (2,000 of ours) counted as 1,200 tokens.
-        c.learn("p", "m", 2_000, 1_200);
+        assert!(c.learn("p", "m", 2_000, 1_200));
         let ratio = c.ratio("p", "m").unwrap();
         assert!((ratio - 2_000.0 / 1_200.0).abs() < 1e-9, "{ratio}");
         assert_eq!(Calibration::to_estimate(Some(ratio), 1_200), 1_800, "a tenth held back");
         assert_eq!(Calibration::to_model(Some(ratio), 2_000), 1_200);
         // A fixed usage of 10 tokens, or a tiny request, teaches nothing.
-        c.learn("p", "m", 2_000, 10);
-        c.learn("p", "m", 40, 30);
+        assert!(!c.learn("p", "m", 2_000, 10));
+        assert!(!c.learn("p", "m", 40, 30));
         assert_eq!(c.ratio("p", "m"), Some(ratio));
         // The latest count weighs three quarters; other models are apart.
-        c.learn("p", "m", 1_000, 1_000);
+        assert!(c.learn("p", "m", 1_000, 1_000));
         assert!((c.ratio("p", "m").unwrap() - (ratio + 3.0) / 4.0).abs() < 1e-9);
         assert_eq!(c.ratio("p", "other"), None);
+        // A server's template that quadruples the prompt is a real count.
+        assert!(c.learn("p", "tools", 500, 2_000));
+        assert_eq!(c.ratio("p", "tools"), Some(0.25));
     }
 
     fn user(seq: i64, text: &str) -> Entry {

@@ -808,10 +808,10 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
                 Err(ChatError::ContextExceeded { limit, counted, error }) if refusals < RETRIES_FOR_LENGTH => {
                     tracing::info!(error = %error.message, "the model refused the request as too long; compacting");
                     refusals += 1;
-                    if let Some(counted) = counted {
-                        self.kernel.turns().calibration.learn(self.provider().name(), self.model(), estimate, counted);
-                    }
-                    self.learn_window(limit, estimate, counted.is_some()).await;
+                    let calibration = &self.kernel.turns().calibration;
+                    let learned =
+                        counted.is_some_and(|c| calibration.learn(self.provider().name(), self.model(), estimate, c));
+                    self.learn_window(limit, estimate, learned).await;
                 }
                 Err(e) => return Err(e.into()),
             }
