@@ -388,9 +388,20 @@ impl Calibration {
     }
 
     /// Learns from a request we estimated at `estimated` that the model counted as `counted`
-    /// tokens; whether it did. The latest count weighs most, as the conversation's text
-    /// changes.
+    /// tokens (a reply's usage); whether it did. The latest count weighs most, as the
+    /// conversation's text changes.
     pub fn learn(&self, provider: &str, model: &str, estimated: u64, counted: u64) -> bool {
+        self.observe(provider, model, estimated, counted, |ratio, seen| (ratio + 3.0 * seen) / 4.0)
+    }
+
+    /// Learns from a refusal for length that counted the request: the ratio goes at once to
+    /// what the refusal says if that is lower, so the next request fits (an average would
+    /// take several refusals to get there). Whether it learned.
+    pub fn learn_refused(&self, provider: &str, model: &str, estimated: u64, counted: u64) -> bool {
+        self.observe(provider, model, estimated, counted, f64::min)
+    }
+
+    fn observe(&self, provider: &str, model: &str, estimated: u64, counted: u64, next: fn(f64, f64) -> f64) -> bool {
         if counted < Self::LEAST_TOKENS || estimated < Self::LEAST_TOKENS {
             return false;
         }
@@ -400,7 +411,7 @@ impl Calibration {
         }
         let mut ratios = self.0.lock().expect("calibration lock");
         let ratio = ratios.entry((provider.to_string(), model.to_string())).or_insert(seen);
-        *ratio = (*ratio + 3.0 * seen) / 4.0;
+        *ratio = next(*ratio, seen);
         true
     }
 
@@ -447,6 +458,12 @@ mod tests {
         // A server's template that quadruples the prompt is a real count.
         assert!(c.learn("p", "tools", 500, 2_000));
         assert_eq!(c.ratio("p", "tools"), Some(0.25));
+        // A refusal's count is taken at once when it says the model counts more.
+        assert!(c.learn("p", "ids", 2_000, 1_000));
+        assert!(c.learn_refused("p", "ids", 2_000, 2_000));
+        assert_eq!(c.ratio("p", "ids"), Some(1.0), "not an average: the next request must fit");
+        assert!(c.learn_refused("p", "ids", 2_000, 1_000));
+        assert_eq!(c.ratio("p", "ids"), Some(1.0), "and never raised by a refusal");
     }
 
     fn user(seq: i64, text: &str) -> Entry {

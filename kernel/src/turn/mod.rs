@@ -809,8 +809,8 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
                     tracing::info!(error = %error.message, "the model refused the request as too long; compacting");
                     refusals += 1;
                     let calibration = &self.kernel.turns().calibration;
-                    let learned =
-                        counted.is_some_and(|c| calibration.learn(self.provider().name(), self.model(), estimate, c));
+                    let learned = counted
+                        .is_some_and(|c| calibration.learn_refused(self.provider().name(), self.model(), estimate, c));
                     self.learn_window(limit, estimate, learned).await;
                 }
                 Err(e) => return Err(e.into()),
@@ -856,13 +856,18 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         usage: &mut Usage,
     ) -> Result<()> {
         let budget = context::Calibration::to_estimate(room.ratio, room.window - room.reserve);
+        // A summary's request is plain text, which our estimate never undercounts: a ratio
+        // above 1 (learned on requests the server renders shorter, long call ids among them)
+        // must not make its transcript longer than the window holds.
+        let summary_budget =
+            context::Calibration::to_estimate(room.ratio.map(|r| r.min(1.0)), room.window - room.reserve);
         // A summary that comes out longer than planned is planned again; a few rounds at most.
         for _ in 0..4 {
             let next = match context::plan(history, view, call.turn_start, fixed, budget) {
                 Plan::Fits => return Ok(()),
                 Plan::Stub { stubbed_through } => View { id: None, stubbed_through, ..view.clone() },
                 Plan::Summarise { through, stubbed_through, messages } => {
-                    let summary = self.summarise(call.turn_id, &messages, budget, usage).await?;
+                    let summary = self.summarise(call.turn_id, &messages, summary_budget, usage).await?;
                     View { id: None, summary: Some(summary), summary_through: through, stubbed_through }
                 }
                 Plan::TooLarge { needed, .. } => {

@@ -75,7 +75,9 @@ async fn a_tool_round_trip_keeps_the_session_usable() {
     // Short replies: the session stays within the window (this test is about the round trip).
     let (_home, _d, api) = daemon(&server, false, "[kernel]\nmax_reply_tokens = 64\n").await;
     // The model tends to call the clock again and again: a few model calls a turn keep the
-    // session small (a long tool session against this server: see the ARCHITECTURE note).
+    // test short. (Unbounded, its first turn runs to the iteration cap and the next one must
+    // summarise it: that is how a summary sized by a ratio learned on tool calls was found
+    // too long for the window.)
     let limits = json!({"limits": {"max_iterations": 3}});
     let id = agent(&api, "timekeeper", "smollm2-tools", json!(["system_time"]), limits).await;
 
