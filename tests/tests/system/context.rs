@@ -6,17 +6,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::{agent_from, daemon_with_llm};
+use crate::{agent_from, daemon_with_llm, say};
 use kennel_tests::fake_llm::{FakeLlm, Scripted};
 use kennel_tests::{Api, Home, eventually};
-
-async fn say(api: &Api, agent: &str, session: Option<&str>, message: &str) -> kennel_tests::Reply {
-    let mut body = json!({"message": message});
-    if let Some(s) = session {
-        body["session"] = json!(s);
-    }
-    api.post(&format!("/api/agents/{agent}/messages"), body).await
-}
 
 /// Every message of a session, across its pages.
 async fn all_messages(api: &Api, session: &str) -> Vec<Value> {

@@ -68,6 +68,15 @@ pub async fn daemon_with_config(config: &str) -> (Home, Daemon, Api) {
     (home, daemon, api)
 }
 
+/// Sends `agent` a message over the API, in `session` (an id or a key) if given.
+pub async fn say(api: &Api, agent: &str, session: Option<&str>, message: &str) -> kennel_tests::Reply {
+    let mut body = serde_json::json!({"message": message});
+    if let Some(s) = session {
+        body["session"] = serde_json::json!(s);
+    }
+    api.post(&format!("/api/agents/{agent}/messages"), body).await
+}
+
 /// Creates an agent type and spawns an agent from it with `grants`; returns the agent id.
 pub async fn agent_with(api: &Api, name: &str, grants: &[&str]) -> String {
     let t = api.post("/api/templates", serde_json::json!({ "name": name, "tools": grants })).await;

@@ -6,17 +6,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::{agent_from, daemon_with_llm};
+use crate::{agent_from, daemon_with_config, daemon_with_llm, say};
 use kennel_tests::fake_llm::{FakeLlm, Scripted};
-use kennel_tests::{Api, Home};
-
-async fn say(api: &Api, agent: &str, session: Option<&str>, message: &str) -> kennel_tests::Reply {
-    let mut body = json!({"message": message});
-    if let Some(s) = session {
-        body["session"] = json!(s);
-    }
-    api.post(&format!("/api/agents/{agent}/messages"), body).await
-}
 
 #[tokio::test]
 async fn the_same_call_with_the_same_result_four_times_in_a_row_stops_the_turn_and_the_session_goes_on() {
@@ -98,10 +89,7 @@ async fn a_schema_500_is_not_retried_and_the_same_500_twice_ends_the_retries() {
 async fn timeout_secs_bounds_a_model_call_across_its_retries() {
     let llm = FakeLlm::start().await;
     let config = format!("{}timeout_secs = 2\nmax_retries = 5\n", llm.provider_config("fake", "openai"));
-    let home = Home::with_config(&config);
-    let token = home.token("t").await;
-    let d = home.start().await;
-    let api = d.api(&token);
+    let (_home, _d, api) = daemon_with_config(&config).await;
     let id = agent_from(&api, json!({"name": "waiter", "model": "m"})).await;
     for _ in 0..8 {
         llm.push(Scripted::Delay { millis: 1_500 });
@@ -122,10 +110,7 @@ async fn a_provider_refusing_connections_is_named_as_such_and_no_call_is_announc
         "[providers.gone]\nkind = \"openai\"\nbase_url = \"http://{closed}/v1\"\napi_key_env = \"\"\nmax_retries = 0\n\
          [providers.keyless]\nkind = \"openai\"\nbase_url = \"http://{closed}/v1\"\napi_key_env = \"KENNEL_TEST_UNSET_KEY\"\n"
     );
-    let home = Home::with_config(&config);
-    let token = home.token("t").await;
-    let d = home.start().await;
-    let api = d.api(&token);
+    let (_home, _d, api) = daemon_with_config(&config).await;
     let id = agent_from(&api, json!({"name": "caller", "provider": "gone", "model": "m"})).await;
     let turn = say(&api, &id, None, "hello").await;
     assert_eq!(turn.status, 502, "{}", turn.text);
@@ -202,10 +187,7 @@ async fn a_frozen_provider_gives_way_to_the_fallback_at_its_deadline() {
         frozen.provider_config("frozen", "openai"),
         backup.provider_config("backup", "openai")
     );
-    let home = Home::with_config(&config);
-    let token = home.token("t").await;
-    let d = home.start().await;
-    let api = d.api(&token);
+    let (_home, _d, api) = daemon_with_config(&config).await;
     let manifest = json!({"name": "resilient", "provider": "frozen", "model": "m",
         "fallbacks": [{"provider": "backup", "model": "m"}]});
     let id = agent_from(&api, manifest).await;

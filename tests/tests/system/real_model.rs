@@ -9,17 +9,9 @@
 
 use serde_json::{Value, json};
 
-use crate::agent_from;
+use crate::{agent_from, say};
 use kennel_tests::llama_server::LlamaServer;
-use kennel_tests::{Api, Home, Reply};
-
-async fn say(api: &Api, agent: &str, session: Option<&str>, message: &str) -> Reply {
-    let mut body = json!({"message": message});
-    if let Some(s) = session {
-        body["session"] = json!(s);
-    }
-    api.post(&format!("/api/agents/{agent}/messages"), body).await
-}
+use kennel_tests::{Api, Home};
 
 /// `words` words of plain English prose, different for each `seed`.
 fn prose(words: usize, seed: usize) -> String {
