@@ -23,6 +23,11 @@ impl Clock {
         }
     }
 
+    /// Now as the stores write times (RFC 3339, UTC): what fronts compare stored times with.
+    pub fn now_text(&self) -> String {
+        crate::db::timestamp(self.now())
+    }
+
     /// Resolves when a manual clock is moved; never for the system clock.
     pub async fn jumped(&self) {
         match self {

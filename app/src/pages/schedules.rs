@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use kennel_kernel::agent::Agent;
-use kennel_kernel::schedule::{Fire, Schedule, State};
+use kennel_kernel::schedule::{Fire, Schedule, ScheduleAction};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
@@ -43,19 +43,24 @@ fn next_fire(s: &Schedule) -> String {
     }
 }
 
-/// Pause or Resume, whichever applies.
-fn toggle(s: &Schedule, csrf: &str) -> Option<impl IntoView + use<>> {
-    let (action, label) = match s.state {
-        State::Active => ("pause", "Pause"),
-        State::Paused => ("resume", "Resume"),
-        State::Done => return None,
-    };
-    Some(view! {
-        <form method="post" action=format!("/schedules/{}/{action}", s.id) class="inline">
-            <Csrf token=csrf.to_string()/>
-            <button type="submit">{label}</button>
-        </form>
-    })
+/// A button for each action the schedule's state offers (Pause or Resume).
+fn toggle(s: &Schedule, csrf: &str) -> impl IntoView + use<> {
+    s.state
+        .actions()
+        .iter()
+        .map(|action| {
+            let label = match action {
+                ScheduleAction::Pause => "Pause",
+                ScheduleAction::Resume => "Resume",
+            };
+            view! {
+                <form method="post" action=format!("/schedules/{}/{}", s.id, action.as_str()) class="inline">
+                    <Csrf token=csrf.to_string()/>
+                    <button type="submit">{label}</button>
+                </form>
+            }
+        })
+        .collect::<Vec<_>>()
 }
 
 pub fn render_list(meta: PageMeta, page: List) -> String {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use kennel_kernel::agent::Agent;
 use kennel_kernel::session::Session;
-use kennel_kernel::tasks::{Task, TaskAction, TaskEvent, TaskStatus};
+use kennel_kernel::tasks::{Task, TaskAction, TaskChange, TaskEvent, TaskStatus};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
@@ -144,25 +144,16 @@ pub fn render_detail(meta: PageMeta, page: Detail) -> String {
     let mut history = page
         .history
         .iter()
-        .enumerate()
-        .map(|(i, e)| {
-            let what = match (i, e.status) {
-                (0, _) => format!("posted by {}", e.actor.clone().unwrap_or_default()),
-                (_, TaskStatus::Claimed) => format!("claimed by {}", name_of(&e.actor).unwrap_or_default()),
-                (_, TaskStatus::Pending)
-                    if e.retries > 0
-                        && page
-                            .history
-                            .get(i - 1)
-                            .is_some_and(|p| p.status == TaskStatus::Claimed && p.retries < e.retries) =>
-                {
-                    format!("claim expired: back to pending (retry {})", e.retries)
-                }
-                (_, TaskStatus::Pending) => {
+        .map(|e| {
+            let what = match e.change {
+                TaskChange::Posted => format!("posted by {}", e.actor.clone().unwrap_or_default()),
+                TaskChange::Claimed => format!("claimed by {}", name_of(&e.actor).unwrap_or_default()),
+                TaskChange::ClaimExpired => format!("claim expired: back to pending (retry {})", e.retries),
+                TaskChange::Pending => {
                     format!("pending (for {})", name_of(&e.actor).unwrap_or_else(|| "anyone".into()))
                 }
-                (_, TaskStatus::Failed) => format!("failed after {} retries", e.retries),
-                (_, status) => status.to_string(),
+                TaskChange::Failed => format!("failed after {} retries", e.retries),
+                TaskChange::Done | TaskChange::Cancelled => e.status.to_string(),
             };
             (e.at.clone(), view! { <li><span class="hint">{short_time(&e.at)}</span>" "{what}</li> }.into_any())
         })

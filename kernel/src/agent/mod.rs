@@ -61,6 +61,29 @@ pub enum AgentStatus {
 
 stored_enum!(AgentStatus { Running = "running", Stopped = "stopped", Removed = "removed" });
 
+/// What an agent is doing as every front shows it: its status, and a running agent under a
+/// budget pause is paused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentState {
+    Running,
+    /// Running, but paused by a budget: no turn starts until its reset (or a lift).
+    Paused,
+    Stopped,
+    Removed,
+}
+
+impl AgentState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentState::Running => "running",
+            AgentState::Paused => "paused",
+            AgentState::Stopped => "stopped",
+            AgentState::Removed => "removed",
+        }
+    }
+}
+
 /// An agent: a copy of its type's manifest (whose grants can then change on their own), a
 /// goal and a status.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -102,6 +125,16 @@ impl Agent {
     /// Running but taking no turns, paused by a budget at `now` (RFC 3339).
     pub fn is_paused(&self, now: &str) -> bool {
         self.is_running() && self.paused_at(now).is_some()
+    }
+
+    /// The state fronts show at `now` (RFC 3339).
+    pub fn state_at(&self, now: &str) -> AgentState {
+        match self.status {
+            AgentStatus::Running if self.is_paused(now) => AgentState::Paused,
+            AgentStatus::Running => AgentState::Running,
+            AgentStatus::Stopped => AgentState::Stopped,
+            AgentStatus::Removed => AgentState::Removed,
+        }
     }
 
     pub fn is_running(&self) -> bool {
@@ -787,6 +820,32 @@ fn named(name: &str, mut input: ManifestInput) -> Result<ManifestInput> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every front shows this state: a budget pause shows while it lasts, on a running agent.
+    #[test]
+    fn a_running_agent_under_a_pause_shows_paused_until_the_pause_ends() {
+        let manifest = validate(serde_json::from_value(serde_json::json!({"name": "payer"})).unwrap()).unwrap();
+        let mut agent = Agent {
+            id: Uuid::now_v7(),
+            name: "payer".into(),
+            agent_type: "payer".into(),
+            manifest,
+            goal: None,
+            status: AgentStatus::Running,
+            parent_id: None,
+            ephemeral: false,
+            paused: Some(Pause { until: "2026-12-05T00:00:00Z".into(), reason: "daily budget".into() }),
+            budget_lifted_at: None,
+            created_at: "2026-12-04T00:00:00Z".into(),
+            updated_at: "2026-12-04T00:00:00Z".into(),
+        };
+        assert_eq!(agent.state_at("2026-12-04T12:00:00Z"), AgentState::Paused);
+        assert_eq!(agent.state_at("2026-12-05T00:00:00Z"), AgentState::Running, "the pause ends at its reset");
+        agent.status = AgentStatus::Stopped;
+        assert_eq!(agent.state_at("2026-12-04T12:00:00Z"), AgentState::Stopped, "a stopped agent is not paused");
+        agent.status = AgentStatus::Removed;
+        assert_eq!(agent.state_at("2026-12-04T12:00:00Z").as_str(), "removed");
+    }
 
     /// Replacing an agent's grants judges the grants alone: a `[[cron]]` it stored before a
     /// rule that now refuses it does not keep an operator from changing them.

@@ -55,6 +55,58 @@ pub enum State {
     Done,
 }
 
+/// What an operator or the schedule's own agent can do to a schedule besides deleting it
+/// (the dashboard's buttons, `/api/schedules/{id}/…`, `schedule_pause`/`schedule_resume`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScheduleAction {
+    /// Stop it firing, keeping its configuration.
+    Pause,
+    /// Let it fire again.
+    Resume,
+}
+
+impl State {
+    /// The actions a schedule in this state offers: the one rule the store, the API and the
+    /// dashboard's buttons follow. Pausing a paused schedule (or resuming an active one) is
+    /// accepted as a no-op, but not offered.
+    pub fn actions(self) -> &'static [ScheduleAction] {
+        match self {
+            State::Active => &[ScheduleAction::Pause],
+            State::Paused => &[ScheduleAction::Resume],
+            State::Done => &[],
+        }
+    }
+}
+
+impl ScheduleAction {
+    /// The action's path segment (`/schedules/{id}/pause`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScheduleAction::Pause => "pause",
+            ScheduleAction::Resume => "resume",
+        }
+    }
+
+    /// The state the action leads to: applying it there again changes nothing.
+    fn target(self) -> State {
+        match self {
+            ScheduleAction::Pause => State::Paused,
+            ScheduleAction::Resume => State::Active,
+        }
+    }
+
+    /// Why `schedule` (in `state`) refuses this action, or `None` when it may run.
+    fn refusal(self, id: &str, state: State) -> Option<Error> {
+        if state.actions().contains(&self) || state == self.target() {
+            return None;
+        }
+        Some(Error::conflict(match self {
+            ScheduleAction::Pause => format!("schedule {id} has already fired; there is nothing to pause"),
+            ScheduleAction::Resume => format!("schedule {id} has already fired; create a new one to run it again"),
+        }))
+    }
+}
+
 /// How a fire went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
@@ -374,12 +426,11 @@ impl Schedules {
     /// Stops a schedule firing; its configuration is kept. Pausing a paused one is a no-op.
     pub async fn pause(&self, id: &str) -> Result<Schedule> {
         let current = self.get(id).await?;
-        match current.state {
-            State::Paused => return Ok(current),
-            State::Done => {
-                return Err(Error::conflict(format!("schedule {id} has already fired; there is nothing to pause")));
-            }
-            State::Active => {}
+        if let Some(refused) = ScheduleAction::Pause.refusal(id, current.state) {
+            return Err(refused);
+        }
+        if current.state == State::Paused {
+            return Ok(current);
         }
         let full = current.id.to_string();
         self.pause_matching(Some(&full), None).await?;
@@ -402,14 +453,11 @@ impl Schedules {
     /// schedule at its time, or at once if that passed while it was paused.
     pub async fn resume(&self, id: &str) -> Result<Schedule> {
         let current = self.get(id).await?;
-        match current.state {
-            State::Active => return Ok(current),
-            State::Done => {
-                return Err(Error::conflict(format!(
-                    "schedule {id} has already fired; create a new one to run it again"
-                )));
-            }
-            State::Paused => {}
+        if let Some(refused) = ScheduleAction::Resume.refusal(id, current.state) {
+            return Err(refused);
+        }
+        if current.state == State::Active {
+            return Ok(current);
         }
         let now = self.clock.now();
         let next = match current.kind {
@@ -538,4 +586,24 @@ fn check_prompt(prompt: &str) -> Result<()> {
 
 fn parse_time(text: &str) -> Option<DateTime<Utc>> {
     DateTime::parse_from_rfc3339(text).ok().map(|t| t.with_timezone(&Utc))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_state_offers_the_action_that_changes_it_and_a_done_schedule_none() {
+        assert_eq!(State::Active.actions(), &[ScheduleAction::Pause]);
+        assert_eq!(State::Paused.actions(), &[ScheduleAction::Resume]);
+        assert!(State::Done.actions().is_empty());
+        // Repeating the state's own action is a no-op, not a conflict.
+        assert!(ScheduleAction::Pause.refusal("s", State::Paused).is_none());
+        assert!(ScheduleAction::Resume.refusal("s", State::Active).is_none());
+        for action in [ScheduleAction::Pause, ScheduleAction::Resume] {
+            let refused = action.refusal("s1", State::Done).expect("a fired one-shot schedule refuses");
+            assert_eq!(refused.kind, crate::ErrorKind::Conflict);
+            assert!(refused.message.contains("schedule s1 has already fired"), "{}", refused.message);
+        }
+    }
 }

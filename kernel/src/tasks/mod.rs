@@ -109,6 +109,62 @@ pub struct TaskEvent {
     pub status: TaskStatus,
     pub actor: Option<String>,
     pub retries: i64,
+    /// What happened, in the board's words.
+    pub change: TaskChange,
+}
+
+/// What a history event was. The store logs statuses (a trigger, whatever changed them); the
+/// board names the change from the event and the one before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskChange {
+    /// The first event: `actor` posted it.
+    Posted,
+    /// `actor` claimed it.
+    Claimed,
+    /// Its claim ran past `[task_board] claim_ttl_secs` and the sweeper put it back to
+    /// pending, one retry more.
+    ClaimExpired,
+    /// Pending again, for `actor` (or anyone): reassigned or retried by an operator.
+    Pending,
+    Done,
+    /// Failed: by its claimant, or by the sweeper past `max_retries`.
+    Failed,
+    Cancelled,
+}
+
+impl TaskChange {
+    /// The change a stored event made, given the event before it (`None` for the first).
+    fn between(previous: Option<&store::EventRow>, event: &store::EventRow) -> TaskChange {
+        let Some(previous) = previous else { return TaskChange::Posted };
+        match event.status {
+            TaskStatus::Claimed => TaskChange::Claimed,
+            // Only the sweeper counts a retry on the way from claimed back to pending.
+            TaskStatus::Pending if previous.status == TaskStatus::Claimed && previous.retries < event.retries => {
+                TaskChange::ClaimExpired
+            }
+            TaskStatus::Pending => TaskChange::Pending,
+            TaskStatus::Done => TaskChange::Done,
+            TaskStatus::Failed => TaskChange::Failed,
+            TaskStatus::Cancelled => TaskChange::Cancelled,
+        }
+    }
+}
+
+/// A task's stored events (oldest first), each named by the change it made.
+fn named_history(rows: Vec<store::EventRow>) -> Vec<TaskEvent> {
+    let changes: Vec<TaskChange> =
+        rows.iter().enumerate().map(|(i, row)| TaskChange::between(i.checked_sub(1).map(|p| &rows[p]), row)).collect();
+    rows.into_iter()
+        .zip(changes)
+        .map(|(row, change)| TaskEvent {
+            at: row.at,
+            status: row.status,
+            actor: row.actor,
+            retries: row.retries,
+            change,
+        })
+        .collect()
 }
 
 /// A task to post.
@@ -242,8 +298,9 @@ impl TaskBoard {
         store::get(&self.db, &self.full_id(id).await?).await?.ok_or_else(|| no_task(id))
     }
 
+    /// A task's events, oldest first, each with the change it made.
     pub async fn history(&self, id: &str) -> Result<Vec<TaskEvent>> {
-        store::history(&self.db, &self.full_id(id).await?).await
+        Ok(named_history(store::history(&self.db, &self.full_id(id).await?).await?))
     }
 
     /// The whole id that `id` (whole or short) names.

@@ -3,7 +3,7 @@
 
 use uuid::Uuid;
 
-use super::{Task, TaskEvent, TaskStatus};
+use super::{Task, TaskStatus};
 use crate::db::{self, Db};
 use crate::error::{Error, Result};
 
@@ -145,14 +145,22 @@ pub(super) async fn change(db: &Db, id: &str, from: TaskStatus, change: Change<'
     row.as_ref().map(task_from).transpose()
 }
 
-pub(super) async fn history(db: &Db, id: &str) -> Result<Vec<TaskEvent>> {
+/// A row of `task_events`: a status the task took, whatever changed it.
+pub(super) struct EventRow {
+    pub at: String,
+    pub status: TaskStatus,
+    pub actor: Option<String>,
+    pub retries: i64,
+}
+
+pub(super) async fn history(db: &Db, id: &str) -> Result<Vec<EventRow>> {
     let rows = db::query("SELECT at, status, actor, retries FROM task_events WHERE task_id = $1 ORDER BY id")
         .bind(id)
         .fetch_all(db)
         .await?;
     rows.iter()
         .map(|r| {
-            Ok(TaskEvent {
+            Ok(EventRow {
                 at: r.try_get("at")?,
                 status: TaskStatus::parse(r.try_get("status")?)?,
                 actor: r.try_get("actor")?,

@@ -8,6 +8,7 @@
 //! tools); a turn never waits for its meter.
 
 pub mod budget;
+pub mod overview;
 mod store;
 
 use std::collections::BTreeMap;

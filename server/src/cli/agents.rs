@@ -15,12 +15,12 @@ pub fn list(kernel: &Kernel, json_out: bool) -> anyhow::Result<()> {
         let agents: Vec<_> = agents.iter().map(|a| &**a).collect();
         return super::print_json(&agents);
     }
-    let now = kennel_kernel::db::timestamp(kernel.clock().now());
+    let now = kernel.clock().now_text();
     let mut rows = vec![["ID", "NAME", "TYPE", "STATUS", "GRANTS"].map(String::from).to_vec()];
     for a in agents.iter().filter(|a| !a.ephemeral) {
         let grants: Vec<_> = a.manifest.capabilities.tools.iter().map(|g| g.as_str()).collect();
-        let status = if a.is_paused(&now) { "paused" } else { a.status.as_str() };
-        rows.push(vec![a.id.to_string(), a.name.clone(), a.agent_type.clone(), status.into(), grants.join(",")]);
+        let state = a.state_at(&now).as_str();
+        rows.push(vec![a.id.to_string(), a.name.clone(), a.agent_type.clone(), state.into(), grants.join(",")]);
     }
     super::print_table(&rows);
     Ok(())

@@ -170,7 +170,7 @@ pub(super) async fn agent_page(
     let status =
         refused.chat.or(refused.grant).or(refused.upload).map_or(StatusCode::OK, |e| crate::status::status_for(e.kind));
     let agent_ref = agent.clone();
-    let now = kennel_kernel::db::timestamp(kernel.clock().now());
+    let now = kernel.clock().now_text();
     let paused = agent.paused_at(&now).cloned();
     let (usage_today, budget_left) = match kennel_kernel::usage::budget::of_agent(kernel, &agent).await? {
         Some(standing) => {

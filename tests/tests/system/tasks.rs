@@ -102,9 +102,15 @@ async fn the_sweeper_returns_expired_claims_and_fails_tasks_past_max_retries() {
     let statuses: Vec<_> =
         detail.body["history"].as_array().unwrap().iter().map(|e| e["status"].as_str().unwrap()).collect();
     assert_eq!(statuses, ["pending", "claimed", "pending", "claimed", "failed"]);
+    let changes = |detail: &serde_json::Value| -> Vec<String> {
+        detail["history"].as_array().unwrap().iter().map(|e| e["change"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(changes(&detail.body), ["posted", "claimed", "claim_expired", "claimed", "failed"], "{}", detail.text);
 
     // Operators can retry it; a config change applies without a restart.
     assert_eq!(api.post(&format!("{path}/retry"), json!({})).await.body["status"], "pending");
+    let retried = changes(&api.get(&path).await.body);
+    assert_eq!(retried.last().map(String::as_str), Some("pending"), "an operator's retry is no expiry: {retried:?}");
     std::fs::write(home.path().join("config.toml"), "[task_board]\nclaim_ttl_secs = 600\nwake_assignee = false\n")
         .unwrap();
     tokio::time::sleep(Duration::from_millis(1500)).await;
