@@ -4,8 +4,14 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use std::sync::Arc;
+
 use crate::Kernel;
+use crate::agent::{Agent, AgentState};
 use crate::error::Result;
+use crate::page::PageRequest;
+use crate::schedule::{ScheduleFilter, State as ScheduleState};
+use crate::tasks::{TaskFilter, TaskStatus};
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct DaemonStatus {
@@ -48,20 +54,54 @@ pub struct UsageToday {
     pub unpriced_calls: u64,
 }
 
-impl Kernel {
-    pub async fn status(&self) -> Result<DaemonStatus> {
-        let now = crate::db::timestamp(self.clock().now());
-        let mut agents = AgentCounts::default();
-        for agent in self.agents().list() {
-            let count = match (agent.is_running(), agent.ephemeral) {
-                (true, true) => &mut agents.workflow_steps,
-                (false, true) => continue,
-                (true, false) if agent.is_paused(&now) => &mut agents.paused,
-                (true, false) => &mut agents.running,
-                (false, false) => &mut agents.stopped,
+impl AgentCounts {
+    /// `agents` by the state they show at `now` (RFC 3339); stopped workflow step agents are
+    /// not counted (they are swept).
+    pub fn of(agents: &[Arc<Agent>], now: &str) -> AgentCounts {
+        let mut counts = AgentCounts::default();
+        for agent in agents {
+            let count = match (agent.state_at(now), agent.ephemeral) {
+                (AgentState::Running | AgentState::Paused, true) => &mut counts.workflow_steps,
+                (_, true) | (AgentState::Removed, false) => continue,
+                (AgentState::Paused, false) => &mut counts.paused,
+                (AgentState::Running, false) => &mut counts.running,
+                (AgentState::Stopped, false) => &mut counts.stopped,
             };
             *count += 1;
         }
+        counts
+    }
+}
+
+/// The work that may need an operator, as the overview shows it.
+#[derive(Debug, Clone)]
+pub struct WorkCounts {
+    /// Tasks in each of [`TaskStatus::WATCHED`], in that order.
+    pub tasks: Vec<(TaskStatus, u64)>,
+    pub active_schedules: u64,
+    /// Schedule fires that failed since midnight UTC, on the kernel's clock.
+    pub failed_fires_today: u64,
+}
+
+impl Kernel {
+    /// Counts of the work that may need an operator.
+    pub async fn work_counts(&self) -> Result<WorkCounts> {
+        let mut tasks = Vec::new();
+        for status in TaskStatus::WATCHED {
+            let filter = TaskFilter { status: Some(status), ..Default::default() };
+            tasks.push((status, self.tasks().list(&filter, &PageRequest::first(1)).await?.total));
+        }
+        let active = ScheduleFilter { state: Some(ScheduleState::Active), ..Default::default() };
+        let midnight = self.clock().now().date_naive().and_time(chrono::NaiveTime::MIN).and_utc();
+        Ok(WorkCounts {
+            tasks,
+            active_schedules: self.schedules().list(&active, &PageRequest::first(1)).await?.total,
+            failed_fires_today: self.schedules().failed_fires_since(midnight).await?,
+        })
+    }
+
+    pub async fn status(&self) -> Result<DaemonStatus> {
+        let agents = AgentCounts::of(&self.agents().list(), &self.clock().now_text());
         let since = crate::usage::budget::day_start(self);
         let used = self.usage().spent_since(None, &since).await?;
         Ok(DaemonStatus {
@@ -80,5 +120,49 @@ impl Kernel {
                 unpriced_calls: used.unpriced_calls,
             },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use uuid::Uuid;
+
+    use super::*;
+    use crate::agent::{AgentStatus, Pause};
+
+    fn agent(status: AgentStatus, paused_until: Option<&str>, ephemeral: bool) -> Arc<Agent> {
+        let manifest =
+            crate::agent::validate(serde_json::from_value(serde_json::json!({"name": "t"})).unwrap()).unwrap();
+        Arc::new(Agent {
+            id: Uuid::now_v7(),
+            name: "t".into(),
+            agent_type: "t".into(),
+            manifest,
+            goal: None,
+            status,
+            parent_id: None,
+            ephemeral,
+            paused: paused_until.map(|until| Pause { until: until.into(), reason: "budget".into() }),
+            budget_lifted_at: None,
+            created_at: "2026-12-01T00:00:00Z".into(),
+            updated_at: "2026-12-01T00:00:00Z".into(),
+        })
+    }
+
+    /// The one count the overview, `GET /api/status` and `kennel status` show.
+    #[test]
+    fn agents_are_counted_by_the_state_they_show() {
+        let later = Some("2026-12-06T00:00:00Z");
+        let agents = [
+            agent(AgentStatus::Running, None, false),
+            agent(AgentStatus::Running, later, false),
+            agent(AgentStatus::Running, Some("2026-12-05T00:00:00Z"), false),
+            agent(AgentStatus::Stopped, later, false),
+            agent(AgentStatus::Running, later, true),
+            agent(AgentStatus::Stopped, None, true),
+        ];
+        let counts = AgentCounts::of(&agents, "2026-12-05T12:00:00Z");
+        let seen = (counts.running, counts.paused, counts.stopped, counts.workflow_steps);
+        assert_eq!(seen, (2, 1, 1, 1), "a past pause is over; a stopped agent is not paused; steps apart");
     }
 }

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use kennel_kernel::agent::Agent;
+use kennel_kernel::status::{AgentCounts, WorkCounts};
 use kennel_kernel::tool::audit::AuditRecord;
 use leptos::prelude::*;
 
@@ -20,29 +21,22 @@ pub struct ProviderStatus {
     pub last_error: Option<(String, String)>,
 }
 
-/// What the work looks like right now.
-pub struct Counts {
-    /// Tasks by status, in the board's order.
-    pub tasks: Vec<(&'static str, u64)>,
-    pub active_schedules: u64,
-    /// Schedule fires that failed since midnight UTC.
-    pub failed_today: u64,
-}
-
 pub struct Overview {
     pub agents: Vec<Arc<Agent>>,
     pub agent_types: usize,
     pub tools: usize,
     pub recent_calls: Vec<AuditRecord>,
     pub providers: Vec<ProviderStatus>,
-    pub counts: Counts,
+    /// Agents by the state they show (workflow steps apart).
+    pub counts: AgentCounts,
+    /// The tasks and schedules that may need an operator.
+    pub work: WorkCounts,
     /// The last 24 hours (UTC `YYYY-MM-DDTHH`, oldest first): turns, tool calls.
     pub activity: Vec<(String, u64, u64)>,
 }
 
 pub fn render(meta: PageMeta, o: Overview) -> String {
-    let running = o.agents.iter().filter(|a| a.is_running()).count();
-    let stopped = o.agents.len() - running;
+    let AgentCounts { running, paused, stopped, .. } = o.counts;
     let has_provider = !o.providers.is_empty();
     let providers = if o.providers.is_empty() {
         view! { <p class="empty">"No provider is configured: agents cannot think until config.toml has a [providers.NAME] section."</p> }.into_any()
@@ -96,14 +90,14 @@ pub fn render(meta: PageMeta, o: Overview) -> String {
         }
     });
     let task_tiles = o
-        .counts
+        .work
         .tasks
         .iter()
         .map(|(status, n)| {
             view! { <a class="tile" href=format!("/tasks#column-{status}")><strong>{*n}</strong>{format!(" tasks {status}")}</a> }
         })
         .collect::<Vec<_>>();
-    let failed_class = if o.counts.failed_today > 0 { "tile bad" } else { "tile" };
+    let failed_class = if o.work.failed_fires_today > 0 { "tile bad" } else { "tile" };
     // Turns and tool calls per hour: one bar per hour, its length the two together.
     let bars = o
         .activity
@@ -127,14 +121,15 @@ pub fn render(meta: PageMeta, o: Overview) -> String {
                 {getting_started}
                 <div class="tiles">
                     <a class="tile" href="/agents"><strong>{running}</strong>" running agents"</a>
+                    <a class="tile" href="/agents"><strong>{paused}</strong>" paused"</a>
                     <a class="tile" href="/agents"><strong>{stopped}</strong>" stopped"</a>
                     <a class="tile" href="/agent-types"><strong>{o.agent_types}</strong>" agent types"</a>
                     <a class="tile" href="/tools"><strong>{o.tools}</strong>" tools"</a>
                 </div>
                 <div class="tiles">
                     {task_tiles}
-                    <a class="tile" href="/schedules"><strong>{o.counts.active_schedules}</strong>" active schedules"</a>
-                    <a class=failed_class href="/schedules"><strong>{o.counts.failed_today}</strong>" failed runs today"</a>
+                    <a class="tile" href="/schedules"><strong>{o.work.active_schedules}</strong>" active schedules"</a>
+                    <a class=failed_class href="/schedules"><strong>{o.work.failed_fires_today}</strong>" failed runs today"</a>
                 </div>
                 <section class="card"><h2>"Providers"</h2>{providers}</section>
                 <section class="card" id="activity"><h2>"The last 24 hours"</h2>{activity}<p><a href="/usage">"Usage and budgets"</a></p></section>

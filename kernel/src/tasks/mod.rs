@@ -60,6 +60,9 @@ impl TaskStatus {
         }
     }
 
+    /// The statuses an overview counts: waiting, in hand, and failed (an operator may retry).
+    pub const WATCHED: [TaskStatus; 3] = [TaskStatus::Pending, TaskStatus::Claimed, TaskStatus::Failed];
+
     pub fn allows(self, action: TaskAction) -> bool {
         self.actions().contains(&action)
     }

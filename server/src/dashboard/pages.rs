@@ -9,9 +9,7 @@ use kennel_app::pages::{audit, overview, settings};
 use kennel_app::{Flash, Nav, Paging};
 use kennel_kernel::actions::ActionFilter;
 use kennel_kernel::changes::Topic;
-use kennel_kernel::page::PageRequest;
-use kennel_kernel::schedule::{ScheduleFilter, State as ScheduleState};
-use kennel_kernel::tasks::{TaskFilter, TaskStatus};
+use kennel_kernel::status::AgentCounts;
 use kennel_kernel::tool::audit::AuditFilter;
 use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
@@ -32,25 +30,15 @@ pub async fn overview(State(kernel): State<Kernel>, Extension(op): Extension<Ope
             last_error: p.last_error(),
         })
         .collect();
-    let mut tasks = Vec::new();
-    for status in [TaskStatus::Pending, TaskStatus::Claimed, TaskStatus::Failed] {
-        let filter = TaskFilter { status: Some(status), ..Default::default() };
-        tasks.push((status.as_str(), kernel.tasks().list(&filter, &PageRequest::first(1)).await?.total));
-    }
-    let active = ScheduleFilter { state: Some(ScheduleState::Active), ..Default::default() };
-    let midnight = chrono::Utc::now().date_naive().and_hms_opt(0, 0, 0).expect("midnight exists").and_utc();
-    let counts = overview::Counts {
-        tasks,
-        active_schedules: kernel.schedules().list(&active, &PageRequest::first(1)).await?.total,
-        failed_today: kernel.schedules().failed_fires_since(midnight).await?,
-    };
+    let agents = kernel.agents().list();
     let page = overview::Overview {
-        agents: kernel.agents().list(),
+        counts: AgentCounts::of(&agents, &kernel.clock().now_text()),
+        work: kernel.work_counts().await?,
+        agents,
         agent_types: kernel.agents().types().len(),
         tools: kernel.tools().len(),
         recent_calls,
         providers,
-        counts,
         activity: kernel.activity().await?,
     };
     let meta = following(meta(&op, "Overview", Nav::Overview, n.flash()), &Topic::ALL, "/");
