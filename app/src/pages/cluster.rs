@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use kennel_kernel::cluster::{Daemon, Lease, Overview};
+use kennel_kernel::cluster::{Daemon, DaemonState, Lease, Overview};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
@@ -30,9 +30,8 @@ pub fn render(meta: PageMeta, page: ClusterPage) -> String {
         "SQLite: this home has one daemon. Several daemons share work when they use one PostgreSQL database ([database] url).".to_string()
     };
     let this = overview.this_daemon.clone();
-    let shared = overview.shared;
     let cards =
-        overview.daemons.into_iter().map(|d| daemon_card(d, &this, shared, &page.agent_names)).collect::<Vec<_>>();
+        overview.daemons.into_iter().map(|d| daemon_card(d, &this, &page.agent_names)).collect::<Vec<_>>();
     crate::document(
         view! {
             <Shell meta>
@@ -45,20 +44,23 @@ pub fn render(meta: PageMeta, page: ClusterPage) -> String {
     )
 }
 
-fn state(d: &Daemon, shared: bool) -> String {
-    match (&d.stopped_at, &d.reaped_at) {
-        _ if d.alive && !shared => format!("alive since {} (the only daemon: no heartbeat)", short_time(&d.started_at)),
-        _ if d.alive => format!("alive · last heartbeat {}", short_time(&d.heartbeat_at)),
-        (Some(at), _) => format!("stopped {}", short_time(at)),
-        (None, Some(at)) => {
-            format!("died (last heartbeat {}; work taken over {})", short_time(&d.heartbeat_at), short_time(at))
-        }
-        (None, None) => format!("no heartbeat since {}", short_time(&d.heartbeat_at)),
+/// The daemon's state in words, with its times.
+fn state(d: &Daemon) -> String {
+    match d.state {
+        DaemonState::AloneAlive => format!("alive since {} (the only daemon: no heartbeat)", short_time(&d.started_at)),
+        DaemonState::Alive => format!("alive · last heartbeat {}", short_time(&d.heartbeat_at)),
+        DaemonState::Stopped => format!("stopped {}", short_time(d.stopped_at.as_deref().unwrap_or_default())),
+        DaemonState::Died => format!(
+            "died (last heartbeat {}; work taken over {})",
+            short_time(&d.heartbeat_at),
+            short_time(d.reaped_at.as_deref().unwrap_or_default())
+        ),
+        DaemonState::Silent => format!("no heartbeat since {}", short_time(&d.heartbeat_at)),
     }
 }
 
 fn lease_row(lease: Lease, agent_names: &HashMap<String, String>) -> impl IntoView + use<> {
-    let what = match lease.name.strip_prefix("agent:") {
+    let what = match lease.agent_id() {
         Some(id) => {
             let name = agent_names.get(id).cloned().unwrap_or_else(|| id.to_string());
             view! { "agent "<a href=format!("/agents/{id}")>{name}</a> }.into_any()
@@ -74,11 +76,11 @@ fn lease_row(lease: Lease, agent_names: &HashMap<String, String>) -> impl IntoVi
     }
 }
 
-fn daemon_card(d: Daemon, this: &str, shared: bool, agent_names: &HashMap<String, String>) -> impl IntoView + use<> {
+fn daemon_card(d: Daemon, this: &str, agent_names: &HashMap<String, String>) -> impl IntoView + use<> {
     let title = if d.id == this { format!("{} (this daemon)", d.id) } else { d.id.clone() };
-    let state = state(&d, shared);
+    let state = state(&d);
     let class = if d.alive { "card daemon alive" } else { "card daemon" };
-    let leases = if d.alive && !shared {
+    let leases = if d.runs_everything() {
         view! { <p class="empty">"Runs every agent of this home."</p> }.into_any()
     } else if d.leases.is_empty() {
         view! { <p class="empty">"Holds nothing."</p> }.into_any()

@@ -3,7 +3,7 @@
 //! stdio server's last stderr lines — with a Reconnect button each. Tool names, descriptions,
 //! errors and stderr come from the servers: all of it is shown as text.
 
-use kennel_kernel::mcp::{ServerState, ServerView};
+use kennel_kernel::mcp::ServerView;
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
@@ -34,27 +34,12 @@ pub fn render(meta: PageMeta, servers: Vec<ServerView>) -> String {
     )
 }
 
-fn state_label(s: &ServerView) -> String {
-    let state = match s.state {
-        ServerState::Connecting => "connecting",
-        ServerState::Connected => "connected",
-        ServerState::Disconnected => "disconnected",
-        ServerState::GaveUp => "gave up",
-        ServerState::Elsewhere => "run by another daemon of the cluster",
-    };
-    match (&s.reason, &s.runs_on) {
-        (Some(reason), _) => format!("{state}: {reason}"),
-        (None, Some(daemon)) => format!("{state} ({daemon}); calls are forwarded to it"),
-        (None, None) => state.to_string(),
-    }
-}
-
 /// Server names are `[a-z0-9_-]` (checked when the config loads), so one goes into a path as
 /// it is.
 fn server_card(s: ServerView, csrf: String) -> impl IntoView + use<> {
     let action = format!("/mcp/{}/reconnect", s.name);
     let label = format!("Reconnect {}", s.name);
-    let state = state_label(&s);
+    let state = s.state_in_words();
     let info = format!(
         "{} · {}{} · {} connection{}",
         s.transport,

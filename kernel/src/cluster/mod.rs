@@ -70,8 +70,51 @@ pub struct Daemon {
     pub reaped_at: Option<String>,
     /// It beat within the lease and has not stopped.
     pub alive: bool,
+    /// Where it stands, named from the above.
+    pub state: DaemonState,
     /// The leases it holds.
     pub leases: Vec<Lease>,
+}
+
+/// Where a daemon stands in the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DaemonState {
+    /// Beats within its lease.
+    Alive,
+    /// The only daemon of a home that cannot be shared (SQLite): it keeps no heartbeat.
+    AloneAlive,
+    /// Stopped cleanly (`stopped_at`).
+    Stopped,
+    /// Stopped beating, and a live daemon took its work over (`reaped_at`).
+    Died,
+    /// Stopped beating; nobody has taken its work over yet.
+    Silent,
+}
+
+impl Daemon {
+    /// Names where the daemon stands from its times and liveness.
+    fn state_of(&self, shared: bool) -> DaemonState {
+        match (&self.stopped_at, &self.reaped_at) {
+            _ if self.alive && !shared => DaemonState::AloneAlive,
+            _ if self.alive => DaemonState::Alive,
+            (Some(_), _) => DaemonState::Stopped,
+            (None, Some(_)) => DaemonState::Died,
+            (None, None) => DaemonState::Silent,
+        }
+    }
+
+    /// Whether it runs every agent of its home by itself (no leases kept).
+    pub fn runs_everything(&self) -> bool {
+        self.state == DaemonState::AloneAlive
+    }
+}
+
+impl Lease {
+    /// The agent this lease runs, for an `agent:<id>` lease.
+    pub fn agent_id(&self) -> Option<&str> {
+        self.name.strip_prefix("agent:")
+    }
 }
 
 /// Something one daemon holds at a time: `agent:<id>`, `channel:<name>`.
@@ -362,6 +405,7 @@ impl Cluster {
                 && d.reaped_at.is_none()
                 && (!self.db.is_shared() && d.id == self.id || d.heartbeat_at >= beat_since);
             d.leases = leases.extract_if(.., |l| l.holder == d.id).collect();
+            d.state = d.state_of(self.db.is_shared());
         }
         daemons.sort_by_key(|d| !d.alive);
         Ok(Overview {
@@ -620,4 +664,36 @@ async fn take_over(kernel: &Kernel, dead: &str) -> Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod state_tests {
+    use super::*;
+
+    fn daemon(alive: bool, stopped: bool, reaped: bool) -> Daemon {
+        let at = || Some("2026-12-05T00:00:00Z".to_string());
+        Daemon {
+            id: "d".into(),
+            host: "h".into(),
+            pid: 1,
+            listen: "127.0.0.1:1".into(),
+            version: "0".into(),
+            started_at: "2026-12-04T00:00:00Z".into(),
+            heartbeat_at: "2026-12-04T23:59:00Z".into(),
+            stopped_at: stopped.then(at).flatten(),
+            reaped_at: reaped.then(at).flatten(),
+            alive,
+            state: DaemonState::Silent,
+            leases: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_daemon_is_named_by_its_liveness_then_how_it_ended() {
+        assert_eq!(daemon(true, false, false).state_of(false), DaemonState::AloneAlive);
+        assert_eq!(daemon(true, false, false).state_of(true), DaemonState::Alive);
+        assert_eq!(daemon(false, true, true).state_of(true), DaemonState::Stopped, "a clean stop wins");
+        assert_eq!(daemon(false, false, true).state_of(true), DaemonState::Died);
+        assert_eq!(daemon(false, false, false).state_of(true), DaemonState::Silent);
+    }
 }

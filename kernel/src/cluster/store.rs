@@ -3,7 +3,7 @@
 use crate::db::{self, Db};
 use crate::error::Result;
 
-use super::{Daemon, Lease};
+use super::{Daemon, DaemonState, Lease};
 
 pub(super) struct NewDaemon<'a> {
     pub id: &'a str,
@@ -133,6 +133,8 @@ pub(super) async fn daemons(db: &Db, since: &str) -> Result<Vec<Daemon>> {
                 stopped_at: r.try_get("stopped_at")?,
                 reaped_at: r.try_get("reaped_at")?,
                 alive: false,
+                // Named by `Cluster::overview`, which knows who beat in time.
+                state: DaemonState::Silent,
                 leases: Vec::new(),
             })
         })

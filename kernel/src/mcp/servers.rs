@@ -57,6 +57,17 @@ impl ServerState {
             ServerState::Elsewhere => "elsewhere",
         }
     }
+
+    /// The state as a person reads it.
+    pub fn words(self) -> &'static str {
+        match self {
+            ServerState::Connecting => "connecting",
+            ServerState::Connected => "connected",
+            ServerState::Disconnected => "disconnected",
+            ServerState::GaveUp => "gave up",
+            ServerState::Elsewhere => "run by another daemon of the cluster",
+        }
+    }
 }
 
 /// One of a server's tools as the model is offered it.
@@ -106,6 +117,18 @@ pub struct ServerView {
     pub errors: Vec<ServerError>,
     /// The last lines a stdio server wrote to stderr.
     pub stderr: Vec<String>,
+}
+
+impl ServerView {
+    /// Its state in words, with why it is not connected or which daemon runs it.
+    pub fn state_in_words(&self) -> String {
+        let state = self.state.words();
+        match (&self.reason, &self.runs_on) {
+            (Some(reason), _) => format!("{state}: {reason}"),
+            (None, Some(daemon)) => format!("{state} ({daemon}); calls are forwarded to it"),
+            (None, None) => state.to_string(),
+        }
+    }
 }
 
 /// One configured server and its supervisor.
@@ -622,4 +645,40 @@ fn withdraw(kernel: &Kernel, server: &Server, why: &str) {
     let reason = format!("the MCP server `{}` is not connected: {why}", server.name);
     kernel.tool_list().provide(&provider(&server.name), Vec::new(), &reason);
     super::meta::offer(kernel);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(state: ServerState, reason: Option<&str>, runs_on: Option<&str>) -> ServerView {
+        ServerView {
+            name: "files".into(),
+            transport: "stdio".into(),
+            target: "mcp-files".into(),
+            state,
+            reason: reason.map(str::to_string),
+            runs_on: runs_on.map(str::to_string),
+            server_info: None,
+            tools: Vec::new(),
+            left_out: Vec::new(),
+            offers_resources: false,
+            offers_prompts: false,
+            connections: 0,
+            errors: Vec::new(),
+            stderr: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_servers_state_in_words_says_why_or_where() {
+        assert_eq!(view(ServerState::Connected, None, None).state_in_words(), "connected");
+        let gave_up = view(ServerState::GaveUp, Some("5 failures in a row"), None);
+        assert_eq!(gave_up.state_in_words(), "gave up: 5 failures in a row");
+        let elsewhere = view(ServerState::Elsewhere, None, Some("daemon b"));
+        assert_eq!(
+            elsewhere.state_in_words(),
+            "run by another daemon of the cluster (daemon b); calls are forwarded to it"
+        );
+    }
 }

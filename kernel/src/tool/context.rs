@@ -120,6 +120,14 @@ impl CallContext {
         }
     }
 
+    /// A call an operator makes by hand as `agent` (the dashboard's "try it") and waits for:
+    /// a person is present, so tools that ask one are offered. Calls through the API stay
+    /// headless whoever's token made them: nobody is known to be watching.
+    pub fn by_operator(kernel: Kernel, agent: Arc<Agent>, operator: &str) -> CallContext {
+        let caller = Caller::Operator(operator.to_string());
+        CallContext { headless: !caller.is_person(), ..CallContext::new(kernel, agent, caller) }
+    }
+
     pub fn with_session(mut self, session: Option<Uuid>) -> CallContext {
         self.session = session;
         self

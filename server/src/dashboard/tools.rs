@@ -7,7 +7,7 @@ use axum::response::IntoResponse;
 use kennel_app::Nav;
 use kennel_app::pages::tools::{self, STANDINGS, ToolsPage, TryResult};
 use kennel_kernel::tool::meta::matches_query;
-use kennel_kernel::tool::{CallContext, Caller};
+use kennel_kernel::tool::CallContext;
 use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
 
@@ -110,8 +110,7 @@ pub async fn try_it(
     let outcome = match serde_json::from_str::<serde_json::Value>(&args_text) {
         Err(e) => Err(Error::invalid(format!("the arguments are not valid JSON: {e}"))),
         Ok(args) => {
-            let mut ctx = CallContext::new(kernel.clone(), agent.clone(), Caller::Operator(op.name.clone()));
-            ctx.headless = false;
+            let ctx = CallContext::by_operator(kernel.clone(), agent.clone(), &op.name);
             kernel.call_tool(ctx, &name, args).await
         }
     };

@@ -305,10 +305,18 @@ async fn when_an_agents_daemon_is_killed_another_answers_it_and_a_fire_cut_off_i
             .as_array()
             .unwrap()
             .iter()
-            .any(|d| d["id"] == owner_id.as_str() && d["reaped_at"].is_string())
+            .any(|d| d["id"] == owner_id.as_str() && d["reaped_at"].is_string() && d["state"] == "died")
     })
     .await;
-    assert!(reaped, "a live daemon took the killed one's work over");
+    assert!(reaped, "a live daemon took the killed one's work over, and the killed one shows died");
+    let states: Vec<String> = api(other, &daemons).get("/api/cluster").await.body["daemons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["alive"] == true)
+        .map(|d| d["state"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(!states.is_empty() && states.iter().all(|s| s == "alive"), "live daemons of a shared home: {states:?}");
 
     // A one-shot fire whose turn hangs at the provider, and the daemon that took the fire
     // killed: the fire ends `interrupted`, and no daemon fires it again.
