@@ -30,8 +30,7 @@ pub fn render(meta: PageMeta, page: ClusterPage) -> String {
         "SQLite: this home has one daemon. Several daemons share work when they use one PostgreSQL database ([database] url).".to_string()
     };
     let this = overview.this_daemon.clone();
-    let cards =
-        overview.daemons.into_iter().map(|d| daemon_card(d, &this, &page.agent_names)).collect::<Vec<_>>();
+    let cards = overview.daemons.into_iter().map(|d| daemon_card(d, &this, &page.agent_names)).collect::<Vec<_>>();
     crate::document(
         view! {
             <Shell meta>

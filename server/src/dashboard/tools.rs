@@ -6,8 +6,8 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use kennel_app::Nav;
 use kennel_app::pages::tools::{self, STANDINGS, ToolsPage, TryResult};
-use kennel_kernel::tool::meta::matches_query;
 use kennel_kernel::tool::CallContext;
+use kennel_kernel::tool::meta::matches_query;
 use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
 
