@@ -9,7 +9,7 @@
 //! the list's business ([`Key`]); clients pass back what they were given.
 
 use serde::Deserialize;
-use utoipa::IntoParams;
+use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{Error, FieldError, Result};
 
@@ -89,6 +89,33 @@ pub enum Key {
     /// A task's priority and id (`PRIORITY:ID`).
     PriorityId,
 }
+
+// Each kind of cursor's schema, for the API's documents (parameters take them `inline`): the
+// one place each pattern is written, tested against `Key::fits`. A name's is `agent::Name`.
+
+/// The last item's id.
+#[derive(ToSchema)]
+#[schema(pattern = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")]
+#[allow(dead_code)]
+pub struct IdCursor(String);
+
+/// The last item's position.
+#[derive(ToSchema)]
+#[schema(pattern = r"^[0-9]{6}$")]
+#[allow(dead_code)]
+pub struct PositionCursor(String);
+
+/// The last item's row number.
+#[derive(ToSchema)]
+#[schema(pattern = r"^[0-9]{1,18}$")]
+#[allow(dead_code)]
+pub struct NumberCursor(String);
+
+/// The last task's priority and id.
+#[derive(ToSchema)]
+#[schema(pattern = r"^[0-9]:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")]
+#[allow(dead_code)]
+pub struct PriorityIdCursor(String);
 
 impl Key {
     fn fits(self, cursor: &str) -> bool {
@@ -183,6 +210,47 @@ mod tests {
         }
         assert_eq!(request(None, None).unwrap().limit, DEFAULT_LIMIT);
         assert_eq!(request(Some(1000), None).unwrap(), PageRequest { limit: 1000, cursor: None });
+    }
+
+    /// What the API documents of each cursor is what `Key::fits` accepts.
+    #[test]
+    fn each_keys_documented_pattern_accepts_exactly_what_the_key_fits() {
+        fn pattern<T: utoipa::PartialSchema>() -> regex::Regex {
+            let schema = serde_json::to_value(T::schema()).unwrap();
+            regex::Regex::new(schema["pattern"].as_str().expect("a pattern")).unwrap()
+        }
+        let id = "01a230b9-26bc-7268-b5eb-8bd4615050fa";
+        let keys = [
+            (Key::Name, pattern::<crate::agent::Name>()),
+            (Key::Id, pattern::<IdCursor>()),
+            (Key::Position, pattern::<PositionCursor>()),
+            (Key::Number, pattern::<NumberCursor>()),
+            (Key::PriorityId, pattern::<PriorityIdCursor>()),
+        ];
+        let samples = [
+            "reporter",
+            "a_b-c",
+            "",
+            "Upper",
+            &"x".repeat(64),
+            &"x".repeat(65),
+            id,
+            &id.to_uppercase(),
+            "000042",
+            "00042",
+            "123456789012345678",
+            "1234567890123456789",
+            "2:01a230b9-26bc-7268-b5eb-8bd4615050fa",
+            "12:01a230b9-26bc-7268-b5eb-8bd4615050fa",
+            "0",
+            "é",
+            "a b",
+        ];
+        for (key, documented) in &keys {
+            for sample in samples {
+                assert_eq!(key.fits(sample), documented.is_match(sample), "{key:?} on {sample:?}");
+            }
+        }
     }
 
     #[test]

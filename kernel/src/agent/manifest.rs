@@ -127,7 +127,7 @@ pub struct TriggerBlock {
 pub struct Fallback {
     /// A `[providers.NAME]` of config.toml; absent: the agent type's own provider.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(pattern = r"^[a-z0-9_-]{1,64}$")]
+    #[schema(value_type = Option<Name>)]
     pub provider: Option<String>,
     /// The model's name at that provider; at most 200 printable characters.
     #[schema(max_length = 200, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$")]
@@ -216,7 +216,7 @@ pub struct AgentTypeSpec {
 #[serde(deny_unknown_fields)]
 pub struct ManifestInput {
     /// The agent type's name (required to create one; given by the path to replace one).
-    #[schema(pattern = r"^[a-z0-9_-]{1,64}$")]
+    #[schema(value_type = Option<Name>)]
     pub name: Option<String>,
     /// At most 2,000 characters.
     #[schema(max_length = 2000)]

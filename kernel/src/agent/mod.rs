@@ -21,8 +21,8 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 pub use manifest::{
-    AgentTypeSpec, CapabilitiesInput, Manifest, ManifestFormat, ManifestInput, NAME_RULE, NewCapabilities, ToolMode,
-    is_valid_name, parse_manifest, to_toml, validate,
+    AgentTypeSpec, CapabilitiesInput, Manifest, ManifestFormat, ManifestInput, NAME_RULE, Name, NewCapabilities,
+    ToolMode, is_valid_name, parse_manifest, to_toml, validate,
 };
 
 pub use apply::{AgentUpdate, ApplyRequest, FieldChange, TypeApplication};

@@ -120,7 +120,7 @@ impl Step {
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkflowInput {
-    #[schema(pattern = r"^[a-z0-9_-]{1,64}$")]
+    #[schema(value_type = crate::agent::Name)]
     pub name: String,
     /// At most 2,000 characters.
     #[serde(default)]

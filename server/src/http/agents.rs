@@ -1,5 +1,7 @@
 //! `/api/agents`: spawn, list, stop, grants, sessions, and invoking a tool as an agent.
 
+use kennel_kernel::agent::Name;
+use kennel_kernel::page::{IdCursor, NumberCursor, PositionCursor};
 use std::sync::Arc;
 
 use axum::Json;
@@ -47,7 +49,7 @@ struct SpawnBody {
     /// The agent type to make the agent from.
     template: String,
     /// Defaults to the type's name, or `name-2`, `name-3`… when taken.
-    #[schema(pattern = r"^[a-z0-9_-]{1,64}$")]
+    #[schema(value_type = Option<Name>)]
     name: Option<String>,
     /// What the agent is for; later prompts show it. At most 10,000 characters.
     #[schema(max_length = 10000)]
@@ -64,7 +66,7 @@ struct AgentListQuery {
 }
 
 /// Every agent, oldest first.
-#[utoipa::path(get, path = "/api/agents", tag = "agents", params(PageQuery, AgentListQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last agent's id)")),
+#[utoipa::path(get, path = "/api/agents", tag = "agents", params(PageQuery, AgentListQuery, ("cursor" = inline(Option<IdCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last agent's id)")),
     responses((status = 200, description = "A page of agents", body = Vec<Agent>)))]
 async fn list_agents(
     State(kernel): State<Kernel>,
@@ -141,7 +143,7 @@ async fn set_capabilities(
 }
 
 /// The agent's effective tool set: every tool, allowed or not, and why.
-#[utoipa::path(get, path = "/api/agents/{id}/tools", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name"), PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9]{6}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last tool's position)")),
+#[utoipa::path(get, path = "/api/agents/{id}/tools", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name"), PageQuery, ("cursor" = inline(Option<PositionCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last tool's position)")),
     responses((status = 200, description = "A page of the agent's effective tool set", body = Vec<EffectiveTool>), (status = 404, description = "No such agent")))]
 async fn agent_tools(State(kernel): State<Kernel>, Path(id): Path<String>, page: PageParams) -> ApiResult<Response> {
     let agent = kernel.agents().get(&id)?;
@@ -190,7 +192,7 @@ async fn invoke_tool(
 }
 
 /// The agent's sessions, newest first.
-#[utoipa::path(get, path = "/api/agents/{id}/sessions", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name"), PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last session's id)")),
+#[utoipa::path(get, path = "/api/agents/{id}/sessions", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name"), PageQuery, ("cursor" = inline(Option<IdCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last session's id)")),
     responses((status = 200, description = "A page of the agent's sessions", body = Vec<Session>), (status = 404, description = "No such agent")))]
 async fn list_sessions(State(kernel): State<Kernel>, Path(id): Path<String>, page: PageParams) -> ApiResult<Response> {
     let agent = kernel.agents().get(&id)?;
@@ -280,7 +282,7 @@ async fn agent_events(
 
 /// A session's messages, oldest first, as the model saw them (tool calls and results, spill
 /// placeholders included).
-#[utoipa::path(get, path = "/api/sessions/{id}/messages", tag = "agents", params(("id" = String, Path, description = "The session's id"), PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9]{1,18}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last message's `seq`)")),
+#[utoipa::path(get, path = "/api/sessions/{id}/messages", tag = "agents", params(("id" = String, Path, description = "The session's id"), PageQuery, ("cursor" = inline(Option<NumberCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last message's `seq`)")),
     responses((status = 200, description = "A page of the session's messages", body = Vec<StoredMessage>), (status = 404, description = "No such session")))]
 async fn session_messages(
     State(kernel): State<Kernel>,

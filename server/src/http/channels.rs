@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use kennel_kernel::Kernel;
+use kennel_kernel::agent::Name;
 use kennel_kernel::channel::platform::{WebhookReply, WebhookRequest};
 use kennel_kernel::channel::{ChannelDetail, ChannelInfo};
 use serde_json::json;
@@ -52,7 +53,7 @@ async fn all_channels(State(kernel): State<Kernel>) -> Json<Vec<ChannelInfo>> {
 
 /// A channel with its conversations, rosters and recent traffic.
 #[utoipa::path(get, path = "/api/channels/{name}", tag = "channels",
-    params(("name" = String, Path, pattern = r"^[a-z0-9_-]{1,64}$", description = "The channel's name")),
+    params(("name" = Name, Path, description = "The channel's name")),
     responses((status = 200, description = "The channel", body = ChannelDetail),
         (status = 404, description = "No such channel")))]
 async fn one_channel(State(kernel): State<Kernel>, Path(name): Path<String>) -> ApiResult<Json<ChannelDetail>> {

@@ -6,6 +6,7 @@ use axum::extract::{Extension, State};
 use axum::response::Response;
 use kennel_kernel::Kernel;
 use kennel_kernel::notify::{Note, NoteFilter};
+use kennel_kernel::page::NumberCursor;
 use kennel_kernel::page::PageQuery;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -22,7 +23,7 @@ pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
 }
 
 /// Notes, newest first, with whether this token has read each.
-#[utoipa::path(get, path = "/api/inbox", tag = "inbox", params(NoteFilter, PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9]{1,18}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last note's id)")),
+#[utoipa::path(get, path = "/api/inbox", tag = "inbox", params(NoteFilter, PageQuery, ("cursor" = inline(Option<NumberCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last note's id)")),
     responses((status = 200, description = "A page of notes, newest first", body = Vec<Note>),
         (status = 422, description = "An agent that does not exist, or a bad filter")))]
 async fn list_notes(

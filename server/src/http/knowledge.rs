@@ -6,6 +6,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
 use kennel_kernel::error::FieldError;
 use kennel_kernel::knowledge::{Direction, Entity, Relation, Subgraph, Walk};
+use kennel_kernel::page::NumberCursor;
 use kennel_kernel::page::PageQuery;
 use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
@@ -21,7 +22,7 @@ pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
 }
 
 /// The agent's entities, oldest first.
-#[utoipa::path(get, path = "/api/agents/{id}/knowledge/entities", tag = "knowledge", params(("id" = String, Path, description = "The agent's id, or a running agent's name"), PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9]{1,18}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last entity's row)")),
+#[utoipa::path(get, path = "/api/agents/{id}/knowledge/entities", tag = "knowledge", params(("id" = String, Path, description = "The agent's id, or a running agent's name"), PageQuery, ("cursor" = inline(Option<NumberCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last entity's row)")),
     responses((status = 200, description = "A page of the agent's entities", body = Vec<Entity>), (status = 404, description = "No such agent")))]
 async fn entities(State(kernel): State<Kernel>, Path(id): Path<String>, page: PageParams) -> ApiResult<Response> {
     let agent = kernel.agents().get(&id)?;
@@ -29,7 +30,7 @@ async fn entities(State(kernel): State<Kernel>, Path(id): Path<String>, page: Pa
 }
 
 /// The agent's relations, oldest first, their ends by name.
-#[utoipa::path(get, path = "/api/agents/{id}/knowledge/relations", tag = "knowledge", params(("id" = String, Path, description = "The agent's id, or a running agent's name"), PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9]{1,18}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last relation's row)")),
+#[utoipa::path(get, path = "/api/agents/{id}/knowledge/relations", tag = "knowledge", params(("id" = String, Path, description = "The agent's id, or a running agent's name"), PageQuery, ("cursor" = inline(Option<NumberCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last relation's row)")),
     responses((status = 200, description = "A page of the agent's relations", body = Vec<Relation>), (status = 404, description = "No such agent")))]
 async fn relations(State(kernel): State<Kernel>, Path(id): Path<String>, page: PageParams) -> ApiResult<Response> {
     let agent = kernel.agents().get(&id)?;

@@ -10,6 +10,7 @@ use kennel_kernel::Kernel;
 use kennel_kernel::memory::kv::{KvEntry, KvWrite};
 use kennel_kernel::memory::semantic::{AddOutcome, Memory, Scope, SearchOptions, Stats};
 use kennel_kernel::page::PageQuery;
+use kennel_kernel::page::{IdCursor, PositionCursor};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::UtoipaMethodRouter;
@@ -34,7 +35,7 @@ pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
 
 /// The agent's keys with their values, in byte order of the keys.
 #[utoipa::path(get, path = "/api/agents/{id}/memory/kv", tag = "memory",
-    params(("id" = String, Path, description = "The agent's id, or a running agent's name"), PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9]{6}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last key's position)")),
+    params(("id" = String, Path, description = "The agent's id, or a running agent's name"), PageQuery, ("cursor" = inline(Option<PositionCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last key's position)")),
     responses((status = 200, description = "A page of the agent's key/value memory", body = Vec<KvEntry>), (status = 404, description = "No such agent")))]
 async fn list_kv(State(kernel): State<Kernel>, Path(id): Path<String>, page: PageParams) -> ApiResult<Response> {
     let agent = kernel.agents().get(&id)?;
@@ -103,7 +104,7 @@ async fn delete_kv(
 
 /// The agent's live semantic memories, newest first.
 #[utoipa::path(get, path = "/api/agents/{id}/memory/semantic", tag = "memory",
-    params(("id" = String, Path, description = "The agent's id, or a running agent's name"), PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last memory's id)")),
+    params(("id" = String, Path, description = "The agent's id, or a running agent's name"), PageQuery, ("cursor" = inline(Option<IdCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last memory's id)")),
     responses((status = 200, description = "A page of memories", body = Vec<Memory>), (status = 404, description = "No such agent"),
         (status = 502, description = "The embeddings provider failed while the store was embedded again"),
         (status = 503, description = "The semantic store is switched off ([proactive_memory] enabled = false)")))]

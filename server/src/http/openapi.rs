@@ -77,7 +77,7 @@ pub(super) fn finish(mut doc: Value) -> Value {
 fn require_name_to_create_an_agent_type(doc: &mut Value) {
     let body = &mut doc["paths"]["/api/templates"]["post"]["requestBody"]["content"]["application/json"]["schema"];
     if body.is_object() {
-        let name = json!({ "type": "string", "pattern": "^[a-z0-9_-]{1,64}$" });
+        let name = json!({ "$ref": "#/components/schemas/Name" });
         *body = json!({ "allOf": [body.clone(), { "required": ["name"], "properties": { "name": name } }] });
     }
 }

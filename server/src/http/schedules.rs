@@ -5,6 +5,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::response::Response;
+use kennel_kernel::page::IdCursor;
 use kennel_kernel::page::PageQuery;
 use kennel_kernel::schedule::{Fire, Schedule, ScheduleFilter};
 use kennel_kernel::{Error, Kernel};
@@ -42,7 +43,7 @@ fn owned(kernel: &Kernel, schedule: Schedule) -> OwnedSchedule {
 
 /// Every schedule and cron job (manifest and runtime), with owner agent, next fire and last
 /// outcome; filtered by agent (name or id), kind and state.
-#[utoipa::path(get, path = "/api/schedules", tag = "schedules", params(ScheduleFilter, PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last schedule's id)")),
+#[utoipa::path(get, path = "/api/schedules", tag = "schedules", params(ScheduleFilter, PageQuery, ("cursor" = inline(Option<IdCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last schedule's id)")),
     responses((status = 200, description = "A page of schedules, oldest first", body = Vec<OwnedSchedule>), (status = 404, description = "No agent of that name or id")))]
 async fn list_schedules(
     State(kernel): State<Kernel>,

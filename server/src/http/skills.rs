@@ -9,6 +9,7 @@ use axum::extract::{Extension, Path, State};
 use axum::http::{StatusCode, header::LOCATION};
 use axum::response::{IntoResponse, Response};
 use kennel_kernel::Kernel;
+use kennel_kernel::agent::Name;
 use kennel_kernel::skills::{Actor, Evolved, HistoryEntry, Manifest, Proposal, ProposalState, Skill};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -82,7 +83,7 @@ struct SkillWithHistory {
 /// One skill: its manifest, body, support files, version, full history and the agent types
 /// that use it.
 #[utoipa::path(get, path = "/api/skills/{name}", tag = "skills",
-    params(("name" = String, Path, pattern = r"^[a-z0-9_-]{1,64}$", description = "The skill's name")),
+    params(("name" = Name, Path, description = "The skill's name")),
     responses((status = 200, description = "The skill with its history", body = SkillWithHistory),
         (status = 404, description = "No such skill (a deleted one's history is at `/history`)"),
         (status = 422, description = "Not a skill name")))]
@@ -105,7 +106,7 @@ struct SkillEdit {
 
 /// Replaces a skill's body, and its manifest when one is given, as one new version.
 #[utoipa::path(put, path = "/api/skills/{name}", tag = "skills",
-    params(("name" = String, Path, pattern = r"^[a-z0-9_-]{1,64}$", description = "The skill's name")),
+    params(("name" = Name, Path, description = "The skill's name")),
     request_body = SkillEdit,
     responses((status = 200, description = "The new version", body = Evolved),
         (status = 404, description = "No such skill"),
@@ -122,7 +123,7 @@ async fn edit_skill(
 /// Deletes a skill: its folder is set aside and its history kept; `POST …/restore` brings it
 /// back.
 #[utoipa::path(delete, path = "/api/skills/{name}", tag = "skills",
-    params(("name" = String, Path, pattern = r"^[a-z0-9_-]{1,64}$", description = "The skill's name")),
+    params(("name" = Name, Path, description = "The skill's name")),
     responses((status = 200, description = "The `delete` version", body = Evolved),
         (status = 404, description = "No such skill"), (status = 422, description = "Not a skill name")))]
 async fn delete_skill(
@@ -135,7 +136,7 @@ async fn delete_skill(
 
 /// A skill's whole history, oldest first: a deleted skill's too.
 #[utoipa::path(get, path = "/api/skills/{name}/history", tag = "skills",
-    params(("name" = String, Path, pattern = r"^[a-z0-9_-]{1,64}$", description = "The skill's name")),
+    params(("name" = Name, Path, description = "The skill's name")),
     responses((status = 200, description = "Every operation, oldest first (empty: there never was such a skill)", body = Vec<HistoryEntry>),
         (status = 422, description = "Not a skill name")))]
 async fn skill_history(State(kernel): State<Kernel>, Path(name): Path<String>) -> ApiResult<Json<Vec<HistoryEntry>>> {
@@ -157,7 +158,7 @@ struct FilePath {
 
 /// A support file's text.
 #[utoipa::path(get, path = "/api/skills/{name}/files", tag = "skills",
-    params(("name" = String, Path, pattern = r"^[a-z0-9_-]{1,64}$", description = "The skill's name"), FilePath),
+    params(("name" = Name, Path, description = "The skill's name"), FilePath),
     responses((status = 200, description = "The file's text", body = String, content_type = "text/plain"),
         (status = 404, description = "No such skill or file"), (status = 422, description = "A bad name or path")))]
 async fn read_support_file(
@@ -180,7 +181,7 @@ struct SupportFile {
 
 /// Adds or replaces a support file.
 #[utoipa::path(put, path = "/api/skills/{name}/files", tag = "skills",
-    params(("name" = String, Path, pattern = r"^[a-z0-9_-]{1,64}$", description = "The skill's name")),
+    params(("name" = Name, Path, description = "The skill's name")),
     request_body = SupportFile,
     responses((status = 200, description = "The new version", body = Evolved),
         (status = 404, description = "No such skill"),
@@ -196,7 +197,7 @@ async fn write_support_file(
 
 /// Removes a support file.
 #[utoipa::path(delete, path = "/api/skills/{name}/files", tag = "skills",
-    params(("name" = String, Path, pattern = r"^[a-z0-9_-]{1,64}$", description = "The skill's name"), FilePath),
+    params(("name" = Name, Path, description = "The skill's name"), FilePath),
     responses((status = 200, description = "The new version", body = Evolved),
         (status = 404, description = "No such skill or file"), (status = 422, description = "A bad name or path")))]
 async fn remove_support_file(
@@ -219,7 +220,7 @@ struct Rollback {
 
 /// Restores the manifest and body of an earlier version, as a new version.
 #[utoipa::path(post, path = "/api/skills/{name}/rollback", tag = "skills",
-    params(("name" = String, Path, pattern = r"^[a-z0-9_-]{1,64}$", description = "The skill's name")),
+    params(("name" = Name, Path, description = "The skill's name")),
     request_body(content = Option<Rollback>, description = "`{}` or no body: one step back"),
     responses((status = 200, description = "The `rollback` version", body = Evolved),
         (status = 404, description = "No such skill or version"),
@@ -235,7 +236,7 @@ async fn roll_back_skill(
 
 /// Brings a deleted skill back with its support files, as a new version.
 #[utoipa::path(post, path = "/api/skills/{name}/restore", tag = "skills",
-    params(("name" = String, Path, pattern = r"^[a-z0-9_-]{1,64}$", description = "The skill's name")),
+    params(("name" = Name, Path, description = "The skill's name")),
     responses((status = 200, description = "The `restore` version", body = Evolved),
         (status = 404, description = "There never was such a skill"),
         (status = 409, description = "The skill is not deleted"),
@@ -263,7 +264,7 @@ struct ProposalFilter {
     /// pending, accepted or rejected; every state when not given.
     state: Option<ProposalState>,
     /// One skill's only.
-    #[param(pattern = r"^[a-z0-9_-]{1,64}$")]
+    #[param(value_type = Option<Name>)]
     skill: Option<String>,
 }
 

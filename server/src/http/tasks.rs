@@ -6,6 +6,7 @@ use axum::http::{StatusCode, header::LOCATION};
 use axum::response::{IntoResponse, Response};
 use kennel_kernel::Kernel;
 use kennel_kernel::page::PageQuery;
+use kennel_kernel::page::PriorityIdCursor;
 use kennel_kernel::tasks::{NewTask, Task, TaskEvent, TaskFilter};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -28,7 +29,7 @@ pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
 }
 
 /// Tasks, highest priority first, filtered by status, assignee (name or id), text, priority.
-#[utoipa::path(get, path = "/api/tasks", tag = "tasks", params(TaskFilter, PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9]:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last task's priority and id)")),
+#[utoipa::path(get, path = "/api/tasks", tag = "tasks", params(TaskFilter, PageQuery, ("cursor" = inline(Option<PriorityIdCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last task's priority and id)")),
     responses((status = 200, description = "A page of tasks, highest priority first, then oldest", body = Vec<Task>), (status = 404, description = "No agent of that name or id")))]
 async fn list_tasks(
     State(kernel): State<Kernel>,

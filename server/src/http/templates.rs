@@ -6,6 +6,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header::LOCATION};
 use axum::response::{IntoResponse, Response};
 use kennel_kernel::Kernel;
+use kennel_kernel::agent::Name;
 use kennel_kernel::agent::{AgentType, ApplyRequest, ManifestInput, TypeApplication};
 use kennel_kernel::page::PageQuery;
 use utoipa_axum::router::UtoipaMethodRouter;
@@ -24,7 +25,7 @@ pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
 }
 
 /// Every agent type, by name.
-#[utoipa::path(get, path = "/api/templates", tag = "agent types", params(PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[a-z0-9_-]{1,64}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last agent type's name)")),
+#[utoipa::path(get, path = "/api/templates", tag = "agent types", params(PageQuery, ("cursor" = inline(Option<Name>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last agent type's name)")),
     responses((status = 200, description = "A page of agent types", body = Vec<AgentType>)))]
 async fn list_templates(State(kernel): State<Kernel>, page: PageParams) -> ApiResult<Response> {
     Ok(page.answer(kernel.agents().types_page(&page.request)?))

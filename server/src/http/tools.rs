@@ -6,6 +6,7 @@ use axum::response::Response;
 use kennel_kernel::Kernel;
 use kennel_kernel::actions::{ActionFilter, ActionRecord};
 use kennel_kernel::page::PageQuery;
+use kennel_kernel::page::{NumberCursor, PositionCursor};
 use kennel_kernel::tool::audit::{AuditFilter, AuditRecord};
 use kennel_kernel::tool::{Availability, ToolDef};
 use serde::Serialize;
@@ -31,7 +32,7 @@ struct ToolEntry {
 }
 
 /// Every tool definition: family, tags, description, argument schema and availability.
-#[utoipa::path(get, path = "/api/tools", tag = "tools", params(PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9]{6}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last tool's position)")),
+#[utoipa::path(get, path = "/api/tools", tag = "tools", params(PageQuery, ("cursor" = inline(Option<PositionCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last tool's position)")),
     responses((status = 200, description = "A page of tools, in registration order", body = Vec<ToolEntry>)))]
 async fn list_tools(State(kernel): State<Kernel>, page: PageParams) -> ApiResult<Response> {
     let tools = kernel.tools().page(&page.request)?.map(|(def, availability)| ToolEntry { def, availability });
@@ -39,7 +40,7 @@ async fn list_tools(State(kernel): State<Kernel>, page: PageParams) -> ApiResult
 }
 
 /// Recorded tool calls, newest first, filtered by agent (name or id) and tool name.
-#[utoipa::path(get, path = "/api/audit", tag = "tools", params(AuditFilter, PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9]{1,18}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last record's id)")),
+#[utoipa::path(get, path = "/api/audit", tag = "tools", params(AuditFilter, PageQuery, ("cursor" = inline(Option<NumberCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last record's id)")),
     responses((status = 200, description = "A page of audit records, newest first", body = Vec<AuditRecord>), (status = 404, description = "No such agent")))]
 async fn list_audit(
     State(kernel): State<Kernel>,
@@ -51,7 +52,7 @@ async fn list_audit(
 
 /// Recorded operator actions, newest first: every change made from the dashboard or with an
 /// API token (refusals too), filtered by actor and action.
-#[utoipa::path(get, path = "/api/audit/actions", tag = "tools", params(ActionFilter, PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9]{1,18}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last record's id)")),
+#[utoipa::path(get, path = "/api/audit/actions", tag = "tools", params(ActionFilter, PageQuery, ("cursor" = inline(Option<NumberCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last record's id)")),
     responses((status = 200, description = "A page of operator actions, newest first", body = Vec<ActionRecord>)))]
 async fn list_actions(
     State(kernel): State<Kernel>,

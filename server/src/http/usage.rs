@@ -4,6 +4,7 @@ use axum::extract::State;
 use axum::response::Response;
 use kennel_kernel::Kernel;
 use kennel_kernel::page::PageQuery;
+use kennel_kernel::page::PositionCursor;
 use kennel_kernel::usage::{Group, Line};
 use serde::Deserialize;
 use utoipa_axum::router::UtoipaMethodRouter;
@@ -32,7 +33,7 @@ struct UsageQuery {
 /// Tokens and cost of every model call (summaries included), grouped, by key. Costs come from
 /// the prices in config.toml (`[providers.NAME.models.MODEL] input_usd_per_mtok`, …); calls
 /// of an unpriced model are counted in `unpriced_calls`.
-#[utoipa::path(get, path = "/api/usage", tag = "usage", params(PageQuery, UsageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9]{6}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last line's position)")),
+#[utoipa::path(get, path = "/api/usage", tag = "usage", params(PageQuery, UsageQuery, ("cursor" = inline(Option<PositionCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last line's position)")),
     responses((status = 200, description = "A page of usage lines", body = Vec<Line>)))]
 async fn usage(
     State(kernel): State<Kernel>,

@@ -5,6 +5,8 @@ use axum::extract::{Extension, Path, State};
 use axum::http::{StatusCode, header::LOCATION};
 use axum::response::{IntoResponse, Response};
 use kennel_kernel::Kernel;
+use kennel_kernel::agent::Name;
+use kennel_kernel::page::IdCursor;
 use kennel_kernel::page::PageQuery;
 use kennel_kernel::workflow::{RunOrigin, Workflow, WorkflowInput, WorkflowRun, run_detached};
 use serde::Deserialize;
@@ -26,7 +28,7 @@ pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
 }
 
 /// Every workflow, by name.
-#[utoipa::path(get, path = "/api/workflows", tag = "workflows", params(PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[a-z0-9_-]{1,64}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last workflow's name)")),
+#[utoipa::path(get, path = "/api/workflows", tag = "workflows", params(PageQuery, ("cursor" = inline(Option<Name>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last workflow's name)")),
     responses((status = 200, description = "A page of workflows, by name", body = Vec<Workflow>)))]
 async fn list_workflows(State(kernel): State<Kernel>, page: PageParams) -> ApiResult<Response> {
     Ok(page.answer(kernel.workflows().list(&page.request).await?))
@@ -78,7 +80,7 @@ async fn delete_workflow(State(kernel): State<Kernel>, Path(id): Path<String>) -
 }
 
 /// The workflow's runs, newest first, with each step's output and timing.
-#[utoipa::path(get, path = "/api/workflows/{id}/runs", tag = "workflows", params(("id" = String, Path, description = "The workflow's id or name"), PageQuery, ("cursor" = Option<String>, Query, pattern = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", description = "Where to continue: the `cursor` in the previous page's `Link` (the last run's id)")),
+#[utoipa::path(get, path = "/api/workflows/{id}/runs", tag = "workflows", params(("id" = String, Path, description = "The workflow's id or name"), PageQuery, ("cursor" = inline(Option<IdCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last run's id)")),
     responses((status = 200, description = "A page of the workflow's runs, newest first", body = Vec<WorkflowRun>), (status = 404, description = "No such workflow")))]
 async fn list_runs(State(kernel): State<Kernel>, Path(id): Path<String>, page: PageParams) -> ApiResult<Response> {
     Ok(page.answer(kernel.workflows().runs(&id, &page.request).await?))

@@ -73,7 +73,18 @@ async fn request_schemas_carry_the_rules_the_server_enforces() {
     let schemas = &doc["components"]["schemas"];
     assert_eq!(schemas["WorkflowInput"]["properties"]["steps"]["minItems"], 1);
     assert_eq!(schemas["WorkflowInput"]["properties"]["steps"]["maxItems"], 32);
-    assert_eq!(schemas["WorkflowInput"]["properties"]["name"]["pattern"], "^[a-z0-9_-]{1,64}$");
+    // A name's pattern is written once, in `Name`, and referred to.
+    assert_eq!(schemas["WorkflowInput"]["properties"]["name"]["$ref"], "#/components/schemas/Name");
+    assert_eq!(schemas["Name"]["pattern"], "^[a-z0-9_-]{1,64}$");
+    let cursor = |path: &str| {
+        let params = doc["paths"][path]["get"]["parameters"].as_array().unwrap().clone();
+        params.into_iter().find(|p| p["name"] == "cursor").expect("a cursor")["schema"].clone()
+    };
+    // Cursors' patterns are inline, one per kind of key.
+    assert_eq!(cursor("/api/audit")["pattern"], "^[0-9]{1,18}$", "{}", cursor("/api/audit"));
+    assert_eq!(cursor("/api/tools")["pattern"], "^[0-9]{6}$");
+    let task = cursor("/api/tasks");
+    assert!(task["pattern"].as_str().is_some_and(|p| p.starts_with("^[0-9]:[0-9a-f]{8}-")), "{task}");
     assert_eq!(schemas["NewTask"]["properties"]["title"]["maxLength"], 200);
     assert_eq!(schemas["NewTask"]["required"], serde_json::json!(["title"]));
     assert_eq!(schemas["NewCapabilities"]["required"], serde_json::json!(["tools"]));
