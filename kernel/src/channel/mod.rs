@@ -723,3 +723,8 @@ pub fn stays_in_conversation(turn: Option<&ChannelContext>, channel: &str, chat:
         _ => Ok(()),
     }
 }
+
+/// The start of a platform's unexpected answer or refusal, for an error message.
+pub(crate) fn excerpt(text: &str) -> String {
+    crate::text::shorten(text.trim(), 200)
+}

@@ -66,7 +66,7 @@ impl Telegram {
         let reply: Reply = serde_json::from_str(&text).map_err(|_| {
             Error::failed(format!(
                 "channel `{channel}`: Telegram answered {method} with {status} and not the Bot API's JSON: {}",
-                excerpt(&text)
+                crate::channel::excerpt(&text)
             ))
         })?;
         if reply.ok {
@@ -288,15 +288,6 @@ fn hint(code: u16, description: &str) -> &'static str {
 fn redact(mut e: Error, token: &str) -> Error {
     e.message = e.message.replace(token, "<token>");
     e
-}
-
-/// The start of an unexpected answer, for a message.
-fn excerpt(text: &str) -> String {
-    let text = text.trim();
-    match text.char_indices().nth(200) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
-    }
 }
 
 #[derive(Deserialize)]

@@ -92,7 +92,11 @@ impl Platform for Webhook {
                 return Err(SendError::RetryAfter(Duration::from_secs(seconds)));
             }
             let text = response.text().await.unwrap_or_default();
-            Err(Error::failed(format!("channel `{channel}`: base_url answered {status}: {}", excerpt(&text))).into())
+            Err(Error::failed(format!(
+                "channel `{channel}`: base_url answered {status}: {}",
+                crate::channel::excerpt(&text)
+            ))
+            .into())
         })
     }
 
@@ -151,15 +155,6 @@ fn mac(secret: &str, timestamp: &str, body: &[u8]) -> Hmac<Sha256> {
     mac.update(b".");
     mac.update(body);
     mac
-}
-
-/// The start of a refusal's body, for a message.
-fn excerpt(text: &str) -> String {
-    let text = text.trim();
-    match text.char_indices().nth(200) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
-    }
 }
 
 #[derive(Deserialize)]

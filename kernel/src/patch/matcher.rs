@@ -17,6 +17,7 @@ use std::ops::Range;
 use similar::TextDiff;
 
 use super::diff;
+use crate::text::shorten;
 
 /// One way of finding `old` in a body, from strict to loose. Every strategy but [`Exact`]
 /// compares whole lines and replaces whole lines.
@@ -685,13 +686,6 @@ fn with_final_newline(text: &str) -> String {
 
 fn char_boundary_at_or_after(text: &str, offset: usize) -> usize {
     (offset.min(text.len())..=text.len()).find(|&at| text.is_char_boundary(at)).unwrap_or(text.len())
-}
-
-fn shorten(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
 }
 
 /// A window of body lines and its cheap similarity score.

@@ -52,7 +52,7 @@ pub async fn page(
         }
     };
     let kv_paging =
-        Paging { total: kv.total, next: kv.next.as_deref().map(|n| format!("{path}?kv_cursor={}#kv", urlencoding(n))) };
+        Paging { total: kv.total, next: kv.next.as_deref().map(|n| format!("{path}?kv_cursor={}#kv", digits_only(n))) };
     let page = MemoryPage {
         csrf: op.csrf.clone(),
         kv: kv.items,
@@ -69,7 +69,7 @@ pub async fn page(
 }
 
 /// A position cursor is digits only; anything else is dropped rather than put in a URL.
-fn urlencoding(cursor: &str) -> String {
+fn digits_only(cursor: &str) -> String {
     cursor.chars().filter(char::is_ascii_digit).collect()
 }
 
