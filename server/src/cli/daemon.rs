@@ -150,23 +150,19 @@ impl fmt::Display for NoDaemon {
 
 impl std::error::Error for NoDaemon {}
 
-/// An error the daemon answered with (`{"error": {kind, message, fields}}`), as a person
-/// reads it: the message, then each field's problem on a line of its own.
+/// The kernel's error the daemon answered with (`{"error": {kind, message, fields}}`), as a
+/// person reads it: the message, then each field's problem on a line of its own.
 #[derive(Debug)]
-pub struct Refused {
-    pub kind: String,
-    pub message: String,
-    pub fields: Vec<(String, String)>,
-}
+pub struct Refused(pub kennel_kernel::Error);
 
 impl fmt::Display for Refused {
     /// The message, or, when the refusal names fields, each field's problem (the message
     /// only joins them).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.fields.is_empty() {
-            return f.write_str(&self.message);
+        if self.0.fields.is_empty() {
+            return f.write_str(&self.0.message);
         }
-        let lines: Vec<String> = self.fields.iter().map(|(field, message)| format!("{field}: {message}")).collect();
+        let lines: Vec<String> = self.0.fields.iter().map(|e| format!("{}: {}", e.field, e.message)).collect();
         f.write_str(&lines.join("\n  "))
     }
 }
@@ -320,20 +316,11 @@ impl Daemon {
             ))
             .into());
         }
-        let body: Value = resp.json().await.unwrap_or_default();
-        let error = &body["error"];
-        let fields = error["fields"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|f| (text(&f["field"]), text(&f["message"])))
-            .collect();
-        Err(Refused {
-            kind: text(&error["kind"]),
-            message: error["message"].as_str().map_or_else(|| format!("the daemon answered {status}"), str::to_string),
-            fields,
-        }
-        .into())
+        let mut body: Value = resp.json().await.unwrap_or_default();
+        let error = serde_json::from_value(body["error"].take()).unwrap_or_else(|_| {
+            kennel_kernel::Error::new(kennel_kernel::ErrorKind::Failed, format!("the daemon answered {status}"))
+        });
+        Err(Refused(error).into())
     }
 
     fn unreachable(&self, e: reqwest::Error) -> anyhow::Error {
@@ -349,10 +336,6 @@ impl Daemon {
             anyhow::Error::new(e).context(format!("the daemon at {} did not answer", f.url))
         }
     }
-}
-
-fn text(v: &Value) -> String {
-    v.as_str().unwrap_or_default().to_string()
 }
 
 /// A server-sent event stream from the daemon: each event's name and its JSON data.

@@ -53,10 +53,8 @@ enum Refusal {
 impl From<anyhow::Error> for Refusal {
     fn from(e: anyhow::Error) -> Self {
         match e.downcast::<super::daemon::Refused>() {
-            Ok(r) if !r.fields.is_empty() => {
-                Refusal::Fields(r.fields.into_iter().map(|(field, message)| FieldError { field, message }).collect())
-            }
-            Ok(r) => Refusal::Other(r.into()),
+            Ok(super::daemon::Refused(error)) if !error.fields.is_empty() => Refusal::Fields(error.fields),
+            Ok(refused) => Refusal::Other(refused.into()),
             Err(e) => Refusal::Other(e),
         }
     }
@@ -105,7 +103,10 @@ async fn apply_through(
     let path = format!("/api/templates/{name}");
     match daemon.send(reqwest::Method::PUT, &path, body(text.clone())).await {
         Ok(stored) => Ok((false, stored)),
-        Err(e) if e.downcast_ref::<super::daemon::Refused>().is_some_and(|r| r.kind == "NotFound") => {
+        Err(e)
+            if e.downcast_ref::<super::daemon::Refused>()
+                .is_some_and(|r| r.0.kind == kennel_kernel::ErrorKind::NotFound) =>
+        {
             Ok((true, daemon.send(reqwest::Method::POST, "/api/templates", body(text)).await?))
         }
         Err(e) => Err(e.into()),
