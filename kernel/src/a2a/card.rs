@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::wire::{Dialect, v1};
-use super::{Inbound, Refusal};
+use super::{AccessRefusal, Inbound};
 use crate::Kernel;
 use crate::agent::Agent;
 use crate::agent::binding::Binding;
@@ -35,23 +35,27 @@ fn is_public(kernel: &Kernel, agent: &Agent) -> bool {
 
 /// The agent a request is for: the one named in the path, else the only exposed one. An
 /// exposed agent that is not public needs a token.
-pub(super) fn target(kernel: &Kernel, path_agent: Option<&str>, inbound: &Inbound) -> Result<Arc<Agent>, Refusal> {
+pub(super) fn target(
+    kernel: &Kernel,
+    path_agent: Option<&str>,
+    inbound: &Inbound,
+) -> Result<Arc<Agent>, AccessRefusal> {
     let exposed = exposed(kernel);
     let agent = match path_agent {
         Some(name) => exposed
             .into_iter()
             .find(|a| a.name == name)
-            .ok_or_else(|| Refusal::NotFound(format!("no exposed agent `{name}` on this daemon")))?,
+            .ok_or_else(|| AccessRefusal::NotFound(format!("no exposed agent `{name}` on this daemon")))?,
         None if exposed.len() == 1 => exposed.into_iter().next().expect("one"),
         None => {
-            return Err(Refusal::NotFound(format!(
+            return Err(AccessRefusal::NotFound(format!(
                 "this daemon exposes {} agents: address one at /a2a/NAME",
                 exposed.len()
             )));
         }
     };
     if matches!(inbound, Inbound::Anonymous) && !is_public(kernel, &agent) {
-        return Err(Refusal::Unauthorized);
+        return Err(AccessRefusal::Unauthorized);
     }
     Ok(agent)
 }
@@ -130,7 +134,7 @@ pub fn daemon_card(kernel: &Kernel, base_url: &str, inbound: &Inbound) -> Value 
 }
 
 /// One exposed agent's own card (served under `/a2a/NAME/.well-known/agent-card.json`).
-pub fn agent_card(kernel: &Kernel, name: &str, base_url: &str, inbound: &Inbound) -> Result<Value, Refusal> {
+pub fn agent_card(kernel: &Kernel, name: &str, base_url: &str, inbound: &Inbound) -> Result<Value, AccessRefusal> {
     let agent = target(kernel, Some(name), inbound)?;
     let url = format!("{base_url}/a2a/{}", agent.name);
     Ok(card(kernel, &agent.name, &description(&agent), &[url], std::slice::from_ref(&agent)))

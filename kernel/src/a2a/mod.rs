@@ -38,7 +38,7 @@ pub enum Inbound {
 
 /// Why an A2A request is refused before JSON-RPC is even read.
 #[derive(Debug)]
-pub enum Refusal {
+pub enum AccessRefusal {
     /// No exposed agent answers at this path (HTTP 404).
     NotFound(String),
     /// The agent is exposed, but not publicly, and no valid token came (HTTP 401).

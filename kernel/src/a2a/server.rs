@@ -11,7 +11,7 @@ use tokio::sync::broadcast;
 use super::error::A2aError;
 use super::task::{Cursor, ListFilter, Task, TaskEvent, TaskState};
 use super::wire::Dialect;
-use super::{Inbound, Refusal, card};
+use super::{AccessRefusal, Inbound, card};
 use crate::Kernel;
 use crate::agent::Agent;
 
@@ -73,7 +73,7 @@ pub async fn handle(
     inbound: Inbound,
     version: Option<&str>,
     body: &str,
-) -> Result<Answer, Refusal> {
+) -> Result<Answer, AccessRefusal> {
     let agent = card::target(kernel, path_agent, &inbound)?;
     let request: Value = match serde_json::from_str(body) {
         Ok(v) => v,

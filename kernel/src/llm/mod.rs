@@ -721,7 +721,7 @@ enum StreamFault {
 
 /// A refusal for length: the model's window and the prompt's tokens, as far as it says them.
 #[derive(Debug, PartialEq, Eq)]
-struct Refusal {
+struct LengthRefusal {
     window: Option<u64>,
     counted: Option<u64>,
 }
@@ -732,7 +732,7 @@ struct Refusal {
 /// llama.cpp (`exceeds the available context size`, `n_prompt_tokens`, `n_ctx`), llama.cpp's
 /// Python server (`Requested tokens (P) exceed context window of N`) and others that say
 /// `context length` or `context window`.
-fn context_refusal(body: &str) -> Option<Refusal> {
+fn context_refusal(body: &str) -> Option<LengthRefusal> {
     let text = body.to_ascii_lowercase();
     let says = [
         "context_length_exceeded",
@@ -772,7 +772,7 @@ fn context_refusal(body: &str) -> Option<Refusal> {
         })
         // The prompt and the reply's room together: an overcount, on the safe side.
         .or_else(|| number_after("you requested"));
-    Some(Refusal { window, counted })
+    Some(LengthRefusal { window, counted })
 }
 
 /// The human part of a provider's error body (both vendors use `{"error": {"message"}}`).
@@ -795,7 +795,7 @@ fn parse_arguments(raw: &str) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use super::{Message, Refusal, ToolImage, context_refusal};
+    use super::{LengthRefusal, Message, ToolImage, context_refusal};
 
     #[test]
     fn tool_messages_stored_before_images_load_and_those_without_one_are_stored_as_before() {
@@ -821,7 +821,7 @@ mod tests {
     #[test]
     fn refusals_for_length_are_told_apart_with_the_window_they_name() {
         let openai = r#"{"error":{"message":"This model's maximum context length is 4096 tokens. However, your messages resulted in 5000 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}"#;
-        let refusal = |window, counted| Some(Refusal { window, counted });
+        let refusal = |window, counted| Some(LengthRefusal { window, counted });
         assert_eq!(context_refusal(openai), refusal(Some(4096), Some(5000)));
         let parted = r#"{"error":{"message":"This model's maximum context length is 8192 tokens. However, you requested 9100 tokens (8100 in the messages, 1000 in the completion)."}}"#;
         assert_eq!(context_refusal(parted), refusal(Some(8192), Some(8100)));

@@ -90,7 +90,7 @@ impl ProxyRules {
 pub struct GuardProxy {
     addr: SocketAddr,
     nonce: Arc<str>,
-    refusals: Arc<Refusals>,
+    refusals: Arc<FailedOpens>,
     reserved: Arc<Reserved>,
     stop: CancellationToken,
 }
@@ -117,7 +117,7 @@ impl GuardProxy {
     pub async fn start(rules: ProxyRules) -> Result<GuardProxy> {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
         let addr = listener.local_addr()?;
-        let refusals = Arc::new(Refusals::default());
+        let refusals = Arc::new(FailedOpens::default());
         let reserved = Arc::new(Reserved::default());
         reserved.0.lock().unwrap_or_else(|e| e.into_inner()).push(addr.port());
         let stop = CancellationToken::new();
@@ -202,7 +202,7 @@ async fn serve(stream: TcpStream, proxy: Arc<Proxy>, stop: CancellationToken) {
 
 struct Proxy {
     rules: ProxyRules,
-    refusals: Arc<Refusals>,
+    refusals: Arc<FailedOpens>,
     reserved: Arc<Reserved>,
     nonce: Arc<str>,
 }
@@ -506,16 +506,16 @@ fn html_escape(text: &str) -> String {
 
 /// The latest failures to open, newest last, one per host and port.
 #[derive(Default)]
-struct Refusals(Mutex<VecDeque<Refusal>>);
+struct FailedOpens(Mutex<VecDeque<FailedOpen>>);
 
-struct Refusal {
+struct FailedOpen {
     host: String,
     port: u16,
     reason: String,
     kind: ErrorKind,
 }
 
-impl Refusals {
+impl FailedOpens {
     #[cfg(test)]
     fn remember(&self, host: &UrlHost, port: u16, reason: &str) {
         self.remember_kind(host, port, reason, ErrorKind::Forbidden);
@@ -528,7 +528,7 @@ impl Refusals {
         if kept.len() == REFUSALS_KEPT {
             kept.pop_front();
         }
-        kept.push_back(Refusal { host, port, reason: reason.to_string(), kind });
+        kept.push_back(FailedOpen { host, port, reason: reason.to_string(), kind });
     }
 
     fn forget(&self, host: &UrlHost, port: u16) {
@@ -922,7 +922,7 @@ mod tests {
 
     #[test]
     fn refusals_are_found_in_any_spelling_and_kept_to_the_last_64() {
-        let refusals = Refusals::default();
+        let refusals = FailedOpens::default();
         refusals.remember(&UrlHost::Ip("::1".parse().unwrap()), 443, "v6");
         refusals.remember(&UrlHost::Name("ads.example".into()), 443, "old");
         refusals.remember(&UrlHost::Name("ads.example".into()), 443, "new");

@@ -4,7 +4,7 @@
 use std::fmt;
 
 use super::grammar::Hunk;
-use super::matcher::{self, Found, MatchOptions, Refusal};
+use super::matcher::{self, Found, MatchFailure, MatchOptions};
 
 /// Why a hunk could not be applied; the whole update is then refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,7 +24,7 @@ pub enum HunkFailure {
         context: String,
     },
     /// The matcher did not find the hunk's lines in exactly one place.
-    Refused(Refusal),
+    Refused(MatchFailure),
 }
 
 impl fmt::Display for HunkError {
@@ -81,7 +81,7 @@ fn place_hunk(text: &str, cursor: usize, hunk: &Hunk) -> Result<(std::ops::Range
         return Ok(insertion(text, search_from, hunk));
     }
     let found = match locate(text, search_from, hunk) {
-        Err(Refusal::NoMatch { .. }) if context_line.is_some() => {
+        Err(MatchFailure::NoMatch { .. }) if context_line.is_some() => {
             let context_start = context_line.map_or(cursor, |line| line.start);
             locate(text, context_start, hunk)
         }
@@ -93,7 +93,7 @@ fn place_hunk(text: &str, cursor: usize, hunk: &Hunk) -> Result<(std::ops::Range
 
 /// Finds the hunk's `old` at or after `from`; an end-of-file hunk is tried against the last
 /// lines of the text first.
-fn locate(text: &str, from: usize, hunk: &Hunk) -> Result<Found, Refusal> {
+fn locate(text: &str, from: usize, hunk: &Hunk) -> Result<Found, MatchFailure> {
     let options = MatchOptions::for_code_hunks();
     if hunk.end_of_file {
         let tail_start = start_of_last_lines(text, hunk.old.lines().count()).max(from);
@@ -202,7 +202,7 @@ mod tests {
         assert_eq!(apply_hunks(content, &hunks).unwrap(), "fn a() {\n    go();\n}\nfn b() {\n    stop();\n}\n");
         let refusal = apply_hunks(content, &[hunk(None, "    go();\n", "    stop();\n")]).unwrap_err();
         assert_eq!(refusal.hunk, 1);
-        assert!(matches!(refusal.failure, HunkFailure::Refused(Refusal::Ambiguous { .. })), "{refusal:?}");
+        assert!(matches!(refusal.failure, HunkFailure::Refused(MatchFailure::Ambiguous { .. })), "{refusal:?}");
     }
 
     #[test]
@@ -218,7 +218,7 @@ mod tests {
         let hunks = [hunk(None, "y\n", "Y\n"), hunk(None, "x\n", "X\n")];
         let error = apply_hunks(content, &hunks).unwrap_err();
         assert_eq!(error.hunk, 2);
-        let HunkFailure::Refused(Refusal::NoMatch { .. }) = error.failure else { panic!("{error:?}") };
+        let HunkFailure::Refused(MatchFailure::NoMatch { .. }) = error.failure else { panic!("{error:?}") };
         assert!(error.to_string().starts_with("hunk 2: `old` was not found"), "{error}");
     }
 
@@ -273,7 +273,7 @@ mod tests {
         assert_eq!(apply_hunks(content, &hunks).unwrap(), "if x {\n\tstop();\n}\n");
         let content = "a\nb\nc\nMIDDLE\nx\ny\nz\n";
         let error = apply_hunks(content, &[hunk(None, "a\nb\nc\nmiddle\nx\ny\nz\n", "gone\n")]).unwrap_err();
-        let HunkFailure::Refused(Refusal::NoMatch { closest: Some(region), diff }) = &error.failure else {
+        let HunkFailure::Refused(MatchFailure::NoMatch { closest: Some(region), diff }) = &error.failure else {
             panic!("{error:?}")
         };
         assert_eq!((region.start_line, region.end_line), (1, 7));

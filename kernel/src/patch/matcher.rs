@@ -146,7 +146,7 @@ impl Region {
 
 /// Why [`replace`] changed nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
+pub enum MatchFailure {
     /// `old` was empty, which would match everywhere.
     EmptyOld,
     /// `strategy` found `old` in several places; every one is listed. Looser strategies were not
@@ -170,27 +170,27 @@ pub enum Refusal {
 /// Ambiguous locations a refusal prints with their text; the rest are listed by line only.
 const LOCATIONS_SHOWN_IN_FULL: usize = 10;
 
-impl fmt::Display for Refusal {
+impl fmt::Display for MatchFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Refusal::EmptyOld => {
+            MatchFailure::EmptyOld => {
                 f.write_str("`old` is empty, so it would match everywhere; copy the exact text to replace into `old`")
             }
-            Refusal::Ambiguous { strategy, locations } => write_ambiguous(f, *strategy, locations),
-            Refusal::NoMatch { closest: Some(region), diff } if diff.is_empty() => write!(
+            MatchFailure::Ambiguous { strategy, locations } => write_ambiguous(f, *strategy, locations),
+            MatchFailure::NoMatch { closest: Some(region), diff } if diff.is_empty() => write!(
                 f,
                 "`old` was not found, so nothing was changed. The text at {} differs from `old` only in \
                  line endings or whitespace that the strategies tried do not ignore; copy `old` from it exactly.",
                 region.lines_label()
             ),
-            Refusal::NoMatch { closest: Some(region), diff } => write!(
+            MatchFailure::NoMatch { closest: Some(region), diff } => write!(
                 f,
                 "`old` was not found, so nothing was changed. The closest text is at {} (1-based); \
                  the diff from `old` to it shows where the text drifted:\n{diff}\
                  Copy `old` from the current text and try again.",
                 region.lines_label()
             ),
-            Refusal::NoMatch { closest: None, .. } => f.write_str(
+            MatchFailure::NoMatch { closest: None, .. } => f.write_str(
                 "`old` was not found, and no line of the text shares a word with it, so nothing was changed; \
                  re-read the current text and copy `old` from it",
             ),
@@ -215,7 +215,7 @@ fn write_ambiguous(f: &mut fmt::Formatter<'_>, strategy: Strategy, locations: &[
     Ok(())
 }
 
-impl std::error::Error for Refusal {}
+impl std::error::Error for MatchFailure {}
 
 /// Replaces the one place in `body` where `old` is found by `new`, trying
 /// `options.strategies` in order.
@@ -226,7 +226,7 @@ impl std::error::Error for Refusal {}
 /// last line without a newline stays without one), `new`'s line endings follow the body's (LF
 /// or CRLF), and an empty `new` deletes the lines with their endings. `IndentFlexible` and
 /// `BlockAnchor` also re-indent `new` (see [`Strategy::IndentFlexible`]).
-pub fn replace(body: &str, old: &str, new: &str, options: &MatchOptions) -> Result<Replaced, Refusal> {
+pub fn replace(body: &str, old: &str, new: &str, options: &MatchOptions) -> Result<Replaced, MatchFailure> {
     let found = find(body, 0, old, new, options)?;
     Ok(Replaced {
         body: splice(body, &found.span, &found.replacement),
@@ -249,9 +249,15 @@ pub(super) struct Found {
 
 /// Finds `old` in `body` at or after byte `from` (line strategies: in lines starting at or after
 /// it), with line numbers counted from the start of `body` so refusals point at real lines.
-pub(super) fn find(body: &str, from: usize, old: &str, new: &str, options: &MatchOptions) -> Result<Found, Refusal> {
+pub(super) fn find(
+    body: &str,
+    from: usize,
+    old: &str,
+    new: &str,
+    options: &MatchOptions,
+) -> Result<Found, MatchFailure> {
     if old.is_empty() {
-        return Err(Refusal::EmptyOld);
+        return Err(MatchFailure::EmptyOld);
     }
     let search = Search::new(body, from, old);
     for &strategy in options.strategies {
@@ -261,7 +267,7 @@ pub(super) fn find(body: &str, from: usize, old: &str, new: &str, options: &Matc
             [spot] => return Ok(search.found(strategy, spot, new)),
             _ => {
                 let locations = spots.iter().map(|spot| search.location(spot)).collect();
-                return Err(Refusal::Ambiguous { strategy, locations });
+                return Err(MatchFailure::Ambiguous { strategy, locations });
             }
         }
     }
@@ -527,9 +533,9 @@ impl<'a> Search<'a> {
         self.lines.partition_point(|line| line.start <= offset).max(1)
     }
 
-    fn no_match(&self) -> Refusal {
+    fn no_match(&self) -> MatchFailure {
         let Some((first, last)) = self.closest_lines() else {
-            return Refusal::NoMatch { closest: None, diff: String::new() };
+            return MatchFailure::NoMatch { closest: None, diff: String::new() };
         };
         let text = &self.body[self.lines[first].start..self.lines[last].content_end];
         let region = Region { start_line: first + 1, end_line: last + 1, text: text.to_string() };
@@ -539,7 +545,7 @@ impl<'a> Search<'a> {
             "old",
             &format!("current text, {}", region.lines_label()),
         );
-        Refusal::NoMatch { closest: Some(region), diff }
+        MatchFailure::NoMatch { closest: Some(region), diff }
     }
 
     /// The body lines, as many as `old` has, most like `old`: a cheap score picks a few
@@ -878,7 +884,7 @@ mod tests {
     fn assert_not_found_by(body: &str, old: &str, strategies: &[&'static [Strategy]]) {
         for &strategy in strategies {
             let result = replace(body, old, "unused", &only(strategy));
-            assert!(matches!(result, Err(Refusal::NoMatch { .. })), "{strategy:?} should not match: {result:?}");
+            assert!(matches!(result, Err(MatchFailure::NoMatch { .. })), "{strategy:?} should not match: {result:?}");
         }
     }
 
@@ -989,7 +995,10 @@ mod tests {
     #[test]
     fn block_anchor_needs_twice_anchor_lines() {
         let old = "## Steps\n1. open\n2. drift\n6. close\n## End\n";
-        assert!(matches!(replace(anchored_body(), old, "x", &MatchOptions::default()), Err(Refusal::NoMatch { .. })));
+        assert!(matches!(
+            replace(anchored_body(), old, "x", &MatchOptions::default()),
+            Err(MatchFailure::NoMatch { .. })
+        ));
         let two = MatchOptions { anchor_lines: 2, ..MatchOptions::default() };
         let replaced = replace(anchored_body(), old, "x\n", &two).unwrap();
         assert_eq!(replaced.body, "intro\nx\noutro\n");
@@ -1001,7 +1010,7 @@ mod tests {
         let body = format!("a\nb\nc\n{filler}x\ny\nz\n");
         let old = "a\nb\nc\nmiddle\nx\ny\nz\n";
         let refusal = replace(&body, old, "new\n", &MatchOptions::default()).unwrap_err();
-        assert!(matches!(refusal, Refusal::NoMatch { .. }), "{refusal:?}");
+        assert!(matches!(refusal, MatchFailure::NoMatch { .. }), "{refusal:?}");
         let short_filler: String = (0..8).map(|n| format!("filler {n}\n")).collect();
         let body = format!("a\nb\nc\n{short_filler}x\ny\nz\n");
         assert_eq!(replace(&body, old, "new\n", &MatchOptions::default()).unwrap().body, "new\n");
@@ -1012,7 +1021,7 @@ mod tests {
         let middle: String = (0..20).map(|n| format!("old middle {n}\n")).collect();
         let old = format!("a\nb\nc\n{middle}x\ny\nz\n");
         let refusal = replace("a\nb\nc\nx\ny\nz\n", &old, "new\n", &MatchOptions::default()).unwrap_err();
-        assert!(matches!(refusal, Refusal::NoMatch { .. }), "{refusal:?}");
+        assert!(matches!(refusal, MatchFailure::NoMatch { .. }), "{refusal:?}");
     }
 
     #[test]
@@ -1020,7 +1029,7 @@ mod tests {
         let body = "a\nb\nc\n1\nx\ny\nz\nmid\na\nb\nc\n2\nx\ny\nz\n";
         let old = "a\nb\nc\n?\nx\ny\nz\n";
         let refusal = replace(body, old, "new\n", &MatchOptions::default()).unwrap_err();
-        let Refusal::Ambiguous { strategy, locations } = refusal else { panic!("{refusal:?}") };
+        let MatchFailure::Ambiguous { strategy, locations } = refusal else { panic!("{refusal:?}") };
         assert_eq!(strategy, Strategy::BlockAnchor);
         let lines: Vec<(usize, usize)> = locations.iter().map(|l| (l.start_line, l.end_line)).collect();
         assert_eq!(lines, [(1, 7), (9, 15)]);
@@ -1030,7 +1039,7 @@ mod tests {
     fn anchor_lines_zero_turns_block_anchor_off() {
         let old = "## Steps\n1. open\n2. edit\n3. drifted middle\n5. save\n6. close\n## End\n";
         let options = MatchOptions { anchor_lines: 0, ..MatchOptions::default() };
-        assert!(matches!(replace(anchored_body(), old, "x", &options), Err(Refusal::NoMatch { .. })));
+        assert!(matches!(replace(anchored_body(), old, "x", &options), Err(MatchFailure::NoMatch { .. })));
     }
 
     // Line handling.
@@ -1069,15 +1078,18 @@ mod tests {
 
     #[test]
     fn a_blank_old_is_only_matched_exactly() {
-        assert!(matches!(replace("a\n\nb\n", "  \n", "x", &MatchOptions::default()), Err(Refusal::NoMatch { .. })));
+        assert!(matches!(
+            replace("a\n\nb\n", "  \n", "x", &MatchOptions::default()),
+            Err(MatchFailure::NoMatch { .. })
+        ));
         let replaced = replace("a\n  \nb\n", "  \n", "x\n", &MatchOptions::default()).unwrap();
         assert_eq!((replaced.strategy, replaced.body.as_str()), (Strategy::Exact, "a\nx\nb\n"));
     }
 
     #[test]
     fn an_empty_old_is_refused() {
-        assert_eq!(replace("abc", "", "x", &MatchOptions::default()), Err(Refusal::EmptyOld));
-        assert!(Refusal::EmptyOld.to_string().contains("`old` is empty"));
+        assert_eq!(replace("abc", "", "x", &MatchOptions::default()), Err(MatchFailure::EmptyOld));
+        assert!(MatchFailure::EmptyOld.to_string().contains("`old` is empty"));
     }
 
     #[test]
@@ -1085,7 +1097,7 @@ mod tests {
         let body = "x  \nx\n";
         let line_first: &'static [Strategy] = &[Strategy::LineTrimmed, Strategy::Exact];
         let refusal = replace(body, "x\n", "y\n", &only(line_first)).unwrap_err();
-        assert!(matches!(refusal, Refusal::Ambiguous { strategy: Strategy::LineTrimmed, .. }), "{refusal:?}");
+        assert!(matches!(refusal, MatchFailure::Ambiguous { strategy: Strategy::LineTrimmed, .. }), "{refusal:?}");
     }
 
     // Ambiguity.
@@ -1094,7 +1106,7 @@ mod tests {
     fn exact_ambiguity_lists_every_location() {
         let body = "let a = 1;\nlet b = 1;\nlet c = 2;\nlet d = 1;\n";
         let refusal = replace(body, "= 1;", "= 9;", &MatchOptions::default()).unwrap_err();
-        let Refusal::Ambiguous { strategy, locations } = &refusal else { panic!("{refusal:?}") };
+        let MatchFailure::Ambiguous { strategy, locations } = &refusal else { panic!("{refusal:?}") };
         assert_eq!(*strategy, Strategy::Exact);
         let lines: Vec<(usize, usize)> = locations.iter().map(|l| (l.start_line, l.end_line)).collect();
         assert_eq!(lines, [(1, 1), (2, 2), (4, 4)]);
@@ -1107,7 +1119,7 @@ mod tests {
     #[test]
     fn overlapping_exact_occurrences_are_ambiguous() {
         let refusal = replace("aaa", "aa", "b", &MatchOptions::default()).unwrap_err();
-        let Refusal::Ambiguous { locations, .. } = refusal else { panic!("{refusal:?}") };
+        let MatchFailure::Ambiguous { locations, .. } = refusal else { panic!("{refusal:?}") };
         assert_eq!(locations.len(), 2);
     }
 
@@ -1115,14 +1127,14 @@ mod tests {
     fn an_ambiguous_strategy_does_not_fall_through_to_a_looser_one() {
         // Exact finds "x" twice; line-trimmed would find only line 1.
         let refusal = replace("x\nyx\n", "x", "z", &MatchOptions::default()).unwrap_err();
-        assert!(matches!(refusal, Refusal::Ambiguous { strategy: Strategy::Exact, .. }), "{refusal:?}");
+        assert!(matches!(refusal, MatchFailure::Ambiguous { strategy: Strategy::Exact, .. }), "{refusal:?}");
     }
 
     #[test]
     fn line_strategy_ambiguity_names_whole_line_ranges() {
         let body = "start\n  a \n  b\nmid\n  a\n  b  \nend\n";
         let refusal = replace(body, "  a\n  b\n", "c\n", &MatchOptions::default()).unwrap_err();
-        let Refusal::Ambiguous { strategy, locations } = &refusal else { panic!("{refusal:?}") };
+        let MatchFailure::Ambiguous { strategy, locations } = &refusal else { panic!("{refusal:?}") };
         assert_eq!(*strategy, Strategy::LineTrimmed);
         assert_eq!(locations[0], Region { start_line: 2, end_line: 3, text: "  a \n  b".into() });
         assert_eq!(locations[1], Region { start_line: 5, end_line: 6, text: "  a\n  b  ".into() });
@@ -1133,14 +1145,14 @@ mod tests {
     fn indent_flexible_ambiguity_is_refused() {
         let body = "  go();\n        go();\n";
         let refusal = replace(body, "\tgo();\n", "stop();\n", &MatchOptions::default()).unwrap_err();
-        assert!(matches!(refusal, Refusal::Ambiguous { strategy: Strategy::IndentFlexible, .. }), "{refusal:?}");
+        assert!(matches!(refusal, MatchFailure::Ambiguous { strategy: Strategy::IndentFlexible, .. }), "{refusal:?}");
     }
 
     #[test]
     fn many_locations_are_all_kept_but_only_some_printed_in_full() {
         let body = "x\n".repeat(30);
         let refusal = replace(&body, "x", "y", &MatchOptions::default()).unwrap_err();
-        let Refusal::Ambiguous { locations, .. } = &refusal else { panic!("{refusal:?}") };
+        let MatchFailure::Ambiguous { locations, .. } = &refusal else { panic!("{refusal:?}") };
         assert_eq!(locations.len(), 30);
         let message = refusal.to_string();
         assert!(message.contains("- and 20 more: line 11, line 12,") && message.ends_with("line 30\n"), "{message}");
@@ -1151,7 +1163,7 @@ mod tests {
         let long = "y".repeat(500);
         let body = format!("{long}\n{long}\n");
         let refusal = replace(&body, &long, "z", &MatchOptions::default()).unwrap_err();
-        let Refusal::Ambiguous { locations, .. } = refusal else { panic!("{refusal:?}") };
+        let MatchFailure::Ambiguous { locations, .. } = refusal else { panic!("{refusal:?}") };
         assert!(locations.iter().all(|l| l.text.chars().count() == Region::MAX_LOCATION_CHARS + 1));
     }
 
@@ -1163,7 +1175,7 @@ mod tests {
             "# Title\n\nintro text\n\n## Usage\nrun the tool\nwith --fast\nthen check output\n\n## Notes\nnone\n";
         let old = "## Usage\nrun the tool\nwith --slow\nthen check output\n";
         let refusal = replace(body, old, "x", &MatchOptions::default()).unwrap_err();
-        let Refusal::NoMatch { closest: Some(region), diff } = &refusal else { panic!("{refusal:?}") };
+        let MatchFailure::NoMatch { closest: Some(region), diff } = &refusal else { panic!("{refusal:?}") };
         assert_eq!((region.start_line, region.end_line), (5, 8));
         assert_eq!(region.text, "## Usage\nrun the tool\nwith --fast\nthen check output");
         assert!(diff.contains("\n-with --slow\n+with --fast\n"), "{diff}");
@@ -1175,7 +1187,7 @@ mod tests {
     fn no_match_finds_a_single_line_with_a_typo() {
         let body = "fn main() {\n    let total = add(1, 2);\n    println!(\"{total}\");\n}\n";
         let refusal = replace(body, "let totl = add(1, 2);", "x", &MatchOptions::default()).unwrap_err();
-        let Refusal::NoMatch { closest: Some(region), diff } = &refusal else { panic!("{refusal:?}") };
+        let MatchFailure::NoMatch { closest: Some(region), diff } = &refusal else { panic!("{refusal:?}") };
         assert_eq!((region.start_line, region.end_line), (2, 2));
         assert!(diff.contains("-let totl = add(1, 2);\n+    let total = add(1, 2);"), "{diff}");
         assert!(refusal.to_string().contains("line 2 "), "{refusal}");
@@ -1184,17 +1196,18 @@ mod tests {
     #[test]
     fn no_match_with_nothing_in_common_has_no_closest_region() {
         let refusal = replace("alpha beta\n", "gamma", "x", &MatchOptions::default()).unwrap_err();
-        assert_eq!(refusal, Refusal::NoMatch { closest: None, diff: String::new() });
+        assert_eq!(refusal, MatchFailure::NoMatch { closest: None, diff: String::new() });
         assert!(refusal.to_string().contains("shares a word"));
         let refusal = replace("", "gamma", "x", &MatchOptions::default()).unwrap_err();
-        assert_eq!(refusal, Refusal::NoMatch { closest: None, diff: String::new() });
+        assert_eq!(refusal, MatchFailure::NoMatch { closest: None, diff: String::new() });
     }
 
     #[test]
     fn no_match_prefers_the_aligned_window() {
         let old = "a1\na2\na3\na4\n";
         let body = "a1\nzz\nzz\nzz\nq\na1\na2\nX\na4\nq\n";
-        let Err(Refusal::NoMatch { closest: Some(region), .. }) = replace(body, old, "x", &MatchOptions::default())
+        let Err(MatchFailure::NoMatch { closest: Some(region), .. }) =
+            replace(body, old, "x", &MatchOptions::default())
         else {
             panic!("expected no match")
         };
@@ -1205,14 +1218,14 @@ mod tests {
     fn no_match_that_differs_only_in_line_endings_says_so() {
         let exact_only = only(EXACT);
         let refusal = replace("a\r\nb\r\n", "a\nb\n", "x", &exact_only).unwrap_err();
-        let Refusal::NoMatch { closest: Some(region), diff } = &refusal else { panic!("{refusal:?}") };
+        let MatchFailure::NoMatch { closest: Some(region), diff } = &refusal else { panic!("{refusal:?}") };
         assert_eq!(((region.start_line, region.end_line), diff.as_str()), ((1, 2), ""));
         assert!(refusal.to_string().contains("only in line endings"), "{refusal}");
     }
 
     #[test]
     fn no_match_in_a_body_shorter_than_old_uses_the_whole_body() {
-        let Err(Refusal::NoMatch { closest: Some(region), .. }) =
+        let Err(MatchFailure::NoMatch { closest: Some(region), .. }) =
             replace("one two\n", "one three\nfour\nfive\n", "x", &MatchOptions::default())
         else {
             panic!("expected no match")
@@ -1225,7 +1238,8 @@ mod tests {
         let (body, old) = (worst_case_body(), worst_case_old());
         assert!(body.len() >= 100_000);
         assert_eq!(old.lines().count(), 40);
-        let Err(Refusal::NoMatch { closest: Some(region), diff }) = replace(&body, &old, "x", &MatchOptions::default())
+        let Err(MatchFailure::NoMatch { closest: Some(region), diff }) =
+            replace(&body, &old, "x", &MatchOptions::default())
         else {
             panic!("the worst case must end in a no-match with a closest region")
         };
@@ -1243,7 +1257,7 @@ mod tests {
         let found = find("x \ny\nx \n", 2, "x\n", "z\n", &MatchOptions::default()).unwrap();
         assert_eq!((found.strategy, found.start_line), (Strategy::LineTrimmed, 3));
         let refusal = find(body, 5, "y\nq\n", "z", &MatchOptions::default()).unwrap_err();
-        let Refusal::NoMatch { closest: Some(region), .. } = refusal else { panic!("{refusal:?}") };
+        let MatchFailure::NoMatch { closest: Some(region), .. } = refusal else { panic!("{refusal:?}") };
         assert_eq!(region.start_line, 4);
     }
 

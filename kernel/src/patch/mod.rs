@@ -19,4 +19,4 @@ mod matcher;
 pub use apply::{HunkError, HunkFailure, apply_hunks};
 pub use diff::unified;
 pub use grammar::{FileOp, Hunk, ParseError, Patch, parse};
-pub use matcher::{MatchOptions, Refusal, Region, Replaced, Strategy, replace, worst_case_body, worst_case_old};
+pub use matcher::{MatchFailure, MatchOptions, Region, Replaced, Strategy, replace, worst_case_body, worst_case_old};

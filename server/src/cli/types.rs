@@ -29,8 +29,8 @@ pub async fn apply(home: &Path, file: &Path, json_out: bool) -> anyhow::Result<(
     };
     let (created, stored) = match saved {
         Ok(saved) => saved,
-        Err(Refusal::Fields(fields)) => return Err(refused(&shown, &source::locate(&text, format, fields))),
-        Err(Refusal::Other(e)) => return Err(e),
+        Err(NotSaved::Fields(fields)) => return Err(refused(&shown, &source::locate(&text, format, fields))),
+        Err(NotSaved::Other(e)) => return Err(e),
     };
     if json_out {
         return super::print_json(&stored);
@@ -45,24 +45,24 @@ pub async fn apply(home: &Path, file: &Path, json_out: bool) -> anyhow::Result<(
 
 /// Why a type was not saved: problems of its fields (to be shown at their lines), or
 /// anything else.
-enum Refusal {
+enum NotSaved {
     Fields(Vec<FieldError>),
     Other(anyhow::Error),
 }
 
-impl From<anyhow::Error> for Refusal {
+impl From<anyhow::Error> for NotSaved {
     fn from(e: anyhow::Error) -> Self {
         match e.downcast::<super::daemon::Refused>() {
-            Ok(super::daemon::Refused(error)) if !error.fields.is_empty() => Refusal::Fields(error.fields),
-            Ok(refused) => Refusal::Other(refused.into()),
-            Err(e) => Refusal::Other(e),
+            Ok(super::daemon::Refused(error)) if !error.fields.is_empty() => NotSaved::Fields(error.fields),
+            Ok(refused) => NotSaved::Other(refused.into()),
+            Err(e) => NotSaved::Other(e),
         }
     }
 }
 
-impl From<kennel_kernel::Error> for Refusal {
+impl From<kennel_kernel::Error> for NotSaved {
     fn from(e: kennel_kernel::Error) -> Self {
-        if e.fields.is_empty() { Refusal::Other(e.into()) } else { Refusal::Fields(e.fields) }
+        if e.fields.is_empty() { NotSaved::Other(e.into()) } else { NotSaved::Fields(e.fields) }
     }
 }
 
@@ -94,7 +94,7 @@ async fn apply_through(
     name: &str,
     format: ManifestFormat,
     text: String,
-) -> Result<(bool, serde_json::Value), Refusal> {
+) -> Result<(bool, serde_json::Value), NotSaved> {
     let content_type = match format {
         ManifestFormat::Json => "application/json",
         ManifestFormat::Toml => "application/toml",
@@ -113,7 +113,7 @@ async fn apply_through(
     }
 }
 
-async fn apply_to_store(home: &Path, input: ManifestInput) -> Result<(bool, serde_json::Value), Refusal> {
+async fn apply_to_store(home: &Path, input: ManifestInput) -> Result<(bool, serde_json::Value), NotSaved> {
     let kernel = super::open(home).await?;
     let saved = kernel.agents().save_type(input).await;
     let outcome = match saved {

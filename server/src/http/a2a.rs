@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util::StreamExt;
 use kennel_kernel::Kernel;
-use kennel_kernel::a2a::{self, Answer, Inbound, Refusal};
+use kennel_kernel::a2a::{self, AccessRefusal, Answer, Inbound};
 use kennel_kernel::error::Error;
 
 use super::error::ApiError;
@@ -61,10 +61,10 @@ fn caller_and_holder(kernel: &Kernel, headers: &HeaderMap) -> Result<(Inbound, H
     }
 }
 
-fn refused(refusal: Refusal) -> Response {
+fn refused(refusal: AccessRefusal) -> Response {
     match refusal {
-        Refusal::NotFound(message) => ApiError::Kernel(Error::not_found(message)).into_response(),
-        Refusal::Unauthorized => {
+        AccessRefusal::NotFound(message) => ApiError::Kernel(Error::not_found(message)).into_response(),
+        AccessRefusal::Unauthorized => {
             ApiError::Unauthorized("this agent needs an API token: `Authorization: Bearer TOKEN`").into_response()
         }
     }
