@@ -2,10 +2,122 @@
 //! embedded per back end and applied at open, and a watcher that notices commits made by
 //! another process (the CLI).
 //!
-//! SQL lives only here (with `db/`) and in each domain's `store.rs` (a unit test in `lib.rs`
+//! SQL lives only here (with `db/`) and in each domain's `store.rs` (`kernel/tests/consistency.rs`
 //! checks). Stores reach the database through [`Db`] and the query layer of `db/query.rs`,
 //! and write SQL both back ends run (`$N` placeholders, integers as `i64`); where one text
 //! cannot serve both, [`Db::dialect`] picks.
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! `Db` (SQLite: WAL, `synchronous=NORMAL`, foreign keys; or PostgreSQL), migrations per back end,
+//! `watch_changes` (below), `stored_enum!`; `query.rs` the query layer
+//! every store uses, `copy.rs` `kennel migrate-to-postgres`, `schema_parity.rs` and
+//! `test_postgres.rs` the PostgreSQL tests' (below).
+//!
+//! ## State shared with the CLI
+//!
+//! The CLI (`kennel token …`, `kennel agent grant …`) writes to the same SQLite file as a
+//! running daemon. The daemon serves reads from in-memory copies (agent types, agents and their
+//! grants, token hashes) so that the hot paths never wait on SQLite. To pick up the CLI's
+//! writes, a watcher polls `PRAGMA data_version` on its own connection every 200 ms; after a
+//! commit it reads `cached_tables_version`, a counter that SQL triggers on `agent_types`,
+//! `agents` and `api_tokens` move, and reloads only if it moved — audit rows, claims and fires
+//! cause no reload. Writes and reloads are serialised by one lock per service, so a reload can
+//! never put back a stale copy. **Decision:** a CLI change reaches a running daemon within about
+//! 0.2 s; changes made through the API are visible at once. On PostgreSQL the daemon listens
+//! instead (`kennel_cached`, see `crate::db`) and the CLI's change arrives at once.
+//!
+//! ## Storage back ends
+//!
+//! SQLite in `$KENNEL_HOME/kennel.db` is the default. `[database] url = "postgres://…"` or
+//! `KENNEL_DATABASE_URL` (which wins) puts every store on a PostgreSQL database instead. The URL
+//! is checked when the config loads (a wrong scheme or an unreadable URL stops start-up with its
+//! line), is never serialised, is shown with its password left out, and `KENNEL_DATABASE_URL` is
+//! one of the variables no child process gets.
+//!
+//! - **One query layer** (`db/query.rs`). Stores call `db::query`, `db::query_scalar`,
+//!   `db::query_as` and `db::QueryBuilder`, which read like sqlx's, on `&Db` or `&mut db::Tx`. A
+//!   query keeps its arguments as values (`Arg`: text, integer, real, bytes, each with a typed
+//!   NULL, since PostgreSQL types every parameter) and becomes a SQLite or a PostgreSQL query
+//!   only when it runs, so each store function is compiled once (binary size) and no store
+//!   knows which back end it is on. Rows come back as `db::Row`; `try_get` reads the few types
+//!   stores keep (`Stored`: text, borrowed text, `i64`, `i32`, `f64`, bytes, `bool`, options).
+//!   **Decision:** not sqlx's `Any` driver: it decodes by the value's own type (a SQLite 0/1 is
+//!   not a `bool`), its builder writes `?` placeholders that PostgreSQL refuses, it copies
+//!   every row into its own form, and it hides the `SqliteConnection` whose hooks feed the live
+//!   pages.
+//! - **One schema, two migration folders.** `migrations/sqlite/` holds every SQLite migration
+//!   (0001–0027 were moved from `migrations/`, unchanged: sqlx checks a migration's version and
+//!   checksum, not its path, so existing homes start as before). `migrations/postgres/` starts
+//!   with `0027_baseline.sql`, the PostgreSQL form of SQLite's 0001–0027 in one file, so a
+//!   version number names one schema on both back ends; every later migration is written once
+//!   per back end under the same number. Mapping: `TEXT` → `TEXT COLLATE "C"` (byte order, as
+//!   SQLite compares, so keyset pages and RFC 3339 times sort the same), `INTEGER` → `BIGINT`
+//!   (the code reads every integer as `i64`; flags stay 0/1 integers, and `Stored for bool`
+//!   also takes PostgreSQL's own booleans, as `EXISTS (…)` gives), `REAL` → `DOUBLE
+//!   PRECISION`, `BLOB` → `BYTEA`, `AUTOINCREMENT` → an identity column `BY DEFAULT`, triggers
+//!   → PL/pgSQL trigger functions of the same names, foreign keys `DEFERRABLE` (see the copy).
+//! - **The parity test** (`db/schema_parity.rs`) applies both folders — SQLite's through the
+//!   daemon's own `db::open` — and compares every table's columns (order, type, nullability,
+//!   default, primary key), foreign keys (with their `ON DELETE`), indexes (columns,
+//!   uniqueness, partial or not) and triggers; a second test checks the numbering rule.
+//! - **Where the back ends behave apart**, each handled in one place:
+//!   - *Writes one at a time.* `Db::begin_write` is `BEGIN IMMEDIATE` on SQLite and a
+//!     transaction holding one advisory lock (`pg_advisory_xact_lock`) on PostgreSQL, so
+//!     count-then-insert limits and the first operator's set-up hold across daemons.
+//!   - *Task claims* lock the row they pick and pass over rows another claim holds (`FOR UPDATE
+//!     SKIP LOCKED`, `Db::dialect` picks the text), and the update checks the task is still
+//!     pending; SQLite runs writes one at a time and needs neither.
+//!   - *Change topics.* SQLite's connections note the tables each transaction writes (update
+//!     and commit hooks); on PostgreSQL, statement triggers `pg_notify` the topic
+//!     (`kennel_changes`), sent at commit, once per transaction per topic, to every daemon's
+//!     listener. The cached tables (agent types, agents, tokens) notify `kennel_cached`, which
+//!     replaces the `PRAGMA data_version` poll: a CLI write reaches a running daemon at once
+//!     rather than within 0.2 s. Each listener holds one of the pool's ten connections and ends
+//!     when the pool closes.
+//!   - *Types.* PostgreSQL sums `BIGINT`s into `NUMERIC` (the usage sums cast back), refuses a
+//!     value of the wrong type at the door (SQLite stores it and the read fails), and its text
+//!     cannot hold U+0000: **decision** — such a character is stored as U+FFFD rather than the
+//!     write failing (only text that came with a NUL is touched; SQLite keeps it).
+//!   - *Bare column names in an upsert* are ambiguous to PostgreSQL (`event/store.rs` names
+//!     them with the table).
+//! - **`kennel migrate-to-postgres URL`** (`db/copy.rs`, the CLI in `server/src/cli/mod.rs`).
+//!   Refused while the home's daemon runs and for a database that is not empty (another
+//!   application's table, or rows in Kennel's; Kennel's schema with no rows — a copy that
+//!   failed after the migrations ran — counts as empty, so it can be run again). The SQLite side
+//!   is brought to this version by its own migrations and read in one transaction (one
+//!   snapshot), a page of 1,000 rows at a time by `rowid`; the PostgreSQL side gets the same
+//!   version's migrations, then, in one transaction: user triggers off on every table (the copy
+//!   brings the rows they wrote: task history, version counters) and the migrations' seed rows
+//!   removed, every table copied with its ids, the foreign keys checked (`SET CONSTRAINTS ALL
+//!   IMMEDIATE`), triggers on again, each identity sequence set past the largest copied id, and
+//!   each table's count compared with SQLite's; any difference or error rolls all of it back.
+//!   It prints each table's rows. The SQLite file is left as it was.
+//! - **Tests on both.** `./scripts/test` uses `KENNEL_TEST_DATABASE_URL` if given; otherwise it
+//!   installs Debian's `postgresql` if missing and starts a throwaway cluster (`initdb` into a
+//!   temp dir, loopback port, `fsync=off`, as `postgres` when run as root since PostgreSQL
+//!   refuses root), removed at exit; about 2 s. After the usual pass it runs the kernel's unit
+//!   tests and the whole system suite again with `KENNEL_TEST_BACKEND=postgres`: kernel tests
+//!   open their database with `db::open_for_test` (a database of their own, dropped with the
+//!   last `Db` clone), and each system-test `Home` gets a database of its own that every daemon
+//!   and CLI run of that home is given as `KENNEL_DATABASE_URL` (`tests/src/postgres.rs`, made
+//!   and dropped with `psql`). Tests that looked at `kennel.db` itself ask the home instead
+//!   (`Home::stored_bytes`: the file and its WAL, or `pg_dump`). `KENNEL_REQUIRE_POSTGRES=1`
+//!   (set by the script) makes a missing server fail the PostgreSQL-only tests (the parity test,
+//!   the migration) instead of skipping them.
+//!
+//! `MAX() + 1` numbering (a session's message numbers, an agent's canvas versions, a skill's
+//! history) takes `Tx::lock_key` first: on PostgreSQL a transaction-scoped advisory lock on the
+//! key's hash, so two daemons (or two connections of one) never take one number; on SQLite
+//! nothing, writes being one at a time.
+//!
+//! ## Stored rows
+//!
+//! - **Stored rows never panic.** Every column is read with `Row::try_get` (its error becomes
+//!   `Internal`); `clippy.toml` disallows `sqlx::Row::get`. A stored value that does not parse
+//!   (an id, a manifest, an enum: `db::stored_enum!`) is `Internal` too.
 
 use std::future::Future;
 use std::path::Path;

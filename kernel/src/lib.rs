@@ -610,36 +610,3 @@ fn prepare_home(home: &Path) -> Result<(), OpenError> {
     }
     Ok(())
 }
-
-#[cfg(test)]
-mod tests {
-    /// SQL lives only in `db.rs` and the domains' `store.rs` files (tests aside), so a second
-    /// database back end replaces stores, never services, tools or fronts.
-    #[test]
-    fn sql_is_written_only_in_store_modules() {
-        fn visit(dir: &std::path::Path, found: &mut Vec<String>) {
-            for entry in std::fs::read_dir(dir).unwrap() {
-                let path = entry.unwrap().path();
-                if path.is_dir() {
-                    visit(&path, found);
-                    continue;
-                }
-                let name = path.file_name().unwrap().to_string_lossy();
-                let in_db = path.parent().is_some_and(|p| p.ends_with("src/db"));
-                if name == "store.rs" || name == "db.rs" || in_db || path.extension().is_none_or(|e| e != "rs") {
-                    continue;
-                }
-                let text = std::fs::read_to_string(&path).unwrap();
-                let code = text.split("#[cfg(test)]").next().unwrap_or_default();
-                for needle in ["sqlx::query", "QueryBuilder", ".pool()"] {
-                    if code.contains(needle) {
-                        found.push(format!("{} uses {needle}", path.display()));
-                    }
-                }
-            }
-        }
-        let mut found = Vec::new();
-        visit(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut found);
-        assert!(found.is_empty(), "SQL outside store modules:\n{}", found.join("\n"));
-    }
-}

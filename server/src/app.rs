@@ -1,6 +1,9 @@
 //! The whole application: the machine side (`http`: REST, A2A, health) and the dashboard on
 //! one router, and the server loop. The two fronts share the status table (`status`) and the
-//! live event stream (`live`) and know nothing of each other.
+//! live event stream (`live`). The dashboard knows one thing of the machine side: the
+//! router's fallback (`dashboard::not_found`) hands unknown `/api/…`, `/a2a…` and
+//! `/.well-known/…` paths to `http::not_found`, so they answer JSON; every other unknown path
+//! gets the dashboard's HTML 404.
 
 use std::net::SocketAddr;
 

@@ -2,6 +2,18 @@
 //! `GET /api/agents/{id}/events`, the dashboard's chat at `/agents/{id}/live`) and its new
 //! canvas versions (the agent page, at `/agents/{id}/canvas/live`), and the dashboard's live
 //! pages' "read yourself again" signals (`/live/changes?topics=tasks,schedules`).
+//!
+//! # Design notes
+//!
+//! Every stream is ended by `stop_streams` at shutdown (the server's graceful shutdown waits
+//! for every open response, so one open chat used to keep the daemon from stopping), and each
+//! by its credential: a `Holder` — the API token the request presented (by its hash, so a
+//! token made again under a revoked one's name does not keep the old streams), the dashboard
+//! session, this run's CLI token, or none for an anonymous A2A caller — put beside `Bearer` by
+//! the token check and checked again at every `Auth::revisions` change (a revocation, a
+//! sign-out, another daemon's reload) and every 30 s. Any but the CLI's ends after `[server]
+//! stream_max_secs`. `stream_ends` also ends A2A's `SendStreamingMessage`/`SubscribeToTask`
+//! streams and the MCP server's event streams.
 
 use std::convert::Infallible;
 use std::sync::LazyLock;

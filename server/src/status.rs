@@ -1,6 +1,21 @@
 //! The one status table: which HTTP status answers each error kind. The REST API, the
 //! dashboard's pages and the OpenAPI document all read it from here; the README repeats it
 //! (a test checks).
+//!
+//! # Design notes
+//!
+//! ## Errors are typed once
+//!
+//! - **Errors are typed once.** `kennel_kernel::Error { kind, message, fields }` with the spec's
+//!   kinds plus `Internal`; `server/src/status.rs` maps each kind to one status code
+//!   (`status_for`, used by the API and the dashboard). Every `/api/*` route, and every unknown
+//!   path under `/api/`, `/a2a` or `/.well-known/` (the dashboard's fallback hands those to
+//!   `http::not_found`), answers `{ "error": { "kind", "message", "fields"?, "session_id"? } }`; other unknown paths get the dashboard's HTML
+//!   404, and the dashboard answers the same error as a page with the same status. The table: `InvalidArguments` 422, `NotFound` 404,
+//!   `Forbidden` 403, `Conflict` 409, `ResourceExhausted` 429, `TooLarge` 413, `Unavailable` 503, `Failed` 502,
+//!   `Timeout` 504, `Internal` 500 (and `Unauthorized` 401). `status_table()` renders it from
+//!   `status_for` into the OpenAPI description; a unit test checks the README's "Errors" section
+//!   repeats it.
 
 use axum::http::StatusCode;
 use kennel_kernel::ErrorKind;

@@ -8,6 +8,13 @@
 //! stands either way and a new token is shown only once, and the daemon's log says which
 //! record is missing. The fronts decide what a request is called (`server/src/actions.rs`);
 //! this is only the store.
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! The operator-action log: `Actions` (record, list with actor/action filters), `store.rs` (table
+//! `operator_actions`). What a request is called lives in the server (`server/src/actions.rs`).
 
 mod store;
 

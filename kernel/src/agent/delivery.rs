@@ -3,6 +3,20 @@
 //! and the reply is stored the moment the turn ends, so a restart finds exactly what was cut
 //! off: a reply not yet delivered is delivered (once), a turn cut off is retried once, and
 //! one cut off again is delivered as "interrupted" — the sender is never left in silence.
+//!
+//! # Design notes
+//!
+//! ## After a restart
+//!
+//! - **Async `agent_send`:** each delivery is a row of `agent_deliveries` from the moment it is
+//!   sent until its reply (or failure) is in the sender's session; the reply is written to the row
+//!   the moment the receiver's turn ends, before it waits for the sender's session. After a
+//!   restart, per receiver session and in order: a reply already written is delivered (unless the
+//!   sender's session holds it already: the last run delivered it and stopped before forgetting
+//!   it); a turn cut off is retried once (`retry`: the receiver answers the message the cut-off
+//!   turn left unanswered, not a copy); one cut off again, or whose receiver no longer runs, is
+//!   delivered as `[agent_send task … was interrupted …]`. The sender is never left in silence.
+//!   The reaper makes the dead daemon's deliveries its own (`daemon_id`) before resuming them.
 
 use std::collections::BTreeMap;
 

@@ -4,6 +4,76 @@
 //! a running agent already has is a `Conflict`, never an overwrite (spec §3). Reads come from
 //! an in-memory copy kept in step with the database, so the hot paths (`GET /api/templates`,
 //! the capability gate) never wait on SQLite.
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! `manifest.rs`: `AgentTypeSpec` (the seven fields), `ManifestInput` (what arrives), `Manifest`
+//! (validated), `validate`, TOML/JSON parsing. `source.rs`: a manifest read from a file a person
+//! edits (`kennel type apply`): the same parse and `validate`, every problem with its line and
+//! column (TOML through `toml`'s spanned tables, JSON through a small scanner that follows the
+//! field's path). `mod.rs`: the `Agents` service — agent types and agents, one namespace,
+//! in-memory copy kept in step with `store.rs`; `Agent::ensure_running`. `apply.rs`: applying a
+//! type to its agents (preview and apply). `tools.rs`: family `agents`. `delivery.rs`: async
+//! `agent_send` deliveries, stored (`agent_deliveries`) until delivered and resumed after a
+//! restart. `binding.rs`: channels and A2A exposure bound to an agent's id (below). Workflow step agents are `ephemeral` (hidden from default lists, removed by
+//! `start_ephemeral_sweeper`).
+//!
+//! ## Agents working together
+//!
+//! - **Depth.** A turn carries `depth` and the `chain` of agents that led to it. A blocking
+//!   `agent_send`, each workflow step (nested runs included) and each triggered turn run one level
+//!   deeper; going past `[kernel] max_agent_call_depth` is refused with `ResourceExhausted` naming
+//!   the chain (`a → b → a → b`), never recursed. Async `agent_send` turns carry the depth too, so
+//!   agents cannot ping-pong forever either.
+//! - **Async `agent_send`** returns `{task_id}` at once; the other agent's turn runs in the
+//!   background (in a session of its own per sender, labelled `from agent ID`), and its reply is
+//!   appended to the caller's session as a user message `[Reply from agent …]` once no turn is
+//!   running there (`Turns::deliver` takes the session lock), so the caller's next turn sees it.
+//!   The delivery is stored until then, so a restart retries it (see `delivery`).
+//! - **Children** (`agent_spawn`) get as grants the exact tool names that both their type and
+//!   their parent allow at spawn time, and `deny = ["agent_spawn", "agent_kill"]`. **Decision:**
+//!   an operator may still grant a child more later (a human decision); no agent can.
+//! - **Identity is the id (issue 42).** Names are free for reuse once an agent stops, so nothing
+//!   that decides who an agent is uses a name after it is first resolved:
+//!   - *Reach* (`capability.rs`, `Reach`): an agent messages and stops itself and its
+//!     descendants (`Agents::ensure_within_reach`); anyone else needs `agents.message_any` /
+//!     `agents.kill_any`, grants that match no tool and that no glob or family gives (only the
+//!     exact grant, not denied). **Decision:** grants, not a new manifest field, so the API, the
+//!     TOML, the Tools inspector's grant form and `kennel agent grant` carry them unchanged.
+//!   - *Bindings* (`agent/binding.rs`, table `agent_bindings`): a channel's or an A2A
+//!     exposure's configured name is resolved at first use to the running agent an operator
+//!     made under it (no parent, not a workflow step) and kept by id, in memory and in the
+//!     database. A stopped bound agent means the channel fails its messages, naming why; the
+//!     binding moves only when its agent is removed or the config names another agent.
+//!     `agent_kill` refuses an agent that holds a binding (or would, at first use).
+//!     **Decision:** "an operator binds it" is removing the old agent or changing the config:
+//!     no new endpoint, and nothing an agent can do.
+//!   - *Sessions*: `agent_send`'s receiving session is labelled by the sender's id.
+//!   - *Workflows*: an `agent` step is stored with the id its name found when the workflow was
+//!     saved (an unknown name is a field error); run by an agent, a step reaches only what the
+//!     agent could (`agents.message_any` for another's agent step; a type's step agent is its
+//!     child, capped at its grants).
+//! - **Types no wider than their maker.** `Capabilities::narrowed_to` is the one rule for
+//!   `agent_type_create`, `agent_spawn` and agent-run workflow steps: a grant the maker holds as
+//!   written (or under `*`) and may use every tool of is kept as written; otherwise the exact
+//!   tools both allow; reaches only if the maker has them; the asked-for deny list and memory
+//!   scopes kept. What is dropped is named in `agent_type_create`'s answer; `agent_types.made_by`
+//!   records the maker until an operator saves the type.
+//!
+//! ## Decisions
+//!
+//! - **One namespace for type and running-agent names.** Creating a type whose name a type or a
+//!   running agent has is a 409; spawning an agent under another type's name is a 409 too. An
+//!   agent spawned without a name takes its type's name, or `name-2`, `name-3`, … A stopped
+//!   agent's name is free again (its record stays).
+//! - **`tools` vs `[capabilities] tools`.** The canonical manifest keeps grants in
+//!   `[capabilities] tools`. Input may use top-level `tools` (the seven-field `AgentTypeSpec`
+//!   shape); both at once is a 422. Stored and returned manifests always use `capabilities`.
+//! - **`deny` grants.** `[capabilities] deny = [...]` refuses tools even when `tools` allows
+//!   them; children get `deny = ["agent_spawn", "agent_kill"]` this way.
+//! - **Agents are addressed by id or, while running, by name** in every API path and CLI command.
 
 mod apply;
 pub mod binding;

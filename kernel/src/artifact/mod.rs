@@ -2,6 +2,13 @@
 //! named by their SHA-256, and `read_artifact` pages them back. The store is shared (the same
 //! bytes are one file), so each spill also records which agent it belongs to, and an agent
 //! reads only its own: another agent's artifact is not found.
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! The content-addressed artifact store, which agent each spilled result belongs to (`store.rs`,
+//! table `artifact_owners`), and `read_artifact`.
 
 mod store;
 

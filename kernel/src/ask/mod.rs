@@ -17,6 +17,54 @@
 //! and the asking daemon woken through the cluster's `done:<id>`. A row lives as long as its
 //! turn waits: the turn does not outlive its daemon, and the daemon that takes a dead one's
 //! work over removes its questions.
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! `ask_user` (spec §15, family `ask`, issue 24): `ask`, `waiting`, `answer`: the questions turns
+//! wait on, rows of `questions` (`store.rs`) so any daemon of a cluster lists and answers them,
+//! the asking daemon woken by `Cluster::wake` (`done:<id>`); where each is asked (`AskedIn::Chat`:
+//! a `question` event on the agent's stream; `AskedIn::Channel`: sent to the conversation) and
+//! answered (`answer` for chats, `answer_in_conversation` for the channel bridge); `tools.rs`
+//! (`ask_user`, `needs_person`).
+//!
+//! ## ask_user
+//!
+//! - **`ask_user(question, choices?)`** (family `ask`; question ≤ 2,000 characters, at most 10
+//!   distinct choices of ≤ 200): the call waits until the person in the turn's conversation
+//!   answers, at most `[ask] timeout_secs` (default 600, 1–86,400); then the result is
+//!   `{"answered": false, "note": "no answer within N s …"}` — not an error: the model goes on.
+//!   An answer is `{"answered": true, "answer", "choice", "answered_by"}` where `choice` is the
+//!   offered choice it matches (case-insensitive; a number picks that choice, from any front: the kernel reads it), else null —
+//!   the person may always answer in their own words.
+//!   - *Who has a person present* is the turn layer of availability (`TurnScope.person`): the
+//!     dashboard's chat (`Caller::Operator`), `kennel chat` (`Caller::Cli`) and channel
+//!     conversation turns (the person who wrote). API, schedule, trigger, agent and A2A turns are
+//!     headless: `ask_user` is never offered there (nor named in lazy/stable modes' context), and
+//!     a direct call is refused.
+//!   - *Dashboard chat*: the tool emits `EventKind::Question {question_id, question, choices}`
+//!     on the agent's event stream; live.js shows the question with a button per choice and a box
+//!     for any answer, and posts the answer to `/agents/{id}/questions/{question_id}` without
+//!     leaving the page (the chat form's request is still waiting for the turn). The agent page
+//!     also renders every waiting chat question server-side, so the answer works without script
+//!     and from another tab. REST: `GET /api/questions?agent=`, `POST /api/questions/{id}/answer`
+//!     (`answered_by` is the caller's label; answering is `Logged`: the session records it as
+//!     the tool's result).
+//!   - *`kennel chat`*: the question and numbered choices are printed; the next line typed (or
+//!     piped) is the answer, a number picking that choice.
+//!   - *A channel*: the question goes to the conversation with numbered choices; the next
+//!     message **from the person whose message started the turn** is stored (`channel_inbound`
+//!     state `answer`) and handed to the waiting turn instead of starting one. Others in a group
+//!     still get turns of their own (queued behind the waiting one, as turns of one conversation
+//!     run in order). One waiting question per person and conversation; a REST answer to a
+//!     channel question is a 409 (the person there answers it).
+//!   - Questions are rows of `questions` while their turn waits (issue 43): any daemon of a
+//!     cluster lists them (`GET /api/questions`, the agent page) and takes an answer, written
+//!     to the row, and the daemon running the turn is woken (`done:<id>`, and a look every
+//!     second). The row goes when the wait ends; a restart ends the waiting turn with the rest
+//!     of the daemon, and the daemon that takes its work over deletes its rows. A channel
+//!     message stored but unanswered is answered at the next start as always.
 
 mod store;
 mod tools;

@@ -1,5 +1,14 @@
 //! Who may use the daemon: operators (people, argon2id passwords) and API tokens
 //! (automation; only a SHA-256 of each token is stored).
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! Operators (argon2id, every hash through one bounded gate), sign-in attempt limits, dashboard
+//! sessions and sign-in form tokens, and API tokens (SHA-256 stored, compared in constant time);
+//! the CLI token of this run (`issue_cli_token`, `is_cli_token`: memory only, new at each start);
+//! `store.rs`.
 
 mod store;
 

@@ -9,6 +9,111 @@
 //! - An agent's calls are serialised (one lock per agent), so two sessions of one agent take
 //!   turns on its tabs; different agents run at once.
 //! - Tabs unused for `idle_close_secs` close; stopping an agent closes its pages.
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! The browser family (spec §9): `Browsers` (one Chromium for the daemon, started on first use;
+//! per agent a browser context and a tab pool, `session` serialising an agent's calls; the idle
+//! sweeper; `close_popups`; `close_agent` when an agent stops; crash detection and restart),
+//! `pipe.rs` (DevTools over `--remote-debugging-pipe`, bridged to chromiumoxide), `chromium.rs`
+//! (starting Chromium ourselves: flags, a profile folder per process, `PR_SET_PDEATHSIG`, the exit
+//! watcher), `pages.rs` (scripts run as plain `Runtime.evaluate`, element marking, load waits,
+//! `NetworkActivity` for network idle), `scripts.rs` (the JavaScript the tools run), `tools.rs`
+//! (the ten tools).
+//!
+//! ## The browser
+//!
+//! - **Availability.** The ten tools need a `browser.*` grant, a `[browser]` section and a
+//!   Chromium (`[browser] executable`, else `chromium`, `chromium-browser`, `google-chrome` on
+//!   `PATH`); without the section or the binary they are excluded in the daemon layer with that
+//!   reason. Nothing starts at daemon start: the first browser call starts the guard proxy and
+//!   Chromium (~0.8 s here); when no agent has had a tab open for `idle_close_secs`, the sweeper
+//!   stops Chromium again.
+//! - **DevTools over a pipe** (`pipe.rs`, issue 41). Chromium gets `--remote-debugging-pipe`
+//!   with its ends of two pipes at descriptors 3 and 4 (NUL-ended JSON): no DevTools port
+//!   listens, which is what let any local user, and any script with a network, read every
+//!   agent's cookies and open `file://…/cli.token`. chromiumoxide only speaks WebSocket over
+//!   TCP, so the daemon bridges: a listener on an ephemeral loopback port accepts connections
+//!   until one asks for `/devtools/browser/<128 random bits>` (the path never leaves the
+//!   process; others get 404 and a warning), then stops listening and relays that connection to
+//!   the pipes. **Decision:** a bridge rather than a fork of chromiumoxide's connection type; the
+//!   port exists for the milliseconds of the handshake and serves only the secret. Ready means
+//!   Chromium answered `Browser.getVersion` (within 45 s), or the launch fails with what it
+//!   printed on stderr. Chromium's own sandbox is on unless the daemon is root (Chromium
+//!   refuses it there) or `[browser] sandbox = false`, logged at each start of Chromium.
+//! - **Chromium is our child.** `chromium.rs` starts it with `tokio::process` (not
+//!   chromiumoxide's launcher) and connects chromiumoxide to the bridge. A
+//!   profile folder per process under `$KENNEL_HOME/browser/` (removed when it stops),
+//!   `XDG_CONFIG_HOME`/`XDG_CACHE_HOME` inside it, `PR_SET_PDEATHSIG` so it dies with the daemon
+//!   even on `kill -9`. A watcher on the child and the handler loop (which ends on a closed
+//!   socket, failing waiting commands at once) mark it dead; `is_alive` also reads
+//!   `/proc/PID/stat` so a killed process that is not yet reaped counts as gone. The next call
+//!   starts a new one, and its result has `notice` saying the browser had stopped and how many
+//!   tabs were lost. Its environment is built, not inherited (`process::base_environment`:
+//!   `PATH`, `LANG`, `LC_ALL`, `TZ`, `TMPDIR`, then `HOME` and the XDG folders inside its profile,
+//!   and the display's variables only when not headless): pages run code, and no provider key or
+//!   token of the daemon's is Chromium's business. ffmpeg and ffprobe get the same base.
+//! - **Per agent**: a browser context (`Target.createBrowserContext`: cookies, storage and cache
+//!   never shared) and at most `tabs_per_agent` tabs. While Chromium runs it keeps one **spare**
+//!   context with a blank tab ready (`Process::refill_spare`): a new agent's first tab takes it
+//!   and a new spare is made in the background, so the ~240 ms Chromium takes to make a context,
+//!   a target and its renderer is not on that agent's first navigation. A spare is used by the one
+//!   agent that takes it and never handed back; it costs one blank tab's memory (see
+//!   `BENCHMARKS.md`, "Browser") and goes with Chromium when it stops. A full pool makes `browser_navigate` with
+//!   `new_tab` (or the first tab) `ResourceExhausted`, naming the setting; no tab is ever closed
+//!   to make room. Every tool works on the active tab (the last one opened or selected with
+//!   `browser_navigate`'s `tab`); results carry the tab's id. An agent's calls hold its lock for
+//!   their whole run (two sessions of one agent take turns; the tools are also `exclusive` within
+//!   a response); the dashboard reads a copy (`TabView`s) so a slow page never blocks it.
+//! - **Guarded navigation.** Chromium runs with `--proxy-server=<the GuardProxy>` and
+//!   `--proxy-bypass-list=<-loopback>` (and each context is created with the same proxy), so every
+//!   request a page makes — its URL, each redirect hop, images, fetches, websockets — reaches the
+//!   proxy, which resolves the host once, refuses it when `blocked_hosts` names it
+//!   (`guard::check_blocked`) or `allowed_hosts` does not let every address through
+//!   (`guard::check`), and connects to a checked address itself. Refused plain-http requests get a
+//!   403 page marked `data-kennel-refused`; refused `CONNECT`s a 403 (Chromium shows
+//!   `ERR_TUNNEL_CONNECTION_FAILED`, and `refusal_for` tells the tool why). `browser_navigate`
+//!   checks the first URL with the same `ProxyRules::checked` before it touches a tab, refuses
+//!   `file:` and every scheme but http(s), and turns a refusal page or a refused tunnel into
+//!   `Forbidden`. Page requests that fail the guard simply fail in the page.
+//! - **Tools.** Selectors are CSS or `text=…` (a visible element with that text, links, buttons
+//!   and fields first, innermost); the element is marked with `data-kennel-target` by a script and
+//!   driven through DevTools (real mouse and key events). `browser_type` types key by key and then
+//!   waits 150 ms for debounced handlers. `browser_wait` polls a selector, waits for the tab's
+//!   requests in flight (from the DevTools network events) to be zero for 500 ms, or sleeps.
+//!   `browser_read_page` returns text (50,000 characters by default) and an outline (headings,
+//!   links with absolute URLs, forms with fields, labels, options; never a password's or hidden
+//!   field's value). `browser_run_js` is `Runtime.evaluate` in REPL mode (`await` at the top,
+//!   `let` again in a later call); a thrown error is `Failed` with its text. Navigation and back
+//!   wait for `readyState == complete` up to `navigation_timeout_secs`, then stop the load and
+//!   answer `Timeout` (the tab keeps what arrived).
+//! - **Screenshots** are PNGs written to the agent's workspace (`screenshots/tabN-TIME.png`).
+//!   The tool is marked `returns_image`: the turn loop stores the path in the tool message
+//!   (`llm::ToolImage`), `turn/images.rs` loads the last 3 such images for each model call, and
+//!   the model gets an image block where its provider accepts images
+//!   (`ProviderConfig::accepts_images`: `[providers.NAME.models.MODEL] images`, default true for
+//!   Anthropic and false for OpenAI-compatible), else a note with the path. The chat shows the
+//!   image from the workspace; the agent's **Browser tabs** page (`/agents/{id}/browser`,
+//!   `GET /api/agents/{id}/browser/tabs`) lists its tabs with the last screenshot of each.
+//!
+//! ## Quota
+//!
+//! - **Browser pages**: a page that a page opens (its target has an opener) is closed the
+//!   moment Chromium reports it (`browser::close_popups`, one listener per Chromium) and counted
+//!   per agent (the Browser tabs page shows the count); an agent's pages are the tabs its tools
+//!   open, within `tabs_per_agent`.
+//!
+//! ## Tests
+//!
+//! - Browser: `tests/tests/system/browser.rs` (every tool against pages the test serves on
+//!   loopback in Debian's Chromium, the pool, two agents' contexts, the guard on first URLs,
+//!   redirects and page fetches, no port of the browser listening and Kennel's setup
+//!   unreachable with all of loopback open, Chromium in its own sandbox under an unprivileged
+//!   daemon, a page that never loads, Chromium killed and restarted, idle close, a turn's
+//!   screenshot reaching the fake Anthropic provider as an image), `tests/tests/system/tool_images.rs`
+//!   (both wire shapes of a tool result's image), `net::proxy`'s unit tests.
 
 mod chromium;
 mod pages;

@@ -2,6 +2,20 @@
 //! call stores a new version of the agent's canvas; older versions stay. The dashboard shows
 //! them only inside a sandboxed frame served from a route of its own with a sandboxing CSP
 //! (`server/src/dashboard/canvas.rs`): agent HTML is hostile, and nothing here cleans it.
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! `canvas_present` (family `media`): `Canvases` (present: a new version per call, `[canvas]
+//! max_bytes`; versions, latest, latest of each agent; a broadcast of each new version for the
+//! pages open on it), `store.rs` (`canvases`).
+//!
+//! ## Quota
+//!
+//! - **Canvases** (`canvas/`): `[canvas] max_versions` (50) and `max_agent_bytes` (16 MiB) per
+//!   agent; the insert drops the oldest versions past either in the same transaction.
+//!   **Decision:** drop, not refuse: a live canvas updated often is the normal use.
 
 mod store;
 

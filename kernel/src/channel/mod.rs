@@ -16,6 +16,86 @@
 //!   times, each wait at most [`MAX_RETRY_WAIT`]). Every send is recorded.
 //! - **The guards** of `channel_send`, `channel_dm` and `channel_members` are in
 //!   [`Channels::send_from`], [`Channels::dm`] and [`Channels::members`].
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! Channels (spec §6, family `channel`, issue 23): `Channels`, the bridge (below);
+//! `platform.rs` the adapter contract (`Platform`: send, direct chat, verify a webhook, listen);
+//! `telegram.rs`, `slack.rs`, `discord.rs`, `webhook.rs` the adapters; `split.rs` long text into
+//! messages; `store.rs` (`channel_inbound`, `channel_conversations`, `channel_members`,
+//! `channel_outbound`); `tools.rs` the three tools.
+//!
+//! ## Channels
+//!
+//! - **Config**: `[channels.NAME]` with `kind` (telegram, slack, discord, webhook), `agent` (by
+//!   name, resolved at each message, so it may be spawned after the daemon starts), `base_url`
+//!   (the platform's own by default; tests point it at local servers), `token_env` and
+//!   `signing_secret_env` (secrets are read from those variables at start; a missing one makes
+//!   the channel `unavailable: …` on `/api/channels`, not a failed start), `mode`,
+//!   `default_target`, `deliver_only`; `[channels] allowed_hosts` is the address guard's list for
+//!   every outbound channel request (`Endpoint::client` and Discord's gateway socket resolve
+//!   through `net::guard`). Checked at load (`channel::check_config`): what each kind needs, and
+//!   modes it has — Telegram polls (`getUpdates`) by default or takes webhooks; Slack and webhook
+//!   channels are posted to; Discord reads its gateway (interactions carry no group messages).
+//! - **Inbound**: poll listeners (Telegram long polling, Discord's gateway: Hello, Identify,
+//!   heartbeats, READY, `MESSAGE_CREATE`, reconnect with backoff; no resume) and
+//!   `POST /channels/{name}/inbound` (open, verified by the adapter: Telegram's secret token
+//!   header, Slack's `v0` signature within 5 minutes, a webhook channel's
+//!   `X-Kennel-Signature-256` HMAC of `X-Kennel-Timestamp` + `.` + body, also within 5 minutes
+//!   (`channel::platform::check_fresh`); a forged or replayed request is 403). Each message is stored in
+//!   `channel_inbound` under the platform's id **before** the platform is answered (or the poll
+//!   offset moves): a redelivery changes nothing, so it never runs a second turn. Rows still
+//!   `pending` at start are answered then (the turn retries the session's unanswered message, so
+//!   it is not added twice).
+//! - **Answering**: one session per conversation (`channel NAME:CHAT`), turns in it one at a
+//!   time in arrival order (a fair lock per conversation), headless, with the conversation as the
+//!   call context's `ChannelContext`. The agent reads who wrote and where
+//!   (`[Telegram message on channel `team` in the group "Ops" (-100…) from Ann (@ann, user_id
+//!   42)]`). The reply goes back to the conversation; a turn that ends without one marks the row
+//!   `failed` with why.
+//! - **Sending** (`Channels::deliver`, for replies, tools, schedules and deliver-only webhooks):
+//!   text split at the platform's limit (Telegram 4096, Discord 2000, Slack 4000, webhook 65536
+//!   characters; at a line, else a space, else a character), each part retried after a 429 for
+//!   its `retry_after` (at most 5 times, each wait at most 60 s; beyond, `ResourceExhausted`).
+//!   Every send is recorded in `channel_outbound` with who sent it and how it ended.
+//! - **Rosters**: each inbound group message upserts (channel, chat, user) with display name,
+//!   username and last seen. Direct chats have none.
+//! - **The tools' guards** (decided in `Channels`, spec §6):
+//!   - `channel_send(channel, target?, content)`: content is text, image, file (a public `url`,
+//!     or a workspace `path` uploaded, at most 20 MiB) or a poll (2–10 options; a numbered list
+//!     where the platform has no polls: Slack, and the webhook's JSON carries it as is). In a
+//!     conversation turn it may only send to that conversation — a group's or a direct one's
+//!     (**decision**: the spec names groups; a stranger in a direct chat can talk an agent into
+//!     the wrong recipient just as well). Out-of-band turns name any target, or the channel's
+//!     `default_target`.
+//!   - `channel_dm(user_id, message)`: only in a group turn (`needs_conversation`; in a direct
+//!     conversation it says to reply there); the recipient must be on that conversation's
+//!     roster; the platform's private chat (`direct_chat`: Slack `conversations.open`, Discord
+//!     `POST /users/@me/channels`, Telegram the user's id). A Telegram user who never wrote to
+//!     the bot, or a Discord user who does not accept its DMs, is a `Failed` naming that — never a
+//!     fallback to the group.
+//!   - `channel_members(channel?, chat_id?)`: the turn's conversation by default; naming another
+//!     is `Forbidden`; out-of-band turns must name both; a direct conversation has no roster
+//!     (`InvalidArguments` saying so). Read-only.
+//!   - The grant `channel.*` is the gate; an agent may use any configured channel, not only the
+//!     one it answers (**decision**: an alerts agent posting to the team's chat is the common case).
+//! - **Deliver-only webhooks**: `deliver_only = true` on a webhook channel runs no turn; each
+//!   inbound message's text is sent to `default_target` (`CHANNEL:TARGET`, checked at load to be
+//!   present: another configured channel) by `deliver_only`.
+//! - **Fronts**: `GET /api/channels` (each channel's kind, mode, agent, state: idle, connected,
+//!   failing: …, unavailable: …), `GET /api/channels/{name}` (conversations with rosters, the
+//!   latest 50 messages each way); the dashboard's **Channels** pages (`/channels`,
+//!   `/channels/{name}`), in the hostile-text corpus (names, titles, chat ids and messages are
+//!   strangers' text). Tests: `tests/tests/system/channels.rs` (through the daemon) and
+//!   `channel_adapters.rs` (each adapter against `tests/src/fake_{telegram,slack,discord,webhook}.rs`,
+//!   local servers speaking each platform's API).
+//! - **Discord's gateway resumes** (issue 43): a broken connection reconnects to READY's
+//!   `resume_gateway_url` and sends Resume with the last sequence, so Discord replays what was
+//!   sent meanwhile; only a refused resume (Invalid Session `false`, close 4007/4009) identifies
+//!   afresh. Channel traffic is pruned by `[retention] channel_traffic_days`.
+//! - **Not built**: operator sends from the dashboard.
 
 pub mod discord;
 pub mod platform;

@@ -19,6 +19,115 @@
 //!
 //! On SQLite the home has one daemon (its lock file sees to that): it registers, takes over
 //! the previous run's work at start, and never beats or forwards.
+//!
+//! # Design notes
+//!
+//! ## Cluster: several daemons on one PostgreSQL database
+//!
+//! The model is a Postgres job queue, not a consensus protocol: rows taken with
+//! `FOR UPDATE SKIP LOCKED`, leases renewed by heartbeats, `LISTEN`/`NOTIFY` for wake-ups. No
+//! daemon is special; daemons never talk to each other except through the database, so they
+//! need no addresses, secrets or ports for one another. Any daemon answers any request; put
+//! them behind any load balancer.
+//!
+//! - **Membership.** Each start registers a row in `daemons` with a new id (host, pid, listen
+//!   address, version). Every third of `[cluster] lease_ms` (default 3,000) a loop on two
+//!   connections of its own (`Db::side_pool`, so a daemon whose main pool is busy still beats)
+//!   moves the heartbeat and renews the daemon's leases in one transaction, then reaps and
+//!   balances. A daemon whose heartbeat is older than the lease, or that stopped cleanly
+//!   (`stopped_at`, written with its leases freed by `Kernel::close`), is dead. Daemons' clocks
+//!   must agree to well within the lease (NTP); the lease is theirs, not the database's.
+//! - **Reaping.** `UPDATE daemons SET reaped_at … WHERE reaped_at IS NULL AND (dead) RETURNING
+//!   id`: each dead daemon is claimed by exactly one reaper, which takes its work over off the
+//!   loop (`cluster::take_over`): leases expired, forwarded turns it was running put back in the
+//!   queue (the next run is a retry: it answers the message already stored instead of adding
+//!   it twice) and those it was waiting for dropped, fires and turns interrupted, A2A tasks
+//!   failed, `agent_send` deliveries resumed here. On SQLite the same code runs once at start
+//!   with every other daemon row dead (the home's lock file means one daemon), and nothing
+//!   beats: an idle SQLite daemon writes nothing.
+//! - **Agents are leased.** `agent:<id>` names the daemon that runs all of the agent's turns,
+//!   so its sessions, browser tabs and processes live in one place. Each round a daemon takes
+//!   free or expired agent leases up to a fair share (running agents ÷ live daemons, rounded
+//!   up), gives back those of agents no longer running, and gives back one idle agent (no turn
+//!   running, no process running, no browser pages) beyond its share, which a daemon under its
+//!   share then takes. A turn asked of an agent nobody holds takes the lease on the spot. A
+//!   dead daemon's leases are expired, not deleted, so the daemon that takes one sees it came
+//!   from a daemon that died: the agent's next turn there is told, beside the message (sent
+//!   like auto-recall, not stored; noted `Moved` in the chat), that its browser tabs and
+//!   processes stayed behind (`cluster::MOVED`). A clean stop deletes its leases: a restart or
+//!   an upgrade is no news to the agents, as on SQLite.
+//! - **Forwarding (decision: forwarded, not run under a per-session lock).** `turn::run` asks
+//!   `Cluster::owner_elsewhere` (a set lookup for agents this daemon holds, else one lease read).
+//!   When another daemon holds the agent, the request (a `ForwardedTurn`: everything in a
+//!   `TurnRequest` but the cancel token; cancelling that token marks the row `cancelled` and
+//!   notifies `cancel:<id>`, and the runner cancels the turn's own token) goes into `cluster_turns` and a `NOTIFY kennel_cluster
+//!   'turn:<agent>'`; the holder's serve loop takes the agent's queued turns with
+//!   `SKIP LOCKED`, runs each as its own (`turn::run_here`), writes the result (`{"ok":
+//!   TurnResult}` or `{"error": Error}`) and notifies `done:<id>`; the asker takes the row and
+//!   answers as if the turn had run locally. Both sides also look every second, so a missed
+//!   notification costs a second, not the turn. When the holder dies with requests queued, they
+//!   stay in the table and run on whoever takes the lease: a message sent during a failover
+//!   waits for the lease to run out and is then answered, not lost. Every front, schedule,
+//!   trigger, channel, `agent_send` and A2A task goes through `turn::run`, so all of them
+//!   forward. Why not a per-session lock on any daemon: the agent's processes and browser tabs
+//!   would then be spread over daemons, and its turns in different sessions would each need the
+//!   same cross-daemon coordination anyway.
+//! - **Schedules fire once.** On PostgreSQL the runner reads due schedules `FOR UPDATE SKIP
+//!   LOCKED` in the transaction that writes their fires (the guard on `next_fire` stays), so
+//!   daemons waking at the same instant each take different schedules and none waits for
+//!   another; a batch of up to 500 fires is one statement (a data-modifying CTE). A fire row
+//!   names its daemon, and the daemon's death leaves it `interrupted`. A burst (batches that
+//!   come back full) is written down whole before any of its turns start, on both back ends
+//!   (up to 20,000 fires held back): otherwise the turns of the first batches take the cores
+//!   the writing of the rest needs, and the last fires of the burst come late.
+//!   Catch-up after a cluster-wide stop is the runner's as before: once per schedule.
+//! - **Task board.** Claims were `SKIP LOCKED` with a status re-check already (issue 26). The
+//!   sweeper runs on every daemon: it is one `UPDATE … WHERE status = 'claimed' AND claimed_at
+//!   < cutoff`, and PostgreSQL re-checks that condition on a row another sweeper changed
+//!   meanwhile, so a claim is taken back (and its retry counted) once.
+//! - **Events and caches.** Agent types, agents, grants and tokens were already reloaded on
+//!   `NOTIFY kennel_cached`, and dashboard sign-ins are too since issue 43 (migration 0038's
+//!   trigger on `operator_sessions`; reading them never writes, so a reload tells no one): a
+//!   sign-in made on one daemon works on the others, and a sign-out ends its streams on all;
+//!   the live pages' topics came by `kennel_changes` (issue 26). Turn
+//!   events (`GET /api/agents/{id}/events`, the chat's live view) are relayed: while another
+//!   daemon is running (neither stopped nor taken for dead: a late heartbeat does not stop the
+//!   relay), each event this daemon's turns emit is sent as `NOTIFY kennel_events`
+//!   with the sender's id, and every other daemon puts it on its own bus (`Bus::emit_relayed`,
+//!   never relayed again). An event over a notification's 8,000 bytes (a long reply, a big tool
+//!   result) crosses in parts, all sent in one transaction and put back together by each
+//!   listener (`cluster/relay.rs`); past 4 MiB it is not relayed and followers elsewhere see the
+//!   stored result.
+//! - **Once per cluster.** A polling channel (Telegram `getUpdates`, the Discord gateway) runs
+//!   under the lease `channel:<name>` (`Cluster::hold`, `Cluster::lost`): one daemon polls, the
+//!   others wait a lease-third at a time and take over when it dies or stops; a daemon that
+//!   loses the lease stops polling. Webhook channels need nothing: any daemon verifies and
+//!   stores what arrives.
+//! - **A stdio MCP server runs once per cluster** (`mcp/servers.rs` `supervise`, `cluster/calls.rs`).
+//!   On a shared database each configured stdio server is run by the holder of `mcp:<server>`;
+//!   every other daemon that configures it *follows*: it reads what the holder wrote to
+//!   `mcp_offers` (handshake, tools with their schemas, what was left out; rewritten on every
+//!   tool-list change, `NOTIFY kennel_cluster 'offer:<server>'`, looked at again every 5 s),
+//!   offers the same `mcp__SERVER__*` tools, and shows the server as `elsewhere` with
+//!   `runs_on` (the MCP page: "run by another daemon of the cluster"). Every request — a tool
+//!   call, `mcp_resources`, `mcp_prompts` — goes through `Server::ask` (`mcp/request.rs`): over
+//!   this daemon's connection if it runs the server, else written to `cluster_calls` with
+//!   `NOTIFY 'call:mcp:<server>'`, answered by the holder once its server is connected, the
+//!   result written back (`done:<id>`). The grant, argument validation against the server's
+//!   schema and the audit happen where the call was asked. Unlike a forwarded turn, a request is
+//!   never run twice: one whose runner dies ends with `Unavailable` ("may or may not have taken
+//!   effect"), because a tool call may already have had its effect; one still queued waits for
+//!   the next holder (within the call's `timeout_secs` plus 15 s). The holder losing its lease
+//!   stops its server and follows; a daemon that stops or drops the server from its config
+//!   gives the lease up at once. Configure the same `[mcp]` on every daemon: the holder runs its
+//!   own command line. HTTP servers are remote services already: every daemon connects to them.
+//! - **`GET /api/cluster`, the Cluster page.** `Cluster::overview`: each daemon (alive, last
+//!   heartbeat, host, pid, address, version) with its leases, live ones first, then those that
+//!   stopped or died in the last hour.
+//!
+//! What is still per daemon, and said so: unanswered channel messages are resumed at start
+//! by each daemon (a message stored by one daemon just before another starts can be answered
+//! twice).
 
 mod calls;
 mod forward;

@@ -3,6 +3,18 @@
 //! socket (`[exec_policy] docker_socket`). Nothing touches the socket at daemon start: the
 //! client is made on the first call, and an engine that is not there makes that call
 //! `Unavailable`, not the daemon.
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! Family `docker` (spec §14): `docker_exec` through `bollard` on the engine's Unix socket
+//! (`[exec_policy] docker_socket`; the client is made on the first call, no engine is
+//! `Unavailable`). The container must be in `[exec_policy] docker_allowlist` (checked before any
+//! engine request) and be the running container of exactly that name (the engine also resolves id
+//! prefixes); stdout and stderr bounded by `output_buffer_bytes` each, the call's timeout capped
+//! by `wall_clock_secs`. Tested against `kennel_tests::fake_docker`, an engine on a Unix socket
+//! speaking the exec endpoints and the multiplexed stream.
 
 mod tools;
 

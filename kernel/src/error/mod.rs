@@ -1,5 +1,25 @@
 //! The kernel's one error type. Every front maps it the same way: tools show the model a
 //! short text (`Forbidden: …`), the REST API answers `{ "error": { "kind", "message" } }`.
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! `Error`, `ErrorKind`, `FieldError`, `from_value` (JSON → typed value with the JSON path of the
+//! first problem; `strict.rs`: structs take objects only).
+//!
+//! ## Input and failures
+//!
+//! - **Input is read as its schema describes it** (`error::from_value`, used for every JSON input):
+//!   a struct takes only an object at any depth (serde alone takes an array of its fields;
+//!   `error/strict.rs`), and `6.0` is the integer 6, as JSON Schema reads it.
+//! - **A tool's failure is not a server error.** `Failed` is a tool (or the provider or remote
+//!   agent it called) that ran and failed: 502. Only the daemon's own faults are 500:
+//!   `Error::internal(detail)` — and every `sqlx::Error` and `io::Error` through `From` — logs
+//!   the detail with `tracing::error!` under a ref of 8 hex digits and carries only
+//!   `internal error (ref ID)`, so SQL text, stored values and file paths never reach a client,
+//!   the dashboard or a model (tool results use the same `Error`). Startup errors
+//!   (`OpenError`) keep their detail: they go to the operator's terminal.
 
 mod strict;
 

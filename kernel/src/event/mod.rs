@@ -1,6 +1,15 @@
 //! The event bus (spec §7): `event_publish` and `POST /api/events` publish a typed event;
 //! every running agent whose manifest has a matching `[[trigger]]` gets a headless turn with
 //! the trigger's prompt, subject to its cooldown and fire limit. Fires are audited.
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! The event bus: `publish` (used by `event_publish` and `POST /api/events`) fires every running
+//! agent's matching `[[trigger]]` (glob on the event type) as a headless turn, within
+//! `cooldown_secs`/`max_fires` (`store.rs`: `trigger_state`), and audits each fire (`tool =
+//! "trigger"`).
 
 mod store;
 

@@ -19,6 +19,68 @@
 //! - Sizes: names up to [`MAX_NAME`] characters, types up to [`MAX_TYPE`], both on one line
 //!   and not blank; an entity's attributes up to [`MAX_ATTRIBUTES_BYTES`] of JSON; an agent
 //!   holds at most [`Limits::default`]'s entities and relations (`ResourceExhausted`).
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! The knowledge graph (spec §12, family `knowledge`): `Knowledge` (`add_entity` upserting by name
+//! with merged attributes, `add_relation` one per (from, to, type), `query` the bounded
+//! breadth-first walk, `entities`/`relations` pages, `overview` the best-connected part for the
+//! picture; `Limits` per agent), `store.rs` (`knowledge_entities`, `knowledge_relations`: every
+//! query names its agent), `tools.rs` (`knowledge_add_entity`, `knowledge_add_relation`,
+//! `knowledge_query`).
+//!
+//! ## The knowledge graph
+//!
+//! - **Private, by construction.** Every row carries its agent's id and every query of
+//!   `knowledge/store.rs` names it: the tools act on the calling agent's graph only, so another
+//!   agent's entity reads exactly like a missing one (`NotFound`). Operators read any agent's
+//!   graph (`GET /api/agents/{id}/knowledge/entities`, `…/relations`, paged like every list;
+//!   `…/query?start=&depth=&direction=&relation=` with `relation` repeated) and the dashboard's
+//!   `/agents/{id}/knowledge`, through the same `Knowledge` service as the tools. Stored in
+//!   SQLite (migration `0022_knowledge.sql`), so it outlives sessions and restarts.
+//! - **Decisions.** An entity's identity is its name alone, compared byte for byte (no trimming,
+//!   case or Unicode folding); its type is a label. Adding an entity that exists replaces its
+//!   type and merges its attributes (the keys given win, `null` removes a key, keys not named
+//!   stay); attributes absent leave them as they are. A relation is one per (from, to, type):
+//!   adding it again sets its weight (left as it was when no weight is given; a new relation
+//!   weighs 1). Both ends must already exist: an unknown one is `NotFound` naming it and
+//!   pointing at `knowledge_add_entity`, never created on the fly. Self-relations are allowed.
+//! - **The walk** (`knowledge_query`) is breadth first from `start`, following relations in both
+//!   directions by default (so a library reaches the projects that use it) or `out`/`in` only,
+//!   and only the types in `relation_filter` when given (at most 32; empty: every type). Depth
+//!   defaults to 2; 0 returns the entity alone; above 4 is refused (`InvalidArguments` on
+//!   `depth`), not clamped, so a caller never mistakes a cut walk for the whole. Each entity is
+//!   reached once at its shortest distance (a visited set ends cycles); it returns the entities
+//!   by distance (the start first) and each relation it followed between returned entities
+//!   once. At most 200 entities and 1,000 relations: beyond, `truncated: true` with a note; the
+//!   pipeline's spill takes care of a large result.
+//! - **Bounds** (`InvalidArguments` naming the field, nothing stored): names 1–200 characters,
+//!   types 1–64, both on one line and not blank; attributes a JSON object of at most 8 KiB, also
+//!   once merged (the refusal says to remove keys with `null`); a weight a finite number. An
+//!   agent holds at most 100,000 entities and 500,000 relations (`ResourceExhausted`; updates
+//!   still go in). The count and the insert share a write transaction (`Db::begin_write`).
+//! - **The picture** (`app/src/graph.rs`): layout is presentation, so it is a pure function in
+//!   `app` (`graph::layout`, unit-tested: 50 nodes fit the box with room for their labels, the
+//!   same every time). Nodes start on a circle grouped by type (a neighbourhood: on rings by
+//!   distance around the pinned entity), a Fruchterman–Reingold pass spreads them (no
+//!   randomness: the same graph is drawn the same way), and a last pass pushes apart nodes whose
+//!   labels would overlap. The SVG is drawn on the
+//!   server: names, types and relation types are SVG `<text>` and `<title>` set as text, colours
+//!   are classes (`kg-kind-N`, eight, by type), no style attributes; each node is an `<a>` to
+//!   `?entity=NAME` with the name percent-encoded in the query. The whole graph draws the 60
+//!   best-connected entities (and up to 400 relations between them) with every entity listed
+//!   in a paged table under it; an entity's page draws its neighbourhood (1 or 2 away) with
+//!   tables of its attributes and relations. A name that is not there shows the whole graph with
+//!   the refusal, as a 404.
+//!
+//! ## Tests
+//!
+//! - The knowledge graph: `tests/tests/system/knowledge.rs` (the tools through the invoke
+//!   endpoint and a model's turn, privacy between agents, the grant gate, a restart, the REST
+//!   reads and their refusals, the dashboard's picture); the store's rules and the walk in
+//!   `kernel/src/knowledge/mod.rs`'s tests, the layout in `app/src/graph.rs`'s.
 
 mod store;
 mod tools;

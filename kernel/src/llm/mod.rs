@@ -5,6 +5,66 @@
 //! retries with backoff on 429 and 5xx, streaming (each piece of the reply handed to the
 //! caller as it arrives), a refusal for length told apart from other failures, and errors a
 //! person can act on.
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! `Message`, `ToolCall`, `ToolSpec`, `ChatRequest`/`ChatReply`: one provider-neutral model.
+//! `Provider::chat(req, on_delta)` owns the API key (read from the named environment variable at
+//! call time), timeouts, retries with backoff on 429/5xx/dropped connections (honouring
+//! `Retry-After`; never once a piece of the reply was handed out), streaming (`sse.rs` decodes the
+//! event stream; each piece goes to `on_delta` as it arrives, or the whole reply at the end when
+//! `stream = false` or the server answers in one piece), `ChatError::ContextExceeded` for a
+//! refusal for length (with the window it names: OpenAI/vLLM, Anthropic, llama.cpp wordings), and
+//! errors a person can act on. `openai.rs` and `anthropic.rs` only translate to and from the wire
+//! (requests, whole replies, stream events; an OpenAI assistant message of tool calls alone
+//! carries `"content": ""`, never `null`, which strict servers such as llama.cpp's Python server
+//! refuse — issue 44, and the fake provider refuses it too; an OpenAI stream is whole only with a
+//! finish reason, since `[DONE]` also closes the streams such a server cuts under load); a tool
+//! message's image (`ToolImage`, loaded into `ChatRequest::images`) becomes an image block inside
+//! Anthropic's `tool_result` and, for OpenAI, one user message of `image_url` parts after the run
+//! of tool messages; an image not sent becomes `image_note` text.
+//!
+//! ## Streaming
+//!
+//! Both drivers ask for a stream (`stream: true`; OpenAI with `stream_options.include_usage` for
+//! the last chunk's usage) unless `[providers.NAME] stream = false`. OpenAI chunks carry text and
+//! tool-call argument pieces by index; Anthropic's events carry text and `input_json_delta`
+//! pieces by content block. A server that answers with JSON anyway is read whole. The turn's
+//! events are the same either way: the pieces as they arrive, or one piece per text and call at
+//! the end. A2A streaming carries text pieces as `artifactUpdate`s of the reply artifact
+//! (`append: false` for the first, `true` after, `lastChunk: false`) before the whole reply
+//! (`append: false`, `lastChunk: true`), which replaces them. The dashboard's chat (`live.js`)
+//! shows the pieces in a bubble of their own, set as text; the finished message replaces it when
+//! the page reloads; it follows only its own session's events (a new chat's session is the one
+//! whose `turn_started` carries the typed message). A stream that breaks (the connection drops,
+//! the body ends before `[DONE]`/`message_stop` and without a finish reason, an `error` event)
+//! is retried like a failed call; if pieces had gone out, a `reply_reset` event first takes them
+//! back (the chat empties its bubble, A2A starts the artifact over with `append: false`).
+//! Over OpenAI's protocol only a finish reason completes a stream: `[DONE]` alone closes cut
+//! streams too (llama-cpp-python's server cuts a running stream so when another request comes).
+//! A stream that brought nothing at all (that server's answer to a prompt over its window) is
+//! asked once more without streaming, which brings the real status. `finish_reason: "length"`
+//! (Anthropic: `max_tokens`) marks the reply `truncated`: kept, with a note at its end for the
+//! person and, stored, for the model. `timeout_secs` bounds the whole call, retries and backoff
+//! included (no attempt starts past it, one waiting for its answer is cut at it), while a reply
+//! that keeps streaming is never cut (each piece must come within `timeout_secs`). 429, 502,
+//! 503, 504 and dropped connections are retried; a 500 only until it answers the same twice, and
+//! not at all when it says the request breaks the server's schema (`validation error`). A
+//! transport error names its root cause (`Connection refused`). Both the daemon and the fake provider set `TCP_NODELAY` on accepted
+//! connections: without it each streamed event waited for the client's delayed ACK (36.6 ms p50
+//! first token before, 125 µs after; `docs/BENCHMARKS.md`).
+//!
+//! ## Decisions
+//!
+//! - **Our own wire code over `reqwest`, not a client crate.** No well-kept crate covered both
+//!   protocols with tool calls, custom base URLs and Anthropic `cache_control` without pulling in
+//!   far more than the two small translators in `llm/` (about 250 lines with their tests).
+//! - **Provider errors:** 401/403 → `Unavailable` (the key), 429 → `ResourceExhausted`, others →
+//!   `Failed`, timeouts → `Timeout`, each naming the provider and quoting its message. 429, 5xx
+//!   and connection failures are retried `max_retries` times (default 3) after `Retry-After` or
+//!   0.5 s doubling (at most 30 s).
 
 mod anthropic;
 mod embeddings;

@@ -3,6 +3,17 @@
 //! which speaks ip-api.com's JSON (`{"status": "success", "lat", "lon", "city", "regionName",
 //! "country", "timezone"}`), asked through the address guard and remembered for
 //! `[location] cache_secs`. Without either, `Unavailable` says how to set one.
+//!
+//! # Design notes
+//!
+//! ## location_get
+//!
+//! - **`location_get`**: an agent type's `location` (`latitude`, `longitude`, `place?`,
+//!   `timezone?`, validated) wins; otherwise `[location] provider_url`, a service answering in
+//!   ip-api.com's JSON, through the address guard (`[location] allowed_hosts`), its answer kept
+//!   `cache_secs` (default 3600) for the whole daemon (it is the daemon's IP); neither →
+//!   `Unavailable` saying how to set one. A type's `location` is not among the fields the
+//!   apply preview compares.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};

@@ -6,6 +6,25 @@
 //!
 //! Every file argument is a workspace path (`crate::workspace`): URLs are refused, and ffmpeg
 //! reads the file the workspace opened (its standard input), never a path of its own choosing.
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! The media family (issue 15): `Media` (providers from `[media]`, who serves which tool, ffmpeg),
+//! `ffmpeg.rs` (ffprobe for a recording's length, ffmpeg for a window of its audio as 16 kHz mono
+//! WAV; the child reads the file the workspace opened, as its standard input, and only through the
+//! `file` protocol and single-file formats, so a playlist saved as `.mp4` cannot make it fetch
+//! URLs or read other files), `openai.rs` (the multipart upload to `/audio/transcriptions`),
+//! `transcribe.rs` (`media_transcribe` by window with `out_path`, `speech_to_text`), `generate.rs`
+//! (`image_generate`, `text_to_speech`: the file goes to the workspace's `output/`, the answer has
+//! its path, size, type, width and height or length). `vision.rs` (`image_analyze`,
+//! `media_describe`: a chat model with image input; a video from four frames at the middles of its
+//! quarters). `replicate.rs` + `jobs.rs` + `store.rs` (`music_generate` waits for its prediction;
+//! `video_generate` stores a job in `media_jobs`, so a restart loses none, and `video_status`
+//! polls it and downloads the finished video once, through the address guard and `[media]
+//! allowed_hosts`). A tool no provider serves is excluded with that reason, and both when ffmpeg
+//! is missing. `canvas_present` is in `canvas/`.
 
 mod ffmpeg;
 mod generate;

@@ -7,6 +7,55 @@
 //! `[notify] telegram_channel` (a configured channel, its chat `telegram_chat`), and one at or
 //! above `min_urgency_email` is emailed to `email_to` over `smtp_url` (`email.rs`), after it
 //! is stored; how each went is kept on the note.
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! The owner inbox (spec §14, family `notify`, issue 24): `Inbox` (notes from `notify_owner` and
+//! budget pauses; read state per reader; fan-out by urgency to `[notify] telegram_channel` and,
+//! `email.rs`, by SMTP to `email_to`), `store.rs` (`inbox_notes`, `inbox_reads`), `tools.rs`
+//! (`notify_owner`).
+//!
+//! ## The owner inbox
+//!
+//! - **Notes** come from `notify_owner(reason, summary, urgency?)` (urgency low, normal — the
+//!   default —, high, critical; reason ≤ 200 and summary ≤ 4,000 characters, not blank) and from
+//!   the daemon: a budget that pauses an agent writes a `high` note (`source = budget`) besides
+//!   its audit row. A note is stored in `inbox_notes` and is never a chat message (the tool's
+//!   call and result are in the calling turn's trace, as every tool's are).
+//! - **One inbox, a read state per reader**: `inbox_reads` (note, reader) where the reader is the
+//!   action log's label — `operator:NAME` in the dashboard, `token:NAME` over the API, `cli`.
+//! - **Fan-out**, after the note is stored, in the background, each outcome kept on the note
+//!   (`telegram`, `email`: `ok` or why not):
+//!   - at or above `[notify] min_urgency_telegram` (default `high`) to `telegram_channel` (a
+//!     configured channel, checked at load) at `telegram_chat` (else the channel's
+//!     `default_target`) through `Channels::deliver` (split, 429-retried, recorded like every
+//!     send);
+//!   - at or above `min_urgency_email` (default `high`) to every `email_to` address from
+//!     `email_from` (default: the first of `email_to`) over `smtp_url` with lettre (rustls with
+//!     the platform verifier): `smtps://USER@HOST:465`, `smtp://USER@HOST:587?tls=required`
+//!     (STARTTLS), or plain `smtp://` for a relay on this machine. It signs in as the URL's user
+//!     with the password in the variable `smtp_password_env`; **a password in the URL is refused
+//!     at load** (config.toml is not a secret store). Addresses, the URL, and the pair
+//!     `email_to`/`smtp_url` are checked at load. The subject is `[Kennel] URGENCY: reason` on
+//!     one line (the agent's line breaks become spaces: no header of its making), the body plain
+//!     text. The SMTP server is the operator's choice, so it is not behind the address guard.
+//! - **Fronts**: `GET /api/inbox` (filters `agent`, `urgency`, `unread`; paged, newest first),
+//!   `POST /api/inbox/read` (`{ids?}`; none: every note), `GET /api/inbox/unread`; the dashboard's
+//!   **Inbox** (`/inbox`, filters, "Mark read", "Mark all read"; live on `Topic::Inbox`), and the
+//!   unread count on the Inbox link of every page's navigation: counted per request in
+//!   `require_operator`, always rendered (hidden at 0), and kept current by live.js, which
+//!   follows `Topic::Inbox` on the page's one change stream (the page's own topics plus
+//!   `inbox`: one connection per tab, as browsers allow few per site) and reads
+//!   `GET /inbox/unread` when it changes. In the hostile-text corpus.
+//!
+//! ## Quota
+//!
+//! - **Notes** (`notify/`): `[notify] max_per_agent_per_hour` (30) `notify_owner` notes per agent
+//!   in any hour, counted in the insert's write transaction (concurrent calls cannot pass it);
+//!   `max_fanout_per_hour` (30) per medium (Telegram, email) in a clock hour, counted in memory
+//!   (one daemon's fan-out), the rest kept and marked `not sent`.
 
 mod email;
 mod store;

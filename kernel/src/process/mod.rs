@@ -14,6 +14,152 @@
 //!   once and how much output is kept (`output.rs`).
 //! - Output stays in memory; polls read what is new. Children end with their agent and with
 //!   the daemon; an ended child stays listed (and pollable) for a while, then is forgotten.
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! Agents' subprocesses (spec §10, family `process`): `Processes` (start under a supervisor, poll,
+//! write, kill, `close_agent`, `shut_down`, `reap_left_running`), `supervisor.rs` (`kennel
+//! __supervise`: the session leader between the daemon and the sandbox), `sandbox.rs`
+//! (bubblewrap's arguments), `exec.rs` (`kennel __exec`: the sandbox made ahead waiting for its
+//! command), `cgroup.rs` (a control group per child), `network.rs` + `relay.rs` (a sandbox's only
+//! way out: the address guard's proxy), `reaper.rs` (`/proc` reading and the start-up reaper),
+//! `policy.rs` (`[exec_policy]`: the command check and the built environment), `output.rs` (each
+//! stream's bounded buffer and poll cursor), `store.rs` (`processes`), `tools.rs`. See
+//! *Processes*.
+//!
+//! ## Processes
+//!
+//! - **Availability.** The five tools need only a `process.*` grant (the spec's gate: no section
+//!   is required); `[exec_policy]` bounds what a granted agent runs. `read_only`: `process_list`
+//!   and `process_poll` (a poll moves the agent's read cursor, bookkeeping like a search's
+//!   access times); start, write and kill are audited durably.
+//! - **Made ahead.** A start is two parts: the costly one (the supervisor's `exec`, then
+//!   bubblewrap's namespaces and mounts, ~5 ms here) is made ahead of each agent's next
+//!   `process_start` (`Prepared`, kept 60 s, killed with its agent or unused), and the sandbox's
+//!   first process is `kennel __exec 3` (`exec.rs`), which waits on a pipe; `process_start`
+//!   writes its `Spec` there (the folder as the sandbox shows it, the whole environment, the
+//!   line) and `__exec` becomes `/bin/sh -c LINE`. The same path serves `sandbox = false` (the
+//!   supervisor then runs `__exec` itself).
+//! - **The supervisor.** A child is `/proc/self/exe __supervise DAEMON_PID [--cgroup
+//!   PROCS]… [--max-address-space N] bwrap … -- kennel __exec 3` (the daemon's own binary,
+//!   dispatched in `main` before any runtime starts, so it costs an `exec` and a few MiB, not a
+//!   second daemon; `/proc/self/exe` still names the running binary after an upgrade replaced
+//!   the file). It leads a new session (`setsid`: its own group, no controlling terminal a child
+//!   could type into), so `pgid` = its pid; it is a child subreaper; it joins the child's
+//!   control groups and sets the address-space limit before the command exists; signals meant
+//!   for the group are caught by a no-op handler (reset by `exec`) and it waits for the command,
+//!   kills what the command left behind, and exits as the command did, which is what `Exit`
+//!   reports.
+//! - **The sandbox** (`sandbox.rs`, issue 41). The command runs in bubblewrap: the workspace at
+//!   `/workspace` read-write, the system read-only (`script::sandbox::system_binds`, shared with
+//!   script tools), `[exec_policy] read_only` folders, a private `/tmp` and `HOME=/home/agent`
+//!   on tmpfs, `--unshare-all` (its own PID, mount, IPC, UTS and network namespaces),
+//!   `--new-session`, `--die-with-parent`. **A network** (`network = true`, or a script tool's
+//!   manifest) is never the host's: the daemon listens on a Unix socket
+//!   (`$KENNEL_HOME/run/sandbox-net-PID.sock`, `network.rs`) that forwards to a `GuardProxy`
+//!   (the browser's proxy, with `[exec_policy] allowed_hosts`/`blocked_hosts`, the daemon's own
+//!   port reserved); the socket and the daemon's binary are bound into the sandbox, and the
+//!   first process inside is `kennel __relay` (`relay.rs`, std only), which listens on the
+//!   namespace's own `127.0.0.1:3128`, carries each connection to the socket, and runs the
+//!   command with `HTTP(S)_PROXY` pointing at it. The namespace has no other way out. Nothing of
+//!   `$KENNEL_HOME` is mounted, so `cli.token` is the person's: no child can act as the CLI.
+//!   Bubblewrap is probed at the first start (never at daemon start); without it
+//!   `process_start` is `Unavailable`, saying why. **Ending the tree:** the command's group is
+//!   the one bubblewrap's init (the PID namespace's first process, the supervisor's grandchild)
+//!   leads; signals go to that group (init ignores them, the command gets them), and SIGKILL goes
+//!   to init itself, after which the kernel kills everything in the namespace however deep
+//!   (a `setsid` chain of 150 included: tested for `process_kill`, the wall clock, an agent
+//!   stop and the daemon's `kill -9`). If the supervisor dies, `--die-with-parent` takes the
+//!   namespace with it. Bubblewrap reports a command killed by a signal as exit code 128 + N,
+//!   which the daemon reads back as that signal. `[exec_policy] sandbox = false` is the old
+//!   behaviour (a child as the daemon's user, `cli.token` readable), warned about in the log at
+//!   every start.
+//! - **Limits** (`cgroup.rs`). Each child gets a control group where the daemon may make one —
+//!   the hierarchy holding `pids` or `memory` for the daemon's own cgroup, v2 where its
+//!   `cgroup.subtree_control` hands them down, v1 on a hybrid system (this CI machine, as root)
+//!   — with `pids.max = max_processes` and the memory limit `max_memory_mib`; empty groups of
+//!   earlier runs are swept at the first start. Group names start with a hash of the home
+//!   (`kennel-proc-<home>-<child>`) and a daemon sweeps only its own: daemons of other homes
+//!   share the folder, and a group is empty from its making until its supervisor joins it. Where no memory group can be made, the
+//!   supervisor sets `RLIMIT_AS` instead. **Decision:** no `RLIMIT_NPROC` fallback: it counts
+//!   every process of the daemon's user (and nothing for root), so as a per-child bound it
+//!   would either fail the daemon's other work or bound nothing; without a pids group the
+//!   count is unbounded, and the log and the README say so.
+//! - **Dying with the daemon.** The supervisor gets the daemon's pid as its first argument,
+//!   opens a pidfd of it (`pidfd_open`, then checks the daemon is still its parent, so the pidfd
+//!   is the daemon's and not a later process's) and waits on it in a thread. When the daemon
+//!   exits, however it exits, the pidfd turns readable and the supervisor SIGKILLs what the
+//!   command started (in rounds: its group and what was re-parented to it) and then its group.
+//!   Nothing a child can reach (no pipe, no file) fakes or blocks that; the supervisor is not
+//!   dumpable, so its command cannot attach to it. Measured: no member of any child's group, and
+//!   no `setsid` process it started, is left 2 s after `kill -9` (the test's bound; it takes a
+//!   few ms). A stopped supervisor acts too: the daemon's death orphans its group, and the kernel
+//!   sends a stopped orphaned group SIGHUP and SIGCONT. **The reaper** covers a supervisor
+//!   killed while the daemon could not act: every child is a row of `processes` (run id, the
+//!   daemon's pid and start time, pgid, the leader's start time in ticks, the boot id, and a
+//!   `KENNEL_PROCESS` marker the child gets in its environment) written before `process_start`
+//!   answers; at start, rows of runs whose daemon no longer runs are closed, and their group is
+//!   SIGKILLed when it is certainly the one recorded (the leader alive with the recorded start
+//!   time, or the leader gone and a member carrying the marker).
+//! - **Signals and pid reuse.** A child's group is signalled only while the daemon has not yet
+//!   reaped its supervisor (`Child::reaped`, set the moment it is: the supervisor's pid, which is
+//!   the group id, cannot be reused before that). `process_kill` sends TERM by default; TERM,
+//!   INT and QUIT are followed past `kill_grace_secs` by SIGKILL to every member but the
+//!   supervisor (which then kills the leftovers and exits; the whole group only if it has not
+//!   within 2 s), and the call answers with the exit; HUP, USR1, USR2 are only sent.
+//!   Stopping an agent TERMs (then KILLs) its children without waiting; the daemon's shutdown
+//!   gives them 1 s.
+//! - **Policy** (`policy.rs`). The environment is built, never inherited: `PATH`, `LANG`,
+//!   `LC_ALL`, `TZ` from the daemon, `HOME=/home/agent` and `TMPDIR=/tmp` (the sandbox's),
+//!   `TERM=dumb`, the
+//!   daemon variables `pass_env` names, then the call's `env`. `secret_env` globs (default
+//!   `*_API_KEY`, `*_TOKEN`, `*_SECRET`, `*PASSWORD*`) plus every provider's `api_key_env`, the
+//!   media providers' and `[a2a.tokens]` are never given: in `pass_env` they are a config error,
+//!   in a call's `env` `Forbidden`. The daemon marks itself not dumpable (`PR_SET_DUMPABLE 0` in
+//!   `kennel start`), so a child of an unprivileged daemon cannot read its keys from
+//!   `/proc/PID/environ` either. `cwd` is an existing folder of the workspace
+//!   (`workspace::folder_inside`: the workspace path rules, links resolved and kept inside).
+//!   The call's `env` may never set what loads code into a program or configures it from
+//!   elsewhere (`policy::loads_code`: `LD_*`, `GIT_*` but the identity variables, `PYTHON*`,
+//!   `PERL5*`, `RUBY*`, `CARGO_*`, `NODE_OPTIONS`, `BASH_ENV`, `HOME`, `TMPDIR`…); with
+//!   `allowed_commands`, nor `PATH`. `allowed_commands` compares the line's first word
+//!   exactly (a name, never a path) and, when set, refuses anything but plain ASCII with spaces
+//!   and tabs and shell control characters (`; & | \` $ < > ( )` and line breaks). It narrows
+//!   which programs start, not what they do (`git -c alias.x='!cmd' x`): the sandbox is the
+//!   boundary.
+//! - **Output.** Each stream has its own buffer of `output_buffer_bytes` (oldest dropped; the poll
+//!   reports `stdout_dropped_bytes`/`stderr_dropped_bytes` since the last poll) and a read
+//!   cursor; `process_poll` returns what is new, at most `max_bytes` shared between the streams
+//!   so a busy stdout cannot hide stderr, cut at a whole UTF-8 character. A child counts as ended
+//!   only when its pipes are read to the end, so a poll that sees the exit has seen all output.
+//!   Output lives in memory; an ended child stays listed (and pollable) for 15 minutes, at most
+//!   32 per agent (an agent's removal forgets its ended ones). Starts are serialised from the
+//!   `max_children` count to the child's entry, and run on a task of their own, so a cancelled
+//!   call never leaves a child unrecorded. `[exec_policy] wall_clock_secs` stops a child (TERM, then KILL) that runs too
+//!   long (`reason: "wall_clock"`); `max_children` running per agent, else `ResourceExhausted`.
+//! - **Fronts.** `GET /api/agents/{id}/processes`, `GET …/processes/{process_id}`,
+//!   `POST …/processes/{process_id}/kill` (recorded as `process.kill`), and the agent's
+//!   **Processes** page (`/agents/{id}/processes`): command, state, the last 4 KiB of each stream
+//!   and a Kill button.
+//!
+//! ## Tests
+//!
+//! - Processes: `tests/tests/system/processes.rs` (poll increments with the streams apart, stdin
+//!   and its end, kill escalation for a group that ignores SIGTERM, HUP only sent, the wall-clock
+//!   budget and the output bound, the built environment with the daemon's secrets absent, the
+//!   gates, no group member left after the agent stops, within 2 s of `kill -9`, or — through
+//!   the reaper at the next start — after the supervisor itself was killed); `process::output`,
+//!   `policy` and `reaper` unit tests; `scripts/bench-process`.
+//! - Containment (issue 41): `tests/tests/system/containment.rs` (each attack of the issue
+//!   through the real path: the home and other workspaces out of a child's sight, `setsid`
+//!   chains 150 deep ended by kill, wall clock, agent stop and `kill -9`, a fork bomb under
+//!   `max_processes`, git aliases under `allowed_commands`, networks only through the guard for
+//!   processes and script tools, a folder swapped for a link during 1,200 writes, a planted
+//!   hard link, and the same as an unprivileged daemon); `workspace` unit tests (the swap race
+//!   over 3,000 rounds, hard links); `browser::pipe`'s bridge test; the STUN canvas in
+//!   `end2end/tests/sandbox.spec.ts`.
 
 mod cgroup;
 pub mod exec;

@@ -6,6 +6,23 @@
 //!
 //! Each table is swept in batches of rows by its time column (indexed: migration
 //! 0034), so one sweep never holds SQLite's single writer for long, on either back end.
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! Nothing grows without bound (issue 43): `[retention]`'s days per kind of finished record;
+//! `sweep(kernel, now)` an hour after start and daily (the database's part on one daemon of a
+//! cluster, the holder of the lease `retention`; each home's files on every daemon) — `store.rs`
+//! deletes by time in batches of 1,000 (`rowid` on SQLite, `ctid` on PostgreSQL; migration 0034's
+//! indexes) ended processes, older canvas versions (never an agent's latest), answered channel
+//! traffic, finished media jobs and A2A tasks, and the audit log only when `audit_days` is set;
+//! `Workspaces::sweep_trash` (trash entries are named by UUIDv7, whose time says when) and
+//! `Skills::sweep_deleted` (`skills/.deleted` folders; history stays). Model calls past
+//! `model_calls_days` (90) are rolled up, not lost: `usage::roll_up` adds each batch to its day's
+//! line of `usage_days` (per agent, session, provider and model; migration 0037) and deletes the
+//! rows in one transaction, and every usage sum reads both tables (a rolled-up day counts from its
+//! start).
 
 use std::time::Duration;
 

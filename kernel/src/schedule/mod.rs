@@ -3,6 +3,124 @@
 //! operators pause and resume any; only an operator in a dashboard session deletes one for
 //! good ([`delete_permanently`] takes a [`HumanApproval`], which no tool or API token has).
 //! [`runner`] fires what is due.
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! Schedules: `Schedules` (create with `cron.rs` / `timing.rs` validation — `cron.rs` holds every
+//! cron rule and runs cron work off the async workers, `timing.rs` reads `when` and time zones —
+//! list with last fire, pause, resume, fire history, manifest seeding), `delete_permanently`
+//! (human-only: takes an `auth::HumanApproval`), `runner.rs` (the scheduler task), `store.rs`
+//! (every query of both), `tools.rs` (the `schedule` family).
+//!
+//! ## Schedules
+//!
+//! - **One store.** `schedules` holds one-shot schedules (`kind = once`, `run_at`) and cron jobs
+//!   (`kind = cron`, 5-field `expression`, optional IANA `timezone`), from manifests
+//!   (`origin = manifest`) and from tools (`origin = runtime`), each with `state` (active,
+//!   paused, done) and `next_fire`. `schedule_fires` records every fire: due, fired, finished,
+//!   outcome (`running`, `ok`, `failed`, `skipped` for a stopped agent, `interrupted` when the
+//!   daemon stopped mid-turn), the reply or error, the session, the turn's duration and
+//!   `missed_slots`; the last `[schedules] fire_history` (100) per schedule are kept.
+//! - **Lineage (issue 42).** A schedule made by a tool stores its turn's `Lineage` (depth,
+//!   chain, the conversation it answered; column `lineage`, JSON). A fire runs at depth + 1 with
+//!   that chain and conversation: past `max_agent_call_depth` it is refused (`failed`, and a
+//!   `schedule` note in the inbox) before any turn; its `channel_send` and its reply's delivery
+//!   pass `channel::stays_in_conversation`, the guard `channel_send` uses, as does the
+//!   schedule's `channel` when it is made. An operator's or a manifest's schedule has none
+//!   (depth 0). **Decision:** an unreadable stored lineage refuses the fire rather than run it
+//!   at depth 0.
+//! - **Parsing** (`cron.rs`): Kennel reads the text first — field count (a 6-field expression is
+//!   told "no seconds field"), nicknames (`@yearly` … `@hourly`, `@midnight`; `@reboot` and
+//!   `@every` refused with the list), then each field item by item: empty list items, non-ASCII
+//!   characters (a non-breaking space is not a separator), three-letter names only in their own
+//!   field (croner replaced `mon` anywhere, so `0 9 * mon *` was January), ranges low-high,
+//!   steps after `*` or a range, croner's `L`/`W`/`#` where they belong. Every message names the
+//!   field. The numeric result goes to croner, which builds the matcher and finds occurrences.
+//!   A time zone must be an IANA name. The manifest validator uses the same function, so a bad
+//!   `[[cron]]` is a 422 naming `cron[i].schedule`. A job stored before these checks whose
+//!   text they now refuse (`1,,2`, a non-breaking space) fires once more at its next slot and is
+//!   then paused; resuming it reports why. **Decision:** croner for parsing and "next
+//!   occurrence" instead of tokio-cron-scheduler: its job store is in memory and its tick loop
+//!   scans jobs, while we need the schedule store (SQLite) to be the truth and a scheduler that
+//!   scales with 10,000 jobs.
+//! - **Bounded validation.** croner proves "never fires" by searching towards the year 5000
+//!   (`, * * * *` took ~4 s in release, two minutes in debug, on an async worker). Kennel decides
+//!   it without a search: whether a day matches depends only on its day of month, its month's
+//!   length and the weekday the month starts on, and all those combinations occur within one
+//!   400-year cycle, so at most 12 × 2 × 7 × 31 `day_match` calls settle it (30 February, `30W`
+//!   in February are refused; 29 February and a fifth Monday in February are accepted). A valid
+//!   expression's next fire is then at most a few decades of month steps away. All cron work in
+//!   async paths (create, resume, manifest seeding, agent-type create/replace, the runner's
+//!   planning with up to 1,000 missed slots per row) runs through `cron::off_runtime`
+//!   (`spawn_blocking`). `kernel/benches/cron.rs` times validation over a slow-expression
+//!   corpus; a system test sends such expressions in parallel while polling `/healthz`.
+//! - **Day of month / day of week:** OR when both are restricted (Vixie cron, POSIX; croner's
+//!   default, its `dom_and_dow` option left off): `0 9 1 * mon` fires on the 1st and on Mondays.
+//! - **Daylight saving** (Vixie cron, cronie): a job whose minute and hour fields have no `*` and
+//!   no step (single values, lists, ranges) is "fixed-time": its wall-clock slots are found by
+//!   croner on local time read as UTC (where no clock changes) and mapped to instants by
+//!   `CronSpec::runs_at`: a slot in a spring-forward gap runs at the first valid time after it
+//!   (slots sharing a gap run once), a slot in a repeated hour at its first occurrence. croner
+//!   itself does this only for single values (`0,30 2 * * *` lost the whole day, `30 2-3` the
+//!   02:30 slot). Other jobs keep croner's behaviour (gap slots do not exist, a repeated hour
+//!   fires twice).
+//! - **The runner** (`runner.rs`) is one task, started only by the daemon
+//!   (`Kernel::start_background`, with the task sweeper; a CLI command opening the same home
+//!   runs neither). It reads the earliest `next_fire` of an active schedule (a partial index
+//!   makes it one lookup), sleeps until then (at most 30 s; woken early when the store changes
+//!   or a manual clock moves), and takes everything due in batches of 500: what each fire means
+//!   (next time, missed slots; each distinct expression parsed once) is worked out first, then
+//!   one transaction writes each schedule's next fire (or `done`) and a `running` fire row
+//!   (`fired_at` = that write), and the batch's turns are queued as it commits. Writing before
+//!   running means a crash can never fire a slot twice; fires left `running` are marked
+//!   `interrupted` at the next start. Turns run headless
+//!   (caller `schedule:ID`) at most `[schedules] max_concurrent_fires` (32) at once, each in a
+//!   new session labelled `schedule SHORTID`. **Stopping an agent pauses its schedules**
+//!   (configuration kept; an operator can resume them); should a fire still find its agent
+//!   stopped, it is recorded `skipped` and the job paused, never skipped at every slot. A
+//!   stopped agent's manifest jobs are stored paused; workflow step agents (they live for one
+//!   step) get none.
+//! - **Missed fires.** A schedule due before the runner started (the daemon was down) fires once,
+//!   with `missed_slots` = the slots that passed (1 for a one-shot schedule); a cron job then
+//!   goes on from its next match after now. A fire that comes late while the daemon runs (the
+//!   host slept) also folds the slots it passed over into one fire and counts them. Counting
+//!   stops at 1,000 slots per fire. **Decision:** time spent paused is not caught up:
+//!   resuming a cron job starts from its next match; resuming a one-shot schedule whose time
+//!   passed fires it at once.
+//! - **Who may do what.** Agents (tools) create, list, pause and resume **their own** schedules;
+//!   another agent's id, or a cron id given to a `schedule_*` tool, reads as `NotFound`.
+//!   `schedule_delete` and `cron_cancel` only pause. **Decision:** manifest cron jobs are the
+//!   operator's configuration: agents see them in `cron_list` but `cron_cancel`/`cron_enable`
+//!   on them are `Forbidden`; operators pause and resume any schedule (`POST
+//!   /api/schedules/{id}/pause|resume`, the dashboard). Manifest blocks are copied into the store
+//!   once per agent (`schedule_seeds`), at spawn (`Kernel::spawn_agent`) or at start for older
+//!   agents, so a manifest job an operator deleted does not come back.
+//! - **Permanent deletion is human-only, by construction.** `schedule::delete_permanently` takes
+//!   an `auth::HumanApproval`, which only `Auth::human_approval(session cookie, CSRF token)` makes;
+//!   no tool context and no API token carries those. The dashboard's confirmation page names the
+//!   schedule and asks the operator to type its short id (the last 8 hex digits of its id);
+//!   `DELETE /api/schedules/{id}` answers 403 whatever the id. Deletions are audited
+//!   (`tool = schedule_delete_permanently`, `caller = operator:NAME`).
+//! - **Dashboard:** `/schedules` (filter `?agent=`), `/schedules/{id}` (facts and the last 50
+//!   fires), `/schedules/{id}/delete` (the confirmation step); an agent's page lists its first
+//!   20 schedules.
+//! - **Channels:** a schedule's `channel` is `NAME` (the channel's `default_target`) or
+//!   `NAME:TARGET`, checked by `schedule_create`/`cron_create` (`Channels::address`): an unknown
+//!   channel, or a bare name without a default target, is refused naming the field. Each fire's
+//!   reply is delivered there (`runner::deliver`, sent by `schedule:ID`); a reply that could not
+//!   be delivered makes the fire `failed` with why. Schedules from a manifest's `[[cron]]` blocks
+//!   are not checked at load (a typo shows as a failed fire).
+//! - **`when`** is RFC 3339 (any offset) or `+` durations with units s, m, h, d (`+1h30m`); past
+//!   times and times more than ten years ahead are refused. An agent holds at most 1,000 runtime
+//!   schedules that are not done (`ResourceExhausted` beyond).
+//!
+//! ## Tests
+//!
+//! - Schedules are tested twice over: in-process on a `ManualClock` (`schedule_clock.rs`: a
+//!   minute boundary is crossed by moving the clock; a restart after three hours down), and on
+//!   the real daemon with wall-clock one-shot fires a second ahead (`schedules.rs`).
 
 pub mod cron;
 pub mod runner;

@@ -7,6 +7,49 @@
 //! Watching is a poll of the folders' file sizes and times every [`WATCH_EVERY`]: a few
 //! `stat` calls, no extra dependency, and it works on every filesystem (inotify misses
 //! changes made on network mounts and through some editors' rename dances).
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! `script_*` and `ext_*` tools (spec §15, issue 25): `manifest.rs` (the folders under
+//! `$KENNEL_HOME/tools`, their manifests and checks), `sandbox.rs` (bubblewrap, limits, the run),
+//! `mod.rs` (the watcher that offers them).
+//!
+//! ## Script and extension tools
+//!
+//! **Script and extension tools** (`script/`). `$KENNEL_HOME/tools/script/NAME/tool.toml` makes
+//! `script_NAME`; `$KENNEL_HOME/tools/ext/PACKAGE/package.toml` makes `ext_PACKAGE_TOOL` for each
+//! `[tools.TOOL]` (a package name has no `_`, so the name reads one way). A manifest:
+//! `description`, `run` (an executable inside the folder), `timeout_secs` (30), `max_output_bytes`
+//! (1 MiB), `network` (false), `tags`, and `[arguments]`, the JSON Schema written as TOML. The
+//! arguments go as JSON on stdin; stdout is the result (JSON if it parses, else text); a
+//! non-zero exit is a failed call with stderr's first 2,000 characters. Past the timeout or the
+//! output limit the sandbox is killed (`Timeout`, `ResourceExhausted`).
+//! - **The sandbox** is bubblewrap when it is on `PATH` and can make namespaces here (probed
+//!   once, when the first tool appears): the system's `/usr` (and merged-`/usr` links), the few `/etc` files programs
+//!   need (`alternatives`, `ld.so.cache`, `localtime`, `passwd`, `group`; never `shadow`) and,
+//!   only with `network = true`, the resolver and certificate files (`nsswitch.conf`, `hosts`,
+//!   `resolv.conf`, `ssl/certs`, `ca-certificates`; each bind costs bubblewrap about 0.1 ms),
+//!   a fresh `/tmp`, `/proc`, `/dev`; the agent's workspace read-write
+//!   at `/workspace` (the working folder and `HOME`); the tool's folder read-only at `/tool`;
+//!   every namespace unshared (no network unless `network = true`); `--die-with-parent` and a
+//!   PID namespace, so killing bwrap ends everything in it; the environment `PATH`, `HOME`,
+//!   `LANG`, `KENNEL_TOOL`, `KENNEL_AGENT`. Nothing of `$KENNEL_HOME` but the workspace is
+//!   there. Without bubblewrap a tool runs in its workspace with the same environment and limits
+//!   but can read what the daemon's user can: every such tool's inspector line says so.
+//! - **A sandbox made ahead.** Bubblewrap spends about 7 ms of a start making namespaces and
+//!   mounts. After each call the next sandbox for that agent and tool is made in the background
+//!   with `--block-fd 3`: bubblewrap sets everything up, then waits on that pipe, so nothing of
+//!   the tool runs before its call. The call writes one byte and feeds stdin as usual. One waits
+//!   per (tool, agent), for at most 60 s (`KEEP_READY`), then it is killed; a changed or removed
+//!   tool's sandboxes go with its old version. It is started from a runtime thread, never the
+//!   blocking pool: `--die-with-parent` follows the *thread* that started bwrap, and pool
+//!   threads end when idle (a sandbox made there died with its thread).
+//! - **Watching** is a poll of the folders' files (names, sizes, times) every 0.5 s, then a
+//!   rescan when anything changed: no extra dependency, and it works on every filesystem. A
+//!   manifest with errors is listed, excluded, with `tools/script/NAME/tool.toml:LINE:COL: …` as
+//!   the reason; a removed folder's tools are withdrawn ("its folder … was removed").
 
 pub mod manifest;
 pub mod sandbox;

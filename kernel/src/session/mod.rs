@@ -1,4 +1,13 @@
 //! Sessions: an agent's conversations. Each remembers which tools it has loaded (spec §1).
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! Sessions of an agent, their stored messages (`llm::Message` as JSON, in order, exactly as the
+//! model saw them), their failed and interrupted turns, their compactions (`Compaction`: the view
+//! later model calls start from) and the tools each has loaded or fetched; `Sessions::of_agent`;
+//! `store.rs`.
 
 mod store;
 

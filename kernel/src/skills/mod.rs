@@ -23,6 +23,87 @@
 //! - **Support files stay inside.** A path is `FOLDER/NAME…` with FOLDER one of the four, each
 //!   part a plain name ([`crate::workspace::check_relative`]); no part may be a symbolic link;
 //!   files are at most [`MAX_FILE_BYTES`], a skill at most [`MAX_FILES`] of them.
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! Skills and their evolution (spec §8, family `skills`, issue 22): `Skills` (create, update, an
+//! operator's edit, patch through `patch::replace`, support files, rollback, delete kept aside, an
+//! operator's restore; one lock per skill), `disk.rs` (the folders under `$KENNEL_HOME/skills/`,
+//! support paths confined to the four folders, atomic writes), `store.rs` (`skill_history`),
+//! `owners.rs` (what an agent may change itself), `proposals.rs` (`skill_proposals`), `tools.rs`
+//! (the eight tools). REST `/api/skills…` and the dashboard's Skills pages (below).
+//!
+//! ## Skills
+//!
+//! - **On disk**, one folder a skill: `$KENNEL_HOME/skills/NAME/skill.toml` (name, description,
+//!   version label, tags), `SKILL.md` (the body), and support files under `references/`,
+//!   `templates/`, `scripts/`, `assets/`. Names are lower-case letters, digits, `-`, `_` (they
+//!   name folders and appear in prompts). Writes are a synced temporary file renamed into place.
+//! - **History** (`skill_history`): every operation appends a row — actor (`agent NAME (ID)`, or
+//!   a person by the action log's label: `operator:NAME`, `token:NAME`, `cli`), time, op, Kennel's version number (1, 2, 3… per skill; the manifest's
+//!   `version` is only a label), a sha256 of manifest and body, a unified diff, a detail (the
+//!   file, the patch's strategy, the version rolled back to), and the manifest and body after it.
+//!   `GET /api/skills/{name}` returns all of it.
+//! - **Rollback** restores the manifest and body of a version (one step back without one) and is
+//!   itself a new version. Support files are not versioned: their writes and removals are in the
+//!   history with their diffs, and a rollback leaves them as they are.
+//! - **Delete** moves the folder to `skills/.deleted/NAME.VERSION/`; the history stays, and
+//!   `Skills::restore` (an operator's action) brings folder and files back as a new version.
+//! - **One operation at a time per skill** (a lock per name): two agents patching at once both
+//!   land, the second matched against what the first left (and refused, showing the drift, if
+//!   its text is gone) — never a lost update.
+//! - **Support paths** are `FOLDER/…` with FOLDER one of the four, every part a plain name
+//!   (`workspace::check_relative`), no part that exists a symbolic link, the file opened with
+//!   `O_NOFOLLOW`; 1 MiB a file, 200 files a skill, 256 KiB a body.
+//! - **In the system prompt**: an agent type's `skills` list puts each skill's name,
+//!   description and body under "## Your skills", in the list's order, read once per turn (an
+//!   evolve shows from the next turn), at most `[skills] prompt_max_bytes` (32 KiB by default): a
+//!   body over what is left is cut at a character with a note naming the limit, later skills
+//!   that no longer fit are named, and a listed skill that does not exist is named with the
+//!   reason. It is part of the system prompt, never of the history, so compaction never touches
+//!   it.
+//! - **Owners** (`owners.rs`, issue 42). A skill's maker is its last `create` row's `agent_id`
+//!   (NULL: a person, an accepted proposal, or a folder put in place by hand). An agent changes a
+//!   skill itself only if it made it and no one else loads it: no agent type lists it but the
+//!   types the agent made, no agent lists it but itself and its descendants (an
+//!   operator may later give the skill to another type: from then on it is shared). Otherwise a
+//!   create, update, patch or rollback is worked out exactly as it would be made (`Skills::plan`)
+//!   and stored as a **proposal** (`proposals.rs`, `skill_proposals`: the manifest and body it
+//!   would leave, its diff, the version it was made against) with an inbox note (source
+//!   `skills`); no prompt reads it. A delete or a support-file change of such a skill is refused
+//!   (`Forbidden`). At most `[skills] max_pending_proposals_per_agent` (20) wait per agent,
+//!   counted in the insert's write transaction. `Skills::accept` writes a proposal as a new
+//!   version recorded as the operator's (detail `proposal N of agent NAME (ID)`), only while
+//!   the skill is still at the version it was made against (else `Conflict`: the agent proposes
+//!   again from what is there); the proposal is claimed (`pending → accepted`) before the write
+//!   and reopened if the write fails, so two operators accepting at once write it once.
+//!   Decision: the agent's own type, when an operator made it, counts as another loader (every
+//!   agent spawned from it later would carry the skill), stricter than the issue's "no other
+//!   type"; an agent evolves freely the skills of the types it made for its own children. A
+//!   create or rollback proposal's diff covers the manifest too (its description is in every
+//!   loader's prompt).
+//! - **Operators' changes** go through the same service and land in the same history, named by
+//!   who made them (`Actor::person`), and in the operator-action log (`skill.create`,
+//!   `skill.update`, `skill.write_file`, `skill.remove_file`, `skill.rollback`, `skill.delete`,
+//!   `skill.restore`, `skill.accept`, `skill.reject`). An operator's edit (`Skills::edit`) replaces the body and, when given,
+//!   the manifest in one `update` version whose diff covers both files; the manifest's name must
+//!   stay the skill's (agent types list skills by name: a rename would silently drop it from
+//!   them). Restoring a deleted skill is an operator's action only (no tool does it).
+//! - **Fronts**: the eight tools. REST: `GET /api/skills`, `POST /api/skills`;
+//!   `GET|PUT|DELETE /api/skills/{name}` (the GET with the whole history and `used_by`, the
+//!   agent types listing it: `Agents::types_using_skill`); `GET /api/skills/{name}/history`
+//!   (a deleted skill's too); `GET|PUT|DELETE /api/skills/{name}/files` (`?path=` or
+//!   `{path, text}`); `POST /api/skills/{name}/rollback` (`{version?}`) and `/restore`;
+//!   `GET /api/deleted-skills` (each deleted skill's `delete` entry);
+//!   `GET /api/skill-proposals` (`?state=&skill=`), `GET /api/skill-proposals/{id}`,
+//!   `POST /api/skill-proposals/{id}/accept|reject` (not under `/api/skills/`: `proposals` is a
+//!   valid skill name). Dashboard: `/skills` (pending proposals with their diffs and Accept /
+//!   Reject, skills, and deleted ones with Restore), `/skills/{name}` (manifest, body, files,
+//!   its maker, the types using it, its pending proposals, the edit form sent back as typed when
+//!   refused, each history entry's diff with "Roll back to version N", Delete); both in the
+//!   hostile-text corpus, proposals included.
 
 mod disk;
 mod owners;

@@ -2,6 +2,33 @@
 //! (one `UPDATE … RETURNING` picks and takes the best pending task), a sweeper returns claims
 //! older than `[task_board] claim_ttl_secs` to pending (or marks the task failed after
 //! `max_retries`), and only a task's current claimant may complete it.
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! The task board: `TaskBoard` (post, atomic `claim`, `complete` by the claimant only, list,
+//! history, operator reassign/cancel/retry as `TaskStatus::actions` allows, `sweep`), `claims.rs`
+//! (group commit of claims), the sweeper task, `store.rs`, and the `tasks` family's tools.
+//!
+//! ## The task board
+//!
+//! - **Atomic claims:** one statement, `UPDATE tasks SET status = 'claimed' … WHERE id = (SELECT
+//!   … pending, assigned to the caller or nobody, priority ≥ filter, ORDER BY priority DESC, id
+//!   LIMIT 1) RETURNING *`. SQLite runs writes one at a time, so two claimers can never take the
+//!   same task. On PostgreSQL the subquery takes `FOR UPDATE SKIP LOCKED` and the update re-checks
+//!   that the task is still pending (see `crate::db`).
+//! - **History** comes from SQL triggers on `tasks` that write `task_events` in the same
+//!   statement as each change (posted, claimed, reset by the sweeper, done, failed, reassigned…),
+//!   so it cannot drift from the task and costs no extra round trip.
+//! - **Sweeper:** every second, claims older than `[task_board] claim_ttl_secs` go back to pending
+//!   with `retries + 1`, or to failed once `max_retries` (0 = unlimited) is reached. It re-reads
+//!   `[task_board]` when `config.toml` changes, so TTL and retry changes apply without a restart
+//!   (an invalid file is logged and ignored).
+//! - **Decisions:** priority is 0 (lowest) to 9 (highest), default 5; assignees are stored as
+//!   agent ids (names are accepted everywhere and resolved); `[task_board] wake_assignee = true`
+//!   starts a turn on a running assignee telling it a task waits; the board page reloads itself
+//!   every 5 s while open (no JS needed).
 
 mod claims;
 mod store;

@@ -6,6 +6,50 @@
 //! - **agent**: the family's condition on one agent (memory scopes) — [`super::Tool::excluded_for`];
 //! - **turn**: what a kind of turn lacks — a person to answer, a conversation to answer in
 //!   ([`TurnScope`]).
+//!
+//! # Design notes
+//!
+//! ## Availability (spec §0.8): three layers, one answer
+//!
+//! `Registry::decide(entry, agent, turn)` (its owned form `standing`) answers, in this order:
+//! 1. **daemon layer** — the tool's `Availability` from registration (`Needs`: a config section, a
+//!    binary on `PATH`): `Excluded { layer: daemon, reason }`;
+//! 2. **grants** — a built-in grant (`read_artifact`) allows whatever `deny` says; else a `deny`
+//!    match is `Denied`; else a grant allows (`Allowed { grant }`); else the tool mode's
+//!    machinery is allowed without a grant (the grant shown is `tool_mode = "…"`); else
+//!    `NotGranted`;
+//! 3. **agent layer** — `Tool::excluded_for(&Agent)` (memory scopes):
+//!    `Excluded { layer: agent, reason }`;
+//! 4. **turn layer** — given a `TurnScope` (a person present, a channel conversation):
+//!    `needs_person` tools are left out of headless turns (API, schedules, triggers),
+//!    `needs_conversation` ones out of out-of-band turns: `Excluded { layer: turn, reason }`.
+//!
+//! The pipeline maps the answer to its error (daemon and turn: `Unavailable`; agent and grants:
+//! `Forbidden`). The gate and `usable_by` (every tool on every model call) read the same decision
+//! borrowed (`Registry::decide` → `Standing<'_>`); `standing` is its owned form for the API. Outside a turn (`GET /api/agents/{id}/tools`, the inspector), the turn layer is
+//! shown as `left_out_of` ("turns without a person present …").
+//!
+//! **Tools that come and go.** The registry the kernel holds is `Tools`: a snapshot
+//! (`Arc<Registry>`) behind a lock, swapped whole by `Tools::provide(provider, tools, reason)`
+//! when a dynamic provider (an MCP server, the script folder: see `crate::mcp` and `crate::script`) connects,
+//! changes its list or goes away. A call resolves its tool in the snapshot it started with. A
+//! tool a provider removed is remembered with the reason, and a session that loaded a tool the
+//! daemon no longer knows (after a restart) is told the same: `Unavailable: \`x\` is no longer
+//! available: …`, never "no such tool". Tested in `tool/availability.rs` with test tools provided
+//! through the real registry and pipeline.
+//!
+//! ## A family's conditions
+//!
+//! A family's daemon prerequisite is a `Needs` given to `Registry::add_needing(tool, &needs)`:
+//! media's is `Needs::binary("ffmpeg", media.ffmpeg.as_deref()).and(Needs::binary("ffprobe", …))`;
+//! the browser's is `Needs::section(false, "browser")` without its section, else
+//! `Needs::unless(find_executable(…).err())`. Its condition on an agent is
+//! `Tool::excluded_for(&Agent)`; a condition on the call's context is `Tool::gate` (it runs
+//! before the arguments are read); a condition on an argument (a container in `[exec_policy]
+//! docker_allowlist`, a command in `allowed_commands`) is the first thing the tool's `run`
+//! checks, before anything is touched, and refuses with `Forbidden` as the gate would (audited
+//! the same way). A tool that needs a person is `ToolDef::needs_person()`, one that answers in
+//! the turn's channel conversation `needs_conversation()`.
 
 use std::path::Path;
 

@@ -1,6 +1,19 @@
 //! Tools whose argument schema arrives at run time (an MCP server's tools, script and
 //! extension tools): the schema is data, and arguments are checked against it with a JSON
 //! Schema validator before anything runs, as the typed tools' arguments are by their structs.
+//!
+//! # Design notes
+//!
+//! ## Dynamic tools
+//!
+//! Tools that appear and disappear while the daemon runs, all through `Tools::provide` and the
+//! one pipeline (grants, the schema, depth, spill, audit) like built-in tools. Their schema is
+//! data, so `tool/dynamic.rs` compiles it with the `jsonschema` crate (no resolvers: a remote
+//! `$ref` is refused, never fetched; a schema that does not compile leaves the tool listed and
+//! excluded with why) and checks each call's arguments before anything runs, every problem at
+//! its path (`files[1]`, `(arguments)`). `ToolDef.origin` says where a tool comes from
+//! (`mcp:SERVER`, `script`, `ext:PACKAGE`), the server's own name when the model sees another,
+//! and a note such as "runs without a sandbox"; the Tools inspector and `GET /api/tools` show it.
 
 use std::sync::Arc;
 

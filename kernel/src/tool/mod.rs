@@ -4,6 +4,21 @@
 //! A tool is one type with a typed argument struct. The JSON Schema the model sees is derived
 //! from that struct, and the same struct is what the call deserialises, so schema and
 //! validation cannot drift apart.
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! `mod.rs`: `Tool` trait, `ToolDef` (with `origin` for dynamic tools), `schema_for`.
+//! `dynamic.rs`: tools whose schema is data (`ArgSchema`: arguments checked by `jsonschema` before
+//! anything runs, each problem at its path; `DynamicRun`; `Provided::dynamic`). `registry.rs`:
+//! `Registry` (one snapshot of every tool; `standing`, `effective`, `usable_by`, pages), `Tools`
+//! (the live list that dynamic providers change), `DOMAINS`. `availability.rs`: the three layers
+//! (`Needs`, `TurnScope`, `Layer`). `pipeline.rs`: the call path. `context.rs`: `CallContext`
+//! (agent, session, caller, depth and chain, channel context, headless flag, cancel token;
+//! `actor`, `turn_scope`), `Caller::audit_label`. `audit/`: the audit log and its store.
+//! `meta.rs`: family `meta` (`tool_search`, `tool_load`, `find_tools`, `run_tool`). `modes.rs`:
+//! what each tool mode offers the model.
 
 pub mod audit;
 pub mod availability;

@@ -11,6 +11,36 @@
 //! placeholder never names a tool the model was not given) and `memory_semantic_search` and
 //! `ask_user` where the agent may use them. A turn in `all` or `lazy` mode leaves
 //! `read_artifact` out until its session holds a spilled result (`crate::turn`).
+//!
+//! # Design notes
+//!
+//! ## Tool modes
+//!
+//! The offer (tools array + optional context line) is rebuilt for every model call; execution is
+//! the same pipeline in every mode.
+//!
+//! | mode | tools array | everything else |
+//! |---|---|---|
+//! | `all` | every usable tool except stable's `find_tools`/`run_tool` | — |
+//! | `lazy` (`lazy_tools = true`) | `tool_search`, `tool_load`, the always-offered set, tools this session loaded | found with `tool_search`, loaded with `tool_load` (callable from the next model call on) |
+//! | `stable` | `find_tools`, `run_tool`, the always-offered set — depends only on grants, never on the session | named in one line at the end of the system prompt: `Tools (call through run_tool): a, b, mcp__server__{x, y}` |
+//!
+//! - The always-offered set: every tool with a built-in grant (`read_artifact`), and
+//!   `memory_semantic_search` and `ask_user` where the agent may use them (`ask_user` only in
+//!   turns with a person present). A daemon with `[proactive_memory] enabled = false` offers no search.
+//! - A mode's machinery (`tool_search`/`tool_load` in lazy, `find_tools`/`run_tool` in stable) is
+//!   allowed in that mode without a grant: it only reveals or routes to tools the agent is granted.
+//!   An explicit `deny` still wins.
+//! - The pipeline refuses a usable tool that this model call was not offered (`ctx.offered`) with
+//!   a pointer: stable → "call run_tool(name=…)", lazy → "call tool_load(name=…) first".
+//! - `run_tool(name, args)` runs the inner tool through the whole pipeline under its **real** name
+//!   (gate, validation, spill, audit). If this session has not fetched the tool's schema
+//!   (`find_tools`, or an earlier `run_tool`), it returns the schema with `not_run: true` and does
+//!   not execute. An unknown name is `NotFound` and never runs.
+//! - Anthropic `cache_control` is set on the last tool and the system prompt in stable mode.
+//! - A headless turn (API turns, schedule fires, triggered turns, task wake-ups) leaves out
+//!   `needs_person` tools; a turn with no channel conversation (every turn but a channel's
+//!   answer to an inbound message) leaves out `needs_conversation` tools (`channel_dm`).
 
 use std::collections::{BTreeMap, HashSet};
 

@@ -1,6 +1,64 @@
 //! The one call path (spec §0): resolve → gate → validate → depth → run → spill → audit.
 //! The agent loop, the REST "invoke" endpoint and the dashboard all call [`call`]; nothing
 //! runs a tool any other way.
+//!
+//! # Design notes
+//!
+//! ## The pipeline
+//!
+//! 1. **resolve** the name in the tool list as it is now → `NotFound` (pointing at
+//!    `tool_search`), or `Unavailable` "no longer available" for a tool a provider removed or
+//!    this session loaded once.
+//! 2. **gate**: the agent's *current* record is re-read (a revoke applies to the next call);
+//!    stopped agent → `Conflict` (409: its state does not allow the call); then the tool's
+//!    standing (`super::availability`): excluded on this daemon → `Unavailable`; `deny` match → `Forbidden`; no
+//!    grant → `Forbidden` (naming the CLI command that would grant it); excluded for this agent →
+//!    `Forbidden`; excluded in this turn → `Unavailable`; then the tool's own `gate`.
+//! 3. **validate**: the JSON arguments are deserialised into the tool's argument type
+//!    (`deny_unknown_fields`); failure → `InvalidArguments` with the JSON path. Nothing has run.
+//! 4. **depth**: `ctx.depth` above `[kernel] max_agent_call_depth` → `ResourceExhausted`
+//!    (`turn::depth::check`, the same check and wording as `agent_send`, workflow steps and
+//!    triggers: "refused: … would run N agent calls deep, over … (chain: a → b → a)").
+//! 5. **run**, raced against the call's cancellation token.
+//! 6. **spill**: a result whose text exceeds `[tool_results] spill_threshold_bytes` is stored in
+//!    the artifact store, recorded as the calling agent's; the caller gets `{spilled,
+//!    artifact_id, size_bytes, preview, note}`. `read_artifact` pages it back by byte offset (its
+//!    own results never spill). **Decision:** `read_artifact` has a built-in grant: every agent
+//!    may call it whatever its grants (a `deny` included) and it is offered in every tool mode,
+//!    so a spill placeholder never points at a tool the agent cannot call; it reads only the
+//!    caller's own artifacts (another agent's is `NotFound`, worded like a missing one). The
+//!    store stays content-addressed and shared: the same bytes are one file, owned by each agent
+//!    that spilled them. Results spilled before ownership existed were given to the agents the
+//!    audit log names.
+//! 7. **audit**: every call, any outcome: agent, session, caller, tool, a SHA-256 prefix of the
+//!    arguments (never the arguments: they may hold secrets), outcome, message, duration,
+//!    artifact id. One writer task inserts queued entries in batches, one transaction each, and
+//!    `AuditLog::list` flushes the queue first, so a read after a call always sees it.
+//!    **A call that changes state is answered only after its audit row is committed**
+//!    (`AuditLog::record_durably`: the entry goes to the writer with a oneshot that fires when
+//!    its batch commits; concurrent calls share a commit). A commit in WAL mode with
+//!    `synchronous = NORMAL` survives the process being killed (`kill -9`), which is what we
+//!    promise; it is not fsynced, so a power cut may still lose the last commits. Read-only
+//!    tools (`ToolDef::read_only()`) keep the fire-and-forget queue: a kill may lose their last
+//!    rows. **Decision:** tools change state unless declared read-only, so a forgotten mark
+//!    costs latency, never a record. Read-only today: `system_time`, `read_artifact`,
+//!    `tool_search`, `tool_load`, `find_tools` (they only note in the session which tools were
+//!    seen), `run_tool` (it routes; the inner call is audited by its own name, durably if that
+//!    tool changes state), `agent_list`, `agent_find`, `task_list`, `task_status`,
+//!    `schedule_list`, `cron_list`, `knowledge_query`, `memory_recall`, `memory_list`,
+//!    `memory_semantic_stats` and `memory_semantic_search` (a search refreshes the hits'
+//!    access times, bookkeeping written off the call's path like the meter's rows, not a change
+//!    the audit must vouch for), `browser_wait` and `browser_read_page` (they look at a page the
+//!    agent already opened; the navigation that opened it is audited durably), `process_list` and
+//!    `process_poll` (a poll only moves the agent's own read cursor), `read_file` and
+//!    `find_files` (they read the agent's workspace), `skill_read_file`, `channel_members` (a
+//!    roster read), `location_get`. Everything else —
+//!    `a2a_discover` (it stores the remote's
+//!    card, and a model-chosen outbound fetch is the call whose record matters most), `agent_send`, `agent_spawn`, `agent_kill`, `goal_update`,
+//!    `agent_type_create`, `event_publish`, `workflow_run`, `a2a_send`, `task_post`/`claim`/
+//!    `complete`, the schedule and cron writers — is durable. An unknown tool's refusal is
+//!    queued. Should the row fail to commit, the call answers `Internal` (500, a fault of the
+//!    daemon): the log, under the ref, says the call ran but its record could not be written. Costs: `docs/BENCHMARKS.md`, *Tool call pipeline*.
 
 use std::time::Instant;
 

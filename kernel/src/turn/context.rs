@@ -10,6 +10,68 @@
 //!
 //! The planning here is pure and fast (a 2,000-message session plans in well under a
 //! millisecond: `docs/BENCHMARKS.md`); the model call that writes a summary is the caller's.
+//!
+//! # Design notes
+//!
+//! ## Context windows and compaction
+//!
+//! - **The window** of a model: `[providers.NAME.models.MODEL] context_tokens`, else a window a
+//!   refusal taught (kept in `model_windows` across restarts), else its family's known window
+//!   (`KNOWN_WINDOWS`: `gpt-4o` 128k, `claude` 200k, `llama3` 8k, …, longest prefix, a router's
+//!   `vendor/` prefix ignored), else none: the request is sent as it is until a refusal says
+//!   otherwise. The reply's share is `min([kernel] max_reply_tokens, window / 4)`, sent as
+//!   `max_tokens`, so a small model is never asked for more than it holds.
+//! - **The estimate** is a token per three bytes of every text (plus a few per message and tool):
+//!   more than real tokenizers count for English (~4 bytes), code and JSON (~3), and as much as
+//!   CJK (3 bytes a character). **Calibration** (`Calibration`, per provider and model, in
+//!   memory): every usage report and every refusal that names the prompt's tokens says how many
+//!   estimate tokens a model token is (SmolLM2: ~1.7); the budget in estimate tokens is the
+//!   window's in model tokens times that ratio, less a tenth. Ratios outside 0.4–2.4 are not a
+//!   count of the text (a fixed number, cache-only counts) and teach nothing. Until a model has
+//!   counted, a turn the estimate finds too large on its own is sent anyway, once, for the model
+//!   to serve or refuse with its count; once counted, it is `TooLarge` (413) with the sizes,
+//!   nothing sent. **Decision:** never refuse by estimate alone what the model has not counted.
+//!   A refusal's count sets the ratio at once when lower (`learn_refused`), where a reply's
+//!   usage is averaged in. A summary's transcript is sized with the ratio at most 1: it is plain
+//!   text, which the estimate never undercounts, while a ratio learned on tool calls runs high
+//!   (long call ids the server's template does not render). Found against llama-cpp-python's
+//!   function-calling format: a turn that called the clock to the iteration cap, then a summary
+//!   the server counted at 2,661 tokens for a 2,048 window.
+//!   **Decision:** no tokenizer is called. Of our two wire protocols only Anthropic's documents
+//!   one (`/v1/messages/count_tokens`, a round trip per call, as is llama.cpp's `/tokenize`);
+//!   the request itself is counted instead: both protocols' refusals name the prompt's tokens
+//!   and their replies' usage does, which is what the calibration reads.
+//! - **Missing usage** (a server that streams none): the call's usage is the estimate, through
+//!   the ratio, marked `estimated` (`model_calls.usage_estimated`, `Usage::estimated`), and
+//!   budgets count it as a report.
+//! - **Compaction** (`plan`), when system prompt + tools + history would not fit: first older tool
+//!   results become stubs, oldest first (`[compacted: this result of \`x\` (N bytes) was
+//!   removed…]`; a spilled result keeps its artifact id, so `read_artifact` still reaches it);
+//!   then the oldest turns are summarised by the model into one message (`[Summary of the earlier
+//!   conversation…]`), the cut always before a user message, so a tool call and its result are
+//!   never parted. This turn's messages and the system prompt are never touched; a turn too large
+//!   on its own is `TooLarge` (413) with both sizes (see *The estimate* above). **Decision:** compaction aims
+//!   at 60% of the window, not just under it, so the next turns fit without compacting (and
+//!   paying for a summary) again at once. The summary call asks for at most
+//!   `clamp(budget / 8, 64, 1024)` tokens (`summary_allowance`), where its budget is the window
+//!   less the reply's share, through the calibration ratio capped at 1, less a tenth, over a transcript cut to fit (pieces summarised in turn when
+//!   it is long), and a summary longer than that is clipped.
+//! - **Nothing is lost:** the stored history keeps every message. A compaction is a row of
+//!   `session_compactions` (summary, `summary_through`, `stubbed_through`): a view over the
+//!   history that every later call starts from and extends. Each `model_calls` row records the
+//!   compaction it started from, the first stored message it sent and its estimate, so what any
+//!   call sent can be rebuilt. A stub is used only where it is shorter than the result; the
+//!   planner counts a summary at its longest as sent (its message's framing and a clip's note);
+//!   a conversation still too long after four rounds is refused rather than sent. The chat shows a marker where each compaction took effect (with the
+//!   summary the model was sent); `GET /api/sessions/{id}` lists them; the turn's events carry a
+//!   `compacted` event.
+//! - **A refusal for length** ("maximum context length is N", "prompt is too long: X > N",
+//!   "Requested tokens (P) exceed context window of N") teaches N for that provider and model;
+//!   with no number, half the refused estimate; a number at or above the window in use takes the
+//!   window a quarter lower, unless the refusal also counted the prompt (then the calibration
+//!   learned how far the estimate fell short, and the window stands). A learned window below a configured one wins. The call is
+//!   made again compacted to it (three times at most), so a refusal never fails a turn that
+//!   compaction can save. `agent_send` conversations, task wake-ups, schedules and A2A tasks are turns too.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

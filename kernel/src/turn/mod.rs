@@ -1,6 +1,73 @@
 //! The agent loop: a message goes in, the model is called with the tools of the agent's
 //! mode, tool calls go through the pipeline, results go back, until the model answers or
 //! the iteration cap ends the turn. Every message is stored in the session as it happens.
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! The agent loop (`run`): resolve provider and model (errors before anything is stored), open or
+//! continue a session, one turn at a time per session, the loop of model call (fitted to the
+//! context window, streamed into turn events) → tool calls through the pipeline → results, the
+//! iteration cap, cancellation. `context.rs`: context windows (`known_window` by family,
+//! `LearnedWindows`) and compaction (`estimate`, `plan`, `build`, `transcript`: pure and fast).
+//! `store.rs`: `turns` (open while running), `model_calls` (what each call sent and what the
+//! provider counted), `model_windows`. `recovery.rs`: at start, turns left open are marked
+//! interrupted in their sessions and stored `agent_send` deliveries resumed. `prompt.rs`: system
+//! prompt (type's prompt + goal + stable mode's tools line) and repair of calls left without
+//! results. `events.rs`: the broadcast of live turn events (text and tool-call deltas,
+//! compactions) behind `GET /api/agents/{id}/events`. `depth.rs`: the one depth budget.
+//! `images.rs`: the images of the last 3 image-bearing tool results, read from the workspace for
+//! each model call (see `crate::browser`).
+//!
+//! ## The agent loop
+//!
+//! `POST /api/agents/{id}/messages` → `Kernel::send_message` → `turn::run`:
+//!
+//! 1. The agent must be running; its provider (the type's `provider`, or the only one configured)
+//!    and model must exist — otherwise `Unavailable` with what to set, and nothing is stored.
+//!    `send_message` runs the turn on a task of its own: a client that hangs up (a closed tab, a
+//!    script's timeout) never cancels it; stopping the agent does.
+//! 2. The session is the one named (it must be the agent's) or a new one. A per-session lock keeps
+//!    two turns from interleaving in one history. The turn is recorded in `turns` from its start;
+//!    one still open at the next start was cut off (`recovery`).
+//! 3. The user message is stored, then each iteration: build the offer for the agent's tool mode
+//!    (`tool/modes.rs`), the system prompt, fit the history to the model's window (`context`), call
+//!    the provider (raced against the turn's cancel token; the reply's pieces become
+//!    `text_delta`/`tool_call_delta` events as they arrive), store the assistant message; no tool
+//!    calls → that is the reply. Otherwise run the calls through the pipeline (runs of
+//!    non-`exclusive` calls concurrently, `exclusive` ones alone, results in the model's order),
+//!    store the results exactly as the model sees them (errors as `Kind: message`, spills as
+//!    placeholders), repeat. Each model call is a row of `model_calls`.
+//! 4. `min([kernel] max_turn_iterations, limits.max_iterations)` model calls at most; then the
+//!    turn ends with `ended: "iteration_cap"` and a reply that says so. The same tool call with
+//!    the same arguments and the same result `[kernel] max_repeated_calls` times in a row (4;
+//!    0 = off) ends it with `ended: "repeated_call"`: a `[Kennel] The turn was stopped…` user
+//!    message tells the model (its next turn starts after it) and the session gets a
+//!    `RepeatedCall` note. **Decision:** the result counts too, so polling a process whose output
+//!    grows is progress, not a loop; counted across replies and within one.
+//! 5. A failed turn's error names its session (`Error::session_id`, in the API's error body):
+//!    its message is stored there, so a client retries in it instead of leaving it behind. The
+//!    provider's API key is checked before anything is stored. A `model_call` event goes out
+//!    only when a request is about to be sent. `read_artifact` is offered (modes `all`, `lazy`)
+//!    only once the session holds a spilled result; stable mode keeps it, for its fixed bytes.
+//!    `"session"` in a message may be a client's key: `Sessions::keyed` finds or opens the
+//!    agent's session labelled `key …` (`Origin::Key`). **Decision:** two first messages with a
+//!    new key at the same instant may open two sessions; every later one goes to the older.
+//! 6. `Kernel::stop_agent` stops the agent and cancels its turns; a cancelled turn ends with
+//!    `ended: "cancelled"`. Cancelling drops the provider call, which closes its stream at once.
+//!
+//! ## Decisions
+//!
+//! - **A message without `session` opens a new session**; the answer's `session_id` continues it.
+//! - **Provider choice:** an agent type's `provider`; with none named and exactly one configured,
+//!   that one. The API key is read from the environment at each call, so a missing key is a
+//!   per-turn `Unavailable` ("set OPENAI_API_KEY"), never a start-up failure.
+//! - **Iteration cap:** `[kernel] max_turn_iterations` (default 50) bounds every turn; an agent
+//!   type's `limits.max_iterations` (default 25) can only lower it.
+//! - **Stored history is what the model saw.** Tool results are stored as sent (error text,
+//!   spill placeholder), so a replayed session shows the model the same thing. Calls left without
+//!   results (a crash mid-turn) get a synthetic "stopped" result when the history is next sent.
 
 pub mod context;
 pub(crate) mod depth;

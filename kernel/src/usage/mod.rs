@@ -6,6 +6,71 @@
 //! transaction each, and every read flushes the queue first, so a report after a turn always
 //! counts it. A kill may lose the last rows not yet written (like the audit of read-only
 //! tools); a turn never waits for its meter.
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! The meter (issue 17): `Meter` (every model call's tokens queued for a writer task that inserts
+//! them into `model_calls` in batches; reads flush first; sums read `model_calls` and the daily
+//! lines of `usage_days` together), prices from `[providers.NAME.models.MODEL]`, `report` (`GET
+//! /api/usage` by agent, provider, model or day), `spent_since`, `top_sessions`; `budget.rs`
+//! (`[budgets]` and `[limits]` daily budgets: `budget_day`, `Standing`, `admit` pausing an agent);
+//! `store.rs`.
+//!
+//! ## Metering, budgets, fallbacks, provider limits
+//!
+//! - **Metering** (`usage/`): every model call (replies, summaries, and the LLM memory
+//!   extractor's, `purpose = memory`, billed through `memory::semantic::metered_for` to the agent
+//!   whose memory it fills, with the turn and session when there is one) becomes a `ModelCall`
+//!   (agent, session, turn, provider, model, tokens, outcome, the kernel clock's time) queued for
+//!   the meter's writer; the turn never waits for it (2.4 µs on its path). Reads (`report`,
+//!   `spent_since`, the Usage page) flush the queue first. **Decision:** a kill may lose the last
+//!   unwritten rows, as with read-only tools' audit rows; a meter row is bookkeeping, not a
+//!   promise made to a caller. Tokens are normalised: `input_tokens` counts every input token
+//!   (OpenAI's `prompt_tokens`; Anthropic's `input_tokens` + cache reads + cache writes), and
+//!   `cached_tokens` the cache reads and `cache_write_tokens` the cache writes among them. Cost
+//!   per million tokens: `(input − cached − written) × input_usd_per_mtok + cached ×
+//!   cached_input_usd_per_mtok + written × cache_write_usd_per_mtok + output ×
+//!   output_usd_per_mtok` (`usage::Prices`); the cache prices default to Anthropic's published
+//!   ratios for kind `anthropic` (a read 0.1×, a write 1.25× the input price: its five-minute
+//!   cache, which is what Kennel asks for) and to the input price otherwise. Calls of an
+//!   unpriced model count as `unpriced_calls`.
+//! - **Budgets** (`usage/budget.rs`): `[budgets] max_tokens_per_day, max_usd_per_day` for the
+//!   daemon and `[limits] max_tokens_per_day, max_usd_per_day` in an agent type, over a day that
+//!   starts at `[budgets] reset_hour` in `[budgets] timezone` (one day for both: **decision**,
+//!   an agent type does not get its own reset hour). Before a turn stores anything, `admit`
+//!   refuses it with `ResourceExhausted` naming the budget if the agent is paused or its day's use
+//!   (its own, then everyone's) reached a limit; reaching it pauses the agent until the next
+//!   reset (`agents.paused_until`, `pause_reason`), with one audit row (`tool = "budget"`) and
+//!   one warning in the log — the next refusals only say it is paused. `POST
+//!   /api/agents/{id}/lift` and the agent page's "Lift the pause" clear it; the day's budget then
+//!   counts from the lift (`budget_lifted_at`). A turn that starts under a budget may end over it:
+//!   budgets are checked when turns start, not mid-turn.
+//! - **Fallbacks:** an agent type's `fallbacks = [{ provider, model }, …]` (provider optional: the
+//!   type's own; up to 8; a provider config.toml does not define is a 422 on that field). When a
+//!   call gives up after its retries (`ChatError::GaveUp`: 429, 5xx, timeouts, dropped
+//!   connections — not a refusal of the request itself), the turn moves to the next and stays
+//!   there: a `fallback` event, a `Fallback` note in the session (shown in the chat; listed
+//!   with the session's failures by `GET /api/sessions/{id}`) and `fell_back` in the turn's
+//!   result. Summaries fall back the same way. The context window follows the model in use.
+//! - **Budgets are checked twice:** before anything is stored (so a refused turn opens no
+//!   session) and again once the turn holds its session (turns queued behind one were admitted
+//!   before it spent). A pause decided on an agent read before an operator's lift is dropped: the
+//!   lift stands.
+//! - **`[providers.NAME] max_in_flight = N`:** a semaphore per provider; a call that finds all
+//!   places taken emits `queued` and waits (its place is held for one attempt, not across the
+//!   backoff), and the agent page shows how many calls wait. A burst of cron fires waits instead
+//!   of meeting the provider's rate limit.
+//! - **The Usage page** (`/usage`): per agent today and per day (14) and per model (30 days) as
+//!   server-rendered SVG bar charts (`widgets::BarChart`: text as SVG text, no style
+//!   attributes, the numbers in a table under each), each budget with what is left, the ten
+//!   costliest sessions of 30 days. The overview shows turns and tool calls per hour for 24 hours
+//!   (`Kernel::activity`); the agent page its use today and what its budget leaves.
+//!
+//! ## Quota
+//!
+//! - **Model calls**: the memory extractor's are metered (see `crate::usage`), so budgets see them.
 
 pub mod budget;
 pub mod overview;

@@ -2,6 +2,24 @@
 //! the run's inputs and earlier steps' outputs. `workflow_run` and `POST
 //! /api/workflows/{id}/runs` run one synchronously; every run is kept with each step's output
 //! and timing. Each step nests one level of `[kernel] max_agent_call_depth`.
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! Stored workflows (`/api/workflows`), synchronous runs recorded step by step (`workflow_runs`),
+//! `workflow_run`; a `Step` is an agent's or a new agent of a type's (exactly one); `template.rs`
+//! fills `{{inputs.KEY}}`, `{{steps.N.output}}`, `{{previous}}`; `store.rs`.
+//!
+//! ## Step agents
+//!
+//! - **Workflow step agents** are spawned `ephemeral`: `GET /api/agents` and the dashboard's list
+//!   leave them out unless asked (`?ephemeral=true`, the list's "Show the N workflow step agents"
+//!   link); a stopped one is removed (status `removed`, its sessions and audit kept)
+//!   `[kernel] ephemeral_retention_hours` (default 24) after it stopped, checked every ten minutes.
+//!   Step agents the last run left running (a crash mid-step) are stopped at start: no workflow
+//!   run survives a restart. `POST /api/workflows/{id}/runs` runs detached like a turn, so a
+//!   client that hangs up does not cancel the steps.
 
 mod store;
 mod template;

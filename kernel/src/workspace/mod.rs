@@ -18,6 +18,63 @@
 //! [`Workspaces::rename`], [`Workspaces::restore`]) into place. Removed files go to the
 //! agent's trash beside the workspaces (`workspaces/.trash/AGENT_ID/`), out of every path's
 //! reach.
+//!
+//! # Design notes
+//!
+//! ## Layout
+//!
+//! Agent workspaces: `Workspaces` (`$KENNEL_HOME/workspaces/AGENT_ID/`, made on first use, 0700):
+//! `check_relative` (the path rules), `beneath.rs` (folder descriptors: every operation relative
+//! to a folder opened without following links), `lines.rs` (a part of a text file line by line),
+//! `list`, `find` (bounded walk), `read` (large reads share `max_reading_mib`), `read_lines`,
+//! `read_head`, `exists`, `write` (temp file + rename), `create` (temp file + link: never
+//! replaces), `rename` (new content at the new path, then the old removed), `delete`,
+//! `trash`/`restore` (the trash beside the workspaces), `open` (for streaming); `Inert` (which
+//! types the dashboard may show inline). The one place a path argument becomes a file: every
+//! family that takes a path calls it.
+//!
+//! ## Agent workspaces
+//!
+//! Every agent has a folder, `$KENNEL_HOME/workspaces/AGENT_ID/` (a child agent has its own id,
+//! so its own folder; a removed agent's folder stays with its history). `Workspaces` is the only
+//! way from a path argument to a file, for every front and every family that takes a path:
+//!
+//! - **The path**: relative, `/`-separated, 1–1,024 bytes, at most 16 parts of at most 255
+//!   bytes, no empty part, no `.` or `..`, no control character, no part with a `%` followed by two
+//!   hex digits (nothing decodes paths, so `%2e%2e` would only be a strange name, but from an
+//!   agent it is nearly always an attempt to leave, so it is refused with the reason; an upload
+//!   named `a%20b.txt` is refused too), not starting with `/` or `~` (`check_relative`, pure;
+//!   skill support files use it too). Refused paths are `InvalidArguments` naming the rule.
+//! - **Resolved beneath, never twice** (`beneath.rs`, issue 41): the workspace folder is opened
+//!   once (`O_DIRECTORY | O_NOFOLLOW`) and the path walked from that descriptor one name at a
+//!   time, each folder opened with `O_NOFOLLOW` and held; the last step acts on the folder that
+//!   was opened (`openat`, `renameat`, `linkat`, `unlinkat`, `mkdirat`, `fstatat` without
+//!   following). A path string under an agent's control is never handed to the kernel whole, so
+//!   another process in the workspace swapping a folder for a link mid-call changes nothing.
+//!   **Decision:** a component walk rather than `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`:
+//!   the same guarantee on every kernel, missing folders made on the way (writes), and each
+//!   refusal named (a link anywhere is `Forbidden`, a file where a folder should be
+//!   `InvalidArguments`). A regular file with more than one hard link is refused for reading,
+//!   opening and trashing (another name of it may be outside); replacing or deleting it only
+//!   touches the workspace's name. `trash` and `rename` check after the move that what moved is
+//!   the file that was opened (device and inode), and put anything swapped in back. The trash,
+//!   uploads, canvas and media outputs all go through this layer. Tested by a race of a thread
+//!   swapping a folder for a link to the home against 3,000 write/trash/read rounds (the old
+//!   code wrote into the home at once) and, end to end, by a sandboxed process doing the swap
+//!   during 1,200 `edit_file` calls.
+//! - **Sizes**: `[workspace] max_file_bytes` (default 64 MiB) bounds uploads, writes and whole
+//!   reads; listings stop at 1,000 files and say so.
+//!
+//! ## Quota
+//!
+//! - **Workspaces** (`workspace/`): `read_file` reads line by line (`workspace/lines.rs`),
+//!   holding the lines it answers with (each kept to 4 × 2,000 bytes), never the file; a whole
+//!   read (a patch, an image) of a file over 1 MiB takes one permit per MiB of `[workspace]
+//!   max_reading_mib` (256) while it is in memory, so parallel reads wait instead of taking the
+//!   daemon's memory. `max_agent_bytes` (1 GiB) bounds a workspace and its trash as the tools
+//!   write (counted by walking them at each write; two writes at once may overshoot by a file).
+//!   **Decision:** a process writes into its workspace directly and is bounded by the disk, not
+//!   by this: a kernel-enforced bound there needs filesystem quotas this machine lacks.
 
 mod beneath;
 pub mod lines;

@@ -3,6 +3,86 @@
 //! whether or not the daemon runs (a running daemon picks their changes up within a fraction
 //! of a second); commands that need the running daemon (chat, spawn, stop, status) talk to it
 //! over HTTP, as `daemon.rs` describes.
+//!
+//! # Design notes
+//!
+//! ## The terminal as a front
+//!
+//! - **Two ways to the kernel.** Commands that only change the store (`operator add`, `token …`,
+//!   `agent grant|revoke|list`, `type list|export`, `type apply` without a daemon) open the home
+//!   with `Kernel::open` and work whether or not a daemon runs (how a daemon sees their writes: `kennel_kernel::db`). Commands that need
+//!   the agents running (`chat`, `agent spawn|stop`, `status`) talk to the daemon over its REST
+//!   API, like any client, so they use the same handlers and services and nothing is duplicated.
+//! - **Finding the daemon.** After binding, `kennel start` writes `$KENNEL_HOME/daemon.json`
+//!   (`url` — loopback when bound to every address —, `pid`, `started_at`, `version`) and
+//!   `$KENNEL_HOME/cli.token` (mode 0600 from creation: temp file + rename), then prints its
+//!   "listening" line; a clean stop removes both if they are still its own. The token is
+//!   `kncli_` + 64 hex digits, made by `Auth::issue_cli_token` at each start and kept only in
+//!   memory (a hash), so a copy from an earlier run is refused. A request with it is
+//!   `Caller::Cli`: audited as `cli` in the tool-call log and the operator-action log, like the
+//!   store-editing commands.
+//! - **One daemon per home, and only it gets the token** (issue 43). `kennel start` first takes
+//!   an exclusive lock on `$KENNEL_HOME/daemon.lock` (released by the kernel when the process
+//!   ends, however it ends; a starting daemon waits 2 s for a predecessor that is going), so a
+//!   second daemon on the home is refused, naming the first. Before its first request with the
+//!   token, the CLI sends `GET /healthz` with `X-Kennel-Challenge: RANDOM`; the daemon answers
+//!   `X-Kennel-Proof: HMAC-SHA256(SHA-256(token), "kennel-cli-proof:" + RANDOM)`
+//!   (`auth::cli_proof_of`). A process that took the port after a crash cannot answer it, and the
+//!   CLI sends it no token ("the token was not sent").
+//! - **No daemon** is a sentence and exit status 3 (`daemon::NoDaemon`; as `systemctl status`
+//!   does for a stopped unit): no `daemon.json` ("start one with `kennel start`"), or one whose
+//!   daemon does not answer ("it has stopped", the pid and start time it names), or a daemon that
+//!   refuses the token (another home's). The daemon's own refusals print its message and each
+//!   field's problem.
+//! - **`type apply`** reads the file with `agent::source::read` (the one validator; each problem
+//!   as `FILE:LINE:COLUMN: field: message`, nothing changed). With a daemon running, the file's
+//!   text goes to `PUT /api/templates/{name}` as written (JSON or TOML), and to `POST
+//!   /api/templates` when the daemon answers 404, so the daemon's copy changes at once and
+//!   `kennel agent spawn` right after sees it; without one, `Agents::save_type` creates or
+//!   replaces it in the store under the service's write lock. Refusals only the service can make
+//!   (a provider this daemon lacks) come back with their fields and are shown at their lines
+//!   too (`source::locate`). **Decisions:** through the daemon when there is one, since the store
+//!   path would leave the daemon up to 0.2 s behind and a script's next `spawn` would miss the
+//!   type. `PUT` keeps meaning "replace" (404 for an unknown type) rather than becoming an
+//!   upsert: a `PUT` that re-creates a deleted type is what the contract run's
+//!   `use_after_free` check calls a bug, and a type created between the CLI's `PUT` and `POST`
+//!   is a 409 the person sees.
+//! - **`chat`** subscribes to `GET /api/agents/{id}/events` before the first message, opens a
+//!   session labelled `kennel chat` with the first message (`Origin::Terminal`: the dashboard
+//!   lists it as "Terminal", its messages as the person's own; a chat that says nothing leaves
+//!   none), then sends each line to `POST …/messages` and prints the events of *its* turn — the
+//!   one whose `turn_started` in this session carries the line sent; another person's turn in the
+//!   same session and late events of an earlier one are not shown — while it runs: `text_delta`
+//!   pieces as they come, `→ tool {args}` / `← tool outcome (ms) summary`, queued, fallback,
+//!   compaction and reset notes. If the reply on screen is not the answer's (a lagged stream, a
+//!   provider that does not stream, a turn not followed), the answer is printed whole.
+//!   **Decision:** turns sent with the CLI token have a person present (`Caller::is_person`, read
+//!   by `TurnRequest::new` for the API and the dashboard alike): the token is readable only by the
+//!   home's owner and `kennel chat` is what uses it; API tokens stay headless. Off a terminal
+//!   there is no prompt, and the exit status is 1 if any turn failed. Ctrl-C leaves the chat; the
+//!   turn finishes on the daemon (its answer is in the session).
+//! - **Names typed as agents** go into URL paths only when they are a valid name or an id
+//!   (`cli::agent_ref`): `..` would otherwise be normalised into another route.
+//! - **Stopping with streams open.** Live streams never end on their own, and the server's
+//!   graceful shutdown (`edge::serve`) waits for every open response, so one open chat (a terminal or a browser tab) used
+//!   to keep the daemon from stopping. On SIGINT/SIGTERM `live::stop_streams` ends them all;
+//!   other requests in flight (a turn's model call) get `SHUTDOWN_GRACE` (10 s, `app.rs`), then
+//!   the daemon stops anyway and those turns are marked interrupted at the next start.
+//! - **Agents are untrusted on the terminal too.** Everything the CLI prints from the daemon
+//!   goes through `cli::terminal_safe`: control characters other than line break and tab
+//!   (escape sequences that could retitle the window, write the clipboard through OSC 52 or
+//!   redraw the screen, a carriage return that overwrites the prompt) are printed as `\u{1b}`,
+//!   the problems `type apply` finds (they repeat the file's values) and every error line
+//!   included. `--json` output writes the C1 controls (U+0080–U+009F, which serde_json leaves
+//!   raw) as `\u` escapes, the same JSON; `type export` to a terminal is made safe the same way,
+//!   to a file it is written as stored.
+//!
+//! ## Layout
+//!
+//! `mod.rs` the commands and their `--help` examples; `daemon.rs` how commands reach the
+//! running daemon (`daemon.json`, `cli.token`, its HTTP client and error messages);
+//! `types.rs`, `agents.rs`, `status.rs` the commands of each kind; `chat.rs` the streaming
+//! terminal chat; `mcp.rs` the stdio bridge of `kennel mcp`.
 
 mod agents;
 mod chat;

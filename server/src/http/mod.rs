@@ -1,6 +1,93 @@
 //! The HTTP front's machine side: the REST API (`/api/*`, described by `/api/openapi.json`),
 //! A2A (`/a2a`, `/.well-known/…`) and `/healthz`. Handlers are thin: parse, call one kernel
 //! service, map the result.
+//!
+//! # Design notes
+//!
+//! ## The REST contract
+//!
+//! - **One way to add a route.** Each REST module exposes `routes() -> Vec<UtoipaMethodRouter>`
+//!   (`routes!` over handlers with `#[utoipa::path]`); `http/mod.rs` lists the modules
+//!   (`api_routes`), and the router is folded from that list alone, each route added to the
+//!   router and the document together. Unit tests read the same list: its routes are exactly the
+//!   finished document's operations, and no schema name comes with two different schemas
+//!   (utoipa silently keeps one; the schedule `Fire` was once shadowed by the event `Fire`, now
+//!   `TriggerFire`). A system test calls every
+//!   documented operation on the running daemon and checks it is served (neither the fallback nor
+//!   405). `/healthz` is documented (no security); A2A (`/a2a`, `/.well-known/…`) is not: it is
+//!   described by its own protocol and cards.
+//! - **The finished document** (`http/openapi.rs::finish`, run when the document is first
+//!   asked for: start-up keeps only the derived JSON text): the bearer scheme declared once and
+//!   applied globally (`/healthz` opts out); every operation answers 500 (`Internal`), 401 unless
+//!   public, 404 where its path names something, 422 where it takes a body or query parameters;
+//!   every response has a description (the status table's meaning for errors); links from each
+//!   `201` to the operations on what it created. Valid OpenAPI 3.1 (checked with
+//!   openapi-spec-validator).
+//! - **Paging** (`kernel/src/page.rs`, `http/page.rs`): every list takes `?limit=` (1–1000,
+//!   default 100) and `?cursor=`; the body stays a JSON array (today's clients read the first
+//!   page unchanged), `X-Total-Count` counts every page, and `Link: <URL>; rel="next"` (the
+//!   request's other parameters kept) points at the next page. Cursors are keyset: the sort key
+//!   of the page's last item, of a form each list documents with a pattern (`page::Key`: a name,
+//!   an id, a position for the in-memory tool lists, a row number, a task's `PRIORITY:ID`), so
+//!   any cursor of that form is a valid place to continue from and others are 422. A page never
+//!   skips or repeats an item because others were added meanwhile (positions in the tool list
+//!   are the exception: a dynamic provider's change shifts them). **Decision:** the default page
+//!   is 100 for every list (`GET /api/tasks` used to stop silently at 500 rows, schedules at
+//!   1,000); the header says how many there are.
+//! - **The contract run** (`tests/contract/run` → `check.py`, in `./scripts/test` after the
+//!   release build): the release binary on a fresh home with the fake LLM as its provider; the
+//!   document is validated, then schemathesis 4.32 runs every check (its default; `--checks all`
+//!   would override the one exclusion below) over every operation: examples, coverage, fuzzing and stateful phases, with a fixed seed (reproducible
+//!   CI; `CONTRACT_SEED=random` for new inputs) and a 120 s budget. `schemathesis.toml` says per
+//!   operation what JSON Schema cannot: that creating agent types and workflows, spawning,
+//!   posting and reassigning tasks and invoking a tool also refuse input for semantic rules
+//!   (cron syntax, time zones, `{{steps.N}}` placeholders, names of things that must exist, the
+//!   tool's own argument schema), and that the operations that run a turn or a tool answer 502,
+//!   503 and 504 by the status table (only 500 is a fault). One check is off for the operations
+//!   on `/api/workflows/{id}` and `/api/agents/{id}`: `ensure_resource_availability`. Those
+//!   resources are addressed by id *or* name, and a stateful scenario was seen making a workflow
+//!   named `0`, deleting `/api/workflows/0` with a value it generated, then getting 404 for the
+//!   id it was given; the check cannot tell that both paths named one workflow. `use_after_free`
+//!   and the rest still run there. The daemon's log is kept in
+//!   `target/contract-daemon.log` and its errors printed when the run fails.
+//!
+//! ## Decisions
+//!
+//! - **`PUT /api/templates/{name}` replaces an existing type** (404 if unknown, so a deleted type is not brought back by a late `PUT`; the body's `name`,
+//!   if given, must match). Agents already made from a type keep their own copy of the manifest,
+//!   so editing or deleting a type never changes a running agent; an agent's grants are changed
+//!   on the agent (`PUT /api/agents/{id}/capabilities`, `kennel agent grant`).
+//! - **Stopping and removing an agent.** `POST /api/agents/{id}/stop` (and the dashboard's
+//!   Stop) stops it: its turns are cancelled, its schedules paused, it stays listed and found by
+//!   id, its name is free. `DELETE /api/agents/{id}` (the dashboard's Remove on a stopped agent)
+//!   stops it if it runs and removes it: status `removed`, no longer listed or found (404), its
+//!   sessions, schedules (paused) and audit rows kept, so history still names it.
+//!   **Decision:** DELETE used to only stop; a deleted resource that still answers `GET` is what
+//!   REST clients (and schemathesis's `use_after_free` check) call a bug, so stopping got its own
+//!   operation and DELETE now means what it says. Records are never deleted, only hidden.
+//! - **A body field that names something that does not exist** (`template` when spawning,
+//!   `assignee` of a task) is 422 on that field, like any invalid value; a path naming nothing
+//!   is 404; a filter naming no agent (`?assignee=`) is 404 too.
+//! - **Invalid JSON bodies are 422** like every other invalid input (`InvalidArguments`).
+//! - **Tokens** are `kn_` + 64 hex characters; only a SHA-256 is stored. Every stored hash is
+//!   compared in constant time on each request.
+//! - **`/api/openapi.json` needs a token** like every other `/api/*` route.
+//!
+//! ## Schemas and required fields
+//!
+//! - **Schemas are derived, never hand-written.** A tool's argument JSON Schema comes from its
+//!   argument struct (`schemars`), and that same struct is what the call deserialises. The
+//!   OpenAPI document comes from the handlers' types (`utoipa`, `utoipa-axum`); the rules the
+//!   validators enforce are on the types (`#[schema(pattern, max_length, …)]`), written in
+//!   characters as the validators count them (`text.rs`). `http/openapi.rs` finishes the
+//!   document with what every operation shares (*The finished document* above); two small refinements there say what a
+//!   derived schema cannot: creating an agent type requires the `name` that replacing one takes
+//!   from its path, and the links from created resources.
+//! - **Required means required.** A request type states its required fields without
+//!   `#[serde(default)]`; `JsonBody` reads an empty body (or `null`) as `{}` only, so a type with
+//!   a required field refuses it with 422 naming the field, and types whose fields are all
+//!   optional accept it (their request body is documented as optional).
+//!   `PUT /api/agents/{id}/capabilities` takes `NewCapabilities` (`tools` required, `[]` clears).
 
 mod a2a;
 mod agents;
