@@ -100,7 +100,7 @@ impl Default for RetentionConfig {
     }
 }
 
-/// `[cluster]`: several daemons on one PostgreSQL database (docs/ARCHITECTURE.md, "Cluster").
+/// `[cluster]`: several daemons on one PostgreSQL database (`cluster` module docs).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ClusterConfig {
