@@ -13,19 +13,8 @@
 //!   **Decision:** we use Leptos for components only and route with axum directly, without
 //!   `leptos_axum`/`leptos_router`/server functions: every action is a plain `<form method=post>`
 //!   to an axum handler, which keeps one router, one set of extractors and a lean binary.
-//! - **Escaping (what tachys leaves raw):** Leptos 0.8 renders through tachys, which escapes
-//!   text children (`&`, `<`, `>`) and attribute values (also `"`) everywhere **except** the
-//!   children of `<textarea>`, `<script>`, `<style>` and `<noscript>` (`ESCAPE_CHILDREN = false`
-//!   in tachys's element table, `tachys/src/html/element/elements.rs`), and `inner_html`, which
-//!   it never escapes. `<title>`, `<pre>`, `<option>` and every other element are escaped. So
-//!   stored text inside a plain `<textarea>` could close it and inject a script (issue 10 §1).
-//!   **Rule:** pages never open those elements; text areas are `widgets::TextArea`, which escapes
-//!   its text itself (and puts a newline first, which the parser drops, so text that starts with
-//!   one keeps it). A unit test in `widgets.rs` fails if any file of `app/src` outside `widgets.rs`
-//!   writes `<textarea`, `<script`, `<style`, `<noscript` or `inner_html` (the shell's one
-//!   `<script src="/public/live.js">` aside); data for `live.js` travels in escaped `data-`
-//!   attributes, never in inline JSON. URLs in `href`/`action` are built from ids and validated
-//!   names (lowercase letters, digits, `-`, `_`), never from free text.
+//! - **Escaping:** what tachys leaves raw, and the rule that keeps stored text out of it, are
+//!   in `widgets.rs`'s docs (this file may not name those elements: the rule's test reads it).
 
 // Leptos views are deeply nested types; the task page's outgrew the default limit in release builds.
 #![recursion_limit = "256"]
