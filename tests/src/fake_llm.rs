@@ -481,6 +481,50 @@ fn script_exhausted() -> Response {
     error_response(500, json!({"error": {"message": "fake provider: no scripted reply left"}}).to_string(), None)
 }
 
+/// A scripted reply to write in either protocol's form.
+struct Reply {
+    text: Option<String>,
+    /// Tool calls: name and arguments.
+    calls: Vec<(String, Value)>,
+    /// Milliseconds between pieces of the text (a slow model).
+    gap: u64,
+}
+
+/// The next scripted reply, with the request counted in flight; or the response that answers
+/// the request instead (a scripted error, an exhausted script, a stream cut short).
+async fn next_reply(shared: &Arc<Shared>, protocol: &'static str) -> Result<(Reply, InFlight), Response> {
+    let flight = InFlight::enter(shared);
+    let reply = match next(shared).await {
+        None => return Err(script_exhausted()),
+        Some(Scripted::Error { status, body, retry_after }) => return Err(error_response(status, body, retry_after)),
+        Some(Scripted::Text { text }) => Reply { text: Some(text), calls: Vec::new(), gap: 0 },
+        Some(Scripted::SlowText { text, piece_millis }) => {
+            Reply { text: Some(text), calls: Vec::new(), gap: piece_millis }
+        }
+        Some(Scripted::ToolCalls { calls, text }) => Reply { text, calls, gap: 0 },
+        Some(Scripted::CutText { text }) => return Err(cut_stream(shared, protocol, &text, flight)),
+        // A cut reply whose stream still ends as complete: OpenAI's `[DONE]` (Anthropic's
+        // stream has no such marker, so there it is a cut stream).
+        Some(Scripted::CutTextDone { text }) => {
+            let mut events = cut_events(protocol, &text);
+            if protocol == "openai" {
+                events.push("data: [DONE]\n\n".to_string());
+            }
+            return Err(event_stream(shared, events, Duration::ZERO, flight));
+        }
+        Some(Scripted::Delay { .. }) => unreachable!("delays are consumed by next()"),
+    };
+    Ok((reply, flight))
+}
+
+/// A slow model's whole reply takes the time its pieces would have streamed in.
+async fn pace(text: Option<&str>, gap: u64) {
+    if gap > 0 {
+        let words = text.map_or(0, |t| pieces(t).len()) as u64;
+        tokio::time::sleep(Duration::from_millis(gap * words)).await;
+    }
+}
+
 async fn openai(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
     if let Some(refusal) = admit(&shared, "openai", &headers, &body) {
         return refusal;
@@ -498,20 +542,9 @@ async fn openai(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(body
             None,
         );
     }
-    let flight = InFlight::enter(&shared);
-    let (text, calls, gap) = match next(&shared).await {
-        None => return script_exhausted(),
-        Some(Scripted::Error { status, body, retry_after }) => return error_response(status, body, retry_after),
-        Some(Scripted::Text { text }) => (Some(text), Vec::new(), 0),
-        Some(Scripted::SlowText { text, piece_millis }) => (Some(text), Vec::new(), piece_millis),
-        Some(Scripted::ToolCalls { calls, text }) => (text, calls, 0),
-        Some(Scripted::CutText { text }) => return cut_stream(&shared, "openai", &text, flight),
-        Some(Scripted::CutTextDone { text }) => {
-            let mut events = cut_events("openai", &text);
-            events.push("data: [DONE]\n\n".to_string());
-            return event_stream(&shared, events, Duration::ZERO, flight);
-        }
-        Some(Scripted::Delay { .. }) => unreachable!("delays are consumed by next()"),
+    let (Reply { text, calls, gap }, flight) = match next_reply(&shared, "openai").await {
+        Ok(reply) => reply,
+        Err(answered) => return answered,
     };
     let calls: Vec<(String, String, String)> = calls
         .iter()
@@ -548,10 +581,7 @@ async fn openai(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(body
         events.push("data: [DONE]\n\n".into());
         return event_stream(&shared, events, Duration::from_millis(gap), flight);
     }
-    if gap > 0 {
-        let words = text.as_deref().map_or(0, |t| pieces(t).len()) as u64;
-        tokio::time::sleep(Duration::from_millis(gap * words)).await;
-    }
+    pace(text.as_deref(), gap).await;
     let mut message = json!({"role": "assistant", "content": text});
     if !calls.is_empty() {
         message["tool_calls"] = calls
@@ -573,17 +603,9 @@ async fn anthropic(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(b
     if let Some(refusal) = admit(&shared, "anthropic", &headers, &body) {
         return refusal;
     }
-    let flight = InFlight::enter(&shared);
-    let (text, calls, gap) = match next(&shared).await {
-        None => return script_exhausted(),
-        Some(Scripted::Error { status, body, retry_after }) => return error_response(status, body, retry_after),
-        Some(Scripted::Text { text }) => (Some(text), Vec::new(), 0),
-        Some(Scripted::SlowText { text, piece_millis }) => (Some(text), Vec::new(), piece_millis),
-        Some(Scripted::ToolCalls { calls, text }) => (text, calls, 0),
-        Some(Scripted::CutText { text } | Scripted::CutTextDone { text }) => {
-            return cut_stream(&shared, "anthropic", &text, flight);
-        }
-        Some(Scripted::Delay { .. }) => unreachable!("delays are consumed by next()"),
+    let (Reply { text, calls, gap }, flight) = match next_reply(&shared, "anthropic").await {
+        Ok(reply) => reply,
+        Err(answered) => return answered,
     };
     let calls: Vec<(String, String, Value)> = calls
         .into_iter()
@@ -627,10 +649,7 @@ async fn anthropic(State(shared): State<Arc<Shared>>, headers: HeaderMap, Json(b
         events.push(event("message_stop", json!({"type": "message_stop"})));
         return event_stream(&shared, events, Duration::from_millis(gap), flight);
     }
-    if gap > 0 {
-        let words = text.as_deref().map_or(0, |t| pieces(t).len()) as u64;
-        tokio::time::sleep(Duration::from_millis(gap * words)).await;
-    }
+    pace(text.as_deref(), gap).await;
     let mut content: Vec<Value> = text.into_iter().map(|t| json!({"type": "text", "text": t})).collect();
     content.extend(
         calls.iter().map(|(id, name, args)| json!({"type": "tool_use", "id": id, "name": name, "input": args})),
