@@ -2,49 +2,11 @@
 //! sessions, and where each budget stands.
 
 use kennel_kernel::usage::Line;
+use kennel_kernel::usage::overview::UsageOverview;
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
 use crate::widgets::{Bar, BarChart, dollars, short_time, tokens};
-
-/// A budget and what is left of it today.
-pub struct BudgetRow {
-    /// The agent's name, or `the daemon`.
-    pub who: String,
-    /// The agent's page.
-    pub href: Option<String>,
-    pub used: Line,
-    pub max_tokens: Option<u64>,
-    pub max_usd: Option<f64>,
-    pub tokens_left: Option<u64>,
-    pub usd_left: Option<f64>,
-    /// Until when the agent is paused for it.
-    pub paused_until: Option<String>,
-}
-
-/// A costly session.
-pub struct SessionRow {
-    pub agent: String,
-    pub href: String,
-    pub used: Line,
-}
-
-pub struct UsagePage {
-    /// When the budget day began (RFC 3339) and the zone it is counted in.
-    pub day_start: String,
-    pub timezone: String,
-    /// Per agent since the day began (names in `name`).
-    pub today: Vec<Line>,
-    /// Per UTC day, the last 14.
-    pub days: Vec<Line>,
-    /// Per `provider / model`, the last 30 days.
-    pub models: Vec<Line>,
-    pub top_sessions: Vec<SessionRow>,
-    pub budgets: Vec<BudgetRow>,
-    /// `[retention] model_calls_days`: calls are kept one by one this long, then as daily
-    /// totals.
-    pub calls_kept_days: u64,
-}
 
 /// "1,234 tokens · $0.0123" (the cost only where prices are known), and how many calls'
 /// tokens are estimates (a provider that reported none).
@@ -87,7 +49,7 @@ fn calls_kept(days: u64) -> String {
     }
 }
 
-pub fn render(meta: PageMeta, page: UsagePage) -> String {
+pub fn render(meta: PageMeta, page: UsageOverview) -> String {
     let today = bars(&page.today, |l| l.name.clone().unwrap_or_else(|| l.key.clone()));
     let days = bars(&page.days, |l| l.key.clone());
     let models = bars(&page.models, |l| l.key.clone());
@@ -95,12 +57,16 @@ pub fn render(meta: PageMeta, page: UsagePage) -> String {
         .top_sessions
         .into_iter()
         .map(|s| {
+            let href = format!("/agents/{}?session={}#chat", s.cost.agent, s.cost.session);
+            // An agent no longer found is named by the id its calls carry.
+            let agent = s.agent.map_or(s.cost.agent, |a| a.name.clone());
+            let used = s.cost.line;
             view! {
                 <tr>
-                    <td><a href=s.href>{s.agent}</a></td>
-                    <td>{s.used.calls}</td>
-                    <td>{tokens(s.used.tokens())}</td>
-                    <td>{if s.used.unpriced_calls == s.used.calls { "no prices".to_string() } else { dollars(s.used.cost_usd) }}</td>
+                    <td><a href=href>{agent}</a></td>
+                    <td>{used.calls}</td>
+                    <td>{tokens(used.tokens())}</td>
+                    <td>{if used.unpriced_calls == used.calls { "no prices".to_string() } else { dollars(used.cost_usd) }}</td>
                 </tr>
             }
         })
@@ -110,10 +76,11 @@ pub fn render(meta: PageMeta, page: UsagePage) -> String {
         .budgets
         .into_iter()
         .map(|b| {
-            let who = match b.href {
-                Some(href) => view! { <a href=href>{b.who}</a> }.into_any(),
-                None => view! { <span>{b.who}</span> }.into_any(),
+            let who = match &b.agent {
+                Some(a) => view! { <a href=format!("/agents/{}", a.id)>{a.name.clone()}</a> }.into_any(),
+                None => view! { <span>"the daemon"</span> }.into_any(),
             };
+            let s = &b.standing;
             let state = match b.paused_until {
                 Some(until) => {
                     view! { <span class="status stopped">{format!("paused until {} UTC", short_time(&until))}</span> }
@@ -124,9 +91,9 @@ pub fn render(meta: PageMeta, page: UsagePage) -> String {
             view! {
                 <tr>
                     <td>{who}</td>
-                    <td>{tokens(b.used.tokens())}" · "{dollars(b.used.cost_usd)}</td>
-                    <td>{left(b.max_tokens.map(tokens), b.tokens_left.map(tokens))}</td>
-                    <td>{left(b.max_usd.map(dollars), b.usd_left.map(dollars))}</td>
+                    <td>{tokens(s.used.tokens())}" · "{dollars(s.used.cost_usd)}</td>
+                    <td>{left(s.max_tokens.map(tokens), s.tokens_left().map(tokens))}</td>
+                    <td>{left(s.max_usd.map(dollars), s.usd_left().map(dollars))}</td>
                     <td>{state}</td>
                 </tr>
             }

@@ -120,6 +120,26 @@ pub struct ServerView {
 }
 
 impl ServerView {
+    /// A server as it starts: connecting, nothing known of it yet.
+    fn connecting(name: &str, transport: &str, target: String) -> ServerView {
+        ServerView {
+            name: name.to_string(),
+            transport: transport.into(),
+            target,
+            state: ServerState::Connecting,
+            reason: None,
+            runs_on: None,
+            server_info: None,
+            tools: Vec::new(),
+            left_out: Vec::new(),
+            offers_resources: false,
+            offers_prompts: false,
+            connections: 0,
+            errors: Vec::new(),
+            stderr: Vec::new(),
+        }
+    }
+
     /// Its state in words, with why it is not connected or which daemon runs it.
     pub fn state_in_words(&self) -> String {
         let state = self.state.words();
@@ -163,22 +183,7 @@ impl Server {
             ),
             Transport::Http { url } => ("http", url.to_string()),
         };
-        let view = ServerView {
-            name: name.to_string(),
-            transport: transport.into(),
-            target,
-            state: ServerState::Connecting,
-            reason: None,
-            runs_on: None,
-            server_info: None,
-            tools: Vec::new(),
-            left_out: Vec::new(),
-            offers_resources: false,
-            offers_prompts: false,
-            connections: 0,
-            errors: Vec::new(),
-            stderr: Vec::new(),
-        };
+        let view = ServerView::connecting(name, transport, target);
         Server {
             name: name.to_string(),
             config,
@@ -652,22 +657,8 @@ mod tests {
     use super::*;
 
     fn view(state: ServerState, reason: Option<&str>, runs_on: Option<&str>) -> ServerView {
-        ServerView {
-            name: "files".into(),
-            transport: "stdio".into(),
-            target: "mcp-files".into(),
-            state,
-            reason: reason.map(str::to_string),
-            runs_on: runs_on.map(str::to_string),
-            server_info: None,
-            tools: Vec::new(),
-            left_out: Vec::new(),
-            offers_resources: false,
-            offers_prompts: false,
-            connections: 0,
-            errors: Vec::new(),
-            stderr: Vec::new(),
-        }
+        let starting = ServerView::connecting("files", "stdio", "mcp-files".into());
+        ServerView { state, reason: reason.map(str::to_string), runs_on: runs_on.map(str::to_string), ..starting }
     }
 
     #[test]

@@ -393,7 +393,7 @@ pub(crate) async fn roll_up(db: &Db, before: &str) -> Result<u64> {
 mod tests {
     use super::*;
 
-    fn call(agent: Uuid, session: Uuid, model: &str, at: &str, input: u64) -> ModelCall {
+    pub(super) fn call(agent: Uuid, session: Uuid, model: &str, at: &str, input: u64) -> ModelCall {
         ModelCall {
             turn: Uuid::now_v7(),
             agent,

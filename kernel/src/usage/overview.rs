@@ -105,27 +105,7 @@ mod tests {
     use super::*;
     use crate::clock::{Clock, ManualClock};
     use crate::config::Config;
-    use crate::llm::Usage as Tokens;
-    use crate::usage::ModelCall;
-
-    fn call(session: Uuid, model: &str, at: DateTime<Utc>, input: u64) -> ModelCall {
-        ModelCall {
-            turn: Uuid::now_v7(),
-            // One agent per session, as the loop records them.
-            agent: session,
-            session,
-            provider: "p".into(),
-            model: model.into(),
-            purpose: "reply",
-            compaction: None,
-            first_seq: None,
-            messages: 1,
-            estimated_tokens: input,
-            tokens: Tokens { input_tokens: input, output_tokens: 0, ..Tokens::default() },
-            outcome: "ok".into(),
-            at: crate::db::timestamp(at),
-        }
-    }
+    use crate::usage::tests::call;
 
     /// Fourteen days one by one (today the thirteenth after the first), thirty for the models
     /// and the costliest sessions, and today from the budget day's start: on the kernel's clock.
@@ -139,17 +119,19 @@ mod tests {
         for (session, model, days_ago, input) in
             [(old, "a", 31, 1000), (old, "a", 14, 100), (recent, "b", 13, 10), (recent, "b", 0, 1)]
         {
-            kernel.usage().record(call(session, model, now - Duration::days(days_ago), input));
+            // One agent per session, as the loop records them; each call adds one output token.
+            let at = crate::db::timestamp(now - Duration::days(days_ago));
+            kernel.usage().record(call(session, session, model, &at, input));
         }
 
         let report = overview(&kernel).await.unwrap();
         let days: Vec<&str> = report.days.iter().map(|d| d.key.as_str()).collect();
         assert_eq!(days, ["2026-12-05", "2026-11-22"], "newest first, the 14th day back left out");
         let models: Vec<(&str, u64)> = report.models.iter().map(|m| (m.key.as_str(), m.tokens())).collect();
-        assert_eq!(models, [("p / a", 100), ("p / b", 11)], "thirty days: the 31st back left out");
+        assert_eq!(models, [("p / a", 101), ("p / b", 13)], "thirty days: the 31st back left out");
         let sessions: Vec<Uuid> = report.top_sessions.iter().map(|s| s.cost.session.parse().unwrap()).collect();
         assert_eq!(sessions, [old, recent], "most tokens first, within thirty days");
-        assert_eq!(report.today.iter().map(Line::tokens).sum::<u64>(), 1, "today: only today's call");
+        assert_eq!(report.today.iter().map(Line::tokens).sum::<u64>(), 2, "today: only today's call");
         assert_eq!(report.day_start, "2026-12-05T00:00:00.000Z", "the budget day starts at 00:00 UTC by default");
         assert!(report.budgets.is_empty(), "no budget is configured");
         kernel.close().await;
