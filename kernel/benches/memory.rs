@@ -19,6 +19,8 @@ use std::time::{Duration, Instant};
 use kennel_kernel::Kernel;
 use kennel_kernel::agent::{ManifestInput, SpawnRequest};
 use kennel_kernel::config::Config;
+use kennel_kernel::memory::semantic;
+use kennel_kernel::memory::semantic::SemanticMemory;
 use kennel_kernel::tool::{CallContext, Caller};
 use rand::{RngExt, SeedableRng};
 use serde_json::{Value, json};
@@ -74,13 +76,19 @@ async fn main() {
         let facts = fixture(100_000, 1);
         let pairs: Vec<(&str, &str)> = facts.iter().map(|f| (f.as_str(), "fact")).collect();
         for chunk in pairs.chunks(10_000) {
-            kernel.semantic().unwrap().import(big.agent.id, chunk, "import").await.unwrap();
+            kernel
+                .optional::<SemanticMemory>()
+                .ok_or_else(semantic::switched_off)
+                .unwrap()
+                .import(big.agent.id, chunk, "import")
+                .await
+                .unwrap();
         }
         kernel.close().await;
     }
     // Search over 100,000, the index loaded as after a restart: a fresh kernel on the home.
     let kernel = Kernel::open_with(dir.path(), Config::default()).await.unwrap();
-    let memory = kernel.semantic().unwrap();
+    let memory = kernel.optional::<SemanticMemory>().ok_or_else(semantic::switched_off).unwrap();
     let big = CallContext::new(kernel.clone(), kernel.agents().get("big").unwrap(), Caller::Agent);
     let before = rss_mib();
     let loading = Instant::now();

@@ -11,6 +11,7 @@ use std::time::Instant;
 use kennel_kernel::Kernel;
 use kennel_kernel::config::Config;
 use kennel_kernel::tasks::NewTask;
+use kennel_kernel::tasks::TaskBoard;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
@@ -21,7 +22,7 @@ async fn main() {
     for i in 0..TASKS {
         let new =
             NewTask { title: format!("job {i}"), body: String::new(), assignee: None, priority: Some((i % 10) as i64) };
-        kernel.tasks().post(new, "bench").await.unwrap();
+        kernel.service::<TaskBoard>().post(new, "bench").await.unwrap();
     }
     let started = Instant::now();
     let claimers: Vec<_> = (0..CLAIMERS)
@@ -30,7 +31,7 @@ async fn main() {
             tokio::spawn(async move {
                 let me = format!("claimer-{c}");
                 let mut mine = Vec::new();
-                while let Some(task) = kernel.tasks().claim(&me, None).await.unwrap() {
+                while let Some(task) = kernel.service::<TaskBoard>().claim(&me, None).await.unwrap() {
                     mine.push(task.id);
                 }
                 mine

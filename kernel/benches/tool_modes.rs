@@ -11,10 +11,9 @@ use kennel_kernel::tool::modes::offer;
 const HEADLESS: TurnScope = TurnScope { person: false, conversation: false };
 
 fn tool_modes(c: &mut Criterion) {
-    for (label, registry) in [
-        ("built-in registry", kennel_kernel::tool::Registry::builtin(&Default::default())),
-        ("built-in + 150 synthetic", common::full_registry()),
-    ] {
+    for (label, registry) in
+        [("built-in registry", common::builtin_registry()), ("built-in + 150 synthetic", common::full_registry())]
+    {
         let sizes: Vec<(&str, usize, usize)> = ["all", "lazy", "stable"]
             .iter()
             .map(|mode| {

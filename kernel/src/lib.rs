@@ -21,6 +21,7 @@ pub mod db;
 pub mod docker;
 pub mod error;
 pub mod event;
+pub mod family;
 pub mod files;
 pub mod knowledge;
 pub mod llm;
@@ -54,7 +55,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent::Agents;
-use artifact::ArtifactStore;
 use auth::Auth;
 use config::{Config, ConfigError};
 use session::Sessions;
@@ -70,45 +70,53 @@ pub struct Kernel(Arc<Inner>);
 
 struct Inner {
     home: PathBuf,
-    config: Config,
+    config: Arc<Config>,
     db: db::Db,
-    cluster: cluster::Cluster,
+    cluster: Arc<cluster::Cluster>,
     agents: Arc<Agents>,
     auth: Auth,
     sessions: Sessions,
     tools: Tools,
-    artifacts: ArtifactStore,
     audit: AuditLog,
     actions: actions::Actions,
     providers: BTreeMap<String, llm::Provider>,
     turns: Turns,
-    meter: usage::Meter,
     /// The time every service reads (tests move a manual one).
     clock: clock::Clock,
-    workflows: workflow::Workflows,
-    a2a: a2a::A2aTasks,
-    tasks: tasks::TaskBoard,
-    schedules: schedule::Schedules,
-    workspaces: workspace::Workspaces,
-    canvases: canvas::Canvases,
-    media: media::Media,
-    kv: memory::kv::KvStore,
-    /// `None` when `[proactive_memory] enabled = false`.
-    semantic: Option<memory::semantic::SemanticMemory>,
-    knowledge: knowledge::Knowledge,
-    skills: skills::Skills,
-    channels: channel::Channels,
-    inbox: notify::Inbox,
-    locator: location::Locator,
-    /// The MCP servers of `[mcp]` while the daemon runs (none in a CLI command).
-    mcp: mcp::Mcp,
-    /// `None` without a `[browser]` section.
-    browsers: Option<Arc<browser::Browsers>>,
-    processes: Arc<process::Processes>,
+    /// The core's services and every family's, by type.
+    services: family::Services,
     /// When this kernel opened its home (RFC 3339), and the instant, for uptime.
     started_at: String,
     started: std::time::Instant,
 }
+
+/// Every family, in the order they open and their tools are listed (see [`family`]).
+const FAMILIES: &[family::Family] = &[
+    system::FAMILY,
+    artifact::FAMILY,
+    tool::meta::FAMILY,
+    memory::FAMILY,
+    agent::FAMILY,
+    event::FAMILY,
+    workflow::FAMILY,
+    a2a::FAMILY,
+    tasks::FAMILY,
+    schedule::FAMILY,
+    canvas::FAMILY,
+    media::FAMILY,
+    knowledge::FAMILY,
+    browser::FAMILY,
+    process::FAMILY,
+    docker::FAMILY,
+    workspace::FAMILY,
+    files::FAMILY,
+    skills::FAMILY,
+    channel::FAMILY,
+    notify::FAMILY,
+    location::FAMILY,
+    ask::FAMILY,
+    mcp::FAMILY,
+];
 
 /// Why the kernel could not start.
 #[derive(Debug, thiserror::Error)]
@@ -163,52 +171,37 @@ impl Kernel {
             .map(|(name, p)| Ok((name.clone(), llm::Provider::new(name, p.clone())?)))
             .collect::<Result<_>>()?;
         let agents = Arc::new(Agents::load(db.clone(), config.providers.keys().cloned().collect()).await?);
-        let semantic = memory::semantic::SemanticMemory::new(db.clone(), clock.clone(), &config)?;
-        let cluster = cluster::Cluster::new(db.clone(), &config.cluster);
+        let config = Arc::new(config);
+        let cluster = Arc::new(cluster::Cluster::new(db.clone(), &config.cluster));
+        let mut services = family::Services::default();
+        services.provide_shared(config.clone());
+        services.provide_shared(agents.clone());
+        services.provide_shared(cluster.clone());
+        services.provide(db.clone());
+        services.provide(clock.clone());
+        services.provide(family::Home(home.to_path_buf()));
+        services.provide(usage::Meter::start(db.clone(), &config));
+        let registry = family::open_all(FAMILIES, &mut services)?;
         let kernel = Kernel(Arc::new(Inner {
-            semantic,
             started_at: db::timestamp(clock.now()),
             providers,
             turns: Turns::load(&db).await?,
-            meter: usage::Meter::start(db.clone(), &config),
-            workflows: workflow::Workflows::new(db.clone(), cluster.id().to_string()),
-            a2a: a2a::A2aTasks::new(db.clone()),
-            tasks: tasks::TaskBoard::new(db.clone(), agents.clone()),
-            schedules: schedule::Schedules::new(
-                db.clone(),
-                clock.clone(),
-                config.schedules.fire_history,
-                agents.clone(),
-                cluster.id().to_string(),
-            ),
             cluster,
-            skills: skills::Skills::new(home.join("skills"), db.clone(), clock.clone()),
-            channels: channel::Channels::new(&config.channels, db.clone(), clock.clone()),
-            inbox: notify::Inbox::new(db.clone(), clock.clone()),
-            locator: location::Locator::default(),
-            mcp: mcp::Mcp::default(),
             clock,
-            workspaces: workspace::Workspaces::new(home.join("workspaces"), config.workspace.clone()),
-            canvases: canvas::Canvases::new(db.clone(), config.canvas.clone()),
-            media: media::Media::new(db.clone(), &config.media),
-            kv: memory::kv::KvStore::new(db.clone()),
-            knowledge: knowledge::Knowledge::new(db.clone(), knowledge::Limits::default()),
-            browsers: config.browser.clone().map(|b| Arc::new(browser::Browsers::new(b, home.to_path_buf()))),
-            processes: Arc::new(process::Processes::new(db.clone(), &config, home)),
             started: std::time::Instant::now(),
             home: home.to_path_buf(),
-            tools: Tools::new(Registry::builtin(&config)),
+            tools: Tools::new(registry),
             config,
+            services,
             auth: Auth::load(db.clone()).await?,
             sessions: Sessions::new(db.clone()),
-            artifacts: ArtifactStore::new(home.join("artifacts"), db.clone()),
             audit: AuditLog::start(db.clone(), agents.clone()),
             actions: actions::Actions::new(db.clone()),
             agents,
             db,
         }));
         for agent in kernel.0.agents.list() {
-            kernel.0.schedules.seed_manifest(&agent).await?;
+            kernel.service::<schedule::Schedules>().seed_manifest(&agent).await?;
         }
         let weak = Arc::downgrade(&kernel.0);
         db::watch_changes(&kernel.0.db, &db_path, CHANGE_POLL, move || {
@@ -292,9 +285,6 @@ impl Kernel {
     pub fn tool_list(&self) -> &Tools {
         &self.0.tools
     }
-    pub fn artifacts(&self) -> &ArtifactStore {
-        &self.0.artifacts
-    }
     /// Which kinds of state (tasks, schedules, agents) each commit changed, for live pages.
     pub fn changes(&self) -> &changes::Changes {
         self.0.db.changes()
@@ -308,56 +298,22 @@ impl Kernel {
     pub fn audit(&self) -> &AuditLog {
         &self.0.audit
     }
-    /// The browser service, when `[browser]` is configured.
-    pub fn browsers(&self) -> Option<&Arc<browser::Browsers>> {
-        self.0.browsers.as_ref()
+
+    /// A service by its type: the core's or a family's (see [`family`]), e.g.
+    /// `kernel.service::<tasks::TaskBoard>()`.
+    pub fn service<T: std::any::Any + Send + Sync>(&self) -> &T {
+        self.0.services.get::<T>()
     }
 
-    /// The tabs `agent` has open in the browser (none when `[browser]` is not configured).
-    pub fn browser_tabs(&self, agent: agent::AgentId) -> Vec<browser::TabView> {
-        self.0.browsers.as_ref().map(|b| b.tabs(agent)).unwrap_or_default()
+    /// A service that may be switched off by the config (the browser without `[browser]`,
+    /// semantic memory with `[proactive_memory] enabled = false`).
+    pub fn optional<T: std::any::Any + Send + Sync>(&self) -> Option<&T> {
+        self.0.services.optional::<T>()
     }
 
-    /// Agents' subprocesses.
-    pub fn processes(&self) -> &Arc<process::Processes> {
-        &self.0.processes
-    }
-
-    /// The media providers and ffmpeg, for the media tools.
-    pub fn media(&self) -> &media::Media {
-        &self.0.media
-    }
-
-    /// Each agent's folder of files.
-    pub fn workspaces(&self) -> &workspace::Workspaces {
-        &self.0.workspaces
-    }
-    pub fn canvases(&self) -> &canvas::Canvases {
-        &self.0.canvases
-    }
-    /// Every agent's private knowledge graph.
-    pub fn knowledge(&self) -> &knowledge::Knowledge {
-        &self.0.knowledge
-    }
-    pub fn skills(&self) -> &skills::Skills {
-        &self.0.skills
-    }
-
-    pub fn channels(&self) -> &channel::Channels {
-        &self.0.channels
-    }
-
-    pub fn inbox(&self) -> &notify::Inbox {
-        &self.0.inbox
-    }
-
-    pub fn locator(&self) -> &location::Locator {
-        &self.0.locator
-    }
-
-    /// The MCP servers of `[mcp]`.
-    pub fn mcp(&self) -> &mcp::Mcp {
-        &self.0.mcp
+    /// Every service, for code that hands some of them on.
+    pub fn services(&self) -> &family::Services {
+        &self.0.services
     }
 
     /// Re-reads `[mcp]` from `config.toml` and applies it (`kennel reload`, SIGHUP). The rest
@@ -368,29 +324,11 @@ impl Kernel {
             .await
             .map_err(Error::internal)?
             .map_err(|e| Error::invalid(format!("config.toml was not reloaded: {e}")))?;
-        Ok(self.0.mcp.apply(self, &config.mcp))
-    }
-
-    /// The key/value memory of every agent.
-    pub fn kv(&self) -> &memory::kv::KvStore {
-        &self.0.kv
-    }
-
-    /// The semantic memory, or `Unavailable` when `[proactive_memory] enabled = false`.
-    pub fn semantic(&self) -> Result<&memory::semantic::SemanticMemory> {
-        self.0.semantic.as_ref().ok_or_else(|| {
-            Error::unavailable("the semantic store is switched off: [proactive_memory] enabled = false in config.toml")
-        })
+        Ok(self.service::<mcp::Mcp>().apply(self, &config.mcp))
     }
 
     pub(crate) fn db(&self) -> &db::Db {
         &self.0.db
-    }
-    pub fn tasks(&self) -> &tasks::TaskBoard {
-        &self.0.tasks
-    }
-    pub fn schedules(&self) -> &schedule::Schedules {
-        &self.0.schedules
     }
     pub(crate) fn downgrade(&self) -> std::sync::Weak<Inner> {
         Arc::downgrade(&self.0)
@@ -403,7 +341,7 @@ impl Kernel {
     /// starts a turn that tells that agent a task waits.
     /// `new.assignee` may be an agent's name or id.
     pub async fn post_task(&self, new: tasks::NewTask, posted_by: &str) -> Result<tasks::Task> {
-        let task = self.0.tasks.post(new, posted_by).await?;
+        let task = self.service::<tasks::TaskBoard>().post(new, posted_by).await?;
         self.wake_assignee(&task, "posted for you");
         Ok(task)
     }
@@ -411,7 +349,7 @@ impl Kernel {
     /// Gives a task to another agent (a name or id; `None` or empty: anyone) and puts it back
     /// to pending; the new assignee, if running, is woken as for a new task.
     pub async fn reassign_task(&self, id: &str, assignee: Option<&str>) -> Result<tasks::Task> {
-        let task = self.0.tasks.reassign(id, assignee).await?;
+        let task = self.service::<tasks::TaskBoard>().reassign(id, assignee).await?;
         self.wake_assignee(&task, "given to you");
         Ok(task)
     }
@@ -439,12 +377,6 @@ impl Kernel {
         });
     }
 
-    pub(crate) fn a2a(&self) -> &a2a::A2aTasks {
-        &self.0.a2a
-    }
-    pub fn workflows(&self) -> &workflow::Workflows {
-        &self.0.workflows
-    }
     pub fn turns(&self) -> &Turns {
         &self.0.turns
     }
@@ -513,7 +445,7 @@ impl Kernel {
 
     /// The usage meter: every model call's tokens and cost.
     pub fn usage(&self) -> &usage::Meter {
-        &self.0.meter
+        self.service::<usage::Meter>()
     }
 
     /// The provider config.toml names `name`.
@@ -536,7 +468,7 @@ impl Kernel {
     /// only way any front spawns an agent.
     pub async fn spawn_agent(&self, req: agent::SpawnRequest) -> Result<Arc<agent::Agent>> {
         let agent = self.0.agents.spawn(req).await?;
-        self.0.schedules.seed_manifest(&agent).await?;
+        self.service::<schedule::Schedules>().seed_manifest(&agent).await?;
         Ok(agent)
     }
 
@@ -545,11 +477,11 @@ impl Kernel {
     pub async fn stop_agent(&self, agent: &str) -> Result<Arc<agent::Agent>> {
         let stopped = self.0.agents.stop(agent).await?;
         self.0.turns.cancel_agent(stopped.id);
-        self.0.schedules.pause_agent(stopped.id).await?;
-        if let Some(browsers) = &self.0.browsers {
+        self.service::<schedule::Schedules>().pause_agent(stopped.id).await?;
+        if let Some(browsers) = self.optional::<browser::Browsers>() {
             browsers.close_agent(stopped.id).await;
         }
-        self.0.processes.close_agent(stopped.id);
+        self.service::<process::Processes>().close_agent(stopped.id);
         Ok(stopped)
     }
 
@@ -567,7 +499,7 @@ impl Kernel {
             self.stop_agent(&agent.id.to_string()).await?;
         }
         let removed = self.0.agents.remove(&agent.id.to_string()).await?;
-        self.0.processes.forget_agent(removed.id);
+        self.service::<process::Processes>().forget_agent(removed.id);
         Ok(removed)
     }
 
@@ -583,14 +515,14 @@ impl Kernel {
 
     /// Writes out queued audit entries and closes the database.
     pub async fn close(&self) {
-        self.0.schedules.stop();
+        self.service::<schedule::Schedules>().stop();
         self.0.cluster.stop().await;
-        self.0.channels.close();
-        self.0.mcp.stop_all();
-        if let Some(browsers) = &self.0.browsers {
+        self.service::<channel::Channels>().close();
+        self.service::<mcp::Mcp>().stop_all();
+        if let Some(browsers) = self.optional::<browser::Browsers>() {
             browsers.shut_down().await;
         }
-        self.0.processes.shut_down().await;
+        self.service::<process::Processes>().shut_down().await;
         self.0.audit.flush().await;
         self.0.db.close().await;
     }

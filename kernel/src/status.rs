@@ -10,7 +10,9 @@ use crate::Kernel;
 use crate::agent::{Agent, AgentState};
 use crate::error::Result;
 use crate::page::PageRequest;
+use crate::schedule::Schedules;
 use crate::schedule::{ScheduleFilter, State as ScheduleState};
+use crate::tasks::TaskBoard;
 use crate::tasks::{TaskFilter, TaskStatus};
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -89,14 +91,14 @@ impl Kernel {
         let mut tasks = Vec::new();
         for status in TaskStatus::WATCHED {
             let filter = TaskFilter { status: Some(status), ..Default::default() };
-            tasks.push((status, self.tasks().list(&filter, &PageRequest::first(1)).await?.total));
+            tasks.push((status, self.service::<TaskBoard>().list(&filter, &PageRequest::first(1)).await?.total));
         }
         let active = ScheduleFilter { state: Some(ScheduleState::Active), ..Default::default() };
         let midnight = self.clock().now().date_naive().and_time(chrono::NaiveTime::MIN).and_utc();
         Ok(WorkCounts {
             tasks,
-            active_schedules: self.schedules().list(&active, &PageRequest::first(1)).await?.total,
-            failed_fires_today: self.schedules().failed_fires_since(midnight).await?,
+            active_schedules: self.service::<Schedules>().list(&active, &PageRequest::first(1)).await?.total,
+            failed_fires_today: self.service::<Schedules>().failed_fires_since(midnight).await?,
         })
     }
 

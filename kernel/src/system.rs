@@ -2,11 +2,15 @@
 
 use serde_json::{Value, json};
 
-use crate::config::Config;
 use crate::error::Result;
+use crate::family::Family;
+use crate::family::Services;
 use crate::tool::{CallContext, NoArgs, Registry, Tool, ToolDef};
 
-pub(crate) fn register(r: &mut Registry, _: &Config) {
+/// The family's part in the kernel (see [`crate::family`]).
+pub const FAMILY: Family = Family::tools_only("system", register);
+
+pub(crate) fn register(r: &mut Registry, _: &Services) {
     r.add(SystemTime);
 }
 

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use kennel_kernel::Kernel;
 use kennel_kernel::config::Config;
+use kennel_kernel::memory::semantic::SemanticMemory;
 use kennel_kernel::memory::semantic::{Scope, SearchOptions};
 use serde_json::Value;
 
@@ -25,11 +26,17 @@ fn lines(name: &str) -> Vec<Value> {
 async fn recall_at_5(config: Config) -> f64 {
     let home = tempfile::tempdir().unwrap();
     let kernel = Kernel::open_with(home.path(), config).await.unwrap();
-    let memory = kernel.semantic().unwrap();
+    let memory = kernel.optional::<SemanticMemory>().expect("[proactive_memory] is on");
     let agent = uuid::Uuid::now_v7();
     let mut written: HashMap<uuid::Uuid, String> = HashMap::new();
     let mut lost = Vec::new();
-    let metered = kennel_kernel::memory::semantic::metered_for(&kernel, agent, None, None);
+    let metered = kennel_kernel::memory::semantic::metered_for(
+        kernel.services().need(),
+        kernel.clock().clone(),
+        agent,
+        None,
+        None,
+    );
     for m in lines("memories.jsonl") {
         let (id, content) = (m["id"].as_str().unwrap(), m["content"].as_str().unwrap());
         let outcome = memory.add(agent, content, "tool", Scope::everything(), &metered).await.unwrap();

@@ -22,6 +22,7 @@ use std::time::Duration;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::{FutureExt, Stream, StreamExt};
 use kennel_kernel::Kernel;
+use kennel_kernel::canvas::Canvases;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
@@ -136,7 +137,7 @@ pub fn canvas_stream(
     holder: Holder,
     agent_id: uuid::Uuid,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>> + use<>> {
-    let events = futures_util::stream::unfold(kernel.canvases().subscribe(), move |mut rx| async move {
+    let events = futures_util::stream::unfold(kernel.service::<Canvases>().subscribe(), move |mut rx| async move {
         loop {
             match rx.recv().await {
                 Ok(canvas) if canvas.agent_id == agent_id => {

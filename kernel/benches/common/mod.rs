@@ -47,9 +47,21 @@ impl Tool for Bare {
     }
 }
 
+/// The built-in tools, as a kernel opened on the default config registers them.
+pub fn builtin_registry() -> Registry {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let home = tempfile::tempdir().unwrap();
+        let kernel = kennel_kernel::Kernel::open_with(home.path(), Config::default()).await.unwrap();
+        let registry = (*kernel.tools()).clone();
+        kernel.close().await;
+        registry
+    })
+}
+
 /// The built-in tools plus 150 synthetic ones spread over ten families.
 pub fn full_registry() -> Registry {
-    let mut registry = Registry::builtin(&Config::default());
+    let mut registry = builtin_registry();
     let families =
         ["browser", "memory", "tasks", "schedule", "media", "channel", "process", "skills", "knowledge", "a2a"];
     for i in 0..150 {

@@ -92,10 +92,22 @@ pub use card::{agent_card, daemon_card};
 pub use server::{Answer, handle};
 pub use task::A2aTasks;
 
-use crate::config::Config;
+use crate::db::Db;
+use crate::family::Family;
+use crate::family::Services;
 use crate::tool::Registry;
 
-pub(crate) fn register(r: &mut Registry, _: &Config) {
+/// The family's part in the kernel (see [`crate::family`]).
+pub const FAMILY: Family = Family {
+    name: "a2a",
+    open: |s| {
+        s.provide(A2aTasks::new(s.get::<Db>().clone()));
+        Ok(())
+    },
+    register,
+};
+
+pub(crate) fn register(r: &mut Registry, _: &Services) {
     r.add(client::A2aDiscover);
     r.add(client::A2aSend);
 }

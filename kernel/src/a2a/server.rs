@@ -13,6 +13,7 @@ use super::task::{Cursor, ListFilter, Task, TaskEvent, TaskState};
 use super::wire::Dialect;
 use super::{AccessRefusal, Inbound, card};
 use crate::Kernel;
+use crate::a2a::A2aTasks;
 use crate::agent::Agent;
 
 /// What a request is answered with.
@@ -153,7 +154,7 @@ impl Call<'_> {
             Some(p @ Value::Object(_)) => p,
             Some(_) => return Err(A2aError::InvalidParams("`params` must be an object".into())),
         };
-        let tasks = self.kernel.a2a();
+        let tasks = self.kernel.service::<A2aTasks>();
         match method {
             Method::Send | Method::SendStreaming => self.send(dialect, params, method == Method::SendStreaming).await,
             Method::GetTask => {
@@ -187,7 +188,7 @@ impl Call<'_> {
             .ok_or_else(|| A2aError::InvalidParams("`params.message` is required".into()))?;
         let message = dialect.incoming_message(message).map_err(A2aError::InvalidParams)?;
         let config = SendConfig::read(dialect, &params["configuration"])?;
-        let tasks = self.kernel.a2a();
+        let tasks = self.kernel.service::<A2aTasks>();
         let started = tasks.start(self.kernel, self.agent.clone(), message, &self.inbound).await?;
         if streaming {
             return Ok(Answer::Stream(updates(dialect, self.id.clone(), started.task, Some(started.events))));
@@ -237,7 +238,7 @@ impl Call<'_> {
             }
         };
         let history = history_length(Dialect::V1, &params["historyLength"])?;
-        let page = self.kernel.a2a().list(&self.agent, &self.inbound, &filter).await?;
+        let page = self.kernel.service::<A2aTasks>().list(&self.agent, &self.inbound, &filter).await?;
         let tasks: Vec<Value> = page.tasks.iter().map(|t| Dialect::V1.task(t, history, include_artifacts)).collect();
         Ok(self.result(json!({
             "tasks": tasks,

@@ -438,7 +438,7 @@ async fn run(kernel: Kernel, agent: Arc<Agent>, id: Uuid, turn: TurnRequest, eve
         Ok(turn) => (TaskState::Completed, Some(turn.reply), None),
         Err(e) => (TaskState::Failed, None, Some(e.model_text())),
     };
-    let tasks = kernel.a2a();
+    let tasks = kernel.service::<A2aTasks>();
     if let Err(e) = store::finish_task(&tasks.db, id, state, reply.as_deref(), error.as_deref()).await {
         tracing::error!(task = %id, error = %e, "storing the end of an A2A task failed");
     }

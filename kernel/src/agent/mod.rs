@@ -100,8 +100,12 @@ pub(crate) use tools::register;
 
 use crate::db::{self, Db, stored_enum};
 use crate::error::{Error, FieldError, Result};
+use crate::family::Family;
 use crate::page::{Key, Page, PageRequest};
 use crate::text::longer_than;
+
+/// The family's part in the kernel (see [`crate::family`]).
+pub const FAMILY: Family = Family::tools_only("agent", register);
 
 pub type AgentId = Uuid;
 

@@ -11,14 +11,14 @@ use uuid::Uuid;
 
 use super::{Agent, AgentTypeSpec, SpawnRequest};
 use crate::capability::Reach;
-use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::family::Services;
 use crate::tool::{CallContext, Caller, NoArgs, Registry, Tool, ToolDef};
 use crate::turn::TurnRequest;
 
 const FAMILY: &str = "agents";
 
-pub(crate) fn register(r: &mut Registry, _: &Config) {
+pub(crate) fn register(r: &mut Registry, _: &Services) {
     r.add(AgentSend);
     r.add(AgentSpawn);
     r.add(AgentList);

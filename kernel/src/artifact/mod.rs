@@ -13,6 +13,7 @@
 mod store;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -20,13 +21,33 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use crate::config::Config;
 use crate::db::Db;
 use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::family::Home;
+use crate::family::Services;
 use crate::tool::{CallContext, Registry, Tool, ToolDef};
 
-pub(crate) fn register(r: &mut Registry, _: &Config) {
-    r.add(ReadArtifact);
+/// The family's part in the kernel (see [`crate::family`]).
+pub const FAMILY: Family = Family {
+    name: "artifact",
+    open: |s| {
+        let store = ArtifactStore::new(s.get::<Home>().path().join("artifacts"), s.get::<Db>().clone());
+        s.provide(store);
+        Ok(())
+    },
+    register,
+};
+
+/// What this family's tools reach, taken from the kernel's services when they are registered.
+#[derive(Clone)]
+pub(super) struct Uses {
+    artifacts: Arc<ArtifactStore>,
+}
+
+pub(crate) fn register(r: &mut Registry, services: &Services) {
+    let uses = Uses { artifacts: services.need() };
+    r.add(ReadArtifact(uses.clone()));
 }
 
 pub struct ArtifactStore {
@@ -114,7 +135,7 @@ pub const READ_TOOL: &str = "read_artifact";
 /// `read_artifact(artifact_id, offset?, length?)`: every agent may call it, granted or not and
 /// in every tool mode, so a spill placeholder never points at a tool the agent cannot call.
 /// A turn offers it once its session holds a spilled result (stable mode: always).
-pub struct ReadArtifact;
+pub struct ReadArtifact(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -146,8 +167,7 @@ impl Tool for ReadArtifact {
     async fn run(&self, ctx: CallContext, args: ReadArtifactArgs) -> Result<Value> {
         let page = ctx.kernel.config().tool_results.spill_threshold_bytes;
         let length = args.length.unwrap_or(page).clamp(1, page);
-        let (bytes, size) =
-            ctx.kernel.artifacts().read_own(ctx.agent.id, &args.artifact_id, args.offset, length).await?;
+        let (bytes, size) = self.0.artifacts.read_own(ctx.agent.id, &args.artifact_id, args.offset, length).await?;
         let text = utf8_page(&bytes, args.offset)?;
         let end = args.offset + text.len() as u64;
         Ok(json!({

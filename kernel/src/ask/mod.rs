@@ -76,12 +76,17 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::Kernel;
+use crate::channel::Channels;
 use crate::db::Db;
 use crate::error::{Error, Result};
+use crate::family::Family;
 use crate::tool::CallContext;
 use crate::turn::{AgentEvent, EventKind};
 
 pub(crate) use tools::register;
+
+/// The family's part in the kernel (see [`crate::family`]).
+pub const FAMILY: Family = Family::tools_only("ask", register);
 
 /// At most this many characters in a question.
 pub const MAX_QUESTION: usize = 2000;
@@ -290,7 +295,7 @@ async fn put(ctx: &CallContext, q: &Question) -> Result<()> {
         AskedIn::Channel { channel, chat, .. } => {
             let text = channel_text(q);
             ctx.kernel
-                .channels()
+                .service::<Channels>()
                 .deliver(channel, chat, crate::channel::platform::Outgoing::Text(text), "ask_user")
                 .await
         }

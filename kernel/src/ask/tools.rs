@@ -6,11 +6,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::config::Config;
 use crate::error::Result;
+use crate::family::Services;
 use crate::tool::{CallContext, Registry, Tool, ToolDef};
 
-pub(crate) fn register(r: &mut Registry, _: &Config) {
+pub(crate) fn register(r: &mut Registry, _: &Services) {
     r.add(AskUser);
 }
 

@@ -138,8 +138,11 @@ use tokio::sync::Mutex;
 use utoipa::ToSchema;
 
 use crate::agent::AgentId;
-use crate::config::{BrowserConfig, Config};
+use crate::config::BrowserConfig;
 use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::family::Home;
+use crate::family::Services;
 use crate::net::proxy::{GuardProxy, ProxyRules};
 use crate::tool::Registry;
 use crate::tool::availability::Needs;
@@ -147,12 +150,25 @@ use crate::tool::availability::Needs;
 pub(crate) use chromium::find_executable;
 use pages::NetworkActivity;
 
-pub(crate) fn register(r: &mut Registry, config: &Config) {
+/// The family's part in the kernel (see [`crate::family`]).
+pub const FAMILY: Family = Family {
+    name: "browser",
+    open: |s| {
+        if let Some(config) = s.config().browser.clone() {
+            s.provide(Browsers::new(config, s.get::<Home>().path().to_path_buf()));
+        }
+        Ok(())
+    },
+    register,
+};
+
+pub(crate) fn register(r: &mut Registry, services: &Services) {
+    let config = services.config();
     let needs = match &config.browser {
         None => Needs::section(false, "browser"),
         Some(browser) => Needs::unless(find_executable(browser.executable.as_deref()).err()),
     };
-    tools::register(r, &needs);
+    tools::register(r, services, &needs);
 }
 
 /// What the dashboard shows of one open tab.

@@ -1,6 +1,7 @@
 //! The ten browser tools (spec §9). Each works on the calling agent's active tab; every result
 //! says which tab, and a call that found the browser restarted says so in `notice`.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chromiumoxide::cdp::browser_protocol::page::{
@@ -13,9 +14,12 @@ use serde_json::{Value, json};
 
 use super::pages::{self, PageState};
 use super::{Browsers, Session, cdp_error, scripts};
+use crate::agent::Agents;
 use crate::error::{Error, ErrorKind, Result};
+use crate::family::Services;
 use crate::tool::availability::Needs;
 use crate::tool::{CallContext, NoArgs, Registry, Tool, ToolDef};
+use crate::workspace::Workspaces;
 
 const FAMILY: &str = "browser";
 /// The most text `browser_type` types, and the longest script `browser_run_js` runs.
@@ -33,17 +37,33 @@ const SCROLL_STEP: i64 = 640;
 /// refuse images taller than 8,000 px anyway (they get the path instead).
 const MAX_FULL_PAGE_PX: u64 = 16_384;
 
-pub(super) fn register(r: &mut Registry, needs: &Needs) {
-    r.add_needing(Navigate, needs);
-    r.add_needing(Back, needs);
-    r.add_needing(Click, needs);
-    r.add_needing(Type, needs);
-    r.add_needing(Scroll, needs);
-    r.add_needing(Wait, needs);
-    r.add_needing(Screenshot, needs);
-    r.add_needing(ReadPage, needs);
-    r.add_needing(RunJs, needs);
-    r.add_needing(Close, needs);
+/// What the browser tools reach, taken from the kernel's services when they are registered.
+#[derive(Clone)]
+pub(super) struct Uses {
+    /// `None` without `[browser]` (the tools are then excluded).
+    browsers: Option<Arc<Browsers>>,
+    agents: Arc<Agents>,
+    workspaces: Arc<Workspaces>,
+}
+
+impl Uses {
+    fn browsers(&self) -> Result<&Arc<Browsers>> {
+        self.browsers.as_ref().ok_or_else(|| Error::unavailable("[browser] is not configured"))
+    }
+}
+
+pub(super) fn register(r: &mut Registry, services: &Services, needs: &Needs) {
+    let uses = Uses { browsers: services.shared(), agents: services.need(), workspaces: services.need() };
+    r.add_needing(Navigate(uses.clone()), needs);
+    r.add_needing(Back(uses.clone()), needs);
+    r.add_needing(Click(uses.clone()), needs);
+    r.add_needing(Type(uses.clone()), needs);
+    r.add_needing(Scroll(uses.clone()), needs);
+    r.add_needing(Wait(uses.clone()), needs);
+    r.add_needing(Screenshot(uses.clone()), needs);
+    r.add_needing(ReadPage(uses.clone()), needs);
+    r.add_needing(RunJs(uses.clone()), needs);
+    r.add_needing(Close(uses.clone()), needs);
 }
 
 fn def(name: &str, description: &str, tags: &[&str]) -> ToolDef {
@@ -51,11 +71,10 @@ fn def(name: &str, description: &str, tags: &[&str]) -> ToolDef {
     ToolDef::new(name, FAMILY, description).tags(tags).exclusive()
 }
 
-async fn session(ctx: &CallContext) -> Result<Session> {
-    let browsers = ctx.kernel.browsers().ok_or_else(|| Error::unavailable("[browser] is not configured"))?;
-    let session = browsers.session(ctx.agent.id).await?;
+async fn session(uses: &Uses, ctx: &CallContext) -> Result<Session> {
+    let session = uses.browsers()?.session(ctx.agent.id).await?;
     // Stopping an agent closes its pages; a call that raced the stop must not open new ones.
-    if !ctx.kernel.agents().get(&ctx.agent.id.to_string()).is_ok_and(|a| a.is_running()) {
+    if !uses.agents.get(&ctx.agent.id.to_string()).is_ok_and(|a| a.is_running()) {
         return Err(Error::conflict("this agent is stopped: its browser is closed"));
     }
     Ok(session)
@@ -91,7 +110,7 @@ fn refused(state: &PageState) -> Result<()> {
 
 // ---------------------------------------------------------------------------------------------
 
-pub(super) struct Navigate;
+pub(super) struct Navigate(Uses);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -122,9 +141,9 @@ impl Tool for Navigate {
         if args.new_tab && args.tab.is_some() {
             return Err(Error::invalid("give `new_tab` or `tab`, not both").with_field("tab"));
         }
-        let browsers = ctx.kernel.browsers().ok_or_else(|| Error::unavailable("[browser] is not configured"))?;
+        let browsers = self.0.browsers()?;
         precheck(browsers, &url).await?;
-        let mut session = session(&ctx).await?;
+        let mut session = session(&self.0, &ctx).await?;
         match args.tab {
             Some(tab) => session.select(tab)?,
             None if args.new_tab || session.pages.active.is_none() => {
@@ -223,7 +242,7 @@ async fn stopped_loading(
 
 // ---------------------------------------------------------------------------------------------
 
-pub(super) struct Back;
+pub(super) struct Back(Uses);
 
 impl Tool for Back {
     type Args = NoArgs;
@@ -237,7 +256,7 @@ impl Tool for Back {
     }
 
     async fn run(&self, ctx: CallContext, _: NoArgs) -> Result<Value> {
-        let mut session = session(&ctx).await?;
+        let mut session = session(&self.0, &ctx).await?;
         let timeout = session.browsers.navigation_timeout();
         let nonce = session.nonce();
         let tab = session.active()?;
@@ -268,7 +287,7 @@ impl Tool for Back {
 
 // ---------------------------------------------------------------------------------------------
 
-pub(super) struct Click;
+pub(super) struct Click(Uses);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -290,7 +309,7 @@ impl Tool for Click {
     }
 
     async fn run(&self, ctx: CallContext, args: SelectorArgs) -> Result<Value> {
-        let mut session = session(&ctx).await?;
+        let mut session = session(&self.0, &ctx).await?;
         let timeout = session.browsers.navigation_timeout();
         let nonce = session.nonce();
         let page = session.active()?.page.clone();
@@ -308,7 +327,7 @@ impl Tool for Click {
 
 // ---------------------------------------------------------------------------------------------
 
-pub(super) struct Type;
+pub(super) struct Type(Uses);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -370,7 +389,7 @@ impl Tool for Type {
                 Error::invalid(format!("`text` may be at most {MAX_TYPED_CHARS} characters")).with_field("text")
             );
         }
-        let mut session = session(&ctx).await?;
+        let mut session = session(&self.0, &ctx).await?;
         let nonce = session.nonce();
         let tab = session.active()?;
         let (id, page) = (tab.id, tab.page.clone());
@@ -401,7 +420,7 @@ impl Tool for Type {
 
 // ---------------------------------------------------------------------------------------------
 
-pub(super) struct Scroll;
+pub(super) struct Scroll(Uses);
 
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -450,7 +469,7 @@ impl Tool for Scroll {
             }
             (None, Some(_)) => vec![Value::Null, Value::Null],
         };
-        let mut session = session(&ctx).await?;
+        let mut session = session(&self.0, &ctx).await?;
         let tab = session.active()?;
         let (id, page) = (tab.id, tab.page.clone());
         if let Some(selector) = &args.selector {
@@ -464,7 +483,7 @@ impl Tool for Scroll {
 
 // ---------------------------------------------------------------------------------------------
 
-pub(super) struct Wait;
+pub(super) struct Wait(Uses);
 
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -517,7 +536,7 @@ impl Tool for Wait {
             }
             (_, None) => None,
         };
-        let mut session = session(&ctx).await?;
+        let mut session = session(&self.0, &ctx).await?;
         let tab = session.active()?;
         let (id, page, network) = (tab.id, tab.page.clone(), tab.network.clone());
         let started = Instant::now();
@@ -553,7 +572,7 @@ impl Tool for Wait {
 
 // ---------------------------------------------------------------------------------------------
 
-pub(super) struct Screenshot;
+pub(super) struct Screenshot(Uses);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -577,7 +596,7 @@ impl Tool for Screenshot {
     }
 
     async fn run(&self, ctx: CallContext, args: ScreenshotArgs) -> Result<Value> {
-        let mut session = session(&ctx).await?;
+        let mut session = session(&self.0, &ctx).await?;
         let nonce = session.nonce();
         let tab = session.active()?;
         let (id, page) = (tab.id, tab.page.clone());
@@ -595,8 +614,7 @@ impl Tool for Screenshot {
         let png = page.screenshot(params).await.map_err(cdp_error)?;
         let (width, height) = crate::turn::png_size(&png).unwrap_or_default();
         let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
-        let entry =
-            ctx.kernel.workspaces().write(ctx.agent.id, &format!("screenshots/tab{id}-{stamp}.png"), png).await?;
+        let entry = self.0.workspaces.write(ctx.agent.id, &format!("screenshots/tab{id}-{stamp}.png"), png).await?;
         let state = pages::state(&page, &nonce).await?;
         let tab = session.active()?;
         tab.last_screenshot = Some(entry.path.clone());
@@ -613,7 +631,7 @@ impl Tool for Screenshot {
 
 // ---------------------------------------------------------------------------------------------
 
-pub(super) struct ReadPage;
+pub(super) struct ReadPage(Uses);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -640,7 +658,7 @@ impl Tool for ReadPage {
         if !(1..=1_000_000).contains(&max) {
             return Err(Error::invalid("`max_chars` must be from 1 to 1,000,000").with_field("max_chars"));
         }
-        let mut session = session(&ctx).await?;
+        let mut session = session(&self.0, &ctx).await?;
         let tab = session.active()?;
         let (id, page) = (tab.id, tab.page.clone());
         let mut read = pages::call(&page, scripts::READ_PAGE, &[Value::from(max)]).await?;
@@ -656,7 +674,7 @@ impl Tool for ReadPage {
 
 // ---------------------------------------------------------------------------------------------
 
-pub(super) struct RunJs;
+pub(super) struct RunJs(Uses);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -686,7 +704,7 @@ impl Tool for RunJs {
                 Error::invalid(format!("`script` may be at most {MAX_SCRIPT_BYTES} bytes")).with_field("script")
             );
         }
-        let mut session = session(&ctx).await?;
+        let mut session = session(&self.0, &ctx).await?;
         let timeout = session.browsers.navigation_timeout();
         let tab = session.active()?;
         let (id, page) = (tab.id, tab.page.clone());
@@ -709,7 +727,7 @@ impl Tool for RunJs {
 
 // ---------------------------------------------------------------------------------------------
 
-pub(super) struct Close;
+pub(super) struct Close(Uses);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -730,7 +748,7 @@ impl Tool for Close {
     }
 
     async fn run(&self, ctx: CallContext, args: CloseArgs) -> Result<Value> {
-        let mut session = session(&ctx).await?;
+        let mut session = session(&self.0, &ctx).await?;
         let id = match args.tab {
             Some(tab) => {
                 session.select(tab)?;

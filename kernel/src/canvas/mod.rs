@@ -22,18 +22,37 @@ mod store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use std::sync::Arc;
 use tokio::sync::broadcast;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::config::Config;
 use crate::db::Db;
 use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::family::Services;
 use crate::page::{Page, PageRequest};
 use crate::tool::{CallContext, Registry, Tool, ToolDef};
 
-pub(crate) fn register(r: &mut Registry, _: &Config) {
-    r.add(CanvasPresent);
+/// The family's part in the kernel (see [`crate::family`]).
+pub const FAMILY: Family = Family {
+    name: "canvas",
+    open: |s| {
+        s.provide(Canvases::new(s.get::<Db>().clone(), s.config().canvas.clone()));
+        Ok(())
+    },
+    register,
+};
+
+/// What this family's tools reach, taken from the kernel's services when they are registered.
+#[derive(Clone)]
+pub(super) struct Uses {
+    canvases: Arc<Canvases>,
+}
+
+pub(crate) fn register(r: &mut Registry, services: &Services) {
+    let uses = Uses { canvases: services.need() };
+    r.add(CanvasPresent(uses.clone()));
 }
 
 /// The longest title, in characters.
@@ -145,7 +164,7 @@ fn checked_title(title: Option<&str>) -> Result<&str> {
 }
 
 /// `canvas_present(html, title?)`.
-pub struct CanvasPresent;
+pub struct CanvasPresent(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -171,7 +190,7 @@ impl Tool for CanvasPresent {
 
     async fn run(&self, ctx: CallContext, args: CanvasPresentArgs) -> Result<Value> {
         let Presented { canvas, dropped } =
-            ctx.kernel.canvases().present(ctx.agent.id, &args.html, args.title.as_deref()).await?;
+            self.0.canvases.present(ctx.agent.id, &args.html, args.title.as_deref()).await?;
         let mut answer = json!({
             "version": canvas.version,
             "title": canvas.title,

@@ -119,6 +119,7 @@ use crate::clock::Clock;
 use crate::config::{ChannelConfig, ChannelKind, ChannelMode, ChannelsConfig};
 use crate::db::Db;
 use crate::error::{Error, ErrorKind, Result};
+use crate::family::Family;
 use crate::session::Origin;
 use crate::tool::{CallContext, Caller, ChannelContext};
 use crate::turn::{TurnEnd, TurnRequest};
@@ -126,6 +127,16 @@ use platform::{Connection, Endpoint, Inbound, Media, Outgoing, Platform, SendErr
 
 pub use store::{Conversation, InboundRow, OutboundRow, RosterEntry};
 pub(crate) use tools::register;
+
+/// The family's part in the kernel (see [`crate::family`]).
+pub const FAMILY: Family = Family {
+    name: "channel",
+    open: |s| {
+        s.provide(Channels::new(&s.config().channels, s.get::<Db>().clone(), s.get::<Clock>().clone()));
+        Ok(())
+    },
+    register,
+};
 
 /// Times one send is retried after a platform 429.
 pub const MAX_RETRIES: u32 = 5;
@@ -313,7 +324,7 @@ impl Channels {
     /// Starts the poll-mode listeners and answers the messages a previous run stored but did
     /// not answer. Only the daemon calls this.
     pub(crate) fn start(kernel: &Kernel) {
-        let channels = kernel.channels();
+        let channels = kernel.service::<Channels>();
         for channel in channels.channels.values() {
             let Ok(platform) = channel.platform() else {
                 tracing::warn!(channel = %channel.name, error = %channel.platform.as_ref().err().map(|e| e.message.clone()).unwrap_or_default(), "channel unavailable");
@@ -327,7 +338,7 @@ impl Channels {
             let sink: platform::Sink = Arc::new(move |m: Inbound| {
                 let (kernel, name) = (sink_kernel.clone(), sink_channel.clone());
                 Box::pin(async move {
-                    if let Err(e) = kernel.channels().accept(&kernel, &name, m).await {
+                    if let Err(e) = kernel.service::<Channels>().accept(&kernel, &name, m).await {
                         tracing::error!(channel = %name, error = %e.message, "an inbound message could not be stored");
                     }
                 })
@@ -340,10 +351,10 @@ impl Channels {
         }
         let kernel = kernel.clone();
         tokio::spawn(async move {
-            match store::pending(&kernel.channels().db).await {
+            match store::pending(&kernel.service::<Channels>().db).await {
                 Ok(rows) => {
                     for row in rows {
-                        kernel.channels().spawn_answer(&kernel, inbound_of(&row), row.channel);
+                        kernel.service::<Channels>().spawn_answer(&kernel, inbound_of(&row), row.channel);
                     }
                 }
                 Err(e) => tracing::warn!(error = %e.message, "could not read unanswered channel messages"),
@@ -412,7 +423,7 @@ impl Channels {
     fn spawn_answer(&self, kernel: &Kernel, m: Inbound, name: String) {
         let kernel = kernel.clone();
         tokio::spawn(async move {
-            let channels = kernel.channels();
+            let channels = kernel.service::<Channels>();
             let (state, detail) = match channels.answer(&kernel, &name, &m).await {
                 Ok(state) => (state, None),
                 Err(e) => {
@@ -777,7 +788,7 @@ async fn poll_under_lease(
     let lease = format!("channel:{name}");
     let cluster = kernel.cluster();
     while cluster.hold(&lease).await {
-        let stop = kernel.channels().stop.child_token();
+        let stop = kernel.service::<Channels>().stop.child_token();
         let Some(listening) = platform.clone().listen(sink.clone(), state.clone(), stop.clone()) else { return };
         tokio::select! {
             () = listening => return,

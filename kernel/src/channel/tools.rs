@@ -6,17 +6,20 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::platform::{Media, Outgoing};
-use crate::config::Config;
+use crate::channel::Channels;
 use crate::error::{Error, Result};
+use crate::family::Services;
 use crate::tool::availability::Needs;
 use crate::tool::{CallContext, Registry, Tool, ToolDef};
+use crate::workspace::Workspaces;
 
 const FAMILY: &str = "channel";
 /// The largest workspace file `channel_send` uploads.
 const MAX_UPLOAD_BYTES: u64 = 20 * 1024 * 1024;
 const MAX_POLL_OPTIONS: usize = 10;
 
-pub(crate) fn register(r: &mut Registry, config: &Config) {
+pub(crate) fn register(r: &mut Registry, services: &Services) {
+    let config = services.config();
     let needs = Needs::unless(
         config
             .channels
@@ -83,7 +86,7 @@ impl Tool for Send {
 
     async fn run(&self, ctx: CallContext, args: SendArgs) -> Result<Value> {
         let out = outgoing(&ctx, args.content).await?;
-        let sent = ctx.kernel.channels().send_from(&ctx, &args.channel, args.target.as_deref(), out).await?;
+        let sent = ctx.kernel.service::<Channels>().send_from(&ctx, &args.channel, args.target.as_deref(), out).await?;
         Ok(json!({ "sent": true, "channel": sent.channel, "target": sent.target }))
     }
 }
@@ -123,7 +126,8 @@ async fn media(ctx: &CallContext, url: Option<String>, path: Option<String>) -> 
             Ok(Media::Url(url))
         }
         (None, Some(path)) => {
-            let (head, entry, cut) = ctx.kernel.workspaces().read_head(ctx.agent.id, &path, MAX_UPLOAD_BYTES).await?;
+            let (head, entry, cut) =
+                ctx.kernel.service::<Workspaces>().read_head(ctx.agent.id, &path, MAX_UPLOAD_BYTES).await?;
             if cut {
                 return Err(Error::invalid(format!(
                     "`{path}` is {} bytes; channel_send uploads at most {MAX_UPLOAD_BYTES}",
@@ -189,7 +193,7 @@ impl Tool for Dm {
         if crate::text::is_blank(&args.message) {
             return Err(Error::invalid("the message is empty").with_field("message"));
         }
-        let sent = ctx.kernel.channels().dm(&ctx, &args.user_id, &args.message).await?;
+        let sent = ctx.kernel.service::<Channels>().dm(&ctx, &args.user_id, &args.message).await?;
         Ok(json!({ "sent": true, "channel": sent.channel, "user_id": args.user_id }))
     }
 }
@@ -219,7 +223,8 @@ impl Tool for Members {
     }
 
     async fn run(&self, ctx: CallContext, args: MembersArgs) -> Result<Value> {
-        let members = ctx.kernel.channels().members(&ctx, args.channel.as_deref(), args.chat_id.as_deref()).await?;
+        let members =
+            ctx.kernel.service::<Channels>().members(&ctx, args.channel.as_deref(), args.chat_id.as_deref()).await?;
         let members: Vec<Value> = members
             .into_iter()
             .map(|m| json!({ "user_id": m.user_id, "display_name": m.display_name, "username": m.username, "last_seen": m.last_seen }))

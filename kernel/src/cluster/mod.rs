@@ -150,9 +150,14 @@ pub(crate) use calls::ask_holder;
 pub(crate) use forward::run_elsewhere;
 
 use crate::Kernel;
+use crate::a2a::A2aTasks;
+use crate::browser::Browsers;
 use crate::config::ClusterConfig;
 use crate::db::{self, Db};
 use crate::error::Result;
+use crate::process::Processes;
+use crate::schedule::Schedules;
+use crate::workflow::Workflows;
 
 /// Rows written before daemons had ids (`daemon_id IS NULL`) are taken over with the first
 /// dead daemon, or under this name when there is none.
@@ -671,8 +676,8 @@ impl Cluster {
             let idle = running.iter().find(|a| {
                 mine.contains(&agent_lease(**a))
                     && kernel.turns().running(**a) == 0
-                    && !kernel.processes().list(**a).iter().any(|p| p.running)
-                    && !kernel.browsers().is_some_and(|b| b.has_agent(**a))
+                    && !kernel.service::<Processes>().list(**a).iter().any(|p| p.running)
+                    && !kernel.services().shared::<Browsers>().is_some_and(|b| b.has_agent(**a))
             });
             if let Some(agent) = idle {
                 self.release(&agent_lease(*agent)).await?;
@@ -756,10 +761,10 @@ async fn reap(kernel: &Kernel, exclusive: bool, starting: bool) -> Result<()> {
 /// deliveries here.
 async fn take_over(kernel: &Kernel, dead: &str) -> Result<()> {
     store::release_dead(kernel.db(), dead, &calls::cut_off(), &db::now()).await?;
-    let fires = kernel.schedules().mark_interrupted(dead).await?;
+    let fires = kernel.service::<Schedules>().mark_interrupted(dead).await?;
     let turns = crate::turn::recovery::interrupt_turns_of(kernel, dead).await?;
-    let tasks = kernel.a2a().fail_unfinished(dead).await?;
-    let runs = kernel.workflows().fail_interrupted(dead).await?;
+    let tasks = kernel.service::<A2aTasks>().fail_unfinished(dead).await?;
+    let runs = kernel.service::<Workflows>().fail_interrupted(dead).await?;
     let deliveries = crate::agent::delivery::take_over(kernel, dead).await?;
     if fires + turns + tasks + runs + deliveries > 0 {
         tracing::info!(

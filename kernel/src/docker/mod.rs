@@ -30,6 +30,10 @@ use futures_util::StreamExt;
 pub(crate) use tools::register;
 
 use crate::error::{Error, Result};
+use crate::family::Family;
+
+/// The family's part in the kernel (see [`crate::family`]).
+pub const FAMILY: Family = Family::tools_only("docker", register);
 
 /// How long the engine has to answer one request. The output stream of a command is not one
 /// answer: the call's own timeout bounds it.

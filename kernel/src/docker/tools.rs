@@ -7,8 +7,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Engine;
-use crate::config::{Config, ExecPolicyConfig};
+use crate::config::ExecPolicyConfig;
 use crate::error::{Error, Result};
+use crate::family::Services;
 use crate::tool::{CallContext, Registry, Tool, ToolDef};
 
 const DEFAULT_TIMEOUT_SECS: u64 = 60;
@@ -16,7 +17,8 @@ const MAX_TIMEOUT_SECS: u64 = 3600;
 
 /// Always registered: the grant and the allowlist are the gates, and whether an engine runs
 /// is known only by asking it.
-pub(crate) fn register(r: &mut Registry, config: &Config) {
+pub(crate) fn register(r: &mut Registry, services: &Services) {
+    let config = services.config();
     r.add(DockerExec::new(&config.exec_policy));
 }
 

@@ -21,15 +21,19 @@ use uuid::Uuid;
 
 use crate::Kernel;
 use crate::capability::glob_match;
-use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::family::Services;
 use crate::tool::audit::AuditEntry;
 use crate::tool::{CallContext, Caller, Registry, Tool, ToolDef};
 
-pub(crate) fn register(r: &mut Registry, _: &Config) {
+pub(crate) fn register(r: &mut Registry, _: &Services) {
     r.add(EventPublish);
 }
 use crate::turn::TurnRequest;
+
+/// The family's part in the kernel (see [`crate::family`]).
+pub const FAMILY: Family = Family::tools_only("event", register);
 
 /// Where an event came from, so turns it starts stay within the depth budget.
 #[derive(Debug, Clone, Default)]

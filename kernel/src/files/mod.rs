@@ -85,3 +85,8 @@ mod glob;
 mod tools;
 
 pub(crate) use tools::register;
+
+use crate::family::Family;
+
+/// The family's part in the kernel (see [`crate::family`]).
+pub const FAMILY: Family = Family::tools_only("files", register);

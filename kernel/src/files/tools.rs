@@ -3,13 +3,15 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 use super::apply;
 use super::glob::Glob;
-use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::family::Services;
 use crate::patch::{MatchOptions, replace};
 use crate::tool::{CallContext, Registry, Tool, ToolDef};
+use crate::workspace::Workspaces;
 
 const FAMILY: &str = "files";
 /// Lines `read_file` returns when no `limit` is given, and the most it returns.
@@ -26,13 +28,20 @@ const MAX_SEARCH_FILE_BYTES: u64 = 1 << 20;
 const MAX_SEARCH_TOTAL_BYTES: u64 = 64 << 20;
 const MAX_REGEX_BYTES: usize = 1000;
 
-pub(crate) fn register(r: &mut Registry, _: &Config) {
-    r.add(ApplyPatch);
-    r.add(ReadFile);
-    r.add(EditFile);
-    r.add(FindFiles);
-    r.add(RemoveFile);
-    r.add(RestoreFile);
+/// What this family's tools reach, taken from the kernel's services when they are registered.
+#[derive(Clone)]
+pub(super) struct Uses {
+    workspaces: Arc<Workspaces>,
+}
+
+pub(crate) fn register(r: &mut Registry, services: &Services) {
+    let uses = Uses { workspaces: services.need() };
+    r.add(ApplyPatch(uses.clone()));
+    r.add(ReadFile(uses.clone()));
+    r.add(EditFile(uses.clone()));
+    r.add(FindFiles(uses.clone()));
+    r.add(RemoveFile(uses.clone()));
+    r.add(RestoreFile(uses.clone()));
 }
 
 fn def(name: &str, description: &str, tags: &[&str]) -> ToolDef {
@@ -73,7 +82,7 @@ fn cut(line: &str, max: usize) -> String {
 
 // ---------------------------------------------------------------------------------------------
 
-pub(crate) struct ApplyPatch;
+pub(crate) struct ApplyPatch(pub(super) Uses);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -99,7 +108,7 @@ impl Tool for ApplyPatch {
     }
 
     async fn run(&self, ctx: CallContext, args: ApplyPatchArgs) -> Result<Value> {
-        let ws = ctx.kernel.workspaces();
+        let ws = &self.0.workspaces;
         let steps = apply::plan(ws, ctx.agent.id, &args.patch).await?;
         let files = apply::write(ws, ctx.agent.id, steps).await?;
         Ok(json!({ "files": files }))
@@ -108,7 +117,7 @@ impl Tool for ApplyPatch {
 
 // ---------------------------------------------------------------------------------------------
 
-pub(crate) struct ReadFile;
+pub(crate) struct ReadFile(pub(super) Uses);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -146,9 +155,9 @@ impl Tool for ReadFile {
             return Err(Error::invalid(format!("limit is 1 to {DEFAULT_LINES} lines")).with_field("limit"));
         }
         // Line by line: the daemon holds the lines asked for, never the whole file.
-        let (read, entry) = ctx
-            .kernel
-            .workspaces()
+        let (read, entry) = self
+            .0
+            .workspaces
             .read_lines(ctx.agent.id, &args.path, offset, limit, MAX_LINE_CHARS * 4)
             .await
             .map_err(path_error)?;
@@ -187,7 +196,7 @@ impl Tool for ReadFile {
 
 // ---------------------------------------------------------------------------------------------
 
-pub(crate) struct EditFile;
+pub(crate) struct EditFile(pub(super) Uses);
 
 /// How `edit_file` changes the file.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
@@ -229,7 +238,7 @@ impl Tool for EditFile {
     }
 
     async fn run(&self, ctx: CallContext, args: EditFileArgs) -> Result<Value> {
-        let ws = ctx.kernel.workspaces();
+        let ws = &self.0.workspaces;
         let agent = ctx.agent.id;
         match args.mode {
             EditMode::Write => {
@@ -277,7 +286,7 @@ impl Tool for EditFile {
 
 // ---------------------------------------------------------------------------------------------
 
-pub(crate) struct FindFiles;
+pub(crate) struct FindFiles(pub(super) Uses);
 
 /// What `find_files` looks for.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
@@ -331,7 +340,7 @@ impl Tool for FindFiles {
         if !(1..=MAX_RESULTS).contains(&max) {
             return Err(Error::invalid(format!("max_results is 1 to {MAX_RESULTS}")).with_field("max_results"));
         }
-        let ws = ctx.kernel.workspaces();
+        let ws = &self.0.workspaces;
         let agent = ctx.agent.id;
         let under = args.path.as_deref();
         // Globs and `include` are matched from `path`, so strip it from each listed path.
@@ -373,7 +382,7 @@ impl Tool for FindFiles {
                     args.include.as_deref().map(Glob::new).transpose().map_err(|e| e.with_field("include"))?;
                 let keep = move |p: &str| include.as_ref().is_none_or(|g| g.matches(&relative(p)));
                 let listing = ws.find(agent, under, true, MAX_RESULTS, keep).await.map_err(path_error)?;
-                search(ctx, &regex, listing, max).await
+                search(&self.0.workspaces, ctx.agent.id, &regex, listing, max).await
             }
         }
     }
@@ -383,12 +392,12 @@ impl Tool for FindFiles {
 /// part of a file past [`MAX_SEARCH_FILE_BYTES`] are skipped (and said), and the search stops
 /// (truncated) once [`MAX_SEARCH_TOTAL_BYTES`] were read.
 async fn search(
-    ctx: CallContext,
+    ws: &Workspaces,
+    agent: uuid::Uuid,
     regex: &regex::Regex,
     listing: crate::workspace::Listing,
     max: usize,
 ) -> Result<Value> {
-    let ws = ctx.kernel.workspaces();
     let (mut hits, mut searched, mut binary, mut cut_files) = (Vec::new(), 0, 0, Vec::new());
     let mut truncated = listing.truncated;
     let mut read = 0u64;
@@ -398,7 +407,7 @@ async fn search(
             break;
         }
         // A file that vanished or changed into a link since it was listed is passed over.
-        let Ok((bytes, _, more)) = ws.read_head(ctx.agent.id, &file.path, MAX_SEARCH_FILE_BYTES).await else {
+        let Ok((bytes, _, more)) = ws.read_head(agent, &file.path, MAX_SEARCH_FILE_BYTES).await else {
             continue;
         };
         read += bytes.len() as u64;
@@ -440,7 +449,7 @@ async fn search(
 
 // ---------------------------------------------------------------------------------------------
 
-pub(crate) struct RemoveFile;
+pub(crate) struct RemoveFile(pub(super) Uses);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -461,14 +470,14 @@ impl Tool for RemoveFile {
     }
 
     async fn run(&self, ctx: CallContext, args: PathArgs) -> Result<Value> {
-        let trashed = ctx.kernel.workspaces().trash(ctx.agent.id, &args.path).await.map_err(path_error)?;
+        let trashed = self.0.workspaces.trash(ctx.agent.id, &args.path).await.map_err(path_error)?;
         Ok(json!({
             "path": trashed.path, "removed": true, "bytes": trashed.bytes, "trashed_at": trashed.trashed_at,
         }))
     }
 }
 
-pub(crate) struct RestoreFile;
+pub(crate) struct RestoreFile(pub(super) Uses);
 
 impl Tool for RestoreFile {
     type Args = PathArgs;
@@ -483,7 +492,7 @@ impl Tool for RestoreFile {
     }
 
     async fn run(&self, ctx: CallContext, args: PathArgs) -> Result<Value> {
-        let (entry, trashed) = ctx.kernel.workspaces().restore(ctx.agent.id, &args.path).await.map_err(path_error)?;
+        let (entry, trashed) = self.0.workspaces.restore(ctx.agent.id, &args.path).await.map_err(path_error)?;
         Ok(json!({
             "path": entry.path, "restored": true, "bytes": entry.bytes, "trashed_at": trashed.trashed_at,
         }))

@@ -97,8 +97,19 @@ pub(crate) use tools::register;
 
 use crate::db::Db;
 use crate::error::{Error, ErrorKind, FieldError, Result};
+use crate::family::Family;
 use crate::page::{Key, Page, PageRequest};
 use crate::text::{is_title, thousands};
+
+/// The family's part in the kernel (see [`crate::family`]).
+pub const FAMILY: Family = Family {
+    name: "knowledge",
+    open: |s| {
+        s.provide(Knowledge::new(s.get::<Db>().clone(), Limits::default()));
+        Ok(())
+    },
+    register,
+};
 
 /// The longest entity name, in characters.
 pub const MAX_NAME: usize = 200;

@@ -4,21 +4,30 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use std::sync::Arc;
 
 use super::{Direction, Walk};
-use crate::config::Config;
 use crate::error::Result;
+use crate::family::Services;
+use crate::knowledge::Knowledge;
 use crate::tool::{CallContext, Registry, Tool, ToolDef};
 
 const FAMILY: &str = "knowledge";
 
-pub(crate) fn register(r: &mut Registry, _: &Config) {
-    r.add(AddEntity);
-    r.add(AddRelation);
-    r.add(Query);
+/// What this family's tools reach, taken from the kernel's services when they are registered.
+#[derive(Clone)]
+pub(super) struct Uses {
+    knowledge: Arc<Knowledge>,
 }
 
-pub struct AddEntity;
+pub(crate) fn register(r: &mut Registry, services: &Services) {
+    let uses = Uses { knowledge: services.need() };
+    r.add(AddEntity(uses.clone()));
+    r.add(AddRelation(uses.clone()));
+    r.add(Query(uses.clone()));
+}
+
+pub struct AddEntity(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -47,13 +56,12 @@ impl Tool for AddEntity {
     }
 
     async fn run(&self, ctx: CallContext, args: AddEntityArgs) -> Result<Value> {
-        let added =
-            ctx.kernel.knowledge().add_entity(ctx.agent.id, &args.name, &args.entity_type, args.attributes).await?;
+        let added = self.0.knowledge.add_entity(ctx.agent.id, &args.name, &args.entity_type, args.attributes).await?;
         Ok(json!({ "entity": added.item, "created": added.created }))
     }
 }
 
-pub struct AddRelation;
+pub struct AddRelation(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -83,16 +91,13 @@ impl Tool for AddRelation {
     }
 
     async fn run(&self, ctx: CallContext, args: AddRelationArgs) -> Result<Value> {
-        let added = ctx
-            .kernel
-            .knowledge()
-            .add_relation(ctx.agent.id, &args.from, &args.to, &args.relation_type, args.weight)
-            .await?;
+        let added =
+            self.0.knowledge.add_relation(ctx.agent.id, &args.from, &args.to, &args.relation_type, args.weight).await?;
         Ok(json!({ "relation": added.item, "created": added.created }))
     }
 }
 
-pub struct Query;
+pub struct Query(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -128,6 +133,6 @@ impl Tool for Query {
             direction: args.direction.unwrap_or_default(),
             relation_filter: args.relation_filter.unwrap_or_default(),
         };
-        Ok(json!(ctx.kernel.knowledge().query(ctx.agent.id, &walk).await?))
+        Ok(json!(self.0.knowledge.query(ctx.agent.id, &walk).await?))
     }
 }

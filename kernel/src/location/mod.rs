@@ -15,18 +15,28 @@
 //!   `Unavailable` saying how to set one. A type's `location` is not among the fields the
 //!   apply preview compares.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::Kernel;
 use crate::agent::Agent;
-use crate::config::Config;
+use crate::config::LocationConfig;
 use crate::error::{Error, Result};
+use crate::family::{Family, Services};
 use crate::tool::{CallContext, Registry, Tool, ToolDef};
+
+/// The family's part in the kernel (see [`crate::family`]).
+pub const FAMILY: Family = Family {
+    name: "location",
+    open: |s| {
+        s.provide(Locator::new(s.config().location.clone()));
+        Ok(())
+    },
+    register,
+};
 
 /// Where an agent is, and how Kennel knows.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -40,14 +50,18 @@ pub struct Found {
 }
 
 /// The provider's last answer, kept for `cache_secs`.
-#[derive(Default)]
 pub struct Locator {
+    config: LocationConfig,
     cached: Mutex<Option<(Instant, Found)>>,
 }
 
 impl Locator {
+    pub fn new(config: LocationConfig) -> Locator {
+        Locator { config, cached: Mutex::new(None) }
+    }
+
     /// Where `agent` is: its type's location, else the provider's (cached).
-    pub async fn locate(&self, kernel: &Kernel, agent: &Agent) -> Result<Found> {
+    pub async fn locate(&self, agent: &Agent) -> Result<Found> {
         if let Some(l) = &agent.manifest.location {
             return Ok(Found {
                 latitude: l.latitude,
@@ -57,7 +71,7 @@ impl Locator {
                 source: "agent type",
             });
         }
-        let config = &kernel.config().location;
+        let config = &self.config;
         let url = config.provider_url.as_deref().ok_or_else(|| {
             Error::unavailable(
                 "no location is known: give the agent type a `location`, or set [location] provider_url (an IP geolocation service) in config.toml",
@@ -105,11 +119,11 @@ async fn ask(url: &str, allowed: &crate::net::guard::AllowedHosts) -> Result<Fou
     })
 }
 
-pub(crate) fn register(r: &mut Registry, _: &Config) {
-    r.add(LocationGet);
+pub(crate) fn register(r: &mut Registry, services: &Services) {
+    r.add(LocationGet(services.need()));
 }
 
-pub struct LocationGet;
+pub struct LocationGet(Arc<Locator>);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -129,7 +143,7 @@ impl Tool for LocationGet {
     }
 
     async fn run(&self, ctx: CallContext, _: NoArgs) -> Result<Value> {
-        let found = ctx.kernel.locator().locate(&ctx.kernel, &ctx.agent).await?;
+        let found = self.0.locate(&ctx.agent).await?;
         Ok(json!(found))
     }
 }

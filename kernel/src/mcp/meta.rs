@@ -15,11 +15,12 @@ use super::request::ServerRequest;
 use super::servers::Server;
 use crate::Kernel;
 use crate::error::{Error, Result};
+use crate::mcp::Mcp;
 use crate::tool::{CallContext, Needs, Provided, Tool, ToolDef};
 
 /// Offers the two tools as far as a connected server has resources or prompts.
 pub(crate) fn offer(kernel: &Kernel) {
-    let servers = kernel.mcp().servers();
+    let servers = kernel.service::<Mcp>().servers();
     let mut tools = Vec::new();
     if servers.iter().any(|s| s.offers(true)) {
         tools.push(Provided::typed(McpResources, &Needs::nothing()));
@@ -95,7 +96,7 @@ impl Tool for McpPrompts {
 
 /// The server, if the agent may use one of its tools.
 fn admitted(ctx: &CallContext, server: &str) -> Result<Arc<Server>> {
-    let found = ctx.kernel.mcp().server(server).map_err(|e| e.on_field("server"))?;
+    let found = ctx.kernel.service::<Mcp>().server(server).map_err(|e| e.on_field("server"))?;
     let prefix = format!("mcp__{server}__");
     let registry = ctx.kernel.tools();
     if !registry.usable_by(&ctx.agent, None).any(|d| d.name.starts_with(&prefix)) {

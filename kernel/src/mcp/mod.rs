@@ -87,3 +87,15 @@ mod tools;
 
 pub(crate) use request::{answer_forwarded, ready_here};
 pub use servers::{Mcp, McpReload, ServerState, ServerView};
+
+use crate::family::Family;
+
+/// MCP's tools are dynamic: the servers of `[mcp]` provide them while the daemon runs.
+pub const FAMILY: Family = Family {
+    name: "mcp",
+    open: |s| {
+        s.provide(Mcp::default());
+        Ok(())
+    },
+    register: |_, _| {},
+};

@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 use super::servers::Server;
 use crate::Kernel;
 use crate::error::{Error, Result};
+use crate::mcp::Mcp;
 
 /// How long a resource or prompt request may take (a tool call has the server's
 /// `timeout_secs`).
@@ -148,14 +149,14 @@ fn to_json<T: Serialize>(value: T) -> std::result::Result<Value, Refused> {
 /// Whether this daemon runs `server` and it is connected (forwarded requests for it can be
 /// answered now).
 pub(crate) fn ready_here(kernel: &Kernel, server: &str) -> bool {
-    kernel.mcp().server(server).is_ok_and(|s| s.peer().is_ok())
+    kernel.service::<Mcp>().server(server).is_ok_and(|s| s.peer().is_ok())
 }
 
 /// Answers a request another daemon forwarded to this one, which runs `server`.
 pub(crate) async fn answer_forwarded(kernel: &Kernel, server: &str, request: &str) -> Result<Value> {
     let request: ServerRequest = serde_json::from_str(request)
         .map_err(|e| Error::internal(format_args!("a forwarded MCP request is unreadable: {e}")))?;
-    let server = kernel.mcp().server(server)?;
+    let server = kernel.service::<Mcp>().server(server)?;
     let (peer, connection) = server.peer()?;
     server.ask_here(&peer, connection, request).await
 }

@@ -292,7 +292,7 @@ impl Mcp {
 
     /// Starts a supervisor for each server of `config`.
     pub fn start(kernel: &Kernel, config: &McpConfig) {
-        kernel.mcp().apply(kernel, config);
+        kernel.service::<Mcp>().apply(kernel, config);
     }
 
     /// Makes the running servers those of `config`: removed ones stop (their tools are
@@ -497,7 +497,7 @@ async fn keep_connected(kernel: &Kernel, server: &Arc<Server>, stop: &Cancellati
         server.set(|v| v.state = ServerState::Connecting);
         let listener = Listener { changed: Arc::new(Notify::new()) };
         let stderr_sink = Arc::downgrade(server);
-        let allowed_hosts = kernel.mcp().allowed_hosts();
+        let allowed_hosts = kernel.service::<Mcp>().allowed_hosts();
         let connecting =
             connect::connect(&server.config, &allowed_hosts, kernel.home(), listener.clone(), move |line| {
                 if let Some(server) = stderr_sink.upgrade() {

@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::Uses;
 use super::openai;
 use crate::error::{Error, Result};
 use crate::tool::{CallContext, Tool, ToolDef};
@@ -44,7 +45,7 @@ fn image_type(bytes: &[u8]) -> Option<(&'static str, &'static str)> {
 }
 
 /// `image_generate(prompt, size?, style?)`.
-pub struct ImageGenerate;
+pub struct ImageGenerate(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -87,7 +88,7 @@ impl Tool for ImageGenerate {
         {
             return Err(Error::invalid("a style is one word, like `vivid` or `natural`").with_field("style"));
         }
-        let media = ctx.kernel.media();
+        let media = &self.0.media;
         let (name, provider) = media.provider_for(TOOL)?;
         let model = media.model_for(TOOL, DEFAULT_IMAGE_MODEL);
         let (bytes, revised) = openai::image(name, provider, &model, &args.prompt, size, args.style.as_deref()).await?;
@@ -95,7 +96,7 @@ impl Tool for ImageGenerate {
             Error::failed(format!("media provider `{name}` sent something that is not a PNG, JPEG or WebP image"))
         })?;
         let dimensions = png_size(&bytes);
-        let entry = ctx.kernel.workspaces().write(ctx.agent.id, &output_path("image", ext), bytes).await?;
+        let entry = self.0.workspaces.write(ctx.agent.id, &output_path("image", ext), bytes).await?;
         Ok(json!({
             "path": entry.path,
             "bytes": entry.bytes,
@@ -108,7 +109,7 @@ impl Tool for ImageGenerate {
 }
 
 /// `text_to_speech(text, voice?)`.
-pub struct TextToSpeech;
+pub struct TextToSpeech(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -143,17 +144,17 @@ impl Tool for TextToSpeech {
         {
             return Err(Error::invalid("a voice is one word, like `alloy` or `nova`").with_field("voice"));
         }
-        let media = ctx.kernel.media();
+        let media = &self.0.media;
         let (name, provider) = media.provider_for(TOOL)?;
         let model = media.model_for(TOOL, DEFAULT_SPEECH_MODEL);
-        let max = ctx.kernel.workspaces().max_file_bytes();
+        let max = self.0.workspaces.max_file_bytes();
         let audio = openai::speech(name, provider, &model, &args.text, voice, "mp3", max).await?;
         if audio.is_empty() {
             return Err(Error::failed(format!("media provider `{name}` sent no audio")));
         }
-        let entry = ctx.kernel.workspaces().write(ctx.agent.id, &output_path("speech", "mp3"), audio).await?;
+        let entry = self.0.workspaces.write(ctx.agent.id, &output_path("speech", "mp3"), audio).await?;
         // Its length, when ffprobe can tell (it is there when ffmpeg is).
-        let (file, _) = ctx.kernel.workspaces().open(ctx.agent.id, &entry.path).await?;
+        let (file, _) = self.0.workspaces.open(ctx.agent.id, &entry.path).await?;
         let secs = media.ffmpeg().duration(file).await.ok();
         Ok(json!({
             "path": entry.path,

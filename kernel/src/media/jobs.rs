@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::Uses;
 use super::{generate::output_path, replicate, store};
 use crate::error::{Error, Result};
 use crate::tool::{CallContext, Tool, ToolDef};
@@ -43,6 +44,7 @@ fn check_prompt(prompt: &str) -> Result<()> {
 /// `ext`, or (for `None`) the type read from the file's first bytes: a provider's music may
 /// be MP3, WAV, FLAC or Ogg.
 async fn keep_output(
+    uses: &Uses,
     ctx: &CallContext,
     provider: &str,
     prediction: &replicate::Prediction,
@@ -52,14 +54,14 @@ async fn keep_output(
     let url = prediction
         .output_url()
         .ok_or_else(|| Error::failed(format!("media provider `{provider}` finished without an output URL")))?;
-    let max = ctx.kernel.workspaces().max_file_bytes();
-    let bytes = replicate::download(provider, url, &ctx.kernel.media().allowed_hosts, max).await?;
+    let max = uses.workspaces.max_file_bytes();
+    let bytes = replicate::download(provider, url, &uses.media.allowed_hosts, max).await?;
     let ext = ext.unwrap_or_else(|| super::transcribe::audio_extension_of(&bytes));
-    ctx.kernel.workspaces().write(ctx.agent.id, &output_path(kind, ext), bytes).await
+    uses.workspaces.write(ctx.agent.id, &output_path(kind, ext), bytes).await
 }
 
 /// `music_generate(prompt, lyrics?)`.
-pub struct MusicGenerate;
+pub struct MusicGenerate(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -88,7 +90,7 @@ impl Tool for MusicGenerate {
         if args.lyrics.as_ref().is_some_and(|l| crate::text::longer_than(l, MAX_PROMPT_CHARS)) {
             return Err(Error::invalid(format!("lyrics of at most {MAX_PROMPT_CHARS} characters")).with_field("lyrics"));
         }
-        let media = ctx.kernel.media();
+        let media = &self.0.media;
         let (name, provider) = media.provider_for(TOOL)?;
         let model = media.model_for(TOOL, DEFAULT_MUSIC_MODEL);
         let mut input = json!({ "prompt": args.prompt });
@@ -117,14 +119,14 @@ impl Tool for MusicGenerate {
                 prediction.error_text().unwrap_or_else(|| "no reason given".into())
             )));
         }
-        let entry = keep_output(&ctx, name, &prediction, "music", None).await?;
+        let entry = keep_output(&self.0, &ctx, name, &prediction, "music", None).await?;
         let mime = super::transcribe::audio_mime_of(&entry.path);
         Ok(json!({ "path": entry.path, "bytes": entry.bytes, "mime": mime }))
     }
 }
 
 /// `video_generate(prompt, duration_secs?)`.
-pub struct VideoGenerate;
+pub struct VideoGenerate(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -154,7 +156,7 @@ impl Tool for VideoGenerate {
         if args.duration_secs.is_some_and(|d| !(1..=60).contains(&d)) {
             return Err(Error::invalid("a duration from 1 to 60 seconds").with_field("duration_secs"));
         }
-        let media = ctx.kernel.media();
+        let media = &self.0.media;
         let (name, provider) = media.provider_for(TOOL)?;
         let model = media.model_for(TOOL, DEFAULT_VIDEO_MODEL);
         let mut input = json!({ "prompt": args.prompt });
@@ -181,7 +183,7 @@ impl Tool for VideoGenerate {
 }
 
 /// `video_status(task_id)`.
-pub struct VideoStatus;
+pub struct VideoStatus(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -203,7 +205,7 @@ impl Tool for VideoStatus {
     }
 
     async fn run(&self, ctx: CallContext, args: VideoStatusArgs) -> Result<Value> {
-        let media = ctx.kernel.media();
+        let media = &self.0.media;
         let not_found = || Error::not_found(format!("you have no video job `{}`", args.task_id));
         let mut job = store::get(media.db(), &ctx.agent.id.to_string(), &args.task_id).await?.ok_or_else(not_found)?;
         if job.path.is_none() && job.error.is_none() {
@@ -218,7 +220,8 @@ impl Tool for VideoStatus {
             match prediction.status.as_str() {
                 // A download that fails ends the job with why (a host the guard refuses, a
                 // file too large, an expired URL): polling again would only fail again.
-                "succeeded" => match keep_output(&ctx, &job.provider, &prediction, "video", Some("mp4")).await {
+                "succeeded" => match keep_output(&self.0, &ctx, &job.provider, &prediction, "video", Some("mp4")).await
+                {
                     Ok(entry) => {
                         job.path = Some(entry.path);
                         job.bytes = Some(entry.bytes as i64);

@@ -37,13 +37,28 @@ mod vision;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use crate::config::{Config, MediaConfig, MediaProviderConfig, MediaProviderKind};
+use crate::config::{MediaConfig, MediaProviderConfig, MediaProviderKind};
+use crate::db::Db;
 use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::family::Services;
 use crate::tool::Registry;
 use crate::tool::availability::Needs;
+use crate::workspace::Workspaces;
 
 pub use ffmpeg::Ffmpeg;
+
+/// The family's part in the kernel (see [`crate::family`]).
+pub const FAMILY: Family = Family {
+    name: "media",
+    open: |s| {
+        s.provide(Media::new(s.get::<Db>().clone(), &s.config().media));
+        Ok(())
+    },
+    register,
+};
 
 /// The media tools `[media.tools]` may name, with the kind of provider that serves each.
 const TOOLS: &[(&str, MediaProviderKind)] = &[
@@ -112,22 +127,30 @@ fn kind_name(kind: MediaProviderKind) -> &'static str {
     }
 }
 
-pub(crate) fn register(r: &mut Registry, config: &Config) {
-    let media = &config.media;
+/// What the media tools reach, taken from the kernel's services when they are registered.
+#[derive(Clone)]
+struct Uses {
+    media: Arc<Media>,
+    workspaces: Arc<Workspaces>,
+}
+
+pub(crate) fn register(r: &mut Registry, services: &Services) {
+    let uses = Uses { media: services.need(), workspaces: services.need() };
+    let media = &services.config().media;
     let ffmpeg =
         Needs::binary("ffmpeg", media.ffmpeg.as_deref()).and(Needs::binary("ffprobe", ffprobe_path(media).as_deref()));
-    r.add_needing(transcribe::MediaTranscribe, &served(media, "media_transcribe").and(ffmpeg.clone()));
-    r.add_needing(transcribe::SpeechToText, &served(media, "speech_to_text").and(ffmpeg));
-    r.add_needing(generate::ImageGenerate, &served(media, "image_generate"));
-    r.add_needing(generate::TextToSpeech, &served(media, "text_to_speech"));
-    r.add_needing(vision::ImageAnalyze, &served(media, "image_analyze"));
-    r.add_needing(jobs::MusicGenerate, &served(media, "music_generate"));
-    r.add_needing(jobs::VideoGenerate, &served(media, "video_generate"));
+    r.add_needing(transcribe::MediaTranscribe(uses.clone()), &served(media, "media_transcribe").and(ffmpeg.clone()));
+    r.add_needing(transcribe::SpeechToText(uses.clone()), &served(media, "speech_to_text").and(ffmpeg));
+    r.add_needing(generate::ImageGenerate(uses.clone()), &served(media, "image_generate"));
+    r.add_needing(generate::TextToSpeech(uses.clone()), &served(media, "text_to_speech"));
+    r.add_needing(vision::ImageAnalyze(uses.clone()), &served(media, "image_analyze"));
+    r.add_needing(jobs::MusicGenerate(uses.clone()), &served(media, "music_generate"));
+    r.add_needing(jobs::VideoGenerate(uses.clone()), &served(media, "video_generate"));
     // Jobs are polled with the provider that runs them: served when video_generate is.
-    r.add_needing(jobs::VideoStatus, &served(media, "video_generate"));
+    r.add_needing(jobs::VideoStatus(uses.clone()), &served(media, "video_generate"));
     // Videos are described from frames ffmpeg takes; images need no ffmpeg, but one tool
     // has one availability, so media_describe needs it.
-    r.add_needing(vision::MediaDescribe, &served(media, "media_describe").and(ffmpeg_needs(media)));
+    r.add_needing(vision::MediaDescribe(uses.clone()), &served(media, "media_describe").and(ffmpeg_needs(media)));
 }
 
 /// ffmpeg and ffprobe, where `[media] ffmpeg` says or on `PATH`.

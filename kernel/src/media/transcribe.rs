@@ -18,6 +18,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use super::Uses;
 use super::openai::{self, Audio, Transcription};
 use crate::error::{Error, Result};
 use crate::tool::{CallContext, Tool, ToolDef};
@@ -143,7 +144,7 @@ fn check_text_args(language: &Option<String>, prompt: &Option<String>) -> Result
 }
 
 /// `media_transcribe(audio_or_video, language?, prompt?, start_sec?, max_secs?, out_path?)`.
-pub struct MediaTranscribe;
+pub struct MediaTranscribe(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -207,9 +208,9 @@ impl Tool for MediaTranscribe {
             ))
             .with_field("audio_or_video"));
         };
-        let media = ctx.kernel.media();
+        let media = &self.0.media;
         let (provider_name, provider) = media.provider_for(TOOL)?;
-        let workspaces = ctx.kernel.workspaces();
+        let workspaces = &self.0.workspaces;
         let (file, entry) = workspaces.open(ctx.agent.id, &args.audio_or_video).await?;
         check_input(TOOL, &entry)?;
         let total = media.ffmpeg().duration(file.try_clone()?).await?;
@@ -252,7 +253,7 @@ impl Tool for MediaTranscribe {
         match &args.out_path {
             None => answer["text"] = Value::from(text),
             Some(out) => {
-                let written = write_window(&ctx, out, start == 0.0, &text).await?;
+                let written = write_window(&self.0, &ctx, out, start == 0.0, &text).await?;
                 answer["written_to"] = Value::from(written.0.path);
                 answer["file_bytes"] = Value::from(written.0.bytes);
                 answer["sha256"] = Value::from(written.1);
@@ -269,8 +270,14 @@ fn round_ms(secs: f64) -> f64 {
 
 /// Writes a window's text to `out`: the first window creates (or replaces) the file, a later
 /// one appends it as a new line. The file's entry and the sha256 of all of it.
-async fn write_window(ctx: &CallContext, out: &str, first: bool, text: &str) -> Result<(FileEntry, String)> {
-    let workspaces = ctx.kernel.workspaces();
+async fn write_window(
+    uses: &Uses,
+    ctx: &CallContext,
+    out: &str,
+    first: bool,
+    text: &str,
+) -> Result<(FileEntry, String)> {
+    let workspaces = &uses.workspaces;
     let mut bytes = if first {
         Vec::new()
     } else {
@@ -290,7 +297,7 @@ async fn write_window(ctx: &CallContext, out: &str, first: bool, text: &str) -> 
 }
 
 /// `speech_to_text(audio_or_video, language?, prompt?)`.
-pub struct SpeechToText;
+pub struct SpeechToText(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -320,9 +327,9 @@ impl Tool for SpeechToText {
         const TOOL: &str = "speech_to_text";
         check_text_args(&args.language, &args.prompt)?;
         super::file_argument("audio_or_video", &args.audio_or_video)?;
-        let media = ctx.kernel.media();
+        let media = &self.0.media;
         let (provider_name, provider) = media.provider_for(TOOL)?;
-        let workspaces = ctx.kernel.workspaces();
+        let workspaces = &self.0.workspaces;
         let (file, entry) = workspaces.open(ctx.agent.id, &args.audio_or_video).await?;
         check_input(TOOL, &entry)?;
         let (audio, secs) = match known_mime(&args.audio_or_video) {

@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::Uses;
 use super::openai;
 use crate::error::{Error, Result};
 use crate::tool::{CallContext, Tool, ToolDef};
@@ -38,12 +39,12 @@ fn image_mime(path: &str) -> Option<&'static str> {
 }
 
 /// An image of the workspace: its bytes and MIME type, refused when too large or not an image.
-async fn read_image(ctx: &CallContext, field: &str, path: &str) -> Result<(Vec<u8>, &'static str)> {
+async fn read_image(uses: &Uses, ctx: &CallContext, field: &str, path: &str) -> Result<(Vec<u8>, &'static str)> {
     let Some(mime) = image_mime(path) else {
         let known = IMAGES.iter().map(|(e, _)| format!(".{e}")).collect::<Vec<_>>().join(" ");
         return Err(Error::invalid(format!("`{path}` is not an image it reads: {known}")).with_field(field));
     };
-    let (_, entry) = ctx.kernel.workspaces().open(ctx.agent.id, path).await?;
+    let (_, entry) = uses.workspaces.open(ctx.agent.id, path).await?;
     if entry.bytes > MAX_IMAGE_BYTES {
         return Err(Error::invalid(format!(
             "`{path}` is {} bytes; images of at most {MAX_IMAGE_BYTES} bytes are sent",
@@ -51,12 +52,12 @@ async fn read_image(ctx: &CallContext, field: &str, path: &str) -> Result<(Vec<u
         ))
         .with_field(field));
     }
-    let (bytes, _) = ctx.kernel.workspaces().read(ctx.agent.id, path).await?;
+    let (bytes, _) = uses.workspaces.read(ctx.agent.id, path).await?;
     Ok((bytes, mime))
 }
 
 /// `image_analyze(image, question)`.
-pub struct ImageAnalyze;
+pub struct ImageAnalyze(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -90,9 +91,9 @@ impl Tool for ImageAnalyze {
             );
         }
         super::file_argument("image", &args.image)?;
-        let media = ctx.kernel.media();
+        let media = &self.0.media;
         let (name, provider) = media.provider_for(TOOL)?;
-        let image = read_image(&ctx, "image", &args.image).await?;
+        let image = read_image(&self.0, &ctx, "image", &args.image).await?;
         let model = media.model_for(TOOL, DEFAULT_MODEL);
         let answer = openai::vision(name, provider, &model, &args.question, &[image]).await?;
         Ok(json!({ "answer": answer }))
@@ -100,7 +101,7 @@ impl Tool for ImageAnalyze {
 }
 
 /// `media_describe(image_or_video)`.
-pub struct MediaDescribe;
+pub struct MediaDescribe(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -125,15 +126,15 @@ impl Tool for MediaDescribe {
         const TOOL: &str = "media_describe";
         let path = &args.image_or_video;
         super::file_argument("image_or_video", path)?;
-        let media = ctx.kernel.media();
+        let media = &self.0.media;
         let (name, provider) = media.provider_for(TOOL)?;
         let model = media.model_for(TOOL, DEFAULT_MODEL);
         if !VIDEOS.contains(&extension(path).as_str()) {
-            let image = read_image(&ctx, "image_or_video", path).await?;
+            let image = read_image(&self.0, &ctx, "image_or_video", path).await?;
             let description = openai::vision(name, provider, &model, DESCRIBE, &[image]).await?;
             return Ok(json!({ "description": description, "kind": "image" }));
         }
-        let workspaces = ctx.kernel.workspaces();
+        let workspaces = &self.0.workspaces;
         let (file, entry) = workspaces.open(ctx.agent.id, path).await?;
         if entry.bytes > super::transcribe::MAX_INPUT_BYTES {
             return Err(Error::invalid(format!(

@@ -132,10 +132,27 @@
 pub mod kv;
 pub mod semantic;
 
-use crate::config::Config;
+use crate::clock::Clock;
+use crate::db::Db;
+use crate::family::Family;
+use crate::family::Services;
 use crate::tool::Registry;
 
-pub(crate) fn register(r: &mut Registry, config: &Config) {
-    kv::register(r, config);
-    semantic::register(r, config);
+/// The family's part in the kernel (see [`crate::family`]).
+pub const FAMILY: Family = Family {
+    name: "memory",
+    open: |s| {
+        let db = s.get::<Db>().clone();
+        s.provide(kv::KvStore::new(db.clone()));
+        if let Some(semantic) = semantic::SemanticMemory::new(db, s.get::<Clock>().clone(), s.config())? {
+            s.provide(semantic);
+        }
+        Ok(())
+    },
+    register,
+};
+
+pub(crate) fn register(r: &mut Registry, services: &Services) {
+    kv::register(r, services);
+    semantic::register(r, services);
 }

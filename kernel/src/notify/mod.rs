@@ -67,10 +67,22 @@ use utoipa::{IntoParams, ToSchema};
 pub(crate) use tools::register;
 
 use crate::Kernel;
+use crate::channel::Channels;
 use crate::clock::Clock;
 use crate::db::Db;
 use crate::error::{Error, Result};
+use crate::family::Family;
 use crate::page::{Key, Page, PageRequest, bad_cursor};
+
+/// The family's part in the kernel (see [`crate::family`]).
+pub const FAMILY: Family = Family {
+    name: "notify",
+    open: |s| {
+        s.provide(Inbox::new(s.get::<Db>().clone(), s.get::<Clock>().clone()));
+        Ok(())
+    },
+    register,
+};
 
 /// The longest reason, and summary, in characters.
 pub const MAX_REASON: usize = 200;
@@ -227,7 +239,7 @@ impl Inbox {
                     Ok(()) => "ok".to_string(),
                     Err(e) => e.message,
                 };
-                if let Err(e) = store::set_email(&kernel.inbox().db, note.id, &outcome).await {
+                if let Err(e) = store::set_email(&kernel.service::<Inbox>().db, note.id, &outcome).await {
                     tracing::warn!(note = note.id, error = %e.message, "could not record a note's email");
                 }
             });
@@ -277,7 +289,7 @@ async fn fan_out(kernel: &Kernel, channel: &str, note: &Note) {
     let from = note.agent_name.as_deref().map(|a| format!(" from agent {a}")).unwrap_or_default();
     let text = format!("[{}] {}{from}\n{}", urgency_label(note.urgency), note.reason, note.summary);
     let out = crate::channel::platform::Outgoing::Text(text);
-    let channels = kernel.channels();
+    let channels = kernel.service::<Channels>();
     let sent = match channels.address(&address) {
         Ok((channel, chat)) => channels.deliver(&channel, &chat, out, "notify_owner").await,
         Err(e) => Err(e),
@@ -286,7 +298,7 @@ async fn fan_out(kernel: &Kernel, channel: &str, note: &Note) {
         Ok(()) => "ok".to_string(),
         Err(e) => e.message,
     };
-    if let Err(e) = store::set_telegram(&kernel.inbox().db, note.id, &outcome).await {
+    if let Err(e) = store::set_telegram(&kernel.service::<Inbox>().db, note.id, &outcome).await {
         tracing::warn!(note = note.id, error = %e.message, "could not record a note's fan-out");
     }
 }

@@ -5,11 +5,12 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{NewNote, Urgency};
-use crate::config::Config;
 use crate::error::Result;
+use crate::family::Services;
+use crate::notify::Inbox;
 use crate::tool::{CallContext, Registry, Tool, ToolDef};
 
-pub(crate) fn register(r: &mut Registry, _: &Config) {
+pub(crate) fn register(r: &mut Registry, _: &Services) {
     r.add(NotifyOwner);
 }
 
@@ -48,7 +49,7 @@ impl Tool for NotifyOwner {
             summary: args.summary,
             urgency: args.urgency,
         };
-        let note = ctx.kernel.inbox().notify(&ctx.kernel, new).await?;
+        let note = ctx.kernel.service::<Inbox>().notify(&ctx.kernel, new).await?;
         Ok(json!({ "noted": true, "id": note.id, "urgency": note.urgency }))
     }
 }

@@ -193,14 +193,21 @@ use crate::agent::AgentId;
 use crate::config::{Config, ExecPolicyConfig};
 use crate::db::{self, Db};
 use crate::error::{Error, Result};
-use crate::tool::Registry;
+use crate::family::Family;
+use crate::family::Home;
 use output::Stream;
 use policy::Policy;
 use reaper::Recorded;
 
-pub(crate) fn register(r: &mut Registry, _: &Config) {
-    tools::register(r);
-}
+/// The family's part in the kernel (see [`crate::family`]).
+pub const FAMILY: Family = Family {
+    name: "process",
+    open: |s| {
+        s.provide(Processes::new(s.get::<Db>().clone(), s.config(), s.get::<Home>().path()));
+        Ok(())
+    },
+    register: tools::register,
+};
 
 /// An ended child stays listed and pollable this long, so its last output and exit are seen.
 const KEEP_ENDED: Duration = Duration::from_secs(15 * 60);
@@ -1110,10 +1117,10 @@ pub fn describe(exit: &Exit) -> String {
 
 /// Starts the reaper (the daemon only: a CLI command must not touch the daemon's children).
 pub(crate) fn start(kernel: &crate::Kernel) {
-    kernel.processes().warn_if_unsandboxed();
+    kernel.service::<Processes>().warn_if_unsandboxed();
     let kernel = kernel.clone();
     tokio::spawn(async move {
-        match kernel.processes().reap_left_running().await {
+        match kernel.service::<Processes>().reap_left_running().await {
             Ok(0) => {}
             Ok(n) => tracing::warn!(groups = n, "killed process groups an earlier run of the daemon left running"),
             Err(e) => tracing::warn!(error = %e, "reaping processes of an earlier run failed"),

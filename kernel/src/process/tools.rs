@@ -2,6 +2,7 @@
 //! children: another agent's process id is not found.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -9,19 +10,30 @@ use serde_json::{Value, json};
 
 use super::{Signal, StartRequest};
 use crate::error::{Error, Result};
+use crate::family::Services;
+use crate::process::Processes;
 use crate::tool::{CallContext, NoArgs, Registry, Tool, ToolDef};
+use crate::workspace::Workspaces;
 
 const FAMILY: &str = "process";
 const DEFAULT_POLL_BYTES: usize = 8192;
 const MAX_POLL_BYTES: usize = 1 << 20;
 const MAX_WRITE_BYTES: usize = 1 << 20;
 
-pub(super) fn register(r: &mut Registry) {
-    r.add(Start);
-    r.add(Write);
-    r.add(List);
-    r.add(Poll);
-    r.add(Kill);
+/// What the process tools reach, taken from the kernel's services when they are registered.
+#[derive(Clone)]
+pub(super) struct Uses {
+    processes: Arc<Processes>,
+    workspaces: Arc<Workspaces>,
+}
+
+pub(super) fn register(r: &mut Registry, services: &Services) {
+    let uses = Uses { processes: services.need(), workspaces: services.need() };
+    r.add(Start(uses.clone()));
+    r.add(Write(uses.clone()));
+    r.add(List(uses.clone()));
+    r.add(Poll(uses.clone()));
+    r.add(Kill(uses));
 }
 
 fn def(name: &str, description: &str, tags: &[&str]) -> ToolDef {
@@ -31,7 +43,7 @@ fn def(name: &str, description: &str, tags: &[&str]) -> ToolDef {
 fn to_value(value: impl serde::Serialize) -> Result<Value> {
     serde_json::to_value(value).map_err(Error::internal)
 }
-pub(super) struct Start;
+pub(super) struct Start(pub(super) Uses);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -64,14 +76,14 @@ impl Tool for Start {
     }
 
     async fn run(&self, ctx: CallContext, args: StartArgs) -> Result<Value> {
-        let workspace = ctx.kernel.workspaces().dir(ctx.agent.id)?;
+        let workspace = self.0.workspaces.dir(ctx.agent.id)?;
         let request = StartRequest { command: args.command, cwd: args.cwd, env: args.env };
-        let p = ctx.kernel.processes().start(ctx.agent.id, workspace, request).await?;
+        let p = self.0.processes.start(ctx.agent.id, workspace, request).await?;
         Ok(json!({ "process_id": p.process_id, "pgid": p.pgid, "cwd": p.cwd, "started_at": p.started_at }))
     }
 }
 
-pub(super) struct Write;
+pub(super) struct Write(pub(super) Uses);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -99,13 +111,12 @@ impl Tool for Write {
         if args.data.len() > MAX_WRITE_BYTES {
             return Err(Error::invalid(format!("at most {MAX_WRITE_BYTES} bytes per write")).with_field("data"));
         }
-        let written =
-            ctx.kernel.processes().write(ctx.agent.id, args.process_id, args.data.as_bytes(), args.close).await?;
+        let written = self.0.processes.write(ctx.agent.id, args.process_id, args.data.as_bytes(), args.close).await?;
         Ok(json!({ "process_id": args.process_id, "written_bytes": written, "input_closed": args.close }))
     }
 }
 
-pub(super) struct List;
+pub(super) struct List(pub(super) Uses);
 
 impl Tool for List {
     type Args = NoArgs;
@@ -120,9 +131,9 @@ impl Tool for List {
     }
 
     async fn run(&self, ctx: CallContext, _: NoArgs) -> Result<Value> {
-        let processes: Vec<Value> = ctx
-            .kernel
-            .processes()
+        let processes: Vec<Value> = self
+            .0
+            .processes
             .list(ctx.agent.id)
             .into_iter()
             .map(|p| {
@@ -136,7 +147,7 @@ impl Tool for List {
     }
 }
 
-pub(super) struct Poll;
+pub(super) struct Poll(pub(super) Uses);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -165,11 +176,11 @@ impl Tool for Poll {
         if !(1..=MAX_POLL_BYTES).contains(&max) {
             return Err(Error::invalid(format!("max_bytes is 1 to {MAX_POLL_BYTES}")).with_field("max_bytes"));
         }
-        to_value(ctx.kernel.processes().poll(ctx.agent.id, args.process_id, max)?)
+        to_value(self.0.processes.poll(ctx.agent.id, args.process_id, max)?)
     }
 }
 
-pub(super) struct Kill;
+pub(super) struct Kill(pub(super) Uses);
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -194,7 +205,7 @@ impl Tool for Kill {
 
     async fn run(&self, ctx: CallContext, args: KillArgs) -> Result<Value> {
         let signal = args.signal.unwrap_or(Signal::Term);
-        let view = ctx.kernel.processes().kill(ctx.agent.id, args.process_id, signal).await?;
+        let view = self.0.processes.kill(ctx.agent.id, args.process_id, signal).await?;
         Ok(json!({ "process_id": view.process_id, "running": view.running, "exit": view.exit }))
     }
 }

@@ -31,6 +31,8 @@ use chrono::{DateTime, Utc};
 use crate::Kernel;
 use crate::db;
 use crate::error::Result;
+use crate::skills::Skills;
+use crate::workspace::Workspaces;
 
 mod store;
 /// The first sweep after a start waits this long (a start is busy enough); then one a day.
@@ -97,10 +99,10 @@ pub async fn sweep(kernel: &Kernel, now: DateTime<Utc>) -> Result<Swept> {
         false => Swept::default(),
     };
     if let Some(cutoff) = cutoff(now, config.trash_days) {
-        swept.trash_files = kernel.workspaces().sweep_trash(cutoff).await?;
+        swept.trash_files = kernel.service::<Workspaces>().sweep_trash(cutoff).await?;
     }
     if let Some(cutoff) = cutoff(now, config.deleted_skills_days) {
-        swept.deleted_skills = kernel.skills().sweep_deleted(&db::timestamp(cutoff)).await?;
+        swept.deleted_skills = kernel.service::<Skills>().sweep_deleted(&db::timestamp(cutoff)).await?;
     }
     Ok(swept)
 }

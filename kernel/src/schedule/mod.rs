@@ -141,8 +141,10 @@ use crate::Kernel;
 use crate::agent::{Agent, Agents};
 use crate::auth::HumanApproval;
 use crate::clock::Clock;
+use crate::cluster::Cluster;
 use crate::db::{self, Db, stored_enum};
 use crate::error::{Error, FieldError, Result};
+use crate::family::Family;
 use crate::page::{Key, Page, PageRequest};
 use crate::tool::audit::AuditEntry;
 
@@ -662,7 +664,7 @@ pub async fn delete_permanently(
     confirm: &str,
     approval: &HumanApproval,
 ) -> Result<Schedule> {
-    let schedules = kernel.schedules();
+    let schedules = kernel.service::<Schedules>();
     let schedule = schedules.get(id).await?;
     if confirm.trim() != schedule.short_id() {
         return Err(field_error(
@@ -694,6 +696,23 @@ pub async fn delete_permanently(
 }
 
 pub(crate) use crate::text::short_id;
+
+/// The family's part in the kernel (see [`crate::family`]).
+pub const FAMILY: Family = Family {
+    name: "schedule",
+    open: |s| {
+        let schedules = Schedules::new(
+            s.get::<Db>().clone(),
+            s.get::<Clock>().clone(),
+            s.config().schedules.fire_history,
+            s.need::<Agents>(),
+            s.get::<Cluster>().id().to_string(),
+        );
+        s.provide(schedules);
+        Ok(())
+    },
+    register,
+};
 
 fn check_prompt(prompt: &str) -> Result<()> {
     if crate::text::is_blank(prompt) || crate::text::longer_than(prompt, MAX_PROMPT) {

@@ -19,8 +19,10 @@ use uuid::Uuid;
 use super::store::{self, DueRow};
 use super::{FireOutcome, Kind, Schedules, State, cron, parse_time};
 use crate::Kernel;
+use crate::channel::Channels;
 use crate::db;
 use crate::error::Result;
+use crate::notify::Inbox;
 use crate::session::Origin;
 use crate::tool::Caller;
 use crate::turn::{self, TurnEnd, TurnRequest};
@@ -53,7 +55,7 @@ pub(crate) fn start(kernel: &Kernel) {
     tokio::spawn(run_fires(kernel.clone(), pending));
     let kernel = kernel.clone();
     tokio::spawn(async move {
-        let schedules = kernel.schedules();
+        let schedules = kernel.service::<Schedules>();
         let started_at = schedules.clock.now();
         let mut held_back = Vec::new();
         loop {
@@ -164,7 +166,7 @@ fn plan(rows: Vec<DueRow>, now: DateTime<Utc>, started_at: DateTime<Utc>) -> Vec
 /// Sends a fire's reply to the schedule's channel, if it names one.
 async fn deliver(kernel: &Kernel, d: &Dispatch, reply: &str) -> Result<()> {
     let Some(address) = &d.channel else { return Ok(()) };
-    let channels = kernel.channels();
+    let channels = kernel.service::<Channels>();
     let (channel, chat) = channels.address(address)?;
     crate::channel::stays_in_conversation(d.lineage.conversation.as_ref(), &channel, &chat, "a schedule's reply")?;
     let sent_by = format!("schedule:{}", super::short_id(&d.schedule_id));
@@ -190,7 +192,7 @@ async fn stopped_chain(kernel: &Kernel, agent: &crate::agent::Agent, d: &Dispatc
         ),
         urgency: crate::notify::Urgency::High,
     };
-    if let Err(e) = kernel.inbox().notify(kernel, note).await {
+    if let Err(e) = kernel.service::<Inbox>().notify(kernel, note).await {
         tracing::warn!(schedule = %d.schedule_id, error = %e.message, "a stopped chain of schedules could not be noted in the inbox");
     }
 }
@@ -239,7 +241,7 @@ async fn fire(kernel: Kernel, d: Dispatch, _permit: tokio::sync::OwnedSemaphoreP
         // A stopped agent's cron job would otherwise record a skipped fire at every slot; it
         // keeps its configuration and an operator can resume it.
         // (A one-shot schedule is done already: nothing to pause.)
-        if let Err(e) = kernel.schedules().pause(&d.schedule_id).await
+        if let Err(e) = kernel.service::<Schedules>().pause(&d.schedule_id).await
             && e.kind != crate::ErrorKind::Conflict
         {
             tracing::warn!(schedule = %d.schedule_id, error = %e.message, "could not pause the schedule of a stopped agent");
@@ -253,9 +255,12 @@ async fn fire(kernel: Kernel, d: Dispatch, _permit: tokio::sync::OwnedSemaphoreP
         detail: &detail,
         session,
         duration_ms,
-        at: kernel.schedules().clock.now(),
+        at: kernel.service::<Schedules>().clock.now(),
     };
-    if let Err(e) = store::finish_fire(&kernel.schedules().db, finished, kernel.schedules().fire_history).await {
+    if let Err(e) =
+        store::finish_fire(&kernel.service::<Schedules>().db, finished, kernel.service::<Schedules>().fire_history)
+            .await
+    {
         tracing::warn!(schedule = %d.schedule_id, error = %e.message, "could not record a fire's outcome");
     }
     // Noted after the record, so an operator who opens the note finds the failed fire there.

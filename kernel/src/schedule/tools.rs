@@ -7,15 +7,17 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Kind, Lineage, NewSchedule, NewTiming, Origin, Schedule, ScheduleFilter};
-use crate::config::Config;
+use crate::channel::Channels;
 use crate::error::{Error, Result};
+use crate::family::Services;
 use crate::page::{MAX_LIMIT, Page, PageRequest};
+use crate::schedule::Schedules;
 use crate::tool::{CallContext, Registry, Tool, ToolDef};
 
 const FAMILY: &str = "schedule";
 const PAUSED_NOTE: &str = "paused, not deleted: its configuration is kept and it can be resumed; only an operator can delete a schedule for good";
 
-pub(crate) fn register(r: &mut Registry, _: &Config) {
+pub(crate) fn register(r: &mut Registry, _: &Services) {
     r.add(ScheduleCreate);
     r.add(ScheduleList);
     r.add(ScheduleDelete);
@@ -30,13 +32,13 @@ pub(crate) fn register(r: &mut Registry, _: &Config) {
 /// [`super::MAX_PER_AGENT`] runtime ones, and its manifest's few).
 async fn own_list(ctx: &CallContext, kind: Kind) -> Result<Page<Schedule>> {
     let filter = ScheduleFilter { agent: Some(ctx.agent.id.to_string()), kind: Some(kind), ..Default::default() };
-    ctx.kernel.schedules().list(&filter, &PageRequest::first(MAX_LIMIT)).await
+    ctx.kernel.service::<Schedules>().list(&filter, &PageRequest::first(MAX_LIMIT)).await
 }
 
 /// Pauses or resumes one of the caller's own schedules of `kind`. Manifest cron jobs belong
 /// to the operator who wrote the agent type: an agent may read them, not switch them.
 async fn set_own(ctx: &CallContext, id: &str, kind: Kind, pause: bool) -> Result<Schedule> {
-    let schedules = ctx.kernel.schedules();
+    let schedules = ctx.kernel.service::<Schedules>();
     let schedule = schedules.get_own(id, &ctx.agent, kind).await?;
     if schedule.origin == Origin::Manifest {
         return Err(Error::forbidden(format!(
@@ -83,7 +85,7 @@ impl Tool for ScheduleCreate {
             created_by: ctx.actor(),
             lineage: Some(Lineage::of(&ctx)),
         };
-        Ok(json!(ctx.kernel.schedules().create(new).await?))
+        Ok(json!(ctx.kernel.service::<Schedules>().create(new).await?))
     }
 }
 
@@ -189,7 +191,7 @@ impl Tool for CronCreate {
             created_by: ctx.actor(),
             lineage: Some(Lineage::of(&ctx)),
         };
-        Ok(json!(ctx.kernel.schedules().create(new).await?))
+        Ok(json!(ctx.kernel.service::<Schedules>().create(new).await?))
     }
 }
 
@@ -261,8 +263,11 @@ impl Tool for CronEnable {
 /// be that conversation (the guard `channel_send` passes).
 fn check_channel(ctx: &CallContext, channel: Option<&str>) -> Result<()> {
     if let Some(address) = channel {
-        let (name, chat) =
-            ctx.kernel.channels().address(address).map_err(|e| e.on_field("channel").with_field("channel"))?;
+        let (name, chat) = ctx
+            .kernel
+            .service::<Channels>()
+            .address(address)
+            .map_err(|e| e.on_field("channel").with_field("channel"))?;
         crate::channel::stays_in_conversation(ctx.channel.as_ref(), &name, &chat, "a schedule's reply")
             .map_err(|e| e.with_field("channel"))?;
     }

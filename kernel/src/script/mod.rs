@@ -64,8 +64,10 @@ use uuid::Uuid;
 
 use crate::Kernel;
 use crate::error::Result;
+use crate::process::Processes;
 use crate::tool::dynamic::DynamicRun;
 use crate::tool::{BoxFuture, CallContext, Provided, ToolDef, ToolOrigin};
+use crate::workspace::Workspaces;
 use manifest::{Checked, Found};
 use sandbox::Sandbox;
 
@@ -169,9 +171,9 @@ pub const KEEP_READY: Duration = Duration::from_secs(60);
 impl DynamicRun for ScriptRun {
     fn run(self: Arc<Self>, ctx: CallContext, args: Value) -> BoxFuture<Result<Value>> {
         Box::pin(async move {
-            let workspace = ctx.kernel.workspaces().dir(ctx.agent.id)?;
+            let workspace = ctx.kernel.service::<Workspaces>().dir(ctx.agent.id)?;
             let network = match (&*self.sandbox, self.checked.manifest.network) {
-                (Sandbox::Bubblewrap(_), true) => Some(ctx.kernel.processes().sandbox_network().await?),
+                (Sandbox::Bubblewrap(_), true) => Some(ctx.kernel.service::<Processes>().sandbox_network().await?),
                 _ => None,
             };
             let ready = self.ready().remove(&ctx.agent.id).filter(|r| r.agent == ctx.agent.name);

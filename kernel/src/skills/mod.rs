@@ -128,7 +128,22 @@ use crate::agent::Agent;
 use crate::clock::Clock;
 use crate::db::Db;
 use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::family::Home;
+use crate::notify::Inbox;
 use crate::patch::MatchOptions;
+
+/// The family's part in the kernel (see [`crate::family`]).
+pub const FAMILY: Family = Family {
+    name: "skills",
+    open: |s| {
+        let skills =
+            Skills::new(s.get::<Home>().path().join("skills"), s.get::<Db>().clone(), s.get::<Clock>().clone());
+        s.provide(skills);
+        Ok(())
+    },
+    register,
+};
 
 /// The longest description, in characters.
 pub const MAX_DESCRIPTION: usize = 1024;
@@ -639,7 +654,7 @@ impl Skills {
             ),
             urgency: crate::notify::Urgency::Normal,
         };
-        if let Err(e) = kernel.inbox().notify(kernel, note).await {
+        if let Err(e) = kernel.service::<Inbox>().notify(kernel, note).await {
             tracing::warn!(proposal = id, error = %e.message, "a skill proposal could not be noted in the inbox");
         }
         Ok(proposal)

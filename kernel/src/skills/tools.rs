@@ -7,13 +7,14 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Actor, BodyChange, Evolved, Manifest, Outcome};
-use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::family::Services;
+use crate::skills::Skills;
 use crate::tool::{CallContext, Registry, Tool, ToolDef};
 
 const FAMILY: &str = "skills";
 
-pub(crate) fn register(r: &mut Registry, _: &Config) {
+pub(crate) fn register(r: &mut Registry, _: &Services) {
     r.add(ReadFile);
     r.add(Create);
     r.add(Update);
@@ -34,7 +35,7 @@ fn evolved(e: Evolved) -> Value {
 
 /// Makes or proposes `change` as the calling agent; the answer says which.
 async fn change(ctx: &CallContext, change: BodyChange) -> Result<Value> {
-    Ok(match ctx.kernel.skills().change_by_agent(&ctx.kernel, &ctx.agent, change).await? {
+    Ok(match ctx.kernel.service::<Skills>().change_by_agent(&ctx.kernel, &ctx.agent, change).await? {
         Outcome::Applied(e) => evolved(e),
         Outcome::Proposed(p) => json!({
             "skill": p.skill,
@@ -52,7 +53,7 @@ async fn change(ctx: &CallContext, change: BodyChange) -> Result<Value> {
 
 /// Refuses a delete or support-file change (`what`) to a skill not the agent's alone.
 async fn ensure_own(ctx: &CallContext, skill: &str, what: &str) -> Result<()> {
-    ctx.kernel.skills().ensure_agents_own(&ctx.kernel, &ctx.agent, skill, what).await
+    ctx.kernel.service::<Skills>().ensure_agents_own(&ctx.kernel, &ctx.agent, skill, what).await
 }
 
 pub struct ReadFile;
@@ -81,7 +82,7 @@ impl Tool for ReadFile {
     }
 
     async fn run(&self, ctx: CallContext, args: ReadFileArgs) -> Result<Value> {
-        let text = ctx.kernel.skills().read_file(&args.skill, &args.file).await?;
+        let text = ctx.kernel.service::<Skills>().read_file(&args.skill, &args.file).await?;
         Ok(json!({ "skill": args.skill, "file": args.file, "content": text }))
     }
 }
@@ -222,7 +223,7 @@ impl Tool for Delete {
 
     async fn run(&self, ctx: CallContext, args: NameArgs) -> Result<Value> {
         ensure_own(&ctx, &args.name, "delete").await?;
-        Ok(evolved(ctx.kernel.skills().delete(&actor(&ctx), &args.name).await?))
+        Ok(evolved(ctx.kernel.service::<Skills>().delete(&actor(&ctx), &args.name).await?))
     }
 }
 
@@ -280,7 +281,7 @@ impl Tool for WriteFile {
 
     async fn run(&self, ctx: CallContext, args: WriteFileArgs) -> Result<Value> {
         ensure_own(&ctx, &args.skill, "change its support files").await?;
-        Ok(evolved(ctx.kernel.skills().write_file(&actor(&ctx), &args.skill, &args.path, args.body).await?))
+        Ok(evolved(ctx.kernel.service::<Skills>().write_file(&actor(&ctx), &args.skill, &args.path, args.body).await?))
     }
 }
 
@@ -303,6 +304,6 @@ impl Tool for RemoveFile {
 
     async fn run(&self, ctx: CallContext, args: RemoveFileArgs) -> Result<Value> {
         ensure_own(&ctx, &args.skill, "change its support files").await?;
-        Ok(evolved(ctx.kernel.skills().remove_file(&actor(&ctx), &args.skill, &args.path).await?))
+        Ok(evolved(ctx.kernel.service::<Skills>().remove_file(&actor(&ctx), &args.skill, &args.path).await?))
     }
 }

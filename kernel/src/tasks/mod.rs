@@ -46,8 +46,19 @@ pub(crate) use tools::register;
 use crate::agent::Agents;
 use crate::db::{self, Db, stored_enum};
 use crate::error::{Error, FieldError, Result};
+use crate::family::Family;
 use crate::page::{Key, Page, PageRequest, bad_cursor};
 use crate::text::{is_title, longer_than};
+
+/// The family's part in the kernel (see [`crate::family`]).
+pub const FAMILY: Family = Family {
+    name: "tasks",
+    open: |s| {
+        s.provide(TaskBoard::new(s.get::<Db>().clone(), s.need::<Agents>()));
+        Ok(())
+    },
+    register,
+};
 
 /// Where a task is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema, JsonSchema)]
@@ -436,7 +447,7 @@ pub(crate) fn start_sweeper(kernel: &crate::Kernel) {
                     }
                 }
             }
-            match kernel.tasks().sweep(board.claim_ttl_secs, board.max_retries).await {
+            match kernel.service::<TaskBoard>().sweep(board.claim_ttl_secs, board.max_retries).await {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(count = n, "task claims expired and were taken back"),
                 Err(e) => tracing::warn!(error = %e.message, "the task sweeper failed"),

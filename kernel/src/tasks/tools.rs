@@ -5,14 +5,15 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{NewTask, TaskFilter, TaskStatus};
-use crate::config::Config;
 use crate::error::Result;
+use crate::family::Services;
 use crate::page::PageRequest;
+use crate::tasks::TaskBoard;
 use crate::tool::{CallContext, Registry, Tool, ToolDef};
 
 const FAMILY: &str = "tasks";
 
-pub(crate) fn register(r: &mut Registry, _: &Config) {
+pub(crate) fn register(r: &mut Registry, _: &Services) {
     r.add(TaskPost);
     r.add(TaskClaim);
     r.add(TaskComplete);
@@ -70,7 +71,7 @@ impl Tool for TaskClaim {
     }
 
     async fn run(&self, ctx: CallContext, args: TaskClaimArgs) -> Result<Value> {
-        let claimed = ctx.kernel.tasks().claim(&ctx.agent.id.to_string(), args.priority_filter).await?;
+        let claimed = ctx.kernel.service::<TaskBoard>().claim(&ctx.agent.id.to_string(), args.priority_filter).await?;
         Ok(match claimed {
             Some(task) => json!({ "claimed": task }),
             None => json!({ "claimed": null, "note": "no pending task for you right now" }),
@@ -100,7 +101,8 @@ impl Tool for TaskComplete {
     }
 
     async fn run(&self, ctx: CallContext, args: TaskCompleteArgs) -> Result<Value> {
-        let task = ctx.kernel.tasks().complete(&args.task_id, &ctx.agent.id.to_string(), args.result).await?;
+        let task =
+            ctx.kernel.service::<TaskBoard>().complete(&args.task_id, &ctx.agent.id.to_string(), args.result).await?;
         Ok(json!(task))
     }
 }
@@ -126,7 +128,7 @@ impl Tool for TaskList {
 
     async fn run(&self, ctx: CallContext, args: TaskListArgs) -> Result<Value> {
         let filter = TaskFilter { status: args.status, assignee: args.assignee, ..Default::default() };
-        let page = ctx.kernel.tasks().list(&filter, &PageRequest::default()).await?;
+        let page = ctx.kernel.service::<TaskBoard>().list(&filter, &PageRequest::default()).await?;
         Ok(json!({ "tasks": page.items, "total": page.total }))
     }
 }
@@ -149,7 +151,7 @@ impl Tool for TaskStatusTool {
     }
 
     async fn run(&self, ctx: CallContext, args: TaskStatusArgs) -> Result<Value> {
-        let t = ctx.kernel.tasks().get(&args.task_id).await?;
+        let t = ctx.kernel.service::<TaskBoard>().get(&args.task_id).await?;
         Ok(json!({
             "task_id": t.id, "status": t.status, "result": t.result, "title": t.title,
             "assigned_to": t.assigned_to, "created_at": t.created_at, "completed_at": t.completed_at,

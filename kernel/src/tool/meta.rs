@@ -6,10 +6,14 @@ use serde_json::{Value, json};
 
 use super::{CallContext, Registry, Tool, ToolDef, TurnScope};
 use crate::agent::Agent;
-use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::family::Services;
 
-pub(crate) fn register(r: &mut Registry, _: &Config) {
+/// The family's part in the kernel (see [`crate::family`]).
+pub const FAMILY: Family = Family::tools_only("meta", register);
+
+pub(crate) fn register(r: &mut Registry, _: &Services) {
     r.add(ToolSearch);
     r.add(ToolLoad);
     r.add(FindTools);

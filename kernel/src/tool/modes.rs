@@ -158,9 +158,9 @@ mod tests {
         offer.specs.iter().map(|s| s.name.as_str()).collect()
     }
 
-    #[test]
-    fn headless_turns_leave_out_tools_that_need_a_person() {
-        let registry = Registry::builtin(&Config::default());
+    #[tokio::test]
+    async fn headless_turns_leave_out_tools_that_need_a_person() {
+        let registry = crate::family::builtin_registry(Config::default()).await;
         let (with_person, headless) =
             (TurnScope { person: true, conversation: false }, TurnScope { person: false, conversation: false });
         for mode in ["all", "lazy", "stable"] {
@@ -175,9 +175,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn stable_offers_depend_on_grants_only() {
-        let registry = Registry::builtin(&Config::default());
+    #[tokio::test]
+    async fn stable_offers_depend_on_grants_only() {
+        let registry = crate::family::builtin_registry(Config::default()).await;
         let a = agent(serde_json::json!({"name": "a", "tool_mode": "stable", "tools": ["*"]}));
         let turn = TurnScope { person: false, conversation: false };
         let fresh = offer(&registry, &a, &[], turn);
@@ -188,15 +188,15 @@ mod tests {
             proactive_memory: crate::config::ProactiveMemoryConfig { enabled: false, ..Default::default() },
             ..Config::default()
         };
-        let without_store = offer(&Registry::builtin(&switched_off), &a, &[], turn);
+        let without_store = offer(&crate::family::builtin_registry(switched_off).await, &a, &[], turn);
         assert_eq!(names(&without_store), ["read_artifact", "find_tools", "run_tool"], "no store, no search");
     }
 
     /// A spill placeholder points at `read_artifact`: every agent is offered it, in every
     /// mode, with no grant at all and even when a deny would cover it.
-    #[test]
-    fn read_artifact_is_offered_to_every_agent_in_every_mode() {
-        let registry = Registry::builtin(&Config::default());
+    #[tokio::test]
+    async fn read_artifact_is_offered_to_every_agent_in_every_mode() {
+        let registry = crate::family::builtin_registry(Config::default()).await;
         let turn = TurnScope { person: false, conversation: false };
         for mode in ["all", "lazy", "stable"] {
             let a = agent(serde_json::json!({"name": "a", "tool_mode": mode}));

@@ -71,6 +71,7 @@ use super::audit::AuditEntry;
 use super::registry::{Entry, Standing};
 use super::{CallContext, Layer, Registry};
 use crate::agent::ToolMode;
+use crate::artifact::ArtifactStore;
 use crate::error::{Error, Result};
 
 /// A tool's result as the caller (and the model) gets it.
@@ -251,7 +252,7 @@ async fn spill(
     if text.len() <= threshold {
         return Ok((value, None));
     }
-    let id = kernel.artifacts().put_for(agent, text.as_bytes()).await?;
+    let id = kernel.service::<ArtifactStore>().put_for(agent, text.as_bytes()).await?;
     let preview: String = text.chars().take(PREVIEW_CHARS).collect();
     let placeholder = serde_json::json!({
         "spilled": true,
@@ -290,9 +291,9 @@ mod tests {
 
     /// The split documented in ARCHITECTURE.md (pipeline step 7); a new read-only mark is a
     /// decision, so it shows up here.
-    #[test]
-    fn only_these_built_in_tools_skip_the_durable_audit() {
-        let registry = crate::tool::Registry::builtin(&Config::default());
+    #[tokio::test]
+    async fn only_these_built_in_tools_skip_the_durable_audit() {
+        let registry = crate::family::builtin_registry(Config::default()).await;
         let read_only: Vec<&str> = registry.all().filter(|(d, _)| d.read_only).map(|(d, _)| d.name.as_str()).collect();
         assert_eq!(
             read_only,

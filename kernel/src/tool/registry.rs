@@ -2,8 +2,8 @@
 //! `GET /api/tools`, `GET /api/agents/{id}/tools` and the Tools inspector are all read from
 //! here, through one answer per tool and agent: [`Registry::standing`].
 //!
-//! Built-in tools are registered at start by their domains (`register(&mut Registry, &Config)`,
-//! listed in [`DOMAINS`]). Dynamic providers (MCP servers, script folders) add and remove
+//! Built-in tools are registered at start by their families (`crate::family`, in the order
+//! of `lib.rs`'s `FAMILIES`). Dynamic providers (MCP servers, script folders) add and remove
 //! tools while the daemon runs through [`Tools::provide`], which swaps in a new snapshot;
 //! a tool that disappears is remembered with the reason, so a session that loaded it is told
 //! it is "no longer available" rather than that it never existed.
@@ -19,35 +19,8 @@ use super::availability::{Layer, Needs, TurnScope};
 use super::{ErasedTool, Tool, ToolDef, schema_for};
 use crate::agent::Agent;
 use crate::capability::Decision;
-use crate::config::Config;
 use crate::error::Result;
 use crate::page::{Key, Page, PageRequest};
-
-/// Every built-in domain's registration, in the order their tools are listed.
-const DOMAINS: &[fn(&mut Registry, &Config)] = &[
-    crate::system::register,
-    crate::artifact::register,
-    super::meta::register,
-    crate::memory::register,
-    crate::agent::register,
-    crate::event::register,
-    crate::workflow::register,
-    crate::a2a::register,
-    crate::tasks::register,
-    crate::schedule::register,
-    crate::canvas::register,
-    crate::media::register,
-    crate::knowledge::register,
-    crate::browser::register,
-    crate::process::register,
-    crate::docker::register,
-    crate::files::register,
-    crate::skills::register,
-    crate::channel::register,
-    crate::notify::register,
-    crate::location::register,
-    crate::ask::register,
-];
 
 /// Whether a tool is offered at all on this daemon (spec §0.8): the daemon layer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
@@ -148,16 +121,6 @@ impl From<Standing<'_>> for ToolStatus {
 pub const BUILT_IN_GRANT: &str = "built in: every agent reads its own spilled results";
 
 impl Registry {
-    /// Every built-in tool, registered by its domain. Tools whose prerequisite is absent are
-    /// registered as excluded, with the reason.
-    pub fn builtin(config: &Config) -> Registry {
-        let mut r = Registry::default();
-        for register in DOMAINS {
-            register(&mut r, config);
-        }
-        r
-    }
-
     /// Registers a tool that is always available on this daemon.
     pub fn add<T: Tool>(&mut self, tool: T) {
         self.add_needing(tool, &Needs::nothing());

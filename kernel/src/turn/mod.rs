@@ -104,6 +104,7 @@ use crate::Kernel;
 use crate::agent::Agent;
 use crate::error::{Error, Result};
 use crate::llm::{Message, Provider, Usage};
+use crate::skills::Skills;
 use crate::tool::{Caller, ChannelContext, Offered, modes};
 use context::{Entry, View};
 
@@ -428,7 +429,7 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         let recall = self.recall().await;
         // Read once a turn: an evolve during the turn shows from the next one.
         let max_skill_bytes = usize::try_from(self.kernel.config().skills.prompt_max_bytes).unwrap_or(usize::MAX);
-        let skills = self.kernel.skills().prompt_block(&self.agent.manifest.skills, max_skill_bytes).await;
+        let skills = self.kernel.service::<Skills>().prompt_block(&self.agent.manifest.skills, max_skill_bytes).await;
 
         let cap =
             self.kernel.config().kernel.max_turn_iterations.min(u64::from(self.agent.manifest.limits.max_iterations))

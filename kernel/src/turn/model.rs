@@ -8,6 +8,7 @@ use super::images;
 use super::{EventKind, FellBack, Loop, store};
 use crate::error::{Error, Result};
 use crate::llm::{ChatError, ChatRequest, Delta, LoadedImages, Message, Provider, ToolSpec, Usage};
+use crate::workspace::Workspaces;
 /// A model's window as one call may use it: the reply's share of it and how the model
 /// counts tokens against our estimate ([`context::Calibration`]).
 pub(super) struct Room {
@@ -160,7 +161,7 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
             }
             let mut messages = context::build(history, view);
             let images = if accepts_images {
-                images::load(self.kernel.workspaces(), self.agent.id, &messages).await
+                images::load(self.kernel.service::<Workspaces>(), self.agent.id, &messages).await
             } else {
                 LoadedImages::new()
             };

@@ -9,6 +9,7 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 use crate::Kernel;
 use crate::agent::Agent;
 use crate::error::{Error, ErrorKind, Result};
+use crate::notify::Inbox;
 use crate::tool::audit::AuditEntry;
 
 /// When the budget day holding `now` began and when it ends: the last `reset_hour` in `tz`.
@@ -152,7 +153,7 @@ pub async fn admit(kernel: &Kernel, agent: &Agent) -> Result<()> {
             summary: format!("{reason}: paused until {until}. Lift the pause on its page to let it go on today."),
             urgency: crate::notify::Urgency::High,
         };
-        if let Err(e) = kernel.inbox().notify(kernel, note).await {
+        if let Err(e) = kernel.service::<Inbox>().notify(kernel, note).await {
             tracing::warn!(agent = %agent.name, error = %e.message, "the budget pause could not be noted in the inbox");
         }
     }

@@ -34,15 +34,17 @@ use uuid::Uuid;
 
 use crate::Kernel;
 use crate::agent::{NAME_RULE, SpawnRequest, is_valid_name};
-use crate::config::Config;
+use crate::cluster::Cluster;
 use crate::db::{self, Db, stored_enum};
 use crate::error::{Error, FieldError, Result};
+use crate::family::Family;
+use crate::family::Services;
 use crate::page::{Key, Page, PageRequest};
 use crate::text::{is_blank, longer_than};
 use crate::tool::{CallContext, Caller, Registry, Tool, ToolDef};
 use crate::turn::TurnRequest;
 
-pub(crate) fn register(r: &mut Registry, _: &Config) {
+pub(crate) fn register(r: &mut Registry, _: &Services) {
     r.add(WorkflowRunTool);
 }
 
@@ -59,6 +61,17 @@ pub enum RunStatus {
 stored_enum!(RunStatus { Running = "running", Succeeded = "succeeded", Failed = "failed" });
 
 pub use template::render;
+
+/// The family's part in the kernel (see [`crate::family`]).
+pub const FAMILY: Family = Family {
+    name: "workflow",
+    open: |s| {
+        let workflows = Workflows::new(s.get::<Db>().clone(), s.get::<Cluster>().id().to_string());
+        s.provide(workflows);
+        Ok(())
+    },
+    register,
+};
 
 /// One step: an existing agent's turn, or the turn of an agent spawned from an agent type for
 /// the step. Exactly one of `agent` and `agent_type` names who runs it.
@@ -323,7 +336,7 @@ pub async fn run_detached(kernel: &Kernel, id_or_name: &str, inputs: Value, orig
 
 /// Runs a workflow to the end (or its first failing step) and records the run.
 pub async fn run(kernel: &Kernel, id_or_name: &str, inputs: Value, origin: RunOrigin) -> Result<WorkflowRun> {
-    let wf = kernel.workflows().get(id_or_name).await?;
+    let wf = kernel.service::<Workflows>().get(id_or_name).await?;
     if !(inputs.is_object() || inputs.is_null()) {
         return Err(Error::invalid("`inputs` must be a JSON object"));
     }
@@ -340,7 +353,7 @@ pub async fn run(kernel: &Kernel, id_or_name: &str, inputs: Value, origin: RunOr
         started_at: db::now(),
         finished_at: None,
     };
-    kernel.workflows().save_run(&run).await?;
+    kernel.service::<Workflows>().save_run(&run).await?;
     for (i, step) in wf.steps.iter().enumerate() {
         let started = Instant::now();
         let outputs: Vec<&str> = run.steps.iter().map(|s| s.output.as_deref().unwrap_or_default()).collect();
@@ -376,16 +389,16 @@ pub async fn run(kernel: &Kernel, id_or_name: &str, inputs: Value, origin: RunOr
                 run.status = RunStatus::Failed;
                 run.error = Some(format!("step {} failed: {}", i + 1, e.model_text()));
                 run.finished_at = Some(db::now());
-                kernel.workflows().save_run(&run).await?;
+                kernel.service::<Workflows>().save_run(&run).await?;
                 return Ok(run);
             }
         }
-        kernel.workflows().save_run(&run).await?;
+        kernel.service::<Workflows>().save_run(&run).await?;
     }
     run.status = RunStatus::Succeeded;
     run.output = run.steps.last().and_then(|s| s.output.clone());
     run.finished_at = Some(db::now());
-    kernel.workflows().save_run(&run).await?;
+    kernel.service::<Workflows>().save_run(&run).await?;
     Ok(run)
 }
 

@@ -89,6 +89,19 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
+use crate::family::Family;
+use crate::family::Home;
+
+/// Workspaces have no tools of their own: `files`, `process`, `media` and others use them.
+pub const FAMILY: Family = Family {
+    name: "workspace",
+    open: |s| {
+        let workspaces = Workspaces::new(s.get::<Home>().path().join("workspaces"), s.config().workspace.clone());
+        s.provide(workspaces);
+        Ok(())
+    },
+    register: |_, _| {},
+};
 
 /// The longest path argument, in bytes, and the most parts it may have.
 const MAX_PATH_BYTES: usize = 1024;

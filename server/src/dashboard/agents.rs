@@ -7,10 +7,13 @@ use axum::response::{IntoResponse, Response};
 use kennel_app::pages::agents::{self, AgentPage, AgentsPage, SpawnForm};
 use kennel_app::{Nav, Paging};
 use kennel_kernel::agent::{SpawnRequest, to_toml};
+use kennel_kernel::canvas::Canvases;
 use kennel_kernel::page::PageRequest;
+use kennel_kernel::schedule::Schedules;
 use kennel_kernel::session::Origin;
 use kennel_kernel::tool::Caller;
 use kennel_kernel::turn::TurnRequest;
+use kennel_kernel::workspace::Workspaces;
 use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
 
@@ -164,9 +167,10 @@ pub(super) async fn agent_page(
         None => (Vec::new(), Vec::new(), Vec::new()),
     };
     let filter = kennel_kernel::schedule::ScheduleFilter { agent: Some(agent.id.to_string()), ..Default::default() };
-    let schedules = kernel.schedules().list(&filter, &PageRequest::first(AGENT_PAGE_SCHEDULES)).await?.items;
-    let workspace = kernel.workspaces().list(agent.id).await?;
-    let canvases = kernel.canvases().versions(agent.id, &PageRequest::first(AGENT_PAGE_CANVASES)).await?.items;
+    let schedules = kernel.service::<Schedules>().list(&filter, &PageRequest::first(AGENT_PAGE_SCHEDULES)).await?.items;
+    let workspace = kernel.service::<Workspaces>().list(agent.id).await?;
+    let canvases =
+        kernel.service::<Canvases>().versions(agent.id, &PageRequest::first(AGENT_PAGE_CANVASES)).await?.items;
     let status =
         refused.chat.or(refused.grant).or(refused.upload).map_or(StatusCode::OK, |e| crate::status::status_for(e.kind));
     let agent_ref = agent.clone();

@@ -5,6 +5,7 @@ use axum::http::StatusCode;
 use kennel_app::Nav;
 use kennel_app::pages::browser::{self, BrowserPage};
 use kennel_kernel::Kernel;
+use kennel_kernel::browser::Browsers;
 
 use super::{Operator, PageResult, html, meta};
 
@@ -17,9 +18,9 @@ pub async fn page(
     let page = BrowserPage {
         agent_id: agent.id.to_string(),
         agent_name: agent.name.clone(),
-        configured: kernel.browsers().is_some(),
-        tabs: kernel.browser_tabs(agent.id),
-        popups_closed: kernel.browsers().map_or(0, |b| b.popups_closed(agent.id)),
+        configured: kernel.services().shared::<Browsers>().is_some(),
+        tabs: kernel.optional::<Browsers>().map(|b| b.tabs(agent.id)).unwrap_or_default(),
+        popups_closed: kernel.services().shared::<Browsers>().map_or(0, |b| b.popups_closed(agent.id)),
     };
     Ok(html(StatusCode::OK, browser::render(meta(&op, format!("{} · browser", agent.name), Nav::Agents, None), page)))
 }

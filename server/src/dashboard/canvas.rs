@@ -9,6 +9,7 @@ use axum::http::header::{CONTENT_TYPE, X_DNS_PREFETCH_CONTROL};
 use axum::response::{IntoResponse, Response};
 use kennel_app::pages::canvas::{self, Named, VersionPage};
 use kennel_app::{Nav, Paging};
+use kennel_kernel::canvas::Canvases;
 use kennel_kernel::{Error, Kernel};
 
 use super::headers::canvas_policy;
@@ -19,7 +20,7 @@ const LATEST_SHOWN: u32 = 60;
 const VERSIONS_SHOWN: u32 = 50;
 
 pub async fn list(State(kernel): State<Kernel>, Extension(op): Extension<Operator>) -> PageResult {
-    let latest = kernel.canvases().latest_of_each(LATEST_SHOWN).await?;
+    let latest = kernel.service::<Canvases>().latest_of_each(LATEST_SHOWN).await?;
     let named = latest
         .into_iter()
         .map(|canvas| {
@@ -44,8 +45,8 @@ pub async fn version(
     Query(cursor): Query<Cursor>,
 ) -> PageResult {
     let agent = kernel.agents().get(&agent)?;
-    let (canvas, _) = kernel.canvases().html(agent.id, parse_version(&version)?).await?;
-    let versions = kernel.canvases().versions(agent.id, &cursor.page(VERSIONS_SHOWN)).await?;
+    let (canvas, _) = kernel.service::<Canvases>().html(agent.id, parse_version(&version)?).await?;
+    let versions = kernel.service::<Canvases>().versions(agent.id, &cursor.page(VERSIONS_SHOWN)).await?;
     let path = canvas.page_path();
     let page = VersionPage {
         paging: Paging { total: versions.total, next: next_page(&path, &[], versions.next.as_deref()) },
@@ -67,7 +68,7 @@ pub async fn frame(
     Path((agent, version)): Path<(String, String)>,
 ) -> PageResult {
     let agent = kernel.agents().get(&agent)?;
-    let (_, body) = kernel.canvases().html(agent.id, parse_version(&version)?).await?;
+    let (_, body) = kernel.service::<Canvases>().html(agent.id, parse_version(&version)?).await?;
     let headers = [(CONTENT_TYPE, "text/html; charset=utf-8"), (X_DNS_PREFETCH_CONTROL, "off")];
     let res = (headers, with_prelude(&body)).into_response();
     Ok(canvas_policy(res, agent.manifest.canvas_network))

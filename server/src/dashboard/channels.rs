@@ -6,6 +6,7 @@ use axum::http::StatusCode;
 use kennel_app::Nav;
 use kennel_app::pages::channels;
 use kennel_kernel::Kernel;
+use kennel_kernel::channel::Channels;
 
 use super::{Operator, PageResult, html, meta};
 
@@ -13,7 +14,7 @@ use super::{Operator, PageResult, html, meta};
 const TRAFFIC: i64 = 50;
 
 pub async fn list(State(kernel): State<Kernel>, Extension(op): Extension<Operator>) -> PageResult {
-    let all = kernel.channels().list();
+    let all = kernel.service::<Channels>().list();
     Ok(html(StatusCode::OK, channels::render_list(meta(&op, "Channels", Nav::Channels, None), all)))
 }
 
@@ -22,7 +23,7 @@ pub async fn one(
     Extension(op): Extension<Operator>,
     Path(name): Path<String>,
 ) -> PageResult {
-    let detail = kernel.channels().detail(&name, TRAFFIC).await?;
+    let detail = kernel.service::<Channels>().detail(&name, TRAFFIC).await?;
     let title = format!("{name} · channel");
     Ok(html(
         StatusCode::OK,

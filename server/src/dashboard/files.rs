@@ -11,6 +11,7 @@ use axum::response::IntoResponse;
 use kennel_app::Nav;
 use kennel_app::pages::agents::{self, FilePage};
 use kennel_kernel::workspace::Inert;
+use kennel_kernel::workspace::Workspaces;
 use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
 use tokio::io::AsyncReadExt;
@@ -36,7 +37,7 @@ pub async fn view(
     Query(q): Query<FileQuery>,
 ) -> PageResult {
     let agent = kernel.agents().get(&id)?;
-    let (opened, file) = kernel.workspaces().open(agent.id, &q.path).await?;
+    let (opened, file) = kernel.service::<Workspaces>().open(agent.id, &q.path).await?;
     let inert = Inert::of(&file.path);
     let text = match inert {
         Some(Inert::Text) if file.bytes <= TEXT_SHOWN => {
@@ -58,7 +59,7 @@ pub async fn raw(
     Query(q): Query<FileQuery>,
 ) -> PageResult {
     let agent = kernel.agents().get(&id)?;
-    let (file, entry) = kernel.workspaces().open(agent.id, &q.path).await?;
+    let (file, entry) = kernel.service::<Workspaces>().open(agent.id, &q.path).await?;
     let inline = Inert::of(&entry.path).filter(|_| q.download.is_none());
     let content_type = inline.map_or("application/octet-stream", Inert::content_type);
     let name = entry.path.rsplit('/').next().unwrap_or(&entry.path);
@@ -100,8 +101,8 @@ pub async fn upload(
         return Ok(csrf_refused());
     }
     let agent = kernel.agents().get(&id)?;
-    let stored = match read_upload(multipart, kernel.workspaces().max_file_bytes()).await {
-        Ok((path, bytes)) => kernel.workspaces().write(agent.id, &path, bytes).await,
+    let stored = match read_upload(multipart, kernel.service::<Workspaces>().max_file_bytes()).await {
+        Ok((path, bytes)) => kernel.service::<Workspaces>().write(agent.id, &path, bytes).await,
         Err(e) => Err(e),
     };
     match stored {

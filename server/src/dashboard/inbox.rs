@@ -8,6 +8,7 @@ use kennel_app::pages::inbox::{self, InboxPage};
 use kennel_app::{Nav, Paging};
 use kennel_kernel::Kernel;
 use kennel_kernel::changes::Topic;
+use kennel_kernel::notify::Inbox;
 use kennel_kernel::notify::{NoteFilter, Urgency};
 use serde::Deserialize;
 
@@ -43,7 +44,7 @@ pub async fn page(
     };
     let unread_only = q.unread.as_deref() == Some("true");
     let filter = NoteFilter { agent: Some(q.agent.clone()), urgency, unread: unread_only };
-    let notes = kernel.inbox().list(&kernel, &op.reader(), &filter, &q.cursor.page(PER_PAGE)).await?;
+    let notes = kernel.service::<Inbox>().list(&kernel, &op.reader(), &filter, &q.cursor.page(PER_PAGE)).await?;
     let filters = [
         ("agent", q.agent.clone()),
         ("urgency", q.urgency.clone()),
@@ -74,7 +75,7 @@ pub async fn read(
     Form(f): Form<ReadForm>,
 ) -> PageResult {
     let ids = f.id.map(|id| vec![id]);
-    let marked = kernel.inbox().mark_read(&op.reader(), ids.as_deref()).await?;
+    let marked = kernel.service::<Inbox>().mark_read(&op.reader(), ids.as_deref()).await?;
     let notice = match (f.id, marked) {
         (Some(_), _) => "Marked read.".to_string(),
         (None, n) => format!("{n} notes marked read."),

@@ -5,6 +5,7 @@ use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use kennel_app::pages::knowledge::{self, KnowledgePage, View};
 use kennel_app::{Flash, Nav, Paging};
+use kennel_kernel::knowledge::Knowledge;
 use kennel_kernel::knowledge::Walk;
 use kennel_kernel::{ErrorKind, Kernel};
 use serde::Deserialize;
@@ -39,7 +40,7 @@ pub async fn page(
     if let Some(name) = shown.entity.filter(|e| !e.is_empty()) {
         let depth = if shown.depth.as_deref() == Some("2") { 2 } else { 1 };
         let walk = Walk { start: name, depth: Some(depth), ..Walk::default() };
-        match kernel.knowledge().query(agent.id, &walk).await {
+        match kernel.service::<Knowledge>().query(agent.id, &walk).await {
             Ok(subgraph) => {
                 let page = KnowledgePage {
                     agent_id: agent.id.to_string(),
@@ -62,8 +63,8 @@ pub async fn page(
 }
 
 async fn whole(kernel: &Kernel, agent: Uuid, cursor: &Cursor) -> kennel_kernel::Result<View> {
-    let overview = kernel.knowledge().overview(agent, DRAWN, DRAWN_RELATIONS).await?;
-    let entities = kernel.knowledge().entities(agent, &cursor.page(LISTED)).await?;
+    let overview = kernel.service::<Knowledge>().overview(agent, DRAWN, DRAWN_RELATIONS).await?;
+    let entities = kernel.service::<Knowledge>().entities(agent, &cursor.page(LISTED)).await?;
     let path = format!("/agents/{agent}/knowledge");
     let paging = Paging { total: entities.total, next: next_page(&path, &[], entities.next.as_deref()) };
     Ok(View::Whole { overview, entities: entities.items, paging })

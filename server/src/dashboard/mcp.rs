@@ -6,11 +6,12 @@ use axum::http::StatusCode;
 use kennel_app::Nav;
 use kennel_app::pages::mcp;
 use kennel_kernel::Kernel;
+use kennel_kernel::mcp::Mcp;
 
 use super::{Notice, Operator, PageResult, html, meta, see_other};
 
 pub async fn page(State(kernel): State<Kernel>, Extension(op): Extension<Operator>, notice: Notice) -> PageResult {
-    let servers = kernel.mcp().servers().iter().map(|s| s.view()).collect();
+    let servers = kernel.service::<Mcp>().servers().iter().map(|s| s.view()).collect();
     Ok(html(StatusCode::OK, mcp::render(meta(&op, "MCP servers", Nav::Mcp, notice.flash()), servers)))
 }
 
@@ -19,6 +20,6 @@ pub async fn reconnect(
     Extension(_): Extension<Operator>,
     Path(name): Path<String>,
 ) -> PageResult {
-    kernel.mcp().reconnect(&name)?;
+    kernel.service::<Mcp>().reconnect(&name)?;
     Ok(see_other("/mcp", &format!("Reconnecting {name}.")))
 }

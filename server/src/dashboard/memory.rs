@@ -6,6 +6,8 @@ use axum::http::StatusCode;
 use kennel_app::pages::memory::{self, MemoryPage};
 use kennel_app::{Nav, Paging};
 use kennel_kernel::Kernel;
+use kennel_kernel::memory::kv::KvStore;
+use kennel_kernel::memory::semantic::SemanticMemory;
 use kennel_kernel::memory::semantic::{Scope, SearchOptions, Stats};
 use kennel_kernel::page::PageRequest;
 use serde::Deserialize;
@@ -33,24 +35,27 @@ pub async fn page(
 ) -> PageResult {
     let agent = kernel.agents().get(&id)?;
     let path = format!("/agents/{}/memory", agent.id);
-    let kv =
-        kernel.kv().entries(agent.id, &PageRequest { cursor: q.kv_cursor, ..PageRequest::first(PER_PAGE) }).await?;
+    let kv = kernel
+        .service::<KvStore>()
+        .entries(agent.id, &PageRequest { cursor: q.kv_cursor, ..PageRequest::first(PER_PAGE) })
+        .await?;
     let query = q.q.unwrap_or_default().trim().to_string();
-    let (memories, memories_paging, stats, semantic_error) = match kernel.semantic() {
-        Err(e) => (Vec::new(), None, Stats::switched_off(), Some(e.message)),
-        Ok(store) => {
-            let stats = store.stats(agent.id, &|_| true).await?;
-            if query.is_empty() {
-                let page =
-                    store.list(agent.id, &PageRequest { cursor: q.cursor, ..PageRequest::first(PER_PAGE) }).await?;
-                let paging = Paging { total: page.total, next: next_page(&path, &[], page.next.as_deref()) };
-                (page.items, Some(paging), stats, None)
-            } else {
-                let options = SearchOptions::for_operator(Some(20), None)?;
-                (store.search(agent.id, &query, &options, &|_| true).await?, None, stats, None)
+    let (memories, memories_paging, stats, semantic_error) =
+        match kernel.optional::<SemanticMemory>().ok_or_else(kennel_kernel::memory::semantic::switched_off) {
+            Err(e) => (Vec::new(), None, Stats::switched_off(), Some(e.message)),
+            Ok(store) => {
+                let stats = store.stats(agent.id, &|_| true).await?;
+                if query.is_empty() {
+                    let page =
+                        store.list(agent.id, &PageRequest { cursor: q.cursor, ..PageRequest::first(PER_PAGE) }).await?;
+                    let paging = Paging { total: page.total, next: next_page(&path, &[], page.next.as_deref()) };
+                    (page.items, Some(paging), stats, None)
+                } else {
+                    let options = SearchOptions::for_operator(Some(20), None)?;
+                    (store.search(agent.id, &query, &options, &|_| true).await?, None, stats, None)
+                }
             }
-        }
-    };
+        };
     let kv_paging =
         Paging { total: kv.total, next: kv.next.as_deref().map(|n| format!("{path}?kv_cursor={}#kv", digits_only(n))) };
     let page = MemoryPage {
@@ -83,7 +88,11 @@ pub async fn forget(
     let memory_id = uuid::Uuid::parse_str(&memory_id)
         .map_err(|_| kennel_kernel::Error::invalid("not a memory id (a UUID)").with_field("memory_id"))?;
     let by = kennel_kernel::tool::Caller::Operator(op.name.clone()).audit_label();
-    let forgotten = kernel.semantic()?.forget(agent.id, memory_id, &by, Scope::everything()).await?;
+    let forgotten = kernel
+        .optional::<SemanticMemory>()
+        .ok_or_else(kennel_kernel::memory::semantic::switched_off)?
+        .forget(agent.id, memory_id, &by, Scope::everything())
+        .await?;
     let notice = format!("Forgotten: “{}”", kennel_kernel::text::shorten(&forgotten.content, 80));
     Ok(see_other(&format!("/agents/{}/memory", agent.id), &notice))
 }

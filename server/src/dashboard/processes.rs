@@ -6,6 +6,7 @@ use axum::http::StatusCode;
 use kennel_app::Nav;
 use kennel_app::pages::processes::{self, ProcessesPage};
 use kennel_kernel::Kernel;
+use kennel_kernel::process::Processes;
 use kennel_kernel::process::{Signal, describe};
 
 use super::{Notice, Operator, PageResult, html, meta, see_other};
@@ -20,7 +21,7 @@ pub async fn page(
     let page = ProcessesPage {
         agent_id: agent.id.to_string(),
         agent_name: agent.name.clone(),
-        processes: kernel.processes().list(agent.id),
+        processes: kernel.service::<Processes>().list(agent.id),
         kept_days: kernel.config().retention.processes_days,
     };
     let meta = meta(&op, format!("{} · processes", agent.name), Nav::Agents, notice.flash());
@@ -34,7 +35,7 @@ pub async fn kill(
 ) -> PageResult {
     let agent = kernel.agents().get(&id)?;
     let process = kennel_kernel::process::parse_id(&process)?;
-    let view = kernel.processes().kill(agent.id, process, Signal::Term).await?;
+    let view = kernel.service::<Processes>().kill(agent.id, process, Signal::Term).await?;
     let notice = match &view.exit {
         Some(exit) => format!("Process {process} stopped ({}).", describe(exit)),
         None => format!("Process {process} was sent SIGTERM and SIGKILL and has not ended yet."),

@@ -9,6 +9,7 @@ use axum::response::Response;
 use kennel_app::pages::schedules::{self, ConfirmDelete, Detail, List};
 use kennel_app::{Nav, Paging};
 use kennel_kernel::changes::Topic;
+use kennel_kernel::schedule::Schedules;
 use kennel_kernel::schedule::{self as schedule, Schedule, ScheduleFilter};
 use kennel_kernel::{ErrorKind, Kernel};
 use serde::Deserialize;
@@ -34,7 +35,7 @@ pub async fn list(
     n: Notice,
 ) -> PageResult {
     let filter = ScheduleFilter { agent: Some(q.agent.clone()), ..Default::default() };
-    let found = kernel.schedules().list(&filter, &q.cursor.page(PER_PAGE)).await?;
+    let found = kernel.service::<Schedules>().list(&filter, &q.cursor.page(PER_PAGE)).await?;
     let next = next_page("/schedules", &[("agent", q.agent.clone())], found.next.as_deref());
     let page = List {
         schedules: found.items,
@@ -54,8 +55,8 @@ pub async fn detail(
     Path(id): Path<String>,
     n: Notice,
 ) -> PageResult {
-    let schedule = kernel.schedules().get(&id).await?;
-    let fires = kernel.schedules().fires(&id, 50).await?;
+    let schedule = kernel.service::<Schedules>().get(&id).await?;
+    let fires = kernel.service::<Schedules>().fires(&id, 50).await?;
     let title = format!("Schedule {}", schedule.short_id());
     let page = Detail { agent: kernel.agents().name_of(&schedule.agent_id), schedule, fires };
     let meta = following(meta(&op, title, Nav::Schedules, n.flash()), &[Topic::Schedules], format!("/schedules/{id}"));
@@ -67,7 +68,7 @@ pub async fn pause(
     Extension(_): Extension<Operator>,
     Path(id): Path<String>,
 ) -> PageResult {
-    let s = kernel.schedules().pause(&id).await?;
+    let s = kernel.service::<Schedules>().pause(&id).await?;
     Ok(see_other("/schedules", &format!("Schedule {} paused.", s.short_id())))
 }
 
@@ -76,7 +77,7 @@ pub async fn resume(
     Extension(_): Extension<Operator>,
     Path(id): Path<String>,
 ) -> PageResult {
-    let s = kernel.schedules().resume(&id).await?;
+    let s = kernel.service::<Schedules>().resume(&id).await?;
     Ok(see_other("/schedules", &format!("Schedule {} resumed.", s.short_id())))
 }
 
@@ -86,7 +87,7 @@ pub async fn confirm_delete(
     Extension(op): Extension<Operator>,
     Path(id): Path<String>,
 ) -> PageResult {
-    let schedule = kernel.schedules().get(&id).await?;
+    let schedule = kernel.service::<Schedules>().get(&id).await?;
     Ok(confirm_page(&kernel, &op, StatusCode::OK, schedule, None))
 }
 
@@ -119,7 +120,7 @@ pub async fn delete(
     match schedule::delete_permanently(&kernel, &id, &f.confirm, &approval).await {
         Ok(s) => Ok(see_other("/schedules", &format!("Schedule {} deleted for good.", s.short_id()))),
         Err(e) if e.kind == ErrorKind::InvalidArguments => {
-            let schedule = kernel.schedules().get(&id).await?;
+            let schedule = kernel.service::<Schedules>().get(&id).await?;
             let message = e.fields.first().map_or(e.message, |f| f.message.clone());
             Ok(confirm_page(&kernel, &op, StatusCode::UNPROCESSABLE_ENTITY, schedule, Some(message)))
         }

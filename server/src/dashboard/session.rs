@@ -11,6 +11,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use kennel_kernel::Kernel;
 use kennel_kernel::auth::{SESSION_HOURS, secrets_match};
+use kennel_kernel::notify::Inbox;
 
 pub const SESSION_COOKIE: &str = "kennel_session";
 /// Before sign-in there is no session to hold a CSRF token, so the sign-in forms use a
@@ -71,7 +72,7 @@ pub async fn require_operator(State(kernel): State<Kernel>, mut req: Request, ne
         Some((cookie, s)) => {
             let mut op = Operator { name: s.operator, csrf: s.csrf, cookie, unread: 0 };
             // A count on an index; a failure only hides the badge.
-            op.unread = kernel.inbox().unread(&op.reader()).await.unwrap_or(0);
+            op.unread = kernel.service::<Inbox>().unread(&op.reader()).await.unwrap_or(0);
             req.extensions_mut().insert(op);
             next.run(req).await
         }

@@ -9,6 +9,7 @@ use kennel_app::Nav;
 use kennel_app::pages::skills::{self, SkillForm, SkillPage};
 use kennel_kernel::Kernel;
 use kennel_kernel::error::FieldError;
+use kennel_kernel::skills::Skills;
 use kennel_kernel::skills::{Actor, ProposalState};
 use kennel_kernel::tool::Caller;
 use serde::Deserialize;
@@ -16,9 +17,9 @@ use serde::Deserialize;
 use super::{Notice, Operator, PageResult, field_errors, html, meta, see_other};
 
 pub async fn list(State(kernel): State<Kernel>, Extension(op): Extension<Operator>, n: Notice) -> PageResult {
-    let all = kernel.skills().list().await?;
-    let pending = kernel.skills().proposals(Some(ProposalState::Pending), None).await?;
-    let deleted = kernel.skills().deleted().await?;
+    let all = kernel.service::<Skills>().list().await?;
+    let pending = kernel.service::<Skills>().proposals(Some(ProposalState::Pending), None).await?;
+    let deleted = kernel.service::<Skills>().deleted().await?;
     let meta = meta(&op, "Skills", Nav::Skills, n.flash());
     Ok(html(
         StatusCode::OK,
@@ -45,13 +46,13 @@ async fn skill_page(
     errors: Vec<FieldError>,
     n: Notice,
 ) -> PageResult {
-    let skill = kernel.skills().get(name).await?;
-    let history = kernel.skills().history(name).await?;
+    let skill = kernel.service::<Skills>().get(name).await?;
+    let history = kernel.service::<Skills>().history(name).await?;
     let title = format!("{} · skill", skill.manifest.name);
     let page = SkillPage {
         form: form.unwrap_or_else(|| SkillForm::from_skill(&skill)),
         used_by: kernel.agents().types_using_skill(name),
-        proposals: kernel.skills().proposals(Some(ProposalState::Pending), Some(name)).await?,
+        proposals: kernel.service::<Skills>().proposals(Some(ProposalState::Pending), Some(name)).await?,
         skill,
         history,
         errors,
@@ -80,7 +81,7 @@ pub async fn save(
 ) -> PageResult {
     let form = SkillForm { description: f.description, tags: f.tags, label: f.label, body: f.body };
     let manifest = form.manifest(&name);
-    match kernel.skills().edit(&actor(&op), &name, Some(manifest), form.body.clone()).await {
+    match kernel.service::<Skills>().edit(&actor(&op), &name, Some(manifest), form.body.clone()).await {
         Ok(evolved) => Ok(see_other(&skills::skill_href(&name), &format!("Saved as version {}.", evolved.version))),
         Err(e) if e.kind == kennel_kernel::ErrorKind::InvalidArguments => {
             let errors = field_errors(&e, "body");
@@ -102,7 +103,7 @@ pub async fn rollback(
     Path(name): Path<String>,
     Form(f): Form<RollbackFields>,
 ) -> PageResult {
-    let evolved = kernel.skills().rollback(&actor(&op), &name, Some(f.version)).await?;
+    let evolved = kernel.service::<Skills>().rollback(&actor(&op), &name, Some(f.version)).await?;
     let notice = format!("Rolled back to version {} as version {}.", f.version, evolved.version);
     Ok(see_other(&skills::skill_href(&name), &notice))
 }
@@ -112,7 +113,7 @@ pub async fn delete(
     Extension(op): Extension<Operator>,
     Path(name): Path<String>,
 ) -> PageResult {
-    kernel.skills().delete(&actor(&op), &name).await?;
+    kernel.service::<Skills>().delete(&actor(&op), &name).await?;
     Ok(see_other("/skills", &format!("Skill {name} deleted; restore it from the list below.")))
 }
 
@@ -121,7 +122,7 @@ pub async fn restore(
     Extension(op): Extension<Operator>,
     Path(name): Path<String>,
 ) -> PageResult {
-    let evolved = kernel.skills().restore(&actor(&op), &name).await?;
+    let evolved = kernel.service::<Skills>().restore(&actor(&op), &name).await?;
     Ok(see_other(&skills::skill_href(&name), &format!("Restored as version {}.", evolved.version)))
 }
 
@@ -131,7 +132,7 @@ pub async fn accept(
     Extension(op): Extension<Operator>,
     Path(id): Path<i64>,
 ) -> PageResult {
-    let evolved = kernel.skills().accept(&actor(&op), id).await?;
+    let evolved = kernel.service::<Skills>().accept(&actor(&op), id).await?;
     let notice = format!("Accepted proposal {id} as version {}.", evolved.version);
     Ok(see_other(&skills::skill_href(&evolved.skill), &notice))
 }
@@ -142,7 +143,7 @@ pub async fn reject(
     Extension(op): Extension<Operator>,
     Path(id): Path<i64>,
 ) -> PageResult {
-    let proposal = kernel.skills().reject(&actor(&op), id).await?;
+    let proposal = kernel.service::<Skills>().reject(&actor(&op), id).await?;
     Ok(see_other("/skills", &format!("Rejected proposal {id} of agent {}.", proposal.agent_name)))
 }
 

@@ -8,6 +8,7 @@ use kennel_app::{Nav, Paging};
 use kennel_kernel::changes::Topic;
 use kennel_kernel::error::FieldError;
 use kennel_kernel::session::Origin;
+use kennel_kernel::tasks::TaskBoard;
 use kennel_kernel::tasks::{NewTask, TaskFilter};
 use kennel_kernel::tool::Caller;
 use kennel_kernel::{Error, Kernel};
@@ -44,7 +45,7 @@ async fn board_page(
     let min_priority = whole_number("min_priority", &q.min_priority)?;
     let filter =
         TaskFilter { status: None, assignee: Some(q.assignee.clone()), text: Some(q.text.clone()), min_priority };
-    let tasks = kernel.tasks().list(&filter, &q.cursor.page(PER_PAGE)).await?;
+    let tasks = kernel.service::<TaskBoard>().list(&filter, &q.cursor.page(PER_PAGE)).await?;
     let filters =
         [("assignee", q.assignee.clone()), ("text", q.text.clone()), ("min_priority", q.min_priority.clone())];
     // The page reloads where it is (its cursor kept), without a one-time notice.
@@ -144,8 +145,8 @@ pub async fn detail(
     Path(id): Path<String>,
     n: Notice,
 ) -> PageResult {
-    let task = kernel.tasks().get(&id).await?;
-    let history = kernel.tasks().history(&id).await?;
+    let task = kernel.service::<TaskBoard>().get(&id).await?;
+    let history = kernel.service::<TaskBoard>().history(&id).await?;
     let woke = Origin::Task(task.id.to_string());
     let wake_ups = kernel.sessions().of_origin(&woke).await?;
     let title = task.title.clone();
@@ -174,7 +175,7 @@ pub async fn cancel(
     Extension(_): Extension<Operator>,
     Path(id): Path<String>,
 ) -> PageResult {
-    done(&id, kernel.tasks().cancel(&id).await.map(|_| "Cancelled."))
+    done(&id, kernel.service::<TaskBoard>().cancel(&id).await.map(|_| "Cancelled."))
 }
 
 pub async fn retry(
@@ -182,7 +183,7 @@ pub async fn retry(
     Extension(_): Extension<Operator>,
     Path(id): Path<String>,
 ) -> PageResult {
-    done(&id, kernel.tasks().retry(&id).await.map(|_| "Back to pending."))
+    done(&id, kernel.service::<TaskBoard>().retry(&id).await.map(|_| "Back to pending."))
 }
 
 fn done(id: &str, result: Result<&str, Error>) -> PageResult {

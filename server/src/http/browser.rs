@@ -4,6 +4,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use kennel_kernel::Kernel;
+use kennel_kernel::browser::Browsers;
 use kennel_kernel::browser::TabView;
 use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
@@ -20,5 +21,5 @@ pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
     responses((status = 200, description = "The agent's open tabs", body = Vec<TabView>), (status = 404, description = "No such agent")))]
 async fn tabs(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Vec<TabView>>> {
     let agent = kernel.agents().get(&id)?;
-    Ok(Json(kernel.browser_tabs(agent.id)))
+    Ok(Json(kernel.optional::<Browsers>().map(|b| b.tabs(agent.id)).unwrap_or_default()))
 }

@@ -11,6 +11,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use kennel_kernel::Kernel;
 use kennel_kernel::agent::Name;
+use kennel_kernel::channel::Channels;
 use kennel_kernel::channel::platform::{WebhookReply, WebhookRequest};
 use kennel_kernel::channel::{ChannelDetail, ChannelInfo};
 use serde_json::json;
@@ -34,7 +35,7 @@ async fn inbound(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let req = WebhookRequest { headers: &headers, body: &body };
-    Ok(match kernel.channels().receive_webhook(&kernel, &name, req).await? {
+    Ok(match kernel.service::<Channels>().receive_webhook(&kernel, &name, req).await? {
         WebhookReply::Challenge(challenge) => ([(CONTENT_TYPE, "text/plain")], challenge).into_response(),
         WebhookReply::Messages(_) => Json(json!({ "ok": true })).into_response(),
     })
@@ -48,7 +49,7 @@ pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
 #[utoipa::path(get, path = "/api/channels", tag = "channels",
     responses((status = 200, description = "The channels, by name", body = Vec<ChannelInfo>)))]
 async fn all_channels(State(kernel): State<Kernel>) -> Json<Vec<ChannelInfo>> {
-    Json(kernel.channels().list())
+    Json(kernel.service::<Channels>().list())
 }
 
 /// A channel with its conversations, rosters and recent traffic.
@@ -57,5 +58,5 @@ async fn all_channels(State(kernel): State<Kernel>) -> Json<Vec<ChannelInfo>> {
     responses((status = 200, description = "The channel", body = ChannelDetail),
         (status = 404, description = "No such channel")))]
 async fn one_channel(State(kernel): State<Kernel>, Path(name): Path<String>) -> ApiResult<Json<ChannelDetail>> {
-    Ok(Json(kernel.channels().detail(&name, TRAFFIC).await?))
+    Ok(Json(kernel.service::<Channels>().detail(&name, TRAFFIC).await?))
 }

@@ -5,6 +5,7 @@ use axum::Json;
 use axum::extract::{Extension, State};
 use axum::response::Response;
 use kennel_kernel::Kernel;
+use kennel_kernel::notify::Inbox;
 use kennel_kernel::notify::{Note, NoteFilter};
 use kennel_kernel::page::NumberCursor;
 use kennel_kernel::page::PageQuery;
@@ -32,7 +33,7 @@ async fn list_notes(
     QueryParams(filter): QueryParams<NoteFilter>,
     page: PageParams,
 ) -> ApiResult<Response> {
-    Ok(page.answer(kernel.inbox().list(&kernel, &caller.audit_label(), &filter, &page.request).await?))
+    Ok(page.answer(kernel.service::<Inbox>().list(&kernel, &caller.audit_label(), &filter, &page.request).await?))
 }
 
 /// Which notes to mark read.
@@ -57,7 +58,7 @@ async fn mark_notes_read(
     Extension(Bearer(caller)): Extension<Bearer>,
     JsonBody(body): JsonBody<MarkRead>,
 ) -> ApiResult<Json<Marked>> {
-    let marked = kernel.inbox().mark_read(&caller.audit_label(), body.ids.as_deref()).await?;
+    let marked = kernel.service::<Inbox>().mark_read(&caller.audit_label(), body.ids.as_deref()).await?;
     Ok(Json(Marked { marked }))
 }
 
@@ -72,5 +73,5 @@ async fn unread_notes(
     State(kernel): State<Kernel>,
     Extension(Bearer(caller)): Extension<Bearer>,
 ) -> ApiResult<Json<Unread>> {
-    Ok(Json(Unread { unread: kernel.inbox().unread(&caller.audit_label()).await? }))
+    Ok(Json(Unread { unread: kernel.service::<Inbox>().unread(&caller.audit_label()).await? }))
 }

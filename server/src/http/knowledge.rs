@@ -5,6 +5,7 @@ use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
 use kennel_kernel::error::FieldError;
+use kennel_kernel::knowledge::Knowledge;
 use kennel_kernel::knowledge::{Direction, Entity, Relation, Subgraph, Walk};
 use kennel_kernel::page::NumberCursor;
 use kennel_kernel::page::PageQuery;
@@ -26,7 +27,7 @@ pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
     responses((status = 200, description = "A page of the agent's entities", body = Vec<Entity>), (status = 404, description = "No such agent")))]
 async fn entities(State(kernel): State<Kernel>, Path(id): Path<String>, page: PageParams) -> ApiResult<Response> {
     let agent = kernel.agents().get(&id)?;
-    Ok(page.answer(kernel.knowledge().entities(agent.id, &page.request).await?))
+    Ok(page.answer(kernel.service::<Knowledge>().entities(agent.id, &page.request).await?))
 }
 
 /// The agent's relations, oldest first, their ends by name.
@@ -34,7 +35,7 @@ async fn entities(State(kernel): State<Kernel>, Path(id): Path<String>, page: Pa
     responses((status = 200, description = "A page of the agent's relations", body = Vec<Relation>), (status = 404, description = "No such agent")))]
 async fn relations(State(kernel): State<Kernel>, Path(id): Path<String>, page: PageParams) -> ApiResult<Response> {
     let agent = kernel.agents().get(&id)?;
-    Ok(page.answer(kernel.knowledge().relations(agent.id, &page.request).await?))
+    Ok(page.answer(kernel.service::<Knowledge>().relations(agent.id, &page.request).await?))
 }
 
 /// Where a walk starts and how far it goes (its relation types are the repeated `relation`).
@@ -68,7 +69,7 @@ async fn query(
         serde_urlencoded::from_str(raw.as_deref().unwrap_or_default()).unwrap_or_default();
     let relation_filter = pairs.into_iter().filter(|(k, _)| k == "relation").map(|(_, v)| v).collect();
     let walk = Walk { start: q.start, depth: q.depth, direction: q.direction.unwrap_or_default(), relation_filter };
-    let subgraph = kernel.knowledge().query(agent.id, &walk).await.map_err(|e| {
+    let subgraph = kernel.service::<Knowledge>().query(agent.id, &walk).await.map_err(|e| {
         // The tool's `relation_filter` is this query's `relation`.
         if !e.fields.iter().any(|f| f.field == "relation_filter") {
             return e;

@@ -4,6 +4,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use kennel_kernel::Kernel;
+use kennel_kernel::mcp::Mcp;
 use kennel_kernel::mcp::{McpReload, ServerView};
 use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
@@ -19,7 +20,7 @@ pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
 #[utoipa::path(get, path = "/api/mcp/servers", tag = "mcp",
     responses((status = 200, description = "The MCP servers, by name", body = Vec<ServerView>)))]
 async fn mcp_servers(State(kernel): State<Kernel>) -> Json<Vec<ServerView>> {
-    Json(kernel.mcp().servers().iter().map(|s| s.view()).collect())
+    Json(kernel.service::<Mcp>().servers().iter().map(|s| s.view()).collect())
 }
 
 /// Drops the server's connection (if any) and connects again now, whatever the backoff — also
@@ -29,7 +30,7 @@ async fn mcp_servers(State(kernel): State<Kernel>) -> Json<Vec<ServerView>> {
     responses((status = 200, description = "Reconnecting; the server as it was when asked", body = ServerView),
         (status = 404, description = "No such server")))]
 async fn reconnect_mcp_server(State(kernel): State<Kernel>, Path(name): Path<String>) -> ApiResult<Json<ServerView>> {
-    Ok(Json(kernel.mcp().reconnect(&name)?))
+    Ok(Json(kernel.service::<Mcp>().reconnect(&name)?))
 }
 
 /// Re-reads `[mcp]` from `config.toml`: removed servers stop, added and changed ones connect,

@@ -7,7 +7,9 @@ use axum::Json;
 use axum::extract::{Extension, Path, State};
 use axum::response::Response;
 use kennel_kernel::Kernel;
+use kennel_kernel::memory::kv::KvStore;
 use kennel_kernel::memory::kv::{KvEntry, KvWrite};
+use kennel_kernel::memory::semantic::SemanticMemory;
 use kennel_kernel::memory::semantic::{AddOutcome, Memory, Scope, SearchOptions, Stats};
 use kennel_kernel::page::PageQuery;
 use kennel_kernel::page::{IdCursor, PositionCursor};
@@ -39,7 +41,7 @@ pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
     responses((status = 200, description = "A page of the agent's key/value memory", body = Vec<KvEntry>), (status = 404, description = "No such agent")))]
 async fn list_kv(State(kernel): State<Kernel>, Path(id): Path<String>, page: PageParams) -> ApiResult<Response> {
     let agent = kernel.agents().get(&id)?;
-    Ok(page.answer(kernel.kv().entries(agent.id, &page.request).await?))
+    Ok(page.answer(kernel.service::<KvStore>().entries(agent.id, &page.request).await?))
 }
 
 /// The value under exactly `key`.
@@ -49,7 +51,7 @@ async fn list_kv(State(kernel): State<Kernel>, Path(id): Path<String>, page: Pag
         (status = 422, description = "The key is empty or longer than 256 bytes")))]
 async fn get_kv(State(kernel): State<Kernel>, Path((id, key)): Path<(String, String)>) -> ApiResult<Json<KvEntry>> {
     let agent = kernel.agents().get(&id)?;
-    let entry = kernel.kv().recall(agent.id, &key).await?;
+    let entry = kernel.service::<KvStore>().recall(agent.id, &key).await?;
     Ok(Json(entry.ok_or_else(|| kennel_kernel::Error::not_found("nothing is stored under this key"))?))
 }
 
@@ -78,7 +80,7 @@ async fn put_kv(
     JsonBody(body): JsonBody<KvBody>,
 ) -> ApiResult<Json<KvWritten>> {
     let agent = kernel.agents().get(&id)?;
-    let written = kernel.kv().store(agent.id, &key, &body.value).await?;
+    let written = kernel.service::<KvStore>().store(agent.id, &key, &body.value).await?;
     Ok(Json(KvWritten { key, written }))
 }
 
@@ -98,7 +100,7 @@ async fn delete_kv(
     Path((id, key)): Path<(String, String)>,
 ) -> ApiResult<Json<KvRemoved>> {
     let agent = kernel.agents().get(&id)?;
-    let removed = kernel.kv().remove(agent.id, &key).await?;
+    let removed = kernel.service::<KvStore>().remove(agent.id, &key).await?;
     Ok(Json(KvRemoved { key, removed }))
 }
 
@@ -110,7 +112,13 @@ async fn delete_kv(
         (status = 503, description = "The semantic store is switched off ([proactive_memory] enabled = false)")))]
 async fn list_semantic(State(kernel): State<Kernel>, Path(id): Path<String>, page: PageParams) -> ApiResult<Response> {
     let agent = kernel.agents().get(&id)?;
-    Ok(page.answer(kernel.semantic()?.list(agent.id, &page.request).await?))
+    Ok(page.answer(
+        kernel
+            .optional::<SemanticMemory>()
+            .ok_or_else(kennel_kernel::memory::semantic::switched_off)?
+            .list(agent.id, &page.request)
+            .await?,
+    ))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -136,8 +144,20 @@ async fn add_semantic(
 ) -> ApiResult<Json<AddOutcome>> {
     let agent = kernel.agents().get(&id)?;
     // The extraction is for this agent's memory: its model calls count against its budget.
-    let metered = kennel_kernel::memory::semantic::metered_for(&kernel, agent.id, None, None);
-    Ok(Json(kernel.semantic()?.add(agent.id, &body.content, "operator", Scope::everything(), &metered).await?))
+    let metered = kennel_kernel::memory::semantic::metered_for(
+        kernel.services().need(),
+        kernel.clock().clone(),
+        agent.id,
+        None,
+        None,
+    );
+    Ok(Json(
+        kernel
+            .optional::<SemanticMemory>()
+            .ok_or_else(kennel_kernel::memory::semantic::switched_off)?
+            .add(agent.id, &body.content, "operator", Scope::everything(), &metered)
+            .await?,
+    ))
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -168,7 +188,13 @@ async fn search_semantic(
 ) -> ApiResult<Json<Vec<Memory>>> {
     let agent = kernel.agents().get(&id)?;
     let options = SearchOptions::for_operator(q.limit, q.min_confidence)?;
-    Ok(Json(kernel.semantic()?.search(agent.id, &q.q, &options, &|_| true).await?))
+    Ok(Json(
+        kernel
+            .optional::<SemanticMemory>()
+            .ok_or_else(kennel_kernel::memory::semantic::switched_off)?
+            .search(agent.id, &q.q, &options, &|_| true)
+            .await?,
+    ))
 }
 
 /// Counts by tier and category, and the store's switches; `enabled: false` on a daemon whose
@@ -179,7 +205,7 @@ async fn search_semantic(
         (status = 502, description = "The embeddings provider failed while the store was embedded again")))]
 async fn semantic_stats(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Stats>> {
     let agent = kernel.agents().get(&id)?;
-    Ok(Json(match kernel.semantic() {
+    Ok(Json(match kernel.optional::<SemanticMemory>().ok_or_else(kennel_kernel::memory::semantic::switched_off) {
         Ok(memory) => memory.stats(agent.id, &|_| true).await?,
         Err(_) => Stats::switched_off(),
     }))
@@ -198,5 +224,11 @@ async fn forget_semantic(
     let agent = kernel.agents().get(&id)?;
     let memory_id = Uuid::parse_str(&memory_id)
         .map_err(|_| kennel_kernel::Error::invalid("not a memory id (a UUID)").with_field("memory_id"))?;
-    Ok(Json(kernel.semantic()?.forget(agent.id, memory_id, &caller.audit_label(), Scope::everything()).await?))
+    Ok(Json(
+        kernel
+            .optional::<SemanticMemory>()
+            .ok_or_else(kennel_kernel::memory::semantic::switched_off)?
+            .forget(agent.id, memory_id, &caller.audit_label(), Scope::everything())
+            .await?,
+    ))
 }

@@ -4,6 +4,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use kennel_kernel::Kernel;
+use kennel_kernel::process::Processes;
 use kennel_kernel::process::{ProcessView, Signal};
 use serde::Deserialize;
 use utoipa::ToSchema;
@@ -24,7 +25,7 @@ pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
     responses((status = 200, description = "The agent's processes", body = Vec<ProcessView>), (status = 404, description = "No such agent")))]
 async fn list(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Vec<ProcessView>>> {
     let agent = kernel.agents().get(&id)?;
-    Ok(Json(kernel.processes().list(agent.id)))
+    Ok(Json(kernel.service::<Processes>().list(agent.id)))
 }
 
 /// One of the agent's processes.
@@ -37,7 +38,7 @@ async fn get_one(
     Path((id, process)): Path<(String, String)>,
 ) -> ApiResult<Json<ProcessView>> {
     let agent = kernel.agents().get(&id)?;
-    Ok(Json(kernel.processes().get(agent.id, kennel_kernel::process::parse_id(&process)?)?))
+    Ok(Json(kernel.service::<Processes>().get(agent.id, kennel_kernel::process::parse_id(&process)?)?))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -63,5 +64,5 @@ async fn kill(
 ) -> ApiResult<Json<ProcessView>> {
     let agent = kernel.agents().get(&id)?;
     let process = kennel_kernel::process::parse_id(&process)?;
-    Ok(Json(kernel.processes().kill(agent.id, process, body.signal.unwrap_or(Signal::Term)).await?))
+    Ok(Json(kernel.service::<Processes>().kill(agent.id, process, body.signal.unwrap_or(Signal::Term)).await?))
 }

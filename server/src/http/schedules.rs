@@ -7,6 +7,7 @@ use axum::extract::{Path, State};
 use axum::response::Response;
 use kennel_kernel::page::IdCursor;
 use kennel_kernel::page::PageQuery;
+use kennel_kernel::schedule::Schedules;
 use kennel_kernel::schedule::{Fire, Schedule, ScheduleFilter};
 use kennel_kernel::{Error, Kernel};
 use serde::Serialize;
@@ -50,7 +51,7 @@ async fn list_schedules(
     QueryParams(filter): QueryParams<ScheduleFilter>,
     page: PageParams,
 ) -> ApiResult<Response> {
-    let schedules = kernel.schedules().list(&filter, &page.request).await?;
+    let schedules = kernel.service::<Schedules>().list(&filter, &page.request).await?;
     Ok(page.answer(schedules.map(|s| owned(&kernel, s))))
 }
 
@@ -65,8 +66,8 @@ struct ScheduleDetail {
 #[utoipa::path(get, path = "/api/schedules/{id}", tag = "schedules", params(("id" = String, Path, description = "The schedule's id, or its short form (its last 8 hex digits, as the dashboard shows it)")),
     responses((status = 200, description = "The schedule and its latest 50 fires", body = ScheduleDetail), (status = 404, description = "No such schedule")))]
 async fn get_schedule(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<ScheduleDetail>> {
-    let schedule = kernel.schedules().get(&id).await?;
-    let fires = kernel.schedules().fires(&id, 50).await?;
+    let schedule = kernel.service::<Schedules>().get(&id).await?;
+    let fires = kernel.service::<Schedules>().fires(&id, 50).await?;
     Ok(Json(ScheduleDetail { schedule: owned(&kernel, schedule), fires }))
 }
 
@@ -78,7 +79,7 @@ async fn get_schedule(State(kernel): State<Kernel>, Path(id): Path<String>) -> A
         (status = 409, description = "A one-shot schedule that has fired"),
     ))]
 async fn pause_schedule(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<OwnedSchedule>> {
-    let schedule = kernel.schedules().pause(&id).await?;
+    let schedule = kernel.service::<Schedules>().pause(&id).await?;
     Ok(Json(owned(&kernel, schedule)))
 }
 
@@ -90,7 +91,7 @@ async fn pause_schedule(State(kernel): State<Kernel>, Path(id): Path<String>) ->
         (status = 409, description = "It has fired (one-shot), never fires again, or its stored expression is no longer accepted"),
     ))]
 async fn resume_schedule(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<OwnedSchedule>> {
-    let schedule = kernel.schedules().resume(&id).await?;
+    let schedule = kernel.service::<Schedules>().resume(&id).await?;
     Ok(Json(owned(&kernel, schedule)))
 }
 

@@ -10,6 +10,7 @@ use axum::http::{StatusCode, header::LOCATION};
 use axum::response::{IntoResponse, Response};
 use kennel_kernel::Kernel;
 use kennel_kernel::agent::Name;
+use kennel_kernel::skills::Skills;
 use kennel_kernel::skills::{Actor, Evolved, HistoryEntry, Manifest, Proposal, ProposalState, Skill};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -40,7 +41,7 @@ pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
 #[utoipa::path(get, path = "/api/skills", tag = "skills",
     responses((status = 200, description = "The skills' manifests", body = Vec<Manifest>)))]
 async fn all_skills(State(kernel): State<Kernel>) -> ApiResult<Json<Vec<Manifest>>> {
-    Ok(Json(kernel.skills().list().await?))
+    Ok(Json(kernel.service::<Skills>().list().await?))
 }
 
 /// A new skill.
@@ -65,7 +66,7 @@ async fn create_skill(
     Extension(Bearer(caller)): Extension<Bearer>,
     JsonBody(new): JsonBody<NewSkill>,
 ) -> ApiResult<Response> {
-    let evolved = kernel.skills().create(&Actor::person(&caller), new.manifest, new.body).await?;
+    let evolved = kernel.service::<Skills>().create(&Actor::person(&caller), new.manifest, new.body).await?;
     let location = format!("/api/skills/{}", evolved.skill);
     Ok((StatusCode::CREATED, [(LOCATION, location)], Json(evolved)).into_response())
 }
@@ -88,8 +89,8 @@ struct SkillWithHistory {
         (status = 404, description = "No such skill (a deleted one's history is at `/history`)"),
         (status = 422, description = "Not a skill name")))]
 async fn one_skill(State(kernel): State<Kernel>, Path(name): Path<String>) -> ApiResult<Json<SkillWithHistory>> {
-    let skill = kernel.skills().get(&name).await?;
-    let history = kernel.skills().history(&name).await?;
+    let skill = kernel.service::<Skills>().get(&name).await?;
+    let history = kernel.service::<Skills>().history(&name).await?;
     let used_by = kernel.agents().types_using_skill(&name);
     Ok(Json(SkillWithHistory { skill, history, used_by }))
 }
@@ -117,7 +118,7 @@ async fn edit_skill(
     Path(name): Path<String>,
     JsonBody(edit): JsonBody<SkillEdit>,
 ) -> ApiResult<Json<Evolved>> {
-    Ok(Json(kernel.skills().edit(&Actor::person(&caller), &name, edit.manifest, edit.body).await?))
+    Ok(Json(kernel.service::<Skills>().edit(&Actor::person(&caller), &name, edit.manifest, edit.body).await?))
 }
 
 /// Deletes a skill: its folder is set aside and its history kept; `POST …/restore` brings it
@@ -131,7 +132,7 @@ async fn delete_skill(
     Extension(Bearer(caller)): Extension<Bearer>,
     Path(name): Path<String>,
 ) -> ApiResult<Json<Evolved>> {
-    Ok(Json(kernel.skills().delete(&Actor::person(&caller), &name).await?))
+    Ok(Json(kernel.service::<Skills>().delete(&Actor::person(&caller), &name).await?))
 }
 
 /// A skill's whole history, oldest first: a deleted skill's too.
@@ -140,7 +141,7 @@ async fn delete_skill(
     responses((status = 200, description = "Every operation, oldest first (empty: there never was such a skill)", body = Vec<HistoryEntry>),
         (status = 422, description = "Not a skill name")))]
 async fn skill_history(State(kernel): State<Kernel>, Path(name): Path<String>) -> ApiResult<Json<Vec<HistoryEntry>>> {
-    Ok(Json(kernel.skills().history(&name).await?))
+    Ok(Json(kernel.service::<Skills>().history(&name).await?))
 }
 
 /// Which support file.
@@ -166,7 +167,7 @@ async fn read_support_file(
     Path(name): Path<String>,
     QueryParams(file): QueryParams<FilePath>,
 ) -> ApiResult<Response> {
-    let text = kernel.skills().read_file(&name, &file.path).await?;
+    let text = kernel.service::<Skills>().read_file(&name, &file.path).await?;
     Ok(([(axum::http::header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
 }
 
@@ -192,7 +193,7 @@ async fn write_support_file(
     Path(name): Path<String>,
     JsonBody(file): JsonBody<SupportFile>,
 ) -> ApiResult<Json<Evolved>> {
-    Ok(Json(kernel.skills().write_file(&Actor::person(&caller), &name, &file.path, file.text).await?))
+    Ok(Json(kernel.service::<Skills>().write_file(&Actor::person(&caller), &name, &file.path, file.text).await?))
 }
 
 /// Removes a support file.
@@ -206,7 +207,7 @@ async fn remove_support_file(
     Path(name): Path<String>,
     QueryParams(file): QueryParams<FilePath>,
 ) -> ApiResult<Json<Evolved>> {
-    Ok(Json(kernel.skills().remove_file(&Actor::person(&caller), &name, &file.path).await?))
+    Ok(Json(kernel.service::<Skills>().remove_file(&Actor::person(&caller), &name, &file.path).await?))
 }
 
 /// Which version to roll back to.
@@ -231,7 +232,7 @@ async fn roll_back_skill(
     Path(name): Path<String>,
     JsonBody(rollback): JsonBody<Rollback>,
 ) -> ApiResult<Json<Evolved>> {
-    Ok(Json(kernel.skills().rollback(&Actor::person(&caller), &name, rollback.version).await?))
+    Ok(Json(kernel.service::<Skills>().rollback(&Actor::person(&caller), &name, rollback.version).await?))
 }
 
 /// Brings a deleted skill back with its support files, as a new version.
@@ -246,7 +247,7 @@ async fn restore_skill(
     Extension(Bearer(caller)): Extension<Bearer>,
     Path(name): Path<String>,
 ) -> ApiResult<Json<Evolved>> {
-    Ok(Json(kernel.skills().restore(&Actor::person(&caller), &name).await?))
+    Ok(Json(kernel.service::<Skills>().restore(&Actor::person(&caller), &name).await?))
 }
 
 /// The skills deleted and not restored, by name: each one's `delete` entry (who, when, and the
@@ -254,7 +255,7 @@ async fn restore_skill(
 #[utoipa::path(get, path = "/api/deleted-skills", tag = "skills",
     responses((status = 200, description = "The deleted skills", body = Vec<HistoryEntry>)))]
 async fn deleted_skills(State(kernel): State<Kernel>) -> ApiResult<Json<Vec<HistoryEntry>>> {
-    Ok(Json(kernel.skills().deleted().await?))
+    Ok(Json(kernel.service::<Skills>().deleted().await?))
 }
 
 /// Which proposals.
@@ -280,7 +281,7 @@ async fn skill_proposals(
     if let Some(skill) = &filter.skill {
         kennel_kernel::skills::check_name(skill)?;
     }
-    Ok(Json(kernel.skills().proposals(filter.state, filter.skill.as_deref()).await?))
+    Ok(Json(kernel.service::<Skills>().proposals(filter.state, filter.skill.as_deref()).await?))
 }
 
 /// One proposal, with the skill as it would leave it and its diff.
@@ -289,7 +290,7 @@ async fn skill_proposals(
     responses((status = 200, description = "The proposal", body = Proposal),
         (status = 404, description = "No such proposal"), (status = 422, description = "Not a proposal number")))]
 async fn one_skill_proposal(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Proposal>> {
-    Ok(Json(kernel.skills().proposal(proposal_id(&id)?).await?))
+    Ok(Json(kernel.service::<Skills>().proposal(proposal_id(&id)?).await?))
 }
 
 /// Accepts a pending proposal: the skill becomes what it proposed, as a new version recorded
@@ -305,7 +306,7 @@ async fn accept_skill_proposal(
     Extension(Bearer(caller)): Extension<Bearer>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Evolved>> {
-    Ok(Json(kernel.skills().accept(&Actor::person(&caller), proposal_id(&id)?).await?))
+    Ok(Json(kernel.service::<Skills>().accept(&Actor::person(&caller), proposal_id(&id)?).await?))
 }
 
 /// Rejects a pending proposal: nothing of it is written.
@@ -319,7 +320,7 @@ async fn reject_skill_proposal(
     Extension(Bearer(caller)): Extension<Bearer>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Proposal>> {
-    Ok(Json(kernel.skills().reject(&Actor::person(&caller), proposal_id(&id)?).await?))
+    Ok(Json(kernel.service::<Skills>().reject(&Actor::person(&caller), proposal_id(&id)?).await?))
 }
 
 /// A proposal's number from its path.

@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 use kennel_kernel::Kernel;
 use kennel_kernel::page::PageQuery;
 use kennel_kernel::page::PriorityIdCursor;
+use kennel_kernel::tasks::TaskBoard;
 use kennel_kernel::tasks::{NewTask, Task, TaskEvent, TaskFilter};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -36,7 +37,7 @@ async fn list_tasks(
     QueryParams(filter): QueryParams<TaskFilter>,
     page: PageParams,
 ) -> ApiResult<Response> {
-    Ok(page.answer(kernel.tasks().list(&filter, &page.request).await?))
+    Ok(page.answer(kernel.service::<TaskBoard>().list(&filter, &page.request).await?))
 }
 
 /// Posts a pending task (for an agent, or for anyone).
@@ -66,8 +67,8 @@ struct TaskDetail {
 #[utoipa::path(get, path = "/api/tasks/{id}", tag = "tasks", params(("id" = String, Path, description = "The task's id, or its short form (its last 8 hex digits, as the dashboard shows it)")),
     responses((status = 200, description = "The task and its history", body = TaskDetail), (status = 404, description = "No such task")))]
 async fn get_task(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<TaskDetail>> {
-    let task = kernel.tasks().get(&id).await?;
-    let history = kernel.tasks().history(&id).await?;
+    let task = kernel.service::<TaskBoard>().get(&id).await?;
+    let history = kernel.service::<TaskBoard>().history(&id).await?;
     Ok(Json(TaskDetail { task, history }))
 }
 
@@ -102,7 +103,7 @@ async fn reassign_task(
         (status = 409, description = "The task is done, failed or cancelled"),
     ))]
 async fn cancel_task(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Task>> {
-    Ok(Json(kernel.tasks().cancel(&id).await?))
+    Ok(Json(kernel.service::<TaskBoard>().cancel(&id).await?))
 }
 
 /// Puts a failed or cancelled task back to pending.
@@ -113,5 +114,5 @@ async fn cancel_task(State(kernel): State<Kernel>, Path(id): Path<String>) -> Ap
         (status = 409, description = "The task is pending, claimed or done"),
     ))]
 async fn retry_task(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Task>> {
-    Ok(Json(kernel.tasks().retry(&id).await?))
+    Ok(Json(kernel.service::<TaskBoard>().retry(&id).await?))
 }

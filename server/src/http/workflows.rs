@@ -8,6 +8,7 @@ use kennel_kernel::Kernel;
 use kennel_kernel::agent::Name;
 use kennel_kernel::page::IdCursor;
 use kennel_kernel::page::PageQuery;
+use kennel_kernel::workflow::Workflows;
 use kennel_kernel::workflow::{RunOrigin, Workflow, WorkflowInput, WorkflowRun, run_detached};
 use serde::Deserialize;
 use utoipa::ToSchema;
@@ -31,7 +32,7 @@ pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
 #[utoipa::path(get, path = "/api/workflows", tag = "workflows", params(PageQuery, ("cursor" = inline(Option<Name>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last workflow's name)")),
     responses((status = 200, description = "A page of workflows, by name", body = Vec<Workflow>)))]
 async fn list_workflows(State(kernel): State<Kernel>, page: PageParams) -> ApiResult<Response> {
-    Ok(page.answer(kernel.workflows().list(&page.request).await?))
+    Ok(page.answer(kernel.service::<Workflows>().list(&page.request).await?))
 }
 
 /// Stores a workflow: ordered steps, each an agent (or agent type) and a prompt template.
@@ -44,7 +45,7 @@ async fn create_workflow(
     State(kernel): State<Kernel>,
     JsonBody(input): JsonBody<WorkflowInput>,
 ) -> ApiResult<Response> {
-    let wf = kernel.workflows().create(input, kernel.agents()).await?;
+    let wf = kernel.service::<Workflows>().create(input, kernel.agents()).await?;
     let location = format!("/api/workflows/{}", wf.id);
     Ok((StatusCode::CREATED, [(LOCATION, location)], Json(wf)).into_response())
 }
@@ -53,7 +54,7 @@ async fn create_workflow(
 #[utoipa::path(get, path = "/api/workflows/{id}", tag = "workflows", params(("id" = String, Path, description = "The workflow's id or name")),
     responses((status = 200, description = "The workflow", body = Workflow), (status = 404, description = "No such workflow")))]
 async fn get_workflow(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Workflow>> {
-    Ok(Json(kernel.workflows().get(&id).await?))
+    Ok(Json(kernel.service::<Workflows>().get(&id).await?))
 }
 
 /// Replaces a workflow's name, description and steps. Past runs stay.
@@ -68,14 +69,14 @@ async fn replace_workflow(
     Path(id): Path<String>,
     JsonBody(input): JsonBody<WorkflowInput>,
 ) -> ApiResult<Json<Workflow>> {
-    Ok(Json(kernel.workflows().replace(&id, input, kernel.agents()).await?))
+    Ok(Json(kernel.service::<Workflows>().replace(&id, input, kernel.agents()).await?))
 }
 
 /// Deletes a workflow. Its run history is kept.
 #[utoipa::path(delete, path = "/api/workflows/{id}", tag = "workflows", params(("id" = String, Path, description = "The workflow's id or name")),
     responses((status = 204, description = "Deleted"), (status = 404, description = "No such workflow")))]
 async fn delete_workflow(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<StatusCode> {
-    kernel.workflows().delete(&id).await?;
+    kernel.service::<Workflows>().delete(&id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -83,7 +84,7 @@ async fn delete_workflow(State(kernel): State<Kernel>, Path(id): Path<String>) -
 #[utoipa::path(get, path = "/api/workflows/{id}/runs", tag = "workflows", params(("id" = String, Path, description = "The workflow's id or name"), PageQuery, ("cursor" = inline(Option<IdCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last run's id)")),
     responses((status = 200, description = "A page of the workflow's runs, newest first", body = Vec<WorkflowRun>), (status = 404, description = "No such workflow")))]
 async fn list_runs(State(kernel): State<Kernel>, Path(id): Path<String>, page: PageParams) -> ApiResult<Response> {
-    Ok(page.answer(kernel.workflows().runs(&id, &page.request).await?))
+    Ok(page.answer(kernel.service::<Workflows>().runs(&id, &page.request).await?))
 }
 
 #[derive(Deserialize, ToSchema)]

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use kennel_kernel::Kernel;
 use kennel_kernel::agent::{ManifestInput, SpawnRequest};
+use kennel_kernel::canvas::Canvases;
 use kennel_kernel::clock::{Clock, ManualClock};
 use kennel_kernel::config::Config;
 use kennel_kernel::tool::{CallContext, Caller};
@@ -575,7 +576,7 @@ async fn three_kernels_numbering_one_session_and_one_canvas_at_once_take_every_n
                 ];
                 kernel.sessions().append(session.id, &pair).await.expect("append");
                 let html = format!("<p>k{k} r{round}</p>");
-                kernel.canvases().present(agent, &html, Some("race")).await.expect("present");
+                kernel.service::<Canvases>().present(agent, &html, Some("race")).await.expect("present");
             }
         })
     });

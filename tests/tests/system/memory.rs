@@ -3,6 +3,7 @@
 //! auto-recall into the prompt, auto-memorize, an embeddings provider over its wire protocol,
 //! and a restart. Decay runs on a manual clock in the kernel in-process (`decay_*`).
 
+use kennel_kernel::memory::semantic::SemanticMemory;
 use std::time::Duration;
 
 use kennel_tests::eventually;
@@ -323,7 +324,7 @@ async fn decay_lowers_confidence_with_time_unused_and_a_search_refreshes_it() {
     .unwrap();
     let kernel =
         kennel_kernel::Kernel::open_with_clock(home.path(), config, Clock::Manual(clock.clone())).await.unwrap();
-    let memory = kernel.semantic().unwrap();
+    let memory = kernel.optional::<SemanticMemory>().ok_or_else(kennel_kernel::memory::semantic::switched_off).unwrap();
     let agent = uuid::Uuid::now_v7();
     memory
         .add(
@@ -331,7 +332,13 @@ async fn decay_lowers_confidence_with_time_unused_and_a_search_refreshes_it() {
             "The lighthouse keeper's cat is named Pepper.",
             "tool",
             kennel_kernel::memory::semantic::Scope::everything(),
-            &kennel_kernel::memory::semantic::metered_for(&kernel, agent, None, None),
+            &kennel_kernel::memory::semantic::metered_for(
+                kernel.services().need(),
+                kernel.clock().clone(),
+                agent,
+                None,
+                None,
+            ),
         )
         .await
         .unwrap();

@@ -11,6 +11,7 @@ use kennel_kernel::Kernel;
 use kennel_kernel::agent::{ManifestInput, SpawnRequest};
 use kennel_kernel::clock::{Clock, ManualClock};
 use kennel_kernel::config::Config;
+use kennel_kernel::schedule::Schedules;
 use kennel_kernel::schedule::{self, Fire, FireOutcome};
 use kennel_kernel::tool::{CallContext, Caller};
 use kennel_tests::eventually;
@@ -47,7 +48,7 @@ async fn call(kernel: &Kernel, agent: &str, tool: &str, args: Value) -> Value {
 }
 
 async fn fires(kernel: &Kernel, id: &str) -> Vec<Fire> {
-    kernel.schedules().fires(id, 100).await.unwrap()
+    kernel.service::<Schedules>().fires(id, 100).await.unwrap()
 }
 
 /// Waits until `id` has `n` finished fires; returns them, newest first.
@@ -87,7 +88,10 @@ async fn cron_jobs_fire_when_the_clock_reaches_their_time_and_not_while_paused()
     assert_eq!(f[0].fired_at, "2026-12-01T10:01:00.200Z", "fired 200 ms after its time on this clock");
     assert_eq!(f[0].detail.as_deref(), Some("tock"));
     assert!(llm.requests().iter().any(|r| r.body.to_string().contains("tick")));
-    assert_eq!(kernel.schedules().get(&id).await.unwrap().next_fire.as_deref(), Some("2026-12-01T10:02:00.000Z"));
+    assert_eq!(
+        kernel.service::<Schedules>().get(&id).await.unwrap().next_fire.as_deref(),
+        Some("2026-12-01T10:02:00.000Z")
+    );
 
     call(&kernel, &agent, "cron_cancel", json!({"cron_id": id})).await;
     clock.set(at("2026-12-01T10:03:30Z"));
@@ -102,7 +106,7 @@ async fn cron_jobs_fire_when_the_clock_reaches_their_time_and_not_while_paused()
     clock.set(at("2026-12-01T10:10:30Z"));
     let f = finished(&kernel, &once_id, 1).await;
     assert_eq!(f[0].outcome, FireOutcome::Ok);
-    assert_eq!(kernel.schedules().get(&once_id).await.unwrap().state, kennel_kernel::schedule::State::Done);
+    assert_eq!(kernel.service::<Schedules>().get(&once_id).await.unwrap().state, kennel_kernel::schedule::State::Done);
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(fires(&kernel, &once_id).await.len(), 1, "a one-shot schedule fires once");
     kernel.close().await;
@@ -133,7 +137,10 @@ async fn a_job_missed_while_the_daemon_was_down_fires_once_on_start_and_says_so(
     assert_eq!(f[0].missed_slots, 180, "10:01 to 13:00 were missed");
     let o = finished(&kernel, &once, 1).await;
     assert_eq!((o[0].outcome.as_str(), o[0].missed_slots), ("ok", 1));
-    assert_eq!(kernel.schedules().get(&minutely).await.unwrap().next_fire.as_deref(), Some("2026-12-01T13:01:00.000Z"));
+    assert_eq!(
+        kernel.service::<Schedules>().get(&minutely).await.unwrap().next_fire.as_deref(),
+        Some("2026-12-01T13:01:00.000Z")
+    );
 
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(fires(&kernel, &minutely).await.len(), 1, "and no more until the next slot");
@@ -184,14 +191,14 @@ async fn a_cron_job_due_for_an_agent_that_stopped_is_skipped_once_then_paused() 
     // Stopped behind the kernel's back (as an older daemon could leave it): the job is still
     // active when its time comes.
     kernel.agents().stop(&agent).await.unwrap();
-    assert_eq!(kernel.schedules().get(&id).await.unwrap().state, kennel_kernel::schedule::State::Active);
+    assert_eq!(kernel.service::<Schedules>().get(&id).await.unwrap().state, kennel_kernel::schedule::State::Active);
 
     clock.set(at("2026-12-01T10:05:00Z"));
     let f = finished(&kernel, &id, 1).await;
     assert_eq!(f[0].outcome, FireOutcome::Skipped);
     assert!(f[0].detail.as_deref().unwrap_or_default().contains("stopped"), "{f:?}");
     let paused = eventually(Duration::from_secs(5), || async {
-        kernel.schedules().get(&id).await.unwrap().state == kennel_kernel::schedule::State::Paused
+        kernel.service::<Schedules>().get(&id).await.unwrap().state == kennel_kernel::schedule::State::Paused
     })
     .await;
     assert!(paused, "paused, not fired into the void at every slot");
@@ -211,7 +218,7 @@ async fn only_a_live_operator_session_with_its_csrf_token_and_the_typed_short_id
     let agent = spawn_clockwork(&kernel).await;
     let job = call(&kernel, &agent, "cron_create", json!({"expression": "0 * * * *", "prompt": "hourly"})).await;
     let id = job["id"].as_str().unwrap().to_string();
-    let short = kernel.schedules().get(&id).await.unwrap().short_id();
+    let short = kernel.service::<Schedules>().get(&id).await.unwrap().short_id();
     kernel.auth().add_operator("ada", "correct horse").await.unwrap();
     let (cookie, session) = kernel.auth().open_session("ada").await.unwrap();
 
@@ -226,9 +233,9 @@ async fn only_a_live_operator_session_with_its_csrf_token_and_the_typed_short_id
 
     let e = schedule::delete_permanently(&kernel, &id, "hourly", &approval).await.unwrap_err();
     assert_eq!(e.fields[0].field, "confirm");
-    assert!(kernel.schedules().get(&id).await.is_ok(), "a wrong confirmation deletes nothing");
+    assert!(kernel.service::<Schedules>().get(&id).await.is_ok(), "a wrong confirmation deletes nothing");
     schedule::delete_permanently(&kernel, &id, &short, &approval).await.unwrap();
-    assert_eq!(kernel.schedules().get(&id).await.unwrap_err().kind, kennel_kernel::ErrorKind::NotFound);
+    assert_eq!(kernel.service::<Schedules>().get(&id).await.unwrap_err().kind, kennel_kernel::ErrorKind::NotFound);
     assert!(fires(&kernel, &id).await.is_empty());
 
     kernel.auth().close_session(&cookie).await.unwrap();
@@ -260,7 +267,7 @@ async fn fixed_time_lists_and_ranges_run_right_after_a_spring_forward_gap() {
     assert_eq!(finished(&kernel, &range, 1).await[0].missed_slots, 0);
     let next = |id: String| {
         let kernel = kernel.clone();
-        async move { kernel.schedules().get(&id).await.unwrap().next_fire }
+        async move { kernel.service::<Schedules>().get(&id).await.unwrap().next_fire }
     };
     assert_eq!(next(list.clone()).await.as_deref(), Some("2028-03-28T00:00:00.000Z"), "both gap slots ran once");
     assert_eq!(next(range.clone()).await.as_deref(), Some("2027-03-28T01:30:00.000Z"), "then 03:30 as usual");

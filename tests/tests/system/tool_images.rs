@@ -11,6 +11,7 @@ use kennel_kernel::agent::{ManifestInput, SpawnRequest};
 use kennel_kernel::config::Config;
 use kennel_kernel::tool::{CallContext, Caller, Needs, NoArgs, Provided, Tool, ToolDef};
 use kennel_kernel::turn::TurnRequest;
+use kennel_kernel::workspace::Workspaces;
 use kennel_tests::fake_llm::{FakeLlm, Recorded, Scripted};
 use serde_json::{Value, json};
 
@@ -34,7 +35,7 @@ impl Tool for Screenshot {
     }
 
     async fn run(&self, ctx: CallContext, _: NoArgs) -> kennel_kernel::Result<Value> {
-        let file = ctx.kernel.workspaces().write(ctx.agent.id, SHOT, PNG.to_vec()).await?;
+        let file = ctx.kernel.service::<Workspaces>().write(ctx.agent.id, SHOT, PNG.to_vec()).await?;
         Ok(json!({"path": file.path, "media_type": "image/png", "bytes": file.bytes, "width": 1, "height": 1}))
     }
 }

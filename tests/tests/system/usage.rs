@@ -10,6 +10,7 @@ use kennel_kernel::agent::{ManifestInput, SpawnRequest};
 use kennel_kernel::clock::{Clock, ManualClock};
 use kennel_kernel::config::Config;
 use kennel_kernel::error::ErrorKind;
+use kennel_kernel::notify::Inbox;
 use kennel_kernel::tool::Caller;
 use kennel_kernel::turn::TurnRequest;
 use serde_json::json;
@@ -144,7 +145,7 @@ async fn a_daily_budget_pauses_its_agent_once_and_resets_at_its_hour() {
     let audit = kernel.audit().list(&Default::default(), &kennel_kernel::page::PageRequest::first(100)).await.unwrap();
     assert_eq!(audit.items.iter().filter(|e| e.tool == "budget").count(), 1, "the operators are told once");
     let page = kennel_kernel::page::PageRequest::first(100);
-    let notes = kernel.inbox().list(&kernel, "operator:ada", &Default::default(), &page).await.unwrap();
+    let notes = kernel.service::<Inbox>().list(&kernel, "operator:ada", &Default::default(), &page).await.unwrap();
     assert_eq!(notes.items.len(), 1, "one note in the owner inbox");
     let note = &notes.items[0];
     assert_eq!((note.source.as_str(), note.agent_name.as_deref()), ("budget", Some("thrifty")));

@@ -7,19 +7,28 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 use crate::agent::Agent;
 use crate::capability::{MemoryAccess, MemoryStore};
-use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::family::Services;
+use crate::memory::kv::KvStore;
 use crate::tool::{CallContext, Registry, Tool, ToolDef};
 
 const FAMILY: &str = "memory";
 
-pub(crate) fn register(r: &mut Registry, _: &Config) {
-    r.add(MemoryStoreTool);
-    r.add(MemoryRecall);
-    r.add(MemoryList);
+/// What this family's tools reach, taken from the kernel's services when they are registered.
+#[derive(Clone)]
+pub(super) struct Uses {
+    kv: Arc<KvStore>,
+}
+
+pub(crate) fn register(r: &mut Registry, services: &Services) {
+    let uses = Uses { kv: services.need() };
+    r.add(MemoryStoreTool(uses.clone()));
+    r.add(MemoryRecall(uses.clone()));
+    r.add(MemoryList(uses.clone()));
 }
 
 /// Refuses a key outside the agent's scopes for `access`.
@@ -32,7 +41,7 @@ fn check_key(agent: &Agent, access: MemoryAccess, key: &str) -> Result<()> {
     }
 }
 
-pub struct MemoryStoreTool;
+pub struct MemoryStoreTool(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -61,12 +70,12 @@ impl Tool for MemoryStoreTool {
 
     async fn run(&self, ctx: CallContext, args: MemoryStoreArgs) -> Result<Value> {
         check_key(&ctx.agent, MemoryAccess::Write, &args.key)?;
-        let written = ctx.kernel.kv().store(ctx.agent.id, &args.key, &args.value).await?;
+        let written = self.0.kv.store(ctx.agent.id, &args.key, &args.value).await?;
         Ok(json!({ "key": args.key, "written": written, "bytes": args.value.len() }))
     }
 }
 
-pub struct MemoryRecall;
+pub struct MemoryRecall(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -94,7 +103,7 @@ impl Tool for MemoryRecall {
 
     async fn run(&self, ctx: CallContext, args: MemoryRecallArgs) -> Result<Value> {
         check_key(&ctx.agent, MemoryAccess::Read, &args.key)?;
-        match ctx.kernel.kv().recall(ctx.agent.id, &args.key).await? {
+        match self.0.kv.recall(ctx.agent.id, &args.key).await? {
             Some(e) => Ok(json!({ "key": e.key, "value": e.value, "updated_at": e.updated_at })),
             None => Err(Error::not_found(format!(
                 "no value is stored under the key `{}` (keys match byte for byte; memory_list shows the names)",
@@ -104,7 +113,7 @@ impl Tool for MemoryRecall {
     }
 }
 
-pub struct MemoryList;
+pub struct MemoryList(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -140,8 +149,7 @@ impl Tool for MemoryList {
         }
         let offset = args.offset.unwrap_or(0) as usize;
         let caps = &ctx.agent.manifest.capabilities;
-        let keys =
-            ctx.kernel.kv().keys(ctx.agent.id, |k| caps.memory_allows(MemoryAccess::Read, MemoryStore::Kv, k)).await?;
+        let keys = self.0.kv.keys(ctx.agent.id, |k| caps.memory_allows(MemoryAccess::Read, MemoryStore::Kv, k)).await?;
         let total = keys.len();
         let page: Vec<&String> = keys.iter().skip(offset).take(limit as usize).collect();
         let more = offset + page.len() < total;

@@ -37,6 +37,11 @@ use uuid::Uuid;
 pub use embed::Embedder;
 pub use extract::{Extraction, Extractor, ExtractorCall, Metered};
 pub use recall::RECALL_HEADER;
+
+/// The answer to any use of the semantic store when `[proactive_memory] enabled = false`.
+pub fn switched_off() -> crate::Error {
+    crate::Error::unavailable("the semantic store is switched off: [proactive_memory] enabled = false in config.toml")
+}
 pub(crate) use recall::{memorize, recall_block};
 pub(crate) use tools::register;
 
@@ -855,14 +860,14 @@ fn seconds(rfc3339: &str) -> i64 {
 /// they serve; the nil id when none), `purpose = memory`: counted in `/api/usage` and against
 /// the agent's and the daemon's budgets like a turn's own calls.
 pub fn metered_for(
-    kernel: &crate::Kernel,
+    meter: Arc<crate::usage::Meter>,
+    clock: Clock,
     agent: AgentId,
     turn: Option<Uuid>,
     session: Option<Uuid>,
 ) -> impl Fn(ExtractorCall<'_>) + Send + Sync + use<> {
-    let kernel = kernel.clone();
     move |call: ExtractorCall<'_>| {
-        kernel.usage().record(crate::usage::ModelCall {
+        meter.record(crate::usage::ModelCall {
             turn: turn.unwrap_or(Uuid::nil()),
             agent,
             session: session.unwrap_or(Uuid::nil()),
@@ -875,7 +880,7 @@ pub fn metered_for(
             estimated_tokens: 0,
             tokens: call.tokens,
             outcome: call.outcome.to_string(),
-            at: crate::db::timestamp(kernel.clock().now()),
+            at: crate::db::timestamp(clock.now()),
         })
     }
 }

@@ -9,6 +9,8 @@ use super::{Scope, SearchOptions, recall_floor};
 use crate::Kernel;
 use crate::agent::Agent;
 use crate::capability::MemoryAccess;
+use crate::memory::semantic;
+use crate::memory::semantic::SemanticMemory;
 
 /// The first line of a recall block, by which the chat tells it from what a person typed.
 pub const RECALL_HEADER: &str = "[Kennel memory: facts recalled from your long-term memory for this message; they may be out of date. Forget a wrong one with memory_semantic_forget(memory_id).]";
@@ -20,7 +22,7 @@ const RECALL_LIMIT: usize = 8;
 /// `[proactive_memory] recall_max_bytes`, or `None` (off, not allowed, nothing relevant).
 /// A failure is logged and recalls nothing: memory must not stop a turn.
 pub(crate) async fn recall_block(kernel: &Kernel, agent: &Agent, message: &str) -> Option<String> {
-    let memory = kernel.semantic().ok()?;
+    let memory = kernel.optional::<SemanticMemory>().ok_or_else(semantic::switched_off).ok()?;
     let config = memory.config();
     if !config.auto_recall
         || config.recall_max_bytes == 0
@@ -73,15 +75,16 @@ pub(crate) fn memorize(
     message: String,
     reply: String,
 ) {
-    let Ok(memory) = kernel.semantic() else { return };
+    let Ok(memory) = kernel.optional::<SemanticMemory>().ok_or_else(semantic::switched_off) else { return };
     if !memory.config().auto_memorize || !kernel.tools().allows("memory_semantic_add", &agent, None) {
         return;
     }
     let kernel = kernel.clone();
     tokio::spawn(async move {
-        let Ok(memory) = kernel.semantic() else { return };
+        let Ok(memory) = kernel.optional::<SemanticMemory>().ok_or_else(semantic::switched_off) else { return };
         let (read, write) = (may(&agent, MemoryAccess::Read), may(&agent, MemoryAccess::Write));
-        let metered = super::metered_for(&kernel, agent.id, Some(turn), Some(session));
+        let metered =
+            super::metered_for(kernel.services().need(), kernel.clock().clone(), agent.id, Some(turn), Some(session));
         let scope = Scope { read: &read, write: &write };
         match memory.memorize_turn(agent.id, (&speaker, &message, &reply), scope, &metered).await {
             Ok(outcome) if !outcome.written.is_empty() => {

@@ -5,29 +5,51 @@
 //! `memory_write` for add and forget). Within the store, `semantic:GLOB` scopes limit the
 //! categories a call reads or writes.
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::{Scope, SearchOptions};
+use super::{Scope, SearchOptions, SemanticMemory};
 use crate::agent::Agent;
 use crate::capability::{MemoryAccess, MemoryStore};
-use crate::config::Config;
+use crate::clock::Clock;
 use crate::error::{Error, Result};
+use crate::family::Services;
 use crate::tool::{CallContext, Needs, Registry, Tool, ToolDef};
+use crate::usage::Meter;
 
 const FAMILY: &str = "memory_semantic";
 
-pub(crate) fn register(r: &mut Registry, config: &Config) {
+/// What the semantic tools reach, taken from the kernel's services when they are registered.
+#[derive(Clone)]
+pub struct Uses {
+    /// `None` when the store is switched off (the tools are then excluded).
+    semantic: Option<Arc<SemanticMemory>>,
+    /// Bills the extractor's model calls to the agent.
+    meter: Arc<Meter>,
+    clock: Clock,
+}
+
+impl Uses {
+    fn semantic(&self) -> Result<&SemanticMemory> {
+        self.semantic.as_deref().ok_or_else(super::switched_off)
+    }
+}
+
+pub(crate) fn register(r: &mut Registry, services: &Services) {
+    let uses = Uses { semantic: services.shared(), meter: services.need(), clock: services.get::<Clock>().clone() };
+    let config = services.config();
     let needs = Needs::switched_on(
         config.proactive_memory.enabled,
         "[proactive_memory] enabled = false in config.toml: the semantic store is switched off",
     );
-    r.add_needing(SemanticSearch, &needs);
-    r.add_needing(SemanticAdd, &needs);
-    r.add_needing(SemanticForget, &needs);
-    r.add_needing(SemanticStats, &needs);
+    r.add_needing(SemanticSearch(uses.clone()), &needs);
+    r.add_needing(SemanticAdd(uses.clone()), &needs);
+    r.add_needing(SemanticForget(uses.clone()), &needs);
+    r.add_needing(SemanticStats(uses.clone()), &needs);
 }
 
 /// Whether `agent` may read (or write) memories of `category`.
@@ -35,7 +57,7 @@ pub(crate) fn may(agent: &Agent, access: MemoryAccess) -> impl Fn(&str) -> bool 
     move |category| agent.manifest.capabilities.memory_allows(access, MemoryStore::Semantic, category)
 }
 
-pub struct SemanticSearch;
+pub struct SemanticSearch(Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -70,8 +92,8 @@ impl Tool for SemanticSearch {
 
     async fn run(&self, ctx: CallContext, args: SemanticSearchArgs) -> Result<Value> {
         let options = SearchOptions::checked(args.limit.map(|l| l as usize), args.min_confidence, 5)?;
-        let hits = ctx
-            .kernel
+        let hits = self
+            .0
             .semantic()?
             .search(ctx.agent.id, &args.query, &options, &may(&ctx.agent, MemoryAccess::Read))
             .await?;
@@ -80,7 +102,7 @@ impl Tool for SemanticSearch {
     }
 }
 
-pub struct SemanticAdd;
+pub struct SemanticAdd(Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -108,13 +130,14 @@ impl Tool for SemanticAdd {
     async fn run(&self, ctx: CallContext, args: SemanticAddArgs) -> Result<Value> {
         let (read, write) = (may(&ctx.agent, MemoryAccess::Read), may(&ctx.agent, MemoryAccess::Write));
         let scope = Scope { read: &read, write: &write };
-        let metered = super::metered_for(&ctx.kernel, ctx.agent.id, ctx.turn, ctx.session);
-        let outcome = ctx.kernel.semantic()?.add(ctx.agent.id, &args.content, "tool", scope, &metered).await?;
+        let metered =
+            super::metered_for(self.0.meter.clone(), self.0.clock.clone(), ctx.agent.id, ctx.turn, ctx.session);
+        let outcome = self.0.semantic()?.add(ctx.agent.id, &args.content, "tool", scope, &metered).await?;
         Ok(json!(outcome))
     }
 }
 
-pub struct SemanticForget;
+pub struct SemanticForget(Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -145,12 +168,12 @@ impl Tool for SemanticForget {
         })?;
         let (read, write) = (may(&ctx.agent, MemoryAccess::Read), may(&ctx.agent, MemoryAccess::Write));
         let scope = Scope { read: &read, write: &write };
-        let forgotten = ctx.kernel.semantic()?.forget(ctx.agent.id, id, &ctx.actor(), scope).await?;
+        let forgotten = self.0.semantic()?.forget(ctx.agent.id, id, &ctx.actor(), scope).await?;
         Ok(json!({ "forgotten": forgotten.id, "content": forgotten.content }))
     }
 }
 
-pub struct SemanticStats;
+pub struct SemanticStats(Uses);
 
 impl Tool for SemanticStats {
     type Args = crate::tool::NoArgs;
@@ -170,7 +193,7 @@ impl Tool for SemanticStats {
     }
 
     async fn run(&self, ctx: CallContext, _: crate::tool::NoArgs) -> Result<Value> {
-        let stats = ctx.kernel.semantic()?.stats(ctx.agent.id, &may(&ctx.agent, MemoryAccess::Read)).await?;
+        let stats = self.0.semantic()?.stats(ctx.agent.id, &may(&ctx.agent, MemoryAccess::Read)).await?;
         Ok(json!(stats))
     }
 }
