@@ -116,6 +116,7 @@
 //!   (both wire shapes of a tool result's image), `net::proxy`'s unit tests.
 
 mod chromium;
+pub(crate) mod config;
 mod pages;
 mod pipe;
 mod scripts;
@@ -138,13 +139,14 @@ use tokio::sync::Mutex;
 use utoipa::ToSchema;
 
 use crate::agent::AgentId;
-use crate::config::{BrowserConfig, Config};
+use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::net::proxy::{GuardProxy, ProxyRules};
 use crate::tool::Registry;
 use crate::tool::availability::Needs;
 
 pub(crate) use chromium::find_executable;
+pub use config::BrowserConfig;
 use pages::NetworkActivity;
 
 pub(crate) fn register(r: &mut Registry, config: &Config) {

@@ -15,6 +15,10 @@
 //!   `Unavailable` saying how to set one. A type's `location` is not among the fields the
 //!   apply preview compares.
 
+pub(crate) mod config;
+
+pub use config::LocationConfig;
+
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
