@@ -538,7 +538,7 @@ fn prepare_home(home: &Path) -> Result<(), OpenError> {
     }
     let config = home.join("config.toml");
     if !config.exists() {
-        std::fs::write(&config, config::DEFAULT_CONFIG_TOML).map_err(io)?;
+        std::fs::write(&config, config::default_text()).map_err(io)?;
     }
     Ok(())
 }

@@ -82,6 +82,7 @@
 
 mod card;
 mod client;
+pub(crate) mod config;
 mod error;
 mod server;
 mod store;
@@ -89,6 +90,7 @@ mod task;
 mod wire;
 
 pub use card::{agent_card, daemon_card};
+pub use config::A2aConfig;
 pub use server::{Answer, handle};
 pub use task::A2aTasks;
 

@@ -66,6 +66,7 @@
 //!     of the daemon, and the daemon that takes its work over deletes its rows. A channel
 //!     message stored but unanswered is answered at the next start as always.
 
+pub(crate) mod config;
 mod store;
 mod tools;
 
@@ -83,6 +84,7 @@ use crate::family::Family;
 use crate::tool::CallContext;
 use crate::turn::{AgentEvent, EventKind};
 
+pub use config::AskConfig;
 pub(crate) use tools::register;
 
 /// The family's part in the kernel (see [`crate::family`]).

@@ -116,6 +116,7 @@
 //!   (both wire shapes of a tool result's image), `net::proxy`'s unit tests.
 
 mod chromium;
+pub(crate) mod config;
 mod pages;
 mod pipe;
 mod scripts;
@@ -138,7 +139,6 @@ use tokio::sync::Mutex;
 use utoipa::ToSchema;
 
 use crate::agent::AgentId;
-use crate::config::BrowserConfig;
 use crate::error::{Error, Result};
 use crate::family::Family;
 use crate::family::Home;
@@ -148,6 +148,7 @@ use crate::tool::Registry;
 use crate::tool::availability::Needs;
 
 pub(crate) use chromium::find_executable;
+pub use config::BrowserConfig;
 use pages::NetworkActivity;
 
 /// The family's part in the kernel (see [`crate::family`]).

@@ -17,7 +17,10 @@
 //!   agent; the insert drops the oldest versions past either in the same transaction.
 //!   **Decision:** drop, not refuse: a live canvas updated often is the normal use.
 
+pub(crate) mod config;
 mod store;
+
+pub use config::CanvasConfig;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -87,7 +90,7 @@ impl Canvas {
 /// Every agent's canvases, and the news of each new version (for the pages open on them).
 pub struct Canvases {
     db: Db,
-    limits: crate::config::CanvasConfig,
+    limits: CanvasConfig,
     presented: broadcast::Sender<Canvas>,
 }
 
@@ -98,7 +101,7 @@ pub struct Presented {
 }
 
 impl Canvases {
-    pub(crate) fn new(db: Db, limits: crate::config::CanvasConfig) -> Canvases {
+    pub(crate) fn new(db: Db, limits: CanvasConfig) -> Canvases {
         Canvases { db, limits, presented: broadcast::channel(64).0 }
     }
 

@@ -36,7 +36,7 @@
 //!   the channel `unavailable: …` on `/api/channels`, not a failed start), `mode`,
 //!   `default_target`, `deliver_only`; `[channels] allowed_hosts` is the address guard's list for
 //!   every outbound channel request (`Endpoint::client` and Discord's gateway socket resolve
-//!   through `net::guard`). Checked at load (`channel::check_config`): what each kind needs, and
+//!   through `net::guard`). Checked at load (`channel::config::check`): what each kind needs, and
 //!   modes it has — Telegram polls (`getUpdates`) by default or takes webhooks; Slack and webhook
 //!   channels are posted to; Discord reads its gateway (interactions carry no group messages).
 //! - **Inbound**: poll listeners (Telegram long polling, Discord's gateway: Hello, Identify,
@@ -97,6 +97,7 @@
 //!   afresh. Channel traffic is pruned by `[retention] channel_traffic_days`.
 //! - **Not built**: operator sends from the dashboard.
 
+pub(crate) mod config;
 pub mod discord;
 pub mod platform;
 pub mod slack;
@@ -116,7 +117,6 @@ use utoipa::ToSchema;
 
 use crate::Kernel;
 use crate::clock::Clock;
-use crate::config::{ChannelConfig, ChannelKind, ChannelMode, ChannelsConfig};
 use crate::db::Db;
 use crate::error::{Error, ErrorKind, Result};
 use crate::family::Family;
@@ -125,6 +125,7 @@ use crate::tool::{CallContext, Caller, ChannelContext};
 use crate::turn::{TurnEnd, TurnRequest};
 use platform::{Connection, Endpoint, Inbound, Media, Outgoing, Platform, SendError, WebhookReply, WebhookRequest};
 
+pub use config::{ChannelConfig, ChannelKind, ChannelMode, ChannelsConfig};
 pub use store::{Conversation, InboundRow, OutboundRow, RosterEntry};
 pub(crate) use tools::register;
 
@@ -186,73 +187,6 @@ pub struct Channels {
     /// mutex is fair).
     conversations: StdMutex<HashMap<ConversationKey, Arc<tokio::sync::Mutex<()>>>>,
     stop: CancellationToken,
-}
-
-/// Checks `[channels]` at load: names, the fields each kind needs. Returns the key to point at
-/// and the message.
-pub fn check_config(channels: &ChannelsConfig) -> std::result::Result<(), (String, String)> {
-    for (name, c) in &channels.channels {
-        let key = format!("channels.{name}");
-        if !crate::agent::is_valid_name(name) {
-            return Err((key, format!("channel name `{name}` must be 1-64 lowercase letters, digits, `-` or `_`")));
-        }
-        let needs = |field: &str, value: &Option<String>| match value {
-            Some(v) if !v.trim().is_empty() => Ok(()),
-            _ => Err((key.clone(), format!("[channels.{name}] (kind = \"{}\") needs {field}", c.kind.as_str()))),
-        };
-        match c.kind {
-            ChannelKind::Telegram => {
-                needs("token_env", &c.token_env)?;
-                if c.mode == Some(ChannelMode::Webhook) {
-                    // The secret token Telegram's webhook requests carry, given to setWebhook.
-                    needs("signing_secret_env", &c.signing_secret_env)?;
-                }
-            }
-            ChannelKind::Discord => needs("token_env", &c.token_env)?,
-            ChannelKind::Slack => {
-                needs("token_env", &c.token_env)?;
-                needs("signing_secret_env", &c.signing_secret_env)?;
-            }
-            ChannelKind::Webhook => needs("signing_secret_env", &c.signing_secret_env)?,
-        }
-        if c.deliver_only {
-            if c.kind != ChannelKind::Webhook {
-                return Err((key, format!("[channels.{name}] deliver_only is for kind = \"webhook\" channels")));
-            }
-            needs("default_target", &c.default_target)?;
-            let target = c.default_target.as_deref().unwrap_or_default();
-            let onward = target.split_once(':').map(|(to, _)| to);
-            if !onward.is_some_and(|to| to != name && channels.channels.contains_key(to)) {
-                return Err((
-                    key,
-                    format!(
-                        "[channels.{name}] default_target `{target}` must be `CHANNEL:TARGET`, another configured channel and a chat on it"
-                    ),
-                ));
-            }
-        } else if c.agent.is_none() && c.kind != ChannelKind::Webhook {
-            return Err((key, format!("[channels.{name}] needs agent: the agent that answers its messages")));
-        }
-        match (c.kind, c.mode) {
-            (ChannelKind::Slack | ChannelKind::Webhook, Some(ChannelMode::Poll)) => {
-                return Err((
-                    key,
-                    format!("[channels.{name}] a {} channel is posted to: mode = \"webhook\"", c.kind.as_str()),
-                ));
-            }
-            (ChannelKind::Discord, Some(ChannelMode::Webhook)) => {
-                // Interactions (Discord's webhooks) carry no group messages, so no roster.
-                return Err((key, format!("[channels.{name}] Discord is read through its gateway: mode = \"poll\"")));
-            }
-            _ => {}
-        }
-        if let Some(url) = &c.base_url
-            && reqwest::Url::parse(url).map(|u| !matches!(u.scheme(), "http" | "https")).unwrap_or(true)
-        {
-            return Err((key, format!("[channels.{name}] base_url `{url}` is not an http(s) URL")));
-        }
-    }
-    Ok(())
 }
 
 /// How a channel hears of messages: `mode` when set, else the one its kind has (Telegram

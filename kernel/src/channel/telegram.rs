@@ -13,11 +13,11 @@ use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 
+use super::ChannelMode;
 use super::platform::{
     BoxFuture, Connection, Endpoint, Inbound, Media, Member, Outgoing, Platform, SendError, Sink, WebhookReply,
     WebhookRequest,
 };
-use crate::config::ChannelMode;
 use crate::error::Error;
 
 /// How long a send may take, uploads included.

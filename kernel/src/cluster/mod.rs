@@ -130,6 +130,7 @@
 //! twice).
 
 mod calls;
+pub(crate) mod config;
 mod forward;
 mod relay;
 mod store;
@@ -147,12 +148,12 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 pub(crate) use calls::ask_holder;
+pub use config::ClusterConfig;
 pub(crate) use forward::run_elsewhere;
 
 use crate::Kernel;
 use crate::a2a::A2aTasks;
 use crate::browser::Browsers;
-use crate::config::ClusterConfig;
 use crate::db::{self, Db};
 use crate::error::Result;
 use crate::process::Processes;

@@ -7,9 +7,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Engine;
-use crate::config::ExecPolicyConfig;
 use crate::error::{Error, Result};
 use crate::family::Services;
+use crate::process::ExecPolicyConfig;
 use crate::tool::{CallContext, Registry, Tool, ToolDef};
 
 const DEFAULT_TIMEOUT_SECS: u64 = 60;

@@ -261,7 +261,7 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let ws = Workspaces::new(
             home.path().join("workspaces"),
-            crate::config::WorkspaceConfig { max_file_bytes: 1 << 20, ..Default::default() },
+            crate::workspace::WorkspaceConfig { max_file_bytes: 1 << 20, ..Default::default() },
         );
         let agent = Uuid::now_v7();
         let dir = home.path().join("workspaces").join(agent.to_string());

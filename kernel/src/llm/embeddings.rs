@@ -3,8 +3,8 @@
 
 use serde_json::{Value, json};
 
+use super::ProviderKind;
 use super::{Failure, Provider};
-use crate::config::ProviderKind;
 use crate::error::{Error, Result};
 
 /// Texts per request: providers cap a request's inputs (OpenAI at 2048).

@@ -67,9 +67,12 @@
 //!   0.5 s doubling (at most 30 s).
 
 mod anthropic;
+pub(crate) mod config;
 mod embeddings;
 mod openai;
 pub mod sse;
+
+pub use config::{ModelConfig, ProviderConfig, ProviderKind};
 
 use std::time::Duration;
 
@@ -77,7 +80,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::config::{ProviderConfig, ProviderKind};
 use crate::error::{Error, ErrorKind, Result};
 
 /// One message of a conversation, as stored in a session and sent to any provider.
@@ -476,7 +478,7 @@ impl Provider {
     }
 
     /// What config.toml says of `model`.
-    pub fn model_config(&self, model: &str) -> Option<&crate::config::ModelConfig> {
+    pub fn model_config(&self, model: &str) -> Option<&ModelConfig> {
         self.config.models.get(model)
     }
 

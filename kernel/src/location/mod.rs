@@ -15,6 +15,10 @@
 //!   `Unavailable` saying how to set one. A type's `location` is not among the fields the
 //!   apply preview compares.
 
+pub(crate) mod config;
+
+pub use config::LocationConfig;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,7 +27,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::agent::Agent;
-use crate::config::LocationConfig;
 use crate::error::{Error, Result};
 use crate::family::{Family, Services};
 use crate::tool::{CallContext, Registry, Tool, ToolDef};

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::Config;
 use crate::net::guard::AllowedHosts;
 
 /// `[mcp]`: every server by name, and where HTTP servers may be.
@@ -68,15 +69,15 @@ impl McpServerConfig {
         match (&self.command, &self.url) {
             (Some(command), _) => Transport::Stdio { command },
             (None, Some(url)) => Transport::Http { url },
-            // `check_config` refuses a server with neither.
+            // `check` refuses a server with neither.
             (None, None) => Transport::Stdio { command: "" },
         }
     }
 }
 
 /// Why `[mcp]` is wrong, as (the config key to point at, the message).
-pub fn check_config(mcp: &McpConfig) -> Result<(), (String, String)> {
-    for (name, server) in &mcp.servers {
+pub(crate) fn check(config: &Config) -> Result<(), (String, String)> {
+    for (name, server) in &config.mcp.servers {
         let key = format!("mcp.servers.{name}");
         let refuse = |message: String| Err((key.clone(), format!("[mcp.servers.{name}] {message}")));
         if !is_valid_server_name(name) {
@@ -151,8 +152,8 @@ mod tests {
     use super::*;
 
     fn parsed(text: &str) -> Result<(), String> {
-        let config: McpConfig = toml::from_str(text).map_err(|e| e.message().to_string())?;
-        check_config(&config).map_err(|(_, message)| message)
+        let mcp: McpConfig = toml::from_str(text).map_err(|e| e.message().to_string())?;
+        check(&Config { mcp, ..Config::default() }).map_err(|(_, message)| message)
     }
 
     #[test]

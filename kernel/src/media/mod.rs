@@ -26,6 +26,7 @@
 //! allowed_hosts`). A tool no provider serves is excluded with that reason, and both when ffmpeg
 //! is missing. `canvas_present` is in `canvas/`.
 
+pub(crate) mod config;
 mod ffmpeg;
 mod generate;
 mod jobs;
@@ -39,7 +40,6 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::config::{MediaConfig, MediaProviderConfig, MediaProviderKind};
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::family::Family;
@@ -48,6 +48,7 @@ use crate::tool::Registry;
 use crate::tool::availability::Needs;
 use crate::workspace::Workspaces;
 
+pub use config::{MediaConfig, MediaProviderConfig, MediaProviderKind};
 pub use ffmpeg::Ffmpeg;
 
 /// The family's part in the kernel (see [`crate::family`]).
@@ -59,73 +60,6 @@ pub const FAMILY: Family = Family {
     },
     register,
 };
-
-/// The media tools `[media.tools]` may name, with the kind of provider that serves each.
-const TOOLS: &[(&str, MediaProviderKind)] = &[
-    ("image_analyze", MediaProviderKind::Openai),
-    ("image_generate", MediaProviderKind::Openai),
-    ("media_describe", MediaProviderKind::Openai),
-    ("music_generate", MediaProviderKind::Replicate),
-    ("media_transcribe", MediaProviderKind::Openai),
-    ("speech_to_text", MediaProviderKind::Openai),
-    ("text_to_speech", MediaProviderKind::Openai),
-    ("video_generate", MediaProviderKind::Replicate),
-];
-
-/// Checks `[media]` beyond its types: the tools named exist, each names a configured provider
-/// of the kind that serves it, provider names are names. `Err((key, message))` names the key
-/// to point at.
-pub(crate) fn check_config(media: &MediaConfig) -> std::result::Result<(), (String, String)> {
-    let tool_names = || TOOLS.iter().map(|(t, _)| *t).collect::<Vec<_>>().join(", ");
-    for name in media.providers.keys() {
-        if !crate::agent::is_valid_name(name) {
-            return Err((
-                format!("providers.{name}"),
-                format!("media provider name `{name}` must be 1-64 lowercase letters, digits, `-` or `_`"),
-            ));
-        }
-    }
-    for (tool, provider) in &media.tools {
-        let Some((_, kind)) = TOOLS.iter().find(|(t, _)| t == tool) else {
-            return Err((
-                tool.clone(),
-                format!("`{tool}` is not a media tool this daemon has; [media.tools] takes {}", tool_names()),
-            ));
-        };
-        let Some(configured) = media.providers.get(provider) else {
-            return Err((
-                tool.clone(),
-                format!("`{tool}` names media provider `{provider}`, which no [media.providers.{provider}] defines"),
-            ));
-        };
-        if configured.kind != *kind {
-            return Err((
-                tool.clone(),
-                format!(
-                    "`{tool}` needs a provider of kind `{}`; `{provider}` is `{}`",
-                    kind_name(*kind),
-                    kind_name(configured.kind)
-                ),
-            ));
-        }
-    }
-    for tool in media.models.keys() {
-        if !TOOLS.iter().any(|(t, _)| t == tool) {
-            return Err((
-                tool.clone(),
-                format!("`{tool}` is not a media tool this daemon has; [media.models] takes {}", tool_names()),
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn kind_name(kind: MediaProviderKind) -> &'static str {
-    match kind {
-        MediaProviderKind::Openai => "openai",
-        MediaProviderKind::Replicate => "replicate",
-    }
-}
 
 /// What the media tools reach, taken from the kernel's services when they are registered.
 #[derive(Clone)]

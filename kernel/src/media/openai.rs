@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::config::MediaProviderConfig;
+use super::MediaProviderConfig;
 use crate::error::{Error, ErrorKind, Result};
 
 /// What a transcription request sends besides the audio.

@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::MediaProviderConfig;
 use super::openai::{Call, MAX_JSON_REPLY, api_key, client, endpoint, send};
-use crate::config::MediaProviderConfig;
 use crate::error::{Error, Result};
 use crate::net::guard::AllowedHosts;
 

@@ -129,8 +129,11 @@
 //!   embedder; its ignored twin measures a real model through `scripts/bench-memory-quality`);
 //!   `kernel/benches/memory.rs` (search at 100,000, adds at 10,000).
 
+pub(crate) mod config;
 pub mod kv;
 pub mod semantic;
+
+pub use config::ProactiveMemoryConfig;
 
 use crate::clock::Clock;
 use crate::db::Db;

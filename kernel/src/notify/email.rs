@@ -11,8 +11,8 @@ use lettre::message::header::ContentType;
 use lettre::transport::smtp::authentication::Credentials;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
+use super::NotifyConfig;
 use super::{Note, urgency_label};
-use crate::config::NotifyConfig;
 use crate::error::{Error, Result};
 
 /// How long one SMTP conversation may take.

@@ -57,6 +57,7 @@
 //!   `max_fanout_per_hour` (30) per medium (Telegram, email) in a clock hour, counted in memory
 //!   (one daemon's fan-out), the rest kept and marked `not sent`.
 
+pub(crate) mod config;
 mod email;
 mod store;
 mod tools;
@@ -64,6 +65,7 @@ mod tools;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+pub use config::NotifyConfig;
 pub(crate) use tools::register;
 
 use crate::Kernel;
@@ -301,21 +303,6 @@ async fn fan_out(kernel: &Kernel, channel: &str, note: &Note) {
     if let Err(e) = store::set_telegram(&kernel.service::<Inbox>().db, note.id, &outcome).await {
         tracing::warn!(note = note.id, error = %e.message, "could not record a note's fan-out");
     }
-}
-
-/// `[notify] telegram_channel` must be a configured channel, and email needs its addresses and
-/// server together. Returns the key to point at and the message.
-pub fn check_config(config: &crate::config::Config) -> std::result::Result<(), (String, String)> {
-    email::check_config(&config.notify)?;
-    if let Some(channel) = &config.notify.telegram_channel
-        && !config.channels.channels.contains_key(channel)
-    {
-        return Err((
-            "telegram_channel".into(),
-            format!("[notify] telegram_channel names `{channel}`, which no [channels.{channel}] defines"),
-        ));
-    }
-    Ok(())
 }
 
 fn urgency_label(u: Urgency) -> &'static str {

@@ -162,6 +162,7 @@
 //!   `end2end/tests/sandbox.spec.ts`.
 
 mod cgroup;
+pub(crate) mod config;
 pub mod exec;
 pub(crate) mod network;
 mod output;
@@ -169,6 +170,7 @@ mod policy;
 pub(crate) mod reaper;
 pub mod relay;
 mod sandbox;
+pub use config::ExecPolicyConfig;
 pub(crate) use policy::base_environment;
 mod store;
 pub mod supervisor;
@@ -190,7 +192,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::agent::AgentId;
-use crate::config::{Config, ExecPolicyConfig};
+use crate::config::Config;
 use crate::db::{self, Db};
 use crate::error::{Error, Result};
 use crate::family::Family;

@@ -34,7 +34,11 @@ use crate::error::Result;
 use crate::skills::Skills;
 use crate::workspace::Workspaces;
 
+pub(crate) mod config;
 mod store;
+
+pub use config::RetentionConfig;
+
 /// The first sweep after a start waits this long (a start is busy enough); then one a day.
 const FIRST_SWEEP: Duration = Duration::from_secs(3600);
 const EVERY: Duration = Duration::from_secs(24 * 3600);

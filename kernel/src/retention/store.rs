@@ -2,8 +2,8 @@
 
 use chrono::{DateTime, Utc};
 
+use super::RetentionConfig;
 use super::{Swept, cutoff};
-use crate::config::RetentionConfig;
 use crate::db::{self, Db};
 use crate::error::Result;
 

@@ -122,6 +122,7 @@
 //!   minute boundary is crossed by moving the clock; a restart after three hours down), and on
 //!   the real daemon with wall-clock one-shot fires a second ahead (`schedules.rs`).
 
+pub(crate) mod config;
 pub mod cron;
 pub mod runner;
 mod store;
@@ -135,6 +136,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
+pub use config::SchedulesConfig;
 pub(crate) use tools::register;
 
 use crate::Kernel;

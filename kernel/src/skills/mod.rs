@@ -105,6 +105,7 @@
 //!   refused, each history entry's diff with "Roll back to version N", Delete); both in the
 //!   hostile-text corpus, proposals included.
 
+pub(crate) mod config;
 mod disk;
 mod owners;
 mod proposals;
@@ -118,6 +119,7 @@ use std::sync::{Arc, Mutex as StdMutex};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+pub use config::SkillsConfig;
 pub use disk::SUPPORT_FOLDERS;
 pub use proposals::{Proposal, ProposalState};
 pub use store::HistoryEntry;

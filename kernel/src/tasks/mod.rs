@@ -31,6 +31,7 @@
 //!   every 5 s while open (no JS needed).
 
 mod claims;
+pub(crate) mod config;
 mod store;
 mod tools;
 
@@ -41,6 +42,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
+pub use config::TaskBoardConfig;
 pub(crate) use tools::register;
 
 use crate::agent::Agents;

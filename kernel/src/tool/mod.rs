@@ -22,6 +22,7 @@
 
 pub mod audit;
 pub mod availability;
+pub(crate) mod config;
 mod context;
 pub mod dynamic;
 pub mod meta;
@@ -40,6 +41,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 pub use availability::{Layer, Needs, TurnScope};
+pub use config::ToolResultsConfig;
 pub use context::{CallContext, Caller, ChannelContext, Offered};
 pub use registry::{Availability, BUILT_IN_GRANT, EffectiveTool, Provided, Registry, ToolStatus, Tools};
 

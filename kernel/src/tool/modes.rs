@@ -185,7 +185,7 @@ mod tests {
         assert_eq!(serde_json::to_string(&fresh.specs).unwrap(), serde_json::to_string(&loaded.specs).unwrap());
         assert_eq!(names(&fresh), ["read_artifact", "find_tools", "run_tool", "memory_semantic_search"]);
         let switched_off = Config {
-            proactive_memory: crate::config::ProactiveMemoryConfig { enabled: false, ..Default::default() },
+            proactive_memory: crate::memory::ProactiveMemoryConfig { enabled: false, ..Default::default() },
             ..Config::default()
         };
         let without_store = offer(&crate::family::builtin_registry(switched_off).await, &a, &[], turn);

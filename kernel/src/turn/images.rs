@@ -122,7 +122,7 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let ws = Workspaces::new(
             home.path().join("workspaces"),
-            crate::config::WorkspaceConfig { max_file_bytes: 64 * 1024 * 1024, ..Default::default() },
+            crate::workspace::WorkspaceConfig { max_file_bytes: 64 * 1024 * 1024, ..Default::default() },
         );
         let agent = Uuid::now_v7();
         ws.write(agent, "a.png", b"png bytes".to_vec()).await.unwrap();

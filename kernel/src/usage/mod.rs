@@ -73,8 +73,11 @@
 //! - **Model calls**: the memory extractor's are metered (see `crate::usage`), so budgets see them.
 
 pub mod budget;
+pub(crate) mod config;
 pub mod overview;
 mod store;
+
+pub use config::BudgetsConfig;
 
 use std::collections::BTreeMap;
 
@@ -83,9 +86,10 @@ use tokio::sync::{mpsc, oneshot};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::config::{Config, ProviderKind};
+use crate::config::Config;
 use crate::db::Db;
 use crate::error::Result;
+use crate::llm::ProviderKind;
 use crate::llm::Usage as Tokens;
 use crate::page::{Key, Page, PageRequest, bad_cursor};
 
@@ -188,7 +192,7 @@ const ANTHROPIC_CACHE_WRITE: f64 = 1.25;
 impl Prices {
     /// A model's prices from config.toml, the prompt cache's from the provider's kind where
     /// config.toml leaves them out: Anthropic's published ratios, else the input price.
-    pub fn of(kind: ProviderKind, m: &crate::config::ModelConfig) -> Option<Prices> {
+    pub fn of(kind: ProviderKind, m: &crate::llm::ModelConfig) -> Option<Prices> {
         let input = m.input_usd_per_mtok?;
         let (read, write) = match kind {
             ProviderKind::Anthropic => (input * ANTHROPIC_CACHE_READ, input * ANTHROPIC_CACHE_WRITE),

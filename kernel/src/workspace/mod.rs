@@ -77,7 +77,10 @@
 //!   by this: a kernel-enforced bound there needs filesystem quotas this machine lacks.
 
 mod beneath;
+pub(crate) mod config;
 pub mod lines;
+
+pub use config::WorkspaceConfig;
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -188,7 +191,7 @@ impl Inert {
 /// Every agent's workspace.
 pub struct Workspaces {
     root: PathBuf,
-    limits: crate::config::WorkspaceConfig,
+    limits: WorkspaceConfig,
     /// MiB of whole-file reads the daemon holds at once (`[workspace] max_reading_mib`): a
     /// read of a large file waits for its share, so parallel reads cannot take the daemon's
     /// memory with them.
@@ -262,7 +265,7 @@ impl Target {
 }
 
 impl Workspaces {
-    pub(crate) fn new(root: PathBuf, limits: crate::config::WorkspaceConfig) -> Workspaces {
+    pub(crate) fn new(root: PathBuf, limits: WorkspaceConfig) -> Workspaces {
         let reading = std::sync::Arc::new(tokio::sync::Semaphore::new(limits.max_reading_mib as usize));
         Workspaces { root, limits, reading }
     }
@@ -910,7 +913,7 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let ws = Workspaces::new(
             home.path().join("workspaces"),
-            crate::config::WorkspaceConfig { max_file_bytes: 1024, ..Default::default() },
+            WorkspaceConfig { max_file_bytes: 1024, ..Default::default() },
         );
         (home, ws)
     }

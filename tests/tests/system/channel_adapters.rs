@@ -7,12 +7,12 @@ mod telegram_and_webhook {
     use std::time::Duration;
 
     use kennel_kernel::ErrorKind;
+    use kennel_kernel::channel::ChannelMode;
     use kennel_kernel::channel::platform::{
         Connection, Endpoint, Inbound, Media, Member, Outgoing, Platform, SendError, Sink, WebhookReply, WebhookRequest,
     };
     use kennel_kernel::channel::telegram::Telegram;
     use kennel_kernel::channel::webhook::Webhook;
-    use kennel_kernel::config::ChannelMode;
     use kennel_kernel::net::guard::AllowedHosts;
     use kennel_tests::fake_telegram::FakeTelegram;
     use kennel_tests::fake_webhook::{FakeWebhookReceiver, hmac_sha256, signed, signed_at, unix_now};

@@ -48,9 +48,10 @@ pub(crate) use tools::register;
 use self::index::{AgentIndex, Entry};
 use crate::agent::AgentId;
 use crate::clock::Clock;
-use crate::config::{Config, ProactiveMemoryConfig};
+use crate::config::Config;
 use crate::db::{self, Db};
 use crate::error::{Error, Result};
+use crate::memory::ProactiveMemoryConfig;
 use crate::page::{Key, Page, PageRequest};
 
 /// The longest text one `memory_semantic_add` takes, in bytes.
