@@ -227,7 +227,7 @@ impl Kernel {
         schedule::runner::start(self);
         agent::start_ephemeral_sweeper(self);
         retention::start(self);
-        process::start(self);
+        process::start(self.services().need());
         channel::Channels::start(self);
         script::start(self);
         mcp::Mcp::start(self, &self.0.config.mcp);

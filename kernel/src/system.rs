@@ -3,8 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::error::Result;
-use crate::family::Family;
-use crate::family::Services;
+use crate::family::{Family, Services};
 use crate::tool::{CallContext, NoArgs, Registry, Tool, ToolDef};
 
 /// The family's part in the kernel (see [`crate::family`]).

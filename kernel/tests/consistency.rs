@@ -267,3 +267,66 @@ fn the_kernel_depends_on_no_web_server_or_html_crate() {
     }
     assert!(found.is_empty(), "kernel/Cargo.toml depends on web server or HTML crates: {found:?}");
 }
+
+/// The families (`lib.rs`'s `FAMILIES`) whose code still names the kernel, and why: each
+/// runs turns or tools through the whole kernel. Every other family takes what it needs from
+/// `Services` when it opens and registers (its tools hold it: `Uses`), so what it depends on
+/// is written in its own folder. A family leaves this list when it stops naming the kernel.
+const FAMILIES_REACHING_THE_KERNEL: [(&str, &str); 12] = [
+    ("agent", "spawns and stops agents and runs their turns (agent_send, delivery)"),
+    ("event", "a published event fires triggers, which start turns"),
+    ("workflow", "runs agents' turns step by step"),
+    ("a2a", "serves and sends tasks as turns"),
+    ("tasks", "posting wakes the assignee with a turn"),
+    ("schedule", "its runner fires turns (its tools hold only what they declare)"),
+    ("skills", "an agent's change notifies owners through the inbox and channels"),
+    ("channel", "a message that arrives starts a turn"),
+    ("notify", "a notice is delivered to channels as well as the inbox"),
+    ("ask", "a question waits on a person through the turn"),
+    ("mcp", "its server runs tools through the pipeline; its clients provide tools"),
+    ("tool::meta", "find_tools and run_tool run tools through the pipeline"),
+];
+
+/// The source of a family, without comments: `system` is `system.rs`, `tool::meta` is
+/// `tool/meta.rs`, any other its folder.
+fn family_code(family: &str) -> Vec<(String, String)> {
+    let path = family.replace("::", "/");
+    let files = if root().join(format!("kernel/src/{path}.rs")).exists() {
+        vec![format!("kernel/src/{path}.rs")]
+    } else {
+        rust_files(&format!("kernel/src/{path}"))
+    };
+    files
+        .into_iter()
+        .map(|file| {
+            let code: String =
+                read(&file).lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
+            (file, code)
+        })
+        .collect()
+}
+
+#[test]
+fn only_the_listed_families_name_the_kernel() {
+    let families: Vec<String> = Regex::new(r"(?m)^\s+([a-z0-9_:]+)::FAMILY,")
+        .unwrap()
+        .captures_iter(&read("kernel/src/lib.rs"))
+        .map(|c| c[1].to_string())
+        .collect();
+    assert!(families.len() >= 20, "lib.rs's FAMILIES was not found: {families:?}");
+    let names_kernel = Regex::new(r"\bKernel\b|\bkernel\s*[.:,)]").unwrap();
+    let reaching: BTreeSet<String> = families
+        .iter()
+        .filter(|family| family_code(family).iter().any(|(_, code)| names_kernel.is_match(code)))
+        .cloned()
+        .collect();
+    let listed: BTreeSet<String> = FAMILIES_REACHING_THE_KERNEL.iter().map(|(f, _)| f.to_string()).collect();
+    let unlisted: Vec<&String> = reaching.difference(&listed).collect();
+    let left: Vec<&String> = listed.difference(&reaching).collect();
+    assert!(
+        unlisted.is_empty() && left.is_empty(),
+        "families naming the kernel differ from FAMILIES_REACHING_THE_KERNEL:\n  \
+         name it but are not listed (take what they need from Services instead): {unlisted:?}\n  \
+         listed but no longer name it (remove them from the list): {left:?}"
+    );
+}

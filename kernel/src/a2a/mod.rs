@@ -95,8 +95,7 @@ pub use server::{Answer, handle};
 pub use task::A2aTasks;
 
 use crate::db::Db;
-use crate::family::Family;
-use crate::family::Services;
+use crate::family::{Family, Services};
 use crate::tool::Registry;
 
 /// The family's part in the kernel (see [`crate::family`]).

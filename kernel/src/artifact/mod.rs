@@ -23,9 +23,7 @@ use uuid::Uuid;
 
 use crate::db::Db;
 use crate::error::{Error, Result};
-use crate::family::Family;
-use crate::family::Home;
-use crate::family::Services;
+use crate::family::{Family, Home, Services};
 use crate::tool::{CallContext, Registry, Tool, ToolDef};
 
 /// The family's part in the kernel (see [`crate::family`]).
@@ -43,10 +41,13 @@ pub const FAMILY: Family = Family {
 #[derive(Clone)]
 pub(super) struct Uses {
     artifacts: Arc<ArtifactStore>,
+    /// `[tool_results] spill_threshold_bytes`: the longest page one call reads.
+    page_bytes: u64,
 }
 
 pub(crate) fn register(r: &mut Registry, services: &Services) {
-    let uses = Uses { artifacts: services.need() };
+    let page_bytes = services.config().tool_results.spill_threshold_bytes;
+    let uses = Uses { artifacts: services.need(), page_bytes };
     r.add(ReadArtifact(uses.clone()));
 }
 
@@ -165,7 +166,7 @@ impl Tool for ReadArtifact {
     }
 
     async fn run(&self, ctx: CallContext, args: ReadArtifactArgs) -> Result<Value> {
-        let page = ctx.kernel.config().tool_results.spill_threshold_bytes;
+        let page = self.0.page_bytes;
         let length = args.length.unwrap_or(page).clamp(1, page);
         let (bytes, size) = self.0.artifacts.read_own(ctx.agent.id, &args.artifact_id, args.offset, length).await?;
         let text = utf8_page(&bytes, args.offset)?;

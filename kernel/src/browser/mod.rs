@@ -140,9 +140,7 @@ use utoipa::ToSchema;
 
 use crate::agent::AgentId;
 use crate::error::{Error, Result};
-use crate::family::Family;
-use crate::family::Home;
-use crate::family::Services;
+use crate::family::{Family, Home, Services};
 use crate::net::proxy::{GuardProxy, ProxyRules};
 use crate::tool::Registry;
 use crate::tool::availability::Needs;

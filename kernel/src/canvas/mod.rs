@@ -32,8 +32,7 @@ use uuid::Uuid;
 
 use crate::db::Db;
 use crate::error::{Error, Result};
-use crate::family::Family;
-use crate::family::Services;
+use crate::family::{Family, Services};
 use crate::page::{Page, PageRequest};
 use crate::tool::{CallContext, Registry, Tool, ToolDef};
 

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::platform::{
-    BoxFuture, Connection, Endpoint, Inbound, Media, Member, Outgoing, Platform, SendError, Sink, WebhookReply,
+    BoxFuture, Connection, Endpoint, FileSource, Inbound, Member, Outgoing, Platform, SendError, Sink, WebhookReply,
     WebhookRequest,
 };
 use crate::error::Error;
@@ -338,18 +338,18 @@ impl Platform for Discord {
         Box::pin(async move {
             let body = match out {
                 Outgoing::Text(text) => Body::Json(json!({ "content": text })),
-                Outgoing::Image { media: Media::Url(url), caption } => Body::Json(json!({
+                Outgoing::Image { media: FileSource::Url(url), caption } => Body::Json(json!({
                     "content": caption.as_deref().unwrap_or_default(),
                     "embeds": [{ "image": { "url": url } }],
                 })),
-                Outgoing::File { media: Media::Url(url), caption } => Body::Json(json!({
+                Outgoing::File { media: FileSource::Url(url), caption } => Body::Json(json!({
                     "content": match caption {
                         Some(caption) => format!("{caption}\n{url}"),
                         None => url.clone(),
                     },
                 })),
-                Outgoing::Image { media: Media::Bytes { file_name, mime, bytes }, caption }
-                | Outgoing::File { media: Media::Bytes { file_name, mime, bytes }, caption } => {
+                Outgoing::Image { media: FileSource::Bytes { file_name, mime, bytes }, caption }
+                | Outgoing::File { media: FileSource::Bytes { file_name, mime, bytes }, caption } => {
                     let payload = json!({
                         "content": caption.as_deref().unwrap_or_default(),
                         "attachments": [{ "id": 0, "filename": file_name }],

@@ -123,7 +123,9 @@ use crate::family::Family;
 use crate::session::Origin;
 use crate::tool::{CallContext, Caller, ChannelContext};
 use crate::turn::{TurnEnd, TurnRequest};
-use platform::{Connection, Endpoint, Inbound, Media, Outgoing, Platform, SendError, WebhookReply, WebhookRequest};
+use platform::{
+    Connection, Endpoint, FileSource, Inbound, Outgoing, Platform, SendError, WebhookReply, WebhookRequest,
+};
 
 pub use config::{ChannelConfig, ChannelKind, ChannelMode, ChannelsConfig};
 pub use store::{Conversation, InboundRow, OutboundRow, RosterEntry};
@@ -682,9 +684,9 @@ fn kind_title(kind: ChannelKind) -> &'static str {
 }
 
 fn summary_of(out: &Outgoing) -> (&'static str, String) {
-    let media_name = |m: &Media| match m {
-        Media::Url(url) => url.clone(),
-        Media::Bytes { file_name, .. } => file_name.clone(),
+    let media_name = |m: &FileSource| match m {
+        FileSource::Url(url) => url.clone(),
+        FileSource::Bytes { file_name, .. } => file_name.clone(),
     };
     match out {
         Outgoing::Text(text) => ("text", crate::text::shorten(text, 500)),

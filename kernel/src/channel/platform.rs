@@ -48,11 +48,11 @@ pub enum Outgoing {
     /// Text within the platform's [`Platform::text_limit`] (the bridge splits longer text).
     Text(String),
     Image {
-        media: Media,
+        media: FileSource,
         caption: Option<String>,
     },
     File {
-        media: Media,
+        media: FileSource,
         caption: Option<String>,
     },
     Poll {
@@ -61,9 +61,10 @@ pub enum Outgoing {
     },
 }
 
-/// An image's or file's bytes: a URL the platform fetches itself, or bytes to upload.
+/// The file an image or file message carries: a URL the platform fetches itself, or bytes to
+/// upload. (Not the `media` family, which makes and reads media.)
 #[derive(Debug, Clone, PartialEq)]
-pub enum Media {
+pub enum FileSource {
     Url(String),
     Bytes { file_name: String, mime: String, bytes: Vec<u8> },
 }

@@ -12,7 +12,7 @@ use sha2::Sha256;
 use tokio_util::sync::CancellationToken;
 
 use super::platform::{
-    BoxFuture, Connection, Endpoint, Inbound, Media, Member, Outgoing, Platform, SendError, Sink, WebhookReply,
+    BoxFuture, Connection, Endpoint, FileSource, Inbound, Member, Outgoing, Platform, SendError, Sink, WebhookReply,
     WebhookRequest,
 };
 use crate::error::Error;
@@ -190,7 +190,7 @@ impl Platform for Slack {
         Box::pin(async move {
             match out {
                 Outgoing::Text(text) => self.post_message(json!({ "channel": chat_id, "text": text })).await,
-                Outgoing::Image { media: Media::Url(url), caption } => {
+                Outgoing::Image { media: FileSource::Url(url), caption } => {
                     let alt = caption.as_deref().unwrap_or("image");
                     self.post_message(json!({
                         "channel": chat_id,
@@ -199,15 +199,15 @@ impl Platform for Slack {
                     }))
                     .await
                 }
-                Outgoing::File { media: Media::Url(url), caption } => {
+                Outgoing::File { media: FileSource::Url(url), caption } => {
                     let text = match caption {
                         Some(caption) => format!("{caption}\n{url}"),
                         None => url.clone(),
                     };
                     self.post_message(json!({ "channel": chat_id, "text": text })).await
                 }
-                Outgoing::Image { media: Media::Bytes { file_name, bytes, .. }, caption }
-                | Outgoing::File { media: Media::Bytes { file_name, bytes, .. }, caption } => {
+                Outgoing::Image { media: FileSource::Bytes { file_name, bytes, .. }, caption }
+                | Outgoing::File { media: FileSource::Bytes { file_name, bytes, .. }, caption } => {
                     self.upload(chat_id, file_name, bytes, caption.as_deref()).await
                 }
                 Outgoing::Poll { question, options } => {

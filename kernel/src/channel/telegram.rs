@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::ChannelMode;
 use super::platform::{
-    BoxFuture, Connection, Endpoint, Inbound, Media, Member, Outgoing, Platform, SendError, Sink, WebhookReply,
+    BoxFuture, Connection, Endpoint, FileSource, Inbound, Member, Outgoing, Platform, SendError, Sink, WebhookReply,
     WebhookRequest,
 };
 use crate::error::Error;
@@ -157,18 +157,18 @@ impl Telegram {
         method: &str,
         field: &str,
         chat_id: &str,
-        media: &Media,
+        media: &FileSource,
         caption: &Option<String>,
     ) -> Result<Value, SendError> {
         let body = match media {
-            Media::Url(url) => {
+            FileSource::Url(url) => {
                 let mut params = json!({ "chat_id": chat_value(chat_id), field: url });
                 if let Some(caption) = caption {
                     params["caption"] = json!(caption);
                 }
                 Body::Json(params)
             }
-            Media::Bytes { file_name, mime, bytes } => {
+            FileSource::Bytes { file_name, mime, bytes } => {
                 let channel = &self.endpoint.channel;
                 let part = reqwest::multipart::Part::bytes(bytes.clone())
                     .file_name(file_name.clone())

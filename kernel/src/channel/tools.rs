@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::platform::{Media, Outgoing};
+use super::platform::{FileSource, Outgoing};
 use crate::channel::Channels;
 use crate::error::{Error, Result};
 use crate::family::Services;
@@ -115,7 +115,7 @@ async fn outgoing(ctx: &CallContext, content: Content) -> Result<Outgoing> {
     })
 }
 
-async fn media(ctx: &CallContext, url: Option<String>, path: Option<String>) -> Result<Media> {
+async fn media(ctx: &CallContext, url: Option<String>, path: Option<String>) -> Result<FileSource> {
     match (url, path) {
         (Some(url), None) => {
             let parsed = reqwest::Url::parse(&url)
@@ -123,7 +123,7 @@ async fn media(ctx: &CallContext, url: Option<String>, path: Option<String>) -> 
             if !matches!(parsed.scheme(), "http" | "https") {
                 return Err(Error::invalid("the url must be http(s)").with_field("content.url"));
             }
-            Ok(Media::Url(url))
+            Ok(FileSource::Url(url))
         }
         (None, Some(path)) => {
             let (head, entry, cut) =
@@ -136,7 +136,7 @@ async fn media(ctx: &CallContext, url: Option<String>, path: Option<String>) -> 
                 .with_field("content.path"));
             }
             let file_name = path.rsplit('/').next().unwrap_or(&path).to_string();
-            Ok(Media::Bytes { mime: mime_of(&file_name).to_string(), file_name, bytes: head })
+            Ok(FileSource::Bytes { mime: mime_of(&file_name).to_string(), file_name, bytes: head })
         }
         _ => {
             Err(Error::invalid("give exactly one of `url` (public) and `path` (in your workspace)")

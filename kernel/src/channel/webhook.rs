@@ -19,7 +19,7 @@ use sha2::Sha256;
 use tokio_util::sync::CancellationToken;
 
 use super::platform::{
-    BoxFuture, Connection, Endpoint, Inbound, Media, Member, Outgoing, Platform, SendError, Sink, WebhookReply,
+    BoxFuture, Connection, Endpoint, FileSource, Inbound, Member, Outgoing, Platform, SendError, Sink, WebhookReply,
     WebhookRequest,
 };
 use crate::error::Error;
@@ -218,11 +218,13 @@ impl<'a> Content<'a> {
 }
 
 impl<'a> Attachment<'a> {
-    fn of(media: &'a Media, caption: &'a Option<String>) -> Attachment<'a> {
+    fn of(media: &'a FileSource, caption: &'a Option<String>) -> Attachment<'a> {
         let caption = caption.as_deref();
         match media {
-            Media::Url(url) => Attachment { url: Some(url), file_name: None, mime: None, data_base64: None, caption },
-            Media::Bytes { file_name, mime, bytes } => Attachment {
+            FileSource::Url(url) => {
+                Attachment { url: Some(url), file_name: None, mime: None, data_base64: None, caption }
+            }
+            FileSource::Bytes { file_name, mime, bytes } => Attachment {
                 url: None,
                 file_name: Some(file_name),
                 mime: Some(mime),

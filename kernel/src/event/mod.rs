@@ -22,8 +22,7 @@ use uuid::Uuid;
 use crate::Kernel;
 use crate::capability::glob_match;
 use crate::error::{Error, Result};
-use crate::family::Family;
-use crate::family::Services;
+use crate::family::{Family, Services};
 use crate::tool::audit::AuditEntry;
 use crate::tool::{CallContext, Caller, Registry, Tool, ToolDef};
 

@@ -42,8 +42,7 @@ use std::sync::Arc;
 
 use crate::db::Db;
 use crate::error::{Error, Result};
-use crate::family::Family;
-use crate::family::Services;
+use crate::family::{Family, Services};
 use crate::tool::Registry;
 use crate::tool::availability::Needs;
 use crate::workspace::Workspaces;

@@ -48,8 +48,8 @@
 //!   (`ResourceExhausted`; count and insert under one write lock). Names only in `memory_list`
 //!   (`limit` 1–1000, `offset`); values through the operator's REST and page.
 //! - **The semantic store** is built only when `[proactive_memory] enabled` (the default);
-//!   `enabled = false` excludes the four tools in the daemon layer and `Kernel::semantic()` is
-//!   `Unavailable`. Each agent's index is loaded from `memories` on first use, never at start
+//!   `enabled = false` excludes the four tools in the daemon layer, provides no
+//!   `SemanticMemory` service, and every use of it is `Unavailable` (`semantic::switched_off`). Each agent's index is loaded from `memories` on first use, never at start
 //!   (an idle daemon holds none): entries with content, category, base confidence, hits and
 //!   last access (atomics, so a search refreshes under a read lock), and the vectors.
 //! - **The local embedder** (`embed.rs`, stored as `local-v1`): lower-cased words minus English
@@ -137,8 +137,7 @@ pub use config::ProactiveMemoryConfig;
 
 use crate::clock::Clock;
 use crate::db::Db;
-use crate::family::Family;
-use crate::family::Services;
+use crate::family::{Family, Services};
 use crate::tool::Registry;
 
 /// The family's part in the kernel (see [`crate::family`]).

@@ -195,8 +195,7 @@ use crate::agent::AgentId;
 use crate::config::Config;
 use crate::db::{self, Db};
 use crate::error::{Error, Result};
-use crate::family::Family;
-use crate::family::Home;
+use crate::family::{Family, Home};
 use output::Stream;
 use policy::Policy;
 use reaper::Recorded;
@@ -1118,11 +1117,10 @@ pub fn describe(exit: &Exit) -> String {
 }
 
 /// Starts the reaper (the daemon only: a CLI command must not touch the daemon's children).
-pub(crate) fn start(kernel: &crate::Kernel) {
-    kernel.service::<Processes>().warn_if_unsandboxed();
-    let kernel = kernel.clone();
+pub(crate) fn start(processes: Arc<Processes>) {
+    processes.warn_if_unsandboxed();
     tokio::spawn(async move {
-        match kernel.service::<Processes>().reap_left_running().await {
+        match processes.reap_left_running().await {
             Ok(0) => {}
             Ok(n) => tracing::warn!(groups = n, "killed process groups an earlier run of the daemon left running"),
             Err(e) => tracing::warn!(error = %e, "reaping processes of an earlier run failed"),

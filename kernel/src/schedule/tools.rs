@@ -2,6 +2,8 @@
 //! [`super::Schedules`]. The "delete" tools only pause (spec §11): permanent deletion is an
 //! operator's, in the dashboard, and no tool can reach it.
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -17,28 +19,37 @@ use crate::tool::{CallContext, Registry, Tool, ToolDef};
 const FAMILY: &str = "schedule";
 const PAUSED_NOTE: &str = "paused, not deleted: its configuration is kept and it can be resumed; only an operator can delete a schedule for good";
 
-pub(crate) fn register(r: &mut Registry, _: &Services) {
-    r.add(ScheduleCreate);
-    r.add(ScheduleList);
-    r.add(ScheduleDelete);
-    r.add(ScheduleResume);
-    r.add(CronCreate);
-    r.add(CronList);
-    r.add(CronCancel);
-    r.add(CronEnable);
+/// What the schedule tools reach, taken from the kernel's services when they are registered.
+#[derive(Clone)]
+pub struct Uses {
+    schedules: Arc<Schedules>,
+    /// To check a reply's channel when the schedule is made.
+    channels: Arc<Channels>,
+}
+
+pub(crate) fn register(r: &mut Registry, services: &Services) {
+    let uses = Uses { schedules: services.need(), channels: services.need() };
+    r.add(ScheduleCreate(uses.clone()));
+    r.add(ScheduleList(uses.clone()));
+    r.add(ScheduleDelete(uses.clone()));
+    r.add(ScheduleResume(uses.clone()));
+    r.add(CronCreate(uses.clone()));
+    r.add(CronList(uses.clone()));
+    r.add(CronCancel(uses.clone()));
+    r.add(CronEnable(uses.clone()));
 }
 
 /// The caller's own schedules of `kind`, oldest first (an agent holds at most
 /// [`super::MAX_PER_AGENT`] runtime ones, and its manifest's few).
-async fn own_list(ctx: &CallContext, kind: Kind) -> Result<Page<Schedule>> {
+async fn own_list(uses: &Uses, ctx: &CallContext, kind: Kind) -> Result<Page<Schedule>> {
     let filter = ScheduleFilter { agent: Some(ctx.agent.id.to_string()), kind: Some(kind), ..Default::default() };
-    ctx.kernel.service::<Schedules>().list(&filter, &PageRequest::first(MAX_LIMIT)).await
+    uses.schedules.list(&filter, &PageRequest::first(MAX_LIMIT)).await
 }
 
 /// Pauses or resumes one of the caller's own schedules of `kind`. Manifest cron jobs belong
 /// to the operator who wrote the agent type: an agent may read them, not switch them.
-async fn set_own(ctx: &CallContext, id: &str, kind: Kind, pause: bool) -> Result<Schedule> {
-    let schedules = ctx.kernel.service::<Schedules>();
+async fn set_own(uses: &Uses, ctx: &CallContext, id: &str, kind: Kind, pause: bool) -> Result<Schedule> {
+    let schedules = &uses.schedules;
     let schedule = schedules.get_own(id, &ctx.agent, kind).await?;
     if schedule.origin == Origin::Manifest {
         return Err(Error::forbidden(format!(
@@ -49,7 +60,7 @@ async fn set_own(ctx: &CallContext, id: &str, kind: Kind, pause: bool) -> Result
     if pause { schedules.pause(id).await } else { schedules.resume(id).await }
 }
 
-pub struct ScheduleCreate;
+pub struct ScheduleCreate(Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -75,7 +86,7 @@ impl Tool for ScheduleCreate {
     }
 
     async fn run(&self, ctx: CallContext, args: ScheduleCreateArgs) -> Result<Value> {
-        check_channel(&ctx, args.channel.as_deref())?;
+        check_channel(&self.0, &ctx, args.channel.as_deref())?;
         let new = NewSchedule {
             agent_id: ctx.agent.id,
             timing: NewTiming::Once { when: args.when },
@@ -85,11 +96,11 @@ impl Tool for ScheduleCreate {
             created_by: ctx.actor(),
             lineage: Some(Lineage::of(&ctx)),
         };
-        Ok(json!(ctx.kernel.service::<Schedules>().create(new).await?))
+        Ok(json!(self.0.schedules.create(new).await?))
     }
 }
 
-pub struct ScheduleList;
+pub struct ScheduleList(Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -105,7 +116,7 @@ impl Tool for ScheduleList {
     }
 
     async fn run(&self, ctx: CallContext, _: NoArgs) -> Result<Value> {
-        let page = own_list(&ctx, Kind::Once).await?;
+        let page = own_list(&self.0, &ctx, Kind::Once).await?;
         Ok(json!({ "schedules": page.items, "total": page.total }))
     }
 }
@@ -117,7 +128,7 @@ pub struct ScheduleIdArgs {
     pub schedule_id: String,
 }
 
-pub struct ScheduleDelete;
+pub struct ScheduleDelete(Uses);
 
 impl Tool for ScheduleDelete {
     type Args = ScheduleIdArgs;
@@ -132,12 +143,12 @@ impl Tool for ScheduleDelete {
     }
 
     async fn run(&self, ctx: CallContext, args: ScheduleIdArgs) -> Result<Value> {
-        let paused = set_own(&ctx, &args.schedule_id, Kind::Once, true).await?;
+        let paused = set_own(&self.0, &ctx, &args.schedule_id, Kind::Once, true).await?;
         Ok(json!({ "paused": paused, "note": PAUSED_NOTE }))
     }
 }
 
-pub struct ScheduleResume;
+pub struct ScheduleResume(Uses);
 
 impl Tool for ScheduleResume {
     type Args = ScheduleIdArgs;
@@ -152,11 +163,11 @@ impl Tool for ScheduleResume {
     }
 
     async fn run(&self, ctx: CallContext, args: ScheduleIdArgs) -> Result<Value> {
-        Ok(json!(set_own(&ctx, &args.schedule_id, Kind::Once, false).await?))
+        Ok(json!(set_own(&self.0, &ctx, &args.schedule_id, Kind::Once, false).await?))
     }
 }
 
-pub struct CronCreate;
+pub struct CronCreate(Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -181,7 +192,7 @@ impl Tool for CronCreate {
     }
 
     async fn run(&self, ctx: CallContext, args: CronCreateArgs) -> Result<Value> {
-        check_channel(&ctx, args.channel.as_deref())?;
+        check_channel(&self.0, &ctx, args.channel.as_deref())?;
         let new = NewSchedule {
             agent_id: ctx.agent.id,
             timing: NewTiming::Cron { expression: args.expression, timezone: args.timezone },
@@ -191,11 +202,11 @@ impl Tool for CronCreate {
             created_by: ctx.actor(),
             lineage: Some(Lineage::of(&ctx)),
         };
-        Ok(json!(ctx.kernel.service::<Schedules>().create(new).await?))
+        Ok(json!(self.0.schedules.create(new).await?))
     }
 }
 
-pub struct CronList;
+pub struct CronList(Uses);
 
 impl Tool for CronList {
     type Args = NoArgs;
@@ -211,7 +222,7 @@ impl Tool for CronList {
     }
 
     async fn run(&self, ctx: CallContext, _: NoArgs) -> Result<Value> {
-        let page = own_list(&ctx, Kind::Cron).await?;
+        let page = own_list(&self.0, &ctx, Kind::Cron).await?;
         Ok(json!({ "cron_jobs": page.items, "total": page.total }))
     }
 }
@@ -223,7 +234,7 @@ pub struct CronIdArgs {
     pub cron_id: String,
 }
 
-pub struct CronCancel;
+pub struct CronCancel(Uses);
 
 impl Tool for CronCancel {
     type Args = CronIdArgs;
@@ -238,12 +249,12 @@ impl Tool for CronCancel {
     }
 
     async fn run(&self, ctx: CallContext, args: CronIdArgs) -> Result<Value> {
-        let paused = set_own(&ctx, &args.cron_id, Kind::Cron, true).await?;
+        let paused = set_own(&self.0, &ctx, &args.cron_id, Kind::Cron, true).await?;
         Ok(json!({ "paused": paused, "note": PAUSED_NOTE }))
     }
 }
 
-pub struct CronEnable;
+pub struct CronEnable(Uses);
 
 impl Tool for CronEnable {
     type Args = CronIdArgs;
@@ -254,20 +265,16 @@ impl Tool for CronEnable {
     }
 
     async fn run(&self, ctx: CallContext, args: CronIdArgs) -> Result<Value> {
-        Ok(json!(set_own(&ctx, &args.cron_id, Kind::Cron, false).await?))
+        Ok(json!(set_own(&self.0, &ctx, &args.cron_id, Kind::Cron, false).await?))
     }
 }
 
 /// A schedule's channel must be a configured channel with somewhere to deliver, checked when
 /// the schedule is made rather than at its first fire; made in a conversation's turn, it must
 /// be that conversation (the guard `channel_send` passes).
-fn check_channel(ctx: &CallContext, channel: Option<&str>) -> Result<()> {
+fn check_channel(uses: &Uses, ctx: &CallContext, channel: Option<&str>) -> Result<()> {
     if let Some(address) = channel {
-        let (name, chat) = ctx
-            .kernel
-            .service::<Channels>()
-            .address(address)
-            .map_err(|e| e.on_field("channel").with_field("channel"))?;
+        let (name, chat) = uses.channels.address(address).map_err(|e| e.on_field("channel").with_field("channel"))?;
         crate::channel::stays_in_conversation(ctx.channel.as_ref(), &name, &chat, "a schedule's reply")
             .map_err(|e| e.with_field("channel"))?;
     }

@@ -130,8 +130,7 @@ use crate::agent::Agent;
 use crate::clock::Clock;
 use crate::db::Db;
 use crate::error::{Error, Result};
-use crate::family::Family;
-use crate::family::Home;
+use crate::family::{Family, Home};
 use crate::notify::Inbox;
 use crate::patch::MatchOptions;
 

@@ -7,8 +7,7 @@ use serde_json::{Value, json};
 use super::{CallContext, Registry, Tool, ToolDef, TurnScope};
 use crate::agent::Agent;
 use crate::error::{Error, Result};
-use crate::family::Family;
-use crate::family::Services;
+use crate::family::{Family, Services};
 
 /// The family's part in the kernel (see [`crate::family`]).
 pub const FAMILY: Family = Family::tools_only("meta", register);

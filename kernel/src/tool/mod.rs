@@ -13,7 +13,7 @@
 //! `dynamic.rs`: tools whose schema is data (`ArgSchema`: arguments checked by `jsonschema` before
 //! anything runs, each problem at its path; `DynamicRun`; `Provided::dynamic`). `registry.rs`:
 //! `Registry` (one snapshot of every tool; `standing`, `effective`, `usable_by`, pages), `Tools`
-//! (the live list that dynamic providers change), `DOMAINS`. `availability.rs`: the three layers
+//! (the live list that dynamic providers change). `availability.rs`: the three layers
 //! (`Needs`, `TurnScope`, `Layer`). `pipeline.rs`: the call path. `context.rs`: `CallContext`
 //! (agent, session, caller, depth and chain, channel context, headless flag, cancel token;
 //! `actor`, `turn_scope`), `Caller::audit_label`. `audit/`: the audit log and its store.
@@ -182,8 +182,8 @@ pub struct ToolOrigin {
     pub note: Option<String>,
 }
 
-/// A built-in tool. Implement this in its domain, then register it with one line in the
-/// domain's `register(&mut Registry, &Config)`.
+/// A built-in tool. Implement this in its family, holding the services it uses, and register
+/// it in the family's `register(&mut Registry, &Services)` (see [`crate::family`]).
 pub trait Tool: Send + Sync + 'static {
     /// The arguments; their schema is what the model sees.
     type Args: DeserializeOwned + JsonSchema + Send + 'static;

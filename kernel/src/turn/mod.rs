@@ -326,13 +326,20 @@ pub(crate) async fn run_here(kernel: &Kernel, agent: Arc<Agent>, req: TurnReques
             if r.ended == TurnEnd::Reply {
                 let speaker = req.caller.audit_label();
                 let served = (r.turn_id, r.session_id);
+                let (turn, session) = served;
+                let metered = crate::memory::semantic::metered_for(
+                    kernel.services().need(),
+                    kernel.clock().clone(),
+                    agent.id,
+                    Some(turn),
+                    Some(session),
+                );
                 crate::memory::semantic::memorize(
-                    kernel,
+                    kernel.services().shared(),
+                    &kernel.tools(),
                     agent.clone(),
-                    served,
-                    speaker,
-                    req.message.clone(),
-                    r.reply.clone(),
+                    metered,
+                    (speaker, req.message.clone(), r.reply.clone()),
                 );
             }
         }
@@ -390,7 +397,13 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         {
             tracing::warn!(error = %e, "noting a move in the session failed");
         }
-        let block = crate::memory::semantic::recall_block(self.kernel, self.agent, &self.req.message).await;
+        let block = crate::memory::semantic::recall_block(
+            self.kernel.optional(),
+            &self.kernel.tools(),
+            self.agent,
+            &self.req.message,
+        )
+        .await;
         if let Some(block) = &block
             && let Err(e) = self.kernel.sessions().record_note(self.session, "Recalled", block).await
         {

@@ -92,8 +92,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
-use crate::family::Family;
-use crate::family::Home;
+use crate::family::{Family, Home};
 
 /// Workspaces have no tools of their own: `files`, `process`, `media` and others use them.
 pub const FAMILY: Family = Family {

@@ -9,7 +9,8 @@ mod telegram_and_webhook {
     use kennel_kernel::ErrorKind;
     use kennel_kernel::channel::ChannelMode;
     use kennel_kernel::channel::platform::{
-        Connection, Endpoint, Inbound, Media, Member, Outgoing, Platform, SendError, Sink, WebhookReply, WebhookRequest,
+        Connection, Endpoint, FileSource, Inbound, Member, Outgoing, Platform, SendError, Sink, WebhookReply,
+        WebhookRequest,
     };
     use kennel_kernel::channel::telegram::Telegram;
     use kennel_kernel::channel::webhook::Webhook;
@@ -60,16 +61,18 @@ mod telegram_and_webhook {
         let group = "-1001234";
 
         tg.send(group, &Outgoing::Text("hello, group".into())).await.expect("text sent");
-        let photo_url =
-            Outgoing::Image { media: Media::Url("https://example.com/cat.png".into()), caption: Some("a cat".into()) };
+        let photo_url = Outgoing::Image {
+            media: FileSource::Url("https://example.com/cat.png".into()),
+            caption: Some("a cat".into()),
+        };
         tg.send(group, &photo_url).await.expect("photo by URL sent");
         let photo_bytes = Outgoing::Image {
-            media: Media::Bytes { file_name: "dog.png".into(), mime: "image/png".into(), bytes: vec![7; 300] },
+            media: FileSource::Bytes { file_name: "dog.png".into(), mime: "image/png".into(), bytes: vec![7; 300] },
             caption: None,
         };
         tg.send(group, &photo_bytes).await.expect("photo upload sent");
         let document = Outgoing::File {
-            media: Media::Bytes {
+            media: FileSource::Bytes {
                 file_name: "report.pdf".into(),
                 mime: "application/pdf".into(),
                 bytes: vec![1; 1234],
@@ -77,7 +80,7 @@ mod telegram_and_webhook {
             caption: Some("the report".into()),
         };
         tg.send(group, &document).await.expect("document sent");
-        let document_url = Outgoing::File { media: Media::Url("https://example.com/a.txt".into()), caption: None };
+        let document_url = Outgoing::File { media: FileSource::Url("https://example.com/a.txt".into()), caption: None };
         tg.send(group, &document_url).await.expect("document by URL sent");
         let poll = Outgoing::Poll { question: "Lunch?".into(), options: vec!["pizza".into(), "soup".into()] };
         tg.send(group, &poll).await.expect("poll sent");
@@ -394,11 +397,11 @@ mod telegram_and_webhook {
 
         hook.send("room-9", &Outgoing::Text("hello".into())).await.expect("text posted");
         let image = Outgoing::Image {
-            media: Media::Bytes { file_name: "a.png".into(), mime: "image/png".into(), bytes: b"PNG!".to_vec() },
+            media: FileSource::Bytes { file_name: "a.png".into(), mime: "image/png".into(), bytes: b"PNG!".to_vec() },
             caption: Some("look".into()),
         };
         hook.send("room-9", &image).await.expect("image posted");
-        let file = Outgoing::File { media: Media::Url("https://example.com/r.pdf".into()), caption: None };
+        let file = Outgoing::File { media: FileSource::Url("https://example.com/r.pdf".into()), caption: None };
         hook.send("room-9", &file).await.expect("file posted");
         let poll = Outgoing::Poll { question: "Ship?".into(), options: vec!["yes".into(), "no".into()] };
         hook.send("room-9", &poll).await.expect("poll posted");
@@ -447,7 +450,8 @@ mod slack_and_discord {
     use kennel_kernel::ErrorKind;
     use kennel_kernel::channel::discord::Discord;
     use kennel_kernel::channel::platform::{
-        Connection, Endpoint, Inbound, Media, Member, Outgoing, Platform, SendError, Sink, WebhookReply, WebhookRequest,
+        Connection, Endpoint, FileSource, Inbound, Member, Outgoing, Platform, SendError, Sink, WebhookReply,
+        WebhookRequest,
     };
     use kennel_kernel::channel::slack::Slack;
     use kennel_kernel::net::guard::AllowedHosts;
@@ -590,7 +594,7 @@ mod slack_and_discord {
 
         slack.send("C1", &Outgoing::Text("hello".into())).await.expect("text sent");
         let image_url = "https://example.com/cat.png";
-        let image = Outgoing::Image { media: Media::Url(image_url.into()), caption: Some("a cat".into()) };
+        let image = Outgoing::Image { media: FileSource::Url(image_url.into()), caption: Some("a cat".into()) };
         slack.send("C1", &image).await.expect("image sent");
         let poll = Outgoing::Poll { question: "Lunch?".into(), options: vec!["pizza".into(), "soup".into()] };
         slack.send("C1", &poll).await.expect("poll sent");
@@ -604,7 +608,7 @@ mod slack_and_discord {
         );
 
         let bytes = b"\x89PNG not really".to_vec();
-        let png = Media::Bytes { file_name: "chart.png".into(), mime: "image/png".into(), bytes: bytes.clone() };
+        let png = FileSource::Bytes { file_name: "chart.png".into(), mime: "image/png".into(), bytes: bytes.clone() };
         slack.send("C2", &Outgoing::Image { media: png, caption: Some("this week".into()) }).await.expect("upload");
         let uploads = fake.uploads();
         assert_eq!(uploads.len(), 1);
@@ -872,13 +876,18 @@ mod slack_and_discord {
         let discord = Discord::new(endpoint(&fake.base_url(), DISCORD_TOKEN, None));
         assert_eq!(discord.text_limit(), 2000);
         discord.send("500", &Outgoing::Text("hello".into())).await.expect("text");
-        let image =
-            Outgoing::Image { media: Media::Url("https://example.com/cat.png".into()), caption: Some("cat".into()) };
+        let image = Outgoing::Image {
+            media: FileSource::Url("https://example.com/cat.png".into()),
+            caption: Some("cat".into()),
+        };
         discord.send("500", &image).await.expect("image by URL");
         let poll = Outgoing::Poll { question: "Lunch?".into(), options: vec!["pizza".into(), "soup".into()] };
         discord.send("500", &poll).await.expect("poll");
-        let file =
-            Media::Bytes { file_name: "notes.txt".into(), mime: "text/plain".into(), bytes: b"line one\n".to_vec() };
+        let file = FileSource::Bytes {
+            file_name: "notes.txt".into(),
+            mime: "text/plain".into(),
+            bytes: b"line one\n".to_vec(),
+        };
         discord.send("500", &Outgoing::File { media: file, caption: Some("notes".into()) }).await.expect("upload");
 
         let calls = fake.calls();

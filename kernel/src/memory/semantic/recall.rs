@@ -4,13 +4,13 @@
 //! call `memory_semantic_search` (its grant and its `memory_read` scope), auto-memorize for
 //! one that may call `memory_semantic_add`, each within its `semantic:` categories.
 
+use std::sync::Arc;
+
 use super::tools::may;
-use super::{Scope, SearchOptions, recall_floor};
-use crate::Kernel;
+use super::{ExtractorCall, Scope, SearchOptions, SemanticMemory, recall_floor};
 use crate::agent::Agent;
 use crate::capability::MemoryAccess;
-use crate::memory::semantic;
-use crate::memory::semantic::SemanticMemory;
+use crate::tool::Registry;
 
 /// The first line of a recall block, by which the chat tells it from what a person typed.
 pub const RECALL_HEADER: &str = "[Kennel memory: facts recalled from your long-term memory for this message; they may be out of date. Forget a wrong one with memory_semantic_forget(memory_id).]";
@@ -21,13 +21,15 @@ const RECALL_LIMIT: usize = 8;
 /// The memories to put before `message` in `agent`'s turn, as one block of at most
 /// `[proactive_memory] recall_max_bytes`, or `None` (off, not allowed, nothing relevant).
 /// A failure is logged and recalls nothing: memory must not stop a turn.
-pub(crate) async fn recall_block(kernel: &Kernel, agent: &Agent, message: &str) -> Option<String> {
-    let memory = kernel.optional::<SemanticMemory>().ok_or_else(semantic::switched_off).ok()?;
+pub(crate) async fn recall_block(
+    memory: Option<&SemanticMemory>,
+    tools: &Registry,
+    agent: &Agent,
+    message: &str,
+) -> Option<String> {
+    let memory = memory?;
     let config = memory.config();
-    if !config.auto_recall
-        || config.recall_max_bytes == 0
-        || !kernel.tools().allows("memory_semantic_search", agent, None)
-    {
+    if !config.auto_recall || config.recall_max_bytes == 0 || !tools.allows("memory_semantic_search", agent, None) {
         return None;
     }
     let options = SearchOptions {
@@ -66,25 +68,20 @@ fn block(lines: impl Iterator<Item = String>, max_bytes: usize) -> Option<String
 }
 
 /// After a turn, writes the lasting facts the extractor finds in it (auto-memorize), off
-/// the turn's path.
+/// the turn's path. `metered` bills the extractor's calls (`super::metered_for`).
 pub(crate) fn memorize(
-    kernel: &Kernel,
-    agent: std::sync::Arc<Agent>,
-    (turn, session): (uuid::Uuid, uuid::Uuid),
-    speaker: String,
-    message: String,
-    reply: String,
+    memory: Option<Arc<SemanticMemory>>,
+    tools: &Registry,
+    agent: Arc<Agent>,
+    metered: impl Fn(ExtractorCall<'_>) + Send + Sync + 'static,
+    (speaker, message, reply): (String, String, String),
 ) {
-    let Ok(memory) = kernel.optional::<SemanticMemory>().ok_or_else(semantic::switched_off) else { return };
-    if !memory.config().auto_memorize || !kernel.tools().allows("memory_semantic_add", &agent, None) {
+    let Some(memory) = memory else { return };
+    if !memory.config().auto_memorize || !tools.allows("memory_semantic_add", &agent, None) {
         return;
     }
-    let kernel = kernel.clone();
     tokio::spawn(async move {
-        let Ok(memory) = kernel.optional::<SemanticMemory>().ok_or_else(semantic::switched_off) else { return };
         let (read, write) = (may(&agent, MemoryAccess::Read), may(&agent, MemoryAccess::Write));
-        let metered =
-            super::metered_for(kernel.services().need(), kernel.clock().clone(), agent.id, Some(turn), Some(session));
         let scope = Scope { read: &read, write: &write };
         match memory.memorize_turn(agent.id, (&speaker, &message, &reply), scope, &metered).await {
             Ok(outcome) if !outcome.written.is_empty() => {
