@@ -10,8 +10,10 @@
 //!
 //! ## Layout
 //!
-//! `Message`, `ToolCall`, `ToolSpec`, `ChatRequest`/`ChatReply`: one provider-neutral model.
-//! `Provider::chat(req, on_delta)` owns the API key (read from the named environment variable at
+//! `message.rs`: `Message`, `ToolCall`, `ToolSpec`, `ChatRequest`/`ChatReply`, `Delta`: one
+//! provider-neutral model. `failure.rs`: `ChatError` and one attempt's `Failure` (retryable,
+//! a refusal for length and the sizes it names). `reply.rs`: a reply put together from its
+//! streamed pieces. `mod.rs`: `Provider::chat(req, on_delta)`, which owns the API key (read from the named environment variable at
 //! call time), timeouts, retries with backoff on 429/5xx/dropped connections (honouring
 //! `Retry-After`; never once a piece of the reply was handed out), streaming (`sse.rs` decodes the
 //! event stream; each piece goes to `on_delta` as it arrives, or the whole reply at the end when
@@ -69,288 +71,27 @@
 mod anthropic;
 pub(crate) mod config;
 mod embeddings;
+mod failure;
+mod message;
 mod openai;
+mod reply;
 pub mod sse;
 
 pub use config::{ModelConfig, ProviderConfig, ProviderKind};
+pub use failure::ChatError;
+pub use message::{
+    ChatReply, ChatRequest, Delta, LoadedImage, LoadedImages, Message, OnDelta, ToolCall, ToolImage, ToolSpec, Usage,
+    image_note,
+};
+
+use failure::{Failure, StreamFault, context_refusal, is_schema_refusal, provider_message};
+use reply::{ReplyBuilder, deliver_whole, parse_arguments};
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use utoipa::ToSchema;
 
 use crate::error::{Error, ErrorKind, Result};
-
-/// One message of a conversation, as stored in a session and sent to any provider.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(tag = "role", rename_all = "lowercase")]
-pub enum Message {
-    User {
-        content: String,
-    },
-    Assistant {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        content: Option<String>,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        tool_calls: Vec<ToolCall>,
-    },
-    /// A tool's result exactly as the model saw it (a spill placeholder included).
-    Tool {
-        call_id: String,
-        name: String,
-        content: String,
-        #[serde(default)]
-        is_error: bool,
-        /// The image the result names in the agent's workspace (a tool marked
-        /// `returns_image`). Each model call reads it anew ([`LoadedImage`]); sessions stored
-        /// before images were sent have none.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        image: Option<ToolImage>,
-    },
-}
-
-/// An image a tool wrote to the calling agent's workspace, as its result names it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct ToolImage {
-    /// Relative to the agent's workspace.
-    pub path: String,
-    /// `image/png`, `image/jpeg`, …
-    pub media_type: String,
-}
-
-/// A tool result's image read from the workspace for one model call.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LoadedImage {
-    pub media_type: String,
-    /// The file's bytes, base64 (standard alphabet, padded), as both wire protocols take them.
-    pub base64: String,
-}
-
-/// The images one model call sends, by the `call_id` of the tool result each goes with.
-pub type LoadedImages = std::collections::HashMap<String, LoadedImage>;
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct ToolCall {
-    pub id: String,
-    pub name: String,
-    /// The arguments as the model sent them. Not valid JSON → the raw text as a string.
-    #[schema(value_type = Object)]
-    pub arguments: Value,
-}
-
-/// A tool as the model is shown it. The schema is shared with the registry, not copied.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ToolSpec {
-    pub name: String,
-    pub description: String,
-    pub parameters: std::sync::Arc<Value>,
-}
-
-pub struct ChatRequest<'a> {
-    pub model: &'a str,
-    pub system: &'a str,
-    pub messages: &'a [Message],
-    pub tools: &'a [ToolSpec],
-    pub max_tokens: u32,
-    /// Mark the tools and system prompt as a cacheable prefix (Anthropic `cache_control`).
-    pub cache_prefix: bool,
-    /// Whether the model is sent images ([`ProviderConfig::accepts_images`]).
-    pub accepts_images: bool,
-    /// The images sent with tool results (read by the caller: translating does no I/O). A
-    /// result whose image is not here goes as text with [`image_note`].
-    pub images: &'a LoadedImages,
-}
-
-impl ChatRequest<'_> {
-    /// The text a tool result is sent as: its content, and when its image does not go with
-    /// it, a line saying where the image is.
-    fn tool_text<'m>(&self, call_id: &str, content: &'m str, image: Option<&ToolImage>) -> std::borrow::Cow<'m, str> {
-        match image {
-            Some(image) if !self.images.contains_key(call_id) => {
-                format!("{content}\n{}", image_note(&image.path, self.accepts_images)).into()
-            }
-            _ => content.into(),
-        }
-    }
-}
-
-/// The line a tool result's image becomes when it is not sent: the model does not take images
-/// (`accepted = false`), or this one was left out (older than the last few, too large, gone).
-pub fn image_note(path: &str, accepted: bool) -> String {
-    if accepted {
-        format!("[image saved at {path} in your workspace]")
-    } else {
-        format!("[image saved at {path} in your workspace; this model is not sent images]")
-    }
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize, ToSchema)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    /// Input tokens read from the provider's prompt cache, where it reports them.
-    pub cached_tokens: u64,
-    /// Input tokens written into the provider's prompt cache (Anthropic reports them; they
-    /// cost more than plain input).
-    #[serde(default)]
-    pub cache_write_tokens: u64,
-    /// The provider reported no usage (llama.cpp's server streams none): these are Kennel's
-    /// estimate, counted by budgets as if reported.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub estimated: bool,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct ChatReply {
-    pub content: Option<String>,
-    pub tool_calls: Vec<ToolCall>,
-    pub usage: Usage,
-    /// The reply stopped at `max_tokens` (OpenAI's finish reason `length`, Anthropic's stop
-    /// reason `max_tokens`): it is cut, not finished.
-    pub truncated: bool,
-}
-
-/// A piece of a reply as the provider streams it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Delta<'a> {
-    Text(&'a str),
-    /// A piece of the reply's `index`th tool call; its id and name come with its first piece.
-    ToolCall {
-        index: usize,
-        id: Option<&'a str>,
-        name: Option<&'a str>,
-        arguments: &'a str,
-    },
-    /// The stream broke and the call is made again: forget the pieces so far.
-    Reset,
-    /// Not a piece: the call waits for one of the provider's `max_in_flight` places.
-    Queued,
-}
-
-/// Where a model call hands the pieces of its reply.
-pub type OnDelta<'a> = &'a (dyn Fn(Delta<'_>) + Sync);
-
-/// Why a model call failed.
-#[derive(Debug)]
-pub enum ChatError {
-    /// The provider refused the request as longer than the model's context window; the window
-    /// in tokens, when the refusal says it.
-    ContextExceeded {
-        limit: Option<u64>,
-        /// The request's prompt tokens as the model counted them, when the refusal says.
-        counted: Option<u64>,
-        error: Error,
-    },
-    /// It kept failing in a way that may pass (429, 5xx, timeouts, dropped connections)
-    /// through all its retries: another provider may do.
-    GaveUp(Error),
-    Other(Error),
-}
-
-impl From<ChatError> for Error {
-    fn from(e: ChatError) -> Error {
-        match e {
-            ChatError::ContextExceeded { error, .. } | ChatError::GaveUp(error) | ChatError::Other(error) => error,
-        }
-    }
-}
-
-impl From<Error> for ChatError {
-    fn from(e: Error) -> ChatError {
-        ChatError::Other(e)
-    }
-}
-
-/// A reply put together from its streamed pieces.
-#[derive(Default)]
-struct ReplyBuilder {
-    text: String,
-    /// Tool calls in the reply's order: id, name, the arguments' text so far.
-    calls: Vec<(String, String, String)>,
-    usage: Usage,
-    /// The stream said the reply is complete (`[DONE]`, `message_stop`).
-    done: bool,
-    /// The stream gave the reply's finish reason: complete even if its closing event is lost.
-    finished: bool,
-    /// That finish reason says the reply reached `max_tokens`.
-    truncated: bool,
-    /// A piece has gone to the caller.
-    shown: bool,
-}
-
-impl ReplyBuilder {
-    fn text(&mut self, piece: &str, on_delta: OnDelta<'_>) {
-        if !piece.is_empty() {
-            self.text.push_str(piece);
-            self.shown = true;
-            on_delta(Delta::Text(piece));
-        }
-    }
-
-    /// A piece of tool call `index`: the next call when `index` is just past the last one.
-    /// Any other index is out of the protocol's order (and must not make us allocate).
-    fn call(
-        &mut self,
-        index: usize,
-        id: Option<&str>,
-        name: Option<&str>,
-        arguments: &str,
-        on_delta: OnDelta<'_>,
-    ) -> Result<(), StreamFault> {
-        if index > self.calls.len() {
-            return Err(StreamFault::Shape(format!("tool call {index} came before call {}", self.calls.len())));
-        }
-        if index == self.calls.len() {
-            self.calls.push((format!("call_{index}"), String::new(), String::new()));
-        }
-        let call = &mut self.calls[index];
-        if let Some(id) = id.filter(|id| !id.is_empty()) {
-            call.0 = id.to_string();
-        }
-        // The name comes whole with the call's first piece; a server that repeats it must not
-        // make `fnfn`.
-        if let Some(name) = name.filter(|n| !n.is_empty()) {
-            call.1 = name.to_string();
-        }
-        call.2.push_str(arguments);
-        self.shown = true;
-        on_delta(Delta::ToolCall { index, id, name, arguments });
-        Ok(())
-    }
-
-    fn finish(self) -> ChatReply {
-        ChatReply {
-            content: (!self.text.is_empty()).then_some(self.text),
-            tool_calls: self
-                .calls
-                .into_iter()
-                .map(|(id, name, arguments)| ToolCall { id, name, arguments: parse_arguments(&arguments) })
-                .collect(),
-            usage: self.usage,
-            truncated: self.truncated,
-        }
-    }
-
-    /// Nothing came: no text, no tool call, no finish reason.
-    fn is_empty(&self) -> bool {
-        self.text.is_empty() && self.calls.is_empty() && !self.finished
-    }
-}
-
-/// A reply that came in one piece, handed out as the pieces a stream would have been.
-fn deliver_whole(reply: &ChatReply, on_delta: OnDelta<'_>) {
-    if let Some(text) = reply.content.as_deref() {
-        on_delta(Delta::Text(text));
-    }
-    for (index, call) in reply.tool_calls.iter().enumerate() {
-        let arguments = match &call.arguments {
-            Value::String(raw) => raw.clone(),
-            other => other.to_string(),
-        };
-        on_delta(Delta::ToolCall { index, id: Some(&call.id), name: Some(&call.name), arguments: &arguments });
-    }
-}
 
 /// A configured provider, ready to call.
 pub struct Provider {
@@ -734,130 +475,10 @@ impl Provider {
     }
 }
 
-struct Failure {
-    error: Error,
-    /// Whether trying again may help (429, 5xx, a dropped connection).
-    retryable: bool,
-    /// How long the provider asked us to wait (`Retry-After`).
-    retry_after: Option<Duration>,
-    /// A refusal for length, with the model's window when the refusal says it.
-    context: Option<Option<u64>>,
-    /// With a refusal for length: the prompt's tokens, when the refusal says them.
-    counted: Option<u64>,
-    /// A stream that brought nothing at all.
-    empty: bool,
-    /// The status and body of a server's refusal (to tell a repeated one).
-    refusal: Option<(u16, String)>,
-}
-
-impl Failure {
-    fn fatal(error: Error) -> Failure {
-        Failure {
-            error,
-            retryable: false,
-            retry_after: None,
-            context: None,
-            counted: None,
-            empty: false,
-            refusal: None,
-        }
-    }
-    fn retry(error: Error, retry_after: Option<Duration>) -> Failure {
-        Failure { retryable: true, retry_after, ..Failure::fatal(error) }
-    }
-}
-
-/// A 500 that says the request does not match the server's schema (llama.cpp's Python server
-/// answers a field it does not take so): the same request fails the same way every time.
-fn is_schema_refusal(status: u16, body: &str) -> bool {
-    status == 500 && ["validation error", "input should be"].iter().any(|s| body.to_ascii_lowercase().contains(s))
-}
-
-/// What went wrong in one streamed event.
-enum StreamFault {
-    /// The provider reported an error inside the stream.
-    Provider(String),
-    /// The event is not in the protocol's shape.
-    Shape(String),
-}
-
-/// A refusal for length: the model's window and the prompt's tokens, as far as it says them.
-#[derive(Debug, PartialEq, Eq)]
-struct LengthRefusal {
-    window: Option<u64>,
-    counted: Option<u64>,
-}
-
-/// Whether an error body refuses a request for its length, and the window and prompt size it
-/// names: OpenAI and vLLM (`maximum context length is N tokens … resulted in P tokens`, code
-/// `context_length_exceeded`), Anthropic (`prompt is too long: P tokens > N maximum`),
-/// llama.cpp (`exceeds the available context size`, `n_prompt_tokens`, `n_ctx`), llama.cpp's
-/// Python server (`Requested tokens (P) exceed context window of N`) and others that say
-/// `context length` or `context window`.
-fn context_refusal(body: &str) -> Option<LengthRefusal> {
-    let text = body.to_ascii_lowercase();
-    let says = [
-        "context_length_exceeded",
-        "maximum context length",
-        "prompt is too long",
-        "context size",
-        "context window",
-        "context length",
-    ];
-    if !says.iter().any(|s| text.contains(s)) {
-        return None;
-    }
-    let number_after = |marker: &str| {
-        let at = text.find(marker)? + marker.len();
-        let digits: String = text[at..].trim_start().chars().take_while(|c| c.is_ascii_digit()).collect();
-        digits.parse::<u64>().ok()
-    };
-    let anthropic = || {
-        let end = text.find(" maximum")?;
-        let start = text[..end].rfind('>')? + 1;
-        text[start..end].trim().parse::<u64>().ok()
-    };
-    let window = number_after("maximum context length is")
-        .or_else(anthropic)
-        .or_else(|| number_after("n_ctx\":"))
-        .or_else(|| number_after("n_ctx:"))
-        .or_else(|| number_after("context window of"));
-    let counted = number_after("requested tokens (")
-        .or_else(|| number_after("n_prompt_tokens\":"))
-        .or_else(|| number_after("resulted in"))
-        .or_else(|| number_after("prompt is too long:"))
-        .or_else(|| {
-            // OpenAI: `you requested N tokens (P in the messages, C in the completion)`.
-            let at = text.find(" in the messages")?;
-            let start = text[..at].rfind('(')? + 1;
-            text[start..at].trim().parse::<u64>().ok()
-        })
-        // The prompt and the reply's room together: an overcount, on the safe side.
-        .or_else(|| number_after("you requested"));
-    Some(LengthRefusal { window, counted })
-}
-
-/// The human part of a provider's error body (both vendors use `{"error": {"message"}}`).
-fn provider_message(body: &str) -> String {
-    let from_json = serde_json::from_str::<Value>(body)
-        .ok()
-        .and_then(|v| v["error"]["message"].as_str().or(v["message"].as_str()).map(str::to_string));
-    let text = from_json.unwrap_or_else(|| body.trim().to_string());
-    text.chars().take(500).collect()
-}
-
-/// Parses a model's tool-call arguments; text that is not JSON is kept as a string so the
-/// pipeline can refuse it with a clear message.
-fn parse_arguments(raw: &str) -> Value {
-    if raw.trim().is_empty() {
-        return Value::Object(Default::default());
-    }
-    serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_string()))
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{LengthRefusal, Message, ToolImage, context_refusal};
+    use super::failure::{LengthRefusal, context_refusal};
+    use super::{Message, ToolImage};
 
     #[test]
     fn tool_messages_stored_before_images_load_and_those_without_one_are_stored_as_before() {
