@@ -17,6 +17,16 @@ use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
 
 use super::{Notice, Operator, PageResult, field_errors, html, meta, see_other};
+use crate::routes::{Action, Pages, get, post};
+
+pub fn routes() -> Pages {
+    Pages::new()
+        .route("/agent-types", get(list).post(create, Action::named("type.create")))
+        .route("/agent-types/{name}", get(edit).post(save, Action::named("type.update")))
+        .route("/agent-types/{name}/toml", post(replace_toml, Action::named("type.update")))
+        .route("/agent-types/{name}/delete", post(delete, Action::named("type.delete")))
+        .route("/agent-types/{name}/apply", get(apply_preview).post(apply, Action::named("type.apply")))
+}
 
 #[derive(Deserialize)]
 pub struct TypeFields {

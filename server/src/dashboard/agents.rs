@@ -19,6 +19,22 @@ use serde::Deserialize;
 
 use super::tools::{Outcome, ToolsQuery, tools_page};
 use super::{Cursor, Notice, Operator, PageResult, field_errors, html, meta, next_page, see_other};
+use crate::routes::{Action, Pages, get, post};
+
+pub fn routes() -> Pages {
+    Pages::new()
+        .route("/agents", get(list).post(spawn, Action::named("agent.spawn")))
+        .route("/agents/{id}", get(page))
+        .route("/agents/{id}/stop", post(stop, Action::named("agent.stop")))
+        .route("/agents/{id}/start", post(start, Action::named("agent.start")))
+        .route("/agents/{id}/lift", post(lift, Action::Unnamed))
+        .route("/agents/{id}/remove", post(remove, Action::named("agent.delete")))
+        .route("/agents/{id}/grant", post(grant, Action::named("agent.grant")))
+        .route("/agents/{id}/revoke", post(revoke, Action::named("agent.revoke")))
+        .route("/agents/{id}/chat", post(chat, Action::Logged))
+        .route("/agents/{id}/live", get(live))
+        .route("/agents/{id}/questions/{question_id}", post(answer, Action::Logged))
+}
 
 /// Agents on one page of the list.
 const PER_PAGE: u32 = 100;

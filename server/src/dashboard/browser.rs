@@ -8,6 +8,11 @@ use kennel_kernel::Kernel;
 use kennel_kernel::browser::Browsers;
 
 use super::{Operator, PageResult, html, meta};
+use crate::routes::{Pages, get};
+
+pub fn routes() -> Pages {
+    Pages::new().route("/agents/{id}/browser", get(page))
+}
 
 pub async fn page(
     State(kernel): State<Kernel>,

@@ -14,6 +14,15 @@ use kennel_kernel::{Error, Kernel};
 
 use super::headers::canvas_policy;
 use super::{Cursor, Operator, PageResult, html, meta, next_page};
+use crate::routes::{Pages, get};
+
+pub fn routes() -> Pages {
+    Pages::new()
+        .route("/agents/{id}/canvas/live", get(live))
+        .route("/canvas", get(list))
+        .route("/canvas/{agent}/{version}", get(version))
+        .route("/canvas/{agent}/{version}/frame", get(frame))
+}
 
 /// Agents shown on the Canvases page; versions on a version page.
 const LATEST_SHOWN: u32 = 60;

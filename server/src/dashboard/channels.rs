@@ -9,6 +9,11 @@ use kennel_kernel::Kernel;
 use kennel_kernel::channel::Channels;
 
 use super::{Operator, PageResult, html, meta};
+use crate::routes::{Pages, get};
+
+pub fn routes() -> Pages {
+    Pages::new().route("/channels", get(list)).route("/channels/{name}", get(one))
+}
 
 /// Messages shown each way on a channel's page.
 const TRAFFIC: i64 = 50;

@@ -8,6 +8,11 @@ use kennel_app::pages::cluster::{self, ClusterPage};
 use kennel_kernel::Kernel;
 
 use super::{Notice, Operator, PageResult, html, meta};
+use crate::routes::{Pages, get};
+
+pub fn routes() -> Pages {
+    Pages::new().route("/cluster", get(page))
+}
 
 pub async fn page(State(kernel): State<Kernel>, Extension(op): Extension<Operator>, notice: Notice) -> PageResult {
     let overview = kernel.cluster().overview().await?;

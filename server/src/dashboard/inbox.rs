@@ -13,6 +13,14 @@ use kennel_kernel::notify::{NoteFilter, Urgency};
 use serde::Deserialize;
 
 use super::{Cursor, Notice, Operator, PageResult, following, html, list_url, meta, next_page, see_other};
+use crate::routes::{Action, Pages, get, post};
+
+pub fn routes() -> Pages {
+    Pages::new()
+        .route("/inbox", get(page))
+        .route("/inbox/read", post(read, Action::named("inbox.read")))
+        .route("/inbox/unread", get(unread))
+}
 
 /// Notes on one page.
 const PER_PAGE: u32 = 100;

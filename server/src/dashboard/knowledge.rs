@@ -12,6 +12,11 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::{Cursor, Operator, PageResult, html, meta, next_page};
+use crate::routes::{Pages, get};
+
+pub fn routes() -> Pages {
+    Pages::new().route("/agents/{id}/knowledge", get(page))
+}
 
 /// The entities drawn in the picture of a whole graph, the relations between them, and the
 /// entities listed per page under it.

@@ -13,6 +13,13 @@ use kennel_kernel::page::PageRequest;
 use serde::Deserialize;
 
 use super::{Operator, PageResult, html, meta, next_page, see_other};
+use crate::routes::{Action, Pages, get, post};
+
+pub fn routes() -> Pages {
+    Pages::new()
+        .route("/agents/{id}/memory", get(page))
+        .route("/agents/{id}/memory/{memory_id}/forget", post(forget, Action::named("memory.forget")))
+}
 
 /// Keys, and memories, on one page.
 const PER_PAGE: u32 = 100;

@@ -15,6 +15,18 @@ use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
 
 use super::{Cursor, Notice, Operator, PageResult, following, html, meta, next_page, see_other};
+use crate::routes::{Action, Pages, get, post};
+
+pub fn routes() -> Pages {
+    Pages::new()
+        .route("/", get(overview))
+        .route("/live/changes", get(changes))
+        .route("/audit", get(audit))
+        .route("/audit/actions", get(actions))
+        .route("/settings", get(settings))
+        .route("/settings/tokens", post(create_token, Action::named("token.create")))
+        .route("/settings/tokens/{name}/revoke", post(revoke_token, Action::named("token.revoke")))
+}
 
 pub async fn overview(State(kernel): State<Kernel>, Extension(op): Extension<Operator>, n: Notice) -> PageResult {
     let recent_calls = kernel.audit().recent(10).await?;

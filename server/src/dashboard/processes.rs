@@ -10,6 +10,13 @@ use kennel_kernel::process::Processes;
 use kennel_kernel::process::{Signal, describe};
 
 use super::{Notice, Operator, PageResult, html, meta, see_other};
+use crate::routes::{Action, Pages, get, post};
+
+pub fn routes() -> Pages {
+    Pages::new()
+        .route("/agents/{id}/processes", get(page))
+        .route("/agents/{id}/processes/{process_id}/kill", post(kill, Action::named("process.kill")))
+}
 
 pub async fn page(
     State(kernel): State<Kernel>,

@@ -15,6 +15,16 @@ use kennel_kernel::{ErrorKind, Kernel};
 use serde::Deserialize;
 
 use super::{Cursor, Notice, Operator, PageResult, following, html, list_url, meta, next_page, see_other};
+use crate::routes::{Action, Pages, get, post};
+
+pub fn routes() -> Pages {
+    Pages::new()
+        .route("/schedules", get(list))
+        .route("/schedules/{id}", get(detail))
+        .route("/schedules/{id}/pause", post(pause, Action::named("schedule.pause")))
+        .route("/schedules/{id}/resume", post(resume, Action::named("schedule.resume")))
+        .route("/schedules/{id}/delete", get(confirm_delete).post(delete, Action::named("schedule.delete")))
+}
 
 /// Schedules on one page of the list.
 const PER_PAGE: u32 = 200;

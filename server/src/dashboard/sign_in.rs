@@ -16,6 +16,11 @@ use serde::Deserialize;
 
 use super::session::{self, Operator, PRE_AUTH_COOKIE, cleared_session_cookie, cookie, csrf_refused, session_cookie};
 use super::site::{self, OwnSite};
+use crate::routes::{Action, Pages, post};
+
+pub fn routes() -> Pages {
+    Pages::new().route("/logout", post(logout, Action::Logged))
+}
 
 #[derive(Deserialize)]
 pub struct Credentials {

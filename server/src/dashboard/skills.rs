@@ -15,6 +15,18 @@ use kennel_kernel::tool::Caller;
 use serde::Deserialize;
 
 use super::{Notice, Operator, PageResult, field_errors, html, meta, see_other};
+use crate::routes::{Action, Pages, get, post};
+
+pub fn routes() -> Pages {
+    Pages::new()
+        .route("/skills", get(list))
+        .route("/skills/{name}", get(one).post(save, Action::named("skill.update")))
+        .route("/skills/{name}/rollback", post(rollback, Action::named("skill.rollback")))
+        .route("/skills/{name}/delete", post(delete, Action::named("skill.delete")))
+        .route("/skills/{name}/restore", post(restore, Action::named("skill.restore")))
+        .route("/skill-proposals/{id}/accept", post(accept, Action::named("skill.accept")))
+        .route("/skill-proposals/{id}/reject", post(reject, Action::named("skill.reject")))
+}
 
 pub async fn list(State(kernel): State<Kernel>, Extension(op): Extension<Operator>, n: Notice) -> PageResult {
     let all = kernel.service::<Skills>().list().await?;

@@ -17,6 +17,16 @@ use serde::Deserialize;
 use super::{
     Cursor, Notice, Operator, PageResult, field_errors, following, html, list_url, meta, next_page, see_other,
 };
+use crate::routes::{Action, Pages, get, post};
+
+pub fn routes() -> Pages {
+    Pages::new()
+        .route("/tasks", get(board).post(post_task, Action::named("task.post")))
+        .route("/tasks/{id}", get(detail))
+        .route("/tasks/{id}/reassign", post(reassign, Action::named("task.reassign")))
+        .route("/tasks/{id}/cancel", post(cancel, Action::named("task.cancel")))
+        .route("/tasks/{id}/retry", post(retry, Action::named("task.retry")))
+}
 
 /// Tasks on one page of the board.
 const PER_PAGE: u32 = 200;
@@ -103,7 +113,7 @@ fn whole_number(field: &str, text: &str) -> Result<Option<i64>, Error> {
 
 /// Posts a task; a refused one shows the board again with the form as sent and each problem
 /// next to its field.
-pub async fn post(
+pub async fn post_task(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
     Form(f): Form<PostFields>,

@@ -12,6 +12,11 @@ use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
 
 use super::{Notice, Operator, PageResult, html, meta};
+use crate::routes::{Action, Pages, get};
+
+pub fn routes() -> Pages {
+    Pages::new().route("/tools", get(page)).route("/tools/{name}/try", get(try_page).post(try_it, Action::Logged))
+}
 
 #[derive(Debug, Default, Deserialize)]
 pub struct ToolsQuery {
