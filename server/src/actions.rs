@@ -1,7 +1,7 @@
 //! Which requests are operator actions, and their record in the kernel's action log. One
 //! layer, on the API and on the dashboard, so no handler records anything itself: a
-//! state-changing request by an operator or an API token is written, named and with its
-//! outcome, before it is answered.
+//! state-changing request by an operator or an API token is written, named as its route
+//! declared (`routes.rs`) and with its outcome, before it is answered.
 
 use std::sync::Arc;
 
@@ -136,88 +136,6 @@ mod tests {
 
     use super::*;
 
-    mod old_table {
-        use axum::http::Method;
-        /// What a request is in the log.
-        #[derive(Debug, PartialEq)]
-        pub enum Named {
-            Action(&'static str),
-            /// A tool call or a chat message: each has its own record (the audit log, the session).
-            Logged,
-            /// A state-changing route this table does not name: recorded under its route.
-            Unnamed,
-        }
-
-        /// The name of each operator action, by method and route, for both fronts.
-        pub fn name(method: &Method, route: &str) -> Named {
-            use Named::*;
-            let post = *method == Method::POST;
-            match (route, method.as_str()) {
-                ("/api/templates", "POST") | ("/agent-types", "POST") => Action("type.create"),
-                ("/api/templates/{name}", "PUT") => Action("type.update"),
-                ("/agent-types/{name}" | "/agent-types/{name}/toml", _) if post => Action("type.update"),
-                ("/api/templates/{name}", "DELETE") | ("/agent-types/{name}/delete", "POST") => Action("type.delete"),
-                ("/api/templates/{name}/apply" | "/agent-types/{name}/apply", _) if post => Action("type.apply"),
-                ("/api/agents", "POST") | ("/agents", "POST") => Action("agent.spawn"),
-                ("/api/agents/{id}/stop" | "/agents/{id}/stop", _) if post => Action("agent.stop"),
-                ("/api/agents/{id}/start" | "/agents/{id}/start", _) if post => Action("agent.start"),
-                ("/api/agents/{id}", "DELETE") | ("/agents/{id}/remove", "POST") => Action("agent.delete"),
-                ("/api/agents/{id}/capabilities", "PUT") => Action("agent.grants"),
-                ("/agents/{id}/grant", "POST") => Action("agent.grant"),
-                ("/agents/{id}/revoke", "POST") => Action("agent.revoke"),
-                ("/agents/{id}/files", "POST") => Action("workspace.upload"),
-                ("/api/tasks" | "/tasks", _) if post => Action("task.post"),
-                ("/api/tasks/{id}/reassign" | "/tasks/{id}/reassign", _) if post => Action("task.reassign"),
-                ("/api/tasks/{id}/cancel" | "/tasks/{id}/cancel", _) if post => Action("task.cancel"),
-                ("/api/tasks/{id}/retry" | "/tasks/{id}/retry", _) if post => Action("task.retry"),
-                ("/api/schedules/{id}/pause" | "/schedules/{id}/pause", _) if post => Action("schedule.pause"),
-                ("/api/schedules/{id}/resume" | "/schedules/{id}/resume", _) if post => Action("schedule.resume"),
-                ("/api/schedules/{id}", "DELETE") | ("/schedules/{id}/delete", "POST") => Action("schedule.delete"),
-                ("/api/skills", "POST") => Action("skill.create"),
-                ("/api/skills/{name}", "PUT") | ("/skills/{name}", "POST") => Action("skill.update"),
-                ("/api/skills/{name}", "DELETE") | ("/skills/{name}/delete", "POST") => Action("skill.delete"),
-                ("/api/skills/{name}/files", "PUT") => Action("skill.write_file"),
-                ("/api/skills/{name}/files", "DELETE") => Action("skill.remove_file"),
-                ("/api/skills/{name}/rollback" | "/skills/{name}/rollback", _) if post => Action("skill.rollback"),
-                ("/api/skills/{name}/restore" | "/skills/{name}/restore", _) if post => Action("skill.restore"),
-                ("/api/skill-proposals/{id}/accept" | "/skill-proposals/{id}/accept", _) if post => {
-                    Action("skill.accept")
-                }
-                ("/api/skill-proposals/{id}/reject" | "/skill-proposals/{id}/reject", _) if post => {
-                    Action("skill.reject")
-                }
-                ("/api/inbox/read" | "/inbox/read", _) if post => Action("inbox.read"),
-                ("/settings/tokens", "POST") => Action("token.create"),
-                ("/settings/tokens/{name}/revoke", "POST") => Action("token.revoke"),
-                ("/api/agents/{id}/memory/kv/{key}", "PUT") => Action("memory.store"),
-                ("/api/agents/{id}/memory/kv/{key}", "DELETE") => Action("memory.remove"),
-                ("/api/agents/{id}/memory/semantic", "POST") => Action("memory.add"),
-                ("/api/agents/{id}/memory/semantic/{memory_id}", "DELETE")
-                | ("/agents/{id}/memory/{memory_id}/forget", "POST") => Action("memory.forget"),
-                ("/api/agents/{id}/processes/{process_id}/kill" | "/agents/{id}/processes/{process_id}/kill", _)
-                    if post =>
-                {
-                    Action("process.kill")
-                }
-                ("/api/events", "POST") => Action("event.publish"),
-                ("/api/mcp/servers/{name}/reconnect" | "/mcp/{name}/reconnect", _) if post => Action("mcp.reconnect"),
-                ("/api/reload", "POST") => Action("config.reload"),
-                ("/api/workflows", "POST") => Action("workflow.create"),
-                ("/api/workflows/{id}", "PUT") => Action("workflow.update"),
-                ("/api/workflows/{id}", "DELETE") => Action("workflow.delete"),
-                ("/api/workflows/{id}/runs", "POST") => Action("workflow.run"),
-                ("/api/agents/{id}/tools/{name}/invoke" | "/tools/{name}/try", _) if post => Logged,
-                // MCP messages; the tool calls among them are in the audit log.
-                ("/api/agents/{id}/mcp", _) => Logged,
-                ("/api/agents/{id}/sessions" | "/api/agents/{id}/messages" | "/agents/{id}/chat", _) if post => Logged,
-                // The answer is the `ask_user` call's result in the session.
-                ("/api/questions/{id}/answer" | "/agents/{id}/questions/{question_id}", _) if post => Logged,
-                ("/logout", "POST") => Logged,
-                _ => Unnamed,
-            }
-        }
-    }
-
     #[test]
     fn each_front_names_the_same_action_alike() {
         let api = crate::http::api_routes().served().1;
@@ -246,30 +164,6 @@ mod tests {
         assert_eq!(dashboard.action(&Method::POST, "/agents/{id}/chat"), Action::Logged);
         assert_eq!(dashboard.action(&Method::POST, "/agents/{id}/lift"), Action::Unnamed);
         assert_eq!(api.action(&Method::POST, "/api/something/new"), Action::Unnamed);
-    }
-
-    /// TEMPORARY: the declared tables say what the old central table said, for every route
-    /// and state-changing method.
-    #[test]
-    fn declared_tables_match_the_old_table() {
-        use old_table::{Named, name};
-        let (api_served, api) = crate::http::api_routes().served();
-        let (dash_served, dashboard) = crate::dashboard::signed_in(0).served();
-        let mut checked = 0;
-        for (served, table) in [(api_served, &api), (dash_served, &dashboard)] {
-            for (_, route) in served {
-                for method in [Method::POST, Method::PUT, Method::DELETE, Method::PATCH] {
-                    let old = match name(&method, &route) {
-                        Named::Action(a) => Action::Named(a),
-                        Named::Logged => Action::Logged,
-                        Named::Unnamed => Action::Unnamed,
-                    };
-                    assert_eq!(table.action(&method, &route), old, "{method} {route}");
-                    checked += 1;
-                }
-            }
-        }
-        assert!(checked > 400, "{checked}");
     }
 
     #[test]
