@@ -4,8 +4,8 @@ use axum::Form;
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use kennel_app::Paging;
 use kennel_app::pages::agents::{self, AgentPage, AgentsPage, SpawnForm};
-use kennel_app::{Nav, Paging};
 use kennel_kernel::agent::{SpawnRequest, to_toml};
 use kennel_kernel::canvas::Canvases;
 use kennel_kernel::page::PageRequest;
@@ -59,7 +59,7 @@ fn list_page(
         with_ephemeral,
         ephemeral: kernel.agents().ephemeral_count(),
     };
-    Ok(html(status, agents::render_list(meta(op, "Agents", Nav::Agents, notice.flash()), page)))
+    Ok(html(status, agents::render_list(meta(op, "Agents", agents::SECTION, notice.flash()), page)))
 }
 
 #[derive(Deserialize)]
@@ -228,7 +228,7 @@ pub(super) async fn agent_page(
             .collect(),
     };
     let title = page.agent.name.clone();
-    Ok(html(status, agents::render_agent(meta(op, title, Nav::Agents, notice.flash()), page)))
+    Ok(html(status, agents::render_agent(meta(op, title, agents::SECTION, notice.flash()), page)))
 }
 
 pub async fn page(

@@ -3,7 +3,6 @@
 
 use axum::extract::{Extension, State};
 use axum::http::StatusCode;
-use kennel_app::Nav;
 use kennel_app::pages::cluster::{self, ClusterPage};
 use kennel_kernel::Kernel;
 
@@ -17,6 +16,6 @@ pub fn routes() -> Pages {
 pub async fn page(State(kernel): State<Kernel>, Extension(op): Extension<Operator>, notice: Notice) -> PageResult {
     let overview = kernel.cluster().overview().await?;
     let agent_names = kernel.agents().list().iter().map(|a| (a.id.to_string(), a.name.clone())).collect();
-    let meta = meta(&op, "Cluster", Nav::Cluster, notice.flash());
+    let meta = meta(&op, "Cluster", cluster::SECTION, notice.flash());
     Ok(html(StatusCode::OK, cluster::render(meta, ClusterPage { overview, agent_names })))
 }

@@ -8,7 +8,6 @@ use axum::extract::{DefaultBodyLimit, Extension, Multipart, Path, Query, State};
 use axum::http::StatusCode;
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_LENGTH, CONTENT_TYPE};
 use axum::response::IntoResponse;
-use kennel_app::Nav;
 use kennel_app::pages::agents::{self, FilePage};
 use kennel_kernel::workspace::Inert;
 use kennel_kernel::workspace::Workspaces;
@@ -63,7 +62,7 @@ pub async fn view(
     };
     let title = file.path.clone();
     let page = FilePage { agent, file, inert, text };
-    Ok(html(StatusCode::OK, agents::render_file(meta(&op, title, Nav::Agents, None), page)))
+    Ok(html(StatusCode::OK, agents::render_file(meta(&op, title, agents::SECTION, None), page)))
 }
 
 pub async fn raw(

@@ -4,8 +4,8 @@
 use axum::Form;
 use axum::extract::{Extension, Query, State};
 use axum::http::StatusCode;
+use kennel_app::Paging;
 use kennel_app::pages::inbox::{self, InboxPage};
-use kennel_app::{Nav, Paging};
 use kennel_kernel::Kernel;
 use kennel_kernel::changes::Topic;
 use kennel_kernel::notify::Inbox;
@@ -67,7 +67,7 @@ pub async fn page(
         unread_only,
     };
     let url = list_url("/inbox", &filters, q.cursor.cursor.as_deref());
-    let meta = following(meta(&op, "Inbox", Nav::Inbox, n.flash()), &[Topic::Inbox], url);
+    let meta = following(meta(&op, "Inbox", inbox::SECTION, n.flash()), &[Topic::Inbox], url);
     Ok(html(StatusCode::OK, inbox::render(meta, page)))
 }
 

@@ -23,8 +23,10 @@
 //!   its first 20 schedules with a link to all of them. Number fields of forms and filters are
 //!   read as typed (empty: none), so a bad one is a problem of that field, not a plain-text
 //!   rejection.
-//! - **Navigation is data**: `shell::SECTIONS`, a slice of (section, link, label); signed-in
-//!   pages, the error page included, show it.
+//! - **Navigation is data**: each page module with a section declares it
+//!   (`kennel_app::pages::tasks::SECTION`: link, label), `kennel_app::pages::SECTIONS` lists them
+//!   in order, and a page's `PageMeta.nav` names its current one; signed-in pages, the error
+//!   page included, show it.
 //! - **The Tools inspector at eighty tools** (`pages/tools.rs`): a search box (name, family, tag,
 //!   words: `tool::meta::matches_query`) and an index of the families shown with their counts;
 //!   each tool is one line (`<details>`: name, description, standing) opening to its family,
@@ -302,7 +304,7 @@ use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::get;
-use kennel_app::{Flash, Nav, PageMeta};
+use kennel_app::{Flash, PageMeta, Section};
 use kennel_kernel::changes::Topic;
 use kennel_kernel::page::PageRequest;
 use kennel_kernel::{Error, Kernel};
@@ -376,11 +378,17 @@ async fn live_js() -> impl IntoResponse {
     )
 }
 
-/// The page frame for a signed-in operator.
-pub fn meta(op: &Operator, title: impl Into<String>, nav: Nav, flash: Option<Flash>) -> PageMeta {
+/// The page frame for a signed-in operator; `nav` is its section of the navigation (`None`:
+/// none is current).
+pub fn meta(
+    op: &Operator,
+    title: impl Into<String>,
+    nav: impl Into<Option<Section>>,
+    flash: Option<Flash>,
+) -> PageMeta {
     PageMeta {
         title: title.into(),
-        nav,
+        nav: nav.into(),
         operator: Some(op.name.clone()),
         csrf: op.csrf.clone(),
         flash,
@@ -449,7 +457,7 @@ async fn error_pages(req: Request, next: Next) -> Response {
 /// An error with no form to show it next to: its own page, with the API's status code.
 fn error_page(op: &Operator, e: &Error) -> Response {
     let title = kind_in_words(e.kind.as_str());
-    let page = kennel_app::pages::error::render(meta(op, title.clone(), Nav::None, None), &title, &e.message);
+    let page = kennel_app::pages::error::render(meta(op, title.clone(), None, None), &title, &e.message);
     html(crate::status::status_for(e.kind), page)
 }
 
@@ -485,7 +493,7 @@ pub async fn not_found(axum::extract::State(kernel): axum::extract::State<Kernel
         None => {
             let meta = PageMeta {
                 title: "Not found".into(),
-                nav: Nav::None,
+                nav: None,
                 operator: None,
                 csrf: String::new(),
                 flash: None,

@@ -3,7 +3,6 @@
 
 use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
-use kennel_app::Nav;
 use kennel_app::pages::processes::{self, ProcessesPage};
 use kennel_kernel::Kernel;
 use kennel_kernel::process::Processes;
@@ -31,7 +30,7 @@ pub async fn page(
         processes: kernel.service::<Processes>().list(agent.id),
         kept_days: kernel.config().retention.processes_days,
     };
-    let meta = meta(&op, format!("{} · processes", agent.name), Nav::Agents, notice.flash());
+    let meta = meta(&op, format!("{} · processes", agent.name), kennel_app::pages::agents::SECTION, notice.flash());
     Ok(html(StatusCode::OK, processes::render(meta, page)))
 }
 

@@ -8,8 +8,8 @@ use axum::extract::{ConnectInfo, Extension, Query, State};
 use axum::http::header::SET_COOKIE;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
+use kennel_app::PageMeta;
 use kennel_app::pages::sign_in::{self, SignIn};
-use kennel_app::{Nav, PageMeta};
 use kennel_kernel::auth::SIGN_IN_FORM_SECS;
 use kennel_kernel::{ErrorKind, Kernel};
 use serde::Deserialize;
@@ -52,7 +52,7 @@ fn sign_in_page(kernel: &Kernel, headers: &HeaderMap, status: StatusCode, page: 
     let title = if page.setup { "Set up" } else { "Sign in" };
     let meta = PageMeta {
         title: title.into(),
-        nav: Nav::None,
+        nav: None,
         operator: None,
         csrf: token.clone(),
         flash: None,

@@ -5,7 +5,6 @@
 use axum::Form;
 use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
-use kennel_app::Nav;
 use kennel_app::pages::skills::{self, SkillForm, SkillPage};
 use kennel_kernel::Kernel;
 use kennel_kernel::error::FieldError;
@@ -32,7 +31,7 @@ pub async fn list(State(kernel): State<Kernel>, Extension(op): Extension<Operato
     let all = kernel.service::<Skills>().list().await?;
     let pending = kernel.service::<Skills>().proposals(Some(ProposalState::Pending), None).await?;
     let deleted = kernel.service::<Skills>().deleted().await?;
-    let meta = meta(&op, "Skills", Nav::Skills, n.flash());
+    let meta = meta(&op, "Skills", skills::SECTION, n.flash());
     Ok(html(
         StatusCode::OK,
         skills::render_list(meta, all, pending, deleted, kernel.config().retention.deleted_skills_days),
@@ -69,7 +68,7 @@ async fn skill_page(
         history,
         errors,
     };
-    Ok(html(status, skills::render_skill(meta(op, title, Nav::Skills, n.flash()), page)))
+    Ok(html(status, skills::render_skill(meta(op, title, skills::SECTION, n.flash()), page)))
 }
 
 #[derive(Deserialize)]

@@ -3,8 +3,8 @@
 use axum::Form;
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
+use kennel_app::Paging;
 use kennel_app::pages::tasks::{self, Board, Detail, PostForm};
-use kennel_app::{Nav, Paging};
 use kennel_kernel::changes::Topic;
 use kennel_kernel::error::FieldError;
 use kennel_kernel::session::Origin;
@@ -69,7 +69,7 @@ async fn board_page(
         min_priority: min_priority.unwrap_or(0),
         post,
     };
-    let meta = meta(op, "Task board", Nav::Tasks, n.flash());
+    let meta = meta(op, "Task board", tasks::SECTION, n.flash());
     let meta = following(meta, &[Topic::Tasks, Topic::Agents], refresh_url);
     Ok(html(status, tasks::render_board(meta, page)))
 }
@@ -161,7 +161,7 @@ pub async fn detail(
     let wake_ups = kernel.sessions().of_origin(&woke).await?;
     let title = task.title.clone();
     let page = Detail { task, history, wake_ups, agents: kernel.agents().list() };
-    let meta = following(meta(&op, title, Nav::Tasks, n.flash()), &[Topic::Tasks], format!("/tasks/{id}"));
+    let meta = following(meta(&op, title, tasks::SECTION, n.flash()), &[Topic::Tasks], format!("/tasks/{id}"));
     Ok(html(StatusCode::OK, tasks::render_detail(meta, page)))
 }
 

@@ -4,7 +4,6 @@ use axum::Form;
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use kennel_app::Nav;
 use kennel_app::pages::tools::{self, STANDINGS, ToolsPage, TryResult};
 use kennel_kernel::tool::CallContext;
 use kennel_kernel::tool::meta::matches_query;
@@ -79,7 +78,7 @@ pub fn tools_page(kernel: &Kernel, op: &Operator, q: ToolsQuery, outcome: Outcom
     };
     let notice = outcome.notice;
     let status = outcome.status.unwrap_or(StatusCode::OK);
-    Ok(html(status, tools::render(meta(op, "Tools", Nav::Tools, notice.flash()), page)))
+    Ok(html(status, tools::render(meta(op, "Tools", tools::SECTION, notice.flash()), page)))
 }
 
 pub async fn page(

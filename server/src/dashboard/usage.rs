@@ -2,7 +2,6 @@
 
 use axum::extract::{Extension, State};
 use axum::http::StatusCode;
-use kennel_app::Nav;
 use kennel_app::pages::usage;
 use kennel_kernel::Kernel;
 use kennel_kernel::usage::overview::overview;
@@ -16,5 +15,5 @@ pub fn routes() -> Pages {
 
 pub async fn page(State(kernel): State<Kernel>, Extension(op): Extension<Operator>, n: Notice) -> PageResult {
     let report = overview(&kernel).await?;
-    Ok(html(StatusCode::OK, usage::render(meta(&op, "Usage", Nav::Usage, n.flash()), report)))
+    Ok(html(StatusCode::OK, usage::render(meta(&op, "Usage", usage::SECTION, n.flash()), report)))
 }
