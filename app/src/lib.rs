@@ -24,7 +24,7 @@ pub mod pages;
 mod shell;
 mod widgets;
 
-pub use shell::{Flash, Live, Nav, PageMeta};
+pub use shell::{Flash, Live, PageMeta, Section};
 pub use widgets::Paging;
 
 /// A rendered page as a complete HTML document.

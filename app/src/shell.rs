@@ -2,26 +2,25 @@
 
 use leptos::prelude::*;
 
-/// Which section of the navigation is current.
+/// A section of the navigation: where its link goes and what it says. Each page module that
+/// has a section declares it (`pages::tasks::SECTION`); `pages::SECTIONS` lists them in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Nav {
-    Overview,
-    Agents,
-    AgentTypes,
-    Tools,
-    Tasks,
-    Schedules,
-    Canvases,
-    Skills,
-    Channels,
-    Mcp,
-    Inbox,
-    Audit,
-    Usage,
-    Cluster,
-    Settings,
-    /// No section is current (sign-in pages, error pages).
-    None,
+pub struct Section {
+    pub path: &'static str,
+    pub label: &'static str,
+    /// Its link counts the operator's unread notes (the Inbox).
+    pub counts_unread: bool,
+}
+
+impl Section {
+    pub const fn new(path: &'static str, label: &'static str) -> Section {
+        Section { path, label, counts_unread: false }
+    }
+
+    /// The section's link counts the operator's unread notes.
+    pub const fn counting_unread(self) -> Section {
+        Section { counts_unread: true, ..self }
+    }
 }
 
 /// A notice shown at the top of a page.
@@ -35,7 +34,8 @@ pub enum Flash {
 #[derive(Debug, Clone)]
 pub struct PageMeta {
     pub title: String,
-    pub nav: Nav,
+    /// Which section of the navigation is current: none on sign-in and error pages.
+    pub nav: Option<Section>,
     pub operator: Option<String>,
     /// The signed-in session's CSRF token; every form carries it.
     pub csrf: String,
@@ -65,40 +65,20 @@ impl Live {
     }
 }
 
-/// The navigation, in order: a section's page, link and label. A new page family adds its
-/// `Nav` variant and its line here.
-const SECTIONS: &[(Nav, &str, &str)] = &[
-    (Nav::Overview, "/", "Overview"),
-    (Nav::Agents, "/agents", "Agents"),
-    (Nav::AgentTypes, "/agent-types", "Agent types"),
-    (Nav::Tools, "/tools", "Tools"),
-    (Nav::Tasks, "/tasks", "Tasks"),
-    (Nav::Schedules, "/schedules", "Schedules"),
-    (Nav::Canvases, "/canvas", "Canvases"),
-    (Nav::Skills, "/skills", "Skills"),
-    (Nav::Channels, "/channels", "Channels"),
-    (Nav::Mcp, "/mcp", "MCP"),
-    (Nav::Inbox, "/inbox", "Inbox"),
-    (Nav::Usage, "/usage", "Usage"),
-    (Nav::Audit, "/audit", "Audit"),
-    (Nav::Cluster, "/cluster", "Cluster"),
-    (Nav::Settings, "/settings", "Settings"),
-];
-
 #[component]
 pub fn Shell(meta: PageMeta, children: Children) -> impl IntoView {
     // Signed-in pages (an error page too) have the navigation; sign-in pages do not.
     let nav = meta.operator.is_some().then(|| {
-        let links = SECTIONS
+        let links = crate::pages::SECTIONS
             .iter()
-            .map(|(section, href, label)| {
-                let current = if *section == meta.nav { "page" } else { "false" };
+            .map(|section| {
+                let current = if Some(*section) == meta.nav { "page" } else { "false" };
                 // Always there (hidden at 0), so live.js can count it up as notes arrive.
-                let unread = (*section == Nav::Inbox).then(|| {
+                let unread = section.counts_unread.then(|| {
                     let count = format!("{} unread", meta.unread);
                     view! { " " <span class="badge" id="unread-count" aria-label=count hidden=meta.unread == 0>{meta.unread}</span> }
                 });
-                view! { <a href=*href aria-current=current>{*label}{unread}</a> }
+                view! { <a href=section.path aria-current=current>{section.label}{unread}</a> }
             })
             .collect::<Vec<_>>();
         let operator = meta.operator.clone().unwrap_or_default();

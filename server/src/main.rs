@@ -7,6 +7,7 @@ mod dashboard;
 mod edge;
 mod http;
 mod live;
+mod routes;
 mod status;
 
 use std::process::ExitCode;

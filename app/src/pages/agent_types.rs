@@ -8,8 +8,11 @@ use kennel_kernel::agent::{AgentType, AgentTypeSpec, FieldChange, Manifest, Type
 use kennel_kernel::error::FieldError;
 use leptos::prelude::*;
 
-use crate::shell::{PageMeta, Shell};
+use crate::shell::{PageMeta, Section, Shell};
 use crate::widgets::{Csrf, TextArea, field_error, form_list};
+
+/// Its section of the navigation.
+pub const SECTION: Section = Section::new("/agent-types", "Agent types");
 
 /// The seven fields as the form holds them (lists as comma- or line-separated text).
 #[derive(Debug, Clone, Default)]
@@ -347,7 +350,6 @@ mod tests {
     use kennel_kernel::agent::manifest::{to_toml, validate};
 
     use super::*;
-    use crate::shell::Nav;
 
     /// The attack: an agent stores a system prompt that closes the textarea. Both
     /// textareas of the editor (the field and the TOML) must keep it as text.
@@ -382,7 +384,7 @@ mod tests {
         };
         let meta = PageMeta {
             title: hostile.into(),
-            nav: Nav::AgentTypes,
+            nav: Some(SECTION),
             operator: Some("ada".into()),
             csrf: "token".into(),
             flash: None,

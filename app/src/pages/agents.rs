@@ -12,8 +12,11 @@ use kennel_kernel::session::{Compaction, Failure, Origin, Session, StoredMessage
 use kennel_kernel::workspace::{FileEntry, Inert, Listing};
 use leptos::prelude::*;
 
-use crate::shell::{PageMeta, Shell};
+use crate::shell::{PageMeta, Section, Shell};
 use crate::widgets::{CanvasFrame, Csrf, Pager, Paging, TextArea, field_error, human_bytes, origin_names, short_time};
+
+/// Its section of the navigation.
+pub const SECTION: Section = Section::new("/agents", "Agents");
 
 #[derive(Debug, Clone, Default)]
 pub struct SpawnForm {

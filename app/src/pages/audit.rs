@@ -8,8 +8,11 @@ use kennel_kernel::agent::Agent;
 use kennel_kernel::tool::audit::AuditRecord;
 use leptos::prelude::*;
 
-use crate::shell::{PageMeta, Shell};
+use crate::shell::{PageMeta, Section, Shell};
 use crate::widgets::{NoMatches, Pager, Paging, agent_label, audit_table, rich_text, short_time};
+
+/// Its section of the navigation.
+pub const SECTION: Section = Section::new("/audit", "Audit");
 
 pub struct AuditPage {
     /// A page of records, newest first.

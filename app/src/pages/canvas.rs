@@ -4,8 +4,11 @@
 use kennel_kernel::canvas::Canvas;
 use leptos::prelude::*;
 
-use crate::shell::{PageMeta, Shell};
+use crate::shell::{PageMeta, Section, Shell};
 use crate::widgets::{CanvasFrame, Pager, Paging, human_bytes, short_time};
+
+/// Its section of the navigation.
+pub const SECTION: Section = Section::new("/canvas", "Canvases");
 
 /// A canvas with the name of the agent that presented it.
 pub struct Named {

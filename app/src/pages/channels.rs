@@ -6,8 +6,11 @@
 use kennel_kernel::channel::{ChannelDetail, ChannelInfo, ConversationWithRoster, InboundRow, OutboundRow};
 use leptos::prelude::*;
 
-use crate::shell::{PageMeta, Shell};
+use crate::shell::{PageMeta, Section, Shell};
 use crate::widgets::short_time;
+
+/// Its section of the navigation.
+pub const SECTION: Section = Section::new("/channels", "Channels");
 
 pub fn render_list(meta: PageMeta, channels: Vec<ChannelInfo>) -> String {
     let body = if channels.is_empty() {

@@ -8,8 +8,11 @@ use std::collections::HashMap;
 use kennel_kernel::cluster::{Daemon, DaemonState, Lease, Overview};
 use leptos::prelude::*;
 
-use crate::shell::{PageMeta, Shell};
+use crate::shell::{PageMeta, Section, Shell};
 use crate::widgets::short_time;
+
+/// Its section of the navigation.
+pub const SECTION: Section = Section::new("/cluster", "Cluster");
 
 pub struct ClusterPage {
     pub overview: Overview,

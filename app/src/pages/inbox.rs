@@ -8,8 +8,11 @@ use kennel_kernel::agent::Agent;
 use kennel_kernel::notify::{Note, Urgency};
 use leptos::prelude::*;
 
-use crate::shell::{PageMeta, Shell};
+use crate::shell::{PageMeta, Section, Shell};
 use crate::widgets::{Csrf, NoMatches, Pager, Paging, agent_label, short_time};
+
+/// Its section of the navigation.
+pub const SECTION: Section = Section::new("/inbox", "Inbox").counting_unread();
 
 pub struct InboxPage {
     pub notes: Vec<Note>,

@@ -6,8 +6,11 @@
 use kennel_kernel::mcp::ServerView;
 use leptos::prelude::*;
 
-use crate::shell::{PageMeta, Shell};
+use crate::shell::{PageMeta, Section, Shell};
 use crate::widgets::{Csrf, short_time};
+
+/// Its section of the navigation.
+pub const SECTION: Section = Section::new("/mcp", "MCP");
 
 pub fn render(meta: PageMeta, servers: Vec<ServerView>) -> String {
     let csrf = meta.csrf.clone();

@@ -22,3 +22,22 @@ pub mod skills;
 pub mod tasks;
 pub mod tools;
 pub mod usage;
+
+/// The navigation, in order: each section as its page module declares it.
+pub(crate) const SECTIONS: &[crate::shell::Section] = &[
+    overview::SECTION,
+    agents::SECTION,
+    agent_types::SECTION,
+    tools::SECTION,
+    tasks::SECTION,
+    schedules::SECTION,
+    canvas::SECTION,
+    skills::SECTION,
+    channels::SECTION,
+    mcp::SECTION,
+    inbox::SECTION,
+    usage::SECTION,
+    audit::SECTION,
+    cluster::SECTION,
+    settings::SECTION,
+];

@@ -7,8 +7,11 @@ use kennel_kernel::status::{AgentCounts, WorkCounts};
 use kennel_kernel::tool::audit::AuditRecord;
 use leptos::prelude::*;
 
-use crate::shell::{PageMeta, Shell};
+use crate::shell::{PageMeta, Section, Shell};
 use crate::widgets::{audit_table, short_time};
+
+/// Its section of the navigation.
+pub const SECTION: Section = Section::new("/", "Overview");
 
 pub struct ProviderStatus {
     pub name: String,

@@ -9,8 +9,11 @@ use kennel_kernel::agent::Agent;
 use kennel_kernel::schedule::{Fire, Schedule, ScheduleAction};
 use leptos::prelude::*;
 
-use crate::shell::{PageMeta, Shell};
+use crate::shell::{PageMeta, Section, Shell};
 use crate::widgets::{Csrf, NoMatches, Pager, Paging, agent_label, agent_names, schedule_when, short_time};
+
+/// Its section of the navigation.
+pub const SECTION: Section = Section::new("/schedules", "Schedules");
 
 pub struct List {
     /// A page of the schedules, oldest first.

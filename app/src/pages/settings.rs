@@ -3,8 +3,11 @@
 use kennel_kernel::auth::TokenInfo;
 use leptos::prelude::*;
 
-use crate::shell::{PageMeta, Shell};
+use crate::shell::{PageMeta, Section, Shell};
 use crate::widgets::{Csrf, short_time};
+
+/// Its section of the navigation.
+pub const SECTION: Section = Section::new("/settings", "Settings");
 
 pub struct Settings {
     pub tokens: Vec<TokenInfo>,

@@ -2,7 +2,7 @@
 
 use leptos::prelude::*;
 
-use crate::shell::{Nav, PageMeta, Shell};
+use crate::shell::{PageMeta, Shell};
 use crate::widgets::Csrf;
 
 pub struct SignIn {
@@ -29,7 +29,7 @@ pub fn render(meta: PageMeta, page: SignIn) -> String {
     let command = if page.setup { "kennel operator add" } else { "kennel operator add NAME --password-stdin" };
     let next = page.next.map(|n| view! { <input type="hidden" name="next" value=n/> });
     let error = page.error.map(|e| view! { <p class="flash error" role="alert">{e}</p> });
-    let meta = PageMeta { nav: Nav::None, ..meta };
+    let meta = PageMeta { nav: None, ..meta };
     crate::document(
         view! {
             <Shell meta>

@@ -9,8 +9,11 @@ use kennel_kernel::error::FieldError;
 use kennel_kernel::skills::{HistoryEntry, Manifest, Proposal, Skill};
 use leptos::prelude::*;
 
-use crate::shell::{PageMeta, Shell};
+use crate::shell::{PageMeta, Section, Shell};
 use crate::widgets::{Csrf, TextArea, field_error, form_list, short_time};
+
+/// Its section of the navigation.
+pub const SECTION: Section = Section::new("/skills", "Skills");
 
 pub fn render_list(
     meta: PageMeta,

@@ -8,8 +8,11 @@ use kennel_kernel::session::Session;
 use kennel_kernel::tasks::{Task, TaskAction, TaskChange, TaskEvent, TaskStatus};
 use leptos::prelude::*;
 
-use crate::shell::{PageMeta, Shell};
+use crate::shell::{PageMeta, Section, Shell};
 use crate::widgets::{Csrf, NoMatches, Pager, Paging, TextArea, agent_label, agent_names, field_error, short_time};
+
+/// Its section of the navigation.
+pub const SECTION: Section = Section::new("/tasks", "Tasks");
 
 pub struct Board {
     /// A page of the tasks, highest priority first.

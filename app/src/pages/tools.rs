@@ -11,8 +11,11 @@ use kennel_kernel::agent::Agent;
 use kennel_kernel::tool::{Availability, EffectiveTool, ToolDef, ToolStatus};
 use leptos::prelude::*;
 
-use crate::shell::{PageMeta, Shell};
+use crate::shell::{PageMeta, Section, Shell};
 use crate::widgets::{Csrf, NoMatches, TextArea, agent_label, argument_rows, argument_skeleton};
+
+/// Its section of the navigation.
+pub const SECTION: Section = Section::new("/tools", "Tools");
 
 /// The outcome of a "try it" run.
 pub struct TryResult {

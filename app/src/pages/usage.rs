@@ -5,8 +5,11 @@ use kennel_kernel::usage::Line;
 use kennel_kernel::usage::overview::UsageOverview;
 use leptos::prelude::*;
 
-use crate::shell::{PageMeta, Shell};
+use crate::shell::{PageMeta, Section, Shell};
 use crate::widgets::{Bar, BarChart, dollars, short_time, tokens};
+
+/// Its section of the navigation.
+pub const SECTION: Section = Section::new("/usage", "Usage");
 
 /// "1,234 tokens · $0.0123" (the cost only where prices are known), and how many calls'
 /// tokens are estimates (a provider that reported none).

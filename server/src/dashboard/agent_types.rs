@@ -7,8 +7,8 @@ use axum::Form;
 use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
+use kennel_app::Flash;
 use kennel_app::pages::agent_types::{self, AgentTypesPage, EditPage, TypeForm};
-use kennel_app::{Flash, Nav};
 use kennel_kernel::agent::{
     AgentType, ApplyRequest, ManifestFormat, ManifestInput, TypeApplication, parse_manifest, to_toml,
 };
@@ -17,6 +17,16 @@ use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
 
 use super::{Notice, Operator, PageResult, field_errors, html, meta, see_other};
+use crate::routes::{Action, Pages, get, post};
+
+pub fn routes() -> Pages {
+    Pages::new()
+        .route("/agent-types", get(list).post(create, Action::named("type.create")))
+        .route("/agent-types/{name}", get(edit).post(save, Action::named("type.update")))
+        .route("/agent-types/{name}/toml", post(replace_toml, Action::named("type.update")))
+        .route("/agent-types/{name}/delete", post(delete, Action::named("type.delete")))
+        .route("/agent-types/{name}/apply", get(apply_preview).post(apply, Action::named("type.apply")))
+}
 
 #[derive(Deserialize)]
 pub struct TypeFields {
@@ -64,7 +74,7 @@ fn list_page(
         form,
         errors,
     };
-    html(status, agent_types::render_list(meta(op, "Agent types", Nav::AgentTypes, notice.flash()), page))
+    html(status, agent_types::render_list(meta(op, "Agent types", agent_types::SECTION, notice.flash()), page))
 }
 
 pub async fn list(State(kernel): State<Kernel>, Extension(op): Extension<Operator>, n: Notice) -> Response {
@@ -91,7 +101,7 @@ pub async fn create(
 
 fn edit_page(op: &Operator, status: StatusCode, page: EditPage, notice: Notice) -> Response {
     let title = format!("Agent type {}", page.agent_type.manifest.name);
-    html(status, agent_types::render_edit(meta(op, title, Nav::AgentTypes, notice.flash()), page))
+    html(status, agent_types::render_edit(meta(op, title, agent_types::SECTION, notice.flash()), page))
 }
 
 /// `done`, and a warning for each grant that matches no tool on this daemon (a typo, or a
@@ -146,7 +156,7 @@ pub async fn apply_preview(
 fn apply_page(op: &Operator, application: TypeApplication, flash: Option<Flash>) -> Response {
     let title = format!("Apply type {}", application.agent_type);
     let page = agent_types::ApplyPage { application };
-    html(StatusCode::OK, agent_types::render_apply(meta(op, title, Nav::AgentTypes, flash), page))
+    html(StatusCode::OK, agent_types::render_apply(meta(op, title, agent_types::SECTION, flash), page))
 }
 
 #[derive(Deserialize)]

@@ -4,8 +4,8 @@ use axum::Form;
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use kennel_app::Paging;
 use kennel_app::pages::agents::{self, AgentPage, AgentsPage, SpawnForm};
-use kennel_app::{Nav, Paging};
 use kennel_kernel::agent::{SpawnRequest, to_toml};
 use kennel_kernel::canvas::Canvases;
 use kennel_kernel::page::PageRequest;
@@ -19,6 +19,22 @@ use serde::Deserialize;
 
 use super::tools::{Outcome, ToolsQuery, tools_page};
 use super::{Cursor, Notice, Operator, PageResult, field_errors, html, meta, next_page, see_other};
+use crate::routes::{Action, Pages, get, post};
+
+pub fn routes() -> Pages {
+    Pages::new()
+        .route("/agents", get(list).post(spawn, Action::named("agent.spawn")))
+        .route("/agents/{id}", get(page))
+        .route("/agents/{id}/stop", post(stop, Action::named("agent.stop")))
+        .route("/agents/{id}/start", post(start, Action::named("agent.start")))
+        .route("/agents/{id}/lift", post(lift, Action::Unnamed))
+        .route("/agents/{id}/remove", post(remove, Action::named("agent.delete")))
+        .route("/agents/{id}/grant", post(grant, Action::named("agent.grant")))
+        .route("/agents/{id}/revoke", post(revoke, Action::named("agent.revoke")))
+        .route("/agents/{id}/chat", post(chat, Action::Logged))
+        .route("/agents/{id}/live", get(live))
+        .route("/agents/{id}/questions/{question_id}", post(answer, Action::Logged))
+}
 
 /// Agents on one page of the list.
 const PER_PAGE: u32 = 100;
@@ -43,7 +59,7 @@ fn list_page(
         with_ephemeral,
         ephemeral: kernel.agents().ephemeral_count(),
     };
-    Ok(html(status, agents::render_list(meta(op, "Agents", Nav::Agents, notice.flash()), page)))
+    Ok(html(status, agents::render_list(meta(op, "Agents", agents::SECTION, notice.flash()), page)))
 }
 
 #[derive(Deserialize)]
@@ -212,7 +228,7 @@ pub(super) async fn agent_page(
             .collect(),
     };
     let title = page.agent.name.clone();
-    Ok(html(status, agents::render_agent(meta(op, title, Nav::Agents, notice.flash()), page)))
+    Ok(html(status, agents::render_agent(meta(op, title, agents::SECTION, notice.flash()), page)))
 }
 
 pub async fn page(

@@ -2,12 +2,16 @@
 
 use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
-use kennel_app::Nav;
 use kennel_app::pages::browser::{self, BrowserPage};
 use kennel_kernel::Kernel;
 use kennel_kernel::browser::Browsers;
 
 use super::{Operator, PageResult, html, meta};
+use crate::routes::{Pages, get};
+
+pub fn routes() -> Pages {
+    Pages::new().route("/agents/{id}/browser", get(page))
+}
 
 pub async fn page(
     State(kernel): State<Kernel>,
@@ -22,5 +26,8 @@ pub async fn page(
         tabs: kernel.optional::<Browsers>().map(|b| b.tabs(agent.id)).unwrap_or_default(),
         popups_closed: kernel.services().shared::<Browsers>().map_or(0, |b| b.popups_closed(agent.id)),
     };
-    Ok(html(StatusCode::OK, browser::render(meta(&op, format!("{} · browser", agent.name), Nav::Agents, None), page)))
+    Ok(html(
+        StatusCode::OK,
+        browser::render(meta(&op, format!("{} · browser", agent.name), kennel_app::pages::agents::SECTION, None), page),
+    ))
 }

@@ -7,13 +7,22 @@ use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::http::header::{CONTENT_TYPE, X_DNS_PREFETCH_CONTROL};
 use axum::response::{IntoResponse, Response};
+use kennel_app::Paging;
 use kennel_app::pages::canvas::{self, Named, VersionPage};
-use kennel_app::{Nav, Paging};
 use kennel_kernel::canvas::Canvases;
 use kennel_kernel::{Error, Kernel};
 
 use super::headers::canvas_policy;
 use super::{Cursor, Operator, PageResult, html, meta, next_page};
+use crate::routes::{Pages, get};
+
+pub fn routes() -> Pages {
+    Pages::new()
+        .route("/agents/{id}/canvas/live", get(live))
+        .route("/canvas", get(list))
+        .route("/canvas/{agent}/{version}", get(version))
+        .route("/canvas/{agent}/{version}/frame", get(frame))
+}
 
 /// Agents shown on the Canvases page; versions on a version page.
 const LATEST_SHOWN: u32 = 60;
@@ -31,7 +40,7 @@ pub async fn list(State(kernel): State<Kernel>, Extension(op): Extension<Operato
     Ok(html(
         StatusCode::OK,
         canvas::render_list(
-            meta(&op, "Canvases", Nav::Canvases, None),
+            meta(&op, "Canvases", canvas::SECTION, None),
             named,
             kernel.config().retention.canvas_versions_days,
         ),
@@ -55,7 +64,7 @@ pub async fn version(
         shown: Named { agent: agent.name.clone(), canvas },
     };
     let title = format!("{} · canvas", agent.name);
-    Ok(html(StatusCode::OK, canvas::render_version(meta(&op, title, Nav::Canvases, None), page)))
+    Ok(html(StatusCode::OK, canvas::render_version(meta(&op, title, canvas::SECTION, None), page)))
 }
 
 /// The version's HTML as the agent wrote it, after [`PRELUDE`], under the canvas policy

@@ -4,11 +4,10 @@
 //! through the kernel's workspace service, like every path an agent gives.
 
 use axum::body::Body;
-use axum::extract::{Extension, Multipart, Path, Query, State};
+use axum::extract::{DefaultBodyLimit, Extension, Multipart, Path, Query, State};
 use axum::http::StatusCode;
 use axum::http::header::{CONTENT_DISPOSITION, CONTENT_LENGTH, CONTENT_TYPE};
 use axum::response::IntoResponse;
-use kennel_app::Nav;
 use kennel_app::pages::agents::{self, FilePage};
 use kennel_kernel::workspace::Inert;
 use kennel_kernel::workspace::Workspaces;
@@ -19,6 +18,20 @@ use tokio::io::AsyncReadExt;
 use super::agents::{Refused, agent_page};
 use super::session::{UploadToken, csrf_refused};
 use super::{Cursor, Notice, Operator, PageResult, html, meta, see_other};
+use crate::routes::{Action, Pages, get, post};
+
+/// Its routes: a file's page and bytes, and uploads of at most `max_file_bytes` (and room
+/// for the form around the file).
+pub fn routes(max_file_bytes: u64) -> Pages {
+    let upload_limit = usize::try_from(max_file_bytes).unwrap_or(usize::MAX).saturating_add(64 * 1024);
+    Pages::new()
+        .route(
+            "/agents/{id}/files",
+            post(upload, Action::named("workspace.upload")).layer(DefaultBodyLimit::max(upload_limit)),
+        )
+        .route("/agents/{id}/files/view", get(view))
+        .route("/agents/{id}/files/raw", get(raw))
+}
 
 /// The most text a file page shows inline; longer text files are downloaded.
 const TEXT_SHOWN: u64 = 256 * 1024;
@@ -49,7 +62,7 @@ pub async fn view(
     };
     let title = file.path.clone();
     let page = FilePage { agent, file, inert, text };
-    Ok(html(StatusCode::OK, agents::render_file(meta(&op, title, Nav::Agents, None), page)))
+    Ok(html(StatusCode::OK, agents::render_file(meta(&op, title, agents::SECTION, None), page)))
 }
 
 pub async fn raw(

@@ -4,8 +4,8 @@
 use axum::Form;
 use axum::extract::{Extension, Query, State};
 use axum::http::StatusCode;
+use kennel_app::Paging;
 use kennel_app::pages::inbox::{self, InboxPage};
-use kennel_app::{Nav, Paging};
 use kennel_kernel::Kernel;
 use kennel_kernel::changes::Topic;
 use kennel_kernel::notify::Inbox;
@@ -13,6 +13,14 @@ use kennel_kernel::notify::{NoteFilter, Urgency};
 use serde::Deserialize;
 
 use super::{Cursor, Notice, Operator, PageResult, following, html, list_url, meta, next_page, see_other};
+use crate::routes::{Action, Pages, get, post};
+
+pub fn routes() -> Pages {
+    Pages::new()
+        .route("/inbox", get(page))
+        .route("/inbox/read", post(read, Action::named("inbox.read")))
+        .route("/inbox/unread", get(unread))
+}
 
 /// Notes on one page.
 const PER_PAGE: u32 = 100;
@@ -59,7 +67,7 @@ pub async fn page(
         unread_only,
     };
     let url = list_url("/inbox", &filters, q.cursor.cursor.as_deref());
-    let meta = following(meta(&op, "Inbox", Nav::Inbox, n.flash()), &[Topic::Inbox], url);
+    let meta = following(meta(&op, "Inbox", inbox::SECTION, n.flash()), &[Topic::Inbox], url);
     Ok(html(StatusCode::OK, inbox::render(meta, page)))
 }
 

@@ -4,7 +4,7 @@
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use kennel_app::pages::knowledge::{self, KnowledgePage, View};
-use kennel_app::{Flash, Nav, Paging};
+use kennel_app::{Flash, Paging};
 use kennel_kernel::knowledge::Knowledge;
 use kennel_kernel::knowledge::Walk;
 use kennel_kernel::{ErrorKind, Kernel};
@@ -12,6 +12,11 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::{Cursor, Operator, PageResult, html, meta, next_page};
+use crate::routes::{Pages, get};
+
+pub fn routes() -> Pages {
+    Pages::new().route("/agents/{id}/knowledge", get(page))
+}
 
 /// The entities drawn in the picture of a whole graph, the relations between them, and the
 /// entities listed per page under it.
@@ -47,7 +52,10 @@ pub async fn page(
                     agent_name: agent.name.clone(),
                     view: View::Entity { subgraph, depth },
                 };
-                return Ok(html(status, knowledge::render(meta(&op, title, Nav::Agents, None), page)));
+                return Ok(html(
+                    status,
+                    knowledge::render(meta(&op, title, kennel_app::pages::agents::SECTION, None), page),
+                ));
             }
             // A name typed in the search box that is not there: the whole graph, saying so.
             Err(e) if e.kind == ErrorKind::NotFound => {
@@ -59,7 +67,7 @@ pub async fn page(
     }
     let view = whole(&kernel, agent.id, &cursor).await?;
     let page = KnowledgePage { agent_id: agent.id.to_string(), agent_name: agent.name.clone(), view };
-    Ok(html(status, knowledge::render(meta(&op, title, Nav::Agents, flash), page)))
+    Ok(html(status, knowledge::render(meta(&op, title, kennel_app::pages::agents::SECTION, flash), page)))
 }
 
 async fn whole(kernel: &Kernel, agent: Uuid, cursor: &Cursor) -> kennel_kernel::Result<View> {

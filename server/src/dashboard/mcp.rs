@@ -3,16 +3,22 @@
 
 use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
-use kennel_app::Nav;
 use kennel_app::pages::mcp;
 use kennel_kernel::Kernel;
 use kennel_kernel::mcp::Mcp;
 
 use super::{Notice, Operator, PageResult, html, meta, see_other};
+use crate::routes::{Action, Pages, get, post};
+
+pub fn routes() -> Pages {
+    Pages::new()
+        .route("/mcp", get(page))
+        .route("/mcp/{name}/reconnect", post(reconnect, Action::named("mcp.reconnect")))
+}
 
 pub async fn page(State(kernel): State<Kernel>, Extension(op): Extension<Operator>, notice: Notice) -> PageResult {
     let servers = kernel.service::<Mcp>().servers().iter().map(|s| s.view()).collect();
-    Ok(html(StatusCode::OK, mcp::render(meta(&op, "MCP servers", Nav::Mcp, notice.flash()), servers)))
+    Ok(html(StatusCode::OK, mcp::render(meta(&op, "MCP servers", mcp::SECTION, notice.flash()), servers)))
 }
 
 pub async fn reconnect(

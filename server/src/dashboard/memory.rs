@@ -3,8 +3,8 @@
 
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
+use kennel_app::Paging;
 use kennel_app::pages::memory::{self, MemoryPage};
-use kennel_app::{Nav, Paging};
 use kennel_kernel::Kernel;
 use kennel_kernel::memory::kv::KvStore;
 use kennel_kernel::memory::semantic::SemanticMemory;
@@ -13,6 +13,13 @@ use kennel_kernel::page::PageRequest;
 use serde::Deserialize;
 
 use super::{Operator, PageResult, html, meta, next_page, see_other};
+use crate::routes::{Action, Pages, get, post};
+
+pub fn routes() -> Pages {
+    Pages::new()
+        .route("/agents/{id}/memory", get(page))
+        .route("/agents/{id}/memory/{memory_id}/forget", post(forget, Action::named("memory.forget")))
+}
 
 /// Keys, and memories, on one page.
 const PER_PAGE: u32 = 100;
@@ -70,7 +77,7 @@ pub async fn page(
         agent,
     };
     let title = format!("Memory of {}", page.agent.name);
-    Ok(html(StatusCode::OK, memory::render_memory(meta(&op, title, Nav::Agents, None), page)))
+    Ok(html(StatusCode::OK, memory::render_memory(meta(&op, title, kennel_app::pages::agents::SECTION, None), page)))
 }
 
 /// A position cursor is digits only; anything else is dropped rather than put in a URL.

@@ -23,8 +23,10 @@
 //!   its first 20 schedules with a link to all of them. Number fields of forms and filters are
 //!   read as typed (empty: none), so a bad one is a problem of that field, not a plain-text
 //!   rejection.
-//! - **Navigation is data**: `shell::SECTIONS`, a slice of (section, link, label); signed-in
-//!   pages, the error page included, show it.
+//! - **Navigation is data**: each page module with a section declares it
+//!   (`kennel_app::pages::tasks::SECTION`: link, label), `kennel_app::pages::SECTIONS` lists them
+//!   in order, and a page's `PageMeta.nav` names its current one; signed-in pages, the error
+//!   page included, show it.
 //! - **The Tools inspector at eighty tools** (`pages/tools.rs`): a search box (name, family, tag,
 //!   words: `tool::meta::matches_query`) and an index of the families shown with their counts;
 //!   each tool is one line (`<details>`: name, description, standing) opening to its family,
@@ -203,8 +205,10 @@
 //!   - *Operator-action log* (`actions/`, `server/src/actions.rs`). Every state-changing request
 //!     of a signed-in operator or an API token is written to `operator_actions` before it is
 //!     answered: actor (`operator:NAME`, `token:NAME`, `cli`), action (`agent.stop`,
-//!     `type.update`, `token.revoke`, … named by method and route in one table for both fronts;
-//!     an unnamed route is recorded as `METHOD /route`, never skipped), subject (the path's id or
+//!     `type.update`, `token.revoke`, …, declared with each state-changing route by its family
+//!     (`server/src/routes.rs`: a dashboard `post` takes its `Action`, an API route lists its
+//!     methods' actions, and both fronts use the same names; `Action::Unnamed` routes are
+//!     recorded as `METHOD /route`, never skipped), subject (the path's id or
 //!     name, or what a create's `Location` leads to), outcome (`ok`, the refusal's kind, or the
 //!     status in words for a form sent back) and detail (the notice shown, or the refusal's
 //!     message; both fronts leave a `Refused` on error responses). One layer on each router
@@ -294,17 +298,19 @@ mod tools;
 mod usage;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, Request};
+use axum::extract::Request;
 use axum::http::StatusCode;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use axum::routing::{get, post};
-use kennel_app::{Flash, Nav, PageMeta};
+use axum::routing::get;
+use kennel_app::{Flash, PageMeta, Section};
 use kennel_kernel::changes::Topic;
 use kennel_kernel::page::PageRequest;
 use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
+
+use crate::routes::Pages;
 
 pub use notice::{Notice, Pending as NoticePending};
 pub use session::Operator;
@@ -313,76 +319,12 @@ pub use session::Operator;
 /// operator session, and every POST needs the session's CSRF token. Every response, whatever
 /// answers it, gets the security headers (`headers.rs`).
 pub fn router(kernel: Kernel) -> Router<Kernel> {
-    // An upload's body: the largest file a workspace takes, and room for the form around it.
-    let upload_limit =
-        usize::try_from(kernel.config().workspace.max_file_bytes).unwrap_or(usize::MAX).saturating_add(64 * 1024);
-    let protected = Router::new()
-        .route("/", get(pages::overview))
-        .route("/logout", post(sign_in::logout))
-        .route("/tools", get(tools::page))
-        .route("/tools/{name}/try", get(tools::try_page).post(tools::try_it))
-        .route("/agent-types", get(agent_types::list).post(agent_types::create))
-        .route("/agent-types/{name}", get(agent_types::edit).post(agent_types::save))
-        .route("/agent-types/{name}/toml", post(agent_types::replace_toml))
-        .route("/agent-types/{name}/delete", post(agent_types::delete))
-        .route("/agent-types/{name}/apply", get(agent_types::apply_preview).post(agent_types::apply))
-        .route("/agents", get(agents::list).post(agents::spawn))
-        .route("/agents/{id}", get(agents::page))
-        .route("/agents/{id}/stop", post(agents::stop))
-        .route("/agents/{id}/start", post(agents::start))
-        .route("/agents/{id}/lift", post(agents::lift))
-        .route("/agents/{id}/remove", post(agents::remove))
-        .route("/agents/{id}/grant", post(agents::grant))
-        .route("/agents/{id}/revoke", post(agents::revoke))
-        .route("/agents/{id}/chat", post(agents::chat))
-        .route("/agents/{id}/live", get(agents::live))
-        .route("/agents/{id}/questions/{question_id}", post(agents::answer))
-        .route("/agents/{id}/memory", get(memory::page))
-        .route("/agents/{id}/memory/{memory_id}/forget", post(memory::forget))
-        .route("/agents/{id}/files", post(files::upload).layer(DefaultBodyLimit::max(upload_limit)))
-        .route("/agents/{id}/files/view", get(files::view))
-        .route("/agents/{id}/files/raw", get(files::raw))
-        .route("/agents/{id}/canvas/live", get(canvas::live))
-        .route("/agents/{id}/knowledge", get(knowledge::page))
-        .route("/agents/{id}/browser", get(browser::page))
-        .route("/agents/{id}/processes", get(processes::page))
-        .route("/agents/{id}/processes/{process_id}/kill", post(processes::kill))
-        .route("/canvas", get(canvas::list))
-        .route("/canvas/{agent}/{version}", get(canvas::version))
-        .route("/canvas/{agent}/{version}/frame", get(canvas::frame))
-        .route("/tasks", get(tasks::board).post(tasks::post))
-        .route("/tasks/{id}", get(tasks::detail))
-        .route("/tasks/{id}/reassign", post(tasks::reassign))
-        .route("/tasks/{id}/cancel", post(tasks::cancel))
-        .route("/tasks/{id}/retry", post(tasks::retry))
-        .route("/schedules", get(schedules::list))
-        .route("/schedules/{id}", get(schedules::detail))
-        .route("/schedules/{id}/pause", post(schedules::pause))
-        .route("/schedules/{id}/resume", post(schedules::resume))
-        .route("/schedules/{id}/delete", get(schedules::confirm_delete).post(schedules::delete))
-        .route("/live/changes", get(pages::changes))
-        .route("/usage", get(usage::page))
-        .route("/inbox", get(inbox::page))
-        .route("/inbox/read", post(inbox::read))
-        .route("/inbox/unread", get(inbox::unread))
-        .route("/channels", get(channels::list))
-        .route("/channels/{name}", get(channels::one))
-        .route("/mcp", get(mcp::page))
-        .route("/mcp/{name}/reconnect", post(mcp::reconnect))
-        .route("/skills", get(skills::list))
-        .route("/skills/{name}", get(skills::one).post(skills::save))
-        .route("/skills/{name}/rollback", post(skills::rollback))
-        .route("/skills/{name}/delete", post(skills::delete))
-        .route("/skills/{name}/restore", post(skills::restore))
-        .route("/skill-proposals/{id}/accept", post(skills::accept))
-        .route("/skill-proposals/{id}/reject", post(skills::reject))
-        .route("/audit", get(pages::audit))
-        .route("/audit/actions", get(pages::actions))
-        .route("/cluster", get(cluster::page))
-        .route("/settings", get(pages::settings))
-        .route("/settings/tokens", post(pages::create_token))
-        .route("/settings/tokens/{name}/revoke", post(pages::revoke_token))
-        .layer(middleware::from_fn_with_state(kernel.clone(), crate::actions::record))
+    let (protected, declared) = signed_in(kernel.config().workspace.max_file_bytes).into_parts();
+    let protected = protected
+        .layer(middleware::from_fn_with_state(
+            crate::actions::Log::new(kernel.clone(), declared),
+            crate::actions::record,
+        ))
         .layer(middleware::from_fn_with_state(kernel.clone(), notice::carry))
         .layer(middleware::from_fn(error_pages))
         .layer(middleware::from_fn(session::check_csrf))
@@ -394,6 +336,30 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .route("/public/live.js", get(live_js))
         .merge(protected)
         .layer(middleware::from_fn(headers::security_headers))
+}
+
+/// The pages and forms of a signed-in operator, with their actions, one line per family.
+pub(crate) fn signed_in(max_file_bytes: u64) -> Pages {
+    Pages::new()
+        .merge(pages::routes())
+        .merge(sign_in::routes())
+        .merge(tools::routes())
+        .merge(agent_types::routes())
+        .merge(agents::routes())
+        .merge(memory::routes())
+        .merge(files::routes(max_file_bytes))
+        .merge(canvas::routes())
+        .merge(knowledge::routes())
+        .merge(browser::routes())
+        .merge(processes::routes())
+        .merge(tasks::routes())
+        .merge(schedules::routes())
+        .merge(usage::routes())
+        .merge(inbox::routes())
+        .merge(channels::routes())
+        .merge(mcp::routes())
+        .merge(skills::routes())
+        .merge(cluster::routes())
 }
 
 // The assets are embedded in the binary; `no-cache` makes a browser ask again, so a new
@@ -412,11 +378,17 @@ async fn live_js() -> impl IntoResponse {
     )
 }
 
-/// The page frame for a signed-in operator.
-pub fn meta(op: &Operator, title: impl Into<String>, nav: Nav, flash: Option<Flash>) -> PageMeta {
+/// The page frame for a signed-in operator; `nav` is its section of the navigation (`None`:
+/// none is current).
+pub fn meta(
+    op: &Operator,
+    title: impl Into<String>,
+    nav: impl Into<Option<Section>>,
+    flash: Option<Flash>,
+) -> PageMeta {
     PageMeta {
         title: title.into(),
-        nav,
+        nav: nav.into(),
         operator: Some(op.name.clone()),
         csrf: op.csrf.clone(),
         flash,
@@ -485,7 +457,7 @@ async fn error_pages(req: Request, next: Next) -> Response {
 /// An error with no form to show it next to: its own page, with the API's status code.
 fn error_page(op: &Operator, e: &Error) -> Response {
     let title = kind_in_words(e.kind.as_str());
-    let page = kennel_app::pages::error::render(meta(op, title.clone(), Nav::None, None), &title, &e.message);
+    let page = kennel_app::pages::error::render(meta(op, title.clone(), None, None), &title, &e.message);
     html(crate::status::status_for(e.kind), page)
 }
 
@@ -521,7 +493,7 @@ pub async fn not_found(axum::extract::State(kernel): axum::extract::State<Kernel
         None => {
             let meta = PageMeta {
                 title: "Not found".into(),
-                nav: Nav::None,
+                nav: None,
                 operator: None,
                 csrf: String::new(),
                 flash: None,
@@ -585,5 +557,22 @@ pub fn field_errors(e: &Error, fallback_field: &str) -> Vec<kennel_kernel::error
         vec![kennel_kernel::error::FieldError { field: fallback_field.into(), message: e.message.clone() }]
     } else {
         e.fields.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every form's route declares what it is in the operator-action log (a name, `Logged` or
+    /// `Unnamed`; `routes.rs`), so none is added without one.
+    #[test]
+    fn every_state_changing_route_declares_its_action() {
+        let (served, declared) = signed_in(0).served();
+        let changing: Vec<_> = served.into_iter().filter(|(method, _)| crate::routes::changes(method)).collect();
+        for (method, path) in &changing {
+            assert!(declared.declares(method, path), "{method} {path} declares no action");
+        }
+        assert!(changing.len() > 30, "{changing:?}");
     }
 }

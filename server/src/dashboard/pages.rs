@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::response::Response;
 use kennel_app::pages::{audit, overview, settings};
-use kennel_app::{Flash, Nav, Paging};
+use kennel_app::{Flash, Paging};
 use kennel_kernel::actions::ActionFilter;
 use kennel_kernel::changes::Topic;
 use kennel_kernel::status::AgentCounts;
@@ -15,6 +15,18 @@ use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
 
 use super::{Cursor, Notice, Operator, PageResult, following, html, meta, next_page, see_other};
+use crate::routes::{Action, Pages, get, post};
+
+pub fn routes() -> Pages {
+    Pages::new()
+        .route("/", get(overview))
+        .route("/live/changes", get(changes))
+        .route("/audit", get(audit))
+        .route("/audit/actions", get(actions))
+        .route("/settings", get(settings))
+        .route("/settings/tokens", post(create_token, Action::named("token.create")))
+        .route("/settings/tokens/{name}/revoke", post(revoke_token, Action::named("token.revoke")))
+}
 
 pub async fn overview(State(kernel): State<Kernel>, Extension(op): Extension<Operator>, n: Notice) -> PageResult {
     let recent_calls = kernel.audit().recent(10).await?;
@@ -41,7 +53,7 @@ pub async fn overview(State(kernel): State<Kernel>, Extension(op): Extension<Ope
         providers,
         activity: kernel.activity().await?,
     };
-    let meta = following(meta(&op, "Overview", Nav::Overview, n.flash()), &Topic::ALL, "/");
+    let meta = following(meta(&op, "Overview", overview::SECTION, n.flash()), &Topic::ALL, "/");
     Ok(html(StatusCode::OK, overview::render(meta, page)))
 }
 
@@ -71,7 +83,7 @@ pub async fn audit(
     let kept_days = kernel.config().retention.audit_days;
     let page =
         audit::AuditPage { records: records.items, paging, agents: kernel.agents().list(), agent, tool, kept_days };
-    Ok(html(StatusCode::OK, audit::render(meta(&op, "Audit", Nav::Audit, None), page)))
+    Ok(html(StatusCode::OK, audit::render(meta(&op, "Audit", audit::SECTION, None), page)))
 }
 
 #[derive(Deserialize)]
@@ -96,11 +108,11 @@ pub async fn actions(
         [("actor", filter.actor.clone().unwrap_or_default()), ("action", filter.action.clone().unwrap_or_default())];
     let paging = Paging { total: records.total, next: next_page("/audit/actions", &filters, records.next.as_deref()) };
     let page = audit::ActionsPage { records: records.items, paging, actor: filter.actor, action: filter.action };
-    Ok(html(StatusCode::OK, audit::render_actions(meta(&op, "Operator actions", Nav::Audit, None), page)))
+    Ok(html(StatusCode::OK, audit::render_actions(meta(&op, "Operator actions", audit::SECTION, None), page)))
 }
 
 fn settings_page(op: &Operator, status: StatusCode, page: settings::Settings, flash: Option<Flash>) -> Response {
-    html(status, settings::render(meta(op, "Settings", Nav::Settings, flash), page))
+    html(status, settings::render(meta(op, "Settings", settings::SECTION, flash), page))
 }
 
 pub async fn settings(State(kernel): State<Kernel>, Extension(op): Extension<Operator>, n: Notice) -> PageResult {

@@ -3,13 +3,19 @@
 
 use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
-use kennel_app::Nav;
 use kennel_app::pages::processes::{self, ProcessesPage};
 use kennel_kernel::Kernel;
 use kennel_kernel::process::Processes;
 use kennel_kernel::process::{Signal, describe};
 
 use super::{Notice, Operator, PageResult, html, meta, see_other};
+use crate::routes::{Action, Pages, get, post};
+
+pub fn routes() -> Pages {
+    Pages::new()
+        .route("/agents/{id}/processes", get(page))
+        .route("/agents/{id}/processes/{process_id}/kill", post(kill, Action::named("process.kill")))
+}
 
 pub async fn page(
     State(kernel): State<Kernel>,
@@ -24,7 +30,7 @@ pub async fn page(
         processes: kernel.service::<Processes>().list(agent.id),
         kept_days: kernel.config().retention.processes_days,
     };
-    let meta = meta(&op, format!("{} · processes", agent.name), Nav::Agents, notice.flash());
+    let meta = meta(&op, format!("{} · processes", agent.name), kennel_app::pages::agents::SECTION, notice.flash());
     Ok(html(StatusCode::OK, processes::render(meta, page)))
 }
 

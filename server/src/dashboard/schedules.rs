@@ -6,8 +6,8 @@ use axum::Form;
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
+use kennel_app::Paging;
 use kennel_app::pages::schedules::{self, ConfirmDelete, Detail, List};
-use kennel_app::{Nav, Paging};
 use kennel_kernel::changes::Topic;
 use kennel_kernel::schedule::Schedules;
 use kennel_kernel::schedule::{self as schedule, Schedule, ScheduleFilter};
@@ -15,6 +15,16 @@ use kennel_kernel::{ErrorKind, Kernel};
 use serde::Deserialize;
 
 use super::{Cursor, Notice, Operator, PageResult, following, html, list_url, meta, next_page, see_other};
+use crate::routes::{Action, Pages, get, post};
+
+pub fn routes() -> Pages {
+    Pages::new()
+        .route("/schedules", get(list))
+        .route("/schedules/{id}", get(detail))
+        .route("/schedules/{id}/pause", post(pause, Action::named("schedule.pause")))
+        .route("/schedules/{id}/resume", post(resume, Action::named("schedule.resume")))
+        .route("/schedules/{id}/delete", get(confirm_delete).post(delete, Action::named("schedule.delete")))
+}
 
 /// Schedules on one page of the list.
 const PER_PAGE: u32 = 200;
@@ -45,7 +55,7 @@ pub async fn list(
     };
     let flash = n.flash();
     let url = list_url("/schedules", &[("agent", page.agent.clone())], q.cursor.cursor.as_deref());
-    let meta = following(meta(&op, "Schedules", Nav::Schedules, flash), &[Topic::Schedules, Topic::Agents], url);
+    let meta = following(meta(&op, "Schedules", schedules::SECTION, flash), &[Topic::Schedules, Topic::Agents], url);
     Ok(html(StatusCode::OK, schedules::render_list(meta, page)))
 }
 
@@ -59,7 +69,8 @@ pub async fn detail(
     let fires = kernel.service::<Schedules>().fires(&id, 50).await?;
     let title = format!("Schedule {}", schedule.short_id());
     let page = Detail { agent: kernel.agents().name_of(&schedule.agent_id), schedule, fires };
-    let meta = following(meta(&op, title, Nav::Schedules, n.flash()), &[Topic::Schedules], format!("/schedules/{id}"));
+    let meta =
+        following(meta(&op, title, schedules::SECTION, n.flash()), &[Topic::Schedules], format!("/schedules/{id}"));
     Ok(html(StatusCode::OK, schedules::render_detail(meta, page)))
 }
 
@@ -100,7 +111,7 @@ fn confirm_page(
 ) -> Response {
     let title = format!("Delete schedule {}", schedule.short_id());
     let page = ConfirmDelete { agent: kernel.agents().name_of(&schedule.agent_id), schedule, error };
-    html(status, schedules::render_confirm_delete(meta(op, title, Nav::Schedules, None), page))
+    html(status, schedules::render_confirm_delete(meta(op, title, schedules::SECTION, None), page))
 }
 
 #[derive(Deserialize)]

@@ -8,14 +8,19 @@ use axum::extract::{ConnectInfo, Extension, Query, State};
 use axum::http::header::SET_COOKIE;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
+use kennel_app::PageMeta;
 use kennel_app::pages::sign_in::{self, SignIn};
-use kennel_app::{Nav, PageMeta};
 use kennel_kernel::auth::SIGN_IN_FORM_SECS;
 use kennel_kernel::{ErrorKind, Kernel};
 use serde::Deserialize;
 
 use super::session::{self, Operator, PRE_AUTH_COOKIE, cleared_session_cookie, cookie, csrf_refused, session_cookie};
 use super::site::{self, OwnSite};
+use crate::routes::{Action, Pages, post};
+
+pub fn routes() -> Pages {
+    Pages::new().route("/logout", post(logout, Action::Logged))
+}
 
 #[derive(Deserialize)]
 pub struct Credentials {
@@ -47,7 +52,7 @@ fn sign_in_page(kernel: &Kernel, headers: &HeaderMap, status: StatusCode, page: 
     let title = if page.setup { "Set up" } else { "Sign in" };
     let meta = PageMeta {
         title: title.into(),
-        nav: Nav::None,
+        nav: None,
         operator: None,
         csrf: token.clone(),
         flash: None,

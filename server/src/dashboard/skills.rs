@@ -5,7 +5,6 @@
 use axum::Form;
 use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
-use kennel_app::Nav;
 use kennel_app::pages::skills::{self, SkillForm, SkillPage};
 use kennel_kernel::Kernel;
 use kennel_kernel::error::FieldError;
@@ -15,12 +14,24 @@ use kennel_kernel::tool::Caller;
 use serde::Deserialize;
 
 use super::{Notice, Operator, PageResult, field_errors, html, meta, see_other};
+use crate::routes::{Action, Pages, get, post};
+
+pub fn routes() -> Pages {
+    Pages::new()
+        .route("/skills", get(list))
+        .route("/skills/{name}", get(one).post(save, Action::named("skill.update")))
+        .route("/skills/{name}/rollback", post(rollback, Action::named("skill.rollback")))
+        .route("/skills/{name}/delete", post(delete, Action::named("skill.delete")))
+        .route("/skills/{name}/restore", post(restore, Action::named("skill.restore")))
+        .route("/skill-proposals/{id}/accept", post(accept, Action::named("skill.accept")))
+        .route("/skill-proposals/{id}/reject", post(reject, Action::named("skill.reject")))
+}
 
 pub async fn list(State(kernel): State<Kernel>, Extension(op): Extension<Operator>, n: Notice) -> PageResult {
     let all = kernel.service::<Skills>().list().await?;
     let pending = kernel.service::<Skills>().proposals(Some(ProposalState::Pending), None).await?;
     let deleted = kernel.service::<Skills>().deleted().await?;
-    let meta = meta(&op, "Skills", Nav::Skills, n.flash());
+    let meta = meta(&op, "Skills", skills::SECTION, n.flash());
     Ok(html(
         StatusCode::OK,
         skills::render_list(meta, all, pending, deleted, kernel.config().retention.deleted_skills_days),
@@ -57,7 +68,7 @@ async fn skill_page(
         history,
         errors,
     };
-    Ok(html(status, skills::render_skill(meta(op, title, Nav::Skills, n.flash()), page)))
+    Ok(html(status, skills::render_skill(meta(op, title, skills::SECTION, n.flash()), page)))
 }
 
 #[derive(Deserialize)]

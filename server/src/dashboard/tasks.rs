@@ -3,8 +3,8 @@
 use axum::Form;
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
+use kennel_app::Paging;
 use kennel_app::pages::tasks::{self, Board, Detail, PostForm};
-use kennel_app::{Nav, Paging};
 use kennel_kernel::changes::Topic;
 use kennel_kernel::error::FieldError;
 use kennel_kernel::session::Origin;
@@ -17,6 +17,16 @@ use serde::Deserialize;
 use super::{
     Cursor, Notice, Operator, PageResult, field_errors, following, html, list_url, meta, next_page, see_other,
 };
+use crate::routes::{Action, Pages, get, post};
+
+pub fn routes() -> Pages {
+    Pages::new()
+        .route("/tasks", get(board).post(post_task, Action::named("task.post")))
+        .route("/tasks/{id}", get(detail))
+        .route("/tasks/{id}/reassign", post(reassign, Action::named("task.reassign")))
+        .route("/tasks/{id}/cancel", post(cancel, Action::named("task.cancel")))
+        .route("/tasks/{id}/retry", post(retry, Action::named("task.retry")))
+}
 
 /// Tasks on one page of the board.
 const PER_PAGE: u32 = 200;
@@ -59,7 +69,7 @@ async fn board_page(
         min_priority: min_priority.unwrap_or(0),
         post,
     };
-    let meta = meta(op, "Task board", Nav::Tasks, n.flash());
+    let meta = meta(op, "Task board", tasks::SECTION, n.flash());
     let meta = following(meta, &[Topic::Tasks, Topic::Agents], refresh_url);
     Ok(html(status, tasks::render_board(meta, page)))
 }
@@ -103,7 +113,7 @@ fn whole_number(field: &str, text: &str) -> Result<Option<i64>, Error> {
 
 /// Posts a task; a refused one shows the board again with the form as sent and each problem
 /// next to its field.
-pub async fn post(
+pub async fn post_task(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
     Form(f): Form<PostFields>,
@@ -151,7 +161,7 @@ pub async fn detail(
     let wake_ups = kernel.sessions().of_origin(&woke).await?;
     let title = task.title.clone();
     let page = Detail { task, history, wake_ups, agents: kernel.agents().list() };
-    let meta = following(meta(&op, title, Nav::Tasks, n.flash()), &[Topic::Tasks], format!("/tasks/{id}"));
+    let meta = following(meta(&op, title, tasks::SECTION, n.flash()), &[Topic::Tasks], format!("/tasks/{id}"));
     Ok(html(StatusCode::OK, tasks::render_detail(meta, page)))
 }
 

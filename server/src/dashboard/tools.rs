@@ -4,7 +4,6 @@ use axum::Form;
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use kennel_app::Nav;
 use kennel_app::pages::tools::{self, STANDINGS, ToolsPage, TryResult};
 use kennel_kernel::tool::CallContext;
 use kennel_kernel::tool::meta::matches_query;
@@ -12,6 +11,11 @@ use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
 
 use super::{Notice, Operator, PageResult, html, meta};
+use crate::routes::{Action, Pages, get};
+
+pub fn routes() -> Pages {
+    Pages::new().route("/tools", get(page)).route("/tools/{name}/try", get(try_page).post(try_it, Action::Logged))
+}
 
 #[derive(Debug, Default, Deserialize)]
 pub struct ToolsQuery {
@@ -74,7 +78,7 @@ pub fn tools_page(kernel: &Kernel, op: &Operator, q: ToolsQuery, outcome: Outcom
     };
     let notice = outcome.notice;
     let status = outcome.status.unwrap_or(StatusCode::OK);
-    Ok(html(status, tools::render(meta(op, "Tools", Nav::Tools, notice.flash()), page)))
+    Ok(html(status, tools::render(meta(op, "Tools", tools::SECTION, notice.flash()), page)))
 }
 
 pub async fn page(

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Extension, Path, State};
+use axum::http::Method;
 use axum::http::{StatusCode, header::LOCATION};
 use axum::response::{IntoResponse, Response};
 use kennel_kernel::Kernel;
@@ -17,30 +18,29 @@ use kennel_kernel::tool::{CallContext, EffectiveTool};
 use kennel_kernel::turn::{AgentEvent, TurnRequest, TurnResult};
 use serde::Deserialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::auth::Bearer;
 use super::body::{JsonBody, QueryParams};
 use super::error::ApiResult;
 use super::page::PageParams;
+use crate::routes::{Action, Api};
 
-pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
-    vec![
-        routes!(list_agents, spawn_agent),
-        routes!(get_agent, remove_agent),
-        routes!(stop_agent),
-        routes!(start_agent),
-        routes!(lift_pause),
-        routes!(set_capabilities),
-        routes!(agent_tools),
-        routes!(invoke_tool),
-        routes!(list_sessions, create_session),
-        routes!(send_message),
-        routes!(agent_events),
-        routes!(session_messages),
-        routes!(get_session),
-    ]
+pub fn routes() -> Api {
+    Api::new()
+        .route(routes!(list_agents, spawn_agent), &[(Method::POST, Action::named("agent.spawn"))])
+        .route(routes!(get_agent, remove_agent), &[(Method::DELETE, Action::named("agent.delete"))])
+        .route(routes!(stop_agent), &[(Method::POST, Action::named("agent.stop"))])
+        .route(routes!(start_agent), &[(Method::POST, Action::named("agent.start"))])
+        .route(routes!(lift_pause), &[(Method::POST, Action::Unnamed)])
+        .route(routes!(set_capabilities), &[(Method::PUT, Action::named("agent.grants"))])
+        .route(routes!(agent_tools), &[])
+        .route(routes!(invoke_tool), &[(Method::POST, Action::Logged)])
+        .route(routes!(list_sessions, create_session), &[(Method::POST, Action::Logged)])
+        .route(routes!(send_message), &[(Method::POST, Action::Logged)])
+        .route(routes!(agent_events), &[])
+        .route(routes!(session_messages), &[])
+        .route(routes!(get_session), &[])
 }
 
 #[derive(Deserialize, ToSchema)]

@@ -6,13 +6,13 @@ use axum::extract::{Path, State};
 use kennel_kernel::Kernel;
 use kennel_kernel::browser::Browsers;
 use kennel_kernel::browser::TabView;
-use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::error::ApiResult;
+use crate::routes::Api;
 
-pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
-    vec![routes!(tabs)]
+pub fn routes() -> Api {
+    Api::new().route(routes!(tabs), &[])
 }
 
 /// The agent's open tabs (empty when it has none, or `[browser]` is not configured).

@@ -15,10 +15,10 @@ use kennel_kernel::channel::Channels;
 use kennel_kernel::channel::platform::{WebhookReply, WebhookRequest};
 use kennel_kernel::channel::{ChannelDetail, ChannelInfo};
 use serde_json::json;
-use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::error::{ApiError, ApiResult};
+use crate::routes::Api;
 
 /// Messages shown per channel as recent traffic, each way.
 const TRAFFIC: i64 = 50;
@@ -41,8 +41,8 @@ async fn inbound(
     })
 }
 
-pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
-    vec![routes!(all_channels), routes!(one_channel)]
+pub fn routes() -> Api {
+    Api::new().route(routes!(all_channels), &[]).route(routes!(one_channel), &[])
 }
 
 /// Every configured channel and how it is connected.

@@ -6,13 +6,13 @@ use axum::extract::State;
 use kennel_kernel::Kernel;
 use kennel_kernel::cluster::Overview;
 use kennel_kernel::status::DaemonStatus;
-use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::error::ApiResult;
+use crate::routes::Api;
 
-pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
-    vec![routes!(status), routes!(cluster)]
+pub fn routes() -> Api {
+    Api::new().route(routes!(status), &[]).route(routes!(cluster), &[])
 }
 
 /// The daemon's version and uptime, its agents by state and its model use today.

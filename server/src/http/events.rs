@@ -2,19 +2,20 @@
 
 use axum::Json;
 use axum::extract::{Extension, State};
+use axum::http::Method;
 use kennel_kernel::Kernel;
 use kennel_kernel::event::{Origin, Published, publish};
 use serde::Deserialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::auth::Bearer;
 use super::body::JsonBody;
 use super::error::ApiResult;
+use crate::routes::{Action, Api};
 
-pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
-    vec![routes!(publish_event)]
+pub fn routes() -> Api {
+    Api::new().route(routes!(publish_event), &[(Method::POST, Action::named("event.publish"))])
 }
 
 #[derive(Deserialize, ToSchema)]

@@ -3,6 +3,7 @@
 
 use axum::Json;
 use axum::extract::{Extension, State};
+use axum::http::Method;
 use axum::response::Response;
 use kennel_kernel::Kernel;
 use kennel_kernel::notify::Inbox;
@@ -11,16 +12,19 @@ use kennel_kernel::page::NumberCursor;
 use kennel_kernel::page::PageQuery;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
-use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::auth::Bearer;
 use super::body::{JsonBody, QueryParams};
 use super::error::ApiResult;
 use super::page::PageParams;
+use crate::routes::{Action, Api};
 
-pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
-    vec![routes!(list_notes), routes!(mark_notes_read), routes!(unread_notes)]
+pub fn routes() -> Api {
+    Api::new()
+        .route(routes!(list_notes), &[])
+        .route(routes!(mark_notes_read), &[(Method::POST, Action::named("inbox.read"))])
+        .route(routes!(unread_notes), &[])
 }
 
 /// Notes, newest first, with whether this token has read each.

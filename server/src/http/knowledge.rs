@@ -11,15 +11,15 @@ use kennel_kernel::page::NumberCursor;
 use kennel_kernel::page::PageQuery;
 use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
-use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::body::QueryParams;
 use super::error::ApiResult;
 use super::page::PageParams;
+use crate::routes::Api;
 
-pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
-    vec![routes!(entities), routes!(relations), routes!(query)]
+pub fn routes() -> Api {
+    Api::new().route(routes!(entities), &[]).route(routes!(relations), &[]).route(routes!(query), &[])
 }
 
 /// The agent's entities, oldest first.

@@ -3,16 +3,20 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
+use axum::http::Method;
 use kennel_kernel::Kernel;
 use kennel_kernel::mcp::Mcp;
 use kennel_kernel::mcp::{McpReload, ServerView};
-use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::error::ApiResult;
+use crate::routes::{Action, Api};
 
-pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
-    vec![routes!(mcp_servers), routes!(reconnect_mcp_server), routes!(reload_config)]
+pub fn routes() -> Api {
+    Api::new()
+        .route(routes!(mcp_servers), &[])
+        .route(routes!(reconnect_mcp_server), &[(Method::POST, Action::named("mcp.reconnect"))])
+        .route(routes!(reload_config), &[(Method::POST, Action::named("config.reload"))])
 }
 
 /// Every configured MCP server: its state, the tools it offers (with the names the model sees

@@ -17,11 +17,18 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use super::auth::Bearer;
 use super::error::ApiError;
 use crate::live::Holder;
+use crate::routes::{Action, Api};
 
 type Service = Arc<StreamableHttpService<AgentTools, LocalSessionManager>>;
 
+/// The endpoint, which the OpenAPI document does not describe (MCP describes itself): its
+/// messages are not operator actions (the tool calls among them are in the audit log).
+pub fn routes(kernel: &Kernel) -> Api {
+    Api::new().undocumented("/api/agents/{id}/mcp", route(kernel), Action::Logged)
+}
+
 /// The route, with the one service every session of every agent goes through.
-pub fn route(kernel: &Kernel) -> MethodRouter<Kernel> {
+fn route(kernel: &Kernel) -> MethodRouter<Kernel> {
     let tools = AgentTools::new(kernel.clone());
     // Every request carries an API token, which a page rebinding a name to this address
     // cannot know: the SDK's Host check (for unauthenticated local servers) would only refuse

@@ -5,6 +5,7 @@
 
 use axum::Json;
 use axum::extract::{Extension, Path, State};
+use axum::http::Method;
 use axum::response::Response;
 use kennel_kernel::Kernel;
 use kennel_kernel::memory::kv::KvStore;
@@ -15,7 +16,6 @@ use kennel_kernel::page::PageQuery;
 use kennel_kernel::page::{IdCursor, PositionCursor};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
-use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
@@ -23,16 +23,19 @@ use super::auth::Bearer;
 use super::body::{JsonBody, QueryParams};
 use super::error::ApiResult;
 use super::page::PageParams;
+use crate::routes::{Action, Api};
 
-pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
-    vec![
-        routes!(list_kv),
-        routes!(get_kv, put_kv, delete_kv),
-        routes!(list_semantic, add_semantic),
-        routes!(search_semantic),
-        routes!(semantic_stats),
-        routes!(forget_semantic),
-    ]
+pub fn routes() -> Api {
+    Api::new()
+        .route(routes!(list_kv), &[])
+        .route(
+            routes!(get_kv, put_kv, delete_kv),
+            &[(Method::PUT, Action::named("memory.store")), (Method::DELETE, Action::named("memory.remove"))],
+        )
+        .route(routes!(list_semantic, add_semantic), &[(Method::POST, Action::named("memory.add"))])
+        .route(routes!(search_semantic), &[])
+        .route(routes!(semantic_stats), &[])
+        .route(routes!(forget_semantic), &[(Method::DELETE, Action::named("memory.forget"))])
 }
 
 /// The agent's keys with their values, in byte order of the keys.

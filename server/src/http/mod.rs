@@ -6,8 +6,9 @@
 //!
 //! ## The REST contract
 //!
-//! - **One way to add a route.** Each REST module exposes `routes() -> Vec<UtoipaMethodRouter>`
-//!   (`routes!` over handlers with `#[utoipa::path]`); `http/mod.rs` lists the modules
+//! - **One way to add a route.** Each REST module exposes `routes() -> routes::Api`
+//!   (`routes!` over handlers with `#[utoipa::path]`, each with the operator-action name of its
+//!   state-changing methods: `server/src/routes.rs`); `http/mod.rs` merges the modules
 //!   (`api_routes`), and the router is folded from that list alone, each route added to the
 //!   router and the document together. Unit tests read the same list: its routes are exactly the
 //!   finished document's operations, and no schema name comes with two different schemas
@@ -118,46 +119,49 @@ mod workflows;
 use axum::Router;
 use axum::middleware;
 use kennel_kernel::Kernel;
-use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::routes::Api;
 
 pub use auth::Bearer;
 pub use error::ApiError;
 
-/// Every documented API route, one line per front module.
-fn api_routes() -> impl Iterator<Item = UtoipaMethodRouter<Kernel>> {
-    [
-        templates::routes(),
-        agents::routes(),
-        tools::routes(),
-        events::routes(),
-        workflows::routes(),
-        tasks::routes(),
-        memory::routes(),
-        schedules::routes(),
-        usage::routes(),
-        knowledge::routes(),
-        skills::routes(),
-        channels::routes(),
-        inbox::routes(),
-        questions::routes(),
-        browser::routes(),
-        processes::routes(),
-        mcp::routes(),
-        daemon::routes(),
-        openapi::routes(),
-    ]
-    .into_iter()
-    .flatten()
+/// Every documented API route and its actions, one line per front module.
+pub(crate) fn api_routes() -> Api {
+    Api::new()
+        .merge(templates::routes())
+        .merge(agents::routes())
+        .merge(tools::routes())
+        .merge(events::routes())
+        .merge(workflows::routes())
+        .merge(tasks::routes())
+        .merge(memory::routes())
+        .merge(schedules::routes())
+        .merge(usage::routes())
+        .merge(knowledge::routes())
+        .merge(skills::routes())
+        .merge(channels::routes())
+        .merge(inbox::routes())
+        .merge(questions::routes())
+        .merge(browser::routes())
+        .merge(processes::routes())
+        .merge(mcp::routes())
+        .merge(daemon::routes())
+        .merge(openapi::routes())
 }
 
 /// The REST API (token-protected except `/healthz`), A2A and health, with the OpenAPI document.
 pub fn router(kernel: Kernel) -> Router<Kernel> {
-    let routes = api_routes().fold(OpenApiRouter::with_openapi(openapi::base()), OpenApiRouter::routes);
+    let (documented, undocumented, declared) = api_routes().merge(mcp_server::routes(&kernel)).into_parts();
+    let routes = documented.into_iter().fold(OpenApiRouter::with_openapi(openapi::base()), OpenApiRouter::routes);
     let (api, document) = routes.split_for_parts();
     let api = api
-        .route("/api/agents/{id}/mcp", mcp_server::route(&kernel))
+        .merge(undocumented)
         .layer(axum::Extension(openapi::Document::new(&document)))
-        .layer(middleware::from_fn_with_state(kernel.clone(), crate::actions::record))
+        .layer(middleware::from_fn_with_state(
+            crate::actions::Log::new(kernel.clone(), declared),
+            crate::actions::record,
+        ))
         .layer(middleware::from_fn_with_state(kernel, auth::require_token));
     Router::new()
         .merge(api)
@@ -186,13 +190,20 @@ pub async fn not_found() -> ApiError {
 mod tests {
     use std::collections::{BTreeMap, BTreeSet};
 
+    use utoipa_axum::router::UtoipaMethodRouter;
+
     use super::*;
+
+    /// The routes of the OpenAPI document.
+    fn documented() -> impl Iterator<Item = UtoipaMethodRouter<Kernel>> {
+        api_routes().into_parts().0.into_iter()
+    }
 
     /// `(path, method)` of every route `api_routes` adds: what the router serves, since routes
     /// reach it only through `api_routes` (`router` folds them in).
     fn served() -> BTreeSet<(String, String)> {
         let mut served = BTreeSet::new();
-        for (_, paths, _) in api_routes() {
+        for (_, paths, _) in documented() {
             for (path, item) in &paths.paths {
                 served.extend(openapi::methods(item).into_iter().map(|m| (path.clone(), m)));
             }
@@ -205,7 +216,7 @@ mod tests {
     /// is served by the running daemon is `openapi::every_documented_operation_is_served`.)
     #[test]
     fn the_document_lists_every_route_the_router_serves() {
-        let routes = api_routes().fold(OpenApiRouter::with_openapi(openapi::base()), OpenApiRouter::routes);
+        let routes = documented().fold(OpenApiRouter::with_openapi(openapi::base()), OpenApiRouter::routes);
         let document = openapi::finish(serde_json::to_value(routes.split_for_parts().1).unwrap());
         let mut documented = BTreeSet::new();
         for (path, item) in document["paths"].as_object().unwrap() {
@@ -220,7 +231,7 @@ mod tests {
     /// modules' `list` would clash, and a client generator or the contract run refuses that).
     #[test]
     fn no_two_operations_share_an_id() {
-        let routes = api_routes().fold(OpenApiRouter::with_openapi(openapi::base()), OpenApiRouter::routes);
+        let routes = documented().fold(OpenApiRouter::with_openapi(openapi::base()), OpenApiRouter::routes);
         let document = serde_json::to_value(routes.split_for_parts().1).unwrap();
         let mut seen = BTreeMap::new();
         for (path, item) in document["paths"].as_object().unwrap() {
@@ -235,13 +246,25 @@ mod tests {
         assert!(seen.len() > 30, "{seen:?}");
     }
 
+    /// Every state-changing operation declares what it is in the operator-action log (a name,
+    /// `Logged` or `Unnamed`; `routes.rs`), so none is added without one.
+    #[test]
+    fn every_state_changing_operation_declares_its_action() {
+        let (served, declared) = api_routes().served();
+        let changing: Vec<_> = served.into_iter().filter(|(method, _)| crate::routes::changes(method)).collect();
+        for (method, path) in &changing {
+            assert!(declared.declares(method, path), "{method} {path} declares no action");
+        }
+        assert!(changing.len() > 30, "{changing:?}");
+    }
+
     /// No two schemas share a name: utoipa keeps the last one registered under a name, so a
     /// clash would describe one type's responses with another's schema.
     #[test]
     fn no_two_schemas_share_a_name() {
         let mut seen: BTreeMap<String, serde_json::Value> = BTreeMap::new();
         let mut clashes = BTreeSet::new();
-        for (schemas, _, _) in api_routes() {
+        for (schemas, _, _) in documented() {
             for (name, schema) in schemas {
                 let schema = serde_json::to_value(schema).unwrap();
                 match seen.get(&name) {

@@ -12,9 +12,9 @@ use axum::response::IntoResponse;
 use kennel_kernel::{ErrorKind, Kernel};
 use serde_json::{Value, json};
 use utoipa::OpenApi;
-use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
+use crate::routes::Api;
 use crate::status::{meaning, status_for, status_table};
 
 #[derive(OpenApi)]
@@ -32,8 +32,8 @@ use crate::status::{meaning, status_for, status_table};
 )]
 struct ApiDoc;
 
-pub(super) fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
-    vec![routes!(openapi_json), routes!(healthz)]
+pub(super) fn routes() -> Api {
+    Api::new().route(routes!(openapi_json), &[]).route(routes!(healthz), &[])
 }
 
 /// The document every route starts from (info, the error body, global security).

@@ -3,19 +3,23 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
+use axum::http::Method;
 use kennel_kernel::Kernel;
 use kennel_kernel::process::Processes;
 use kennel_kernel::process::{ProcessView, Signal};
 use serde::Deserialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::body::JsonBody;
 use super::error::ApiResult;
+use crate::routes::{Action, Api};
 
-pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
-    vec![routes!(list), routes!(get_one), routes!(kill)]
+pub fn routes() -> Api {
+    Api::new()
+        .route(routes!(list), &[])
+        .route(routes!(get_one), &[])
+        .route(routes!(kill), &[(Method::POST, Action::named("process.kill"))])
 }
 
 /// The agent's processes: running ones and those ended in the last 15 minutes, oldest first,

@@ -3,19 +3,20 @@
 
 use axum::Json;
 use axum::extract::{Extension, Path, State};
+use axum::http::Method;
 use kennel_kernel::Kernel;
 use kennel_kernel::ask::Question;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
-use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::auth::Bearer;
 use super::body::{JsonBody, QueryParams};
 use super::error::ApiResult;
+use crate::routes::{Action, Api};
 
-pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
-    vec![routes!(waiting_questions), routes!(answer_question)]
+pub fn routes() -> Api {
+    Api::new().route(routes!(waiting_questions), &[]).route(routes!(answer_question), &[(Method::POST, Action::Logged)])
 }
 
 #[derive(Deserialize, IntoParams)]

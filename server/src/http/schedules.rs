@@ -4,6 +4,7 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
+use axum::http::Method;
 use axum::response::Response;
 use kennel_kernel::page::IdCursor;
 use kennel_kernel::page::PageQuery;
@@ -12,20 +13,19 @@ use kennel_kernel::schedule::{Fire, Schedule, ScheduleFilter};
 use kennel_kernel::{Error, Kernel};
 use serde::Serialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::body::QueryParams;
 use super::error::ApiResult;
 use super::page::PageParams;
+use crate::routes::{Action, Api};
 
-pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
-    vec![
-        routes!(list_schedules),
-        routes!(get_schedule, delete_schedule),
-        routes!(pause_schedule),
-        routes!(resume_schedule),
-    ]
+pub fn routes() -> Api {
+    Api::new()
+        .route(routes!(list_schedules), &[])
+        .route(routes!(get_schedule, delete_schedule), &[(Method::DELETE, Action::named("schedule.delete"))])
+        .route(routes!(pause_schedule), &[(Method::POST, Action::named("schedule.pause"))])
+        .route(routes!(resume_schedule), &[(Method::POST, Action::named("schedule.resume"))])
 }
 
 /// A schedule with its owner's name.

@@ -6,6 +6,7 @@
 
 use axum::Json;
 use axum::extract::{Extension, Path, State};
+use axum::http::Method;
 use axum::http::{StatusCode, header::LOCATION};
 use axum::response::{IntoResponse, Response};
 use kennel_kernel::Kernel;
@@ -14,27 +15,32 @@ use kennel_kernel::skills::Skills;
 use kennel_kernel::skills::{Actor, Evolved, HistoryEntry, Manifest, Proposal, ProposalState, Skill};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
-use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::auth::Bearer;
 use super::body::{JsonBody, QueryParams};
 use super::error::ApiResult;
+use crate::routes::{Action, Api};
 
-pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
-    vec![
-        routes!(all_skills, create_skill),
-        routes!(one_skill, edit_skill, delete_skill),
-        routes!(skill_history),
-        routes!(read_support_file, write_support_file, remove_support_file),
-        routes!(roll_back_skill),
-        routes!(restore_skill),
-        routes!(deleted_skills),
-        routes!(skill_proposals),
-        routes!(one_skill_proposal),
-        routes!(accept_skill_proposal),
-        routes!(reject_skill_proposal),
-    ]
+pub fn routes() -> Api {
+    Api::new()
+        .route(routes!(all_skills, create_skill), &[(Method::POST, Action::named("skill.create"))])
+        .route(
+            routes!(one_skill, edit_skill, delete_skill),
+            &[(Method::PUT, Action::named("skill.update")), (Method::DELETE, Action::named("skill.delete"))],
+        )
+        .route(routes!(skill_history), &[])
+        .route(
+            routes!(read_support_file, write_support_file, remove_support_file),
+            &[(Method::PUT, Action::named("skill.write_file")), (Method::DELETE, Action::named("skill.remove_file"))],
+        )
+        .route(routes!(roll_back_skill), &[(Method::POST, Action::named("skill.rollback"))])
+        .route(routes!(restore_skill), &[(Method::POST, Action::named("skill.restore"))])
+        .route(routes!(deleted_skills), &[])
+        .route(routes!(skill_proposals), &[])
+        .route(routes!(one_skill_proposal), &[])
+        .route(routes!(accept_skill_proposal), &[(Method::POST, Action::named("skill.accept"))])
+        .route(routes!(reject_skill_proposal), &[(Method::POST, Action::named("skill.reject"))])
 }
 
 /// Every skill's manifest, by name.

@@ -2,6 +2,7 @@
 
 use axum::Json;
 use axum::extract::{Extension, Path, State};
+use axum::http::Method;
 use axum::http::{StatusCode, header::LOCATION};
 use axum::response::{IntoResponse, Response};
 use kennel_kernel::Kernel;
@@ -11,22 +12,21 @@ use kennel_kernel::tasks::TaskBoard;
 use kennel_kernel::tasks::{NewTask, Task, TaskEvent, TaskFilter};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
-use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::auth::Bearer;
 use super::body::{JsonBody, QueryParams};
 use super::error::ApiResult;
 use super::page::PageParams;
+use crate::routes::{Action, Api};
 
-pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
-    vec![
-        routes!(list_tasks, post_task),
-        routes!(get_task),
-        routes!(reassign_task),
-        routes!(cancel_task),
-        routes!(retry_task),
-    ]
+pub fn routes() -> Api {
+    Api::new()
+        .route(routes!(list_tasks, post_task), &[(Method::POST, Action::named("task.post"))])
+        .route(routes!(get_task), &[])
+        .route(routes!(reassign_task), &[(Method::POST, Action::named("task.reassign"))])
+        .route(routes!(cancel_task), &[(Method::POST, Action::named("task.cancel"))])
+        .route(routes!(retry_task), &[(Method::POST, Action::named("task.retry"))])
 }
 
 /// Tasks, highest priority first, filtered by status, assignee (name or id), text, priority.

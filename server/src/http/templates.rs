@@ -3,25 +3,28 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
+use axum::http::Method;
 use axum::http::{HeaderMap, StatusCode, header::LOCATION};
 use axum::response::{IntoResponse, Response};
 use kennel_kernel::Kernel;
 use kennel_kernel::agent::Name;
 use kennel_kernel::agent::{AgentType, ApplyRequest, ManifestInput, TypeApplication};
 use kennel_kernel::page::PageQuery;
-use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::body::{JsonBody, ManifestBody, toml_response, wants_toml};
 use super::error::ApiResult;
 use super::page::PageParams;
+use crate::routes::{Action, Api};
 
-pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
-    vec![
-        routes!(list_templates, create_template),
-        routes!(get_template, replace_template, delete_template),
-        routes!(apply_template),
-    ]
+pub fn routes() -> Api {
+    Api::new()
+        .route(routes!(list_templates, create_template), &[(Method::POST, Action::named("type.create"))])
+        .route(
+            routes!(get_template, replace_template, delete_template),
+            &[(Method::PUT, Action::named("type.update")), (Method::DELETE, Action::named("type.delete"))],
+        )
+        .route(routes!(apply_template), &[(Method::POST, Action::named("type.apply"))])
 }
 
 /// Every agent type, by name.

@@ -11,15 +11,15 @@ use kennel_kernel::tool::audit::{AuditFilter, AuditRecord};
 use kennel_kernel::tool::{Availability, ToolDef};
 use serde::Serialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::body::QueryParams;
 use super::error::ApiResult;
 use super::page::PageParams;
+use crate::routes::Api;
 
-pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
-    vec![routes!(list_tools), routes!(list_audit), routes!(list_actions)]
+pub fn routes() -> Api {
+    Api::new().route(routes!(list_tools), &[]).route(routes!(list_audit), &[]).route(routes!(list_actions), &[])
 }
 
 /// A tool as the registry holds it, with whether this daemon offers it.

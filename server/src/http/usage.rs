@@ -7,15 +7,15 @@ use kennel_kernel::page::PageQuery;
 use kennel_kernel::page::PositionCursor;
 use kennel_kernel::usage::{Group, Line};
 use serde::Deserialize;
-use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::body::QueryParams;
 use super::error::ApiResult;
 use super::page::PageParams;
+use crate::routes::Api;
 
-pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
-    vec![routes!(usage)]
+pub fn routes() -> Api {
+    Api::new().route(routes!(usage), &[])
 }
 
 /// How to read the usage.

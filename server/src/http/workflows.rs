@@ -2,6 +2,7 @@
 
 use axum::Json;
 use axum::extract::{Extension, Path, State};
+use axum::http::Method;
 use axum::http::{StatusCode, header::LOCATION};
 use axum::response::{IntoResponse, Response};
 use kennel_kernel::Kernel;
@@ -12,20 +13,22 @@ use kennel_kernel::workflow::Workflows;
 use kennel_kernel::workflow::{RunOrigin, Workflow, WorkflowInput, WorkflowRun, run_detached};
 use serde::Deserialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::UtoipaMethodRouter;
 use utoipa_axum::routes;
 
 use super::auth::Bearer;
 use super::body::JsonBody;
 use super::error::ApiResult;
 use super::page::PageParams;
+use crate::routes::{Action, Api};
 
-pub fn routes() -> Vec<UtoipaMethodRouter<Kernel>> {
-    vec![
-        routes!(list_workflows, create_workflow),
-        routes!(get_workflow, replace_workflow, delete_workflow),
-        routes!(list_runs, start_run),
-    ]
+pub fn routes() -> Api {
+    Api::new()
+        .route(routes!(list_workflows, create_workflow), &[(Method::POST, Action::named("workflow.create"))])
+        .route(
+            routes!(get_workflow, replace_workflow, delete_workflow),
+            &[(Method::PUT, Action::named("workflow.update")), (Method::DELETE, Action::named("workflow.delete"))],
+        )
+        .route(routes!(list_runs, start_run), &[(Method::POST, Action::named("workflow.run"))])
 }
 
 /// Every workflow, by name.
