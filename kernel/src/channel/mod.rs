@@ -21,7 +21,9 @@
 //!
 //! ## Layout
 //!
-//! Channels (spec §6, family `channel`, issue 23): `Channels`, the bridge (below);
+//! Channels (spec §6, family `channel`, issue 23): `Channels`, the bridge (below): `mod.rs`
+//! its state and adapters, `inbound.rs` messages that arrive and the turns that answer them,
+//! `outbound.rs` sends, their retries and records;
 //! `platform.rs` the adapter contract (`Platform`: send, direct chat, verify a webhook, listen);
 //! `telegram.rs`, `slack.rs`, `discord.rs`, `webhook.rs` the adapters; `split.rs` long text into
 //! messages; `store.rs` (`channel_inbound`, `channel_conversations`, `channel_members`,
@@ -99,6 +101,8 @@
 
 pub(crate) mod config;
 pub mod discord;
+mod inbound;
+mod outbound;
 pub mod platform;
 pub mod slack;
 mod split;
@@ -111,23 +115,19 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 use utoipa::ToSchema;
 
-use crate::Kernel;
 use crate::clock::Clock;
 use crate::db::Db;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::family::Family;
-use crate::session::Origin;
-use crate::tool::{CallContext, Caller, ChannelContext};
-use crate::turn::{TurnEnd, TurnRequest};
-use platform::{
-    Connection, Endpoint, FileSource, Inbound, Outgoing, Platform, SendError, WebhookReply, WebhookRequest,
-};
+use crate::tool::ChannelContext;
+use platform::{Connection, Endpoint, Platform};
 
 pub use config::{ChannelConfig, ChannelKind, ChannelMode, ChannelsConfig};
+pub use outbound::SentTo;
 pub use store::{Conversation, InboundRow, OutboundRow, RosterEntry};
 pub(crate) use tools::register;
 
@@ -257,47 +257,6 @@ impl Channels {
         Channels { channels, db, clock, conversations: StdMutex::default(), stop: CancellationToken::new() }
     }
 
-    /// Starts the poll-mode listeners and answers the messages a previous run stored but did
-    /// not answer. Only the daemon calls this.
-    pub(crate) fn start(kernel: &Kernel) {
-        let channels = kernel.service::<Channels>();
-        for channel in channels.channels.values() {
-            let Ok(platform) = channel.platform() else {
-                tracing::warn!(channel = %channel.name, error = %channel.platform.as_ref().err().map(|e| e.message.clone()).unwrap_or_default(), "channel unavailable");
-                continue;
-            };
-            if mode_of(&channel.config) != ChannelMode::Poll {
-                continue;
-            }
-            let sink_kernel = kernel.clone();
-            let sink_channel = channel.name.clone();
-            let sink: platform::Sink = Arc::new(move |m: Inbound| {
-                let (kernel, name) = (sink_kernel.clone(), sink_channel.clone());
-                Box::pin(async move {
-                    if let Err(e) = kernel.service::<Channels>().accept(&kernel, &name, m).await {
-                        tracing::error!(channel = %name, error = %e.message, "an inbound message could not be stored");
-                    }
-                })
-            });
-            let state_channel = channel.clone();
-            let state = Arc::new(move |c: Connection| {
-                *state_channel.connection.lock().unwrap_or_else(|e| e.into_inner()) = c;
-            });
-            tokio::spawn(poll_under_lease(kernel.clone(), channel.name.clone(), platform.clone(), sink, state));
-        }
-        let kernel = kernel.clone();
-        tokio::spawn(async move {
-            match store::pending(&kernel.service::<Channels>().db).await {
-                Ok(rows) => {
-                    for row in rows {
-                        kernel.service::<Channels>().spawn_answer(&kernel, inbound_of(&row), row.channel);
-                    }
-                }
-                Err(e) => tracing::warn!(error = %e.message, "could not read unanswered channel messages"),
-            }
-        });
-    }
-
     /// Stops the listeners.
     pub fn close(&self) {
         self.stop.cancel();
@@ -319,106 +278,6 @@ impl Channels {
         })
     }
 
-    /// An inbound request to `/channels/NAME/inbound`: verified by the channel's adapter, each
-    /// message in it stored (once) and its turn started. Returns what to answer.
-    /// Anyone may post there: an unknown channel and one that polls get the same answer, which
-    /// names no configured channel.
-    pub async fn receive_webhook(&self, kernel: &Kernel, name: &str, req: WebhookRequest<'_>) -> Result<WebhookReply> {
-        let channel = self
-            .channels
-            .get(name)
-            .filter(|c| mode_of(&c.config) == ChannelMode::Webhook)
-            .ok_or_else(|| Error::not_found("no channel takes webhooks at this address"))?;
-        let reply = channel.platform()?.webhook(req).await?;
-        if let WebhookReply::Messages(messages) = &reply {
-            for m in messages {
-                self.accept(kernel, name, m.clone()).await?;
-            }
-        }
-        Ok(reply)
-    }
-
-    /// Stores one inbound message and starts answering it; a message stored before (a
-    /// redelivery) changes nothing. Returns once the message is stored.
-    /// A message from the person an `ask_user` question in its conversation waits on is the
-    /// answer, handed to that turn: it starts no turn of its own.
-    async fn accept(&self, kernel: &Kernel, name: &str, m: Inbound) -> Result<()> {
-        let at = crate::db::timestamp(self.clock.now());
-        if !store::receive(&self.db, name, &m, &at).await? {
-            return Ok(());
-        }
-        let by = format!("channel:{name}:{}", m.from.user_id);
-        if crate::ask::answer_in_conversation(kernel, name, &m.chat_id, &m.from.user_id, &m.text, &by).await? {
-            store::finish(&self.db, name, &m.message_id, "answer", None).await?;
-        } else {
-            self.spawn_answer(kernel, m, name.to_string());
-        }
-        Ok(())
-    }
-
-    fn spawn_answer(&self, kernel: &Kernel, m: Inbound, name: String) {
-        let kernel = kernel.clone();
-        tokio::spawn(async move {
-            let channels = kernel.service::<Channels>();
-            let (state, detail) = match channels.answer(&kernel, &name, &m).await {
-                Ok(state) => (state, None),
-                Err(e) => {
-                    tracing::warn!(channel = %name, chat = %m.chat_id, error = %e.message, "a channel message was not answered");
-                    ("failed", Some(e.message))
-                }
-            };
-            if let Err(e) = store::finish(&channels.db, &name, &m.message_id, state, detail.as_deref()).await {
-                tracing::warn!(channel = %name, error = %e.message, "could not record a channel message's outcome");
-            }
-        });
-    }
-
-    /// Runs the turn a message asks for and sends its reply back; a deliver-only webhook's
-    /// message is sent on instead. Returns the inbound row's new state.
-    async fn answer(&self, kernel: &Kernel, name: &str, m: &Inbound) -> Result<&'static str> {
-        let channel = self.get(name)?;
-        if channel.config.deliver_only {
-            let target = channel.config.default_target.as_deref().unwrap_or_default();
-            let (to, chat) = self.address(target)?;
-            self.deliver(&to, &chat, Outgoing::Text(m.text.clone()), "deliver_only").await?;
-            return Ok("delivered");
-        }
-        let agent_name = channel.config.agent.as_deref().ok_or_else(|| {
-            Error::unavailable(format!("channel `{name}` has no agent to answer it: set [channels.{name}] agent"))
-        })?;
-        // The agent bound to this channel, by id: never a later agent that took its name.
-        let agent = kernel.agents().bound(&crate::agent::binding::Binding::Channel(name.to_string()), agent_name)?;
-        agent.ensure_running()?;
-        let lock = {
-            let mut locks = self.conversations.lock().unwrap_or_else(|e| e.into_inner());
-            locks.entry((name.to_string(), m.chat_id.clone())).or_default().clone()
-        };
-        let _in_turn = lock.lock().await;
-        let origin = Origin::Channel { channel: name.to_string(), chat: m.chat_id.clone() };
-        let session = kernel.sessions().labelled(agent.id, &origin).await?;
-        let req = TurnRequest {
-            session: Some(session.id),
-            channel: Some(ChannelContext {
-                channel: name.to_string(),
-                chat_id: m.chat_id.clone(),
-                user_id: Some(m.from.user_id.clone()),
-                is_group: m.is_group,
-            }),
-            // A message the daemon stopped before answering is in the session already: answered,
-            // not added twice.
-            retry: true,
-            // The person who wrote is there to answer an `ask_user` question.
-            headless: false,
-            ..TurnRequest::headless(turn_message(channel, m), Caller::Channel(name.to_string()))
-        };
-        let result = crate::turn::run(kernel, agent, req).await?;
-        if result.ended != TurnEnd::Reply || result.reply.trim().is_empty() {
-            return Err(Error::failed(format!("the turn ended without a reply ({})", result.ended.as_str())));
-        }
-        self.deliver(name, &m.chat_id, Outgoing::Text(result.reply), "reply").await?;
-        Ok("answered")
-    }
-
     /// `NAME` (the channel's `default_target`) or `NAME:TARGET` → the channel and the chat.
     pub fn address(&self, address: &str) -> Result<(String, String)> {
         let (name, target) = match address.split_once(':') {
@@ -433,131 +292,6 @@ impl Channels {
             ))
         })?;
         Ok((name.to_string(), target))
-    }
-
-    /// Sends `out` to `chat` on the channel `name`, split and retried as the platform needs,
-    /// and records it as sent by `sent_by`.
-    pub async fn deliver(&self, name: &str, chat: &str, out: Outgoing, sent_by: &str) -> Result<()> {
-        let channel = self.get(name)?;
-        let outcome = self.send_parts(channel, chat, &out).await;
-        let (kind, summary) = summary_of(&out);
-        let at = crate::db::timestamp(self.clock.now());
-        let result = match &outcome {
-            Ok(()) => "ok".to_string(),
-            Err(e) => e.message.clone(),
-        };
-        let row = store::NewOutbound {
-            channel: name,
-            chat_id: chat,
-            kind,
-            summary: &summary,
-            sent_by,
-            at: &at,
-            outcome: &result,
-        };
-        if let Err(e) = store::sent(&self.db, row).await {
-            tracing::warn!(channel = %name, error = %e.message, "could not record a channel send");
-        }
-        outcome
-    }
-
-    async fn send_parts(&self, channel: &Channel, chat: &str, out: &Outgoing) -> Result<()> {
-        let platform = channel.platform()?;
-        match out {
-            Outgoing::Text(text) => {
-                for part in split::split(text, platform.text_limit()) {
-                    send_retrying(&channel.name, platform.as_ref(), chat, &Outgoing::Text(part)).await?;
-                }
-                Ok(())
-            }
-            other => send_retrying(&channel.name, platform.as_ref(), chat, other).await,
-        }
-    }
-
-    /// `channel_send`: in a conversation turn only that conversation is reachable (the
-    /// cross-conversation guard, [`stays_in_conversation`]); out-of-band turns name any address.
-    pub async fn send_from(
-        &self,
-        ctx: &CallContext,
-        channel: &str,
-        target: Option<&str>,
-        out: Outgoing,
-    ) -> Result<SentTo> {
-        let (name, chat) = match (&ctx.channel, target) {
-            (Some(turn), None) if turn.channel == channel => (turn.channel.clone(), turn.chat_id.clone()),
-            (_, Some(target)) => self.address(&format!("{channel}:{target}"))?,
-            (_, None) => self.address(channel)?,
-        };
-        stays_in_conversation(ctx.channel.as_ref(), &name, &chat, "channel_send")?;
-        self.deliver(&name, &chat, out, &ctx.actor()).await?;
-        Ok(SentTo { channel: name, target: chat })
-    }
-
-    /// `channel_dm`: to one member of the turn's group conversation, privately.
-    pub async fn dm(&self, ctx: &CallContext, user_id: &str, message: &str) -> Result<SentTo> {
-        let turn = ctx
-            .channel
-            .as_ref()
-            .ok_or_else(|| Error::unavailable("channel_dm answers in a channel conversation and this turn has none"))?;
-        if !turn.is_group {
-            return Err(Error::invalid(
-                "this turn is already a direct conversation: reply in it; channel_dm reaches a member of a group",
-            ));
-        }
-        if store::member(&self.db, &turn.channel, &turn.chat_id, user_id).await?.is_none() {
-            return Err(Error::forbidden(format!(
-                "`{user_id}` is not on the roster of this conversation (people who spoke in it): channel_dm reaches only them"
-            ))
-            .with_field("user_id"));
-        }
-        let channel = self.get(&turn.channel)?;
-        let chat = match channel.platform()?.direct_chat(user_id).await {
-            Ok(chat) => chat,
-            Err(SendError::Failed(e)) => return Err(e),
-            Err(SendError::RetryAfter(wait)) => {
-                return Err(Error::exhausted(format!(
-                    "the platform asks to wait {}s before opening a DM",
-                    wait.as_secs()
-                )));
-            }
-        };
-        self.deliver(&turn.channel, &chat, Outgoing::Text(message.to_string()), &ctx.actor()).await?;
-        Ok(SentTo { channel: turn.channel.clone(), target: chat })
-    }
-
-    /// `channel_members`: the roster of the turn's conversation by default; a conversation
-    /// turn may not name another one.
-    pub async fn members(
-        &self,
-        ctx: &CallContext,
-        channel: Option<&str>,
-        chat_id: Option<&str>,
-    ) -> Result<Vec<RosterEntry>> {
-        let (name, chat) = match (&ctx.channel, channel, chat_id) {
-            (Some(turn), c, id) => {
-                let name = c.unwrap_or(&turn.channel);
-                let chat = id.unwrap_or(&turn.chat_id);
-                if name != turn.channel || chat != turn.chat_id {
-                    return Err(Error::forbidden(format!(
-                        "this turn answers `{}` on `{}`: one conversation cannot list another's members",
-                        turn.chat_id, turn.channel
-                    )));
-                }
-                (name.to_string(), chat.to_string())
-            }
-            (None, Some(c), Some(id)) => (c.to_string(), id.to_string()),
-            (None, _, _) => {
-                return Err(Error::invalid("this turn has no conversation: name both `channel` and `chat_id`"));
-            }
-        };
-        self.get(&name)?;
-        match store::conversation(&self.db, &name, &chat).await? {
-            Some(c) if !c.is_group => {
-                Err(Error::invalid(format!("`{chat}` on `{name}` is a direct conversation: only groups have a roster")))
-            }
-            Some(_) => store::roster(&self.db, &name, &chat).await,
-            None => Err(Error::not_found(format!("no conversation `{chat}` on `{name}` has been seen"))),
-        }
     }
 
     /// One channel whole: its state, conversations (newest first, at most 200) with the
@@ -598,13 +332,6 @@ pub struct ChannelDetail {
     pub outbound: Vec<OutboundRow>,
 }
 
-/// Where a send went.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct SentTo {
-    pub channel: String,
-    pub target: String,
-}
-
 fn info(c: &Channel) -> ChannelInfo {
     let state = match (&c.platform, &*c.connection.lock().unwrap_or_else(|e| e.into_inner())) {
         (Err(e), _) => format!("unavailable: {}", e.message),
@@ -627,112 +354,12 @@ fn info(c: &Channel) -> ChannelInfo {
     }
 }
 
-/// Sends once, again after each platform 429 (within the limits).
-async fn send_retrying(name: &str, platform: &dyn Platform, chat: &str, out: &Outgoing) -> Result<()> {
-    let mut tries = 0;
-    loop {
-        match platform.send(chat, out).await {
-            Ok(()) => return Ok(()),
-            Err(SendError::Failed(e)) => return Err(e),
-            Err(SendError::RetryAfter(wait)) if tries < MAX_RETRIES && wait <= MAX_RETRY_WAIT => {
-                tries += 1;
-                tracing::info!(channel = %name, wait_ms = wait.as_millis() as u64, "the platform said 429; retrying after its retry_after");
-                tokio::time::sleep(wait).await;
-            }
-            Err(SendError::RetryAfter(wait)) => {
-                return Err(Error::new(
-                    ErrorKind::ResourceExhausted,
-                    format!(
-                        "channel `{name}`: the platform is rate limiting (asked to wait {}s after {tries} retries)",
-                        wait.as_secs()
-                    ),
-                ));
-            }
-        }
-    }
-}
-
-/// What the agent reads for an inbound message: who wrote it, where, then the text.
-fn turn_message(channel: &Channel, m: &Inbound) -> String {
-    let who = match &m.from.username {
-        Some(u) => format!("{} (@{u}, user_id {})", m.from.display_name, m.from.user_id),
-        None => format!("{} (user_id {})", m.from.display_name, m.from.user_id),
-    };
-    let place = if m.is_group {
-        format!(
-            "the group {}",
-            m.chat_title.as_deref().map(|t| format!("\"{t}\" ({})", m.chat_id)).unwrap_or(m.chat_id.clone())
-        )
-    } else {
-        "a direct conversation".into()
-    };
-    format!(
-        "[{} message on channel `{}` in {place} from {who}]\n{}",
-        kind_title(channel.config.kind),
-        channel.name,
-        m.text
-    )
-}
-
 fn kind_title(kind: ChannelKind) -> &'static str {
     match kind {
         ChannelKind::Telegram => "Telegram",
         ChannelKind::Slack => "Slack",
         ChannelKind::Discord => "Discord",
         ChannelKind::Webhook => "Webhook",
-    }
-}
-
-fn summary_of(out: &Outgoing) -> (&'static str, String) {
-    let media_name = |m: &FileSource| match m {
-        FileSource::Url(url) => url.clone(),
-        FileSource::Bytes { file_name, .. } => file_name.clone(),
-    };
-    match out {
-        Outgoing::Text(text) => ("text", crate::text::shorten(text, 500)),
-        Outgoing::Image { media, caption } => ("image", caption.clone().unwrap_or_else(|| media_name(media))),
-        Outgoing::File { media, caption } => ("file", caption.clone().unwrap_or_else(|| media_name(media))),
-        Outgoing::Poll { question, .. } => ("poll", question.clone()),
-    }
-}
-
-fn inbound_of(row: &InboundRow) -> Inbound {
-    Inbound {
-        message_id: row.message_id.clone(),
-        chat_id: row.chat_id.clone(),
-        chat_title: row.chat_title.clone(),
-        is_group: row.is_group,
-        from: platform::Member {
-            user_id: row.user_id.clone(),
-            display_name: row.display_name.clone(),
-            username: row.username.clone(),
-        },
-        text: row.text.clone(),
-    }
-}
-
-/// Listens on a polling channel (Telegram's `getUpdates`, Discord's gateway) while this
-/// daemon holds the lease `channel:<name>`: a platform refuses a second poller, so a cluster
-/// runs one, and another daemon takes over when its holder dies or stops.
-async fn poll_under_lease(
-    kernel: Kernel,
-    name: String,
-    platform: Arc<dyn platform::Platform>,
-    sink: platform::Sink,
-    state: Arc<dyn Fn(Connection) + Send + Sync>,
-) {
-    let lease = format!("channel:{name}");
-    let cluster = kernel.cluster();
-    while cluster.hold(&lease).await {
-        let stop = kernel.service::<Channels>().stop.child_token();
-        let Some(listening) = platform.clone().listen(sink.clone(), state.clone(), stop.clone()) else { return };
-        tokio::select! {
-            () = listening => return,
-            () = cluster.lost(&lease) => {
-                tracing::warn!(channel = %name, "this daemon lost the channel's lease: it stops polling");
-                stop.cancel();
-            }
-        }
     }
 }
 

@@ -1,0 +1,218 @@
+//! Messages that arrive: the poll-mode listeners (each under its channel's lease), webhooks,
+//! storing each message before anything else, and the turn that answers it. The one part of
+//! the family that runs turns, so the one that names the kernel.
+
+use std::sync::Arc;
+
+use super::platform::{self, Connection, Inbound, Outgoing, WebhookReply, WebhookRequest};
+use super::{Channel, ChannelMode, Channels, InboundRow, kind_title, mode_of, store};
+use crate::Kernel;
+use crate::error::{Error, Result};
+use crate::session::Origin;
+use crate::tool::{Caller, ChannelContext};
+use crate::turn::{TurnEnd, TurnRequest};
+
+impl Channels {
+    /// Starts the poll-mode listeners and answers the messages a previous run stored but did
+    /// not answer. Only the daemon calls this.
+    pub(crate) fn start(kernel: &Kernel) {
+        let channels = kernel.service::<Channels>();
+        for channel in channels.channels.values() {
+            let Ok(platform) = channel.platform() else {
+                tracing::warn!(channel = %channel.name, error = %channel.platform.as_ref().err().map(|e| e.message.clone()).unwrap_or_default(), "channel unavailable");
+                continue;
+            };
+            if mode_of(&channel.config) != ChannelMode::Poll {
+                continue;
+            }
+            let sink_kernel = kernel.clone();
+            let sink_channel = channel.name.clone();
+            let sink: platform::Sink = Arc::new(move |m: Inbound| {
+                let (kernel, name) = (sink_kernel.clone(), sink_channel.clone());
+                Box::pin(async move {
+                    if let Err(e) = kernel.service::<Channels>().accept(&kernel, &name, m).await {
+                        tracing::error!(channel = %name, error = %e.message, "an inbound message could not be stored");
+                    }
+                })
+            });
+            let state_channel = channel.clone();
+            let state = Arc::new(move |c: Connection| {
+                *state_channel.connection.lock().unwrap_or_else(|e| e.into_inner()) = c;
+            });
+            tokio::spawn(poll_under_lease(kernel.clone(), channel.name.clone(), platform.clone(), sink, state));
+        }
+        let kernel = kernel.clone();
+        tokio::spawn(async move {
+            match store::pending(&kernel.service::<Channels>().db).await {
+                Ok(rows) => {
+                    for row in rows {
+                        kernel.service::<Channels>().spawn_answer(&kernel, inbound_of(&row), row.channel);
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e.message, "could not read unanswered channel messages"),
+            }
+        });
+    }
+
+    /// An inbound request to `/channels/NAME/inbound`: verified by the channel's adapter, each
+    /// message in it stored (once) and its turn started. Returns what to answer.
+    /// Anyone may post there: an unknown channel and one that polls get the same answer, which
+    /// names no configured channel.
+    pub async fn receive_webhook(&self, kernel: &Kernel, name: &str, req: WebhookRequest<'_>) -> Result<WebhookReply> {
+        let channel = self
+            .channels
+            .get(name)
+            .filter(|c| mode_of(&c.config) == ChannelMode::Webhook)
+            .ok_or_else(|| Error::not_found("no channel takes webhooks at this address"))?;
+        let reply = channel.platform()?.webhook(req).await?;
+        if let WebhookReply::Messages(messages) = &reply {
+            for m in messages {
+                self.accept(kernel, name, m.clone()).await?;
+            }
+        }
+        Ok(reply)
+    }
+
+    /// Stores one inbound message and starts answering it; a message stored before (a
+    /// redelivery) changes nothing. Returns once the message is stored.
+    /// A message from the person an `ask_user` question in its conversation waits on is the
+    /// answer, handed to that turn: it starts no turn of its own.
+    async fn accept(&self, kernel: &Kernel, name: &str, m: Inbound) -> Result<()> {
+        let at = crate::db::timestamp(self.clock.now());
+        if !store::receive(&self.db, name, &m, &at).await? {
+            return Ok(());
+        }
+        let by = format!("channel:{name}:{}", m.from.user_id);
+        if crate::ask::answer_in_conversation(kernel, name, &m.chat_id, &m.from.user_id, &m.text, &by).await? {
+            store::finish(&self.db, name, &m.message_id, "answer", None).await?;
+        } else {
+            self.spawn_answer(kernel, m, name.to_string());
+        }
+        Ok(())
+    }
+
+    fn spawn_answer(&self, kernel: &Kernel, m: Inbound, name: String) {
+        let kernel = kernel.clone();
+        tokio::spawn(async move {
+            let channels = kernel.service::<Channels>();
+            let (state, detail) = match channels.answer(&kernel, &name, &m).await {
+                Ok(state) => (state, None),
+                Err(e) => {
+                    tracing::warn!(channel = %name, chat = %m.chat_id, error = %e.message, "a channel message was not answered");
+                    ("failed", Some(e.message))
+                }
+            };
+            if let Err(e) = store::finish(&channels.db, &name, &m.message_id, state, detail.as_deref()).await {
+                tracing::warn!(channel = %name, error = %e.message, "could not record a channel message's outcome");
+            }
+        });
+    }
+
+    /// Runs the turn a message asks for and sends its reply back; a deliver-only webhook's
+    /// message is sent on instead. Returns the inbound row's new state.
+    async fn answer(&self, kernel: &Kernel, name: &str, m: &Inbound) -> Result<&'static str> {
+        let channel = self.get(name)?;
+        if channel.config.deliver_only {
+            let target = channel.config.default_target.as_deref().unwrap_or_default();
+            let (to, chat) = self.address(target)?;
+            self.deliver(&to, &chat, Outgoing::Text(m.text.clone()), "deliver_only").await?;
+            return Ok("delivered");
+        }
+        let agent_name = channel.config.agent.as_deref().ok_or_else(|| {
+            Error::unavailable(format!("channel `{name}` has no agent to answer it: set [channels.{name}] agent"))
+        })?;
+        // The agent bound to this channel, by id: never a later agent that took its name.
+        let agent = kernel.agents().bound(&crate::agent::binding::Binding::Channel(name.to_string()), agent_name)?;
+        agent.ensure_running()?;
+        let lock = {
+            let mut locks = self.conversations.lock().unwrap_or_else(|e| e.into_inner());
+            locks.entry((name.to_string(), m.chat_id.clone())).or_default().clone()
+        };
+        let _in_turn = lock.lock().await;
+        let origin = Origin::Channel { channel: name.to_string(), chat: m.chat_id.clone() };
+        let session = kernel.sessions().labelled(agent.id, &origin).await?;
+        let req = TurnRequest {
+            session: Some(session.id),
+            channel: Some(ChannelContext {
+                channel: name.to_string(),
+                chat_id: m.chat_id.clone(),
+                user_id: Some(m.from.user_id.clone()),
+                is_group: m.is_group,
+            }),
+            // A message the daemon stopped before answering is in the session already: answered,
+            // not added twice.
+            retry: true,
+            // The person who wrote is there to answer an `ask_user` question.
+            headless: false,
+            ..TurnRequest::headless(turn_message(channel, m), Caller::Channel(name.to_string()))
+        };
+        let result = crate::turn::run(kernel, agent, req).await?;
+        if result.ended != TurnEnd::Reply || result.reply.trim().is_empty() {
+            return Err(Error::failed(format!("the turn ended without a reply ({})", result.ended.as_str())));
+        }
+        self.deliver(name, &m.chat_id, Outgoing::Text(result.reply), "reply").await?;
+        Ok("answered")
+    }
+}
+
+/// What the agent reads for an inbound message: who wrote it, where, then the text.
+fn turn_message(channel: &Channel, m: &Inbound) -> String {
+    let who = match &m.from.username {
+        Some(u) => format!("{} (@{u}, user_id {})", m.from.display_name, m.from.user_id),
+        None => format!("{} (user_id {})", m.from.display_name, m.from.user_id),
+    };
+    let place = if m.is_group {
+        format!(
+            "the group {}",
+            m.chat_title.as_deref().map(|t| format!("\"{t}\" ({})", m.chat_id)).unwrap_or(m.chat_id.clone())
+        )
+    } else {
+        "a direct conversation".into()
+    };
+    format!(
+        "[{} message on channel `{}` in {place} from {who}]\n{}",
+        kind_title(channel.config.kind),
+        channel.name,
+        m.text
+    )
+}
+
+fn inbound_of(row: &InboundRow) -> Inbound {
+    Inbound {
+        message_id: row.message_id.clone(),
+        chat_id: row.chat_id.clone(),
+        chat_title: row.chat_title.clone(),
+        is_group: row.is_group,
+        from: platform::Member {
+            user_id: row.user_id.clone(),
+            display_name: row.display_name.clone(),
+            username: row.username.clone(),
+        },
+        text: row.text.clone(),
+    }
+}
+
+/// Listens on a polling channel (Telegram's `getUpdates`, Discord's gateway) while this
+/// daemon holds the lease `channel:<name>`: a platform refuses a second poller, so a cluster
+/// runs one, and another daemon takes over when its holder dies or stops.
+async fn poll_under_lease(
+    kernel: Kernel,
+    name: String,
+    platform: Arc<dyn platform::Platform>,
+    sink: platform::Sink,
+    state: Arc<dyn Fn(Connection) + Send + Sync>,
+) {
+    let lease = format!("channel:{name}");
+    let cluster = kernel.cluster();
+    while cluster.hold(&lease).await {
+        let stop = kernel.service::<Channels>().stop.child_token();
+        let Some(listening) = platform.clone().listen(sink.clone(), state.clone(), stop.clone()) else { return };
+        tokio::select! {
+            () = listening => return,
+            () = cluster.lost(&lease) => {
+                tracing::warn!(channel = %name, "this daemon lost the channel's lease: it stops polling");
+                stop.cancel();
+            }
+        }
+    }
+}
