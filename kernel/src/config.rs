@@ -382,13 +382,16 @@ const DATABASE_TEXT: &str = r#"# [database]                # SQLite in this home
 # url = "postgres://kennel@db.example.com:5432/kennel"   # KENNEL_DATABASE_URL wins over it
 "#;
 
+/// `text` parsed as `config.toml`, for tests of the sections.
+#[cfg(test)]
+pub(crate) fn parse_for_test(text: &str) -> Result<Config, ConfigError> {
+    Config::parse(Path::new("config.toml"), text)
+}
+
 #[cfg(test)]
 mod tests {
+    use super::parse_for_test as parse;
     use super::*;
-
-    fn parse(text: &str) -> Result<Config, ConfigError> {
-        Config::parse(Path::new("config.toml"), text)
-    }
 
     #[test]
     fn empty_file_gives_the_spec_defaults() {

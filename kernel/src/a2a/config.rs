@@ -55,14 +55,8 @@ pub(crate) const DEFAULT_TEXT: &str = r#"# [a2a]
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use super::*;
-    use crate::config::{Config, ConfigError};
-
-    fn parse(text: &str) -> Result<Config, ConfigError> {
-        Config::parse(Path::new("config.toml"), text)
-    }
+    use crate::config::parse_for_test as parse;
 
     #[test]
     fn a_bare_allowed_host_is_refused_at_load_with_the_fix() {

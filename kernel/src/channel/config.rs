@@ -155,14 +155,8 @@ pub(crate) const DEFAULT_TEXT: &str = r#"# [channels.team]           # a chat pl
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use super::*;
-    use crate::config::ConfigError;
-
-    fn parse(text: &str) -> Result<Config, ConfigError> {
-        Config::parse(Path::new("config.toml"), text)
-    }
+    use crate::config::parse_for_test as parse;
 
     #[test]
     fn channels_are_checked_for_what_their_kind_needs() {

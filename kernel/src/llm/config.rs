@@ -133,14 +133,8 @@ pub(crate) const DEFAULT_TEXT: &str = r#"# LLM providers, named as agent types r
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use super::*;
-    use crate::config::ConfigError;
-
-    fn parse(text: &str) -> Result<Config, ConfigError> {
-        Config::parse(Path::new("config.toml"), text)
-    }
+    use crate::config::parse_for_test as parse;
 
     #[test]
     fn images_are_sent_to_anthropic_and_to_openai_kind_models_only_when_configured() {

@@ -146,14 +146,7 @@ pub(crate) const DEFAULT_TEXT: &str = r#"# [media]                   # who serve
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
-    use super::*;
-    use crate::config::ConfigError;
-
-    fn parse(text: &str) -> Result<Config, ConfigError> {
-        Config::parse(Path::new("config.toml"), text)
-    }
+    use crate::config::parse_for_test as parse;
 
     #[test]
     fn media_tools_name_configured_providers_of_the_kind_that_serves_them() {

@@ -104,6 +104,7 @@ use crate::Kernel;
 use crate::agent::Agent;
 use crate::error::{Error, Result};
 use crate::llm::{Message, Provider, Usage};
+use crate::memory::semantic::{self, SemanticMemory};
 use crate::skills::Skills;
 use crate::tool::{Caller, ChannelContext, Offered, modes};
 use context::{Entry, View};
@@ -323,24 +324,13 @@ pub(crate) async fn run_here(kernel: &Kernel, agent: Arc<Agent>, req: TurnReques
     match &result {
         Ok(r) => {
             emit(EventKind::TurnEnded { ended: r.ended, reply: r.reply.clone() });
-            if r.ended == TurnEnd::Reply {
-                let speaker = req.caller.audit_label();
-                let served = (r.turn_id, r.session_id);
-                let (turn, session) = served;
-                let metered = crate::memory::semantic::metered_for(
-                    kernel.services().need(),
-                    kernel.clock().clone(),
-                    agent.id,
-                    Some(turn),
-                    Some(session),
-                );
-                crate::memory::semantic::memorize(
-                    kernel.services().shared(),
-                    &kernel.tools(),
-                    agent.clone(),
-                    metered,
-                    (speaker, req.message.clone(), r.reply.clone()),
-                );
+            if r.ended == TurnEnd::Reply
+                && let Some(memory) = kernel.services().shared::<SemanticMemory>()
+            {
+                let (meter, clock) = (kernel.services().need(), kernel.clock().clone());
+                let metered = semantic::metered_for(meter, clock, agent.id, Some(r.turn_id), Some(r.session_id));
+                let said = (req.caller.audit_label(), req.message.clone(), r.reply.clone());
+                semantic::memorize(memory, &kernel.tools(), agent.clone(), metered, said);
             }
         }
         Err(e) => {
@@ -397,13 +387,10 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         {
             tracing::warn!(error = %e, "noting a move in the session failed");
         }
-        let block = crate::memory::semantic::recall_block(
-            self.kernel.optional(),
-            &self.kernel.tools(),
-            self.agent,
-            &self.req.message,
-        )
-        .await;
+        let block = match self.kernel.optional::<SemanticMemory>() {
+            Some(memory) => semantic::recall_block(memory, &self.kernel.tools(), self.agent, &self.req.message).await,
+            None => None,
+        };
         if let Some(block) = &block
             && let Err(e) = self.kernel.sessions().record_note(self.session, "Recalled", block).await
         {

@@ -22,12 +22,11 @@ const RECALL_LIMIT: usize = 8;
 /// `[proactive_memory] recall_max_bytes`, or `None` (off, not allowed, nothing relevant).
 /// A failure is logged and recalls nothing: memory must not stop a turn.
 pub(crate) async fn recall_block(
-    memory: Option<&SemanticMemory>,
+    memory: &SemanticMemory,
     tools: &Registry,
     agent: &Agent,
     message: &str,
 ) -> Option<String> {
-    let memory = memory?;
     let config = memory.config();
     if !config.auto_recall || config.recall_max_bytes == 0 || !tools.allows("memory_semantic_search", agent, None) {
         return None;
@@ -70,13 +69,12 @@ fn block(lines: impl Iterator<Item = String>, max_bytes: usize) -> Option<String
 /// After a turn, writes the lasting facts the extractor finds in it (auto-memorize), off
 /// the turn's path. `metered` bills the extractor's calls (`super::metered_for`).
 pub(crate) fn memorize(
-    memory: Option<Arc<SemanticMemory>>,
+    memory: Arc<SemanticMemory>,
     tools: &Registry,
     agent: Arc<Agent>,
     metered: impl Fn(ExtractorCall<'_>) + Send + Sync + 'static,
     (speaker, message, reply): (String, String, String),
 ) {
-    let Some(memory) = memory else { return };
     if !memory.config().auto_memorize || !tools.allows("memory_semantic_add", &agent, None) {
         return;
     }
