@@ -35,6 +35,7 @@ pub mod page;
 pub mod patch;
 pub mod process;
 pub mod retention;
+pub mod runtime;
 pub mod schedule;
 pub mod script;
 pub mod session;
@@ -75,12 +76,12 @@ struct Inner {
     cluster: Arc<cluster::Cluster>,
     agents: Arc<Agents>,
     auth: Auth,
-    sessions: Sessions,
-    tools: Tools,
-    audit: AuditLog,
+    sessions: Arc<Sessions>,
+    tools: Arc<Tools>,
+    audit: Arc<AuditLog>,
     actions: actions::Actions,
     providers: BTreeMap<String, llm::Provider>,
-    turns: Turns,
+    turns: Arc<Turns>,
     /// The time every service reads (tests move a manual one).
     clock: clock::Clock,
     /// The core's services and every family's, by type.
@@ -181,25 +182,31 @@ impl Kernel {
         services.provide(clock.clone());
         services.provide(family::Home(home.to_path_buf()));
         services.provide(usage::Meter::start(db.clone(), &config));
-        let registry = family::open_all(FAMILIES, &mut services)?;
+        let sessions = services.provide(Sessions::new(db.clone()));
+        let turns = services.provide(Turns::load(&db).await?);
+        let audit = services.provide(AuditLog::start(db.clone(), agents.clone()));
+        let tools = services.provide(Tools::new(Registry::default()));
+        let runtime = services.provide(runtime::Runtime::unbound());
+        tools.set_builtin(family::open_all(FAMILIES, &mut services)?);
         let kernel = Kernel(Arc::new(Inner {
             started_at: db::timestamp(clock.now()),
             providers,
-            turns: Turns::load(&db).await?,
+            turns,
             cluster,
             clock,
             started: std::time::Instant::now(),
             home: home.to_path_buf(),
-            tools: Tools::new(registry),
+            tools,
             config,
             services,
             auth: Auth::load(db.clone()).await?,
-            sessions: Sessions::new(db.clone()),
-            audit: AuditLog::start(db.clone(), agents.clone()),
+            sessions,
+            audit,
             actions: actions::Actions::new(db.clone()),
             agents,
             db,
         }));
+        runtime.bind(Box::new(Running(kernel.downgrade())));
         for agent in kernel.0.agents.list() {
             kernel.service::<schedule::Schedules>().seed_manifest(&agent).await?;
         }
@@ -525,6 +532,42 @@ impl Kernel {
         self.service::<process::Processes>().shut_down().await;
         self.0.audit.flush().await;
         self.0.db.close().await;
+    }
+}
+
+/// The kernel behind every family's [`runtime::Runtime`], held weakly so a family's handle
+/// never keeps a closed kernel open.
+struct Running(std::sync::Weak<Inner>);
+
+impl Running {
+    fn kernel(&self) -> Result<Kernel> {
+        Kernel::upgrade(&self.0).ok_or_else(runtime::not_running)
+    }
+}
+
+impl runtime::Engine for Running {
+    fn run_turn(
+        &self,
+        agent: Arc<agent::Agent>,
+        req: TurnRequest,
+    ) -> futures_util::future::BoxFuture<'static, Result<TurnResult>> {
+        let kernel = self.kernel();
+        Box::pin(async move { turn::run(&kernel?, agent, req).await })
+    }
+
+    fn stop_agent(&self, agent: String) -> futures_util::future::BoxFuture<'static, Result<Arc<agent::Agent>>> {
+        let kernel = self.kernel();
+        Box::pin(async move { kernel?.stop_agent(&agent).await })
+    }
+
+    fn call_tool(
+        &self,
+        ctx: CallContext,
+        name: String,
+        args: serde_json::Value,
+    ) -> futures_util::future::BoxFuture<'static, Result<runtime::CallOutput>> {
+        let kernel = self.kernel();
+        Box::pin(async move { kernel?.call_tool(ctx, &name, args).await })
     }
 }
 

@@ -287,23 +287,28 @@ const FAMILIES_REACHING_THE_KERNEL: [(&str, &str); 12] = [
     ("tool::meta", "find_tools and run_tool run tools through the pipeline"),
 ];
 
-/// The source of a family, without comments: `system` is `system.rs`, `tool::meta` is
-/// `tool/meta.rs`, any other its folder.
+/// The source of a family as it is built into the kernel, without comments or unit tests:
+/// `system` is `system.rs`, `tool::meta` is `tool/meta.rs`, any other its folder. A unit test
+/// may open a whole kernel to drive the family; the family itself may not name it.
 fn family_code(family: &str) -> Vec<(String, String)> {
     let path = family.replace("::", "/");
     let files = if root().join(format!("kernel/src/{path}.rs")).exists() {
         vec![format!("kernel/src/{path}.rs")]
     } else {
-        rust_files(&format!("kernel/src/{path}"))
+        rust_files(&format!("kernel/src/{path}")).into_iter().filter(|f| !f.ends_with("/tests.rs")).collect()
     };
-    files
-        .into_iter()
-        .map(|file| {
-            let code: String =
-                read(&file).lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
-            (file, code)
-        })
-        .collect()
+    files.into_iter().map(|file| (file.clone(), without_tests(&read(&file)))).collect()
+}
+
+/// `code` without comment lines and without its `#[cfg(test)] mod tests { … }` (the last
+/// item of a file, by our layout).
+fn without_tests(code: &str) -> String {
+    let lines: Vec<&str> = code.lines().collect();
+    let end = lines
+        .windows(2)
+        .position(|pair| pair[0] == "#[cfg(test)]" && pair[1].starts_with("mod ") && pair[1].ends_with('{'))
+        .unwrap_or(lines.len());
+    lines[..end].iter().filter(|l| !l.trim_start().starts_with("//")).copied().collect::<Vec<_>>().join("\n")
 }
 
 #[test]

@@ -62,10 +62,8 @@
 
 use std::time::Instant;
 
-use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use utoipa::ToSchema;
 
 use super::audit::AuditEntry;
 use super::registry::{Entry, Standing};
@@ -73,18 +71,7 @@ use super::{CallContext, Layer, Registry};
 use crate::agent::ToolMode;
 use crate::artifact::ArtifactStore;
 use crate::error::{Error, Result};
-
-/// A tool's result as the caller (and the model) gets it.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct CallOutput {
-    /// The result, or the spill placeholder when it was too large.
-    #[schema(value_type = Object)]
-    pub content: Value,
-    /// Set when the full result went to the artifact store.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub artifact_id: Option<String>,
-    pub duration_us: u64,
-}
+pub use crate::runtime::CallOutput;
 
 /// How many characters of a spilled result the placeholder previews.
 const PREVIEW_CHARS: usize = 1024;

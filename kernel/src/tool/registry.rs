@@ -321,6 +321,12 @@ impl Tools {
         Tools { current: RwLock::new(Arc::new(builtin)) }
     }
 
+    /// Puts the built-in tools in the list, once the families registered them (the list is a
+    /// service before they open, so a family may hold it).
+    pub(crate) fn set_builtin(&self, builtin: Registry) {
+        *self.current.write().expect("tools lock") = Arc::new(builtin);
+    }
+
     /// The list as it is now. A call holds the snapshot it resolved its tool in.
     pub fn snapshot(&self) -> Arc<Registry> {
         self.current.read().expect("tools lock").clone()
