@@ -235,7 +235,7 @@ impl Kernel {
         agent::start_ephemeral_sweeper(self);
         retention::start(self);
         process::start(self.services().need());
-        channel::Channels::start(self);
+        self.services().need::<channel::Channels>().start(self);
         script::start(self);
         mcp::Mcp::start(self, &self.0.config.mcp);
         Ok(())

@@ -5,6 +5,7 @@
 //! or redirects.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
@@ -12,19 +13,39 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+use super::A2aConfig;
 use super::task::TaskState;
 use super::wire::{self, Dialect};
-use crate::Kernel;
+use crate::config::Config;
+use crate::db::Db;
 use crate::error::{Error, ErrorKind, Result};
+use crate::family::Services;
 use crate::net::{guard, pinned_client};
 use crate::tool::{CallContext, Tool, ToolDef};
 
 const FAMILY: &str = "a2a";
 const CARD_PATHS: [&str; 2] = ["/.well-known/agent-card.json", "/.well-known/agent.json"];
 
+/// What the client tools take from the kernel: the remote cards' table and `[a2a]`.
+#[derive(Clone)]
+pub(super) struct Uses {
+    db: Db,
+    config: Arc<Config>,
+}
+
+impl Uses {
+    pub(super) fn new(services: &Services) -> Uses {
+        Uses { db: services.get::<Db>().clone(), config: services.need() }
+    }
+
+    fn a2a(&self) -> &A2aConfig {
+        &self.config.a2a
+    }
+}
+
 /// The address to connect to for `url`, by the one address guard and `[a2a] allowed_hosts`.
-async fn checked_address(kernel: &Kernel, url: &reqwest::Url) -> Result<SocketAddr> {
-    guard::resolve(url, &kernel.config().a2a.allowed_hosts, "[a2a] allowed_hosts").await
+async fn checked_address(config: &A2aConfig, url: &reqwest::Url) -> Result<SocketAddr> {
+    guard::resolve(url, &config.allowed_hosts, "[a2a] allowed_hosts").await
 }
 
 fn parse_url(text: &str) -> Result<reqwest::Url> {
@@ -32,14 +53,14 @@ fn parse_url(text: &str) -> Result<reqwest::Url> {
 }
 
 /// The bearer token configured for this host, if any.
-fn token_for(kernel: &Kernel, url: &reqwest::Url) -> Option<String> {
+fn token_for(config: &A2aConfig, url: &reqwest::Url) -> Option<String> {
     let key = format!("{}:{}", url.host_str()?, url.port_or_known_default()?);
-    let var = kernel.config().a2a.tokens.get(&key)?;
+    let var = config.tokens.get(&key)?;
     std::env::var(var).ok().filter(|t| !t.is_empty())
 }
 
 /// `a2a_discover(url)`.
-pub struct A2aDiscover;
+pub struct A2aDiscover(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -62,17 +83,17 @@ impl Tool for A2aDiscover {
         // a model-chosen outbound fetch is the call whose audit row matters most.
     }
 
-    async fn run(&self, ctx: CallContext, args: A2aDiscoverArgs) -> Result<Value> {
-        let kernel = &ctx.kernel;
+    async fn run(&self, _: CallContext, args: A2aDiscoverArgs) -> Result<Value> {
+        let config = self.0.a2a();
         let base = parse_url(&args.url)?;
         let base_text = base.as_str().trim_end_matches('/').to_string();
         let mut last_error = None;
         for path in CARD_PATHS {
             let card_url = parse_url(&format!("{base_text}{path}"))?;
-            let addr = checked_address(kernel, &card_url).await?;
+            let addr = checked_address(config, &card_url).await?;
             let client = pinned_client(&card_url, addr, Duration::from_secs(15))?;
             let mut req = client.get(card_url.clone()).header("A2A-Version", Dialect::V1.version());
-            if let Some(token) = token_for(kernel, &card_url) {
+            if let Some(token) = token_for(config, &card_url) {
                 req = req.bearer_auth(token);
             }
             match req.send().await {
@@ -86,7 +107,7 @@ impl Tool for A2aDiscover {
                             "the document at {card_url} is not an agent card (no `name`)"
                         )));
                     }
-                    return remember(kernel, &base_text, card).await;
+                    return remember(&self.0.db, &base_text, card).await;
                 }
                 Ok(res) => last_error = Some(format!("{card_url} answered {}", res.status())),
                 Err(e) => last_error = Some(format!("cannot reach {card_url}: {e}")),
@@ -96,8 +117,8 @@ impl Tool for A2aDiscover {
     }
 }
 
-async fn remember(kernel: &Kernel, url: &str, card: Value) -> Result<Value> {
-    let stored = super::store::remember_remote(kernel.db(), url, &card.to_string()).await?;
+async fn remember(db: &Db, url: &str, card: Value) -> Result<Value> {
+    let stored = super::store::remember_remote(db, url, &card.to_string()).await?;
     Ok(json!({
         "agent_id": stored,
         "name": card["name"],
@@ -108,7 +129,7 @@ async fn remember(kernel: &Kernel, url: &str, card: Value) -> Result<Value> {
 }
 
 /// `a2a_send(agent_id, message, task_id?)`.
-pub struct A2aSend;
+pub struct A2aSend(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -132,17 +153,17 @@ impl Tool for A2aSend {
         .tags(&["a2a", "remote", "send", "delegate"])
     }
 
-    async fn run(&self, ctx: CallContext, args: A2aSendArgs) -> Result<Value> {
-        let kernel = &ctx.kernel;
-        let card = super::store::remote(kernel.db(), &args.agent_id)
+    async fn run(&self, _: CallContext, args: A2aSendArgs) -> Result<Value> {
+        let config = self.0.a2a();
+        let card = super::store::remote(&self.0.db, &args.agent_id)
             .await?
             .ok_or_else(|| Error::not_found(format!("no remote agent `{}`; call a2a_discover first", args.agent_id)))?;
         let endpoint = Endpoint::of(&card)?;
-        let addr = checked_address(kernel, &endpoint.url).await?;
-        let ttl = Duration::from_secs(kernel.config().a2a.task_ttl_secs);
+        let addr = checked_address(config, &endpoint.url).await?;
+        let ttl = Duration::from_secs(config.task_ttl_secs);
         let remote = Remote {
             client: pinned_client(&endpoint.url, addr, ttl)?,
-            token: token_for(kernel, &endpoint.url),
+            token: token_for(config, &endpoint.url),
             endpoint,
         };
         let mut message = json!({ "messageId": Uuid::now_v7().to_string(), "role": "ROLE_USER", "parts": [{ "text": args.message }] });

@@ -12,14 +12,15 @@
 //!
 //! ## Layout
 //!
-//! A2A 1.0 and 0.3 (the official SDK's two versions): `mod.rs` registers the tools and fails tasks
-//! a restart orphaned; `card.rs` the agent cards (per caller); `server.rs` the JSON-RPC endpoint
-//! (method table of both versions, `A2A-Version`, streaming answers, `ListTasks`); `task.rs`
-//! `A2aTasks` (start, wait, get, cancel, subscribe, list; each task's turn runs detached and
-//! publishes `TaskEvent`s); `store.rs` (`a2a_tasks`, keyset paging); `error.rs` the spec's error
-//! codes; `wire/` the two dialects' shapes (`v1.rs` protobuf-JSON, `v0_3.rs` the 0.3 `kind`-tagged
-//! JSON, mapped to and from 1.0); `client.rs` `a2a_discover`/`a2a_send` through the address guard,
-//! speaking 1.0 or 0.3 as the remote's card says.
+//! A2A 1.0 and 0.3 (the official SDK's two versions): `mod.rs` registers the tools and provides
+//! `A2aServer` (the cards and the endpoint, over `A2aTasks`); `card.rs` the agent cards (per
+//! caller); `server.rs` the JSON-RPC endpoint (method table of both versions, `A2A-Version`,
+//! streaming answers, `ListTasks`); `task.rs` `A2aTasks` (start, wait, get, cancel, subscribe,
+//! list; each task's turn runs detached and publishes `TaskEvent`s); `store.rs` (`a2a_tasks`,
+//! keyset paging); `error.rs` the spec's error codes; `wire/` the two dialects' shapes (`v1.rs`
+//! protobuf-JSON, `v0_3.rs` the 0.3 `kind`-tagged JSON, mapped to and from 1.0); `client.rs`
+//! `a2a_discover`/`a2a_send` through the address guard, speaking 1.0 or 0.3 as the remote's card
+//! says.
 //!
 //! ## A2A
 //!
@@ -89,28 +90,39 @@ mod store;
 mod task;
 mod wire;
 
-pub use card::{agent_card, daemon_card};
 pub use config::A2aConfig;
-pub use server::{Answer, handle};
+pub use server::Answer;
 pub use task::A2aTasks;
 
-use crate::db::Db;
+use std::sync::Arc;
+
+use crate::agent::Agents;
+use crate::config::Config;
 use crate::family::{Family, Services};
 use crate::tool::Registry;
 
 /// The family's part in the kernel (see [`crate::family`]).
-pub const FAMILY: Family = Family {
-    name: "a2a",
-    open: |s| {
-        s.provide(A2aTasks::new(s.get::<Db>().clone()));
-        Ok(())
-    },
-    register,
-};
+pub const FAMILY: Family = Family { name: "a2a", open, register };
 
-pub(crate) fn register(r: &mut Registry, _: &Services) {
-    r.add(client::A2aDiscover);
-    r.add(client::A2aSend);
+fn open(s: &mut Services) -> crate::error::Result<()> {
+    let tasks = s.provide(A2aTasks::new(s));
+    s.provide(A2aServer { config: s.need(), agents: s.need(), tasks });
+    Ok(())
+}
+
+pub(crate) fn register(r: &mut Registry, s: &Services) {
+    let uses = client::Uses::new(s);
+    r.add(client::A2aDiscover(uses.clone()));
+    r.add(client::A2aSend(uses));
+}
+
+/// The A2A server: who may reach which exposed agent and the cards that say so (`card.rs`),
+/// and the JSON-RPC endpoint (`server.rs`) over the tasks it runs.
+pub struct A2aServer {
+    /// `[a2a]`: which agents are exposed, and which of them publicly.
+    config: Arc<Config>,
+    agents: Arc<Agents>,
+    tasks: Arc<A2aTasks>,
 }
 
 /// Who is calling the A2A endpoint.

@@ -11,9 +11,7 @@ use tokio::sync::broadcast;
 use super::error::A2aError;
 use super::task::{Cursor, ListFilter, Task, TaskEvent, TaskState};
 use super::wire::Dialect;
-use super::{AccessRefusal, Inbound, card};
-use crate::Kernel;
-use crate::a2a::A2aTasks;
+use super::{A2aServer, AccessRefusal, Inbound};
 use crate::agent::Agent;
 
 /// What a request is answered with.
@@ -66,37 +64,39 @@ const METHODS: &[(&str, Method, Dialect)] = &[
 const MAX_PAGE: u64 = 100;
 const DEFAULT_PAGE: usize = 50;
 
-/// Answers one request for `/a2a` (`path_agent` none) or `/a2a/NAME`. Refused outright (no
-/// JSON-RPC answer) when the agent is not exposed or the caller may not reach it.
-pub async fn handle(
-    kernel: &Kernel,
-    path_agent: Option<&str>,
-    inbound: Inbound,
-    version: Option<&str>,
-    body: &str,
-) -> Result<Answer, AccessRefusal> {
-    let agent = card::target(kernel, path_agent, &inbound)?;
-    let request: Value = match serde_json::from_str(body) {
-        Ok(v) => v,
-        Err(e) => {
-            return Ok(Answer::Json(A2aError::Parse(format!("the body is not JSON: {e}")).response(&Value::Null)));
-        }
-    };
-    let id = match request.get("id") {
-        Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
-        _ => Value::Null,
-    };
-    let call = Call { kernel, agent, inbound, id };
-    Ok(match call.answer(version, &request).await {
-        Ok(answer) => answer,
-        // A client that asked for a stream reads only a stream (the 0.3 SDK refuses a JSON
-        // body there): its error is the one event of one.
-        Err(e) if asks_for_stream(&request) => {
-            let error = e.response(&call.id);
-            Answer::Stream(stream::once(async move { error }).boxed())
-        }
-        Err(e) => Answer::Json(e.response(&call.id)),
-    })
+impl A2aServer {
+    /// Answers one request for `/a2a` (`path_agent` none) or `/a2a/NAME`. Refused outright (no
+    /// JSON-RPC answer) when the agent is not exposed or the caller may not reach it.
+    pub async fn handle(
+        &self,
+        path_agent: Option<&str>,
+        inbound: Inbound,
+        version: Option<&str>,
+        body: &str,
+    ) -> Result<Answer, AccessRefusal> {
+        let agent = self.target(path_agent, &inbound)?;
+        let request: Value = match serde_json::from_str(body) {
+            Ok(v) => v,
+            Err(e) => {
+                return Ok(Answer::Json(A2aError::Parse(format!("the body is not JSON: {e}")).response(&Value::Null)));
+            }
+        };
+        let id = match request.get("id") {
+            Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
+            _ => Value::Null,
+        };
+        let call = Call { server: self, agent, inbound, id };
+        Ok(match call.answer(version, &request).await {
+            Ok(answer) => answer,
+            // A client that asked for a stream reads only a stream (the 0.3 SDK refuses a JSON
+            // body there): its error is the one event of one.
+            Err(e) if asks_for_stream(&request) => {
+                let error = e.response(&call.id);
+                Answer::Stream(stream::once(async move { error }).boxed())
+            }
+            Err(e) => Answer::Json(e.response(&call.id)),
+        })
+    }
 }
 
 fn method_named(name: &str) -> Option<(Method, Dialect)> {
@@ -110,7 +110,7 @@ fn asks_for_stream(request: &Value) -> bool {
 
 /// One request being answered.
 struct Call<'a> {
-    kernel: &'a Kernel,
+    server: &'a A2aServer,
     agent: Arc<Agent>,
     inbound: Inbound,
     id: Value,
@@ -154,7 +154,7 @@ impl Call<'_> {
             Some(p @ Value::Object(_)) => p,
             Some(_) => return Err(A2aError::InvalidParams("`params` must be an object".into())),
         };
-        let tasks = self.kernel.service::<A2aTasks>();
+        let tasks = &self.server.tasks;
         match method {
             Method::Send | Method::SendStreaming => self.send(dialect, params, method == Method::SendStreaming).await,
             Method::GetTask => {
@@ -188,8 +188,8 @@ impl Call<'_> {
             .ok_or_else(|| A2aError::InvalidParams("`params.message` is required".into()))?;
         let message = dialect.incoming_message(message).map_err(A2aError::InvalidParams)?;
         let config = SendConfig::read(dialect, &params["configuration"])?;
-        let tasks = self.kernel.service::<A2aTasks>();
-        let started = tasks.start(self.kernel, self.agent.clone(), message, &self.inbound).await?;
+        let tasks = &self.server.tasks;
+        let started = tasks.start(self.agent.clone(), message, &self.inbound).await?;
         if streaming {
             return Ok(Answer::Stream(updates(dialect, self.id.clone(), started.task, Some(started.events))));
         }
@@ -238,7 +238,7 @@ impl Call<'_> {
             }
         };
         let history = history_length(Dialect::V1, &params["historyLength"])?;
-        let page = self.kernel.service::<A2aTasks>().list(&self.agent, &self.inbound, &filter).await?;
+        let page = self.server.tasks.list(&self.agent, &self.inbound, &filter).await?;
         let tasks: Vec<Value> = page.tasks.iter().map(|t| Dialect::V1.task(t, history, include_artifacts)).collect();
         Ok(self.result(json!({
             "tasks": tasks,

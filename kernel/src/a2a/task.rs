@@ -15,12 +15,14 @@ use uuid::Uuid;
 use super::error::A2aError;
 use super::store::{self, NewRow};
 use super::{Inbound, wire};
-use crate::Kernel;
 use crate::agent::Agent;
+use crate::cluster::Cluster;
 use crate::db::{self, Db, stored_enum};
-use crate::session::Origin;
+use crate::family::Services;
+use crate::runtime::{Runtime, TurnEnd, TurnRequest};
+use crate::session::{Origin, Sessions};
 use crate::tool::Caller;
-use crate::turn::{AgentEvent, EventKind, TurnEnd, TurnRequest};
+use crate::turn::{AgentEvent, EventKind, Turns};
 
 /// A task's state, stored by its 1.0 name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,7 +141,14 @@ struct Running {
 
 /// Tasks other clients sent this daemon's agents, and the handles of running ones.
 pub struct A2aTasks {
-    pub(super) db: Db,
+    db: Db,
+    sessions: Arc<Sessions>,
+    /// The turns' events, for the progress a task's subscribers are told.
+    turns: Arc<Turns>,
+    runtime: Runtime,
+    /// This daemon in the cluster: a task is stored with the daemon that runs it, so another
+    /// fails it when this one dies.
+    daemon: String,
     running: Mutex<HashMap<Uuid, Running>>,
 }
 
@@ -170,8 +179,15 @@ impl Inbound {
 }
 
 impl A2aTasks {
-    pub(crate) fn new(db: Db) -> A2aTasks {
-        A2aTasks { db, running: Mutex::default() }
+    pub(crate) fn new(services: &Services) -> A2aTasks {
+        A2aTasks {
+            db: services.get::<Db>().clone(),
+            sessions: services.need(),
+            turns: services.need(),
+            runtime: services.get::<Runtime>().clone(),
+            daemon: services.get::<Cluster>().id().to_string(),
+            running: Mutex::default(),
+        }
     }
 
     fn running(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, Running>> {
@@ -180,8 +196,7 @@ impl A2aTasks {
 
     /// Starts a task for `message` (1.0 form): the agent's turn runs in the background.
     pub async fn start(
-        &self,
-        kernel: &Kernel,
+        self: &Arc<Self>,
         agent: Arc<Agent>,
         mut message: Value,
         inbound: &Inbound,
@@ -217,8 +232,8 @@ impl A2aTasks {
             None => Uuid::new_v4().to_string(),
         };
         // A context is a conversation of one caller: its session is keyed by both.
-        let session = kernel
-            .sessions()
+        let session = self
+            .sessions
             .labelled(agent.id, &Origin::A2a { owner: owner.to_string(), context: context_id.clone() })
             .await?;
         // An anonymous caller's task is read by its id alone: a random one.
@@ -232,7 +247,7 @@ impl A2aTasks {
             owner: &owner,
             state: TaskState::Working,
             request: &message.to_string(),
-            daemon: kernel.cluster().id(),
+            daemon: &self.daemon,
         };
         store::insert_task(&self.db, row).await?;
         let task = self.load(agent.id, id).await?;
@@ -250,7 +265,7 @@ impl A2aTasks {
             turn_id: Some(Uuid::now_v7()),
             ..TurnRequest::headless(text, inbound.caller())
         };
-        tokio::spawn(run(kernel.clone(), agent, id, turn, events));
+        tokio::spawn(run(self.clone(), agent, id, turn, events));
         Ok(Started { task, events: receiver })
     }
 
@@ -388,11 +403,17 @@ fn checked_context(context: &str) -> Result<&str, A2aError> {
 
 /// A task's turn, its progress (each tool call, as a `Working` status with a message), then
 /// its end: stored first (unless a cancel ended it already), then told.
-async fn run(kernel: Kernel, agent: Arc<Agent>, id: Uuid, turn: TurnRequest, events: broadcast::Sender<TaskEvent>) {
+async fn run(
+    tasks: Arc<A2aTasks>,
+    agent: Arc<Agent>,
+    id: Uuid,
+    turn: TurnRequest,
+    events: broadcast::Sender<TaskEvent>,
+) {
     let turn_id = turn.turn_id;
-    let mut progress = kernel.turns().subscribe();
+    let mut progress = tasks.turns.subscribe();
     let mut listening = true;
-    let running = crate::turn::run(&kernel, agent.clone(), turn);
+    let running = tasks.runtime.run_turn(agent.clone(), turn);
     tokio::pin!(running);
     let streamed = std::sync::atomic::AtomicBool::new(false);
     let tell = |event: &AgentEvent| {
@@ -438,7 +459,6 @@ async fn run(kernel: Kernel, agent: Arc<Agent>, id: Uuid, turn: TurnRequest, eve
         Ok(turn) => (TaskState::Completed, Some(turn.reply), None),
         Err(e) => (TaskState::Failed, None, Some(e.model_text())),
     };
-    let tasks = kernel.service::<A2aTasks>();
     if let Err(e) = store::finish_task(&tasks.db, id, state, reply.as_deref(), error.as_deref()).await {
         tracing::error!(task = %id, error = %e, "storing the end of an A2A task failed");
     }

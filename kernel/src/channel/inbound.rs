@@ -1,6 +1,8 @@
 //! Messages that arrive: the poll-mode listeners (each under its channel's lease), webhooks,
-//! storing each message before anything else, and the turn that answers it. The one part of
-//! the family that runs turns, so the one that names the kernel.
+//! storing each message before anything else, and the turn that answers it (through the
+//! [`crate::runtime::Runtime`]). A message may instead answer an `ask_user` question: handing
+//! it over takes the kernel (`crate::ask::answer_in_conversation`), which is why the listeners
+//! and the webhook are given one.
 
 use std::sync::Arc;
 
@@ -8,16 +10,15 @@ use super::platform::{self, Connection, Inbound, Outgoing, WebhookReply, Webhook
 use super::{Channel, ChannelMode, Channels, InboundRow, kind_title, mode_of, store};
 use crate::Kernel;
 use crate::error::{Error, Result};
+use crate::runtime::{TurnEnd, TurnRequest};
 use crate::session::Origin;
 use crate::tool::{Caller, ChannelContext};
-use crate::turn::{TurnEnd, TurnRequest};
 
 impl Channels {
     /// Starts the poll-mode listeners and answers the messages a previous run stored but did
     /// not answer. Only the daemon calls this.
-    pub(crate) fn start(kernel: &Kernel) {
-        let channels = kernel.service::<Channels>();
-        for channel in channels.channels.values() {
+    pub(crate) fn start(self: &Arc<Self>, kernel: &Kernel) {
+        for channel in self.channels.values() {
             let Ok(platform) = channel.platform() else {
                 tracing::warn!(channel = %channel.name, error = %channel.platform.as_ref().err().map(|e| e.message.clone()).unwrap_or_default(), "channel unavailable");
                 continue;
@@ -25,12 +26,11 @@ impl Channels {
             if mode_of(&channel.config) != ChannelMode::Poll {
                 continue;
             }
-            let sink_kernel = kernel.clone();
-            let sink_channel = channel.name.clone();
+            let (sink_channels, sink_kernel, sink_channel) = (self.clone(), kernel.clone(), channel.name.clone());
             let sink: platform::Sink = Arc::new(move |m: Inbound| {
-                let (kernel, name) = (sink_kernel.clone(), sink_channel.clone());
+                let (channels, kernel, name) = (sink_channels.clone(), sink_kernel.clone(), sink_channel.clone());
                 Box::pin(async move {
-                    if let Err(e) = kernel.service::<Channels>().accept(&kernel, &name, m).await {
+                    if let Err(e) = channels.accept(&kernel, &name, m).await {
                         tracing::error!(channel = %name, error = %e.message, "an inbound message could not be stored");
                     }
                 })
@@ -39,14 +39,14 @@ impl Channels {
             let state = Arc::new(move |c: Connection| {
                 *state_channel.connection.lock().unwrap_or_else(|e| e.into_inner()) = c;
             });
-            tokio::spawn(poll_under_lease(kernel.clone(), channel.name.clone(), platform.clone(), sink, state));
+            tokio::spawn(poll_under_lease(self.clone(), channel.name.clone(), platform.clone(), sink, state));
         }
-        let kernel = kernel.clone();
+        let channels = self.clone();
         tokio::spawn(async move {
-            match store::pending(&kernel.service::<Channels>().db).await {
+            match store::pending(&channels.db).await {
                 Ok(rows) => {
                     for row in rows {
-                        kernel.service::<Channels>().spawn_answer(&kernel, inbound_of(&row), row.channel);
+                        channels.spawn_answer(inbound_of(&row), row.channel);
                     }
                 }
                 Err(e) => tracing::warn!(error = %e.message, "could not read unanswered channel messages"),
@@ -58,7 +58,12 @@ impl Channels {
     /// message in it stored (once) and its turn started. Returns what to answer.
     /// Anyone may post there: an unknown channel and one that polls get the same answer, which
     /// names no configured channel.
-    pub async fn receive_webhook(&self, kernel: &Kernel, name: &str, req: WebhookRequest<'_>) -> Result<WebhookReply> {
+    pub async fn receive_webhook(
+        self: &Arc<Self>,
+        kernel: &Kernel,
+        name: &str,
+        req: WebhookRequest<'_>,
+    ) -> Result<WebhookReply> {
         let channel = self
             .channels
             .get(name)
@@ -77,7 +82,7 @@ impl Channels {
     /// redelivery) changes nothing. Returns once the message is stored.
     /// A message from the person an `ask_user` question in its conversation waits on is the
     /// answer, handed to that turn: it starts no turn of its own.
-    async fn accept(&self, kernel: &Kernel, name: &str, m: Inbound) -> Result<()> {
+    async fn accept(self: &Arc<Self>, kernel: &Kernel, name: &str, m: Inbound) -> Result<()> {
         let at = crate::db::timestamp(self.clock.now());
         if !store::receive(&self.db, name, &m, &at).await? {
             return Ok(());
@@ -86,16 +91,15 @@ impl Channels {
         if crate::ask::answer_in_conversation(kernel, name, &m.chat_id, &m.from.user_id, &m.text, &by).await? {
             store::finish(&self.db, name, &m.message_id, "answer", None).await?;
         } else {
-            self.spawn_answer(kernel, m, name.to_string());
+            self.spawn_answer(m, name.to_string());
         }
         Ok(())
     }
 
-    fn spawn_answer(&self, kernel: &Kernel, m: Inbound, name: String) {
-        let kernel = kernel.clone();
+    fn spawn_answer(self: &Arc<Self>, m: Inbound, name: String) {
+        let channels = self.clone();
         tokio::spawn(async move {
-            let channels = kernel.service::<Channels>();
-            let (state, detail) = match channels.answer(&kernel, &name, &m).await {
+            let (state, detail) = match channels.answer(&name, &m).await {
                 Ok(state) => (state, None),
                 Err(e) => {
                     tracing::warn!(channel = %name, chat = %m.chat_id, error = %e.message, "a channel message was not answered");
@@ -110,7 +114,7 @@ impl Channels {
 
     /// Runs the turn a message asks for and sends its reply back; a deliver-only webhook's
     /// message is sent on instead. Returns the inbound row's new state.
-    async fn answer(&self, kernel: &Kernel, name: &str, m: &Inbound) -> Result<&'static str> {
+    async fn answer(&self, name: &str, m: &Inbound) -> Result<&'static str> {
         let channel = self.get(name)?;
         if channel.config.deliver_only {
             let target = channel.config.default_target.as_deref().unwrap_or_default();
@@ -122,7 +126,7 @@ impl Channels {
             Error::unavailable(format!("channel `{name}` has no agent to answer it: set [channels.{name}] agent"))
         })?;
         // The agent bound to this channel, by id: never a later agent that took its name.
-        let agent = kernel.agents().bound(&crate::agent::binding::Binding::Channel(name.to_string()), agent_name)?;
+        let agent = self.agents.bound(&crate::agent::binding::Binding::Channel(name.to_string()), agent_name)?;
         agent.ensure_running()?;
         let lock = {
             let mut locks = self.conversations.lock().unwrap_or_else(|e| e.into_inner());
@@ -130,7 +134,7 @@ impl Channels {
         };
         let _in_turn = lock.lock().await;
         let origin = Origin::Channel { channel: name.to_string(), chat: m.chat_id.clone() };
-        let session = kernel.sessions().labelled(agent.id, &origin).await?;
+        let session = self.sessions.labelled(agent.id, &origin).await?;
         let req = TurnRequest {
             session: Some(session.id),
             channel: Some(ChannelContext {
@@ -146,7 +150,7 @@ impl Channels {
             headless: false,
             ..TurnRequest::headless(turn_message(channel, m), Caller::Channel(name.to_string()))
         };
-        let result = crate::turn::run(kernel, agent, req).await?;
+        let result = self.runtime.run_turn(agent, req).await?;
         if result.ended != TurnEnd::Reply || result.reply.trim().is_empty() {
             return Err(Error::failed(format!("the turn ended without a reply ({})", result.ended.as_str())));
         }
@@ -196,16 +200,16 @@ fn inbound_of(row: &InboundRow) -> Inbound {
 /// daemon holds the lease `channel:<name>`: a platform refuses a second poller, so a cluster
 /// runs one, and another daemon takes over when its holder dies or stops.
 async fn poll_under_lease(
-    kernel: Kernel,
+    channels: Arc<Channels>,
     name: String,
     platform: Arc<dyn platform::Platform>,
     sink: platform::Sink,
     state: Arc<dyn Fn(Connection) + Send + Sync>,
 ) {
     let lease = format!("channel:{name}");
-    let cluster = kernel.cluster();
+    let cluster = &channels.cluster;
     while cluster.hold(&lease).await {
-        let stop = kernel.service::<Channels>().stop.child_token();
+        let stop = channels.stop.child_token();
         let Some(listening) = platform.clone().listen(sink.clone(), state.clone(), stop.clone()) else { return };
         tokio::select! {
             () = listening => return,

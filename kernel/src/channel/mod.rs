@@ -119,10 +119,14 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 use utoipa::ToSchema;
 
+use crate::agent::Agents;
 use crate::clock::Clock;
+use crate::cluster::Cluster;
 use crate::db::Db;
 use crate::error::{Error, Result};
-use crate::family::Family;
+use crate::family::{Family, Services};
+use crate::runtime::Runtime;
+use crate::session::Sessions;
 use crate::tool::ChannelContext;
 use platform::{Connection, Endpoint, Platform};
 
@@ -135,7 +139,7 @@ pub(crate) use tools::register;
 pub const FAMILY: Family = Family {
     name: "channel",
     open: |s| {
-        s.provide(Channels::new(&s.config().channels, s.get::<Db>().clone(), s.get::<Clock>().clone()));
+        s.provide(Channels::new(s));
         Ok(())
     },
     register,
@@ -189,6 +193,12 @@ pub struct Channels {
     /// mutex is fair).
     conversations: StdMutex<HashMap<ConversationKey, Arc<tokio::sync::Mutex<()>>>>,
     stop: CancellationToken,
+    /// What answering a message takes: the agent bound to the channel, the conversation's
+    /// session, the turn; and the cluster, whose lease lets one daemon poll a channel.
+    agents: Arc<Agents>,
+    sessions: Arc<Sessions>,
+    runtime: Runtime,
+    cluster: Arc<Cluster>,
 }
 
 /// How a channel hears of messages: `mode` when set, else the one its kind has (Telegram
@@ -240,7 +250,8 @@ pub fn adapter(name: &str, c: &ChannelConfig, channels: &ChannelsConfig) -> Resu
 }
 
 impl Channels {
-    pub fn new(config: &ChannelsConfig, db: Db, clock: Clock) -> Channels {
+    pub(crate) fn new(services: &Services) -> Channels {
+        let config = &services.config().channels;
         let channels = config
             .channels
             .iter()
@@ -254,7 +265,17 @@ impl Channels {
                 (name.clone(), Arc::new(channel))
             })
             .collect();
-        Channels { channels, db, clock, conversations: StdMutex::default(), stop: CancellationToken::new() }
+        Channels {
+            channels,
+            db: services.get::<Db>().clone(),
+            clock: services.get::<Clock>().clone(),
+            conversations: StdMutex::default(),
+            stop: CancellationToken::new(),
+            agents: services.need(),
+            sessions: services.need(),
+            runtime: services.get::<Runtime>().clone(),
+            cluster: services.need(),
+        }
     }
 
     /// Stops the listeners.

@@ -1,6 +1,8 @@
 //! Family `channel` (spec §6): `channel_send`, `channel_dm`, `channel_members`, thin over
 //! [`super::Channels`], which holds their guards.
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -18,7 +20,16 @@ const FAMILY: &str = "channel";
 const MAX_UPLOAD_BYTES: u64 = 20 * 1024 * 1024;
 const MAX_POLL_OPTIONS: usize = 10;
 
+/// What the tools take from the kernel: the channels, and the workspaces `channel_send`
+/// uploads files from.
+#[derive(Clone)]
+pub(super) struct Uses {
+    channels: Arc<Channels>,
+    workspaces: Arc<Workspaces>,
+}
+
 pub(crate) fn register(r: &mut Registry, services: &Services) {
+    let uses = Uses { channels: services.need(), workspaces: services.need() };
     let config = services.config();
     let needs = Needs::unless(
         config
@@ -27,12 +38,12 @@ pub(crate) fn register(r: &mut Registry, services: &Services) {
             .is_empty()
             .then(|| "no channel is configured: add a [channels.NAME] section".to_string()),
     );
-    r.add_needing(Send, &needs);
-    r.add_needing(Dm, &needs);
-    r.add_needing(Members, &needs);
+    r.add_needing(Send(uses.clone()), &needs);
+    r.add_needing(Dm(uses.clone()), &needs);
+    r.add_needing(Members(uses), &needs);
 }
 
-pub struct Send;
+pub struct Send(Uses);
 
 /// What to send.
 #[derive(Deserialize, JsonSchema)]
@@ -85,14 +96,14 @@ impl Tool for Send {
     }
 
     async fn run(&self, ctx: CallContext, args: SendArgs) -> Result<Value> {
-        let out = outgoing(&ctx, args.content).await?;
-        let sent = ctx.kernel.service::<Channels>().send_from(&ctx, &args.channel, args.target.as_deref(), out).await?;
+        let out = outgoing(&self.0.workspaces, &ctx, args.content).await?;
+        let sent = self.0.channels.send_from(&ctx, &args.channel, args.target.as_deref(), out).await?;
         Ok(json!({ "sent": true, "channel": sent.channel, "target": sent.target }))
     }
 }
 
 /// The tool's content as the adapters take it: files read from the workspace, sizes checked.
-async fn outgoing(ctx: &CallContext, content: Content) -> Result<Outgoing> {
+async fn outgoing(workspaces: &Workspaces, ctx: &CallContext, content: Content) -> Result<Outgoing> {
     Ok(match content {
         Content::Text { text } => {
             if crate::text::is_blank(&text) {
@@ -100,8 +111,12 @@ async fn outgoing(ctx: &CallContext, content: Content) -> Result<Outgoing> {
             }
             Outgoing::Text(text)
         }
-        Content::Image { url, path, caption } => Outgoing::Image { media: media(ctx, url, path).await?, caption },
-        Content::File { url, path, caption } => Outgoing::File { media: media(ctx, url, path).await?, caption },
+        Content::Image { url, path, caption } => {
+            Outgoing::Image { media: media(workspaces, ctx, url, path).await?, caption }
+        }
+        Content::File { url, path, caption } => {
+            Outgoing::File { media: media(workspaces, ctx, url, path).await?, caption }
+        }
         Content::Poll { question, options } => {
             if crate::text::is_blank(&question) {
                 return Err(Error::invalid("a poll needs a question").with_field("content.question"));
@@ -115,7 +130,12 @@ async fn outgoing(ctx: &CallContext, content: Content) -> Result<Outgoing> {
     })
 }
 
-async fn media(ctx: &CallContext, url: Option<String>, path: Option<String>) -> Result<FileSource> {
+async fn media(
+    workspaces: &Workspaces,
+    ctx: &CallContext,
+    url: Option<String>,
+    path: Option<String>,
+) -> Result<FileSource> {
     match (url, path) {
         (Some(url), None) => {
             let parsed = reqwest::Url::parse(&url)
@@ -126,8 +146,7 @@ async fn media(ctx: &CallContext, url: Option<String>, path: Option<String>) -> 
             Ok(FileSource::Url(url))
         }
         (None, Some(path)) => {
-            let (head, entry, cut) =
-                ctx.kernel.service::<Workspaces>().read_head(ctx.agent.id, &path, MAX_UPLOAD_BYTES).await?;
+            let (head, entry, cut) = workspaces.read_head(ctx.agent.id, &path, MAX_UPLOAD_BYTES).await?;
             if cut {
                 return Err(Error::invalid(format!(
                     "`{path}` is {} bytes; channel_send uploads at most {MAX_UPLOAD_BYTES}",
@@ -166,7 +185,7 @@ fn mime_of(file_name: &str) -> &'static str {
     }
 }
 
-pub struct Dm;
+pub struct Dm(Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -193,12 +212,12 @@ impl Tool for Dm {
         if crate::text::is_blank(&args.message) {
             return Err(Error::invalid("the message is empty").with_field("message"));
         }
-        let sent = ctx.kernel.service::<Channels>().dm(&ctx, &args.user_id, &args.message).await?;
+        let sent = self.0.channels.dm(&ctx, &args.user_id, &args.message).await?;
         Ok(json!({ "sent": true, "channel": sent.channel, "user_id": args.user_id }))
     }
 }
 
-pub struct Members;
+pub struct Members(Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -223,8 +242,7 @@ impl Tool for Members {
     }
 
     async fn run(&self, ctx: CallContext, args: MembersArgs) -> Result<Value> {
-        let members =
-            ctx.kernel.service::<Channels>().members(&ctx, args.channel.as_deref(), args.chat_id.as_deref()).await?;
+        let members = self.0.channels.members(&ctx, args.channel.as_deref(), args.chat_id.as_deref()).await?;
         let members: Vec<Value> = members
             .into_iter()
             .map(|m| json!({ "user_id": m.user_id, "display_name": m.display_name, "username": m.username, "last_seen": m.last_seen }))

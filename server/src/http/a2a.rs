@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util::StreamExt;
 use kennel_kernel::Kernel;
-use kennel_kernel::a2a::{self, AccessRefusal, Answer, Inbound};
+use kennel_kernel::a2a::{A2aServer, AccessRefusal, Answer, Inbound};
 use kennel_kernel::error::Error;
 
 use super::error::ApiError;
@@ -72,7 +72,7 @@ fn refused(refusal: AccessRefusal) -> Response {
 
 async fn daemon_card(State(kernel): State<Kernel>, headers: HeaderMap) -> Response {
     match inbound(&kernel, &headers) {
-        Ok(caller) => Json(a2a::daemon_card(&kernel, &base_url(&headers), &caller)).into_response(),
+        Ok(caller) => Json(kernel.service::<A2aServer>().daemon_card(&base_url(&headers), &caller)).into_response(),
         Err(refused) => refused.into_response(),
     }
 }
@@ -82,7 +82,7 @@ async fn agent_card(State(kernel): State<Kernel>, headers: HeaderMap, Path(agent
         Ok(caller) => caller,
         Err(refused) => return refused.into_response(),
     };
-    match a2a::agent_card(&kernel, &agent, &base_url(&headers), &caller) {
+    match kernel.service::<A2aServer>().agent_card(&agent, &base_url(&headers), &caller) {
         Ok(card) => Json(card).into_response(),
         Err(refusal) => refused(refusal),
     }
@@ -107,7 +107,7 @@ async fn rpc(kernel: &Kernel, agent: Option<&str>, headers: &HeaderMap, body: &s
         Err(refused) => return refused.into_response(),
     };
     let version = headers.get("a2a-version").and_then(|v| v.to_str().ok());
-    match a2a::handle(kernel, agent, caller, version, body).await {
+    match kernel.service::<A2aServer>().handle(agent, caller, version, body).await {
         Ok(Answer::Json(answer)) => (StatusCode::OK, Json(answer)).into_response(),
         Ok(Answer::Stream(updates)) => {
             let events = updates
