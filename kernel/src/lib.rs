@@ -230,8 +230,8 @@ impl Kernel {
     /// mark the daemon's running work interrupted.
     pub async fn start_background(&self, listen: &str) -> Result<()> {
         cluster::Cluster::start(self, listen).await?;
-        tasks::start_sweeper(self);
-        schedule::runner::start(self);
+        tasks::start_sweeper(self.services());
+        schedule::runner::start(self.services());
         agent::start_ephemeral_sweeper(self);
         retention::start(self);
         process::start(self.services().need());
@@ -342,46 +342,6 @@ impl Kernel {
     }
     pub(crate) fn upgrade(weak: &std::sync::Weak<Inner>) -> Option<Kernel> {
         weak.upgrade().map(Kernel)
-    }
-
-    /// Posts a task and, if `[task_board] wake_assignee` is on and it is for a running agent,
-    /// starts a turn that tells that agent a task waits.
-    /// `new.assignee` may be an agent's name or id.
-    pub async fn post_task(&self, new: tasks::NewTask, posted_by: &str) -> Result<tasks::Task> {
-        let task = self.service::<tasks::TaskBoard>().post(new, posted_by).await?;
-        self.wake_assignee(&task, "posted for you");
-        Ok(task)
-    }
-
-    /// Gives a task to another agent (a name or id; `None` or empty: anyone) and puts it back
-    /// to pending; the new assignee, if running, is woken as for a new task.
-    pub async fn reassign_task(&self, id: &str, assignee: Option<&str>) -> Result<tasks::Task> {
-        let task = self.service::<tasks::TaskBoard>().reassign(id, assignee).await?;
-        self.wake_assignee(&task, "given to you");
-        Ok(task)
-    }
-
-    /// If `[task_board] wake_assignee` is on and `task` is for a running agent, starts a turn
-    /// telling that agent the task waits (`how`: "posted for you", "given to you"), in a
-    /// session labelled with the task's whole id (its wake-ups, on the task's page).
-    fn wake_assignee(&self, task: &tasks::Task, how: &str) {
-        if !self.0.config.task_board.wake_assignee {
-            return;
-        }
-        let Some(agent) =
-            task.assigned_to.as_deref().and_then(|a| self.0.agents.get(a).ok()).filter(|a| a.is_running())
-        else {
-            return;
-        };
-        let (kernel, title, id) = (self.clone(), task.title.clone(), task.id);
-        let message = format!("A task was {how}: \"{title}\" (task {id}). Claim it with task_claim when you can.");
-        tokio::spawn(async move {
-            let label = session::Origin::Task(id.to_string()).label();
-            let req = TurnRequest { new_session_label: label, ..TurnRequest::headless(message, tool::Caller::Agent) };
-            if let Err(e) = turn::run(&kernel, agent.clone(), req).await {
-                tracing::info!(agent = %agent.name, error = %e.message, "could not wake the assignee of a task");
-            }
-        });
     }
 
     pub fn turns(&self) -> &Turns {

@@ -62,15 +62,18 @@ mod email;
 mod store;
 mod tools;
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 pub use config::NotifyConfig;
 pub(crate) use tools::register;
 
-use crate::Kernel;
+use crate::agent::Agents;
 use crate::channel::Channels;
 use crate::clock::Clock;
+use crate::config::Config;
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::family::Family;
@@ -80,7 +83,7 @@ use crate::page::{Key, Page, PageRequest, bad_cursor};
 pub const FAMILY: Family = Family {
     name: "notify",
     open: |s| {
-        s.provide(Inbox::new(s.get::<Db>().clone(), s.get::<Clock>().clone()));
+        s.provide(Inbox::new(s.get::<Db>().clone(), s.get::<Clock>().clone(), s.need(), s.need(), s.need()));
         Ok(())
     },
     register,
@@ -150,6 +153,12 @@ pub struct NoteFilter {
 pub struct Inbox {
     db: Db,
     clock: Clock,
+    /// `[notify]`: limits and where notes are sent on.
+    config: Arc<Config>,
+    /// To find the agent a reader filters by.
+    agents: Arc<Agents>,
+    /// Where a note is sent on to Telegram.
+    channels: Arc<Channels>,
     /// Notes sent on in the current clock hour, per medium (see [`Inbox::fan_out_allowed`]).
     fanned_out: std::sync::Mutex<FanOutHour>,
 }
@@ -173,8 +182,14 @@ fn over_fan_out(max: u64) -> String {
 }
 
 impl Inbox {
-    pub(crate) fn new(db: Db, clock: Clock) -> Inbox {
-        Inbox { db, clock, fanned_out: std::sync::Mutex::default() }
+    pub(crate) fn new(
+        db: Db,
+        clock: Clock,
+        config: Arc<Config>,
+        agents: Arc<Agents>,
+        channels: Arc<Channels>,
+    ) -> Inbox {
+        Inbox { db, clock, config, agents, channels, fanned_out: std::sync::Mutex::default() }
     }
 
     /// Counts one note sent on to `medium` in this clock hour, if fewer than `max` were: a
@@ -199,7 +214,7 @@ impl Inbox {
 
     /// Stores a note, then fans it out as `[notify]` says (in the background: the note is
     /// stored whatever the fan-out does).
-    pub async fn notify(&self, kernel: &Kernel, new: NewNote) -> Result<Note> {
+    pub async fn notify(&self, new: NewNote) -> Result<Note> {
         check_text("reason", &new.reason, MAX_REASON)?;
         // The reason is the note's title: it cannot reorder what an operator reads.
         if new.reason.chars().any(crate::text::is_bidi_control) {
@@ -211,7 +226,7 @@ impl Inbox {
         check_text("summary", &new.summary, MAX_SUMMARY)?;
         let now = self.clock.now();
         let (at, since) = (crate::db::timestamp(now), crate::db::timestamp(now - chrono::Duration::hours(1)));
-        let config = &kernel.config().notify;
+        let config = &self.config.notify;
         let id = store::insert_within(&self.db, &new, &at, &since, config.max_per_agent_per_hour).await?.ok_or_else(|| {
             Error::exhausted(format!(
                 "this agent left {} notes in the last hour, the most [notify] max_per_agent_per_hour allows: put what matters in one note, or wait",
@@ -223,8 +238,12 @@ impl Inbox {
             && new.urgency >= config.min_urgency_telegram
         {
             if self.fan_out_allowed(Medium::Telegram, config.max_fanout_per_hour) {
-                let (kernel, channel, note) = (kernel.clone(), channel.clone(), note.clone());
-                tokio::spawn(async move { fan_out(&kernel, &channel, &note).await });
+                let address = match &config.telegram_chat {
+                    Some(chat) => format!("{channel}:{chat}"),
+                    None => channel.clone(),
+                };
+                let (channels, db, note) = (self.channels.clone(), self.db.clone(), note.clone());
+                tokio::spawn(async move { fan_out(&channels, &db, &address, &note).await });
             } else {
                 store::set_telegram(&self.db, note.id, &over_fan_out(config.max_fanout_per_hour)).await?;
             }
@@ -235,13 +254,13 @@ impl Inbox {
         {
             store::set_email(&self.db, note.id, &over_fan_out(config.max_fanout_per_hour)).await?;
         } else if !config.email_to.is_empty() && new.urgency >= config.min_urgency_email {
-            let (kernel, note) = (kernel.clone(), note.clone());
+            let (config, db, note) = (self.config.clone(), self.db.clone(), note.clone());
             tokio::spawn(async move {
-                let outcome = match email::send(&kernel.config().notify, &note).await {
+                let outcome = match email::send(&config.notify, &note).await {
                     Ok(()) => "ok".to_string(),
                     Err(e) => e.message,
                 };
-                if let Err(e) = store::set_email(&kernel.service::<Inbox>().db, note.id, &outcome).await {
+                if let Err(e) = store::set_email(&db, note.id, &outcome).await {
                     tracing::warn!(note = note.id, error = %e.message, "could not record a note's email");
                 }
             });
@@ -250,15 +269,9 @@ impl Inbox {
     }
 
     /// A page of notes, newest first, with `reader`'s read state.
-    pub async fn list(
-        &self,
-        kernel: &Kernel,
-        reader: &str,
-        filter: &NoteFilter,
-        page: &PageRequest,
-    ) -> Result<Page<Note>> {
+    pub async fn list(&self, reader: &str, filter: &NoteFilter, page: &PageRequest) -> Result<Page<Note>> {
         let agent = match filter.agent.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
-            Some(who) => Some(kernel.agents().id_for_field("agent", Some(who))?.unwrap_or_default()),
+            Some(who) => Some(self.agents.id_for_field("agent", Some(who))?.unwrap_or_default()),
             None => None,
         };
         let query = store::Query { reader, agent: agent.as_deref(), urgency: filter.urgency, unread: filter.unread };
@@ -281,18 +294,13 @@ impl Inbox {
     }
 }
 
-/// Sends a note to the Telegram chat `[notify]` names and records how it went.
-async fn fan_out(kernel: &Kernel, channel: &str, note: &Note) {
-    let config = &kernel.config().notify;
-    let address = match &config.telegram_chat {
-        Some(chat) => format!("{channel}:{chat}"),
-        None => channel.to_string(),
-    };
+/// Sends a note to the Telegram chat `[notify]` names (`address`: `CHANNEL` or
+/// `CHANNEL:CHAT`) and records how it went.
+async fn fan_out(channels: &Channels, db: &Db, address: &str, note: &Note) {
     let from = note.agent_name.as_deref().map(|a| format!(" from agent {a}")).unwrap_or_default();
     let text = format!("[{}] {}{from}\n{}", urgency_label(note.urgency), note.reason, note.summary);
     let out = crate::channel::platform::Outgoing::Text(text);
-    let channels = kernel.service::<Channels>();
-    let sent = match channels.address(&address) {
+    let sent = match channels.address(address) {
         Ok((channel, chat)) => channels.deliver(&channel, &chat, out, "notify_owner").await,
         Err(e) => Err(e),
     };
@@ -300,7 +308,7 @@ async fn fan_out(kernel: &Kernel, channel: &str, note: &Note) {
         Ok(()) => "ok".to_string(),
         Err(e) => e.message,
     };
-    if let Err(e) = store::set_telegram(&kernel.service::<Inbox>().db, note.id, &outcome).await {
+    if let Err(e) = store::set_telegram(db, note.id, &outcome).await {
         tracing::warn!(note = note.id, error = %e.message, "could not record a note's fan-out");
     }
 }

@@ -1,5 +1,7 @@
 //! Family `notify`: `notify_owner`, thin over [`super::Inbox`].
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -10,11 +12,13 @@ use crate::family::Services;
 use crate::notify::Inbox;
 use crate::tool::{CallContext, Registry, Tool, ToolDef};
 
-pub(crate) fn register(r: &mut Registry, _: &Services) {
-    r.add(NotifyOwner);
+pub(crate) fn register(r: &mut Registry, services: &Services) {
+    r.add(NotifyOwner { inbox: services.need() });
 }
 
-pub struct NotifyOwner;
+pub struct NotifyOwner {
+    inbox: Arc<Inbox>,
+}
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -49,7 +53,7 @@ impl Tool for NotifyOwner {
             summary: args.summary,
             urgency: args.urgency,
         };
-        let note = ctx.kernel.service::<Inbox>().notify(&ctx.kernel, new).await?;
+        let note = self.inbox.notify(new).await?;
         Ok(json!({ "noted": true, "id": note.id, "urgency": note.urgency }))
     }
 }

@@ -1,7 +1,7 @@
 //! Schedules (spec §11): one-shot turns (`schedule_create`) and cron jobs (`cron_create`,
 //! manifest `[[cron]]`) in one store. Agents create, list, pause and resume their own;
 //! operators pause and resume any; only an operator in a dashboard session deletes one for
-//! good ([`delete_permanently`] takes a [`HumanApproval`], which no tool or API token has).
+//! good ([`Schedules::delete_permanently`] takes a [`HumanApproval`], which no tool or API token has).
 //! [`runner`] fires what is due.
 //!
 //! # Design notes
@@ -10,7 +10,7 @@
 //!
 //! Schedules: `Schedules` (create with `cron.rs` / `timing.rs` validation — `cron.rs` holds every
 //! cron rule and runs cron work off the async workers, `timing.rs` reads `when` and time zones —
-//! list with last fire, pause, resume, fire history, manifest seeding), `delete_permanently`
+//! list with last fire, pause, resume, fire history, manifest seeding), `Schedules::delete_permanently`
 //! (human-only: takes an `auth::HumanApproval`), `runner.rs` (the scheduler task), `store.rs`
 //! (every query of both), `tools.rs` (the `schedule` family).
 //!
@@ -67,7 +67,7 @@
 //!   02:30 slot). Other jobs keep croner's behaviour (gap slots do not exist, a repeated hour
 //!   fires twice).
 //! - **The runner** (`runner.rs`) is one task, started only by the daemon
-//!   (`Kernel::start_background`, with the task sweeper; a CLI command opening the same home
+//!   (`runner::start`, from the kernel's `start_background` with the task sweeper; a CLI command opening the same home
 //!   runs neither). It reads the earliest `next_fire` of an active schedule (a partial index
 //!   makes it one lookup), sleeps until then (at most 30 s; woken early when the store changes
 //!   or a manual clock moves), and takes everything due in batches of 500: what each fire means
@@ -97,7 +97,7 @@
 //!   /api/schedules/{id}/pause|resume`, the dashboard). Manifest blocks are copied into the store
 //!   once per agent (`schedule_seeds`), at spawn (`Kernel::spawn_agent`) or at start for older
 //!   agents, so a manifest job an operator deleted does not come back.
-//! - **Permanent deletion is human-only, by construction.** `schedule::delete_permanently` takes
+//! - **Permanent deletion is human-only, by construction.** `Schedules::delete_permanently` takes
 //!   an `auth::HumanApproval`, which only `Auth::human_approval(session cookie, CSRF token)` makes;
 //!   no tool context and no API token carries those. The dashboard's confirmation page names the
 //!   schedule and asks the operator to type its short id (the last 8 hex digits of its id);
@@ -139,7 +139,6 @@ use uuid::Uuid;
 pub use config::SchedulesConfig;
 pub(crate) use tools::register;
 
-use crate::Kernel;
 use crate::agent::{Agent, Agents};
 use crate::auth::HumanApproval;
 use crate::clock::Clock;
@@ -148,7 +147,7 @@ use crate::db::{self, Db, stored_enum};
 use crate::error::{Error, FieldError, Result};
 use crate::family::Family;
 use crate::page::{Key, Page, PageRequest};
-use crate::tool::audit::AuditEntry;
+use crate::tool::audit::{AuditEntry, AuditLog};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
@@ -411,6 +410,8 @@ pub struct Schedules {
     fire_history: u64,
     /// This daemon's id in the cluster: the fires it takes are written down as its.
     daemon: String,
+    /// Where a permanent deletion is recorded.
+    audit: Arc<AuditLog>,
 }
 
 fn field_error(field: &str, message: impl Into<String>) -> Error {
@@ -418,7 +419,14 @@ fn field_error(field: &str, message: impl Into<String>) -> Error {
 }
 
 impl Schedules {
-    pub(crate) fn new(db: Db, clock: Clock, fire_history: u64, agents: Arc<Agents>, daemon: String) -> Schedules {
+    pub(crate) fn new(
+        db: Db,
+        clock: Clock,
+        fire_history: u64,
+        agents: Arc<Agents>,
+        daemon: String,
+        audit: Arc<AuditLog>,
+    ) -> Schedules {
         Schedules {
             db,
             agents,
@@ -427,6 +435,7 @@ impl Schedules {
             stopped: Default::default(),
             fire_history,
             daemon,
+            audit,
         }
     }
 
@@ -656,45 +665,41 @@ impl Schedules {
     }
 }
 
-/// Deletes a schedule and its fire history for good. Human-only: it takes a
-/// [`HumanApproval`] (an operator's dashboard session and its CSRF token) and `confirm`, which
-/// must be the schedule's [`Schedule::short_id`] as the operator typed it on the confirmation
-/// page. No tool and no API token can make the approval, so neither can reach this.
-pub async fn delete_permanently(
-    kernel: &Kernel,
-    id: &str,
-    confirm: &str,
-    approval: &HumanApproval,
-) -> Result<Schedule> {
-    let schedules = kernel.service::<Schedules>();
-    let schedule = schedules.get(id).await?;
-    if confirm.trim() != schedule.short_id() {
-        return Err(field_error(
-            "confirm",
-            format!("type {} (the schedule's short id) to confirm the permanent deletion", schedule.short_id()),
-        ));
+impl Schedules {
+    /// Deletes a schedule and its fire history for good. Human-only: it takes a
+    /// [`HumanApproval`] (an operator's dashboard session and its CSRF token) and `confirm`,
+    /// which must be the schedule's [`Schedule::short_id`] as the operator typed it on the
+    /// confirmation page. No tool and no API token can make the approval, so neither can reach
+    /// this.
+    pub async fn delete_permanently(&self, id: &str, confirm: &str, approval: &HumanApproval) -> Result<Schedule> {
+        let schedule = self.get(id).await?;
+        if confirm.trim() != schedule.short_id() {
+            return Err(field_error(
+                "confirm",
+                format!("type {} (the schedule's short id) to confirm the permanent deletion", schedule.short_id()),
+            ));
+        }
+        store::delete(&self.db, &schedule.id.to_string()).await?;
+        self.changed.notify_one();
+        if let Ok(agent_id) = Uuid::parse_str(&schedule.agent_id) {
+            // Not answered before its audit row is committed, like a state-changing tool call.
+            self.audit
+                .record_durably(AuditEntry {
+                    agent_id,
+                    session_id: None,
+                    caller: format!("operator:{}", approval.operator()),
+                    tool: "schedule_delete_permanently".into(),
+                    args_digest: crate::tool::pipeline::args_digest(&serde_json::json!({ "schedule_id": id })),
+                    outcome: "ok",
+                    message: Some(format!("deleted {} for good", schedule.timing())),
+                    duration_us: 0,
+                    artifact_id: None,
+                })
+                .await
+                .map_err(|e| Error::failed(format!("the schedule was deleted, but {}", e.message)))?;
+        }
+        Ok(schedule)
     }
-    store::delete(&schedules.db, &schedule.id.to_string()).await?;
-    schedules.changed.notify_one();
-    if let Ok(agent_id) = Uuid::parse_str(&schedule.agent_id) {
-        // Not answered before its audit row is committed, like a state-changing tool call.
-        kernel
-            .audit()
-            .record_durably(AuditEntry {
-                agent_id,
-                session_id: None,
-                caller: format!("operator:{}", approval.operator()),
-                tool: "schedule_delete_permanently".into(),
-                args_digest: crate::tool::pipeline::args_digest(&serde_json::json!({ "schedule_id": id })),
-                outcome: "ok",
-                message: Some(format!("deleted {} for good", schedule.timing())),
-                duration_us: 0,
-                artifact_id: None,
-            })
-            .await
-            .map_err(|e| Error::failed(format!("the schedule was deleted, but {}", e.message)))?;
-    }
-    Ok(schedule)
 }
 
 pub(crate) use crate::text::short_id;
@@ -709,6 +714,7 @@ pub const FAMILY: Family = Family {
             s.config().schedules.fire_history,
             s.need::<Agents>(),
             s.get::<Cluster>().id().to_string(),
+            s.need::<AuditLog>(),
         );
         s.provide(schedules);
         Ok(())

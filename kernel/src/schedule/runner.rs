@@ -18,14 +18,15 @@ use uuid::Uuid;
 
 use super::store::{self, DueRow};
 use super::{FireOutcome, Kind, Schedules, State, cron, parse_time};
-use crate::Kernel;
 use crate::channel::Channels;
+use crate::config::Config;
 use crate::db;
 use crate::error::Result;
+use crate::family::Services;
 use crate::notify::Inbox;
+use crate::runtime::{Runtime, TurnEnd, TurnRequest};
 use crate::session::Origin;
 use crate::tool::Caller;
-use crate::turn::{self, TurnEnd, TurnRequest};
 
 /// Due schedules taken per pass (one transaction).
 const BATCH: i64 = 500;
@@ -49,13 +50,32 @@ struct Dispatch {
     lineage: super::Lineage,
 }
 
-/// Starts the scheduler for `kernel`. It stops when the kernel closes.
-pub(crate) fn start(kernel: &Kernel) {
+/// What the runner's fires reach, taken from the kernel's services when it starts (the
+/// channels and the inbox open after the schedules, so not at `open`).
+#[derive(Clone)]
+struct Uses {
+    schedules: Arc<Schedules>,
+    config: Arc<Config>,
+    runtime: Runtime,
+    /// Where a fire's reply is delivered.
+    channels: Arc<Channels>,
+    /// Where a chain of schedules stopped at the depth limit is noted.
+    inbox: Arc<Inbox>,
+}
+
+/// Starts the scheduler. It stops when the kernel closes.
+pub(crate) fn start(services: &Services) {
+    let uses = Uses {
+        schedules: services.need(),
+        config: services.need(),
+        runtime: services.get::<Runtime>().clone(),
+        channels: services.need(),
+        inbox: services.need(),
+    };
     let (queue, pending) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(run_fires(kernel.clone(), pending));
-    let kernel = kernel.clone();
+    let schedules = uses.schedules.clone();
+    tokio::spawn(run_fires(uses, pending));
     tokio::spawn(async move {
-        let schedules = kernel.service::<Schedules>();
         let started_at = schedules.clock.now();
         let mut held_back = Vec::new();
         loop {
@@ -107,11 +127,11 @@ pub(crate) fn start(kernel: &Kernel) {
 
 /// Starts each written-down fire's turn as soon as one of `[schedules] max_concurrent_fires`
 /// slots is free; the queue holds plain records, not parked tasks.
-async fn run_fires(kernel: Kernel, mut pending: tokio::sync::mpsc::UnboundedReceiver<Dispatch>) {
-    let permits = Arc::new(Semaphore::new(kernel.config().schedules.max_concurrent_fires as usize));
+async fn run_fires(uses: Uses, mut pending: tokio::sync::mpsc::UnboundedReceiver<Dispatch>) {
+    let permits = Arc::new(Semaphore::new(uses.config.schedules.max_concurrent_fires as usize));
     while let Some(d) = pending.recv().await {
         let Ok(permit) = permits.clone().acquire_owned().await else { return };
-        tokio::spawn(fire(kernel.clone(), d, permit));
+        tokio::spawn(fire(uses.clone(), d, permit));
     }
 }
 
@@ -164,9 +184,8 @@ fn plan(rows: Vec<DueRow>, now: DateTime<Utc>, started_at: DateTime<Utc>) -> Vec
 }
 
 /// Sends a fire's reply to the schedule's channel, if it names one.
-async fn deliver(kernel: &Kernel, d: &Dispatch, reply: &str) -> Result<()> {
+async fn deliver(channels: &Channels, d: &Dispatch, reply: &str) -> Result<()> {
     let Some(address) = &d.channel else { return Ok(()) };
-    let channels = kernel.service::<Channels>();
     let (channel, chat) = channels.address(address)?;
     crate::channel::stays_in_conversation(d.lineage.conversation.as_ref(), &channel, &chat, "a schedule's reply")?;
     let sent_by = format!("schedule:{}", super::short_id(&d.schedule_id));
@@ -175,13 +194,14 @@ async fn deliver(kernel: &Kernel, d: &Dispatch, reply: &str) -> Result<()> {
 
 /// Refuses a fire one agent call deeper than the turn that made its schedule, past `[kernel]
 /// max_agent_call_depth` (a schedule that keeps scheduling itself again).
-fn too_deep(kernel: &Kernel, d: &Dispatch) -> Result<()> {
+fn too_deep(uses: &Uses, d: &Dispatch) -> Result<()> {
     let what = || format!("schedule {}", super::short_id(&d.schedule_id));
-    crate::turn::depth::check(kernel, d.lineage.depth.saturating_add(1), &d.lineage.chain, what)
+    let depth = d.lineage.depth.saturating_add(1);
+    crate::turn::depth::check_with(&uses.config, &uses.schedules.agents, depth, &d.lineage.chain, what)
 }
 
 /// Tells the operators a chain of schedules was stopped at the depth limit.
-async fn stopped_chain(kernel: &Kernel, agent: &crate::agent::Agent, d: &Dispatch, why: &str) {
+async fn stopped_chain(inbox: &Inbox, agent: &crate::agent::Agent, d: &Dispatch, why: &str) {
     let note = crate::notify::NewNote {
         source: "schedule",
         agent: Some((agent.id, agent.name.clone())),
@@ -192,21 +212,22 @@ async fn stopped_chain(kernel: &Kernel, agent: &crate::agent::Agent, d: &Dispatc
         ),
         urgency: crate::notify::Urgency::High,
     };
-    if let Err(e) = kernel.service::<Inbox>().notify(kernel, note).await {
+    if let Err(e) = inbox.notify(note).await {
         tracing::warn!(schedule = %d.schedule_id, error = %e.message, "a stopped chain of schedules could not be noted in the inbox");
     }
 }
 
 /// Runs one fire's turn and records how it ended.
-async fn fire(kernel: Kernel, d: Dispatch, _permit: tokio::sync::OwnedSemaphorePermit) {
+async fn fire(uses: Uses, d: Dispatch, _permit: tokio::sync::OwnedSemaphorePermit) {
     let started = Instant::now();
-    let agent = Uuid::parse_str(&d.agent_id).ok().and_then(|id| kernel.agents().get_by_id(id));
+    let schedules = &uses.schedules;
+    let agent = Uuid::parse_str(&d.agent_id).ok().and_then(|id| schedules.agents.get_by_id(id));
     // The agent whose chain of schedules is stopped here; its note follows the fire's record.
     let mut stopped = None;
     let (outcome, detail, session) = match agent {
         Some(agent)
             if agent.is_running()
-                && let Err(e) = too_deep(&kernel, &d) =>
+                && let Err(e) = too_deep(&uses, &d) =>
         {
             stopped = Some(agent);
             (FireOutcome::Failed, e.message, None)
@@ -219,8 +240,8 @@ async fn fire(kernel: Kernel, d: Dispatch, _permit: tokio::sync::OwnedSemaphoreP
                 channel: d.lineage.conversation.clone(),
                 ..TurnRequest::headless(d.prompt.clone(), Caller::Schedule(d.schedule_id.clone()))
             };
-            match turn::run(&kernel, agent, req).await {
-                Ok(r) if r.ended == TurnEnd::Reply => match deliver(&kernel, &d, &r.reply).await {
+            match uses.runtime.run_turn(agent, req).await {
+                Ok(r) if r.ended == TurnEnd::Reply => match deliver(&uses.channels, &d, &r.reply).await {
                     Ok(()) => {
                         (FireOutcome::Ok, crate::text::shorten(&r.reply, super::DETAIL_CHARS), Some(r.session_id))
                     }
@@ -241,7 +262,7 @@ async fn fire(kernel: Kernel, d: Dispatch, _permit: tokio::sync::OwnedSemaphoreP
         // A stopped agent's cron job would otherwise record a skipped fire at every slot; it
         // keeps its configuration and an operator can resume it.
         // (A one-shot schedule is done already: nothing to pause.)
-        if let Err(e) = kernel.service::<Schedules>().pause(&d.schedule_id).await
+        if let Err(e) = schedules.pause(&d.schedule_id).await
             && e.kind != crate::ErrorKind::Conflict
         {
             tracing::warn!(schedule = %d.schedule_id, error = %e.message, "could not pause the schedule of a stopped agent");
@@ -255,17 +276,14 @@ async fn fire(kernel: Kernel, d: Dispatch, _permit: tokio::sync::OwnedSemaphoreP
         detail: &detail,
         session,
         duration_ms,
-        at: kernel.service::<Schedules>().clock.now(),
+        at: schedules.clock.now(),
     };
-    if let Err(e) =
-        store::finish_fire(&kernel.service::<Schedules>().db, finished, kernel.service::<Schedules>().fire_history)
-            .await
-    {
+    if let Err(e) = store::finish_fire(&schedules.db, finished, schedules.fire_history).await {
         tracing::warn!(schedule = %d.schedule_id, error = %e.message, "could not record a fire's outcome");
     }
     // Noted after the record, so an operator who opens the note finds the failed fire there.
     if let Some(agent) = stopped {
-        stopped_chain(&kernel, &agent, &d, &detail).await;
+        stopped_chain(&uses.inbox, &agent, &d, &detail).await;
     }
 }
 

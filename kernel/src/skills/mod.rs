@@ -121,17 +121,16 @@ use utoipa::ToSchema;
 
 pub use config::SkillsConfig;
 pub use disk::SUPPORT_FOLDERS;
+pub(crate) use owners::Owners;
 pub use proposals::{Proposal, ProposalState};
 pub use store::HistoryEntry;
 pub(crate) use tools::register;
 
-use crate::Kernel;
 use crate::agent::Agent;
 use crate::clock::Clock;
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::family::{Family, Home};
-use crate::notify::Inbox;
 use crate::patch::MatchOptions;
 
 /// The family's part in the kernel (see [`crate::family`]).
@@ -525,24 +524,24 @@ impl Skills {
 
     /// An agent's change to a skill's manifest or body: made when the skill is the agent's
     /// alone, else stored as a proposal for an operator ([`owners`]).
-    pub async fn change_by_agent(&self, kernel: &Kernel, agent: &Agent, change: BodyChange) -> Result<Outcome> {
+    pub(crate) async fn change_by_agent(&self, owners: &Owners, agent: &Agent, change: BodyChange) -> Result<Outcome> {
         let name = change.skill().to_string();
         check_name(&name)?;
         let _held = self.lock(&name).await;
         let creating = matches!(change, BodyChange::Create { .. });
-        let why = owners::why_not_yours(kernel, self, agent, &name, creating).await?;
+        let why = owners::why_not_yours(owners, self, agent, &name, creating).await?;
         let planned = self.plan(change).await?;
         match why {
             None => Ok(Outcome::Applied(self.apply(&Actor::agent(agent), &name, planned, None).await?)),
-            Some(why) => Ok(Outcome::Proposed(Box::new(self.propose(kernel, agent, &name, planned, &why).await?))),
+            Some(why) => Ok(Outcome::Proposed(Box::new(self.propose(owners, agent, &name, planned, &why).await?))),
         }
     }
 
     /// Refuses an agent's delete or support-file change (`what`) to a skill that is not its
     /// alone: those are an operator's.
-    pub async fn ensure_agents_own(&self, kernel: &Kernel, agent: &Agent, name: &str, what: &str) -> Result<()> {
+    pub(crate) async fn ensure_agents_own(&self, owners: &Owners, agent: &Agent, name: &str, what: &str) -> Result<()> {
         check_name(name)?;
-        match owners::why_not_yours(kernel, self, agent, name, false).await? {
+        match owners::why_not_yours(owners, self, agent, name, false).await? {
             None => Ok(()),
             Some(why) => Err(Error::forbidden(format!(
                 "skill `{name}` is not yours alone to {what}: {why}. Only an operator may; a change to its body becomes a proposal for an operator to accept"
@@ -617,7 +616,7 @@ impl Skills {
     /// operators.
     async fn propose(
         &self,
-        kernel: &Kernel,
+        owners: &Owners,
         agent: &Agent,
         name: &str,
         planned: Planned,
@@ -637,7 +636,7 @@ impl Skills {
             manifest: &manifest,
             body: &planned.body,
         };
-        let limit = kernel.config().skills.max_pending_proposals_per_agent;
+        let limit = owners.max_pending_proposals;
         let id = proposals::insert_within(&self.db, new, limit).await?.ok_or_else(|| {
             Error::exhausted(format!(
                 "agent {} has {limit} skill proposals waiting for an operator, the most [skills] max_pending_proposals_per_agent allows: wait until some are accepted or rejected",
@@ -655,7 +654,7 @@ impl Skills {
             ),
             urgency: crate::notify::Urgency::Normal,
         };
-        if let Err(e) = kernel.service::<Inbox>().notify(kernel, note).await {
+        if let Err(e) = owners.inbox.notify(note).await {
             tracing::warn!(proposal = id, error = %e.message, "a skill proposal could not be noted in the inbox");
         }
         Ok(proposal)

@@ -10,27 +10,38 @@
 //! type lists, an update, a patch, a rollback) becomes a [`Proposal`](super::Proposal); a
 //! delete or a support file of such a skill is refused.
 
-use crate::Kernel;
-use crate::agent::Agent;
+use std::sync::Arc;
+
+use crate::agent::{Agent, Agents};
 use crate::error::Result;
+use crate::notify::Inbox;
 
 use super::{Skills, store};
 
 /// The most loaders named in a reason; the rest are counted.
 const NAMED_LOADERS: usize = 5;
 
+/// What an agent's change to a skill reaches beyond the skills: the agents (who else loads a
+/// skill), `[skills] max_pending_proposals_per_agent`, and the inbox that tells the operators
+/// of a proposal. Taken when the tools are registered (the inbox opens after the skills).
+pub(crate) struct Owners {
+    pub(super) agents: Arc<Agents>,
+    pub(super) inbox: Arc<Inbox>,
+    pub(super) max_pending_proposals: u64,
+}
+
 /// Why `agent` may not make `change` to its skill itself, if it may not.
 pub(super) async fn why_not_yours(
-    kernel: &Kernel,
+    owners: &Owners,
     skills: &Skills,
     agent: &Agent,
     name: &str,
     creating: bool,
 ) -> Result<Option<String>> {
-    if !creating && let Some(maker) = someone_elses(kernel, skills, agent, name).await? {
+    if !creating && let Some(maker) = someone_elses(&owners.agents, skills, agent, name).await? {
         return Ok(Some(format!("{maker} made it")));
     }
-    let loaders = kernel.agents().others_loading_skill(name, agent);
+    let loaders = owners.agents.others_loading_skill(name, agent);
     if loaders.is_empty() {
         return Ok(None);
     }
@@ -41,11 +52,11 @@ pub(super) async fn why_not_yours(
 }
 
 /// Who made `name`, when that is not `agent`.
-async fn someone_elses(kernel: &Kernel, skills: &Skills, agent: &Agent, name: &str) -> Result<Option<String>> {
+async fn someone_elses(agents: &Agents, skills: &Skills, agent: &Agent, name: &str) -> Result<Option<String>> {
     Ok(match store::maker(&skills.db, name).await? {
         Some(Some(id)) if id == agent.id.to_string() => None,
         Some(Some(id)) => {
-            let other = uuid::Uuid::parse_str(&id).ok().and_then(|id| kernel.agents().get_by_id(id));
+            let other = uuid::Uuid::parse_str(&id).ok().and_then(|id| agents.get_by_id(id));
             Some(other.map_or_else(|| format!("agent {id}"), |a| format!("agent {} ({id})", a.name)))
         }
         Some(None) | None => Some("an operator".to_string()),

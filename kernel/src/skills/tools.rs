@@ -2,11 +2,13 @@
 //! recorded as the calling agent's. A change to a skill that is not the agent's alone becomes
 //! a proposal, or is refused ([`super::owners`]).
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Actor, BodyChange, Evolved, Manifest, Outcome};
+use super::{Actor, BodyChange, Evolved, Manifest, Outcome, Owners};
 use crate::error::{Error, Result};
 use crate::family::Services;
 use crate::skills::Skills;
@@ -14,15 +16,28 @@ use crate::tool::{CallContext, Registry, Tool, ToolDef};
 
 const FAMILY: &str = "skills";
 
-pub(crate) fn register(r: &mut Registry, _: &Services) {
-    r.add(ReadFile);
-    r.add(Create);
-    r.add(Update);
-    r.add(Patch);
-    r.add(Delete);
-    r.add(Rollback);
-    r.add(WriteFile);
-    r.add(RemoveFile);
+/// What this family's tools reach, taken from the kernel's services when they are registered.
+#[derive(Clone)]
+pub(super) struct Uses {
+    skills: Arc<Skills>,
+    owners: Arc<Owners>,
+}
+
+pub(crate) fn register(r: &mut Registry, services: &Services) {
+    let owners = Owners {
+        agents: services.need(),
+        inbox: services.need(),
+        max_pending_proposals: services.config().skills.max_pending_proposals_per_agent,
+    };
+    let uses = Uses { skills: services.need(), owners: Arc::new(owners) };
+    r.add(ReadFile(uses.clone()));
+    r.add(Create(uses.clone()));
+    r.add(Update(uses.clone()));
+    r.add(Patch(uses.clone()));
+    r.add(Delete(uses.clone()));
+    r.add(Rollback(uses.clone()));
+    r.add(WriteFile(uses.clone()));
+    r.add(RemoveFile(uses));
 }
 
 fn actor(ctx: &CallContext) -> Actor {
@@ -34,8 +49,8 @@ fn evolved(e: Evolved) -> Value {
 }
 
 /// Makes or proposes `change` as the calling agent; the answer says which.
-async fn change(ctx: &CallContext, change: BodyChange) -> Result<Value> {
-    Ok(match ctx.kernel.service::<Skills>().change_by_agent(&ctx.kernel, &ctx.agent, change).await? {
+async fn change(uses: &Uses, ctx: &CallContext, change: BodyChange) -> Result<Value> {
+    Ok(match uses.skills.change_by_agent(&uses.owners, &ctx.agent, change).await? {
         Outcome::Applied(e) => evolved(e),
         Outcome::Proposed(p) => json!({
             "skill": p.skill,
@@ -52,11 +67,11 @@ async fn change(ctx: &CallContext, change: BodyChange) -> Result<Value> {
 }
 
 /// Refuses a delete or support-file change (`what`) to a skill not the agent's alone.
-async fn ensure_own(ctx: &CallContext, skill: &str, what: &str) -> Result<()> {
-    ctx.kernel.service::<Skills>().ensure_agents_own(&ctx.kernel, &ctx.agent, skill, what).await
+async fn ensure_own(uses: &Uses, ctx: &CallContext, skill: &str, what: &str) -> Result<()> {
+    uses.skills.ensure_agents_own(&uses.owners, &ctx.agent, skill, what).await
 }
 
-pub struct ReadFile;
+pub struct ReadFile(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -81,13 +96,13 @@ impl Tool for ReadFile {
         .read_only()
     }
 
-    async fn run(&self, ctx: CallContext, args: ReadFileArgs) -> Result<Value> {
-        let text = ctx.kernel.service::<Skills>().read_file(&args.skill, &args.file).await?;
+    async fn run(&self, _: CallContext, args: ReadFileArgs) -> Result<Value> {
+        let text = self.0.skills.read_file(&args.skill, &args.file).await?;
         Ok(json!({ "skill": args.skill, "file": args.file, "content": text }))
     }
 }
 
-pub struct Create;
+pub struct Create(pub(super) Uses);
 
 /// A new skill's manifest (its name is the tool's `name`).
 #[derive(Deserialize, JsonSchema)]
@@ -139,11 +154,11 @@ impl Tool for Create {
             version: args.manifest.version,
             tags: args.manifest.tags,
         };
-        change(&ctx, BodyChange::Create { manifest, body: args.body }).await
+        change(&self.0, &ctx, BodyChange::Create { manifest, body: args.body }).await
     }
 }
 
-pub struct Update;
+pub struct Update(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -166,11 +181,11 @@ impl Tool for Update {
     }
 
     async fn run(&self, ctx: CallContext, args: UpdateArgs) -> Result<Value> {
-        change(&ctx, BodyChange::Update { name: args.name, body: args.body }).await
+        change(&self.0, &ctx, BodyChange::Update { name: args.name, body: args.body }).await
     }
 }
 
-pub struct Patch;
+pub struct Patch(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -197,11 +212,11 @@ impl Tool for Patch {
     }
 
     async fn run(&self, ctx: CallContext, args: PatchArgs) -> Result<Value> {
-        change(&ctx, BodyChange::Patch { name: args.name, old: args.old, new: args.new }).await
+        change(&self.0, &ctx, BodyChange::Patch { name: args.name, old: args.old, new: args.new }).await
     }
 }
 
-pub struct Delete;
+pub struct Delete(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -222,12 +237,12 @@ impl Tool for Delete {
     }
 
     async fn run(&self, ctx: CallContext, args: NameArgs) -> Result<Value> {
-        ensure_own(&ctx, &args.name, "delete").await?;
-        Ok(evolved(ctx.kernel.service::<Skills>().delete(&actor(&ctx), &args.name).await?))
+        ensure_own(&self.0, &ctx, &args.name, "delete").await?;
+        Ok(evolved(self.0.skills.delete(&actor(&ctx), &args.name).await?))
     }
 }
 
-pub struct Rollback;
+pub struct Rollback(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -251,11 +266,11 @@ impl Tool for Rollback {
     }
 
     async fn run(&self, ctx: CallContext, args: RollbackArgs) -> Result<Value> {
-        change(&ctx, BodyChange::Rollback { name: args.name, version: args.version }).await
+        change(&self.0, &ctx, BodyChange::Rollback { name: args.name, version: args.version }).await
     }
 }
 
-pub struct WriteFile;
+pub struct WriteFile(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -280,12 +295,12 @@ impl Tool for WriteFile {
     }
 
     async fn run(&self, ctx: CallContext, args: WriteFileArgs) -> Result<Value> {
-        ensure_own(&ctx, &args.skill, "change its support files").await?;
-        Ok(evolved(ctx.kernel.service::<Skills>().write_file(&actor(&ctx), &args.skill, &args.path, args.body).await?))
+        ensure_own(&self.0, &ctx, &args.skill, "change its support files").await?;
+        Ok(evolved(self.0.skills.write_file(&actor(&ctx), &args.skill, &args.path, args.body).await?))
     }
 }
 
-pub struct RemoveFile;
+pub struct RemoveFile(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -303,7 +318,7 @@ impl Tool for RemoveFile {
     }
 
     async fn run(&self, ctx: CallContext, args: RemoveFileArgs) -> Result<Value> {
-        ensure_own(&ctx, &args.skill, "change its support files").await?;
-        Ok(evolved(ctx.kernel.service::<Skills>().remove_file(&actor(&ctx), &args.skill, &args.path).await?))
+        ensure_own(&self.0, &ctx, &args.skill, "change its support files").await?;
+        Ok(evolved(self.0.skills.remove_file(&actor(&ctx), &args.skill, &args.path).await?))
     }
 }

@@ -48,15 +48,19 @@ pub(crate) use tools::register;
 use crate::agent::Agents;
 use crate::db::{self, Db, stored_enum};
 use crate::error::{Error, FieldError, Result};
-use crate::family::Family;
+use crate::family::{Family, Home, Services};
 use crate::page::{Key, Page, PageRequest, bad_cursor};
+use crate::runtime::{Runtime, TurnRequest};
+use crate::session::Origin;
 use crate::text::{is_title, longer_than};
+use crate::tool::Caller;
 
 /// The family's part in the kernel (see [`crate::family`]).
 pub const FAMILY: Family = Family {
     name: "tasks",
     open: |s| {
-        s.provide(TaskBoard::new(s.get::<Db>().clone(), s.need::<Agents>()));
+        let wake = Wake { runtime: s.get::<Runtime>().clone(), on: s.config().task_board.wake_assignee };
+        s.provide(TaskBoard::new(s.get::<Db>().clone(), s.need::<Agents>(), wake));
         Ok(())
     },
     register,
@@ -254,6 +258,14 @@ pub struct TaskBoard {
     db: Db,
     agents: Arc<Agents>,
     claims: claims::ClaimQueue,
+    wake: Wake,
+}
+
+/// Whether and how the board wakes an assignee: with `[task_board] wake_assignee` on, a task
+/// posted for (or given to) a running agent starts a turn telling it the task waits.
+pub(crate) struct Wake {
+    pub(crate) runtime: Runtime,
+    pub(crate) on: bool,
 }
 
 fn check_priority(field: &str, p: i64) -> Result<()> {
@@ -275,12 +287,21 @@ fn contains_pattern(text: &str) -> String {
 }
 
 impl TaskBoard {
-    pub(crate) fn new(db: Db, agents: Arc<Agents>) -> TaskBoard {
-        TaskBoard { claims: claims::ClaimQueue::start(db.clone()), db, agents }
+    pub(crate) fn new(db: Db, agents: Arc<Agents>, wake: Wake) -> TaskBoard {
+        TaskBoard { claims: claims::ClaimQueue::start(db.clone()), db, agents, wake }
     }
 
-    /// Posts a pending task. `new.assignee` may be an agent's name or id; the task stores the id.
+    /// Posts a pending task and, if `[task_board] wake_assignee` is on and it is for a running
+    /// agent, starts a turn that tells that agent a task waits.
+    /// `new.assignee` may be an agent's name or id; the task stores the id.
     pub async fn post(&self, new: NewTask, posted_by: &str) -> Result<Task> {
+        let task = self.insert(new, posted_by).await?;
+        self.wake_assignee(&task, "posted for you");
+        Ok(task)
+    }
+
+    /// Checks and stores a new pending task.
+    async fn insert(&self, new: NewTask, posted_by: &str) -> Result<Task> {
         let mut errors = Vec::new();
         if !is_title(&new.title, MAX_TITLE) {
             errors.push(FieldError {
@@ -370,10 +391,35 @@ impl TaskBoard {
     }
 
     /// Operator action: give the task to another agent (a name or id; `None` or empty: anyone)
-    /// and put it back to pending.
-    pub(crate) async fn reassign(&self, id: &str, assignee: Option<&str>) -> Result<Task> {
+    /// and put it back to pending; the new assignee, if running, is woken as for a new task.
+    pub async fn reassign(&self, id: &str, assignee: Option<&str>) -> Result<Task> {
         let assignee = self.agents.id_for_field("assignee", assignee)?;
-        self.act(id, TaskAction::Reassign, store::Change::Reassign { assignee: assignee.as_deref() }).await
+        let task =
+            self.act(id, TaskAction::Reassign, store::Change::Reassign { assignee: assignee.as_deref() }).await?;
+        self.wake_assignee(&task, "given to you");
+        Ok(task)
+    }
+
+    /// If `[task_board] wake_assignee` is on and `task` is for a running agent, starts a turn
+    /// telling that agent the task waits (`how`: "posted for you", "given to you"), in a
+    /// session labelled with the task's whole id (its wake-ups, on the task's page).
+    fn wake_assignee(&self, task: &Task, how: &str) {
+        if !self.wake.on {
+            return;
+        }
+        let Some(agent) = task.assigned_to.as_deref().and_then(|a| self.agents.get(a).ok()).filter(|a| a.is_running())
+        else {
+            return;
+        };
+        let (runtime, title, id) = (self.wake.runtime.clone(), task.title.clone(), task.id);
+        let message = format!("A task was {how}: \"{title}\" (task {id}). Claim it with task_claim when you can.");
+        tokio::spawn(async move {
+            let label = Origin::Task(id.to_string()).label();
+            let req = TurnRequest { new_session_label: label, ..TurnRequest::headless(message, Caller::Agent) };
+            if let Err(e) = runtime.run_turn(agent.clone(), req).await {
+                tracing::info!(agent = %agent.name, error = %e.message, "could not wake the assignee of a task");
+            }
+        });
     }
 
     /// Operator action: withdraw a task that is not finished.
@@ -426,30 +472,31 @@ fn parse_cursor(cursor: &str) -> Result<(i64, &str)> {
 /// Starts the sweeper: every second it takes back expired claims, reading `[task_board]`
 /// from `config.toml` again when the file changed, so TTL and retry changes apply without a
 /// restart.
-pub(crate) fn start_sweeper(kernel: &crate::Kernel) {
-    let weak = kernel.downgrade();
-    let path = kernel.home().join("config.toml");
-    let mut board = kernel.config().task_board.clone();
+pub(crate) fn start_sweeper(services: &Services) {
+    // Held weakly: the sweeper ends with the kernel that holds the board.
+    let weak = Arc::downgrade(&services.need::<TaskBoard>());
+    let path = services.get::<Home>().path().join("config.toml");
+    let mut settings = services.config().task_board.clone();
     tokio::spawn(async move {
         let mut seen = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
         loop {
             tick.tick().await;
-            let Some(kernel) = crate::Kernel::upgrade(&weak) else { return };
-            if kernel.db().is_closed() {
+            let Some(board) = weak.upgrade() else { return };
+            if board.db.is_closed() {
                 return;
             }
             let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
             if modified != seen {
                 seen = modified;
                 match crate::config::Config::load(&path) {
-                    Ok(c) => board = c.task_board,
+                    Ok(c) => settings = c.task_board,
                     Err(e) => {
                         tracing::warn!(error = %e, "config.toml changed but is invalid; the task board keeps its settings")
                     }
                 }
             }
-            match kernel.service::<TaskBoard>().sweep(board.claim_ttl_secs, board.max_retries).await {
+            match board.sweep(settings.claim_ttl_secs, settings.max_retries).await {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(count = n, "task claims expired and were taken back"),
                 Err(e) => tracing::warn!(error = %e.message, "the task sweeper failed"),
@@ -473,7 +520,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = db::open_for_test(dir.path()).await;
         let agents = Arc::new(Agents::load(db.clone(), Vec::new()).await.unwrap());
-        let board = TaskBoard::new(db.clone(), agents);
+        let board = TaskBoard::new(db.clone(), agents, Wake { runtime: Runtime::unbound(), on: false });
         let id = Uuid::now_v7().to_string();
         let stored = db::query(
             "INSERT INTO tasks (id, title, body, priority, status, posted_by, created_at, updated_at)

@@ -1,5 +1,7 @@
 //! Family `tasks`: the board's tools, thin over [`super::TaskBoard`].
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -13,15 +15,22 @@ use crate::tool::{CallContext, Registry, Tool, ToolDef};
 
 const FAMILY: &str = "tasks";
 
-pub(crate) fn register(r: &mut Registry, _: &Services) {
-    r.add(TaskPost);
-    r.add(TaskClaim);
-    r.add(TaskComplete);
-    r.add(TaskList);
-    r.add(TaskStatusTool);
+/// What this family's tools reach, taken from the kernel's services when they are registered.
+#[derive(Clone)]
+pub(super) struct Uses {
+    board: Arc<TaskBoard>,
 }
 
-pub struct TaskPost;
+pub(crate) fn register(r: &mut Registry, services: &Services) {
+    let uses = Uses { board: services.need() };
+    r.add(TaskPost(uses.clone()));
+    r.add(TaskClaim(uses.clone()));
+    r.add(TaskComplete(uses.clone()));
+    r.add(TaskList(uses.clone()));
+    r.add(TaskStatusTool(uses));
+}
+
+pub struct TaskPost(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -44,12 +53,12 @@ impl Tool for TaskPost {
 
     async fn run(&self, ctx: CallContext, args: TaskPostArgs) -> Result<Value> {
         let new = NewTask { title: args.title, body: args.body, assignee: args.assignee, priority: args.priority };
-        let task = ctx.kernel.post_task(new, &ctx.actor()).await?;
+        let task = self.0.board.post(new, &ctx.actor()).await?;
         Ok(json!(task))
     }
 }
 
-pub struct TaskClaim;
+pub struct TaskClaim(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -71,7 +80,7 @@ impl Tool for TaskClaim {
     }
 
     async fn run(&self, ctx: CallContext, args: TaskClaimArgs) -> Result<Value> {
-        let claimed = ctx.kernel.service::<TaskBoard>().claim(&ctx.agent.id.to_string(), args.priority_filter).await?;
+        let claimed = self.0.board.claim(&ctx.agent.id.to_string(), args.priority_filter).await?;
         Ok(match claimed {
             Some(task) => json!({ "claimed": task }),
             None => json!({ "claimed": null, "note": "no pending task for you right now" }),
@@ -79,7 +88,7 @@ impl Tool for TaskClaim {
     }
 }
 
-pub struct TaskComplete;
+pub struct TaskComplete(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -101,13 +110,12 @@ impl Tool for TaskComplete {
     }
 
     async fn run(&self, ctx: CallContext, args: TaskCompleteArgs) -> Result<Value> {
-        let task =
-            ctx.kernel.service::<TaskBoard>().complete(&args.task_id, &ctx.agent.id.to_string(), args.result).await?;
+        let task = self.0.board.complete(&args.task_id, &ctx.agent.id.to_string(), args.result).await?;
         Ok(json!(task))
     }
 }
 
-pub struct TaskList;
+pub struct TaskList(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -126,14 +134,14 @@ impl Tool for TaskList {
             .read_only()
     }
 
-    async fn run(&self, ctx: CallContext, args: TaskListArgs) -> Result<Value> {
+    async fn run(&self, _: CallContext, args: TaskListArgs) -> Result<Value> {
         let filter = TaskFilter { status: args.status, assignee: args.assignee, ..Default::default() };
-        let page = ctx.kernel.service::<TaskBoard>().list(&filter, &PageRequest::default()).await?;
+        let page = self.0.board.list(&filter, &PageRequest::default()).await?;
         Ok(json!({ "tasks": page.items, "total": page.total }))
     }
 }
 
-pub struct TaskStatusTool;
+pub struct TaskStatusTool(pub(super) Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -150,8 +158,8 @@ impl Tool for TaskStatusTool {
             .read_only()
     }
 
-    async fn run(&self, ctx: CallContext, args: TaskStatusArgs) -> Result<Value> {
-        let t = ctx.kernel.service::<TaskBoard>().get(&args.task_id).await?;
+    async fn run(&self, _: CallContext, args: TaskStatusArgs) -> Result<Value> {
+        let t = self.0.board.get(&args.task_id).await?;
         Ok(json!({
             "task_id": t.id, "status": t.status, "result": t.result, "title": t.title,
             "assigned_to": t.assigned_to, "created_at": t.created_at, "completed_at": t.completed_at,

@@ -153,7 +153,7 @@ pub async fn admit(kernel: &Kernel, agent: &Agent) -> Result<()> {
             summary: format!("{reason}: paused until {until}. Lift the pause on its page to let it go on today."),
             urgency: crate::notify::Urgency::High,
         };
-        if let Err(e) = kernel.service::<Inbox>().notify(kernel, note).await {
+        if let Err(e) = kernel.service::<Inbox>().notify(note).await {
             tracing::warn!(agent = %agent.name, error = %e.message, "the budget pause could not be noted in the inbox");
         }
     }

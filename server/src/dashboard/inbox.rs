@@ -52,7 +52,7 @@ pub async fn page(
     };
     let unread_only = q.unread.as_deref() == Some("true");
     let filter = NoteFilter { agent: Some(q.agent.clone()), urgency, unread: unread_only };
-    let notes = kernel.service::<Inbox>().list(&kernel, &op.reader(), &filter, &q.cursor.page(PER_PAGE)).await?;
+    let notes = kernel.service::<Inbox>().list(&op.reader(), &filter, &q.cursor.page(PER_PAGE)).await?;
     let filters = [
         ("agent", q.agent.clone()),
         ("urgency", q.urgency.clone()),

@@ -9,8 +9,7 @@ use axum::response::Response;
 use kennel_app::Paging;
 use kennel_app::pages::schedules::{self, ConfirmDelete, Detail, List};
 use kennel_kernel::changes::Topic;
-use kennel_kernel::schedule::Schedules;
-use kennel_kernel::schedule::{self as schedule, Schedule, ScheduleFilter};
+use kennel_kernel::schedule::{Schedule, ScheduleFilter, Schedules};
 use kennel_kernel::{ErrorKind, Kernel};
 use serde::Deserialize;
 
@@ -128,7 +127,7 @@ pub async fn delete(
     Form(f): Form<DeleteForm>,
 ) -> PageResult {
     let approval = kernel.auth().human_approval(&op.cookie, &f.csrf)?;
-    match schedule::delete_permanently(&kernel, &id, &f.confirm, &approval).await {
+    match kernel.service::<Schedules>().delete_permanently(&id, &f.confirm, &approval).await {
         Ok(s) => Ok(see_other("/schedules", &format!("Schedule {} deleted for good.", s.short_id()))),
         Err(e) if e.kind == ErrorKind::InvalidArguments => {
             let schedule = kernel.service::<Schedules>().get(&id).await?;

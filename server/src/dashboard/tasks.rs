@@ -122,7 +122,7 @@ pub async fn post_task(
         Ok(priority) => {
             let assignee = Some(f.assignee.clone());
             let new = NewTask { title: f.title.clone(), body: f.body.clone(), assignee, priority };
-            kernel.post_task(new, &Caller::Operator(op.name.clone()).audit_label()).await
+            kernel.service::<TaskBoard>().post(new, &Caller::Operator(op.name.clone()).audit_label()).await
         }
         Err(e) => Err(e),
     };
@@ -177,7 +177,7 @@ pub async fn reassign(
     Path(id): Path<String>,
     Form(f): Form<ReassignForm>,
 ) -> PageResult {
-    done(&id, kernel.reassign_task(&id, Some(&f.assignee)).await.map(|_| "Reassigned."))
+    done(&id, kernel.service::<TaskBoard>().reassign(&id, Some(&f.assignee)).await.map(|_| "Reassigned."))
 }
 
 pub async fn cancel(

@@ -37,7 +37,7 @@ async fn list_notes(
     QueryParams(filter): QueryParams<NoteFilter>,
     page: PageParams,
 ) -> ApiResult<Response> {
-    Ok(page.answer(kernel.service::<Inbox>().list(&kernel, &caller.audit_label(), &filter, &page.request).await?))
+    Ok(page.answer(kernel.service::<Inbox>().list(&caller.audit_label(), &filter, &page.request).await?))
 }
 
 /// Which notes to mark read.

@@ -51,7 +51,7 @@ async fn post_task(
     Extension(Bearer(caller)): Extension<Bearer>,
     JsonBody(new): JsonBody<NewTask>,
 ) -> ApiResult<Response> {
-    let task = kernel.post_task(new, &caller.audit_label()).await?;
+    let task = kernel.service::<TaskBoard>().post(new, &caller.audit_label()).await?;
     let location = format!("/api/tasks/{}", task.id);
     Ok((StatusCode::CREATED, [(LOCATION, location)], Json(task)).into_response())
 }
@@ -92,7 +92,7 @@ async fn reassign_task(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<ReassignBody>,
 ) -> ApiResult<Json<Task>> {
-    Ok(Json(kernel.reassign_task(&id, body.assignee.as_deref()).await?))
+    Ok(Json(kernel.service::<TaskBoard>().reassign(&id, body.assignee.as_deref()).await?))
 }
 
 /// Withdraws a pending or claimed task.

@@ -11,8 +11,7 @@ use kennel_kernel::Kernel;
 use kennel_kernel::agent::{ManifestInput, SpawnRequest};
 use kennel_kernel::clock::{Clock, ManualClock};
 use kennel_kernel::config::Config;
-use kennel_kernel::schedule::Schedules;
-use kennel_kernel::schedule::{self, Fire, FireOutcome};
+use kennel_kernel::schedule::{Fire, FireOutcome, Schedules};
 use kennel_kernel::tool::{CallContext, Caller};
 use kennel_tests::eventually;
 use kennel_tests::fake_llm::{FakeLlm, Scripted};
@@ -231,10 +230,10 @@ async fn only_a_live_operator_session_with_its_csrf_token_and_the_typed_short_id
     let approval = kernel.auth().human_approval(&cookie, &session.csrf).unwrap();
     assert_eq!(approval.operator(), "ada");
 
-    let e = schedule::delete_permanently(&kernel, &id, "hourly", &approval).await.unwrap_err();
+    let e = kernel.service::<Schedules>().delete_permanently(&id, "hourly", &approval).await.unwrap_err();
     assert_eq!(e.fields[0].field, "confirm");
     assert!(kernel.service::<Schedules>().get(&id).await.is_ok(), "a wrong confirmation deletes nothing");
-    schedule::delete_permanently(&kernel, &id, &short, &approval).await.unwrap();
+    kernel.service::<Schedules>().delete_permanently(&id, &short, &approval).await.unwrap();
     assert_eq!(kernel.service::<Schedules>().get(&id).await.unwrap_err().kind, kennel_kernel::ErrorKind::NotFound);
     assert!(fires(&kernel, &id).await.is_empty());
 

@@ -145,7 +145,7 @@ async fn a_daily_budget_pauses_its_agent_once_and_resets_at_its_hour() {
     let audit = kernel.audit().list(&Default::default(), &kennel_kernel::page::PageRequest::first(100)).await.unwrap();
     assert_eq!(audit.items.iter().filter(|e| e.tool == "budget").count(), 1, "the operators are told once");
     let page = kennel_kernel::page::PageRequest::first(100);
-    let notes = kernel.service::<Inbox>().list(&kernel, "operator:ada", &Default::default(), &page).await.unwrap();
+    let notes = kernel.service::<Inbox>().list("operator:ada", &Default::default(), &page).await.unwrap();
     assert_eq!(notes.items.len(), 1, "one note in the owner inbox");
     let note = &notes.items[0];
     assert_eq!((note.source.as_str(), note.agent_name.as_deref()), ("budget", Some("thrifty")));
