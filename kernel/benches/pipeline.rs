@@ -16,7 +16,7 @@ mod common;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use kennel_kernel::Kernel;
-use kennel_kernel::agent::tools::{GoalUpdate, GoalUpdateArgs};
+use kennel_kernel::agent::tools::{GoalUpdate, GoalUpdateArgs, Uses};
 use kennel_kernel::agent::{Agent, AgentTypeSpec, ManifestInput, SpawnRequest};
 use kennel_kernel::config::Config;
 use kennel_kernel::system::SystemTime;
@@ -57,8 +57,9 @@ fn pipeline(c: &mut Criterion) {
     c.bench_function("pipeline/goal_update", |b| {
         b.to_async(&rt).iter(|| kernel.call_tool(ctx.clone(), "goal_update", json!({"goal": "bench"})))
     });
+    let goal_update = GoalUpdate(Uses::new(kernel.services()));
     c.bench_function("direct/goal_update", |b| {
-        b.to_async(&rt).iter(|| GoalUpdate.run(ctx.clone(), GoalUpdateArgs { goal: "bench".into() }))
+        b.to_async(&rt).iter(|| goal_update.run(ctx.clone(), GoalUpdateArgs { goal: "bench".into() }))
     });
     let entry = || AuditEntry {
         agent_id: ctx.agent.id,

@@ -232,7 +232,7 @@ impl Kernel {
         cluster::Cluster::start(self, listen).await?;
         tasks::start_sweeper(self.services());
         schedule::runner::start(self.services());
-        agent::start_ephemeral_sweeper(self);
+        agent::start_ephemeral_sweeper(self.services());
         retention::start(self);
         process::start(self.services().need());
         self.services().need::<channel::Channels>().start(self);
@@ -434,9 +434,7 @@ impl Kernel {
     /// Spawns an agent and puts its manifest's `[[cron]]` jobs in the schedule store. The
     /// only way any front spawns an agent.
     pub async fn spawn_agent(&self, req: agent::SpawnRequest) -> Result<Arc<agent::Agent>> {
-        let agent = self.0.agents.spawn(req).await?;
-        self.service::<schedule::Schedules>().seed_manifest(&agent).await?;
-        Ok(agent)
+        agent::spawn_with_cron(&self.0.agents, self.service(), req).await
     }
 
     /// Stops an agent, cancels its running turns and pauses its schedules (kept, so an

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use super::{Agent, AgentStatus, Agents};
-use crate::Kernel;
+use crate::config::Config;
 use crate::db;
 use crate::error::{Error, Result};
 
@@ -92,8 +92,7 @@ impl Agents {
 
     /// Whether `agent` is bound to anything, or would be at its binding's first use: named
     /// by config for a binding not yet made. What it is bound to, for the refusal.
-    pub fn binding_held_by(&self, kernel: &Kernel, agent: &Agent) -> Option<String> {
-        let config = kernel.config();
+    pub fn binding_held_by(&self, config: &Config, agent: &Agent) -> Option<String> {
         let configured = config
             .channels
             .channels

@@ -98,14 +98,26 @@ pub use manifest::{
 pub use apply::{AgentUpdate, ApplyRequest, FieldChange, TypeApplication};
 pub(crate) use tools::register;
 
+use crate::config::KernelConfig;
 use crate::db::{self, Db, stored_enum};
 use crate::error::{Error, FieldError, Result};
-use crate::family::Family;
+use crate::family::{Family, Services};
 use crate::page::{Key, Page, PageRequest};
+use crate::runtime::Runtime;
+use crate::schedule::Schedules;
 use crate::text::longer_than;
 
-/// The family's part in the kernel (see [`crate::family`]).
-pub const FAMILY: Family = Family::tools_only("agent", register);
+/// The family's part in the kernel (see [`crate::family`]). Its service is the `agent_send`
+/// deliveries; [`Agents`] itself is the core's.
+pub const FAMILY: Family = Family {
+    name: "agent",
+    open: |s| {
+        let deliveries = delivery::Deliveries::open(s);
+        s.provide(deliveries);
+        Ok(())
+    },
+    register,
+};
 
 pub type AgentId = Uuid;
 
@@ -823,33 +835,39 @@ const EPHEMERAL_SWEEP: std::time::Duration = std::time::Duration::from_secs(600)
 /// Removes stopped workflow step agents `[kernel] ephemeral_retention_hours` after they
 /// stopped, at start and every ten minutes. First it stops the step agents the last run left
 /// running (a crash mid-step): no workflow run survives a restart.
-pub(crate) fn start_ephemeral_sweeper(kernel: &crate::Kernel) {
-    let kernel = kernel.clone();
+pub(crate) fn start_ephemeral_sweeper(services: &Services) {
+    let (agents, runtime) = (services.need::<Agents>(), services.get::<Runtime>().clone());
+    let KernelConfig { ephemeral_retention_hours, .. } = services.config().kernel;
+    let retention = chrono::Duration::hours(ephemeral_retention_hours as i64);
     let started = db::now();
     tokio::spawn(async move {
-        let left: Vec<Arc<Agent>> = kernel
-            .agents()
-            .list()
-            .into_iter()
-            .filter(|a| a.ephemeral && a.is_running() && a.created_at < started)
-            .collect();
+        let left: Vec<Arc<Agent>> =
+            agents.list().into_iter().filter(|a| a.ephemeral && a.is_running() && a.created_at < started).collect();
         for agent in left {
-            if let Err(e) = kernel.stop_agent(&agent.id.to_string()).await {
+            if let Err(e) = runtime.stop_agent(&agent.id.to_string()).await {
                 tracing::warn!(agent = %agent.name, error = %e, "stopping a workflow step agent the last run left failed");
             }
         }
-        let retention = chrono::Duration::hours(kernel.config().kernel.ephemeral_retention_hours as i64);
         let mut tick = tokio::time::interval(EPHEMERAL_SWEEP);
         loop {
             tick.tick().await;
             let before = crate::db::timestamp(chrono::Utc::now() - retention);
-            match kernel.agents().remove_stopped_ephemeral(&before).await {
+            match agents.remove_stopped_ephemeral(&before).await {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(agents = n, "workflow step agents past their retention were removed"),
                 Err(e) => tracing::warn!(error = %e, "removing old workflow step agents failed"),
             }
         }
     });
+}
+
+/// Spawns an agent and puts its manifest's `[[cron]]` jobs in the schedule store: how every
+/// front and `agent_spawn` spawn an agent (a workflow step agent, which has no cron jobs, is
+/// spawned by [`Agents::spawn`] alone).
+pub async fn spawn_with_cron(agents: &Agents, schedules: &Schedules, req: SpawnRequest) -> Result<Arc<Agent>> {
+    let agent = agents.spawn(req).await?;
+    schedules.seed_manifest(&agent).await?;
+    Ok(agent)
 }
 
 /// Validates a manifest on the blocking pool: its `[[cron]]` blocks are parsed and checked

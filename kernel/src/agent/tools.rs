@@ -9,23 +9,56 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::{Agent, AgentTypeSpec, SpawnRequest};
+use super::delivery::{Deliveries, Delivery};
+use super::{Agent, AgentTypeSpec, Agents, SpawnRequest};
 use crate::capability::Reach;
+use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::family::Services;
-use crate::tool::{CallContext, Caller, NoArgs, Registry, Tool, ToolDef};
-use crate::turn::TurnRequest;
+use crate::runtime::{Runtime, TurnRequest};
+use crate::schedule::Schedules;
+use crate::tool::{CallContext, Caller, NoArgs, Registry, Tool, ToolDef, Tools};
 
 const FAMILY: &str = "agents";
 
-pub(crate) fn register(r: &mut Registry, _: &Services) {
-    r.add(AgentSend);
-    r.add(AgentSpawn);
-    r.add(AgentList);
-    r.add(AgentFind);
-    r.add(AgentKill);
-    r.add(GoalUpdate);
-    r.add(AgentTypeCreate);
+/// What the agent tools reach, taken from the kernel's services when they are registered.
+#[derive(Clone)]
+pub struct Uses {
+    /// The depth budget and the bindings an agent may not stop.
+    config: Arc<Config>,
+    agents: Arc<Agents>,
+    /// The tools a child or a new type may be given (no more than its maker's).
+    tools: Arc<Tools>,
+    deliveries: Arc<Deliveries>,
+    /// A spawned child's `[[cron]]` jobs.
+    schedules: Arc<Schedules>,
+    /// A blocking `agent_send`'s turn; `agent_kill`'s stop.
+    runtime: Runtime,
+}
+
+impl Uses {
+    /// Takes them from the kernel's services (a benchmark builds a tool with it).
+    pub fn new(services: &Services) -> Uses {
+        Uses {
+            config: services.need(),
+            agents: services.need(),
+            tools: services.need(),
+            deliveries: services.need(),
+            schedules: services.need(),
+            runtime: services.get::<Runtime>().clone(),
+        }
+    }
+}
+
+pub(crate) fn register(r: &mut Registry, services: &Services) {
+    let uses = Uses::new(services);
+    r.add(AgentSend(uses.clone()));
+    r.add(AgentSpawn(uses.clone()));
+    r.add(AgentList(uses.clone()));
+    r.add(AgentFind(uses.clone()));
+    r.add(AgentKill(uses.clone()));
+    r.add(GoalUpdate(uses.clone()));
+    r.add(AgentTypeCreate(uses));
 }
 
 fn agent_summary(a: &Agent) -> Value {
@@ -40,7 +73,7 @@ fn agent_summary(a: &Agent) -> Value {
 }
 
 /// `agent_send(agent_id, message, async?)`.
-pub struct AgentSend;
+pub struct AgentSend(pub Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -71,19 +104,21 @@ impl Tool for AgentSend {
     }
 
     async fn run(&self, ctx: CallContext, args: AgentSendArgs) -> Result<Value> {
-        let kernel = ctx.kernel.clone();
-        let target = kernel.agents().get(&args.agent_id)?;
-        kernel.agents().ensure_within_reach(&ctx.agent, &target, Reach::MessageAny, "message")?;
+        let uses = &self.0;
+        let target = uses.agents.get(&args.agent_id)?;
+        uses.agents.ensure_within_reach(&ctx.agent, &target, Reach::MessageAny, "message")?;
         target.ensure_running()?;
         if crate::text::is_blank(&args.message) {
             return Err(Error::invalid("the message is empty"));
         }
         let depth = ctx.depth + 1;
         let chain: Vec<Uuid> = ctx.chain.iter().copied().chain([target.id]).collect();
-        crate::turn::depth::check(&kernel, depth, &chain, || format!("sending to agent `{}`", target.name))?;
+        crate::turn::depth::check_with(&uses.config, &uses.agents, depth, &chain, || {
+            format!("sending to agent `{}`", target.name)
+        })?;
         // One conversation per sender on the receiving side, the sender known by its id: a
         // later agent of the same name does not continue it.
-        let session = super::delivery::session_for(&kernel, target.id, ctx.agent.id).await?;
+        let session = uses.deliveries.session_for(target.id, ctx.agent.id).await?;
         if !args.is_async {
             let req = TurnRequest {
                 session: Some(session),
@@ -91,7 +126,7 @@ impl Tool for AgentSend {
                 chain: ctx.chain.to_vec(),
                 ..TurnRequest::headless(args.message, Caller::Agent)
             };
-            let turn = crate::turn::run(&kernel, target.clone(), req).await?;
+            let turn = uses.runtime.run_turn(target.clone(), req).await?;
             return Ok(
                 json!({ "agent_id": target.id, "reply": turn.reply, "ended": turn.ended, "session_id": turn.session_id }),
             );
@@ -100,7 +135,7 @@ impl Tool for AgentSend {
             Error::unavailable("an async agent_send needs a session to deliver the reply into; use async=false here")
         })?;
         let task_id = Uuid::now_v7();
-        let delivery = super::delivery::Delivery {
+        let delivery = Delivery {
             id: task_id,
             from_agent: ctx.agent.id,
             reply_to,
@@ -112,14 +147,14 @@ impl Tool for AgentSend {
             attempts: 1,
             reply: None,
         };
-        super::delivery::send(&kernel, delivery).await?;
+        uses.deliveries.send(delivery).await?;
         Ok(json!({ "task_id": task_id, "agent_id": target.id, "status": "sent",
                    "note": "The reply will appear in this conversation when the other agent's turn ends." }))
     }
 }
 
 /// `agent_spawn(template, name?, goal?)`.
-pub struct AgentSpawn;
+pub struct AgentSpawn(pub Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -139,31 +174,34 @@ impl Tool for AgentSpawn {
     }
 
     async fn run(&self, ctx: CallContext, args: AgentSpawnArgs) -> Result<Value> {
-        let kernel = &ctx.kernel;
-        let agent_type = kernel.agents().get_type(&args.template)?;
+        let uses = &self.0;
+        let agent_type = uses.agents.get_type(&args.template)?;
         // Never a grant the parent lacks: the child's grants are the exact tools both the
         // type's grants and the parent's allow (the type's deny list kept).
-        let defs = kernel.tools().defs();
+        let defs = uses.tools.snapshot().defs();
         let (capabilities, _) = agent_type
             .manifest
             .capabilities
             .narrowed_to(&ctx.agent.manifest.capabilities, defs.iter().map(|d| d.as_ref()));
-        let child = kernel
-            .spawn_agent(SpawnRequest {
+        let child = super::spawn_with_cron(
+            &uses.agents,
+            &uses.schedules,
+            SpawnRequest {
                 agent_type: args.template,
                 name: args.name,
                 goal: args.goal,
                 parent: Some(ctx.agent.id),
                 tools: Some(capabilities.tools),
                 ephemeral: false,
-            })
-            .await?;
+            },
+        )
+        .await?;
         Ok(agent_summary(&child))
     }
 }
 
 /// `agent_list()`.
-pub struct AgentList;
+pub struct AgentList(pub Uses);
 
 impl Tool for AgentList {
     type Args = NoArgs;
@@ -174,15 +212,15 @@ impl Tool for AgentList {
             .read_only()
     }
 
-    async fn run(&self, ctx: CallContext, _: NoArgs) -> Result<Value> {
+    async fn run(&self, _: CallContext, _: NoArgs) -> Result<Value> {
         let agents: Vec<Value> =
-            ctx.kernel.agents().list().iter().filter(|a| a.is_running()).map(|a| agent_summary(a)).collect();
+            self.0.agents.list().iter().filter(|a| a.is_running()).map(|a| agent_summary(a)).collect();
         Ok(json!({ "agents": agents }))
     }
 }
 
 /// `agent_find(query)`.
-pub struct AgentFind;
+pub struct AgentFind(pub Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -200,14 +238,14 @@ impl Tool for AgentFind {
             .read_only()
     }
 
-    async fn run(&self, ctx: CallContext, args: AgentFindArgs) -> Result<Value> {
+    async fn run(&self, _: CallContext, args: AgentFindArgs) -> Result<Value> {
         let q = args.query.trim().to_lowercase();
         if q.is_empty() {
             return Err(Error::invalid("the query is empty"));
         }
-        let found: Vec<Value> = ctx
-            .kernel
-            .agents()
+        let found: Vec<Value> = self
+            .0
+            .agents
             .list()
             .iter()
             .filter(|a| a.is_running() && matches_agent(a, &q))
@@ -225,7 +263,7 @@ fn matches_agent(a: &Agent, q: &str) -> bool {
 }
 
 /// `agent_kill(agent_id)`.
-pub struct AgentKill;
+pub struct AgentKill(pub Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -243,25 +281,25 @@ impl Tool for AgentKill {
     }
 
     async fn run(&self, ctx: CallContext, args: AgentKillArgs) -> Result<Value> {
-        let agents = ctx.kernel.agents();
+        let agents = &self.0.agents;
         let target = agents.get(&args.agent_id)?;
         if target.id == ctx.agent.id {
             return Err(Error::invalid("an agent cannot kill itself; finish the turn instead"));
         }
         agents.ensure_within_reach(&ctx.agent, &target, Reach::KillAny, "stop")?;
-        if let Some(binding) = agents.binding_held_by(&ctx.kernel, &target) {
+        if let Some(binding) = agents.binding_held_by(&self.0.config, &target) {
             return Err(Error::forbidden(format!(
                 "agent `{}` answers {binding}: only an operator stops it",
                 target.name
             )));
         }
-        let stopped = ctx.kernel.stop_agent(&target.id.to_string()).await?;
+        let stopped = self.0.runtime.stop_agent(&target.id.to_string()).await?;
         Ok(agent_summary(&stopped))
     }
 }
 
 /// `goal_update(goal)`.
-pub struct GoalUpdate;
+pub struct GoalUpdate(pub Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -283,13 +321,13 @@ impl Tool for GoalUpdate {
     }
 
     async fn run(&self, ctx: CallContext, args: GoalUpdateArgs) -> Result<Value> {
-        let updated = ctx.kernel.agents().set_goal(&ctx.agent.id.to_string(), &args.goal).await?;
+        let updated = self.0.agents.set_goal(&ctx.agent.id.to_string(), &args.goal).await?;
         Ok(json!({ "goal": updated.goal }))
     }
 }
 
 /// `agent_type_create(name, description?, system_prompt?, provider?, model?, tools?, skills?)`.
-pub struct AgentTypeCreate;
+pub struct AgentTypeCreate(pub Uses);
 
 impl Tool for AgentTypeCreate {
     type Args = AgentTypeSpec;
@@ -304,8 +342,8 @@ impl Tool for AgentTypeCreate {
     }
 
     async fn run(&self, ctx: CallContext, spec: AgentTypeSpec) -> Result<Value> {
-        let defs = ctx.kernel.tools().defs();
-        let (created, dropped) = ctx.kernel.agents().create_type_by_agent(spec.into(), &ctx.agent, &defs).await?;
+        let defs = self.0.tools.snapshot().defs();
+        let (created, dropped) = self.0.agents.create_type_by_agent(spec.into(), &ctx.agent, &defs).await?;
         let mut answer = json!({ "created": created.manifest.name, "agent_type": Arc::clone(&created).as_ref() });
         if !dropped.is_empty() {
             answer["dropped"] = json!(dropped);

@@ -766,7 +766,7 @@ async fn take_over(kernel: &Kernel, dead: &str) -> Result<()> {
     let turns = crate::turn::recovery::interrupt_turns_of(kernel, dead).await?;
     let tasks = kernel.service::<A2aTasks>().fail_unfinished(dead).await?;
     let runs = kernel.service::<Workflows>().fail_interrupted(dead).await?;
-    let deliveries = crate::agent::delivery::take_over(kernel, dead).await?;
+    let deliveries = kernel.service::<crate::agent::delivery::Deliveries>().take_over(dead).await?;
     if fires + turns + tasks + runs + deliveries > 0 {
         tracing::info!(
             daemon = dead,

@@ -1,22 +1,38 @@
 //! Meta tools (spec §1): find tools and load their schemas into a session.
 
+use std::sync::Arc;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{CallContext, Registry, Tool, ToolDef, TurnScope};
+use super::{CallContext, Registry, Tool, ToolDef, Tools, TurnScope};
 use crate::agent::Agent;
 use crate::error::{Error, Result};
 use crate::family::{Family, Services};
+use crate::runtime::Runtime;
+use crate::session::Sessions;
 
 /// The family's part in the kernel (see [`crate::family`]).
 pub const FAMILY: Family = Family::tools_only("meta", register);
 
-pub(crate) fn register(r: &mut Registry, _: &Services) {
-    r.add(ToolSearch);
-    r.add(ToolLoad);
-    r.add(FindTools);
-    r.add(RunTool);
+/// What the meta tools reach, taken from the kernel's services when they are registered.
+#[derive(Clone)]
+pub struct Uses {
+    /// The tool list as it is at each call (providers add and remove tools).
+    tools: Arc<Tools>,
+    /// The tools each session has loaded.
+    sessions: Arc<Sessions>,
+    /// `run_tool`'s inner call, through the pipeline.
+    runtime: Runtime,
+}
+
+pub(crate) fn register(r: &mut Registry, services: &Services) {
+    let uses = Uses { tools: services.need(), sessions: services.need(), runtime: services.get::<Runtime>().clone() };
+    r.add(ToolSearch(uses.clone()));
+    r.add(ToolLoad(uses.clone()));
+    r.add(FindTools(uses.clone()));
+    r.add(RunTool(uses));
 }
 
 /// Why the caller cannot load `name`: the refusal the pipeline would give a call of it (its
@@ -35,7 +51,7 @@ pub(crate) fn no_longer_available(name: &str, reason: &str) -> Error {
 }
 
 /// `tool_search(query)`: the agent's usable tools whose name, description or tags match.
-pub struct ToolSearch;
+pub struct ToolSearch(Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -113,10 +129,10 @@ impl Tool for ToolSearch {
     async fn run(&self, ctx: CallContext, args: ToolSearchArgs) -> Result<Value> {
         let limit = args.limit.unwrap_or(10).clamp(1, 50);
         let loaded = match ctx.session {
-            Some(s) => ctx.kernel.sessions().loaded_tools(s).await?,
+            Some(s) => self.0.sessions.loaded_tools(s).await?,
             None => Vec::new(),
         };
-        let registry = ctx.kernel.tools();
+        let registry = self.0.tools.snapshot();
         let hits = search(&registry, &ctx.agent, Some(ctx.turn_scope()), &args.query, limit);
         let tools: Vec<Value> = hits
             .iter()
@@ -135,7 +151,7 @@ impl Tool for ToolSearch {
 }
 
 /// `tool_load(name)`: adds a tool's schema to this session; later turns can call it.
-pub struct ToolLoad;
+pub struct ToolLoad(Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -157,11 +173,11 @@ impl Tool for ToolLoad {
         let session = ctx
             .session
             .ok_or_else(|| Error::unavailable("tool_load needs a session: loaded tools are remembered per session"))?;
-        let registry = ctx.kernel.tools();
+        let registry = self.0.tools.snapshot();
         let Some(def) = registry.usable_by(&ctx.agent, Some(ctx.turn_scope())).find(|d| d.name == args.name) else {
             return Err(unusable(&registry, &ctx, &args.name).await);
         };
-        ctx.kernel.sessions().load_tool(session, &def.name).await?;
+        self.0.sessions.load_tool(session, &def.name).await?;
         Ok(json!({
             "loaded": def.name,
             "description": def.description,
@@ -171,7 +187,7 @@ impl Tool for ToolLoad {
 }
 
 /// `find_tools(names)`: stable mode's way to see tools' arguments (spec §1b).
-pub struct FindTools;
+pub struct FindTools(Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -200,12 +216,12 @@ impl Tool for FindTools {
             return Err(Error::invalid(format!("`names` lists 1 to {MAX_FIND} tool names")));
         }
         let session = ctx.session.ok_or_else(|| Error::unavailable("find_tools needs a session"))?;
-        let registry = ctx.kernel.tools();
+        let registry = self.0.tools.snapshot();
         let (mut tools, mut unknown, mut not_permitted) = (Vec::new(), Vec::new(), Vec::new());
         for name in &args.names {
             match registry.usable_by(&ctx.agent, Some(ctx.turn_scope())).find(|d| &d.name == name) {
                 Some(def) => {
-                    ctx.kernel.sessions().load_tool(session, &def.name).await?;
+                    self.0.sessions.load_tool(session, &def.name).await?;
                     tools.push(json!({"name": def.name, "description": def.description, "parameters": def.schema}));
                 }
                 None if registry.get(name).is_some() => not_permitted.push(name.clone()),
@@ -218,7 +234,7 @@ impl Tool for FindTools {
 
 /// `run_tool(name, args)`: runs another tool through the whole pipeline under its own name,
 /// so its grant, argument validation and audit apply to the real tool (spec §1b).
-pub struct RunTool;
+pub struct RunTool(Uses);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -251,20 +267,19 @@ impl Tool for RunTool {
             return Err(Error::invalid(format!("run_tool runs other tools; call `{name}` directly")));
         }
         let session = ctx.session.ok_or_else(|| Error::unavailable("run_tool needs a session"))?;
-        let registry = ctx.kernel.tools();
+        let uses = &self.0;
+        let registry = uses.tools.snapshot();
         let mut inner = ctx;
         inner.offered = None;
         let Some((def, _)) = registry.get(&name) else {
             // The pipeline says why (no longer available, or no such tool) and audits the name.
-            let call: super::BoxFuture<Result<super::pipeline::CallOutput>> =
-                Box::pin(async move { super::pipeline::call(inner, &name, args).await });
-            return Ok(call.await?.content);
+            return Ok(uses.runtime.call_tool(inner, &name, args).await?.content);
         };
         let ctx = inner;
         let usable = registry.usable_by(&ctx.agent, Some(ctx.turn_scope())).any(|d| d.name == name);
-        if usable && !ctx.kernel.sessions().loaded_tools(session).await?.contains(&name) {
+        if usable && !uses.sessions.loaded_tools(session).await?.contains(&name) {
             // Seen now: the next run_tool of it runs.
-            ctx.kernel.sessions().load_tool(session, &name).await?;
+            uses.sessions.load_tool(session, &name).await?;
             return Ok(json!({
                 "not_run": true,
                 "name": name,
@@ -274,8 +289,6 @@ impl Tool for RunTool {
             }));
         }
         // The inner call is a call of its own: gate, validation, spill and audit by its name.
-        let call: super::BoxFuture<Result<super::pipeline::CallOutput>> =
-            Box::pin(async move { super::pipeline::call(ctx, &name, args).await });
-        Ok(call.await?.content)
+        Ok(uses.runtime.call_tool(ctx, &name, args).await?.content)
     }
 }

@@ -9,10 +9,10 @@ use uuid::Uuid;
 
 use super::context;
 use super::{AgentEvent, events, store};
-use crate::Kernel;
 use crate::agent::AgentId;
 use crate::error::Result;
 use crate::llm::Message;
+use crate::session::Sessions;
 #[derive(Default)]
 pub struct Turns {
     pub(super) running: Mutex<HashMap<AgentId, Vec<(Uuid, CancellationToken)>>>,
@@ -72,9 +72,9 @@ impl Turns {
     /// Puts a message into a session between turns (an `agent_send` reply): it waits for a
     /// turn running in that session to end, so it never lands between a tool call and its
     /// result. The session's next turn sees it.
-    pub async fn deliver(&self, kernel: &Kernel, session: Uuid, text: &str) -> Result<()> {
+    pub async fn deliver(&self, sessions: &Sessions, session: Uuid, text: &str) -> Result<()> {
         let _between_turns = self.hold_session(session).await;
-        kernel.sessions().append(session, &[Message::User { content: text.to_string() }]).await
+        sessions.append(session, &[Message::User { content: text.to_string() }]).await
     }
 
     /// Waits until no other turn or delivery holds `session`, then holds it.

@@ -24,6 +24,7 @@
 mod store;
 mod template;
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use schemars::JsonSchema;
@@ -32,19 +33,19 @@ use serde_json::{Value, json};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::Kernel;
-use crate::agent::{NAME_RULE, SpawnRequest, is_valid_name};
+use crate::agent::{Agent, Agents, NAME_RULE, SpawnRequest, is_valid_name};
 use crate::cluster::Cluster;
+use crate::config::Config;
 use crate::db::{self, Db, stored_enum};
 use crate::error::{Error, FieldError, Result};
 use crate::family::{Family, Services};
 use crate::page::{Key, Page, PageRequest};
+use crate::runtime::{Runtime, TurnRequest};
 use crate::text::{is_blank, longer_than};
-use crate::tool::{CallContext, Caller, Registry, Tool, ToolDef};
-use crate::turn::TurnRequest;
+use crate::tool::{CallContext, Caller, Registry, Tool, ToolDef, Tools};
 
-pub(crate) fn register(r: &mut Registry, _: &Services) {
-    r.add(WorkflowRunTool);
+pub(crate) fn register(r: &mut Registry, services: &Services) {
+    r.add(WorkflowRunTool(services.need()));
 }
 
 /// Where a run is.
@@ -65,7 +66,7 @@ pub use template::render;
 pub const FAMILY: Family = Family {
     name: "workflow",
     open: |s| {
-        let workflows = Workflows::new(s.get::<Db>().clone(), s.get::<Cluster>().id().to_string());
+        let workflows = Workflows::open(s);
         s.provide(workflows);
         Ok(())
     },
@@ -204,7 +205,7 @@ const MAX_DESCRIPTION: usize = 2_000;
 /// Checks a workflow and returns its steps; every problem is reported with its field. An
 /// `agent` step is bound here to the id of the agent its name finds: a later agent of that
 /// name does not run it.
-fn validate(input: &WorkflowInput, agents: &crate::agent::Agents) -> Result<Vec<Step>> {
+fn validate(input: &WorkflowInput, agents: &Agents) -> Result<Vec<Step>> {
     let mut errors = Vec::new();
     let mut err = |field: String, message: String| errors.push(FieldError { field, message });
     if !is_valid_name(&input.name) {
@@ -239,19 +240,35 @@ fn validate(input: &WorkflowInput, agents: &crate::agent::Agents) -> Result<Vec<
     if errors.is_empty() { Ok(steps) } else { Err(Error::invalid_fields(errors)) }
 }
 
+/// The stored workflows and their runs. Cheap to clone (a detached run holds one).
+#[derive(Clone)]
 pub struct Workflows {
     db: Db,
     /// This daemon's id in the cluster, written on each run it runs.
     daemon: String,
+    /// The depth budget.
+    config: Arc<Config>,
+    agents: Arc<Agents>,
+    /// The tools an agent's step agent may be given (no more than that agent's).
+    tools: Arc<Tools>,
+    /// The steps' turns, and stopping the agents spawned for them.
+    runtime: Runtime,
 }
 
 impl Workflows {
-    pub(crate) fn new(db: Db, daemon: String) -> Workflows {
-        Workflows { db, daemon }
+    fn open(services: &Services) -> Workflows {
+        Workflows {
+            db: services.get::<Db>().clone(),
+            daemon: services.get::<Cluster>().id().to_string(),
+            config: services.need(),
+            agents: services.need(),
+            tools: services.need(),
+            runtime: services.get::<Runtime>().clone(),
+        }
     }
 
-    pub async fn create(&self, input: WorkflowInput, agents: &crate::agent::Agents) -> Result<Workflow> {
-        let steps = validate(&input, agents)?;
+    pub async fn create(&self, input: WorkflowInput) -> Result<Workflow> {
+        let steps = validate(&input, &self.agents)?;
         let now = db::now();
         let wf = Workflow {
             id: Uuid::now_v7(),
@@ -276,14 +293,9 @@ impl Workflows {
         store::get(&self.db, id_or_name).await?.ok_or_else(|| Error::not_found(format!("no workflow `{id_or_name}`")))
     }
 
-    pub async fn replace(
-        &self,
-        id_or_name: &str,
-        input: WorkflowInput,
-        agents: &crate::agent::Agents,
-    ) -> Result<Workflow> {
+    pub async fn replace(&self, id_or_name: &str, input: WorkflowInput) -> Result<Workflow> {
         let current = self.get(id_or_name).await?;
-        let steps = validate(&input, agents)?;
+        let steps = validate(&input, &self.agents)?;
         let wf = Workflow { name: input.name, description: input.description, steps, updated_at: db::now(), ..current };
         store::update(&self.db, &wf).await?;
         Ok(wf)
@@ -310,6 +322,134 @@ impl Workflows {
     pub(crate) async fn fail_interrupted(&self, dead: &str) -> Result<u64> {
         store::fail_interrupted(&self.db, dead, &crate::db::now()).await
     }
+
+    /// Runs a workflow on a task of its own, for a front that must not cancel it when its
+    /// client hangs up (`POST /api/workflows/{id}/runs`): the steps go on, their turns and the
+    /// run's record end as they would have.
+    pub async fn run_detached(&self, id_or_name: &str, inputs: Value, origin: RunOrigin) -> Result<WorkflowRun> {
+        let (workflows, id_or_name) = (self.clone(), id_or_name.to_string());
+        tokio::spawn(async move { workflows.run(&id_or_name, inputs, origin).await })
+            .await
+            .map_err(|e| Error::internal(format_args!("a workflow run's task ended abnormally: {e}")))?
+    }
+
+    /// Runs a workflow to the end (or its first failing step) and records the run.
+    pub async fn run(&self, id_or_name: &str, inputs: Value, origin: RunOrigin) -> Result<WorkflowRun> {
+        let wf = self.get(id_or_name).await?;
+        if !(inputs.is_object() || inputs.is_null()) {
+            return Err(Error::invalid("`inputs` must be a JSON object"));
+        }
+        let depth = origin.depth + 1;
+        crate::turn::depth::check_with(&self.config, &self.agents, depth, &origin.chain, || {
+            format!("workflow `{}`", wf.name)
+        })?;
+        let mut run = WorkflowRun {
+            id: Uuid::now_v7(),
+            workflow_id: wf.id,
+            inputs: if inputs.is_null() { json!({}) } else { inputs },
+            status: RunStatus::Running,
+            output: None,
+            error: None,
+            steps: Vec::new(),
+            started_at: db::now(),
+            finished_at: None,
+        };
+        self.save_run(&run).await?;
+        for (i, step) in wf.steps.iter().enumerate() {
+            let started = Instant::now();
+            let outputs: Vec<&str> = run.steps.iter().map(|s| s.output.as_deref().unwrap_or_default()).collect();
+            let outcome = async {
+                let prompt = render(step.prompt(), &run.inputs, &outputs)?;
+                let (agent, spawned) = self.step_agent(step, origin.agent.as_deref()).await?;
+                let req = TurnRequest {
+                    depth,
+                    chain: origin.chain.clone(),
+                    ..TurnRequest::headless(prompt.clone(), origin.caller.clone())
+                };
+                let turn = self.runtime.run_turn(agent.clone(), req).await;
+                if spawned {
+                    self.runtime.stop_agent(&agent.id.to_string()).await?;
+                }
+                Ok::<_, Error>((agent.name.clone(), prompt, turn?.reply))
+            }
+            .await;
+            let duration_ms = started.elapsed().as_millis() as u64;
+            match outcome {
+                Ok((agent, prompt, reply)) => run.steps.push(StepRun {
+                    step: i + 1,
+                    agent,
+                    prompt,
+                    output: Some(reply),
+                    error: None,
+                    duration_ms,
+                }),
+                Err(e) => {
+                    run.steps.push(StepRun {
+                        step: i + 1,
+                        agent: step.runner().to_string(),
+                        prompt: step.prompt().to_string(),
+                        output: None,
+                        error: Some(e.model_text()),
+                        duration_ms,
+                    });
+                    run.status = RunStatus::Failed;
+                    run.error = Some(format!("step {} failed: {}", i + 1, e.model_text()));
+                    run.finished_at = Some(db::now());
+                    self.save_run(&run).await?;
+                    return Ok(run);
+                }
+            }
+            self.save_run(&run).await?;
+        }
+        run.status = RunStatus::Succeeded;
+        run.output = run.steps.last().and_then(|s| s.output.clone());
+        run.finished_at = Some(db::now());
+        self.save_run(&run).await?;
+        Ok(run)
+    }
+
+    /// The step's agent, and whether it was spawned for this step. Run by an agent (`by`), a
+    /// step reaches only what that agent could: an agent it may message, and a type's agent
+    /// with no tool the caller lacks.
+    async fn step_agent(&self, step: &Step, by: Option<&Agent>) -> Result<(Arc<Agent>, bool)> {
+        match step {
+            Step::Agent(s) => {
+                let agent = self.agents.get(&s.agent)?;
+                if let Some(by) = by {
+                    self.agents.ensure_within_reach(by, &agent, crate::capability::Reach::MessageAny, "message")?;
+                }
+                agent.ensure_running()?;
+                Ok((agent, false))
+            }
+            Step::AgentType(s) => {
+                let tools = match by {
+                    Some(by) => {
+                        let agent_type = self.agents.get_type(&s.agent_type)?;
+                        let defs = self.tools.snapshot().defs();
+                        let (capped, _) = agent_type
+                            .manifest
+                            .capabilities
+                            .narrowed_to(&by.manifest.capabilities, defs.iter().map(|d| d.as_ref()));
+                        Some(capped.tools)
+                    }
+                    None => None,
+                };
+                // A step agent lives for one step: its type's [[cron]] jobs are not scheduled,
+                // and it is removed some time after (`[kernel] ephemeral_retention_hours`).
+                let agent = self
+                    .agents
+                    .spawn(SpawnRequest {
+                        agent_type: s.agent_type.clone(),
+                        ephemeral: true,
+                        tools,
+                        parent: by.map(|a| a.id),
+                        ..Default::default()
+                    })
+                    .await?;
+                Ok((agent, true))
+            }
+        }
+    }
 }
 
 /// Who is running a workflow, and how deep in agent calls they already are.
@@ -318,138 +458,13 @@ pub struct RunOrigin {
     pub caller: Caller,
     /// The agent running it (`workflow_run`); `None` for an operator. Its steps reach no
     /// further than it does.
-    pub agent: Option<std::sync::Arc<crate::agent::Agent>>,
+    pub agent: Option<Arc<Agent>>,
     pub depth: u32,
     pub chain: Vec<Uuid>,
 }
 
-/// Runs a workflow on a task of its own, for a front that must not cancel it when its client
-/// hangs up (`POST /api/workflows/{id}/runs`): the steps go on, their turns and the run's
-/// record end as they would have.
-pub async fn run_detached(kernel: &Kernel, id_or_name: &str, inputs: Value, origin: RunOrigin) -> Result<WorkflowRun> {
-    let (kernel, id_or_name) = (kernel.clone(), id_or_name.to_string());
-    tokio::spawn(async move { run(&kernel, &id_or_name, inputs, origin).await })
-        .await
-        .map_err(|e| Error::internal(format_args!("a workflow run's task ended abnormally: {e}")))?
-}
-
-/// Runs a workflow to the end (or its first failing step) and records the run.
-pub async fn run(kernel: &Kernel, id_or_name: &str, inputs: Value, origin: RunOrigin) -> Result<WorkflowRun> {
-    let wf = kernel.service::<Workflows>().get(id_or_name).await?;
-    if !(inputs.is_object() || inputs.is_null()) {
-        return Err(Error::invalid("`inputs` must be a JSON object"));
-    }
-    let depth = origin.depth + 1;
-    crate::turn::depth::check(kernel, depth, &origin.chain, || format!("workflow `{}`", wf.name))?;
-    let mut run = WorkflowRun {
-        id: Uuid::now_v7(),
-        workflow_id: wf.id,
-        inputs: if inputs.is_null() { json!({}) } else { inputs },
-        status: RunStatus::Running,
-        output: None,
-        error: None,
-        steps: Vec::new(),
-        started_at: db::now(),
-        finished_at: None,
-    };
-    kernel.service::<Workflows>().save_run(&run).await?;
-    for (i, step) in wf.steps.iter().enumerate() {
-        let started = Instant::now();
-        let outputs: Vec<&str> = run.steps.iter().map(|s| s.output.as_deref().unwrap_or_default()).collect();
-        let outcome = async {
-            let prompt = render(step.prompt(), &run.inputs, &outputs)?;
-            let (agent, spawned) = step_agent(kernel, step, origin.agent.as_deref()).await?;
-            let req = TurnRequest {
-                depth,
-                chain: origin.chain.clone(),
-                ..TurnRequest::headless(prompt.clone(), origin.caller.clone())
-            };
-            let turn = crate::turn::run(kernel, agent.clone(), req).await;
-            if spawned {
-                kernel.stop_agent(&agent.id.to_string()).await?;
-            }
-            Ok::<_, Error>((agent.name.clone(), prompt, turn?.reply))
-        }
-        .await;
-        let duration_ms = started.elapsed().as_millis() as u64;
-        match outcome {
-            Ok((agent, prompt, reply)) => {
-                run.steps.push(StepRun { step: i + 1, agent, prompt, output: Some(reply), error: None, duration_ms })
-            }
-            Err(e) => {
-                run.steps.push(StepRun {
-                    step: i + 1,
-                    agent: step.runner().to_string(),
-                    prompt: step.prompt().to_string(),
-                    output: None,
-                    error: Some(e.model_text()),
-                    duration_ms,
-                });
-                run.status = RunStatus::Failed;
-                run.error = Some(format!("step {} failed: {}", i + 1, e.model_text()));
-                run.finished_at = Some(db::now());
-                kernel.service::<Workflows>().save_run(&run).await?;
-                return Ok(run);
-            }
-        }
-        kernel.service::<Workflows>().save_run(&run).await?;
-    }
-    run.status = RunStatus::Succeeded;
-    run.output = run.steps.last().and_then(|s| s.output.clone());
-    run.finished_at = Some(db::now());
-    kernel.service::<Workflows>().save_run(&run).await?;
-    Ok(run)
-}
-
-/// The step's agent, and whether it was spawned for this step. Run by an agent (`by`), a
-/// step reaches only what that agent could: an agent it may message, and a type's agent with
-/// no tool the caller lacks.
-async fn step_agent(
-    kernel: &Kernel,
-    step: &Step,
-    by: Option<&crate::agent::Agent>,
-) -> Result<(std::sync::Arc<crate::agent::Agent>, bool)> {
-    match step {
-        Step::Agent(s) => {
-            let agent = kernel.agents().get(&s.agent)?;
-            if let Some(by) = by {
-                kernel.agents().ensure_within_reach(by, &agent, crate::capability::Reach::MessageAny, "message")?;
-            }
-            agent.ensure_running()?;
-            Ok((agent, false))
-        }
-        Step::AgentType(s) => {
-            let tools = match by {
-                Some(by) => {
-                    let agent_type = kernel.agents().get_type(&s.agent_type)?;
-                    let defs = kernel.tools().defs();
-                    let (capped, _) = agent_type
-                        .manifest
-                        .capabilities
-                        .narrowed_to(&by.manifest.capabilities, defs.iter().map(|d| d.as_ref()));
-                    Some(capped.tools)
-                }
-                None => None,
-            };
-            // A step agent lives for one step: its type's [[cron]] jobs are not scheduled, and
-            // it is removed some time after (`[kernel] ephemeral_retention_hours`).
-            let agent = kernel
-                .agents()
-                .spawn(SpawnRequest {
-                    agent_type: s.agent_type.clone(),
-                    ephemeral: true,
-                    tools,
-                    parent: by.map(|a| a.id),
-                    ..Default::default()
-                })
-                .await?;
-            Ok((agent, true))
-        }
-    }
-}
-
 /// `workflow_run(workflow_id, inputs?)`.
-pub struct WorkflowRunTool;
+pub struct WorkflowRunTool(Arc<Workflows>);
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -476,7 +491,7 @@ impl Tool for WorkflowRunTool {
             depth: ctx.depth,
             chain: ctx.chain.to_vec(),
         };
-        let run = run(&ctx.kernel, &args.workflow_id, args.inputs, origin).await?;
+        let run = self.0.run(&args.workflow_id, args.inputs, origin).await?;
         if run.status == RunStatus::Failed {
             return Err(Error::failed(format!("workflow run {} {}", run.id, run.error.unwrap_or_default())));
         }

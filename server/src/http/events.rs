@@ -4,7 +4,7 @@ use axum::Json;
 use axum::extract::{Extension, State};
 use axum::http::Method;
 use kennel_kernel::Kernel;
-use kennel_kernel::event::{Origin, Published, publish};
+use kennel_kernel::event::{Events, Origin, Published};
 use serde::Deserialize;
 use utoipa::ToSchema;
 use utoipa_axum::routes;
@@ -40,5 +40,5 @@ async fn publish_event(
     JsonBody(body): JsonBody<EventBody>,
 ) -> ApiResult<Json<Published>> {
     let origin = Origin { source: caller.audit_label(), ..Default::default() };
-    Ok(Json(publish(&kernel, &body.event_type, body.payload, origin).await?))
+    Ok(Json(kernel.service::<Events>().publish(&body.event_type, body.payload, origin).await?))
 }

@@ -10,7 +10,7 @@ use kennel_kernel::agent::Name;
 use kennel_kernel::page::IdCursor;
 use kennel_kernel::page::PageQuery;
 use kennel_kernel::workflow::Workflows;
-use kennel_kernel::workflow::{RunOrigin, Workflow, WorkflowInput, WorkflowRun, run_detached};
+use kennel_kernel::workflow::{RunOrigin, Workflow, WorkflowInput, WorkflowRun};
 use serde::Deserialize;
 use utoipa::ToSchema;
 use utoipa_axum::routes;
@@ -48,7 +48,7 @@ async fn create_workflow(
     State(kernel): State<Kernel>,
     JsonBody(input): JsonBody<WorkflowInput>,
 ) -> ApiResult<Response> {
-    let wf = kernel.service::<Workflows>().create(input, kernel.agents()).await?;
+    let wf = kernel.service::<Workflows>().create(input).await?;
     let location = format!("/api/workflows/{}", wf.id);
     Ok((StatusCode::CREATED, [(LOCATION, location)], Json(wf)).into_response())
 }
@@ -72,7 +72,7 @@ async fn replace_workflow(
     Path(id): Path<String>,
     JsonBody(input): JsonBody<WorkflowInput>,
 ) -> ApiResult<Json<Workflow>> {
-    Ok(Json(kernel.service::<Workflows>().replace(&id, input, kernel.agents()).await?))
+    Ok(Json(kernel.service::<Workflows>().replace(&id, input).await?))
 }
 
 /// Deletes a workflow. Its run history is kept.
@@ -114,5 +114,5 @@ async fn start_run(
 ) -> ApiResult<Json<WorkflowRun>> {
     let origin = RunOrigin { caller, agent: None, depth: 0, chain: Vec::new() };
     let inputs = serde_json::Value::Object(body.inputs.unwrap_or_default());
-    Ok(Json(run_detached(&kernel, &id, inputs, origin).await?))
+    Ok(Json(kernel.service::<Workflows>().run_detached(&id, inputs, origin).await?))
 }
