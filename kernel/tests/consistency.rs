@@ -272,7 +272,7 @@ fn the_kernel_depends_on_no_web_server_or_html_crate() {
 /// runs turns or tools through the whole kernel. Every other family takes what it needs from
 /// `Services` when it opens and registers (its tools hold it: `Uses`), so what it depends on
 /// is written in its own folder. A family leaves this list when it stops naming the kernel.
-const FAMILIES_REACHING_THE_KERNEL: [(&str, &str); 12] = [
+const FAMILIES_REACHING_THE_KERNEL: [(&str, &str); 10] = [
     ("agent", "spawns and stops agents and runs their turns (agent_send, delivery)"),
     ("event", "a published event fires triggers, which start turns"),
     ("workflow", "runs agents' turns step by step"),
@@ -282,8 +282,6 @@ const FAMILIES_REACHING_THE_KERNEL: [(&str, &str); 12] = [
     ("skills", "an agent's change notifies owners through the inbox and channels"),
     ("channel", "a message that arrives starts a turn"),
     ("notify", "a notice is delivered to channels as well as the inbox"),
-    ("ask", "a question waits on a person through the turn"),
-    ("mcp", "its server runs tools through the pipeline; its clients provide tools"),
     ("tool::meta", "find_tools and run_tool run tools through the pipeline"),
 ];
 
