@@ -237,7 +237,7 @@ impl Kernel {
         process::start(self.services().need());
         self.services().need::<channel::Channels>().start(self);
         script::start(self);
-        mcp::Mcp::start(self, &self.0.config.mcp);
+        self.services().need::<mcp::Mcp>().start(&self.0.config.mcp);
         Ok(())
     }
 
@@ -331,7 +331,7 @@ impl Kernel {
             .await
             .map_err(Error::internal)?
             .map_err(|e| Error::invalid(format!("config.toml was not reloaded: {e}")))?;
-        Ok(self.service::<mcp::Mcp>().apply(self, &config.mcp))
+        Ok(self.services().need::<mcp::Mcp>().apply(&config.mcp))
     }
 
     pub(crate) fn db(&self) -> &db::Db {

@@ -272,10 +272,9 @@ fn the_kernel_depends_on_no_web_server_or_html_crate() {
 /// runs turns or tools through the whole kernel. Every other family takes what it needs from
 /// `Services` when it opens and registers (its tools hold it: `Uses`), so what it depends on
 /// is written in its own folder. A family leaves this list when it stops naming the kernel.
-const FAMILIES_REACHING_THE_KERNEL: [(&str, &str); 3] = [
+const FAMILIES_REACHING_THE_KERNEL: [(&str, &str); 1] = [
     ("channel", "an answer to an ask_user question is handed over by ask, which takes the kernel"),
-    ("ask", "a question waits on a person through the turn"),
-    ("mcp", "its server runs tools through the pipeline; its clients provide tools"),
+];
 ];
 
 /// The source of a family as it is built into the kernel, without comments or unit tests:

@@ -6,7 +6,7 @@
 //!   `POST /api/questions/{id}/answer` or the form on the agent's page;
 //! - **a channel conversation**: the question is sent there, and the next message from the
 //!   person whose message started the turn is the answer instead of a new turn
-//!   ([`answer_in_conversation`], called by the channel bridge).
+//!   ([`Questions::answer_in_conversation`], called by the channel bridge).
 //!
 //! Headless turns never offer the tool (the turn layer of availability). A question waits at
 //! most `[ask] timeout_secs`; then the model is told plainly that nobody answered.
@@ -22,8 +22,8 @@
 //!
 //! ## Layout
 //!
-//! `ask_user` (spec §15, family `ask`, issue 24): `ask`, `waiting`, `answer`: the questions turns
-//! wait on, rows of `questions` (`store.rs`) so any daemon of a cluster lists and answers them,
+//! `ask_user` (spec §15, family `ask`, issue 24): `Questions` (`ask`, `waiting`, `answer`): the
+//! questions turns wait on, rows of `questions` (`store.rs`) so any daemon of a cluster lists and answers them,
 //! the asking daemon woken by `Cluster::wake` (`done:<id>`); where each is asked (`AskedIn::Chat`:
 //! a `question` event on the agent's stream; `AskedIn::Channel`: sent to the conversation) and
 //! answered (`answer` for chats, `answer_in_conversation` for the channel bridge); `tools.rs`
@@ -70,25 +70,35 @@ pub(crate) mod config;
 mod store;
 mod tools;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::Kernel;
 use crate::channel::Channels;
+use crate::clock::Clock;
+use crate::cluster::Cluster;
 use crate::db::Db;
 use crate::error::{Error, Result};
-use crate::family::Family;
+use crate::family::{Family, Services};
 use crate::tool::CallContext;
-use crate::turn::{AgentEvent, EventKind};
+use crate::turn::{AgentEvent, EventKind, Turns};
 
 pub use config::AskConfig;
 pub(crate) use tools::register;
 
 /// The family's part in the kernel (see [`crate::family`]).
-pub const FAMILY: Family = Family::tools_only("ask", register);
+pub const FAMILY: Family = Family {
+    name: "ask",
+    open: |s| {
+        let questions = Questions::open(s);
+        s.provide(questions);
+        Ok(())
+    },
+    register,
+};
 
 /// At most this many characters in a question.
 pub const MAX_QUESTION: usize = 2000;
@@ -211,151 +221,180 @@ pub fn checked(question: &str, choices: &[String]) -> Result<(String, Vec<String
     Ok((question.to_string(), out))
 }
 
-/// Asks the person in `ctx`'s turn and waits for the answer; `None` when nobody answered
-/// within `timeout`. Ends early (`Failed`) when the turn is stopped.
-pub async fn ask(ctx: &CallContext, question: &str, choices: &[String], timeout: Duration) -> Result<Option<Answer>> {
-    if ctx.headless {
-        return Err(Error::unavailable("nobody is there to answer in this turn (it has no person present)"));
+/// The questions turns wait on, in `questions` rows: asked by `ask_user`, listed and answered
+/// by the fronts and the channel bridge, on whichever daemon of the cluster.
+pub struct Questions {
+    db: Db,
+    /// Wakes the asking daemon when another one took the answer.
+    cluster: Arc<Cluster>,
+    clock: Clock,
+    /// A chat's question is an event on the agent's stream.
+    turns: Arc<Turns>,
+    /// A channel's question is sent to its conversation.
+    channels: Arc<Channels>,
+}
+
+impl Questions {
+    fn open(services: &Services) -> Questions {
+        Questions {
+            db: services.get::<Db>().clone(),
+            cluster: services.need(),
+            clock: services.get::<Clock>().clone(),
+            turns: services.need(),
+            channels: services.need(),
+        }
     }
-    let (text, choices) = checked(question, choices)?;
-    let kernel = &ctx.kernel;
-    let now = kernel.clock().now();
-    let expires = now + chrono::Duration::from_std(timeout).unwrap_or(chrono::Duration::MAX);
-    let asked_in = match &ctx.channel {
-        Some(c) => AskedIn::Channel { channel: c.channel.clone(), chat: c.chat_id.clone(), user_id: c.user_id.clone() },
-        None => AskedIn::Chat,
-    };
-    let q = Question {
-        id: Uuid::now_v7(),
-        agent_id: ctx.agent.id,
-        agent: ctx.agent.name.clone(),
-        session_id: ctx.session,
-        turn_id: ctx.turn,
-        question: text,
-        choices,
-        asked_at: crate::db::timestamp(now),
-        expires_at: crate::db::timestamp(expires),
-        asked_in,
-    };
-    let id = q.id.to_string();
-    let cluster = kernel.cluster();
-    // Waiting starts before the question is listed, so no answer's wake-up is missed.
-    let waiting = cluster.wait_for(&id);
-    if !store::insert(kernel.db(), &q, cluster.id()).await? {
-        return Err(Error::conflict(
-            "a question to this person in this conversation is still waiting: one at a time on a channel",
-        ));
-    }
-    let unlist = Unlist { db: kernel.db().clone(), id: id.clone() };
-    let answered = async {
-        put(ctx, &q).await?;
-        let deadline = tokio::time::sleep(timeout);
-        tokio::pin!(deadline);
-        let shared = kernel.db().is_shared();
-        loop {
-            tokio::select! {
-                () = waiting.woken.notified() => {}
-                () = tokio::time::sleep(LOOK_AGAIN), if shared => {}
-                () = &mut deadline => return Ok(None),
-                () = ctx.cancel.cancelled() => {
-                    return Err(Error::failed("the turn was stopped while it waited for an answer"));
+
+    /// Asks the person in `ctx`'s turn and waits for the answer; `None` when nobody answered
+    /// within `timeout`. Ends early (`Failed`) when the turn is stopped.
+    pub async fn ask(
+        &self,
+        ctx: &CallContext,
+        question: &str,
+        choices: &[String],
+        timeout: Duration,
+    ) -> Result<Option<Answer>> {
+        if ctx.headless {
+            return Err(Error::unavailable("nobody is there to answer in this turn (it has no person present)"));
+        }
+        let (text, choices) = checked(question, choices)?;
+        let now = self.clock.now();
+        let expires = now + chrono::Duration::from_std(timeout).unwrap_or(chrono::Duration::MAX);
+        let asked_in = match &ctx.channel {
+            Some(c) => {
+                AskedIn::Channel { channel: c.channel.clone(), chat: c.chat_id.clone(), user_id: c.user_id.clone() }
+            }
+            None => AskedIn::Chat,
+        };
+        let q = Question {
+            id: Uuid::now_v7(),
+            agent_id: ctx.agent.id,
+            agent: ctx.agent.name.clone(),
+            session_id: ctx.session,
+            turn_id: ctx.turn,
+            question: text,
+            choices,
+            asked_at: crate::db::timestamp(now),
+            expires_at: crate::db::timestamp(expires),
+            asked_in,
+        };
+        let id = q.id.to_string();
+        // Waiting starts before the question is listed, so no answer's wake-up is missed.
+        let waiting = self.cluster.wait_for(&id);
+        if !store::insert(&self.db, &q, self.cluster.id()).await? {
+            return Err(Error::conflict(
+                "a question to this person in this conversation is still waiting: one at a time on a channel",
+            ));
+        }
+        let unlist = Unlist { db: self.db.clone(), id: id.clone() };
+        let answered = async {
+            self.put(&q).await?;
+            let deadline = tokio::time::sleep(timeout);
+            tokio::pin!(deadline);
+            let shared = self.db.is_shared();
+            loop {
+                tokio::select! {
+                    () = waiting.woken.notified() => {}
+                    () = tokio::time::sleep(LOOK_AGAIN), if shared => {}
+                    () = &mut deadline => return Ok(None),
+                    () = ctx.cancel.cancelled() => {
+                        return Err(Error::failed("the turn was stopped while it waited for an answer"));
+                    }
+                }
+                if let Some(answer) = store::answer(&self.db, &id).await? {
+                    return Ok(Some(answer));
                 }
             }
-            if let Some(answer) = store::answer(kernel.db(), &id).await? {
-                return Ok(Some(answer));
+        }
+        .await;
+        // An answer recorded just as the wait ended (its giver was told the turn goes on) is
+        // used rather than lost; a stopped turn stays stopped.
+        let last = unlist.now().await;
+        match answered {
+            Ok(None) => Ok(last),
+            other => other,
+        }
+    }
+
+    /// Puts the question where the person will see it.
+    async fn put(&self, q: &Question) -> Result<()> {
+        match &q.asked_in {
+            AskedIn::Chat => {
+                if let (Some(turn_id), Some(session_id)) = (q.turn_id, q.session_id) {
+                    self.turns.emit(AgentEvent {
+                        agent_id: q.agent_id,
+                        turn_id,
+                        session_id,
+                        kind: EventKind::Question {
+                            question_id: q.id,
+                            question: q.question.clone(),
+                            choices: q.choices.clone(),
+                        },
+                    });
+                }
+                Ok(())
+            }
+            AskedIn::Channel { channel, chat, .. } => {
+                let text = channel_text(q);
+                self.channels.deliver(channel, chat, crate::channel::platform::Outgoing::Text(text), "ask_user").await
             }
         }
     }
-    .await;
-    // An answer recorded just as the wait ended (its giver was told the turn goes on) is
-    // used rather than lost; a stopped turn stays stopped.
-    let last = unlist.now().await;
-    match answered {
-        Ok(None) => Ok(last),
-        other => other,
-    }
-}
 
-/// Puts the question where the person will see it.
-async fn put(ctx: &CallContext, q: &Question) -> Result<()> {
-    match &q.asked_in {
-        AskedIn::Chat => {
-            if let (Some(turn_id), Some(session_id)) = (q.turn_id, q.session_id) {
-                ctx.kernel.turns().emit(AgentEvent {
-                    agent_id: q.agent_id,
-                    turn_id,
-                    session_id,
-                    kind: EventKind::Question {
-                        question_id: q.id,
-                        question: q.question.clone(),
-                        choices: q.choices.clone(),
-                    },
-                });
-            }
-            Ok(())
+    /// The questions waiting on any daemon, oldest first; only `agent`'s when given.
+    pub async fn waiting(&self, agent: Option<Uuid>) -> Result<Vec<Question>> {
+        store::waiting(&self.db, agent.map(|a| a.to_string()).as_deref()).await
+    }
+
+    /// Answers a question asked in a chat, as `by` (an operator, the CLI, a token), whichever
+    /// daemon its turn runs on. A question asked on a channel is answered there.
+    pub async fn answer(&self, id: &str, text: &str, by: &str) -> Result<Question> {
+        let text = checked_answer(text)?;
+        let gone =
+            || Error::not_found(format!("no question {id} is waiting: it was answered, timed out, or its turn ended"));
+        let Some(question) = store::unanswered(&self.db, id).await? else { return Err(gone()) };
+        if let AskedIn::Channel { channel, chat, .. } = &question.asked_in {
+            return Err(Error::conflict(format!(
+                "question {id} was asked on channel `{channel}` (chat {chat}): the person there answers it"
+            )));
         }
-        AskedIn::Channel { channel, chat, .. } => {
-            let text = channel_text(q);
-            ctx.kernel
-                .service::<Channels>()
-                .deliver(channel, chat, crate::channel::platform::Outgoing::Text(text), "ask_user")
-                .await
+        let answer =
+            Answer { choice: number_or_choice(&question.choices, &text), answer: text, answered_by: by.into() };
+        if !self.give(&question, &answer).await? {
+            return Err(gone());
         }
+        Ok(question)
     }
-}
 
-/// The questions waiting on any daemon, oldest first; only `agent`'s when given.
-pub async fn waiting(kernel: &Kernel, agent: Option<Uuid>) -> Result<Vec<Question>> {
-    store::waiting(kernel.db(), agent.map(|a| a.to_string()).as_deref()).await
-}
-
-/// Answers a question asked in a chat, as `by` (an operator, the CLI, a token), whichever
-/// daemon its turn runs on. A question asked on a channel is answered there.
-pub async fn answer(kernel: &Kernel, id: &str, text: &str, by: &str) -> Result<Question> {
-    let text = checked_answer(text)?;
-    let gone =
-        || Error::not_found(format!("no question {id} is waiting: it was answered, timed out, or its turn ended"));
-    let Some(question) = store::unanswered(kernel.db(), id).await? else { return Err(gone()) };
-    if let AskedIn::Channel { channel, chat, .. } = &question.asked_in {
-        return Err(Error::conflict(format!(
-            "question {id} was asked on channel `{channel}` (chat {chat}): the person there answers it"
-        )));
+    /// A channel message that answers a question waiting in its conversation, from the person
+    /// it was asked of: handed to the waiting turn (true), or not an answer (false: a turn of
+    /// its own answers it).
+    pub async fn answer_in_conversation(
+        &self,
+        channel: &str,
+        chat: &str,
+        user_id: &str,
+        text: &str,
+        by: &str,
+    ) -> Result<bool> {
+        let Ok(text) = checked_answer(text) else { return Ok(false) };
+        let Some(question) = store::waiting_in_conversation(&self.db, channel, chat, user_id).await? else {
+            return Ok(false);
+        };
+        let choice = number_or_choice(&question.choices, &text);
+        self.give(&question, &Answer { answer: text, choice, answered_by: by.into() }).await
     }
-    let answer = Answer { choice: number_or_choice(&question.choices, &text), answer: text, answered_by: by.into() };
-    if !give(kernel, &question, &answer).await? {
-        return Err(gone());
-    }
-    Ok(question)
-}
 
-/// A channel message that answers a question waiting in its conversation, from the person
-/// it was asked of: handed to the waiting turn (true), or not an answer (false: a turn of
-/// its own answers it).
-pub async fn answer_in_conversation(
-    kernel: &Kernel,
-    channel: &str,
-    chat: &str,
-    user_id: &str,
-    text: &str,
-    by: &str,
-) -> Result<bool> {
-    let Ok(text) = checked_answer(text) else { return Ok(false) };
-    let Some(question) = store::waiting_in_conversation(kernel.db(), channel, chat, user_id).await? else {
-        return Ok(false);
-    };
-    let choice = number_or_choice(&question.choices, &text);
-    give(kernel, &question, &Answer { answer: text, choice, answered_by: by.into() }).await
-}
-
-/// Records `answer` and wakes the daemon whose turn waits for it; false when another answer
-/// (or the end of the wait) came first.
-async fn give(kernel: &Kernel, question: &Question, answer: &Answer) -> Result<bool> {
-    let id = question.id.to_string();
-    if !store::set_answer(kernel.db(), &id, answer).await? {
-        return Ok(false);
+    /// Records `answer` and wakes the daemon whose turn waits for it; false when another
+    /// answer (or the end of the wait) came first.
+    async fn give(&self, question: &Question, answer: &Answer) -> Result<bool> {
+        let id = question.id.to_string();
+        if !store::set_answer(&self.db, &id, answer).await? {
+            return Ok(false);
+        }
+        self.cluster.wake(&id).await?;
+        Ok(true)
     }
-    kernel.cluster().wake(&id).await?;
-    Ok(true)
 }
 
 fn checked_answer(text: &str) -> Result<String> {

@@ -1,5 +1,6 @@
-//! Family `ask`: `ask_user`, thin over [`super::ask`].
+//! Family `ask`: `ask_user`, thin over [`Questions::ask`].
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use schemars::JsonSchema;
@@ -10,11 +11,17 @@ use crate::error::Result;
 use crate::family::Services;
 use crate::tool::{CallContext, Registry, Tool, ToolDef};
 
-pub(crate) fn register(r: &mut Registry, _: &Services) {
-    r.add(AskUser);
+use super::Questions;
+
+pub(crate) fn register(r: &mut Registry, services: &Services) {
+    r.add(AskUser { questions: services.need(), timeout: Duration::from_secs(services.config().ask.timeout_secs) });
 }
 
-pub struct AskUser;
+pub struct AskUser {
+    questions: Arc<Questions>,
+    /// `[ask] timeout_secs`.
+    timeout: Duration,
+}
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -41,8 +48,8 @@ impl Tool for AskUser {
     }
 
     async fn run(&self, ctx: CallContext, args: AskArgs) -> Result<Value> {
-        let timeout = Duration::from_secs(ctx.kernel.config().ask.timeout_secs);
-        match super::ask(&ctx, &args.question, &args.choices, timeout).await? {
+        let timeout = self.timeout;
+        match self.questions.ask(&ctx, &args.question, &args.choices, timeout).await? {
             Some(answer) => Ok(
                 json!({ "answered": true, "answer": answer.answer, "choice": answer.choice, "answered_by": answer.answered_by }),
             ),

@@ -88,7 +88,11 @@ impl Channels {
             return Ok(());
         }
         let by = format!("channel:{name}:{}", m.from.user_id);
-        if crate::ask::answer_in_conversation(kernel, name, &m.chat_id, &m.from.user_id, &m.text, &by).await? {
+        if kernel
+            .service::<crate::ask::Questions>()
+            .answer_in_conversation(name, &m.chat_id, &m.from.user_id, &m.text, &by)
+            .await?
+        {
             store::finish(&self.db, name, &m.message_id, "answer", None).await?;
         } else {
             self.spawn_answer(m, name.to_string());

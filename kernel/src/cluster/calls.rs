@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::store;
+use super::{Cluster, store};
 use crate::Kernel;
 use crate::db;
 use crate::error::{Error, Result};
@@ -55,18 +55,17 @@ const LOOK_AGAIN: Duration = Duration::from_secs(1);
 /// holder that died is replaced within the lease, and the request waits for the next one).
 /// `what` names the request in errors.
 pub(crate) async fn ask_holder(
-    kernel: &Kernel,
+    cluster: &Cluster,
     lease: &str,
     request: &impl Serialize,
     limit: Duration,
     what: &str,
 ) -> Result<Value> {
-    let cluster = kernel.cluster();
     let id = Uuid::new_v4().to_string();
     let request = serde_json::to_string(request)
         .map_err(|e| Error::internal(format_args!("a request for another daemon did not serialise: {e}")))?;
     let waiting = cluster.wait_for(&id);
-    store::ask_call(kernel.db(), &id, lease, &cluster.id, &request, &db::now()).await?;
+    store::ask_call(&cluster.db, &id, lease, &cluster.id, &request, &db::now()).await?;
     let deadline = Instant::now() + limit;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -74,7 +73,7 @@ pub(crate) async fn ask_holder(
             () = waiting.woken.notified() => {}
             () = tokio::time::sleep(LOOK_AGAIN.min(left)) => {}
         }
-        if let Some(result) = store::take_result(kernel.db(), store::Queue::Calls, &id).await? {
+        if let Some(result) = store::take_result(&cluster.db, store::Queue::Calls, &id).await? {
             return match serde_json::from_str(&result) {
                 Ok(Outcome::Ok(value)) => Ok(value),
                 Ok(Outcome::Error(e)) => Err(e),
@@ -83,12 +82,12 @@ pub(crate) async fn ask_holder(
         }
         if Instant::now() >= deadline {
             let secs = limit.as_secs();
-            return Err(if store::withdraw_call(kernel.db(), &id).await? {
+            return Err(if store::withdraw_call(&cluster.db, &id).await? {
                 Error::unavailable(format!(
                     "{what}: no daemon of the cluster took it within {secs} s (the one running it may have stopped); ask again"
                 ))
             } else {
-                store::forget_call(kernel.db(), &id).await?;
+                store::forget_call(&cluster.db, &id).await?;
                 Error::timeout(format!("{what}: the daemon running it did not answer within {secs} s"))
             });
         }
@@ -115,14 +114,14 @@ pub(super) async fn serve(kernel: &Kernel) -> Result<()> {
 /// Whether what `lease` names can answer here now.
 fn ready(kernel: &Kernel, lease: &str) -> bool {
     match lease.strip_prefix("mcp:") {
-        Some(server) => crate::mcp::ready_here(kernel, server),
+        Some(server) => kernel.service::<crate::mcp::Mcp>().ready_here(server),
         None => false,
     }
 }
 
 async fn answer(kernel: &Kernel, id: &str, lease: &str, request: &str) {
     let result = match lease.strip_prefix("mcp:") {
-        Some(server) => crate::mcp::answer_forwarded(kernel, server, request).await,
+        Some(server) => kernel.service::<crate::mcp::Mcp>().answer_forwarded(server, request).await,
         None => Err(Error::internal(format_args!("no daemon answers requests for the lease `{lease}`"))),
     };
     let stored = store::finish(

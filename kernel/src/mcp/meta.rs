@@ -5,7 +5,7 @@
 //! admits it to `github`.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -13,22 +13,21 @@ use serde_json::Value;
 
 use super::request::ServerRequest;
 use super::servers::Server;
-use crate::Kernel;
 use crate::error::{Error, Result};
 use crate::mcp::Mcp;
 use crate::tool::{CallContext, Needs, Provided, Tool, ToolDef};
 
 /// Offers the two tools as far as a connected server has resources or prompts.
-pub(crate) fn offer(kernel: &Kernel) {
-    let servers = kernel.service::<Mcp>().servers();
+pub(crate) fn offer(mcp: &Arc<Mcp>) {
+    let servers = mcp.servers();
     let mut tools = Vec::new();
     if servers.iter().any(|s| s.offers(true)) {
-        tools.push(Provided::typed(McpResources, &Needs::nothing()));
+        tools.push(Provided::typed(McpResources(Arc::downgrade(mcp)), &Needs::nothing()));
     }
     if servers.iter().any(|s| s.offers(false)) {
-        tools.push(Provided::typed(McpPrompts, &Needs::nothing()));
+        tools.push(Provided::typed(McpPrompts(Arc::downgrade(mcp)), &Needs::nothing()));
     }
-    kernel.tool_list().provide("mcp", tools, "no connected MCP server offers it now");
+    mcp.tools.provide("mcp", tools, "no connected MCP server offers it now");
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -40,7 +39,8 @@ pub struct ResourcesArgs {
     pub uri: Option<String>,
 }
 
-pub struct McpResources;
+/// Holds the servers weakly: the tool list holds the tool, and [`Mcp`] the tool list.
+pub struct McpResources(Weak<Mcp>);
 
 impl Tool for McpResources {
     type Args = ResourcesArgs;
@@ -52,12 +52,12 @@ impl Tool for McpResources {
     }
 
     async fn run(&self, ctx: CallContext, args: ResourcesArgs) -> Result<Value> {
-        let server = admitted(&ctx, &args.server)?;
+        let (mcp, server) = admitted(&self.0, &ctx, &args.server)?;
         let request = match args.uri {
             None => ServerRequest::ListResources,
             Some(uri) => ServerRequest::ReadResource { uri },
         };
-        server.ask(&ctx.kernel, request).await
+        server.ask(&mcp.cluster, request).await
     }
 }
 
@@ -73,7 +73,8 @@ pub struct PromptsArgs {
     pub arguments: BTreeMap<String, String>,
 }
 
-pub struct McpPrompts;
+/// Holds the servers weakly, as [`McpResources`] does.
+pub struct McpPrompts(Weak<Mcp>);
 
 impl Tool for McpPrompts {
     type Args = PromptsArgs;
@@ -85,25 +86,26 @@ impl Tool for McpPrompts {
     }
 
     async fn run(&self, ctx: CallContext, args: PromptsArgs) -> Result<Value> {
-        let server = admitted(&ctx, &args.server)?;
+        let (mcp, server) = admitted(&self.0, &ctx, &args.server)?;
         let request = match args.name {
             None => ServerRequest::ListPrompts,
             Some(name) => ServerRequest::GetPrompt { name, arguments: args.arguments },
         };
-        server.ask(&ctx.kernel, request).await
+        server.ask(&mcp.cluster, request).await
     }
 }
 
-/// The server, if the agent may use one of its tools.
-fn admitted(ctx: &CallContext, server: &str) -> Result<Arc<Server>> {
-    let found = ctx.kernel.service::<Mcp>().server(server).map_err(|e| e.on_field("server"))?;
+/// The server (and the MCP clients it is one of), if the agent may use one of its tools.
+fn admitted(mcp: &Weak<Mcp>, ctx: &CallContext, server: &str) -> Result<(Arc<Mcp>, Arc<Server>)> {
+    let mcp = mcp.upgrade().ok_or_else(crate::runtime::not_running)?;
+    let found = mcp.server(server).map_err(|e| e.on_field("server"))?;
     let prefix = format!("mcp__{server}__");
-    let registry = ctx.kernel.tools();
+    let registry = mcp.tools.snapshot();
     if !registry.usable_by(&ctx.agent, None).any(|d| d.name.starts_with(&prefix)) {
         return Err(Error::forbidden(format!(
             "`{}` may call none of the MCP server `{server}`'s tools (grant `{prefix}*` or one of them), so not its resources or prompts either",
             ctx.agent.name
         )));
     }
-    Ok(found)
+    Ok((mcp, found))
 }

@@ -65,7 +65,7 @@
 //! `LocalSessionManager`) behind the API's token check; it is not in the OpenAPI document (it is
 //! JSON-RPC, not REST). `tools/list` is the agent's usable tools in a headless scope
 //! (`Registry::usable_by`: grants, deny, every availability layer; `ask_user` never), with their
-//! schemas; `tools/call` runs `Kernel::call_tool` as the agent with `Caller::Mcp { client, via }`,
+//! schemas; `tools/call` runs `Runtime::call_tool` as the agent with `Caller::Mcp { client, via }`,
 //! audited as `mcp:CLIENT (token:NAME)` — the client's name from its `initialize`. Who asks is
 //! decided per HTTP request (the path's agent, the bearer token), never from the MCP session id,
 //! which proves nothing about its sender. A refusal or failure is the tool's answer (`isError`
@@ -85,7 +85,6 @@ pub mod serve;
 pub mod servers;
 mod tools;
 
-pub(crate) use request::{answer_forwarded, ready_here};
 pub use servers::{Mcp, McpReload, ServerState, ServerView};
 
 use crate::family::Family;
@@ -94,7 +93,8 @@ use crate::family::Family;
 pub const FAMILY: Family = Family {
     name: "mcp",
     open: |s| {
-        s.provide(Mcp::default());
+        let mcp = Mcp::open(s);
+        s.provide(mcp);
         Ok(())
     },
     register: |_, _| {},

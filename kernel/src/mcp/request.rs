@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::servers::Server;
-use crate::Kernel;
+use crate::cluster::Cluster;
 use crate::error::{Error, Result};
 use crate::mcp::Mcp;
 
@@ -45,14 +45,15 @@ impl ServerRequest {
 impl Server {
     /// Answers `request` over this daemon's connection, or has the daemon of the cluster that
     /// runs the server answer it.
-    pub(crate) async fn ask(&self, kernel: &Kernel, request: ServerRequest) -> Result<Value> {
+    pub(crate) async fn ask(&self, cluster: &Cluster, request: ServerRequest) -> Result<Value> {
         match self.peer() {
             Ok((peer, connection)) => self.ask_here(&peer, connection, request).await,
             Err(not_here) => match self.runs_on() {
                 Some(_) => {
                     let what = format!("the MCP server `{}` (run by another daemon of the cluster)", self.name);
                     let limit = request.limit(self) + FORWARD_SLACK;
-                    crate::cluster::ask_holder(kernel, &super::servers::lease(&self.name), &request, limit, &what).await
+                    crate::cluster::ask_holder(cluster, &super::servers::lease(&self.name), &request, limit, &what)
+                        .await
                 }
                 None => Err(not_here),
             },
@@ -146,17 +147,19 @@ fn to_json<T: Serialize>(value: T) -> std::result::Result<Value, Refused> {
     serde_json::to_value(value).map_err(|e| Refused::Tool(Error::internal(e)))
 }
 
-/// Whether this daemon runs `server` and it is connected (forwarded requests for it can be
-/// answered now).
-pub(crate) fn ready_here(kernel: &Kernel, server: &str) -> bool {
-    kernel.service::<Mcp>().server(server).is_ok_and(|s| s.peer().is_ok())
-}
+impl Mcp {
+    /// Whether this daemon runs `server` and it is connected (forwarded requests for it can
+    /// be answered now).
+    pub(crate) fn ready_here(&self, server: &str) -> bool {
+        self.server(server).is_ok_and(|s| s.peer().is_ok())
+    }
 
-/// Answers a request another daemon forwarded to this one, which runs `server`.
-pub(crate) async fn answer_forwarded(kernel: &Kernel, server: &str, request: &str) -> Result<Value> {
-    let request: ServerRequest = serde_json::from_str(request)
-        .map_err(|e| Error::internal(format_args!("a forwarded MCP request is unreadable: {e}")))?;
-    let server = kernel.service::<Mcp>().server(server)?;
-    let (peer, connection) = server.peer()?;
-    server.ask_here(&peer, connection, request).await
+    /// Answers a request another daemon forwarded to this one, which runs `server`.
+    pub(crate) async fn answer_forwarded(&self, server: &str, request: &str) -> Result<Value> {
+        let request: ServerRequest = serde_json::from_str(request)
+            .map_err(|e| Error::internal(format_args!("a forwarded MCP request is unreadable: {e}")))?;
+        let server = self.server(server)?;
+        let (peer, connection) = server.peer()?;
+        server.ask_here(&peer, connection, request).await
+    }
 }

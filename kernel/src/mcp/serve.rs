@@ -16,9 +16,10 @@ use rmcp::{ErrorData, ServerHandler};
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::Kernel;
-use crate::agent::Agent;
-use crate::tool::{CallContext, Caller, TurnScope};
+use crate::agent::{Agent, Agents};
+use crate::family::Services;
+use crate::runtime::Runtime;
+use crate::tool::{CallContext, Caller, Tools, TurnScope};
 
 /// Who asks, for one request: the agent whose tools are used, and who the HTTP front let in.
 /// The front puts it in the request's extensions; sessions are not trusted to carry it.
@@ -28,15 +29,28 @@ pub struct Requester {
     pub via: Caller,
 }
 
-/// The MCP server over one kernel.
+/// The context of a call made directly as an agent by a caller: the front that mounts the
+/// server builds it.
+pub type NewContext = Arc<dyn Fn(Arc<Agent>, Caller) -> CallContext + Send + Sync>;
+
+/// The MCP server over the agents' tools.
 #[derive(Clone)]
 pub struct AgentTools {
-    kernel: Kernel,
+    agents: Arc<Agents>,
+    tools: Arc<Tools>,
+    /// Runs each call through the pipeline.
+    runtime: Runtime,
+    new_context: NewContext,
 }
 
 impl AgentTools {
-    pub fn new(kernel: Kernel) -> AgentTools {
-        AgentTools { kernel }
+    pub fn new(services: &Services, new_context: NewContext) -> AgentTools {
+        AgentTools {
+            agents: services.need(),
+            tools: services.need(),
+            runtime: services.get::<Runtime>().clone(),
+            new_context,
+        }
     }
 
     fn requester(&self, cx: &RequestContext<RoleServer>) -> Result<(Requester, Arc<Agent>), ErrorData> {
@@ -47,8 +61,7 @@ impl AgentTools {
             .cloned()
             .ok_or_else(|| ErrorData::internal_error("the request carries no agent", None))?;
         let agent = self
-            .kernel
-            .agents()
+            .agents
             .get_by_id(requester.agent)
             .ok_or_else(|| ErrorData::invalid_params("the agent no longer exists", None))?;
         Ok((requester, agent))
@@ -71,7 +84,7 @@ impl ServerHandler for AgentTools {
         cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let (_, agent) = self.requester(&cx)?;
-        let registry = self.kernel.tools();
+        let registry = self.tools.snapshot();
         let tools = registry
             .usable_by(&agent, Some(SCOPE))
             .map(|def| {
@@ -92,11 +105,10 @@ impl ServerHandler for AgentTools {
     ) -> Result<CallToolResponse, ErrorData> {
         let (requester, agent) = self.requester(&cx)?;
         let client = cx.peer.peer_info().map(|info| info.client_info.name.clone()).unwrap_or_else(|| "unnamed".into());
-        let mut ctx =
-            CallContext::new(self.kernel.clone(), agent, Caller::Mcp { client, via: Box::new(requester.via) });
+        let mut ctx = (self.new_context)(agent, Caller::Mcp { client, via: Box::new(requester.via) });
         ctx.cancel = cx.ct.clone();
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-        let result = match self.kernel.call_tool(ctx, &request.name, args).await {
+        let result = match self.runtime.call_tool(ctx, &request.name, args).await {
             Ok(output) => answer(output.content),
             // Refusals and failures are the tool's answer, which the client's model reads.
             Err(e) => CallToolResult::error(vec![ContentBlock::text(e.model_text())]),

@@ -5,6 +5,7 @@
 //! operator asks again (the MCP page, `kennel reload`).
 
 use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -17,9 +18,13 @@ use utoipa::ToSchema;
 
 use super::config::{McpConfig, McpServerConfig, Transport};
 use super::connect::{self, Connection, Listener};
-use crate::Kernel;
+use crate::clock::Clock;
+use crate::cluster::Cluster;
+use crate::db::Db;
 use crate::error::{Error, Result};
+use crate::family::{Home, Services};
 use crate::net::guard::AllowedHosts;
+use crate::tool::Tools;
 
 /// Failures within [`CRASH_WINDOW`] after which a server is not restarted by itself.
 pub const CRASH_LOOP: usize = 5;
@@ -221,10 +226,10 @@ impl Server {
         self.lost.notify_one();
     }
 
-    fn note_error(&self, kernel: &Kernel, message: String) {
+    fn note_error(&self, clock: &Clock, message: String) {
         tracing::warn!(server = %self.name, "MCP: {message}");
         let mut view = self.view.lock().expect("mcp view lock");
-        push_kept(&mut view.errors, ServerError { at: crate::db::timestamp(kernel.clock().now()), message });
+        push_kept(&mut view.errors, ServerError { at: crate::db::timestamp(clock.now()), message });
     }
 
     pub(crate) fn set_tools(&self, tools: Vec<ServerTool>, left_out: Vec<String>) {
@@ -260,8 +265,16 @@ fn push_kept<T>(list: &mut Vec<T>, item: T) {
 }
 
 /// Every configured server.
-#[derive(Default)]
 pub struct Mcp {
+    /// Where the servers' tools are offered and withdrawn.
+    pub(super) tools: Arc<Tools>,
+    /// Runs each stdio server once on a shared database, and carries requests to it.
+    pub(super) cluster: Arc<Cluster>,
+    clock: Clock,
+    /// `$KENNEL_HOME`, the stdio servers' default working directory.
+    home: PathBuf,
+    /// Whether the database is shared by a cluster of daemons.
+    shared_database: bool,
     servers: Mutex<BTreeMap<String, Arc<Server>>>,
     allowed_hosts: RwLock<AllowedHosts>,
 }
@@ -277,6 +290,18 @@ pub struct McpReload {
 }
 
 impl Mcp {
+    pub(super) fn open(services: &Services) -> Mcp {
+        Mcp {
+            tools: services.need(),
+            cluster: services.need(),
+            clock: services.get::<Clock>().clone(),
+            home: services.get::<Home>().path().to_path_buf(),
+            shared_database: services.get::<Db>().is_shared(),
+            servers: Mutex::default(),
+            allowed_hosts: RwLock::default(),
+        }
+    }
+
     pub fn servers(&self) -> Vec<Arc<Server>> {
         self.servers.lock().expect("mcp lock").values().cloned().collect()
     }
@@ -291,13 +316,13 @@ impl Mcp {
     }
 
     /// Starts a supervisor for each server of `config`.
-    pub fn start(kernel: &Kernel, config: &McpConfig) {
-        kernel.service::<Mcp>().apply(kernel, config);
+    pub fn start(self: &Arc<Self>, config: &McpConfig) {
+        self.apply(config);
     }
 
     /// Makes the running servers those of `config`: removed ones stop (their tools are
     /// withdrawn), added and changed ones (re)connect, the rest are left as they are.
-    pub fn apply(&self, kernel: &Kernel, config: &McpConfig) -> McpReload {
+    pub fn apply(self: &Arc<Self>, config: &McpConfig) -> McpReload {
         let mut report = McpReload::default();
         let hosts_changed = {
             let mut hosts = self.allowed_hosts.write().expect("mcp hosts lock");
@@ -316,7 +341,7 @@ impl Mcp {
                     report.changed.push(name.clone());
                 } else {
                     report.removed.push(name.clone());
-                    kernel.tool_list().provide(
+                    self.tools.provide(
                         &provider(name),
                         Vec::new(),
                         &format!("the MCP server `{name}` was removed from [mcp]"),
@@ -335,12 +360,12 @@ impl Mcp {
             if !report.changed.contains(name) {
                 report.added.push(name.clone());
             }
-            let server = Arc::new(Server::new(name, server_config.clone(), kernel.db().is_shared()));
+            let server = Arc::new(Server::new(name, server_config.clone(), self.shared_database));
             servers.insert(name.clone(), server.clone());
-            tokio::spawn(supervise(kernel.clone(), server));
+            tokio::spawn(supervise(self.clone(), server));
         }
         drop(servers);
-        super::meta::offer(kernel);
+        super::meta::offer(self);
         report
     }
 
@@ -379,16 +404,16 @@ pub(crate) fn provider(server: &str) -> String {
 /// shared database runs on one daemon of the cluster: this daemon offers what the one running
 /// it offers ([`follow`]) until it holds the server's lease, then runs it until the lease is
 /// lost (its heartbeat failed for a lease's time) and follows again.
-async fn supervise(kernel: Kernel, server: Arc<Server>) {
+async fn supervise(mcp: Arc<Mcp>, server: Arc<Server>) {
     if !server.clustered {
-        return keep_connected(&kernel, &server, &server.stop).await;
+        return keep_connected(&mcp, &server, &server.stop).await;
     }
     let lease = lease(&server.name);
-    let cluster = kernel.cluster();
+    let cluster = &mcp.cluster;
     loop {
         let held = tokio::select! {
             held = cluster.hold(&lease) => held,
-            () = follow(&kernel, &server) => false,
+            () = follow(&mcp, &server) => false,
             () = server.stop.cancelled() => false,
         };
         if !held {
@@ -396,7 +421,7 @@ async fn supervise(kernel: Kernel, server: Arc<Server>) {
         }
         server.set(|v| v.runs_on = None);
         let run = server.stop.child_token();
-        let connected = keep_connected(&kernel, &server, &run);
+        let connected = keep_connected(&mcp, &server, &run);
         tokio::pin!(connected);
         tokio::select! {
             () = &mut connected => break,
@@ -416,8 +441,8 @@ async fn supervise(kernel: Kernel, server: Arc<Server>) {
 /// Offers what another daemon of the cluster, running the server, wrote that it offers, and
 /// keeps it current (told by `NOTIFY`, and looking again every few seconds besides). Runs
 /// until dropped.
-async fn follow(kernel: &Kernel, server: &Arc<Server>) {
-    let cluster = kernel.cluster();
+async fn follow(mcp: &Arc<Mcp>, server: &Arc<Server>) {
+    let cluster = &mcp.cluster;
     let mut shown: Option<String> = None;
     loop {
         let changed = cluster.offers_changed.notified();
@@ -435,8 +460,8 @@ async fn follow(kernel: &Kernel, server: &Arc<Server>) {
                             v.offers_resources = o.offers_resources;
                             v.offers_prompts = o.offers_prompts;
                         });
-                        super::tools::offer(kernel, server, &o.tools, o.left_out);
-                        super::meta::offer(kernel);
+                        super::tools::offer(mcp, server, &o.tools, o.left_out);
+                        super::meta::offer(mcp);
                         shown = Some(offer);
                     }
                     Err(e) => {
@@ -471,7 +496,7 @@ struct Offer {
 }
 
 /// Tells the other daemons of the cluster what the server, run here, offers.
-async fn publish(kernel: &Kernel, server: &Server, tools: Vec<super::tools::OfferedTool>, left_out: Vec<String>) {
+async fn publish(cluster: &Cluster, server: &Server, tools: Vec<super::tools::OfferedTool>, left_out: Vec<String>) {
     let view = server.view();
     let offer = Offer {
         server_info: view.server_info,
@@ -481,7 +506,7 @@ async fn publish(kernel: &Kernel, server: &Server, tools: Vec<super::tools::Offe
         left_out,
     };
     let published = match serde_json::to_string(&offer) {
-        Ok(json) => kernel.cluster().publish_offer(&server.name, &json).await,
+        Ok(json) => cluster.publish_offer(&server.name, &json).await,
         Err(e) => Err(crate::error::Error::internal(e)),
     };
     if let Err(e) = published {
@@ -490,20 +515,19 @@ async fn publish(kernel: &Kernel, server: &Server, tools: Vec<super::tools::Offe
 }
 
 /// Keeps one server connected here until `stop`.
-async fn keep_connected(kernel: &Kernel, server: &Arc<Server>, stop: &CancellationToken) {
+async fn keep_connected(mcp: &Arc<Mcp>, server: &Arc<Server>, stop: &CancellationToken) {
     let mut failures: VecDeque<Instant> = VecDeque::new();
     let mut backoff = FIRST_BACKOFF;
     loop {
         server.set(|v| v.state = ServerState::Connecting);
         let listener = Listener { changed: Arc::new(Notify::new()) };
         let stderr_sink = Arc::downgrade(server);
-        let allowed_hosts = kernel.service::<Mcp>().allowed_hosts();
-        let connecting =
-            connect::connect(&server.config, &allowed_hosts, kernel.home(), listener.clone(), move |line| {
-                if let Some(server) = stderr_sink.upgrade() {
-                    server.set(|v| push_kept(&mut v.stderr, line));
-                }
-            });
+        let allowed_hosts = mcp.allowed_hosts();
+        let connecting = connect::connect(&server.config, &allowed_hosts, &mcp.home, listener.clone(), move |line| {
+            if let Some(server) = stderr_sink.upgrade() {
+                server.set(|v| push_kept(&mut v.stderr, line));
+            }
+        });
         let connected = tokio::select! {
             _ = stop.cancelled() => return,
             connected = tokio::time::timeout(HANDSHAKE_TIMEOUT, connecting) => connected.unwrap_or_else(|_| {
@@ -513,7 +537,7 @@ async fn keep_connected(kernel: &Kernel, server: &Arc<Server>, stop: &Cancellati
         let why = match connected {
             Ok(connection) => {
                 backoff = FIRST_BACKOFF;
-                let outcome = serve(kernel, server, connection, &listener, stop).await;
+                let outcome = serve(mcp, server, connection, &listener, stop).await;
                 match outcome {
                     Ended::Stopped => return,
                     Ended::Reconnect => {
@@ -525,8 +549,8 @@ async fn keep_connected(kernel: &Kernel, server: &Arc<Server>, stop: &Cancellati
             }
             Err(why) => why,
         };
-        server.note_error(kernel, why.clone());
-        withdraw(kernel, server, &why);
+        server.note_error(&mcp.clock, why.clone());
+        withdraw(mcp, server, &why);
         let now = Instant::now();
         failures.push_back(now);
         while failures.front().is_some_and(|t| now.duration_since(*t) > CRASH_WINDOW) {
@@ -574,7 +598,7 @@ enum Ended {
 
 /// Offers the connected server's tools and keeps them current until the connection ends.
 async fn serve(
-    kernel: &Kernel,
+    mcp: &Arc<Mcp>,
     server: &Arc<Server>,
     connection: Connection,
     listener: &Listener,
@@ -595,7 +619,7 @@ async fn serve(
     *server.group.lock().expect("mcp group lock") = group;
     let mut closed = tokio::spawn(connection.client.waiting());
     let ended = 'connected: loop {
-        let (tools, left_out) = match super::tools::refresh(kernel, server, &peer).await {
+        let (tools, left_out) = match super::tools::refresh(mcp, server, &peer).await {
             Ok(offered) => offered,
             Err(why) => break Ended::Lost(why),
         };
@@ -603,10 +627,10 @@ async fn serve(
             v.state = ServerState::Connected;
             v.reason = None;
         });
-        super::meta::offer(kernel);
+        super::meta::offer(mcp);
         if server.clustered {
-            publish(kernel, server, tools, left_out).await;
-            kernel.cluster().ready_for_requests();
+            publish(&mcp.cluster, server, tools, left_out).await;
+            mcp.cluster.ready_for_requests();
         }
         loop {
             tokio::select! {
@@ -631,16 +655,16 @@ async fn serve(
     closed.abort();
     match &ended {
         Ended::Stopped => {
-            withdraw(kernel, server, &format!("the MCP server `{}` was removed from [mcp] or changed", server.name))
+            withdraw(mcp, server, &format!("the MCP server `{}` was removed from [mcp] or changed", server.name))
         }
-        Ended::Reconnect => withdraw(kernel, server, &format!("the MCP server `{}` is reconnecting", server.name)),
+        Ended::Reconnect => withdraw(mcp, server, &format!("the MCP server `{}` is reconnecting", server.name)),
         Ended::Lost(_) => {}
     }
     ended
 }
 
 /// Takes the server's tools out of the tool list, remembered as gone with `why`.
-fn withdraw(kernel: &Kernel, server: &Server, why: &str) {
+fn withdraw(mcp: &Arc<Mcp>, server: &Server, why: &str) {
     *server.peer.write().expect("mcp peer lock") = None;
     server.set(|v| {
         v.tools.clear();
@@ -648,8 +672,8 @@ fn withdraw(kernel: &Kernel, server: &Server, why: &str) {
         v.offers_prompts = false;
     });
     let reason = format!("the MCP server `{}` is not connected: {why}", server.name);
-    kernel.tool_list().provide(&provider(&server.name), Vec::new(), &reason);
-    super::meta::offer(kernel);
+    mcp.tools.provide(&provider(&server.name), Vec::new(), &reason);
+    super::meta::offer(mcp);
 }
 
 #[cfg(test)]

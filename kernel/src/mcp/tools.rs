@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::request::ServerRequest;
-use super::servers::{Server, ServerTool, provider};
-use crate::Kernel;
+use super::servers::{Mcp, Server, ServerTool, provider};
+use crate::cluster::Cluster;
 use crate::error::Result;
 use crate::text::shorten;
 use crate::tool::dynamic::DynamicRun;
@@ -36,7 +36,7 @@ pub(crate) struct OfferedTool {
 /// Lists the server's tools and offers them in place of what it offered before. Returns what
 /// it offered and left out (the other daemons of a cluster are told), or why listing failed.
 pub(crate) async fn refresh(
-    kernel: &Kernel,
+    mcp: &Mcp,
     server: &Arc<Server>,
     peer: &Peer<RoleClient>,
 ) -> Result<(Vec<OfferedTool>, Vec<String>), String> {
@@ -61,13 +61,13 @@ pub(crate) async fn refresh(
             }
         })
         .collect();
-    offer(kernel, server, &tools, left_out.clone());
+    offer(mcp, server, &tools, left_out.clone());
     Ok((tools, left_out))
 }
 
 /// Offers `tools` of `server` in place of what it offered before. Each is called through
 /// [`Server::ask`]: over this daemon's connection, or forwarded to the daemon running it.
-pub(crate) fn offer(kernel: &Kernel, server: &Arc<Server>, tools: &[OfferedTool], mut left_out: Vec<String>) {
+pub(crate) fn offer(mcp: &Mcp, server: &Arc<Server>, tools: &[OfferedTool], mut left_out: Vec<String>) {
     let mut offered = Vec::new();
     let mut views = Vec::new();
     for tool in tools {
@@ -86,7 +86,7 @@ pub(crate) fn offer(kernel: &Kernel, server: &Arc<Server>, tools: &[OfferedTool]
         .origin(origin);
         def.tags.push(server.name.clone());
         def.schema = Arc::new(Value::Object(schema));
-        let runner = McpCall { server: server.clone(), original: original_name.clone() };
+        let runner = McpCall { server: server.clone(), cluster: mcp.cluster.clone(), original: original_name.clone() };
         let provided = Provided::dynamic(def, Arc::new(runner));
         if let Some(why) = provided.exclusion() {
             left_out.push(format!("`{original_name}`: {why}"));
@@ -95,7 +95,7 @@ pub(crate) fn offer(kernel: &Kernel, server: &Arc<Server>, tools: &[OfferedTool]
         offered.push(provided);
     }
     server.set_tools(views, left_out);
-    kernel.tool_list().provide(
+    mcp.tools.provide(
         &provider(&server.name),
         offered,
         &format!("the MCP server `{}` no longer offers it", server.name),
@@ -105,18 +105,20 @@ pub(crate) fn offer(kernel: &Kernel, server: &Arc<Server>, tools: &[OfferedTool]
 /// Calls one tool of one server.
 struct McpCall {
     server: Arc<Server>,
+    /// Carries the call to the daemon running the server, when it is another one.
+    cluster: Arc<Cluster>,
     original: String,
 }
 
 impl DynamicRun for McpCall {
-    fn run(self: Arc<Self>, ctx: CallContext, args: Value) -> BoxFuture<Result<Value>> {
+    fn run(self: Arc<Self>, _: CallContext, args: Value) -> BoxFuture<Result<Value>> {
         Box::pin(async move {
             let arguments = match args {
                 Value::Object(map) => map,
                 _ => Default::default(),
             };
             let request = ServerRequest::CallTool { tool: self.original.clone(), arguments };
-            self.server.ask(&ctx.kernel, request).await
+            self.server.ask(&self.cluster, request).await
         })
     }
 }

@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 use kennel_app::Paging;
 use kennel_app::pages::agents::{self, AgentPage, AgentsPage, SpawnForm};
 use kennel_kernel::agent::{SpawnRequest, to_toml};
+use kennel_kernel::ask::Questions;
 use kennel_kernel::canvas::Canvases;
 use kennel_kernel::page::PageRequest;
 use kennel_kernel::schedule::Schedules;
@@ -221,7 +222,9 @@ pub(super) async fn agent_page(
         budget_left,
         paused,
         queued: kernel.provider_for(&agent_ref).ok().and_then(|p| p.queue()),
-        questions: kennel_kernel::ask::waiting(kernel, Some(agent_ref.id))
+        questions: kernel
+            .service::<Questions>()
+            .waiting(Some(agent_ref.id))
             .await?
             .into_iter()
             .filter(|q| q.asked_in == kennel_kernel::ask::AskedIn::Chat)
@@ -395,7 +398,7 @@ pub async fn answer(
     let agent = kernel.agents().get(&id)?;
     let answer = f.choice.filter(|c| !c.trim().is_empty()).unwrap_or(f.answer);
     let by = Caller::Operator(op.name.clone()).audit_label();
-    let question = kennel_kernel::ask::answer(&kernel, &question_id, &answer, &by).await?;
+    let question = kernel.service::<Questions>().answer(&question_id, &answer, &by).await?;
     let session = question.session_id.map(|s| format!("?session={s}")).unwrap_or_default();
     Ok(see_other(&format!("/agents/{}{session}#chat", agent.id), "Answered: the agent goes on."))
 }

@@ -5,7 +5,7 @@ use axum::Json;
 use axum::extract::{Extension, Path, State};
 use axum::http::Method;
 use kennel_kernel::Kernel;
-use kennel_kernel::ask::Question;
+use kennel_kernel::ask::{Question, Questions};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::routes;
@@ -38,7 +38,7 @@ async fn waiting_questions(
         Some(a) => Some(kernel.agents().get(&a).map_err(|e| e.on_field("agent"))?.id),
         None => None,
     };
-    Ok(Json(kennel_kernel::ask::waiting(&kernel, agent).await?))
+    Ok(Json(kernel.service::<Questions>().waiting(agent).await?))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -63,5 +63,5 @@ async fn answer_question(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<AnswerBody>,
 ) -> ApiResult<Json<Question>> {
-    Ok(Json(kennel_kernel::ask::answer(&kernel, &id, &body.answer, &caller.audit_label()).await?))
+    Ok(Json(kernel.service::<Questions>().answer(&id, &body.answer, &caller.audit_label()).await?))
 }

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use kennel_kernel::Kernel;
 use kennel_kernel::agent::{ManifestInput, SpawnRequest};
+use kennel_kernel::ask::Questions;
 use kennel_kernel::canvas::Canvases;
 use kennel_kernel::clock::{Clock, ManualClock};
 use kennel_kernel::config::Config;
@@ -659,14 +660,14 @@ async fn a_turn_run_by_another_kernel_asks_and_is_answered_here_streams_its_long
         tokio::spawn(async move { asker.send_message(&id, req).await })
     };
     let listed = eventually(Duration::from_secs(10), || async {
-        kennel_kernel::ask::waiting(&asker, Some(agent.id)).await.unwrap().len() == 1
+        asker.service::<Questions>().waiting(Some(agent.id)).await.unwrap().len() == 1
     })
     .await;
     assert!(listed, "the question is listed on the daemon that did not ask it");
-    let question = kennel_kernel::ask::waiting(&asker, None).await.unwrap().remove(0);
+    let question = asker.service::<Questions>().waiting(None).await.unwrap().remove(0);
     assert_eq!(question.question, "Which colour?");
     assert_eq!(question.asked_in, kennel_kernel::ask::AskedIn::Chat);
-    kennel_kernel::ask::answer(&asker, &question.id.to_string(), "blue", "operator:ada").await.unwrap();
+    asker.service::<Questions>().answer(&question.id.to_string(), "blue", "operator:ada").await.unwrap();
     let done = tokio::time::timeout(Duration::from_secs(10), turn).await.expect("the turn went on").unwrap().unwrap();
     assert_eq!(done.reply, long_reply);
     let told = llm.requests()[2].body["messages"].as_array().unwrap().last().unwrap()["content"].clone();
