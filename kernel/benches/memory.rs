@@ -56,7 +56,7 @@ async fn agent(kernel: &Kernel, name: &str) -> CallContext {
         kennel_kernel::error::from_value(json!({"name": name, "tools": ["memory_semantic.*"]})).unwrap();
     kernel.agents().create_type(manifest).await.unwrap();
     let agent = kernel.spawn_agent(SpawnRequest { agent_type: name.into(), ..Default::default() }).await.unwrap();
-    CallContext::new(kernel.clone(), agent, Caller::Agent)
+    CallContext::new(agent, Caller::Agent)
 }
 
 fn out_of(some: &[String], all: &[String]) -> String {
@@ -89,7 +89,7 @@ async fn main() {
     // Search over 100,000, the index loaded as after a restart: a fresh kernel on the home.
     let kernel = Kernel::open_with(dir.path(), Config::default()).await.unwrap();
     let memory = kernel.optional::<SemanticMemory>().ok_or_else(semantic::switched_off).unwrap();
-    let big = CallContext::new(kernel.clone(), kernel.agents().get("big").unwrap(), Caller::Agent);
+    let big = CallContext::new(kernel.agents().get("big").unwrap(), Caller::Agent);
     let before = rss_mib();
     let loading = Instant::now();
     let first = kernel.call_tool(big.clone(), "memory_semantic_search", json!({"query": "warm up"})).await.unwrap();

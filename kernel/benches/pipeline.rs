@@ -45,7 +45,7 @@ fn pipeline(c: &mut Criterion) {
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
     let (kernel, agent) = rt.block_on(kernel_with_agent(dir.path()));
-    let ctx = CallContext::new(kernel.clone(), agent, Caller::Agent);
+    let ctx = CallContext::new(agent, Caller::Agent);
 
     c.bench_function("pipeline/system_time", |b| {
         b.to_async(&rt).iter(|| kernel.call_tool(ctx.clone(), "system_time", Value::Null))

@@ -235,8 +235,8 @@ impl Kernel {
         agent::start_ephemeral_sweeper(self.services());
         retention::start(self);
         process::start(self.services().need());
-        self.services().need::<channel::Channels>().start(self);
-        script::start(self);
+        self.services().need::<channel::Channels>().start();
+        script::start(self.services());
         self.services().need::<mcp::Mcp>().start(&self.0.config.mcp);
         Ok(())
     }
@@ -475,7 +475,7 @@ impl Kernel {
         name: &str,
         args: serde_json::Value,
     ) -> Result<tool::pipeline::CallOutput> {
-        tool::pipeline::call(ctx, name, args).await
+        tool::pipeline::call(self, ctx, name, args).await
     }
 
     /// Writes out queued audit entries and closes the database.

@@ -55,7 +55,7 @@ async fn main() {
     let kernel = Kernel::open_with(dir.path(), config).await.unwrap();
     let alice = agent(&kernel, "alice", &["agent_send", "agents.message_any", "a2a.*"]).await;
     agent(&kernel, "carol", &[]).await;
-    let ctx = CallContext::new(kernel.clone(), alice, Caller::Agent);
+    let ctx = CallContext::new(alice, Caller::Agent);
 
     let mut local = Vec::with_capacity(n);
     for i in 0..n + 30 {

@@ -93,8 +93,8 @@ pub(crate) use tools::register;
 pub const FAMILY: Family = Family {
     name: "ask",
     open: |s| {
-        let questions = Questions::open(s);
-        s.provide(questions);
+        let questions = s.provide(Questions::open(s));
+        s.get::<Channels>().answers_go_to(&questions);
         Ok(())
     },
     register,

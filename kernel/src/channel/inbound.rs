@@ -1,14 +1,12 @@
 //! Messages that arrive: the poll-mode listeners (each under its channel's lease), webhooks,
 //! storing each message before anything else, and the turn that answers it (through the
-//! [`crate::runtime::Runtime`]). A message may instead answer an `ask_user` question: handing
-//! it over takes the kernel (`crate::ask::answer_in_conversation`), which is why the listeners
-//! and the webhook are given one.
+//! [`crate::runtime::Runtime`]). A message may instead answer an `ask_user` question waiting
+//! in its conversation: it is handed to that question ([`crate::ask::Questions`]).
 
 use std::sync::Arc;
 
 use super::platform::{self, Connection, Inbound, Outgoing, WebhookReply, WebhookRequest};
 use super::{Channel, ChannelMode, Channels, InboundRow, kind_title, mode_of, store};
-use crate::Kernel;
 use crate::error::{Error, Result};
 use crate::runtime::{TurnEnd, TurnRequest};
 use crate::session::Origin;
@@ -17,7 +15,7 @@ use crate::tool::{Caller, ChannelContext};
 impl Channels {
     /// Starts the poll-mode listeners and answers the messages a previous run stored but did
     /// not answer. Only the daemon calls this.
-    pub(crate) fn start(self: &Arc<Self>, kernel: &Kernel) {
+    pub(crate) fn start(self: &Arc<Self>) {
         for channel in self.channels.values() {
             let Ok(platform) = channel.platform() else {
                 tracing::warn!(channel = %channel.name, error = %channel.platform.as_ref().err().map(|e| e.message.clone()).unwrap_or_default(), "channel unavailable");
@@ -26,11 +24,11 @@ impl Channels {
             if mode_of(&channel.config) != ChannelMode::Poll {
                 continue;
             }
-            let (sink_channels, sink_kernel, sink_channel) = (self.clone(), kernel.clone(), channel.name.clone());
+            let (sink_channels, sink_channel) = (self.clone(), channel.name.clone());
             let sink: platform::Sink = Arc::new(move |m: Inbound| {
-                let (channels, kernel, name) = (sink_channels.clone(), sink_kernel.clone(), sink_channel.clone());
+                let (channels, name) = (sink_channels.clone(), sink_channel.clone());
                 Box::pin(async move {
-                    if let Err(e) = channels.accept(&kernel, &name, m).await {
+                    if let Err(e) = channels.accept(&name, m).await {
                         tracing::error!(channel = %name, error = %e.message, "an inbound message could not be stored");
                     }
                 })
@@ -58,12 +56,7 @@ impl Channels {
     /// message in it stored (once) and its turn started. Returns what to answer.
     /// Anyone may post there: an unknown channel and one that polls get the same answer, which
     /// names no configured channel.
-    pub async fn receive_webhook(
-        self: &Arc<Self>,
-        kernel: &Kernel,
-        name: &str,
-        req: WebhookRequest<'_>,
-    ) -> Result<WebhookReply> {
+    pub async fn receive_webhook(self: &Arc<Self>, name: &str, req: WebhookRequest<'_>) -> Result<WebhookReply> {
         let channel = self
             .channels
             .get(name)
@@ -72,7 +65,7 @@ impl Channels {
         let reply = channel.platform()?.webhook(req).await?;
         if let WebhookReply::Messages(messages) = &reply {
             for m in messages {
-                self.accept(kernel, name, m.clone()).await?;
+                self.accept(name, m.clone()).await?;
             }
         }
         Ok(reply)
@@ -82,17 +75,20 @@ impl Channels {
     /// redelivery) changes nothing. Returns once the message is stored.
     /// A message from the person an `ask_user` question in its conversation waits on is the
     /// answer, handed to that turn: it starts no turn of its own.
-    async fn accept(self: &Arc<Self>, kernel: &Kernel, name: &str, m: Inbound) -> Result<()> {
+    async fn accept(self: &Arc<Self>, name: &str, m: Inbound) -> Result<()> {
         let at = crate::db::timestamp(self.clock.now());
         if !store::receive(&self.db, name, &m, &at).await? {
             return Ok(());
         }
         let by = format!("channel:{name}:{}", m.from.user_id);
-        if kernel
-            .service::<crate::ask::Questions>()
-            .answer_in_conversation(name, &m.chat_id, &m.from.user_id, &m.text, &by)
-            .await?
-        {
+        let questions = self.questions.get().and_then(std::sync::Weak::upgrade);
+        let answered = match questions {
+            Some(questions) => {
+                questions.answer_in_conversation(name, &m.chat_id, &m.from.user_id, &m.text, &by).await?
+            }
+            None => false,
+        };
+        if answered {
             store::finish(&self.db, name, &m.message_id, "answer", None).await?;
         } else {
             self.spawn_answer(m, name.to_string());

@@ -112,7 +112,7 @@ mod tools;
 pub mod webhook;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex as StdMutex};
+use std::sync::{Arc, Mutex as StdMutex, OnceLock, Weak};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -120,6 +120,7 @@ use tokio_util::sync::CancellationToken;
 use utoipa::ToSchema;
 
 use crate::agent::Agents;
+use crate::ask::Questions;
 use crate::clock::Clock;
 use crate::cluster::Cluster;
 use crate::db::Db;
@@ -199,6 +200,9 @@ pub struct Channels {
     sessions: Arc<Sessions>,
     runtime: Runtime,
     cluster: Arc<Cluster>,
+    /// The `ask_user` questions waiting on people, which a message may answer. The ask family
+    /// opens after this one and holds it (to send questions), so it links itself here, weakly.
+    questions: OnceLock<Weak<Questions>>,
 }
 
 /// How a channel hears of messages: `mode` when set, else the one its kind has (Telegram
@@ -275,7 +279,13 @@ impl Channels {
             sessions: services.need(),
             runtime: services.get::<Runtime>().clone(),
             cluster: services.need(),
+            questions: OnceLock::new(),
         }
+    }
+
+    /// Links the questions a message may answer (the ask family calls this when it opens).
+    pub(crate) fn answers_go_to(&self, questions: &Arc<Questions>) {
+        assert!(self.questions.set(Arc::downgrade(questions)).is_ok(), "the questions are linked once");
     }
 
     /// Stops the listeners.

@@ -29,10 +29,6 @@ pub struct Requester {
     pub via: Caller,
 }
 
-/// The context of a call made directly as an agent by a caller: the front that mounts the
-/// server builds it.
-pub type NewContext = Arc<dyn Fn(Arc<Agent>, Caller) -> CallContext + Send + Sync>;
-
 /// The MCP server over the agents' tools.
 #[derive(Clone)]
 pub struct AgentTools {
@@ -40,17 +36,11 @@ pub struct AgentTools {
     tools: Arc<Tools>,
     /// Runs each call through the pipeline.
     runtime: Runtime,
-    new_context: NewContext,
 }
 
 impl AgentTools {
-    pub fn new(services: &Services, new_context: NewContext) -> AgentTools {
-        AgentTools {
-            agents: services.need(),
-            tools: services.need(),
-            runtime: services.get::<Runtime>().clone(),
-            new_context,
-        }
+    pub fn new(services: &Services) -> AgentTools {
+        AgentTools { agents: services.need(), tools: services.need(), runtime: services.get::<Runtime>().clone() }
     }
 
     fn requester(&self, cx: &RequestContext<RoleServer>) -> Result<(Requester, Arc<Agent>), ErrorData> {
@@ -105,7 +95,7 @@ impl ServerHandler for AgentTools {
     ) -> Result<CallToolResponse, ErrorData> {
         let (requester, agent) = self.requester(&cx)?;
         let client = cx.peer.peer_info().map(|info| info.client_info.name.clone()).unwrap_or_else(|| "unnamed".into());
-        let mut ctx = (self.new_context)(agent, Caller::Mcp { client, via: Box::new(requester.via) });
+        let mut ctx = CallContext::new(agent, Caller::Mcp { client, via: Box::new(requester.via) });
         ctx.cancel = cx.ct.clone();
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         let result = match self.runtime.call_tool(ctx, &request.name, args).await {

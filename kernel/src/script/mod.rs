@@ -62,11 +62,11 @@ use std::time::Duration;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::Kernel;
 use crate::error::Result;
+use crate::family::{Home, Services};
 use crate::process::Processes;
 use crate::tool::dynamic::DynamicRun;
-use crate::tool::{BoxFuture, CallContext, Provided, ToolDef, ToolOrigin};
+use crate::tool::{BoxFuture, CallContext, Provided, ToolDef, ToolOrigin, Tools};
 use crate::workspace::Workspaces;
 use manifest::{Checked, Found};
 use sandbox::Sandbox;
@@ -78,18 +78,26 @@ pub const WATCH_EVERY: Duration = Duration::from_millis(500);
 const PROVIDER: &str = "scripts";
 
 /// `$KENNEL_HOME/tools`.
-pub fn root(kernel: &Kernel) -> PathBuf {
-    kernel.home().join("tools")
+pub fn root(home: &Home) -> PathBuf {
+    home.path().join("tools")
+}
+
+/// What a script tool's call takes beyond its folder: the caller's workspace, and the
+/// sandbox's network when its manifest asks for one.
+#[derive(Clone)]
+struct Uses {
+    workspaces: Arc<Workspaces>,
+    processes: Arc<Processes>,
 }
 
 /// Offers what the tools folder holds now, then watches it for as long as the daemon runs.
 /// Bubblewrap is probed when the first tool appears: a daemon without script tools starts no
 /// child for them.
-pub fn start(kernel: &Kernel) {
-    let kernel = kernel.clone();
+pub fn start(services: &Services) {
+    let (tools, root) = (services.need::<Tools>(), root(services.get::<Home>()));
+    let uses = Uses { workspaces: services.need(), processes: services.need() };
     tokio::spawn(async move {
         let mut sandbox: Option<Arc<Sandbox>> = None;
-        let root = root(&kernel);
         let mut seen = None;
         loop {
             let now = tokio::task::spawn_blocking({
@@ -113,7 +121,7 @@ pub fn start(kernel: &Kernel) {
                     sandbox = Some(Arc::new(detected));
                 }
                 if let Some(sandbox) = &sandbox {
-                    offer(&kernel, sandbox, found);
+                    offer(&tools, &uses, sandbox, found);
                 }
                 seen = Some(now);
             }
@@ -123,12 +131,12 @@ pub fn start(kernel: &Kernel) {
 }
 
 /// Sets the tool list's script and extension tools to `found`.
-fn offer(kernel: &Kernel, sandbox: &Arc<Sandbox>, found: Vec<Found>) {
-    let tools = found.into_iter().map(|f| provided(sandbox, f)).collect();
-    kernel.tool_list().provide(PROVIDER, tools, "its folder under $KENNEL_HOME/tools was removed");
+fn offer(tools: &Tools, uses: &Uses, sandbox: &Arc<Sandbox>, found: Vec<Found>) {
+    let provided = found.into_iter().map(|f| provided(uses, sandbox, f)).collect();
+    tools.provide(PROVIDER, provided, "its folder under $KENNEL_HOME/tools was removed");
 }
 
-fn provided(sandbox: &Arc<Sandbox>, found: Found) -> Provided {
+fn provided(uses: &Uses, sandbox: &Arc<Sandbox>, found: Found) -> Provided {
     let family = if found.provider == "script" { "script" } else { "ext" };
     let origin = ToolOrigin { provider: found.provider.clone(), original_name: None, note: sandbox.note() };
     match found.manifest {
@@ -142,6 +150,7 @@ fn provided(sandbox: &Arc<Sandbox>, found: Found) -> Provided {
                 folder: found.folder,
                 checked,
                 sandbox: sandbox.clone(),
+                uses: uses.clone(),
                 ready: Mutex::default(),
             };
             Provided::dynamic(def, Arc::new(runner))
@@ -158,6 +167,7 @@ struct ScriptRun {
     folder: PathBuf,
     checked: Checked,
     sandbox: Arc<Sandbox>,
+    uses: Uses,
     /// A sandbox made ahead for each agent that called this tool in the last [`KEEP_READY`]:
     /// bubblewrap takes most of a start (namespaces and mounts, about 7 ms here), so the next
     /// call pays only for the tool. A new version of the tool is a new `ScriptRun`, and the old
@@ -171,9 +181,9 @@ pub const KEEP_READY: Duration = Duration::from_secs(60);
 impl DynamicRun for ScriptRun {
     fn run(self: Arc<Self>, ctx: CallContext, args: Value) -> BoxFuture<Result<Value>> {
         Box::pin(async move {
-            let workspace = ctx.kernel.service::<Workspaces>().dir(ctx.agent.id)?;
+            let workspace = self.uses.workspaces.dir(ctx.agent.id)?;
             let network = match (&*self.sandbox, self.checked.manifest.network) {
-                (Sandbox::Bubblewrap(_), true) => Some(ctx.kernel.service::<Processes>().sandbox_network().await?),
+                (Sandbox::Bubblewrap(_), true) => Some(self.uses.processes.sandbox_network().await?),
                 _ => None,
             };
             let ready = self.ready().remove(&ctx.agent.id).filter(|r| r.agent == ctx.agent.name);

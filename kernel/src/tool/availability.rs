@@ -241,7 +241,7 @@ mod tests {
     }
 
     async fn call(kernel: &Kernel, agent: &Arc<Agent>, name: &str, turn: TurnScope) -> Result<Value> {
-        let mut ctx = CallContext::new(kernel.clone(), agent.clone(), Caller::Agent);
+        let mut ctx = CallContext::new(agent.clone(), Caller::Agent);
         ctx.headless = !turn.person;
         ctx.channel = turn.conversation.then(|| ChannelContext {
             channel: "chat".into(),
@@ -329,7 +329,7 @@ mod tests {
         let tools = vec![Provided::typed(Probe(|| probe("mcp__demo__echo"), None), &Needs::nothing())];
         let (_dir, kernel, agent) = kernel_with(tools, &["mcp__demo__*", "tool_load"], None).await;
         let session = kernel.sessions().create(agent.id, None).await.unwrap().id;
-        let ctx = CallContext::new(kernel.clone(), agent.clone(), Caller::Agent).with_session(Some(session));
+        let ctx = CallContext::new(agent.clone(), Caller::Agent).with_session(Some(session));
         kernel.call_tool(ctx.clone(), "tool_load", json!({"name": "mcp__demo__echo"})).await.unwrap();
         assert_eq!(kernel.call_tool(ctx.clone(), "mcp__demo__echo", json!({})).await.unwrap().content, json!("ran"));
 
@@ -346,12 +346,12 @@ mod tests {
         let (_dir2, fresh, other) = kernel_with(Vec::new(), &["*"], None).await;
         let s = fresh.sessions().create(other.id, None).await.unwrap().id;
         fresh.sessions().load_tool(s, "mcp__demo__echo").await.unwrap();
-        let ctx = CallContext::new(fresh.clone(), other, Caller::Agent).with_session(Some(s));
+        let ctx = CallContext::new(other, Caller::Agent).with_session(Some(s));
         let e = fresh.call_tool(ctx.clone(), "mcp__demo__echo", json!({})).await.unwrap_err();
         assert_eq!(e.kind, ErrorKind::Unavailable, "{e}");
         let through_run_tool = fresh.call_tool(ctx, "run_tool", json!({"name": "mcp__demo__echo"})).await;
         assert_eq!(through_run_tool.unwrap_err().kind, ErrorKind::Unavailable, "run_tool says the same");
-        let never = fresh.call_tool(CallContext::new(fresh.clone(), agent.clone(), Caller::Agent), "nope", json!({}));
+        let never = fresh.call_tool(CallContext::new(agent.clone(), Caller::Agent), "nope", json!({}));
         assert_eq!(never.await.unwrap_err().kind, ErrorKind::NotFound);
     }
 

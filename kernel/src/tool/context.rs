@@ -7,7 +7,6 @@ use uuid::Uuid;
 
 use std::collections::HashSet;
 
-use crate::Kernel;
 use crate::agent::{Agent, ToolMode};
 
 /// Who started a call: the agent's own loop, or a person or script acting as the agent.
@@ -74,7 +73,6 @@ pub struct ChannelContext {
 /// The context of one tool call. Cheap to clone.
 #[derive(Clone)]
 pub struct CallContext {
-    pub kernel: Kernel,
     /// The agent as it was when the call started; the gate re-reads its grants.
     pub agent: Arc<Agent>,
     pub session: Option<Uuid>,
@@ -103,10 +101,9 @@ pub struct Offered {
 
 impl CallContext {
     /// A context for a call made directly as `agent`, outside any chain.
-    pub fn new(kernel: Kernel, agent: Arc<Agent>, caller: Caller) -> CallContext {
+    pub fn new(agent: Arc<Agent>, caller: Caller) -> CallContext {
         let chain: Arc<[Uuid]> = Arc::from(vec![agent.id]);
         CallContext {
-            kernel,
             agent,
             session: None,
             turn: None,
@@ -123,9 +120,9 @@ impl CallContext {
     /// A call an operator makes by hand as `agent` (the dashboard's "try it") and waits for:
     /// a person is present, so tools that ask one are offered. Calls through the API stay
     /// headless whoever's token made them: nobody is known to be watching.
-    pub fn by_operator(kernel: Kernel, agent: Arc<Agent>, operator: &str) -> CallContext {
+    pub fn by_operator(agent: Arc<Agent>, operator: &str) -> CallContext {
         let caller = Caller::Operator(operator.to_string());
-        CallContext { headless: !caller.is_person(), ..CallContext::new(kernel, agent, caller) }
+        CallContext { headless: !caller.is_person(), ..CallContext::new(agent, caller) }
     }
 
     pub fn with_session(mut self, session: Option<Uuid>) -> CallContext {

@@ -37,11 +37,11 @@ pub(crate) fn register(r: &mut Registry, services: &Services) {
 
 /// Why the caller cannot load `name`: the refusal the pipeline would give a call of it (its
 /// standing for the caller in this turn), or why it is not in the tool list at all.
-async fn unusable(registry: &Registry, ctx: &CallContext, name: &str) -> Error {
+async fn unusable(sessions: &Sessions, registry: &Registry, ctx: &CallContext, name: &str) -> Error {
     match registry.resolve(name) {
         Some(entry) => super::pipeline::standing_refusal(ctx, registry, entry)
             .unwrap_or_else(|| Error::forbidden(format!("`{name}` cannot be loaded here"))),
-        None => super::pipeline::unresolved(ctx, registry, name).await,
+        None => super::pipeline::unresolved(sessions, ctx, registry, name).await,
     }
 }
 
@@ -175,7 +175,7 @@ impl Tool for ToolLoad {
             .ok_or_else(|| Error::unavailable("tool_load needs a session: loaded tools are remembered per session"))?;
         let registry = self.0.tools.snapshot();
         let Some(def) = registry.usable_by(&ctx.agent, Some(ctx.turn_scope())).find(|d| d.name == args.name) else {
-            return Err(unusable(&registry, &ctx, &args.name).await);
+            return Err(unusable(&self.0.sessions, &registry, &ctx, &args.name).await);
         };
         self.0.sessions.load_tool(session, &def.name).await?;
         Ok(json!({

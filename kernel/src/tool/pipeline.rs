@@ -68,10 +68,12 @@ use sha2::{Digest, Sha256};
 use super::audit::AuditEntry;
 use super::registry::{Entry, Standing};
 use super::{CallContext, Layer, Registry};
+use crate::Kernel;
 use crate::agent::ToolMode;
 use crate::artifact::ArtifactStore;
 use crate::error::{Error, Result};
 pub use crate::runtime::CallOutput;
+use crate::session::Sessions;
 
 /// How many characters of a spilled result the placeholder previews.
 const PREVIEW_CHARS: usize = 1024;
@@ -79,9 +81,8 @@ const PREVIEW_CHARS: usize = 1024;
 /// Runs one tool call through every step of the pipeline and records it in the audit log,
 /// whatever the outcome. A call of a tool that changes state (not [`ToolDef::read_only`]) is
 /// answered only once its audit record is committed.
-pub async fn call(ctx: CallContext, name: &str, args: Value) -> Result<CallOutput> {
+pub(crate) async fn call(kernel: &Kernel, ctx: CallContext, name: &str, args: Value) -> Result<CallOutput> {
     let started = Instant::now();
-    let kernel = ctx.kernel.clone();
     let digest = args_digest(&args);
     let (agent_id, session, caller) = (ctx.agent.id, ctx.session, ctx.caller.audit_label());
 
@@ -90,8 +91,8 @@ pub async fn call(ctx: CallContext, name: &str, args: Value) -> Result<CallOutpu
     let entry = registry.resolve(name);
     let durable = entry.is_some_and(|e| !e.def.read_only);
     let result = match entry {
-        Some(entry) => run_steps(ctx, &registry, entry, args, started).await,
-        None => Err(unresolved(&ctx, &registry, name).await),
+        Some(entry) => run_steps(kernel, ctx, &registry, entry, args, started).await,
+        None => Err(unresolved(kernel.sessions(), &ctx, &registry, name).await),
     };
 
     // 7. audit
@@ -121,12 +122,12 @@ pub async fn call(ctx: CallContext, name: &str, args: Value) -> Result<CallOutpu
 
 /// Why `name` is not in the tool list: a provider removed it (or this session loaded it once,
 /// so it existed), or there never was such a tool.
-pub(crate) async fn unresolved(ctx: &CallContext, registry: &Registry, name: &str) -> Error {
+pub(crate) async fn unresolved(sessions: &Sessions, ctx: &CallContext, registry: &Registry, name: &str) -> Error {
     if let Some(reason) = registry.gone(name) {
         return super::meta::no_longer_available(name, reason);
     }
     if let Some(session) = ctx.session
-        && ctx.kernel.sessions().loaded_tools(session).await.is_ok_and(|loaded| loaded.iter().any(|t| t == name))
+        && sessions.loaded_tools(session).await.is_ok_and(|loaded| loaded.iter().any(|t| t == name))
     {
         return super::meta::no_longer_available(name, "this session loaded it, but this daemon offers it no more");
     }
@@ -134,13 +135,13 @@ pub(crate) async fn unresolved(ctx: &CallContext, registry: &Registry, name: &st
 }
 
 async fn run_steps(
+    kernel: &Kernel,
     mut ctx: CallContext,
     registry: &Registry,
     entry: &Entry,
     args: Value,
     started: Instant,
 ) -> Result<CallOutput> {
-    let kernel = ctx.kernel.clone();
     let name = entry.def.name.as_str();
 
     // 2. gate: the agent's current grants (a revoke applies to the very next call), then the
@@ -160,7 +161,7 @@ async fn run_steps(
     let prepared = entry.tool.clone().prepare(args)?;
 
     // 4. depth
-    crate::turn::depth::check(&kernel, ctx.depth, &ctx.chain, || format!("calling `{name}`"))?;
+    crate::turn::depth::check(kernel, ctx.depth, &ctx.chain, || format!("calling `{name}`"))?;
 
     // 5. run, unless the turn was cancelled meanwhile
     let cancel = ctx.cancel.clone();
@@ -174,7 +175,7 @@ async fn run_steps(
     // 6. spill
     let threshold = kernel.config().tool_results.spill_threshold_bytes as usize;
     let (content, artifact_id) =
-        if entry.def.never_spill { (value, None) } else { spill(&kernel, agent, value, threshold).await? };
+        if entry.def.never_spill { (value, None) } else { spill(kernel, agent, value, threshold).await? };
     Ok(CallOutput { content, artifact_id, duration_us: started.elapsed().as_micros() as u64 })
 }
 
@@ -229,12 +230,7 @@ pub fn result_text(value: &Value) -> String {
     }
 }
 
-async fn spill(
-    kernel: &crate::Kernel,
-    agent: uuid::Uuid,
-    value: Value,
-    threshold: usize,
-) -> Result<(Value, Option<String>)> {
+async fn spill(kernel: &Kernel, agent: uuid::Uuid, value: Value, threshold: usize) -> Result<(Value, Option<String>)> {
     let text = result_text(&value);
     if text.len() <= threshold {
         return Ok((value, None));
@@ -325,7 +321,7 @@ mod tests {
             kernel.spawn_agent(SpawnRequest { agent_type: "poster".into(), ..Default::default() }).await.unwrap();
         assert!(!kernel.tools().get("task_post").unwrap().0.read_only);
         for i in 1..=50 {
-            let ctx = CallContext::new(kernel.clone(), agent.clone(), Caller::Agent);
+            let ctx = CallContext::new(agent.clone(), Caller::Agent);
             kernel.call_tool(ctx, "task_post", json!({"title": format!("t{i}"), "body": ""})).await.unwrap();
             assert_eq!(audit_rows(&kernel, "task_post").await, i, "call {i} was answered before its row was written");
         }

@@ -57,8 +57,7 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
     /// Runs one response's tool calls through the pipeline: runs of non-exclusive calls
     /// concurrently, exclusive ones alone, results in the model's order.
     pub(super) async fn run_calls(&self, calls: &[ToolCall], offered: Arc<Offered>) -> (Vec<Message>, Vec<TraceEntry>) {
-        let mut ctx = CallContext::new(self.kernel.clone(), self.agent.clone(), self.req.caller.clone())
-            .with_session(Some(self.session));
+        let mut ctx = CallContext::new(self.agent.clone(), self.req.caller.clone()).with_session(Some(self.session));
         ctx.turn = Some(self.turn_id);
         ctx.headless = self.req.headless;
         ctx.channel = self.req.channel.clone();

@@ -114,7 +114,7 @@ pub async fn try_it(
     let outcome = match serde_json::from_str::<serde_json::Value>(&args_text) {
         Err(e) => Err(Error::invalid(format!("the arguments are not valid JSON: {e}"))),
         Ok(args) => {
-            let ctx = CallContext::by_operator(kernel.clone(), agent.clone(), &op.name);
+            let ctx = CallContext::by_operator(agent.clone(), &op.name);
             kernel.call_tool(ctx, &name, args).await
         }
     };

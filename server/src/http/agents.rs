@@ -186,7 +186,7 @@ async fn invoke_tool(
     if let Some(session) = body.session_id {
         kernel.sessions().of_agent(&agent, session).await?;
     }
-    let ctx = CallContext::new(kernel.clone(), agent, caller).with_session(body.session_id);
+    let ctx = CallContext::new(agent, caller).with_session(body.session_id);
     let args = serde_json::Value::Object(body.args.unwrap_or_default());
     Ok(Json(kernel.call_tool(ctx, &name, args).await?))
 }

@@ -35,7 +35,7 @@ async fn inbound(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let req = WebhookRequest { headers: &headers, body: &body };
-    Ok(match kernel.services().need::<Channels>().receive_webhook(&kernel, &name, req).await? {
+    Ok(match kernel.services().need::<Channels>().receive_webhook(&name, req).await? {
         WebhookReply::Challenge(challenge) => ([(CONTENT_TYPE, "text/plain")], challenge).into_response(),
         WebhookReply::Messages(_) => Json(json!({ "ok": true })).into_response(),
     })

@@ -11,7 +11,6 @@ use axum::routing::{MethodRouter, any};
 use futures_util::StreamExt;
 use kennel_kernel::Kernel;
 use kennel_kernel::mcp::serve::{AgentTools, Requester};
-use kennel_kernel::tool::CallContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
@@ -30,9 +29,7 @@ pub fn routes(kernel: &Kernel) -> Api {
 
 /// The route, with the one service every session of every agent goes through.
 fn route(kernel: &Kernel) -> MethodRouter<Kernel> {
-    let for_calls = kernel.clone();
-    let new_context = Arc::new(move |agent, caller| CallContext::new(for_calls.clone(), agent, caller));
-    let tools = AgentTools::new(kernel.services(), new_context);
+    let tools = AgentTools::new(kernel.services());
     // Every request carries an API token, which a page rebinding a name to this address
     // cannot know: the SDK's Host check (for unauthenticated local servers) would only refuse
     // a daemon reached by its host name or a LAN address.

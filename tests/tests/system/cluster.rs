@@ -180,7 +180,7 @@ async fn a_thousand_cron_jobs_fire_exactly_once_across_three_kernels_at_each_due
             .await
             .unwrap();
         for j in 0..JOBS / 10 {
-            let ctx = CallContext::new(first.clone(), agent.clone(), Caller::Operator("test".into()));
+            let ctx = CallContext::new(agent.clone(), Caller::Operator("test".into()));
             let args = json!({"expression": "* * * * *", "prompt": format!("job {a}-{j}")});
             first.call_tool(ctx, "cron_create", args).await.unwrap_or_else(|e| panic!("cron_create: {}", e.message));
         }

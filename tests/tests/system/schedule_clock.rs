@@ -42,7 +42,7 @@ async fn spawn_clockwork(kernel: &Kernel) -> String {
 
 async fn call(kernel: &Kernel, agent: &str, tool: &str, args: Value) -> Value {
     let agent = kernel.agents().get(agent).unwrap();
-    let ctx = CallContext::new(kernel.clone(), agent, Caller::Operator("test".into()));
+    let ctx = CallContext::new(agent, Caller::Operator("test".into()));
     kernel.call_tool(ctx, tool, args).await.unwrap_or_else(|e| panic!("{tool}: {}", e.message)).content
 }
 

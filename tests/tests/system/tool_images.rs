@@ -25,7 +25,7 @@ const PNG: &[u8] = &[
 const SHOT: &str = "screenshots/shot.png";
 
 /// Writes [`PNG`] to the caller's workspace and answers as a screenshot tool does.
-struct Screenshot;
+struct Screenshot(std::sync::Arc<Workspaces>);
 
 impl Tool for Screenshot {
     type Args = NoArgs;
@@ -35,7 +35,7 @@ impl Tool for Screenshot {
     }
 
     async fn run(&self, ctx: CallContext, _: NoArgs) -> kennel_kernel::Result<Value> {
-        let file = ctx.kernel.service::<Workspaces>().write(ctx.agent.id, SHOT, PNG.to_vec()).await?;
+        let file = self.0.write(ctx.agent.id, SHOT, PNG.to_vec()).await?;
         Ok(json!({"path": file.path, "media_type": "image/png", "bytes": file.bytes, "width": 1, "height": 1}))
     }
 }
@@ -51,7 +51,11 @@ async fn open(home: &Path, llm: &FakeLlm) -> Kernel {
     );
     let config = Config::parse(Path::new("config.toml"), &config).unwrap();
     let kernel = Kernel::open_with(home, config).await.unwrap();
-    kernel.tool_list().provide("test", vec![Provided::typed(Screenshot, &Needs::nothing())], "gone");
+    kernel.tool_list().provide(
+        "test",
+        vec![Provided::typed(Screenshot(kernel.services().need()), &Needs::nothing())],
+        "gone",
+    );
     for provider in ["anthropic", "openai", "vision"] {
         let agent_type = format!("{provider}-type");
         let manifest = json!({"name": agent_type, "provider": provider, "model": "m", "tools": ["test_screenshot"]});
