@@ -11,7 +11,8 @@
 //!
 //! ## Layout
 //!
-//! `Db` (SQLite: WAL, `synchronous=NORMAL`, foreign keys; or PostgreSQL), migrations per back end,
+//! `Db` (SQLite: WAL, `synchronous=NORMAL`, foreign keys; or PostgreSQL), migrations per back end
+//! (a fresh database gets the whole schema in one transaction instead: `baseline.rs`),
 //! `watch_changes` (below), `stored_enum!`; `query.rs` the query layer
 //! every store uses, `copy.rs` `kennel migrate-to-postgres`, `schema_parity.rs` and
 //! `test_postgres.rs` the PostgreSQL tests' (below).
@@ -131,6 +132,7 @@ use sqlx::{Connection, SqliteConnection, SqlitePool};
 use crate::changes::{Changes, Topic};
 use crate::error::Result;
 
+mod baseline;
 mod copy;
 mod query;
 
@@ -285,6 +287,13 @@ fn options(path: &Path) -> Result<SqliteConnectOptions, sqlx::Error> {
 /// Opens (creating if needed) the SQLite database and applies the embedded migrations. The
 /// error keeps its detail: it goes to the operator starting the daemon, never to a client.
 pub async fn open(path: &Path) -> Result<Db, sqlx::Error> {
+    let db = connect_sqlite(path).await?;
+    migrate(&db).await?;
+    Ok(db)
+}
+
+/// A SQLite pool whose connections tell [`Changes`] of their commits, nothing applied yet.
+async fn connect_sqlite(path: &Path) -> Result<Db, sqlx::Error> {
     let changes = Changes::default();
     let told = changes.clone();
     let pool = SqlitePoolOptions::new()
@@ -295,14 +304,12 @@ pub async fn open(path: &Path) -> Result<Db, sqlx::Error> {
         })
         .connect_with(options(path)?)
         .await?;
-    let db = Db {
+    Ok(Db {
         pool: Pool::Sqlite(pool),
         changes,
         #[cfg(test)]
         test_database: None,
-    };
-    migrate(&db).await?;
-    Ok(db)
+    })
 }
 
 /// Connects to the PostgreSQL database `url` names, applies its migrations, and listens for
@@ -339,13 +346,7 @@ async fn connect_postgres(url: &str) -> Result<Db, sqlx::Error> {
     })
 }
 
-/// Applies the back end's embedded migrations.
-async fn migrate(db: &Db) -> Result<(), sqlx::migrate::MigrateError> {
-    match &db.pool {
-        Pool::Sqlite(pool) => sqlx::migrate!("../migrations/sqlite").run(pool).await,
-        Pool::Postgres(pool) => sqlx::migrate!("../migrations/postgres").run(pool).await,
-    }
-}
+use baseline::migrate;
 
 /// Listens on `channel` from a connection of its own, for the life of the pool, handing each
 /// notification's payload to `on_notify` (`None`: the connection was lost and made again, so

@@ -40,6 +40,7 @@ pub mod schedule;
 pub mod script;
 pub mod session;
 pub mod skills;
+pub mod startup;
 pub mod status;
 pub mod system;
 pub mod tasks;
@@ -89,6 +90,9 @@ struct Inner {
     /// When this kernel opened its home (RFC 3339), and the instant, for uptime.
     started_at: String,
     started: std::time::Instant,
+    /// How long opening took, phase by phase (the last phases are marked once the kernel
+    /// stands).
+    opening: std::sync::Mutex<startup::Phases>,
 }
 
 /// Every family, in the order they open and their tools are listed (see [`family`]).
@@ -142,9 +146,11 @@ impl Kernel {
     /// Opens `$KENNEL_HOME`: creates it with a commented `config.toml` on first use, reads
     /// the config, opens the database (applying migrations) and loads every service.
     pub async fn open(home: &Path) -> Result<Kernel, OpenError> {
+        let mut phases = startup::Phases::begin();
         prepare_home(home)?;
         let config = Config::load(&home.join("config.toml"))?;
-        Kernel::open_with(home, config).await
+        phases.mark("config");
+        Kernel::open_timed(home, config, clock::Clock::System, phases).await
     }
 
     /// Like [`Kernel::open`] with an already-loaded config.
@@ -154,6 +160,15 @@ impl Kernel {
 
     /// Like [`Kernel::open_with`] on a given clock (tests move a manual one to fire schedules).
     pub async fn open_with_clock(home: &Path, config: Config, clock: clock::Clock) -> Result<Kernel, OpenError> {
+        Kernel::open_timed(home, config, clock, startup::Phases::begin()).await
+    }
+
+    async fn open_timed(
+        home: &Path,
+        config: Config,
+        clock: clock::Clock,
+        mut phases: startup::Phases,
+    ) -> Result<Kernel, OpenError> {
         prepare_home(home)?;
         let db_path = home.join("kennel.db");
         let db = match config.database.postgres_url() {
@@ -166,6 +181,7 @@ impl Kernel {
                 .await
                 .map_err(|source| OpenError::Database { path: db_path.display().to_string(), source })?,
         };
+        phases.mark("store");
         let providers = config
             .providers
             .iter()
@@ -187,7 +203,10 @@ impl Kernel {
         let audit = services.provide(AuditLog::start(db.clone(), agents.clone()));
         let tools = services.provide(Tools::new(Registry::default()));
         let runtime = services.provide(runtime::Runtime::unbound());
+        let auth = Auth::load(db.clone()).await?;
+        phases.mark("core");
         tools.set_builtin(family::open_all(FAMILIES, &mut services)?);
+        phases.mark("families");
         let kernel = Kernel(Arc::new(Inner {
             started_at: db::timestamp(clock.now()),
             providers,
@@ -199,12 +218,13 @@ impl Kernel {
             tools,
             config,
             services,
-            auth: Auth::load(db.clone()).await?,
+            auth,
             sessions,
             audit,
             actions: actions::Actions::new(db.clone()),
             agents,
             db,
+            opening: std::sync::Mutex::new(phases),
         }));
         runtime.bind(Box::new(Running(kernel.downgrade())));
         for agent in kernel.0.agents.list() {
@@ -220,7 +240,13 @@ impl Kernel {
             })
         })
         .await?;
+        kernel.0.opening.lock().unwrap_or_else(|e| e.into_inner()).mark("seeds and watcher");
         Ok(kernel)
+    }
+
+    /// How long opening this kernel took, phase by phase.
+    pub fn opening(&self) -> startup::Phases {
+        self.0.opening.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Starts the daemon's own work: its place in the cluster (taking over the work of a

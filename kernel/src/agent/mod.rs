@@ -87,6 +87,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 
 use serde::Serialize;
+use serde_json::value::RawValue;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -262,12 +263,29 @@ pub const CHILD_DENIED: [&str; 2] = ["agent_spawn", "agent_kill"];
 #[derive(Default)]
 struct State {
     types: BTreeMap<String, Arc<AgentType>>,
+    /// Each type as the API lists it, serialised once when it is stored or loaded: the list
+    /// asked for most (`GET /api/templates`) copies these per request instead of serialising
+    /// every manifest again. Changed only with `types` ([`State::put_type`], [`State::remove_type`]).
+    types_json: BTreeMap<String, Arc<RawValue>>,
     agents: HashMap<AgentId, Arc<Agent>>,
     /// By binding key (`channel:NAME`): see [`binding`].
     bindings: HashMap<String, binding::Bound>,
 }
 
 impl State {
+    fn put_type(&mut self, t: Arc<AgentType>) -> Result<()> {
+        let json =
+            serde_json::value::to_raw_value(&*t).map_err(|e| Error::internal(format!("agent type as JSON: {e}")))?;
+        self.types_json.insert(t.manifest.name.clone(), Arc::from(json));
+        self.types.insert(t.manifest.name.clone(), t);
+        Ok(())
+    }
+
+    fn remove_type(&mut self, name: &str) {
+        self.types.remove(name);
+        self.types_json.remove(name);
+    }
+
     fn running_agent_named(&self, name: &str) -> Option<&Arc<Agent>> {
         self.agents.values().find(|a| a.is_running() && a.name == name)
     }
@@ -301,15 +319,15 @@ impl Agents {
     /// Re-reads everything from the database (after another process wrote to it).
     pub async fn reload(&self) -> Result<()> {
         let _w = self.write.lock().await;
-        let state = State {
-            types: store::load_types(&self.db)
-                .await?
-                .into_iter()
-                .map(|t| (t.manifest.name.clone(), Arc::new(t)))
-                .collect(),
+        let mut state = State {
+            types: BTreeMap::new(),
+            types_json: BTreeMap::new(),
             agents: store::load_agents(&self.db).await?.into_iter().map(|a| (a.id, Arc::new(a))).collect(),
             bindings: binding::load(&self.db).await?.into_iter().collect(),
         };
+        for t in store::load_types(&self.db).await? {
+            state.put_type(Arc::new(t))?;
+        }
         *self.state.write().expect("agent state lock") = state;
         Ok(())
     }
@@ -325,9 +343,12 @@ impl Agents {
         self.read().types.values().cloned().collect()
     }
 
-    /// A page of the agent types, by name.
-    pub fn types_page(&self, page: &PageRequest) -> Result<Page<Arc<AgentType>>> {
-        Ok(Page::of_sorted(self.types(), page, page.after(Key::Name)?, |t| t.manifest.name.clone()))
+    /// A page of the agent types, by name, each already serialised as the API lists it.
+    pub fn types_page_json(&self, page: &PageRequest) -> Result<Page<Arc<RawValue>>> {
+        let after = page.after(Key::Name)?;
+        let named: Vec<(String, Arc<RawValue>)> =
+            self.read().types_json.iter().map(|(name, json)| (name.clone(), json.clone())).collect();
+        Ok(Page::of_sorted(named, page, after, |(name, _)| name.clone()).map(|(_, json)| json))
     }
 
     /// The names of the agent types whose manifests list the skill `skill`, sorted.
@@ -449,7 +470,7 @@ impl Agents {
             store::update_type(&self.db, &t).await?;
         }
         let t = Arc::new(t);
-        self.state.write().expect("agent state lock").types.insert(t.manifest.name.clone(), t.clone());
+        self.state.write().expect("agent state lock").put_type(t.clone())?;
         Ok(t)
     }
 
@@ -503,7 +524,7 @@ impl Agents {
         let _w = self.write.lock().await;
         self.get_type(name)?;
         store::delete_type(&self.db, name).await?;
-        self.state.write().expect("agent state lock").types.remove(name);
+        self.state.write().expect("agent state lock").remove_type(name);
         Ok(())
     }
 

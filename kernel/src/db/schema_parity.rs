@@ -6,13 +6,10 @@
 
 use std::collections::BTreeMap;
 
-use sqlx::Row as _;
-use sqlx::migrate::Migrator;
-
+use super::Pool;
+use super::baseline::{POSTGRES, SQLITE};
 use super::test_postgres;
-
-static SQLITE: Migrator = sqlx::migrate!("../migrations/sqlite");
-static POSTGRES: Migrator = sqlx::migrate!("../migrations/postgres");
+use sqlx::Row as _;
 
 /// A table as both back ends are compared: each line one fact, in a stable order.
 type Schema = BTreeMap<String, Vec<String>>;
@@ -43,6 +40,19 @@ async fn postgres_schema_matches_sqlite_schema() {
     for (name, facts) in &sqlite {
         assert_eq!(facts, &postgres[name], "{name}");
     }
+    // A fresh database opened by the daemon gets the baseline script, not the replay: the
+    // same schema.
+    let Some(laid) = test_postgres::database("postgres_schema_matches_sqlite_schema, laid").await else { return };
+    let laid_db = super::open_postgres(&laid.url).await.expect("the PostgreSQL baseline lays");
+    let Pool::Postgres(laid_pool) = &laid_db.pool else { unreachable!("open_postgres makes a PostgreSQL pool") };
+    assert_eq!(postgres_schema(laid_pool).await, postgres, "the baseline makes what the migrations make");
+    let applied: Vec<(i64, Vec<u8>)> =
+        sqlx::query_as("SELECT version, checksum FROM _sqlx_migrations ORDER BY version")
+            .fetch_all(laid_pool)
+            .await
+            .unwrap();
+    assert_eq!(applied, POSTGRES.iter().map(|m| (m.version, m.checksum.to_vec())).collect::<Vec<_>>());
+    laid_db.close().await;
     // The seed row the cached-tables watcher reads.
     let version: i64 =
         sqlx::query_scalar("SELECT version FROM cached_tables_version").fetch_one(&pg.pool).await.unwrap();

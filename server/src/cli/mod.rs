@@ -539,16 +539,20 @@ async fn start(home: PathBuf, bind: Option<SocketAddr>) -> anyhow::Result<()> {
     // anything of the first's.
     let _one_daemon = daemon::lock_home(&home)?;
     let kernel = open(&home).await?;
+    let mut phases = kernel.opening();
     let addr = bind.unwrap_or(kernel.config().server.bind);
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr()?;
+    phases.mark("socket");
     kernel.start_background(&local.to_string()).await?;
+    phases.mark("background");
     // Written before the line below, so a script that waits for it finds them.
     let announced = daemon::announce(&home, local, kernel.started_at(), &kernel.auth().issue_cli_token())?;
     // One line on stdout that scripts (and our tests) can wait for; logs go to stderr.
     println!("kennel listening on http://{local}");
     std::io::stdout().flush()?;
-    let served = crate::app::serve(kernel, listener).await;
+    phases.mark("announce");
+    let served = crate::app::serve(kernel, listener, phases).await;
     drop(announced);
     Ok(served?)
 }

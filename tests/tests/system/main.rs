@@ -143,3 +143,28 @@ pub async fn post_to_hook(daemon: &Daemon, body: &serde_json::Value) -> kennel_t
         .body(body);
     Api::send(req).await
 }
+
+/// Every module says in `tests/postgres-modules` whether `scripts/test` runs it again on
+/// PostgreSQL, so a new one is neither skipped there unseen nor run there by default.
+#[test]
+fn every_module_says_whether_it_runs_on_postgres() {
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let listed = std::fs::read_to_string(here.join("postgres-modules")).unwrap();
+    let mut said = std::collections::BTreeMap::new();
+    for line in listed.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+        let mut words = line.split_whitespace();
+        let (Some(choice), Some(module)) = (words.next(), words.next()) else {
+            panic!("`{line}`: `on|off MODULE why`")
+        };
+        assert!(matches!(choice, "on" | "off"), "`{line}`: `on` or `off` first");
+        assert!(words.next().is_some(), "`{line}`: say why");
+        assert!(said.insert(module.to_string(), choice).is_none(), "{module} is listed twice");
+    }
+    let mut modules: Vec<String> = std::fs::read_dir(here.join("tests/system"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().trim_end_matches(".rs").to_string())
+        .filter(|m| m != "main")
+        .collect();
+    modules.sort();
+    assert_eq!(said.keys().cloned().collect::<Vec<_>>(), modules, "tests/postgres-modules lists each module once");
+}
