@@ -45,8 +45,9 @@ pub async fn serve(
     let open_files = crate::edge::raise_open_file_limit();
     let limits = crate::edge::Limits::from_config(&kernel.config().server, open_files);
     let app = router(kernel.clone()).layer(axum::Extension(crate::dashboard::site::ListenAddr(addr)));
-    crate::release_startup_memory();
     phases.mark("router");
+    crate::release_startup_memory();
+    phases.mark("memory handed back");
     tracing::info!(%addr, max_connections = limits.max_connections, started = %phases, "listening");
     reload_on_hangup(kernel.clone());
     let (stopping, stopped) = tokio::sync::oneshot::channel();

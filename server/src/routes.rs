@@ -5,10 +5,14 @@
 //!
 //! - The dashboard's routes ([`Pages`]) are built from [`get`] and [`post`]: `post` takes the
 //!   route's [`Action`], so a form's route cannot be added without one.
-//! - The REST API's routes ([`Api`]) come from `utoipa_axum::routes!`, which knows their methods
+//! - The REST API's routes ([`Api`]) come from [`api!`], which knows their path and methods
 //!   from the handlers' `#[utoipa::path]`; each is declared with the action of every
 //!   state-changing method it serves, and declaring one it does not serve, or leaving one out,
 //!   panics as the router is assembled (as axum does for two handlers on one route).
+//! - Serving a documented route needs only its path and methods. Its part of the OpenAPI
+//!   document (operations, parameters, every schema they name) is built by
+//!   `utoipa_axum::routes!` when the document is first asked for: building all of it was
+//!   over half of a daemon's start-up (docs/BENCHMARKS.md, "Issue 46").
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -22,7 +26,8 @@ use axum::response::IntoResponse;
 use axum::routing::{MethodRouter, Route};
 use kennel_kernel::Kernel;
 use tower::{Layer, Service};
-use utoipa::openapi::PathItem;
+use utoipa::openapi::HttpMethod;
+use utoipa_axum::PathItemExt;
 use utoipa_axum::router::UtoipaMethodRouter;
 
 /// What a state-changing request is in the operator-action log.
@@ -166,21 +171,74 @@ impl Pages {
     }
 }
 
-/// The state-changing methods an OpenAPI path serves.
-fn changing_methods(item: &PathItem) -> Vec<Method> {
-    let operations = [
-        (Method::PUT, &item.put),
-        (Method::POST, &item.post),
-        (Method::DELETE, &item.delete),
-        (Method::PATCH, &item.patch),
-    ];
-    operations.into_iter().filter(|(_, operation)| operation.is_some()).map(|(method, _)| method).collect()
+/// Builds one route's part of the OpenAPI document (`utoipa_axum::routes!` of its handlers).
+pub type DocumentPart = fn() -> UtoipaMethodRouter<Kernel>;
+
+/// The handlers of one documented route, as [`api!`] makes them.
+pub struct Documented {
+    path: String,
+    methods: Vec<Method>,
+    router: MethodRouter<Kernel>,
+    /// The same handlers through `utoipa_axum::routes!`: their part of the OpenAPI document.
+    document: DocumentPart,
 }
+
+impl Documented {
+    /// Handlers that all serve `path` (`#[utoipa::path]`), each at its own methods.
+    pub fn new(handlers: Vec<(String, Vec<HttpMethod>, MethodRouter<Kernel>)>, document: DocumentPart) -> Documented {
+        let path = handlers.first().map(|(path, ..)| path.clone()).expect("api! names a handler");
+        let mut methods = Vec::new();
+        let mut router = MethodRouter::new();
+        for (own, served, handler) in handlers {
+            assert_eq!(own, path, "the handlers of one api! serve one path");
+            methods.extend(served.iter().map(http_method));
+            router = router.merge(handler);
+        }
+        Documented { path, methods, router, document }
+    }
+}
+
+/// A handler's router at the methods its `#[utoipa::path]` names ([`api!`]).
+pub fn at_methods<H: Handler<T, Kernel>, T: 'static>(methods: &[HttpMethod], handler: H) -> MethodRouter<Kernel> {
+    methods.iter().fold(MethodRouter::new(), |router, method| router.on(method.to_method_filter(), handler.clone()))
+}
+
+fn http_method(method: &HttpMethod) -> Method {
+    match method {
+        HttpMethod::Get => Method::GET,
+        HttpMethod::Put => Method::PUT,
+        HttpMethod::Post => Method::POST,
+        HttpMethod::Delete => Method::DELETE,
+        HttpMethod::Options => Method::OPTIONS,
+        HttpMethod::Head => Method::HEAD,
+        HttpMethod::Patch => Method::PATCH,
+        HttpMethod::Trace => Method::TRACE,
+    }
+}
+
+/// The handlers of one route (each with `#[utoipa::path]`), for [`Api::route`]: their path
+/// and methods now, their OpenAPI document when it is first asked for.
+macro_rules! api {
+    ($($handler:ident),+ $(,)?) => {
+        $crate::routes::Documented::new(
+            vec![$(
+                utoipa_axum::paste! {{
+                    use utoipa::Path as _;
+                    let methods = [<__path_ $handler>]::methods();
+                    let router = $crate::routes::at_methods(&methods, $handler);
+                    ([<__path_ $handler>]::path(), methods, router)
+                }}
+            ),+],
+            || utoipa_axum::routes!($($handler),+),
+        )
+    };
+}
+pub(crate) use api;
 
 /// A family's REST routes (documented in the OpenAPI document, or not) and their actions.
 #[derive(Default)]
 pub struct Api {
-    documented: Vec<UtoipaMethodRouter<Kernel>>,
+    documented: Vec<Documented>,
     undocumented: Router<Kernel>,
     declared: Declared,
 }
@@ -190,22 +248,20 @@ impl Api {
         Api::default()
     }
 
-    /// The routes of `routes!(…)`, with the action of each state-changing method they serve
+    /// The routes of `api!(…)`, with the action of each state-changing method they serve
     /// (`&[]` for a route that only reads).
     ///
     /// # Panics
     /// If `actions` names a method these routes do not serve or leaves out one they do.
-    pub fn route(mut self, routes: UtoipaMethodRouter<Kernel>, actions: &[(Method, Action)]) -> Api {
-        for (path, item) in &routes.1.paths {
-            let served = changing_methods(item);
-            let declared: Vec<Method> = actions.iter().map(|(m, _)| m.clone()).collect();
-            for method in &served {
-                assert!(declared.contains(method), "{method} {path} has no action: declare it with its `routes!`");
-            }
-            for (method, action) in actions {
-                assert!(served.contains(method), "{method} {path} is declared but not served");
-                self.declared.add(method.clone(), path, *action);
-            }
+    pub fn route(mut self, routes: Documented, actions: &[(Method, Action)]) -> Api {
+        let path = &routes.path;
+        let declared: Vec<Method> = actions.iter().map(|(m, _)| m.clone()).collect();
+        for method in routes.methods.iter().filter(|m| changes(m)) {
+            assert!(declared.contains(method), "{method} {path} has no action: declare it with its `api!`");
+        }
+        for (method, action) in actions {
+            assert!(routes.methods.contains(method), "{method} {path} is declared but not served");
+            self.declared.add(method.clone(), path, *action);
         }
         self.documented.push(routes);
         self
@@ -225,22 +281,22 @@ impl Api {
         Api { undocumented: self.undocumented.merge(other.undocumented), ..self }
     }
 
-    /// Each method and route the documented routes serve (from their OpenAPI paths), and the
-    /// table.
+    /// Each method and route the documented routes serve, and the table.
     #[cfg(test)]
     pub fn served(self) -> (Vec<(Method, String)>, Declared) {
-        let mut served = Vec::new();
-        for routes in &self.documented {
-            for (path, item) in &routes.1.paths {
-                let get = item.get.as_ref().map(|_| Method::GET);
-                served.extend(get.into_iter().chain(changing_methods(item)).map(|m| (m, path.clone())));
-            }
-        }
-        (served, self.declared)
+        let served = self.documented.iter().flat_map(|r| r.methods.iter().map(|m| (m.clone(), r.path.clone())));
+        (served.collect(), self.declared)
     }
 
-    /// The documented routes, the others, and the table the action layer reads.
-    pub fn into_parts(self) -> (Vec<UtoipaMethodRouter<Kernel>>, Router<Kernel>, Arc<Declared>) {
-        (self.documented, self.undocumented, Arc::new(self.declared))
+    /// The router of every route (documented or not), the documented routes' parts of the
+    /// OpenAPI document, and the table the action layer reads.
+    pub fn into_parts(self) -> (Router<Kernel>, Vec<DocumentPart>, Arc<Declared>) {
+        let mut router = self.undocumented;
+        let mut documents = Vec::with_capacity(self.documented.len());
+        for routes in self.documented {
+            router = router.route(&routes.path, routes.router);
+            documents.push(routes.document);
+        }
+        (router, documents, Arc::new(self.declared))
     }
 }

@@ -4,6 +4,7 @@ use kennel_kernel::agent::Name;
 use kennel_kernel::page::{IdCursor, NumberCursor, PositionCursor};
 use std::sync::Arc;
 
+use crate::routes::api;
 use axum::Json;
 use axum::extract::{Extension, Path, State};
 use axum::http::Method;
@@ -18,7 +19,6 @@ use kennel_kernel::tool::{CallContext, EffectiveTool};
 use kennel_kernel::turn::{AgentEvent, TurnRequest, TurnResult};
 use serde::Deserialize;
 use utoipa::ToSchema;
-use utoipa_axum::routes;
 
 use super::auth::Bearer;
 use super::body::{JsonBody, QueryParams};
@@ -28,19 +28,19 @@ use crate::routes::{Action, Api};
 
 pub fn routes() -> Api {
     Api::new()
-        .route(routes!(list_agents, spawn_agent), &[(Method::POST, Action::named("agent.spawn"))])
-        .route(routes!(get_agent, remove_agent), &[(Method::DELETE, Action::named("agent.delete"))])
-        .route(routes!(stop_agent), &[(Method::POST, Action::named("agent.stop"))])
-        .route(routes!(start_agent), &[(Method::POST, Action::named("agent.start"))])
-        .route(routes!(lift_pause), &[(Method::POST, Action::Unnamed)])
-        .route(routes!(set_capabilities), &[(Method::PUT, Action::named("agent.grants"))])
-        .route(routes!(agent_tools), &[])
-        .route(routes!(invoke_tool), &[(Method::POST, Action::Logged)])
-        .route(routes!(list_sessions, create_session), &[(Method::POST, Action::Logged)])
-        .route(routes!(send_message), &[(Method::POST, Action::Logged)])
-        .route(routes!(agent_events), &[])
-        .route(routes!(session_messages), &[])
-        .route(routes!(get_session), &[])
+        .route(api!(list_agents, spawn_agent), &[(Method::POST, Action::named("agent.spawn"))])
+        .route(api!(get_agent, remove_agent), &[(Method::DELETE, Action::named("agent.delete"))])
+        .route(api!(stop_agent), &[(Method::POST, Action::named("agent.stop"))])
+        .route(api!(start_agent), &[(Method::POST, Action::named("agent.start"))])
+        .route(api!(lift_pause), &[(Method::POST, Action::Unnamed)])
+        .route(api!(set_capabilities), &[(Method::PUT, Action::named("agent.grants"))])
+        .route(api!(agent_tools), &[])
+        .route(api!(invoke_tool), &[(Method::POST, Action::Logged)])
+        .route(api!(list_sessions, create_session), &[(Method::POST, Action::Logged)])
+        .route(api!(send_message), &[(Method::POST, Action::Logged)])
+        .route(api!(agent_events), &[])
+        .route(api!(session_messages), &[])
+        .route(api!(get_session), &[])
 }
 
 #[derive(Deserialize, ToSchema)]

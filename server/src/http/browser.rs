@@ -1,18 +1,18 @@
 //! `/api/agents/{id}/browser/tabs`: the tabs an agent has open in the browser, what the
 //! dashboard's browser page shows.
 
+use crate::routes::api;
 use axum::Json;
 use axum::extract::{Path, State};
 use kennel_kernel::Kernel;
 use kennel_kernel::browser::Browsers;
 use kennel_kernel::browser::TabView;
-use utoipa_axum::routes;
 
 use super::error::ApiResult;
 use crate::routes::Api;
 
 pub fn routes() -> Api {
-    Api::new().route(routes!(tabs), &[])
+    Api::new().route(api!(tabs), &[])
 }
 
 /// The agent's open tabs (empty when it has none, or `[browser]` is not configured).

@@ -3,6 +3,7 @@
 //! verified by the channel's adapter (a secret token or a signature) — and `/api/channels`
 //! for operators: the channels, their conversations with rosters, and recent traffic.
 
+use crate::routes::api;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, header::CONTENT_TYPE};
@@ -15,7 +16,6 @@ use kennel_kernel::channel::Channels;
 use kennel_kernel::channel::platform::{WebhookReply, WebhookRequest};
 use kennel_kernel::channel::{ChannelDetail, ChannelInfo};
 use serde_json::json;
-use utoipa_axum::routes;
 
 use super::error::{ApiError, ApiResult};
 use crate::routes::Api;
@@ -42,7 +42,7 @@ async fn inbound(
 }
 
 pub fn routes() -> Api {
-    Api::new().route(routes!(all_channels), &[]).route(routes!(one_channel), &[])
+    Api::new().route(api!(all_channels), &[]).route(api!(one_channel), &[])
 }
 
 /// Every configured channel and how it is connected.

@@ -1,18 +1,18 @@
 //! `/api/status`: what the daemon is doing (`kennel status` prints it); `/api/cluster`: the
 //! daemons sharing its database.
 
+use crate::routes::api;
 use axum::Json;
 use axum::extract::State;
 use kennel_kernel::Kernel;
 use kennel_kernel::cluster::Overview;
 use kennel_kernel::status::DaemonStatus;
-use utoipa_axum::routes;
 
 use super::error::ApiResult;
 use crate::routes::Api;
 
 pub fn routes() -> Api {
-    Api::new().route(routes!(status), &[]).route(routes!(cluster), &[])
+    Api::new().route(api!(status), &[]).route(api!(cluster), &[])
 }
 
 /// The daemon's version and uptime, its agents by state and its model use today.

@@ -1,5 +1,6 @@
 //! `POST /api/events`: publish on the event bus, as `event_publish` does.
 
+use crate::routes::api;
 use axum::Json;
 use axum::extract::{Extension, State};
 use axum::http::Method;
@@ -7,7 +8,6 @@ use kennel_kernel::Kernel;
 use kennel_kernel::event::{Events, Origin, Published};
 use serde::Deserialize;
 use utoipa::ToSchema;
-use utoipa_axum::routes;
 
 use super::auth::Bearer;
 use super::body::JsonBody;
@@ -15,7 +15,7 @@ use super::error::ApiResult;
 use crate::routes::{Action, Api};
 
 pub fn routes() -> Api {
-    Api::new().route(routes!(publish_event), &[(Method::POST, Action::named("event.publish"))])
+    Api::new().route(api!(publish_event), &[(Method::POST, Action::named("event.publish"))])
 }
 
 #[derive(Deserialize, ToSchema)]

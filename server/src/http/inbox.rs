@@ -1,6 +1,7 @@
 //! `/api/inbox`: the owner inbox (notes from `notify_owner` and budget pauses) for API
 //! clients. Read state is the caller's own (`token:NAME`), apart from each operator's.
 
+use crate::routes::api;
 use axum::Json;
 use axum::extract::{Extension, State};
 use axum::http::Method;
@@ -12,7 +13,6 @@ use kennel_kernel::page::NumberCursor;
 use kennel_kernel::page::PageQuery;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
-use utoipa_axum::routes;
 
 use super::auth::Bearer;
 use super::body::{JsonBody, QueryParams};
@@ -22,9 +22,9 @@ use crate::routes::{Action, Api};
 
 pub fn routes() -> Api {
     Api::new()
-        .route(routes!(list_notes), &[])
-        .route(routes!(mark_notes_read), &[(Method::POST, Action::named("inbox.read"))])
-        .route(routes!(unread_notes), &[])
+        .route(api!(list_notes), &[])
+        .route(api!(mark_notes_read), &[(Method::POST, Action::named("inbox.read"))])
+        .route(api!(unread_notes), &[])
 }
 
 /// Notes, newest first, with whether this token has read each.

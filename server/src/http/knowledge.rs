@@ -1,6 +1,7 @@
 //! `/api/agents/{id}/knowledge/…`: an agent's knowledge graph for operators: its entities and
 //! relations page by page, and the walk its `knowledge_query` tool makes.
 
+use crate::routes::api;
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
@@ -11,7 +12,6 @@ use kennel_kernel::page::NumberCursor;
 use kennel_kernel::page::PageQuery;
 use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
-use utoipa_axum::routes;
 
 use super::body::QueryParams;
 use super::error::ApiResult;
@@ -19,7 +19,7 @@ use super::page::PageParams;
 use crate::routes::Api;
 
 pub fn routes() -> Api {
-    Api::new().route(routes!(entities), &[]).route(routes!(relations), &[]).route(routes!(query), &[])
+    Api::new().route(api!(entities), &[]).route(api!(relations), &[]).route(api!(query), &[])
 }
 
 /// The agent's entities, oldest first.

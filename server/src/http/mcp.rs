@@ -1,22 +1,22 @@
 //! `/api/mcp/servers`: the MCP servers of `[mcp]`, their state and tools, and reconnecting one;
 //! `/api/reload`: re-reading `[mcp]` from `config.toml` (`kennel reload`, SIGHUP).
 
+use crate::routes::api;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::Method;
 use kennel_kernel::Kernel;
 use kennel_kernel::mcp::Mcp;
 use kennel_kernel::mcp::{McpReload, ServerView};
-use utoipa_axum::routes;
 
 use super::error::ApiResult;
 use crate::routes::{Action, Api};
 
 pub fn routes() -> Api {
     Api::new()
-        .route(routes!(mcp_servers), &[])
-        .route(routes!(reconnect_mcp_server), &[(Method::POST, Action::named("mcp.reconnect"))])
-        .route(routes!(reload_config), &[(Method::POST, Action::named("config.reload"))])
+        .route(api!(mcp_servers), &[])
+        .route(api!(reconnect_mcp_server), &[(Method::POST, Action::named("mcp.reconnect"))])
+        .route(api!(reload_config), &[(Method::POST, Action::named("config.reload"))])
 }
 
 /// Every configured MCP server: its state, the tools it offers (with the names the model sees

@@ -3,6 +3,7 @@
 //! Operators are not bound by the agent's memory scopes, and looking (listing, searching)
 //! does not refresh what the agent will remember.
 
+use crate::routes::api;
 use axum::Json;
 use axum::extract::{Extension, Path, State};
 use axum::http::Method;
@@ -16,7 +17,6 @@ use kennel_kernel::page::PageQuery;
 use kennel_kernel::page::{IdCursor, PositionCursor};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
-use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::auth::Bearer;
@@ -27,15 +27,15 @@ use crate::routes::{Action, Api};
 
 pub fn routes() -> Api {
     Api::new()
-        .route(routes!(list_kv), &[])
+        .route(api!(list_kv), &[])
         .route(
-            routes!(get_kv, put_kv, delete_kv),
+            api!(get_kv, put_kv, delete_kv),
             &[(Method::PUT, Action::named("memory.store")), (Method::DELETE, Action::named("memory.remove"))],
         )
-        .route(routes!(list_semantic, add_semantic), &[(Method::POST, Action::named("memory.add"))])
-        .route(routes!(search_semantic), &[])
-        .route(routes!(semantic_stats), &[])
-        .route(routes!(forget_semantic), &[(Method::DELETE, Action::named("memory.forget"))])
+        .route(api!(list_semantic, add_semantic), &[(Method::POST, Action::named("memory.add"))])
+        .route(api!(search_semantic), &[])
+        .route(api!(semantic_stats), &[])
+        .route(api!(forget_semantic), &[(Method::DELETE, Action::named("memory.forget"))])
 }
 
 /// The agent's keys with their values, in byte order of the keys.

@@ -116,12 +116,10 @@ mod tools;
 mod usage;
 mod workflows;
 
+use crate::routes::Api;
 use axum::Router;
 use axum::middleware;
 use kennel_kernel::Kernel;
-use utoipa_axum::router::OpenApiRouter;
-
-use crate::routes::Api;
 
 pub use auth::Bearer;
 pub use error::ApiError;
@@ -152,12 +150,9 @@ pub(crate) fn api_routes() -> Api {
 
 /// The REST API (token-protected except `/healthz`), A2A and health, with the OpenAPI document.
 pub fn router(kernel: Kernel) -> Router<Kernel> {
-    let (documented, undocumented, declared) = api_routes().merge(mcp_server::routes(&kernel)).into_parts();
-    let routes = documented.into_iter().fold(OpenApiRouter::with_openapi(openapi::base()), OpenApiRouter::routes);
-    let (api, document) = routes.split_for_parts();
+    let (api, documents, declared) = api_routes().merge(mcp_server::routes(&kernel)).into_parts();
     let api = api
-        .merge(undocumented)
-        .layer(axum::Extension(openapi::Document::new(&document)))
+        .layer(axum::Extension(openapi::Document::new(documents)))
         .layer(middleware::from_fn_with_state(
             crate::actions::Log::new(kernel.clone(), declared),
             crate::actions::record,
@@ -190,13 +185,13 @@ pub async fn not_found() -> ApiError {
 mod tests {
     use std::collections::{BTreeMap, BTreeSet};
 
-    use utoipa_axum::router::UtoipaMethodRouter;
+    use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 
     use super::*;
 
     /// The routes of the OpenAPI document.
     fn documented() -> impl Iterator<Item = UtoipaMethodRouter<Kernel>> {
-        api_routes().into_parts().0.into_iter()
+        api_routes().into_parts().1.into_iter().map(|document| document())
     }
 
     /// `(path, method)` of every route `api_routes` adds: what the router serves, since routes

@@ -1,6 +1,7 @@
 //! `/api/agents/{id}/processes`: an agent's subprocesses as the dashboard shows them, and an
 //! operator's kill (the same `Processes::kill` as the agent's `process_kill`).
 
+use crate::routes::api;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::Method;
@@ -9,7 +10,6 @@ use kennel_kernel::process::Processes;
 use kennel_kernel::process::{ProcessView, Signal};
 use serde::Deserialize;
 use utoipa::ToSchema;
-use utoipa_axum::routes;
 
 use super::body::JsonBody;
 use super::error::ApiResult;
@@ -17,9 +17,9 @@ use crate::routes::{Action, Api};
 
 pub fn routes() -> Api {
     Api::new()
-        .route(routes!(list), &[])
-        .route(routes!(get_one), &[])
-        .route(routes!(kill), &[(Method::POST, Action::named("process.kill"))])
+        .route(api!(list), &[])
+        .route(api!(get_one), &[])
+        .route(api!(kill), &[(Method::POST, Action::named("process.kill"))])
 }
 
 /// The agent's processes: running ones and those ended in the last 15 minutes, oldest first,

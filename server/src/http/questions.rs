@@ -1,6 +1,7 @@
 //! `/api/questions`: what agents' `ask_user` calls wait on in chats (the dashboard's, `kennel
 //! chat`), and their answers. A question asked on a channel is answered there, not here.
 
+use crate::routes::api;
 use axum::Json;
 use axum::extract::{Extension, Path, State};
 use axum::http::Method;
@@ -8,7 +9,6 @@ use kennel_kernel::Kernel;
 use kennel_kernel::ask::{Question, Questions};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
-use utoipa_axum::routes;
 
 use super::auth::Bearer;
 use super::body::{JsonBody, QueryParams};
@@ -16,7 +16,7 @@ use super::error::ApiResult;
 use crate::routes::{Action, Api};
 
 pub fn routes() -> Api {
-    Api::new().route(routes!(waiting_questions), &[]).route(routes!(answer_question), &[(Method::POST, Action::Logged)])
+    Api::new().route(api!(waiting_questions), &[]).route(api!(answer_question), &[(Method::POST, Action::Logged)])
 }
 
 #[derive(Deserialize, IntoParams)]

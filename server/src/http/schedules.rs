@@ -2,6 +2,7 @@
 //! pause, resume. Permanent deletion is human-only and refused here (403): an operator
 //! deletes a schedule in the dashboard.
 
+use crate::routes::api;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::Method;
@@ -13,7 +14,6 @@ use kennel_kernel::schedule::{Fire, Schedule, ScheduleFilter};
 use kennel_kernel::{Error, Kernel};
 use serde::Serialize;
 use utoipa::ToSchema;
-use utoipa_axum::routes;
 
 use super::body::QueryParams;
 use super::error::ApiResult;
@@ -22,10 +22,10 @@ use crate::routes::{Action, Api};
 
 pub fn routes() -> Api {
     Api::new()
-        .route(routes!(list_schedules), &[])
-        .route(routes!(get_schedule, delete_schedule), &[(Method::DELETE, Action::named("schedule.delete"))])
-        .route(routes!(pause_schedule), &[(Method::POST, Action::named("schedule.pause"))])
-        .route(routes!(resume_schedule), &[(Method::POST, Action::named("schedule.resume"))])
+        .route(api!(list_schedules), &[])
+        .route(api!(get_schedule, delete_schedule), &[(Method::DELETE, Action::named("schedule.delete"))])
+        .route(api!(pause_schedule), &[(Method::POST, Action::named("schedule.pause"))])
+        .route(api!(resume_schedule), &[(Method::POST, Action::named("schedule.resume"))])
 }
 
 /// A schedule with its owner's name.

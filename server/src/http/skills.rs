@@ -4,6 +4,7 @@
 //! through the same `Skills` service as the agents' tools and is recorded in the skill's
 //! history with the operator or token that made it.
 
+use crate::routes::api;
 use axum::Json;
 use axum::extract::{Extension, Path, State};
 use axum::http::Method;
@@ -15,7 +16,6 @@ use kennel_kernel::skills::Skills;
 use kennel_kernel::skills::{Actor, Evolved, HistoryEntry, Manifest, Proposal, ProposalState, Skill};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
-use utoipa_axum::routes;
 
 use super::auth::Bearer;
 use super::body::{JsonBody, QueryParams};
@@ -24,23 +24,23 @@ use crate::routes::{Action, Api};
 
 pub fn routes() -> Api {
     Api::new()
-        .route(routes!(all_skills, create_skill), &[(Method::POST, Action::named("skill.create"))])
+        .route(api!(all_skills, create_skill), &[(Method::POST, Action::named("skill.create"))])
         .route(
-            routes!(one_skill, edit_skill, delete_skill),
+            api!(one_skill, edit_skill, delete_skill),
             &[(Method::PUT, Action::named("skill.update")), (Method::DELETE, Action::named("skill.delete"))],
         )
-        .route(routes!(skill_history), &[])
+        .route(api!(skill_history), &[])
         .route(
-            routes!(read_support_file, write_support_file, remove_support_file),
+            api!(read_support_file, write_support_file, remove_support_file),
             &[(Method::PUT, Action::named("skill.write_file")), (Method::DELETE, Action::named("skill.remove_file"))],
         )
-        .route(routes!(roll_back_skill), &[(Method::POST, Action::named("skill.rollback"))])
-        .route(routes!(restore_skill), &[(Method::POST, Action::named("skill.restore"))])
-        .route(routes!(deleted_skills), &[])
-        .route(routes!(skill_proposals), &[])
-        .route(routes!(one_skill_proposal), &[])
-        .route(routes!(accept_skill_proposal), &[(Method::POST, Action::named("skill.accept"))])
-        .route(routes!(reject_skill_proposal), &[(Method::POST, Action::named("skill.reject"))])
+        .route(api!(roll_back_skill), &[(Method::POST, Action::named("skill.rollback"))])
+        .route(api!(restore_skill), &[(Method::POST, Action::named("skill.restore"))])
+        .route(api!(deleted_skills), &[])
+        .route(api!(skill_proposals), &[])
+        .route(api!(one_skill_proposal), &[])
+        .route(api!(accept_skill_proposal), &[(Method::POST, Action::named("skill.accept"))])
+        .route(api!(reject_skill_proposal), &[(Method::POST, Action::named("skill.reject"))])
 }
 
 /// Every skill's manifest, by name.

@@ -1,5 +1,6 @@
 //! `/api/tasks`: the task board for scripts and operators.
 
+use crate::routes::api;
 use axum::Json;
 use axum::extract::{Extension, Path, State};
 use axum::http::Method;
@@ -12,7 +13,6 @@ use kennel_kernel::tasks::TaskBoard;
 use kennel_kernel::tasks::{NewTask, Task, TaskEvent, TaskFilter};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
-use utoipa_axum::routes;
 
 use super::auth::Bearer;
 use super::body::{JsonBody, QueryParams};
@@ -22,11 +22,11 @@ use crate::routes::{Action, Api};
 
 pub fn routes() -> Api {
     Api::new()
-        .route(routes!(list_tasks, post_task), &[(Method::POST, Action::named("task.post"))])
-        .route(routes!(get_task), &[])
-        .route(routes!(reassign_task), &[(Method::POST, Action::named("task.reassign"))])
-        .route(routes!(cancel_task), &[(Method::POST, Action::named("task.cancel"))])
-        .route(routes!(retry_task), &[(Method::POST, Action::named("task.retry"))])
+        .route(api!(list_tasks, post_task), &[(Method::POST, Action::named("task.post"))])
+        .route(api!(get_task), &[])
+        .route(api!(reassign_task), &[(Method::POST, Action::named("task.reassign"))])
+        .route(api!(cancel_task), &[(Method::POST, Action::named("task.cancel"))])
+        .route(api!(retry_task), &[(Method::POST, Action::named("task.retry"))])
 }
 
 /// Tasks, highest priority first, filtered by status, assignee (name or id), text, priority.

@@ -1,6 +1,7 @@
 //! `/api/templates`: agent types. One validator and one store, shared with the
 //! `agent_type_create` tool and the dashboard (all in `kennel_kernel::agent`).
 
+use crate::routes::api;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::Method;
@@ -10,7 +11,6 @@ use kennel_kernel::Kernel;
 use kennel_kernel::agent::Name;
 use kennel_kernel::agent::{AgentType, ApplyRequest, ManifestInput, TypeApplication};
 use kennel_kernel::page::PageQuery;
-use utoipa_axum::routes;
 
 use super::body::{JsonBody, ManifestBody, toml_response, wants_toml};
 use super::error::ApiResult;
@@ -19,12 +19,12 @@ use crate::routes::{Action, Api};
 
 pub fn routes() -> Api {
     Api::new()
-        .route(routes!(list_templates, create_template), &[(Method::POST, Action::named("type.create"))])
+        .route(api!(list_templates, create_template), &[(Method::POST, Action::named("type.create"))])
         .route(
-            routes!(get_template, replace_template, delete_template),
+            api!(get_template, replace_template, delete_template),
             &[(Method::PUT, Action::named("type.update")), (Method::DELETE, Action::named("type.delete"))],
         )
-        .route(routes!(apply_template), &[(Method::POST, Action::named("type.apply"))])
+        .route(api!(apply_template), &[(Method::POST, Action::named("type.apply"))])
 }
 
 /// Every agent type, by name.

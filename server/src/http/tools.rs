@@ -1,6 +1,7 @@
 //! `/api/tools` (the registry), `/api/audit` (the tool-call log) and `/api/audit/actions`
 //! (what operators and API tokens changed).
 
+use crate::routes::api;
 use axum::extract::State;
 use axum::response::Response;
 use kennel_kernel::Kernel;
@@ -11,7 +12,6 @@ use kennel_kernel::tool::audit::{AuditFilter, AuditRecord};
 use kennel_kernel::tool::{Availability, ToolDef};
 use serde::Serialize;
 use utoipa::ToSchema;
-use utoipa_axum::routes;
 
 use super::body::QueryParams;
 use super::error::ApiResult;
@@ -19,7 +19,7 @@ use super::page::PageParams;
 use crate::routes::Api;
 
 pub fn routes() -> Api {
-    Api::new().route(routes!(list_tools), &[]).route(routes!(list_audit), &[]).route(routes!(list_actions), &[])
+    Api::new().route(api!(list_tools), &[]).route(api!(list_audit), &[]).route(api!(list_actions), &[])
 }
 
 /// A tool as the registry holds it, with whether this daemon offers it.

@@ -1,5 +1,6 @@
 //! `/api/usage`: what model calls used and cost, grouped by agent, provider, model or day.
 
+use crate::routes::api;
 use axum::extract::State;
 use axum::response::Response;
 use kennel_kernel::Kernel;
@@ -7,7 +8,6 @@ use kennel_kernel::page::PageQuery;
 use kennel_kernel::page::PositionCursor;
 use kennel_kernel::usage::{Group, Line};
 use serde::Deserialize;
-use utoipa_axum::routes;
 
 use super::body::QueryParams;
 use super::error::ApiResult;
@@ -15,7 +15,7 @@ use super::page::PageParams;
 use crate::routes::Api;
 
 pub fn routes() -> Api {
-    Api::new().route(routes!(usage), &[])
+    Api::new().route(api!(usage), &[])
 }
 
 /// How to read the usage.

@@ -1,5 +1,6 @@
 //! `/api/workflows`: stored workflows, their runs, and running one.
 
+use crate::routes::api;
 use axum::Json;
 use axum::extract::{Extension, Path, State};
 use axum::http::Method;
@@ -13,7 +14,6 @@ use kennel_kernel::workflow::Workflows;
 use kennel_kernel::workflow::{RunOrigin, Workflow, WorkflowInput, WorkflowRun};
 use serde::Deserialize;
 use utoipa::ToSchema;
-use utoipa_axum::routes;
 
 use super::auth::Bearer;
 use super::body::JsonBody;
@@ -23,12 +23,12 @@ use crate::routes::{Action, Api};
 
 pub fn routes() -> Api {
     Api::new()
-        .route(routes!(list_workflows, create_workflow), &[(Method::POST, Action::named("workflow.create"))])
+        .route(api!(list_workflows, create_workflow), &[(Method::POST, Action::named("workflow.create"))])
         .route(
-            routes!(get_workflow, replace_workflow, delete_workflow),
+            api!(get_workflow, replace_workflow, delete_workflow),
             &[(Method::PUT, Action::named("workflow.update")), (Method::DELETE, Action::named("workflow.delete"))],
         )
-        .route(routes!(list_runs, start_run), &[(Method::POST, Action::named("workflow.run"))])
+        .route(api!(list_runs, start_run), &[(Method::POST, Action::named("workflow.run"))])
 }
 
 /// Every workflow, by name.
