@@ -100,8 +100,8 @@
 //!   installs Debian's `postgresql` if missing and starts a throwaway cluster (`initdb` into a
 //!   temp dir, loopback port, `fsync=off`, as `postgres` when run as root since PostgreSQL
 //!   refuses root), removed at exit; about 2 s. After the usual pass it runs the kernel's unit
-//!   tests and the whole system suite again with `KENNEL_TEST_BACKEND=postgres`: kernel tests
-//!   open their database with `db::open_for_test` (a database of their own, dropped with the
+//!   tests and the system-test modules of stored state (`tests/postgres-modules`) again with
+//!   `KENNEL_TEST_BACKEND=postgres`: kernel tests open their database with `db::open_for_test` (a database of their own, dropped with the
 //!   last `Db` clone), and each system-test `Home` gets a database of its own that every daemon
 //!   and CLI run of that home is given as `KENNEL_DATABASE_URL` (`tests/src/postgres.rs`, made
 //!   and dropped with `psql`). Tests that looked at `kennel.db` itself ask the home instead

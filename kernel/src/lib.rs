@@ -146,7 +146,11 @@ impl Kernel {
     /// Opens `$KENNEL_HOME`: creates it with a commented `config.toml` on first use, reads
     /// the config, opens the database (applying migrations) and loads every service.
     pub async fn open(home: &Path) -> Result<Kernel, OpenError> {
-        let mut phases = startup::Phases::begin();
+        Kernel::open_timing(home, startup::Phases::begin()).await
+    }
+
+    /// Like [`Kernel::open`], adding its phases to `phases` ([`Kernel::opening`]).
+    pub async fn open_timing(home: &Path, mut phases: startup::Phases) -> Result<Kernel, OpenError> {
         prepare_home(home)?;
         let config = Config::load(&home.join("config.toml"))?;
         phases.mark("config");

@@ -17,8 +17,12 @@ pub struct Phases {
 impl Phases {
     /// Starts timing now.
     pub fn begin() -> Phases {
-        let now = Instant::now();
-        Phases { began: now, last: now, done: Vec::new() }
+        Phases::begin_at(Instant::now())
+    }
+
+    /// Starts timing at `began` (the process's start, say).
+    pub fn begin_at(began: Instant) -> Phases {
+        Phases { began, last: began, done: Vec::new() }
     }
 
     /// Ends the phase that ran since the last mark.

@@ -46,9 +46,9 @@ pub async fn serve(
     let limits = crate::edge::Limits::from_config(&kernel.config().server, open_files);
     let app = router(kernel.clone()).layer(axum::Extension(crate::dashboard::site::ListenAddr(addr)));
     phases.mark("router");
-    crate::release_startup_memory();
-    phases.mark("memory handed back");
     tracing::info!(%addr, max_connections = limits.max_connections, started = %phases, "listening");
+    // Serving need not wait for it: it runs beside the first requests.
+    tokio::task::spawn_blocking(crate::release_startup_memory);
     reload_on_hangup(kernel.clone());
     let (stopping, stopped) = tokio::sync::oneshot::channel();
     let signalled = shutdown_signal();

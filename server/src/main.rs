@@ -14,7 +14,11 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// When `main` began, for the start-up line's first phase (`kennel start`).
+static STARTED: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
 fn main() -> ExitCode {
+    STARTED.get_or_init(std::time::Instant::now);
     // An agent's child process runs under `kennel __supervise` (kernel/src/process/supervisor.rs):
     // no runtime, no command line parsing, nothing of the daemon.
     if std::env::args_os().nth(1).is_some_and(|a| a == kennel_kernel::process::supervisor::ARG) {

@@ -36,15 +36,28 @@ const MIGRATIONS_TABLE: &str = "_sqlx_migrations";
 /// Brings the database to the newest schema: the baseline if it has no table yet, then
 /// whatever migrations it lacks.
 pub(super) async fn migrate(db: &Db) -> Result<(), MigrateError> {
-    lay_baseline_if_fresh(db).await?;
+    if lay_baseline_if_fresh(db).await? == Laid::Newest {
+        return Ok(());
+    }
     match &db.pool {
         Pool::Sqlite(pool) => SQLITE.run(pool).await,
         Pool::Postgres(pool) => POSTGRES.run(pool).await,
     }
 }
 
+/// What [`lay_baseline_if_fresh`] found.
+#[derive(Debug, PartialEq)]
+enum Laid {
+    /// A database with tables: left for the migrator.
+    Nothing,
+    /// The baseline, which is not the newest migration: the migrator applies the rest.
+    Older,
+    /// The baseline, which is the newest migration: nothing is left to apply.
+    Newest,
+}
+
 /// Lays the baseline on a database with no table; leaves any other alone.
-async fn lay_baseline_if_fresh(db: &Db) -> Result<(), MigrateError> {
+async fn lay_baseline_if_fresh(db: &Db) -> Result<Laid, MigrateError> {
     let mut tx = db.begin_write().await.map_err(store_error)?;
     let tables: i64 = query_scalar(db.dialect(
         "SELECT count(*) FROM sqlite_master",
@@ -53,7 +66,7 @@ async fn lay_baseline_if_fresh(db: &Db) -> Result<(), MigrateError> {
     .fetch_one(&mut tx)
     .await?;
     if tables > 0 {
-        return Ok(());
+        return Ok(Laid::Nothing);
     }
     let (migrator, through) = match &mut tx {
         Tx::Sqlite(conn) => {
@@ -80,7 +93,8 @@ async fn lay_baseline_if_fresh(db: &Db) -> Result<(), MigrateError> {
         .await?;
     }
     tx.commit().await?;
-    Ok(())
+    let newest = migrator.iter().map(|m| m.version).max().unwrap_or(0);
+    Ok(if through >= newest { Laid::Newest } else { Laid::Older })
 }
 
 fn store_error(e: crate::error::Error) -> MigrateError {

@@ -538,7 +538,9 @@ async fn start(home: PathBuf, bind: Option<SocketAddr>) -> anyhow::Result<()> {
     // Held until the process ends: a second daemon on this home stops here, before it opens
     // anything of the first's.
     let _one_daemon = daemon::lock_home(&home)?;
-    let kernel = open(&home).await?;
+    let mut phases = kennel_kernel::startup::Phases::begin_at(*crate::STARTED.get_or_init(std::time::Instant::now));
+    phases.mark("command line, runtime, lock");
+    let kernel = Kernel::open_timing(&home, phases).await?;
     let mut phases = kernel.opening();
     let addr = bind.unwrap_or(kernel.config().server.bind);
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
