@@ -568,7 +568,25 @@ fn init_logging() {
         filter = filter.add_directive("chromiumoxide=error".parse().expect("a fixed, valid directive"));
     }
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(|| LossyStderr).init();
+}
+
+/// Standard error for the daemon's log, where a line nobody can read any more (the pipe's
+/// reader is gone: the terminal or supervisor that started the daemon) is dropped. A failed
+/// write would be reported by tracing-subscriber with `eprintln!`, which panics on the same
+/// closed pipe, and the release build stops on a panic: the log must not end the daemon.
+struct LossyStderr;
+
+impl Write for LossyStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let _ = std::io::stderr().write_all(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = std::io::stderr().flush();
+        Ok(())
+    }
 }
 
 #[cfg(test)]
