@@ -119,8 +119,9 @@ pub(super) async fn sqlite_dump(db: &Db) -> String {
     .fetch_all(db)
     .await
     .expect("read the tables");
-    let mut dump = String::from(
-        "-- The schema SQLite's migrations 0001–0039 make, laid at once on a fresh database\n\
+    let newest = SQLITE.iter().map(|m| m.version).max().unwrap_or(0);
+    let mut dump = format!(
+        "-- The schema SQLite's migrations 0001–{newest:04} make, laid at once on a fresh database\n\
          -- (kernel/src/db/baseline.rs). Written by a test, never by hand: after a new migration,\n\
          -- KENNEL_WRITE_BASELINE=1 cargo test -p kennel-kernel --lib db::baseline\n",
     );
