@@ -868,10 +868,11 @@ pub fn metered_for(
     session: Option<Uuid>,
 ) -> impl Fn(ExtractorCall<'_>) + Send + Sync + use<> {
     move |call: ExtractorCall<'_>| {
+        // Outside a turn or a session the meter records the nil id (Uuid's default).
         meter.record(crate::usage::ModelCall {
-            turn: turn.unwrap_or(Uuid::nil()),
+            turn: turn.unwrap_or_default(),
             agent,
-            session: session.unwrap_or(Uuid::nil()),
+            session: session.unwrap_or_default(),
             provider: call.provider.to_string(),
             model: call.model.to_string(),
             purpose: "memory",
