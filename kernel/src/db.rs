@@ -12,7 +12,8 @@
 //! ## Layout
 //!
 //! `Db` (SQLite: WAL, `synchronous=NORMAL`, foreign keys; or PostgreSQL), migrations per back end
-//! (a fresh database gets the whole schema in one transaction instead: `baseline.rs`),
+//! (a fresh database gets the whole schema in one transaction instead, a new SQLite file an
+//! image of it: `baseline.rs`),
 //! `watch_changes` (below), `stored_enum!`; `query.rs` the query layer
 //! every store uses, `copy.rs` `kennel migrate-to-postgres`, `schema_parity.rs` and
 //! `test_postgres.rs` the PostgreSQL tests' (below).
@@ -287,6 +288,7 @@ fn options(path: &Path) -> Result<SqliteConnectOptions, sqlx::Error> {
 /// Opens (creating if needed) the SQLite database and applies the embedded migrations. The
 /// error keeps its detail: it goes to the operator starting the daemon, never to a client.
 pub async fn open(path: &Path) -> Result<Db, sqlx::Error> {
+    baseline::write_sqlite_image_if_absent(path)?;
     let db = connect_sqlite(path).await?;
     migrate(&db).await?;
     Ok(db)

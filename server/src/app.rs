@@ -34,41 +34,73 @@ pub fn router(kernel: Kernel) -> Router {
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Serves until SIGINT or SIGTERM, lets in-flight requests finish, then closes the kernel.
-/// `phases` is how long starting took so far; the router's time is added and the whole is
-/// logged once the daemon serves.
+///
+/// `GET /healthz` answers as soon as the socket is served; the background work (the cluster's
+/// row, sweepers, runners) then starts and the router is built, a few milliseconds during
+/// which every other request waits. A supervisor or script waiting for the daemon learns it
+/// is up at once, and no request is refused for coming early. `ready` runs once everything is
+/// served (`kennel start` prints its line there). `phases` is how long starting took so far;
+/// the rest is added and the whole is logged then.
 pub async fn serve(
     kernel: Kernel,
     listener: tokio::net::TcpListener,
     mut phases: kennel_kernel::startup::Phases,
-) -> std::io::Result<()> {
+    ready: impl FnOnce() + Send + 'static,
+) -> anyhow::Result<()> {
     let addr: SocketAddr = listener.local_addr()?;
     let open_files = crate::edge::raise_open_file_limit();
     let limits = crate::edge::Limits::from_config(&kernel.config().server, open_files);
-    let app = router(kernel.clone()).layer(axum::Extension(crate::dashboard::site::ListenAddr(addr)));
-    phases.mark("router");
-    tracing::info!(%addr, max_connections = limits.max_connections, started = %phases, "listening");
-    // Serving need not wait for it: it runs beside the first requests.
-    tokio::task::spawn_blocking(crate::release_startup_memory);
+    let app = crate::edge::App::starting(crate::http::health_router(kernel.clone()), limits);
     reload_on_hangup(kernel.clone());
     let (stopping, stopped) = tokio::sync::oneshot::channel();
     let signalled = shutdown_signal();
-    let server = crate::edge::serve(listener, app, limits, async {
+    let server = crate::edge::serve(listener, app.clone(), async {
         signalled.await;
         crate::live::stop_streams();
         let _ = stopping.send(());
     });
+    phases.mark("serving /healthz");
+    // A task of its own: building the router takes milliseconds of CPU, during which this
+    // task's accept loop must go on taking connections.
+    let starting = tokio::spawn(finish_starting(kernel.clone(), app, addr, phases, ready));
     // In-flight requests get a while to finish (a turn's model call); then the daemon stops
     // anyway, and the turns they ran are marked interrupted at the next start.
     let grace = async {
         let _ = stopped.await;
         tokio::time::sleep(SHUTDOWN_GRACE).await;
     };
-    tokio::select! {
-        served = server => served?,
-        () = grace => tracing::warn!("requests still running {} s after the signal: stopping anyway", SHUTDOWN_GRACE.as_secs()),
-    }
+    let serving = async {
+        tokio::select! {
+            served = server => served?,
+            () = grace => tracing::warn!("requests still running {} s after the signal: stopping anyway", SHUTDOWN_GRACE.as_secs()),
+        }
+        anyhow::Ok(())
+    };
+    // Starting that fails (the cluster's row) stops serving too, and the daemon with its error.
+    let started = async { starting.await? };
+    let served = tokio::try_join!(serving, started).map(|_| ());
     tracing::info!("shutting down: closing the database");
     kernel.close().await;
+    served
+}
+
+/// What starting does once `/healthz` answers: the background work, then the whole router,
+/// which `app` serves every request with from then on.
+async fn finish_starting(
+    kernel: Kernel,
+    app: crate::edge::App,
+    addr: SocketAddr,
+    mut phases: kennel_kernel::startup::Phases,
+    ready: impl FnOnce(),
+) -> anyhow::Result<()> {
+    kernel.start_background(&addr.to_string()).await?;
+    phases.mark("background");
+    app.finish(router(kernel.clone()).layer(axum::Extension(crate::dashboard::site::ListenAddr(addr))));
+    phases.mark("router");
+    tracing::info!(%addr, max_connections = app.limits().max_connections, started = %phases, "listening");
+    ready();
+    // Start-up's code and heap, handed back; serving need not wait for it.
+    tokio::task::spawn_blocking(crate::release_startup_memory);
     Ok(())
 }
 

@@ -214,20 +214,10 @@ impl http_body::Body for Counted {
 /// connection finish the request it serves, and returns once all are closed.
 pub async fn serve(
     listener: TcpListener,
-    app: Router,
-    limits: Limits,
+    app: App,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let deadline = limits.body_deadline;
-    let app = app.layer(tower_http::timeout::RequestBodyTimeoutLayer::new(limits.body)).layer(
-        axum::middleware::map_request(move |req: axum::extract::Request| async move {
-            // A request with no body (most: every GET) gets no timer: nothing on the hot path.
-            if http_body::Body::is_end_stream(req.body()) {
-                return req;
-            }
-            req.map(|body| axum::body::Body::new(Deadline::new(body, deadline)))
-        }),
-    );
+    let limits = app.limits();
     let connections = Arc::new(Connections::default());
     let refusing = Arc::new(AtomicUsize::new(0));
     let (stopping, stop) = watch::channel(false);
@@ -280,6 +270,77 @@ pub async fn serve(
     Ok(())
 }
 
+/// What the edge serves: the daemon's router, which may still be being built when the first
+/// connections come. Until it is, `GET /healthz` is answered by a router of its own (the
+/// daemon is up: its store is open, its tools loaded, its socket bound) and every other
+/// request waits for the whole router, then is served by it.
+#[derive(Clone)]
+pub struct App(Arc<Routers>);
+
+struct Routers {
+    health: Router,
+    whole: std::sync::OnceLock<Router>,
+    built: Notify,
+    limits: Limits,
+}
+
+impl App {
+    /// An edge that answers `GET /healthz` with `health` until [`App::finish`].
+    pub fn starting(health: Router, limits: Limits) -> App {
+        App(Arc::new(Routers {
+            health: bounded(health, limits),
+            whole: std::sync::OnceLock::new(),
+            built: Notify::new(),
+            limits,
+        }))
+    }
+
+    /// The edge's settings.
+    pub fn limits(&self) -> Limits {
+        self.0.limits
+    }
+
+    /// Serves everything with `router` from now on, the requests waiting for it first.
+    pub fn finish(&self, router: Router) {
+        let _ = self.0.whole.set(bounded(router, self.0.limits));
+        self.0.built.notify_waiters();
+    }
+
+    /// The router to serve a request with, once there is one (`health_check`: the request is
+    /// `GET /healthz`).
+    async fn router_for(&self, health_check: bool) -> Router {
+        let routers = &self.0;
+        loop {
+            if let Some(router) = routers.whole.get() {
+                return router.clone();
+            }
+            if health_check {
+                return routers.health.clone();
+            }
+            // Registered before the second look, so a `finish` between the two still wakes it.
+            let built = routers.built.notified();
+            if routers.whole.get().is_none() {
+                built.await;
+            }
+        }
+    }
+}
+
+/// `router` with the request body's bounds: a pause of at most `[server] body_timeout_secs`
+/// between parts, the whole within `body_deadline_secs`.
+fn bounded(router: Router, limits: Limits) -> Router {
+    let deadline = limits.body_deadline;
+    router.layer(tower_http::timeout::RequestBodyTimeoutLayer::new(limits.body)).layer(axum::middleware::map_request(
+        move |req: axum::extract::Request| async move {
+            // A request with no body (most: every GET) gets no timer: nothing on the hot path.
+            if http_body::Body::is_end_stream(req.body()) {
+                return req;
+            }
+            req.map(|body| axum::body::Body::new(Deadline::new(body, deadline)))
+        },
+    ))
+}
+
 /// A connection's place in the registry, given back when its task ends.
 struct Registered {
     connections: Arc<Connections>,
@@ -294,7 +355,7 @@ impl Drop for Registered {
 
 /// One accepted connection and what it needs to serve itself.
 struct Connection {
-    app: Router,
+    app: App,
     peer: SocketAddr,
     serving: Arc<AtomicUsize>,
     evict: Arc<Notify>,
@@ -310,7 +371,9 @@ impl Connection {
             request.extensions_mut().insert(ConnectInfo(peer));
             let app = app.clone();
             async move {
-                let response = app.oneshot(request.map(axum::body::Body::new)).await?;
+                let health_check = request.method() == hyper::Method::GET && request.uri().path() == "/healthz";
+                let router = app.router_for(health_check).await;
+                let response = router.oneshot(request.map(axum::body::Body::new)).await?;
                 Ok::<_, std::convert::Infallible>(
                     response.map(|body| axum::body::Body::new(Counted { body, _serving: counted })),
                 )
@@ -489,5 +552,58 @@ impl AsyncWrite for WriteTimeout {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::routing::get;
+
+    use super::*;
+
+    fn limits() -> Limits {
+        let second = Duration::from_secs(1);
+        Limits { header_read: second, body: second, body_deadline: second, write: second, max_connections: 16 }
+    }
+
+    /// The body of `GET path` on a connection of its own.
+    async fn get_body(addr: SocketAddr, path: &str) -> String {
+        let mut tcp = TcpStream::connect(addr).await.unwrap();
+        let request = format!("GET {path} HTTP/1.1\r\nhost: kennel\r\nconnection: close\r\n\r\n");
+        tcp.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        tcp.read_to_string(&mut answer).await.unwrap();
+        answer.split_once("\r\n\r\n").map(|(_, body)| body.to_string()).unwrap_or(answer)
+    }
+
+    #[tokio::test]
+    async fn while_the_router_is_built_healthz_answers_and_every_other_request_waits_for_it() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = App::starting(Router::new().route("/healthz", get(|| async { "starting" })), limits());
+        tokio::spawn(serve(listener, app.clone(), std::future::pending()));
+
+        assert_eq!(get_body(addr, "/healthz").await, "starting");
+        let early = tokio::spawn(get_body(addr, "/api/templates"));
+        let early_post = tokio::spawn(async move {
+            let mut tcp = TcpStream::connect(addr).await.unwrap();
+            tcp.write_all(b"POST /healthz HTTP/1.1\r\nhost: kennel\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                .await
+                .unwrap();
+            let mut answer = String::new();
+            tcp.read_to_string(&mut answer).await.unwrap();
+            answer
+        });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!early.is_finished() && !early_post.is_finished(), "requests other than GET /healthz wait");
+
+        app.finish(
+            Router::new()
+                .route("/healthz", get(|| async { "serving" }))
+                .route("/api/templates", get(|| async { "the whole router" })),
+        );
+        assert_eq!(early.await.unwrap(), "the whole router", "a waiting request is served once the router is built");
+        assert!(early_post.await.unwrap().starts_with("HTTP/1.1 405"), "and by the whole router's rules");
+        assert_eq!(get_body(addr, "/healthz").await, "serving");
     }
 }

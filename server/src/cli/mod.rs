@@ -546,17 +546,19 @@ async fn start(home: PathBuf, bind: Option<SocketAddr>) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr()?;
     phases.mark("socket");
-    kernel.start_background(&local.to_string()).await?;
-    phases.mark("background");
-    // Written before the line below, so a script that waits for it finds them.
+    // Written before `/healthz` answers, so a script or CLI command that waits for the daemon
+    // finds its address and token.
     let announced = daemon::announce(&home, local, kernel.started_at(), &kernel.auth().issue_cli_token())?;
-    // One line on stdout that scripts (and our tests) can wait for; logs go to stderr.
-    println!("kennel listening on http://{local}");
-    std::io::stdout().flush()?;
     phases.mark("announce");
-    let served = crate::app::serve(kernel, listener, phases).await;
+    let served = crate::app::serve(kernel, listener, phases, move || {
+        // One line on stdout that scripts (and our tests) can wait for: every route answers
+        // from here. Logs go to stderr. A closed stdout (nobody waits) is no reason to stop.
+        let mut stdout = std::io::stdout();
+        let _ = writeln!(stdout, "kennel listening on http://{local}").and_then(|()| stdout.flush());
+    })
+    .await;
     drop(announced);
-    Ok(served?)
+    served
 }
 
 fn init_logging() {

@@ -165,6 +165,14 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .layer(middleware::map_response(machine_headers))
 }
 
+/// `GET /healthz` alone, as it answers while the daemon is still starting (`edge::App`).
+pub fn health_router(kernel: Kernel) -> Router {
+    Router::new()
+        .route("/healthz", axum::routing::get(openapi::healthz))
+        .layer(middleware::map_response(machine_headers))
+        .with_state(kernel)
+}
+
 /// Every machine-side answer (the API, A2A, webhooks, health) is what it says it is and is
 /// kept by no cache: it can carry an agent's words or a task's result.
 async fn machine_headers(mut res: axum::response::Response) -> axum::response::Response {

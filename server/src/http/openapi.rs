@@ -252,7 +252,7 @@ const MAX_CHALLENGE: usize = 128;
     params(("x-kennel-challenge" = Option<String>, Header, description = "A random value from the CLI; the answer's X-Kennel-Proof is its HMAC with this run's CLI token. One over 128 characters is not answered (no proof header)")),
     responses((status = 200, description = "The daemon is serving", body = Health,
         headers(("x-kennel-proof" = String, description = "Present when a challenge was sent")))))]
-async fn healthz(
+pub(super) async fn healthz(
     axum::extract::State(kernel): axum::extract::State<Kernel>,
     headers: axum::http::HeaderMap,
 ) -> axum::response::Response {
