@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{MatchedPath, RawPathParams, Request, State};
+use axum::extract::{FromRequestParts, MatchedPath, RawPathParams, Request, State};
 use axum::http::StatusCode;
 use axum::http::header::LOCATION;
 use axum::middleware::Next;
@@ -54,17 +54,18 @@ impl Log {
 /// Records each state-changing request of an operator or an API token, under the name its
 /// route declared. Runs inside the fronts' sign-in checks (it reads who they let in) and
 /// outside every handler.
-pub async fn record(
-    State(Log { kernel, declared }): State<Log>,
-    route: Option<MatchedPath>,
-    params: Result<RawPathParams, axum::extract::rejection::RawPathParamsRejection>,
-    req: Request,
-    next: Next,
-) -> Response {
+pub async fn record(State(Log { kernel, declared }): State<Log>, req: Request, next: Next) -> Response {
+    // A read is not an action: it goes through with nothing looked at (the route, its
+    // parameters and the caller are read only for a change).
     let method = req.method().clone();
-    let changes = crate::routes::changes(&method);
-    let actor = actor(&req);
-    let (Some(route), Some(actor), true) = (route, actor, changes) else {
+    if !crate::routes::changes(&method) {
+        return next.run(req).await;
+    }
+    let (mut parts, body) = req.into_parts();
+    let route = parts.extensions.get::<MatchedPath>().cloned();
+    let params = RawPathParams::from_request_parts(&mut parts, &()).await;
+    let req = Request::from_parts(parts, body);
+    let (Some(route), Some(actor)) = (route, actor(&req)) else {
         return next.run(req).await;
     };
     let route = route.as_str().to_string();

@@ -345,10 +345,20 @@ impl Agents {
 
     /// A page of the agent types, by name, each already serialised as the API lists it.
     pub fn types_page_json(&self, page: &PageRequest) -> Result<Page<Arc<RawValue>>> {
+        use std::ops::Bound::{Excluded, Unbounded};
         let after = page.after(Key::Name)?;
-        let named: Vec<(String, Arc<RawValue>)> =
-            self.read().types_json.iter().map(|(name, json)| (name.clone(), json.clone())).collect();
-        Ok(Page::of_sorted(named, page, after, |(name, _)| name.clone()).map(|(_, json)| json))
+        let state = self.read();
+        // Only the page's own entries are copied out (an Arc each), straight from the sorted map.
+        let rows: Vec<(&str, Arc<RawValue>)> = match after {
+            Some(cursor) => {
+                state.types_json.range::<str, _>((Excluded(cursor), Unbounded)).take(page.limit as usize + 1)
+            }
+            None => state.types_json.range::<str, _>(..).take(page.limit as usize + 1),
+        }
+        .map(|(name, json)| (name.as_str(), json.clone()))
+        .collect();
+        let total = state.types_json.len() as u64;
+        Ok(Page::from_rows(rows, page, total, |(name, _)| name.to_string()).map(|(_, json)| json))
     }
 
     /// The names of the agent types whose manifests list the skill `skill`, sorted.

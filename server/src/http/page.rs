@@ -5,10 +5,14 @@
 use axum::Json;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
+use std::sync::Arc;
+
+use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderValue, Uri};
 use axum::response::{IntoResponse, Response};
 use kennel_kernel::page::{Page, PageQuery, PageRequest};
 use serde::Serialize;
+use serde_json::value::RawValue;
 
 use super::body::QueryParams;
 use super::error::ApiError;
@@ -33,7 +37,29 @@ impl<S: Send + Sync> FromRequestParts<S> for PageParams {
 impl PageParams {
     /// The answer for `page`: its items, the total and the next page's link.
     pub fn answer<T: Serialize>(&self, page: Page<T>) -> Response {
-        let mut response = Json(&page.items).into_response();
+        let response = Json(&page.items).into_response();
+        self.with_page_headers(response, &page)
+    }
+
+    /// [`PageParams::answer`] for items kept serialised: the array is their JSON joined, in a
+    /// body allocated once at its size (serialising them again into a growing buffer was a
+    /// tenth of `GET /api/templates`'s time, most of it reallocating and copying).
+    pub fn answer_serialised(&self, page: Page<Arc<RawValue>>) -> Response {
+        let length = 2 + page.items.iter().map(|item| item.get().len() + 1).sum::<usize>();
+        let mut body = Vec::with_capacity(length);
+        body.push(b'[');
+        for (i, item) in page.items.iter().enumerate() {
+            if i > 0 {
+                body.push(b',');
+            }
+            body.extend_from_slice(item.get().as_bytes());
+        }
+        body.push(b']');
+        let response = ([(CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response();
+        self.with_page_headers(response, &page)
+    }
+
+    fn with_page_headers<T>(&self, mut response: Response, page: &Page<T>) -> Response {
         let headers = response.headers_mut();
         headers.insert(TOTAL_COUNT, HeaderValue::from(page.total));
         if let Some(next) = &page.next

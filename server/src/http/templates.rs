@@ -31,7 +31,7 @@ pub fn routes() -> Api {
 #[utoipa::path(get, path = "/api/templates", tag = "agent types", params(PageQuery, ("cursor" = inline(Option<Name>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last agent type's name)")),
     responses((status = 200, description = "A page of agent types", body = Vec<AgentType>)))]
 async fn list_templates(State(kernel): State<Kernel>, page: PageParams) -> ApiResult<Response> {
-    Ok(page.answer(kernel.agents().types_page_json(&page.request)?))
+    Ok(page.answer_serialised(kernel.agents().types_page_json(&page.request)?))
 }
 
 /// Creates an agent type from a manifest (JSON, or TOML with `Content-Type: application/toml`).
