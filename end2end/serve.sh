@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Starts what the end-to-end specs run against: the fake LLM provider on :4601 and the real
-# kennel release binary on :4600, on a fresh temporary home. Stops both when it is stopped.
+# kennel binary on :4600 (KENNEL_BIN: the release build by default; ./scripts/test passes the
+# debug build its tests ran), on a fresh temporary home. Stops both when it is stopped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kennel=${KENNEL_BIN:-target/release/kennel}

@@ -1,4 +1,4 @@
-"""The REST contract, checked by real clients against the release binary.
+"""The REST contract, checked by real clients against a running daemon (KENNEL_BIN).
 
 1. GET /api/openapi.json must be a valid OpenAPI 3.1 document (openapi-spec-validator).
 2. schemathesis, with every check, over every operation: 0 failures. Its stateful phase
