@@ -26,8 +26,10 @@
 //! writes, a watcher polls `PRAGMA data_version` on its own connection every 200 ms; after a
 //! commit it reads `cached_tables_version`, a counter that SQL triggers on `agent_types`,
 //! `agents` and `api_tokens` move, and reloads only if it moved — audit rows, claims and fires
-//! cause no reload. Writes and reloads are serialised by one lock per service, so a reload can
-//! never put back a stale copy. **Decision:** a CLI change reaches a running daemon within about
+//! cause no reload. The counter is read before the kernel loads its copies and the watcher
+//! starts from that mark, so a commit between the load and the watcher's first look is not
+//! missed (its connection is opened by its own task, after the daemon serves). Writes and
+//! reloads are serialised by one lock per service, so a reload can never put back a stale copy. **Decision:** a CLI change reaches a running daemon within about
 //! 0.2 s; changes made through the API are visible at once. On PostgreSQL the daemon listens
 //! instead (`kennel_cached`, see `crate::db`) and the CLI's change arrives at once.
 //!
@@ -151,9 +153,28 @@ pub(crate) use query::{FromRow, QueryBuilder, Row, Tx, from_row, query, query_as
 pub struct Db {
     pool: Pool,
     changes: Changes,
+    /// Set while start-up runs its queries one after another ([`Db::one_connection`]).
+    one_connection: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// A test's own PostgreSQL database, dropped with the last clone ([`open_for_test`]).
     #[cfg(test)]
     test_database: Option<std::sync::Arc<test_postgres::TestDatabase>>,
+}
+
+/// How long a query of [`Db::one_connection`] waits at most for a connection to come back. A
+/// ping (and the rollback of a transaction dropped unfinished) on SQLite's worker thread takes
+/// microseconds, but a loaded machine can leave that thread waiting for a core for some
+/// milliseconds. While the kernel opens, nothing else holds a connection (the audit and
+/// usage writers wait for work), so the bound is only a backstop: past it, the queries of that
+/// guard stop waiting and open connections as they would have.
+const SETTLE_AT_MOST: Duration = Duration::from_millis(100);
+
+/// [`Db::one_connection`]'s guard.
+pub(crate) struct OneConnection(Db);
+
+impl Drop for OneConnection {
+    fn drop(&mut self) {
+        self.0.one_connection.store(false, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// The back end a [`Db`] runs on.
@@ -186,7 +207,45 @@ impl Db {
         }
     }
 
+    /// Until the guard is dropped, every query on the pool first waits for the connections
+    /// earlier queries used to be back in it, for at most [`SETTLE_AT_MOST`]. For a run of
+    /// queries one after another, as the kernel's opening makes: sqlx gives a finished
+    /// query's connection back in a task of its own (after a ping), so the next query,
+    /// finding none idle yet, would open another. On SQLite a connection's first query parses
+    /// the whole schema, about a millisecond: the kernel's opening made two where one does.
+    pub(crate) fn one_connection(&self) -> OneConnection {
+        self.one_connection.store(true, std::sync::atomic::Ordering::Relaxed);
+        OneConnection(self.clone())
+    }
+
+    /// What [`Db::one_connection`] waits for before a query (nothing once it is dropped, nor
+    /// on PostgreSQL, whose listeners hold connections of the pool for good).
+    pub(crate) async fn settle(&self) {
+        let Pool::Sqlite(pool) = &self.pool else { return };
+        if !self.one_connection.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        let deadline = std::time::Instant::now() + SETTLE_AT_MOST;
+        while pool.num_idle() < pool.size() as usize {
+            if std::time::Instant::now() > deadline {
+                self.one_connection.store(false, std::sync::atomic::Ordering::Relaxed);
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// The connections the pool holds (SQLite's, for tests of [`Db::one_connection`]).
+    #[cfg(test)]
+    pub(crate) fn connections(&self) -> u32 {
+        match &self.pool {
+            Pool::Sqlite(pool) => pool.size(),
+            Pool::Postgres(pool) => pool.size(),
+        }
+    }
+
     pub(crate) async fn begin(&self) -> Result<Tx> {
+        self.settle().await;
         Ok(match &self.pool {
             Pool::Sqlite(pool) => Tx::Sqlite(pool.begin().await?),
             Pool::Postgres(pool) => Tx::Postgres(pool.begin().await?),
@@ -197,6 +256,7 @@ impl Db {
     /// on it agree on which rows there are (SQLite: the write lock from the start; PostgreSQL:
     /// `REPEATABLE READ`, where a row changed meanwhile fails the transaction instead).
     pub(crate) async fn begin_snapshot(&self) -> Result<Tx> {
+        self.settle().await;
         Ok(match &self.pool {
             Pool::Sqlite(pool) => Tx::Sqlite(pool.begin_with("BEGIN IMMEDIATE").await?),
             Pool::Postgres(pool) => Tx::Postgres(pool.begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ").await?),
@@ -208,6 +268,7 @@ impl Db {
     /// PostgreSQL every such transaction takes one advisory lock, so they run one at a time
     /// as SQLite's do.
     pub(crate) async fn begin_write(&self) -> Result<Tx> {
+        self.settle().await;
         Ok(match &self.pool {
             Pool::Sqlite(pool) => Tx::Sqlite(pool.begin_with("BEGIN IMMEDIATE").await?),
             Pool::Postgres(pool) => {
@@ -290,7 +351,10 @@ fn options(path: &Path) -> Result<SqliteConnectOptions, sqlx::Error> {
 pub async fn open(path: &Path) -> Result<Db, sqlx::Error> {
     baseline::write_sqlite_image_if_absent(path)?;
     let db = connect_sqlite(path).await?;
-    migrate(&db).await?;
+    {
+        let _one = db.one_connection();
+        migrate(&db).await?;
+    }
     Ok(db)
 }
 
@@ -309,6 +373,7 @@ async fn connect_sqlite(path: &Path) -> Result<Db, sqlx::Error> {
     Ok(Db {
         pool: Pool::Sqlite(pool),
         changes,
+        one_connection: Default::default(),
         #[cfg(test)]
         test_database: None,
     })
@@ -343,6 +408,7 @@ async fn connect_postgres(url: &str) -> Result<Db, sqlx::Error> {
     Ok(Db {
         pool: Pool::Postgres(pool),
         changes: Changes::default(),
+        one_connection: Default::default(),
         #[cfg(test)]
         test_database: None,
     })
@@ -407,54 +473,82 @@ async fn tell_commits(conn: &mut SqliteConnection, changes: Changes) -> Result<(
     Ok(())
 }
 
+/// Where the tables the kernel keeps in memory (agent types, agents, API tokens) stood: read
+/// before the kernel loads them, and given to [`watch_changes`], so a commit made between the
+/// load and the watcher's start is still noticed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CachedMark(i64);
+
+const CACHED_VERSION: &str = "SELECT version FROM cached_tables_version";
+
+/// The [`CachedMark`] now.
+pub async fn cached_mark(db: &Db) -> Result<CachedMark> {
+    Ok(CachedMark(query_scalar(CACHED_VERSION).fetch_one(db).await?))
+}
+
 /// Calls `on_change` whenever a commit — by another process, or this one's pool — changed a
-/// table the kernel keeps in memory (agent types, agents, API tokens). Looks every `every`
-/// with `PRAGMA data_version` on a connection of its own (one tiny query, no table scan), and
-/// on a commit reads the `cached_tables_version` counter that triggers on those tables move,
-/// so the many commits that touch nothing cached (audit, claims, fires) cause no reload.
+/// table the kernel keeps in memory (agent types, agents, API tokens) since `loaded` was
+/// read. Looks every `every` with `PRAGMA data_version` on a connection of its own (one tiny
+/// query, no table scan), and on a commit reads the `cached_tables_version` counter that
+/// triggers on those tables move, so the many commits that touch nothing cached (audit,
+/// claims, fires) cause no reload. That connection is opened by the watcher's own task, not
+/// here: opening one parses the whole schema, time the daemon's start need not wait for.
 ///
 /// On PostgreSQL it listens instead: the `*_cached_notify` triggers tell every daemon of a
 /// commit to those tables, made by any daemon or CLI.
-pub async fn watch_changes<F>(db: &Db, path: &Path, every: Duration, mut on_change: F) -> Result<()>
+pub async fn watch_changes<F>(db: &Db, path: &Path, every: Duration, loaded: CachedMark, mut on_change: F) -> Result<()>
 where
-    F: FnMut() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send + 'static,
+    F: FnMut() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Clone + Send + 'static,
 {
     if let Pool::Postgres(pool) = &db.pool {
-        listen(pool, "kennel_cached", move |_| on_change()).await?;
+        let mut on_notify = on_change.clone();
+        listen(pool, "kennel_cached", move |_| on_notify()).await?;
+        // A commit between the load and the listener's start notified nobody.
+        if cached_mark(db).await? != loaded {
+            on_change().await;
+        }
         return Ok(());
     }
-    const CACHED_VERSION: &str = "SELECT version FROM cached_tables_version";
-    let mut conn = SqliteConnection::connect_with(&options(path)?).await?;
-    let mut seen: i64 = sqlx::query_scalar("PRAGMA data_version").fetch_one(&mut conn).await?;
-    let mut cached: i64 = sqlx::query_scalar(CACHED_VERSION).fetch_one(&mut conn).await?;
+    let options = options(path)?;
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            let version = match sqlx::query_scalar::<_, i64>("PRAGMA data_version").fetch_one(&mut conn).await {
-                Ok(v) if v == seen => continue,
-                Ok(v) => v,
-                Err(e) => {
-                    tracing::warn!(error = %e, "change watcher stopped");
-                    return;
-                }
-            };
-            seen = version;
-            match sqlx::query_scalar::<_, i64>(CACHED_VERSION).fetch_one(&mut conn).await {
-                Ok(v) if v == cached => {}
-                Ok(v) => {
-                    cached = v;
-                    on_change().await;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "change watcher stopped");
-                    return;
-                }
-            }
+        if let Err(e) = poll_changes(&options, every, loaded, &mut on_change).await {
+            tracing::warn!(error = %e, "change watcher stopped");
         }
     });
     Ok(())
+}
+
+/// [`watch_changes`] on SQLite: runs until its connection fails.
+async fn poll_changes<F>(
+    options: &SqliteConnectOptions,
+    every: Duration,
+    loaded: CachedMark,
+    on_change: &mut F,
+) -> Result<(), sqlx::Error>
+where
+    F: FnMut() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send + 'static,
+{
+    let mut conn = SqliteConnection::connect_with(options).await?;
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut cached = loaded.0;
+    // Read first: a commit after it moves `data_version`, so the loop looks again.
+    let mut seen: i64 = sqlx::query_scalar("PRAGMA data_version").fetch_one(&mut conn).await?;
+    loop {
+        let now: i64 = sqlx::query_scalar(CACHED_VERSION).fetch_one(&mut conn).await?;
+        if now != cached {
+            cached = now;
+            on_change().await;
+        }
+        loop {
+            tick.tick().await;
+            let version: i64 = sqlx::query_scalar("PRAGMA data_version").fetch_one(&mut conn).await?;
+            if version != seen {
+                seen = version;
+                break;
+            }
+        }
+    }
 }
 
 /// Current time as the RFC 3339 UTC text stored in every table.
@@ -638,5 +732,71 @@ mod tests {
         assert_eq!(ambiguous.kind, crate::ErrorKind::Conflict);
         assert!(ambiguous.message.contains("give the whole id"), "{}", ambiguous.message);
         assert_eq!(full("not-an-id").await.unwrap().as_deref(), Some("not-an-id"), "whole ids pass as they are");
+    }
+
+    async fn add_token(db: &Db, name: &str) {
+        query("INSERT INTO api_tokens (name, token_hash, created_at) VALUES ($1, $2, '')")
+            .bind(name)
+            .bind(format!("hash-of-{name}"))
+            .execute(db)
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn the_watcher_hears_of_a_cached_table_written_before_it_started_and_after_but_not_of_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open_for_test(dir.path()).await;
+        let loaded = cached_mark(&db).await.unwrap();
+        // Written after the kernel read its copy, before the watcher began: the window a
+        // watcher that took its own mark at start would miss.
+        add_token(&db, "before").await;
+        let (told, mut heard) = tokio::sync::mpsc::unbounded_channel();
+        watch_changes(&db, &dir.path().join("kennel.db"), Duration::from_millis(20), loaded, move || {
+            let told = told.clone();
+            Box::pin(async move {
+                let _ = told.send(());
+            })
+        })
+        .await
+        .unwrap();
+        let within = Duration::from_secs(5);
+        assert!(tokio::time::timeout(within, heard.recv()).await.unwrap().is_some(), "the earlier write is heard");
+
+        query("INSERT INTO tasks (id, title, body, priority, status, posted_by, retries, created_at, updated_at) VALUES ('t1', 't', '', 5, 'pending', 'x', 0, '', '')")
+            .execute(&db)
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(heard.try_recv().is_err(), "a write to nothing cached reloads nothing");
+
+        add_token(&db, "after").await;
+        assert!(tokio::time::timeout(within, heard.recv()).await.unwrap().is_some(), "a later write is heard");
+    }
+
+    #[tokio::test]
+    async fn queries_one_after_another_share_one_connection_while_asked_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open(&dir.path().join("kennel.db")).await.unwrap();
+        let one = db.one_connection();
+        for _ in 0..20 {
+            query_scalar::<i64>("SELECT count(*) FROM agents").fetch_one(&db).await.unwrap();
+            query("UPDATE cached_tables_version SET version = version").execute(&db).await.unwrap();
+            // Dropped unfinished: rolled back on its way back to the pool.
+            let mut tx = db.begin_write().await.unwrap();
+            query("DELETE FROM agents").execute(&mut tx).await.unwrap();
+        }
+        assert_eq!(db.connections(), 1);
+        drop(one);
+    }
+
+    #[tokio::test]
+    async fn opening_a_kernel_on_a_new_and_an_existing_home_uses_one_connection_of_the_pool() {
+        let home = tempfile::tempdir().unwrap();
+        for _ in 0..2 {
+            let kernel = crate::Kernel::open(home.path()).await.unwrap();
+            assert_eq!(kernel.db().connections(), 1, "the change watcher's own is not the pool's");
+            kernel.close().await;
+        }
     }
 }

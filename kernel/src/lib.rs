@@ -186,11 +186,13 @@ impl Kernel {
                 .map_err(|source| OpenError::Database { path: db_path.display().to_string(), source })?,
         };
         phases.mark("store");
+        let one_connection = db.one_connection();
         let providers = config
             .providers
             .iter()
             .map(|(name, p)| Ok((name.clone(), llm::Provider::new(name, p.clone())?)))
             .collect::<Result<_>>()?;
+        let loaded = db::cached_mark(&db).await?;
         let agents = Arc::new(Agents::load(db.clone(), config.providers.keys().cloned().collect()).await?);
         let config = Arc::new(config);
         let cluster = Arc::new(cluster::Cluster::new(db.clone(), &config.cluster));
@@ -234,8 +236,9 @@ impl Kernel {
         for agent in kernel.0.agents.list() {
             kernel.service::<schedule::Schedules>().seed_manifest(&agent).await?;
         }
+        drop(one_connection);
         let weak = Arc::downgrade(&kernel.0);
-        db::watch_changes(&kernel.0.db, &db_path, CHANGE_POLL, move || {
+        db::watch_changes(&kernel.0.db, &db_path, CHANGE_POLL, loaded, move || {
             let weak = weak.clone();
             Box::pin(async move {
                 if let Some(inner) = weak.upgrade() {

@@ -53,7 +53,10 @@ pub(super) async fn migrate(db: &Db) -> Result<(), MigrateError> {
         return Ok(());
     }
     match &db.pool {
-        Pool::Sqlite(pool) => SQLITE.run(pool).await,
+        Pool::Sqlite(pool) => {
+            db.settle().await;
+            SQLITE.run(pool).await
+        }
         Pool::Postgres(pool) => POSTGRES.run(pool).await,
     }
 }
@@ -115,13 +118,17 @@ enum Laid {
 
 /// Lays the baseline on a database with no table; leaves any other alone.
 async fn lay_baseline_if_fresh(db: &Db) -> Result<Laid, MigrateError> {
-    let mut tx = db.begin_write().await.map_err(store_error)?;
-    let tables: i64 = query_scalar(db.dialect(
+    let count_tables = db.dialect(
         "SELECT count(*) FROM sqlite_master",
         "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()",
-    ))
-    .fetch_one(&mut tx)
-    .await?;
+    );
+    // Looked at first without the write lock: every start but the first finds tables.
+    if query_scalar::<i64>(count_tables).fetch_one(db).await? > 0 {
+        return Ok(Laid::Nothing);
+    }
+    let mut tx = db.begin_write().await.map_err(store_error)?;
+    // Again under the lock: another process may have laid it meanwhile.
+    let tables: i64 = query_scalar(count_tables).fetch_one(&mut tx).await?;
     if tables > 0 {
         return Ok(Laid::Nothing);
     }

@@ -323,16 +323,19 @@ macro_rules! run_on {
     ($self:expr, $on:expr, |$q:ident, $e:ident| $run:expr, $wrap:expr) => {{
         let Query { sql, args } = $self;
         match $on.into() {
-            On::Db(db) => match &db.pool {
-                Pool::Sqlite(pool) => {
-                    let ($q, $e) = (sqlite_query(sql, args), pool);
-                    $run.map(|r| ($wrap)(r, Row::Sqlite))
+            On::Db(db) => {
+                db.settle().await;
+                match &db.pool {
+                    Pool::Sqlite(pool) => {
+                        let ($q, $e) = (sqlite_query(sql, args), pool);
+                        $run.map(|r| ($wrap)(r, Row::Sqlite))
+                    }
+                    Pool::Postgres(pool) => {
+                        let ($q, $e) = (postgres_query(sql, args), pool);
+                        $run.map(|r| ($wrap)(r, Row::Postgres))
+                    }
                 }
-                Pool::Postgres(pool) => {
-                    let ($q, $e) = (postgres_query(sql, args), pool);
-                    $run.map(|r| ($wrap)(r, Row::Postgres))
-                }
-            },
+            }
             On::Tx(tx) => match tx {
                 Tx::Sqlite(tx) => {
                     let ($q, $e) = (sqlite_query(sql, args), &mut **tx);
@@ -355,12 +358,17 @@ impl Query {
 
     pub(crate) async fn execute<'e>(self, on: impl Into<On<'e>>) -> Result<Done, sqlx::Error> {
         match on.into() {
-            On::Db(db) => match &db.pool {
-                Pool::Sqlite(pool) => sqlite_query(self.sql, self.args).execute(pool).await.map(|r| r.rows_affected()),
-                Pool::Postgres(pool) => {
-                    postgres_query(self.sql, self.args).execute(pool).await.map(|r| r.rows_affected())
+            On::Db(db) => {
+                db.settle().await;
+                match &db.pool {
+                    Pool::Sqlite(pool) => {
+                        sqlite_query(self.sql, self.args).execute(pool).await.map(|r| r.rows_affected())
+                    }
+                    Pool::Postgres(pool) => {
+                        postgres_query(self.sql, self.args).execute(pool).await.map(|r| r.rows_affected())
+                    }
                 }
-            },
+            }
             On::Tx(Tx::Sqlite(tx)) => {
                 sqlite_query(self.sql, self.args).execute(&mut **tx).await.map(|r| r.rows_affected())
             }

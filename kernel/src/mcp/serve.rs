@@ -78,7 +78,7 @@ impl ServerHandler for AgentTools {
         let tools = registry
             .usable_by(&agent, Some(SCOPE))
             .map(|def| {
-                let schema = match def.schema.as_ref() {
+                let schema = match &*def.schema {
                     Value::Object(map) => map.clone(),
                     _ => Default::default(),
                 };

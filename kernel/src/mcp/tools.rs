@@ -85,7 +85,7 @@ pub(crate) fn offer(mcp: &Mcp, server: &Arc<Server>, tools: &[OfferedTool], mut 
         .tags(&["mcp"])
         .origin(origin);
         def.tags.push(server.name.clone());
-        def.schema = Arc::new(Value::Object(schema));
+        def.schema = crate::tool::ArgsSchema::given(Value::Object(schema));
         let runner = McpCall { server: server.clone(), cluster: mcp.cluster.clone(), original: original_name.clone() };
         let provided = Provided::dynamic(def, Arc::new(runner));
         if let Some(why) = provided.exclusion() {

@@ -144,7 +144,7 @@ fn provided(uses: &Uses, sandbox: &Arc<Sandbox>, found: Found) -> Provided {
             let mut def =
                 ToolDef::new(&found.name, family, checked.manifest.description.trim()).tags(&[family]).origin(origin);
             def.tags.extend(checked.manifest.tags.iter().cloned());
-            def.schema = Arc::new(checked.schema.clone());
+            def.schema = crate::tool::ArgsSchema::given(checked.schema.clone());
             let runner = ScriptRun {
                 name: found.name,
                 folder: found.folder,

@@ -57,7 +57,7 @@ pub struct ToolDef {
     /// JSON Schema of the arguments, derived from the argument type.
     /// Shared, so each turn's offer points at it instead of copying it.
     #[schema(value_type = Object)]
-    pub schema: Arc<Value>,
+    pub schema: ArgsSchema,
     /// Needs a person to answer (`ask_user`): left out of headless turns.
     pub needs_person: bool,
     /// Answers in the turn's channel conversation (`channel_dm`): left out of out-of-band
@@ -100,7 +100,7 @@ impl ToolDef {
             description_lower: description.to_lowercase(),
             description,
             tags: Vec::new(),
-            schema: Arc::new(serde_json::json!({"type": "object"})),
+            schema: ArgsSchema::given(serde_json::json!({"type": "object"})),
             needs_person: false,
             needs_conversation: false,
             built_in_grant: false,
@@ -252,6 +252,56 @@ pub(crate) fn call_arguments(args: Value) -> Result<Value> {
             )))
         }
         args => Ok(args),
+    }
+}
+
+/// A tool's argument schema. A built-in tool's is derived from its argument type the first
+/// time something asks (a turn's offer, the tool list, a page): deriving all 86 when the
+/// daemon opened took most of a millisecond of its start, and an idle daemon held them all.
+/// A script's or an MCP server's tool comes with its schema given. Reads as the JSON
+/// [`Value`] it is, and serialises as one.
+#[derive(Clone)]
+pub struct ArgsSchema(Arc<LazySchema>);
+
+struct LazySchema {
+    value: std::sync::OnceLock<Arc<Value>>,
+    derive: fn() -> Value,
+}
+
+impl ArgsSchema {
+    /// `T`'s schema ([`schema_for`]), derived when first read.
+    pub fn of<T: JsonSchema>() -> ArgsSchema {
+        ArgsSchema(Arc::new(LazySchema { value: std::sync::OnceLock::new(), derive: schema_for::<T> }))
+    }
+
+    /// A schema given whole.
+    pub fn given(schema: Value) -> ArgsSchema {
+        ArgsSchema(Arc::new(LazySchema { value: Arc::new(schema).into(), derive: || Value::Null }))
+    }
+
+    /// The schema, shared: a turn's offer points at it instead of copying it.
+    pub fn shared(&self) -> Arc<Value> {
+        self.0.value.get_or_init(|| Arc::new((self.0.derive)())).clone()
+    }
+}
+
+impl std::ops::Deref for ArgsSchema {
+    type Target = Value;
+
+    fn deref(&self) -> &Value {
+        self.0.value.get_or_init(|| Arc::new((self.0.derive)()))
+    }
+}
+
+impl Serialize for ArgsSchema {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        (**self).serialize(serializer)
+    }
+}
+
+impl std::fmt::Debug for ArgsSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
     }
 }
 

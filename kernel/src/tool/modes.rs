@@ -113,7 +113,7 @@ pub fn offer(registry: &Registry, agent: &Agent, loaded: &[String], turn: TurnSc
 
 /// The model-facing form of a tool.
 pub fn spec_of(def: &ToolDef) -> ToolSpec {
-    ToolSpec { name: def.name.clone(), description: def.description.clone(), parameters: def.schema.clone() }
+    ToolSpec { name: def.name.clone(), description: def.description.clone(), parameters: def.schema.shared() }
 }
 
 /// `a, b, mcp__github__{issues, pulls}`: MCP tools grouped per server (spec §1b).

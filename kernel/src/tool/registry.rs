@@ -16,7 +16,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::availability::{Layer, Needs, TurnScope};
-use super::{ErasedTool, Tool, ToolDef, schema_for};
+use super::{ArgsSchema, ErasedTool, Tool, ToolDef};
 use crate::agent::Agent;
 use crate::capability::Decision;
 use crate::error::Result;
@@ -266,7 +266,7 @@ fn by_position<T>(items: Vec<T>, page: &PageRequest) -> Result<Page<T>> {
 
 fn typed_entry<T: Tool>(tool: T, availability: Availability, provider: Option<Arc<str>>) -> Entry {
     let mut def = tool.def();
-    def.schema = Arc::new(schema_for::<T::Args>());
+    def.schema = ArgsSchema::of::<T::Args>();
     Entry { def: Arc::new(def), tool: Arc::new(tool), availability, provider }
 }
 
