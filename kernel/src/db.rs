@@ -29,9 +29,10 @@
 //! cause no reload. The counter is read before the kernel loads its copies and the watcher
 //! starts from that mark, so a commit between the load and the watcher's first look is not
 //! missed (its connection is opened by its own task, after the daemon serves). Writes and
-//! reloads are serialised by one lock per service, so a reload can never put back a stale copy. **Decision:** a CLI change reaches a running daemon within about
-//! 0.2 s; changes made through the API are visible at once. On PostgreSQL the daemon listens
-//! instead (`kennel_cached`, see `crate::db`) and the CLI's change arrives at once.
+//! reloads are serialised by one lock per service, so a reload can never put back a stale
+//! copy. **Decision:** a CLI change reaches a running daemon within about 0.2 s; changes made
+//! through the API are visible at once. On PostgreSQL the daemon listens instead
+//! (`kennel_cached`, see `crate::db`) and the CLI's change arrives at once.
 //!
 //! ## Storage back ends
 //!
