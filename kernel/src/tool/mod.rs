@@ -70,13 +70,15 @@ pub struct ToolDef {
     /// Its result is never spilled to the artifact store (`read_artifact` itself).
     pub never_spill: bool,
     /// Runs alone and in order when a model asks for several calls at once (a browser tab,
-    /// a process's stdin); other calls of one response run concurrently.
+    /// a process's stdin), even where it only reads; other read-only calls of one response
+    /// run concurrently (`turn::tool_calls`).
     pub exclusive: bool,
     /// Changes nothing that the audit log must vouch for: it reads, or only notes in its
     /// session which tools were seen. A call of any other tool is not answered before its
     /// audit record is committed; a read-only call's record is written a moment later.
     /// Tools change state unless declared read-only, so a forgotten mark costs latency, not
-    /// an audit record.
+    /// an audit record. Read-only calls of one response may also run side by side; the others
+    /// run one after another in the model's order.
     pub read_only: bool,
     /// Its successful result is an object whose `path` (relative to the calling agent's
     /// workspace) and `media_type` (`image/…`) name an image the tool wrote there: the turn
@@ -281,7 +283,13 @@ impl ArgsSchema {
 
     /// The schema, shared: a turn's offer points at it instead of copying it.
     pub fn shared(&self) -> Arc<Value> {
-        self.0.value.get_or_init(|| Arc::new((self.0.derive)())).clone()
+        self.0.derived().clone()
+    }
+}
+
+impl LazySchema {
+    fn derived(&self) -> &Arc<Value> {
+        self.value.get_or_init(|| Arc::new((self.derive)()))
     }
 }
 
@@ -289,7 +297,7 @@ impl std::ops::Deref for ArgsSchema {
     type Target = Value;
 
     fn deref(&self) -> &Value {
-        self.0.value.get_or_init(|| Arc::new((self.0.derive)()))
+        self.0.derived()
     }
 }
 

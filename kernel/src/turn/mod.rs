@@ -41,8 +41,9 @@
 //!    (`tool/modes.rs`), the system prompt, fit the history to the model's window (`context`), call
 //!    the provider (raced against the turn's cancel token; the reply's pieces become
 //!    `text_delta`/`tool_call_delta` events as they arrive), store the assistant message; no tool
-//!    calls → that is the reply. Otherwise run the calls through the pipeline (runs of
-//!    non-`exclusive` calls concurrently, `exclusive` ones alone, results in the model's order),
+//!    calls → that is the reply. Otherwise run the calls through the pipeline in the model's
+//!    order (a call that may change state alone, after the ones before it; only runs of
+//!    `read_only`, non-`exclusive` calls concurrently; results in the model's order),
 //!    store the results exactly as the model sees them (errors as `Kind: message`, spills as
 //!    placeholders), repeat. Each model call is a row of `model_calls`.
 //! 4. `min([kernel] max_turn_iterations, limits.max_iterations)` model calls at most; then the

@@ -1,5 +1,6 @@
-//! The loop's tool side: running a reply's tool calls through the pipeline (exclusive ones
-//! alone), and the guard against the same call made again and again.
+//! The loop's tool side: running a reply's tool calls through the pipeline in the model's
+//! order (only read-only ones side by side), and the guard against the same call made again
+//! and again.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -54,8 +55,11 @@ impl Repeats {
 }
 
 impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
-    /// Runs one response's tool calls through the pipeline: runs of non-exclusive calls
-    /// concurrently, exclusive ones alone, results in the model's order.
+    /// Runs one response's tool calls through the pipeline in the order the model gave them:
+    /// a call that may change something runs alone, after every call before it has finished,
+    /// since a model writes a batch as steps (an entity added, then a relation to it). Only a
+    /// run of read-only calls goes concurrently (reads see the same state in any order), and
+    /// an exclusive tool always runs alone. Results come back in the model's order.
     pub(super) async fn run_calls(&self, calls: &[ToolCall], offered: Arc<Offered>) -> (Vec<Message>, Vec<TraceEntry>) {
         let mut ctx = CallContext::new(self.agent.clone(), self.req.caller.clone()).with_session(Some(self.session));
         ctx.turn = Some(self.turn_id);
@@ -71,19 +75,21 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         let mut outcomes = Vec::with_capacity(calls.len());
         let mut batch: Vec<&ToolCall> = Vec::new();
         for call in calls {
-            if self.is_exclusive(&call.name) {
+            if self.runs_beside_others(&call.name) {
+                batch.push(call);
+            } else {
                 outcomes.extend(join_all(batch.drain(..).map(|c| self.run_call(ctx.clone(), c))).await);
                 outcomes.push(self.run_call(ctx.clone(), call).await);
-            } else {
-                batch.push(call);
             }
         }
         outcomes.extend(join_all(batch.into_iter().map(|c| self.run_call(ctx.clone(), c))).await);
         outcomes.into_iter().unzip()
     }
 
-    fn is_exclusive(&self, name: &str) -> bool {
-        self.kernel.tools().get(name).is_some_and(|(def, _)| def.exclusive)
+    /// Whether a call of `name` may run at the same time as its read-only neighbours: it reads
+    /// only, and is not exclusive. An unknown name runs alone (the pipeline refuses it).
+    fn runs_beside_others(&self, name: &str) -> bool {
+        self.kernel.tools().get(name).is_some_and(|(def, _)| def.read_only && !def.exclusive)
     }
 
     fn returns_image(&self, name: &str) -> bool {

@@ -125,6 +125,30 @@ async fn a_forbidden_tool_in_a_model_response_is_refused_and_not_run() {
     assert_eq!(search_result["tools"][0]["loaded"], false);
 }
 
+/// A reply's calls are steps: each that changes something runs after the ones before it (the
+/// calls of one reply once all ran at the same time, and a relation failed NotFound beside the
+/// call adding its end).
+#[tokio::test]
+async fn the_calls_of_one_reply_run_in_the_models_order() {
+    let (_home, _d, api, llm) = daemon_with_llm("openai", "").await;
+    let id = agent_from(&api, json!({"name": "grapher", "model": "m", "tools": ["knowledge.*"]})).await;
+    let mut calls = vec![("knowledge_add_entity", json!({"name": "kennel", "type": "project"}))];
+    for i in 0..12 {
+        calls.push(("knowledge_add_entity", json!({"name": format!("crate-{i}"), "type": "library"})));
+        calls.push(("knowledge_add_relation", json!({"from": "kennel", "to": format!("crate-{i}"), "type": "uses"})));
+    }
+    llm.push(Scripted::calls(&calls)).push(Scripted::text("mapped"));
+    let turn = say(&api, &id, "map the dependencies").await;
+    assert_eq!(turn.status, 200, "{}", turn.text);
+    let trace = turn.body["trace"].as_array().unwrap();
+    let names: Vec<&str> = trace.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, calls.iter().map(|(name, _)| *name).collect::<Vec<_>>(), "results in the model's order");
+    let failed: Vec<&serde_json::Value> = trace.iter().filter(|t| t["outcome"] != "ok").collect();
+    assert!(failed.is_empty(), "every step found the one before it done: {failed:?}");
+    let relations = api.get("/api/agents/grapher/knowledge/relations?limit=100").await;
+    assert_eq!(relations.body.as_array().map(Vec::len), Some(12), "{}", relations.text);
+}
+
 #[tokio::test]
 async fn the_iteration_cap_ends_a_runaway_turn() {
     let (_home, _d, api, llm) = daemon_with_llm("openai", "").await;
