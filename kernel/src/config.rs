@@ -40,7 +40,7 @@ macro_rules! sections {
 
 sections! {
     server: ServerConfig, text: SERVER_TEXT;
-    kernel: KernelConfig, text: KERNEL_TEXT;
+    kernel: KernelConfig, text: KERNEL_TEXT, check: check_default_provider;
     budgets: usage::BudgetsConfig, text: usage::config::DEFAULT_TEXT;
     proactive_memory: memory::ProactiveMemoryConfig, text: memory::config::DEFAULT_TEXT, check: memory::config::check;
     task_board: tasks::TaskBoardConfig, text: tasks::config::DEFAULT_TEXT;
@@ -118,6 +118,42 @@ pub fn check_database_url(url: &str) -> Result<(), String> {
         .map_err(|e| format!("database url `{}` cannot be read: {e}", redacted_url(url)))
 }
 
+impl Config {
+    /// The provider an agent whose type names none uses: `[kernel] default_provider`, or the
+    /// only one configured. `None` with no provider at all (the load refuses several without
+    /// a default: [`check_default_provider`]).
+    pub fn default_provider(&self) -> Option<&str> {
+        match (&self.kernel.default_provider, self.providers.len()) {
+            (Some(name), _) => Some(name),
+            (None, 1) => self.providers.keys().next().map(String::as_str),
+            (None, _) => None,
+        }
+    }
+}
+
+/// `[kernel] default_provider` names a configured provider, and is set when several are.
+fn check_default_provider(config: &Config) -> Result<(), (String, String)> {
+    let configured = || config.providers.keys().cloned().collect::<Vec<_>>().join(", ");
+    match &config.kernel.default_provider {
+        Some(name) if !config.providers.contains_key(name) => Err((
+            "default_provider".into(),
+            format!(
+                "default_provider `{name}` is not a configured provider (configured: {})",
+                if config.providers.is_empty() { "none".into() } else { configured() }
+            ),
+        )),
+        // Pointed at the second provider's section, the one whose adding made the choice.
+        None if config.providers.len() > 1 => Err((
+            format!("[providers.{}]", config.providers.keys().nth(1).map(String::as_str).unwrap_or_default()),
+            format!(
+                "several providers are configured ({}): set default_provider = \"NAME\" under [kernel], the one agents whose type names no provider use",
+                configured()
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// `[database] url`, when set, is one the daemon can use.
 fn check_database(config: &Config) -> Result<(), (String, String)> {
     match config.database.url.as_deref().map(check_database_url) {
@@ -147,6 +183,11 @@ pub struct KernelConfig {
     /// sessions and audit rows stay).
     #[serde(deserialize_with = "in_range::<_, 0, 87600>")]
     pub ephemeral_retention_hours: u64,
+    /// The provider of every agent whose type names none ([`Config::default_provider`]).
+    /// Needed once two or more providers are configured: a config with several and no
+    /// default does not load, so adding a provider never leaves such agents without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_provider: Option<String>,
 }
 
 impl Default for KernelConfig {
@@ -157,6 +198,7 @@ impl Default for KernelConfig {
             max_reply_tokens: 4096,
             max_repeated_calls: 4,
             ephemeral_retention_hours: 24,
+            default_provider: None,
         }
     }
 }
@@ -376,6 +418,8 @@ const KERNEL_TEXT: &str = r#"# [kernel]
 # max_reply_tokens = 4096
 # max_repeated_calls = 4
 # ephemeral_retention_hours = 24   # workflow step agents are removed this long after they stop
+# The provider of agents whose type names none; needed once two or more are configured.
+# default_provider = "local"
 "#;
 
 const DATABASE_TEXT: &str = r#"# [database]                # SQLite in this home unless a PostgreSQL server is named

@@ -384,28 +384,32 @@ impl Kernel {
         &self.0.providers
     }
 
-    /// The provider an agent's turns use: the one its type names, or the only one configured.
+    /// The provider an agent's turns use: the one its type names, else the default
+    /// ([`Config::default_provider`]).
     pub fn provider_for(&self, agent: &agent::Agent) -> Result<&llm::Provider> {
         let configured = || self.0.providers.keys().cloned().collect::<Vec<_>>().join(", ");
-        match agent.manifest.provider.as_deref() {
-            Some(name) => self.0.providers.get(name).ok_or_else(|| {
-                Error::unavailable(format!(
-                    "agent `{}` uses provider `{name}`, which config.toml does not define: add [providers.{name}] (configured: {})",
+        let Some(name) = agent.manifest.provider.as_deref().or_else(|| self.0.config.default_provider()) else {
+            // Several without a default: `Config::load` refuses that, a config built in code may not.
+            return Err(Error::unavailable(if self.0.providers.is_empty() {
+                format!(
+                    "no LLM provider is configured, so agent `{}` cannot think: add a [providers.NAME] section to config.toml",
+                    agent.name
+                )
+            } else {
+                format!(
+                    "agent `{}` names no provider and no [kernel] default_provider is set (configured: {})",
                     agent.name,
-                    if self.0.providers.is_empty() { "none".into() } else { configured() }
-                ))
-            }),
-            None if self.0.providers.len() == 1 => Ok(self.0.providers.values().next().expect("one provider")),
-            None if self.0.providers.is_empty() => Err(Error::unavailable(format!(
-                "no LLM provider is configured, so agent `{}` cannot think: add a [providers.NAME] section to config.toml",
-                agent.name
-            ))),
-            None => Err(Error::unavailable(format!(
-                "agent `{}` names no provider and several are configured ({}): set `provider` in its agent type",
+                    configured()
+                )
+            }));
+        };
+        self.0.providers.get(name).ok_or_else(|| {
+            Error::unavailable(format!(
+                "agent `{}` uses provider `{name}`, which config.toml does not define: add [providers.{name}] (configured: {})",
                 agent.name,
-                configured()
-            ))),
-        }
+                if self.0.providers.is_empty() { "none".into() } else { configured() }
+            ))
+        })
     }
 
     /// The last 24 hours, hour by hour (UTC, oldest first): turns started and tool calls made,

@@ -197,6 +197,11 @@ pub struct FakeLlm {
     pub addr: SocketAddr,
 }
 
+/// `[kernel] default_provider = "name"`: what a config naming several providers needs.
+pub fn default_provider(name: &str) -> String {
+    format!("[kernel]\ndefault_provider = \"{name}\"\n")
+}
+
 impl FakeLlm {
     /// Starts on a free loopback port.
     pub async fn start() -> FakeLlm {

@@ -65,6 +65,8 @@ pub struct AgentTypesPage {
     pub types: Vec<Arc<AgentType>>,
     /// The providers config.toml defines: the choices of the provider field.
     pub providers: Vec<String>,
+    /// What "the default" is (`Config::default_provider`).
+    pub default_provider: Option<String>,
     pub form: TypeForm,
     pub errors: Vec<FieldError>,
 }
@@ -108,7 +110,7 @@ pub fn render_list(meta: PageMeta, page: AgentTypesPage) -> String {
                 </section>
                 <section class="card">
                     <h2>"New agent type"</h2>
-                    <TypeFields action="/agent-types".into() form=page.form errors=page.errors csrf submit="Create agent type" name_editable=true providers=page.providers/>
+                    <TypeFields action="/agent-types".into() form=page.form errors=page.errors csrf submit="Create agent type" name_editable=true providers=page.providers default_provider=page.default_provider/>
                 </section>
             </Shell>
         }
@@ -125,8 +127,9 @@ fn TypeFields(
     submit: &'static str,
     name_editable: bool,
     providers: Vec<String>,
+    default_provider: Option<String>,
 ) -> impl IntoView {
-    let provider_choices = provider_options(&providers, &form.provider);
+    let provider_choices = provider_options(&providers, default_provider.as_deref(), &form.provider);
     // Grants typed as `tools` or stored as `capabilities.tools` belong to the same input.
     let tools_error = field_error(&errors, "tools")
         .map(IntoAny::into_any)
@@ -157,14 +160,14 @@ fn TypeFields(
     }
 }
 
-/// The provider field's choices: "the default" (empty), each configured provider, and the
-/// form's own value when it is none of them (so a stored or typed name that is not
-/// configured stays visible next to its error instead of silently becoming the default).
-fn provider_options(providers: &[String], current: &str) -> Vec<AnyView> {
-    let default = match providers {
-        [] => "none configured (add [providers.NAME] to config.toml)".to_string(),
-        [only] => format!("the default ({only}, the only one configured)"),
-        _ => "the default (pick one: several are configured)".to_string(),
+/// The provider field's choices: "the default" (empty: whichever provider is the daemon's
+/// default when a turn runs), each configured provider, and the form's own value when it is
+/// none of them (so a stored or typed name that is not configured stays visible next to its
+/// error instead of silently becoming the default).
+fn provider_options(providers: &[String], default: Option<&str>, current: &str) -> Vec<AnyView> {
+    let default = match default {
+        Some(name) => format!("the default ({name})"),
+        None => "none configured (add [providers.NAME] to config.toml)".to_string(),
     };
     let mut options = vec![view! { <option value="" selected=current.is_empty()>{default}</option> }.into_any()];
     for p in providers {
@@ -180,6 +183,7 @@ fn provider_options(providers: &[String], current: &str) -> Vec<AnyView> {
 pub struct EditPage {
     pub agent_type: Arc<AgentType>,
     pub providers: Vec<String>,
+    pub default_provider: Option<String>,
     pub form: TypeForm,
     pub errors: Vec<FieldError>,
     /// The TOML text to show: the stored manifest, or what was just submitted with its error.
@@ -211,7 +215,7 @@ pub fn render_edit(meta: PageMeta, page: EditPage) -> String {
                 <div class="columns">
                     <section class="card">
                         <h2>"The seven fields"</h2>
-                        <TypeFields action=format!("/agent-types/{name}") form=page.form errors=page.errors csrf=csrf.clone() submit="Save" name_editable=false providers=page.providers/>
+                        <TypeFields action=format!("/agent-types/{name}") form=page.form errors=page.errors csrf=csrf.clone() submit="Save" name_editable=false providers=page.providers default_provider=page.default_provider/>
                     </section>
                     <section class="card">
                         <h2>"Full manifest (TOML)"</h2>
@@ -373,6 +377,7 @@ mod tests {
                 updated_at: "now".into(),
             }),
             providers: vec!["local".into()],
+            default_provider: Some("local".into()),
             errors: Vec::new(),
             toml_errors: Vec::new(),
             application: TypeApplication {

@@ -225,7 +225,8 @@ pub struct ManifestInput {
     #[schema(max_length = 100000)]
     pub system_prompt: Option<String>,
     /// A `[providers.NAME]` of config.toml (a name it does not define is refused); empty or
-    /// absent: the only one configured.
+    /// absent: the daemon's default when a turn runs (`[kernel] default_provider`, or the only
+    /// one configured).
     #[schema(pattern = r"^[a-z0-9_-]{0,64}$")]
     pub provider: Option<String>,
     /// The model's name at the provider; at most 200 printable characters.

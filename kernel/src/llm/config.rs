@@ -139,7 +139,7 @@ mod tests {
     #[test]
     fn images_are_sent_to_anthropic_and_to_openai_kind_models_only_when_configured() {
         let c = parse(
-            "[providers.a]\nkind = \"anthropic\"\n[providers.a.models.text-only]\nimages = false\n\
+            "[kernel]\ndefault_provider = \"a\"\n[providers.a]\nkind = \"anthropic\"\n[providers.a.models.text-only]\nimages = false\n\
              [providers.o]\nkind = \"openai\"\n[providers.o.models.gpt-4o]\nimages = true\n\
              [providers.o.models.priced]\ninput_usd_per_mtok = 1.0\n",
         )

@@ -30,8 +30,8 @@
 //!
 //! `POST /api/agents/{id}/messages` → `Kernel::send_message` → `turn::run`:
 //!
-//! 1. The agent must be running; its provider (the type's `provider`, or the only one configured)
-//!    and model must exist — otherwise `Unavailable` with what to set, and nothing is stored.
+//! 1. The agent must be running; its provider (the type's `provider`, or the daemon's default:
+//!    `Config::default_provider`) and model must exist — otherwise `Unavailable` with what to set, and nothing is stored.
 //!    `send_message` runs the turn on a task of its own: a client that hangs up (a closed tab, a
 //!    script's timeout) never cancels it; stopping the agent does.
 //! 2. The session is the one named (it must be the agent's) or a new one. A per-session lock keeps

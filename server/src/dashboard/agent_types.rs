@@ -71,6 +71,7 @@ fn list_page(
     let page = AgentTypesPage {
         types: kernel.agents().types(),
         providers: kernel.agents().providers().to_vec(),
+        default_provider: kernel.config().default_provider().map(str::to_string),
         form,
         errors,
     };
@@ -125,6 +126,7 @@ fn fresh_edit(kernel: &Kernel, t: Arc<AgentType>, application: TypeApplication) 
     EditPage {
         application,
         providers: kernel.agents().providers().to_vec(),
+        default_provider: kernel.config().default_provider().map(str::to_string),
         form: TypeForm::from_manifest(&t.manifest),
         toml: to_toml(&t.manifest),
         agent_type: t,

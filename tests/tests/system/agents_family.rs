@@ -150,7 +150,12 @@ async fn an_a_b_a_loop_is_refused_at_the_depth_cap_naming_the_chain() {
 #[tokio::test]
 async fn an_async_agent_send_delivers_the_reply_into_the_callers_session() {
     let (llm_a, llm_b) = (FakeLlm::start().await, FakeLlm::start().await);
-    let config = format!("{}{}", llm_a.provider_config("pa", "openai"), llm_b.provider_config("pb", "anthropic"));
+    let config = format!(
+        "{}{}{}",
+        kennel_tests::fake_llm::default_provider("pa"),
+        llm_a.provider_config("pa", "openai"),
+        llm_b.provider_config("pb", "anthropic")
+    );
     let (_home, _d, api) = daemon_with_config(&config).await;
     let a = agent_from(
         &api,

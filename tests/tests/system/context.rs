@@ -295,7 +295,12 @@ async fn a_client_that_hangs_up_does_not_cancel_the_turn() {
 /// Two providers, so each agent's replies are scripted apart: the sender's and the
 /// receiver's turns run at the same time.
 fn two_providers(sender: &FakeLlm, receiver: &FakeLlm) -> String {
-    format!("{}{}", sender.provider_config("front", "openai"), receiver.provider_config("back", "openai"))
+    format!(
+        "{}{}{}",
+        kennel_tests::fake_llm::default_provider("front"),
+        sender.provider_config("front", "openai"),
+        receiver.provider_config("back", "openai")
+    )
 }
 
 #[tokio::test]

@@ -107,7 +107,7 @@ async fn timeout_secs_bounds_a_model_call_across_its_retries() {
 async fn a_provider_refusing_connections_is_named_as_such_and_no_call_is_announced_without_a_key() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let config = format!(
-        "[providers.gone]\nkind = \"openai\"\nbase_url = \"http://{closed}/v1\"\napi_key_env = \"\"\nmax_retries = 0\n\
+        "[kernel]\ndefault_provider = \"gone\"\n[providers.gone]\nkind = \"openai\"\nbase_url = \"http://{closed}/v1\"\napi_key_env = \"\"\nmax_retries = 0\n\
          [providers.keyless]\nkind = \"openai\"\nbase_url = \"http://{closed}/v1\"\napi_key_env = \"KENNEL_TEST_UNSET_KEY\"\n"
     );
     let (_home, _d, api) = daemon_with_config(&config).await;
@@ -183,7 +183,8 @@ async fn a_client_chosen_key_names_one_session_per_agent() {
 async fn a_frozen_provider_gives_way_to_the_fallback_at_its_deadline() {
     let (frozen, backup) = (FakeLlm::start().await, FakeLlm::start().await);
     let config = format!(
-        "{}timeout_secs = 1\n{}",
+        "{}{}timeout_secs = 1\n{}",
+        kennel_tests::fake_llm::default_provider("frozen"),
         frozen.provider_config("frozen", "openai"),
         backup.provider_config("backup", "openai")
     );

@@ -47,7 +47,8 @@ async fn fifty_turns_at_once_never_exceed_max_in_flight_and_all_finish() {
 async fn a_provider_answering_503_gives_way_to_the_type_s_fallback_and_the_chat_says_so() {
     let (down, up) = (FakeLlm::start().await, FakeLlm::start().await);
     let config = format!(
-        "{}max_retries = 1\n{}",
+        "{}{}max_retries = 1\n{}",
+        kennel_tests::fake_llm::default_provider("primary"),
         down.provider_config("primary", "openai"),
         up.provider_config("backup", "anthropic")
     );

@@ -44,7 +44,8 @@ impl Tool for Screenshot {
 /// `images = true` for model `m`), all at `llm`, and an agent of each granted the tool.
 async fn open(home: &Path, llm: &FakeLlm) -> Kernel {
     let config = format!(
-        "{}{}{}[providers.vision.models.m]\nimages = true\n",
+        "{}{}{}{}[providers.vision.models.m]\nimages = true\n",
+        kennel_tests::fake_llm::default_provider("anthropic"),
         llm.provider_config("anthropic", "anthropic"),
         llm.provider_config("openai", "openai"),
         llm.provider_config("vision", "openai"),

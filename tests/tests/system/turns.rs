@@ -125,6 +125,39 @@ async fn a_forbidden_tool_in_a_model_response_is_refused_and_not_run() {
     assert_eq!(search_result["tools"][0]["loaded"], false);
 }
 
+/// An agent whose type names no provider uses the daemon's default, and adding a second
+/// provider cannot leave it without one: a config with several and no `[kernel]
+/// default_provider` does not load, and with one the agent keeps working (it once failed
+/// "names no provider and several are configured").
+#[tokio::test]
+async fn agents_naming_no_provider_use_the_default_one_when_a_second_is_added() {
+    let llm = kennel_tests::fake_llm::FakeLlm::start().await;
+    let second = "[providers.other]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"\"\n";
+    let both = format!("{}{second}", llm.provider_config("fake", "openai"));
+    let home = kennel_tests::Home::with_config(&both);
+    let refused = home.cli(&["start", "--bind", "127.0.0.1:0"]).await;
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("config.toml:5:") && stderr.contains("default_provider"), "{stderr}");
+
+    let chosen = format!("[kernel]\ndefault_provider = \"fake\"\n{both}");
+    let home = kennel_tests::Home::with_config(&chosen);
+    let token = home.token("tests").await;
+    let daemon = home.start().await;
+    let api = daemon.api(&token);
+    let id = agent_from(&api, json!({"name": "plain", "model": "m"})).await;
+    llm.push(Scripted::text("hello from the default"));
+    let turn = say(&api, &id, "hi").await;
+    assert_eq!(turn.status, 200, "{}", turn.text);
+    assert_eq!(turn.body["reply"], "hello from the default");
+
+    let typo =
+        kennel_tests::Home::with_config(&chosen.replace("default_provider = \"fake\"", "default_provider = \"fak\""));
+    let refused = typo.cli(&["start", "--bind", "127.0.0.1:0"]).await;
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("config.toml:2:") && stderr.contains("`fak` is not a configured provider"), "{stderr}");
+}
+
 /// A reply's calls are steps: each that changes something runs after the ones before it (the
 /// calls of one reply once all ran at the same time, and a relation failed NotFound beside the
 /// call adding its end).

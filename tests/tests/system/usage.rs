@@ -27,8 +27,9 @@ fn close(a: f64, b: f64) -> bool {
 async fn every_call_is_metered_from_the_provider_s_usage_and_priced_with_its_cached_tokens() {
     let (oa, an) = (FakeLlm::start().await, FakeLlm::start().await);
     let config = format!(
-        "{}[providers.oa.models.gpt-x]\ninput_usd_per_mtok = 2.0\ncached_input_usd_per_mtok = 0.5\noutput_usd_per_mtok = 8.0\n\
+        "{}{}[providers.oa.models.gpt-x]\ninput_usd_per_mtok = 2.0\ncached_input_usd_per_mtok = 0.5\noutput_usd_per_mtok = 8.0\n\
          {}stream = false\n[providers.an.models.claude-x]\ninput_usd_per_mtok = 3.0\noutput_usd_per_mtok = 15.0\n",
+        kennel_tests::fake_llm::default_provider("oa"),
         oa.provider_config("oa", "openai"),
         an.provider_config("an", "anthropic")
     );
