@@ -100,12 +100,26 @@ document.addEventListener('submit', (event) => {
     // It waited too long: nobody can answer it now (an answered one says what was answered).
     for (const asking of asked.splice(0)) if (asking.dataset.question) asking.remove();
   });
-  events.onopen = async () => {
-    events.onopen = null;
+  // The message is sent once: as soon as the stream is open, so no event of its turn is
+  // missed; or without it when it cannot open (a session that has ended answers the stream
+  // with the sign-in page) or is held back (a proxy that buffers event streams): the reply
+  // then comes with the page the post answers, only the live progress is lost.
+  let sent = false;
+  let unopened = null;
+  const send = async () => {
+    if (sent) return;
+    sent = true;
+    clearTimeout(unopened);
     try {
       const response = await fetch(form.action, { method: 'POST', body: new URLSearchParams(new FormData(form)) });
       events.close();
-      if (response.redirected) {
+      if (response.status === 403) {
+        // Signed out (the session ended or was ended elsewhere): nothing was sent. The draft
+        // stays in the field, and comes back after signing in again.
+        keepDraft(form);
+        signedOut(log, await response.text());
+        button.disabled = false;
+      } else if (response.redirected) {
         window.location.assign(response.url);
       } else {
         document.open();
@@ -118,7 +132,56 @@ document.addEventListener('submit', (event) => {
       button.disabled = false;
     }
   };
+  events.onopen = () => {
+    events.onopen = null;
+    send();
+  };
+  events.addEventListener('error', () => {
+    if (events.readyState === EventSource.CLOSED) send();
+  });
+  unopened = setTimeout(send, STREAM_OPEN_WAIT_MS);
 });
+
+// How long the chat waits for its event stream to open before it sends without one.
+const STREAM_OPEN_WAIT_MS = 5000;
+
+const draftKey = (form) => `kennel-draft:${new URL(form.action).pathname}`;
+
+function keepDraft(form) {
+  try {
+    sessionStorage.setItem(draftKey(form), form.querySelector('[name=message]').value);
+  } catch (_) {
+    // Storage refused (a private window's quota): the draft is still in the field.
+  }
+}
+
+// "Signed out — sign in again", with a link that comes back to this page after the sign-in.
+function signedOut(log, said) {
+  const li = document.createElement('li');
+  li.className = 'bad';
+  const link = document.createElement('a');
+  link.href = `/login?${new URLSearchParams({ next: window.location.pathname + window.location.search })}`;
+  link.textContent = 'sign in again';
+  li.append('signed out — ', link, ` (your message is kept; the server said: ${said.trim()})`);
+  log.appendChild(li);
+}
+
+// A draft kept when the session ended goes back into its chat form once the operator is back.
+function restoreDrafts() {
+  for (const form of document.querySelectorAll('form[data-live]')) {
+    const field = form.querySelector('[name=message]');
+    let kept = null;
+    try {
+      kept = sessionStorage.getItem(draftKey(form));
+      sessionStorage.removeItem(draftKey(form));
+    } catch (_) {
+      return;
+    }
+    if (kept && field && !field.value) field.value = kept;
+  }
+}
+if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', restoreDrafts);
+else restoreDrafts();
 
 // A waiting question's form, as `questions_view` renders it; every text is set as text.
 function questionForm(action, csrf, d) {

@@ -132,3 +132,56 @@ test('schedules read in words, with the next run on both clocks', async ({ brows
   await expect(row).toContainText(/UTC \(\d{4}-\d\d-\d\d 05:30 JST\)/);
   await both(browser, `/schedules?agent=${baker.id}`, 'schedules-words');
 });
+
+test('a message sent after the session ended keeps its draft and says to sign in again', async ({ browser }) => {
+  expect((await page.request.post('/api/templates', { ...api, data: { name: 'listener' } })).status()).toBe(201);
+  const listener = await (await page.request.post('/api/agents', { ...api, data: { template: 'listener' } })).json();
+  const context = await browser.newContext();
+  const tab = await context.newPage();
+  await signIn(tab);
+  await tab.goto(`/agents/${listener.id}`);
+  // The session ends (it expired, or was signed out elsewhere): the chat's event stream is
+  // answered with the sign-in page and never opens; the message once waited there for ever.
+  await context.clearCookies();
+  const field = tab.getByPlaceholder('Message the agent');
+  await field.fill('Are you still there?');
+  await tab.getByRole('button', { name: 'Send' }).click();
+  const log = tab.locator('#live-log');
+  await expect(log).toContainText('signed out — sign in again');
+  await expect(field).toHaveValue('Are you still there?');
+  await expect(tab.getByRole('button', { name: 'Send' })).toBeEnabled();
+  await log.getByRole('link', { name: 'sign in again' }).click();
+  await tab.getByLabel('Name').fill('ada');
+  await tab.getByLabel('Password').fill('correct horse battery');
+  await tab.getByRole('button', { name: 'Sign in' }).click();
+  await expect(tab).toHaveURL(new RegExp(`/agents/${listener.id}$`));
+  await expect(tab.getByPlaceholder('Message the agent')).toHaveValue('Are you still there?');
+  await context.close();
+});
+
+test('a chat with a long unbreakable line fits a phone', async ({ browser }) => {
+  expect((await page.request.post('/api/templates', { ...api, data: { name: 'scribe', model: 'fake-model', tools: ['system_time'] } })).status()).toBe(201);
+  const scribe = await (await page.request.post('/api/agents', { ...api, data: { template: 'scribe' } })).json();
+  const unbroken = `<section>${'A'.repeat(900)}</section>`;
+  const script = await page.request.post('http://127.0.0.1:4601/_script', {
+    data: [
+      { kind: 'tool_calls', calls: [['system_time', { html: unbroken }]] },
+      { kind: 'text', text: `Presented: https://example.com/${'b'.repeat(400)}` },
+    ],
+  });
+  expect(script.status()).toBe(204);
+  await page.goto(`/agents/${scribe.id}`);
+  await page.getByPlaceholder('Message the agent').fill('Present the page');
+  await page.getByRole('button', { name: 'Send' }).click();
+  await expect(page.locator('.chat-log')).toContainText('Presented: https://example.com/');
+  // On a phone every message stays inside the 390 px screen (the line once stretched the
+  // chat's column to 588 px, and its card cut every message off).
+  const small = await phone(browser);
+  await small.goto(`/agents/${scribe.id}`);
+  await expect(small.locator('.chat-log')).toContainText('Presented: https://example.com/');
+  const rightmost = await small.evaluate(() =>
+    Math.max(...[...document.querySelectorAll('.chat-log .msg')].map((m) => m.getBoundingClientRect().right)));
+  expect(rightmost).toBeLessThanOrEqual(390);
+  await small.context().close();
+  await both(browser, `/agents/${scribe.id}`, 'agent-chat-long-line');
+});

@@ -101,8 +101,9 @@
 //!   an `auth::HumanApproval`, which only `Auth::human_approval(session cookie, CSRF token)` makes;
 //!   no tool context and no API token carries those. The dashboard's confirmation page names the
 //!   schedule and asks the operator to type its short id (the last 8 hex digits of its id);
-//!   `DELETE /api/schedules/{id}` answers 403 whatever the id. Deletions are audited
-//!   (`tool = schedule_delete_permanently`, `caller = operator:NAME`).
+//!   `DELETE /api/schedules/{id}` answers 403 whatever the id. A deletion is in the
+//!   operator-action log (`schedule.delete` by `operator:NAME`, with its schedule and outcome),
+//!   not among tool calls: no tool made it.
 //! - **Dashboard:** `/schedules` (filter `?agent=`), `/schedules/{id}` (facts and the last 50
 //!   fires), `/schedules/{id}/delete` (the confirmation step); an agent's page lists its first
 //!   20 schedules.
@@ -147,7 +148,6 @@ use crate::db::{self, Db, stored_enum};
 use crate::error::{Error, FieldError, Result};
 use crate::family::Family;
 use crate::page::{Key, Page, PageRequest};
-use crate::tool::audit::{AuditEntry, AuditLog};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
@@ -410,8 +410,6 @@ pub struct Schedules {
     fire_history: u64,
     /// This daemon's id in the cluster: the fires it takes are written down as its.
     daemon: String,
-    /// Where a permanent deletion is recorded.
-    audit: Arc<AuditLog>,
 }
 
 fn field_error(field: &str, message: impl Into<String>) -> Error {
@@ -419,14 +417,7 @@ fn field_error(field: &str, message: impl Into<String>) -> Error {
 }
 
 impl Schedules {
-    pub(crate) fn new(
-        db: Db,
-        clock: Clock,
-        fire_history: u64,
-        agents: Arc<Agents>,
-        daemon: String,
-        audit: Arc<AuditLog>,
-    ) -> Schedules {
+    pub(crate) fn new(db: Db, clock: Clock, fire_history: u64, agents: Arc<Agents>, daemon: String) -> Schedules {
         Schedules {
             db,
             agents,
@@ -435,7 +426,6 @@ impl Schedules {
             stopped: Default::default(),
             fire_history,
             daemon,
-            audit,
         }
     }
 
@@ -670,8 +660,9 @@ impl Schedules {
     /// [`HumanApproval`] (an operator's dashboard session and its CSRF token) and `confirm`,
     /// which must be the schedule's [`Schedule::short_id`] as the operator typed it on the
     /// confirmation page. No tool and no API token can make the approval, so neither can reach
-    /// this.
-    pub async fn delete_permanently(&self, id: &str, confirm: &str, approval: &HumanApproval) -> Result<Schedule> {
+    /// this. The approval is the proof and is not read; who approved is in the operator-action
+    /// log the dashboard's route writes.
+    pub async fn delete_permanently(&self, id: &str, confirm: &str, _approval: &HumanApproval) -> Result<Schedule> {
         let schedule = self.get(id).await?;
         if confirm.trim() != schedule.short_id() {
             return Err(field_error(
@@ -681,23 +672,6 @@ impl Schedules {
         }
         store::delete(&self.db, &schedule.id.to_string()).await?;
         self.changed.notify_one();
-        if let Ok(agent_id) = Uuid::parse_str(&schedule.agent_id) {
-            // Not answered before its audit row is committed, like a state-changing tool call.
-            self.audit
-                .record_durably(AuditEntry {
-                    agent_id,
-                    session_id: None,
-                    caller: format!("operator:{}", approval.operator()),
-                    tool: "schedule_delete_permanently".into(),
-                    args_digest: crate::tool::pipeline::args_digest(&serde_json::json!({ "schedule_id": id })),
-                    outcome: "ok",
-                    message: Some(format!("deleted {} for good", schedule.timing())),
-                    duration_us: 0,
-                    artifact_id: None,
-                })
-                .await
-                .map_err(|e| Error::failed(format!("the schedule was deleted, but {}", e.message)))?;
-        }
         Ok(schedule)
     }
 }
@@ -714,7 +688,6 @@ pub const FAMILY: Family = Family {
             s.config().schedules.fire_history,
             s.need::<Agents>(),
             s.get::<Cluster>().id().to_string(),
-            s.need::<AuditLog>(),
         );
         s.provide(schedules);
         Ok(())

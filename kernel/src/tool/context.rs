@@ -42,10 +42,9 @@ impl Caller {
         matches!(self, Caller::Operator(_) | Caller::Cli)
     }
 
-    /// The one way a caller is named in stored records: the audit log's `caller`, and who
-    /// posted a task, created a schedule or published an event (`token:NAME`,
-    /// `operator:NAME`, …). An agent acting in its own loop is `agent` here; records that
-    /// need its name use [`CallContext::actor`].
+    /// The one way a caller is named in stored records: the audit log's `caller` (beside the
+    /// agent whose tool ran), and part of [`CallContext::actor`], which names who acted
+    /// (`token:NAME`, `operator:NAME`, …). An agent acting in its own loop is `agent` here.
     pub fn audit_label(&self) -> String {
         match self {
             Caller::Agent => "agent".into(),
@@ -130,12 +129,17 @@ impl CallContext {
         self
     }
 
-    /// Who acts in this call, as records name them: `agent:NAME` in the agent's own loop,
-    /// otherwise the caller's [`Caller::audit_label`] (`token:NAME`, `operator:NAME`, …).
+    /// Who acts in this call, as records name them (who posted a task, created a schedule,
+    /// published an event). In a turn the model chose the call, so the agent acted:
+    /// `agent:NAME`, and `agent:NAME for operator:ada` when someone else's message started the
+    /// turn. Outside a turn (an operator's "try it", a call through the API) the caller
+    /// acted: [`Caller::audit_label`] (`operator:ada`, `token:deploy`, `cli`).
     pub fn actor(&self) -> String {
-        match self.caller {
-            Caller::Agent => format!("agent:{}", self.agent.name),
-            ref other => other.audit_label(),
+        let agent = || format!("agent:{}", self.agent.name);
+        match (&self.caller, self.turn) {
+            (Caller::Agent, _) => agent(),
+            (caller, Some(_)) => format!("{} for {}", agent(), caller.audit_label()),
+            (caller, None) => caller.audit_label(),
         }
     }
 

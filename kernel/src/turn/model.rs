@@ -119,7 +119,15 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         usage: &mut Usage,
     ) -> Result<(crate::llm::ChatReply, u64)> {
         const RETRIES_FOR_LENGTH: u32 = 3;
+        // What the model has written of this reply so far, kept for a failure's record: a
+        // person watched it stream, and it must not vanish when the provider then fails.
+        let written = std::sync::Mutex::new(String::new());
         let on_delta = |delta: Delta<'_>| {
+            match delta {
+                Delta::Text(text) => written.lock().unwrap_or_else(|e| e.into_inner()).push_str(text),
+                Delta::Reset => written.lock().unwrap_or_else(|e| e.into_inner()).clear(),
+                _ => {}
+            }
             (self.emit)(match delta {
                 Delta::Text(text) => EventKind::TextDelta { iteration: call.iteration, text: text.to_string() },
                 Delta::Reset => EventKind::ReplyReset { iteration: call.iteration },
@@ -186,6 +194,7 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
             if !std::mem::replace(&mut announced, true) {
                 (self.emit)(EventKind::ModelCall { iteration: call.iteration });
             }
+            written.lock().unwrap_or_else(|e| e.into_inner()).clear();
             let mut outcome = self.provider().chat(&chat, &on_delta).await;
             if let Ok(reply) = &mut outcome {
                 // Images are counted at a fixed guess: a call with any teaches nothing.
@@ -206,6 +215,7 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
                 }
                 Err(ChatError::GaveUp(error)) if self.fall_back(&error).await => {
                     // Whatever the failed provider streamed is void: the next one starts over.
+                    written.lock().unwrap_or_else(|e| e.into_inner()).clear();
                     (self.emit)(EventKind::ReplyReset { iteration: call.iteration });
                 }
                 Err(ChatError::ContextExceeded { limit, counted, error }) if refusals < RETRIES_FOR_LENGTH => {
@@ -216,7 +226,10 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
                         .is_some_and(|c| calibration.learn_refused(self.provider().name(), self.model(), estimate, c));
                     self.learn_window(limit, estimate, learned).await;
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => {
+                    let written = written.into_inner().unwrap_or_else(|e| e.into_inner());
+                    return Err(with_written(e.into(), &written));
+                }
             }
         }
     }
@@ -409,4 +422,19 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
             at: crate::db::timestamp(self.kernel.clock().now()),
         });
     }
+}
+
+/// The most of a failed reply's text its failure record keeps.
+const WRITTEN_KEPT_CHARS: usize = 8000;
+
+/// `error` with what the model had written of its reply before it (`written`), which the
+/// failure's record keeps and the chat shows in its place.
+fn with_written(mut error: Error, written: &str) -> Error {
+    if written.trim().is_empty() {
+        return error;
+    }
+    let kept: String = written.chars().take(WRITTEN_KEPT_CHARS).collect();
+    let cut = if kept.len() < written.len() { " …" } else { "" };
+    error.message = format!("{}\n\nWhat the model had written before that:\n{kept}{cut}", error.message);
+    error
 }

@@ -203,6 +203,23 @@ async fn a_stream_that_breaks_off_is_read_again_and_its_pieces_taken_back() {
     assert_eq!(llm.requests().len(), 2);
 }
 
+/// A reply cut off for good fails its turn, and what the model had written (which the
+/// operator watched stream) stays with the failure instead of vanishing.
+#[tokio::test]
+async fn a_reply_cut_off_for_good_keeps_what_the_model_had_written() {
+    let (_home, _d, api, llm) = daemon_with_llm("openai", "max_retries = 0\n").await;
+    let id = agent_from(&api, json!({"name": "cut", "model": "m"})).await;
+    llm.push(Scripted::CutText { text: "the first words survive the break in the stream".into() });
+    let turn = say(&api, &id, None, "go").await;
+    assert_ne!(turn.status, 200, "{}", turn.text);
+    let said = turn.error_message();
+    assert!(said.contains("What the model had written before that:\nthe first words survive"), "{said}");
+    let session = turn.body["error"]["session_id"].as_str().expect("the failed turn's session").to_string();
+    let failures = api.get(&format!("/api/sessions/{session}")).await.body["failures"].clone();
+    let kept = failures[0]["message"].as_str().unwrap_or_default();
+    assert!(kept.contains("the first words survive"), "stored with the failure: {failures}");
+}
+
 #[tokio::test]
 async fn a_stream_closed_with_done_but_no_finish_reason_is_incomplete_not_a_reply() {
     // llama.cpp's server, under parallel sessions, ends streams it cuts with `data: [DONE]`

@@ -272,11 +272,14 @@ async fn permanent_deletion_is_human_only() {
     let deleted = b.post(&action, &[("csrf", &csrf), ("confirm", short)]).await;
     assert_eq!(deleted.status, 303, "{}", deleted.text);
     assert_eq!(api.get(&format!("/api/schedules/{id}")).await.status, 404);
-    let audited = eventually(Duration::from_secs(5), || async {
-        api.get("/api/audit?tool=schedule_delete_permanently").await.text.contains("operator:ada")
-    })
-    .await;
-    assert!(audited, "the deletion is in the audit log");
+    // The operator acted, not a tool: the deletion is an operator action, and no tool call
+    // (it was once audited as the agent calling `schedule_delete_permanently`).
+    let logged = api.get("/api/audit/actions?action=schedule.delete").await;
+    let record = &logged.body[0];
+    let by_ada = (record["actor"].as_str(), record["subject"].as_str(), record["outcome"].as_str());
+    assert_eq!(by_ada, (Some("operator:ada"), Some(id.as_str()), Some("ok")), "{}", logged.text);
+    let calls = api.get("/api/audit?tool=schedule_delete_permanently").await;
+    assert_eq!(calls.body.as_array().map(Vec::len), Some(0), "{}", calls.text);
 }
 
 #[tokio::test]

@@ -158,6 +158,36 @@ async fn agents_naming_no_provider_use_the_default_one_when_a_second_is_added() 
     assert!(stderr.contains("config.toml:2:") && stderr.contains("`fak` is not a configured provider"), "{stderr}");
 }
 
+/// What an agent's model does in a turn is the agent's doing, on behalf of whoever sent the
+/// message; what the token does itself outside a turn is the token's. (A task and a cron job
+/// an agent made in an operator's chat once read "posted by operator:NAME".)
+#[tokio::test]
+async fn records_of_a_turn_name_the_agent_that_acted_and_for_whom() {
+    let (_home, _d, api, llm) = daemon_with_llm("openai", "").await;
+    let id = agent_from(&api, json!({"name": "planner", "model": "m", "tools": ["tasks.*", "schedule.*"]})).await;
+    llm.push(Scripted::calls(&[
+        ("task_post", json!({"title": "write the report", "body": "", "priority": 5})),
+        ("cron_create", json!({"expression": "0 9 * * *", "prompt": "report"})),
+    ]))
+    .push(Scripted::text("planned"));
+    let turn = say(&api, &id, "plan the week").await;
+    assert_eq!(turn.status, 200, "{}", turn.text);
+    let by_the_agent = "agent:planner for token:tests";
+    let tasks = api.get("/api/tasks").await;
+    assert_eq!(tasks.body[0]["posted_by"], by_the_agent, "{}", tasks.text);
+    let jobs = api.get("/api/schedules?agent=planner").await;
+    assert_eq!(jobs.body[0]["created_by"], by_the_agent, "{}", jobs.text);
+
+    // The same tool called through the API, outside a turn: the token acted.
+    let direct = api.invoke(&id, "task_post", json!({"title": "by hand", "body": "", "priority": 9})).await;
+    assert_eq!(direct.status, 200, "{}", direct.text);
+    let tasks = api.get("/api/tasks").await;
+    assert_eq!(
+        (tasks.body[0]["title"].as_str(), tasks.body[0]["posted_by"].as_str()),
+        (Some("by hand"), Some("token:tests"))
+    );
+}
+
 /// A reply's calls are steps: each that changes something runs after the ones before it (the
 /// calls of one reply once all ran at the same time, and a relation failed NotFound beside the
 /// call adding its end).
