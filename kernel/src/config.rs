@@ -298,6 +298,22 @@ fn host_names<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> 
         .collect()
 }
 
+/// Where `key` (a setting's name, a section's header) is set in a config file's text: its
+/// first line that is not a comment. The file written at first start holds every setting
+/// commented out, so the first match anywhere would point at the example, not the setting.
+fn setting_offset(text: &str, key: &str) -> Option<usize> {
+    let mut start = 0;
+    for line in text.split_inclusive('\n') {
+        if !line.trim_start().starts_with('#')
+            && let Some(at) = line.find(key)
+        {
+            return Some(start + at);
+        }
+        start += line.len();
+    }
+    None
+}
+
 /// A config problem a person can fix: where it is and what was expected.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{file}:{line}:{column}: {message}")]
@@ -320,8 +336,7 @@ impl Config {
             error_at(offset, e.message().trim().to_string())
         })?;
         if let Err((key, message)) = check_sections(&config) {
-            let offset = text.find(&key).unwrap_or(0);
-            return Err(error_at(offset, message));
+            return Err(error_at(setting_offset(text, &key).unwrap_or(0), message));
         }
         Ok(config)
     }
@@ -451,6 +466,18 @@ mod tests {
         let c = parse(default_text()).unwrap();
         assert_eq!(c.kernel.max_agent_call_depth, 5);
         assert!(c.providers.is_empty());
+    }
+
+    /// A check's problem points at the setting, not at its commented example in the file the
+    /// first start writes (which names `default_provider` and `[database]` too).
+    #[test]
+    fn a_checked_setting_is_found_past_its_commented_example() {
+        let provider = "[providers.local]\nkind = \"openai\"\n";
+        let text = format!("{}{provider}[kernel]\ndefault_provider = \"locl\"\n", default_text());
+        let e = parse(&text).unwrap_err();
+        let wanted = text.lines().position(|l| l == "default_provider = \"locl\"").unwrap() + 1;
+        assert_eq!(e.line, wanted, "{e}");
+        assert!(e.message.contains("`locl` is not a configured provider"), "{}", e.message);
     }
 
     #[test]
