@@ -5,15 +5,20 @@ document.addEventListener('submit', (event) => {
   const form = event.target;
   if (!form.dataset.live || typeof EventSource === 'undefined') return;
   event.preventDefault();
+  const trace = document.getElementById('live-trace');
+  const status = trace.querySelector('.live-status');
   const log = document.getElementById('live-log');
   const button = form.querySelector('button[type=submit]');
+  // Each step goes into the folded trace, and the latest one is its summary.
   const line = (text, cls) => {
     const li = document.createElement('li');
     li.textContent = text;
     if (cls) li.className = cls;
     log.appendChild(li);
+    status.textContent = text;
+    status.className = `live-status ${cls || ''}`;
   };
-  log.hidden = false;
+  trace.hidden = false;
   log.replaceChildren();
   button.disabled = true;
   const events = new EventSource(form.dataset.live);
@@ -22,6 +27,11 @@ document.addEventListener('submit', (event) => {
   const sessionField = form.querySelector('input[name=session]');
   let session = sessionField ? sessionField.value : null;
   const typed = (form.querySelector('[name=message]').value || '').replace(/\r\n/g, '\n');
+  // The operator's message shows at once as their bubble (the page that follows shows it stored).
+  const chatLog = document.querySelector('.chat-log');
+  const mine = messageBubble('msg user pending', 'You', typed);
+  chatLog.appendChild(mine);
+  mine.scrollIntoView({ block: 'nearest' });
   const ours = (d) => d.session_id === session;
   events.addEventListener('turn_started', (e) => {
     const d = JSON.parse(e.data);
@@ -29,19 +39,13 @@ document.addEventListener('submit', (event) => {
   });
   // The reply streams into a bubble of its own; a tool call ends it, so text the model
   // writes after the call starts a new one. Model text is set as text, never as HTML.
-  const chatLog = document.querySelector('.chat-log');
   let bubble = null;
   events.addEventListener('text_delta', (e) => {
     const d = JSON.parse(e.data);
     if (!ours(d)) return;
     if (!bubble) {
-      const div = document.createElement('div');
-      div.className = 'msg assistant streaming';
-      const who = document.createElement('span');
-      who.className = 'who';
-      who.textContent = 'Agent (writing…)';
-      bubble = document.createElement('p');
-      div.append(who, bubble);
+      const div = messageBubble('msg assistant streaming', 'Agent (writing…)', '');
+      bubble = div.querySelector('p');
       chatLog.appendChild(div);
     }
     bubble.textContent += d.text;
@@ -71,7 +75,8 @@ document.addEventListener('submit', (event) => {
     const d = JSON.parse(e.data);
     if (!ours(d)) return;
     bubble = null;
-    line(`→ ${d.name} ${JSON.stringify(d.arguments)}`);
+    const args = JSON.stringify(d.arguments);
+    line(`→ ${d.name} ${args.length > 80 ? `${args.slice(0, 80)}…` : args}`);
   });
   events.addEventListener('tool_call_finished', (e) => {
     const d = JSON.parse(e.data);
@@ -117,6 +122,8 @@ document.addEventListener('submit', (event) => {
         // Signed out (the session ended or was ended elsewhere): nothing was sent. The draft
         // stays in the field, and comes back after signing in again.
         keepDraft(form);
+        mine.remove();
+        trace.open = true;
         signedOut(log, await response.text());
         button.disabled = false;
       } else if (response.redirected) {
@@ -141,6 +148,19 @@ document.addEventListener('submit', (event) => {
   });
   unopened = setTimeout(send, STREAM_OPEN_WAIT_MS);
 });
+
+// A chat message as the page renders one: who, then the text (set as text, never as HTML).
+function messageBubble(className, who, text) {
+  const div = document.createElement('div');
+  div.className = className;
+  const label = document.createElement('span');
+  label.className = 'who';
+  label.textContent = who;
+  const p = document.createElement('p');
+  p.textContent = text;
+  div.append(label, p);
+  return div;
+}
 
 // How long the chat waits for its event stream to open before it sends without one.
 const STREAM_OPEN_WAIT_MS = 5000;

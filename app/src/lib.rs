@@ -20,6 +20,7 @@
 #![recursion_limit = "256"]
 
 mod graph;
+mod markdown;
 pub mod pages;
 mod shell;
 mod widgets;

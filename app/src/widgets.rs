@@ -14,7 +14,9 @@
 //!   writes `<textarea`, `<script`, `<style`, `<noscript` or `inner_html` (the shell's one
 //!   `<script src="/public/live.js">` aside); data for `live.js` travels in escaped `data-`
 //!   attributes, never in inline JSON. URLs in `href`/`action` are built from ids and validated
-//!   names (lowercase letters, digits, `-`, `_`), never from free text.
+//!   names (lowercase letters, digits, `-`, `_`), never from free text. The one `inner_html`
+//!   is `Markdown`'s, of what `markdown::to_html` wrote (raw HTML in the text comes out as
+//!   text; links are checked there).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -55,6 +57,13 @@ pub fn TextArea(
 /// What goes between `<textarea>` and `</textarea>` for `value`: escaped (tachys will not).
 fn textarea_text(value: &str) -> String {
     format!("\n{}", html_escape::encode_text(value))
+}
+
+/// Text written in Markdown (a reply, a skill's body, a task's result, a note), rendered.
+/// The one component that inserts HTML: `markdown::to_html` writes no markup it did not make.
+#[component]
+pub fn Markdown(#[prop(into)] text: String, #[prop(optional)] id: Option<&'static str>) -> impl IntoView {
+    view! { <div class="md" id=id inner_html=crate::markdown::to_html(&text)></div> }
 }
 
 /// A form field's list: items separated by commas or lines, trimmed, blanks dropped.

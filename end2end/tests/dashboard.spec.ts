@@ -148,7 +148,9 @@ test('spawn an agent and chat: the scripted tool call is visible', async () => {
   await page.getByRole('button', { name: 'Send' }).click();
   await expect(page.locator('.chat-log')).toContainText('It is time for tea.');
   await expect(page.locator('.msg.assistant code').first()).toHaveText('system_time');
-  await expect(page.locator('details.msg.tool summary')).toHaveText('system_time result');
+  // The call is folded with its result (no message of its own for the result).
+  await expect(page.locator('.msg.assistant details.call summary')).toContainText('system_time {} ok');
+  await expect(page.locator('details.msg.tool')).toHaveCount(0);
   await shot('agent-chat');
 
   await page.goto('/agents');
@@ -206,8 +208,10 @@ test('ask_user: the turn waits for the question to be answered in the chat, then
   await shot('ask-user');
   await asking.getByRole('button', { name: 'Blue' }).click();
   await expect(page.locator('.chat-log .msg.assistant').last()).toContainText('Blue it is.');
-  await expect(page.locator('details.msg.tool summary').last()).toHaveText('ask_user result');
-  await expect(page.locator('details.msg.tool').last()).toContainText('operator:ada');
+  const asked = page.locator('.msg.assistant details.call').last();
+  await expect(asked.locator('summary')).toContainText('ask_user');
+  await expect(asked.locator('summary')).toContainText('ok');
+  await expect(asked).toContainText('operator:ada');
   await expect(page.locator('#questions form')).toHaveCount(0);
 });
 
@@ -269,7 +273,7 @@ test('task board: a posted task moves to done', async () => {
   await shot('tasks');
   await page.locator('#column-done').getByRole('link', { name: 'Write the release notes' }).click();
   await expect(page.locator('#task-history')).toContainText('claimed by worker');
-  await expect(page.locator('pre').last()).toHaveText('Notes written.');
+  await expect(page.locator('.md').last()).toHaveText('Notes written.');
 });
 
 test('schedule manager: pause, resume, and a permanent deletion that needs the typed confirmation', async () => {

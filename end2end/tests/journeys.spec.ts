@@ -185,3 +185,54 @@ test('a chat with a long unbreakable line fits a phone', async ({ browser }) => 
   await small.context().close();
   await both(browser, `/agents/${scribe.id}`, 'agent-chat-long-line');
 });
+
+test('a reply in Markdown, the message shown at once, each call folded with its result', async ({ browser }) => {
+  expect((await page.request.post('/api/templates', { ...api, data: { name: 'guide', model: 'fake-model', tools: ['system_time', 'memory_store'] } })).status()).toBe(201);
+  const guide = await (await page.request.post('/api/agents', { ...api, data: { template: 'guide' } })).json();
+  const reply = [
+    '## Tea times',
+    'It is **16:00** in Paris. A *raw* <b>tag</b> stays text; [the docs](https://example.com/tea) open apart.',
+    '| city | time |\n|---|---|\n| Paris | 16:00 |\n| Tokyo | 00:00 |',
+    '- Earl Grey\n- `Assam`',
+    '```\nbrew --steep 3m\n```',
+  ].join('\n\n');
+  const script = await page.request.post('http://127.0.0.1:4601/_script', {
+    data: [
+      { kind: 'tool_calls', calls: [['system_time', {}], ['memory_store', { key: 'page', value: `<section>${'x'.repeat(300)}</section>` }]] },
+      { kind: 'delay', millis: 1500 },
+      { kind: 'text', text: reply },
+    ],
+  });
+  expect(script.status()).toBe(204);
+  await page.goto(`/agents/${guide.id}`);
+  await page.getByPlaceholder('Message the agent').fill('When is tea?');
+  await page.getByRole('button', { name: 'Send' }).click();
+  // At once, while the turn runs: the operator's own bubble, and the turn's latest step over
+  // its folded trace.
+  await expect(page.locator('.chat-log .msg.user.pending')).toHaveText(/When is tea\?/);
+  await expect(page.locator('#live-trace > summary')).toContainText('model call 2');
+  await expect(page.locator('#live-log')).not.toBeVisible();
+  await expect(page.locator('#live-log')).toContainText('← system_time: ok');
+  await expect(page.locator('#live-log')).toContainText('← memory_store: ok');
+  // The reply, rendered: a heading, a table, a list, code; the raw tag as text; the link out
+  // without the opener.
+  const answer = page.locator('.msg.assistant').last();
+  await expect(answer.locator('h4')).toHaveText('Tea times');
+  await expect(answer.locator('table td').nth(2)).toHaveText('Tokyo');
+  await expect(answer.locator('li code')).toHaveText('Assam');
+  await expect(answer.locator('pre code')).toHaveText('brew --steep 3m');
+  await expect(answer).toContainText('A raw <b>tag</b> stays text');
+  await expect(answer.locator('b')).toHaveCount(0);
+  await expect(answer.getByRole('link', { name: 'the docs' })).toHaveAttribute('rel', 'noopener noreferrer');
+  // The call, folded: its name, a short look at its long arguments and the outcome; opened,
+  // the arguments and the result indented.
+  const [clock, store] = [0, 1].map((i) => page.locator('.msg.assistant details.call').nth(i));
+  await expect(clock.locator('summary')).toHaveText('system_time {} ok');
+  const summary = await store.locator('summary').innerText();
+  expect(summary).toContain('memory_store');
+  expect(summary).toContain('ok');
+  expect(summary.length).toBeLessThan(120);
+  await clock.locator('summary').click();
+  await expect(clock.locator('pre').last()).toContainText('"unix_ms":');
+  await both(browser, `/agents/${guide.id}`, 'agent-chat-markdown');
+});

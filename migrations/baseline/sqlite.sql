@@ -1,4 +1,4 @@
--- The schema SQLite's migrations 0001–0039 make, laid at once on a fresh database
+-- The schema SQLite's migrations 0001–0040 make, laid at once on a fresh database
 -- (kernel/src/db/baseline.rs). Written by a test, never by hand: after a new migration,
 -- KENNEL_WRITE_BASELINE=1 cargo test -p kennel-kernel --lib db::baseline
 CREATE TABLE agent_types (
@@ -569,4 +569,5 @@ CREATE TABLE usage_days (
     PRIMARY KEY (day, agent_id, session_id, provider, model)
 );
 CREATE INDEX operator_sessions_by_expiry ON operator_sessions(expires_at);
+CREATE TRIGGER operator_sessions_deleted AFTER DELETE ON operator_sessions BEGIN UPDATE cached_tables_version SET version = version + 1; END;
 INSERT INTO "cached_tables_version" VALUES (1, 0);

@@ -9,7 +9,7 @@ use kennel_kernel::notify::{Note, Urgency};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Section, Shell};
-use crate::widgets::{Csrf, NoMatches, Pager, Paging, agent_label, short_time};
+use crate::widgets::{Csrf, Markdown, NoMatches, Pager, Paging, agent_label, short_time};
 
 /// Its section of the navigation.
 pub const SECTION: Section = Section::new("/inbox", "Inbox").counting_unread();
@@ -105,7 +105,7 @@ fn note(n: Note, csrf: String) -> impl IntoView + use<> {
         <li class=class id=format!("note-{}", n.id)>
             <h2>{n.reason}</h2>
             <p class="hint">{format!("{} · {} · {} · {state}", n.urgency.as_str(), from, short_time(&n.at))}{fan_out}</p>
-            <p class="summary">{n.summary}</p>
+            <div class="summary"><Markdown text=n.summary/></div>
             {mark}
         </li>
     }

@@ -10,7 +10,7 @@ use kennel_kernel::skills::{HistoryEntry, Manifest, Proposal, Skill};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Section, Shell};
-use crate::widgets::{Csrf, TextArea, field_error, form_list, short_time};
+use crate::widgets::{Csrf, Markdown, TextArea, field_error, form_list, short_time};
 
 /// Its section of the navigation.
 pub const SECTION: Section = Section::new("/skills", "Skills");
@@ -198,7 +198,7 @@ pub fn render_skill(meta: PageMeta, page: SkillPage) -> String {
                     <p class="hint" id="skill-made-by">{made_by}" Agents change only the skills they made and no one else loads; anything else they propose, for an operator below."</p>
                 </section>
                 <h2>"Body"</h2>
-                <pre id="skill-body">{skill.body}</pre>
+                <Markdown id="skill-body" text=skill.body/>
                 <h2>"Support files"</h2>
                 {files}
                 <h2>"Used by agent types"</h2>

@@ -9,7 +9,9 @@ use kennel_kernel::tasks::{Task, TaskAction, TaskChange, TaskEvent, TaskStatus};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Section, Shell};
-use crate::widgets::{Csrf, NoMatches, Pager, Paging, TextArea, agent_label, agent_names, field_error, short_time};
+use crate::widgets::{
+    Csrf, Markdown, NoMatches, Pager, Paging, TextArea, agent_label, agent_names, field_error, short_time,
+};
 
 /// Its section of the navigation.
 pub const SECTION: Section = Section::new("/tasks", "Tasks");
@@ -209,7 +211,7 @@ pub fn render_detail(meta: PageMeta, page: Detail) -> String {
         });
         view! { <div class="actions">{reassign}{cancel}{retry}</div> }
     };
-    let result = t.result.clone().map(|r| view! { <h2>"Result"</h2><pre>{r}</pre> });
+    let result = t.result.clone().map(|r| view! { <h2>"Result"</h2><Markdown text=r/> });
     let summary = format!(
         "Priority {} · for {} · task {} ({})",
         t.priority,

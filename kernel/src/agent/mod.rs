@@ -235,8 +235,8 @@ impl Agent {
             Ok(())
         } else {
             Err(Error::conflict(format!(
-                "agent `{}` is stopped; spawn a new agent from type `{}` to go on",
-                self.name, self.agent_type
+                "agent `{0}` is stopped: start it with `kennel agent start {0}` or Start on its page",
+                self.name
             )))
         }
     }
@@ -288,6 +288,25 @@ impl State {
 
     fn running_agent_named(&self, name: &str) -> Option<&Arc<Agent>> {
         self.agents.values().find(|a| a.is_running() && a.name == name)
+    }
+
+    /// The one stopped (not removed) agent named `name`; several are a conflict that lists
+    /// their ids, none is not found.
+    fn stopped_agent_named(&self, name: &str) -> Result<&Arc<Agent>> {
+        let stopped: Vec<&Arc<Agent>> =
+            self.agents.values().filter(|a| a.status == AgentStatus::Stopped && a.name == name).collect();
+        match stopped.as_slice() {
+            [] => Err(Error::not_found(format!("no agent `{name}`"))),
+            [one] => Ok(one),
+            several => {
+                let ids: Vec<String> = several.iter().map(|a| a.id.to_string()).collect();
+                Err(Error::conflict(format!(
+                    "no agent named `{name}` runs, and {} stopped ones have that name: name one by its id ({})",
+                    several.len(),
+                    ids.join(", ")
+                )))
+            }
+        }
     }
 
     /// Why `name` cannot be taken by a new type or agent, if it cannot.
@@ -576,12 +595,17 @@ impl Agents {
         Ok(due.len())
     }
 
-    /// Finds an agent by id, or a running agent by name. A removed agent is not found.
+    /// Finds an agent by id, or by name: the running agent of that name, else the one stopped
+    /// agent of that name (so `kennel agent start helper` and a stopped agent's clear refusal
+    /// work by name; several stopped namesakes are named by id). A removed agent is not found.
     pub fn get(&self, id_or_name: &str) -> Result<Arc<Agent>> {
         let state = self.read();
         let found = match Uuid::parse_str(id_or_name) {
             Ok(id) => state.agents.get(&id).filter(|a| a.status != AgentStatus::Removed),
-            Err(_) => state.running_agent_named(id_or_name),
+            Err(_) => match state.running_agent_named(id_or_name) {
+                Some(running) => Some(running),
+                None => return state.stopped_agent_named(id_or_name).cloned(),
+            },
         };
         found.cloned().ok_or_else(|| Error::not_found(format!("no agent `{id_or_name}`")))
     }

@@ -18,6 +18,19 @@ fn check_new_operator(name: &str, password: &str) -> Result<()> {
     Ok(())
 }
 
+/// An operator as `kennel operator list` shows one.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct OperatorInfo {
+    pub name: String,
+    pub created_at: String,
+    /// Dashboard sessions open now.
+    pub sessions: i64,
+}
+
+fn no_such_operator(name: &str) -> Error {
+    Error::not_found(format!("no operator named `{name}` (`kennel operator list` shows them)"))
+}
+
 impl Auth {
     /// Adds an operator with an argon2id hash of `password`.
     pub async fn add_operator(&self, name: &str, password: &str) -> Result<()> {
@@ -58,6 +71,38 @@ impl Auth {
             })
             .await?;
         Ok(known && ok)
+    }
+
+    /// Every operator, by name, with how many dashboard sessions each has open.
+    pub async fn list_operators(&self) -> Result<Vec<OperatorInfo>> {
+        store::list_operators(&self.db).await
+    }
+
+    /// Removes an operator and signs it out everywhere. The last operator cannot be removed:
+    /// with none, the first person to reach `/setup` on this machine would become one.
+    pub async fn remove_operator(&self, name: &str) -> Result<()> {
+        match store::delete_operator(&self.db, name).await? {
+            store::Removal::Removed => {
+                self.forget_sessions_of(name);
+                Ok(())
+            }
+            store::Removal::NoSuchOperator => Err(no_such_operator(name)),
+            store::Removal::LastOne => Err(Error::conflict(format!(
+                "`{name}` is the only operator: add another first (`kennel operator add`), so someone can still sign in"
+            ))),
+        }
+    }
+
+    /// Sets an operator's password (the way back from a forgotten one, on the daemon's
+    /// machine) and signs it out everywhere it was signed in.
+    pub async fn set_password(&self, name: &str, password: &str) -> Result<()> {
+        check_new_operator(name, password)?;
+        let hash = hash_password(password).await?;
+        if !store::set_password_hash(&self.db, name, &hash).await? {
+            return Err(no_such_operator(name));
+        }
+        self.forget_sessions_of(name);
+        Ok(())
     }
 
     pub async fn operator_count(&self) -> Result<i64> {

@@ -130,6 +130,13 @@ impl Auth {
         Ok(HumanApproval { operator: session.operator })
     }
 
+    /// Ends, in this process, every session of `operator` (its rows are already gone; other
+    /// processes drop them when they read the sessions again).
+    pub(super) fn forget_sessions_of(&self, operator: &str) {
+        self.sessions.write().expect("sessions lock").retain(|_, s| s.operator != operator);
+        self.revisions.send_modify(|r| *r += 1);
+    }
+
     /// Signs out: the cookie value stops working at once.
     pub async fn close_session(&self, cookie: &str) -> Result<()> {
         let hash = token_hash(cookie);

@@ -1,6 +1,6 @@
 //! SQL for operators, their dashboard sessions and API tokens.
 
-use super::TokenInfo;
+use super::{OperatorInfo, TokenInfo};
 use crate::db::{self, Db};
 use crate::error::{Error, Result};
 
@@ -83,6 +83,68 @@ pub(super) async fn insert_first_operator(db: &Db, name: &str, password_hash: &s
 
 pub(super) async fn password_hash(db: &Db, name: &str) -> Result<Option<String>> {
     Ok(db::query_scalar("SELECT password_hash FROM operators WHERE name = $1").bind(name).fetch_optional(db).await?)
+}
+
+pub(super) async fn list_operators(db: &Db) -> Result<Vec<OperatorInfo>> {
+    let rows = db::query(
+        "SELECT o.name, o.created_at, \
+         (SELECT COUNT(*) FROM operator_sessions s WHERE s.operator = o.name AND s.expires_at >= $1) AS signed_in \
+         FROM operators o ORDER BY o.name",
+    )
+    .bind(db::now())
+    .fetch_all(db)
+    .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(OperatorInfo {
+                name: r.try_get("name")?,
+                created_at: r.try_get("created_at")?,
+                sessions: r.try_get("signed_in")?,
+            })
+        })
+        .collect()
+}
+
+/// What removing an operator did.
+pub(super) enum Removal {
+    Removed,
+    NoSuchOperator,
+    /// Refused: it is the only one (with none, anyone on this machine could take `/setup`).
+    LastOne,
+}
+
+/// Removes an operator and ends its dashboard sessions, unless it is the last one; one write
+/// transaction, so two removals at once cannot leave no operator.
+pub(super) async fn delete_operator(db: &Db, name: &str) -> Result<Removal> {
+    let mut tx = db.begin_write().await?;
+    let count: i64 = db::query_scalar("SELECT COUNT(*) FROM operators").fetch_one(&mut tx).await?;
+    let exists: Option<String> =
+        db::query_scalar("SELECT name FROM operators WHERE name = $1").bind(name).fetch_optional(&mut tx).await?;
+    let removal = match (exists, count) {
+        (None, _) => Removal::NoSuchOperator,
+        (Some(_), 1) => Removal::LastOne,
+        (Some(_), _) => {
+            db::query("DELETE FROM operator_sessions WHERE operator = $1").bind(name).execute(&mut tx).await?;
+            db::query("DELETE FROM operators WHERE name = $1").bind(name).execute(&mut tx).await?;
+            Removal::Removed
+        }
+    };
+    tx.commit().await?;
+    Ok(removal)
+}
+
+/// Replaces an operator's password hash and ends its dashboard sessions (signed in with the
+/// old password, wherever that was); whether there is such an operator.
+pub(super) async fn set_password_hash(db: &Db, name: &str, password_hash: &str) -> Result<bool> {
+    let mut tx = db.begin_write().await?;
+    let updated = db::query("UPDATE operators SET password_hash = $1 WHERE name = $2")
+        .bind(password_hash)
+        .bind(name)
+        .execute(&mut tx)
+        .await?;
+    db::query("DELETE FROM operator_sessions WHERE operator = $1").bind(name).execute(&mut tx).await?;
+    tx.commit().await?;
+    Ok(updated.rows_affected() == 1)
 }
 
 pub(super) async fn operator_count(db: &Db) -> Result<i64> {

@@ -1,5 +1,5 @@
-//! `kennel agent …`: listing agents and changing their grants work on the store; spawning and
-//! stopping need the running daemon (the agents run in it).
+//! `kennel agent …`: listing agents and changing their grants work on the store; spawning,
+//! stopping, starting and removing need the running daemon (the agents run in it).
 
 use std::path::Path;
 
@@ -83,5 +83,24 @@ pub async fn stop(home: &Path, agent: &str, json_out: bool) -> anyhow::Result<()
     }
     let a: Spawned = serde_json::from_value(stopped)?;
     println!("agent `{}` stopped; its sessions stay, its schedules are paused", a.name);
+    Ok(())
+}
+
+pub async fn start(home: &Path, agent: &str, json_out: bool) -> anyhow::Result<()> {
+    let daemon = Daemon::of(home)?;
+    let started: Value = daemon.post(&format!("/api/agents/{}/start", super::agent_ref(agent)?), &json!({})).await?;
+    if json_out {
+        return super::print_json(&started);
+    }
+    let a: Spawned = serde_json::from_value(started)?;
+    println!("agent `{}` runs again ({}); its schedules stay paused until resumed", a.name, a.id);
+    Ok(())
+}
+
+pub async fn remove(home: &Path, agent: &str) -> anyhow::Result<()> {
+    let daemon = Daemon::of(home)?;
+    let removed: Value = daemon.delete(&format!("/api/agents/{}", super::agent_ref(agent)?)).await?;
+    let a: Spawned = serde_json::from_value(removed)?;
+    println!("agent `{}` removed ({}); its sessions and audit rows are kept", a.name, a.id);
     Ok(())
 }

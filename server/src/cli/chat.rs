@@ -38,7 +38,11 @@ pub async fn chat(home: &Path, agent: &str, session: Option<Uuid>) -> anyhow::Re
     let daemon = Daemon::of(home)?;
     let agent: AgentInfo = daemon.get(&format!("/api/agents/{}", super::agent_ref(agent)?)).await?;
     if agent.status != "running" {
-        bail!("agent `{}` is {}: start it again on its dashboard page, or spawn a new one", agent.name, agent.status);
+        bail!(
+            "agent `{0}` is {1}: start it with `kennel agent start {0}` or Start on its page",
+            agent.name,
+            agent.status
+        );
     }
     let mut session = match session {
         Some(id) => {

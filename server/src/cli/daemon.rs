@@ -269,6 +269,10 @@ impl Daemon {
         self.call(Method::POST, path, Some(body)).await
     }
 
+    pub async fn delete<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
+        self.call(Method::DELETE, path, None).await
+    }
+
     /// Sends a body that is already text in its format (a manifest file as written).
     pub async fn send<T: DeserializeOwned>(&self, method: Method, path: &str, body: Body) -> anyhow::Result<T> {
         let req = self.request(method, path).header(reqwest::header::CONTENT_TYPE, body.content_type).body(body.text);

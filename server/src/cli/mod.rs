@@ -298,6 +298,26 @@ enum AgentCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Start a stopped agent again, with its sessions and history; its schedules stay paused
+    /// until resumed. Needs the running daemon.
+    #[command(after_help = "Examples:
+  kennel agent start helper             the stopped agent named helper
+  kennel agent start 0193d2c4-…         by id, when several stopped agents share the name")]
+    Start {
+        /// The agent's name or id.
+        agent: String,
+        /// Print the started agent as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove an agent (stopping it first if it runs): no longer listed, its sessions, audit
+    /// rows and paused schedules kept. Needs the running daemon.
+    #[command(after_help = "Examples:
+  kennel agent remove helper")]
+    Remove {
+        /// The agent's name or id.
+        agent: String,
+    },
     /// Let an agent call the tools matching PATTERN (`system_time`, `memory_*`, `browser.*`).
     #[command(after_help = "Examples:
   kennel agent grant helper system_time
@@ -320,6 +340,29 @@ enum OperatorCommand {
         #[arg(long)]
         password_stdin: bool,
     },
+    /// List operators: name, when added, dashboard sessions open now.
+    #[command(after_help = "Examples:
+  kennel operator list
+  kennel operator list --json | jq -r '.[].name'")]
+    List {
+        /// Print the operators as a JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove an operator and end its dashboard sessions. The last operator cannot be removed.
+    #[command(after_help = "Examples:
+  kennel operator remove bob")]
+    Remove { name: String },
+    /// Set an operator's password (the way back from a forgotten one, on the daemon's
+    /// machine); its dashboard sessions end. The password is read from standard input.
+    #[command(after_help = "Examples:
+  printf '%s\\n' \"$NEW_PASSWORD\" | kennel operator passwd ada --password-stdin")]
+    Passwd {
+        name: String,
+        /// Read the new password from standard input (required: passwords never go on the command line).
+        #[arg(long)]
+        password_stdin: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -335,8 +378,13 @@ enum TokenCommand {
     Revoke { name: String },
     /// List token names and when they were made.
     #[command(after_help = "Examples:
-  kennel token list")]
-    List,
+  kennel token list
+  kennel token list --json | jq -r '.[].name'")]
+    List {
+        /// Print the tokens (names and dates, never secrets) as a JSON array.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Agents' child processes run as the daemon's user, and a process may read the environment
@@ -376,6 +424,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             agents::spawn(&home, &agent_type, name, goal, json).await
         }
         Command::Agent(AgentCommand::Stop { agent, json }) => agents::stop(&home, &agent, json).await,
+        Command::Agent(AgentCommand::Start { agent, json }) => agents::start(&home, &agent, json).await,
+        Command::Agent(AgentCommand::Remove { agent }) => agents::remove(&home, &agent).await,
         Command::Agent(AgentCommand::List { json }) => with_store(&home, async |k| agents::list(k, json)).await,
         Command::Agent(AgentCommand::Grant { agent, pattern }) => {
             with_store(&home, async |k| agents::grant(k, &agent, &pattern).await).await
@@ -383,21 +433,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Agent(AgentCommand::Revoke { agent, pattern }) => {
             with_store(&home, async |k| agents::revoke(k, &agent, &pattern).await).await
         }
-        Command::Operator(OperatorCommand::Add { name, password_stdin }) => {
-            if !password_stdin {
-                bail!("pass --password-stdin and send the password on standard input");
-            }
-            let mut password = String::new();
-            std::io::stdin().lock().read_line(&mut password).context("cannot read the password from standard input")?;
-            let password = password.trim_end_matches(['\r', '\n']).to_string();
-            with_store(&home, async |kernel| {
-                kernel.auth().add_operator(&name, &password).await?;
-                record(kernel, "operator.add", &name, format!("operator `{name}` added")).await?;
-                println!("operator `{name}` added");
-                Ok(())
-            })
-            .await
-        }
+        Command::Operator(cmd) => operators(&home, cmd).await,
         Command::Token(cmd) => with_store(&home, async |kernel| tokens(kernel, cmd).await).await,
         Command::MigrateToPostgres { url } => migrate_to_postgres(&home, &url).await,
     }
@@ -425,6 +461,68 @@ async fn migrate_to_postgres(home: &Path, url: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+async fn operators(home: &Path, cmd: OperatorCommand) -> anyhow::Result<()> {
+    match cmd {
+        OperatorCommand::Add { name, password_stdin } => {
+            let password = password_from_stdin(password_stdin)?;
+            with_store(home, async |kernel| {
+                kernel.auth().add_operator(&name, &password).await?;
+                record(kernel, "operator.add", &name, format!("operator `{name}` added")).await?;
+                println!("operator `{name}` added");
+                Ok(())
+            })
+            .await
+        }
+        OperatorCommand::List { json } => {
+            with_store(home, async |kernel| {
+                let operators = kernel.auth().list_operators().await?;
+                if json {
+                    return print_json(&operators);
+                }
+                let mut rows = vec![["NAME", "ADDED", "SIGNED IN"].map(String::from).to_vec()];
+                rows.extend(
+                    operators.iter().map(|o| vec![o.name.clone(), o.created_at.clone(), o.sessions.to_string()]),
+                );
+                print_table(&rows);
+                Ok(())
+            })
+            .await
+        }
+        OperatorCommand::Remove { name } => {
+            with_store(home, async |kernel| {
+                kernel.auth().remove_operator(&name).await?;
+                let done = format!("operator `{name}` removed and signed out");
+                record(kernel, "operator.remove", &name, done.clone()).await?;
+                println!("{done}");
+                Ok(())
+            })
+            .await
+        }
+        OperatorCommand::Passwd { name, password_stdin } => {
+            let password = password_from_stdin(password_stdin)?;
+            with_store(home, async |kernel| {
+                kernel.auth().set_password(&name, &password).await?;
+                let done = format!("operator `{name}` has a new password and is signed out everywhere");
+                record(kernel, "operator.passwd", &name, done.clone()).await?;
+                println!("{done}");
+                Ok(())
+            })
+            .await
+        }
+    }
+}
+
+/// A password from the first line of standard input: never from the command line, where
+/// every user of the machine can read it (`ps`, shell history).
+fn password_from_stdin(asked: bool) -> anyhow::Result<String> {
+    if !asked {
+        bail!("pass --password-stdin and send the password on standard input");
+    }
+    let mut password = String::new();
+    std::io::stdin().lock().read_line(&mut password).context("cannot read the password from standard input")?;
+    Ok(password.trim_end_matches(['\r', '\n']).to_string())
+}
+
 async fn tokens(kernel: &Kernel, cmd: TokenCommand) -> anyhow::Result<()> {
     match cmd {
         TokenCommand::Create { name } => {
@@ -437,8 +535,12 @@ async fn tokens(kernel: &Kernel, cmd: TokenCommand) -> anyhow::Result<()> {
             record(kernel, "token.revoke", &name, format!("token `{name}` revoked")).await?;
             println!("token `{name}` revoked");
         }
-        TokenCommand::List => {
-            for t in kernel.auth().list_tokens().await? {
+        TokenCommand::List { json } => {
+            let tokens = kernel.auth().list_tokens().await?;
+            if json {
+                return print_json(&tokens);
+            }
+            for t in tokens {
                 println!("{}\t{}", t.name, t.created_at);
             }
         }

@@ -92,21 +92,21 @@ async fn spawn_agent(State(kernel): State<Kernel>, JsonBody(body): JsonBody<Spaw
 }
 
 /// One agent, by id or (for a running agent) by name.
-#[utoipa::path(get, path = "/api/agents/{id}", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
+#[utoipa::path(get, path = "/api/agents/{id}", tag = "agents", params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)")),
     responses((status = 200, description = "The agent", body = Agent), (status = 404, description = "No such agent")))]
 async fn get_agent(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Arc<Agent>>> {
     Ok(Json(kernel.agents().get(&id)?))
 }
 
 /// Stops an agent and cancels its running turns; it stays listed, with its sessions and audit.
-#[utoipa::path(post, path = "/api/agents/{id}/stop", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
+#[utoipa::path(post, path = "/api/agents/{id}/stop", tag = "agents", params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)")),
     responses((status = 200, description = "The stopped agent (stopping a stopped one changes nothing)", body = Agent), (status = 404, description = "No such agent")))]
 async fn stop_agent(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Arc<Agent>>> {
     Ok(Json(kernel.stop_agent(&id).await?))
 }
 
 /// Starts a stopped agent again, with its sessions and history; its schedules stay paused.
-#[utoipa::path(post, path = "/api/agents/{id}/start", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
+#[utoipa::path(post, path = "/api/agents/{id}/start", tag = "agents", params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)")),
     responses((status = 200, description = "The running agent (starting a running one changes nothing)", body = Agent), (status = 404, description = "No such agent"),
         (status = 409, description = "Another running agent has its name")))]
 async fn start_agent(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Arc<Agent>>> {
@@ -115,7 +115,7 @@ async fn start_agent(State(kernel): State<Kernel>, Path(id): Path<String>) -> Ap
 
 /// Lifts the agent's budget pause: it may start turns again today, its daily budgets counting
 /// from now.
-#[utoipa::path(post, path = "/api/agents/{id}/lift", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
+#[utoipa::path(post, path = "/api/agents/{id}/lift", tag = "agents", params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)")),
     responses((status = 200, description = "The agent, not paused (lifting an agent that is not paused changes nothing but where its budgets count from)", body = Agent), (status = 404, description = "No such agent")))]
 async fn lift_pause(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Arc<Agent>>> {
     Ok(Json(kernel.lift_pause(&id).await?))
@@ -123,7 +123,7 @@ async fn lift_pause(State(kernel): State<Kernel>, Path(id): Path<String>) -> Api
 
 /// Stops the agent if it runs and removes it: it is no longer listed or found. Its sessions,
 /// schedules (paused) and audit rows stay.
-#[utoipa::path(delete, path = "/api/agents/{id}", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
+#[utoipa::path(delete, path = "/api/agents/{id}", tag = "agents", params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)")),
     responses((status = 200, description = "The removed agent", body = Agent), (status = 404, description = "No such agent")))]
 async fn remove_agent(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Arc<Agent>>> {
     Ok(Json(kernel.remove_agent(&id).await?))
@@ -131,7 +131,7 @@ async fn remove_agent(State(kernel): State<Kernel>, Path(id): Path<String>) -> A
 
 /// Replaces the agent's `[capabilities]`. `tools` is required (`[]` clears every grant); an
 /// empty body is refused and changes nothing.
-#[utoipa::path(put, path = "/api/agents/{id}/capabilities", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
+#[utoipa::path(put, path = "/api/agents/{id}/capabilities", tag = "agents", params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)")),
     request_body = NewCapabilities,
     responses((status = 200, description = "The agent with its new grants", body = Agent), (status = 404, description = "No such agent")))]
 async fn set_capabilities(
@@ -143,7 +143,7 @@ async fn set_capabilities(
 }
 
 /// The agent's effective tool set: every tool, allowed or not, and why.
-#[utoipa::path(get, path = "/api/agents/{id}/tools", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name"), PageQuery, ("cursor" = inline(Option<PositionCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last tool's position)")),
+#[utoipa::path(get, path = "/api/agents/{id}/tools", tag = "agents", params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)"), PageQuery, ("cursor" = inline(Option<PositionCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last tool's position)")),
     responses((status = 200, description = "A page of the agent's effective tool set", body = Vec<EffectiveTool>), (status = 404, description = "No such agent")))]
 async fn agent_tools(State(kernel): State<Kernel>, Path(id): Path<String>, page: PageParams) -> ApiResult<Response> {
     let agent = kernel.agents().get(&id)?;
@@ -163,7 +163,7 @@ struct InvokeBody {
 /// Runs a tool as the agent, through the same pipeline as the agent loop: grants, argument
 /// validation, spill and audit all apply. For debugging and the dashboard's "try it".
 #[utoipa::path(post, path = "/api/agents/{id}/tools/{name}/invoke", tag = "agents",
-    params(("id" = String, Path, description = "The agent's id, or a running agent's name"), ("name" = String, Path, description = "The tool's name")),
+    params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)"), ("name" = String, Path, description = "The tool's name")),
     request_body = Option<InvokeBody>,
     responses(
         (status = 200, description = "The tool's result (or its spill placeholder)", body = CallOutput),
@@ -192,7 +192,7 @@ async fn invoke_tool(
 }
 
 /// The agent's sessions, newest first.
-#[utoipa::path(get, path = "/api/agents/{id}/sessions", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name"), PageQuery, ("cursor" = inline(Option<IdCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last session's id)")),
+#[utoipa::path(get, path = "/api/agents/{id}/sessions", tag = "agents", params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)"), PageQuery, ("cursor" = inline(Option<IdCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last session's id)")),
     responses((status = 200, description = "A page of the agent's sessions", body = Vec<Session>), (status = 404, description = "No such agent")))]
 async fn list_sessions(State(kernel): State<Kernel>, Path(id): Path<String>, page: PageParams) -> ApiResult<Response> {
     let agent = kernel.agents().get(&id)?;
@@ -208,7 +208,7 @@ struct SessionBody {
 }
 
 /// Opens a new session for the agent.
-#[utoipa::path(post, path = "/api/agents/{id}/sessions", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
+#[utoipa::path(post, path = "/api/agents/{id}/sessions", tag = "agents", params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)")),
     request_body = Option<SessionBody>, responses((status = 201, description = "The new session", body = Session), (status = 404, description = "No such agent")))]
 async fn create_session(
     State(kernel): State<Kernel>,
@@ -237,7 +237,7 @@ struct MessageBody {
 /// pipeline under the agent's grants, and the reply comes back with the trace of every call.
 /// API turns are headless: tools that need a person are left out. Turns sent with the CLI's
 /// token (`kennel chat`) have a person at the terminal, so those tools are offered.
-#[utoipa::path(post, path = "/api/agents/{id}/messages", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
+#[utoipa::path(post, path = "/api/agents/{id}/messages", tag = "agents", params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)")),
     request_body = MessageBody,
     responses(
         (status = 200, description = "The turn's reply, session and trace", body = TurnResult),
@@ -269,7 +269,7 @@ async fn send_message(
 
 /// Live progress of the agent's turns as server-sent events (`turn_started`, `model_call`,
 /// `tool_call_started`, `tool_call_finished`, `reply`, `turn_ended`, `turn_failed`).
-#[utoipa::path(get, path = "/api/agents/{id}/events", tag = "agents", params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
+#[utoipa::path(get, path = "/api/agents/{id}/events", tag = "agents", params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)")),
     responses((status = 200, description = "An endless stream of the agent's turn events", content_type = "text/event-stream", body = AgentEvent), (status = 404, description = "No such agent")))]
 async fn agent_events(
     State(kernel): State<Kernel>,

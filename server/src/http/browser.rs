@@ -17,7 +17,7 @@ pub fn routes() -> Api {
 
 /// The agent's open tabs (empty when it has none, or `[browser]` is not configured).
 #[utoipa::path(get, path = "/api/agents/{id}/browser/tabs", tag = "browser",
-    params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
+    params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)")),
     responses((status = 200, description = "The agent's open tabs", body = Vec<TabView>), (status = 404, description = "No such agent")))]
 async fn tabs(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Vec<TabView>>> {
     let agent = kernel.agents().get(&id)?;

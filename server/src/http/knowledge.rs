@@ -23,7 +23,7 @@ pub fn routes() -> Api {
 }
 
 /// The agent's entities, oldest first.
-#[utoipa::path(get, path = "/api/agents/{id}/knowledge/entities", tag = "knowledge", params(("id" = String, Path, description = "The agent's id, or a running agent's name"), PageQuery, ("cursor" = inline(Option<NumberCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last entity's row)")),
+#[utoipa::path(get, path = "/api/agents/{id}/knowledge/entities", tag = "knowledge", params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)"), PageQuery, ("cursor" = inline(Option<NumberCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last entity's row)")),
     responses((status = 200, description = "A page of the agent's entities", body = Vec<Entity>), (status = 404, description = "No such agent")))]
 async fn entities(State(kernel): State<Kernel>, Path(id): Path<String>, page: PageParams) -> ApiResult<Response> {
     let agent = kernel.agents().get(&id)?;
@@ -31,7 +31,7 @@ async fn entities(State(kernel): State<Kernel>, Path(id): Path<String>, page: Pa
 }
 
 /// The agent's relations, oldest first, their ends by name.
-#[utoipa::path(get, path = "/api/agents/{id}/knowledge/relations", tag = "knowledge", params(("id" = String, Path, description = "The agent's id, or a running agent's name"), PageQuery, ("cursor" = inline(Option<NumberCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last relation's row)")),
+#[utoipa::path(get, path = "/api/agents/{id}/knowledge/relations", tag = "knowledge", params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)"), PageQuery, ("cursor" = inline(Option<NumberCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last relation's row)")),
     responses((status = 200, description = "A page of the agent's relations", body = Vec<Relation>), (status = 404, description = "No such agent")))]
 async fn relations(State(kernel): State<Kernel>, Path(id): Path<String>, page: PageParams) -> ApiResult<Response> {
     let agent = kernel.agents().get(&id)?;
@@ -55,7 +55,7 @@ struct WalkQuery {
 /// Walks the agent's graph breadth first from an entity, as `knowledge_query` does: the
 /// entities reached with their distance, and the relations followed between them; at most
 /// 200 entities and 1,000 relations (`truncated` says when there was more).
-#[utoipa::path(get, path = "/api/agents/{id}/knowledge/query", tag = "knowledge", params(("id" = String, Path, description = "The agent's id, or a running agent's name"), WalkQuery,
+#[utoipa::path(get, path = "/api/agents/{id}/knowledge/query", tag = "knowledge", params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)"), WalkQuery,
         ("relation" = Option<Vec<String>>, Query, max_items = 32, description = "Follow only relations of these types (repeat it: `relation=uses&relation=owns`); every type when absent")),
     responses((status = 200, description = "What the walk reached", body = Subgraph), (status = 404, description = "No such agent, or no entity of that name in its graph")))]
 async fn query(

@@ -40,7 +40,7 @@ pub fn routes() -> Api {
 
 /// The agent's keys with their values, in byte order of the keys.
 #[utoipa::path(get, path = "/api/agents/{id}/memory/kv", tag = "memory",
-    params(("id" = String, Path, description = "The agent's id, or a running agent's name"), PageQuery, ("cursor" = inline(Option<PositionCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last key's position)")),
+    params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)"), PageQuery, ("cursor" = inline(Option<PositionCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last key's position)")),
     responses((status = 200, description = "A page of the agent's key/value memory", body = Vec<KvEntry>), (status = 404, description = "No such agent")))]
 async fn list_kv(State(kernel): State<Kernel>, Path(id): Path<String>, page: PageParams) -> ApiResult<Response> {
     let agent = kernel.agents().get(&id)?;
@@ -49,7 +49,7 @@ async fn list_kv(State(kernel): State<Kernel>, Path(id): Path<String>, page: Pag
 
 /// The value under exactly `key`.
 #[utoipa::path(get, path = "/api/agents/{id}/memory/kv/{key}", tag = "memory",
-    params(("id" = String, Path, description = "The agent's id, or a running agent's name"), ("key" = String, Path, description = "The exact key (percent-encoded)")),
+    params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)"), ("key" = String, Path, description = "The exact key (percent-encoded)")),
     responses((status = 200, description = "The entry", body = KvEntry), (status = 404, description = "No such agent, or nothing under this key"),
         (status = 422, description = "The key is empty or longer than 256 bytes")))]
 async fn get_kv(State(kernel): State<Kernel>, Path((id, key)): Path<(String, String)>) -> ApiResult<Json<KvEntry>> {
@@ -73,7 +73,7 @@ struct KvWritten {
 
 /// Stores `value` under `key`, replacing what the key held.
 #[utoipa::path(put, path = "/api/agents/{id}/memory/kv/{key}", tag = "memory",
-    params(("id" = String, Path, description = "The agent's id, or a running agent's name"), ("key" = String, Path, description = "The exact key (percent-encoded)")),
+    params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)"), ("key" = String, Path, description = "The exact key (percent-encoded)")),
     request_body = KvBody,
     responses((status = 200, description = "Whether the key was new or replaced", body = KvWritten), (status = 404, description = "No such agent"),
         (status = 422, description = "The key or value is out of bounds"), (status = 429, description = "The agent holds the most keys it may")))]
@@ -95,7 +95,7 @@ struct KvRemoved {
 
 /// Removes `key` (removing a key that is not there changes nothing).
 #[utoipa::path(delete, path = "/api/agents/{id}/memory/kv/{key}", tag = "memory",
-    params(("id" = String, Path, description = "The agent's id, or a running agent's name"), ("key" = String, Path, description = "The exact key (percent-encoded)")),
+    params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)"), ("key" = String, Path, description = "The exact key (percent-encoded)")),
     responses((status = 200, description = "Whether the key was there", body = KvRemoved), (status = 404, description = "No such agent"),
         (status = 422, description = "The key is empty or longer than 256 bytes")))]
 async fn delete_kv(
@@ -109,7 +109,7 @@ async fn delete_kv(
 
 /// The agent's live semantic memories, newest first.
 #[utoipa::path(get, path = "/api/agents/{id}/memory/semantic", tag = "memory",
-    params(("id" = String, Path, description = "The agent's id, or a running agent's name"), PageQuery, ("cursor" = inline(Option<IdCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last memory's id)")),
+    params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)"), PageQuery, ("cursor" = inline(Option<IdCursor>), Query, description = "Where to continue: the `cursor` in the previous page's `Link` (the last memory's id)")),
     responses((status = 200, description = "A page of memories", body = Vec<Memory>), (status = 404, description = "No such agent"),
         (status = 502, description = "The embeddings provider failed while the store was embedded again"),
         (status = 503, description = "The semantic store is switched off ([proactive_memory] enabled = false)")))]
@@ -134,7 +134,7 @@ struct AddBody {
 /// Adds facts for the agent through the extractor, as `memory_semantic_add` does (recorded
 /// as the operator's): the answer says what was written, "nothing" included.
 #[utoipa::path(post, path = "/api/agents/{id}/memory/semantic", tag = "memory",
-    params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
+    params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)")),
     request_body = AddBody,
     responses((status = 200, description = "What was written and what was not", body = AddOutcome), (status = 404, description = "No such agent"),
         (status = 422, description = "The content is empty or too long"), (status = 429, description = "The agent holds the most memories it may"),
@@ -180,7 +180,7 @@ struct SearchQuery {
 
 /// Searches the agent's semantic memory as the agent would, without refreshing what it finds.
 #[utoipa::path(get, path = "/api/agents/{id}/memory/semantic/search", tag = "memory",
-    params(("id" = String, Path, description = "The agent's id, or a running agent's name"), SearchQuery),
+    params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)"), SearchQuery),
     responses((status = 200, description = "Hits, best first, with relevance and confidence", body = Vec<Memory>), (status = 404, description = "No such agent"),
         (status = 422, description = "A parameter is out of range"), (status = 502, description = "The embeddings provider failed"),
         (status = 503, description = "The semantic store is switched off, or its embeddings provider has no API key")))]
@@ -203,7 +203,7 @@ async fn search_semantic(
 /// Counts by tier and category, and the store's switches; `enabled: false` on a daemon whose
 /// store is switched off.
 #[utoipa::path(get, path = "/api/agents/{id}/memory/semantic/stats", tag = "memory",
-    params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
+    params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)")),
     responses((status = 200, description = "The agent's semantic memory in numbers", body = Stats), (status = 404, description = "No such agent"),
         (status = 502, description = "The embeddings provider failed while the store was embedded again")))]
 async fn semantic_stats(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Stats>> {
@@ -216,7 +216,7 @@ async fn semantic_stats(State(kernel): State<Kernel>, Path(id): Path<String>) ->
 
 /// Withdraws a memory: no search or recall returns it again.
 #[utoipa::path(delete, path = "/api/agents/{id}/memory/semantic/{memory_id}", tag = "memory",
-    params(("id" = String, Path, description = "The agent's id, or a running agent's name"), ("memory_id" = Uuid, Path, description = "The memory's id")),
+    params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)"), ("memory_id" = Uuid, Path, description = "The memory's id")),
     responses((status = 200, description = "The memory as it was", body = Memory), (status = 404, description = "No such agent, or no live memory of it with this id"),
         (status = 422, description = "The memory id is not a UUID"), (status = 503, description = "The semantic store is switched off")))]
 async fn forget_semantic(

@@ -25,7 +25,7 @@ pub fn routes() -> Api {
 /// The agent's processes: running ones and those ended in the last 15 minutes, oldest first,
 /// each with the last few KiB of its output.
 #[utoipa::path(get, path = "/api/agents/{id}/processes", tag = "processes",
-    params(("id" = String, Path, description = "The agent's id, or a running agent's name")),
+    params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)")),
     responses((status = 200, description = "The agent's processes", body = Vec<ProcessView>), (status = 404, description = "No such agent")))]
 async fn list(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Vec<ProcessView>>> {
     let agent = kernel.agents().get(&id)?;
@@ -34,7 +34,7 @@ async fn list(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult
 
 /// One of the agent's processes.
 #[utoipa::path(get, path = "/api/agents/{id}/processes/{process_id}", tag = "processes",
-    params(("id" = String, Path, description = "The agent's id, or a running agent's name"), ("process_id" = i64, Path, description = "The process's id")),
+    params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)"), ("process_id" = i64, Path, description = "The process's id")),
     responses((status = 200, description = "The process", body = ProcessView), (status = 404, description = "No such agent, or no such process of it"),
         (status = 422, description = "The process id is not a whole number")))]
 async fn get_one(
@@ -57,7 +57,7 @@ struct KillBody {
 /// kill_grace_secs`); HUP, USR1 and USR2 are only sent and answer at once. `SIGTERM` and the
 /// like are read as `TERM`.
 #[utoipa::path(post, path = "/api/agents/{id}/processes/{process_id}/kill", tag = "processes",
-    params(("id" = String, Path, description = "The agent's id, or a running agent's name"), ("process_id" = i64, Path, description = "The process's id")),
+    params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)"), ("process_id" = i64, Path, description = "The process's id")),
     request_body(content = Option<KillBody>, description = "The signal (optional)"),
     responses((status = 200, description = "The process after the signal (an ended one as it was)", body = ProcessView),
         (status = 404, description = "No such agent, or no such process of it"), (status = 422, description = "Not a signal Kennel sends, or the process id is not a whole number")))]

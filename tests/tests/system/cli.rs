@@ -271,7 +271,12 @@ async fn every_command_teaches_by_example() {
         &["agent", "stop"],
         &["agent", "grant"],
         &["agent", "revoke"],
+        &["agent", "start"],
+        &["agent", "remove"],
         &["operator", "add"],
+        &["operator", "list"],
+        &["operator", "remove"],
+        &["operator", "passwd"],
         &["token", "create"],
         &["token", "revoke"],
         &["token", "list"],
@@ -408,4 +413,41 @@ async fn the_cli_sends_its_token_only_to_the_daemon_that_proves_it_holds_it() {
     let seen = seen.lock().unwrap().clone();
     assert!(!seen.is_empty(), "the CLI did ask");
     assert!(seen.iter().all(|auth| auth.is_empty()), "no token went to the impostor: {seen:?}");
+}
+
+#[tokio::test]
+async fn a_stopped_agent_is_named_started_and_removed_by_its_name() {
+    let (llm, home, _daemon, api) = with_helper().await;
+    home.cli_ok(&["agent", "stop", "helper"]).await;
+    // Not "no agent": what it is and what to type.
+    let out = home.cli_with_stdin(&["chat", "helper"], "hello\n").await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("agent `helper` is stopped: start it with `kennel agent start helper`"),
+        "{}",
+        stderr(&out)
+    );
+    let started = home.cli_ok(&["agent", "start", "helper"]).await;
+    assert!(started.starts_with("agent `helper` runs again"), "{started}");
+    llm.push(Scripted::text("Back again."));
+    let out = home.cli_with_stdin(&["chat", "helper"], "hi\n").await;
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("Back again."), "{out:?}");
+
+    // Two stopped agents of one name: the name is ambiguous, each id says which.
+    home.cli_ok(&["agent", "stop", "helper"]).await;
+    let second: Value = serde_json::from_str(&home.cli_ok(&["agent", "spawn", "helper", "--json"]).await).unwrap();
+    home.cli_ok(&["agent", "stop", "helper"]).await;
+    let ambiguous = home.cli(&["agent", "start", "helper"]).await;
+    assert!(!ambiguous.status.success());
+    let second = second["id"].as_str().unwrap();
+    assert!(stderr(&ambiguous).contains("2 stopped ones have that name") && stderr(&ambiguous).contains(second));
+    let removed = home.cli_ok(&["agent", "remove", second]).await;
+    assert!(removed.starts_with(&format!("agent `helper` removed ({second})")), "{removed}");
+    assert_eq!(api.get(&format!("/api/agents/{second}")).await.status, 404);
+    // One stopped helper is left: its name finds it again.
+    assert!(home.cli_ok(&["agent", "start", "helper"]).await.starts_with("agent `helper` runs again"));
+    let running = home.cli_ok(&["agent", "remove", "helper"]).await;
+    assert!(running.starts_with("agent `helper` removed"), "a running agent is stopped, then removed: {running}");
+    let unknown = home.cli(&["agent", "start", "helper"]).await;
+    assert!(stderr(&unknown).contains("no agent `helper`"), "{}", stderr(&unknown));
 }

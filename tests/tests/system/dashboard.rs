@@ -307,7 +307,11 @@ async fn spawn_chat_and_stop_from_the_dashboard() {
     let chat = b.get(sent.header("location").unwrap()).await;
     assert!(chat.text.contains("What time is it?"));
     assert!(chat.text.contains("<code>system_time</code>"), "the tool call is shown");
-    assert!(chat.text.contains("system_time result"));
+    // Its result folded inside it, indented as "try it" shows one, not as a message of its own.
+    let call = chat.text.split("<details class=\"call\">").nth(1).expect("the call").split("</details>").next();
+    let ok = "<span class=\"outcome\">ok</span></summary>";
+    assert!(call.is_some_and(|c| c.contains(ok) && c.contains("\n  \"unix_ms\": ")), "{}", chat.text);
+    assert!(!chat.text.contains("system_time result"), "not shown twice");
     assert!(chat.text.contains("It is noon."));
     assert!(!llm.requests().is_empty());
 

@@ -44,6 +44,28 @@ const PAYLOADS: &[&str] = &[
     "\u{202E}gnp.exe \u{2028}line\u{2029}para \u{200B}zero\u{FEFF}width",
 ];
 
+/// Text that Markdown could make markup of: links, images and autolinks to script or data
+/// addresses, raw HTML blocks and inline tags, an attribute breaker in an address, and code
+/// holding tags; then the elements a reply may really use, which must be rendered.
+const MARKDOWN: &str = "[link](javascript:alert('md-link')) [case](JaVaScRiPt:alert('md-case')) \
+[tab](<java\tscript:alert('md-tab')>) [data](data:text/html;base64,PHNjcmlwdD4=) \
+[proto](//evil.example/md-proto) ![img](javascript:alert('md-img')) <javascript:alert('md-autolink')> \
+[quote](https://example.com/\"onmouseover=\"alert('md-attr')) [ref][r] `<script>alert('md-code')</script>` \
+<b onclick=alert('md-inline')>bold</b>\n\n\
+[r]: javascript:alert('md-ref')\n\n\
+<div onclick=alert('md-block')>\n\n\
+```html\n<script>alert('md-fence')</script>\n```\n\n\
+# A heading\n\n| col | umn |\n|---|---|\n| *one* | **two** |\n\n- [x] done\n\n> quoted [the docs](https://example.com/docs)\n";
+
+/// What [`MARKDOWN`] must show as text, rendered.
+const MARKDOWN_SHOWN: &[&str] = &[
+    "<script>alert('md-code')</script>",
+    "<script>alert('md-fence')</script>",
+    "<div onclick=alert('md-block')>",
+    "<b onclick=alert('md-inline')>",
+    "javascript:alert('md-autolink')",
+];
+
 /// The payloads a title takes: all but the last, whose right-to-left override every title
 /// refuses (it would show an operator other words than the title holds).
 const TITLES: &[&str] = PAYLOADS.split_last().expect("payloads").1;
@@ -68,13 +90,75 @@ pub(crate) fn corpus() -> String {
     PAYLOADS.join(" ")
 }
 
-/// The elements the dashboard's pages are made of; any other is injected.
+/// The elements the dashboard's pages are made of (with those Markdown renders); any other is
+/// injected.
 const ELEMENTS: &[&str] = &[
-    "a", "article", "audio", "body", "button", "code", "dd", "details", "div", "dl", "dt", "form", "h1", "h2", "h3",
-    "head", "header", "html", "iframe", "img", "input", "label", "li", "link", "main", "meta", "nav", "ol", "option",
-    "p", "pre", "script", "section", "select", "span", "strong", "summary", "table", "tbody", "td", "textarea", "th",
-    "thead", "title", "tr", "ul", "video", "figure", "svg", "g", "rect", "text", "caption", "defs", "marker", "path",
-    "line", "circle",
+    "em",
+    "del",
+    "blockquote",
+    "hr",
+    "h4",
+    "h5",
+    "h6",
+    "br",
+    "a",
+    "article",
+    "audio",
+    "body",
+    "button",
+    "code",
+    "dd",
+    "details",
+    "div",
+    "dl",
+    "dt",
+    "form",
+    "h1",
+    "h2",
+    "h3",
+    "head",
+    "header",
+    "html",
+    "iframe",
+    "img",
+    "input",
+    "label",
+    "li",
+    "link",
+    "main",
+    "meta",
+    "nav",
+    "ol",
+    "option",
+    "p",
+    "pre",
+    "script",
+    "section",
+    "select",
+    "span",
+    "strong",
+    "summary",
+    "table",
+    "tbody",
+    "td",
+    "textarea",
+    "th",
+    "thead",
+    "title",
+    "tr",
+    "ul",
+    "video",
+    "figure",
+    "svg",
+    "g",
+    "rect",
+    "text",
+    "caption",
+    "defs",
+    "marker",
+    "path",
+    "line",
+    "circle",
 ];
 
 /// A page as a browser's tokenizer reads it.
@@ -158,7 +242,15 @@ fn assert_no_markup(what: &str, html: &str) -> Page {
                 let site_path = value.starts_with('/') && !value.starts_with("//");
                 // A fragment (`#family-tasks`) moves within the page: it can neither leave nor run.
                 let fragment = attr == "href" && value.starts_with('#');
-                assert!(site_path || fragment, "{what}: <{name} {attr}={value:?}> leaves the site or runs script");
+                // A Markdown link may leave the site, to the web or mail, without the opener.
+                let web = ["https://", "http://", "mailto:"].iter().any(|s| value.starts_with(s))
+                    && name == "a"
+                    && attr == "href"
+                    && attrs.get("rel").map(String::as_str) == Some("noopener noreferrer");
+                assert!(
+                    site_path || fragment || web,
+                    "{what}: <{name} {attr}={value:?}> leaves the site or runs script"
+                );
             }
         }
         if name == "script" {
@@ -226,6 +318,28 @@ fn check_reply(what: &str, reply: &Reply, shows: Shows) -> Page {
         assert!(page.text.contains(payload), "{what} does not show {payload:?} as text:\n{}", reply.text);
     }
     page
+}
+
+/// A page showing [`MARKDOWN`] rendered: clean, its tags as text, its heading, table and
+/// emphasis made, its one safe link written with `rel`, no other address out of the site.
+async fn check_markdown(b: &Browser, path: &str) {
+    let page = check(b, path, Shows::Nothing).await;
+    for shown in MARKDOWN_SHOWN {
+        assert!(page.text.contains(shown), "{path} does not show {shown:?} as text");
+    }
+    let has = |tag: &str| page.tags.iter().any(|(t, _)| t == tag);
+    for tag in ["h3", "table", "em", "strong", "blockquote"] {
+        assert!(has(tag), "{path}: Markdown's <{tag}> rendered");
+    }
+    let out: Vec<&String> = page
+        .tags
+        .iter()
+        .filter_map(|(t, a)| (t == "a").then(|| a.get("href")).flatten())
+        .filter(|href| !href.starts_with('/') && !href.starts_with('#'))
+        .collect();
+    // The address with quotes in it stays one attribute's value (no handler was added above).
+    let expected = ["https://example.com/\"onmouseover=\"alert('md-attr')", "https://example.com/docs"];
+    assert_eq!(out, expected, "{path}: the only links out are to the web");
 }
 
 /// `path` with `?name=value` (or `&`), the value percent-encoded.
@@ -558,6 +672,15 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     assert!(memory_page.text.contains("The attacker typed"), "the facts, as text");
     check(&b, &with_query(&format!("/agents/{rememberer}/memory"), "q", &corpus), Shows::All).await;
 
+    // Markdown: a reply and an inbox note written in it, rendered without any of its attacks.
+    let writer = agent_from(&api, json!({"name": "writer", "model": "m", "tools": ["notify_owner"]})).await;
+    llm.push(Scripted::text(MARKDOWN));
+    let written = api.post(&format!("/api/agents/{writer}/messages"), json!({"message": "write"})).await;
+    assert_eq!(written.status, 200, "{}", written.text);
+    let writer_session = written.body["session_id"].as_str().expect("a session").to_string();
+    let noted = api.invoke(&writer, "notify_owner", json!({"reason": "markdown", "summary": MARKDOWN})).await;
+    assert_eq!(noted.status, 200, "{}", noted.text);
+
     // Chat: the operator's message, the model's text and tool calls (one to a tool whose name
     // is hostile), the tool results; all stored in the session.
     let chatty = agent_from(&api, json!({"name": "chatty", "model": "m", "tools": ["tasks.*"]})).await;
@@ -721,6 +844,8 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
         check(&b, path, Shows::All).await;
     }
     let chat = check(&b, &session, Shows::All).await;
+    check_markdown(&b, &format!("/agents/{writer}?session={writer_session}")).await;
+    check_markdown(&b, "/inbox").await;
     assert!(chat.textareas.contains_key("message"), "the chat form is there");
     check(&b, &format!("/agents/{blocks_agent}"), Shows::First).await;
     check(&b, &format!("/tools?agent={chatty}"), Shows::Nothing).await;

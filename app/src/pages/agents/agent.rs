@@ -11,7 +11,7 @@ use kennel_kernel::session::{Compaction, Failure, Origin, Session, StoredMessage
 use kennel_kernel::workspace::Listing;
 use leptos::prelude::*;
 
-use super::chat::{compaction_place, compaction_view, failure_view, message_view, questions_view};
+use super::chat::{compaction_place, compaction_view, failure_view, message_view, questions_view, results_by_call};
 use super::files::workspace_card;
 use super::lifecycle::lifecycle_buttons;
 use crate::shell::{PageMeta, Shell};
@@ -93,9 +93,10 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
     let mut failures = page.failures.into_iter().peekable();
     let mut compactions = page.compactions.into_iter().peekable();
     let mut chat = Vec::new();
+    let results = results_by_call(&page.messages);
     for m in page.messages {
         let seq = m.seq;
-        chat.push(message_view(&id, &origin, m));
+        chat.extend(message_view(&id, &origin, &results, m));
         while let Some(c) = compactions.next_if(|c| compaction_place(c) <= seq) {
             chat.push(compaction_view(c));
         }
@@ -164,7 +165,12 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
                         </ul>
                         <Pager shown=shown_sessions paging=page.sessions_paging/>
                         <div class="chat-log">{chat}</div>
-                        <ol class="live-log" id="live-log" hidden></ol>
+                        // What the running turn does, step by step: its latest step in
+                        // the summary, the whole trace folded (public/live.js fills both).
+                        <details class="live-trace" id="live-trace" hidden>
+                            <summary><span class="live-status" aria-live="polite">"Working…"</span></summary>
+                            <ol class="live-log" id="live-log"></ol>
+                        </details>
                         {questions_view(&id, &csrf, page.questions)}
                         {chat_error}
                         {chat_form}

@@ -2,13 +2,15 @@
 //! entries of the log, and the `ask_user` questions waiting for an answer.
 
 use kennel_kernel::ask::Question;
-use kennel_kernel::llm::{Message, ToolImage};
+use std::collections::{HashMap, HashSet};
+
+use kennel_kernel::llm::{Message, ToolCall, ToolImage};
 use kennel_kernel::session::{Compaction, Failure, Origin, StoredMessage};
 use kennel_kernel::workspace::Inert;
 use leptos::prelude::*;
 
 use super::files::file_url;
-use crate::widgets::{Csrf, origin_names, short_time};
+use crate::widgets::{Csrf, Markdown, origin_names, short_time};
 
 /// The `ask_user` questions waiting in the agent's chats, each answered by a choice's button
 /// or in the person's own words. live.js builds the same form when a question arrives
@@ -96,8 +98,83 @@ pub(super) fn compaction_view(c: Compaction) -> AnyView {
     .into_any()
 }
 
-pub(super) fn message_view(agent: &str, origin: &Origin, m: StoredMessage) -> AnyView {
-    match m.message {
+/// The results of tool calls on this page shown inside their call: each plain result (not a
+/// canvas card or an image, which have cards of their own) whose call is on the page, by
+/// the call's id. [`message_view`] shows them with the call and skips them after it.
+pub(super) fn results_by_call(messages: &[StoredMessage]) -> HashMap<String, CallResult> {
+    let calls: HashSet<&str> = messages
+        .iter()
+        .filter_map(|m| match &m.message {
+            Message::Assistant { tool_calls, .. } => Some(tool_calls.iter().map(|c| c.id.as_str())),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    messages
+        .iter()
+        .filter_map(|m| match &m.message {
+            Message::Tool { call_id, name, content, is_error, image: None }
+                if (*is_error || name != "canvas_present") && calls.contains(call_id.as_str()) =>
+            {
+                Some((call_id.clone(), CallResult { content: content.clone(), is_error: *is_error }))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// A tool call's result, shown with it.
+pub(super) struct CallResult {
+    content: String,
+    is_error: bool,
+}
+
+/// A tool call with its result when it has one: folded, the tool's name, a short look at its
+/// arguments and the outcome in the summary; the arguments and the result, formatted as
+/// "try it" shows them, inside (a canvas's whole HTML is not dumped into the chat).
+fn call_view(call: ToolCall, result: Option<&CallResult>) -> AnyView {
+    let compact = call.arguments.to_string();
+    let preview = kennel_kernel::text::shorten(&compact, CALL_PREVIEW_CHARS);
+    let (outcome, class) = match result {
+        Some(CallResult { is_error: true, .. }) => ("error", "outcome bad"),
+        Some(_) => ("ok", "outcome"),
+        None => ("", "outcome"),
+    };
+    let result = result.map(|r| {
+        let what = if r.is_error { "Error" } else { "Result" };
+        view! { <p class="hint">{what}</p><pre>{pretty(&r.content)}</pre> }
+    });
+    view! {
+        <details class="call">
+            <summary><code>{call.name}</code>" "<code class="args">{preview}</code>" "<span class=class>{outcome}</span></summary>
+            <p class="hint">"Arguments"</p>
+            <pre>{serde_json::to_string_pretty(&call.arguments).unwrap_or(compact)}</pre>
+            {result}
+        </details>
+    }
+    .into_any()
+}
+
+/// How much of a call's arguments its folded line shows.
+const CALL_PREVIEW_CHARS: usize = 80;
+
+/// A tool's result as "try it" shows it: JSON indented, any other text as it is.
+fn pretty(content: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(content)
+        .ok()
+        .and_then(|v| serde_json::to_string_pretty(&v).ok())
+        .unwrap_or_else(|| content.to_string())
+}
+
+pub(super) fn message_view(
+    agent: &str,
+    origin: &Origin,
+    results: &HashMap<String, CallResult>,
+    m: StoredMessage,
+) -> Option<AnyView> {
+    Some(match m.message {
+        // Shown inside its call.
+        Message::Tool { call_id, .. } if results.contains_key(&call_id) => return None,
         Message::User { content } if origin.is_operator() => {
             view! { <div class="msg user"><span class="who">"You"</span><p>{content}</p></div> }.into_any()
         }
@@ -108,9 +185,12 @@ pub(super) fn message_view(agent: &str, origin: &Origin, m: StoredMessage) -> An
         Message::Assistant { content, tool_calls } => {
             let calls = tool_calls
                 .into_iter()
-                .map(|c| view! { <div class="call"><code>{c.name}</code>" "<code class="args">{c.arguments.to_string()}</code></div> })
+                .map(|c| {
+                    let result = results.get(&c.id);
+                    call_view(c, result)
+                })
                 .collect::<Vec<_>>();
-            let text = content.map(|t| view! { <p>{t}</p> });
+            let text = content.map(|t| view! { <Markdown text=t/> });
             view! { <div class="msg assistant"><span class="who">"Agent"</span>{text}{calls}</div> }.into_any()
         }
         Message::Tool { name, content, is_error: false, .. } if name == "canvas_present" => {
@@ -124,12 +204,12 @@ pub(super) fn message_view(agent: &str, origin: &Origin, m: StoredMessage) -> An
             view! {
                 <details class=class>
                     <summary>{format!("{name} result{}", if is_error { " (error)" } else { "" })}</summary>
-                    <pre>{content}</pre>
+                    <pre>{pretty(&content)}</pre>
                 </details>
             }
             .into_any()
         }
-    }
+    })
 }
 
 /// A tool result with an image in the chat: the image itself from the agent's workspace
@@ -192,7 +272,8 @@ mod tests {
             },
             created_at: "now".into(),
         };
-        let html = message_view("a1", &Origin::Unlabelled, message(hostile)).to_html();
+        let no_calls = HashMap::new();
+        let html = message_view("a1", &Origin::Unlabelled, &no_calls, message(hostile)).expect("shown").to_html();
         assert!(!html.contains("<script") && !html.contains("<b>") && !html.contains("<img src=x"), "{html}");
         assert!(html.contains(r#"alt="s/&quot;&gt;&lt;script&gt;"#), "the path as the alt text: {html}");
         assert_eq!(html.matches("<img").count(), 1, "{html}");
@@ -200,7 +281,8 @@ mod tests {
         assert!(html.contains(&src), "{src} in {html}");
         assert!(html.contains("<details>"), "the text result, folded: {html}");
 
-        let not_inert = message_view("a1", &Origin::Unlabelled, message("s/page.svg")).to_html();
+        let not_inert =
+            message_view("a1", &Origin::Unlabelled, &no_calls, message("s/page.svg")).expect("shown").to_html();
         assert!(!not_inert.contains("<img"), "an SVG is linked, not shown: {not_inert}");
         assert!(not_inert.contains("/agents/a1/files/view?path=s%2Fpage.svg"), "{not_inert}");
     }
