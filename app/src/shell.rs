@@ -110,6 +110,7 @@ pub fn Shell(meta: PageMeta, children: Children) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <title>{format!("{} · Kennel", meta.title)}</title>
                 <link rel="stylesheet" href="/style/kennel.css"/>
+                <link rel="icon" href="/public/favicon.svg" type="image/svg+xml"/>
                 <script src="/public/live.js" defer></script>
             </head>
             <body>

@@ -35,7 +35,8 @@ test('first run: the first operator is created on /setup', async () => {
   await expect(page.getByRole('heading', { name: 'Create the first operator' })).toBeVisible();
   await shot('setup');
   await page.getByLabel('Name').fill('ada');
-  await page.getByLabel('Password').fill('correct horse battery');
+  await page.getByLabel('Password', { exact: true }).fill('correct horse battery');
+  await page.getByLabel('The password again').fill('correct horse battery');
   await page.getByRole('button', { name: 'Create operator' }).click();
   await expect(page.getByRole('heading', { name: 'Overview' })).toBeVisible();
   await expect(page.locator('.who')).toHaveText('ada');

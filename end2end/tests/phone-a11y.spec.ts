@@ -93,6 +93,31 @@ test('axe-core finds no serious or critical violation on any page at desktop wid
   expect(found).toEqual([]);
 });
 
+test('the dark theme follows the system and keeps the main pages readable', async ({ browser }) => {
+  const context = await browser.newContext({ colorScheme: 'dark', storageState: await page.context().storageState() });
+  const dark = await context.newPage();
+  const found: string[] = [];
+  for (const path of ['/', '/agents', pages[2], '/agent-types/courier', '/tools', '/tasks', '/schedules', '/inbox', '/skills/deliveries', '/audit', '/settings']) {
+    await dark.goto(path);
+    found.push(...(await seriousViolations(dark)));
+  }
+  expect(await dark.evaluate(() => getComputedStyle(document.body).backgroundColor)).toBe('rgb(15, 20, 25)');
+  await dark.goto(pages[2]);
+  await dark.screenshot({ path: `${shots}/agent-dark.png`, fullPage: true });
+  await context.close();
+  expect(found).toEqual([]);
+});
+
+test('the navigation fits one row at 1280 px, with the favicon', async () => {
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.goto('/');
+  const rows = await page.locator('nav.sections a').evaluateAll((links) =>
+    new Set(links.map((a) => Math.round(a.getBoundingClientRect().top))).size);
+  expect(rows).toBe(1);
+  const icon = await page.locator('link[rel=icon]').getAttribute('href');
+  expect((await page.request.get(icon!)).headers()['content-type']).toBe('image/svg+xml');
+});
+
 async function phone(browser: Browser): Promise<Page> {
   const context = await browser.newContext({ viewport: { width: 390, height: 844 }, storageState: await page.context().storageState() });
   return context.newPage();

@@ -14,6 +14,29 @@ pub struct SignIn {
     pub next: Option<String>,
 }
 
+/// The password of the first operator: its rule said before it is sent (and checked by the
+/// browser), typed twice.
+fn new_password() -> impl IntoView {
+    let min = kennel_kernel::auth::MIN_PASSWORD;
+    view! {
+        <label>
+            "Password"
+            <input type="password" name="password" autocomplete="new-password" minlength=min.to_string() required aria-describedby="password-rule"/>
+        </label>
+        <p class="hint" id="password-rule">{format!("At least {min} characters; a few words are easier to remember than symbols.")}</p>
+        <label>
+            "The password again"
+            <input type="password" name="password_again" autocomplete="new-password" minlength=min.to_string() required/>
+        </label>
+    }
+}
+
+fn current_password() -> impl IntoView {
+    view! {
+        <label>"Password" <input type="password" name="password" autocomplete="current-password" required/></label>
+    }
+}
+
 pub fn render(meta: PageMeta, page: SignIn) -> String {
     let csrf = meta.csrf.clone();
     let (heading, action, button, hint) = if page.setup {
@@ -40,10 +63,7 @@ pub fn render(meta: PageMeta, page: SignIn) -> String {
                         <Csrf token=csrf/>
                         {next}
                         <label>"Name" <input type="text" name="name" value=page.name autocomplete="username" required/></label>
-                        <label>
-                            "Password"
-                            <input type="password" name="password" autocomplete=if page.setup { "new-password" } else { "current-password" } required/>
-                        </label>
+                        {if page.setup { new_password().into_any() } else { current_password().into_any() }}
                         <button type="submit">{button}</button>
                     </form>
                     <p class="hint">{hint}<code>{command}</code>"."</p>

@@ -20,7 +20,7 @@ mod store;
 mod tokens;
 
 pub use hashing::{HASHING_QUEUE, HASHING_SLOTS};
-pub use operators::OperatorInfo;
+pub use operators::{MIN_PASSWORD, OperatorInfo};
 pub use sessions::{HumanApproval, MAX_NOTICE_BYTES, OperatorSession, SESSION_HOURS, new_form_token, secrets_match};
 pub use sign_in::{LOGIN_ATTEMPTS, LOGIN_WINDOW, SIGN_IN_FORM_SECS};
 use tokens::TokenRecord;

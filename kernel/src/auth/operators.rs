@@ -8,7 +8,8 @@ use super::hashing::{HASHING, dummy_hash, hash_password};
 use super::{Auth, check_name, store};
 use crate::error::{Error, Result};
 
-const MIN_PASSWORD: usize = 8;
+/// The shortest password an operator may have (the setup form states it before it is sent).
+pub const MIN_PASSWORD: usize = 8;
 
 fn check_new_operator(name: &str, password: &str) -> Result<()> {
     check_name(name)?;

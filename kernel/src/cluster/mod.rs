@@ -744,7 +744,9 @@ async fn reap(kernel: &Kernel, exclusive: bool, starting: bool) -> Result<()> {
         return take_over(kernel, BEFORE_CLUSTERS).await;
     }
     for daemon in dead {
-        tracing::info!(daemon = %daemon, "taking over the work of a daemon that stopped or died");
+        // Every clean restart claims the run before it: only work actually taken over is
+        // worth an operator's attention ("took over a stopped daemon's work", below).
+        tracing::debug!(daemon = %daemon, "taking over the work of a daemon that stopped or died");
         // Off the heartbeat loop: a dead daemon's turns and deliveries can take a while.
         let kernel = kernel.clone();
         tokio::spawn(async move {

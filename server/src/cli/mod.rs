@@ -652,11 +652,17 @@ async fn start(home: PathBuf, bind: Option<SocketAddr>) -> anyhow::Result<()> {
     // finds its address and token.
     let announced = daemon::announce(&home, local, kernel.started_at(), &kernel.auth().issue_cli_token())?;
     phases.mark("announce");
+    let first_run = kernel.auth().operator_count().await? == 0;
     let served = crate::app::serve(kernel, listener, phases, move || {
         // One line on stdout that scripts (and our tests) can wait for: every route answers
         // from here. Logs go to stderr. A closed stdout (nobody waits) is no reason to stop.
         let mut stdout = std::io::stdout();
         let _ = writeln!(stdout, "kennel listening on http://{local}").and_then(|()| stdout.flush());
+        if first_run {
+            let setup = format!("http://{}/setup", daemon::reachable(local));
+            let _ = writeln!(stdout, "no operator yet: open {setup} on this machine to create the first one")
+                .and_then(|()| stdout.flush());
+        }
     })
     .await;
     drop(announced);

@@ -334,6 +334,8 @@ pub fn router(kernel: Kernel) -> Router<Kernel> {
         .route("/setup", get(sign_in::setup_page).post(sign_in::setup))
         .route("/style/kennel.css", get(stylesheet))
         .route("/public/live.js", get(live_js))
+        .route("/public/favicon.svg", get(favicon))
+        .route("/favicon.ico", get(favicon))
         .merge(protected)
         .layer(middleware::from_fn(headers::security_headers))
 }
@@ -369,6 +371,11 @@ async fn stylesheet() -> impl IntoResponse {
         [(CONTENT_TYPE, "text/css; charset=utf-8"), (CACHE_CONTROL, "no-cache")],
         include_str!("../../../style/kennel.css"),
     )
+}
+
+/// The tab's icon: a kennel. Also at `/favicon.ico`, where browsers and tools look unasked.
+async fn favicon() -> impl IntoResponse {
+    ([(CONTENT_TYPE, "image/svg+xml"), (CACHE_CONTROL, "max-age=86400")], include_str!("../../../public/favicon.svg"))
 }
 
 async fn live_js() -> impl IntoResponse {

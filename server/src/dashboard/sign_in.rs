@@ -28,6 +28,9 @@ pub struct Credentials {
     csrf: String,
     name: String,
     password: String,
+    /// The setup form's second typing of the password (a script posting without it is taken
+    /// at its word).
+    password_again: Option<String>,
     /// Where to go once signed in: a path on this site, else the overview.
     next: Option<String>,
 }
@@ -118,7 +121,13 @@ pub async fn setup(
     if !pre_auth_ok(&kernel, &headers, &form.csrf) {
         return csrf_refused();
     }
-    match kernel.auth().add_first_operator(&form.name, &form.password).await {
+    let mistyped = form.password_again.as_ref().is_some_and(|again| *again != form.password);
+    let created = if mistyped {
+        Err(kennel_kernel::Error::invalid("the two passwords differ: type the same password twice"))
+    } else {
+        kernel.auth().add_first_operator(&form.name, &form.password).await
+    };
+    match created {
         Ok(()) => signed_in(&kernel, &headers, &form.name).await,
         // Another setup won the race: there is an operator now, so sign in as on any visit.
         Err(e) if e.kind == ErrorKind::Conflict => Redirect::to("/login").into_response(),

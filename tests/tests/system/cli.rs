@@ -451,3 +451,39 @@ async fn a_stopped_agent_is_named_started_and_removed_by_its_name() {
     let unknown = home.cli(&["agent", "start", "helper"]).await;
     assert!(stderr(&unknown).contains("no agent `helper`"), "{}", stderr(&unknown));
 }
+
+/// `kennel start`'s lines on standard output until it is stopped (SIGTERM, then what it
+/// printed), as a person starting it reads them.
+fn start_and_read_stdout(home: &Home) -> String {
+    use std::io::{BufRead, BufReader};
+    let mut child = home
+        .command(&["start", "--bind", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("kennel start");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    stdout.read_line(&mut first).expect("the listening line");
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).expect("the rest of stdout");
+    child.wait().expect("stopped");
+    first + &rest
+}
+
+#[tokio::test]
+async fn the_first_start_says_where_to_create_the_first_operator() {
+    let home = Home::new();
+    let printed = start_and_read_stdout(&home);
+    let port = printed.split("127.0.0.1:").nth(1).and_then(|p| p.split(['\n', '/']).next()).expect("a port");
+    let expected =
+        format!("no operator yet: open http://127.0.0.1:{port}/setup on this machine to create the first one");
+    assert!(printed.contains(&expected), "{printed}");
+
+    let added = home.cli_with_stdin(&["operator", "add", "ada", "--password-stdin"], "correct horse\n").await;
+    assert!(added.status.success());
+    let printed = start_and_read_stdout(&home);
+    assert_eq!(printed.lines().count(), 1, "only where it listens: {printed}");
+}

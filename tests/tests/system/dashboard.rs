@@ -19,6 +19,17 @@ async fn first_run_goes_to_setup_which_creates_the_operator_once() {
     let weak = b.set_up("ada", "short").await;
     assert_eq!(weak.status, 422);
     assert!(weak.text.contains("at least 8"));
+    // The rule is stated, and checked by the browser, before the form is sent; typed twice.
+    assert!(setup.text.contains("At least 8 characters") && setup.text.contains("minlength=\"8\""));
+    let csrf = csrf_in(&b.get("/setup").await.text).expect("the form's token");
+    let mistyped = b
+        .post(
+            "/setup",
+            &[("csrf", &csrf), ("name", "ada"), ("password", "correct horse"), ("password_again", "correct hose")],
+        )
+        .await;
+    assert_eq!(mistyped.status, 422);
+    assert!(mistyped.text.contains("the two passwords differ"), "{}", mistyped.text);
 
     let done = b.set_up("ada", "correct horse").await;
     assert_eq!((done.status, done.header("location")), (303, Some("/")));

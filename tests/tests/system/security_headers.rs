@@ -56,11 +56,12 @@ async fn every_dashboard_response_has_the_security_headers_and_pages_need_no_inl
     let setup = b.get("/setup").await;
     assert_page_headers("/setup", &setup);
     assert_csp_clean("/setup", &setup.text);
-    for asset in ["/public/live.js", "/style/kennel.css"] {
+    for asset in ["/public/live.js", "/style/kennel.css", "/public/favicon.svg", "/favicon.ico"] {
         let r = b.get(asset).await;
         assert_eq!(r.status, 200);
         assert_headers(asset, &r);
     }
+    assert_eq!(b.get("/favicon.ico").await.header("content-type"), Some("image/svg+xml"));
     assert_eq!(b.set_up("ada", "correct horse").await.status, 303);
     let login = d.browser().get("/login").await;
     assert_page_headers("/login", &login);
