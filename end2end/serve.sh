@@ -25,6 +25,7 @@ allowed_hosts = ["127.0.0.1:4600"]
 kind = "webhook"
 agent = "courier"
 signing_secret_env = "KENNEL_E2E_CHANNEL_SECRET"
+base_url = "http://127.0.0.1:4601/lobby-replies"
 # The MCP project's reference server (tests/peers, installed by ./scripts/test), for /mcp.
 [mcp.servers.everything]
 command = "node"

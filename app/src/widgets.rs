@@ -202,11 +202,13 @@ pub struct Paging {
     pub next: Option<String>,
 }
 
-/// `20 of 130 · Next page →` under a paged list.
+/// `20 of 130 · Next page →` under a paged list; nothing when the list is shown whole ("1 of
+/// 1" and "0 of 0" say nothing a person needs).
 #[component]
 pub fn Pager(shown: usize, paging: Paging) -> impl IntoView {
+    let whole = paging.next.is_none() && shown as u64 >= paging.total;
     let next = paging.next.map(|href| view! { " · " <a href=href rel="next">"Next page →"</a> });
-    view! { <p class="pager hint">{format!("{shown} of {}", paging.total)}{next}</p> }
+    (!whole).then(|| view! { <p class="pager hint">{format!("{shown} of {}", paging.total)}{next}</p> })
 }
 
 /// An agent as lists of agents to choose from show it: a running agent by its name, a

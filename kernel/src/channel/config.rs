@@ -133,6 +133,16 @@ pub(crate) fn check(config: &Config) -> Result<(), (String, String)> {
             }
             _ => {}
         }
+        // A webhook channel answers by posting: without an address its agent's every reply
+        // would fail, found only at the first message.
+        if c.kind == ChannelKind::Webhook && !c.deliver_only && c.base_url.is_none() {
+            return Err((
+                key,
+                format!(
+                    "[channels.{name}] a webhook channel posts its agent's replies to base_url: set base_url to the URL that takes them"
+                ),
+            ));
+        }
         if let Some(url) = &c.base_url
             && reqwest::Url::parse(url).map(|u| !matches!(u.scheme(), "http" | "https")).unwrap_or(true)
         {
@@ -188,6 +198,7 @@ mod tests {
                 "needs default_target",
             ),
             ("[channels.Team]\nkind = \"webhook\"\nsigning_secret_env = \"S\"\n", "lowercase"),
+            ("[channels.w]\nkind = \"webhook\"\nagent = \"a\"\nsigning_secret_env = \"S\"\n", "set base_url"),
             (
                 "[channels.w]\nkind = \"webhook\"\nsigning_secret_env = \"S\"\nbase_url = \"ftp://x\"\n",
                 "not an http(s) URL",

@@ -235,6 +235,14 @@ impl Sessions {
     }
 
     /// A page of the agent's sessions, newest first.
+    /// The agent's newest session of `origin` (an operator's own chat, to reopen it), if any.
+    pub async fn latest_of(&self, agent_id: AgentId, origin: &Origin) -> Result<Option<Session>> {
+        match origin.label() {
+            Some(label) => store::latest_labelled(&self.db, agent_id, &label).await,
+            None => Ok(None),
+        }
+    }
+
     pub async fn list(&self, agent_id: AgentId, page: &PageRequest) -> Result<Page<Session>> {
         store::list(&self.db, agent_id, page).await
     }

@@ -69,6 +69,18 @@ pub(super) async fn list(db: &Db, agent_id: AgentId, page: &PageRequest) -> Resu
     Ok(Page::from_rows(sessions, page, total as u64, |s| s.id.to_string()))
 }
 
+/// The agent's newest session opened with `label`, if any.
+pub(super) async fn latest_labelled(db: &Db, agent_id: AgentId, label: &str) -> Result<Option<Session>> {
+    let row = db::query(sqlx::AssertSqlSafe(format!(
+        "{COLUMNS} WHERE agent_id = $1 AND label = $2 ORDER BY id DESC LIMIT 1"
+    )))
+    .bind(agent_id.to_string())
+    .bind(label)
+    .fetch_optional(db)
+    .await?;
+    row.as_ref().map(session_from).transpose()
+}
+
 pub(super) async fn loaded_tools(db: &Db, session: Uuid) -> Result<Vec<String>> {
     Ok(db::query_scalar("SELECT tool FROM session_loaded_tools WHERE session_id = $1 ORDER BY loaded_at, tool")
         .bind(session.to_string())

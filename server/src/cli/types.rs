@@ -88,7 +88,9 @@ fn read_source(file: &Path) -> anyhow::Result<(String, String)> {
 }
 
 /// Sends the file as written (the API reads JSON and TOML): a replacement, or, for a type the
-/// daemon does not have, a new one.
+/// daemon does not have, a new one. Which one is asked first (a read, which the operator-action
+/// log does not record), so the log holds one row for the change, not a refused replacement
+/// before every creation.
 async fn apply_through(
     daemon: &Daemon,
     name: &str,
@@ -101,15 +103,20 @@ async fn apply_through(
     };
     let body = |text: String| super::daemon::Body { content_type, text };
     let path = format!("/api/templates/{name}");
-    match daemon.send(reqwest::Method::PUT, &path, body(text.clone())).await {
-        Ok(stored) => Ok((false, stored)),
+    let exists = match daemon.get::<serde_json::Value>(&path).await {
+        Ok(_) => true,
         Err(e)
             if e.downcast_ref::<super::daemon::Refused>()
                 .is_some_and(|r| r.0.kind == kennel_kernel::ErrorKind::NotFound) =>
         {
-            Ok((true, daemon.send(reqwest::Method::POST, "/api/templates", body(text)).await?))
+            false
         }
-        Err(e) => Err(e.into()),
+        Err(e) => return Err(e.into()),
+    };
+    if exists {
+        Ok((false, daemon.send(reqwest::Method::PUT, &path, body(text)).await?))
+    } else {
+        Ok((true, daemon.send(reqwest::Method::POST, "/api/templates", body(text)).await?))
     }
 }
 

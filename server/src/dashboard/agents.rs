@@ -162,10 +162,14 @@ pub(super) async fn agent_page(
         next: next_page(&path, &[("session", session.unwrap_or_default().to_string())], sessions.next.as_deref()),
     };
     let sessions = sessions.items;
-    // No session asked for: the latest one (returning to an agent continues where it was);
-    // `new` starts a fresh one.
+    // No session asked for: the operator's own latest chat (returning to an agent continues
+    // where they were; a channel's or a schedule's conversation is one click away in the
+    // list); `new` starts a fresh one.
     let session = match session.filter(|s| !s.is_empty()) {
-        None if cursor.is_first() => sessions.first().map(|s| s.id.to_string()),
+        None if cursor.is_first() => {
+            let own = Origin::Operator(op.name.clone());
+            kernel.sessions().latest_of(agent.id, &own).await?.map(|s| s.id.to_string())
+        }
         other => other.filter(|s| *s != "new").map(str::to_string),
     };
     let session = match session.as_deref() {

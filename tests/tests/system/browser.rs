@@ -456,7 +456,8 @@ async fn a_turns_screenshot_reaches_an_anthropic_model_as_an_image_and_the_chat_
     // The dashboard's chat shows it as an image from the workspace.
     let browser = _daemon.browser();
     browser.set_up("ops", "correct horse battery").await;
-    let page = browser.get(&format!("/agents/{id}")).await;
+    let session = api.get(&format!("/api/agents/{id}/sessions")).await.body[0]["id"].as_str().unwrap().to_string();
+    let page = browser.get(&format!("/agents/{id}?session={session}")).await;
     assert!(page.text.contains("<img") && page.text.contains("files/raw?path=screenshots"), "{}", page.text);
     let tabs = browser.get(&format!("/agents/{id}/browser")).await;
     assert_eq!(tabs.status, 200);

@@ -302,6 +302,16 @@ async fn through_a_running_daemon_types_are_created_and_its_refusals_have_lines(
     let json = write(&home, "scout.json", "{\n  \"name\": \"scout\",\n  \"model\": \"m\"\n}\n");
     assert_eq!(home.cli_ok(&["type", "apply", &json]).await.trim(), "agent type `scout` created");
     assert_eq!(api.get("/api/templates/scout").await.status, 200, "in the daemon at once");
+    // One row in the operator-action log: the creation, no refused replacement before it.
+    let actions = api.get("/api/audit/actions?actor=cli").await;
+    let rows: Vec<(&str, &str)> = actions
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["action"].as_str().unwrap(), a["outcome"].as_str().unwrap()))
+        .collect();
+    assert_eq!(rows, [("type.create", "ok"), ("token.create", "ok")], "newest first");
 
     // Only the daemon knows its providers: its refusal is shown at the line, once.
     let toml = write(&home, "scout.toml", "name = \"scout\"\nmodel = \"m\"\n\nprovider = \"elsewhere\"\n");

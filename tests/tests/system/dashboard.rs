@@ -830,3 +830,25 @@ async fn pages_say_how_long_their_records_are_kept() {
     let audit = b.get("/audit").await.text;
     assert!(audit.contains("Tool calls are kept for ever ([retention] audit_days = 0)."), "{audit}");
 }
+
+#[tokio::test]
+async fn an_agents_page_opens_the_operators_own_latest_chat_not_anothers() {
+    let (_home, d, api, llm) = crate::daemon_with_llm("openai", "").await;
+    let id = crate::agent_from(&api, json!({"name": "helper", "model": "m"})).await;
+    let b = d.browser();
+    assert_eq!(b.set_up("ada", "correct horse").await.status, 303);
+    let page = format!("/agents/{id}");
+    // No chat of ada's yet: a new one, not the API client's conversation.
+    llm.push(Scripted::text("Answer to a script."));
+    assert_eq!(api.post(&format!("/api/agents/{id}/messages"), json!({"message": "from a script"})).await.status, 200);
+    let fresh = b.get(&page).await.text;
+    assert!(!fresh.contains("Answer to a script.") && fresh.contains("Operator or API"), "listed, not opened: {fresh}");
+
+    llm.push(Scripted::text("Answer to ada."));
+    assert_eq!(b.submit(&page, &format!("{page}/chat"), &[("message", "from ada")]).await.status, 303);
+    // A newer conversation of someone else's: the page still opens ada's.
+    llm.push(Scripted::text("A later answer to a script."));
+    assert_eq!(api.post(&format!("/api/agents/{id}/messages"), json!({"message": "again"})).await.status, 200);
+    let opened = b.get(&page).await.text;
+    assert!(opened.contains("Answer to ada.") && !opened.contains("A later answer to a script."), "{opened}");
+}

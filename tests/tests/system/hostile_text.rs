@@ -342,6 +342,12 @@ async fn check_markdown(b: &Browser, path: &str) {
     assert_eq!(out, expected, "{path}: the only links out are to the web");
 }
 
+/// An agent's page opened at its newest session (without one it opens the operator's own).
+async fn newest_chat(api: &kennel_tests::Api, agent: &str) -> String {
+    let sessions = api.get(&format!("/api/agents/{agent}/sessions")).await;
+    format!("/agents/{agent}?session={}", sessions.body[0]["id"].as_str().expect("a session"))
+}
+
 /// `path` with `?name=value` (or `&`), the value percent-encoded.
 fn with_query(path: &str, name: &str, value: &str) -> String {
     let url = reqwest::Url::parse_with_params("http://x/", &[(name, value)]).expect("a URL");
@@ -641,7 +647,7 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     let browsed = api.post(&format!("/api/agents/{surfer}/messages"), json!({"message": "read it"})).await;
     assert_eq!(browsed.status, 200, "{}", browsed.text);
     // The results are JSON in the chat (quotes escaped), so the first payload is the one to find.
-    let surfer_chat = check(&b, &format!("/agents/{surfer}"), Shows::First).await;
+    let surfer_chat = check(&b, &newest_chat(&api, &surfer).await, Shows::First).await;
     assert!(surfer_chat.tags.iter().any(|(t, a)| t == "img" && a.get("src").is_some_and(|s| s.contains("files/raw"))));
     check(&b, &format!("/agents/{surfer}/browser"), Shows::All).await;
 
@@ -751,13 +757,13 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     assert_eq!(sent.body["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{}", sent.text);
     let a2a_session = api.get(&format!("/api/agents/{frontdesk}/sessions")).await.body[0]["id"].clone();
     let a2a_page = format!("/agents/{frontdesk}?session={}", a2a_session.as_str().expect("a session"));
-    check(&b, &format!("/agents/{frontdesk}"), Shows::First).await;
+    check(&b, &newest_chat(&api, &frontdesk).await, Shows::First).await;
     // An API client's session key (the session's label), on another agent's page.
     let keyholder = agent_from(&api, json!({"name": "keyholder", "model": "m"})).await;
     let keyed = json!({"message": corpus, "session": PAYLOADS[0]});
     let keyed = api.post(&format!("/api/agents/{keyholder}/messages"), keyed).await;
     assert_eq!(keyed.status, 200, "{}", keyed.text);
-    check(&b, &format!("/agents/{keyholder}"), Shows::First).await;
+    check(&b, &newest_chat(&api, &keyholder).await, Shows::First).await;
 
     // Canvases and workspace files.
     check(&b, &format!("/canvas/{painter}/1"), Shows::Titles).await;
