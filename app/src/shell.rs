@@ -27,6 +27,8 @@ impl Section {
 #[derive(Debug, Clone)]
 pub enum Flash {
     Notice(String),
+    /// Done, with something the operator should look at.
+    Warning(String),
     Error(String),
 }
 
@@ -98,6 +100,9 @@ pub fn Shell(meta: PageMeta, children: Children) -> impl IntoView {
     let flash = meta.flash.map(|f| match f {
         Flash::Notice(text) => {
             view! { <p class="flash notice" role="status">{crate::widgets::rich_text(&text)}</p> }.into_any()
+        }
+        Flash::Warning(text) => {
+            view! { <p class="flash warning" role="status">{crate::widgets::rich_text(&text)}</p> }.into_any()
         }
         Flash::Error(text) => {
             view! { <p class="flash error" role="alert">{crate::widgets::rich_text(&text)}</p> }.into_any()

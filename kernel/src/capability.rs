@@ -92,7 +92,7 @@ impl Grant {
 
     pub fn matches(&self, tool: &ToolDef) -> bool {
         match &self.kind {
-            GrantKind::Family(family) => tool.family == *family,
+            GrantKind::Family(family) => tool.family == *family || tool.also_in.contains(&family.as_str()),
             GrantKind::Glob => glob_match(self.pattern.as_bytes(), tool.name.as_bytes()),
             GrantKind::Reach(_) => false,
         }

@@ -113,7 +113,7 @@ fn outcome(response: &Response) -> (String, Option<String>) {
     if status.is_client_error() || status.is_server_error() {
         return (status.canonical_reason().unwrap_or("refused").to_string(), None);
     }
-    ("ok".into(), response.extensions().get::<crate::dashboard::NoticePending>().map(|n| n.0.clone()))
+    ("ok".into(), response.extensions().get::<crate::dashboard::NoticePending>().map(|n| n.text.clone()))
 }
 
 /// What a create made: the item its answer leads to (`/agents` → `/agents/ID`).

@@ -188,6 +188,8 @@ impl Tool for CanvasPresent {
             "Show the operator an interactive HTML canvas in the dashboard (a new version each call; inline scripts and styles run in a sandbox).",
         )
         .tags(&["canvas", "html", "render", "present", "dashboard", "chart", "visualize"])
+        // The dashboard calls them Canvases: `canvas.*` is what an operator writes.
+        .also_in("canvas")
     }
 
     async fn run(&self, ctx: CallContext, args: CanvasPresentArgs) -> Result<Value> {

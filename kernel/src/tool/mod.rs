@@ -85,6 +85,10 @@ pub struct ToolDef {
     /// loop sends the model that image with the result where its provider accepts images
     /// (`llm::ToolImage`), else the path.
     pub returns_image: bool,
+    /// Other families whose `family.*` grant gives it too: the name people guess for it
+    /// (`canvas.*` for `canvas_present`, of the spec's `media` family).
+    #[serde(skip)]
+    pub also_in: Vec<&'static str>,
     /// Where a tool that is not built in comes from (an MCP server, a script folder).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub origin: Option<ToolOrigin>,
@@ -107,6 +111,7 @@ impl ToolDef {
             needs_conversation: false,
             built_in_grant: false,
             never_spill: false,
+            also_in: Vec::new(),
             exclusive: false,
             read_only: false,
             returns_image: false,
@@ -122,6 +127,12 @@ impl ToolDef {
 
     pub fn tags(mut self, tags: &[&str]) -> ToolDef {
         self.tags = tags.iter().map(|t| t.to_string()).collect();
+        self
+    }
+
+    /// Granted by `family.*` too (see [`ToolDef::also_in`]).
+    pub fn also_in(mut self, family: &'static str) -> ToolDef {
+        self.also_in.push(family);
         self
     }
 

@@ -186,6 +186,20 @@ impl Registry {
             .collect()
     }
 
+    /// The warning every front gives for grants that match no tool ([`Registry::unmatched`]),
+    /// or `None` when each matches one.
+    pub fn grant_warning(&self, grants: &[crate::capability::Grant]) -> Option<String> {
+        let unmatched = self.unmatched(grants);
+        (!unmatched.is_empty()).then(|| {
+            let names: Vec<String> = unmatched.iter().map(|g| format!("`{g}`")).collect();
+            format!(
+                "no tool on this daemon matches {} {}: check the spelling (the Tools page and GET /api/tools list every tool); it is kept, in case a tool of that name is added later",
+                if names.len() == 1 { "the grant" } else { "the grants" },
+                names.join(", ")
+            )
+        })
+    }
+
     pub fn len(&self) -> usize {
         self.entries.len()
     }

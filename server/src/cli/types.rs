@@ -128,6 +128,9 @@ async fn apply_to_store(home: &Path, input: ManifestInput) -> Result<(bool, serd
             let name = &stored.manifest.name;
             let action = if created { "type.create" } else { "type.update" };
             super::record(&kernel, action, name, format!("agent type `{name}` applied from a file")).await?;
+            if let Some(warning) = kernel.tools().grant_warning(&stored.manifest.capabilities.tools) {
+                eprintln!("warning: {}", super::terminal_safe(&warning));
+            }
             Ok((created, serde_json::to_value(&*stored).map_err(anyhow::Error::from)?))
         }
         Err(e) => Err(e.into()),

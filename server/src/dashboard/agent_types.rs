@@ -16,7 +16,7 @@ use kennel_kernel::error::FieldError;
 use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
 
-use super::{Notice, Operator, PageResult, field_errors, html, meta, see_other};
+use super::{Notice, Operator, PageResult, field_errors, html, meta, see_other, see_other_warned};
 use crate::routes::{Action, Pages, get, post};
 
 pub fn routes() -> Pages {
@@ -89,10 +89,7 @@ pub async fn create(
 ) -> Response {
     let form = TypeForm::from(fields);
     match kernel.agents().create_type(form.to_spec().into()).await {
-        Ok(t) => see_other(
-            &format!("/agent-types/{}", t.manifest.name),
-            &saved_notice(&kernel, &t, &format!("Agent type \u{201c}{}\u{201d} created.", t.manifest.name)),
-        ),
+        Ok(t) => saved(&kernel, &t, &format!("Agent type \u{201c}{}\u{201d} created.", t.manifest.name)),
         Err(e) => {
             let status = crate::status::status_for(e.kind);
             list_page(&kernel, &op, status, form, field_errors(&e, "name"), Notice::default())
@@ -105,16 +102,12 @@ fn edit_page(op: &Operator, status: StatusCode, page: EditPage, notice: Notice) 
     html(status, agent_types::render_edit(meta(op, title, agent_types::SECTION, notice.flash()), page))
 }
 
-/// `done`, and a warning for each grant that matches no tool on this daemon (a typo, or a
-/// family not installed): saved all the same, since a dynamic provider may add it later.
-fn saved_notice(kernel: &Kernel, t: &AgentType, done: &str) -> String {
-    let unmatched = kernel.tools().unmatched(&t.manifest.capabilities.tools).join(", ");
-    if unmatched.is_empty() {
-        return done.to_string();
-    }
-    format!(
-        "{done} Warning: no tool on this daemon matches the grant {unmatched}; check its spelling on the Tools page."
-    )
+/// Back to the type's page saying `done`, as a warning when a grant matches no tool on this
+/// daemon (a typo, or a family not installed): saved all the same, since a dynamic provider
+/// may add it later.
+fn saved(kernel: &Kernel, t: &AgentType, done: &str) -> Response {
+    let path = format!("/agent-types/{}", t.manifest.name);
+    see_other_warned(&path, done, kernel.tools().grant_warning(&t.manifest.capabilities.tools))
 }
 
 /// What applying the type would change in its agents, for the editor's card.
@@ -220,7 +213,7 @@ pub async fn save(
         caps.tools = spec.tools;
     }
     match kernel.agents().replace_type(&name, input).await {
-        Ok(t) => Ok(see_other(&format!("/agent-types/{name}"), &saved_notice(&kernel, &t, "Saved."))),
+        Ok(t) => Ok(saved(&kernel, &t, "Saved.")),
         Err(e) => {
             let page = EditPage {
                 errors: field_errors(&e, "name"),
@@ -251,7 +244,7 @@ pub async fn replace_toml(
     }
     .await;
     match result {
-        Ok(t) => Ok(see_other(&format!("/agent-types/{name}"), &saved_notice(&kernel, &t, "Manifest replaced."))),
+        Ok(t) => Ok(saved(&kernel, &t, "Manifest replaced.")),
         Err(e) => {
             let page = EditPage {
                 toml: form.toml,

@@ -19,7 +19,7 @@ use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
 
 use super::tools::{Outcome, ToolsQuery, tools_page};
-use super::{Cursor, Notice, Operator, PageResult, field_errors, html, meta, next_page, see_other};
+use super::{Cursor, Notice, Operator, PageResult, field_errors, html, meta, next_page, see_other, see_other_warned};
 use crate::routes::{Action, Pages, get, post};
 
 pub fn routes() -> Pages {
@@ -298,7 +298,11 @@ pub async fn grant(
 ) -> PageResult {
     let pattern = f.pattern.trim();
     let done = kernel.agents().grant(&id, pattern).await;
-    grant_done(&kernel, &op, &id, f.back.as_deref(), done.map(|a| format!("`{pattern}` granted to {}.", a.name))).await
+    let done = done.map(|a| {
+        let granted: Vec<_> = a.manifest.capabilities.tools.iter().filter(|g| g.as_str() == pattern).cloned().collect();
+        (format!("`{pattern}` granted to {}.", a.name), kernel.tools().grant_warning(&granted))
+    });
+    grant_done(&kernel, &op, &id, f.back.as_deref(), done).await
 }
 
 pub async fn revoke(
@@ -309,8 +313,14 @@ pub async fn revoke(
 ) -> PageResult {
     let pattern = f.pattern.trim();
     let done = kernel.agents().revoke(&id, pattern).await;
-    grant_done(&kernel, &op, &id, f.back.as_deref(), done.map(|a| format!("`{pattern}` revoked from {}.", a.name)))
-        .await
+    grant_done(
+        &kernel,
+        &op,
+        &id,
+        f.back.as_deref(),
+        done.map(|a| (format!("`{pattern}` revoked from {}.", a.name), None)),
+    )
+    .await
 }
 
 /// After a grant or revoke: back where the form was, with a notice; or that page again with
@@ -320,11 +330,11 @@ async fn grant_done(
     op: &Operator,
     id: &str,
     back: Option<&str>,
-    done: Result<String, Error>,
+    done: Result<(String, Option<String>), Error>,
 ) -> PageResult {
     let back = back_to(back, id);
     let e = match done {
-        Ok(notice) => return Ok(see_other(&back, &notice)),
+        Ok((notice, warning)) => return Ok(see_other_warned(&back, &notice, warning)),
         Err(e) => e,
     };
     let message = e.fields.first().map_or(e.message.clone(), |f| f.message.clone());

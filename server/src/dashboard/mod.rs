@@ -414,7 +414,16 @@ pub fn following(mut meta: PageMeta, topics: &[Topic], url: impl Into<String>) -
 /// 303 to `path` with a notice for the next page (sealed into a cookie by [`notice::carry`]).
 pub fn see_other(path: &str, notice: &str) -> Response {
     let mut response = Redirect::to(path).into_response();
-    response.extensions_mut().insert(notice::Pending(notice.to_string()));
+    response.extensions_mut().insert(notice::Pending { text: notice.to_string(), warning: false });
+    response
+}
+
+/// Like [`see_other`], shown as a warning (not a success) with `warning` after the notice when
+/// there is one.
+pub fn see_other_warned(path: &str, notice: &str, warning: Option<String>) -> Response {
+    let Some(warning) = warning else { return see_other(path, notice) };
+    let mut response = Redirect::to(path).into_response();
+    response.extensions_mut().insert(notice::Pending { text: format!("{notice} Warning: {warning}."), warning: true });
     response
 }
 

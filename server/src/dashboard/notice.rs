@@ -20,7 +20,15 @@ const NOTICE_SECS: i64 = 60;
 
 /// A notice a redirect leaves for the next page ([`super::see_other`]); [`carry`] seals it.
 #[derive(Debug, Clone)]
-pub struct Pending(pub String);
+pub struct Pending {
+    pub text: String,
+    /// Shown as a warning rather than a success.
+    pub warning: bool,
+}
+
+/// The first character of a sealed notice says its kind.
+const WARNING: char = 'w';
+const NOTICE: char = 'n';
 
 /// The notice a page was opened with, if a redirect of this session left one.
 #[derive(Debug, Default)]
@@ -30,7 +38,15 @@ pub struct Notice {
 
 impl Notice {
     pub fn flash(self) -> Option<Flash> {
-        self.text.filter(|n| !n.is_empty()).map(Flash::Notice)
+        let text = self.text?;
+        let mut chars = text.chars();
+        let kind = chars.next()?;
+        let words = chars.as_str().to_string();
+        match kind {
+            _ if words.is_empty() => None,
+            WARNING => Some(Flash::Warning(words)),
+            _ => Some(Flash::Notice(words)),
+        }
     }
 }
 
@@ -58,8 +74,9 @@ pub async fn carry(State(kernel): State<Kernel>, req: Request, next: Next) -> Re
     let mut response = next.run(req).await;
     let pending = response.extensions().get::<Pending>().cloned();
     let value = match (pending, session) {
-        (Some(Pending(text)), Some(session)) => {
-            Some(set_cookie(&headers, NOTICE_COOKIE, &kernel.auth().seal_notice(&session, &text), NOTICE_SECS))
+        (Some(Pending { text, warning }), Some(session)) => {
+            let kinded = format!("{}{text}", if warning { WARNING } else { NOTICE });
+            Some(set_cookie(&headers, NOTICE_COOKIE, &kernel.auth().seal_notice(&session, &kinded), NOTICE_SECS))
         }
         _ if brought => Some(set_cookie(&headers, NOTICE_COOKIE, "", 0)),
         _ => None,

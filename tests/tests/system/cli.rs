@@ -497,3 +497,31 @@ async fn the_first_start_says_where_to_create_the_first_operator() {
     let printed = start_and_read_stdout(&home);
     assert_eq!(printed.lines().count(), 1, "only where it listens: {printed}");
 }
+
+#[tokio::test]
+async fn a_grant_that_matches_no_tool_is_kept_with_a_warning() {
+    let home = Home::new();
+    let typo = write(&home, "typo.toml", "name = \"typo\"\n[capabilities]\ntools = [\"system_time\", \"memry_*\"]\n");
+    let out = home.cli(&["type", "apply", &typo]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("warning: no tool on this daemon matches the grant `memry_*`: check the spelling"),
+        "{}",
+        stderr(&out)
+    );
+    let token = home.token("tests").await;
+    let daemon = home.start().await;
+    let api = daemon.api(&token);
+    home.cli_ok(&["agent", "spawn", "typo"]).await;
+    let out = home.cli(&["agent", "grant", "typo", "browsr.*"]).await;
+    assert!(out.status.success());
+    assert!(stderr(&out).contains("matches the grant `browsr.*`"), "{}", stderr(&out));
+    let fine = home.cli(&["agent", "grant", "typo", "memory_*"]).await;
+    assert!(fine.status.success() && stderr(&fine).is_empty(), "{}", stderr(&fine));
+    let kept = kennel_tests::eventually(Duration::from_secs(3), || async {
+        let grants = api.get("/api/agents/typo").await.body["manifest"]["capabilities"]["tools"].clone();
+        grants == json!(["system_time", "memry_*", "browsr.*", "memory_*"])
+    })
+    .await;
+    assert!(kept, "kept all the same");
+}

@@ -215,9 +215,20 @@ async fn the_editor_offers_the_configured_providers_and_warns_of_grants_that_mat
         b.submit("/agent-types", "/agent-types", &[("name", "misspelt"), ("tools", "system_time, memry_*")]).await;
     assert_eq!(saved.status, 303, "{}", saved.text);
     let shown = b.get(saved.header("location").unwrap()).await.text;
-    assert!(shown.contains("Warning: no tool on this daemon matches the grant memry_*"), "{shown}");
+    // As a warning, not a success's green.
+    let warned = shown.split("class=\"flash warning\">").nth(1).unwrap_or_default();
+    assert!(warned.contains("Warning: no tool on this daemon matches the grant <code>memry_*</code>"), "{shown}");
     let clean = b.submit("/agent-types/misspelt", "/agent-types/misspelt", &[("tools", "system_time")]).await;
     assert!(!b.get(clean.header("location").unwrap()).await.text.contains("Warning"), "no warning when all match");
+
+    // The same warning when a grant is added to an agent on its page.
+    let agent = api.post("/api/agents", serde_json::json!({"template": "misspelt"})).await;
+    let agent = agent.body["id"].as_str().expect("spawned").to_string();
+    let page = format!("/agents/{agent}");
+    let granted = b.submit(&page, &format!("{page}/grant"), &[("pattern", "browsr.*")]).await;
+    let shown = b.get(granted.header("location").unwrap()).await.text;
+    let warned = shown.split("class=\"flash warning\">").nth(1).unwrap_or_default();
+    assert!(warned.contains("matches the grant <code>browsr.*</code>"), "{shown}");
 }
 
 #[tokio::test]
