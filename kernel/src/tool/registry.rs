@@ -200,6 +200,13 @@ impl Registry {
         })
     }
 
+    /// [`Registry::grant_warning`] for the one pattern just granted (a pattern that does not
+    /// parse was refused before it got here: no warning).
+    pub fn pattern_warning(&self, pattern: &str) -> Option<String> {
+        let grant = crate::capability::Grant::parse(pattern).ok()?;
+        self.grant_warning(std::slice::from_ref(&grant))
+    }
+
     pub fn len(&self) -> usize {
         self.entries.len()
     }

@@ -31,8 +31,7 @@ pub async fn grant(kernel: &Kernel, agent: &str, pattern: &str) -> anyhow::Resul
     let done = format!("agent `{}` may now call `{pattern}`", a.name);
     super::record(kernel, "agent.grant", &a.id.to_string(), done.clone()).await?;
     println!("{done}");
-    let granted: Vec<_> = a.manifest.capabilities.tools.iter().filter(|g| g.as_str() == pattern).cloned().collect();
-    if let Some(warning) = kernel.tools().grant_warning(&granted) {
+    if let Some(warning) = kernel.tools().pattern_warning(pattern) {
         eprintln!("warning: {}", super::terminal_safe(&warning));
     }
     Ok(())

@@ -298,10 +298,7 @@ pub async fn grant(
 ) -> PageResult {
     let pattern = f.pattern.trim();
     let done = kernel.agents().grant(&id, pattern).await;
-    let done = done.map(|a| {
-        let granted: Vec<_> = a.manifest.capabilities.tools.iter().filter(|g| g.as_str() == pattern).cloned().collect();
-        (format!("`{pattern}` granted to {}.", a.name), kernel.tools().grant_warning(&granted))
-    });
+    let done = done.map(|a| (format!("`{pattern}` granted to {}.", a.name), kernel.tools().pattern_warning(pattern)));
     grant_done(&kernel, &op, &id, f.back.as_deref(), done).await
 }
 
