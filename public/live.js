@@ -36,6 +36,7 @@ document.addEventListener('submit', (event) => {
   events.addEventListener('turn_started', (e) => {
     const d = JSON.parse(e.data);
     if (session === null && (d.message || '').replace(/\r\n/g, '\n') === typed) session = d.session_id;
+    if (ours(d)) offerStop(form, session, line);
   });
   // The reply streams into a bubble of its own; a tool call ends it, so text the model
   // writes after the call starts a new one. Model text is set as text, never as HTML.
@@ -147,6 +148,32 @@ document.addEventListener('submit', (event) => {
     if (events.readyState === EventSource.CLOSED) send();
   });
   unopened = setTimeout(send, STREAM_OPEN_WAIT_MS);
+});
+
+// The chat's Stop button, once the running turn's session is known: it cancels that turn (the
+// agent goes on running); the chat's own post then ends and the page shows the session.
+function offerStop(form, session, line) {
+  const stop = form.querySelector('#chat-stop');
+  if (!stop) return;
+  stop.hidden = false;
+  stop.disabled = false;
+  stop.onclick = async () => {
+    stop.disabled = true;
+    line('stopping the turn…', 'bad');
+    const action = form.action.replace(/\/chat$/, `/sessions/${encodeURIComponent(session)}/cancel`);
+    const body = new URLSearchParams({ csrf: form.querySelector('input[name=csrf]').value });
+    try {
+      await fetch(action, { method: 'POST', body, redirect: 'manual' });
+    } catch (err) {
+      line(`not stopped: ${err}`, 'bad');
+      stop.disabled = false;
+    }
+  };
+}
+
+// Picking a session opens it (the picker's Open button does the same without this file).
+document.addEventListener('change', (event) => {
+  if (event.target.id === 'session-pick') event.target.form.requestSubmit();
 });
 
 // A chat message as the page renders one: who, then the text (set as text, never as HTML).

@@ -36,14 +36,14 @@ use serde_json::Value;
 /// after `<textarea>`: text that starts with a newline keeps it.
 #[component]
 pub fn TextArea(
-    name: &'static str,
+    #[prop(into)] name: String,
     rows: u32,
     /// The text inside: escaped whatever it holds.
     #[prop(into, optional)]
     value: String,
     #[prop(optional)] class: Option<&'static str>,
     #[prop(optional)] required: bool,
-    #[prop(optional)] placeholder: Option<&'static str>,
+    #[prop(optional, into)] placeholder: Option<String>,
     #[prop(optional)] spellcheck: Option<&'static str>,
     /// Its accessible name, when no `<label>` wraps it.
     #[prop(optional)]
@@ -114,33 +114,6 @@ pub fn argument_rows(schema: &Value) -> Vec<ArgRow> {
             description: prop["description"].as_str().unwrap_or_default().to_string(),
         })
         .collect()
-}
-
-/// Arguments to start a "try it" from: each required key with an empty value of its type,
-/// pretty-printed; `{}` when none is required.
-pub fn argument_skeleton(schema: &Value) -> String {
-    let required: Vec<&str> =
-        schema["required"].as_array().map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
-    if required.is_empty() {
-        return "{}".into();
-    }
-    let empty = |prop: &Value| {
-        let kind = match &prop["type"] {
-            Value::String(t) => t.clone(),
-            Value::Array(ts) => ts.iter().filter_map(Value::as_str).find(|t| *t != "null").unwrap_or("").to_string(),
-            _ => String::new(),
-        };
-        match kind.as_str() {
-            "integer" | "number" => Value::from(0),
-            "boolean" => Value::Bool(false),
-            "array" => Value::Array(Vec::new()),
-            "object" => Value::Object(Default::default()),
-            _ => Value::String(String::new()),
-        }
-    };
-    let skeleton: serde_json::Map<String, Value> =
-        required.iter().map(|k| (k.to_string(), empty(&schema["properties"][*k]))).collect();
-    serde_json::to_string_pretty(&skeleton).unwrap_or_else(|_| "{}".into())
 }
 
 fn type_label(prop: &Value) -> String {

@@ -115,17 +115,17 @@ test('Tools inspector: search, grant a family, narrow by standing, try system_ti
   await page.getByLabel('As agent').selectOption({ label: 'scout' });
   await page.getByRole('button', { name: 'Show' }).click();
   const clock = page.locator('#tool-system_time');
-  await expect(clock.locator('summary')).toContainText('scout: not granted');
+  await expect(clock.locator(':scope > summary')).toContainText('scout: not granted');
   // A family-wide grant asks first.
   const asked: string[] = [];
   page.once('dialog', (dialog) => { asked.push(dialog.message()); dialog.accept(); });
   await page.getByRole('button', { name: 'Grant system.*' }).click();
-  await expect(clock.locator('summary')).toContainText('scout: allowed by system.*');
+  await expect(clock.locator(':scope > summary')).toContainText('scout: allowed by system.*');
   expect(asked[0]).toContain('Grant scout every tool of the system family');
   await page.getByLabel('Standing').selectOption({ label: 'allowed' });
   await page.getByRole('button', { name: 'Show' }).click();
   await expect(page.locator('#tool-task_post')).toHaveCount(0);
-  await clock.locator('summary').click();
+  await clock.locator(':scope > summary').click();
   await clock.getByRole('button', { name: 'Try it' }).click();
   await expect(page.locator('#try-result')).toContainText('"utc"');
   await shot('tools');

@@ -236,3 +236,29 @@ test('a reply in Markdown, the message shown at once, each call folded with its 
   await expect(clock.locator('pre').last()).toContainText('"unix_ms":');
   await both(browser, `/agents/${guide.id}`, 'agent-chat-markdown');
 });
+
+test('a running turn is stopped from the chat, and the session picker names each chat', async () => {
+  const guide = (await (await page.request.get('/api/agents/guide', api)).json());
+  const script = await page.request.post('http://127.0.0.1:4601/_script', {
+    data: [{ kind: 'slow_text', text: 'word '.repeat(80), piece_millis: 250 }, { kind: 'text', text: 'Short now.' }],
+  });
+  expect(script.status()).toBe(204);
+  await page.goto(`/agents/${guide.id}?session=new`);
+  await page.getByPlaceholder('Message the agent').fill('Tell me a very long story');
+  await page.getByRole('button', { name: 'Send' }).click();
+  await expect(page.locator('.msg.assistant.streaming')).toContainText('word word');
+  await page.getByRole('button', { name: 'Stop the turn' }).click();
+  await expect(page.getByRole('button', { name: 'Stop the turn' })).toHaveCount(0);
+  // The turn ends at once; the page shows the session with who stopped it, the agent runs on.
+  await expect(page.locator('.msg.failed')).toContainText('cancelled by operator:');
+  await expect(page.locator('h1 .status')).toHaveText('running');
+  await page.getByPlaceholder('Message the agent').fill('Shorter, please');
+  await page.getByRole('button', { name: 'Send' }).click();
+  await expect(page.locator('.msg.assistant').last()).toContainText('Short now.');
+  // The picker: each chat by its first words; choosing one opens it.
+  const picker = page.getByLabel('Session');
+  await expect(picker.locator('option:checked')).toContainText('Tell me a very long story');
+  await picker.selectOption({ label: (await picker.locator('option', { hasText: 'When is tea?' }).innerText()).trim() });
+  await expect(page).toHaveURL(/session=/);
+  await expect(page.locator('.chat-log')).toContainText('When is tea?');
+});

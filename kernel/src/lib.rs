@@ -487,6 +487,26 @@ impl Kernel {
         Ok(stopped)
     }
 
+    /// Cancels the turn of `agent` running in `session` (an operator's Stop in a chat): the
+    /// agent goes on running, and the session takes its next message; the chat notes who
+    /// cancelled it (`by`). Asks the daemon of the
+    /// cluster that holds the agent when another one does. How many turns it cancelled: none
+    /// when the turn had ended already.
+    pub async fn cancel_turn(&self, agent: &str, session: uuid::Uuid, by: &tool::Caller) -> Result<usize> {
+        let agent = self.0.agents.get(agent)?;
+        self.sessions().of_agent(&agent, session).await?;
+        let by = by.audit_label();
+        let here = self.0.turns.cancel_in_session(agent.id, session, &by);
+        if self.0.cluster.holder_elsewhere(agent.id).await?.is_none() {
+            return Ok(here);
+        }
+        let request = cluster::AgentRequest::CancelTurn { session, by };
+        let lease = cluster::agent_lease(agent.id);
+        let limit = std::time::Duration::from_secs(10);
+        let answer = cluster::ask_holder(&self.0.cluster, &lease, &request, limit, "cancelling the turn").await?;
+        Ok(here + answer["cancelled"].as_u64().unwrap_or(0) as usize)
+    }
+
     /// Starts a stopped agent again. Its schedules stay paused (stopping paused them, and
     /// which ones an operator had paused before is not known): resume them on purpose.
     pub async fn start_agent(&self, agent: &str) -> Result<Arc<agent::Agent>> {

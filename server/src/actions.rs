@@ -143,6 +143,11 @@ mod tests {
         let dashboard = crate::dashboard::signed_in(0).served().1;
         for (on_api, on_dashboard, action) in [
             ((Method::POST, "/api/agents/{id}/stop"), (Method::POST, "/agents/{id}/stop"), "agent.stop"),
+            (
+                (Method::POST, "/api/agents/{id}/sessions/{session}/cancel"),
+                (Method::POST, "/agents/{id}/sessions/{session}/cancel"),
+                "turn.cancel",
+            ),
             ((Method::DELETE, "/api/agents/{id}"), (Method::POST, "/agents/{id}/remove"), "agent.delete"),
             ((Method::PUT, "/api/templates/{name}"), (Method::POST, "/agent-types/{name}"), "type.update"),
             ((Method::DELETE, "/api/schedules/{id}"), (Method::POST, "/schedules/{id}/delete"), "schedule.delete"),

@@ -73,6 +73,14 @@ impl Pty {
         self.typing.write_all(format!("{line}\n").as_bytes()).expect("type into the terminal");
     }
 
+    /// Presses Ctrl-C: the terminal sends SIGINT to the program in front (here, the child;
+    /// the pty is not its controlling terminal, so the signal is sent as the terminal would).
+    pub fn interrupt(&self) {
+        // SAFETY: kill with a live child's pid and a valid signal number.
+        let sent = unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGINT) };
+        assert_eq!(sent, 0, "SIGINT: {}", std::io::Error::last_os_error());
+    }
+
     /// Waits for the command to exit.
     pub async fn wait(&mut self, within: Duration) -> ExitStatus {
         let deadline = Instant::now() + within;

@@ -67,6 +67,8 @@ pub struct AgentTypesPage {
     pub providers: Vec<String>,
     /// What "the default" is (`Config::default_provider`).
     pub default_provider: Option<String>,
+    /// The models config.toml describes, with their providers: the model field's suggestions.
+    pub models: Vec<(String, String)>,
     pub form: TypeForm,
     pub errors: Vec<FieldError>,
 }
@@ -110,7 +112,7 @@ pub fn render_list(meta: PageMeta, page: AgentTypesPage) -> String {
                 </section>
                 <section class="card">
                     <h2>"New agent type"</h2>
-                    <TypeFields action="/agent-types".into() form=page.form errors=page.errors csrf submit="Create agent type" name_editable=true providers=page.providers default_provider=page.default_provider/>
+                    <TypeFields action="/agent-types".into() form=page.form errors=page.errors csrf submit="Create agent type" name_editable=true providers=page.providers default_provider=page.default_provider models=page.models/>
                 </section>
             </Shell>
         }
@@ -128,7 +130,13 @@ fn TypeFields(
     name_editable: bool,
     providers: Vec<String>,
     default_provider: Option<String>,
+    models: Vec<(String, String)>,
 ) -> impl IntoView {
+    // Suggestions, not a closed list: a provider serves models config.toml does not describe.
+    let model_choices = models
+        .into_iter()
+        .map(|(model, provider)| view! { <option value=model.clone()>{format!("{model} ({provider})")}</option> })
+        .collect::<Vec<_>>();
     let provider_choices = provider_options(&providers, default_provider.as_deref(), &form.provider);
     // Grants typed as `tools` or stored as `capabilities.tools` belong to the same input.
     let tools_error = field_error(&errors, "tools")
@@ -147,7 +155,8 @@ fn TypeFields(
             {field_error(&errors, "system_prompt")}
             <div class="row">
                 <label>"Provider" <select name="provider">{provider_choices}</select></label>
-                <label>"Model" <input type="text" name="model" value=form.model/></label>
+                <label>"Model" <input type="text" name="model" value=form.model list="model-choices" autocomplete="off"/></label>
+                <datalist id="model-choices">{model_choices}</datalist>
             </div>
             {field_error(&errors, "provider")}
             {field_error(&errors, "model")}
@@ -184,11 +193,14 @@ pub struct EditPage {
     pub agent_type: Arc<AgentType>,
     pub providers: Vec<String>,
     pub default_provider: Option<String>,
+    /// The models config.toml describes, with their providers.
+    pub models: Vec<(String, String)>,
     pub form: TypeForm,
     pub errors: Vec<FieldError>,
     /// The TOML text to show: the stored manifest, or what was just submitted with its error.
     pub toml: String,
-    pub toml_errors: Vec<FieldError>,
+    /// What is wrong with the TOML just submitted, each at its line and column.
+    pub toml_errors: Vec<kennel_kernel::agent::source::Problem>,
     /// What applying the type to its agents would change (a preview).
     pub application: TypeApplication,
 }
@@ -200,7 +212,10 @@ pub fn render_edit(meta: PageMeta, page: EditPage) -> String {
         let items = page
             .toml_errors
             .iter()
-            .map(|e| view! { <li>{format!("{}: ", e.field)}{crate::widgets::rich_text(&e.message)}</li> })
+            .map(|p| {
+                let field = p.field.as_deref().map(|f| format!("{f}: ")).unwrap_or_default();
+                view! { <li>{format!("line {}, column {}: {field}", p.line, p.column)}{crate::widgets::rich_text(&p.message)}</li> }
+            })
             .collect::<Vec<_>>();
         view! { <ul class="field-error" id="toml-error">{items}</ul> }
     });
@@ -215,9 +230,9 @@ pub fn render_edit(meta: PageMeta, page: EditPage) -> String {
                 <div class="columns">
                     <section class="card">
                         <h2>"The seven fields"</h2>
-                        <TypeFields action=format!("/agent-types/{name}") form=page.form errors=page.errors csrf=csrf.clone() submit="Save" name_editable=false providers=page.providers default_provider=page.default_provider/>
+                        <TypeFields action=format!("/agent-types/{name}") form=page.form errors=page.errors csrf=csrf.clone() submit="Save" name_editable=false providers=page.providers default_provider=page.default_provider models=page.models/>
                     </section>
-                    <section class="card">
+                    <section class="card" id="manifest">
                         <h2>"Full manifest (TOML)"</h2>
                         <form method="post" action=format!("/agent-types/{name}/toml") class="stack">
                             <Csrf token=csrf.clone()/>
@@ -378,6 +393,7 @@ mod tests {
             }),
             providers: vec!["local".into()],
             default_provider: Some("local".into()),
+            models: vec![("m".into(), "local".into())],
             errors: Vec::new(),
             toml_errors: Vec::new(),
             application: TypeApplication {

@@ -12,7 +12,7 @@ use kennel_kernel::tool::{Availability, EffectiveTool, ToolDef, ToolStatus};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Section, Shell};
-use crate::widgets::{Csrf, NoMatches, TextArea, agent_label, argument_rows, argument_skeleton};
+use crate::widgets::{Csrf, NoMatches, TextArea, agent_label, argument_rows};
 
 /// Its section of the navigation.
 pub const SECTION: Section = Section::new("/tools", "Tools");
@@ -20,9 +20,26 @@ pub const SECTION: Section = Section::new("/tools", "Tools");
 /// The outcome of a "try it" run.
 pub struct TryResult {
     pub tool: String,
+    /// The arguments as sent (JSON), or the raw text when the form could not be read.
     pub args: String,
+    /// The form as filled in: the raw JSON field and each argument's field, back in the form.
+    pub form: TryForm,
     /// The result as pretty JSON, or the error's kind and message.
     pub outcome: Result<String, (String, String)>,
+}
+
+/// A "try it" form's values: the raw JSON and the argument fields (`arg.NAME`, as typed).
+#[derive(Debug, Clone, Default)]
+pub struct TryForm {
+    pub raw: String,
+    pub fields: Vec<(String, String)>,
+}
+
+impl TryForm {
+    fn field(&self, name: &str) -> String {
+        let key = format!("{}{name}", kennel_kernel::tool::form::FIELD_PREFIX);
+        self.fields.iter().find(|(k, _)| *k == key).map(|(_, v)| v.clone()).unwrap_or_default()
+    }
 }
 
 /// The standings the effective set can be narrowed to (`?show=`).
@@ -120,7 +137,7 @@ pub fn render(meta: PageMeta, page: ToolsPage) -> String {
                         standing: statuses.get(&def.name),
                         open: open.as_deref() == Some(def.name.as_str()),
                         refused: page.refused.as_ref().filter(|(t, _)| *t == def.name).map(|(_, m)| m.clone()),
-                        tried_args: page.tried.as_ref().filter(|t| t.tool == def.name).map(|t| t.args.clone()),
+                        tried: page.tried.as_ref().filter(|t| t.tool == def.name).map(|t| t.form.clone()),
                         view_query: &view_query,
                         back: &back,
                         csrf: &csrf,
@@ -182,8 +199,8 @@ struct Card<'a> {
     standing: Option<&'a EffectiveTool>,
     open: bool,
     refused: Option<String>,
-    /// The arguments this tool was just tried with: back in its form.
-    tried_args: Option<String>,
+    /// The form this tool was just tried with: back as it was filled in.
+    tried: Option<TryForm>,
     /// The view's filters, kept through a "try it".
     view_query: &'a [(&'a str, String)],
     back: &'a str,
@@ -224,13 +241,13 @@ fn tool_row(card: Card<'_>) -> impl IntoView + use<> {
     });
     let refused =
         card.refused.map(|m| view! { <p class="field-error" role="alert">{crate::widgets::rich_text(&m)}</p> });
-    let args_text = card.tried_args.clone().unwrap_or_else(|| argument_skeleton(&def.schema));
+    let form = card.tried.clone().unwrap_or_default();
     let keep: Vec<(String, String)> =
         card.view_query.iter().filter(|(k, _)| *k != "agent").map(|(k, v)| (k.to_string(), v.clone())).collect();
     let controls = card
         .agent
         .zip(card.standing)
-        .map(|(a, t)| agent_controls(def, a, &t.status, Try { args: args_text, keep }, card.back, card.csrf));
+        .map(|(a, t)| agent_controls(def, a, &t.status, Try { form, keep }, card.back, card.csrf));
     view! {
         <details class="tool-row" id=format!("tool-{}", def.name) open=card.open>
             <summary>
@@ -261,10 +278,48 @@ fn standing_class(status: &ToolStatus) -> &'static str {
     if status.is_allowed() { "ok" } else { "bad" }
 }
 
-/// A "try it" form's starting arguments and the filters it keeps.
+/// A "try it" form's values and the filters it keeps.
 struct Try {
-    args: String,
+    form: TryForm,
     keep: Vec<(String, String)>,
+}
+
+/// One field per argument of the tool's schema, as its type is written: text, a number, a
+/// choice, or JSON for arrays, objects and unions. Left empty, an argument is left out.
+fn argument_fields(def: &ToolDef, form: &TryForm) -> Vec<AnyView> {
+    use kennel_kernel::tool::form::{FIELD_PREFIX, FieldKind};
+    argument_rows(&def.schema)
+        .into_iter()
+        .map(|row| {
+            let name = format!("{FIELD_PREFIX}{}", row.name);
+            let value = form.field(&row.name);
+            let label = format!("{}{}", row.name, if row.required { " (required)" } else { "" });
+            let input = match FieldKind::of(&def.schema["properties"][&row.name]) {
+                FieldKind::Text => view! { <input type="text" name=name value=value/> }.into_any(),
+                FieldKind::Integer => view! { <input type="number" step="1" name=name value=value/> }.into_any(),
+                FieldKind::Number => view! { <input type="number" step="any" name=name value=value/> }.into_any(),
+                FieldKind::Boolean => choice_field(name, &["true", "false"], &value),
+                FieldKind::Choice(choices) => {
+                    let choices: Vec<&str> = choices.iter().map(String::as_str).collect();
+                    choice_field(name, &choices, &value)
+                }
+                FieldKind::Json => {
+                    let hint = format!("JSON: {}", row.kind);
+                    view! { <TextArea name=name rows=2 class="code" value=value placeholder=hint/> }.into_any()
+                }
+            };
+            view! { <label>{label}" "<span class="hint">{row.description}</span>{input}</label> }.into_any()
+        })
+        .collect()
+}
+
+/// A choice among `choices`, or none (the argument left out).
+fn choice_field(name: String, choices: &[&str], value: &str) -> AnyView {
+    let options = choices
+        .iter()
+        .map(|c| view! { <option value=c.to_string() selected=*c == value>{c.to_string()}</option> })
+        .collect::<Vec<_>>();
+    view! { <select name=name><option value="">"(left out)"</option>{options}</select> }.into_any()
 }
 
 fn agent_controls(
@@ -294,12 +349,20 @@ fn agent_controls(
     });
     let try_it = status.is_allowed().then(|| {
         let csrf = csrf.to_string();
+        let fields = argument_fields(def, &try_form.form);
+        // A tool without arguments, or one tried with raw JSON, shows it open.
+        let raw_open = fields.is_empty() || !try_form.form.raw.trim().is_empty();
         view! {
             <form method="post" action=format!("/tools/{}/try", def.name) class="try">
                 <Csrf token=csrf/>
                 <input type="hidden" name="agent" value=agent.id.to_string()/>
                 {try_form.keep.into_iter().map(|(k, v)| view! { <input type="hidden" name=k value=v/> }).collect::<Vec<_>>()}
-                <label>"Arguments (JSON)" <TextArea name="args" rows=4 class="code" value=try_form.args/></label>
+                {fields}
+                // What the fields cannot say; the fields are laid over it.
+                <details class="raw-args" open=raw_open>
+                    <summary>"Raw JSON"</summary>
+                    <label>"Arguments (JSON)" <TextArea name="args" rows=4 class="code" value=try_form.form.raw.clone() placeholder="{}"/></label>
+                </details>
                 <button type="submit">"Try it"</button>
             </form>
         }

@@ -113,16 +113,19 @@ pub(super) async fn serve(kernel: &Kernel) -> Result<()> {
 
 /// Whether what `lease` names can answer here now.
 fn ready(kernel: &Kernel, lease: &str) -> bool {
-    match lease.strip_prefix("mcp:") {
-        Some(server) => kernel.service::<crate::mcp::Mcp>().ready_here(server),
-        None => false,
+    if let Some(server) = lease.strip_prefix("mcp:") {
+        return kernel.service::<crate::mcp::Mcp>().ready_here(server);
     }
+    lease.starts_with("agent:")
 }
 
 async fn answer(kernel: &Kernel, id: &str, lease: &str, request: &str) {
-    let result = match lease.strip_prefix("mcp:") {
-        Some(server) => kernel.service::<crate::mcp::Mcp>().answer_forwarded(server, request).await,
-        None => Err(Error::internal(format_args!("no daemon answers requests for the lease `{lease}`"))),
+    let result = if let Some(server) = lease.strip_prefix("mcp:") {
+        kernel.service::<crate::mcp::Mcp>().answer_forwarded(server, request).await
+    } else if let Some(agent) = lease.strip_prefix("agent:") {
+        answer_for_agent(kernel, agent, request)
+    } else {
+        Err(Error::internal(format_args!("no daemon answers requests for the lease `{lease}`")))
     };
     let stored = store::finish(
         kernel.db(),
@@ -135,5 +138,24 @@ async fn answer(kernel: &Kernel, id: &str, lease: &str, request: &str) {
     .await;
     if let Err(e) = stored {
         tracing::warn!(call = id, error = %e.message, "could not store a forwarded request's result");
+    }
+}
+
+/// What another daemon asks of the one holding an agent, besides its turns (which have their
+/// own queue, `forward.rs`).
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum AgentRequest {
+    /// Cancel the turn running in this session (an operator's Stop on another daemon's page).
+    CancelTurn { session: Uuid, by: String },
+}
+
+fn answer_for_agent(kernel: &Kernel, agent: &str, request: &str) -> Result<Value> {
+    let agent: Uuid = agent.parse().map_err(|_| Error::internal(format_args!("`{agent}` is not an agent id")))?;
+    match serde_json::from_str(request) {
+        Ok(AgentRequest::CancelTurn { session, by }) => {
+            Ok(serde_json::json!({ "cancelled": kernel.turns().cancel_in_session(agent, session, &by) }))
+        }
+        Err(e) => Err(Error::internal(format_args!("a request for agent {agent} is unreadable: {e}"))),
     }
 }

@@ -147,7 +147,7 @@ use tokio_util::sync::CancellationToken;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-pub(crate) use calls::ask_holder;
+pub(crate) use calls::{AgentRequest, ask_holder};
 pub use config::ClusterConfig;
 pub(crate) use forward::run_elsewhere;
 
@@ -298,7 +298,7 @@ impl Drop for Waiting<'_> {
 pub const MOVED: &str = "[Kennel: the daemon that ran you stopped, and another daemon runs you now. Your conversation is intact, but browser tabs you had open and processes you had started are gone; open or start them again if you still need them.]";
 
 /// The lease naming an agent.
-fn agent_lease(agent: Uuid) -> String {
+pub(crate) fn agent_lease(agent: Uuid) -> String {
     format!("agent:{agent}")
 }
 
@@ -385,6 +385,18 @@ impl Cluster {
         } else {
             set.remove(name);
         }
+    }
+
+    /// The daemon holding `agent`'s lease now, when that is another one (never on SQLite).
+    /// Unlike `owner_elsewhere`, takes nothing.
+    pub(crate) async fn holder_elsewhere(&self, agent: Uuid) -> Result<Option<String>> {
+        let name = agent_lease(agent);
+        if !self.db.is_shared() || self.holds(&name) {
+            return Ok(None);
+        }
+        let now = db::timestamp(Utc::now());
+        let lease = store::lease(&self.db, &name).await?;
+        Ok(lease.filter(|(holder, expires)| *holder != self.id && *expires >= now).map(|(holder, _)| holder))
     }
 
     /// The daemon holding `agent`'s lease when it is not this one; `None` when the turn runs

@@ -219,6 +219,12 @@ impl Provider {
     }
 
     /// What config.toml says of `model`.
+    /// The models `[providers.NAME.models.MODEL]` describes, by name: the editor's choices
+    /// (any other name the provider serves works too).
+    pub fn configured_models(&self) -> impl Iterator<Item = &str> {
+        self.config.models.keys().map(String::as_str)
+    }
+
     pub fn model_config(&self, model: &str) -> Option<&ModelConfig> {
         self.config.models.get(model)
     }

@@ -27,6 +27,24 @@ pub struct Session {
     pub agent_id: Uuid,
     pub label: Option<String>,
     pub created_at: String,
+    /// The first words of its first message, on one line (none before the first message),
+    /// so a list of sessions says what each is about.
+    pub preview: Option<String>,
+}
+
+/// How many characters of a session's first message name it.
+pub const PREVIEW_CHARS: usize = 60;
+
+impl Session {
+    /// The preview of a session whose first stored message is `first` (as stored: JSON).
+    fn preview_of(first: &str) -> Option<String> {
+        let text = match serde_json::from_str::<Message>(first).ok()? {
+            Message::User { content } => content,
+            _ => return None,
+        };
+        let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        (!line.is_empty()).then(|| crate::text::shorten(&line, PREVIEW_CHARS))
+    }
 }
 
 /// The label of sessions `kennel chat` opens.
@@ -187,7 +205,7 @@ impl Sessions {
         if label.as_ref().is_some_and(|l| crate::text::longer_than(l, MAX_LABEL)) {
             return Err(Error::invalid(format!("a session label is at most {MAX_LABEL} characters")));
         }
-        let session = Session { id: Uuid::now_v7(), agent_id, label, created_at: db::now() };
+        let session = Session { id: Uuid::now_v7(), agent_id, label, created_at: db::now(), preview: None };
         store::insert(&self.db, &session).await?;
         Ok(session)
     }

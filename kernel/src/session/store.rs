@@ -9,7 +9,10 @@ use crate::error::{Error, Result};
 use crate::llm::Message;
 use crate::page::{Key, Page, PageRequest};
 
-const COLUMNS: &str = "SELECT id, agent_id, label, created_at FROM sessions";
+/// A session's columns, with its first message for its preview (the primary key finds it).
+const COLUMNS: &str = "SELECT id, agent_id, label, created_at, \
+    (SELECT message FROM session_messages m WHERE m.session_id = sessions.id ORDER BY seq LIMIT 1) AS first_message \
+    FROM sessions";
 
 pub(super) async fn insert(db: &Db, session: &Session) -> Result<()> {
     db::query("INSERT INTO sessions (id, agent_id, label, created_at) VALUES ($1, $2, $3, $4)")
@@ -167,6 +170,7 @@ fn session_from(row: &db::Row) -> Result<Session> {
         agent_id: parse(row.try_get("agent_id")?)?,
         label: row.try_get("label")?,
         created_at: row.try_get("created_at")?,
+        preview: row.try_get::<Option<String>, _>("first_message")?.as_deref().and_then(Session::preview_of),
     })
 }
 

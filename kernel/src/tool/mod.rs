@@ -25,6 +25,7 @@ pub mod availability;
 pub(crate) mod config;
 mod context;
 pub mod dynamic;
+pub mod form;
 pub mod meta;
 pub mod modes;
 pub mod pipeline;

@@ -61,8 +61,11 @@
 //!    `"session"` in a message may be a client's key: `Sessions::keyed` finds or opens the
 //!    agent's session labelled `key …` (`Origin::Key`). **Decision:** two first messages with a
 //!    new key at the same instant may open two sessions; every later one goes to the older.
-//! 6. `Kernel::stop_agent` stops the agent and cancels its turns; a cancelled turn ends with
-//!    `ended: "cancelled"`. Cancelling drops the provider call, which closes its stream at once.
+//! 6. `Kernel::stop_agent` stops the agent and cancels its turns; `Kernel::cancel_turn`
+//!    cancels one session's turn (a chat's Stop), on whichever daemon of the cluster runs it.
+//!    A cancelled turn ends with `ended: "cancelled"` and a `Cancelled` note in its session
+//!    naming who cancelled it. Cancelling drops the provider call, which closes its stream at
+//!    once.
 //!
 //! ## Decisions
 //!
@@ -161,7 +164,7 @@ pub(crate) async fn run_here(kernel: &Kernel, agent: Arc<Agent>, req: TurnReques
     let turn_id = req.turn_id.unwrap_or_else(Uuid::now_v7);
     // Its row names this daemon: if the daemon dies, the one that takes its work over marks
     // the turn interrupted (`recovery.rs`).
-    let cancel = turns.register(agent.id, turn_id, req.cancel.as_ref());
+    let cancel = turns.register(agent.id, turn_id, session, req.cancel.as_ref());
     if let Err(e) = store::start_turn(kernel.db(), turn_id, agent.id, session, kernel.cluster().id()).await {
         turns.unregister(agent.id, turn_id);
         return Err(e);
@@ -186,7 +189,7 @@ pub(crate) async fn run_here(kernel: &Kernel, agent: Arc<Agent>, req: TurnReques
     }
     .run()
     .await;
-    turns.unregister(agent.id, turn_id);
+    let cancelled_by = turns.unregister(agent.id, turn_id);
     let ended = result.as_ref().map_or("failed", |r| r.ended.as_str());
     if let Err(e) = store::end_turn(kernel.db(), turn_id, ended).await {
         tracing::warn!(turn = %turn_id, error = %e, "recording the end of a turn failed");
@@ -194,6 +197,14 @@ pub(crate) async fn run_here(kernel: &Kernel, agent: Arc<Agent>, req: TurnReques
     match &result {
         Ok(r) => {
             emit(EventKind::TurnEnded { ended: r.ended, reply: r.reply.clone() });
+            if r.ended == TurnEnd::Cancelled {
+                // The chat says why the message has no answer; the next message is answered.
+                let why = cancelled_by.unwrap_or_else(|| "by its caller".into());
+                let note = format!("The turn was cancelled {why}; it wrote no reply.");
+                if let Err(e) = kernel.sessions().record_note(session, "Cancelled", &note).await {
+                    tracing::warn!(session = %session, error = %e, "recording a cancelled turn failed");
+                }
+            }
             if r.ended == TurnEnd::Reply
                 && let Some(memory) = kernel.services().shared::<SemanticMemory>()
             {

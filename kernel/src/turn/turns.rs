@@ -13,9 +13,18 @@ use crate::agent::AgentId;
 use crate::error::Result;
 use crate::llm::Message;
 use crate::session::Sessions;
+/// A turn running here: its id, its session, the token that cancels it, and who did.
+pub(super) struct Running {
+    turn: Uuid,
+    session: Uuid,
+    cancel: CancellationToken,
+    /// Why it was cancelled, in words for the chat ("by operator:alice").
+    cancelled: Option<String>,
+}
+
 #[derive(Default)]
 pub struct Turns {
-    pub(super) running: Mutex<HashMap<AgentId, Vec<(Uuid, CancellationToken)>>>,
+    pub(super) running: Mutex<HashMap<AgentId, Vec<Running>>>,
     pub(super) session_locks: Mutex<HashMap<Uuid, Arc<tokio::sync::Mutex<()>>>>,
     pub(super) events: events::Bus,
     /// Context windows learned from refusals.
@@ -32,11 +41,27 @@ impl Turns {
 
     /// Cancels every running turn of `agent`.
     pub fn cancel_agent(&self, agent: AgentId) {
-        if let Some(turns) = self.running.lock().expect("turns lock").get(&agent) {
-            for (_, token) in turns {
-                token.cancel();
+        if let Some(turns) = self.running.lock().expect("turns lock").get_mut(&agent) {
+            for running in turns {
+                running.cancelled.get_or_insert_with(|| "the agent was stopped".into());
+                running.cancel.cancel();
             }
         }
+    }
+
+    /// Cancels the turns of `agent` running here in `session` (one, as turns of a session
+    /// take turns; a delivery waiting behind it is not a turn), `by` someone (an audit label).
+    /// How many it cancelled.
+    pub(crate) fn cancel_in_session(&self, agent: AgentId, session: Uuid, by: &str) -> usize {
+        let mut running = self.running.lock().expect("turns lock");
+        let in_session = running.get_mut(&agent).into_iter().flatten().filter(|r| r.session == session);
+        in_session.inspect(|r| r.cancel.cancel()).map(|r| r.cancelled.get_or_insert_with(|| format!("by {by}"))).count()
+    }
+
+    /// Whether a turn of `agent` runs here in `session` now.
+    pub fn running_in_session(&self, agent: AgentId, session: Uuid) -> bool {
+        let running = self.running.lock().expect("turns lock");
+        running.get(&agent).is_some_and(|turns| turns.iter().any(|r| r.session == session))
     }
 
     /// Live events of every agent; filter by `agent_id`.
@@ -84,21 +109,30 @@ impl Turns {
         SessionHold { turns: self, session, lock, guard: Some(guard) }
     }
 
-    pub(super) fn register(&self, agent: AgentId, turn: Uuid, outer: Option<&CancellationToken>) -> CancellationToken {
+    pub(super) fn register(
+        &self,
+        agent: AgentId,
+        turn: Uuid,
+        session: Uuid,
+        outer: Option<&CancellationToken>,
+    ) -> CancellationToken {
         // A caller's own token (an A2A task being cancelled) stops the turn too.
-        let token = outer.map_or_else(CancellationToken::new, CancellationToken::child_token);
-        self.running.lock().expect("turns lock").entry(agent).or_default().push((turn, token.clone()));
-        token
+        let cancel = outer.map_or_else(CancellationToken::new, CancellationToken::child_token);
+        let running = Running { turn, session, cancel: cancel.clone(), cancelled: None };
+        self.running.lock().expect("turns lock").entry(agent).or_default().push(running);
+        cancel
     }
 
-    pub(super) fn unregister(&self, agent: AgentId, turn: Uuid) {
+    /// Forgets a turn that ended; who cancelled it, if someone here did.
+    pub(super) fn unregister(&self, agent: AgentId, turn: Uuid) -> Option<String> {
         let mut running = self.running.lock().expect("turns lock");
-        if let Some(turns) = running.get_mut(&agent) {
-            turns.retain(|(id, _)| *id != turn);
-            if turns.is_empty() {
-                running.remove(&agent);
-            }
+        let turns = running.get_mut(&agent)?;
+        let at = turns.iter().position(|r| r.turn == turn)?;
+        let ended = turns.swap_remove(at);
+        if turns.is_empty() {
+            running.remove(&agent);
         }
+        ended.cancelled
     }
 }
 

@@ -1,6 +1,9 @@
 //! `kennel chat AGENT`: a conversation in the terminal. Each line typed is a turn on the
 //! daemon (`POST /api/agents/{id}/messages`, with a person present); while it runs, the
 //! agent's event stream shows the reply as it is written and each tool call as it happens.
+//! Lines starting with `/` are the chat's own commands; Ctrl-C stops the running turn through
+//! `POST /api/agents/{id}/sessions/{session}/cancel`. `--quiet` and `--json` make stdout a
+//! script's: the replies only, or one JSON result per turn.
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -34,7 +37,57 @@ const TRAILING_EVENTS: Duration = Duration::from_millis(500);
 /// Arguments and results are shown on one line, cut to this many characters.
 const SHOWN_CHARS: usize = 160;
 
-pub async fn chat(home: &Path, agent: &str, session: Option<Uuid>) -> anyhow::Result<()> {
+/// What the chat writes on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// The reply as it is written, tool calls and notes as they happen (banners on stderr
+    /// when stdout is not a terminal).
+    Live,
+    /// Each reply only, whole; failures on stderr.
+    Quiet,
+    /// One JSON object per turn: the API's turn result, or `{"error": …}`.
+    Json,
+}
+
+/// What the person typed: a message for the agent, or a command for the chat itself.
+#[derive(Debug, PartialEq, Eq)]
+enum Line<'a> {
+    Message(&'a str),
+    Help,
+    Exit,
+    /// The next message opens a new session.
+    New,
+    /// Which session the chat is in.
+    Session,
+    Unknown(&'a str),
+}
+
+const HELP: &str = "\
+/help      this list
+/session   the session's id (continue it later with `kennel chat AGENT --session ID`)
+/new       the next message opens a new session
+/exit      leave (also /quit, Ctrl-D, or Ctrl-C at the prompt)
+//text     send a message that starts with /
+Ctrl-C while the agent works stops the turn; the agent goes on running.";
+
+impl Line<'_> {
+    fn of(typed: &str) -> Line<'_> {
+        let typed = typed.trim();
+        if typed.starts_with("//") {
+            return Line::Message(&typed[1..]);
+        }
+        match typed {
+            "/help" | "/?" => Line::Help,
+            "/exit" | "/quit" => Line::Exit,
+            "/new" => Line::New,
+            "/session" => Line::Session,
+            command if command.starts_with('/') => Line::Unknown(command.split_whitespace().next().unwrap_or(command)),
+            message => Line::Message(message),
+        }
+    }
+}
+
+pub async fn chat(home: &Path, agent: &str, session: Option<Uuid>, output: Output) -> anyhow::Result<()> {
     let daemon = Daemon::of(home)?;
     let agent: AgentInfo = daemon.get(&format!("/api/agents/{}", super::agent_ref(agent)?)).await?;
     if agent.status != "running" {
@@ -59,40 +112,69 @@ pub async fn chat(home: &Path, agent: &str, session: Option<Uuid>) -> anyhow::Re
 
     let interactive = std::io::stdin().is_terminal();
     match session {
-        Some(id) => println!("chatting with `{}` in session {id}", agent.name),
-        None => println!("chatting with `{}`", agent.name),
+        Some(id) => banner(output, &format!("chatting with `{}` in session {id}", agent.name)),
+        None => banner(output, &format!("chatting with `{}`", agent.name)),
     }
     if interactive {
-        println!("/exit or Ctrl-D leaves");
+        banner(output, "/help lists the chat's commands; /exit or Ctrl-D leaves");
     }
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    // One listener for the whole chat, so a Ctrl-C between two waits is not lost.
+    let mut interrupts = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     let (mut turns, mut failed) = (0, 0);
     loop {
         if interactive {
-            print!("you> ");
-            std::io::stdout().flush()?;
+            prompt("you> ")?;
         }
-        let Some(line) = lines.next_line().await? else { break };
-        let message = line.trim();
-        match message {
-            "" => continue,
-            "/exit" | "/quit" => break,
-            _ => {
-                turns += 1;
-                // Opened with the first message, so a chat that says nothing leaves no session.
-                let id = match session {
-                    Some(id) => id,
-                    None => {
-                        let path = format!("/api/agents/{}/sessions", agent.id);
-                        let id = daemon.post::<SessionInfo>(&path, &json!({ "label": TERMINAL_LABEL })).await?.id;
-                        println!("(session {id}: continue it later with --session {id})");
-                        *session.insert(id)
-                    }
-                };
-                if !turn(&daemon, &agent, id, message, &mut events, &mut lines).await? {
-                    failed += 1;
-                }
+        let typed = tokio::select! {
+            typed = lines.next_line() => typed?,
+            // At the prompt, Ctrl-C leaves as it always did (the read waiting on the terminal
+            // would keep a clean return from ending the process).
+            _ = interrupts.recv() => {
+                println!();
+                std::process::exit(130);
             }
+        };
+        let Some(typed) = typed else { break };
+        let message = match Line::of(&typed) {
+            Line::Message("") => continue,
+            Line::Message(message) => message,
+            Line::Exit => break,
+            Line::Help => {
+                eprintln!("{HELP}");
+                continue;
+            }
+            Line::New => {
+                session = None;
+                eprintln!("(the next message opens a new session)");
+                continue;
+            }
+            Line::Session => {
+                match session {
+                    Some(id) => eprintln!("session {id}"),
+                    None => eprintln!("no session yet: the next message opens one"),
+                }
+                continue;
+            }
+            Line::Unknown(command) => {
+                let command = super::terminal_safe(command);
+                eprintln!("unknown command `{command}`: /help lists them (// sends a message that starts with /)");
+                continue;
+            }
+        };
+        turns += 1;
+        // Opened with the first message, so a chat that says nothing leaves no session.
+        let id = match session {
+            Some(id) => id,
+            None => {
+                let path = format!("/api/agents/{}/sessions", agent.id);
+                let id = daemon.post::<SessionInfo>(&path, &json!({ "label": TERMINAL_LABEL })).await?.id;
+                banner(output, &format!("(session {id}: continue it later with --session {id})"));
+                *session.insert(id)
+            }
+        };
+        if !turn(&daemon, &agent, id, message, (&mut events, &mut lines, &mut interrupts), output).await? {
+            failed += 1;
         }
     }
     if interactive {
@@ -104,24 +186,55 @@ pub async fn chat(home: &Path, agent: &str, session: Option<Uuid>) -> anyhow::Re
     Ok(())
 }
 
+/// A line about the chat itself (whom it talks to, its session): on stdout for a person at
+/// a terminal, on stderr when stdout is piped, and nowhere with `--quiet` or `--json`, so
+/// what a script reads from stdout is only what the agent said.
+fn banner(output: Output, text: &str) {
+    match output {
+        Output::Live if std::io::stdout().is_terminal() => println!("{text}"),
+        Output::Live => eprintln!("{text}"),
+        Output::Quiet | Output::Json => {}
+    }
+}
+
+fn prompt(text: &str) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()
+}
+
 /// Runs one turn, showing its events until it ends; whether it succeeded. A turn that fails
-/// is shown and the chat goes on; only losing the daemon ends it.
+/// is shown and the chat goes on; only losing the daemon ends it. Ctrl-C cancels the turn (a
+/// second one, while it ends, leaves the chat).
 async fn turn(
     daemon: &Daemon,
     agent: &AgentInfo,
     session: Uuid,
     message: &str,
-    events: &mut EventStream,
-    lines: &mut Lines,
+    (events, lines, interrupts): (&mut EventStream, &mut Lines, &mut tokio::signal::unix::Signal),
+    output: Output,
 ) -> anyhow::Result<bool> {
     let path = format!("/api/agents/{}/messages", agent.id);
     let body = json!({ "message": message, "session": session });
     let answer = daemon.post::<Value>(&path, &body);
     tokio::pin!(answer);
-    let mut view = TurnView::new(&agent.name, session, message);
+    let mut view = TurnView::new(&agent.name, session, message, output);
+    let mut cancelling = false;
     let answer = loop {
         tokio::select! {
             answer = &mut answer => break answer,
+            _ = interrupts.recv() => {
+                if cancelling {
+                    println!();
+                    std::process::exit(130);
+                }
+                cancelling = true;
+                view.aside("(stopping the turn: Ctrl-C again leaves the chat)");
+                let cancel = format!("/api/agents/{}/sessions/{session}/cancel", agent.id);
+                if let Err(e) = daemon.post::<Value>(&cancel, &json!({})).await {
+                    view.aside(&format!("(the turn was not stopped: {e})"));
+                }
+            }
             event = events.next() => match event? {
                 Some((name, data)) => {
                     view.show(&name, &data);
@@ -130,7 +243,7 @@ async fn turn(
                     tokio::select! {
                         line = lines.next_line() => match line? {
                             Some(line) => send_answer(daemon, &asked, &line, &mut view).await,
-                            None => view.note("(no answer: the input ended; the turn goes on when it stops waiting)"),
+                            None => view.aside("(no answer: the input ended; the turn goes on when it stops waiting)"),
                         },
                         done = &mut answer => break done,
                     }
@@ -149,15 +262,30 @@ async fn turn(
     match answer {
         Ok(result) => {
             let followed = view.turn.as_deref().is_some_and(|t| result["turn_id"].as_str() == Some(t));
-            view.finish(result["reply"].as_str().unwrap_or_default(), followed);
+            match output {
+                Output::Live => view.finish(result["reply"].as_str().unwrap_or_default(), followed),
+                Output::Quiet => quiet_reply(result["reply"].as_str().unwrap_or_default()),
+                Output::Json => println!("{result}"),
+            }
             Ok(true)
         }
         Err(e) if e.is::<super::daemon::NoDaemon>() => Err(e),
         Err(e) => {
-            view.failed(&e.to_string());
+            match output {
+                Output::Live => view.failed(&e.to_string()),
+                Output::Quiet => eprintln!("turn failed: {}", super::terminal_safe(&e.to_string())),
+                Output::Json => println!("{}", json!({ "error": e.to_string() })),
+            }
             Ok(false)
         }
     }
+}
+
+/// A reply, whole, on its own line (`--quiet`).
+fn quiet_reply(reply: &str) {
+    let mut out = std::io::stdout().lock();
+    // A closed pipe ends the chat at the next read; nothing to do here.
+    let _ = writeln!(out, "{}", super::terminal_safe(reply)).and_then(|()| out.flush());
 }
 
 /// The lines typed into the chat.
@@ -170,7 +298,7 @@ struct Asked(String);
 async fn send_answer(daemon: &Daemon, asked: &Asked, line: &str, view: &mut TurnView<'_>) {
     let path = format!("/api/questions/{}/answer", asked.0);
     if let Err(e) = daemon.post::<Value>(&path, &json!({ "answer": line.trim() })).await {
-        view.note(&format!("the answer was not taken: {e}"));
+        view.aside(&format!("the answer was not taken: {e}"));
     }
 }
 
@@ -192,10 +320,12 @@ struct TurnView<'a> {
     /// A `turn_failed` event was shown.
     shown_failure: bool,
     ended: bool,
+    /// Only `Output::Live` shows the turn as it happens.
+    output: Output,
 }
 
 impl<'a> TurnView<'a> {
-    fn new(agent: &'a str, session: Uuid, message: &'a str) -> TurnView<'a> {
+    fn new(agent: &'a str, session: Uuid, message: &'a str, output: Output) -> TurnView<'a> {
         TurnView {
             agent,
             session: session.to_string(),
@@ -206,6 +336,7 @@ impl<'a> TurnView<'a> {
             text: String::new(),
             shown_failure: false,
             ended: false,
+            output,
         }
     }
 
@@ -248,9 +379,9 @@ impl<'a> TurnView<'a> {
                 self.note(&format!("← {} {} ({took:.1} ms) {summary}", s("name"), s("outcome")));
             }
             "question" => {
-                self.note(&format!("? {}", s("question")));
+                self.aside(&format!("? {}", s("question")));
                 for (i, choice) in data["choices"].as_array().into_iter().flatten().enumerate() {
-                    self.note(&format!("  {}. {}", i + 1, choice.as_str().unwrap_or_default()));
+                    self.aside(&format!("  {}. {}", i + 1, choice.as_str().unwrap_or_default()));
                 }
                 self.out("answer> ");
             }
@@ -322,8 +453,20 @@ impl<'a> TurnView<'a> {
         }
     }
 
-    /// Writes to the terminal, escape sequences the agent wrote made harmless.
+    /// A line the person must see whatever the output (a question, a stop): with the turn
+    /// when it is shown live, else on stderr, out of what a script reads.
+    fn aside(&mut self, line: &str) {
+        match self.output {
+            Output::Live => self.note(line),
+            Output::Quiet | Output::Json => eprintln!("{}", super::terminal_safe(line)),
+        }
+    }
+
+    /// Writes the live turn to the terminal, escape sequences the agent wrote made harmless.
     fn out(&self, text: &str) {
+        if self.output != Output::Live {
+            return;
+        }
         let mut out = std::io::stdout().lock();
         // A closed terminal ends the chat at the next read; nothing to do here.
         let _ = out.write_all(super::terminal_safe(text).as_bytes()).and_then(|()| out.flush());

@@ -176,16 +176,26 @@ Exits with 3 when no daemon is running for the home.")]
     #[command(after_help = "Examples:
   kennel chat helper                    a new session with the agent named helper
   kennel chat helper --session 0193…    go on with an earlier session
-  echo 'What time is it?' | kennel chat helper     one message from a script
+  echo 'What time is it?' | kennel chat helper --quiet     the reply only, for a script
+  kennel chat helper --json < questions.txt     one JSON object per turn
 
-A person is present in these turns, so tools that need one are offered. /exit or Ctrl-D
-leaves; a turn in progress finishes on the daemon either way.")]
+A person is present in these turns, so tools that need one are offered. Lines starting
+with / are commands for the chat itself (/help lists them; // sends a message starting
+with /). Ctrl-C stops the turn that is running (the agent goes on); at the prompt, it
+leaves, as /exit and Ctrl-D do.")]
     Chat {
         /// The agent's name (while it runs) or id.
         agent: String,
         /// Continue this session (its id) instead of opening a new one.
         #[arg(long, value_name = "ID")]
         session: Option<uuid::Uuid>,
+        /// Print only each reply (no banners, tool calls or progress); failures go to stderr.
+        #[arg(long, conflicts_with = "json")]
+        quiet: bool,
+        /// Print one JSON object per turn: the API's turn result (reply, session, trace), or
+        /// `{"error": …}` for a turn that failed.
+        #[arg(long)]
+        json: bool,
     },
     /// Agent types: the stored manifests agents are made from.
     #[command(subcommand, name = "type")]
@@ -414,7 +424,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Status { json } => status::status(&home, json).await,
         Command::Reload { json } => status::reload(&home, json).await,
         Command::Mcp { agent } => mcp::serve(&home, &agent).await,
-        Command::Chat { agent, session } => chat::chat(&home, &agent, session).await,
+        Command::Chat { agent, session, quiet, json } => {
+            let output = if json {
+                chat::Output::Json
+            } else if quiet {
+                chat::Output::Quiet
+            } else {
+                chat::Output::Live
+            };
+            chat::chat(&home, &agent, session, output).await
+        }
         Command::Type(TypeCommand::Apply { file, json }) => types::apply(&home, &file, json).await,
         Command::Type(TypeCommand::Export { name, json }) => {
             with_store(&home, async |k| types::export(k, &name, json).await).await

@@ -6,12 +6,10 @@ use std::sync::Arc;
 use axum::Form;
 use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use kennel_app::Flash;
 use kennel_app::pages::agent_types::{self, AgentTypesPage, EditPage, TypeForm};
-use kennel_kernel::agent::{
-    AgentType, ApplyRequest, ManifestFormat, ManifestInput, TypeApplication, parse_manifest, to_toml,
-};
+use kennel_kernel::agent::{AgentType, ApplyRequest, ManifestFormat, ManifestInput, TypeApplication, source, to_toml};
 use kennel_kernel::error::FieldError;
 use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
@@ -23,7 +21,7 @@ pub fn routes() -> Pages {
     Pages::new()
         .route("/agent-types", get(list).post(create, Action::named("type.create")))
         .route("/agent-types/{name}", get(edit).post(save, Action::named("type.update")))
-        .route("/agent-types/{name}/toml", post(replace_toml, Action::named("type.update")))
+        .route("/agent-types/{name}/toml", get(to_editor).post(replace_toml, Action::named("type.update")))
         .route("/agent-types/{name}/delete", post(delete, Action::named("type.delete")))
         .route("/agent-types/{name}/apply", get(apply_preview).post(apply, Action::named("type.apply")))
 }
@@ -72,6 +70,7 @@ fn list_page(
         types: kernel.agents().types(),
         providers: kernel.agents().providers().to_vec(),
         default_provider: kernel.config().default_provider().map(str::to_string),
+        models: model_choices(kernel),
         form,
         errors,
     };
@@ -110,6 +109,12 @@ fn saved(kernel: &Kernel, t: &AgentType, done: &str) -> Response {
     see_other_warned(&path, done, kernel.tools().grant_warning(&t.manifest.capabilities.tools))
 }
 
+/// The models config.toml describes, each with its provider: the model field's suggestions.
+fn model_choices(kernel: &Kernel) -> Vec<(String, String)> {
+    let providers = kernel.providers().values();
+    providers.flat_map(|p| p.configured_models().map(|m| (m.to_string(), p.name().to_string()))).collect()
+}
+
 /// What applying the type would change in its agents, for the editor's card.
 async fn preview(kernel: &Kernel, name: &str) -> Result<TypeApplication, Error> {
     kernel.agents().apply_type(name, &ApplyRequest { dry_run: true, expected_updated_at: None }).await
@@ -120,6 +125,7 @@ fn fresh_edit(kernel: &Kernel, t: Arc<AgentType>, application: TypeApplication) 
         application,
         providers: kernel.agents().providers().to_vec(),
         default_provider: kernel.config().default_provider().map(str::to_string),
+        models: model_choices(kernel),
         form: TypeForm::from_manifest(&t.manifest),
         toml: to_toml(&t.manifest),
         agent_type: t,
@@ -225,6 +231,12 @@ pub async fn save(
     }
 }
 
+/// The address a refused "Replace manifest" leaves in the browser, opened again (a reload
+/// after the form is gone, a link copied): the editor, at its TOML.
+pub async fn to_editor(Extension(_): Extension<Operator>, Path(name): Path<String>) -> Response {
+    axum::response::Redirect::to(&format!("/agent-types/{name}#manifest")).into_response()
+}
+
 #[derive(Deserialize)]
 pub struct TomlForm {
     toml: String,
@@ -238,22 +250,21 @@ pub async fn replace_toml(
     Form(form): Form<TomlForm>,
 ) -> PageResult {
     let current = kernel.agents().get_type(&name)?;
-    let result: Result<_, Error> = async {
-        let input = parse_manifest(&form.toml, ManifestFormat::Toml)?;
-        kernel.agents().replace_type(&name, input).await
-    }
-    .await;
-    match result {
-        Ok(t) => Ok(saved(&kernel, &t, "Manifest replaced.")),
-        Err(e) => {
-            let page = EditPage {
-                toml: form.toml,
-                toml_errors: field_errors(&e, "manifest"),
-                ..fresh_edit(&kernel, current, preview(&kernel, &name).await?)
-            };
-            Ok(edit_page(&op, crate::status::status_for(e.kind), page, Notice::default()))
-        }
-    }
+    // Read as `kennel type apply` reads a file: every problem at its line and column.
+    let (status, problems) = match source::read(&form.toml, ManifestFormat::Toml) {
+        Err(problems) => (StatusCode::UNPROCESSABLE_ENTITY, problems),
+        Ok((input, _)) => match kernel.agents().replace_type(&name, input).await {
+            Ok(t) => return Ok(saved(&kernel, &t, "Manifest replaced.")),
+            Err(e) if e.fields.is_empty() => return Err(e.into()),
+            Err(e) => (crate::status::status_for(e.kind), source::locate(&form.toml, ManifestFormat::Toml, e.fields)),
+        },
+    };
+    let page = EditPage {
+        toml: form.toml,
+        toml_errors: problems,
+        ..fresh_edit(&kernel, current, preview(&kernel, &name).await?)
+    };
+    Ok(edit_page(&op, status, page, Notice::default()))
 }
 
 pub async fn delete(

@@ -33,6 +33,7 @@ pub fn routes() -> Pages {
         .route("/agents/{id}/grant", post(grant, Action::named("agent.grant")))
         .route("/agents/{id}/revoke", post(revoke, Action::named("agent.revoke")))
         .route("/agents/{id}/chat", post(chat, Action::Logged))
+        .route("/agents/{id}/sessions/{session}/cancel", post(cancel_turn, Action::named("turn.cancel")))
         .route("/agents/{id}/live", get(live))
         .route("/agents/{id}/questions/{question_id}", post(answer, Action::Logged))
 }
@@ -206,7 +207,9 @@ pub(super) async fn agent_page(
             (kernel.usage().spent_since(Some(agent.id), &kennel_kernel::usage::budget::day_start(kernel)).await?, None)
         }
     };
+    let turn_running = session.as_ref().is_some_and(|s| kernel.turns().running_in_session(agent.id, s.id));
     let page = AgentPage {
+        turn_running,
         manifest_toml: to_toml(&agent.manifest),
         schedules,
         agent,
@@ -388,6 +391,22 @@ pub async fn chat(
             agent_page(&kernel, &op, &id, (Some(&shown), &Cursor::default()), refused, Notice::default()).await
         }
     }
+}
+
+/// Cancels the turn running in one of the agent's chats (the chat's Stop button): the agent
+/// goes on running, and the chat takes the next message.
+pub async fn cancel_turn(
+    State(kernel): State<Kernel>,
+    Extension(op): Extension<Operator>,
+    Path((id, session)): Path<(String, String)>,
+) -> PageResult {
+    let session = uuid::Uuid::parse_str(&session).map_err(|_| Error::not_found(format!("no session `{session}`")))?;
+    let notice = match kernel.cancel_turn(&id, session, &Caller::Operator(op.name)).await? {
+        0 => "No turn was running in this chat: it had ended already.",
+        _ => "The turn is cancelled; the chat takes your next message.",
+    };
+    let agent = kernel.agents().get(&id)?;
+    Ok(see_other(&format!("/agents/{}?session={session}#chat", agent.id), notice))
 }
 
 #[derive(Deserialize)]

@@ -4,9 +4,9 @@ use axum::Form;
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use kennel_app::pages::tools::{self, STANDINGS, ToolsPage, TryResult};
-use kennel_kernel::tool::CallContext;
+use kennel_app::pages::tools::{self, STANDINGS, ToolsPage, TryForm, TryResult};
 use kennel_kernel::tool::meta::matches_query;
+use kennel_kernel::tool::{CallContext, form};
 use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
 
@@ -90,42 +90,37 @@ pub async fn page(
     tools_page(&kernel, &op, q, Outcome { notice, ..Default::default() })
 }
 
-#[derive(Deserialize)]
-pub struct TryForm {
-    agent: String,
-    #[serde(default)]
-    args: String,
-    /// The inspector's filters when the form was sent, kept on the result.
-    #[serde(default)]
-    q: String,
-    #[serde(default)]
-    show: String,
-}
-
-/// Runs the tool as the agent through the pipeline (grants, validation, audit all apply).
+/// Runs the tool as the agent through the pipeline (grants, validation, audit all apply),
+/// with the arguments its form stands for: each argument's field over the raw JSON.
 pub async fn try_it(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
     Path(name): Path<String>,
-    Form(f): Form<TryForm>,
+    Form(pairs): Form<Vec<(String, String)>>,
 ) -> PageResult {
-    let agent = kernel.agents().get(&f.agent)?;
-    let args_text = if f.args.trim().is_empty() { "{}".to_string() } else { f.args.trim().to_string() };
-    let outcome = match serde_json::from_str::<serde_json::Value>(&args_text) {
-        Err(e) => Err(Error::invalid(format!("the arguments are not valid JSON: {e}"))),
+    let value = |key: &str| pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()).unwrap_or_default();
+    let agent = kernel.agents().get(&value("agent"))?;
+    let form = TryForm {
+        raw: value("args"),
+        fields: pairs.iter().filter(|(k, _)| k.starts_with(form::FIELD_PREFIX)).cloned().collect(),
+    };
+    let schema = kernel.tools().get(&name).map(|(def, _)| def.schema.shared()).unwrap_or_default();
+    let (args, outcome) = match form::arguments(&schema, &form.raw, &form.fields) {
+        Err(e) => (form.raw.clone(), Err(e)),
         Ok(args) => {
             let ctx = CallContext::by_operator(agent.clone(), &op.name);
-            kernel.call_tool(ctx, &name, args).await
+            (args.to_string(), kernel.call_tool(ctx, &name, args).await)
         }
     };
     let tried = TryResult {
         tool: name,
-        args: args_text,
+        args,
+        form,
         outcome: outcome
             .map(|out| serde_json::to_string_pretty(&out.content).unwrap_or_default())
             .map_err(|e| (e.kind.as_str().to_string(), e.message)),
     };
-    let q = ToolsQuery { agent: Some(agent.id.to_string()), q: f.q, show: f.show, ..Default::default() };
+    let q = ToolsQuery { agent: Some(agent.id.to_string()), q: value("q"), show: value("show"), ..Default::default() };
     tools_page(&kernel, &op, q, Outcome { tried: Some(tried), ..Default::default() })
 }
 

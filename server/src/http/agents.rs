@@ -38,6 +38,7 @@ pub fn routes() -> Api {
         .route(api!(invoke_tool), &[(Method::POST, Action::Logged)])
         .route(api!(list_sessions, create_session), &[(Method::POST, Action::Logged)])
         .route(api!(send_message), &[(Method::POST, Action::Logged)])
+        .route(api!(cancel_turn), &[(Method::POST, Action::named("turn.cancel"))])
         .route(api!(agent_events), &[])
         .route(api!(session_messages), &[])
         .route(api!(get_session), &[])
@@ -265,6 +266,30 @@ async fn send_message(
         },
     };
     Ok(Json(kernel.send_message(&id, req).await?))
+}
+
+/// What cancelling a session's turn did.
+#[derive(serde::Serialize, ToSchema)]
+struct Cancelled {
+    /// How many turns were cancelled: 1, or 0 when none was running in the session (it had
+    /// ended already).
+    cancelled: usize,
+}
+
+/// Cancels the turn running in one of the agent's sessions. The agent goes on running and the
+/// session takes new messages; the cancelled turn ends with `ended: "cancelled"`, keeping what
+/// it stored (its messages and finished tool calls). Stopping the agent cancels all its turns.
+#[utoipa::path(post, path = "/api/agents/{id}/sessions/{session}/cancel", tag = "agents",
+    params(("id" = String, Path, description = "The agent's id, or its name (the running agent's, else the one stopped agent's)"), ("session" = String, Path, description = "The session's id")),
+    responses((status = 200, description = "How many turns were cancelled (0: none was running)", body = Cancelled), (status = 404, description = "No such agent, or no such session of it")))]
+async fn cancel_turn(
+    State(kernel): State<Kernel>,
+    Extension(Bearer(caller)): Extension<Bearer>,
+    Path((id, session)): Path<(String, String)>,
+) -> ApiResult<Json<Cancelled>> {
+    let session = uuid::Uuid::parse_str(&session)
+        .map_err(|_| kennel_kernel::Error::not_found(format!("no session `{session}`")))?;
+    Ok(Json(Cancelled { cancelled: kernel.cancel_turn(&id, session, &caller).await? }))
 }
 
 /// Live progress of the agent's turns as server-sent events (`turn_started`, `model_call`,

@@ -108,7 +108,10 @@ async fn a_chat_from_a_script_continues_a_session_and_fails_loudly() {
     let shown = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(shown.contains("helper> Hello there.") && !shown.contains("you> "), "no prompt off a terminal: {shown}");
-    let session = shown.split("(session ").nth(1).and_then(|s| s.split(':').next()).expect("the session id");
+    // Banners go to stderr off a terminal: stdout holds what was said.
+    assert!(!shown.contains("chatting with") && !shown.contains("(session "), "{shown}");
+    let said = stderr(&out);
+    let session = said.split("(session ").nth(1).and_then(|s| s.split(':').next()).expect("the session id");
 
     // The same session goes on: the model sees the earlier turn.
     llm.push(Scripted::text("Still here."));
@@ -333,6 +336,81 @@ async fn through_a_running_daemon_types_are_created_and_its_refusals_have_lines(
         assert_eq!(out.status.code(), Some(1), "{bad}");
         assert!(stderr(&out).contains("is neither an agent's name nor its id"), "{bad}: {}", stderr(&out));
     }
+}
+
+#[tokio::test]
+async fn a_script_reads_only_replies_with_quiet_or_json_and_slash_commands_stay_local() {
+    let (llm, home, _daemon, api) = with_helper().await;
+
+    // Commands are the chat's own: none reaches the model, and none opens a session.
+    let out = home.cli_with_stdin(&["chat", "helper"], "/help\n/session\n/bogus now\n/exit\n").await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(said.contains("/new ") && said.contains("//text"), "the help lists the commands: {said}");
+    assert!(said.contains("no session yet"), "{said}");
+    assert!(said.contains("unknown command `/bogus`: /help lists them"), "{said}");
+    assert!(llm.requests().is_empty(), "nothing was sent to the model");
+    assert_eq!(api.get("/api/agents/helper/sessions").await.body, json!([]));
+
+    // --quiet: the replies and nothing else; `//` sends a message that starts with `/`.
+    llm.push(Scripted::call("system_time", json!({}))).push(Scripted::text("Noon."));
+    llm.push(Scripted::text("A path."));
+    let out = home.cli_with_stdin(&["chat", "helper", "--quiet"], "time?\n//etc/hosts is what?\n").await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Noon.\nA path.\n");
+    assert_eq!(stderr(&out), "", "no banners anywhere");
+    let last = llm.requests().pop().unwrap();
+    let sent = last.body["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+    assert_eq!(sent, "/etc/hosts is what?");
+
+    // /new between two messages: two sessions.
+    llm.push(Scripted::text("One.")).push(Scripted::text("Two."));
+    let before = api.get("/api/agents/helper/sessions").await.body.as_array().unwrap().len();
+    let out = home.cli_with_stdin(&["chat", "helper", "--quiet"], "a\n/new\nb\n").await;
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "One.\nTwo.\n");
+    assert_eq!(api.get("/api/agents/helper/sessions").await.body.as_array().unwrap().len(), before + 2);
+
+    // --json: one object per turn, the API's result or the error, each on its line.
+    llm.push(Scripted::text("Fine."));
+    llm.push(Scripted::error(400, r#"{"error":{"message":"model m is not served here"}}"#));
+    let out = home.cli_with_stdin(&["chat", "helper", "--json"], "how are you?\nand now?\n").await;
+    assert_eq!(out.status.code(), Some(1), "a failed turn fails the script");
+    let lines: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0]["reply"], "Fine.");
+    assert!(lines[0]["session_id"].is_string() && lines[0]["trace"].is_array(), "{}", lines[0]);
+    assert!(lines[1]["error"].as_str().unwrap().contains("not served here"), "{}", lines[1]);
+}
+
+#[tokio::test]
+async fn ctrl_c_stops_the_running_turn_and_the_chat_goes_on() {
+    let (llm, home, _daemon, api) = with_helper().await;
+    llm.push(Scripted::SlowText { text: "word ".repeat(80), piece_millis: 250 });
+    llm.push(Scripted::text("Still here."));
+    let mut chat = Pty::spawn(&mut home.command(&["chat", "helper"]));
+    let at = chat.expect_after(0, "you> ", Duration::from_secs(10)).await;
+    chat.type_line("talk for a long time");
+    let at = chat.expect_after(at, "helper> word", Duration::from_secs(10)).await;
+    chat.interrupt();
+    let at = chat.expect_after(at, "(stopping the turn", Duration::from_secs(5)).await;
+    let at = chat.expect_after(at, "(the turn ended: cancelled)", Duration::from_secs(5)).await;
+    let at = chat.expect_after(at, "you> ", Duration::from_secs(5)).await;
+    // The agent runs on, and the same chat's next message is answered.
+    chat.type_line("are you there?");
+    let at = chat.expect_after(at, "helper> Still here.", Duration::from_secs(10)).await;
+    chat.expect_after(at, "you> ", Duration::from_secs(10)).await;
+    assert_eq!(api.get("/api/agents/helper").await.body["status"], "running");
+    let sessions = api.get("/api/agents/helper/sessions").await;
+    let session = sessions.body[0]["id"].as_str().unwrap();
+    let detail = api.get(&format!("/api/sessions/{session}")).await;
+    assert_eq!(detail.body["failures"][0]["kind"], "Cancelled", "{}", detail.text);
+    assert!(detail.body["failures"][0]["message"].as_str().unwrap().contains("by cli"), "{}", detail.text);
+
+    // At the prompt, Ctrl-C leaves.
+    chat.interrupt();
+    let left = chat.wait(Duration::from_secs(5)).await;
+    assert_eq!(left.code(), Some(130), "{}", chat.output());
 }
 
 #[tokio::test]

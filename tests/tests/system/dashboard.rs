@@ -174,7 +174,18 @@ async fn the_agent_type_editor_shows_the_apis_validation_next_to_each_field() {
         )
         .await;
     assert_eq!(bad_toml.status, 422);
-    assert!(bad_toml.text.contains("tool_mode"));
+    // At its line and column, as `kennel type apply` says it.
+    let problems = bad_toml.text.split("id=\"toml-error\"").nth(1).unwrap_or_default();
+    assert!(problems.contains("line 2, column 1: tool_mode: "), "{}", bad_toml.text);
+    let syntax = b
+        .submit("/agent-types/coder", "/agent-types/coder/toml", &[("toml", "name = \"coder\"\ndescription = \n")])
+        .await;
+    assert_eq!(syntax.status, 422);
+    assert!(syntax.text.contains("line 2, column "), "{}", syntax.text);
+    // The address the refusal leaves, opened again, is the editor.
+    let reopened = b.get("/agent-types/coder/toml").await;
+    assert_eq!(reopened.status, 303);
+    assert_eq!(reopened.header("location"), Some("/agent-types/coder#manifest"));
     let good_toml = b
         .submit(
             "/agent-types/coder",
@@ -190,12 +201,17 @@ async fn the_agent_type_editor_shows_the_apis_validation_next_to_each_field() {
 
 #[tokio::test]
 async fn the_editor_offers_the_configured_providers_and_warns_of_grants_that_match_no_tool() {
-    let local = "[providers.local]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"\"\n";
+    let local = "[providers.local]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"\"\n\
+                 [providers.local.models.qwen3-8b]\ncontext_tokens = 32768\n";
     let (_home, _d, api, b) = signed_in_with(local).await;
     let page = b.get("/agent-types").await.text;
     assert!(page.contains("<select name=\"provider\">"), "a choice, not a free text field");
     assert!(page.contains("<option value=\"local\">local</option>"), "{page}");
     assert!(page.contains("the default (local)"), "{page}");
+    // The model: the configured ones suggested, any other typed.
+    assert!(page.contains(r#"name="model" value="" list="model-choices""#), "{page}");
+    let choices = page.split(r#"<datalist id="model-choices">"#).nth(1).unwrap_or_default();
+    assert!(choices.starts_with(r#"<option value="qwen3-8b">qwen3-8b (local)</option>"#), "{page}");
 
     // A typed provider that is not configured (an old form, a hand-made request) is refused
     // next to the field with the ones that are, and stays selected, marked.
@@ -274,12 +290,32 @@ async fn the_tools_inspector_filters_grants_and_tries_tools_through_the_pipeline
     assert_eq!(audit.body[0]["caller"], "operator:ada");
     assert_eq!(audit.body[1]["outcome"], "ok");
 
-    // A try-it starts from the required keys, keeps its arguments and the view's filters after
-    // a run, and its URL opened on its own goes back to the tool.
+    // A try-it has a field per argument, typed as its schema says, keeps its arguments and
+    // the view's filters after a run, and its URL opened on its own goes back to the tool.
     api.put(&format!("/api/agents/{id}/capabilities"), json!({"tools": ["system.*", "tool_search"]})).await;
     let view = format!("/tools?agent={id}&q=tool&show=allowed");
     let page = b.get(&view).await.text;
-    assert!(page.contains("\n{\n  \"query\": \"\"\n}</textarea>"), "required keys first: {page}");
+    let form = page.split("action=\"/tools/tool_search/try\"").nth(1).unwrap_or_default();
+    assert!(form.contains("query (required)") && form.contains("<input type=\"text\" name=\"arg.query\""), "{form}");
+    assert!(form.contains("<input type=\"number\" step=\"1\" name=\"arg.limit\""), "{form}");
+    let by_fields = b
+        .submit(
+            &view,
+            "/tools/tool_search/try",
+            &[("agent", &id), ("arg.query", "time"), ("arg.limit", "2"), ("args", "")],
+        )
+        .await;
+    let result = by_fields.text.split("id=\"try-result\"").nth(1).expect("the result");
+    assert!(
+        result.contains("Result of tool_search({&quot;limit&quot;:2,&quot;query&quot;:&quot;time&quot;})")
+            || result.contains(r#"Result of tool_search({"limit":2,"query":"time"})"#),
+        "{result}"
+    );
+    assert!(result.contains("system_time"), "{result}");
+    assert!(by_fields.text.contains("name=\"arg.query\" value=\"time\""), "the fields are kept");
+    let unreadable =
+        b.submit(&view, "/tools/tool_search/try", &[("agent", &id), ("arg.query", "x"), ("arg.limit", "two")]).await;
+    assert!(unreadable.text.contains("limit: `two` is not a whole number"), "{}", unreadable.text);
     assert!(page.contains("data-confirm=\"Grant helper every tool of the meta family"), "family grants ask first");
     let retried = b
         .submit(
@@ -375,6 +411,46 @@ async fn spawn_chat_and_stop_from_the_dashboard() {
 }
 
 #[tokio::test]
+async fn a_turn_running_in_a_chat_is_stopped_from_its_page_and_the_chat_says_by_whom() {
+    let llm = kennel_tests::fake_llm::FakeLlm::start().await;
+    let (_home, _d, api, b) = signed_in_with(&llm.provider_config("fake", "openai")).await;
+    let id = crate::agent_from(&api, json!({"name": "chatty", "model": "m"})).await;
+    let session =
+        api.post(&format!("/api/agents/{id}/sessions"), json!({})).await.body["id"].as_str().unwrap().to_string();
+    let page = format!("/agents/{id}?session={session}");
+    assert!(!b.get(&page).await.text.contains("id=\"turn-running\""), "nothing runs yet");
+
+    llm.push(kennel_tests::fake_llm::Scripted::SlowText { text: "word ".repeat(80), piece_millis: 250 });
+    let running = {
+        let (api, id, session) = (api.clone(), id.clone(), session.clone());
+        tokio::spawn(async move {
+            api.post(&format!("/api/agents/{id}/messages"), json!({"message": "go on and on", "session": session}))
+                .await
+        })
+    };
+    let shown = kennel_tests::eventually(std::time::Duration::from_secs(5), || async {
+        b.get(&page).await.text.contains("id=\"turn-running\"")
+    })
+    .await;
+    assert!(shown, "the page offers to stop the running turn");
+    let stopped = b.submit(&page, &format!("/agents/{id}/sessions/{session}/cancel"), &[]).await;
+    assert_eq!(stopped.status, 303, "{}", stopped.text);
+    let turn =
+        tokio::time::timeout(std::time::Duration::from_secs(5), running).await.expect("it ends at once").unwrap();
+    assert_eq!(turn.body["ended"], "cancelled", "{}", turn.text);
+
+    let after = b.get(stopped.header("location").unwrap()).await.text;
+    assert!(after.contains("The turn is cancelled; the chat takes your next message."), "{after}");
+    assert!(after.contains("Cancelled · ") && after.contains("cancelled by operator:ada"), "{after}");
+    assert!(!after.contains("id=\"turn-running\""), "{after}");
+    assert!(after.contains("id=\"chat-form\""), "the agent runs on and the chat takes messages");
+    let again = b.submit(&page, &format!("/agents/{id}/sessions/{session}/cancel"), &[]).await;
+    assert!(b.get(again.header("location").unwrap()).await.text.contains("No turn was running in this chat"));
+    let logged = api.get("/api/audit/actions?action=turn.cancel").await;
+    assert_eq!(logged.body[0]["actor"], "operator:ada", "{}", logged.text);
+}
+
+#[tokio::test]
 async fn a_failed_turn_keeps_the_draft_offers_a_retry_and_stays_in_the_session() {
     let llm = kennel_tests::fake_llm::FakeLlm::start().await;
     let (_home, _d, api, b) = signed_in_with(&llm.provider_config("fake", "openai")).await;
@@ -408,7 +484,12 @@ async fn a_failed_turn_keeps_the_draft_offers_a_retry_and_stays_in_the_session()
     let users = messages.as_array().unwrap().iter().filter(|m| m["role"] == "user").count();
     assert_eq!(users, 1, "{messages}");
     assert!(b.get(&page).await.text.contains("Here is the summary."));
-    assert!(b.get(&format!("{page}?session=new")).await.text.contains("aria-current=\"true\">New session"));
+    let fresh = b.get(&format!("{page}?session=new")).await.text;
+    assert!(fresh.contains(r#"<option value="new" selected"#), "{fresh}");
+    // The picker names the session by what it began with.
+    assert!(reopened.contains("Operator ada · "), "{reopened}");
+    assert!(fresh.contains(&format!(r#"<option value="{session}">Operator ada · "#)), "{fresh}");
+    assert!(fresh.contains(" · Summarise the week</option>"), "{fresh}");
 }
 
 #[tokio::test]

@@ -107,6 +107,7 @@ const ELEMENTS: &[&str] = &[
     "body",
     "button",
     "code",
+    "datalist",
     "dd",
     "details",
     "div",

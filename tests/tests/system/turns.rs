@@ -300,6 +300,58 @@ async fn stopping_an_agent_cancels_its_running_turn() {
 }
 
 #[tokio::test]
+async fn cancelling_a_sessions_turn_ends_that_turn_only_and_the_chat_says_who() {
+    let (_home, _d, api, llm) = daemon_with_llm("openai", "").await;
+    let id = agent_from(&api, json!({"name": "slow", "model": "m"})).await;
+    let session =
+        api.post(&format!("/api/agents/{id}/sessions"), json!({})).await.body["id"].as_str().unwrap().to_string();
+    let other =
+        api.post(&format!("/api/agents/{id}/sessions"), json!({})).await.body["id"].as_str().unwrap().to_string();
+    let cancel = format!("/api/agents/{id}/sessions/{session}/cancel");
+    assert_eq!(api.post(&cancel, json!({})).await.body["cancelled"], 0, "no turn runs yet");
+
+    // Eighty words a quarter of a second apart: twenty seconds unless cut.
+    llm.push(Scripted::SlowText { text: "word ".repeat(80), piece_millis: 250 });
+    let running = {
+        let (api, id, session) = (api.clone(), id.clone(), session.clone());
+        tokio::spawn(async move {
+            api.post(&format!("/api/agents/{id}/messages"), json!({"message": "take your time", "session": session}))
+                .await
+        })
+    };
+    let started = kennel_tests::eventually(Duration::from_secs(5), || async {
+        api.get(&format!("/api/sessions/{session}/messages")).await.body.as_array().is_some_and(|m| !m.is_empty())
+    })
+    .await;
+    assert!(started, "the turn stored its message");
+    // Another session's cancel touches nothing.
+    assert_eq!(api.post(&format!("/api/agents/{id}/sessions/{other}/cancel"), json!({})).await.body["cancelled"], 0);
+    let at = std::time::Instant::now();
+    let cancelled = api.post(&cancel, json!({})).await;
+    assert_eq!((cancelled.status, &cancelled.body["cancelled"]), (200, &json!(1)), "{}", cancelled.text);
+    let turn = tokio::time::timeout(Duration::from_secs(5), running).await.expect("the turn ends at once").unwrap();
+    assert!(at.elapsed() < Duration::from_secs(3), "{:?}", at.elapsed());
+    assert_eq!(turn.body["ended"], "cancelled", "{}", turn.text);
+
+    // The agent still runs, the session says why the message has no answer, and takes the next.
+    assert_eq!(api.get(&format!("/api/agents/{id}")).await.body["status"], "running");
+    let detail = api.get(&format!("/api/sessions/{session}")).await;
+    let note = &detail.body["failures"][0];
+    assert_eq!(note["kind"], "Cancelled", "{}", detail.text);
+    assert!(note["message"].as_str().unwrap().contains("cancelled by token:"), "{note}");
+    llm.push(Scripted::text("here now"));
+    let next = api.post(&format!("/api/agents/{id}/messages"), json!({"message": "again", "session": session})).await;
+    assert_eq!(next.body["reply"], "here now", "{}", next.text);
+
+    // Who did it is in the operator-action log; a session of nobody's is not found.
+    let actions = api.get("/api/audit/actions?action=turn.cancel").await;
+    assert!(actions.body.as_array().is_some_and(|a| a.len() == 3), "{}", actions.text);
+    let stranger = format!("/api/agents/{id}/sessions/01900000-0000-7000-8000-000000000000/cancel");
+    assert_eq!(api.post(&stranger, json!({})).await.status, 404);
+    assert_eq!(api.post(&format!("/api/agents/{id}/sessions/nonsense/cancel"), json!({})).await.status, 404);
+}
+
+#[tokio::test]
 async fn turn_progress_streams_as_server_sent_events() {
     let (_home, d, api, llm) = daemon_with_llm("openai", "").await;
     let id = agent_from(&api, json!({"name": "live", "model": "m", "tools": ["system_time"]})).await;

@@ -52,6 +52,8 @@ pub struct AgentPage {
     pub queued: Option<(usize, u64)>,
     /// Its `ask_user` questions waiting in a chat, oldest first.
     pub questions: Vec<Question>,
+    /// Whether a turn runs in the session shown (it can be stopped).
+    pub turn_running: bool,
 }
 
 pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
@@ -80,13 +82,17 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
         .collect::<Vec<_>>();
     let current = page.session.as_ref().map(|s| s.id);
     let shown_sessions = page.sessions.len();
+    // The chats as one picker: each named by who it is with, when it began and what it
+    // began with.
     let sessions = page
         .sessions
         .iter()
         .map(|s| {
-            let is = Some(s.id) == current;
-            let label = format!("{} · {}", origin_names(&s.origin()).0, short_time(&s.created_at));
-            view! { <li><a href=format!("/agents/{}?session={}#chat", a.id, s.id) aria-current=if is { "true" } else { "false" }>{label}</a></li> }
+            let mut label = format!("{} · {}", origin_names(&s.origin()).0, short_time(&s.created_at));
+            if let Some(preview) = &s.preview {
+                label = format!("{label} · {preview}");
+            }
+            view! { <option value=s.id.to_string() selected=Some(s.id) == current>{label}</option> }
         })
         .collect::<Vec<_>>();
     let origin = page.session.as_ref().map_or(Origin::Unlabelled, Session::origin);
@@ -112,6 +118,17 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
         .map(|e| view! { <p class="flash error" role="alert" id="chat-error">{crate::widgets::rich_text(&e)}</p> });
     let session_field = current.map(|s| view! { <input type="hidden" name="session" value=s.to_string()/> });
     let status = if a.is_running() { "running" } else { "stopped" };
+    // A turn running in this chat (sent from another tab, or before a reload) can be stopped
+    // from here; public/live.js offers the same button while a turn it sent runs.
+    let running_turn = current.filter(|_| page.turn_running).map(|session| {
+        view! {
+            <form method="post" action=format!("/agents/{}/sessions/{session}/cancel", a.id) class="row" id="turn-running">
+                <Csrf token=csrf.clone()/>
+                <span class="hint">"A turn is running in this chat."</span>
+                <button type="submit" class="danger">"Stop the turn"</button>
+            </form>
+        }
+    });
     // A stopped agent takes no messages: no chat box that can only fail.
     let chat_form = if a.is_running() {
         view! {
@@ -122,6 +139,7 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
                 <TextArea name="message" rows=3 required=true placeholder="Message the agent" value=page.draft.clone().unwrap_or_default()/>
                 <div class="row">
                     <button type="submit">{if retry { "Retry" } else { "Send" }}</button>
+                    <button type="button" class="danger" id="chat-stop" hidden>"Stop the turn"</button>
                     <span class="hint">"Ctrl+Enter sends."</span>
                 </div>
             </form>
@@ -159,10 +177,14 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
                 <div class="columns">
                     <section class="card" id="chat">
                         <h2>"Chat"</h2>
-                        <ul class="sessions">
-                            <li><a href=format!("/agents/{}?session=new#chat", a.id) aria-current=if current.is_none() { "true" } else { "false" }>"New session"</a></li>
-                            {sessions}
-                        </ul>
+                        <form method="get" action=format!("/agents/{}#chat", a.id) class="row session-picker" id="session-picker">
+                            <label for="session-pick">"Session"</label>
+                            <select id="session-pick" name="session">
+                                <option value="new" selected=current.is_none()>"New session"</option>
+                                {sessions}
+                            </select>
+                            <button type="submit">"Open"</button>
+                        </form>
                         <Pager shown=shown_sessions paging=page.sessions_paging/>
                         <div class="chat-log">{chat}</div>
                         // What the running turn does, step by step: its latest step in
@@ -171,6 +193,7 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
                             <summary><span class="live-status" aria-live="polite">"Working…"</span></summary>
                             <ol class="live-log" id="live-log"></ol>
                         </details>
+                        {running_turn}
                         {questions_view(&id, &csrf, page.questions)}
                         {chat_error}
                         {chat_form}

@@ -61,6 +61,7 @@ pub(super) fn failure_view(f: Failure) -> AnyView {
         "Interrupted" => "Interrupted",
         "Fallback" => "Fallback",
         "Moved" => "Moved to another daemon",
+        "Cancelled" => "Cancelled",
         _ => "Failed",
     };
     view! {
