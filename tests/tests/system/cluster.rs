@@ -397,6 +397,25 @@ async fn a_type_changed_on_one_daemon_is_used_on_another_within_a_second_and_tur
     names.dedup(); // the reply streams in pieces
     assert_eq!(names, ["turn_started", "model_call", "text_delta", "reply", "turn_ended"], "{text}");
     assert!(text.contains("A second verse."), "{text}");
+
+    // A Stop sent to A reaches the turn B runs: B holds the agent, and A asks it.
+    let session = second.body["session_id"].as_str().unwrap().to_string();
+    llm.push(Scripted::SlowText { text: "verse ".repeat(80), piece_millis: 250 });
+    let running = {
+        let (b, id, session) = (b.clone(), id.to_string(), session.clone());
+        tokio::spawn(async move {
+            b.post(&format!("/api/agents/{id}/messages"), json!({"message": "A long one", "session": session})).await
+        })
+    };
+    let streaming = eventually(Duration::from_secs(5), || async { llm.requests().len() == 3 }).await;
+    assert!(streaming, "the third turn reached the model");
+    let cancelled = a.post(&format!("/api/agents/{id}/sessions/{session}/cancel"), json!({})).await;
+    assert_eq!((cancelled.status, &cancelled.body["cancelled"]), (200, &json!(1)), "{}", cancelled.text);
+    let ended = tokio::time::timeout(Duration::from_secs(5), running).await.expect("the turn ends at once").unwrap();
+    assert_eq!(ended.body["ended"], "cancelled", "{}", ended.text);
+    let note = &a.get(&format!("/api/sessions/{session}")).await.body["failures"][0];
+    assert_eq!(note["kind"], "Cancelled");
+    assert!(note["message"].as_str().unwrap().contains("by token:tests"), "{note}");
 }
 
 #[tokio::test]
