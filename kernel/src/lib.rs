@@ -457,6 +457,16 @@ impl Kernel {
         self.0.providers.get(name)
     }
 
+    /// Tests the provider `name` with one tiny call to `model` (or its first configured
+    /// model): the answer, or the provider's own error. Not counted in usage (a few tokens).
+    pub async fn test_provider(&self, name: &str, model: Option<&str>) -> Result<llm::ProviderTest> {
+        let provider = self.provider_named(name).ok_or_else(|| {
+            let configured = self.0.providers.keys().cloned().collect::<Vec<_>>().join(", ");
+            Error::not_found(format!("no provider `{name}` in config.toml (configured: {configured})"))
+        })?;
+        provider.probe(&provider.probe_model(model)?).await
+    }
+
     /// Runs one turn of `agent` (by id, or running agent by name).
     /// The turn runs on a task of its own: a client that hangs up (a closed browser tab, a
     /// timed-out script) never cancels it; stopping the agent does.

@@ -8,7 +8,7 @@ use kennel_kernel::tool::audit::AuditRecord;
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Section, Shell};
-use crate::widgets::{audit_table, short_time};
+use crate::widgets::{Csrf, audit_table, short_time};
 
 /// Its section of the navigation.
 pub const SECTION: Section = Section::new("/", "Overview");
@@ -22,6 +22,8 @@ pub struct ProviderStatus {
     pub url: String,
     /// The last call's failure (when, what), if the calls since all failed.
     pub last_error: Option<(String, String)>,
+    /// The model a test calls unless another is typed.
+    pub first_model: Option<String>,
 }
 
 pub struct Overview {
@@ -39,6 +41,7 @@ pub struct Overview {
 }
 
 pub fn render(meta: PageMeta, o: Overview) -> String {
+    let csrf = meta.csrf.clone();
     let AgentCounts { running, paused, stopped, .. } = o.counts;
     let has_provider = !o.providers.is_empty();
     let providers = if o.providers.is_empty() {
@@ -62,13 +65,23 @@ pub fn render(meta: PageMeta, o: Overview) -> String {
                     .into_any(),
                     None => view! { <td class="ok">"no failed call"</td> }.into_any(),
                 };
-                view! { <tr><td>{p.name}</td><td>{p.kind}</td><td><code>{p.url}</code></td><td class=key_class>{key}</td>{health}</tr> }
+                let model_hint = p.first_model.unwrap_or_else(|| "model to test".into());
+                let test = view! {
+                    <td>
+                        <form method="post" action=format!("/providers/{}/test", p.name) class="inline">
+                            <Csrf token=csrf.clone()/>
+                            <input type="text" name="model" placeholder=model_hint aria-label=format!("Model to test {} with", p.name) size="14"/>
+                            <button type="submit" class="small">"Test"</button>
+                        </form>
+                    </td>
+                };
+                view! { <tr><td>{p.name}</td><td>{p.kind}</td><td><code>{p.url}</code></td><td class=key_class>{key}</td>{health}{test}</tr> }
             })
             .collect::<Vec<_>>();
         view! {
             <div class="scroll">
                 <table>
-                    <thead><tr><th>"Provider"</th><th>"Protocol"</th><th>"URL"</th><th>"API key"</th><th>"Last call"</th></tr></thead>
+                    <thead><tr><th>"Provider"</th><th>"Protocol"</th><th>"URL"</th><th>"API key"</th><th>"Last call"</th><th>"Test connection"</th></tr></thead>
                     <tbody>{rows}</tbody>
                 </table>
             </div>
@@ -134,7 +147,7 @@ pub fn render(meta: PageMeta, o: Overview) -> String {
                     <a class="tile" href="/schedules"><strong>{o.work.active_schedules}</strong>" active schedules"</a>
                     <a class=failed_class href="/schedules"><strong>{o.work.failed_fires_today}</strong>" failed runs today"</a>
                 </div>
-                <section class="card"><h2>"Providers"</h2>{providers}</section>
+                <section class="card" id="providers"><h2>"Providers"</h2>{providers}</section>
                 <section class="card" id="activity"><h2>"The last 24 hours"</h2>{activity}<p><a href="/usage">"Usage and budgets"</a></p></section>
                 <section class="card"><h2>"Recent tool calls"</h2>{calls}<p><a href="/audit">"The whole audit log"</a></p></section>
             </Shell>

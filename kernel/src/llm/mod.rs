@@ -74,6 +74,7 @@ mod embeddings;
 mod failure;
 mod message;
 mod openai;
+mod probe;
 mod reply;
 pub mod sse;
 
@@ -83,6 +84,7 @@ pub use message::{
     ChatReply, ChatRequest, Delta, LoadedImage, LoadedImages, Message, OnDelta, ToolCall, ToolImage, ToolSpec, Usage,
     image_note,
 };
+pub use probe::ProviderTest;
 
 use failure::{Failure, StreamFault, context_refusal, is_schema_refusal, provider_message};
 use reply::{ReplyBuilder, deliver_whole, parse_arguments};

@@ -209,6 +209,9 @@ leaves, as /exit and Ctrl-D do.")]
     /// Manage API tokens for scripts and automation.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// LLM providers (`[providers.NAME]` in config.toml).
+    #[command(subcommand)]
+    Provider(ProviderCommand),
     /// Copy this home's SQLite database into an empty PostgreSQL database, every table, with
     /// the row counts checked; then point `[database] url` (or KENNEL_DATABASE_URL) at it.
     #[command(
@@ -376,6 +379,28 @@ enum OperatorCommand {
 }
 
 #[derive(Subcommand)]
+enum ProviderCommand {
+    /// Test a provider with one tiny call from the running daemon (with its environment's
+    /// keys): the model's answer and the time it took, or the provider's own error.
+    #[command(after_help = "Examples:
+  kennel provider test local
+  kennel provider test anthropic --model claude-haiku-4-5
+  kennel provider test local --json
+
+Exits with 1 when the provider did not answer, 3 when no daemon is running for the home.")]
+    Test {
+        /// The provider's name in config.toml.
+        name: String,
+        /// The model to call (by default the first `[providers.NAME.models.MODEL]`).
+        #[arg(long)]
+        model: Option<String>,
+        /// Print the answer as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
 enum TokenCommand {
     /// Create a token and print it. It is shown only this once; only its hash is stored.
     #[command(after_help = "Examples:
@@ -453,6 +478,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             with_store(&home, async |k| agents::revoke(k, &agent, &pattern).await).await
         }
         Command::Operator(cmd) => operators(&home, cmd).await,
+        Command::Provider(ProviderCommand::Test { name, model, json }) => {
+            status::test_provider(&home, &name, model.as_deref(), json).await
+        }
         Command::Token(cmd) => with_store(&home, async |kernel| tokens(kernel, cmd).await).await,
         Command::MigrateToPostgres { url } => migrate_to_postgres(&home, &url).await,
     }

@@ -94,6 +94,31 @@ fn uptime(secs: u64) -> String {
     }
 }
 
+/// `kennel provider test NAME`: one tiny call from the daemon, its answer or the provider's
+/// error (a failed test is the command's error, so its exit status says so).
+pub async fn test_provider(home: &Path, name: &str, model: Option<&str>, json_out: bool) -> anyhow::Result<()> {
+    if !kennel_kernel::agent::is_valid_name(name) {
+        anyhow::bail!("`{}` is not a provider's name", super::terminal_safe(name));
+    }
+    let daemon = Daemon::of(home)?;
+    let body = serde_json::json!({ "model": model });
+    let test: kennel_kernel::llm::ProviderTest = daemon.post(&format!("/api/providers/{name}/test"), &body).await?;
+    if json_out {
+        return super::print_json(&test);
+    }
+    let reply = if test.reply.is_empty() { "(no text)".to_string() } else { test.reply.clone() };
+    println!(
+        "`{}` answered in {} ms with model `{}` ({} tokens in, {} out): {}",
+        test.provider,
+        test.millis,
+        test.model,
+        test.input_tokens,
+        test.output_tokens,
+        super::terminal_safe(&reply)
+    );
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -422,8 +422,14 @@ pub fn see_other(path: &str, notice: &str) -> Response {
 /// there is one.
 pub fn see_other_warned(path: &str, notice: &str, warning: Option<String>) -> Response {
     let Some(warning) = warning else { return see_other(path, notice) };
+    see_other_warning(path, &format!("{notice} Warning: {warning}."))
+}
+
+/// Like [`see_other`], with `warning` shown as a warning (something went wrong, nothing was
+/// lost: a provider that did not answer a test).
+pub fn see_other_warning(path: &str, warning: &str) -> Response {
     let mut response = Redirect::to(path).into_response();
-    response.extensions_mut().insert(notice::Pending { text: format!("{notice} Warning: {warning}."), warning: true });
+    response.extensions_mut().insert(notice::Pending { text: warning.to_string(), warning: true });
     response
 }
 

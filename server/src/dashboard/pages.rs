@@ -20,6 +20,7 @@ use crate::routes::{Action, Pages, get, post};
 pub fn routes() -> Pages {
     Pages::new()
         .route("/", get(overview))
+        .route("/providers/{name}/test", post(test_provider, Action::named("provider.test")))
         .route("/live/changes", get(changes))
         .route("/audit", get(audit))
         .route("/audit/actions", get(actions))
@@ -40,6 +41,7 @@ pub async fn overview(State(kernel): State<Kernel>, Extension(op): Extension<Ope
             has_key: p.has_key(),
             url: p.base_url().to_string(),
             last_error: p.last_error(),
+            first_model: p.configured_models().next().map(str::to_string),
         })
         .collect();
     let agents = kernel.agents().list();
@@ -55,6 +57,36 @@ pub async fn overview(State(kernel): State<Kernel>, Extension(op): Extension<Ope
     };
     let meta = following(meta(&op, "Overview", overview::SECTION, n.flash()), &Topic::ALL, "/");
     Ok(html(StatusCode::OK, overview::render(meta, page)))
+}
+
+#[derive(Deserialize)]
+pub struct TestForm {
+    #[serde(default)]
+    model: String,
+}
+
+/// "Test" on the overview's provider table: one tiny call, its answer or the provider's own
+/// error shown back there.
+pub async fn test_provider(
+    State(kernel): State<Kernel>,
+    Extension(_): Extension<Operator>,
+    Path(name): Path<String>,
+    Form(f): Form<TestForm>,
+) -> PageResult {
+    let back = "/#providers";
+    Ok(match kernel.test_provider(&name, Some(&f.model)).await {
+        Ok(t) => see_other(
+            back,
+            &format!("`{}` answered in {} ms (model `{}`): {}", t.provider, t.millis, t.model, quoted(&t.reply)),
+        ),
+        Err(e) if e.kind == kennel_kernel::error::ErrorKind::NotFound => return Err(e.into()),
+        Err(e) => super::see_other_warning(back, &format!("Test of `{name}` failed: {}", e.message)),
+    })
+}
+
+/// A model's reply in a notice: quoted, or said to be empty.
+fn quoted(reply: &str) -> String {
+    if reply.is_empty() { "no text".into() } else { format!("\u{201c}{reply}\u{201d}") }
 }
 
 #[derive(Deserialize)]

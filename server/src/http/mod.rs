@@ -107,6 +107,7 @@ mod memory;
 mod openapi;
 mod page;
 mod processes;
+mod providers;
 mod questions;
 mod schedules;
 mod skills;
@@ -143,6 +144,7 @@ pub(crate) fn api_routes() -> Api {
         .merge(questions::routes())
         .merge(browser::routes())
         .merge(processes::routes())
+        .merge(providers::routes())
         .merge(mcp::routes())
         .merge(daemon::routes())
         .merge(openapi::routes())

@@ -98,3 +98,82 @@ async fn a_provider_answering_503_gives_way_to_the_type_s_fallback_and_the_chat_
     let chat = b.get(&format!("/agents/{id}?session={session}")).await;
     assert!(chat.text.contains("Fallback ·") && chat.text.contains("the turn went on with"), "{}", chat.text);
 }
+
+/// "Test connection" from every front: the API, the overview's Test button and `kennel
+/// provider test`, each a real call to the provider's wire protocol.
+#[tokio::test]
+async fn a_provider_is_tested_with_one_tiny_call_from_the_api_the_dashboard_and_the_cli() {
+    let llm = FakeLlm::start().await;
+    let config =
+        format!("{}[providers.fake.models.small]\ncontext_tokens = 8192\n", llm.provider_config("fake", "anthropic"));
+    let (home, d, api, b) = crate::dashboard::signed_in_with(&config).await;
+
+    // The API: the first configured model by default, the answer and what it cost.
+    llm.push(Scripted::text("ok"));
+    let tested = api.post("/api/providers/fake/test", json!({})).await;
+    assert_eq!(tested.status, 200, "{}", tested.text);
+    assert_eq!((tested.body["model"].as_str(), tested.body["reply"].as_str()), (Some("small"), Some("ok")));
+    assert!(tested.body["millis"].is_u64() && tested.body["output_tokens"].is_u64(), "{}", tested.text);
+    let sent = llm.requests().pop().unwrap();
+    assert_eq!(sent.protocol, "anthropic");
+    assert_eq!(sent.body["model"], "small");
+    assert!(sent.body["max_tokens"].as_u64().unwrap() <= 32, "a tiny call: {}", sent.body);
+    assert!(sent.body.get("tools").is_none_or(|t| t.as_array().is_some_and(Vec::is_empty)), "{}", sent.body);
+    assert_eq!(api.post("/api/providers/nothere/test", json!({})).await.status, 404);
+    let refused = api.post("/api/providers/fake/test", json!({"model": "m", "colour": "red"})).await;
+    assert_eq!(refused.status, 422, "{}", refused.text);
+
+    // The provider's own error, in its words.
+    llm.push(Scripted::error(
+        400,
+        r#"{"type":"error","error":{"type":"invalid_request_error","message":"model: nope is not served"}}"#,
+    ));
+    let failed = api.post("/api/providers/fake/test", json!({"model": "nope"})).await;
+    assert_eq!(failed.status, 502, "{}", failed.text);
+    assert!(failed.text.contains("nope is not served"), "{}", failed.text);
+
+    // The overview's Test button: the answer, or a warning with the provider's words, there.
+    let overview = b.get("/").await.text;
+    assert!(
+        overview.contains("action=\"/providers/fake/test\"") && overview.contains("placeholder=\"small\""),
+        "{overview}"
+    );
+    llm.push(Scripted::text("ok"));
+    let ok = b.submit("/", "/providers/fake/test", &[("model", "")]).await;
+    assert_eq!((ok.status, ok.header("location")), (303, Some("/#providers")), "{}", ok.text);
+    let shown = b.get("/").await.text;
+    assert!(
+        shown.contains("<code>fake</code> answered in ")
+            && shown.contains("(model <code>small</code>): \u{201c}ok\u{201d}"),
+        "{shown}"
+    );
+    llm.push(Scripted::error(
+        400,
+        r#"{"type":"error","error":{"type":"invalid_request_error","message":"no such model"}}"#,
+    ));
+    b.submit("/", "/providers/fake/test", &[("model", "gone")]).await;
+    let shown = b.get("/").await.text;
+    let warned = shown.split("class=\"flash warning\">").nth(1).unwrap_or_default();
+    assert!(warned.contains("Test of <code>fake</code> failed: ") && warned.contains("no such model"), "{shown}");
+    let logged = api.get("/api/audit/actions?action=provider.test").await;
+    // Every test is in the operator-action log, refused ones too: four by the API, two here.
+    assert_eq!(logged.body.as_array().map(Vec::len), Some(6), "{}", logged.text);
+
+    // The command line, through the daemon.
+    llm.push(Scripted::text("ok"));
+    let out = home.cli_ok(&["provider", "test", "fake", "--model", "small"]).await;
+    assert!(
+        out.starts_with("`fake` answered in ")
+            && out.contains("with model `small`")
+            && out.trim_end().ends_with(": ok"),
+        "{out}"
+    );
+    llm.push(Scripted::error(
+        400,
+        r#"{"type":"error","error":{"type":"invalid_request_error","message":"bad model"}}"#,
+    ));
+    let failed = home.cli(&["provider", "test", "fake", "--model", "x"]).await;
+    assert_eq!(failed.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&failed.stderr).contains("bad model"), "{failed:?}");
+    drop(d);
+}
