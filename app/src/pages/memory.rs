@@ -10,7 +10,7 @@ use kennel_kernel::memory::semantic::{Memory, Stats};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{Csrf, Pager, Paging, short_time};
+use crate::widgets::{Csrf, Pager, Paging, TextArea, short_time};
 
 pub struct MemoryPage {
     pub agent: Arc<Agent>,
@@ -32,26 +32,55 @@ pub fn render_memory(meta: PageMeta, page: MemoryPage) -> String {
     let id = page.agent.id.to_string();
     let name = page.agent.name.clone();
     let kv_shown = page.kv.len();
+    let kv_action = format!("/agents/{id}/memory/kv");
     let kv_rows = page
         .kv
         .into_iter()
         .map(|e| {
+            let (csrf, action) = (page.csrf.clone(), kv_action.clone());
+            let confirm = format!("Remove the key {}?", e.key);
             view! {
                 <tr>
-                    <td><code>{e.key}</code></td>
-                    <td><pre class="value">{e.value}</pre></td>
+                    <td><code>{e.key.clone()}</code></td>
+                    <td>
+                        <pre class="value">{e.value.clone()}</pre>
+                        <details class="edit-value">
+                            <summary>"edit"</summary>
+                            <form method="post" action=action.clone() class="stack">
+                                <Csrf token=csrf.clone()/>
+                                <input type="hidden" name="key" value=e.key.clone()/>
+                                <TextArea name="value" rows=3 value=e.value.clone() label="The new value"/>
+                                <button type="submit" class="small">"Save"</button>
+                            </form>
+                        </details>
+                    </td>
                     <td>{short_time(&e.updated_at)}</td>
+                    <td>
+                        <form method="post" action=format!("{action}/remove") class="inline" data-confirm=confirm>
+                            <Csrf token=csrf/>
+                            <input type="hidden" name="key" value=e.key/>
+                            <button type="submit" class="link danger">"remove"</button>
+                        </form>
+                    </td>
                 </tr>
             }
         })
         .collect::<Vec<_>>();
+    let set_key = view! {
+        <form method="post" action=kv_action class="row" id="kv-set">
+            <Csrf token=page.csrf.clone()/>
+            <label>"Key" <input type="text" name="key" required maxlength="256"/></label>
+            <label>"Value" <TextArea name="value" rows=2/></label>
+            <button type="submit">"Store"</button>
+        </form>
+    };
     let kv_table = if kv_shown == 0 {
         view! { <p class="hint">"No keys yet: the agent stores them with memory_store."</p> }.into_any()
     } else {
         view! {
             <div class="scroll">
                 <table>
-                    <thead><tr><th>"Key"</th><th>"Value"</th><th>"Updated"</th></tr></thead>
+                    <thead><tr><th>"Key"</th><th>"Value"</th><th>"Updated"</th><th></th></tr></thead>
                     <tbody>{kv_rows}</tbody>
                 </table>
             </div>
@@ -142,6 +171,8 @@ pub fn render_memory(meta: PageMeta, page: MemoryPage) -> String {
                     <section class="card" id="kv">
                         <h2>"Key/value memory"</h2>
                         {kv_table}
+                        <h3>"Store a key"</h3>
+                        {set_key}
                     </section>
                 </div>
             </Shell>

@@ -1,24 +1,27 @@
 //! `/agents/{id}/memory`: the agent's key/value and semantic memory, and forgetting one
 //! memory — through the same kernel services as `/api/agents/{id}/memory/…`.
 
+use axum::Form;
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use kennel_app::Paging;
 use kennel_app::pages::memory::{self, MemoryPage};
 use kennel_kernel::Kernel;
-use kennel_kernel::memory::kv::KvStore;
+use kennel_kernel::memory::kv::{KvStore, KvWrite};
 use kennel_kernel::memory::semantic::SemanticMemory;
 use kennel_kernel::memory::semantic::{Scope, SearchOptions, Stats};
 use kennel_kernel::page::PageRequest;
 use serde::Deserialize;
 
-use super::{Operator, PageResult, html, meta, next_page, see_other};
+use super::{Notice, Operator, PageResult, html, meta, next_page, see_other};
 use crate::routes::{Action, Pages, get, post};
 
 pub fn routes() -> Pages {
     Pages::new()
         .route("/agents/{id}/memory", get(page))
         .route("/agents/{id}/memory/{memory_id}/forget", post(forget, Action::named("memory.forget")))
+        .route("/agents/{id}/memory/kv", post(store_key, Action::named("memory.store")))
+        .route("/agents/{id}/memory/kv/remove", post(remove_key, Action::named("memory.remove")))
 }
 
 /// Keys, and memories, on one page.
@@ -39,6 +42,7 @@ pub async fn page(
     Extension(op): Extension<Operator>,
     Path(id): Path<String>,
     Query(q): Query<MemoryQuery>,
+    notice: Notice,
 ) -> PageResult {
     let agent = kernel.agents().get(&id)?;
     let path = format!("/agents/{}/memory", agent.id);
@@ -77,7 +81,10 @@ pub async fn page(
         agent,
     };
     let title = format!("Memory of {}", page.agent.name);
-    Ok(html(StatusCode::OK, memory::render_memory(meta(&op, title, kennel_app::pages::agents::SECTION, None), page)))
+    Ok(html(
+        StatusCode::OK,
+        memory::render_memory(meta(&op, title, kennel_app::pages::agents::SECTION, notice.flash()), page),
+    ))
 }
 
 /// A position cursor is digits only; anything else is dropped rather than put in a URL.
@@ -102,4 +109,43 @@ pub async fn forget(
         .await?;
     let notice = format!("Forgotten: “{}”", kennel_kernel::text::shorten(&forgotten.content, 80));
     Ok(see_other(&format!("/agents/{}/memory", agent.id), &notice))
+}
+
+#[derive(Deserialize)]
+pub struct KeyForm {
+    key: String,
+    #[serde(default)]
+    value: String,
+}
+
+/// Stores a value under a key of the agent's key/value memory (a new key, or an edit), with
+/// the same bounds as `memory_store` and `PUT /api/agents/{id}/memory/kv/{key}`.
+pub async fn store_key(
+    State(kernel): State<Kernel>,
+    Extension(_): Extension<Operator>,
+    Path(id): Path<String>,
+    Form(f): Form<KeyForm>,
+) -> PageResult {
+    let agent = kernel.agents().get(&id)?;
+    let written = kernel.service::<KvStore>().store(agent.id, &f.key, &f.value).await?;
+    let verb = match written {
+        KvWrite::Created => "Stored",
+        KvWrite::Replaced => "Replaced",
+    };
+    Ok(see_other(&format!("/agents/{}/memory#kv", agent.id), &format!("{verb} `{}`.", f.key)))
+}
+
+/// Removes a key from the agent's key/value memory.
+pub async fn remove_key(
+    State(kernel): State<Kernel>,
+    Extension(_): Extension<Operator>,
+    Path(id): Path<String>,
+    Form(f): Form<KeyForm>,
+) -> PageResult {
+    let agent = kernel.agents().get(&id)?;
+    let notice = match kernel.service::<KvStore>().remove(agent.id, &f.key).await? {
+        true => format!("Removed `{}`.", f.key),
+        false => format!("`{}` was not there.", f.key),
+    };
+    Ok(see_other(&format!("/agents/{}/memory#kv", agent.id), &notice))
 }

@@ -442,3 +442,38 @@ async fn a_new_subject_or_a_negation_is_a_new_memory_and_reads_stay_within_scope
     let detail = api.get(&format!("/api/sessions/{session}")).await;
     assert!(detail.text.contains("\"kind\":\"Recalled\""), "what was recalled is noted: {}", detail.text);
 }
+
+/// The memory page edits the key/value memory as the API does: a key stored, edited and
+/// removed, with the same bounds, each in the operator-action log.
+#[tokio::test]
+async fn an_operator_stores_edits_and_removes_keys_on_the_memory_page() {
+    let (_home, _d, api, b) = crate::dashboard::signed_in_with("").await;
+    let id = crate::agent_with(&api, "keeper", &["memory_*"]).await;
+    let page = format!("/agents/{id}/memory");
+    let stored = b.submit(&page, &format!("{page}/kv"), &[("key", "favourite tea"), ("value", "Assam")]).await;
+    assert_eq!((stored.status, stored.header("location")), (303, Some(format!("{page}#kv").as_str())));
+    assert!(b.get(stored.header("location").unwrap()).await.text.contains("Stored <code>favourite tea</code>."));
+    let edited = b.submit(&page, &format!("{page}/kv"), &[("key", "favourite tea"), ("value", "Earl Grey")]).await;
+    let shown = b.get(edited.header("location").unwrap()).await.text;
+    assert!(shown.contains("Replaced <code>favourite tea</code>."), "{shown}");
+    assert!(
+        shown.contains("name=\"value\"") && shown.contains("\nEarl Grey</textarea>"),
+        "the edit box holds the value: {shown}"
+    );
+    assert_eq!(api.get(&format!("/api/agents/{id}/memory/kv/favourite%20tea")).await.body["value"], "Earl Grey");
+
+    // The same bounds as the tool and the API.
+    let too_long = "k".repeat(300);
+    let refused = b.submit(&page, &format!("{page}/kv"), &[("key", &too_long), ("value", "x")]).await;
+    assert_eq!(refused.status, 422, "{}", refused.text);
+
+    let removed = b.submit(&page, &format!("{page}/kv/remove"), &[("key", "favourite tea")]).await;
+    assert!(b.get(removed.header("location").unwrap()).await.text.contains("Removed <code>favourite tea</code>."));
+    assert_eq!(api.get(&format!("/api/agents/{id}/memory/kv/favourite%20tea")).await.status, 404);
+    let again = b.submit(&page, &format!("{page}/kv/remove"), &[("key", "favourite tea")]).await;
+    assert!(b.get(again.header("location").unwrap()).await.text.contains("<code>favourite tea</code> was not there."));
+    let actions = api.get("/api/audit/actions?actor=operator:ada").await;
+    let done: Vec<&str> = actions.body.as_array().unwrap().iter().filter_map(|a| a["action"].as_str()).collect();
+    assert_eq!(done.iter().filter(|a| **a == "memory.store").count(), 3, "{done:?}");
+    assert_eq!(done.iter().filter(|a| **a == "memory.remove").count(), 2, "{done:?}");
+}
