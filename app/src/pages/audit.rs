@@ -21,8 +21,22 @@ pub struct AuditPage {
     pub agents: Vec<Arc<Agent>>,
     pub agent: Option<String>,
     pub tool: Option<String>,
+    /// `ok` or `error`: only calls that ended so.
+    pub outcome: Option<String>,
+    /// `1h`, `24h` or `7d`: only calls that recent.
+    pub within: Option<String>,
     /// `[retention] audit_days`.
     pub kept_days: u64,
+}
+
+/// A filter's `<select>` choices: the value, its words, and whether it is the one chosen.
+fn choices(options: &[(&'static str, &'static str)], chosen: Option<&str>) -> Vec<AnyView> {
+    options
+        .iter()
+        .map(|(value, words)| {
+            view! { <option value=*value selected=chosen == Some(*value)>{*words}</option> }.into_any()
+        })
+        .collect()
 }
 
 pub fn render(meta: PageMeta, page: AuditPage) -> String {
@@ -37,8 +51,15 @@ pub fn render(meta: PageMeta, page: AuditPage) -> String {
         })
         .collect::<Vec<_>>();
     let shown = page.records.len();
-    let filtered =
-        page.agent.as_deref().is_some_and(|a| !a.is_empty()) || page.tool.as_deref().is_some_and(|t| !t.is_empty());
+    let filtered = page.agent.as_deref().is_some_and(|a| !a.is_empty())
+        || page.tool.as_deref().is_some_and(|t| !t.is_empty())
+        || page.outcome.is_some()
+        || page.within.is_some();
+    let outcomes = choices(&[("", "any"), ("ok", "ok"), ("error", "failed")], page.outcome.as_deref());
+    let windows = choices(
+        &[("", "any time"), ("1h", "the last hour"), ("24h", "the last 24 hours"), ("7d", "the last 7 days")],
+        page.within.as_deref(),
+    );
     let no_matches = (shown == 0 && filtered).then(|| view! { <NoMatches what="tool call" clear="/audit"/> });
     let table = audit_table(page.records, &page.agents);
     crate::document(
@@ -50,6 +71,8 @@ pub fn render(meta: PageMeta, page: AuditPage) -> String {
                 <form method="get" action="/audit" class="filters">
                     <label>"Agent" <select name="agent"><option value="">"any"</option>{options}</select></label>
                     <label>"Tool" <input type="text" name="tool" value=page.tool.unwrap_or_default() placeholder="exact tool name"/></label>
+                    <label>"Outcome" <select name="outcome">{outcomes}</select></label>
+                    <label>"When" <select name="within">{windows}</select></label>
                     <button type="submit">"Filter"</button>
                 </form>
                 {no_matches}

@@ -93,10 +93,17 @@ fn quoted(reply: &str) -> String {
 pub struct AuditQuery {
     agent: Option<String>,
     tool: Option<String>,
+    /// `ok` or `error`.
+    outcome: Option<String>,
+    /// `1h`, `24h` or `7d`: only calls that recent.
+    within: Option<String>,
     before: Option<String>,
     #[serde(flatten)]
     cursor: Cursor,
 }
+
+/// The audit page's time windows: its `within` values and how long each is.
+const WITHIN: [(&str, i64); 3] = [("1h", 1), ("24h", 24), ("7d", 24 * 7)];
 
 /// Audit records on one page.
 const AUDIT_PER_PAGE: u32 = 200;
@@ -108,13 +115,29 @@ pub async fn audit(
 ) -> PageResult {
     let agent = q.agent.filter(|a| !a.is_empty());
     let tool = q.tool.filter(|t| !t.trim().is_empty()).map(|t| t.trim().to_string());
-    let filter = AuditFilter { agent: agent.clone(), tool: tool.clone() };
+    let outcome = q.outcome.filter(|o| o == "ok" || o == "error");
+    let within = q.within.filter(|w| WITHIN.iter().any(|(name, _)| name == w));
+    let since = within
+        .as_deref()
+        .and_then(|w| WITHIN.iter().find(|(name, _)| *name == w))
+        .map(|(_, hours)| kennel_kernel::db::timestamp(kernel.clock().now() - chrono::Duration::hours(*hours)));
+    let filter = AuditFilter { agent: agent.clone(), tool: tool.clone(), outcome: outcome.clone(), since };
     let records = kernel.audit().list(&filter, &q.cursor.or_before(q.before).page(AUDIT_PER_PAGE)).await?;
-    let filters = [("agent", agent.clone().unwrap_or_default()), ("tool", tool.clone().unwrap_or_default())];
+    let kept = |v: &Option<String>| v.clone().unwrap_or_default();
+    let filters =
+        [("agent", kept(&agent)), ("tool", kept(&tool)), ("outcome", kept(&outcome)), ("within", kept(&within))];
     let paging = Paging { total: records.total, next: next_page("/audit", &filters, records.next.as_deref()) };
     let kept_days = kernel.config().retention.audit_days;
-    let page =
-        audit::AuditPage { records: records.items, paging, agents: kernel.agents().list(), agent, tool, kept_days };
+    let page = audit::AuditPage {
+        records: records.items,
+        paging,
+        agents: kernel.agents().list(),
+        agent,
+        tool,
+        outcome,
+        within,
+        kept_days,
+    };
     Ok(html(StatusCode::OK, audit::render(meta(&op, "Audit", audit::SECTION, None), page)))
 }
 

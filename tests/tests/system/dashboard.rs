@@ -289,6 +289,22 @@ async fn the_tools_inspector_filters_grants_and_tries_tools_through_the_pipeline
     let audit = api.get(&format!("/api/audit?agent={id}")).await;
     assert_eq!(audit.body[0]["caller"], "operator:ada");
     assert_eq!(audit.body[1]["outcome"], "ok");
+    // The audit read by outcome and time, in the API and on the page.
+    let failed = api.get(&format!("/api/audit?agent={id}&outcome=error")).await;
+    assert_eq!(failed.body.as_array().map(Vec::len), Some(1), "{}", failed.text);
+    assert_eq!(failed.body[0]["outcome"], "Forbidden");
+    let ok = api.get(&format!("/api/audit?agent={id}&outcome=ok")).await;
+    assert!(ok.body.as_array().unwrap().iter().all(|r| r["outcome"] == "ok") && ok.body[0]["tool"] == "system_time");
+    assert_eq!(api.get(&format!("/api/audit?agent={id}&outcome=Forbidden")).await.body, failed.body);
+    let future = api.get(&format!("/api/audit?agent={id}&since=2999-01-01T00:00:00Z")).await;
+    assert_eq!(future.body, json!([]), "{}", future.text);
+    let past = api.get(&format!("/api/audit?agent={id}&since=2000-01-01T00:00:00Z")).await;
+    assert_eq!(past.body.as_array().map(Vec::len), Some(2));
+    assert_eq!(api.get("/api/audit?since=yesterday").await.status, 422);
+    let page = b.get(&format!("/audit?agent={id}&outcome=error&within=1h")).await.text;
+    assert!(page.contains("<option value=\"error\" selected>failed</option>"), "{page}");
+    assert!(page.contains("<option value=\"1h\" selected>the last hour</option>"), "{page}");
+    assert!(page.contains("<td>tool_search</td>") && !page.contains("<td>system_time</td>"), "{page}");
 
     // A try-it has a field per argument, typed as its schema says, keeps its arguments and
     // the view's filters after a run, and its URL opened on its own goes back to the tool.

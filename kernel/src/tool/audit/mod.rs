@@ -60,6 +60,11 @@ pub struct AuditFilter {
     pub agent: Option<String>,
     /// Exact tool name.
     pub tool: Option<String>,
+    /// `ok`, `error` (any failure), or one outcome (`Forbidden`, `InvalidArguments`, …).
+    pub outcome: Option<String>,
+    /// Only calls at or after this time (RFC 3339, e.g. `2026-12-01T09:00:00Z`).
+    #[param(format = DateTime)]
+    pub since: Option<String>,
 }
 
 /// An entry waiting for the writer, with its time and, for a durable record, who waits for
@@ -127,7 +132,7 @@ impl AuditLog {
     /// The latest `limit` records, newest first (the overview's recent calls: no total).
     pub async fn recent(&self, limit: u32) -> Result<Vec<AuditRecord>> {
         self.flush().await;
-        store::list(&self.db, None, None, None, i64::from(limit)).await
+        store::list(&self.db, &[], None, i64::from(limit)).await
     }
 
     /// Tool calls per UTC hour since `since`, oldest first.
@@ -142,12 +147,28 @@ impl AuditLog {
     pub async fn list(&self, filter: &AuditFilter, page: &PageRequest) -> Result<Page<AuditRecord>> {
         self.flush().await;
         let agent_id = self.agents.id_of(filter.agent.as_deref())?;
-        let tool = filter.tool.as_deref().map(str::trim).filter(|t| !t.is_empty());
+        let since = given(filter.since.as_deref()).map(|t| crate::db::parse_time("since", t)).transpose()?;
+        // `error` is every outcome but `ok`.
+        let outcome = match given(filter.outcome.as_deref()) {
+            Some("error") => ("outcome <> ", Some("ok")),
+            other => ("outcome = ", other),
+        };
+        let filters = [
+            ("agent_id = ", agent_id.as_deref()),
+            ("tool = ", given(filter.tool.as_deref())),
+            outcome,
+            ("at >= ", since.as_deref()),
+        ];
         let before = page.after(Key::Number)?.map(|c| c.parse::<i64>().map_err(|_| bad_cursor())).transpose()?;
-        let rows = store::list(&self.db, agent_id.as_deref(), tool, before, page.fetch_limit()).await?;
-        let total = store::count(&self.db, agent_id.as_deref(), tool).await?;
+        let rows = store::list(&self.db, &filters, before, page.fetch_limit()).await?;
+        let total = store::count(&self.db, &filters).await?;
         Ok(Page::from_rows(rows, page, total, |r| r.id.to_string()))
     }
+}
+
+/// A filter's value as given: `None` when absent or blank.
+fn given(value: Option<&str>) -> Option<&str> {
+    value.map(str::trim).filter(|v| !v.is_empty())
 }
 
 async fn write_loop(db: Db, mut rx: mpsc::UnboundedReceiver<Msg>) {

@@ -32,20 +32,18 @@ pub(super) async fn insert_batch(db: &Db, entries: &[Queued]) -> Result<(), Erro
     Ok(())
 }
 
+/// The conditions a list or count of records is filtered by: a column and its comparison,
+/// with the value (a condition whose value is `None` is left out).
+pub(super) type Filters<'a> = [(&'static str, Option<&'a str>)];
+
 /// Records newest first (`audit_agent(agent_id, id)` and `audit_tool(tool, id)` serve the
-/// filters), for `agent_id` and `tool` when given, older than the record `before`,
-/// at most `limit`.
-pub(super) async fn list(
-    db: &Db,
-    agent_id: Option<&str>,
-    tool: Option<&str>,
-    before: Option<i64>,
-    limit: i64,
-) -> Result<Vec<AuditRecord>> {
+/// agent and tool filters) that meet `filters`, older than the record `before`, at most
+/// `limit`.
+pub(super) async fn list(db: &Db, filters: &Filters<'_>, before: Option<i64>, limit: i64) -> Result<Vec<AuditRecord>> {
     let mut query = db::QueryBuilder::new(
         "SELECT id, at, agent_id, session_id, caller, tool, args_digest, outcome, message, duration_us, artifact_id FROM audit",
     );
-    db::where_filters(&mut query, &[("agent_id = ", agent_id), ("tool = ", tool)], before);
+    db::where_filters(&mut query, filters, before);
     query.push(" ORDER BY id DESC LIMIT ").push_bind(limit);
     let rows = query.build().fetch_all(db).await?;
     rows.iter()
@@ -67,9 +65,9 @@ pub(super) async fn list(
         .collect()
 }
 
-pub(super) async fn count(db: &Db, agent_id: Option<&str>, tool: Option<&str>) -> Result<u64> {
+pub(super) async fn count(db: &Db, filters: &Filters<'_>) -> Result<u64> {
     let mut query = db::QueryBuilder::new("SELECT count(*) FROM audit");
-    db::where_filters(&mut query, &[("agent_id = ", agent_id), ("tool = ", tool)], None);
+    db::where_filters(&mut query, filters, None);
     let n: i64 = query.build_query_scalar().fetch_one(db).await?;
     Ok(n as u64)
 }
