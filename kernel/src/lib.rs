@@ -499,9 +499,8 @@ impl Kernel {
 
     /// Cancels the turn of `agent` running in `session` (an operator's Stop in a chat): the
     /// agent goes on running, and the session takes its next message; the chat notes who
-    /// cancelled it (`by`). Asks the daemon of the
-    /// cluster that holds the agent when another one does. How many turns it cancelled: none
-    /// when the turn had ended already.
+    /// cancelled it (`by`). Asks the daemon of the cluster that holds the agent when another
+    /// one does. How many turns it cancelled: none when the turn had ended already.
     pub async fn cancel_turn(&self, agent: &str, session: uuid::Uuid, by: &tool::Caller) -> Result<usize> {
         let agent = self.0.agents.get(agent)?;
         self.sessions().of_agent(&agent, session).await?;

@@ -13,12 +13,14 @@ use crate::agent::AgentId;
 use crate::error::Result;
 use crate::llm::Message;
 use crate::session::Sessions;
+
 /// A turn running here: its id, its session, the token that cancels it, and who did.
 pub(super) struct Running {
     turn: Uuid,
     session: Uuid,
     cancel: CancellationToken,
-    /// Why it was cancelled, in words for the chat ("by operator:alice").
+    /// Why it was cancelled, in words for the chat ("by operator:alice", "because the agent
+    /// was stopped").
     cancelled: Option<String>,
 }
 
@@ -43,7 +45,7 @@ impl Turns {
     pub fn cancel_agent(&self, agent: AgentId) {
         if let Some(turns) = self.running.lock().expect("turns lock").get_mut(&agent) {
             for running in turns {
-                running.cancelled.get_or_insert_with(|| "the agent was stopped".into());
+                running.cancelled.get_or_insert_with(|| "because the agent was stopped".into());
                 running.cancel.cancel();
             }
         }

@@ -301,6 +301,7 @@ async fn the_tools_inspector_filters_grants_and_tries_tools_through_the_pipeline
     let past = api.get(&format!("/api/audit?agent={id}&since=2000-01-01T00:00:00Z")).await;
     assert_eq!(past.body.as_array().map(Vec::len), Some(2));
     assert_eq!(api.get("/api/audit?since=yesterday").await.status, 422);
+    assert_eq!(api.get("/api/audit?since=").await.status, 422, "blank is not a time");
     let page = b.get(&format!("/audit?agent={id}&outcome=error&within=1h")).await.text;
     assert!(page.contains("<option value=\"error\" selected>failed</option>"), "{page}");
     assert!(page.contains("<option value=\"1h\" selected>the last hour</option>"), "{page}");

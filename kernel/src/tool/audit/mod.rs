@@ -147,7 +147,8 @@ impl AuditLog {
     pub async fn list(&self, filter: &AuditFilter, page: &PageRequest) -> Result<Page<AuditRecord>> {
         self.flush().await;
         let agent_id = self.agents.id_of(filter.agent.as_deref())?;
-        let since = given(filter.since.as_deref()).map(|t| crate::db::parse_time("since", t)).transpose()?;
+        // A time given blank is not a time: refused, like any other that does not parse.
+        let since = filter.since.as_deref().map(|t| crate::db::parse_time("since", t)).transpose()?;
         // `error` is every outcome but `ok`.
         let outcome = match given(filter.outcome.as_deref()) {
             Some("error") => ("outcome <> ", Some("ok")),
