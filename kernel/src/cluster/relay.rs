@@ -37,7 +37,7 @@ pub(super) struct Relayed {
 }
 
 /// Tells the other daemons this daemon's turn events, while there are any others.
-pub(super) async fn relay_events(kernel: Kernel, mut events: tokio::sync::mpsc::Receiver<AgentEvent>) {
+pub(super) async fn relay_events(kernel: Kernel, mut events: crate::turn::RelayQueue) {
     let mut sent: u64 = 0;
     while let Some(event) = events.recv().await {
         let cluster = kernel.cluster();

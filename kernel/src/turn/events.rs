@@ -1,6 +1,7 @@
 //! Live progress of turns, for `GET /api/agents/{id}/events` and the dashboard's chat.
 
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -126,10 +127,14 @@ impl EventKind {
 /// which tells the other daemons; theirs come back in through [`Bus::emit_relayed`].
 pub(super) struct Bus {
     local: broadcast::Sender<AgentEvent>,
-    relay: OnceLock<mpsc::Sender<AgentEvent>>,
+    relay: OnceLock<(mpsc::UnboundedSender<AgentEvent>, Arc<AtomicUsize>)>,
 }
 
-/// Events waiting for the relay at most; past that they are dropped, as for a slow subscriber.
+/// Pieces of a reply (text and tool-call deltas) waiting for the relay at most; past that new
+/// pieces are dropped, as for a slow subscriber. Every other event waits its turn, in order:
+/// a follower elsewhere may miss some of a streamed reply, never the reply itself, a question
+/// or the turn's end (a long reply streamed faster than the database takes notifications
+/// once crowded those out).
 const RELAY_BACKLOG: usize = 4096;
 
 impl Default for Bus {
@@ -138,10 +143,22 @@ impl Default for Bus {
     }
 }
 
+impl EventKind {
+    /// A piece of a reply being written: droppable, since the whole reply follows.
+    fn is_piece(&self) -> bool {
+        matches!(self, EventKind::TextDelta { .. } | EventKind::ToolCallDelta { .. })
+    }
+}
+
 impl Bus {
     pub fn emit(&self, event: AgentEvent) {
-        if let Some(relay) = self.relay.get() {
-            let _ = relay.try_send(event.clone());
+        if let Some((relay, pieces)) = self.relay.get() {
+            let piece = event.kind.is_piece();
+            if !piece || pieces.fetch_add(1, Ordering::Relaxed) < RELAY_BACKLOG {
+                let _ = relay.send(event.clone());
+            } else {
+                pieces.fetch_sub(1, Ordering::Relaxed);
+            }
         }
         // No subscriber is not an error.
         let _ = self.local.send(event);
@@ -157,8 +174,55 @@ impl Bus {
     }
 
     /// This daemon's own events from now on, for the cluster's relay (once).
-    pub fn relay(&self) -> Option<mpsc::Receiver<AgentEvent>> {
-        let (tx, rx) = mpsc::channel(RELAY_BACKLOG);
-        self.relay.set(tx).ok().map(|()| rx)
+    pub fn relay(&self) -> Option<RelayQueue> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let pieces = Arc::new(AtomicUsize::new(0));
+        self.relay.set((tx, pieces.clone())).ok().map(|()| RelayQueue { rx, pieces })
+    }
+}
+
+/// This daemon's events on their way to the relay, in the order they happened.
+pub struct RelayQueue {
+    rx: mpsc::UnboundedReceiver<AgentEvent>,
+    /// Reply pieces in the queue, counted against [`RELAY_BACKLOG`].
+    pieces: Arc<AtomicUsize>,
+}
+
+impl RelayQueue {
+    pub async fn recv(&mut self) -> Option<AgentEvent> {
+        let event = self.rx.recv().await?;
+        if event.kind.is_piece() {
+            self.pieces.fetch_sub(1, Ordering::Relaxed);
+        }
+        Some(event)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(kind: EventKind) -> AgentEvent {
+        AgentEvent { agent_id: Uuid::nil(), turn_id: Uuid::nil(), session_id: Uuid::nil(), kind }
+    }
+
+    #[tokio::test]
+    async fn a_crowded_relay_drops_reply_pieces_never_the_reply_or_the_turns_end() {
+        let bus = Bus::default();
+        let mut queue = bus.relay().expect("the first relay");
+        for i in 0..RELAY_BACKLOG + 900 {
+            bus.emit(event(EventKind::TextDelta { iteration: 1, text: format!("{i} ") }));
+        }
+        bus.emit(event(EventKind::Reply { text: "whole".into() }));
+        bus.emit(event(EventKind::TurnEnded { ended: TurnEnd::Reply, reply: "whole".into() }));
+        let mut names = Vec::new();
+        while let Ok(Some(e)) = tokio::time::timeout(std::time::Duration::from_millis(50), queue.recv()).await {
+            names.push(e.kind.name());
+        }
+        assert_eq!(names.iter().filter(|n| **n == "text_delta").count(), RELAY_BACKLOG);
+        assert_eq!(names[RELAY_BACKLOG..], ["reply", "turn_ended"], "in order, after the pieces kept");
+        // Taken pieces make room again.
+        bus.emit(event(EventKind::TextDelta { iteration: 2, text: "more".into() }));
+        assert_eq!(queue.recv().await.map(|e| e.kind.name()), Some("text_delta"));
     }
 }

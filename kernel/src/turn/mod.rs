@@ -97,7 +97,7 @@ use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-pub use events::{AgentEvent, EventKind};
+pub use events::{AgentEvent, EventKind, RelayQueue};
 use model::{Call, truncation_note};
 pub use request::{FellBack, TraceEntry, TurnEnd, TurnRequest, TurnResult};
 use tool_calls::Repeats;

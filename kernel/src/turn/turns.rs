@@ -82,7 +82,7 @@ impl Turns {
     }
 
     /// This daemon's own events from now on, for the cluster's relay (`None` after the first).
-    pub(crate) fn relay(&self) -> Option<tokio::sync::mpsc::Receiver<AgentEvent>> {
+    pub(crate) fn relay(&self) -> Option<events::RelayQueue> {
         self.events.relay()
     }
 
