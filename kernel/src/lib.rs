@@ -51,7 +51,6 @@ pub mod usage;
 pub mod workflow;
 pub mod workspace;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -81,7 +80,9 @@ struct Inner {
     tools: Arc<Tools>,
     audit: Arc<AuditLog>,
     actions: actions::Actions,
-    providers: BTreeMap<String, llm::Provider>,
+    providers: llm::Providers,
+    /// One edit of config.toml at a time ([`llm::setup`]).
+    config_edits: tokio::sync::Mutex<()>,
     turns: Arc<Turns>,
     /// The time every service reads (tests move a manual one).
     clock: clock::Clock,
@@ -187,11 +188,7 @@ impl Kernel {
         };
         phases.mark("store");
         let one_connection = db.one_connection();
-        let providers = config
-            .providers
-            .iter()
-            .map(|(name, p)| Ok((name.clone(), llm::Provider::new(name, p.clone())?)))
-            .collect::<Result<_>>()?;
+        let providers = llm::Providers::load(&config)?;
         let loaded = db::cached_mark(&db).await?;
         let agents = Arc::new(Agents::load(db.clone(), config.providers.keys().cloned().collect()).await?);
         let config = Arc::new(config);
@@ -216,6 +213,7 @@ impl Kernel {
         let kernel = Kernel(Arc::new(Inner {
             started_at: db::timestamp(clock.now()),
             providers,
+            config_edits: Default::default(),
             turns,
             cluster,
             clock,
@@ -356,14 +354,15 @@ impl Kernel {
         &self.0.services
     }
 
-    /// Re-reads `[mcp]` from `config.toml` and applies it (`kennel reload`, SIGHUP). The rest
-    /// of the config is read at start only.
+    /// Re-reads `[mcp]` and `[providers]` from `config.toml` and applies them (`kennel
+    /// reload`, SIGHUP). The rest of the config is read at start only.
     pub async fn reload_config(&self) -> Result<mcp::McpReload> {
         let path = self.0.home.join("config.toml");
         let config = tokio::task::spawn_blocking(move || config::Config::load(&path))
             .await
             .map_err(Error::internal)?
             .map_err(|e| Error::invalid(format!("config.toml was not reloaded: {e}")))?;
+        self.take_providers(&config)?;
         Ok(self.services().need::<mcp::Mcp>().apply(&config.mcp))
     }
 
@@ -380,17 +379,25 @@ impl Kernel {
     pub fn turns(&self) -> &Turns {
         &self.0.turns
     }
-    pub fn providers(&self) -> &BTreeMap<String, llm::Provider> {
+    pub(crate) fn providers_registry(&self) -> &llm::Providers {
         &self.0.providers
+    }
+    pub(crate) fn config_edits(&self) -> &tokio::sync::Mutex<()> {
+        &self.0.config_edits
+    }
+
+    /// The providers as they are now (edits replace them while the daemon runs).
+    pub fn providers(&self) -> Arc<llm::ProviderSet> {
+        self.0.providers.now()
     }
 
     /// The provider an agent's turns use: the one its type names, else the default
     /// ([`Config::default_provider`]).
-    pub fn provider_for(&self, agent: &agent::Agent) -> Result<&llm::Provider> {
-        let configured = || self.0.providers.keys().cloned().collect::<Vec<_>>().join(", ");
-        let Some(name) = agent.manifest.provider.as_deref().or_else(|| self.0.config.default_provider()) else {
+    pub fn provider_for(&self, agent: &agent::Agent) -> Result<Arc<llm::Provider>> {
+        let providers = self.providers();
+        let Some(name) = agent.manifest.provider.as_deref().or_else(|| providers.default_name()) else {
             // Several without a default: `Config::load` refuses that, a config built in code may not.
-            return Err(Error::unavailable(if self.0.providers.is_empty() {
+            return Err(Error::unavailable(if providers.is_empty() {
                 format!(
                     "no LLM provider is configured, so agent `{}` cannot think: add a [providers.NAME] section to config.toml",
                     agent.name
@@ -399,15 +406,15 @@ impl Kernel {
                 format!(
                     "agent `{}` names no provider and no [kernel] default_provider is set (configured: {})",
                     agent.name,
-                    configured()
+                    providers.listed()
                 )
             }));
         };
-        self.0.providers.get(name).ok_or_else(|| {
+        providers.get(name).cloned().ok_or_else(|| {
             Error::unavailable(format!(
                 "agent `{}` uses provider `{name}`, which config.toml does not define: add [providers.{name}] (configured: {})",
                 agent.name,
-                if self.0.providers.is_empty() { "none".into() } else { configured() }
+                providers.listed()
             ))
         })
     }
@@ -453,16 +460,15 @@ impl Kernel {
     }
 
     /// The provider config.toml names `name`.
-    pub fn provider_named(&self, name: &str) -> Option<&llm::Provider> {
-        self.0.providers.get(name)
+    pub fn provider_named(&self, name: &str) -> Option<Arc<llm::Provider>> {
+        self.providers().get(name).cloned()
     }
 
     /// Tests the provider `name` with one tiny call to `model` (or its first configured
     /// model): the answer, or the provider's own error. Not counted in usage (a few tokens).
     pub async fn test_provider(&self, name: &str, model: Option<&str>) -> Result<llm::ProviderTest> {
         let provider = self.provider_named(name).ok_or_else(|| {
-            let configured = self.0.providers.keys().cloned().collect::<Vec<_>>().join(", ");
-            Error::not_found(format!("no provider `{name}` in config.toml (configured: {configured})"))
+            Error::not_found(format!("no provider `{name}` in config.toml (configured: {})", self.providers().listed()))
         })?;
         provider.probe(&provider.probe_model(model)?).await
     }

@@ -15,6 +15,7 @@ pub mod mcp;
 pub mod memory;
 pub mod overview;
 pub mod processes;
+pub mod providers;
 pub mod schedules;
 pub mod settings;
 pub mod sign_in;

@@ -45,7 +45,7 @@ pub fn render(meta: PageMeta, o: Overview) -> String {
     let AgentCounts { running, paused, stopped, .. } = o.counts;
     let has_provider = !o.providers.is_empty();
     let providers = if o.providers.is_empty() {
-        view! { <p class="empty">"No provider is configured: agents cannot think until config.toml has a [providers.NAME] section."</p> }.into_any()
+        view! { <p class="empty">"No provider is configured: agents cannot think until one is added."</p> }.into_any()
     } else {
         let rows = o
             .providers
@@ -75,7 +75,8 @@ pub fn render(meta: PageMeta, o: Overview) -> String {
                         </form>
                     </td>
                 };
-                view! { <tr><td>{p.name}</td><td>{p.kind}</td><td><code>{p.url}</code></td><td class=key_class>{key}</td>{health}{test}</tr> }
+                let page = format!("/providers/{}", p.name);
+                view! { <tr><td><a href=page>{p.name}</a></td><td>{p.kind}</td><td><code>{p.url}</code></td><td class=key_class>{key}</td>{health}{test}</tr> }
             })
             .collect::<Vec<_>>();
         view! {
@@ -97,7 +98,7 @@ pub fn render(meta: PageMeta, o: Overview) -> String {
             <section class="card highlight" id="getting-started">
                 <h2>"Getting started"</h2>
                 <ol class="steps">
-                    {step(has_provider, "Add an LLM provider: a [providers.NAME] section in config.toml, then restart.", "/", "Providers below")}
+                    {step(has_provider, "Add an LLM provider: where the model answers, its models and their prices.", "/providers", "Add a provider")}
                     {step(o.agent_types > 0, "Make an agent type: a model, a system prompt, the tools it may use.", "/agent-types", "Agent types")}
                     {step(false, "Spawn an agent from it.", "/agents", "Agents")}
                     {step(false, "Chat with it on its page, and watch its tool calls here.", "/agents", "Agents")}
@@ -147,7 +148,7 @@ pub fn render(meta: PageMeta, o: Overview) -> String {
                     <a class="tile" href="/schedules"><strong>{o.work.active_schedules}</strong>" active schedules"</a>
                     <a class=failed_class href="/schedules"><strong>{o.work.failed_fires_today}</strong>" failed runs today"</a>
                 </div>
-                <section class="card" id="providers"><h2>"Providers"</h2>{providers}</section>
+                <section class="card" id="providers"><h2>"Providers"</h2>{providers}<p><a href="/providers">"Add a provider"</a></p></section>
                 <section class="card" id="activity"><h2>"The last 24 hours"</h2>{activity}<p><a href="/usage">"Usage and budgets"</a></p></section>
                 <section class="card"><h2>"Recent tool calls"</h2>{calls}<p><a href="/audit">"The whole audit log"</a></p></section>
             </Shell>

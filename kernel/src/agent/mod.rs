@@ -321,8 +321,9 @@ impl State {
 
 pub struct Agents {
     db: Db,
-    /// The providers config.toml defines: the only ones an agent type may name.
-    providers: Vec<String>,
+    /// The providers config.toml defines: the only ones an agent type may name (replaced
+    /// when the providers are edited).
+    providers: std::sync::RwLock<Vec<String>>,
     state: RwLock<State>,
     /// Serialises writes and reloads so a reload can never put back a stale copy.
     write: tokio::sync::Mutex<()>,
@@ -330,7 +331,12 @@ pub struct Agents {
 
 impl Agents {
     pub(crate) async fn load(db: Db, providers: Vec<String>) -> Result<Agents> {
-        let agents = Agents { db, providers, state: RwLock::default(), write: tokio::sync::Mutex::new(()) };
+        let agents = Agents {
+            db,
+            providers: std::sync::RwLock::new(providers),
+            state: RwLock::default(),
+            write: tokio::sync::Mutex::new(()),
+        };
         agents.reload().await?;
         Ok(agents)
     }
@@ -507,6 +513,7 @@ impl Agents {
     /// config.toml defines (else the type's agents fail only when they first think). Its
     /// refusal joins the validator's others.
     async fn validate(&self, input: ManifestInput) -> Result<Manifest> {
+        let configured = self.providers();
         let named = std::iter::once(("provider".to_string(), input.provider.clone())).chain(
             input
                 .fallbacks
@@ -516,7 +523,7 @@ impl Agents {
                 .map(|(i, f)| (format!("fallbacks[{i}].provider"), f.provider.clone())),
         );
         let unknown: Vec<FieldError> = named
-            .filter_map(|(field, p)| p.filter(|p| !p.is_empty() && !self.providers.contains(p)).map(|p| (field, p)))
+            .filter_map(|(field, p)| p.filter(|p| !p.is_empty() && !configured.contains(p)).map(|p| (field, p)))
             .map(|(field, p)| FieldError {
                 field,
                 message: format!(
@@ -537,15 +544,20 @@ impl Agents {
     }
 
     /// The providers an agent type may name.
-    pub fn providers(&self) -> &[String] {
-        &self.providers
+    pub fn providers(&self) -> Vec<String> {
+        self.providers.read().expect("providers lock").clone()
+    }
+
+    pub(crate) fn set_providers(&self, names: Vec<String>) {
+        *self.providers.write().expect("providers lock") = names;
     }
 
     fn configured_providers(&self) -> String {
-        if self.providers.is_empty() {
+        let providers = self.providers();
+        if providers.is_empty() {
             "none; add a [providers.NAME] section to config.toml".into()
         } else {
-            self.providers.join(", ")
+            providers.join(", ")
         }
     }
 

@@ -3,10 +3,11 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::config::{Config, default_max_retries, in_range, optional_in_range, optional_price};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ProviderKind {
     /// OpenAI-compatible chat completions (OpenAI, Ollama, vLLM, llama.cpp, OpenRouter, …).
@@ -15,30 +16,39 @@ pub enum ProviderKind {
     Anthropic,
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+/// `[providers.NAME]`, also the body of `PUT /api/providers/{name}`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
     pub kind: ProviderKind,
     /// Defaults to the vendor's public endpoint for `kind`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = r"^https?://[^/\s]+", max_length = 2000)]
     pub base_url: Option<String>,
     /// The environment variable holding the API key; defaults by `kind`. Local servers
     /// that need no key can set `api_key_env = ""`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = r"^([A-Za-z_][A-Za-z0-9_]{0,127})?$")]
     pub api_key_env: Option<String>,
     #[serde(default = "default_timeout_secs", deserialize_with = "in_range::<_, 1, 3600>")]
+    #[schema(minimum = 1, maximum = 3600, default = 120)]
     pub timeout_secs: u64,
     /// Retries after a 429, a 5xx or a dropped connection, with backoff.
     #[serde(default = "default_max_retries", deserialize_with = "in_range::<_, 0, 10>")]
+    #[schema(minimum = 0, maximum = 10, default = 3)]
     pub max_retries: u64,
     /// Ask for the reply as a stream of tokens (SSE). `false`, or a server that answers in
     /// one piece anyway, gives the same turn events when the reply is complete.
     #[serde(default = "default_stream")]
+    #[schema(default = true)]
     pub stream: bool,
     /// What is known of each model: `[providers.NAME.models.MODEL]`.
     #[serde(default)]
     pub models: BTreeMap<String, ModelConfig>,
     /// At most this many model calls at once to this provider; more wait their turn (shown as
     /// queued) instead of meeting its rate limit. Unset: no bound.
-    #[serde(default, deserialize_with = "optional_in_range::<_, 1, 10000>")]
+    #[serde(default, deserialize_with = "optional_in_range::<_, 1, 10000>", skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 10000)]
     pub max_in_flight: Option<u64>,
 }
 
@@ -57,29 +67,38 @@ impl ProviderConfig {
 }
 
 /// `[providers.NAME.models.MODEL]`.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelConfig {
     /// The model's context window in tokens (prompt and reply together). Unset: the known
     /// default of its family, else what the provider's first refusal says.
-    #[serde(default, deserialize_with = "optional_in_range::<_, 256, 100000000>")]
+    #[serde(
+        default,
+        deserialize_with = "optional_in_range::<_, 256, 100000000>",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(minimum = 256, maximum = 100000000)]
     pub context_tokens: Option<u64>,
     /// Prices in US dollars per million tokens, for the usage reports and dollar budgets.
-    #[serde(default, deserialize_with = "optional_price")]
+    #[serde(default, deserialize_with = "optional_price", skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0, maximum = 1000000)]
     pub input_usd_per_mtok: Option<f64>,
     /// Input tokens read from the provider's prompt cache; unset: a tenth of the input price
     /// for kind "anthropic" (its published price), else the input price.
-    #[serde(default, deserialize_with = "optional_price")]
+    #[serde(default, deserialize_with = "optional_price", skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0, maximum = 1000000)]
     pub cached_input_usd_per_mtok: Option<f64>,
     /// Input tokens written into the provider's prompt cache; unset: 1.25 × the input price for
     /// kind "anthropic" (its five-minute cache), else the input price.
-    #[serde(default, deserialize_with = "optional_price")]
+    #[serde(default, deserialize_with = "optional_price", skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0, maximum = 1000000)]
     pub cache_write_usd_per_mtok: Option<f64>,
-    #[serde(default, deserialize_with = "optional_price")]
+    #[serde(default, deserialize_with = "optional_price", skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0, maximum = 1000000)]
     pub output_usd_per_mtok: Option<f64>,
     /// Whether the model is sent the images tool results carry (`images = true|false`).
     /// Unset: by the provider's kind ([`ProviderConfig::accepts_images`]).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<bool>,
 }
 
@@ -91,17 +110,47 @@ fn default_timeout_secs() -> u64 {
     120
 }
 
-/// Every `[providers.NAME]` is named as agent types can name it.
+/// Every `[providers.NAME]` is named as agent types can name it, and its `base_url` is an
+/// address a request can go to.
 pub(crate) fn check(config: &Config) -> Result<(), (String, String)> {
-    for name in config.providers.keys() {
+    for (name, provider) in &config.providers {
         if !crate::agent::is_valid_name(name) {
             return Err((
                 format!("providers.{name}"),
                 format!("provider name `{name}` must be 1-64 lowercase letters, digits, `-` or `_`"),
             ));
         }
+        let problem = match (&provider.base_url, &provider.api_key_env) {
+            (Some(url), _) if let Err(problem) = check_base_url(url) => Some(format!("base_url: {problem}")),
+            (_, Some(var)) if !is_env_name(var) => Some(format!(
+                "api_key_env: `{var}` is not the name of an environment variable (letters, digits and `_`, not first a digit; \"\" for none)"
+            )),
+            _ => provider.models.keys().find(|m| !crate::text::is_title(m, 200)).map(|m| {
+                format!("models: `{}` is not a model name (one line of at most 200 characters)", m.escape_debug())
+            }),
+        };
+        if let Some(problem) = problem {
+            return Err((format!("[providers.{name}]"), format!("[providers.{name}] {problem}")));
+        }
     }
     Ok(())
+}
+
+/// Empty (no key) or a variable's name.
+fn is_env_name(var: &str) -> bool {
+    var.is_empty()
+        || (var.len() <= 128
+            && !var.starts_with(|c: char| c.is_ascii_digit())
+            && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+}
+
+/// An `http://` or `https://` address with a host.
+fn check_base_url(url: &str) -> Result<(), String> {
+    match reqwest::Url::parse(url) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Ok(()),
+        Ok(_) => Err(format!("`{url}` is not an http:// or https:// address")),
+        Err(e) => Err(format!("`{url}` is not an address: {e}")),
+    }
 }
 
 /// `[providers]`'s commented lines in the default `config.toml`.

@@ -75,7 +75,9 @@ mod failure;
 mod message;
 mod openai;
 mod probe;
+mod registry;
 mod reply;
+pub mod setup;
 pub mod sse;
 
 pub use config::{ModelConfig, ProviderConfig, ProviderKind};
@@ -85,6 +87,8 @@ pub use message::{
     image_note,
 };
 pub use probe::ProviderTest;
+pub use registry::{ProviderSet, Providers};
+pub use setup::{ProviderInfo, ProviderSaved};
 
 use failure::{Failure, StreamFault, context_refusal, is_schema_refusal, provider_message};
 use reply::{ReplyBuilder, deliver_whole, parse_arguments};
@@ -132,6 +136,11 @@ impl Provider {
 
     pub fn kind(&self) -> ProviderKind {
         self.config.kind
+    }
+
+    /// Its `[providers.NAME]` section as read.
+    pub fn settings(&self) -> &ProviderConfig {
+        &self.config
     }
 
     /// The provider's last failed call (RFC 3339 time, message), if the calls since all failed.

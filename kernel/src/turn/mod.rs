@@ -136,9 +136,9 @@ pub(crate) async fn run_here(kernel: &Kernel, agent: Arc<Agent>, req: TurnReques
         Error::unavailable(format!("agent `{}` has no model: set `model` in its agent type", agent.name))
     })?;
     provider.ensure_key()?;
-    let mut route = vec![(provider, model)];
+    let mut route = vec![(provider.clone(), model)];
     for f in &agent.manifest.fallbacks {
-        match f.provider.as_deref().map_or(Some(provider), |name| kernel.provider_named(name)) {
+        match f.provider.as_deref().map_or(Some(provider.clone()), |name| kernel.provider_named(name)) {
             Some(p) => route.push((p, f.model.clone())),
             None => {
                 tracing::warn!(agent = %agent.name, provider = ?f.provider, "a fallback names a provider config.toml no longer defines; skipped")
@@ -237,7 +237,7 @@ struct Loop<'a, E: Fn(EventKind)> {
     agent: &'a Arc<Agent>,
     /// The provider and model, then the agent type's fallbacks: the turn moves along when
     /// one keeps failing, and stays where it got to.
-    route: &'a [(&'a Provider, String)],
+    route: &'a [(Arc<Provider>, String)],
     at: std::sync::atomic::AtomicUsize,
     /// Where the turn moved along, and why.
     fell_back: Mutex<Vec<FellBack>>,

@@ -46,7 +46,7 @@ pub(super) fn truncation_note(max_tokens: u64) -> String {
 impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
     /// The provider the turn uses now.
     fn provider(&self) -> &Provider {
-        self.route[self.at.load(std::sync::atomic::Ordering::Relaxed)].0
+        &self.route[self.at.load(std::sync::atomic::Ordering::Relaxed)].0
     }
 
     /// The model the turn uses now.

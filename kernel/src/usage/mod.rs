@@ -225,11 +225,21 @@ enum Queued {
     Flush(oneshot::Sender<()>),
 }
 
+/// Prices by (provider, model) of every model config.toml prices.
+fn prices_of(config: &Config) -> BTreeMap<(String, String), Prices> {
+    config
+        .providers
+        .iter()
+        .flat_map(|(provider, p)| p.models.iter().map(move |(model, m)| ((provider, p.kind, model), m)))
+        .filter_map(|((provider, kind, model), m)| Some(((provider.clone(), model.clone()), Prices::of(kind, m)?)))
+        .collect()
+}
+
 pub struct Meter {
     db: Db,
     queue: mpsc::UnboundedSender<Queued>,
-    /// Prices by (provider, model), from config.toml.
-    prices: BTreeMap<(String, String), Prices>,
+    /// Prices by (provider, model), from config.toml (replaced when the providers are edited).
+    prices: std::sync::RwLock<BTreeMap<(String, String), Prices>>,
 }
 
 impl Meter {
@@ -237,16 +247,12 @@ impl Meter {
     pub(crate) fn start(db: Db, config: &Config) -> Meter {
         let (queue, rx) = mpsc::unbounded_channel();
         tokio::spawn(write(db.clone(), rx));
-        let prices = config
-            .providers
-            .iter()
-            .flat_map(|(provider, p)| p.models.iter().map(move |(model, m)| ((provider, model), m)))
-            .filter_map(|((provider, model), m)| {
-                let kind = config.providers[provider].kind;
-                Some(((provider.clone(), model.clone()), Prices::of(kind, m)?))
-            })
-            .collect();
-        Meter { db, queue, prices }
+        Meter { db, queue, prices: std::sync::RwLock::new(prices_of(config)) }
+    }
+
+    /// Takes the prices of `config`'s models (after the providers were edited).
+    pub(crate) fn set_prices(&self, config: &Config) {
+        *self.prices.write().expect("prices lock") = prices_of(config);
     }
 
     /// Queues a call's record; the turn goes on at once.
@@ -264,8 +270,8 @@ impl Meter {
         }
     }
 
-    pub fn prices(&self, provider: &str, model: &str) -> Option<&Prices> {
-        self.prices.get(&(provider.to_string(), model.to_string()))
+    pub fn prices(&self, provider: &str, model: &str) -> Option<Prices> {
+        self.prices.read().expect("prices lock").get(&(provider.to_string(), model.to_string())).copied()
     }
 
     /// A page of what the calls since `since` (RFC 3339; all when `None`) used, grouped,
@@ -282,7 +288,7 @@ impl Meter {
         let mut lines: BTreeMap<String, Line> = BTreeMap::new();
         for row in &rows {
             let line = lines.entry(row.key.clone()).or_insert_with(|| Line { key: row.key.clone(), ..Line::default() });
-            line.add(row, self.prices(&row.provider, &row.model));
+            line.add(row, self.prices(&row.provider, &row.model).as_ref());
         }
         let mut lines: Vec<Line> = lines.into_values().collect();
         if group == Group::Agent {
@@ -312,8 +318,11 @@ impl Meter {
             let model = format!("{} / {}", row.provider, row.model);
             days.entry(row.key.clone())
                 .or_insert_with(|| Line { key: row.key.clone(), ..Line::default() })
-                .add(&row, prices);
-            models.entry(model.clone()).or_insert_with(|| Line { key: model, ..Line::default() }).add(&row, prices);
+                .add(&row, prices.as_ref());
+            models
+                .entry(model.clone())
+                .or_insert_with(|| Line { key: model, ..Line::default() })
+                .add(&row, prices.as_ref());
         }
         Ok((days.into_values().collect(), models.into_values().collect()))
     }
@@ -323,7 +332,7 @@ impl Meter {
         self.flush().await;
         let mut line = Line::default();
         for row in store::sums_of(&self.db, agent, since).await? {
-            line.add(&row, self.prices(&row.provider, &row.model));
+            line.add(&row, self.prices(&row.provider, &row.model).as_ref());
         }
         Ok(line)
     }
@@ -335,7 +344,7 @@ impl Meter {
         for row in store::session_sums(&self.db, since).await? {
             let (session, agent) =
                 row.key.split_once(' ').map(|(s, a)| (s.to_string(), a.to_string())).unwrap_or_default();
-            by_session.entry((session, agent)).or_default().add(&row, self.prices(&row.provider, &row.model));
+            by_session.entry((session, agent)).or_default().add(&row, self.prices(&row.provider, &row.model).as_ref());
         }
         let mut costs: Vec<SessionCost> =
             by_session.into_iter().map(|((session, agent), line)| SessionCost { session, agent, line }).collect();

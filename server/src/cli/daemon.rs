@@ -269,8 +269,18 @@ impl Daemon {
         self.call(Method::POST, path, Some(body)).await
     }
 
+    pub async fn put<T: DeserializeOwned>(&self, path: &str, body: &Value) -> anyhow::Result<T> {
+        self.call(Method::PUT, path, Some(body)).await
+    }
+
     pub async fn delete<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
         self.call(Method::DELETE, path, None).await
+    }
+
+    /// A request whose answer has no body (204): only whether it was done.
+    pub async fn act(&self, method: Method, path: &str) -> anyhow::Result<()> {
+        self.verify().await?;
+        self.answered(self.request(method, path).send().await).await.map(|_| ())
     }
 
     /// Sends a body that is already text in its format (a manifest file as written).

@@ -88,6 +88,7 @@ mod agents;
 mod chat;
 pub mod daemon;
 mod mcp;
+mod providers;
 mod status;
 mod types;
 
@@ -380,6 +381,31 @@ enum OperatorCommand {
 
 #[derive(Subcommand)]
 enum ProviderCommand {
+    /// List the providers: protocol, address, key variable (set or missing), models.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a provider or change its settings in config.toml (comments kept). The running
+    /// daemon uses the change from its next model call; flags not given keep their values.
+    #[command(after_help = "Examples:
+  kennel provider set local --kind openai --base-url http://127.0.0.1:8080/v1 --no-key --model qwen3
+  kennel provider set anthropic --kind anthropic --api-key-env ANTHROPIC_API_KEY --model claude-sonnet-4-5 --price claude-sonnet-4-5=3,15
+  kennel provider set local --max-in-flight 2 --default
+
+The key itself is never an argument: the daemon reads it from the variable --api-key-env names.")]
+    Set {
+        /// The provider's name, as agent types name it.
+        name: String,
+        #[command(flatten)]
+        args: providers::SetArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a provider from config.toml; refused while an agent or agent type would call it.
+    Remove { name: String },
+    /// Make a provider the default: the one agents whose type names no provider use.
+    Default { name: String },
     /// Test a provider with one tiny call from the running daemon (with its environment's
     /// keys): the model's answer and the time it took, or the provider's own error.
     #[command(after_help = "Examples:
@@ -481,6 +507,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Provider(ProviderCommand::Test { name, model, json }) => {
             status::test_provider(&home, &name, model.as_deref(), json).await
         }
+        Command::Provider(ProviderCommand::List { json }) => providers::list(&home, json).await,
+        Command::Provider(ProviderCommand::Set { name, args, json }) => providers::set(&home, &name, args, json).await,
+        Command::Provider(ProviderCommand::Remove { name }) => providers::remove(&home, &name).await,
+        Command::Provider(ProviderCommand::Default { name }) => providers::make_default(&home, &name).await,
         Command::Token(cmd) => with_store(&home, async |kernel| tokens(kernel, cmd).await).await,
         Command::MigrateToPostgres { url } => migrate_to_postgres(&home, &url).await,
     }

@@ -69,7 +69,7 @@ fn list_page(
     let page = AgentTypesPage {
         types: kernel.agents().types(),
         providers: kernel.agents().providers().to_vec(),
-        default_provider: kernel.config().default_provider().map(str::to_string),
+        default_provider: kernel.providers().default_name().map(str::to_string),
         models: model_choices(kernel),
         form,
         errors,
@@ -111,8 +111,8 @@ fn saved(kernel: &Kernel, t: &AgentType, done: &str) -> Response {
 
 /// The models config.toml describes, each with its provider: the model field's suggestions.
 fn model_choices(kernel: &Kernel) -> Vec<(String, String)> {
-    let providers = kernel.providers().values();
-    providers.flat_map(|p| p.configured_models().map(|m| (m.to_string(), p.name().to_string()))).collect()
+    let providers = kernel.providers();
+    providers.iter().flat_map(|p| p.configured_models().map(|m| (m.to_string(), p.name().to_string()))).collect()
 }
 
 /// What applying the type would change in its agents, for the editor's card.
@@ -124,7 +124,7 @@ fn fresh_edit(kernel: &Kernel, t: Arc<AgentType>, application: TypeApplication) 
     EditPage {
         application,
         providers: kernel.agents().providers().to_vec(),
-        default_provider: kernel.config().default_provider().map(str::to_string),
+        default_provider: kernel.providers().default_name().map(str::to_string),
         models: model_choices(kernel),
         form: TypeForm::from_manifest(&t.manifest),
         toml: to_toml(&t.manifest),

@@ -288,6 +288,7 @@ mod memory;
 mod notice;
 mod pages;
 mod processes;
+mod providers;
 mod schedules;
 mod session;
 mod sign_in;
@@ -357,6 +358,7 @@ pub(crate) fn signed_in(max_file_bytes: u64) -> Pages {
         .merge(tasks::routes())
         .merge(schedules::routes())
         .merge(usage::routes())
+        .merge(providers::routes())
         .merge(inbox::routes())
         .merge(channels::routes())
         .merge(mcp::routes())

@@ -33,7 +33,7 @@ pub async fn overview(State(kernel): State<Kernel>, Extension(op): Extension<Ope
     let recent_calls = kernel.audit().recent(10).await?;
     let providers = kernel
         .providers()
-        .values()
+        .iter()
         .map(|p| overview::ProviderStatus {
             name: p.name().to_string(),
             kind: format!("{:?}", p.kind()).to_lowercase(),
@@ -63,6 +63,9 @@ pub async fn overview(State(kernel): State<Kernel>, Extension(op): Extension<Ope
 pub struct TestForm {
     #[serde(default)]
     model: String,
+    /// `page`: back to the provider's page rather than the overview.
+    #[serde(default)]
+    back: String,
 }
 
 /// "Test" on the overview's provider table: one tiny call, its answer or the provider's own
@@ -73,7 +76,8 @@ pub async fn test_provider(
     Path(name): Path<String>,
     Form(f): Form<TestForm>,
 ) -> PageResult {
-    let back = "/#providers";
+    let back = if f.back == "page" { format!("/providers/{name}#status") } else { "/#providers".into() };
+    let back = back.as_str();
     Ok(match kernel.test_provider(&name, Some(&f.model)).await {
         Ok(t) => see_other(
             back,

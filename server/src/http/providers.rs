@@ -1,10 +1,14 @@
-//! `/api/providers/{name}/test`: "test connection" for a configured LLM provider.
+//! `/api/providers`: the LLM providers of `config.toml`, listed, added, edited, removed and
+//! tested while the daemon runs (the kernel writes the file back, comments kept).
 
 use crate::routes::api;
 use axum::Json;
 use axum::extract::{Path, State};
+use axum::http::{Method, StatusCode};
+use axum::response::{IntoResponse, Response};
 use kennel_kernel::Kernel;
-use kennel_kernel::llm::ProviderTest;
+use kennel_kernel::error::Error;
+use kennel_kernel::llm::{ProviderConfig, ProviderInfo, ProviderSaved, ProviderTest};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
@@ -13,7 +17,84 @@ use super::error::ApiResult;
 use crate::routes::{Action, Api};
 
 pub fn routes() -> Api {
-    Api::new().route(api!(test_provider), &[(axum::http::Method::POST, Action::named("provider.test"))])
+    Api::new()
+        .route(api!(list_providers), &[])
+        .route(
+            api!(get_provider, save_provider, remove_provider),
+            &[(Method::PUT, Action::named("provider.save")), (Method::DELETE, Action::named("provider.remove"))],
+        )
+        .route(api!(make_default_provider), &[(Method::POST, Action::named("provider.default"))])
+        .route(api!(test_provider), &[(Method::POST, Action::named("provider.test"))])
+}
+
+/// Every provider config.toml defines, by name: its settings, whether it is the default,
+/// and whether its key is set (never the key).
+#[utoipa::path(get, path = "/api/providers", tag = "meta",
+    responses((status = 200, description = "The providers", body = Vec<ProviderInfo>)))]
+async fn list_providers(State(kernel): State<Kernel>) -> Json<Vec<ProviderInfo>> {
+    Json(kernel.provider_infos())
+}
+
+/// One provider.
+#[utoipa::path(get, path = "/api/providers/{name}", tag = "meta",
+    params(("name" = String, Path, description = "The provider's name in config.toml")),
+    responses(
+        (status = 200, description = "The provider", body = ProviderInfo),
+        (status = 404, description = "No provider of that name"),
+    ))]
+async fn get_provider(State(kernel): State<Kernel>, Path(name): Path<String>) -> ApiResult<Json<ProviderInfo>> {
+    let found = kernel.provider_infos().into_iter().find(|p| p.name == name);
+    Ok(Json(found.ok_or_else(|| Error::not_found(format!("no provider `{name}` in config.toml")))?))
+}
+
+/// Adds the provider or replaces its settings (the whole `[providers.NAME]` section), written
+/// to config.toml with its comments kept and used from the next model call on, without a
+/// restart. The first provider added beside an only one makes that one the default, so
+/// agents naming none keep it. The key stays in the daemon's environment: `api_key_env`
+/// names the variable.
+#[utoipa::path(put, path = "/api/providers/{name}", tag = "meta",
+    params(("name" = String, Path, description = "The provider's name: 1-64 lowercase letters, digits, `-` or `_`")),
+    request_body(content = ProviderConfig, description = "The provider's settings"),
+    responses(
+        (status = 200, description = "Replaced", body = ProviderSaved),
+        (status = 201, description = "Added", body = ProviderSaved),
+        (status = 422, description = "A bad setting, or a config.toml that would not load with it (nothing is written)"),
+    ))]
+async fn save_provider(
+    State(kernel): State<Kernel>,
+    Path(name): Path<String>,
+    JsonBody(settings): JsonBody<ProviderConfig>,
+) -> ApiResult<Response> {
+    let saved = kernel.save_provider(&name, settings, false).await?;
+    let status = if saved.created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, Json(saved)).into_response())
+}
+
+/// Removes the provider from config.toml; refused while an agent or an agent type would
+/// call it (naming it, or naming none while it is the default).
+#[utoipa::path(delete, path = "/api/providers/{name}", tag = "meta",
+    params(("name" = String, Path, description = "The provider's name in config.toml")),
+    responses(
+        (status = 204, description = "Removed"),
+        (status = 404, description = "No provider of that name"),
+        (status = 409, description = "Agents or agent types use it, or it is the default among several"),
+    ))]
+async fn remove_provider(State(kernel): State<Kernel>, Path(name): Path<String>) -> ApiResult<StatusCode> {
+    kernel.remove_provider(&name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Makes the provider the default: the one agents whose type names no provider use
+/// (`[kernel] default_provider`).
+#[utoipa::path(post, path = "/api/providers/{name}/default", tag = "meta",
+    params(("name" = String, Path, description = "The provider's name in config.toml")),
+    responses(
+        (status = 204, description = "It is the default"),
+        (status = 404, description = "No provider of that name"),
+    ))]
+async fn make_default_provider(State(kernel): State<Kernel>, Path(name): Path<String>) -> ApiResult<StatusCode> {
+    kernel.make_default_provider(&name).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 #[derive(Deserialize, ToSchema, Default)]

@@ -405,6 +405,13 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     check_reply("a refused chat, its draft kept", &failed, Shows::All);
     let overview = check(&b, "/", Shows::Nothing).await;
     assert!(overview.text.contains(PAYLOADS[0]), "the provider's last failure, as text");
+    let provider = check(&b, "/providers/fake", Shows::Nothing).await;
+    assert!(provider.text.contains(PAYLOADS[0]), "the provider's page: its last failure, as text");
+    // A provider test: the model's answer (its start) is quoted in the notice the page shows.
+    llm.push(Scripted::text(&corpus));
+    let tested = b.submit("/providers/fake", "/providers/fake/test", &[("model", ""), ("back", "page")]).await;
+    assert_eq!(tested.status, 303, "{}", tested.text);
+    check(&b, "/providers/fake", Shows::First).await;
 
     // Workspace files: names from an agent (written to its folder as a tool would), one per
     // payload (a name holds no `/`), and a text file holding the corpus.

@@ -177,3 +177,139 @@ async fn a_provider_is_tested_with_one_tiny_call_from_the_api_the_dashboard_and_
     assert!(String::from_utf8_lossy(&failed.stderr).contains("bad model"), "{failed:?}");
     drop(d);
 }
+
+/// Issue 47: providers added, edited and removed while the daemon runs, from the API, the
+/// dashboard and the CLI, written back to config.toml with its comments kept; the next turn
+/// calls the new provider without a restart, and a change that would not load is refused
+/// with the file untouched.
+#[tokio::test]
+async fn providers_are_added_edited_and_removed_without_a_restart_and_config_toml_keeps_its_comments() {
+    let first = FakeLlm::start().await;
+    let second = FakeLlm::start().await;
+    let config = format!(
+        "# my own words\n{}# the first model\n[providers.fake.models.m]\ncontext_tokens = 8000 # as served\n",
+        first.provider_config("fake", "openai")
+    );
+    let (home, _d, api, b) = crate::dashboard::signed_in_with(&config).await;
+    let path = home.path().join("config.toml");
+    let unnamed = agent_from(&api, json!({"name": "unnamed", "model": "m"})).await;
+
+    // The API adds a second provider: the first stays the default of agents naming none.
+    let body = json!({"kind": "openai", "base_url": second.base_url(), "api_key_env": "",
+        "models": {"big": {"context_tokens": 32000, "input_usd_per_mtok": 1.5, "output_usd_per_mtok": 6}}});
+    let added = api.put("/api/providers/second", body.clone()).await;
+    assert_eq!(added.status, 201, "{}", added.text);
+    assert_eq!((added.body["created"].as_bool(), added.body["default_set"].as_str()), (Some(true), Some("fake")));
+    let written = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        written.starts_with("# my own words\n")
+            && written.contains("# the first model\n[providers.fake.models.m]\ncontext_tokens = 8000 # as served\n")
+            && written.contains("[providers.second]\nkind = \"openai\"")
+            && written.contains("[providers.second.models.big]\ncontext_tokens = 32000\n")
+            && written.contains("default_provider = \"fake\""),
+        "{written}"
+    );
+    assert_eq!(api.put("/api/providers/second", body).await.status, 200, "saved again: a replacement");
+
+    // Without a restart: a type may name it, and its agent's turn goes to the new server.
+    let named = agent_from(&api, json!({"name": "named", "provider": "second", "model": "big"})).await;
+    second.push(Scripted::text("from the second"));
+    let reply = api.post(&format!("/api/agents/{named}/messages"), json!({"message": "hi"})).await;
+    assert_eq!(reply.body["reply"], "from the second", "{}", reply.text);
+    first.push(Scripted::text("from the first"));
+    let reply = api.post(&format!("/api/agents/{unnamed}/messages"), json!({"message": "hi"})).await;
+    assert_eq!(reply.body["reply"], "from the first", "{}", reply.text);
+    let usage = api.get("/api/usage?group=model").await;
+    assert!(
+        usage.text.contains("\"cost_usd\"") && !usage.text.contains("\"cost_usd\":0.0,\"key\":\"second"),
+        "{}",
+        usage.text
+    );
+
+    // Refusals leave the file as it was: a bad address, a bad key variable, an unknown field.
+    let before = std::fs::read_to_string(&path).unwrap();
+    for (bad, says) in [
+        (json!({"kind": "openai", "base_url": "ftp://x"}), "is not an http:// or https:// address"),
+        (json!({"kind": "openai", "api_key_env": "MY KEY"}), "is not the name of an environment variable"),
+        (json!({"kind": "openai", "colour": "red"}), "colour"),
+    ] {
+        let refused = api.put("/api/providers/second", bad).await;
+        assert_eq!(refused.status, 422, "{}", refused.text);
+        assert!(refused.text.contains(says), "{}", refused.text);
+    }
+    assert_eq!(api.put("/api/providers/Bad%20Name", json!({"kind": "openai"})).await.status, 422);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+    // In use: not removed.
+    let in_use = api.delete("/api/providers/second").await;
+    assert_eq!(in_use.status, 409, "{}", in_use.text);
+    assert!(in_use.text.contains("type `named`") && in_use.text.contains("agent `named`"), "{}", in_use.text);
+
+    // The dashboard: added from its form, shown back, edited, refused with the form kept.
+    let url = second.base_url();
+    let form = [
+        ("name", "spare"),
+        ("kind", "anthropic"),
+        ("base_url", url.as_str()),
+        ("api_key_env", "SPARE_KEY"),
+        ("timeout_secs", "30"),
+        ("max_retries", "2"),
+        ("models.0.name", "claude"),
+        ("models.0.input_usd_per_mtok", "3"),
+        ("models.0.output_usd_per_mtok", "15"),
+    ];
+    let saved = b.submit("/providers", "/providers", &form).await;
+    assert_eq!((saved.status, saved.header("location")), (303, Some("/providers/spare")), "{}", saved.text);
+    let page = b.get("/providers/spare").await.text;
+    assert!(page.contains("Provider `spare` added") || page.contains("<code>spare</code> added"), "the notice: {page}");
+    assert!(page.contains("value=\"SPARE_KEY\"") && page.contains("missing: set SPARE_KEY"), "{page}");
+    assert!(page.contains("name=\"models.0.name\" value=\"claude\""), "{page}");
+    let taken = b.submit("/providers", "/providers", &form).await;
+    assert_eq!(taken.status, 409, "{}", taken.text);
+    let refused = b
+        .submit(
+            "/providers/spare",
+            "/providers/spare",
+            &[("kind", "anthropic"), ("max_retries", "many"), ("models.0.name", "claude")],
+        )
+        .await;
+    assert_eq!(refused.status, 422, "{}", refused.text);
+    assert!(refused.text.contains("max_retries") && refused.text.contains("value=\"many\""), "{}", refused.text);
+    let spare = api.get("/api/providers/spare").await;
+    assert_eq!(spare.body["settings"]["max_retries"], 2, "unchanged: {}", spare.text);
+    assert_eq!(spare.body["settings"]["models"]["claude"]["output_usd_per_mtok"], 15.0);
+
+    // The command line, through the daemon: flags change only what they name.
+    let out =
+        home.cli_ok(&["provider", "set", "spare", "--max-in-flight", "2", "--price", "haiku=1,5", "--no-key"]).await;
+    assert!(
+        out.contains("provider `spare` saved in config.toml: the daemon uses it from its next model call"),
+        "{out}"
+    );
+    let spare = api.get("/api/providers/spare").await;
+    assert_eq!(spare.body["settings"]["max_in_flight"], 2, "{}", spare.text);
+    assert_eq!(spare.body["settings"]["timeout_secs"], 30, "kept: {}", spare.text);
+    assert_eq!(spare.body["settings"]["api_key_env"], "", "{}", spare.text);
+    assert_eq!(spare.body["settings"]["models"]["haiku"]["input_usd_per_mtok"], 1.0);
+    let listed = home.cli_ok(&["provider", "list"]).await;
+    assert!(
+        listed.contains("fake (default)") && listed.contains("spare") && listed.contains("none needed"),
+        "{listed}"
+    );
+    let refused = home.cli(&["provider", "set", "newone", "--base-url", "http://x"]).await;
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && said.contains("a new provider needs --kind"), "{said}");
+
+    // The default moves; the dashboard removes what nobody uses; the log has each change.
+    home.cli_ok(&["provider", "default", "spare"]).await;
+    assert!(std::fs::read_to_string(&path).unwrap().contains("default_provider = \"spare\""));
+    let refused = b.submit("/providers/spare", "/providers/spare/remove", &[]).await;
+    assert_eq!(refused.status, 409, "the default, used by `unnamed`: {}", refused.text);
+    home.cli_ok(&["provider", "default", "fake"]).await;
+    let removed = b.submit("/providers/spare", "/providers/spare/remove", &[]).await;
+    assert_eq!((removed.status, removed.header("location")), (303, Some("/#providers")), "{}", removed.text);
+    let written = std::fs::read_to_string(&path).unwrap();
+    assert!(!written.contains("spare") && written.starts_with("# my own words\n"), "{written}");
+    assert_eq!(api.get("/api/providers/spare").await.status, 404);
+    let logged = api.get("/api/audit/actions?action=provider.save").await;
+    assert!(logged.body.as_array().is_some_and(|a| a.len() >= 5), "{}", logged.text);
+}
