@@ -144,9 +144,17 @@ pub fn audit_table(records: Vec<AuditRecord>, agents: &[Arc<Agent>]) -> impl Int
         .map(|r| {
             let agent = names.get(&r.agent_id).cloned().unwrap_or_else(|| r.agent_id.clone());
             let class = if r.outcome == "ok" { "ok" } else { "bad" };
+            // A call made in a turn links to the chat it was made in.
+            let when = match &r.session_id {
+                Some(session) => {
+                    let chat = format!("/agents/{}?session={session}", r.agent_id);
+                    view! { <a href=chat title="The chat this call was made in">{short_time(&r.at)}</a> }.into_any()
+                }
+                None => short_time(&r.at).into_any(),
+            };
             view! {
                 <tr>
-                    <td>{short_time(&r.at)}</td>
+                    <td>{when}</td>
                     <td><a href=format!("/agents/{}", r.agent_id)>{agent}</a></td>
                     <td>{r.tool}</td>
                     <td class=class>{r.outcome}</td>

@@ -70,7 +70,7 @@ pub fn render(meta: PageMeta, page: AuditPage) -> String {
                 {crate::widgets::kept_for("Tool calls", "audit_days", page.kept_days)}
                 <form method="get" action="/audit" class="filters">
                     <label>"Agent" <select name="agent"><option value="">"any"</option>{options}</select></label>
-                    <label>"Tool" <input type="text" name="tool" value=page.tool.unwrap_or_default() placeholder="exact tool name"/></label>
+                    <label>"Tool" <input type="text" name="tool" value=page.tool.unwrap_or_default() placeholder="a name, or a prefix: browser_*"/></label>
                     <label>"Outcome" <select name="outcome">{outcomes}</select></label>
                     <label>"When" <select name="within">{windows}</select></label>
                     <button type="submit">"Filter"</button>

@@ -56,11 +56,12 @@ fn server_card(s: ServerView, csrf: String) -> impl IntoView + use<> {
             .tools
             .iter()
             .map(|t| {
-                let own = t.renamed.then(|| t.original_name.clone());
+                // The server's own name, always: a renamed tool says so.
+                let renamed = t.renamed.then_some(" (renamed: the model sees another name)");
                 view! {
                     <tr>
                         <td><code>{t.name.clone()}</code></td>
-                        <td>{own.map(|o| view! { <code>{o}</code> })}</td>
+                        <td><code>{t.original_name.clone()}</code>{renamed}</td>
                         <td>{t.description.clone()}</td>
                     </tr>
                 }

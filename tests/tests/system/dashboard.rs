@@ -306,6 +306,14 @@ async fn the_tools_inspector_filters_grants_and_tries_tools_through_the_pipeline
     assert!(page.contains("<option value=\"error\" selected>failed</option>"), "{page}");
     assert!(page.contains("<option value=\"1h\" selected>the last hour</option>"), "{page}");
     assert!(page.contains("<td>tool_search</td>") && !page.contains("<td>system_time</td>"), "{page}");
+    // A tool prefix ends in `*`; its `_` is a character, not a wildcard.
+    let prefixed = api.get(&format!("/api/audit?agent={id}&tool=system_*")).await;
+    assert_eq!(prefixed.body.as_array().map(Vec::len), Some(1), "{}", prefixed.text);
+    assert_eq!(prefixed.body[0]["tool"], "system_time");
+    let literal = api.get(&format!("/api/audit?agent={id}&tool=s_stem*")).await;
+    assert_eq!(literal.body, json!([]), "{}", literal.text);
+    let page = b.get(&format!("/audit?agent={id}&tool=tool_*")).await.text;
+    assert!(page.contains("<td>tool_search</td>") && !page.contains("<td>system_time</td>"), "{page}");
 
     // A try-it has a field per argument, typed as its schema says, keeps its arguments and
     // the view's filters after a run, and its URL opened on its own goes back to the tool.

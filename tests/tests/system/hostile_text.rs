@@ -390,6 +390,9 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     let painted =
         b.submit(&format!("/agents/{painter}"), &format!("/agents/{painter}/chat"), &[("message", "draw")]).await;
     let canvas_chat = painted.header("location").unwrap().split('#').next().unwrap().to_string();
+    // The audit links the turn's call to the chat it was made in.
+    let audit = b.get(&format!("/audit?agent={painter}&tool=canvas_*")).await.text;
+    assert!(audit.contains(&format!("href=\"/agents/{painter}?session=")), "{audit}");
     for title in &TITLES[1..] {
         let shown = api.invoke(&painter, "canvas_present", json!({"html": corpus, "title": title})).await;
         assert_eq!(shown.status, 200, "{}", shown.text);

@@ -246,6 +246,11 @@ async fn the_python_sdk_peer_names_mapped_errors_list_changes_resources_prompts_
     let name = mapped["name"].as_str().unwrap().to_string();
     assert!(name.starts_with("mcp__py__files_read_") && name.len() == "mcp__py__files_read_".len() + 6, "{name}");
     assert_eq!(tool(&api, &name).await.unwrap()["origin"]["original_name"], "files.read");
+    // The MCP page names each tool as the server does, renamed or not.
+    let b = daemon.browser();
+    assert_eq!(b.set_up("ada", "correct horse").await.status, 303);
+    let page = b.get("/mcp").await.text;
+    assert!(page.contains("<code>fail</code>") && page.contains("<code>files.read</code> (renamed"), "{page}");
     let read = api.invoke(&agent, &name, json!({"path": "notes.txt"})).await;
     assert_eq!(read.body["content"], "contents of notes.txt", "{}", read.text);
 

@@ -58,7 +58,7 @@ pub struct AuditRecord {
 pub struct AuditFilter {
     /// An agent's name or id.
     pub agent: Option<String>,
-    /// Exact tool name.
+    /// A tool's exact name, or a prefix ending in `*` (`browser_*`, `mcp__docs__*`).
     pub tool: Option<String>,
     /// `ok`, `error` (any failure), or one outcome (`Forbidden`, `InvalidArguments`, …).
     pub outcome: Option<String>,
@@ -132,7 +132,7 @@ impl AuditLog {
     /// The latest `limit` records, newest first (the overview's recent calls: no total).
     pub async fn recent(&self, limit: u32) -> Result<Vec<AuditRecord>> {
         self.flush().await;
-        store::list(&self.db, &[], None, i64::from(limit)).await
+        store::list(&self.db, &[], None, None, i64::from(limit)).await
     }
 
     /// Tool calls per UTC hour since `since`, oldest first.
@@ -154,15 +154,17 @@ impl AuditLog {
             Some("error") => ("outcome <> ", Some("ok")),
             other => ("outcome = ", other),
         };
+        let tool = given(filter.tool.as_deref());
+        let prefix = tool.and_then(|t| t.strip_suffix('*'));
         let filters = [
             ("agent_id = ", agent_id.as_deref()),
-            ("tool = ", given(filter.tool.as_deref())),
+            ("tool = ", tool.filter(|_| prefix.is_none())),
             outcome,
             ("at >= ", since.as_deref()),
         ];
         let before = page.after(Key::Number)?.map(|c| c.parse::<i64>().map_err(|_| bad_cursor())).transpose()?;
-        let rows = store::list(&self.db, &filters, before, page.fetch_limit()).await?;
-        let total = store::count(&self.db, &filters).await?;
+        let rows = store::list(&self.db, &filters, prefix, before, page.fetch_limit()).await?;
+        let total = store::count(&self.db, &filters, prefix).await?;
         Ok(Page::from_rows(rows, page, total, |r| r.id.to_string()))
     }
 }

@@ -39,11 +39,17 @@ pub(super) type Filters<'a> = [(&'static str, Option<&'a str>)];
 /// Records newest first (`audit_agent(agent_id, id)` and `audit_tool(tool, id)` serve the
 /// agent and tool filters) that meet `filters`, older than the record `before`, at most
 /// `limit`.
-pub(super) async fn list(db: &Db, filters: &Filters<'_>, before: Option<i64>, limit: i64) -> Result<Vec<AuditRecord>> {
+pub(super) async fn list(
+    db: &Db,
+    filters: &Filters<'_>,
+    tool_prefix: Option<&str>,
+    before: Option<i64>,
+    limit: i64,
+) -> Result<Vec<AuditRecord>> {
     let mut query = db::QueryBuilder::new(
         "SELECT id, at, agent_id, session_id, caller, tool, args_digest, outcome, message, duration_us, artifact_id FROM audit",
     );
-    db::where_filters(&mut query, filters, before);
+    push_where(&mut query, filters, tool_prefix, before);
     query.push(" ORDER BY id DESC LIMIT ").push_bind(limit);
     let rows = query.build().fetch_all(db).await?;
     rows.iter()
@@ -65,11 +71,31 @@ pub(super) async fn list(db: &Db, filters: &Filters<'_>, before: Option<i64>, li
         .collect()
 }
 
-pub(super) async fn count(db: &Db, filters: &Filters<'_>) -> Result<u64> {
+pub(super) async fn count(db: &Db, filters: &Filters<'_>, tool_prefix: Option<&str>) -> Result<u64> {
     let mut query = db::QueryBuilder::new("SELECT count(*) FROM audit");
-    db::where_filters(&mut query, filters, None);
+    push_where(&mut query, filters, tool_prefix, None);
     let n: i64 = query.build_query_scalar().fetch_one(db).await?;
     Ok(n as u64)
+}
+
+/// The filters' `WHERE`, a tool-name prefix (compared as text, so `_` and `%` are no
+/// wildcards) and where a page continues.
+fn push_where(query: &mut db::QueryBuilder, filters: &Filters<'_>, tool_prefix: Option<&str>, before: Option<i64>) {
+    let mut and = if db::push_conditions(query, filters.iter().copied()) { " AND " } else { " WHERE " };
+    if let Some(prefix) = tool_prefix {
+        // Binds are 64-bit; PostgreSQL's substr takes a 32-bit length.
+        let length = prefix.chars().count() as i64;
+        query
+            .push(and)
+            .push("substr(tool, 1, CAST(")
+            .push_bind(length)
+            .push(" AS INTEGER)) = ")
+            .push_bind(prefix.to_string());
+        and = " AND ";
+    }
+    if let Some(before) = before {
+        query.push(and).push("id < ").push_bind(before);
+    }
 }
 
 /// Tool calls per UTC hour since `since` (`YYYY-MM-DDTHH`), oldest first; the rows that are
