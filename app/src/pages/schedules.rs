@@ -46,9 +46,17 @@ fn next_fire(s: &Schedule) -> String {
     }
 }
 
-/// A button for each action the schedule's state offers (Pause or Resume).
+/// A button for each action the schedule's state offers (Pause or Resume), and Run now,
+/// which every schedule offers (one fire outside its times).
 fn toggle(s: &Schedule, csrf: &str) -> impl IntoView + use<> {
-    s.state
+    let run = view! {
+        <form method="post" action=format!("/schedules/{}/run", s.id) class="inline">
+            <Csrf token=csrf.to_string()/>
+            <button type="submit" aria-label=format!("Run schedule {} now", s.short_id())>"Run now"</button>
+        </form>
+    };
+    let actions = s
+        .state
         .actions()
         .iter()
         .map(|action| {
@@ -63,7 +71,8 @@ fn toggle(s: &Schedule, csrf: &str) -> impl IntoView + use<> {
                 </form>
             }
         })
-        .collect::<Vec<_>>()
+        .collect::<Vec<_>>();
+    (actions, run)
 }
 
 pub fn render_list(meta: PageMeta, page: List) -> String {

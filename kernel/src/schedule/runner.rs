@@ -63,15 +63,21 @@ struct Uses {
     inbox: Arc<Inbox>,
 }
 
+impl Uses {
+    fn of(services: &Services) -> Uses {
+        Uses {
+            schedules: services.need(),
+            config: services.need(),
+            runtime: services.get::<Runtime>().clone(),
+            channels: services.need(),
+            inbox: services.need(),
+        }
+    }
+}
+
 /// Starts the scheduler. It stops when the kernel closes.
 pub(crate) fn start(services: &Services) {
-    let uses = Uses {
-        schedules: services.need(),
-        config: services.need(),
-        runtime: services.get::<Runtime>().clone(),
-        channels: services.need(),
-        inbox: services.need(),
-    };
+    let uses = Uses::of(services);
     let (queue, pending) = tokio::sync::mpsc::unbounded_channel();
     let schedules = uses.schedules.clone();
     tokio::spawn(run_fires(uses, pending));
@@ -131,7 +137,7 @@ async fn run_fires(uses: Uses, mut pending: tokio::sync::mpsc::UnboundedReceiver
     let permits = Arc::new(Semaphore::new(uses.config.schedules.max_concurrent_fires as usize));
     while let Some(d) = pending.recv().await {
         let Ok(permit) = permits.clone().acquire_owned().await else { return };
-        tokio::spawn(fire(uses.clone(), d, permit));
+        tokio::spawn(fire(uses.clone(), d, Some(permit)));
     }
 }
 
@@ -218,7 +224,9 @@ async fn stopped_chain(inbox: &Inbox, agent: &crate::agent::Agent, d: &Dispatch,
 }
 
 /// Runs one fire's turn and records how it ended.
-async fn fire(uses: Uses, d: Dispatch, _permit: tokio::sync::OwnedSemaphorePermit) {
+/// A fire of the scheduler holds one of `[schedules] max_concurrent_fires` places; an
+/// operator's "run now" holds none.
+async fn fire(uses: Uses, d: Dispatch, _permit: Option<tokio::sync::OwnedSemaphorePermit>) {
     let started = Instant::now();
     let schedules = &uses.schedules;
     let agent = Uuid::parse_str(&d.agent_id).ok().and_then(|id| schedules.agents.get_by_id(id));
@@ -284,6 +292,49 @@ async fn fire(uses: Uses, d: Dispatch, _permit: tokio::sync::OwnedSemaphorePermi
     // Noted after the record, so an operator who opens the note finds the failed fire there.
     if let Some(agent) = stopped {
         stopped_chain(&uses.inbox, &agent, &d, &detail).await;
+    }
+}
+
+/// Fires schedule `id` once, now, outside its times (an operator's "run now"): its state and
+/// next fire stay as they are, so a paused schedule stays paused. The fire is recorded like
+/// any other, its turn runs in the background; its fire row's id is returned. Refused for a
+/// stopped agent (a scheduled fire would be skipped and pause the schedule).
+async fn run_now(services: &Services, id: &str) -> Result<i64> {
+    let uses = Uses::of(services);
+    let schedules = &uses.schedules;
+    let schedule = schedules.get(id).await?;
+    let agent = Uuid::parse_str(&schedule.agent_id).ok().and_then(|a| schedules.agents.get_by_id(a));
+    match agent {
+        Some(agent) if agent.is_running() => {}
+        Some(agent) => {
+            return Err(crate::Error::conflict(format!(
+                "agent `{0}` is stopped: start it first (`kennel agent start {0}`)",
+                agent.name
+            )));
+        }
+        None => return Err(crate::Error::conflict("the schedule's agent no longer exists")),
+    }
+    let at = db::timestamp(schedules.clock.now());
+    let id = schedule.id.to_string();
+    let (row, fire_id) = store::take_manual_fire(&schedules.db, &id, &schedules.daemon, &at)
+        .await?
+        .ok_or_else(|| crate::Error::not_found(format!("no schedule {}", schedule.short_id())))?;
+    let d = Dispatch {
+        fire_id,
+        schedule_id: row.id,
+        agent_id: row.agent_id,
+        prompt: row.prompt,
+        channel: row.channel,
+        lineage: row.lineage,
+    };
+    tokio::spawn(fire(uses.clone(), d, None));
+    Ok(fire_id)
+}
+
+impl crate::Kernel {
+    /// "Run now" for schedule `id` (its id or short form): see [`run_now`].
+    pub async fn run_schedule_now(&self, id: &str) -> Result<i64> {
+        run_now(self.services(), id).await
     }
 }
 

@@ -356,6 +356,33 @@ pub(super) async fn take_fires(
     Ok(ids)
 }
 
+/// A fire an operator asked for outside the schedule's times ("run now"): the schedule as a
+/// fire reads it, and its `running` fire row (due now, nothing missed), in one transaction.
+/// `None` when there is no such schedule.
+pub(super) async fn take_manual_fire(db: &Db, id: &str, daemon: &str, at: &str) -> Result<Option<(DueRow, i64)>> {
+    let mut tx = db.begin_write().await?;
+    let row = db::query(
+        "SELECT id, agent_id, kind, expression, timezone, prompt, channel, $2 AS next_fire, lineage FROM schedules
+         WHERE id = $1",
+    )
+    .bind(id)
+    .bind(at)
+    .fetch_optional(&mut tx)
+    .await?;
+    let Some(row) = row.as_ref().map(due_row).transpose()? else { return Ok(None) };
+    let fire_id: i64 = db::query_scalar(
+        "INSERT INTO schedule_fires (schedule_id, due_at, fired_at, outcome, missed_slots, daemon_id)
+         VALUES ($1, $2, $2, 'running', 0, $3) RETURNING id",
+    )
+    .bind(id)
+    .bind(at)
+    .bind(daemon)
+    .fetch_one(&mut tx)
+    .await?;
+    tx.commit().await?;
+    Ok(Some((row, fire_id)))
+}
+
 /// The earliest `next_fire` of any active schedule, as stored.
 pub(super) async fn earliest(db: &Db) -> Result<Option<String>> {
     Ok(db::query_scalar("SELECT min(next_fire) FROM schedules WHERE state = 'active'").fetch_one(db).await?)

@@ -22,6 +22,7 @@ pub fn routes() -> Pages {
         .route("/schedules/{id}", get(detail))
         .route("/schedules/{id}/pause", post(pause, Action::named("schedule.pause")))
         .route("/schedules/{id}/resume", post(resume, Action::named("schedule.resume")))
+        .route("/schedules/{id}/run", post(run_now, Action::named("schedule.run")))
         .route("/schedules/{id}/delete", get(confirm_delete).post(delete, Action::named("schedule.delete")))
 }
 
@@ -80,6 +81,18 @@ pub async fn pause(
 ) -> PageResult {
     let s = kernel.service::<Schedules>().pause(&id).await?;
     Ok(see_other("/schedules", &format!("Schedule {} paused.", s.short_id())))
+}
+
+/// "Run now": one fire outside the schedule's times; its page shows it in the fire history.
+pub async fn run_now(
+    State(kernel): State<Kernel>,
+    Extension(_): Extension<Operator>,
+    Path(id): Path<String>,
+) -> PageResult {
+    let s = kernel.service::<Schedules>().get(&id).await?;
+    kernel.run_schedule_now(&id).await?;
+    let notice = format!("Schedule {} is running now; its fire is in the history below.", s.short_id());
+    Ok(see_other(&format!("/schedules/{}", s.id), &notice))
 }
 
 pub async fn resume(

@@ -5,7 +5,7 @@
 use crate::routes::api;
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::Method;
+use axum::http::{Method, StatusCode};
 use axum::response::Response;
 use kennel_kernel::page::IdCursor;
 use kennel_kernel::page::PageQuery;
@@ -26,6 +26,7 @@ pub fn routes() -> Api {
         .route(api!(get_schedule, delete_schedule), &[(Method::DELETE, Action::named("schedule.delete"))])
         .route(api!(pause_schedule), &[(Method::POST, Action::named("schedule.pause"))])
         .route(api!(resume_schedule), &[(Method::POST, Action::named("schedule.resume"))])
+        .route(api!(run_schedule), &[(Method::POST, Action::named("schedule.run"))])
 }
 
 /// A schedule with its owner's name.
@@ -81,6 +82,31 @@ async fn get_schedule(State(kernel): State<Kernel>, Path(id): Path<String>) -> A
 async fn pause_schedule(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<OwnedSchedule>> {
     let schedule = kernel.service::<Schedules>().pause(&id).await?;
     Ok(Json(owned(&kernel, schedule)))
+}
+
+/// The fire "run now" started.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+struct StartedFire {
+    /// The fire's id in the schedule's fire history (`GET /api/schedules/{id}`), `running`
+    /// until its turn ends.
+    fire_id: i64,
+}
+
+/// Runs the schedule once now, outside its times: its prompt as a turn of its agent, recorded
+/// in its fire history like any fire. Its state and next fire are unchanged (a paused
+/// schedule stays paused). Answers when the fire is recorded; the turn runs on.
+#[utoipa::path(post, path = "/api/schedules/{id}/run", tag = "schedules", params(("id" = String, Path, description = "The schedule's id, or its short form (its last 8 hex digits, as the dashboard shows it)")),
+    responses(
+        (status = 202, description = "The fire is recorded and its turn started", body = StartedFire),
+        (status = 404, description = "No such schedule"),
+        (status = 409, description = "Its agent is stopped or gone"),
+    ))]
+async fn run_schedule(
+    State(kernel): State<Kernel>,
+    Path(id): Path<String>,
+) -> ApiResult<(StatusCode, Json<StartedFire>)> {
+    let fire_id = kernel.run_schedule_now(&id).await?;
+    Ok((StatusCode::ACCEPTED, Json(StartedFire { fire_id })))
 }
 
 /// Resumes a paused schedule (a cron job from its next match after now).

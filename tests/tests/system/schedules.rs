@@ -170,6 +170,64 @@ async fn a_fire_runs_a_headless_turn_and_is_recorded_with_outcome_and_duration()
     assert_eq!(r.error_kind(), "Conflict");
 }
 
+/// Issue 47: "run now" fires a schedule once outside its times, from the API and the
+/// dashboard, recorded in its history; a paused one stays paused, a stopped agent's is refused.
+#[tokio::test]
+async fn run_now_fires_a_schedule_once_and_leaves_its_state_and_times_alone() {
+    let (_home, d, api, llm) = daemon_with_llm("openai", "").await;
+    llm.set_fallback(kennel_tests::fake_llm::Scripted::text("Watered."));
+    let gardener = agent_from(&api, json!({"name": "gardener", "model": "m", "tools": ["schedule.*"]})).await;
+    let cron = id_of(
+        &api.invoke(&gardener, "cron_create", json!({"expression": "0 6 1 1 *", "prompt": "water the plants"})).await,
+    );
+    let next = schedule(&api, &cron).await["schedule"]["next_fire"].clone();
+    let ran = api.post(&format!("/api/schedules/{cron}/run"), json!({})).await;
+    assert_eq!(ran.status, 202, "{}", ran.text);
+    let fire_id = ran.body["fire_id"].as_i64().expect("the fire's id");
+    let finished = eventually(Duration::from_secs(10), || async {
+        schedule(&api, &cron).await["fires"][0]["outcome"].as_str().is_some_and(|o| o != "running")
+    })
+    .await;
+    let detail = schedule(&api, &cron).await;
+    assert!(finished, "{detail}");
+    assert_eq!(
+        (detail["fires"][0]["id"].as_i64(), detail["fires"][0]["outcome"].as_str()),
+        (Some(fire_id), Some("ok"))
+    );
+    assert_eq!(detail["fires"][0]["detail"], "Watered.");
+    assert_eq!(
+        (detail["schedule"]["state"].as_str(), &detail["schedule"]["next_fire"]),
+        (Some("active"), &next),
+        "{detail}"
+    );
+
+    // Paused, it runs from the dashboard's button and stays paused.
+    api.post(&format!("/api/schedules/{cron}/pause"), json!({})).await;
+    let b = d.browser();
+    assert_eq!(b.set_up("ada", "correct horse").await.status, 303);
+    let page = b.get(&format!("/schedules/{cron}")).await.text;
+    assert!(page.contains(&format!("action=\"/schedules/{cron}/run\"")), "{page}");
+    let clicked = b.submit(&format!("/schedules/{cron}"), &format!("/schedules/{cron}/run"), &[]).await;
+    assert_eq!((clicked.status, clicked.header("location")), (303, Some(format!("/schedules/{cron}").as_str())));
+    let twice = eventually(Duration::from_secs(10), || async {
+        let fires = schedule(&api, &cron).await["fires"].clone();
+        fires.as_array().is_some_and(|f| f.len() == 2) && fires[0]["outcome"] == "ok"
+    })
+    .await;
+    let detail = schedule(&api, &cron).await;
+    assert!(twice && detail["schedule"]["state"] == "paused", "{detail}");
+
+    // Refused: a stopped agent's schedule, and one that does not exist.
+    api.post(&format!("/api/agents/{gardener}/stop"), json!({})).await;
+    let refused = api.post(&format!("/api/schedules/{cron}/run"), json!({})).await;
+    assert_eq!(refused.status, 409, "{}", refused.text);
+    assert!(refused.text.contains("agent `gardener` is stopped"), "{}", refused.text);
+    assert_eq!(schedule(&api, &cron).await["fires"].as_array().map(Vec::len), Some(2), "nothing recorded");
+    assert_eq!(api.post("/api/schedules/00000000/run", json!({})).await.status, 404);
+    let logged = api.get("/api/audit/actions?action=schedule.run").await;
+    assert_eq!(logged.body.as_array().map(Vec::len), Some(4), "{}", logged.text);
+}
+
 #[tokio::test]
 async fn stopping_an_agent_pauses_its_schedules_and_the_cli_never_fires_them() {
     let home = kennel_tests::Home::new();
