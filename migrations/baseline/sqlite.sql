@@ -1,4 +1,4 @@
--- The schema SQLite's migrations 0001–0040 make, laid at once on a fresh database
+-- The schema SQLite's migrations 0001–0041 make, laid at once on a fresh database
 -- (kernel/src/db/baseline.rs). Written by a test, never by hand: after a new migration,
 -- KENNEL_WRITE_BASELINE=1 cargo test -p kennel-kernel --lib db::baseline
 CREATE TABLE agent_types (
@@ -129,7 +129,7 @@ CREATE TABLE tasks (
     created_at   TEXT NOT NULL,
     updated_at   TEXT NOT NULL,
     completed_at TEXT
-);
+, changed_by TEXT);
 CREATE INDEX tasks_claimable ON tasks(status, priority DESC, id);
 CREATE TABLE task_events (
     id       INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -142,9 +142,6 @@ CREATE TABLE task_events (
 CREATE INDEX task_events_by_task ON task_events(task_id, id);
 CREATE TRIGGER task_posted AFTER INSERT ON tasks BEGIN
     INSERT INTO task_events (task_id, at, status, actor, retries) VALUES (NEW.id, NEW.created_at, NEW.status, NEW.posted_by, NEW.retries);
-END;
-CREATE TRIGGER task_changed AFTER UPDATE OF status, assignee ON tasks BEGIN
-    INSERT INTO task_events (task_id, at, status, actor, retries) VALUES (NEW.id, NEW.updated_at, NEW.status, COALESCE(NEW.claimed_by, NEW.assignee), NEW.retries);
 END;
 CREATE TABLE schedules (
     id          TEXT PRIMARY KEY,          -- UUIDv7
@@ -570,4 +567,7 @@ CREATE TABLE usage_days (
 );
 CREATE INDEX operator_sessions_by_expiry ON operator_sessions(expires_at);
 CREATE TRIGGER operator_sessions_deleted AFTER DELETE ON operator_sessions BEGIN UPDATE cached_tables_version SET version = version + 1; END;
+CREATE TRIGGER task_changed AFTER UPDATE OF status, assignee ON tasks BEGIN
+    INSERT INTO task_events (task_id, at, status, actor, retries) VALUES (NEW.id, NEW.updated_at, NEW.status, COALESCE(NEW.changed_by, NEW.claimed_by, NEW.assignee), NEW.retries);
+END;
 INSERT INTO "cached_tables_version" VALUES (1, 0);

@@ -158,7 +158,13 @@ pub fn render_detail(meta: PageMeta, page: Detail) -> String {
                     format!("pending (for {})", name_of(&e.actor).unwrap_or_else(|| "anyone".into()))
                 }
                 TaskChange::Failed => format!("failed after {} retries", e.retries),
-                TaskChange::Done | TaskChange::Cancelled => e.status.to_string(),
+                TaskChange::Done => format!("done by {}", name_of(&e.actor).unwrap_or_else(|| "its claimant".into())),
+                // Who cancelled is a caller's label (`operator:ada`, `cli`); rows older than
+                // its recording hold the assignee's id there instead, and name no one.
+                TaskChange::Cancelled => match &e.actor {
+                    Some(by) if by.contains(':') || by == "cli" => format!("cancelled by {by}"),
+                    _ => "cancelled".into(),
+                },
             };
             (e.at.clone(), view! { <li><span class="hint">{short_time(&e.at)}</span>" "{what}</li> }.into_any())
         })

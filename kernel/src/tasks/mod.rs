@@ -423,8 +423,9 @@ impl TaskBoard {
     }
 
     /// Operator action: withdraw a task that is not finished.
-    pub async fn cancel(&self, id: &str) -> Result<Task> {
-        self.act(id, TaskAction::Cancel, store::Change::Cancel).await
+    /// `by`: who cancels it, as the logs name callers (`operator:ada`, `token:ci`, `cli`).
+    pub async fn cancel(&self, id: &str, by: &str) -> Result<Task> {
+        self.act(id, TaskAction::Cancel, store::Change::Cancel { by }).await
     }
 
     /// Operator action: put a failed or cancelled task back to pending.

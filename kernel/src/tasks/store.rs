@@ -12,12 +12,14 @@ use crate::error::{Error, Result};
 /// time; on PostgreSQL, where daemons claim at once, the subquery locks the row it picks and
 /// passes over rows another claim holds (`FOR UPDATE SKIP LOCKED`), and the update checks
 /// the task is still pending.
-const CLAIM: &str = "UPDATE tasks SET status = 'claimed', claimed_by = $1, claimed_at = $2, updated_at = $2
+const CLAIM: &str =
+    "UPDATE tasks SET status = 'claimed', changed_by = NULL, claimed_by = $1, claimed_at = $2, updated_at = $2
      WHERE id = (SELECT id FROM tasks
                  WHERE status = 'pending' AND (assignee IS NULL OR assignee = $1) AND priority >= $3
                  ORDER BY priority DESC, id ASC LIMIT 1)
      RETURNING *";
-const CLAIM_POSTGRES: &str = "UPDATE tasks SET status = 'claimed', claimed_by = $1, claimed_at = $2, updated_at = $2
+const CLAIM_POSTGRES: &str =
+    "UPDATE tasks SET status = 'claimed', changed_by = NULL, claimed_by = $1, claimed_at = $2, updated_at = $2
      WHERE status = 'pending' AND id = (SELECT id FROM tasks
                  WHERE status = 'pending' AND (assignee IS NULL OR assignee = $1) AND priority >= $3
                  ORDER BY priority DESC, id ASC LIMIT 1 FOR UPDATE SKIP LOCKED)
@@ -81,7 +83,7 @@ pub(super) async fn claim_all(db: &Db, claims: impl Iterator<Item = (&str, i64)>
 /// Puts a claimed task back to pending (its claimant never heard of the claim).
 pub(super) async fn release(db: &Db, id: &str) -> Result<()> {
     db::query(
-        "UPDATE tasks SET status = 'pending', claimed_by = NULL, claimed_at = NULL, updated_at = $1
+        "UPDATE tasks SET status = 'pending', changed_by = NULL, claimed_by = NULL, claimed_at = NULL, updated_at = $1
          WHERE id = $2 AND status = 'claimed'",
     )
     .bind(db::now())
@@ -94,7 +96,7 @@ pub(super) async fn release(db: &Db, id: &str) -> Result<()> {
 /// Marks the task done if `agent` holds its claim; `None` if it does not.
 pub(super) async fn complete(db: &Db, id: &str, agent: &str, result: Option<&str>) -> Result<Option<Task>> {
     let row = db::query(
-        "UPDATE tasks SET status = 'done', result = $3, completed_at = $4, updated_at = $4
+        "UPDATE tasks SET status = 'done', changed_by = NULL, result = $3, completed_at = $4, updated_at = $4
          WHERE id = $1 AND status = 'claimed' AND claimed_by = $2 RETURNING *",
     )
     .bind(id)
@@ -108,8 +110,13 @@ pub(super) async fn complete(db: &Db, id: &str, agent: &str, result: Option<&str
 
 /// How an operator action changes a task.
 pub(super) enum Change<'a> {
-    Reassign { assignee: Option<&'a str> },
-    Cancel,
+    Reassign {
+        assignee: Option<&'a str>,
+    },
+    /// `by`: who cancels it, as the logs name callers (`operator:ada`), kept in its history.
+    Cancel {
+        by: &'a str,
+    },
     Retry,
 }
 
@@ -118,23 +125,25 @@ pub(super) async fn change(db: &Db, id: &str, from: TaskStatus, change: Change<'
     let now = db::now();
     let query = match change {
         Change::Reassign { assignee } => db::query(
-            "UPDATE tasks SET assignee = $3, status = 'pending', claimed_by = NULL, claimed_at = NULL, updated_at = $4
+            "UPDATE tasks SET assignee = $3, status = 'pending', changed_by = NULL, claimed_by = NULL, claimed_at = NULL,
+                              updated_at = $4
              WHERE id = $1 AND status = $2 RETURNING *",
         )
         .bind(id)
         .bind(from.as_str())
         .bind(assignee)
         .bind(now),
-        Change::Cancel => db::query(
-            "UPDATE tasks SET status = 'cancelled', claimed_by = NULL, updated_at = $3, completed_at = $3
+        Change::Cancel { by } => db::query(
+            "UPDATE tasks SET status = 'cancelled', changed_by = $4, claimed_by = NULL, updated_at = $3, completed_at = $3
              WHERE id = $1 AND status = $2 RETURNING *",
         )
         .bind(id)
         .bind(from.as_str())
-        .bind(now),
+        .bind(now)
+        .bind(by),
         Change::Retry => db::query(
-            "UPDATE tasks SET status = 'pending', claimed_by = NULL, claimed_at = NULL, result = NULL, completed_at = NULL,
-                              updated_at = $3
+            "UPDATE tasks SET status = 'pending', changed_by = NULL, claimed_by = NULL, claimed_at = NULL, result = NULL,
+                              completed_at = NULL, updated_at = $3
              WHERE id = $1 AND status = $2 RETURNING *",
         )
         .bind(id)
@@ -213,7 +222,7 @@ pub(super) async fn sweep(db: &Db, cutoff: &str, max_retries: i64) -> Result<u64
     let done = db::query(
         "UPDATE tasks SET
              status = CASE WHEN $2 > 0 AND retries + 1 >= $2 THEN 'failed' ELSE 'pending' END,
-             retries = retries + 1, claimed_by = NULL, claimed_at = NULL, updated_at = $3,
+             retries = retries + 1, changed_by = NULL, claimed_by = NULL, claimed_at = NULL, updated_at = $3,
              completed_at = CASE WHEN $2 > 0 AND retries + 1 >= $2 THEN $3 ELSE NULL END,
              result = CASE WHEN $2 > 0 AND retries + 1 >= $2 THEN 'failed: the claim expired ' || (retries + 1) || ' times' ELSE result END
          WHERE status = 'claimed' AND claimed_at < $1",

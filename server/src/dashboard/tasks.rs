@@ -182,10 +182,11 @@ pub async fn reassign(
 
 pub async fn cancel(
     State(kernel): State<Kernel>,
-    Extension(_): Extension<Operator>,
+    Extension(op): Extension<Operator>,
     Path(id): Path<String>,
 ) -> PageResult {
-    done(&id, kernel.service::<TaskBoard>().cancel(&id).await.map(|_| "Cancelled."))
+    let by = kennel_kernel::tool::Caller::Operator(op.name).audit_label();
+    done(&id, kernel.service::<TaskBoard>().cancel(&id, &by).await.map(|_| "Cancelled."))
 }
 
 pub async fn retry(

@@ -102,8 +102,12 @@ async fn reassign_task(
         (status = 404, description = "No such task"),
         (status = 409, description = "The task is done, failed or cancelled"),
     ))]
-async fn cancel_task(State(kernel): State<Kernel>, Path(id): Path<String>) -> ApiResult<Json<Task>> {
-    Ok(Json(kernel.service::<TaskBoard>().cancel(&id).await?))
+async fn cancel_task(
+    State(kernel): State<Kernel>,
+    Extension(Bearer(caller)): Extension<Bearer>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Task>> {
+    Ok(Json(kernel.service::<TaskBoard>().cancel(&id, &caller.audit_label()).await?))
 }
 
 /// Puts a failed or cancelled task back to pending.

@@ -121,9 +121,9 @@ async fn the_sweeper_returns_expired_claims_and_fails_tasks_past_max_retries() {
 
 #[tokio::test]
 async fn operators_reassign_cancel_and_retry() {
-    let (_home, _d, api) = daemon().await;
+    let (_home, d, api) = daemon().await;
     let a = agent_from(&api, json!({"name": "a", "tools": ["tasks.*"]})).await;
-    agent_from(&api, json!({"name": "b", "tools": ["tasks.*"]})).await;
+    let b = agent_from(&api, json!({"name": "b", "tools": ["tasks.*"]})).await;
     let id = api.post("/api/tasks", json!({"title": "t"})).await.body["id"].as_str().unwrap().to_string();
     api.invoke(&a, "task_claim", json!({})).await;
     let moved = api.post(&format!("/api/tasks/{id}/reassign"), json!({"assignee": "b"})).await;
@@ -134,6 +134,35 @@ async fn operators_reassign_cancel_and_retry() {
     assert_eq!(api.post(&format!("/api/tasks/{id}/cancel"), json!({})).await.status, 409);
     assert_eq!(api.post(&format!("/api/tasks/{id}/retry"), json!({})).await.body["status"], "pending");
     assert_eq!(api.post("/api/tasks/nope/retry", json!({})).await.status, 404);
+
+    // The history names who cancelled (the token) and who finished (the claimant); the
+    // changes after a cancellation name their own actors again.
+    let history = |detail: &serde_json::Value| -> Vec<(String, String)> {
+        let events = detail["history"].as_array().cloned().unwrap_or_default();
+        events
+            .iter()
+            .map(|e| (e["status"].as_str().unwrap_or_default().into(), e["actor"].as_str().unwrap_or_default().into()))
+            .collect()
+    };
+    api.invoke(&b, "task_claim", json!({})).await;
+    assert_eq!(api.invoke(&b, "task_complete", json!({"task_id": id, "result": "r"})).await.status, 200);
+    let events = history(&api.get(&format!("/api/tasks/{id}")).await.body);
+    let after: Vec<_> =
+        events.iter().skip_while(|(s, _)| s != "cancelled").map(|(s, a)| (s.as_str(), a.as_str())).collect();
+    assert_eq!(
+        after,
+        [("cancelled", "token:tests"), ("pending", b.as_str()), ("claimed", b.as_str()), ("done", b.as_str())]
+    );
+    // On the dashboard: cancelled by an operator, done by the agent's name.
+    let other = api.post("/api/tasks", json!({"title": "u"})).await.body["id"].as_str().unwrap().to_string();
+    let browser = d.browser();
+    assert_eq!(browser.set_up("ada", "correct horse").await.status, 303);
+    let cancelled = browser.submit(&format!("/tasks/{other}"), &format!("/tasks/{other}/cancel"), &[]).await;
+    assert_eq!(cancelled.status, 303, "{}", cancelled.text);
+    let page = browser.get(&format!("/tasks/{other}")).await.text;
+    assert!(page.contains("cancelled by operator:ada"), "{page}");
+    let page = browser.get(&format!("/tasks/{id}")).await.text;
+    assert!(page.contains("done by b") && page.contains("cancelled by token:tests"), "{page}");
     let ghost = api.post("/api/tasks", json!({"title": "x", "assignee": "ghost"})).await;
     assert_eq!((ghost.status, ghost.body["error"]["fields"][0]["field"].as_str()), (422, Some("assignee")));
 }
