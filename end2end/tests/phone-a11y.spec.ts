@@ -63,7 +63,7 @@ test.beforeAll(async ({ browser }) => {
   expect(started.ok(), await started.text()).toBeTruthy();
   pages = ['/', '/agents', `/agents/${agent}`, `/agents/${agent}/memory`, `/agents/${agent}/memory?q=parcels+floor`,
            `/agents/${agent}/knowledge`, `/agents/${agent}/knowledge?entity=parcel`, `/agents/${agent}/browser`, `/agents/${agent}/processes`, '/agent-types', '/agent-types/courier', '/tools', `/tools?agent=${agent}`,
-           '/tasks', '/schedules', '/canvas', '/usage', '/audit', '/audit/actions', '/agent-types/courier/apply', '/settings', '/skills', '/skills/deliveries', '/channels', '/channels/lobby', '/inbox', '/mcp', '/cluster', '/no/such/page'];
+           '/tasks', '/schedules', '/canvas', '/usage', '/audit', '/audit/actions', '/agent-types/courier/apply', '/settings', '/skills', '/skills/deliveries', '/channels', '/channels/lobby', '/inbox', '/mcp', '/cluster', '/providers', '/providers/fake', '/api-reference', '/no/such/page'];
 });
 
 test.afterAll(async () => {
@@ -88,6 +88,7 @@ test('axe-core finds no serious or critical violation on any page at desktop wid
     if (path === '/inbox') await page.screenshot({ path: `${shots}/inbox.png`, fullPage: true });
     if (path === '/mcp') await page.screenshot({ path: `${shots}/mcp.png`, fullPage: true });
     if (path === '/cluster') await page.screenshot({ path: `${shots}/cluster.png`, fullPage: true });
+    if (path === '/providers/fake') await page.screenshot({ path: `${shots}/provider.png`, fullPage: true });
     if (path === '/channels/lobby') await page.screenshot({ path: `${shots}/channel.png`, fullPage: true });
   }
   expect(found).toEqual([]);

@@ -14,9 +14,10 @@ use tracing::Level;
 
 /// Every route of the daemon.
 pub fn router(kernel: Kernel) -> Router {
+    let (machine, document) = crate::http::router(kernel.clone());
     Router::new()
-        .merge(crate::http::router(kernel.clone()))
-        .merge(crate::dashboard::router(kernel.clone()))
+        .merge(machine)
+        .merge(crate::dashboard::router(kernel.clone()).layer(axum::Extension(document)))
         .fallback(crate::dashboard::not_found)
         // A line per request at DEBUG (`RUST_LOG=tower_http=debug`), not at the default INFO:
         // formatting and writing it was a fifth of `GET /api/templates`'s time. Server errors

@@ -57,7 +57,7 @@ pub fn render(meta: PageMeta, page: Settings) -> String {
                 {fresh}
                 <section class="card">
                     <h2>"API tokens"</h2>
-                    <p class="hint">"Scripts send a token as "<code>"Authorization: Bearer TOKEN"</code>" to "<code>"/api/*"</code>". Revoking one refuses it at once."</p>
+                    <p class="hint">"Scripts send a token as "<code>"Authorization: Bearer TOKEN"</code>" to "<code>"/api/*"</code>". Revoking one refuses it at once. What each route takes and answers: "<a href="/api-reference">"the API reference"</a>"."</p>
                     <table><thead><tr><th>"Name"</th><th>"Created"</th><th></th></tr></thead><tbody>{rows}</tbody></table>
                     <form method="post" action="/settings/tokens" class="inline">
                         <Csrf token=csrf.clone()/>

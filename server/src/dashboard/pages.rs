@@ -25,6 +25,8 @@ pub fn routes() -> Pages {
         .route("/audit", get(audit))
         .route("/audit/actions", get(actions))
         .route("/settings", get(settings))
+        .route("/api-reference", get(api_reference))
+        .route("/api-reference/openapi.json", get(openapi_document))
         .route("/settings/tokens", post(create_token, Action::named("token.create")))
         .route("/settings/tokens/{name}/revoke", post(revoke_token, Action::named("token.revoke")))
 }
@@ -57,6 +59,27 @@ pub async fn overview(State(kernel): State<Kernel>, Extension(op): Extension<Ope
     };
     let meta = following(meta(&op, "Overview", overview::SECTION, n.flash()), &Topic::ALL, "/");
     Ok(html(StatusCode::OK, overview::render(meta, page)))
+}
+
+/// The API's reference, drawn from its own OpenAPI document.
+pub async fn api_reference(
+    Extension(op): Extension<Operator>,
+    Extension(document): Extension<crate::http::openapi::Document>,
+) -> PageResult {
+    let doc: serde_json::Value = serde_json::from_str(document.finished()).map_err(Error::internal)?;
+    let page = kennel_app::pages::api_reference::Reference::from_document(&doc);
+    Ok(html(
+        StatusCode::OK,
+        kennel_app::pages::api_reference::render(meta(&op, "API reference", settings::SECTION, None), page),
+    ))
+}
+
+/// The OpenAPI document for a signed-in operator (the API's copy needs a token).
+pub async fn openapi_document(
+    Extension(_): Extension<Operator>,
+    Extension(document): Extension<crate::http::openapi::Document>,
+) -> Response {
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], document.finished().to_string()).into_response()
 }
 
 #[derive(Deserialize)]

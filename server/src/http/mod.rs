@@ -104,7 +104,7 @@ mod knowledge;
 mod mcp;
 mod mcp_server;
 mod memory;
-mod openapi;
+pub mod openapi;
 mod page;
 mod processes;
 mod providers;
@@ -151,20 +151,23 @@ pub(crate) fn api_routes() -> Api {
 }
 
 /// The REST API (token-protected except `/healthz`), A2A and health, with the OpenAPI document.
-pub fn router(kernel: Kernel) -> Router<Kernel> {
+/// Also the API's OpenAPI document, which the dashboard's API reference draws.
+pub fn router(kernel: Kernel) -> (Router<Kernel>, openapi::Document) {
     let (api, documents, declared) = api_routes().merge(mcp_server::routes(&kernel)).into_parts();
+    let document = openapi::Document::new(documents);
     let api = api
-        .layer(axum::Extension(openapi::Document::new(documents)))
+        .layer(axum::Extension(document.clone()))
         .layer(middleware::from_fn_with_state(
             crate::actions::Log::new(kernel.clone(), declared),
             crate::actions::record,
         ))
         .layer(middleware::from_fn_with_state(kernel, auth::require_token));
-    Router::new()
+    let router = Router::new()
         .merge(api)
         .merge(a2a::router())
         .merge(channels::inbound_router())
-        .layer(middleware::map_response(machine_headers))
+        .layer(middleware::map_response(machine_headers));
+    (router, document)
 }
 
 /// `GET /healthz` alone, as it answers while the daemon is still starting (`edge::App`).

@@ -208,14 +208,15 @@ fn default_description(status: &str) -> String {
 /// (`utoipa_axum::routes!` for each route) and finished when it is first asked for, not at
 /// start: deriving it was over half of a daemon's start-up, and memory the allocator keeps.
 #[derive(Clone)]
-pub(super) struct Document(Arc<(Vec<DocumentPart>, OnceLock<String>)>);
+pub struct Document(Arc<(Vec<DocumentPart>, OnceLock<String>)>);
 
 impl Document {
     pub(super) fn new(routes: Vec<DocumentPart>) -> Document {
         Document(Arc::new((routes, OnceLock::new())))
     }
 
-    fn finished(&self) -> &str {
+    /// The document's text (JSON), finished when first asked for.
+    pub fn finished(&self) -> &str {
         let (routes, finished) = &*self.0;
         finished.get_or_init(|| {
             let derived =

@@ -969,3 +969,29 @@ async fn an_agents_page_opens_the_operators_own_latest_chat_not_anothers() {
     let opened = b.get(&page).await.text;
     assert!(opened.contains("Answer to ada.") && !opened.contains("A later answer to a script."), "{opened}");
 }
+
+/// Issue 47: the API reference is drawn from the daemon's own OpenAPI document, served by the
+/// binary (nothing from elsewhere), for signed-in operators only.
+#[tokio::test]
+async fn the_api_reference_is_drawn_from_the_daemons_own_document() {
+    let (_home, d, api, b) = signed_in_with("").await;
+    let page = b.get("/api-reference").await;
+    assert_eq!(page.status, 200, "{}", page.text);
+    for shown in [
+        "<code>/api/tasks/{id}/cancel</code>",
+        "Withdraws a pending or claimed task.",
+        "id=\"schema-Task\"",
+        "href=\"#schema-ProviderConfig\"",
+        "<code>/api/providers/{name}</code>",
+    ] {
+        assert!(page.text.contains(shown), "{shown}: {}", page.text);
+    }
+    assert!(!page.text.contains("src=\"http") && !page.text.contains("href=\"http"), "nothing from elsewhere");
+    let document = b.get("/api-reference/openapi.json").await;
+    assert_eq!(document.text, api.get("/api/openapi.json").await.text, "the API's own document");
+    let stranger = d.browser();
+    for path in ["/api-reference", "/api-reference/openapi.json"] {
+        let refused = stranger.get(path).await;
+        assert_eq!(refused.header("location").map(|l| l.starts_with("/login")), Some(true), "{path}: {}", refused.text);
+    }
+}
