@@ -223,7 +223,7 @@ pub fn render_edit(meta: PageMeta, page: EditPage) -> String {
         view! {
             <Shell meta>
                 <h1>{format!("Agent type {name}")}</h1>
-                <p class="hint">{format!("Created {}, changed {}. Agents already made from it keep their own copy.", page.agent_type.created_at, page.agent_type.updated_at)}</p>
+                <p class="hint">{format!("Created {}, changed {} (UTC). Agents already made from it keep their own copy.", crate::widgets::short_time(&page.agent_type.created_at), crate::widgets::short_time(&page.agent_type.updated_at))}</p>
                 {page.agent_type.made_by.map(|id| view! {
                     <p class="hint" id="made-by">"Made by "<a href=format!("/agents/{id}")>"an agent"</a>" with agent_type_create: its grants were capped at that agent's own. Saving it here makes it an operator's type."</p>
                 })}

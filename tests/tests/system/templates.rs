@@ -191,6 +191,9 @@ async fn a_type_is_applied_to_its_agents_after_a_preview_of_what_changes() {
     // The dashboard: the editor says agents keep an older copy; the preview page lists it.
     let editor = b.get("/agent-types/scout").await.text;
     assert!(editor.contains("2 agents made from this type; 2 keep an older copy of it."), "{editor}");
+    // Times read as on every other page: `YYYY-MM-DD HH:MM:SS`, UTC, not RFC 3339's `T`.
+    let created = &version[..19].replace('T', " ");
+    assert!(editor.contains(&format!("changed {created} (UTC)")), "{editor}");
     let page = b.get("/agent-types/scout/apply").await;
     assert_eq!(page.status, 200);
     assert!(
