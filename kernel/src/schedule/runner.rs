@@ -298,8 +298,9 @@ async fn fire(uses: Uses, d: Dispatch, _permit: Option<tokio::sync::OwnedSemapho
 /// Fires schedule `id` once, now, outside its times (an operator's "run now"): its state and
 /// next fire stay as they are, so a paused schedule stays paused. The fire is recorded like
 /// any other, its turn runs in the background; its fire row's id is returned. Refused for a
-/// stopped agent (a scheduled fire would be skipped and pause the schedule).
-async fn run_now(services: &Services, id: &str) -> Result<i64> {
+/// stopped agent (a scheduled fire would be skipped and pause the schedule). Every front calls
+/// it with the kernel's services (`kernel.services()`).
+pub async fn run_now(services: &Services, id: &str) -> Result<i64> {
     let uses = Uses::of(services);
     let schedules = &uses.schedules;
     let schedule = schedules.get(id).await?;
@@ -329,13 +330,6 @@ async fn run_now(services: &Services, id: &str) -> Result<i64> {
     };
     tokio::spawn(fire(uses.clone(), d, None));
     Ok(fire_id)
-}
-
-impl crate::Kernel {
-    /// "Run now" for schedule `id` (its id or short form): see [`run_now`].
-    pub async fn run_schedule_now(&self, id: &str) -> Result<i64> {
-        run_now(self.services(), id).await
-    }
 }
 
 impl Schedules {

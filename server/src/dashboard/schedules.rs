@@ -90,7 +90,7 @@ pub async fn run_now(
     Path(id): Path<String>,
 ) -> PageResult {
     let s = kernel.service::<Schedules>().get(&id).await?;
-    kernel.run_schedule_now(&id).await?;
+    kennel_kernel::schedule::runner::run_now(kernel.services(), &id).await?;
     let notice = format!("Schedule {} is running now; its fire is in the history below.", s.short_id());
     Ok(see_other(&format!("/schedules/{}", s.id), &notice))
 }

@@ -105,7 +105,7 @@ async fn run_schedule(
     State(kernel): State<Kernel>,
     Path(id): Path<String>,
 ) -> ApiResult<(StatusCode, Json<StartedFire>)> {
-    let fire_id = kernel.run_schedule_now(&id).await?;
+    let fire_id = kennel_kernel::schedule::runner::run_now(kernel.services(), &id).await?;
     Ok((StatusCode::ACCEPTED, Json(StartedFire { fire_id })))
 }
 
