@@ -72,6 +72,8 @@ impl Kernel {
         make_default: bool,
     ) -> Result<ProviderSaved> {
         check_name(name)?;
+        let before = self.provider_named(name).and_then(|p| p.settings().api_key_env.clone());
+        check_key_variable(settings.api_key_env.as_deref(), before.as_deref())?;
         let table = edit::as_table(&settings)?;
         let owned = name.to_string();
         let (created, default_set) = self
@@ -188,6 +190,21 @@ impl Kernel {
         self.agents().set_providers(config.providers.keys().cloned().collect());
         self.usage().set_prices(config);
         Ok(())
+    }
+}
+
+/// The key's variable, when a front changes it, names a key (`…_KEY`, `…_TOKEN`) or none: its
+/// value goes to the provider's address with every call, so a provider set to read
+/// `KENNEL_DATABASE_URL` would hand that to whoever runs the server it points at. Any other
+/// name is written in config.toml by hand, on the daemon's machine.
+fn check_key_variable(var: Option<&str>, before: Option<&str>) -> Result<()> {
+    match var {
+        None | Some("") => Ok(()),
+        Some(v) if Some(v) == before || v.ends_with("_KEY") || v.ends_with("_TOKEN") => Ok(()),
+        Some(v) => Err(Error::invalid(format!(
+            "`{v}` does not name a key: the variable's name must end in _KEY or _TOKEN (another is set in config.toml by hand)"
+        ))
+        .with_field("api_key_env")),
     }
 }
 

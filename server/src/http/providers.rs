@@ -3,7 +3,7 @@
 
 use crate::routes::api;
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use kennel_kernel::Kernel;
@@ -12,9 +12,11 @@ use kennel_kernel::llm::{ProviderConfig, ProviderInfo, ProviderSaved, ProviderTe
 use serde::Deserialize;
 use utoipa::ToSchema;
 
+use super::auth::Bearer;
 use super::body::JsonBody;
 use super::error::ApiResult;
 use crate::routes::{Action, Api};
+use kennel_kernel::tool::Caller;
 
 pub fn routes() -> Api {
     Api::new()
@@ -47,52 +49,78 @@ async fn get_provider(State(kernel): State<Kernel>, Path(name): Path<String>) ->
     Ok(Json(found.ok_or_else(|| Error::not_found(format!("no provider `{name}` in config.toml")))?))
 }
 
+/// Changing a provider moves where the daemon sends its keys: the machine's CLI may (its token
+/// is the home's), an operator may on the dashboard; an API token only reads and tests.
+fn may_change_providers(caller: &Caller) -> Result<(), Error> {
+    match caller {
+        Caller::Cli => Ok(()),
+        _ => Err(Error::forbidden(
+            "changing a provider moves where the daemon sends its keys: an operator does it on the dashboard's provider page, or `kennel provider` on the daemon's machine; API tokens may list and test providers",
+        )),
+    }
+}
+
 /// Adds the provider or replaces its settings (the whole `[providers.NAME]` section), written
 /// to config.toml with its comments kept and used from the next model call on, without a
 /// restart. The first provider added beside an only one makes that one the default, so
 /// agents naming none keep it. The key stays in the daemon's environment: `api_key_env`
-/// names the variable.
+/// names the variable. Only the CLI's token may (`kennel provider set`); other tokens get 403.
 #[utoipa::path(put, path = "/api/providers/{name}", tag = "meta",
     params(("name" = String, Path, description = "The provider's name: 1-64 lowercase letters, digits, `-` or `_`")),
     request_body(content = ProviderConfig, description = "The provider's settings"),
     responses(
         (status = 200, description = "Replaced", body = ProviderSaved),
         (status = 201, description = "Added", body = ProviderSaved),
+        (status = 403, description = "An API token other than the CLI's"),
         (status = 422, description = "A bad setting, or a config.toml that would not load with it (nothing is written)"),
     ))]
 async fn save_provider(
     State(kernel): State<Kernel>,
+    Extension(Bearer(caller)): Extension<Bearer>,
     Path(name): Path<String>,
     JsonBody(settings): JsonBody<ProviderConfig>,
 ) -> ApiResult<Response> {
+    may_change_providers(&caller)?;
     let saved = kernel.save_provider(&name, settings, false).await?;
     let status = if saved.created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, Json(saved)).into_response())
 }
 
 /// Removes the provider from config.toml; refused while an agent or an agent type would
-/// call it (naming it, or naming none while it is the default).
+/// call it (naming it, or naming none while it is the default). Only the CLI's token may.
 #[utoipa::path(delete, path = "/api/providers/{name}", tag = "meta",
     params(("name" = String, Path, description = "The provider's name in config.toml")),
     responses(
         (status = 204, description = "Removed"),
+        (status = 403, description = "An API token other than the CLI's"),
         (status = 404, description = "No provider of that name"),
         (status = 409, description = "Agents or agent types use it, or it is the default among several"),
     ))]
-async fn remove_provider(State(kernel): State<Kernel>, Path(name): Path<String>) -> ApiResult<StatusCode> {
+async fn remove_provider(
+    State(kernel): State<Kernel>,
+    Extension(Bearer(caller)): Extension<Bearer>,
+    Path(name): Path<String>,
+) -> ApiResult<StatusCode> {
+    may_change_providers(&caller)?;
     kernel.remove_provider(&name).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 /// Makes the provider the default: the one agents whose type names no provider use
-/// (`[kernel] default_provider`).
+/// (`[kernel] default_provider`). Only the CLI's token may.
 #[utoipa::path(post, path = "/api/providers/{name}/default", tag = "meta",
     params(("name" = String, Path, description = "The provider's name in config.toml")),
     responses(
         (status = 204, description = "It is the default"),
+        (status = 403, description = "An API token other than the CLI's"),
         (status = 404, description = "No provider of that name"),
     ))]
-async fn make_default_provider(State(kernel): State<Kernel>, Path(name): Path<String>) -> ApiResult<StatusCode> {
+async fn make_default_provider(
+    State(kernel): State<Kernel>,
+    Extension(Bearer(caller)): Extension<Bearer>,
+    Path(name): Path<String>,
+) -> ApiResult<StatusCode> {
+    may_change_providers(&caller)?;
     kernel.make_default_provider(&name).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -190,14 +190,21 @@ async fn providers_are_added_edited_and_removed_without_a_restart_and_config_tom
         "# my own words\n{}# the first model\n[providers.fake.models.m]\ncontext_tokens = 8000 # as served\n",
         first.provider_config("fake", "openai")
     );
-    let (home, _d, api, b) = crate::dashboard::signed_in_with(&config).await;
+    let (home, d, api, b) = crate::dashboard::signed_in_with(&config).await;
     let path = home.path().join("config.toml");
+    // Changing a provider moves where its key goes: the CLI's token may, an API token may not.
+    let cli = d.api(std::fs::read_to_string(home.path().join("cli.token")).unwrap().trim());
     let unnamed = agent_from(&api, json!({"name": "unnamed", "model": "m"})).await;
 
     // The API adds a second provider: the first stays the default of agents naming none.
     let body = json!({"kind": "openai", "base_url": second.base_url(), "api_key_env": "",
         "models": {"big": {"context_tokens": 32000, "input_usd_per_mtok": 1.5, "output_usd_per_mtok": 6}}});
-    let added = api.put("/api/providers/second", body.clone()).await;
+    let refused = api.put("/api/providers/second", body.clone()).await;
+    assert_eq!(refused.status, 403, "{}", refused.text);
+    assert_eq!(api.delete("/api/providers/fake").await.status, 403);
+    assert_eq!(api.post("/api/providers/fake/default", json!({})).await.status, 403);
+    assert!(!std::fs::read_to_string(&path).unwrap().contains("second"), "nothing written");
+    let added = cli.put("/api/providers/second", body.clone()).await;
     assert_eq!(added.status, 201, "{}", added.text);
     assert_eq!((added.body["created"].as_bool(), added.body["default_set"].as_str()), (Some(true), Some("fake")));
     let written = std::fs::read_to_string(&path).unwrap();
@@ -209,7 +216,7 @@ async fn providers_are_added_edited_and_removed_without_a_restart_and_config_tom
             && written.contains("default_provider = \"fake\""),
         "{written}"
     );
-    assert_eq!(api.put("/api/providers/second", body).await.status, 200, "saved again: a replacement");
+    assert_eq!(cli.put("/api/providers/second", body).await.status, 200, "saved again: a replacement");
 
     // Without a restart: a type may name it, and its agent's turn goes to the new server.
     let named = agent_from(&api, json!({"name": "named", "provider": "second", "model": "big"})).await;
@@ -230,17 +237,18 @@ async fn providers_are_added_edited_and_removed_without_a_restart_and_config_tom
     let before = std::fs::read_to_string(&path).unwrap();
     for (bad, says) in [
         (json!({"kind": "openai", "base_url": "ftp://x"}), "is not an http:// or https:// address"),
-        (json!({"kind": "openai", "api_key_env": "MY KEY"}), "is not the name of an environment variable"),
+        (json!({"kind": "openai", "api_key_env": "2_KEY"}), "is not the name of an environment variable"),
+        (json!({"kind": "openai", "api_key_env": "KENNEL_DATABASE_URL"}), "does not name a key"),
         (json!({"kind": "openai", "colour": "red"}), "colour"),
     ] {
-        let refused = api.put("/api/providers/second", bad).await;
+        let refused = cli.put("/api/providers/second", bad).await;
         assert_eq!(refused.status, 422, "{}", refused.text);
         assert!(refused.text.contains(says), "{}", refused.text);
     }
-    assert_eq!(api.put("/api/providers/Bad%20Name", json!({"kind": "openai"})).await.status, 422);
+    assert_eq!(cli.put("/api/providers/Bad%20Name", json!({"kind": "openai"})).await.status, 422);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
     // In use: not removed.
-    let in_use = api.delete("/api/providers/second").await;
+    let in_use = cli.delete("/api/providers/second").await;
     assert_eq!(in_use.status, 409, "{}", in_use.text);
     assert!(in_use.text.contains("type `named`") && in_use.text.contains("agent `named`"), "{}", in_use.text);
 
