@@ -283,10 +283,22 @@ impl Daemon {
         self.answered(self.request(method, path).send().await).await.map(|_| ())
     }
 
-    /// Sends a body that is already text in its format (a manifest file as written).
-    pub async fn send<T: DeserializeOwned>(&self, method: Method, path: &str, body: Body) -> anyhow::Result<T> {
+    /// Sends a body that is already text in its format (a manifest file as written); the
+    /// answer, with its header `header` when it has one (a warning).
+    pub async fn send_noting<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Body,
+        header: &str,
+    ) -> anyhow::Result<(T, Option<String>)> {
+        self.verify().await?;
         let req = self.request(method, path).header(reqwest::header::CONTENT_TYPE, body.content_type).body(body.text);
-        self.answer(path, req).await
+        let resp = self.answered(req.send().await).await?;
+        let noted = resp.headers().get(header).and_then(|v| v.to_str().ok()).map(str::to_string);
+        let answer =
+            resp.json().await.with_context(|| format!("the daemon's answer to {path} is not what this CLI expects"))?;
+        Ok((answer, noted))
     }
 
     async fn call<T: DeserializeOwned>(&self, method: Method, path: &str, body: Option<&Value>) -> anyhow::Result<T> {

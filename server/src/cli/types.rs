@@ -113,11 +113,15 @@ async fn apply_through(
         }
         Err(e) => return Err(e.into()),
     };
-    if exists {
-        Ok((false, daemon.send(reqwest::Method::PUT, &path, body(text)).await?))
-    } else {
-        Ok((true, daemon.send(reqwest::Method::POST, "/api/templates", body(text)).await?))
+    let warning = crate::http::templates::GRANT_WARNING_HEADER;
+    let (method, target) =
+        if exists { (reqwest::Method::PUT, path.as_str()) } else { (reqwest::Method::POST, "/api/templates") };
+    let (stored, warned) = daemon.send_noting(method, target, body(text), warning).await?;
+    // The same words as without a daemon (`apply_to_store`), from the daemon's own tool list.
+    if let Some(warning) = warned {
+        eprintln!("warning: {}", super::terminal_safe(&warning));
     }
+    Ok((!exists, stored))
 }
 
 async fn apply_to_store(home: &Path, input: ManifestInput) -> Result<(bool, serde_json::Value), NotSaved> {

@@ -112,7 +112,7 @@ mod questions;
 mod schedules;
 mod skills;
 mod tasks;
-mod templates;
+pub mod templates;
 mod tools;
 mod usage;
 mod workflows;

@@ -42,7 +42,7 @@ async fn list_templates(State(kernel): State<Kernel>, page: PageParams) -> ApiRe
         (String = "application/toml"),
     ), description = "A manifest; top-level `tools` is shorthand for `capabilities.tools`"),
     responses(
-        (status = 201, description = "The agent type as stored", body = AgentType, headers(("location" = String, description = "Its URL"))),
+        (status = 201, description = "The agent type as stored", body = AgentType, headers(("location" = String, description = "Its URL"), ("kennel-warning" = String, description = "When a grant matches no tool on this daemon: which, in words (the type is saved all the same)"))),
         (status = 409, description = "The name is taken by an agent type or a running agent"),
         (status = 422, description = "Invalid fields, each listed"),
     ))]
@@ -53,7 +53,7 @@ async fn create_template(
 ) -> ApiResult<Response> {
     let created = kernel.agents().create_type(input).await?;
     let location = format!("/api/templates/{}", created.manifest.name);
-    let body = template_response(&headers, &created);
+    let body = saved_response(&kernel, &headers, &created);
     Ok((StatusCode::CREATED, [(LOCATION, location)], body).into_response())
 }
 
@@ -83,7 +83,7 @@ async fn get_template(
         (String = "application/toml"),
     ), description = "The whole new manifest; a `name`, if given, must be the one in the path"),
     responses(
-        (status = 200, description = "The agent type as stored", body = AgentType),
+        (status = 200, description = "The agent type as stored", body = AgentType, headers(("kennel-warning" = String, description = "When a grant matches no tool on this daemon: which, in words (the type is saved all the same)"))),
         (status = 404, description = "No agent type of that name"),
         (status = 422, description = "Invalid fields, each listed (a `name` other than the path's among them)"),
     ))]
@@ -93,7 +93,7 @@ async fn replace_template(
     Path(name): Path<String>,
     ManifestBody(input): ManifestBody,
 ) -> ApiResult<Response> {
-    Ok(template_response(&headers, &*kernel.agents().replace_type(&name, input).await?))
+    Ok(saved_response(&kernel, &headers, &*kernel.agents().replace_type(&name, input).await?))
 }
 
 /// Deletes an agent type. Agents made from it keep running.
@@ -132,6 +132,22 @@ async fn apply_template(
         response.extensions_mut().insert(crate::actions::Unchanged);
     }
     Ok(response)
+}
+
+/// The header a saved type's answer carries when a grant matches no tool on this daemon
+/// (`Registry::grant_warning`'s words): what `kennel type apply` prints through the daemon.
+pub const GRANT_WARNING_HEADER: &str = "kennel-warning";
+
+/// A created or replaced type's answer, with [`GRANT_WARNING_HEADER`] when a grant matches
+/// no tool (saved all the same: a tool of that name may be added later).
+fn saved_response(kernel: &Kernel, headers: &HeaderMap, t: &AgentType) -> Response {
+    let mut response = template_response(headers, t);
+    let warning = kernel.tools().grant_warning(&t.manifest.capabilities.tools);
+    // A header holds visible ASCII; a grant outside it (none parse today) goes unsaid here.
+    if let Some(value) = warning.and_then(|w| axum::http::HeaderValue::from_str(&w).ok()) {
+        response.headers_mut().insert(GRANT_WARNING_HEADER, value);
+    }
+    response
 }
 
 fn template_response(headers: &HeaderMap, t: &AgentType) -> Response {

@@ -602,4 +602,17 @@ async fn a_grant_that_matches_no_tool_is_kept_with_a_warning() {
     })
     .await;
     assert!(kept, "kept all the same");
+    // Through the running daemon, `type apply` warns the same way (the daemon's answer says
+    // so in its `kennel-warning` header), and says nothing when every grant matches.
+    let out = home.cli(&["type", "apply", &typo]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("warning: no tool on this daemon matches the grant `memry_*`: check the spelling"),
+        "{}",
+        stderr(&out)
+    );
+    let fixed =
+        write(&home, "fixed.toml", "name = \"typo\"\n[capabilities]\ntools = [\"system_time\", \"memory_*\"]\n");
+    let out = home.cli(&["type", "apply", &fixed]).await;
+    assert!(out.status.success() && stderr(&out).is_empty(), "{}", stderr(&out));
 }
