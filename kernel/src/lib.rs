@@ -357,6 +357,8 @@ impl Kernel {
     /// Re-reads `[mcp]` and `[providers]` from `config.toml` and applies them (`kennel
     /// reload`, SIGHUP). The rest of the config is read at start only.
     pub async fn reload_config(&self) -> Result<mcp::McpReload> {
+        // Not beside a provider edit: a file read before it must not put back what it replaced.
+        let _one = self.config_edits().lock().await;
         let path = self.0.home.join("config.toml");
         let config = tokio::task::spawn_blocking(move || config::Config::load(&path))
             .await

@@ -285,6 +285,12 @@ pub fn render(meta: PageMeta, page: ProviderPage) -> String {
         .enumerate()
         .map(|(i, row)| model_row(i, row, i + 1 == form.models.len() + 1))
         .collect::<Vec<_>>();
+    // The default stays the default until another provider is made it: no box to uncheck.
+    let default_choice = if info.as_ref().is_some_and(|i| i.default) {
+        view! { <p class="hint">"The default: agents whose type names no provider use it. Make another provider the default to change that."</p> }.into_any()
+    } else {
+        view! { <label class="check"><input type="checkbox" name="make_default" value="1" checked=form.make_default/>" The default: agents whose type names no provider use it"</label> }.into_any()
+    };
     let remove = info.as_ref().map(|i| {
         let confirm = format!("Remove provider {} from config.toml?", i.name);
         view! {
@@ -326,7 +332,7 @@ pub fn render(meta: PageMeta, page: ProviderPage) -> String {
                         <label>"Calls at once "<input type="number" name="max_in_flight" value=form.max_in_flight.clone() min="1" max="10000" placeholder="no bound"/></label>
                         {field_error(&errors, "max_in_flight")}
                         <label class="check"><input type="checkbox" name="stream" value="1" checked=form.stream/>" Stream replies as they are written"</label>
-                        <label class="check"><input type="checkbox" name="make_default" value="1" checked=form.make_default/>" The default: agents whose type names no provider use it"</label>
+                        {default_choice}
                         <h3>"Models and prices"</h3>
                         <p class="hint">"Prices in US dollars per million tokens, for usage reports and dollar budgets; blank: unknown. A new model goes in the last row."</p>
                         {field_error(&errors, "models")}

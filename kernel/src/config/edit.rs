@@ -35,13 +35,21 @@ pub fn edit<R>(path: &Path, change: impl FnOnce(&mut DocumentMut) -> Result<R>) 
 /// new one, never half of one. The old file's permissions are kept.
 fn replace(path: &Path, text: &str) -> Result<()> {
     let failed = |e: std::io::Error| Error::failed(format!("cannot write {}: {e}", path.display()));
-    let temporary = path.with_extension("toml.writing");
-    let mut file = std::fs::File::create(&temporary).map_err(failed)?;
-    if let Ok(old) = std::fs::metadata(path) {
-        file.set_permissions(old.permissions()).map_err(failed)?;
+    // A name of its own: two writers (the daemon and a CLI without one) never share it.
+    let temporary = path.with_extension(format!("toml.{}.writing", uuid::Uuid::new_v4().simple()));
+    let written = (|| {
+        let mut file = std::fs::File::create_new(&temporary)?;
+        if let Ok(old) = std::fs::metadata(path) {
+            file.set_permissions(old.permissions())?;
+        }
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&temporary, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
     }
-    file.write_all(text.as_bytes()).and_then(|()| file.sync_all()).map_err(failed)?;
-    std::fs::rename(&temporary, path).map_err(failed)
+    written.map_err(failed)
 }
 
 /// The table at `keys` (`["providers", "local"]`), made when missing. A table made only to

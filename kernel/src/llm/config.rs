@@ -123,7 +123,7 @@ pub(crate) fn check(config: &Config) -> Result<(), (String, String)> {
         let problem = match (&provider.base_url, &provider.api_key_env) {
             (Some(url), _) if let Err(problem) = check_base_url(url) => Some(format!("base_url: {problem}")),
             (_, Some(var)) if !is_env_name(var) => Some(format!(
-                "api_key_env: `{var}` is not the name of an environment variable (letters, digits and `_`, not first a digit; \"\" for none)"
+                "api_key_env: `{var}` is not the name of an environment variable (no `=`, space or control character; \"\" for none)"
             )),
             _ => provider.models.keys().find(|m| !crate::text::is_title(m, 200)).map(|m| {
                 format!("models: `{}` is not a model name (one line of at most 200 characters)", m.escape_debug())
@@ -136,12 +136,10 @@ pub(crate) fn check(config: &Config) -> Result<(), (String, String)> {
     Ok(())
 }
 
-/// Empty (no key) or a variable's name.
+/// Empty (no key) or something the environment can hold as a name: no `=`, no space or
+/// control character (looser than a shell's names, so a config that loaded before still does).
 fn is_env_name(var: &str) -> bool {
-    var.is_empty()
-        || (var.len() <= 128
-            && !var.starts_with(|c: char| c.is_ascii_digit())
-            && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+    var.len() <= 128 && !var.chars().any(|c| c == '=' || c.is_whitespace() || c.is_control())
 }
 
 /// An `http://` or `https://` address with a host.

@@ -60,8 +60,8 @@ impl Providers {
 
     /// Puts `config`'s providers in place, keeping each unchanged one as it is.
     pub(crate) fn apply(&self, config: &Config) -> Result<()> {
-        let next = build(config, &self.now().by_name)?;
-        *self.now.write().expect("providers lock") = Arc::new(next);
+        let mut now = self.now.write().expect("providers lock");
+        *now = Arc::new(build(config, &now.by_name)?);
         Ok(())
     }
 }

@@ -71,30 +71,58 @@ impl Kernel {
         settings: ProviderConfig,
         make_default: bool,
     ) -> Result<ProviderSaved> {
+        self.write_provider(name, settings, make_default, false).await
+    }
+
+    /// Adds the provider `name`, refused when one of that name exists (the dashboard's "Add a
+    /// provider", which must never overwrite one); decided under the edit's lock.
+    pub async fn add_provider(
+        &self,
+        name: &str,
+        settings: ProviderConfig,
+        make_default: bool,
+    ) -> Result<ProviderSaved> {
+        self.write_provider(name, settings, make_default, true).await
+    }
+
+    async fn write_provider(
+        &self,
+        name: &str,
+        settings: ProviderConfig,
+        make_default: bool,
+        must_be_new: bool,
+    ) -> Result<ProviderSaved> {
         check_name(name)?;
         let before = self.provider_named(name).and_then(|p| p.settings().api_key_env.clone());
         check_key_variable(settings.api_key_env.as_deref(), before.as_deref())?;
         let table = edit::as_table(&settings)?;
         let owned = name.to_string();
         let (created, default_set) = self
-            .edit_config(move |doc| {
-                let providers = edit::table_at(doc, &["providers"])?;
-                let created = !providers.contains_key(&owned);
-                let others: Vec<String> =
-                    providers.iter().map(|(k, _)| k.to_string()).filter(|k| *k != owned).collect();
-                edit::merge(edit::table_at(doc, &["providers", &owned])?, &table);
-                let kernel = edit::table_at(doc, &["kernel"])?;
-                // Agents naming no provider keep the one they use now when a second one arrives.
-                let default_set = match &others[..] {
-                    _ if make_default => Some(owned),
-                    [only] if created && !kernel.contains_key("default_provider") => Some(only.clone()),
-                    _ => None,
-                };
-                if let Some(default) = &default_set {
-                    kernel.insert("default_provider", toml_edit::value(default.as_str()));
-                }
-                Ok((created, default_set))
-            })
+            .edit_config(
+                |_| Ok(()),
+                move |doc| {
+                    let has_default = doc.get("kernel").and_then(|k| k.get("default_provider")).is_some();
+                    let providers = edit::table_at(doc, &["providers"])?;
+                    let created = !providers.contains_key(&owned);
+                    if must_be_new && !created {
+                        return Err(Error::conflict(format!("a provider named `{owned}` exists: edit it on its page")));
+                    }
+                    let others: Vec<String> =
+                        providers.iter().map(|(k, _)| k.to_string()).filter(|k| *k != owned).collect();
+                    edit::merge(edit::table_at(doc, &["providers", &owned])?, &table);
+                    // Agents naming no provider keep the one they use now when a second one arrives.
+                    let default_set = match &others[..] {
+                        _ if make_default => Some(owned),
+                        [only] if created && !has_default => Some(only.clone()),
+                        _ => None,
+                    };
+                    if let Some(default) = &default_set {
+                        edit::table_at(doc, &["kernel"])?
+                            .insert("default_provider", toml_edit::value(default.as_str()));
+                    }
+                    Ok((created, default_set))
+                },
+            )
             .await?;
         Ok(ProviderSaved { name: name.to_string(), created, default_set })
     }
@@ -103,17 +131,40 @@ impl Kernel {
     pub async fn make_default_provider(&self, name: &str) -> Result<()> {
         self.known_provider(name)?;
         let owned = name.to_string();
-        self.edit_config(move |doc| {
-            edit::table_at(doc, &["kernel"])?.insert("default_provider", toml_edit::value(owned));
-            Ok(())
-        })
+        self.edit_config(
+            |_| Ok(()),
+            move |doc| {
+                edit::table_at(doc, &["kernel"])?.insert("default_provider", toml_edit::value(owned));
+                Ok(())
+            },
+        )
         .await
-        .map(|_| ())
     }
 
-    /// Removes the provider `name`, refused while an agent or an agent type would call it.
+    /// Removes the provider `name`, refused while an agent or an agent type would call it
+    /// (checked under the edit's lock, so no change of providers comes between).
     pub async fn remove_provider(&self, name: &str) -> Result<()> {
         self.known_provider(name)?;
+        let owned = name.to_string();
+        let checked = owned.clone();
+        self.edit_config(
+            move |kernel| kernel.check_unused(&checked),
+            move |doc| {
+                edit::table_at(doc, &["providers"])?.remove(&owned);
+                if let Some(kernel) = doc.get_mut("kernel").and_then(|k| k.as_table_mut())
+                    && kernel.get("default_provider").and_then(|v| v.as_str()) == Some(owned.as_str())
+                {
+                    kernel.remove("default_provider");
+                }
+                Ok(())
+            },
+        )
+        .await
+    }
+
+    /// Refuses to remove `name` while an agent or an agent type would call it, or while it is
+    /// the default among several.
+    fn check_unused(&self, name: &str) -> Result<()> {
         let providers = self.providers();
         let is_default = providers.default_name() == Some(name);
         let users = self.provider_users(name, is_default);
@@ -130,17 +181,7 @@ impl Kernel {
                 "provider `{name}` is the default: make another provider the default first"
             )));
         }
-        let owned = name.to_string();
-        self.edit_config(move |doc| {
-            edit::table_at(doc, &["providers"])?.remove(&owned);
-            let kernel = edit::table_at(doc, &["kernel"])?;
-            if kernel.get("default_provider").and_then(|v| v.as_str()) == Some(owned.as_str()) {
-                kernel.remove("default_provider");
-            }
-            Ok(())
-        })
-        .await
-        .map(|_| ())
+        Ok(())
     }
 
     /// Agent types and agents that would call `name`: naming it (or a fallback on it), or
@@ -171,17 +212,27 @@ impl Kernel {
         }
     }
 
-    /// One edit of config.toml at a time; the providers of the written file take over.
+    /// One edit of config.toml at a time: under the lock, `check` (on the daemon's state),
+    /// then `change` (on the file), then the written file's providers take over. The whole
+    /// runs on a task of its own, so a client that hangs up cannot stop it between the write
+    /// and the take-over.
     async fn edit_config<R: Send + 'static>(
         &self,
+        check: impl FnOnce(&Kernel) -> Result<()> + Send + 'static,
         change: impl FnOnce(&mut toml_edit::DocumentMut) -> Result<R> + Send + 'static,
     ) -> Result<R> {
-        let _one = self.config_edits().lock().await;
-        let path = self.home().join("config.toml");
-        let (config, done) =
-            tokio::task::spawn_blocking(move || edit::edit(&path, change)).await.map_err(Error::internal)??;
-        self.take_providers(&config)?;
-        Ok(done)
+        let kernel = self.clone();
+        tokio::spawn(async move {
+            let _one = kernel.config_edits().lock().await;
+            check(&kernel)?;
+            let path = kernel.home().join("config.toml");
+            let (config, done) =
+                tokio::task::spawn_blocking(move || edit::edit(&path, change)).await.map_err(Error::internal)??;
+            kernel.take_providers(&config)?;
+            Ok(done)
+        })
+        .await
+        .map_err(Error::internal)?
     }
 
     /// Puts `config`'s providers, their names for agent types and their prices in place.

@@ -48,6 +48,8 @@ struct Dispatch {
     prompt: String,
     channel: Option<String>,
     lineage: super::Lineage,
+    /// An operator's "run now": it never pauses the schedule.
+    manual: bool,
 }
 
 /// What the runner's fires reach, taken from the kernel's services when it starts (the
@@ -183,6 +185,7 @@ fn plan(rows: Vec<DueRow>, now: DateTime<Utc>, started_at: DateTime<Utc>) -> Vec
                 prompt: row.prompt,
                 channel: row.channel,
                 lineage: row.lineage,
+                manual: false,
             };
             Planned { dispatch, due, next, state, missed }
         })
@@ -266,7 +269,7 @@ async fn fire(uses: Uses, d: Dispatch, _permit: Option<tokio::sync::OwnedSemapho
         Some(agent) => (FireOutcome::Skipped, format!("agent `{}` is stopped", agent.name), None),
         None => (FireOutcome::Skipped, "the agent no longer exists".to_string(), None),
     };
-    if outcome == FireOutcome::Skipped {
+    if outcome == FireOutcome::Skipped && !d.manual {
         // A stopped agent's cron job would otherwise record a skipped fire at every slot; it
         // keeps its configuration and an operator can resume it.
         // (A one-shot schedule is done already: nothing to pause.)
@@ -298,8 +301,9 @@ async fn fire(uses: Uses, d: Dispatch, _permit: Option<tokio::sync::OwnedSemapho
 /// Fires schedule `id` once, now, outside its times (an operator's "run now"): its state and
 /// next fire stay as they are, so a paused schedule stays paused. The fire is recorded like
 /// any other, its turn runs in the background; its fire row's id is returned. Refused for a
-/// stopped agent (a scheduled fire would be skipped and pause the schedule). Every front calls
-/// it with the kernel's services (`kernel.services()`).
+/// stopped agent (a scheduled fire would be skipped and pause the schedule), and while a fire
+/// of the schedule runs: one at a time, so a loop of requests cannot start turns without end.
+/// Every front calls it with the kernel's services (`kernel.services()`).
 pub async fn run_now(services: &Services, id: &str) -> Result<i64> {
     let uses = Uses::of(services);
     let schedules = &uses.schedules;
@@ -317,9 +321,18 @@ pub async fn run_now(services: &Services, id: &str) -> Result<i64> {
     }
     let at = db::timestamp(schedules.clock.now());
     let id = schedule.id.to_string();
-    let (row, fire_id) = store::take_manual_fire(&schedules.db, &id, &schedules.daemon, &at)
-        .await?
-        .ok_or_else(|| crate::Error::not_found(format!("no schedule {}", schedule.short_id())))?;
+    let (row, fire_id) = match store::take_manual_fire(&schedules.db, &id, &schedules.daemon, &at).await? {
+        store::ManualFire::Taken(row, fire_id) => (*row, fire_id),
+        store::ManualFire::Running => {
+            return Err(crate::Error::conflict(format!(
+                "schedule {} is running now: run it again when this fire ends",
+                schedule.short_id()
+            )));
+        }
+        store::ManualFire::Gone => {
+            return Err(crate::Error::not_found(format!("no schedule {}", schedule.short_id())));
+        }
+    };
     let d = Dispatch {
         fire_id,
         schedule_id: row.id,
@@ -327,6 +340,7 @@ pub async fn run_now(services: &Services, id: &str) -> Result<i64> {
         prompt: row.prompt,
         channel: row.channel,
         lineage: row.lineage,
+        manual: true,
     };
     tokio::spawn(fire(uses.clone(), d, None));
     Ok(fire_id)

@@ -356,10 +356,19 @@ pub(super) async fn take_fires(
     Ok(ids)
 }
 
+/// What taking an operator's fire found.
+pub(super) enum ManualFire {
+    /// The schedule as a fire reads it, and its new `running` fire row.
+    Taken(Box<DueRow>, i64),
+    /// A fire of the schedule is running: none is added.
+    Running,
+    Gone,
+}
+
 /// A fire an operator asked for outside the schedule's times ("run now"): the schedule as a
-/// fire reads it, and its `running` fire row (due now, nothing missed), in one transaction.
-/// `None` when there is no such schedule.
-pub(super) async fn take_manual_fire(db: &Db, id: &str, daemon: &str, at: &str) -> Result<Option<(DueRow, i64)>> {
+/// fire reads it, and its `running` fire row (due now, nothing missed), in one transaction
+/// that first makes sure no fire of the schedule is running.
+pub(super) async fn take_manual_fire(db: &Db, id: &str, daemon: &str, at: &str) -> Result<ManualFire> {
     let mut tx = db.begin_write().await?;
     let row = db::query(
         "SELECT id, agent_id, kind, expression, timezone, prompt, channel, $2 AS next_fire, lineage FROM schedules
@@ -369,7 +378,15 @@ pub(super) async fn take_manual_fire(db: &Db, id: &str, daemon: &str, at: &str) 
     .bind(at)
     .fetch_optional(&mut tx)
     .await?;
-    let Some(row) = row.as_ref().map(due_row).transpose()? else { return Ok(None) };
+    let Some(row) = row.as_ref().map(due_row).transpose()? else { return Ok(ManualFire::Gone) };
+    let running: i64 =
+        db::query_scalar("SELECT count(*) FROM schedule_fires WHERE schedule_id = $1 AND outcome = 'running'")
+            .bind(id)
+            .fetch_one(&mut tx)
+            .await?;
+    if running > 0 {
+        return Ok(ManualFire::Running);
+    }
     let fire_id: i64 = db::query_scalar(
         "INSERT INTO schedule_fires (schedule_id, due_at, fired_at, outcome, missed_slots, daemon_id)
          VALUES ($1, $2, $2, 'running', 0, $3) RETURNING id",
@@ -380,7 +397,7 @@ pub(super) async fn take_manual_fire(db: &Db, id: &str, daemon: &str, at: &str) 
     .fetch_one(&mut tx)
     .await?;
     tx.commit().await?;
-    Ok(Some((row, fire_id)))
+    Ok(ManualFire::Taken(Box::new(row), fire_id))
 }
 
 /// The earliest `next_fire` of any active schedule, as stored.

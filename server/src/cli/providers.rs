@@ -31,12 +31,15 @@ pub struct SetArgs {
     timeout_secs: Option<u64>,
     #[arg(long)]
     max_retries: Option<u64>,
-    /// At most this many calls at once; more wait their turn.
+    /// At most this many calls at once; more wait their turn (0: no bound).
     #[arg(long)]
     max_in_flight: Option<u64>,
     /// Ask for replies whole rather than streamed.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "stream")]
     no_stream: bool,
+    /// Ask for replies streamed as they are written (the default).
+    #[arg(long)]
+    stream: bool,
     /// A model it serves (repeatable).
     #[arg(long = "model", value_name = "MODEL")]
     models: Vec<String>,
@@ -180,9 +183,13 @@ impl SetArgs {
         }
         settings.timeout_secs = self.timeout_secs.unwrap_or(settings.timeout_secs);
         settings.max_retries = self.max_retries.unwrap_or(settings.max_retries);
-        settings.max_in_flight = self.max_in_flight.or(settings.max_in_flight);
-        if self.no_stream {
-            settings.stream = false;
+        settings.max_in_flight = match self.max_in_flight {
+            Some(0) => None,
+            Some(n) => Some(n),
+            None => settings.max_in_flight,
+        };
+        if self.no_stream || self.stream {
+            settings.stream = self.stream;
         }
         for model in &self.models {
             settings.models.entry(model.clone()).or_default();

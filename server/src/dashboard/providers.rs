@@ -53,17 +53,14 @@ pub async fn edit_page(
     page(&op, StatusCode::OK, ProviderPage { info: Some(info), form, error: None, errors: Vec::new() }, Some(n))
 }
 
-/// "Add provider": refused for a name already used, so a new provider never overwrites one.
+/// "Add provider": refused for a name already used (`Kernel::add_provider`), so a new provider
+/// never overwrites one.
 pub async fn add(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
     Form(fields): Form<Vec<(String, String)>>,
 ) -> PageResult {
     let form = ProviderForm::from_fields(&fields);
-    if kernel.provider_named(&form.name).is_some() {
-        let taken = Error::conflict(format!("a provider named `{}` exists: edit it on its page", form.name));
-        return refused(&kernel, &op, None, form, taken);
-    }
     store(&kernel, &op, None, form).await
 }
 
@@ -80,6 +77,8 @@ pub async fn save(
 
 async fn store(kernel: &Kernel, op: &Operator, info: Option<ProviderInfo>, form: ProviderForm) -> PageResult {
     let saved = match kennel_kernel::error::from_value::<ProviderConfig>(form.to_json()) {
+        // A new one never overwrites one of its name; an existing one is replaced.
+        Ok(settings) if info.is_none() => kernel.add_provider(&form.name, settings, form.make_default).await,
         Ok(settings) => kernel.save_provider(&form.name, settings, form.make_default).await,
         Err(e) => Err(e),
     };

@@ -237,7 +237,7 @@ async fn providers_are_added_edited_and_removed_without_a_restart_and_config_tom
     let before = std::fs::read_to_string(&path).unwrap();
     for (bad, says) in [
         (json!({"kind": "openai", "base_url": "ftp://x"}), "is not an http:// or https:// address"),
-        (json!({"kind": "openai", "api_key_env": "2_KEY"}), "is not the name of an environment variable"),
+        (json!({"kind": "openai", "api_key_env": "MY _KEY"}), "is not the name of an environment variable"),
         (json!({"kind": "openai", "api_key_env": "KENNEL_DATABASE_URL"}), "does not name a key"),
         (json!({"kind": "openai", "colour": "red"}), "colour"),
     ] {
@@ -298,6 +298,10 @@ async fn providers_are_added_edited_and_removed_without_a_restart_and_config_tom
     assert_eq!(spare.body["settings"]["timeout_secs"], 30, "kept: {}", spare.text);
     assert_eq!(spare.body["settings"]["api_key_env"], "", "{}", spare.text);
     assert_eq!(spare.body["settings"]["models"]["haiku"]["input_usd_per_mtok"], 1.0);
+    home.cli_ok(&["provider", "set", "spare", "--max-in-flight", "0", "--no-stream"]).await;
+    let spare = api.get("/api/providers/spare").await;
+    assert!(spare.body["settings"].get("max_in_flight").is_none(), "0 unsets it: {}", spare.text);
+    assert_eq!(spare.body["settings"]["stream"], false);
     let listed = home.cli_ok(&["provider", "list"]).await;
     assert!(
         listed.contains("fake (default)") && listed.contains("spare") && listed.contains("none needed"),

@@ -217,15 +217,30 @@ async fn run_now_fires_a_schedule_once_and_leaves_its_state_and_times_alone() {
     let detail = schedule(&api, &cron).await;
     assert!(twice && detail["schedule"]["state"] == "paused", "{detail}");
 
+    // One at a time: while its fire runs, another "run now" is refused.
+    llm.set_fallback(kennel_tests::fake_llm::Scripted::SlowText {
+        text: "one two three four".into(),
+        piece_millis: 400,
+    });
+    assert_eq!(api.post(&format!("/api/schedules/{cron}/run"), json!({})).await.status, 202);
+    let again = api.post(&format!("/api/schedules/{cron}/run"), json!({})).await;
+    assert_eq!(again.status, 409, "{}", again.text);
+    assert!(again.text.contains("is running now"), "{}", again.text);
+    let ended = eventually(Duration::from_secs(10), || async {
+        schedule(&api, &cron).await["fires"][0]["outcome"].as_str().is_some_and(|o| o != "running")
+    })
+    .await;
+    assert!(ended, "{}", schedule(&api, &cron).await);
+
     // Refused: a stopped agent's schedule, and one that does not exist.
     api.post(&format!("/api/agents/{gardener}/stop"), json!({})).await;
     let refused = api.post(&format!("/api/schedules/{cron}/run"), json!({})).await;
     assert_eq!(refused.status, 409, "{}", refused.text);
     assert!(refused.text.contains("agent `gardener` is stopped"), "{}", refused.text);
-    assert_eq!(schedule(&api, &cron).await["fires"].as_array().map(Vec::len), Some(2), "nothing recorded");
+    assert_eq!(schedule(&api, &cron).await["fires"].as_array().map(Vec::len), Some(3), "nothing recorded");
     assert_eq!(api.post("/api/schedules/00000000/run", json!({})).await.status, 404);
     let logged = api.get("/api/audit/actions?action=schedule.run").await;
-    assert_eq!(logged.body.as_array().map(Vec::len), Some(4), "{}", logged.text);
+    assert_eq!(logged.body.as_array().map(Vec::len), Some(6), "{}", logged.text);
 }
 
 #[tokio::test]
