@@ -469,9 +469,7 @@ impl Kernel {
     /// Tests the provider `name` with one tiny call to `model` (or its first configured
     /// model): the answer, or the provider's own error. Not counted in usage (a few tokens).
     pub async fn test_provider(&self, name: &str, model: Option<&str>) -> Result<llm::ProviderTest> {
-        let provider = self.provider_named(name).ok_or_else(|| {
-            Error::not_found(format!("no provider `{name}` in config.toml (configured: {})", self.providers().listed()))
-        })?;
+        let provider = self.provider_named(name).ok_or_else(|| self.no_provider(name))?;
         provider.probe(&provider.probe_model(model)?).await
     }
 

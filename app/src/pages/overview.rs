@@ -3,35 +3,23 @@
 use std::sync::Arc;
 
 use kennel_kernel::agent::Agent;
+use kennel_kernel::llm::ProviderInfo;
 use kennel_kernel::status::{AgentCounts, WorkCounts};
 use kennel_kernel::tool::audit::AuditRecord;
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Section, Shell};
-use crate::widgets::{Csrf, audit_table, short_time};
+use crate::widgets::{Csrf, audit_table};
 
 /// Its section of the navigation.
 pub const SECTION: Section = Section::new("/", "Overview");
-
-pub struct ProviderStatus {
-    pub name: String,
-    pub kind: String,
-    /// `None` when the provider needs no key.
-    pub key_env: Option<String>,
-    pub has_key: bool,
-    pub url: String,
-    /// The last call's failure (when, what), if the calls since all failed.
-    pub last_error: Option<(String, String)>,
-    /// The model a test calls unless another is typed.
-    pub first_model: Option<String>,
-}
 
 pub struct Overview {
     pub agents: Vec<Arc<Agent>>,
     pub agent_types: usize,
     pub tools: usize,
     pub recent_calls: Vec<AuditRecord>,
-    pub providers: Vec<ProviderStatus>,
+    pub providers: Vec<ProviderInfo>,
     /// Agents by the state they show (workflow steps apart).
     pub counts: AgentCounts,
     /// The tasks and schedules that may need an operator.
@@ -51,21 +39,9 @@ pub fn render(meta: PageMeta, o: Overview) -> String {
             .providers
             .into_iter()
             .map(|p| {
-                let key = match (&p.key_env, p.has_key) {
-                    (None, _) => "none needed".to_string(),
-                    (Some(var), true) => format!("set ({var})"),
-                    (Some(var), false) => format!("missing: set {var}"),
-                };
-                let key_class = if p.key_env.is_none() || p.has_key { "" } else { "bad" };
-                // A provider is only known good once a call went through; its last failure shows.
-                let health = match &p.last_error {
-                    Some((at, message)) => view! {
-                        <td class="bad">{format!("failing since {}: ", short_time(at))}{crate::widgets::rich_text(message)}</td>
-                    }
-                    .into_any(),
-                    None => view! { <td class="ok">"no failed call"</td> }.into_any(),
-                };
-                let model_hint = p.first_model.unwrap_or_else(|| "model to test".into());
+                let (key, key_class) = super::providers::key_words(&p);
+                let (health_class, health) = super::providers::last_call(&p);
+                let model_hint = p.settings.models.keys().next().cloned().unwrap_or_else(|| "model to test".into());
                 let test = view! {
                     <td>
                         <form method="post" action=format!("/providers/{}/test", p.name) class="inline">
@@ -76,7 +52,7 @@ pub fn render(meta: PageMeta, o: Overview) -> String {
                     </td>
                 };
                 let page = format!("/providers/{}", p.name);
-                view! { <tr><td><a href=page>{p.name}</a></td><td>{p.kind}</td><td><code>{p.url}</code></td><td class=key_class>{key}</td>{health}{test}</tr> }
+                view! { <tr><td><a href=page>{p.name}</a></td><td>{p.settings.kind.as_str()}</td><td><code>{p.url}</code></td><td class=key_class>{key}</td><td class=health_class>{health}</td>{test}</tr> }
             })
             .collect::<Vec<_>>();
         view! {

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use kennel_kernel::error::FieldError;
-use kennel_kernel::llm::{ModelConfig, ProviderInfo, ProviderKind};
+use kennel_kernel::llm::{ModelConfig, ProviderInfo};
 use leptos::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -112,7 +112,7 @@ impl ProviderForm {
         let s = &info.settings;
         ProviderForm {
             name: info.name.clone(),
-            kind: kind_name(s.kind).into(),
+            kind: s.kind.as_str().into(),
             base_url: s.base_url.clone().unwrap_or_default(),
             api_key_env: s.api_key_env.clone().unwrap_or_default(),
             no_key: s.api_key_env.as_deref() == Some(""),
@@ -231,10 +231,25 @@ fn number_or_text(value: &str) -> Value {
     }
 }
 
-fn kind_name(kind: ProviderKind) -> &'static str {
-    match kind {
-        ProviderKind::Openai => "openai",
-        ProviderKind::Anthropic => "anthropic",
+/// Whether the provider's key is there, in words, and the class that marks a missing one:
+/// the overview's table and the provider's page say it alike.
+pub(crate) fn key_words(i: &ProviderInfo) -> (String, &'static str) {
+    match (&i.key_env, i.key_set) {
+        (None, _) => ("none needed".into(), ""),
+        (Some(var), true) => (format!("set ({var})"), ""),
+        (Some(var), false) => (format!("missing: set {var} in the daemon's environment"), "bad"),
+    }
+}
+
+/// How its last call went, and the class that marks a failing provider (a provider is only
+/// known good once a call went through).
+pub(crate) fn last_call(i: &ProviderInfo) -> (&'static str, AnyView) {
+    match &i.last_error {
+        Some((at, message)) => (
+            "bad",
+            view! { {format!("failing since {}: ", short_time(at))}{crate::widgets::rich_text(message)} }.into_any(),
+        ),
+        None => ("ok", "no failed call".into_any()),
     }
 }
 
@@ -353,19 +368,8 @@ pub fn render(meta: PageMeta, page: ProviderPage) -> String {
 }
 
 fn status_card(i: &ProviderInfo, csrf: &str) -> impl IntoView + use<> {
-    let key = match (&i.key_env, i.key_set) {
-        (None, _) => "none needed".to_string(),
-        (Some(var), true) => format!("set in the daemon's environment ({var})"),
-        (Some(var), false) => format!("missing: set {var} in the daemon's environment and restart it"),
-    };
-    let key_class = if i.key_env.is_none() || i.key_set { "" } else { "bad" };
-    let health = match &i.last_error {
-        Some((at, message)) => view! {
-            <dd class="bad">{format!("failing since {}: ", short_time(at))}{crate::widgets::rich_text(message)}</dd>
-        }
-        .into_any(),
-        None => view! { <dd class="ok">"no failed call"</dd> }.into_any(),
-    };
+    let (key, key_class) = key_words(i);
+    let (health_class, health) = last_call(i);
     let model_hint = i.settings.models.keys().next().cloned().unwrap_or_else(|| "model to test".into());
     view! {
         <section class="card" id="status">
@@ -373,7 +377,7 @@ fn status_card(i: &ProviderInfo, csrf: &str) -> impl IntoView + use<> {
             <dl class="facts">
                 <dt>"Requests go to"</dt><dd><code>{i.url.clone()}</code></dd>
                 <dt>"API key"</dt><dd class=key_class>{key}</dd>
-                <dt>"Last call"</dt>{health}
+                <dt>"Last call"</dt><dd class=health_class>{health}</dd>
                 <dt>"Default"</dt><dd>{if i.default { "yes: agents naming no provider use it" } else { "no" }}</dd>
             </dl>
             <form method="post" action=format!("/providers/{}/test", i.name) class="inline">

@@ -52,6 +52,16 @@ pub struct ProviderConfig {
     pub max_in_flight: Option<u64>,
 }
 
+impl ProviderKind {
+    /// Its name in config.toml (`kind = "openai"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::Openai => "openai",
+            ProviderKind::Anthropic => "anthropic",
+        }
+    }
+}
+
 impl ProviderConfig {
     /// Whether `model` is sent the images tool results carry (a screenshot), or only their
     /// paths: `[providers.NAME.models.MODEL] images`, else by kind. Anthropic's models all

@@ -63,6 +63,16 @@ impl Kernel {
             .collect()
     }
 
+    /// The provider `name`, or a NotFound naming those configured.
+    pub fn provider_info(&self, name: &str) -> Result<ProviderInfo> {
+        self.provider_infos().into_iter().find(|p| p.name == name).ok_or_else(|| self.no_provider(name))
+    }
+
+    /// The refusal for a provider config.toml does not define.
+    pub(crate) fn no_provider(&self, name: &str) -> Error {
+        Error::not_found(format!("no provider `{name}` in config.toml (configured: {})", self.providers().listed()))
+    }
+
     /// Adds the provider `name` or replaces its settings; `make_default` also makes it the
     /// provider of agents whose type names none.
     pub async fn save_provider(
@@ -205,10 +215,7 @@ impl Kernel {
     fn known_provider(&self, name: &str) -> Result<()> {
         match self.providers().get(name) {
             Some(_) => Ok(()),
-            None => Err(Error::not_found(format!(
-                "no provider `{name}` in config.toml (configured: {})",
-                self.providers().listed()
-            ))),
+            None => Err(self.no_provider(name)),
         }
     }
 

@@ -626,7 +626,7 @@ async fn tokens(kernel: &Kernel, cmd: TokenCommand) -> anyhow::Result<()> {
 }
 
 /// Opens the home's store, runs `command` on it and closes it (whatever the outcome).
-async fn with_store(home: &Path, command: impl AsyncFnOnce(&Kernel) -> anyhow::Result<()>) -> anyhow::Result<()> {
+async fn with_store<T>(home: &Path, command: impl AsyncFnOnce(&Kernel) -> anyhow::Result<T>) -> anyhow::Result<T> {
     let kernel = open(home).await?;
     let outcome = command(&kernel).await;
     kernel.close().await;

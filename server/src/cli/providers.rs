@@ -6,7 +6,6 @@
 use std::path::Path;
 
 use anyhow::Context;
-use kennel_kernel::Kernel;
 use kennel_kernel::llm::{ModelConfig, ProviderConfig, ProviderInfo, ProviderSaved};
 use reqwest::Method;
 
@@ -60,12 +59,7 @@ pub struct SetArgs {
 pub async fn list(home: &Path, json_out: bool) -> anyhow::Result<()> {
     let providers: Vec<ProviderInfo> = match Daemon::running(home).await? {
         Some(daemon) => daemon.get("/api/providers").await?,
-        None => {
-            let kernel = super::open(home).await?;
-            let infos = kernel.provider_infos();
-            kernel.close().await;
-            infos
-        }
+        None => super::with_store(home, async |k| Ok(k.provider_infos())).await?,
     };
     if json_out {
         return super::print_json(&providers);
@@ -78,8 +72,13 @@ pub async fn list(home: &Path, json_out: bool) -> anyhow::Result<()> {
             (Some(var), false) => format!("{var} (missing)"),
         };
         let name = if p.default { format!("{} (default)", p.name) } else { p.name };
-        let kind = serde_json::to_value(p.settings.kind)?.as_str().unwrap_or_default().to_string();
-        rows.push(vec![name, kind, p.url, key, p.settings.models.keys().cloned().collect::<Vec<_>>().join(", ")]);
+        rows.push(vec![
+            name,
+            p.settings.kind.as_str().to_string(),
+            p.url,
+            key,
+            p.settings.models.keys().cloned().collect::<Vec<_>>().join(", "),
+        ]);
     }
     super::print_table(&rows);
     Ok(())
@@ -90,7 +89,7 @@ pub async fn set(home: &Path, name: &str, args: SetArgs, json_out: bool) -> anyh
     let daemon = Daemon::running(home).await?;
     let current = match &daemon {
         Some(d) => d.get::<Vec<ProviderInfo>>("/api/providers").await?,
-        None => in_store(home, async |k| Ok(k.provider_infos())).await?,
+        None => super::with_store(home, async |k| Ok(k.provider_infos())).await?,
     }
     .into_iter()
     .find(|p| p.name == name)
@@ -105,7 +104,7 @@ pub async fn set(home: &Path, name: &str, args: SetArgs, json_out: bool) -> anyh
             }
             saved
         }
-        None => in_store(home, async |k| Ok(k.save_provider(name, settings, args.default).await?)).await?,
+        None => super::with_store(home, async |k| Ok(k.save_provider(name, settings, args.default).await?)).await?,
     };
     if json_out {
         return super::print_json(&saved);
@@ -127,7 +126,7 @@ pub async fn remove(home: &Path, name: &str) -> anyhow::Result<()> {
     check_name(name)?;
     match Daemon::running(home).await? {
         Some(d) => d.act(Method::DELETE, &format!("/api/providers/{name}")).await?,
-        None => in_store(home, async |k| Ok(k.remove_provider(name).await?)).await?,
+        None => super::with_store(home, async |k| Ok(k.remove_provider(name).await?)).await?,
     }
     println!("provider `{name}` removed from config.toml");
     Ok(())
@@ -137,26 +136,19 @@ pub async fn make_default(home: &Path, name: &str) -> anyhow::Result<()> {
     check_name(name)?;
     match Daemon::running(home).await? {
         Some(d) => d.act(Method::POST, &format!("/api/providers/{name}/default")).await?,
-        None => in_store(home, async |k| Ok(k.make_default_provider(name).await?)).await?,
+        None => super::with_store(home, async |k| Ok(k.make_default_provider(name).await?)).await?,
     }
     println!("`{name}` is the default provider: agents whose type names none use it");
     Ok(())
 }
 
-fn check_name(name: &str) -> anyhow::Result<()> {
+/// A provider's name, checked before it goes into a request's path.
+pub(super) fn check_name(name: &str) -> anyhow::Result<()> {
     if kennel_kernel::agent::is_valid_name(name) {
         Ok(())
     } else {
         anyhow::bail!("`{}` is not a provider's name", super::terminal_safe(name))
     }
-}
-
-/// Runs `command` on the home's store (no daemon running) and closes it.
-async fn in_store<T>(home: &Path, command: impl AsyncFnOnce(&Kernel) -> anyhow::Result<T>) -> anyhow::Result<T> {
-    let kernel = super::open(home).await?;
-    let outcome = command(&kernel).await;
-    kernel.close().await;
-    outcome
 }
 
 impl SetArgs {

@@ -97,9 +97,7 @@ fn uptime(secs: u64) -> String {
 /// `kennel provider test NAME`: one tiny call from the daemon, its answer or the provider's
 /// error (a failed test is the command's error, so its exit status says so).
 pub async fn test_provider(home: &Path, name: &str, model: Option<&str>, json_out: bool) -> anyhow::Result<()> {
-    if !kennel_kernel::agent::is_valid_name(name) {
-        anyhow::bail!("`{}` is not a provider's name", super::terminal_safe(name));
-    }
+    super::providers::check_name(name)?;
     let daemon = Daemon::of(home)?;
     let body = serde_json::json!({ "model": model });
     let test: kennel_kernel::llm::ProviderTest = daemon.post(&format!("/api/providers/{name}/test"), &body).await?;

@@ -33,19 +33,7 @@ pub fn routes() -> Pages {
 
 pub async fn overview(State(kernel): State<Kernel>, Extension(op): Extension<Operator>, n: Notice) -> PageResult {
     let recent_calls = kernel.audit().recent(10).await?;
-    let providers = kernel
-        .providers()
-        .iter()
-        .map(|p| overview::ProviderStatus {
-            name: p.name().to_string(),
-            kind: format!("{:?}", p.kind()).to_lowercase(),
-            key_env: p.api_key_env().map(str::to_string),
-            has_key: p.has_key(),
-            url: p.base_url().to_string(),
-            last_error: p.last_error(),
-            first_model: p.configured_models().next().map(str::to_string),
-        })
-        .collect();
+    let providers = kernel.provider_infos();
     let agents = kernel.agents().list();
     let page = overview::Overview {
         counts: AgentCounts::of(&agents, &kernel.clock().now_text()),

@@ -20,14 +20,6 @@ pub fn routes() -> Pages {
         .route("/providers/{name}/remove", post(remove, Action::named("provider.remove")))
 }
 
-fn info(kernel: &Kernel, name: &str) -> Result<ProviderInfo, Error> {
-    kernel
-        .provider_infos()
-        .into_iter()
-        .find(|p| p.name == name)
-        .ok_or_else(|| Error::not_found(format!("no provider `{name}` in config.toml")))
-}
-
 fn page(op: &Operator, status: StatusCode, page: ProviderPage, n: Option<Notice>) -> PageResult {
     let title = match &page.info {
         Some(i) => format!("Provider {}", i.name),
@@ -48,7 +40,7 @@ pub async fn edit_page(
     Path(name): Path<String>,
     n: Notice,
 ) -> PageResult {
-    let info = info(&kernel, &name)?;
+    let info = kernel.provider_info(&name)?;
     let form = ProviderForm::of(&info);
     page(&op, StatusCode::OK, ProviderPage { info: Some(info), form, error: None, errors: Vec::new() }, Some(n))
 }
@@ -70,7 +62,7 @@ pub async fn save(
     Path(name): Path<String>,
     Form(fields): Form<Vec<(String, String)>>,
 ) -> PageResult {
-    let info = info(&kernel, &name)?;
+    let info = kernel.provider_info(&name)?;
     let form = ProviderForm { name, ..ProviderForm::from_fields(&fields) };
     store(&kernel, &op, Some(info), form).await
 }
@@ -104,7 +96,7 @@ fn refused(kernel: &Kernel, op: &Operator, info: Option<ProviderInfo>, form: Pro
         return Err(e.into());
     }
     let status = crate::status::status_for(e.kind);
-    let info = info.and_then(|i| self::info(kernel, &i.name).ok());
+    let info = info.and_then(|i| kernel.provider_info(&i.name).ok());
     let why = crate::actions::Refused::of(&e);
     let mut response = page(op, status, ProviderPage { info, form, error: Some(e.message), errors: e.fields }, None)?;
     response.extensions_mut().insert(why);
@@ -120,7 +112,7 @@ pub async fn remove(
         Ok(()) => Ok(see_other("/#providers", &format!("Provider `{name}` removed from config.toml."))),
         Err(e) if e.kind == ErrorKind::NotFound => Err(e.into()),
         Err(e) => {
-            let info = info(&kernel, &name)?;
+            let info = kernel.provider_info(&name)?;
             let form = ProviderForm::of(&info);
             refused(&kernel, &op, Some(info), form, e)
         }

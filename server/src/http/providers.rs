@@ -45,8 +45,7 @@ async fn list_providers(State(kernel): State<Kernel>) -> Json<Vec<ProviderInfo>>
         (status = 404, description = "No provider of that name"),
     ))]
 async fn get_provider(State(kernel): State<Kernel>, Path(name): Path<String>) -> ApiResult<Json<ProviderInfo>> {
-    let found = kernel.provider_infos().into_iter().find(|p| p.name == name);
-    Ok(Json(found.ok_or_else(|| Error::not_found(format!("no provider `{name}` in config.toml")))?))
+    Ok(Json(kernel.provider_info(&name)?))
 }
 
 /// Changing a provider moves where the daemon sends its keys: the machine's CLI may (its token
