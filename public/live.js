@@ -405,3 +405,37 @@ function followPage(main) {
   main.addEventListener('focusout', () => setTimeout(refresh, 0));
   document.addEventListener('visibilitychange', refresh);
 }
+
+// The agent-type editor's tool picker: as boxes are ticked or grants typed, each tool's
+// standing (and the counts, the summary, the warning) is asked of the daemon again, rendered
+// by the same code as the page, and only those parts are swapped in: what the operator ticked
+// and typed stays as it is. The newest answer wins; one the session ended on is ignored.
+document.addEventListener('DOMContentLoaded', () => {
+  const picker = document.querySelector('#tool-picker[data-preview]');
+  if (!picker) return;
+  const form = picker.closest('form');
+  const typedGrants = picker.querySelector('input[name=tools]');
+  let asked = 0;
+  const refresh = async () => {
+    const mine = ++asked;
+    const query = new URLSearchParams();
+    for (const box of picker.querySelectorAll('input[name=grant]:checked')) query.append('grant', box.value);
+    query.set('tools', typedGrants.value);
+    try {
+      const response = await fetch(`${picker.dataset.preview}&${query}`, { credentials: 'same-origin' });
+      if (mine !== asked || !response.ok || response.redirected) return;
+      const fresh = new DOMParser().parseFromString(await response.text(), 'text/html');
+      for (const part of fresh.querySelectorAll('[data-live-part]')) {
+        const here = part.id && document.getElementById(part.id);
+        if (here && picker.contains(here)) here.replaceWith(part);
+      }
+      picker.dataset.previewed = String(mine);
+    } catch (_) {
+      // Offline for a moment: "Preview the tools" still shows the standings.
+    }
+  };
+  picker.addEventListener('change', (event) => { if (event.target.name === 'grant') refresh(); });
+  let typing;
+  typedGrants.addEventListener('input', () => { clearTimeout(typing); typing = setTimeout(refresh, 300); });
+  if (form) form.addEventListener('reset', () => setTimeout(refresh, 0));
+});

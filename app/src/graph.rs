@@ -6,6 +6,8 @@ use std::collections::BTreeSet;
 
 use leptos::prelude::*;
 
+use crate::widgets::IntoRendered;
+
 /// The picture's size in SVG units (it scales to the page's width).
 pub const WIDTH: f64 = 1000.0;
 pub const HEIGHT: f64 = 640.0;
@@ -224,7 +226,7 @@ pub fn GraphPicture(
                         <circle cx=num(a.0 + RADIUS) cy=num(a.1 - RADIUS) r="8" class="kg-loop"><title>{tip}</title></circle>
                     </g>
                 }
-                .into_any();
+                .rendered();
             }
             let (dx, dy) = (b.0 - a.0, b.1 - a.1);
             let d = dx.hypot(dy).max(1e-6);
@@ -241,7 +243,7 @@ pub fn GraphPicture(
                     {label}
                 </g>
             }
-            .into_any()
+            .rendered()
         })
         .collect::<Vec<_>>();
     let centred = rings.is_some();

@@ -2,6 +2,8 @@
 
 use leptos::prelude::*;
 
+use crate::widgets::{IntoRendered, Rendered};
+
 /// A section of the navigation: where its link goes and what it says. Each page module that
 /// has a section declares it (`pages::tasks::SECTION`); `pages::SECTIONS` lists them in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,8 +69,15 @@ impl Live {
     }
 }
 
+/// Every page: the head, the navigation, the notice, and the page's own view in `<main>`.
+/// Generic over the page's view, which is rendered at once (`IntoRendered`): the shell's own
+/// markup is built once for every page, and no page's view is type-erased (`AnyView`).
 #[component]
-pub fn Shell(meta: PageMeta, children: Children) -> impl IntoView {
+pub fn Shell<T: IntoView + 'static>(meta: PageMeta, children: TypedChildren<T>) -> impl IntoView {
+    frame(meta, children.into_inner()().rendered())
+}
+
+fn frame(meta: PageMeta, body: Rendered) -> impl IntoView {
     // Signed-in pages (an error page too) have the navigation; sign-in pages do not.
     let nav = meta.operator.is_some().then(|| {
         let links = crate::pages::SECTIONS
@@ -99,13 +108,13 @@ pub fn Shell(meta: PageMeta, children: Children) -> impl IntoView {
     });
     let flash = meta.flash.map(|f| match f {
         Flash::Notice(text) => {
-            view! { <p class="flash notice" role="status">{crate::widgets::rich_text(&text)}</p> }.into_any()
+            view! { <p class="flash notice" role="status">{crate::widgets::rich_text(&text)}</p> }.rendered()
         }
         Flash::Warning(text) => {
-            view! { <p class="flash warning" role="status">{crate::widgets::rich_text(&text)}</p> }.into_any()
+            view! { <p class="flash warning" role="status">{crate::widgets::rich_text(&text)}</p> }.rendered()
         }
         Flash::Error(text) => {
-            view! { <p class="flash error" role="alert">{crate::widgets::rich_text(&text)}</p> }.into_any()
+            view! { <p class="flash error" role="alert">{crate::widgets::rich_text(&text)}</p> }.rendered()
         }
     });
     view! {
@@ -125,7 +134,7 @@ pub fn Shell(meta: PageMeta, children: Children) -> impl IntoView {
                 </header>
                 <main data-live=meta.live.as_ref().map(Live::stream) data-live-url=meta.live.map(|l| l.url)>
                     {flash}
-                    {children()}
+                    {body}
                 </main>
             </body>
         </html>

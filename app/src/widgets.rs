@@ -27,6 +27,22 @@ use kennel_kernel::tool::audit::AuditRecord;
 use leptos::prelude::*;
 use serde_json::Value;
 
+/// A view rendered to its HTML at once, as one type: what a branch, or a list of views of
+/// different types, is made of. `into_any()` would erase the type too, but `AnyView` keeps,
+/// for every type it erases, the code to stream it, hydrate it and update it once mounted:
+/// 1.4 MB of a binary whose pages are rendered once, on the server, as a whole (docs/
+/// BENCHMARKS.md, "Views rendered at once"). It holds only what tachys rendered, so escaped.
+pub type Rendered = leptos::tachys::html::InertElement;
+
+/// Renders a view to [`Rendered`].
+pub trait IntoRendered: leptos::tachys::view::RenderHtml + Sized {
+    fn rendered(self) -> Rendered {
+        Rendered::new(self.to_html())
+    }
+}
+
+impl<T: leptos::tachys::view::RenderHtml> IntoRendered for T {}
+
 /// A `<textarea>` whose text is always escaped; pages use this, never `<textarea>` itself.
 ///
 /// Why: tachys (Leptos 0.8's renderer) writes the children of `textarea`, `script`, `style`
@@ -148,9 +164,9 @@ pub fn audit_table(records: Vec<AuditRecord>, agents: &[Arc<Agent>]) -> impl Int
             let when = match &r.session_id {
                 Some(session) => {
                     let chat = format!("/agents/{}?session={session}", r.agent_id);
-                    view! { <a href=chat title="The chat this call was made in">{short_time(&r.at)}</a> }.into_any()
+                    view! { <a href=chat title="The chat this call was made in">{short_time(&r.at)}</a> }.rendered()
                 }
-                None => short_time(&r.at).into_any(),
+                None => short_time(&r.at).rendered(),
             };
             view! {
                 <tr>
@@ -223,16 +239,16 @@ pub fn origin_names(origin: &kennel_kernel::session::Origin) -> (String, String)
 
 /// Text whose `backtick` spans (names and values in kernel messages) are shown as code, not
 /// as literal backticks. Everything stays text: the spans are only split, never parsed.
-pub fn rich_text(text: &str) -> Vec<AnyView> {
+pub fn rich_text(text: &str) -> Vec<Rendered> {
     let parts: Vec<&str> = text.split('`').collect();
     if parts.len().is_multiple_of(2) {
-        return vec![text.to_string().into_any()]; // an unpaired backtick: as it is
+        return vec![text.to_string().rendered()]; // an unpaired backtick: as it is
     }
     parts
         .iter()
         .enumerate()
         .map(|(i, part)| {
-            if i % 2 == 1 { view! { <code>{part.to_string()}</code> }.into_any() } else { part.to_string().into_any() }
+            if i % 2 == 1 { view! { <code>{part.to_string()}</code> }.rendered() } else { part.to_string().rendered() }
         })
         .collect()
 }
@@ -272,16 +288,16 @@ pub fn CanvasFrame(canvas: kennel_kernel::canvas::Canvas) -> impl IntoView {
 
 /// When a schedule fires, in words for a cron job with its expression and zone beside them
 /// ("At 09:00, on Monday. `0 9 * * 1` Europe/Berlin"); a one-shot one's time in UTC.
-pub fn schedule_when(s: &kennel_kernel::schedule::Schedule) -> AnyView {
+pub fn schedule_when(s: &kennel_kernel::schedule::Schedule) -> Rendered {
     match s.in_words() {
         Some(words) => {
             let zone = s.timezone.clone().unwrap_or_else(|| "UTC".into());
             let expression = s.expression.clone().unwrap_or_default();
-            view! { {words}" "<span class="hint"><code>{expression}</code>" "{zone}</span> }.into_any()
+            view! { {words}" "<span class="hint"><code>{expression}</code>" "{zone}</span> }.rendered()
         }
         None => match s.run_at.as_deref() {
-            Some(at) => format!("once at {} UTC", short_time(at)).into_any(),
-            None => s.timing().into_any(),
+            Some(at) => format!("once at {} UTC", short_time(at)).rendered(),
+            None => s.timing().rendered(),
         },
     }
 }
@@ -323,7 +339,8 @@ mod tests {
 
     /// tachys writes the children of these elements unescaped. Outside this file (where
     /// `TextArea` escapes) no component may open one, except the shell's script, which has a
-    /// `src` and no children. `inner_html` skips escaping too.
+    /// `src` and no children. `inner_html` skips escaping too, and so does an `InertElement`
+    /// made from a string (`Rendered` holds only what tachys rendered: `IntoRendered`).
     #[test]
     fn no_page_writes_an_element_whose_text_tachys_leaves_raw() {
         let mut files = Vec::new();
@@ -334,7 +351,7 @@ mod tests {
             // Tests (at the end of a file) may hold hostile strings.
             let source = source.split("#[cfg(test)]").next().unwrap_or_default();
             let source = source.replace(r#"<script src="/public/live.js" defer></script>"#, "");
-            for raw in ["<textarea", "<script", "<style", "<noscript", "inner_html"] {
+            for raw in ["<textarea", "<script", "<style", "<noscript", "inner_html", "InertElement", "Rendered::new"] {
                 assert!(!source.contains(raw), "{} writes `{raw}`: use widgets::TextArea", file.display());
             }
         }
@@ -437,4 +454,21 @@ pub fn kept_for(what: &str, key: &str, days: u64) -> impl IntoView + use<> {
         n => format!("{what} are kept for {n} days, then removed ([retention] {key})."),
     };
     view! { <p class="hint retention">{text}</p> }
+}
+
+/// A tool's standing for an agent in words: allowed by which grant, denied by which, not
+/// granted, or excluded and why (the Tools inspector, the type editor's picker).
+pub fn standing_label(status: &kennel_kernel::tool::ToolStatus) -> String {
+    use kennel_kernel::tool::ToolStatus;
+    match status {
+        ToolStatus::Allowed { grant } => format!("allowed by {grant}"),
+        ToolStatus::Denied { grant } => format!("denied by {grant}"),
+        ToolStatus::NotGranted => "not granted".to_string(),
+        ToolStatus::Excluded { layer, reason } => format!("excluded ({}): {reason}", layer.as_str()),
+    }
+}
+
+/// The class a standing is shown in: `ok` when the tool may be called, `bad` when not.
+pub fn standing_class(status: &kennel_kernel::tool::ToolStatus) -> &'static str {
+    if status.is_allowed() { "ok" } else { "bad" }
 }

@@ -84,7 +84,7 @@ test('agent type: a validation error next to the field, fixed, then a name confl
   // A type for chatting: a model, the fake provider (the only one configured), one tool.
   await page.locator('#type-form').getByLabel('Name').fill('clock');
   await page.locator('#type-form').getByLabel('Model').fill('fake-model');
-  await page.locator('#type-form').getByLabel(/^Tools/).fill('system_time');
+  await page.locator('#type-form').getByLabel(/^Other grants/).fill('system_time');
   await page.locator('#type-form').getByRole('button', { name: 'Create agent type' }).click();
   await expect(page.getByRole('heading', { name: 'Agent type clock' })).toBeVisible();
   await page.goto('/agent-types');
@@ -184,7 +184,7 @@ test('ask_user: the turn waits for the question to be answered in the chat, then
   await page.goto('/agent-types');
   await page.locator('#type-form').getByLabel('Name').fill('asker');
   await page.locator('#type-form').getByLabel('Model').fill('fake-model');
-  await page.locator('#type-form').getByLabel(/^Tools/).fill('ask_user');
+  await page.locator('#type-form').getByLabel(/^Other grants/).fill('ask_user');
   await page.locator('#type-form').getByRole('button', { name: 'Create agent type' }).click();
   await expect(page.getByRole('heading', { name: 'Agent type asker' })).toBeVisible();
   await page.goto('/agents');

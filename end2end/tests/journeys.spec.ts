@@ -92,7 +92,7 @@ test('an edited agent type is applied to its agents after a preview of what chan
   for (let i = 0; i < 2; i++) await page.request.post('/api/agents', { ...api, data: { template: 'clerk' } });
   await page.goto('/agent-types/clerk');
   await page.getByLabel('Model').fill('large');
-  await page.getByLabel(/^Tools/).fill('system_time, tasks.*');
+  await page.locator('#tool-picker').getByRole('checkbox', { name: 'tasks.*' }).check();
   await page.getByRole('button', { name: 'Save' }).click();
   await expect(page.locator('#agents-of-type')).toContainText('2 agents made from this type; 2 keep an older copy of it.');
   await page.getByRole('link', { name: 'Apply this type to its agents…' }).click();
@@ -105,6 +105,46 @@ test('an edited agent type is applied to its agents after a preview of what chan
   await page.getByRole('button', { name: 'Apply to 2 agents' }).click();
   await expect(page.getByRole('status')).toContainText('Applied type clerk to 2 agents');
   await expect(page.locator('#agents-of-type')).toContainText('all matching it');
+});
+
+test('the tool picker: families and single tools ticked, each tool\'s standing and why, live', async ({ browser }) => {
+  const made = await page.request.post('/api/templates', { ...api, data: { name: 'picker', capabilities: { tools: ['system_time'], deny: ['task_post'] } } });
+  expect(made.status(), await made.text()).toBe(201);
+  await page.goto('/agent-types/picker');
+  const marker = await page.evaluate(() => { (window as any).kennelMarker = 'same page'; return 'same page'; });
+  const picker = page.locator('#tool-picker');
+  await expect(picker.locator('#standing-system_time')).toHaveText('allowed by system_time');
+  await expect(picker.locator('#standing-task_claim')).toHaveText('not granted');
+  const before = Number((await picker.locator('#tool-summary').textContent())?.split(' ')[0]);
+  // A family: every tool of it in at once, except the one the TOML's deny list names.
+  await picker.getByRole('checkbox', { name: 'tasks.*' }).check();
+  await expect(picker.locator('#standing-task_claim')).toHaveText('allowed by tasks.*');
+  await expect(picker.locator('#standing-task_post')).toHaveText('denied by task_post');
+  await expect(picker.locator('#tool-summary')).not.toHaveText(new RegExp(`^${before} of`));
+  // A single tool, in its family's list.
+  await picker.getByText('Single memory tools').click();
+  await picker.getByRole('checkbox', { name: 'memory_store', exact: true }).check();
+  await expect(picker.locator('#standing-memory_store')).toHaveText('allowed by memory_store');
+  await expect(picker.locator('#standing-memory_recall')).toHaveText('not granted');
+  // A typed grant that matches nothing is warned of before saving.
+  await expect(page.locator('#grant-warning')).toBeHidden();
+  await picker.getByLabel(/^Other grants/).fill('memry_*');
+  await expect(page.locator('#grant-warning')).toContainText('memry_*');
+  await expect(page.locator('#grant-warning')).toBeVisible();
+  expect(await page.evaluate(() => (window as any).kennelMarker)).toBe(marker);
+  await page.screenshot({ path: `${shots}/agent-type-picker.png`, fullPage: true });
+  await page.getByRole('button', { name: 'Save' }).click();
+  await expect(page.locator('.flash.warning')).toContainText('memry_*');
+  const stored = await (await page.request.get('/api/templates/picker', api)).json();
+  expect([...stored.capabilities.tools].sort()).toEqual(['memory_store', 'memry_*', 'system_time', 'tasks.*']);
+  // Reopened, the boxes are ticked as saved; the phone layout does not scroll sideways.
+  await expect(page.locator('#tool-picker').getByRole('checkbox', { name: 'tasks.*' })).toBeChecked();
+  await expect(page.locator('#tool-picker').getByLabel(/^Other grants/)).toHaveValue('memry_*');
+  const small = await phone(browser);
+  await small.goto('/agent-types/picker');
+  expect(await small.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBeLessThanOrEqual(0);
+  await small.screenshot({ path: `${shots}/agent-type-picker-phone.png`, fullPage: true });
+  await small.context().close();
 });
 
 test('the operator-action log names who changed what, and pages', async ({ browser }) => {

@@ -6,10 +6,11 @@ use std::sync::Arc;
 
 use kennel_kernel::agent::{AgentType, AgentTypeSpec, FieldChange, Manifest, TypeApplication};
 use kennel_kernel::error::FieldError;
+use kennel_kernel::tool::{GrantPreview, ToolDef};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Section, Shell};
-use crate::widgets::{Csrf, TextArea, field_error, form_list};
+use crate::widgets::{Csrf, IntoRendered, Rendered, TextArea, field_error, form_list, standing_class, standing_label};
 
 /// Its section of the navigation.
 pub const SECTION: Section = Section::new("/agent-types", "Agent types");
@@ -22,8 +23,14 @@ pub struct TypeForm {
     pub system_prompt: String,
     pub provider: String,
     pub model: String,
+    /// The grants ticked in the tool picker (a family's `family.*`, a tool's name), or all
+    /// of a stored type's grants: the picker ticks those it offers and types out the rest.
+    pub picked: Vec<String>,
+    /// The grants typed beside the picker: globs, reaches, tools this daemon lacks.
     pub tools: String,
     pub skills: String,
+    /// "Preview" was pressed: the page shows the effective set, and nothing is saved.
+    pub preview: bool,
 }
 
 fn list(text: &str) -> Option<Vec<String>> {
@@ -42,9 +49,42 @@ impl TypeForm {
             system_prompt: m.system_prompt.clone(),
             provider: m.provider.clone().unwrap_or_default(),
             model: m.model.clone().unwrap_or_default(),
-            tools: m.capabilities.tools.iter().map(|g| g.as_str()).collect::<Vec<_>>().join(", "),
+            picked: m.capabilities.tools.iter().map(|g| g.as_str().to_string()).collect(),
+            tools: String::new(),
             skills: m.skills.join(", "),
+            preview: false,
         }
+    }
+
+    /// The form as posted: each field once, `grant` once per ticked box.
+    pub fn from_fields(fields: &[(String, String)]) -> TypeForm {
+        let mut form = TypeForm::default();
+        for (key, value) in fields {
+            match key.as_str() {
+                "name" => form.name = value.clone(),
+                "description" => form.description = value.clone(),
+                "system_prompt" => form.system_prompt = value.clone(),
+                "provider" => form.provider = value.clone(),
+                "model" => form.model = value.clone(),
+                "grant" => form.picked.push(value.clone()),
+                "tools" => form.tools = value.clone(),
+                "skills" => form.skills = value.clone(),
+                "preview" => form.preview = true,
+                _ => {}
+            }
+        }
+        form
+    }
+
+    /// Every grant of the form, ticked then typed, each once.
+    pub fn grants(&self) -> Vec<String> {
+        let mut grants: Vec<String> = Vec::new();
+        for g in self.picked.iter().cloned().chain(form_list(&self.tools)) {
+            if !grants.contains(&g) {
+                grants.push(g);
+            }
+        }
+        grants
     }
 
     /// The form as the seven-field spec the kernel validates.
@@ -55,10 +95,22 @@ impl TypeForm {
             system_prompt: text(&self.system_prompt),
             provider: text(&self.provider),
             model: text(&self.model),
-            tools: list(&self.tools),
+            tools: Some(self.grants()),
             skills: list(&self.skills),
         }
     }
+}
+
+/// What the tool picker shows: every tool this daemon has and how each stands with the
+/// form's grants.
+pub struct Picker {
+    /// Every tool, in registration order.
+    pub tools: Vec<Arc<ToolDef>>,
+    /// The standings with the form's grants ([`kennel_kernel::tool::Registry::preview`]), or
+    /// why those grants cannot be read.
+    pub preview: Result<GrantPreview, String>,
+    /// Where the page asks for the standings again as the form changes (`/agent-types/preview?type=…`).
+    pub preview_url: String,
 }
 
 pub struct AgentTypesPage {
@@ -71,6 +123,7 @@ pub struct AgentTypesPage {
     pub models: Vec<(String, String)>,
     pub form: TypeForm,
     pub errors: Vec<FieldError>,
+    pub picker: Picker,
 }
 
 pub fn render_list(meta: PageMeta, page: AgentTypesPage) -> String {
@@ -112,7 +165,7 @@ pub fn render_list(meta: PageMeta, page: AgentTypesPage) -> String {
                 </section>
                 <section class="card">
                     <h2>"New agent type"</h2>
-                    <TypeFields action="/agent-types".into() form=page.form errors=page.errors csrf submit="Create agent type" name_editable=true providers=page.providers default_provider=page.default_provider models=page.models/>
+                    <TypeFields action="/agent-types".into() form=page.form errors=page.errors csrf submit="Create agent type" name_editable=true providers=page.providers default_provider=page.default_provider models=page.models picker=page.picker/>
                 </section>
             </Shell>
         }
@@ -131,6 +184,7 @@ fn TypeFields(
     providers: Vec<String>,
     default_provider: Option<String>,
     models: Vec<(String, String)>,
+    picker: Picker,
 ) -> impl IntoView {
     // Suggestions, not a closed list: a provider serves models config.toml does not describe.
     let model_choices = models
@@ -140,8 +194,9 @@ fn TypeFields(
     let provider_choices = provider_options(&providers, default_provider.as_deref(), &form.provider);
     // Grants typed as `tools` or stored as `capabilities.tools` belong to the same input.
     let tools_error = field_error(&errors, "tools")
-        .map(IntoAny::into_any)
-        .or_else(|| field_error(&errors, "capabilities.tools").map(IntoAny::into_any));
+        .map(IntoRendered::rendered)
+        .or_else(|| field_error(&errors, "capabilities.tools").map(IntoRendered::rendered));
+    let grants = form.grants();
     view! {
         <form method="post" action=action class="stack" id="type-form">
             <Csrf token=csrf/>
@@ -160,31 +215,119 @@ fn TypeFields(
             </div>
             {field_error(&errors, "provider")}
             {field_error(&errors, "model")}
-            <label>"Tools (grants, comma-separated: system_time, memory_*, browser.*)" <input type="text" name="tools" value=form.tools/></label>
+            <ToolPicker picker grants/>
             {tools_error}
             <label>"Skills (comma-separated)" <input type="text" name="skills" value=form.skills/></label>
             {field_error(&errors, "skills")}
-            <button type="submit">{submit}</button>
+            <div class="actions">
+                <button type="submit">{submit}</button>
+                <button type="submit" name="preview" value="1" class="secondary" formnovalidate>"Preview the tools"</button>
+            </div>
         </form>
     }
+}
+
+/// The tools field: a box per family (`family.*`, its tools now and any added later) and per
+/// tool, each tool's standing with the grants as they are in the form and why (allowed by
+/// which grant, denied, not granted, excluded on this daemon), and a line for the grants no
+/// box offers. The parts marked `data-live-part` are what the page replaces, with
+/// `live.js`, from `preview_url` as boxes are ticked: the same render, asked again.
+#[component]
+pub fn ToolPicker(picker: Picker, grants: Vec<String>) -> impl IntoView {
+    let mut families: Vec<(String, Vec<Arc<ToolDef>>)> = Vec::new();
+    for def in picker.tools {
+        match families.iter_mut().find(|(f, _)| *f == def.family) {
+            Some((_, tools)) => tools.push(def),
+            None => families.push((def.family.clone(), vec![def])),
+        }
+    }
+    let offered = |g: &String| {
+        families.iter().any(|(f, tools)| g.strip_suffix(".*") == Some(f.as_str()) || tools.iter().any(|t| t.name == *g))
+    };
+    let typed = grants.iter().filter(|g| !offered(g)).cloned().collect::<Vec<_>>().join(", ");
+    let standings: std::collections::HashMap<&str, &kennel_kernel::tool::ToolStatus> = match &picker.preview {
+        Ok(p) => p.tools.iter().map(|t| (t.name.as_str(), &t.status)).collect(),
+        Err(_) => Default::default(),
+    };
+    let total = families.iter().map(|(_, t)| t.len()).sum::<usize>();
+    let allowed = standings.values().filter(|s| s.is_allowed()).count();
+    let summary = match &picker.preview {
+        Ok(_) => format!("{allowed} of {total} tools in with these grants."),
+        Err(why) => format!("The grants cannot be previewed: {why}"),
+    };
+    let warning = picker.preview.as_ref().ok().and_then(|p| p.warning.clone());
+    let no_warning = warning.is_none();
+    let rows = families
+        .iter()
+        .map(|(family, tools)| {
+            let grant = format!("{family}.*");
+            let counted = tools.iter().filter(|t| standings.get(t.name.as_str()).is_some_and(|s| s.is_allowed())).count();
+            let single = tools.iter().any(|t| grants.contains(&t.name));
+            let items = tools
+                .iter()
+                .map(|t| {
+                    let (label, class) = match standings.get(t.name.as_str()) {
+                        Some(s) => (standing_label(s), standing_class(s)),
+                        None => (String::new(), "hint"),
+                    };
+                    view! {
+                        <li>
+                            <label><input type="checkbox" name="grant" value=t.name.clone() checked=grants.contains(&t.name)/>" "<code>{t.name.clone()}</code></label>
+                            <span class=format!("standing {class}") id=format!("standing-{}", t.name) data-live-part="">{label}</span>
+                            <span class="hint summary-text">{t.description.clone()}</span>
+                        </li>
+                    }
+                })
+                .collect::<Vec<_>>();
+            view! {
+                <div class="pick-family">
+                    <div class="pick-head">
+                        <label><input type="checkbox" name="grant" value=grant.clone() checked=grants.contains(&grant)/>" "<code>{grant.clone()}</code></label>
+                        <span class="hint" id=format!("count-{family}") data-live-part="">{format!("{counted} of {} in", tools.len())}</span>
+                    </div>
+                    <details open=single>
+                        <summary>{format!("Single {family} tools")}</summary>
+                        <ul class="pick-tools">{items}</ul>
+                    </details>
+                </div>
+            }
+        })
+        .collect::<Vec<_>>();
+    view! {
+        <fieldset class="tool-picker" id="tool-picker" data-preview=picker.preview_url>
+            <legend>"Tools"</legend>
+            <p class="hint">"Tick a family for all of its tools (and any it gains later), or open it for single tools. Each tool says whether an agent of this type could call it, and why."</p>
+            <p id="tool-summary" data-live-part="" role="status">{summary}</p>
+            <p id="grant-warning" class="warning" data-live-part="" hidden=no_warning>{warning.unwrap_or_default()}</p>
+            <div class="pick-families">{rows}</div>
+            <label>"Other grants (comma-separated: globs such as memory_*, agents.kill_any, tools this daemon does not have yet)"
+                <input type="text" name="tools" value=typed/>
+            </label>
+        </fieldset>
+    }
+}
+
+/// The picker alone, as the page asks for it while boxes are ticked.
+pub fn render_picker(picker: Picker, grants: Vec<String>) -> String {
+    view! { <ToolPicker picker grants/> }.to_html()
 }
 
 /// The provider field's choices: "the default" (empty: whichever provider is the daemon's
 /// default when a turn runs), each configured provider, and the form's own value when it is
 /// none of them (so a stored or typed name that is not configured stays visible next to its
 /// error instead of silently becoming the default).
-fn provider_options(providers: &[String], default: Option<&str>, current: &str) -> Vec<AnyView> {
+fn provider_options(providers: &[String], default: Option<&str>, current: &str) -> Vec<Rendered> {
     let default = match default {
         Some(name) => format!("the default ({name})"),
         None => "none configured (add [providers.NAME] to config.toml)".to_string(),
     };
-    let mut options = vec![view! { <option value="" selected=current.is_empty()>{default}</option> }.into_any()];
+    let mut options = vec![view! { <option value="" selected=current.is_empty()>{default}</option> }.rendered()];
     for p in providers {
-        options.push(view! { <option value=p.clone() selected=p == current>{p.clone()}</option> }.into_any());
+        options.push(view! { <option value=p.clone() selected=p == current>{p.clone()}</option> }.rendered());
     }
     if !current.is_empty() && !providers.iter().any(|p| p == current) {
         let label = format!("{current} (not configured)");
-        options.push(view! { <option value=current.to_string() selected=true>{label}</option> }.into_any());
+        options.push(view! { <option value=current.to_string() selected=true>{label}</option> }.rendered());
     }
     options
 }
@@ -197,6 +340,7 @@ pub struct EditPage {
     pub models: Vec<(String, String)>,
     pub form: TypeForm,
     pub errors: Vec<FieldError>,
+    pub picker: Picker,
     /// The TOML text to show: the stored manifest, or what was just submitted with its error.
     pub toml: String,
     /// What is wrong with the TOML just submitted, each at its line and column.
@@ -230,7 +374,7 @@ pub fn render_edit(meta: PageMeta, page: EditPage) -> String {
                 <div class="columns">
                     <section class="card">
                         <h2>"The seven fields"</h2>
-                        <TypeFields action=format!("/agent-types/{name}") form=page.form errors=page.errors csrf=csrf.clone() submit="Save" name_editable=false providers=page.providers default_provider=page.default_provider models=page.models/>
+                        <TypeFields action=format!("/agent-types/{name}") form=page.form errors=page.errors csrf=csrf.clone() submit="Save" name_editable=false providers=page.providers default_provider=page.default_provider models=page.models picker=page.picker/>
                     </section>
                     <section class="card" id="manifest">
                         <h2>"Full manifest (TOML)"</h2>
@@ -302,10 +446,10 @@ pub fn render_apply(meta: PageMeta, page: ApplyPage) -> String {
         .iter()
         .map(|a| {
             let changes = if a.changes.is_empty() {
-                view! { <p class="hint">"Already matches the type."</p> }.into_any()
+                view! { <p class="hint">"Already matches the type."</p> }.rendered()
             } else {
                 let rows = a.changes.iter().map(change_row).collect::<Vec<_>>();
-                view! { <table class="changes"><thead><tr><th>"Field"</th><th>"Now"</th><th>"After applying"</th></tr></thead><tbody>{rows}</tbody></table> }.into_any()
+                view! { <table class="changes"><thead><tr><th>"Field"</th><th>"Now"</th><th>"After applying"</th></tr></thead><tbody>{rows}</tbody></table> }.rendered()
             };
             view! {
                 <section class="card" id=format!("apply-{}", a.agent_id)>
@@ -348,16 +492,16 @@ pub fn render_apply(meta: PageMeta, page: ApplyPage) -> String {
 fn change_row(c: &FieldChange) -> impl IntoView + use<> {
     let (now, after) = if c.added.is_empty() && c.removed.is_empty() {
         let text = |v: &Option<String>| match v {
-            Some(v) => view! { <pre class="value">{v.clone()}</pre> }.into_any(),
-            None => view! { <span class="hint">"unset"</span> }.into_any(),
+            Some(v) => view! { <pre class="value">{v.clone()}</pre> }.rendered(),
+            None => view! { <span class="hint">"unset"</span> }.rendered(),
         };
         (text(&c.before), text(&c.after))
     } else {
         let items = |sign: &'static str, class: &'static str, items: &[String]| {
             items.iter().map(|i| view! { <li class=class>{sign}" "<code>{i.clone()}</code></li> }).collect::<Vec<_>>()
         };
-        let lost = view! { <ul class="diff">{items("−", "bad", &c.removed)}</ul> }.into_any();
-        let gained = view! { <ul class="diff">{items("+", "ok", &c.added)}</ul> }.into_any();
+        let lost = view! { <ul class="diff">{items("−", "bad", &c.removed)}</ul> }.rendered();
+        let gained = view! { <ul class="diff">{items("+", "ok", &c.added)}</ul> }.rendered();
         (lost, gained)
     };
     let note = c.note.clone().map(|n| view! { <p class="hint">{n}</p> });
@@ -395,6 +539,12 @@ mod tests {
             default_provider: Some("local".into()),
             models: vec![("m".into(), "local".into())],
             errors: Vec::new(),
+            // A grant's error quotes what was typed: shown as text too.
+            picker: Picker {
+                tools: Vec::new(),
+                preview: Err(hostile.into()),
+                preview_url: "/agent-types/preview?type=evil".into(),
+            },
             toml_errors: Vec::new(),
             application: TypeApplication {
                 agent_type: "evil".into(),
@@ -417,8 +567,8 @@ mod tests {
         assert_eq!(html.matches("<script").count(), 1, "only live.js");
         assert_eq!(
             html.matches("&lt;/textarea&gt;&lt;script&gt;").count(),
-            5,
-            "title, description, prompt, TOML twice: {html}"
+            6,
+            "title, description, prompt, TOML twice, the grants' error: {html}"
         );
     }
 }

@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use serde_json::Value;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::rich_text;
+use crate::widgets::{IntoRendered, Rendered, rich_text};
 
 /// The document's operations by tag, and its schemas, as the page shows them.
 pub struct Reference {
@@ -180,13 +180,13 @@ pub fn render(meta: PageMeta, r: Reference) -> String {
     )
 }
 
-fn type_link(t: String) -> AnyView {
+fn type_link(t: String) -> Rendered {
     // A schema's name (no spaces, capitalised) links to its section.
     if t.starts_with(|c: char| c.is_ascii_uppercase()) && !t.contains(' ') {
         let href = format!("#{}", schema_anchor(&t));
-        view! { <a href=href><code>{t}</code></a> }.into_any()
+        view! { <a href=href><code>{t}</code></a> }.rendered()
     } else {
-        view! { <code>{t}</code> }.into_any()
+        view! { <code>{t}</code> }.rendered()
     }
 }
 

@@ -9,7 +9,9 @@ use kennel_kernel::tool::audit::AuditRecord;
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Section, Shell};
-use crate::widgets::{NoMatches, Pager, Paging, agent_label, audit_table, rich_text, short_time};
+use crate::widgets::{
+    IntoRendered, NoMatches, Pager, Paging, Rendered, agent_label, audit_table, rich_text, short_time,
+};
 
 /// Its section of the navigation.
 pub const SECTION: Section = Section::new("/audit", "Audit");
@@ -30,11 +32,11 @@ pub struct AuditPage {
 }
 
 /// A filter's `<select>` choices: the value, its words, and whether it is the one chosen.
-fn choices(options: &[(&'static str, &'static str)], chosen: Option<&str>) -> Vec<AnyView> {
+fn choices(options: &[(&'static str, &'static str)], chosen: Option<&str>) -> Vec<Rendered> {
     options
         .iter()
         .map(|(value, words)| {
-            view! { <option value=*value selected=chosen == Some(*value)>{*words}</option> }.into_any()
+            view! { <option value=*value selected=chosen == Some(*value)>{*words}</option> }.rendered()
         })
         .collect()
 }

@@ -6,7 +6,7 @@ use kennel_kernel::browser::TabView;
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::short_time;
+use crate::widgets::{IntoRendered, short_time};
 
 pub struct BrowserPage {
     pub agent_id: String,
@@ -27,7 +27,7 @@ pub fn render(meta: PageMeta, page: BrowserPage) -> String {
                 <p class="hint">"Add a "<code>"[browser]"</code>" section to config.toml (and install Chromium) to give agents granted "<code>"browser.*"</code>" a browser."</p>
             </section>
         }
-        .into_any()
+        .rendered()
     } else if page.tabs.is_empty() {
         view! {
             <section class="card" id="browser-tabs">
@@ -35,10 +35,10 @@ pub fn render(meta: PageMeta, page: BrowserPage) -> String {
                 <p class="hint">"Tabs open with "<code>"browser_navigate"</code>" and close with "<code>"browser_close"</code>", when idle, or when the agent stops."</p>
             </section>
         }
-        .into_any()
+        .rendered()
     } else {
         let tabs = page.tabs.into_iter().map(|t| tab_card(&id, t)).collect::<Vec<_>>();
-        view! { <section id="browser-tabs" class="tabs">{tabs}</section> }.into_any()
+        view! { <section id="browser-tabs" class="tabs">{tabs}</section> }.rendered()
     };
     crate::document(
         view! {

@@ -7,7 +7,7 @@ use kennel_kernel::channel::{ChannelDetail, ChannelInfo, ConversationWithRoster,
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Section, Shell};
-use crate::widgets::short_time;
+use crate::widgets::{IntoRendered, short_time};
 
 /// Its section of the navigation.
 pub const SECTION: Section = Section::new("/channels", "Channels");
@@ -20,7 +20,7 @@ pub fn render_list(meta: PageMeta, channels: Vec<ChannelInfo>) -> String {
                 <p class="hint">"Add a "<code>"[channels.NAME]"</code>" section to config.toml (kind = telegram, slack, discord or webhook; agent = the agent that answers) and restart the daemon."</p>
             </section>
         }
-        .into_any()
+        .rendered()
     } else {
         let rows = channels.into_iter().map(channel_row).collect::<Vec<_>>();
         view! {
@@ -29,7 +29,7 @@ pub fn render_list(meta: PageMeta, channels: Vec<ChannelInfo>) -> String {
                 <tbody>{rows}</tbody>
             </table>
         }
-        .into_any()
+        .rendered()
     };
     crate::document(
         view! {
@@ -69,10 +69,10 @@ fn channel_row(c: ChannelInfo) -> impl IntoView + use<> {
 pub fn render_channel(meta: PageMeta, detail: ChannelDetail, kept_days: u64) -> String {
     let c = detail.channel;
     let conversations = if detail.conversations.is_empty() {
-        view! { <p class="empty">"No conversations yet."</p> }.into_any()
+        view! { <p class="empty">"No conversations yet."</p> }.rendered()
     } else {
         let items = detail.conversations.into_iter().map(conversation).collect::<Vec<_>>();
-        view! { <div id="conversations">{items}</div> }.into_any()
+        view! { <div id="conversations">{items}</div> }.rendered()
     };
     let inbound = detail.inbound.into_iter().map(inbound_row).collect::<Vec<_>>();
     let outbound = detail.outbound.into_iter().map(outbound_row).collect::<Vec<_>>();

@@ -9,7 +9,7 @@ use kennel_kernel::cluster::{Daemon, DaemonState, Lease, Overview};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Section, Shell};
-use crate::widgets::short_time;
+use crate::widgets::{IntoRendered, short_time};
 
 /// Its section of the navigation.
 pub const SECTION: Section = Section::new("/cluster", "Cluster");
@@ -65,9 +65,9 @@ fn lease_row(lease: Lease, agent_names: &HashMap<String, String>) -> impl IntoVi
     let what = match lease.agent_id() {
         Some(id) => {
             let name = agent_names.get(id).cloned().unwrap_or_else(|| id.to_string());
-            view! { "agent "<a href=format!("/agents/{id}")>{name}</a> }.into_any()
+            view! { "agent "<a href=format!("/agents/{id}")>{name}</a> }.rendered()
         }
-        None => view! { <code>{lease.name}</code> }.into_any(),
+        None => view! { <code>{lease.name}</code> }.rendered(),
     };
     view! {
         <tr>
@@ -83,9 +83,9 @@ fn daemon_card(d: Daemon, this: &str, agent_names: &HashMap<String, String>) -> 
     let state = state(&d);
     let class = if d.alive { "card daemon alive" } else { "card daemon" };
     let leases = if d.runs_everything() {
-        view! { <p class="empty">"Runs every agent of this home."</p> }.into_any()
+        view! { <p class="empty">"Runs every agent of this home."</p> }.rendered()
     } else if d.leases.is_empty() {
-        view! { <p class="empty">"Holds nothing."</p> }.into_any()
+        view! { <p class="empty">"Holds nothing."</p> }.rendered()
     } else {
         let rows = d.leases.into_iter().map(|l| lease_row(l, agent_names)).collect::<Vec<_>>();
         view! {
@@ -94,7 +94,7 @@ fn daemon_card(d: Daemon, this: &str, agent_names: &HashMap<String, String>) -> 
                 <tbody>{rows}</tbody>
             </table>
         }
-        .into_any()
+        .rendered()
     };
     view! {
         <article class=class id=format!("daemon-{}", d.id)>

@@ -9,7 +9,7 @@ use kennel_kernel::notify::{Note, Urgency};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Section, Shell};
-use crate::widgets::{Csrf, Markdown, NoMatches, Pager, Paging, agent_label, short_time};
+use crate::widgets::{Csrf, IntoRendered, Markdown, NoMatches, Pager, Paging, agent_label, short_time};
 
 /// Its section of the navigation.
 pub const SECTION: Section = Section::new("/inbox", "Inbox").counting_unread();
@@ -44,9 +44,9 @@ pub fn render(meta: PageMeta, page: InboxPage) -> String {
         .collect::<Vec<_>>();
     let empty = page.notes.is_empty().then(|| {
         if filtered {
-            view! { <NoMatches what="note" clear="/inbox"/> }.into_any()
+            view! { <NoMatches what="note" clear="/inbox"/> }.rendered()
         } else {
-            view! { <p class="hint">"No notes yet. Agents granted "<code>"notify_owner"</code>" leave them here; a budget that pauses an agent does too."</p> }.into_any()
+            view! { <p class="hint">"No notes yet. Agents granted "<code>"notify_owner"</code>" leave them here; a budget that pauses an agent does too."</p> }.rendered()
         }
     });
     let notes = page.notes.into_iter().map(|n| note(n, csrf.clone())).collect::<Vec<_>>();

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::graph::{GraphPicture, PictureEdge, PictureNode};
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{Pager, Paging, short_time};
+use crate::widgets::{IntoRendered, Pager, Paging, short_time};
 
 pub struct KnowledgePage {
     pub agent_id: String,
@@ -38,8 +38,8 @@ pub fn render(meta: PageMeta, page: KnowledgePage) -> String {
     let id = page.agent_id;
     let whole = format!("/agents/{id}/knowledge");
     let body = match page.view {
-        View::Whole { overview, entities, paging } => whole_view(&id, overview, entities, paging).into_any(),
-        View::Entity { subgraph, depth } => entity_view(&id, subgraph, depth).into_any(),
+        View::Whole { overview, entities, paging } => whole_view(&id, overview, entities, paging).rendered(),
+        View::Entity { subgraph, depth } => entity_view(&id, subgraph, depth).rendered(),
     };
     crate::document(
         view! {
@@ -87,7 +87,7 @@ fn whole_view(id: &str, overview: Overview, entities: Vec<Entity>, paging: Pagin
                 </p>
             </section>
         }
-        .into_any();
+        .rendered();
     }
     let shown = format!(
         "{} of {} entities and {} of {} relations; the best connected are drawn. Choose one to see its neighbourhood.",
@@ -136,7 +136,7 @@ fn whole_view(id: &str, overview: Overview, entities: Vec<Entity>, paging: Pagin
             <Pager shown=listed paging/>
         </section>
     }
-    .into_any()
+    .rendered()
 }
 
 /// How many characters of each attribute's value the entity table shows; the entity's own
@@ -153,7 +153,7 @@ fn value_text(v: &Value) -> String {
 
 fn entity_view(id: &str, subgraph: Subgraph, depth: u32) -> impl IntoView + use<> {
     let Some(centre) = subgraph.nodes.first().cloned() else {
-        return view! { <p class="empty">"Nothing to show."</p> }.into_any();
+        return view! { <p class="empty">"Nothing to show."</p> }.rendered();
     };
     let rings: Vec<u32> = subgraph.nodes.iter().map(|n| n.distance).collect();
     let named = subgraph.nodes.iter().map(|n| (n.name.clone(), n.entity_type.clone())).collect();
@@ -222,5 +222,5 @@ fn entity_view(id: &str, subgraph: Subgraph, depth: u32) -> impl IntoView + use<
             </section>
         </div>
     }
-    .into_any()
+    .rendered()
 }

@@ -7,7 +7,7 @@ use kennel_kernel::mcp::ServerView;
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Section, Shell};
-use crate::widgets::{Csrf, short_time};
+use crate::widgets::{Csrf, IntoRendered, short_time};
 
 /// Its section of the navigation.
 pub const SECTION: Section = Section::new("/mcp", "MCP");
@@ -21,10 +21,10 @@ pub fn render(meta: PageMeta, servers: Vec<ServerView>) -> String {
                 <p class="hint">"Add an "<code>"[mcp.servers.NAME]"</code>" section to config.toml (command = a stdio server, or url = a streamable-HTTP one), then run "<code>"kennel reload"</code>". Grant agents its tools as "<code>"mcp__NAME__*"</code>"."</p>
             </section>
         }
-        .into_any()
+        .rendered()
     } else {
         let cards = servers.into_iter().map(|s| server_card(s, csrf.clone())).collect::<Vec<_>>();
-        view! { <div id="mcp-servers">{cards}</div> }.into_any()
+        view! { <div id="mcp-servers">{cards}</div> }.rendered()
     };
     crate::document(
         view! {

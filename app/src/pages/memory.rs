@@ -10,7 +10,7 @@ use kennel_kernel::memory::semantic::{Memory, Stats};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{Csrf, Pager, Paging, TextArea, short_time};
+use crate::widgets::{Csrf, IntoRendered, Pager, Paging, TextArea, short_time};
 
 pub struct MemoryPage {
     pub agent: Arc<Agent>,
@@ -75,7 +75,7 @@ pub fn render_memory(meta: PageMeta, page: MemoryPage) -> String {
         </form>
     };
     let kv_table = if kv_shown == 0 {
-        view! { <p class="hint">"No keys yet: the agent stores them with memory_store."</p> }.into_any()
+        view! { <p class="hint">"No keys yet: the agent stores them with memory_store."</p> }.rendered()
     } else {
         view! {
             <div class="scroll">
@@ -86,7 +86,7 @@ pub fn render_memory(meta: PageMeta, page: MemoryPage) -> String {
             </div>
             <Pager shown=kv_shown paging=page.kv_paging/>
         }
-        .into_any()
+        .rendered()
     };
     let searched = !page.query.is_empty();
     let shown = page.memories.len();
@@ -115,10 +115,10 @@ pub fn render_memory(meta: PageMeta, page: MemoryPage) -> String {
         })
         .collect::<Vec<_>>();
     let semantic = match page.semantic_error {
-        Some(e) => view! { <p class="hint" role="status">{e}</p> }.into_any(),
-        None if shown == 0 && searched => view! { <p class="hint">"No memory matches."</p> }.into_any(),
+        Some(e) => view! { <p class="hint" role="status">{e}</p> }.rendered(),
+        None if shown == 0 && searched => view! { <p class="hint">"No memory matches."</p> }.rendered(),
         None if shown == 0 => {
-            view! { <p class="hint">"No memories yet: the agent adds them with memory_semantic_add."</p> }.into_any()
+            view! { <p class="hint">"No memories yet: the agent adds them with memory_semantic_add."</p> }.rendered()
         }
         None => view! {
             <div class="scroll">
@@ -129,7 +129,7 @@ pub fn render_memory(meta: PageMeta, page: MemoryPage) -> String {
             </div>
             {page.memories_paging.map(|paging| view! { <Pager shown=shown paging=paging/> })}
         }
-        .into_any(),
+        .rendered(),
     };
     let s = page.stats;
     let counts = |map: std::collections::BTreeMap<String, u64>| {

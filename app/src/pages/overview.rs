@@ -9,7 +9,7 @@ use kennel_kernel::tool::audit::AuditRecord;
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Section, Shell};
-use crate::widgets::{Csrf, audit_table};
+use crate::widgets::{Csrf, IntoRendered, audit_table};
 
 /// Its section of the navigation.
 pub const SECTION: Section = Section::new("/", "Overview");
@@ -33,7 +33,7 @@ pub fn render(meta: PageMeta, o: Overview) -> String {
     let AgentCounts { running, paused, stopped, .. } = o.counts;
     let has_provider = !o.providers.is_empty();
     let providers = if o.providers.is_empty() {
-        view! { <p class="empty">"No provider is configured: agents cannot think until one is added."</p> }.into_any()
+        view! { <p class="empty">"No provider is configured: agents cannot think until one is added."</p> }.rendered()
     } else {
         let rows = o
             .providers
@@ -63,7 +63,7 @@ pub fn render(meta: PageMeta, o: Overview) -> String {
                 </table>
             </div>
         }
-        .into_any()
+        .rendered()
     };
     let getting_started = o.agents.is_empty().then(|| {
         let step = |done: bool, text: &'static str, href: &'static str, link: &'static str| {
@@ -103,9 +103,9 @@ pub fn render(meta: PageMeta, o: Overview) -> String {
         .collect::<Vec<_>>();
     let activity = view! { <crate::widgets::BarChart title="Turns and tool calls per hour (UTC)".to_string() bars unit="Activity"/> };
     let calls = if o.recent_calls.is_empty() {
-        view! { <p class="empty">"No tool calls yet."</p> }.into_any()
+        view! { <p class="empty">"No tool calls yet."</p> }.rendered()
     } else {
-        audit_table(o.recent_calls, &o.agents).into_any()
+        audit_table(o.recent_calls, &o.agents).rendered()
     };
     crate::document(
         view! {

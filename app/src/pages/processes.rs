@@ -6,7 +6,7 @@ use kennel_kernel::process::{ProcessView, describe};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{Csrf, short_time};
+use crate::widgets::{Csrf, IntoRendered, short_time};
 
 pub struct ProcessesPage {
     pub agent_id: String,
@@ -26,10 +26,10 @@ pub fn render(meta: PageMeta, page: ProcessesPage) -> String {
                 <p class="hint">"An agent granted "<code>"process.*"</code>" starts them with "<code>"process_start"</code>"; ended ones stay listed for 15 minutes."</p>
             </section>
         }
-        .into_any()
+        .rendered()
     } else {
         let cards = page.processes.into_iter().map(|p| process_card(&id, &csrf, p)).collect::<Vec<_>>();
-        view! { <section id="processes" class="processes">{cards}</section> }.into_any()
+        view! { <section id="processes" class="processes">{cards}</section> }.rendered()
     };
     crate::document(
         view! {

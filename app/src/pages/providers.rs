@@ -11,7 +11,7 @@ use leptos::prelude::*;
 use serde_json::{Map, Value, json};
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{Csrf, field_error, short_time};
+use crate::widgets::{Csrf, IntoRendered, Rendered, field_error, short_time};
 
 /// A model's row: its name and what config.toml knows of it, as typed.
 #[derive(Debug, Clone, Default)]
@@ -243,13 +243,13 @@ pub(crate) fn key_words(i: &ProviderInfo) -> (String, &'static str) {
 
 /// How its last call went, and the class that marks a failing provider (a provider is only
 /// known good once a call went through).
-pub(crate) fn last_call(i: &ProviderInfo) -> (&'static str, AnyView) {
+pub(crate) fn last_call(i: &ProviderInfo) -> (&'static str, Rendered) {
     match &i.last_error {
         Some((at, message)) => (
             "bad",
-            view! { {format!("failing since {}: ", short_time(at))}{crate::widgets::rich_text(message)} }.into_any(),
+            view! { {format!("failing since {}: ", short_time(at))}{crate::widgets::rich_text(message)} }.rendered(),
         ),
-        None => ("ok", "no failed call".into_any()),
+        None => ("ok", "no failed call".rendered()),
     }
 }
 
@@ -267,8 +267,8 @@ pub fn render(meta: PageMeta, page: ProviderPage) -> String {
     let ProviderPage { info, form, error, errors } = page;
     let is_new = info.is_none();
     let title = match &info {
-        Some(i) => view! { <h1>"Provider "<code>{i.name.clone()}</code></h1> }.into_any(),
-        None => view! { <h1>"New provider"</h1> }.into_any(),
+        Some(i) => view! { <h1>"Provider "<code>{i.name.clone()}</code></h1> }.rendered(),
+        None => view! { <h1>"New provider"</h1> }.rendered(),
     };
     let status = info.as_ref().map(|i| status_card(i, &csrf));
     let refused = error.map(|e| {
@@ -302,9 +302,9 @@ pub fn render(meta: PageMeta, page: ProviderPage) -> String {
         .collect::<Vec<_>>();
     // The default stays the default until another provider is made it: no box to uncheck.
     let default_choice = if info.as_ref().is_some_and(|i| i.default) {
-        view! { <p class="hint">"The default: agents whose type names no provider use it. Make another provider the default to change that."</p> }.into_any()
+        view! { <p class="hint">"The default: agents whose type names no provider use it. Make another provider the default to change that."</p> }.rendered()
     } else {
-        view! { <label class="check"><input type="checkbox" name="make_default" value="1" checked=form.make_default/>" The default: agents whose type names no provider use it"</label> }.into_any()
+        view! { <label class="check"><input type="checkbox" name="make_default" value="1" checked=form.make_default/>" The default: agents whose type names no provider use it"</label> }.rendered()
     };
     let remove = info.as_ref().map(|i| {
         let confirm = format!("Remove provider {} from config.toml?", i.name);

@@ -10,7 +10,9 @@ use kennel_kernel::schedule::{Fire, Schedule, ScheduleAction};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Section, Shell};
-use crate::widgets::{Csrf, NoMatches, Pager, Paging, agent_label, agent_names, schedule_when, short_time};
+use crate::widgets::{
+    Csrf, IntoRendered, NoMatches, Pager, Paging, agent_label, agent_names, schedule_when, short_time,
+};
 
 /// Its section of the navigation.
 pub const SECTION: Section = Section::new("/schedules", "Schedules");
@@ -114,9 +116,9 @@ pub fn render_list(meta: PageMeta, page: List) -> String {
     let filtered = !page.agent.is_empty();
     let empty = page.schedules.is_empty().then(|| {
         if filtered {
-            view! { <NoMatches what="schedule" clear="/schedules"/> }.into_any()
+            view! { <NoMatches what="schedule" clear="/schedules"/> }.rendered()
         } else {
-            view! { <p class="hint">"No schedules yet. Agents make them with "<code>"schedule_create"</code>" and "<code>"cron_create"</code>"; agent types declare them in "<code>"[[cron]]"</code>" blocks."</p> }.into_any()
+            view! { <p class="hint">"No schedules yet. Agents make them with "<code>"schedule_create"</code>" and "<code>"cron_create"</code>"; agent types declare them in "<code>"[[cron]]"</code>" blocks."</p> }.rendered()
         }
     });
     crate::document(

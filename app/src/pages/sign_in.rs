@@ -3,7 +3,7 @@
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::Csrf;
+use crate::widgets::{Csrf, IntoRendered};
 
 pub struct SignIn {
     /// First run: the form creates the first operator.
@@ -63,7 +63,7 @@ pub fn render(meta: PageMeta, page: SignIn) -> String {
                         <Csrf token=csrf/>
                         {next}
                         <label>"Name" <input type="text" name="name" value=page.name autocomplete="username" required/></label>
-                        {if page.setup { new_password().into_any() } else { current_password().into_any() }}
+                        {if page.setup { new_password().rendered() } else { current_password().rendered() }}
                         <button type="submit">{button}</button>
                     </form>
                     <p class="hint">{hint}<code>{command}</code>"."</p>

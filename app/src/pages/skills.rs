@@ -10,7 +10,7 @@ use kennel_kernel::skills::{HistoryEntry, Manifest, Proposal, Skill};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Section, Shell};
-use crate::widgets::{Csrf, Markdown, TextArea, field_error, form_list, short_time};
+use crate::widgets::{Csrf, IntoRendered, Markdown, TextArea, field_error, form_list, short_time};
 
 /// Its section of the navigation.
 pub const SECTION: Section = Section::new("/skills", "Skills");
@@ -36,7 +36,7 @@ pub fn render_list(
                 <p class="hint">"Agents granted "<code>"skills.*"</code>" create them with "<code>"skill_evolve_create"</code>"; operators with "<code>"POST /api/skills"</code>"."</p>
             </section>
         }
-        .into_any()
+        .rendered()
     } else {
         let rows = skills.into_iter().map(skill_row).collect::<Vec<_>>();
         view! {
@@ -45,7 +45,7 @@ pub fn render_list(
                 <tbody>{rows}</tbody>
             </table>
         }
-        .into_any()
+        .rendered()
     };
     let deleted = (!deleted.is_empty()).then(|| {
         let rows = deleted.into_iter().map(|d| deleted_row(d, csrf.clone())).collect::<Vec<_>>();
@@ -156,20 +156,20 @@ pub fn render_skill(meta: PageMeta, page: SkillPage) -> String {
     let skill = page.skill;
     let name = skill.manifest.name.clone();
     let files = if skill.files.is_empty() {
-        view! { <p class="empty">"No support files."</p> }.into_any()
+        view! { <p class="empty">"No support files."</p> }.rendered()
     } else {
         let items = skill.files.into_iter().map(|f| view! { <li><code>{f}</code></li> }).collect::<Vec<_>>();
-        view! { <ul id="skill-files">{items}</ul> }.into_any()
+        view! { <ul id="skill-files">{items}</ul> }.rendered()
     };
     let used_by = if page.used_by.is_empty() {
-        view! { <p class="empty" id="skill-used-by">"No agent type lists this skill."</p> }.into_any()
+        view! { <p class="empty" id="skill-used-by">"No agent type lists this skill."</p> }.rendered()
     } else {
         let items = page
             .used_by
             .into_iter()
             .map(|t| view! { <li><a href=format!("/agent-types/{t}")>{t.clone()}</a></li> })
             .collect::<Vec<_>>();
-        view! { <ul id="skill-used-by">{items}</ul> }.into_any()
+        view! { <ul id="skill-used-by">{items}</ul> }.rendered()
     };
     // Its maker: the last `create` in its history (an accepted proposal's is the operator's).
     let made_by = page
@@ -179,9 +179,9 @@ pub fn render_skill(meta: PageMeta, page: SkillPage) -> String {
         .find(|h| h.op == "create")
         .map_or_else(|| "Put in place by hand: an operator's.".to_string(), |h| format!("Made by {}.", h.actor));
     let proposals = if page.proposals.is_empty() {
-        view! { <p class="empty" id="skill-pending">"No proposals waiting."</p> }.into_any()
+        view! { <p class="empty" id="skill-pending">"No proposals waiting."</p> }.rendered()
     } else {
-        view! { <Proposals proposals=page.proposals csrf=csrf.clone()/> }.into_any()
+        view! { <Proposals proposals=page.proposals csrf=csrf.clone()/> }.rendered()
     };
     let current = skill.version;
     let entries =

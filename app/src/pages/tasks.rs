@@ -10,7 +10,7 @@ use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Section, Shell};
 use crate::widgets::{
-    Csrf, Markdown, NoMatches, Pager, Paging, TextArea, agent_label, agent_names, field_error, short_time,
+    Csrf, IntoRendered, Markdown, NoMatches, Pager, Paging, TextArea, agent_label, agent_names, field_error, short_time,
 };
 
 /// Its section of the navigation.
@@ -166,7 +166,7 @@ pub fn render_detail(meta: PageMeta, page: Detail) -> String {
                     _ => "cancelled".into(),
                 },
             };
-            (e.at.clone(), view! { <li><span class="hint">{short_time(&e.at)}</span>" "{what}</li> }.into_any())
+            (e.at.clone(), view! { <li><span class="hint">{short_time(&e.at)}</span>" "{what}</li> }.rendered())
         })
         .collect::<Vec<_>>();
     // Wake-ups in their place in time, each a link to the turn it started.
@@ -175,7 +175,7 @@ pub fn render_detail(meta: PageMeta, page: Detail) -> String {
         let href = format!("/agents/{}?session={}", s.agent_id, s.id);
         let line =
             view! { <li><span class="hint">{short_time(&s.created_at)}</span>" woke "<a href=href>{agent}</a></li> };
-        (s.created_at.clone(), line.into_any())
+        (s.created_at.clone(), line.rendered())
     }));
     history.sort_by(|a, b| a.0.cmp(&b.0));
     let history = history.into_iter().map(|(_, line)| line).collect::<Vec<_>>();

@@ -12,7 +12,9 @@ use kennel_kernel::tool::{Availability, EffectiveTool, ToolDef, ToolStatus};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Section, Shell};
-use crate::widgets::{Csrf, NoMatches, TextArea, agent_label, argument_rows};
+use crate::widgets::{
+    Csrf, IntoRendered, NoMatches, Rendered, TextArea, agent_label, argument_rows, standing_class, standing_label,
+};
 
 /// Its section of the navigation.
 pub const SECTION: Section = Section::new("/tools", "Tools");
@@ -156,8 +158,8 @@ pub fn render(meta: PageMeta, page: ToolsPage) -> String {
 
     let tried = page.tried.map(|t| {
         let body = match t.outcome {
-            Ok(json) => view! { <p class="ok">"ok"</p><pre class="code">{json}</pre> }.into_any(),
-            Err((kind, message)) => view! { <p class="bad">{kind}</p><p>{message}</p> }.into_any(),
+            Ok(json) => view! { <p class="ok">"ok"</p><pre class="code">{json}</pre> }.rendered(),
+            Err((kind, message)) => view! { <p class="bad">{kind}</p><p>{message}</p> }.rendered(),
         };
         view! {
             <section class="card highlight" id="try-result">
@@ -217,9 +219,9 @@ fn tool_row(card: Card<'_>) -> impl IntoView + use<> {
         })
         .collect::<Vec<_>>();
     let args = if rows.is_empty() {
-        view! { <p class="hint">"No arguments."</p> }.into_any()
+        view! { <p class="hint">"No arguments."</p> }.rendered()
     } else {
-        view! { <table class="args"><thead><tr><th>"Argument"</th><th>"Type"</th><th>"Required"</th><th>"Description"</th></tr></thead><tbody>{rows}</tbody></table> }.into_any()
+        view! { <table class="args"><thead><tr><th>"Argument"</th><th>"Type"</th><th>"Required"</th><th>"Description"</th></tr></thead><tbody>{rows}</tbody></table> }.rendered()
     };
     let (badge, class) = match (card.agent.zip(card.standing), card.availability) {
         (Some((a, t)), _) => (format!("{}: {}", a.name, standing_label(&t.status)), standing_class(&t.status)),
@@ -265,19 +267,6 @@ fn tool_row(card: Card<'_>) -> impl IntoView + use<> {
     }
 }
 
-fn standing_label(status: &ToolStatus) -> String {
-    match status {
-        ToolStatus::Allowed { grant } => format!("allowed by {grant}"),
-        ToolStatus::Denied { grant } => format!("denied by {grant}"),
-        ToolStatus::NotGranted => "not granted".to_string(),
-        ToolStatus::Excluded { layer, reason } => format!("excluded ({}): {reason}", layer.as_str()),
-    }
-}
-
-fn standing_class(status: &ToolStatus) -> &'static str {
-    if status.is_allowed() { "ok" } else { "bad" }
-}
-
 /// A "try it" form's values and the filters it keeps.
 struct Try {
     form: TryForm,
@@ -286,7 +275,7 @@ struct Try {
 
 /// One field per argument of the tool's schema, as its type is written: text, a number, a
 /// choice, or JSON for arrays, objects and unions. Left empty, an argument is left out.
-fn argument_fields(def: &ToolDef, form: &TryForm) -> Vec<AnyView> {
+fn argument_fields(def: &ToolDef, form: &TryForm) -> Vec<Rendered> {
     use kennel_kernel::tool::form::{FIELD_PREFIX, FieldKind};
     argument_rows(&def.schema)
         .into_iter()
@@ -295,9 +284,9 @@ fn argument_fields(def: &ToolDef, form: &TryForm) -> Vec<AnyView> {
             let value = form.field(&row.name);
             let label = format!("{}{}", row.name, if row.required { " (required)" } else { "" });
             let input = match FieldKind::of(&def.schema["properties"][&row.name]) {
-                FieldKind::Text => view! { <input type="text" name=name value=value/> }.into_any(),
-                FieldKind::Integer => view! { <input type="number" step="1" name=name value=value/> }.into_any(),
-                FieldKind::Number => view! { <input type="number" step="any" name=name value=value/> }.into_any(),
+                FieldKind::Text => view! { <input type="text" name=name value=value/> }.rendered(),
+                FieldKind::Integer => view! { <input type="number" step="1" name=name value=value/> }.rendered(),
+                FieldKind::Number => view! { <input type="number" step="any" name=name value=value/> }.rendered(),
                 FieldKind::Boolean => choice_field(name, &["true", "false"], &value),
                 FieldKind::Choice(choices) => {
                     let choices: Vec<&str> = choices.iter().map(String::as_str).collect();
@@ -305,21 +294,21 @@ fn argument_fields(def: &ToolDef, form: &TryForm) -> Vec<AnyView> {
                 }
                 FieldKind::Json => {
                     let hint = format!("JSON: {}", row.kind);
-                    view! { <TextArea name=name rows=2 class="code" value=value placeholder=hint/> }.into_any()
+                    view! { <TextArea name=name rows=2 class="code" value=value placeholder=hint/> }.rendered()
                 }
             };
-            view! { <label>{label}" "<span class="hint">{row.description}</span>{input}</label> }.into_any()
+            view! { <label>{label}" "<span class="hint">{row.description}</span>{input}</label> }.rendered()
         })
         .collect()
 }
 
 /// A choice among `choices`, or none (the argument left out).
-fn choice_field(name: String, choices: &[&str], value: &str) -> AnyView {
+fn choice_field(name: String, choices: &[&str], value: &str) -> Rendered {
     let options = choices
         .iter()
         .map(|c| view! { <option value=c.to_string() selected=*c == value>{c.to_string()}</option> })
         .collect::<Vec<_>>();
-    view! { <select name=name><option value="">"(left out)"</option>{options}</select> }.into_any()
+    view! { <select name=name><option value="">"(left out)"</option>{options}</select> }.rendered()
 }
 
 fn agent_controls(

@@ -6,7 +6,7 @@ use kennel_kernel::usage::overview::UsageOverview;
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Section, Shell};
-use crate::widgets::{Bar, BarChart, dollars, short_time, tokens};
+use crate::widgets::{Bar, BarChart, IntoRendered, dollars, short_time, tokens};
 
 /// Its section of the navigation.
 pub const SECTION: Section = Section::new("/usage", "Usage");
@@ -80,16 +80,16 @@ pub fn render(meta: PageMeta, page: UsageOverview) -> String {
         .into_iter()
         .map(|b| {
             let who = match &b.agent {
-                Some(a) => view! { <a href=format!("/agents/{}", a.id)>{a.name.clone()}</a> }.into_any(),
-                None => view! { <span>"the daemon"</span> }.into_any(),
+                Some(a) => view! { <a href=format!("/agents/{}", a.id)>{a.name.clone()}</a> }.rendered(),
+                None => view! { <span>"the daemon"</span> }.rendered(),
             };
             let s = &b.standing;
             let state = match b.paused_until {
                 Some(until) => {
                     view! { <span class="status stopped">{format!("paused until {} UTC", short_time(&until))}</span> }
-                        .into_any()
+                        .rendered()
                 }
-                None => view! { <span class="status running">"within budget"</span> }.into_any(),
+                None => view! { <span class="status running">"within budget"</span> }.rendered(),
             };
             view! {
                 <tr>

@@ -537,6 +537,23 @@ pub fn validate(input: ManifestInput) -> Result<Manifest> {
     })
 }
 
+impl Manifest {
+    /// A type's manifest as its unset fields make it: what the editor previews a type not
+    /// saved yet against.
+    pub fn unsaved() -> Manifest {
+        validate(ManifestInput { name: Some("unsaved".into()), ..Default::default() })
+            .expect("a manifest of defaults is valid")
+    }
+
+    /// This manifest with `patterns` as its tool grants, checked as a save checks them (the
+    /// rest of `[capabilities]` kept): the type editor's preview of grants not saved yet.
+    pub fn with_tools(&self, patterns: Vec<String>) -> Result<Manifest> {
+        let mut caps = ManifestInput::from(self).capabilities.unwrap_or_default();
+        caps.tools = Some(patterns);
+        Ok(Manifest { capabilities: validate_capabilities(caps)?, ..self.clone() })
+    }
+}
+
 /// `[capabilities]` alone, as an agent's grants are replaced: the rest of its stored manifest
 /// is not judged again by rules made after it was stored (a `[[cron]]` a later rule refuses
 /// must not keep an operator from changing the agent's grants).
@@ -716,5 +733,23 @@ mod tests {
             let back: Manifest = serde_json::from_str(&stored).unwrap();
             assert_eq!(back, m);
         }
+    }
+
+    #[test]
+    fn previewed_grants_replace_the_tools_only_and_are_checked_as_a_save_checks_them() {
+        let m = validate(input(serde_json::json!({
+            "name": "a", "tool_mode": "lazy",
+            "capabilities": {"tools": ["tasks.*"], "deny": ["task_post"], "memory_read": ["kv:*"]},
+        })))
+        .unwrap();
+        let previewed = m.with_tools(vec!["system_time".into(), "browser.*".into()]).unwrap();
+        let grants: Vec<&str> = previewed.capabilities.tools.iter().map(|g| g.as_str()).collect();
+        assert_eq!(grants, ["system_time", "browser.*"]);
+        assert_eq!(previewed.capabilities.deny, m.capabilities.deny);
+        assert_eq!(previewed.capabilities.memory_read, m.capabilities.memory_read);
+        assert_eq!(previewed.tool_mode, ToolMode::Lazy);
+        let refused = m.with_tools(vec!["Browser.*".into()]).unwrap_err();
+        assert_eq!(refused.fields[0].field, "capabilities.tools[0]");
+        assert_eq!(Manifest::unsaved().capabilities.tools, Vec::new());
     }
 }

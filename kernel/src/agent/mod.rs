@@ -204,6 +204,25 @@ pub struct Pause {
 }
 
 impl Agent {
+    /// An agent as it would be made from `manifest`, never stored: what previews of a type's
+    /// effective set ask the registry about.
+    pub fn planned(manifest: Manifest) -> Agent {
+        Agent {
+            id: Uuid::nil(),
+            name: manifest.name.clone(),
+            agent_type: manifest.name.clone(),
+            manifest,
+            goal: None,
+            status: AgentStatus::Running,
+            parent_id: None,
+            ephemeral: false,
+            paused: None,
+            budget_lifted_at: None,
+            created_at: String::new(),
+            updated_at: String::new(),
+        }
+    }
+
     /// The pause in force at `now` (RFC 3339), if any.
     pub fn paused_at(&self, now: &str) -> Option<&Pause> {
         self.paused.as_ref().filter(|p| p.until.as_str() > now)

@@ -44,7 +44,7 @@ use utoipa::ToSchema;
 pub use availability::{Layer, Needs, TurnScope};
 pub use config::ToolResultsConfig;
 pub use context::{CallContext, Caller, ChannelContext, Offered};
-pub use registry::{Availability, BUILT_IN_GRANT, EffectiveTool, Provided, Registry, ToolStatus, Tools};
+pub use registry::{Availability, BUILT_IN_GRANT, EffectiveTool, GrantPreview, Provided, Registry, ToolStatus, Tools};
 
 use crate::error::{Result, from_value};
 

@@ -17,7 +17,7 @@ use utoipa::ToSchema;
 
 use super::availability::{Layer, Needs, TurnScope};
 use super::{ArgsSchema, ErasedTool, Tool, ToolDef};
-use crate::agent::Agent;
+use crate::agent::{Agent, Manifest};
 use crate::capability::Decision;
 use crate::error::Result;
 use crate::page::{Key, Page, PageRequest};
@@ -62,6 +62,14 @@ pub struct EffectiveTool {
     /// Kinds of turn that leave it out even when it is allowed (`ask_user` needs a person).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub left_out_of: Option<String>,
+}
+
+/// [`Registry::preview`]'s answer: every tool's standing, and what to warn of.
+#[derive(Debug, Clone)]
+pub struct GrantPreview {
+    pub tools: Vec<EffectiveTool>,
+    /// [`Registry::grant_warning`] for the grants previewed.
+    pub warning: Option<String>,
 }
 
 /// How one tool stands for one agent: the answer of [`Registry::standing`].
@@ -259,6 +267,15 @@ impl Registry {
                 left_out_of: TurnScope::left_out_of(&e.def),
             })
             .collect()
+    }
+
+    /// How each tool would stand for an agent made from `manifest` with `grants` as its tool
+    /// grants (checked as a save checks them), with the warning for grants no tool matches:
+    /// the type editor's live preview, before anything is saved.
+    pub fn preview(&self, manifest: &Manifest, grants: Vec<String>) -> Result<GrantPreview> {
+        let planned = Agent::planned(manifest.with_tools(grants)?);
+        let warning = self.grant_warning(&planned.manifest.capabilities.tools);
+        Ok(GrantPreview { tools: self.effective(&planned), warning })
     }
 
     /// Whether `agent` may call the tool `name` in a turn of this scope: what the kernel asks

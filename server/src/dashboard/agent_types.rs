@@ -4,12 +4,14 @@
 use std::sync::Arc;
 
 use axum::Form;
-use axum::extract::{Extension, Path, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use kennel_app::Flash;
-use kennel_app::pages::agent_types::{self, AgentTypesPage, EditPage, TypeForm};
-use kennel_kernel::agent::{AgentType, ApplyRequest, ManifestFormat, ManifestInput, TypeApplication, source, to_toml};
+use kennel_app::pages::agent_types::{self, AgentTypesPage, EditPage, Picker, TypeForm};
+use kennel_kernel::agent::{
+    AgentType, ApplyRequest, Manifest, ManifestFormat, ManifestInput, TypeApplication, source, to_toml,
+};
 use kennel_kernel::error::FieldError;
 use kennel_kernel::{Error, Kernel};
 use serde::Deserialize;
@@ -20,42 +22,11 @@ use crate::routes::{Action, Pages, get, post};
 pub fn routes() -> Pages {
     Pages::new()
         .route("/agent-types", get(list).post(create, Action::named("type.create")))
+        .route("/agent-types/preview", get(preview_tools))
         .route("/agent-types/{name}", get(edit).post(save, Action::named("type.update")))
         .route("/agent-types/{name}/toml", get(to_editor).post(replace_toml, Action::named("type.update")))
         .route("/agent-types/{name}/delete", post(delete, Action::named("type.delete")))
         .route("/agent-types/{name}/apply", get(apply_preview).post(apply, Action::named("type.apply")))
-}
-
-#[derive(Deserialize)]
-pub struct TypeFields {
-    #[serde(default)]
-    name: String,
-    #[serde(default)]
-    description: String,
-    #[serde(default)]
-    system_prompt: String,
-    #[serde(default)]
-    provider: String,
-    #[serde(default)]
-    model: String,
-    #[serde(default)]
-    tools: String,
-    #[serde(default)]
-    skills: String,
-}
-
-impl From<TypeFields> for TypeForm {
-    fn from(f: TypeFields) -> TypeForm {
-        TypeForm {
-            name: f.name,
-            description: f.description,
-            system_prompt: f.system_prompt,
-            provider: f.provider,
-            model: f.model,
-            tools: f.tools,
-            skills: f.skills,
-        }
-    }
 }
 
 fn list_page(
@@ -71,6 +42,7 @@ fn list_page(
         providers: kernel.agents().providers().to_vec(),
         default_provider: kernel.providers().default_name().map(str::to_string),
         models: model_choices(kernel),
+        picker: picker(kernel, None, &form),
         form,
         errors,
     };
@@ -84,9 +56,12 @@ pub async fn list(State(kernel): State<Kernel>, Extension(op): Extension<Operato
 pub async fn create(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
-    Form(fields): Form<TypeFields>,
+    Form(fields): Form<Vec<(String, String)>>,
 ) -> Response {
-    let form = TypeForm::from(fields);
+    let form = TypeForm::from_fields(&fields);
+    if form.preview {
+        return unchanged(list_page(&kernel, &op, StatusCode::OK, form, Vec::new(), Notice::default()));
+    }
     match kernel.agents().create_type(form.to_spec().into()).await {
         Ok(t) => saved(&kernel, &t, &format!("Agent type \u{201c}{}\u{201d} created.", t.manifest.name)),
         Err(e) => {
@@ -115,6 +90,49 @@ fn model_choices(kernel: &Kernel) -> Vec<(String, String)> {
     providers.iter().flat_map(|p| p.configured_models().map(|m| (m.to_string(), p.name().to_string()))).collect()
 }
 
+/// The tool picker for `form`'s grants, previewed against the stored type's manifest (its
+/// deny list, memory scopes and tool mode), or a new type's defaults: the standings the
+/// registry gives an agent made from it.
+fn picker(kernel: &Kernel, stored: Option<&Manifest>, form: &TypeForm) -> Picker {
+    let tools = kernel.tools();
+    let preview = match stored {
+        Some(m) => tools.preview(m, form.grants()),
+        None => tools.preview(&Manifest::unsaved(), form.grants()),
+    };
+    let query = [("type", stored.map(|m| m.name.as_str()).unwrap_or_default())];
+    Picker {
+        tools: tools.defs(),
+        preview: preview.map_err(|e| match e.fields.is_empty() {
+            true => e.message,
+            false => e.fields.into_iter().map(|f| f.message).collect::<Vec<_>>().join("; "),
+        }),
+        preview_url: format!("/agent-types/preview?{}", serde_urlencoded::to_string(query).unwrap_or_default()),
+    }
+}
+
+/// A page that previews and saves nothing: not an entry in the operator-action log.
+fn unchanged(mut response: Response) -> Response {
+    response.extensions_mut().insert(crate::actions::Unchanged);
+    response
+}
+
+/// The tool picker alone, for the grants in the query (`grant` per ticked box, `tools` as
+/// typed) and the stored type it edits (`type`, empty for a new one): what `live.js` asks
+/// for as boxes are ticked, to show each tool's new standing.
+pub async fn preview_tools(
+    State(kernel): State<Kernel>,
+    Extension(_): Extension<Operator>,
+    Query(fields): Query<Vec<(String, String)>>,
+) -> PageResult {
+    let stored = match fields.iter().find(|(k, _)| k == "type").map(|(_, v)| v.as_str()) {
+        None | Some("") => None,
+        Some(name) => Some(kernel.agents().get_type(name)?),
+    };
+    let form = TypeForm::from_fields(&fields);
+    let picker = picker(&kernel, stored.as_ref().map(|t| &t.manifest), &form);
+    Ok(html(StatusCode::OK, agent_types::render_picker(picker, form.grants())))
+}
+
 /// What applying the type would change in its agents, for the editor's card.
 async fn preview(kernel: &Kernel, name: &str) -> Result<TypeApplication, Error> {
     kernel.agents().apply_type(name, &ApplyRequest { dry_run: true, expected_updated_at: None }).await
@@ -126,6 +144,7 @@ fn fresh_edit(kernel: &Kernel, t: Arc<AgentType>, application: TypeApplication) 
         providers: kernel.agents().providers().to_vec(),
         default_provider: kernel.providers().default_name().map(str::to_string),
         models: model_choices(kernel),
+        picker: picker(kernel, Some(&t.manifest), &TypeForm::from_manifest(&t.manifest)),
         form: TypeForm::from_manifest(&t.manifest),
         toml: to_toml(&t.manifest),
         agent_type: t,
@@ -203,11 +222,18 @@ pub async fn save(
     State(kernel): State<Kernel>,
     Extension(op): Extension<Operator>,
     Path(name): Path<String>,
-    Form(fields): Form<TypeFields>,
+    Form(fields): Form<Vec<(String, String)>>,
 ) -> PageResult {
     let current = kernel.agents().get_type(&name)?;
-    let mut form = TypeForm::from(fields);
-    form.name = name.clone();
+    let form = TypeForm { name: name.clone(), ..TypeForm::from_fields(&fields) };
+    if form.preview {
+        let page = EditPage {
+            picker: picker(&kernel, Some(&current.manifest), &form),
+            form,
+            ..fresh_edit(&kernel, current.clone(), preview(&kernel, &name).await?)
+        };
+        return Ok(unchanged(edit_page(&op, StatusCode::OK, page, Notice::default())));
+    }
     let spec = form.to_spec();
     let mut input = ManifestInput::from(&current.manifest);
     input.description = spec.description;
@@ -223,6 +249,7 @@ pub async fn save(
         Err(e) => {
             let page = EditPage {
                 errors: field_errors(&e, "name"),
+                picker: picker(&kernel, Some(&current.manifest), &form),
                 form,
                 ..fresh_edit(&kernel, current, preview(&kernel, &name).await?)
             };

@@ -124,7 +124,9 @@ async fn the_agent_type_editor_shows_the_apis_validation_next_to_each_field() {
     assert!(bad.text.contains("id=\"name-error\""), "error next to the name field");
     assert!(bad.text.contains("<code>Bad Name</code> is not a valid name"));
     assert!(bad.text.contains("tools[1]: <code>rm -rf</code> has <code> </code>"));
-    assert!(bad.text.contains("value=\"system_time, rm -rf\""), "what was typed is kept");
+    // What was typed is kept: the grant the picker offers ticked, the other typed.
+    assert!(bad.text.contains(r#"name="grant" value="system_time" checked>"#), "{}", bad.text);
+    assert!(bad.text.contains(r#"name="tools" value="rm -rf""#), "{}", bad.text);
 
     let ok = b
         .submit(
@@ -245,6 +247,85 @@ async fn the_editor_offers_the_configured_providers_and_warns_of_grants_that_mat
     let shown = b.get(granted.header("location").unwrap()).await.text;
     let warned = shown.split("class=\"flash warning\">").nth(1).unwrap_or_default();
     assert!(warned.contains("matches the grant <code>browsr.*</code>"), "{shown}");
+}
+
+/// The standing the picker shows for `tool` in `page` (its `standing-TOOL` part).
+fn picker_standing<'p>(page: &'p str, tool: &str) -> &'p str {
+    let part = page.split(&format!("id=\"standing-{tool}\"")).nth(1).unwrap_or_default();
+    part.split_once('>').map(|(_, text)| text).unwrap_or_default().split('<').next().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn the_tool_picker_ticks_a_types_grants_and_previews_each_tools_standing_and_why() {
+    let (_home, _d, api, b) = signed_in_with("").await;
+    let made = api
+        .post(
+            "/api/templates",
+            serde_json::json!({"name": "picky", "capabilities": {"tools": ["tasks.*", "memory_store", "memry_*"], "deny": ["task_post"]}}),
+        )
+        .await;
+    assert_eq!(made.status, 201, "{}", made.text);
+
+    // The stored grants: the ones the picker offers ticked, the rest typed beside it; each
+    // tool says how it stands, the deny list of the TOML included.
+    let page = b.get("/agent-types/picky").await.text;
+    assert!(page.contains(r#"<input type="checkbox" name="grant" value="tasks.*" checked>"#), "{page}");
+    assert!(page.contains(r#"<input type="checkbox" name="grant" value="memory_store" checked>"#), "{page}");
+    assert!(page.contains(r#"<input type="checkbox" name="grant" value="system.*">"#), "{page}");
+    assert!(page.contains(r#"name="tools" value="memry_*""#), "typed, not lost: {page}");
+    assert_eq!(picker_standing(&page, "task_claim"), "allowed by tasks.*");
+    assert_eq!(picker_standing(&page, "task_post"), "denied by task_post");
+    assert_eq!(picker_standing(&page, "memory_store"), "allowed by memory_store");
+    assert_eq!(picker_standing(&page, "system_time"), "not granted");
+    assert!(page.contains("no tool on this daemon matches the grant `memry_*`"), "{page}");
+    assert!(page.contains(r#"data-preview="/agent-types/preview?type=picky""#), "{page}");
+
+    // What live.js asks as boxes are ticked: the same picker for the grants in the query,
+    // against the stored type (its deny list still wins).
+    let asked = b.get("/agent-types/preview?type=picky&grant=system.*&grant=tasks.*&tools=").await;
+    assert_eq!(asked.status, 200, "{}", asked.text);
+    assert!(!asked.text.contains("<html"), "a fragment: {}", asked.text);
+    assert_eq!(picker_standing(&asked.text, "system_time"), "allowed by system.*");
+    assert_eq!(picker_standing(&asked.text, "memory_store"), "not granted");
+    assert_eq!(picker_standing(&asked.text, "task_post"), "denied by task_post");
+    assert!(asked.text.contains(r#"<p id="grant-warning" data-live-part="" hidden"#), "{}", asked.text);
+    let tools = api.get("/api/tools?limit=1000").await;
+    let system = tools.body.as_array().unwrap().iter().filter(|t| t["family"] == "system").count();
+    let counted = asked.text.split("id=\"count-system\"").nth(1).and_then(|p| p.split_once('>')).unwrap_or_default().1;
+    assert!(counted.starts_with(&format!("{system} of {system} in<")), "every system tool in: {counted}");
+    // A new type is previewed against a manifest of defaults; a grant that does not parse
+    // says why instead of a standing.
+    let fresh = b.get("/agent-types/preview?type=&grant=system_time").await.text;
+    assert_eq!(picker_standing(&fresh, "system_time"), "allowed by system_time");
+    let bad = b.get("/agent-types/preview?type=&tools=Bad%20grant").await.text;
+    assert!(bad.contains("The grants cannot be previewed:") && bad.contains("has ` `"), "{bad}");
+    assert_eq!(b.get("/agent-types/preview?type=nobody").await.status, 404);
+
+    // "Preview the tools" without script: the page with the form's grants, nothing saved,
+    // nothing in the operator-action log.
+    let previewed = b
+        .submit("/agent-types/picky", "/agent-types/picky", &[("grant", "system.*"), ("tools", ""), ("preview", "1")])
+        .await;
+    assert_eq!(previewed.status, 200, "{}", previewed.text);
+    assert_eq!(picker_standing(&previewed.text, "system_time"), "allowed by system.*");
+    assert!(previewed.text.contains(r#"value="system.*" checked>"#), "{}", previewed.text);
+    let stored = api.get("/api/templates/picky").await;
+    assert_eq!(stored.body["capabilities"]["tools"], serde_json::json!(["tasks.*", "memory_store", "memry_*"]));
+
+    // Saved: the ticked boxes, then the typed grants, each once.
+    let saved = b
+        .submit(
+            "/agent-types/picky",
+            "/agent-types/picky",
+            &[("grant", "system.*"), ("grant", "memory_store"), ("tools", "memry_*, memory_store")],
+        )
+        .await;
+    assert_eq!(saved.status, 303, "{}", saved.text);
+    let stored = api.get("/api/templates/picky").await;
+    assert_eq!(stored.body["capabilities"]["tools"], serde_json::json!(["system.*", "memory_store", "memry_*"]));
+    assert_eq!(stored.body["capabilities"]["deny"], serde_json::json!(["task_post"]), "the TOML's deny list kept");
+    let log = api.get("/api/audit/actions?action=type.update").await;
+    assert_eq!(log.body.as_array().map(Vec::len), Some(1), "the save, not the preview: {}", log.text);
 }
 
 #[tokio::test]

@@ -93,6 +93,8 @@ pub(crate) fn corpus() -> String {
 /// The elements the dashboard's pages are made of (with those Markdown renders); any other is
 /// injected.
 const ELEMENTS: &[&str] = &[
+    "fieldset",
+    "legend",
     "em",
     "del",
     "blockquote",
@@ -239,7 +241,8 @@ fn assert_no_markup(what: &str, html: &str) -> Page {
         for (attr, value) in attrs {
             assert!(!attr.starts_with("on"), "{what}: event handler {attr}={value:?} on <{name}>");
             assert!(!["style", "srcdoc", "formaction"].contains(&attr.as_str()), "{what}: {attr} on <{name}>");
-            if ["href", "src", "action"].contains(&attr.as_str()) {
+            // `data-preview`: the address live.js reads the tool picker from.
+            if ["href", "src", "action", "data-preview"].contains(&attr.as_str()) {
                 let site_path = value.starts_with('/') && !value.starts_with("//");
                 // A fragment (`#family-tasks`) moves within the page: it can neither leave nor run.
                 let fragment = attr == "href" && value.starts_with('#');
@@ -954,6 +957,8 @@ async fn hostile_text_from_an_mcp_server_and_a_script_manifest_comes_back_as_tex
         eventually(Duration::from_secs(10), || async { b.get("/tools").await.text.contains("script_hostile") }).await
     );
     check(&b, "/tools", Shows::All).await;
+    // The agent-type editor's tool picker lists the same tools with their descriptions.
+    check(&b, "/agent-types", Shows::All).await;
 }
 
 /// `text` as a TOML basic string: JSON's string escapes are TOML's.

@@ -15,7 +15,7 @@ use super::chat::{compaction_place, compaction_view, failure_view, message_view,
 use super::files::workspace_card;
 use super::lifecycle::lifecycle_buttons;
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{CanvasFrame, Csrf, Pager, Paging, TextArea, origin_names, short_time};
+use crate::widgets::{CanvasFrame, Csrf, IntoRendered, Pager, Paging, TextArea, origin_names, short_time};
 
 pub struct AgentPage {
     pub agent: Arc<Agent>,
@@ -144,9 +144,9 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
                 </div>
             </form>
         }
-        .into_any()
+        .rendered()
     } else {
-        view! { <p class="hint" id="chat-stopped">"This agent is stopped: start it to chat."</p> }.into_any()
+        view! { <p class="hint" id="chat-stopped">"This agent is stopped: start it to chat."</p> }.rendered()
     };
     let goal = a.goal.clone().unwrap_or_else(|| "none".into());
     let schedules = page
@@ -229,8 +229,8 @@ pub fn render_agent(meta: PageMeta, page: AgentPage) -> String {
 fn canvas_card(agent: &str, versions: Vec<Canvas>) -> impl IntoView + use<> {
     let live = format!("/agents/{agent}/canvas/live");
     let frame = match versions.first() {
-        Some(latest) => view! { <CanvasFrame canvas=latest.clone()/> }.into_any(),
-        None => view! { <p class="hint" id="no-canvas">"No canvas yet: an agent granted "<code>"canvas_present"</code>" shows one here."</p> }.into_any(),
+        Some(latest) => view! { <CanvasFrame canvas=latest.clone()/> }.rendered(),
+        None => view! { <p class="hint" id="no-canvas">"No canvas yet: an agent granted "<code>"canvas_present"</code>" shows one here."</p> }.rendered(),
     };
     let items = crate::pages::canvas::version_items(&versions, versions.first().map(|c| c.version));
     view! {

@@ -10,7 +10,7 @@ use kennel_kernel::workspace::Inert;
 use leptos::prelude::*;
 
 use super::files::file_url;
-use crate::widgets::{Csrf, Markdown, origin_names, short_time};
+use crate::widgets::{Csrf, IntoRendered, Markdown, Rendered, origin_names, short_time};
 
 /// The `ask_user` questions waiting in the agent's chats, each answered by a choice's button
 /// or in the person's own words. live.js builds the same form when a question arrives
@@ -43,7 +43,7 @@ pub(super) fn questions_view(agent: &str, csrf: &str, questions: Vec<Question>) 
 
 /// A failed turn, where it failed: the unanswered message's answer is this error (or the
 /// note that a restart or crash cut the turn off).
-pub(super) fn failure_view(f: Failure) -> AnyView {
+pub(super) fn failure_view(f: Failure) -> Rendered {
     // What auto-recall sent the model before the message, folded.
     if f.kind == "Recalled" {
         let recalled = f.message.strip_prefix(kennel_kernel::memory::semantic::RECALL_HEADER).unwrap_or(&f.message);
@@ -53,7 +53,7 @@ pub(super) fn failure_view(f: Failure) -> AnyView {
                 <pre>{recalled.trim().to_string()}</pre>
             </details>
         }
-        .into_any();
+        .rendered();
     }
     // Notes the kernel keeps with turns: a cut-off turn, a move to a fallback model, a move
     // to another daemon of the cluster.
@@ -70,7 +70,7 @@ pub(super) fn failure_view(f: Failure) -> AnyView {
             <p>{f.message}</p>
         </div>
     }
-    .into_any()
+    .rendered()
 }
 
 /// After which message a compaction is marked: the last one it summarised or stubbed.
@@ -80,7 +80,7 @@ pub(super) fn compaction_place(c: &Compaction) -> i64 {
 
 /// The marker where the session was compacted to fit the model's context window; the
 /// stored messages above it are all still here, the model was sent the summary instead.
-pub(super) fn compaction_view(c: Compaction) -> AnyView {
+pub(super) fn compaction_view(c: Compaction) -> Rendered {
     let what = match (c.summarised, c.stubbed) {
         (0, n) => format!("{n} older tool results sent as stubs"),
         (s, 0) => format!("the {s} messages above sent as a summary"),
@@ -96,7 +96,7 @@ pub(super) fn compaction_view(c: Compaction) -> AnyView {
             {summary}
         </div>
     }
-    .into_any()
+    .rendered()
 }
 
 /// The results of tool calls on this page shown inside their call: each plain result (not a
@@ -133,7 +133,7 @@ pub(super) struct CallResult {
 /// A tool call with its result when it has one: folded, the tool's name, a short look at its
 /// arguments and the outcome in the summary; the arguments and the result, formatted as
 /// "try it" shows them, inside (a canvas's whole HTML is not dumped into the chat).
-fn call_view(call: ToolCall, result: Option<&CallResult>) -> AnyView {
+fn call_view(call: ToolCall, result: Option<&CallResult>) -> Rendered {
     let compact = call.arguments.to_string();
     let preview = kennel_kernel::text::shorten(&compact, CALL_PREVIEW_CHARS);
     let (outcome, class) = match result {
@@ -153,7 +153,7 @@ fn call_view(call: ToolCall, result: Option<&CallResult>) -> AnyView {
             {result}
         </details>
     }
-    .into_any()
+    .rendered()
 }
 
 /// How much of a call's arguments its folded line shows.
@@ -172,16 +172,16 @@ pub(super) fn message_view(
     origin: &Origin,
     results: &HashMap<String, CallResult>,
     m: StoredMessage,
-) -> Option<AnyView> {
+) -> Option<Rendered> {
     Some(match m.message {
         // Shown inside its call.
         Message::Tool { call_id, .. } if results.contains_key(&call_id) => return None,
         Message::User { content } if origin.is_operator() => {
-            view! { <div class="msg user"><span class="who">"You"</span><p>{content}</p></div> }.into_any()
+            view! { <div class="msg user"><span class="who">"You"</span><p>{content}</p></div> }.rendered()
         }
         Message::User { content } => {
             view! { <div class="msg system"><span class="who">{origin_names(origin).1}</span><p>{content}</p></div> }
-                .into_any()
+                .rendered()
         }
         Message::Assistant { content, tool_calls } => {
             let calls = tool_calls
@@ -192,7 +192,7 @@ pub(super) fn message_view(
                 })
                 .collect::<Vec<_>>();
             let text = content.map(|t| view! { <Markdown text=t/> });
-            view! { <div class="msg assistant"><span class="who">"Agent"</span>{text}{calls}</div> }.into_any()
+            view! { <div class="msg assistant"><span class="who">"Agent"</span>{text}{calls}</div> }.rendered()
         }
         Message::Tool { name, content, is_error: false, .. } if name == "canvas_present" => {
             canvas_call_card(agent, &content)
@@ -208,7 +208,7 @@ pub(super) fn message_view(
                     <pre>{pretty(&content)}</pre>
                 </details>
             }
-            .into_any()
+            .rendered()
         }
     })
 }
@@ -216,14 +216,14 @@ pub(super) fn message_view(
 /// A tool result with an image in the chat: the image itself from the agent's workspace
 /// (the file route serves only inert types inline; any other is a link to its file page),
 /// then the result's text, folded.
-fn tool_image_card(agent: &str, name: &str, content: String, image: ToolImage) -> AnyView {
+fn tool_image_card(agent: &str, name: &str, content: String, image: ToolImage) -> Rendered {
     let shown = match Inert::of(&image.path) {
         Some(Inert::Image(_)) => {
-            view! { <img class="preview" src=file_url(agent, &image.path, false) alt=image.path.clone()/> }.into_any()
+            view! { <img class="preview" src=file_url(agent, &image.path, false) alt=image.path.clone()/> }.rendered()
         }
         _ => {
             let query = serde_urlencoded::to_string([("path", &image.path)]).unwrap_or_default();
-            view! { <a href=format!("/agents/{agent}/files/view?{query}")>{image.path.clone()}</a> }.into_any()
+            view! { <a href=format!("/agents/{agent}/files/view?{query}")>{image.path.clone()}</a> }.rendered()
         }
     };
     view! {
@@ -236,11 +236,11 @@ fn tool_image_card(agent: &str, name: &str, content: String, image: ToolImage) -
             </details>
         </div>
     }
-    .into_any()
+    .rendered()
 }
 
 /// A `canvas_present` result in the chat: a card linking to the version it made.
-fn canvas_call_card(agent: &str, result: &str) -> AnyView {
+fn canvas_call_card(agent: &str, result: &str) -> Rendered {
     let value: serde_json::Value = serde_json::from_str(result).unwrap_or_default();
     let version = value["version"].as_u64().unwrap_or_default();
     let title = value["title"].as_str().unwrap_or("Canvas").to_string();
@@ -250,7 +250,7 @@ fn canvas_call_card(agent: &str, result: &str) -> AnyView {
             <a href=format!("/canvas/{agent}/{version}")>{format!("v{version} · {title}")}</a>
         </div>
     }
-    .into_any()
+    .rendered()
 }
 
 #[cfg(test)]

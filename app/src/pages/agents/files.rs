@@ -8,7 +8,7 @@ use kennel_kernel::workspace::{FileEntry, Inert, Listing};
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{human_bytes, short_time};
+use crate::widgets::{IntoRendered, human_bytes, short_time};
 
 /// Where a workspace file is served: inline for inert types, else as a download.
 pub fn file_url(agent: &str, path: &str, download: bool) -> String {
@@ -81,11 +81,11 @@ pub fn render_file(meta: PageMeta, page: FilePage) -> String {
     let f = page.file;
     let inline = file_url(&agent, &f.path, false);
     let preview = match (page.inert, page.text) {
-        (Some(Inert::Image(_)), _) => view! { <img class="preview" src=inline alt=f.path.clone()/> }.into_any(),
-        (Some(Inert::Audio(_)), _) => view! { <audio controls src=inline></audio> }.into_any(),
-        (Some(Inert::Video(_)), _) => view! { <video class="preview" controls src=inline></video> }.into_any(),
-        (Some(Inert::Text), Some(text)) => view! { <pre class="code">{text}</pre> }.into_any(),
-        _ => view! { <p class="hint">"This type is not shown here (it could run as a page on the dashboard's origin): download it."</p> }.into_any(),
+        (Some(Inert::Image(_)), _) => view! { <img class="preview" src=inline alt=f.path.clone()/> }.rendered(),
+        (Some(Inert::Audio(_)), _) => view! { <audio controls src=inline></audio> }.rendered(),
+        (Some(Inert::Video(_)), _) => view! { <video class="preview" controls src=inline></video> }.rendered(),
+        (Some(Inert::Text), Some(text)) => view! { <pre class="code">{text}</pre> }.rendered(),
+        _ => view! { <p class="hint">"This type is not shown here (it could run as a page on the dashboard's origin): download it."</p> }.rendered(),
     };
     crate::document(
         view! {

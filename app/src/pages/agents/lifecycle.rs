@@ -3,7 +3,7 @@
 use kennel_kernel::agent::Agent;
 use leptos::prelude::*;
 
-use crate::widgets::Csrf;
+use crate::widgets::{Csrf, IntoRendered};
 
 /// Stop for a running agent; Start and Delete for a stopped one. Stopping and deleting ask
 /// first (`data-confirm`, read by live.js).
@@ -18,10 +18,10 @@ pub(super) fn lifecycle_buttons(a: &Agent, csrf: &str) -> impl IntoView + use<> 
     };
     if a.is_running() {
         let confirm = format!("Stop agent {}? Its running turns are cancelled and its schedules paused.", a.name);
-        view! { {button("stop", "Stop", "danger", Some(confirm))} }.into_any()
+        view! { {button("stop", "Stop", "danger", Some(confirm))} }.rendered()
     } else {
         let confirm = format!("Delete agent {}? It leaves every list; its history and audit stay.", a.name);
         view! { {button("start", "Start", "", None)}" "{button("remove", "Delete", "link danger", Some(confirm))} }
-            .into_any()
+            .rendered()
     }
 }

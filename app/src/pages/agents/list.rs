@@ -8,7 +8,7 @@ use leptos::prelude::*;
 
 use super::lifecycle::lifecycle_buttons;
 use crate::shell::{PageMeta, Shell};
-use crate::widgets::{Csrf, Pager, Paging, field_error, short_time};
+use crate::widgets::{Csrf, IntoRendered, Pager, Paging, field_error, short_time};
 
 #[derive(Debug, Clone, Default)]
 pub struct SpawnForm {
@@ -35,8 +35,8 @@ fn ephemeral_link(shown: bool, count: usize) -> Option<impl IntoView> {
         (false, 0) => None,
         (false, n) => Some(view! {
             <p class="muted"><a href="/agents?ephemeral=1">{format!("Show the {n} workflow step agent{}", if n == 1 { "" } else { "s" })}</a>" (removed a while after they stop)"</p>
-        }.into_any()),
-        (true, _) => Some(view! { <p class="muted"><a href="/agents">"Hide workflow step agents"</a></p> }.into_any()),
+        }.rendered()),
+        (true, _) => Some(view! { <p class="muted"><a href="/agents">"Hide workflow step agents"</a></p> }.rendered()),
     }
 }
 
