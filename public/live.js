@@ -408,7 +408,7 @@ function followPage(main) {
 
 // The agent-type editor's tool picker: as boxes are ticked or grants typed, each tool's
 // standing (and the counts, the summary, the warning) is asked of the daemon again, rendered
-// by the same code as the page, and only those parts are swapped in: what the operator ticked
+// by the same code as the page, and only those parts are copied in: what the operator ticked
 // and typed stays as it is. The newest answer wins; one the session ended on is ignored.
 document.addEventListener('DOMContentLoaded', () => {
   const picker = document.querySelector('#tool-picker[data-preview]');
@@ -425,9 +425,13 @@ document.addEventListener('DOMContentLoaded', () => {
       const response = await fetch(`${picker.dataset.preview}&${query}`, { credentials: 'same-origin' });
       if (mine !== asked || !response.ok || response.redirected) return;
       const fresh = new DOMParser().parseFromString(await response.text(), 'text/html');
+      // Updated in place (children, class, hidden), so the summary's live region is announced.
       for (const part of fresh.querySelectorAll('[data-live-part]')) {
         const here = part.id && document.getElementById(part.id);
-        if (here && picker.contains(here)) here.replaceWith(part);
+        if (!here || !picker.contains(here)) continue;
+        here.replaceChildren(...part.childNodes);
+        here.className = part.className;
+        here.hidden = part.hidden;
       }
       picker.dataset.previewed = String(mine);
     } catch (_) {

@@ -230,8 +230,8 @@ fn TypeFields(
 /// The tools field: a box per family (`family.*`, its tools now and any added later) and per
 /// tool, each tool's standing with the grants as they are in the form and why (allowed by
 /// which grant, denied, not granted, excluded on this daemon), and a line for the grants no
-/// box offers. The parts marked `data-live-part` are what the page replaces, with
-/// `live.js`, from `preview_url` as boxes are ticked: the same render, asked again.
+/// box offers. The parts marked `data-live-part` are what the page updates, with `live.js`,
+/// from `preview_url` as boxes are ticked: the same render, asked again.
 #[component]
 pub fn ToolPicker(picker: Picker, grants: Vec<String>) -> impl IntoView {
     let mut families: Vec<(String, Vec<Arc<ToolDef>>)> = Vec::new();
@@ -272,7 +272,7 @@ pub fn ToolPicker(picker: Picker, grants: Vec<String>) -> impl IntoView {
                     };
                     view! {
                         <li>
-                            <label><input type="checkbox" name="grant" value=t.name.clone() checked=grants.contains(&t.name)/>" "<code>{t.name.clone()}</code></label>
+                            <label class="check"><input type="checkbox" name="grant" value=t.name.clone() checked=grants.contains(&t.name)/>" "<code>{t.name.clone()}</code></label>
                             <span class=format!("standing {class}") id=format!("standing-{}", t.name) data-live-part="">{label}</span>
                             <span class="hint summary-text">{t.description.clone()}</span>
                         </li>
@@ -282,7 +282,7 @@ pub fn ToolPicker(picker: Picker, grants: Vec<String>) -> impl IntoView {
             view! {
                 <div class="pick-family">
                     <div class="pick-head">
-                        <label><input type="checkbox" name="grant" value=grant.clone() checked=grants.contains(&grant)/>" "<code>{grant.clone()}</code></label>
+                        <label class="check"><input type="checkbox" name="grant" value=grant.clone() checked=grants.contains(&grant)/>" "<code>{grant.clone()}</code></label>
                         <span class="hint" id=format!("count-{family}") data-live-part="">{format!("{counted} of {} in", tools.len())}</span>
                     </div>
                     <details open=single>
@@ -297,8 +297,8 @@ pub fn ToolPicker(picker: Picker, grants: Vec<String>) -> impl IntoView {
         <fieldset class="tool-picker" id="tool-picker" data-preview=picker.preview_url>
             <legend>"Tools"</legend>
             <p class="hint">"Tick a family for all of its tools (and any it gains later), or open it for single tools. Each tool says whether an agent of this type could call it, and why."</p>
-            <p id="tool-summary" data-live-part="" role="status">{summary}</p>
-            <p id="grant-warning" class="warning" data-live-part="" hidden=no_warning>{warning.unwrap_or_default()}</p>
+            <p id="tool-summary" data-live-part="" aria-live="polite">{crate::widgets::rich_text(&summary)}</p>
+            <p id="grant-warning" class="warning" data-live-part="" hidden=no_warning>{crate::widgets::rich_text(&warning.unwrap_or_default())}</p>
             <div class="pick-families">{rows}</div>
             <label>"Other grants (comma-separated: globs such as memory_*, agents.kill_any, tools this daemon does not have yet)"
                 <input type="text" name="tools" value=typed/>

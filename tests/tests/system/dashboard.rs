@@ -277,7 +277,7 @@ async fn the_tool_picker_ticks_a_types_grants_and_previews_each_tools_standing_a
     assert_eq!(picker_standing(&page, "task_post"), "denied by task_post");
     assert_eq!(picker_standing(&page, "memory_store"), "allowed by memory_store");
     assert_eq!(picker_standing(&page, "system_time"), "not granted");
-    assert!(page.contains("no tool on this daemon matches the grant `memry_*`"), "{page}");
+    assert!(page.contains("no tool on this daemon matches the grant <code>memry_*</code>"), "{page}");
     assert!(page.contains(r#"data-preview="/agent-types/preview?type=picky""#), "{page}");
 
     // What live.js asks as boxes are ticked: the same picker for the grants in the query,
@@ -298,7 +298,7 @@ async fn the_tool_picker_ticks_a_types_grants_and_previews_each_tools_standing_a
     let fresh = b.get("/agent-types/preview?type=&grant=system_time").await.text;
     assert_eq!(picker_standing(&fresh, "system_time"), "allowed by system_time");
     let bad = b.get("/agent-types/preview?type=&tools=Bad%20grant").await.text;
-    assert!(bad.contains("The grants cannot be previewed:") && bad.contains("has ` `"), "{bad}");
+    assert!(bad.contains("The grants cannot be previewed:") && bad.contains("has <code> </code>"), "{bad}");
     assert_eq!(b.get("/agent-types/preview?type=nobody").await.status, 404);
 
     // "Preview the tools" without script: the page with the form's grants, nothing saved,
