@@ -2,6 +2,7 @@
 //! spec's defaults; an unknown key, a wrong type or an out-of-range value is an error that
 //! names the file, the line and what was expected.
 
+mod channels;
 pub mod edit;
 
 use std::collections::BTreeMap;

@@ -364,7 +364,7 @@ impl Kernel {
             .await
             .map_err(Error::internal)?
             .map_err(|e| Error::invalid(format!("config.toml was not reloaded: {e}")))?;
-        self.take_providers(&config)?;
+        self.take_config(&config)?;
         Ok(self.services().need::<mcp::Mcp>().apply(&config.mcp))
     }
 

@@ -3,21 +3,31 @@
 //! traffic in and out. Everything here but the configuration is written by strangers on chat
 //! platforms (names, usernames, titles, messages): all of it is shown as text.
 
-use kennel_kernel::channel::{ChannelDetail, ChannelInfo, ConversationWithRoster, InboundRow, OutboundRow};
+use kennel_kernel::channel::{
+    ChannelConfig, ChannelDetail, ChannelInfo, ConversationWithRoster, InboundRow, OutboundRow,
+};
+use kennel_kernel::error::FieldError;
 use leptos::prelude::*;
 
 use crate::shell::{PageMeta, Section, Shell};
-use crate::widgets::{IntoRendered, short_time};
+use crate::widgets::{Csrf, IntoRendered, field_error, short_time};
 
 /// Its section of the navigation.
 pub const SECTION: Section = Section::new("/channels", "Channels");
 
-pub fn render_list(meta: PageMeta, channels: Vec<ChannelInfo>) -> String {
+/// The form that adds a channel, as filled in (empty on a first visit) with what was wrong.
+pub struct NewChannel {
+    pub form: ChannelForm,
+    pub errors: Vec<FieldError>,
+}
+
+pub fn render_list(meta: PageMeta, channels: Vec<ChannelInfo>, new: NewChannel) -> String {
+    let csrf = meta.csrf.clone();
     let body = if channels.is_empty() {
         view! {
             <section class="card" id="channels">
                 <p class="empty">"No channels configured."</p>
-                <p class="hint">"Add a "<code>"[channels.NAME]"</code>" section to config.toml (kind = telegram, slack, discord or webhook; agent = the agent that answers) and restart the daemon."</p>
+                <p class="hint">"Add one below (kind telegram, slack, discord or webhook; the agent that answers), with "<code>"kennel channel set"</code>", or as a "<code>"[channels.NAME]"</code>" section of config.toml: it listens at once."</p>
             </section>
         }
         .rendered()
@@ -36,6 +46,10 @@ pub fn render_list(meta: PageMeta, channels: Vec<ChannelInfo>) -> String {
             <Shell meta>
                 <h1>"Channels"</h1>
                 {body}
+                <section class="card" id="add-channel">
+                    <h2>"Add a channel"</h2>
+                    <ChannelFields action="/channels".into() form=new.form errors=new.errors csrf submit="Add channel" name_editable=true/>
+                </section>
             </Shell>
         }
         .to_html(),
@@ -65,9 +79,18 @@ fn channel_row(c: ChannelInfo) -> impl IntoView + use<> {
     }
 }
 
-/// `kept_days`: `[retention] channel_traffic_days`.
-pub fn render_channel(meta: PageMeta, detail: ChannelDetail, kept_days: u64) -> String {
+/// `kept_days`: `[retention] channel_traffic_days`. `form`: its settings as just submitted
+/// with what was wrong, or as stored.
+pub fn render_channel(
+    meta: PageMeta,
+    detail: ChannelDetail,
+    kept_days: u64,
+    form: Option<(ChannelForm, Vec<FieldError>)>,
+) -> String {
+    let csrf = meta.csrf.clone();
     let c = detail.channel;
+    let name = c.name.clone();
+    let (form, errors) = form.unwrap_or_else(|| (ChannelForm::of(&c.name, &c.settings), Vec::new()));
     let conversations = if detail.conversations.is_empty() {
         view! { <p class="empty">"No conversations yet."</p> }.rendered()
     } else {
@@ -84,6 +107,16 @@ pub fn render_channel(meta: PageMeta, detail: ChannelDetail, kept_days: u64) -> 
                 <section class="card" id="channel-state">
                     <p>{format!("{} · {} · agent {} · default target {}", c.kind, c.mode, c.agent.unwrap_or_else(|| "none".into()), c.default_target.unwrap_or_else(|| "none".into()))}</p>
                     <p class="hint">"State: "{c.state}</p>
+                </section>
+                <section class="card" id="channel-settings">
+                    <h2>"Settings"</h2>
+                    <p class="hint">"Saved to config.toml (its comments kept); the channel listens with them at once. Secrets are read from the variables named here, in the daemon's environment."</p>
+                    <ChannelFields action=format!("/channels/{name}") form errors csrf=csrf.clone() submit="Save" name_editable=false/>
+                    <form method="post" action=format!("/channels/{name}/remove") class="inline"
+                        data-confirm=format!("Remove channel {name}? It stops listening; its conversations stay.")>
+                        <Csrf token=csrf/>
+                        <button type="submit" class="danger">"Remove this channel"</button>
+                    </form>
                 </section>
                 <h2>"Conversations"</h2>
                 {conversations}
@@ -171,5 +204,146 @@ fn outbound_row(m: OutboundRow) -> impl IntoView + use<> {
             <td>{m.sent_by}</td>
             <td>{m.outcome}</td>
         </tr>
+    }
+}
+
+/// A channel's settings as the form holds them (text as typed).
+#[derive(Debug, Clone, Default)]
+pub struct ChannelForm {
+    pub name: String,
+    pub kind: String,
+    pub agent: String,
+    pub base_url: String,
+    pub token_env: String,
+    pub signing_secret_env: String,
+    /// `poll`, `webhook`, or empty: the kind's own.
+    pub mode: String,
+    pub default_target: String,
+    pub deliver_only: bool,
+}
+
+impl ChannelForm {
+    pub fn of(name: &str, c: &ChannelConfig) -> ChannelForm {
+        let text = |v: &Option<String>| v.clone().unwrap_or_default();
+        ChannelForm {
+            name: name.to_string(),
+            kind: c.kind.as_str().to_string(),
+            agent: text(&c.agent),
+            base_url: text(&c.base_url),
+            token_env: text(&c.token_env),
+            signing_secret_env: text(&c.signing_secret_env),
+            mode: c.mode.map(|m| m.as_str().to_string()).unwrap_or_default(),
+            default_target: text(&c.default_target),
+            deliver_only: c.deliver_only,
+        }
+    }
+
+    pub fn from_fields(fields: &[(String, String)]) -> ChannelForm {
+        let mut form = ChannelForm::default();
+        for (key, value) in fields {
+            let value = value.trim().to_string();
+            match key.as_str() {
+                "name" => form.name = value,
+                "kind" => form.kind = value,
+                "agent" => form.agent = value,
+                "base_url" => form.base_url = value,
+                "token_env" => form.token_env = value,
+                "signing_secret_env" => form.signing_secret_env = value,
+                "mode" => form.mode = value,
+                "default_target" => form.default_target = value,
+                "deliver_only" => form.deliver_only = true,
+                _ => {}
+            }
+        }
+        form
+    }
+
+    /// The settings the form says, read as config.toml is read; what cannot be read is a
+    /// field error. What the settings must hold together is the kernel's check, on saving.
+    pub fn to_settings(&self) -> Result<ChannelConfig, Vec<FieldError>> {
+        let mut object = serde_json::Map::new();
+        object.insert("kind".into(), self.kind.clone().into());
+        for (key, value) in [
+            ("agent", &self.agent),
+            ("base_url", &self.base_url),
+            ("token_env", &self.token_env),
+            ("signing_secret_env", &self.signing_secret_env),
+            ("mode", &self.mode),
+            ("default_target", &self.default_target),
+        ] {
+            if !value.is_empty() {
+                object.insert(key.into(), value.clone().into());
+            }
+        }
+        object.insert("deliver_only".into(), self.deliver_only.into());
+        serde_json::from_value(object.into()).map_err(|e| {
+            let field = if e.to_string().contains("mode") { "mode" } else { "kind" };
+            vec![FieldError { field: field.into(), message: "choose one of the listed values".into() }]
+        })
+    }
+}
+
+#[component]
+fn ChannelFields(
+    action: String,
+    form: ChannelForm,
+    errors: Vec<FieldError>,
+    csrf: String,
+    submit: &'static str,
+    name_editable: bool,
+) -> impl IntoView {
+    let choice = |value: &'static str, label: &'static str, current: &str| {
+        view! { <option value=value selected=value == current>{label}</option> }
+    };
+    let kinds =
+        [("telegram", "Telegram"), ("slack", "Slack"), ("discord", "Discord"), ("webhook", "Webhook (signed JSON)")]
+            .into_iter()
+            .map(|(v, l)| choice(v, l, &form.kind))
+            .collect::<Vec<_>>();
+    let modes = [
+        ("", "the kind's own"),
+        ("poll", "poll (Kennel asks)"),
+        ("webhook", "webhook (posted to /channels/NAME/inbound)"),
+    ]
+    .into_iter()
+    .map(|(v, l)| choice(v, l, &form.mode))
+    .collect::<Vec<_>>();
+    let general = errors
+        .iter()
+        .filter(|e| {
+            !["name", "kind", "mode", "agent", "base_url", "token_env", "signing_secret_env", "default_target"]
+                .contains(&e.field.as_str())
+        })
+        .map(|e| view! { <p class="field-error" role="alert">{crate::widgets::rich_text(&e.message)}</p> })
+        .collect::<Vec<_>>();
+    view! {
+        <form method="post" action=action class="stack channel-form">
+            <Csrf token=csrf/>
+            {general}
+            <div class="row">
+                <label>"Name" <input type="text" name="name" value=form.name readonly=!name_editable required pattern="[a-z0-9_-]{1,64}"/></label>
+                <label>"Kind" <select name="kind">{kinds}</select></label>
+            </div>
+            {field_error(&errors, "name")}
+            {field_error(&errors, "kind")}
+            <div class="row">
+                <label>"Agent that answers" <input type="text" name="agent" value=form.agent/></label>
+                <label>"Mode" <select name="mode">{modes}</select></label>
+            </div>
+            {field_error(&errors, "agent")}
+            {field_error(&errors, "mode")}
+            <label>"Base URL (the platform's API; a webhook channel's replies go here)" <input type="url" name="base_url" value=form.base_url/></label>
+            {field_error(&errors, "base_url")}
+            <div class="row">
+                <label>"Bot token variable (…_TOKEN)" <input type="text" name="token_env" value=form.token_env autocomplete="off"/></label>
+                <label>"Signing secret variable (…_SECRET)" <input type="text" name="signing_secret_env" value=form.signing_secret_env autocomplete="off"/></label>
+            </div>
+            {field_error(&errors, "token_env")}
+            {field_error(&errors, "signing_secret_env")}
+            <label>"Default target (the chat a schedule naming only this channel sends to)" <input type="text" name="default_target" value=form.default_target/></label>
+            {field_error(&errors, "default_target")}
+            <label class="check"><input type="checkbox" name="deliver_only" checked=form.deliver_only/>" Deliver only: send each message on to the default target, run no turn (webhook)"</label>
+            <button type="submit">{submit}</button>
+        </form>
     }
 }

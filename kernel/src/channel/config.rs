@@ -18,7 +18,7 @@ pub struct ChannelsConfig {
     pub channels: BTreeMap<String, ChannelConfig>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ChannelKind {
     Telegram,
@@ -39,7 +39,7 @@ impl ChannelKind {
 }
 
 /// How a channel hears of new messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ChannelMode {
     /// Kennel asks: Telegram's `getUpdates`, Discord's gateway.
@@ -49,8 +49,17 @@ pub enum ChannelMode {
     Webhook,
 }
 
+impl ChannelMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChannelMode::Poll => "poll",
+            ChannelMode::Webhook => "webhook",
+        }
+    }
+}
+
 /// `[channels.NAME]`: one chat platform account bound to one agent.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChannelConfig {
     pub kind: ChannelKind,
@@ -70,7 +79,7 @@ pub struct ChannelConfig {
     pub default_target: Option<String>,
     /// A webhook channel that runs no turn: each inbound message is sent on to
     /// `default_target` (`CHANNEL:TARGET`) as it is.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub deliver_only: bool,
 }
 

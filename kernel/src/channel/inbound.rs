@@ -16,28 +16,9 @@ impl Channels {
     /// Starts the poll-mode listeners and answers the messages a previous run stored but did
     /// not answer. Only the daemon calls this.
     pub(crate) fn start(self: &Arc<Self>) {
-        for channel in self.channels.values() {
-            let Ok(platform) = channel.platform() else {
-                tracing::warn!(channel = %channel.name, error = %channel.platform.as_ref().err().map(|e| e.message.clone()).unwrap_or_default(), "channel unavailable");
-                continue;
-            };
-            if mode_of(&channel.config) != ChannelMode::Poll {
-                continue;
-            }
-            let (sink_channels, sink_channel) = (self.clone(), channel.name.clone());
-            let sink: platform::Sink = Arc::new(move |m: Inbound| {
-                let (channels, name) = (sink_channels.clone(), sink_channel.clone());
-                Box::pin(async move {
-                    if let Err(e) = channels.accept(&name, m).await {
-                        tracing::error!(channel = %name, error = %e.message, "an inbound message could not be stored");
-                    }
-                })
-            });
-            let state_channel = channel.clone();
-            let state = Arc::new(move |c: Connection| {
-                *state_channel.connection.lock().unwrap_or_else(|e| e.into_inner()) = c;
-            });
-            tokio::spawn(poll_under_lease(self.clone(), channel.name.clone(), platform.clone(), sink, state));
+        self.started.store(true, std::sync::atomic::Ordering::SeqCst);
+        for channel in self.now().values() {
+            self.listen(channel);
         }
         let channels = self.clone();
         tokio::spawn(async move {
@@ -52,14 +33,39 @@ impl Channels {
         });
     }
 
+    /// Starts `channel`'s listener when it polls (a webhook channel is posted to); one whose
+    /// secret's variable is not set is noted and left unavailable.
+    pub(super) fn listen(self: &Arc<Self>, channel: &Arc<Channel>) {
+        let Ok(platform) = channel.platform() else {
+            tracing::warn!(channel = %channel.name, error = %channel.platform.as_ref().err().map(|e| e.message.clone()).unwrap_or_default(), "channel unavailable");
+            return;
+        };
+        if mode_of(&channel.config) != ChannelMode::Poll {
+            return;
+        }
+        let (sink_channels, sink_channel) = (self.clone(), channel.name.clone());
+        let sink: platform::Sink = Arc::new(move |m: Inbound| {
+            let (channels, name) = (sink_channels.clone(), sink_channel.clone());
+            Box::pin(async move {
+                if let Err(e) = channels.accept(&name, m).await {
+                    tracing::error!(channel = %name, error = %e.message, "an inbound message could not be stored");
+                }
+            })
+        });
+        let state_channel = channel.clone();
+        let state = Arc::new(move |c: Connection| {
+            *state_channel.connection.lock().unwrap_or_else(|e| e.into_inner()) = c;
+        });
+        tokio::spawn(poll_under_lease(self.clone(), channel.clone(), platform.clone(), sink, state));
+    }
+
     /// An inbound request to `/channels/NAME/inbound`: verified by the channel's adapter, each
     /// message in it stored (once) and its turn started. Returns what to answer.
     /// Anyone may post there: an unknown channel and one that polls get the same answer, which
     /// names no configured channel.
     pub async fn receive_webhook(self: &Arc<Self>, name: &str, req: WebhookRequest<'_>) -> Result<WebhookReply> {
         let channel = self
-            .channels
-            .get(name)
+            .named(name)
             .filter(|c| mode_of(&c.config) == ChannelMode::Webhook)
             .ok_or_else(|| Error::not_found("no channel takes webhooks at this address"))?;
         let reply = channel.platform()?.webhook(req).await?;
@@ -148,7 +154,7 @@ impl Channels {
             retry: true,
             // The person who wrote is there to answer an `ask_user` question.
             headless: false,
-            ..TurnRequest::headless(turn_message(channel, m), Caller::Channel(name.to_string()))
+            ..TurnRequest::headless(turn_message(&channel, m), Caller::Channel(name.to_string()))
         };
         let result = self.runtime.run_turn(agent, req).await?;
         if result.ended != TurnEnd::Reply || result.reply.trim().is_empty() {
@@ -201,20 +207,28 @@ fn inbound_of(row: &InboundRow) -> Inbound {
 /// runs one, and another daemon takes over when its holder dies or stops.
 async fn poll_under_lease(
     channels: Arc<Channels>,
-    name: String,
+    channel: Arc<Channel>,
     platform: Arc<dyn platform::Platform>,
     sink: platform::Sink,
     state: Arc<dyn Fn(Connection) + Send + Sync>,
 ) {
-    let lease = format!("channel:{name}");
+    let lease = format!("channel:{}", channel.name);
     let cluster = &channels.cluster;
-    while cluster.hold(&lease).await {
-        let stop = channels.stop.child_token();
+    loop {
+        // An edit or a removal of the channel ends the wait for the lease as well as the poll.
+        let held = tokio::select! {
+            held = cluster.hold(&lease) => held,
+            () = channel.stop.cancelled() => false,
+        };
+        if !held {
+            return;
+        }
+        let stop = channel.stop.child_token();
         let Some(listening) = platform.clone().listen(sink.clone(), state.clone(), stop.clone()) else { return };
         tokio::select! {
             () = listening => return,
             () = cluster.lost(&lease) => {
-                tracing::warn!(channel = %name, "this daemon lost the channel's lease: it stops polling");
+                tracing::warn!(channel = %channel.name, "this daemon lost the channel's lease: it stops polling");
                 stop.cancel();
             }
         }

@@ -112,7 +112,8 @@ mod tools;
 pub mod webhook;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex as StdMutex, OnceLock, Weak};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex as StdMutex, OnceLock, RwLock, Weak};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -158,6 +159,10 @@ struct Channel {
     /// The adapter, or why there is none (a secret's variable not set).
     platform: std::result::Result<Arc<dyn Platform>, Error>,
     connection: StdMutex<Connection>,
+    /// Ends its listener: the daemon stops, or the channel is edited or removed.
+    stop: CancellationToken,
+    /// `[channels] allowed_hosts` as its adapter was made with it.
+    hosts: crate::net::guard::AllowedHosts,
 }
 
 impl Channel {
@@ -167,7 +172,7 @@ impl Channel {
 }
 
 /// A channel as the API and the dashboard show it.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, ToSchema)]
 pub struct ChannelInfo {
     pub name: String,
     /// telegram, slack, discord or webhook.
@@ -180,6 +185,8 @@ pub struct ChannelInfo {
     pub deliver_only: bool,
     /// idle, connected, failing: …, or unavailable: … (a secret missing).
     pub state: String,
+    /// Its settings as config.toml holds them (secrets by their variables' names).
+    pub settings: ChannelConfig,
 }
 
 /// A conversation: the channel's name and the platform's chat id.
@@ -187,7 +194,10 @@ type ConversationKey = (String, String);
 
 /// Every channel of this daemon, and the bridge between them and the agents.
 pub struct Channels {
-    channels: BTreeMap<String, Arc<Channel>>,
+    /// Replaced whole by [`Channels::apply`] when config.toml's channels change.
+    channels: RwLock<BTreeMap<String, Arc<Channel>>>,
+    /// Whether the listeners run (the daemon started them): a channel added later starts its own.
+    started: AtomicBool,
     db: Db,
     clock: Clock,
     /// One lock per conversation: its turns run one at a time, in arrival order (tokio's
@@ -235,6 +245,23 @@ fn secret(name: &str, field: &str, var: &Option<String>) -> Result<Option<String
     }
 }
 
+/// One configured channel, its listener not started; its stop token a child of `stop`.
+fn channel(name: &str, c: &ChannelConfig, all: &ChannelsConfig, stop: &CancellationToken) -> Arc<Channel> {
+    Arc::new(Channel {
+        name: name.to_string(),
+        config: c.clone(),
+        platform: adapter(name, c, all),
+        connection: StdMutex::new(Connection::Idle),
+        stop: stop.child_token(),
+        hosts: all.allowed_hosts.clone(),
+    })
+}
+
+/// Whether two settings of a channel are the same (compared as config.toml would hold them).
+fn same_settings(a: &ChannelConfig, b: &ChannelConfig) -> bool {
+    serde_json::to_value(a).ok() == serde_json::to_value(b).ok()
+}
+
 /// The adapter for one configured channel.
 pub fn adapter(name: &str, c: &ChannelConfig, channels: &ChannelsConfig) -> Result<Arc<dyn Platform>> {
     let base_url = c.base_url.clone().or_else(|| default_base_url(c.kind).map(str::to_string)).unwrap_or_default();
@@ -256,30 +283,53 @@ pub fn adapter(name: &str, c: &ChannelConfig, channels: &ChannelsConfig) -> Resu
 impl Channels {
     pub(crate) fn new(services: &Services) -> Channels {
         let config = &services.config().channels;
-        let channels = config
-            .channels
-            .iter()
-            .map(|(name, c)| {
-                let channel = Channel {
-                    name: name.clone(),
-                    config: c.clone(),
-                    platform: adapter(name, c, config),
-                    connection: StdMutex::new(Connection::Idle),
-                };
-                (name.clone(), Arc::new(channel))
-            })
-            .collect();
+        let stop = CancellationToken::new();
+        let channels =
+            config.channels.iter().map(|(name, c)| (name.clone(), channel(name, c, config, &stop))).collect();
         Channels {
-            channels,
+            channels: RwLock::new(channels),
+            started: AtomicBool::new(false),
             db: services.get::<Db>().clone(),
             clock: services.get::<Clock>().clone(),
             conversations: StdMutex::default(),
-            stop: CancellationToken::new(),
+            stop,
             agents: services.need(),
             sessions: services.need(),
             runtime: services.get::<Runtime>().clone(),
             cluster: services.need(),
             questions: OnceLock::new(),
+        }
+    }
+
+    /// Puts `config`'s channels in place while the daemon runs (config.toml edited from a
+    /// front, or read again): an unchanged channel keeps its listener and connection; a changed
+    /// one is made again and its listener started again; a removed one stops listening. Its
+    /// stored conversations and traffic stay, for a channel of that name added later.
+    pub(crate) fn apply(self: &Arc<Self>, config: &ChannelsConfig) {
+        let mut started = Vec::new();
+        {
+            let mut channels = self.channels.write().unwrap_or_else(|e| e.into_inner());
+            let mut next = BTreeMap::new();
+            for (name, c) in &config.channels {
+                let kept = channels
+                    .remove(name)
+                    .filter(|old| same_settings(&old.config, c) && old.hosts == config.allowed_hosts);
+                let channel = kept.unwrap_or_else(|| {
+                    let made = channel(name, c, config, &self.stop);
+                    started.push(made.clone());
+                    made
+                });
+                next.insert(name.clone(), channel);
+            }
+            for gone in channels.values() {
+                gone.stop.cancel();
+            }
+            *channels = next;
+        }
+        if self.started.load(Ordering::SeqCst) {
+            for channel in started {
+                self.listen(&channel);
+            }
         }
     }
 
@@ -295,12 +345,38 @@ impl Channels {
 
     /// Every channel, by name.
     pub fn list(&self) -> Vec<ChannelInfo> {
-        self.channels.values().map(|c| info(c)).collect()
+        self.now().values().map(|c| info(c)).collect()
     }
 
-    fn get(&self, name: &str) -> Result<&Arc<Channel>> {
-        self.channels.get(name).ok_or_else(|| {
-            let known: Vec<&str> = self.channels.keys().map(String::as_str).collect();
+    /// The channel `name` as the list shows it.
+    pub fn one(&self, name: &str) -> Result<ChannelInfo> {
+        Ok(info(&*self.get(name)?))
+    }
+
+    /// The channel `name`'s settings, as config.toml holds them now.
+    pub fn settings(&self, name: &str) -> Option<ChannelConfig> {
+        self.named(name).map(|c| c.config.clone())
+    }
+
+    /// Whether no channel is configured now.
+    pub fn is_empty(&self) -> bool {
+        self.now().is_empty()
+    }
+
+    /// The channels as they are now (a clone of the map: edits replace it).
+    fn now(&self) -> BTreeMap<String, Arc<Channel>> {
+        self.channels.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The channel `name`, as it is now.
+    fn named(&self, name: &str) -> Option<Arc<Channel>> {
+        self.channels.read().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
+    }
+
+    fn get(&self, name: &str) -> Result<Arc<Channel>> {
+        self.named(name).ok_or_else(|| {
+            let channels = self.now();
+            let known: Vec<&str> = channels.keys().map(String::as_str).collect();
             Error::not_found(format!(
                 "no channel `{name}` (configured: {})",
                 if known.is_empty() { "none".to_string() } else { known.join(", ") }
@@ -328,7 +404,7 @@ impl Channels {
     /// One channel whole: its state, conversations (newest first, at most 200) with the
     /// groups' rosters, and the latest `traffic` messages each way.
     pub async fn detail(&self, name: &str, traffic: i64) -> Result<ChannelDetail> {
-        let channel = info(self.get(name)?);
+        let channel = info(&*self.get(name)?);
         let mut conversations = Vec::new();
         for conversation in store::conversations(&self.db, name).await? {
             let roster = if conversation.is_group {
@@ -370,10 +446,7 @@ fn info(c: &Channel) -> ChannelInfo {
         (Ok(_), Connection::Connected) => "connected".into(),
         (Ok(_), Connection::Failing(why)) => format!("failing: {why}"),
     };
-    let mode = match mode_of(&c.config) {
-        ChannelMode::Poll => "poll",
-        ChannelMode::Webhook => "webhook",
-    };
+    let mode = mode_of(&c.config).as_str();
     ChannelInfo {
         name: c.name.clone(),
         kind: c.config.kind.as_str().into(),
@@ -382,6 +455,7 @@ fn info(c: &Channel) -> ChannelInfo {
         default_target: c.config.default_target.clone(),
         deliver_only: c.config.deliver_only,
         state,
+        settings: c.config.clone(),
     }
 }
 

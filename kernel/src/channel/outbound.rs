@@ -15,7 +15,7 @@ impl Channels {
     /// and records it as sent by `sent_by`.
     pub async fn deliver(&self, name: &str, chat: &str, out: Outgoing, sent_by: &str) -> Result<()> {
         let channel = self.get(name)?;
-        let outcome = self.send_parts(channel, chat, &out).await;
+        let outcome = self.send_parts(&channel, chat, &out).await;
         let (kind, summary) = summary_of(&out);
         let at = crate::db::timestamp(self.clock.now());
         let result = match &outcome {

@@ -11,7 +11,6 @@ use super::platform::{FileSource, Outgoing};
 use crate::channel::Channels;
 use crate::error::{Error, Result};
 use crate::family::Services;
-use crate::tool::availability::Needs;
 use crate::tool::{CallContext, Registry, Tool, ToolDef};
 use crate::workspace::Workspaces;
 
@@ -30,17 +29,17 @@ pub(super) struct Uses {
 
 pub(crate) fn register(r: &mut Registry, services: &Services) {
     let uses = Uses { channels: services.need(), workspaces: services.need() };
-    let config = services.config();
-    let needs = Needs::unless(
-        config
-            .channels
-            .channels
-            .is_empty()
-            .then(|| "no channel is configured: add a [channels.NAME] section".to_string()),
-    );
-    r.add_needing(Send(uses.clone()), &needs);
-    r.add_needing(Dm(uses.clone()), &needs);
-    r.add_needing(Members(uses), &needs);
+    r.add(Send(uses.clone()));
+    r.add(Dm(uses.clone()));
+    r.add(Members(uses));
+}
+
+impl Uses {
+    /// Why the family is left out while no channel is configured. Asked at each turn, since
+    /// channels are added and removed while the daemon runs.
+    fn no_channel(&self) -> Option<String> {
+        self.channels.is_empty().then(|| "no channel is configured: add one on the Channels page, with `kennel channel set`, or as a [channels.NAME] section".to_string())
+    }
 }
 
 pub struct Send(Uses);
@@ -85,6 +84,10 @@ pub struct SendArgs {
 
 impl Tool for Send {
     type Args = SendArgs;
+
+    fn excluded_for(&self, _agent: &crate::agent::Agent) -> Option<String> {
+        self.0.no_channel()
+    }
 
     fn def(&self) -> ToolDef {
         ToolDef::new(
@@ -198,6 +201,10 @@ pub struct DmArgs {
 impl Tool for Dm {
     type Args = DmArgs;
 
+    fn excluded_for(&self, _agent: &crate::agent::Agent) -> Option<String> {
+        self.0.no_channel()
+    }
+
     fn def(&self) -> ToolDef {
         ToolDef::new(
             "channel_dm",
@@ -230,6 +237,10 @@ pub struct MembersArgs {
 
 impl Tool for Members {
     type Args = MembersArgs;
+
+    fn excluded_for(&self, _agent: &crate::agent::Agent) -> Option<String> {
+        self.0.no_channel()
+    }
 
     fn def(&self) -> ToolDef {
         ToolDef::new(

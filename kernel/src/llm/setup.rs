@@ -220,10 +220,10 @@ impl Kernel {
     }
 
     /// One edit of config.toml at a time: under the lock, `check` (on the daemon's state),
-    /// then `change` (on the file), then the written file's providers take over. The whole
-    /// runs on a task of its own, so a client that hangs up cannot stop it between the write
-    /// and the take-over.
-    async fn edit_config<R: Send + 'static>(
+    /// then `change` (on the file), then the written file's providers and channels take over.
+    /// The whole runs on a task of its own, so a client that hangs up cannot stop it between
+    /// the write and the take-over.
+    pub(crate) async fn edit_config<R: Send + 'static>(
         &self,
         check: impl FnOnce(&Kernel) -> Result<()> + Send + 'static,
         change: impl FnOnce(&mut toml_edit::DocumentMut) -> Result<R> + Send + 'static,
@@ -235,18 +235,20 @@ impl Kernel {
             let path = kernel.home().join("config.toml");
             let (config, done) =
                 tokio::task::spawn_blocking(move || edit::edit(&path, change)).await.map_err(Error::internal)??;
-            kernel.take_providers(&config)?;
+            kernel.take_config(&config)?;
             Ok(done)
         })
         .await
         .map_err(Error::internal)?
     }
 
-    /// Puts `config`'s providers, their names for agent types and their prices in place.
-    pub(crate) fn take_providers(&self, config: &Config) -> Result<()> {
+    /// Puts what of `config` changes while the daemon runs in place: the providers (their
+    /// names for agent types, their prices) and the channels.
+    pub(crate) fn take_config(&self, config: &Config) -> Result<()> {
         self.providers_registry().apply(config)?;
         self.agents().set_providers(config.providers.keys().cloned().collect());
         self.usage().set_prices(config);
+        self.services().need::<crate::channel::Channels>().apply(&config.channels);
         Ok(())
     }
 }

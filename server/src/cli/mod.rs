@@ -85,6 +85,7 @@
 //! terminal chat; `mcp.rs` the stdio bridge of `kennel mcp`.
 
 mod agents;
+mod channels;
 mod chat;
 pub mod daemon;
 mod mcp;
@@ -213,6 +214,9 @@ leaves, as /exit and Ctrl-D do.")]
     /// LLM providers (`[providers.NAME]` in config.toml).
     #[command(subcommand)]
     Provider(ProviderCommand),
+    /// Chat platform channels (`[channels.NAME]` in config.toml).
+    #[command(subcommand)]
+    Channel(ChannelCommand),
     /// Copy this home's SQLite database into an empty PostgreSQL database, every table, with
     /// the row counts checked; then point `[database] url` (or KENNEL_DATABASE_URL) at it.
     #[command(
@@ -380,6 +384,34 @@ enum OperatorCommand {
 }
 
 #[derive(Subcommand)]
+enum ChannelCommand {
+    /// List the channels: kind, mode, the agent that answers, state.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a channel or change its settings in config.toml (comments kept). The running
+    /// daemon listens with the change at once; flags not given keep their values.
+    #[command(after_help = "Examples:
+  kennel channel set team --kind telegram --agent assistant --token-env TEAM_BOT_TOKEN
+  kennel channel set hooks --kind webhook --agent helper --signing-secret-env HOOKS_SECRET --base-url https://example.com/replies
+  kennel channel set team --agent researcher
+
+Secrets are never arguments: the daemon reads them from the variables --token-env and
+--signing-secret-env name (set them where the daemon starts).")]
+    Set {
+        /// The channel's name (its webhook address is /channels/NAME/inbound).
+        name: String,
+        #[command(flatten)]
+        args: channels::SetArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a channel from config.toml: it stops listening; its conversations stay.
+    Remove { name: String },
+}
+
+#[derive(Subcommand)]
 enum ProviderCommand {
     /// List the providers: protocol, address, key variable (set or missing), models.
     List {
@@ -511,6 +543,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Provider(ProviderCommand::Set { name, args, json }) => providers::set(&home, &name, args, json).await,
         Command::Provider(ProviderCommand::Remove { name }) => providers::remove(&home, &name).await,
         Command::Provider(ProviderCommand::Default { name }) => providers::make_default(&home, &name).await,
+        Command::Channel(ChannelCommand::List { json }) => channels::list(&home, json).await,
+        Command::Channel(ChannelCommand::Set { name, args, json }) => channels::set(&home, &name, args, json).await,
+        Command::Channel(ChannelCommand::Remove { name }) => channels::remove(&home, &name).await,
         Command::Token(cmd) => with_store(&home, async |kernel| tokens(kernel, cmd).await).await,
         Command::MigrateToPostgres { url } => migrate_to_postgres(&home, &url).await,
     }

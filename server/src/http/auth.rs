@@ -45,3 +45,13 @@ pub async fn require_token(State(kernel): State<Kernel>, mut req: Request, next:
     req.extensions_mut().insert(holder);
     next.run(req).await
 }
+
+/// Refuses every caller but the CLI's token, saying `why`: for changes an API token must not
+/// make (where the daemon sends its keys and secrets: providers, channels). Signed-in
+/// operators make them on the dashboard.
+pub fn cli_only(caller: &Caller, why: &str) -> Result<(), kennel_kernel::Error> {
+    match caller {
+        Caller::Cli => Ok(()),
+        _ => Err(kennel_kernel::Error::forbidden(why.to_string())),
+    }
+}

@@ -51,19 +51,12 @@ async fn get_provider(State(kernel): State<Kernel>, Path(name): Path<String>) ->
 /// Changing a provider moves where the daemon sends its keys: the machine's CLI may (its token
 /// is the home's), an operator may on the dashboard; an API token only reads and tests.
 fn may_change_providers(caller: &Caller) -> Result<(), Error> {
-    match caller {
-        Caller::Cli => Ok(()),
-        _ => Err(Error::forbidden(
-            "changing a provider moves where the daemon sends its keys: an operator does it on the dashboard's provider page, or `kennel provider` on the daemon's machine; API tokens may list and test providers",
-        )),
-    }
+    super::auth::cli_only(
+        caller,
+        "changing a provider moves where the daemon sends its keys: an operator does it on the dashboard's provider page, or `kennel provider` on the daemon's machine; API tokens may list and test providers",
+    )
 }
 
-/// Adds the provider or replaces its settings (the whole `[providers.NAME]` section), written
-/// to config.toml with its comments kept and used from the next model call on, without a
-/// restart. The first provider added beside an only one makes that one the default, so
-/// agents naming none keep it. The key stays in the daemon's environment: `api_key_env`
-/// names the variable. Only the CLI's token may (`kennel provider set`); other tokens get 403.
 #[utoipa::path(put, path = "/api/providers/{name}", tag = "meta",
     params(("name" = String, Path, description = "The provider's name: 1-64 lowercase letters, digits, `-` or `_`")),
     request_body(content = ProviderConfig, description = "The provider's settings"),

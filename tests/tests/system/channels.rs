@@ -339,3 +339,100 @@ async fn a_message_stored_but_not_answered_when_the_daemon_dies_is_answered_afte
     let asked = messages.text.matches("still there?").count();
     assert_eq!(asked, 1, "the message is in the conversation once: {}", messages.text);
 }
+
+/// Issue 47: channels added, edited and removed while the daemon runs, from the API (the CLI's
+/// token), the CLI and the dashboard, written to config.toml, and listening at once.
+#[tokio::test]
+async fn channels_are_added_edited_and_removed_while_the_daemon_runs() {
+    let (first, second) = (FakeWebhookReceiver::start(SECRET).await, FakeWebhookReceiver::start(SECRET).await);
+    let tg = FakeTelegram::start(TG_TOKEN).await;
+    let (home, daemon, api, llm) = daemon_with_channels("").await;
+    let id = helper(&api).await;
+    llm.set_fallback(Scripted::text("Heard."));
+    let standing = |tools: &Value| tools.as_array().unwrap().iter().find(|t| t["name"] == "channel_send").cloned();
+    let before = api.get(&format!("/api/agents/{id}/tools?limit=1000")).await.body;
+    assert_eq!(standing(&before).unwrap()["status"], "excluded", "no channel yet: {before}");
+
+    // An API token may list channels, not change them; the CLI's token may.
+    let hook = json!({"kind": "webhook", "agent": "helper", "signing_secret_env": "KENNEL_TEST_SECRET", "base_url": first.url()});
+    assert_eq!(api.put("/api/channels/hook", hook.clone()).await.status, 403);
+    let cli = daemon.api(std::fs::read_to_string(home.path().join("cli.token")).unwrap().trim());
+    let added = cli.put("/api/channels/hook", hook).await;
+    assert_eq!((added.status, added.body["state"].as_str()), (201, Some("idle")), "{}", added.text);
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    assert!(config.contains("[channels.hook]") && config.contains("KENNEL_TEST_SECRET"), "{config}");
+    let after = api.get(&format!("/api/agents/{id}/tools?limit=1000")).await.body;
+    assert_eq!(standing(&after).unwrap()["status"], "allowed", "the family is there at once: {after}");
+
+    let anonymous = daemon.anonymous();
+    let say = |id: &str, text: &str| {
+        let body =
+            json!({"id": id, "chat_id": "room-1", "text": text, "user": {"id": "u1", "name": "Ann"}}).to_string();
+        let req = anonymous
+            .request(reqwest::Method::POST, "/channels/hook/inbound")
+            .header("content-type", "application/json")
+            .headers(signed(SECRET, body.as_bytes()))
+            .body(body);
+        Api::send(req)
+    };
+    assert_eq!(say("m1", "first").await.status, 200, "it takes messages with no restart");
+    until("the reply to the first address", || first.posts().len() == 1).await;
+
+    // Edited: the replies go to the new address from the next message.
+    let moved = json!({"kind": "webhook", "agent": "helper", "signing_secret_env": "KENNEL_TEST_SECRET", "base_url": second.url()});
+    assert_eq!(cli.put("/api/channels/hook", moved).await.status, 200);
+    assert_eq!(say("m2", "second").await.status, 200);
+    until("the reply to the second address", || second.posts().len() == 1).await;
+    assert_eq!(first.posts().len(), 1, "nothing more to the old address");
+
+    // What would not load is refused whole, and nothing is written; a secret's variable set
+    // from a front must name a secret.
+    let before = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    let no_reply = cli
+        .put(
+            "/api/channels/quiet",
+            json!({"kind": "webhook", "agent": "helper", "signing_secret_env": "KENNEL_TEST_SECRET"}),
+        )
+        .await;
+    assert_eq!(no_reply.status, 422, "{}", no_reply.text);
+    assert!(no_reply.text.contains("posts its agent's replies to base_url"), "{}", no_reply.text);
+    let leak =
+        json!({"kind": "telegram", "agent": "helper", "token_env": "KENNEL_DATABASE_URL", "base_url": tg.base_url()});
+    let leaked = cli.put("/api/channels/tg", leak).await;
+    assert_eq!(leaked.status, 422, "{}", leaked.text);
+    assert!(leaked.text.contains("must end in _TOKEN, _SECRET or _KEY"), "{}", leaked.text);
+    assert_eq!(std::fs::read_to_string(home.path().join("config.toml")).unwrap(), before);
+
+    // A polling channel starts polling when added and stops when removed, from the CLI.
+    home.cli_ok(&[
+        "channel",
+        "set",
+        "tg",
+        "--kind",
+        "telegram",
+        "--agent",
+        "helper",
+        "--token-env",
+        "KENNEL_TEST_BOT_TOKEN",
+        "--base-url",
+        &tg.base_url(),
+    ])
+    .await;
+    until("the new channel polls", || !tg.calls_of("getUpdates").is_empty()).await;
+    let listed = home.cli_ok(&["channel", "list"]).await;
+    assert!(listed.contains("tg") && listed.contains("telegram") && listed.contains("hook"), "{listed}");
+    home.cli_ok(&["channel", "remove", "tg"]).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let polls = tg.calls_of("getUpdates").len();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(tg.calls_of("getUpdates").len(), polls, "a removed channel polls no more");
+
+    // Removed: its address takes nothing; its conversation stays for a channel of its name.
+    assert_eq!(cli.delete("/api/channels/hook").await.status, 204);
+    assert_eq!(say("m3", "third").await.status, 404);
+    assert_eq!(cli.delete("/api/channels/hook").await.status, 404);
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    assert!(!config.contains("[channels.hook]") && config.contains("allowed_hosts"), "{config}");
+    let gone = api.get(&format!("/api/agents/{id}/tools?limit=1000")).await.body;
+    assert_eq!(standing(&gone).unwrap()["status"], "excluded", "{gone}");
+}

@@ -1076,3 +1076,63 @@ async fn the_api_reference_is_drawn_from_the_daemons_own_document() {
         assert_eq!(refused.header("location").map(|l| l.starts_with("/login")), Some(true), "{path}: {}", refused.text);
     }
 }
+
+#[tokio::test]
+async fn channels_are_added_edited_and_removed_from_the_dashboard() {
+    let (home, _d, api, b) = signed_in_with("").await;
+    let page = b.get("/channels").await.text;
+    assert!(page.contains("No channels configured.") && page.contains("id=\"add-channel\""), "{page}");
+    // What the kernel refuses comes back next to the form, as typed.
+    let refused = b
+        .submit(
+            "/channels",
+            "/channels",
+            &[("name", "hooks"), ("kind", "webhook"), ("agent", "helper"), ("signing_secret_env", "HOOKS_SECRET")],
+        )
+        .await;
+    assert_eq!(refused.status, 422, "{}", refused.text);
+    assert!(
+        refused.text.contains("posts its agent") && refused.text.contains("value=\"HOOKS_SECRET\""),
+        "{}",
+        refused.text
+    );
+    let fields = [
+        ("name", "hooks"),
+        ("kind", "webhook"),
+        ("agent", "helper"),
+        ("signing_secret_env", "HOOKS_SECRET"),
+        ("base_url", "http://127.0.0.1:9/replies"),
+        ("mode", ""),
+    ];
+    let added = b.submit("/channels", "/channels", &fields).await;
+    assert_eq!((added.status, added.header("location")), (303, Some("/channels/hooks")), "{}", added.text);
+    let shown = b.get("/channels/hooks").await.text;
+    // Its secret's variable is not in the daemon's environment: said, not hidden.
+    assert!(
+        shown
+            .contains("unavailable: channel `hooks`: signing_secret_env names the environment variable `HOOKS_SECRET`"),
+        "{shown}"
+    );
+    assert!(shown.contains(r#"name="base_url" value="http://127.0.0.1:9/replies""#), "{shown}");
+    assert_eq!(b.submit("/channels", "/channels", &fields).await.status, 409, "never over one of the same name");
+    let saved = b
+        .submit(
+            "/channels/hooks",
+            "/channels/hooks",
+            &[
+                ("kind", "webhook"),
+                ("agent", "other"),
+                ("signing_secret_env", "HOOKS_SECRET"),
+                ("base_url", "http://127.0.0.1:9/r2"),
+            ],
+        )
+        .await;
+    assert_eq!(saved.status, 303, "{}", saved.text);
+    assert_eq!(api.get("/api/channels/hooks").await.body["agent"], "other");
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    assert!(config.contains("[channels.hooks]") && config.contains("http://127.0.0.1:9/r2"), "{config}");
+    assert_eq!(b.submit("/channels/hooks", "/channels/hooks/remove", &[]).await.status, 303);
+    assert_eq!(api.get("/api/channels/hooks").await.status, 404);
+    let log = api.get("/api/audit/actions?action=channel.save").await;
+    assert_eq!(log.body.as_array().map(Vec::len), Some(1), "{}", log.text);
+}
