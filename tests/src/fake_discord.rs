@@ -110,6 +110,7 @@ impl FakeDiscord {
             .route("/gateway/bot", get(gateway_bot))
             .route("/channels/{channel_id}/messages", post(create_message))
             .route("/users/@me/channels", post(open_dm))
+            .route("/users/@me", get(current_user))
             .with_state(shared.clone());
         let port = crate::serve_on_loopback(app).await;
         FakeDiscord { shared, base_url: format!("http://127.0.0.1:{port}") }
@@ -340,6 +341,14 @@ async fn create_message(
     }
     let id = inner.snowflake();
     Json(json!({ "id": id, "channel_id": channel_id, "content": body["content"] })).into_response()
+}
+
+/// `GET /users/@me`: the bot's own user.
+async fn current_user(State(shared): State<Shared>, headers: HeaderMap) -> Response {
+    if let Some(refused) = refusal(&shared, &headers, "GET /users/@me".into(), Value::Null) {
+        return refused;
+    }
+    Json(json!({ "id": "900000000000000001", "username": "kennel-test-bot", "bot": true })).into_response()
 }
 
 async fn open_dm(State(shared): State<Shared>, headers: HeaderMap, Json(body): Json<Value>) -> Response {

@@ -209,6 +209,11 @@ async fn method(
             Json(json!({ "ok": true, "channel": channel, "ts": format!("1700000000.{:06}", inner.calls.len()) }))
                 .into_response()
         }
+        "auth.test" => Json(json!({
+            "ok": true, "url": "https://kennel-test.slack.com/", "team": "Kennel Test", "user": "kennelbot",
+            "team_id": "T0001", "user_id": "U0BOT", "bot_id": "B0001",
+        }))
+        .into_response(),
         "conversations.open" => {
             let user = text("users");
             if !inner.users.contains_key(&user) {

@@ -159,6 +159,10 @@ async fn call(
     }
     match method.as_str() {
         "getUpdates" => get_updates(&shared, &params).await,
+        // The Bot API's own answer for a bot: its id, its name, that it is one.
+        "getMe" => {
+            ok(json!({ "id": 123456, "is_bot": true, "first_name": "Kennel test bot", "username": "kennel_test_bot" }))
+        }
         "sendMessage" | "sendPhoto" | "sendDocument" | "sendPoll" => send(&shared, &method, &params),
         _ => refusal(404, "Not Found", None),
     }

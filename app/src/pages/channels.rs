@@ -112,6 +112,11 @@ pub fn render_channel(
                     <h2>"Settings"</h2>
                     <p class="hint">"Saved to config.toml (its comments kept); the channel listens with them at once. Secrets are read from the variables named here, in the daemon's environment."</p>
                     <ChannelFields action=format!("/channels/{name}") form errors csrf=csrf.clone() submit="Save" name_editable=false/>
+                    <form method="post" action=format!("/channels/{name}/test") class="inline">
+                        <Csrf token=csrf.clone()/>
+                        <button type="submit">"Test connection"</button>
+                        <span class="hint">" One call that needs its token: who the platform says its account is."</span>
+                    </form>
                     <form method="post" action=format!("/channels/{name}/remove") class="inline"
                         data-confirm=format!("Remove channel {name}? It stops listening; its conversations stay.")>
                         <Csrf token=csrf/>

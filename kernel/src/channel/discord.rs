@@ -334,6 +334,13 @@ impl Platform for Discord {
         2000
     }
 
+    fn account(&self) -> BoxFuture<'_, Result<Option<String>, SendError>> {
+        Box::pin(async move {
+            let me = self.call(reqwest::Method::GET, "/users/@me", Body::None).await?;
+            Ok(Some(format!("{} (bot {})", me["username"].as_str().unwrap_or("?"), me["id"].as_str().unwrap_or("?"))))
+        })
+    }
+
     fn send<'a>(&'a self, chat_id: &'a str, out: &'a Outgoing) -> BoxFuture<'a, Result<(), SendError>> {
         Box::pin(async move {
             let body = match out {

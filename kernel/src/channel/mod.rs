@@ -189,6 +189,18 @@ pub struct ChannelInfo {
     pub settings: ChannelConfig,
 }
 
+/// What testing a channel found ([`Channels::test`]).
+#[derive(Debug, Clone, Serialize, serde::Deserialize, ToSchema)]
+pub struct ChannelTest {
+    pub channel: String,
+    /// Whether the platform answered as it should.
+    pub ok: bool,
+    /// The account the platform named, or what it (or the daemon) said was wrong.
+    pub answer: String,
+    /// How long the call took.
+    pub millis: u64,
+}
+
 /// A conversation: the channel's name and the platform's chat id.
 type ConversationKey = (String, String);
 
@@ -351,6 +363,33 @@ impl Channels {
     /// The channel `name` as the list shows it.
     pub fn one(&self, name: &str) -> Result<ChannelInfo> {
         Ok(info(&*self.get(name)?))
+    }
+
+    /// Tests the channel `name` with one call that needs its token (who the platform says its
+    /// account is): the dashboard's "Test connection", `POST /api/channels/{name}/test`,
+    /// `kennel channel test`. A failure is an answer, not an error: what the platform said.
+    pub async fn test(&self, name: &str) -> Result<ChannelTest> {
+        let channel = self.get(name)?;
+        let started = std::time::Instant::now();
+        let outcome = match channel.platform() {
+            Ok(platform) => platform.account().await,
+            Err(e) => Err(platform::SendError::Failed(e)),
+        };
+        let (ok, answer) = match outcome {
+            Ok(Some(account)) => (true, format!("the platform knows this channel's account: {account}")),
+            Ok(None) => (
+                true,
+                format!(
+                    "a webhook channel has no account to ask: its messages are posted to /channels/{name}/inbound, signed; its agent's replies go to {}",
+                    channel.config.base_url.as_deref().unwrap_or("nowhere (deliver only)")
+                ),
+            ),
+            Err(platform::SendError::Failed(e)) => (false, e.message),
+            Err(platform::SendError::RetryAfter(wait)) => {
+                (false, format!("the platform asks to wait {} s before the next call", wait.as_secs()))
+            }
+        };
+        Ok(ChannelTest { channel: name.to_string(), ok, answer, millis: started.elapsed().as_millis() as u64 })
     }
 
     /// The channel `name`'s settings, as config.toml holds them now.

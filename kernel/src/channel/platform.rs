@@ -186,6 +186,11 @@ pub trait Platform: Send + Sync + 'static {
     /// does not parse is [`crate::ErrorKind::InvalidArguments`].
     fn webhook<'a>(&'a self, req: WebhookRequest<'a>) -> BoxFuture<'a, Result<WebhookReply, Error>>;
 
+    /// Who the platform says this channel's account is (Telegram `getMe`, Slack `auth.test`,
+    /// Discord `GET /users/@me`): one call that needs the token and reaches the platform, the
+    /// channel's "test connection". A webhook channel has no account to ask: `Ok(None)`.
+    fn account(&self) -> BoxFuture<'_, Result<Option<String>, SendError>>;
+
     /// Poll mode: listens until `cancel`, handing every message to `sink` and reporting its
     /// state to `state`. `None` when this platform has no such mode (a webhook channel,
     /// Slack).

@@ -186,6 +186,14 @@ impl Platform for Slack {
         4000
     }
 
+    fn account(&self) -> BoxFuture<'_, Result<Option<String>, SendError>> {
+        Box::pin(async move {
+            let me = self.call("auth.test", Args::Json(serde_json::json!({}))).await?;
+            let text = |key: &str| me[key].as_str().unwrap_or("?").to_string();
+            Ok(Some(format!("{} ({}) in {}", text("user"), text("user_id"), text("team"))))
+        })
+    }
+
     fn send<'a>(&'a self, chat_id: &'a str, out: &'a Outgoing) -> BoxFuture<'a, Result<(), SendError>> {
         Box::pin(async move {
             match out {

@@ -197,6 +197,14 @@ impl Platform for Telegram {
         4096
     }
 
+    fn account(&self) -> BoxFuture<'_, Result<Option<String>, SendError>> {
+        Box::pin(async move {
+            let me = self.call("getMe", Body::Json(serde_json::json!({})), SEND_TIMEOUT).await?;
+            let name = me["username"].as_str().map(|u| format!("@{u}")).unwrap_or_else(|| me["first_name"].to_string());
+            Ok(Some(format!("{name} (bot {})", me["id"])))
+        })
+    }
+
     fn send<'a>(&'a self, chat_id: &'a str, out: &'a Outgoing) -> BoxFuture<'a, Result<(), SendError>> {
         Box::pin(async move {
             match out {

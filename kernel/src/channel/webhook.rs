@@ -55,6 +55,10 @@ impl Platform for Webhook {
         65536
     }
 
+    fn account(&self) -> BoxFuture<'_, Result<Option<String>, SendError>> {
+        Box::pin(async { Ok(None) })
+    }
+
     fn send<'a>(&'a self, chat_id: &'a str, out: &'a Outgoing) -> BoxFuture<'a, Result<(), SendError>> {
         Box::pin(async move {
             let channel = &self.endpoint.channel;

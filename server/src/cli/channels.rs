@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use kennel_kernel::channel::{ChannelConfig, ChannelInfo, ChannelKind, ChannelMode, Channels};
+use kennel_kernel::channel::{ChannelConfig, ChannelInfo, ChannelKind, ChannelMode, ChannelTest, Channels};
 use reqwest::Method;
 
 use super::daemon::Daemon;
@@ -100,6 +100,24 @@ pub async fn remove(home: &Path, name: &str) -> anyhow::Result<()> {
         None => super::with_store(home, async |k| Ok(k.remove_channel(name).await?)).await?,
     }
     println!("channel `{name}` removed from config.toml (its conversations stay in the store)");
+    Ok(())
+}
+
+/// Tests the channel from the running daemon (with its environment's secrets); exits 1 when
+/// the platform did not answer as it should.
+pub async fn test(home: &Path, name: &str, json_out: bool) -> anyhow::Result<()> {
+    check_name(name)?;
+    let daemon = Daemon::of(home)?;
+    let tested: ChannelTest = daemon.post(&format!("/api/channels/{name}/test"), &serde_json::json!({})).await?;
+    let answer = super::terminal_safe(&tested.answer);
+    if json_out {
+        super::print_json(&tested)?;
+    } else if tested.ok {
+        println!("channel `{name}` answered in {} ms: {answer}", tested.millis);
+    }
+    if !tested.ok {
+        anyhow::bail!("channel `{name}` failed its test after {} ms: {answer}", tested.millis);
+    }
     Ok(())
 }
 

@@ -409,6 +409,18 @@ Secrets are never arguments: the daemon reads them from the variables --token-en
     },
     /// Remove a channel from config.toml: it stops listening; its conversations stay.
     Remove { name: String },
+    /// Test a channel from the running daemon: one call that needs its token, answered with
+    /// who the platform says its account is, or what it said was wrong.
+    #[command(after_help = "Examples:
+  kennel channel test team
+  kennel channel test team --json
+
+Exits with 1 when the platform did not answer as it should, 3 when no daemon is running.")]
+    Test {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -546,6 +558,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Channel(ChannelCommand::List { json }) => channels::list(&home, json).await,
         Command::Channel(ChannelCommand::Set { name, args, json }) => channels::set(&home, &name, args, json).await,
         Command::Channel(ChannelCommand::Remove { name }) => channels::remove(&home, &name).await,
+        Command::Channel(ChannelCommand::Test { name, json }) => channels::test(&home, &name, json).await,
         Command::Token(cmd) => with_store(&home, async |kernel| tokens(kernel, cmd).await).await,
         Command::MigrateToPostgres { url } => migrate_to_postgres(&home, &url).await,
     }

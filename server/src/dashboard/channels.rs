@@ -13,7 +13,7 @@ use kennel_kernel::Kernel;
 use kennel_kernel::channel::Channels;
 use kennel_kernel::error::FieldError;
 
-use super::{Operator, PageResult, field_errors, html, meta, see_other};
+use super::{Operator, PageResult, field_errors, html, meta, see_other, see_other_warning};
 use crate::routes::{Action, Pages, get, post};
 
 pub fn routes() -> Pages {
@@ -21,6 +21,7 @@ pub fn routes() -> Pages {
         .route("/channels", get(list).post(add, Action::named("channel.add")))
         .route("/channels/{name}", get(one).post(save, Action::named("channel.save")))
         .route("/channels/{name}/remove", post(remove, Action::named("channel.remove")))
+        .route("/channels/{name}/test", post(test, Action::named("channel.test")))
 }
 
 /// Messages shown each way on a channel's page.
@@ -43,17 +44,20 @@ pub async fn add(
     Form(fields): Form<Vec<(String, String)>>,
 ) -> PageResult {
     let form = ChannelForm::from_fields(&fields);
-    let saved = match form.to_settings() {
-        Ok(settings) => kernel.save_channel(&form.name, settings, true).await.map_err(|e| {
-            let status = crate::status::status_for(e.kind);
-            (status, field_errors(&e, "channel"))
-        }),
-        Err(errors) => Err((StatusCode::UNPROCESSABLE_ENTITY, errors)),
-    };
-    match saved {
+    match store(&kernel, &form, true).await {
         Ok(_) => Ok(see_other(&format!("/channels/{}", form.name), &format!("Channel `{}` added.", form.name))),
         Err((status, errors)) => Ok(list_page(&kernel, &op, status, NewChannel { form, errors })),
     }
+}
+
+/// Saves the form's channel (`must_be_new`: never over one of its name), or says why not: the
+/// status to answer and the errors to show next to the form.
+async fn store(kernel: &Kernel, form: &ChannelForm, must_be_new: bool) -> Result<bool, (StatusCode, Vec<FieldError>)> {
+    let settings = form.to_settings().map_err(|errors| (StatusCode::UNPROCESSABLE_ENTITY, errors))?;
+    kernel
+        .save_channel(&form.name, settings, must_be_new)
+        .await
+        .map_err(|e| (crate::status::status_for(e.kind), field_errors(&e, "channel")))
 }
 
 pub async fn one(
@@ -94,14 +98,7 @@ pub async fn save(
 ) -> PageResult {
     kernel.service::<Channels>().one(&name)?;
     let form = ChannelForm { name: name.clone(), ..ChannelForm::from_fields(&fields) };
-    let saved = match form.to_settings() {
-        Ok(settings) => kernel.save_channel(&name, settings, false).await.map_err(|e| {
-            let status = crate::status::status_for(e.kind);
-            (status, field_errors(&e, "channel"))
-        }),
-        Err(errors) => Err((StatusCode::UNPROCESSABLE_ENTITY, errors)),
-    };
-    match saved {
+    match store(&kernel, &form, false).await {
         Ok(_) => Ok(see_other(&format!("/channels/{name}"), "Saved: the channel listens with these settings now.")),
         Err((status, errors)) => channel_page(&kernel, &op, &name, status, Some((form, errors))).await,
     }
@@ -114,4 +111,20 @@ pub async fn remove(
 ) -> PageResult {
     kernel.remove_channel(&name).await?;
     Ok(see_other("/channels", &format!("Channel `{name}` removed; its conversations stay in the store.")))
+}
+
+/// "Test connection": back to the channel's page saying what the platform answered (a
+/// failure as a warning).
+pub async fn test(
+    State(kernel): State<Kernel>,
+    Extension(_): Extension<Operator>,
+    Path(name): Path<String>,
+) -> PageResult {
+    let tested = kernel.service::<Channels>().test(&name).await?;
+    let path = format!("/channels/{name}");
+    Ok(if tested.ok {
+        see_other(&path, &format!("Test passed in {} ms: {}.", tested.millis, tested.answer))
+    } else {
+        see_other_warning(&path, &format!("Test failed after {} ms: {}", tested.millis, tested.answer))
+    })
 }

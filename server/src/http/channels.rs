@@ -16,7 +16,7 @@ use kennel_kernel::Kernel;
 use kennel_kernel::agent::Name;
 use kennel_kernel::channel::Channels;
 use kennel_kernel::channel::platform::{WebhookReply, WebhookRequest};
-use kennel_kernel::channel::{ChannelConfig, ChannelDetail, ChannelInfo};
+use kennel_kernel::channel::{ChannelConfig, ChannelDetail, ChannelInfo, ChannelTest};
 use kennel_kernel::error::Error;
 use kennel_kernel::tool::Caller;
 use serde_json::json;
@@ -48,10 +48,25 @@ async fn inbound(
 }
 
 pub fn routes() -> Api {
-    Api::new().route(api!(all_channels), &[]).route(
-        api!(one_channel, save_channel, remove_channel),
-        &[(Method::PUT, Action::named("channel.save")), (Method::DELETE, Action::named("channel.remove"))],
-    )
+    Api::new()
+        .route(api!(all_channels), &[])
+        .route(
+            api!(one_channel, save_channel, remove_channel),
+            &[(Method::PUT, Action::named("channel.save")), (Method::DELETE, Action::named("channel.remove"))],
+        )
+        .route(api!(test_channel), &[(Method::POST, Action::named("channel.test"))])
+}
+
+/// Tests the channel with one call that needs its token: who the platform says its account
+/// is, or what it said was wrong (`ok: false`, still 200: the test ran).
+#[utoipa::path(post, path = "/api/channels/{name}/test", tag = "channels",
+    params(("name" = Name, Path, description = "The channel's name")),
+    responses(
+        (status = 200, description = "The test ran; `ok` says how it went", body = ChannelTest),
+        (status = 404, description = "No such channel"),
+    ))]
+async fn test_channel(State(kernel): State<Kernel>, Path(name): Path<String>) -> ApiResult<Json<ChannelTest>> {
+    Ok(Json(kernel.service::<Channels>().test(&name).await?))
 }
 
 fn may_change_channels(caller: &Caller) -> Result<(), Error> {

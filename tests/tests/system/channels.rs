@@ -260,6 +260,10 @@ async fn slack_events_are_verified_and_answered_in_their_channel() {
         slack.base_url()
     );
     let (_home, daemon, api, llm) = daemon_with_channels(&channel).await;
+    // "Test connection": Slack's `auth.test`, with the channel's token.
+    let tested = api.post("/api/channels/sl/test", json!({})).await;
+    assert_eq!((tested.status, tested.body["ok"].as_bool()), (200, Some(true)), "{}", tested.text);
+    assert!(tested.body["answer"].as_str().unwrap().contains("kennelbot (U0BOT) in Kennel Test"), "{}", tested.text);
     helper(&api).await;
     llm.set_fallback(Scripted::text("Hi Ann."));
     let body = message_event("Ev1", "C1", "channel", "U1", "hello").to_string();
@@ -289,6 +293,14 @@ async fn discord_gateway_messages_are_answered_over_rest() {
         discord.base_url()
     );
     let (_home, _daemon, api, llm) = daemon_with_channels(&channel).await;
+    // "Test connection": Discord's `GET /users/@me`, with the channel's token.
+    let tested = api.post("/api/channels/dc/test", json!({})).await;
+    assert_eq!(tested.body["ok"], true, "{}", tested.text);
+    assert!(
+        tested.body["answer"].as_str().unwrap().contains("kennel-test-bot (bot 900000000000000001)"),
+        "{}",
+        tested.text
+    );
     helper(&api).await;
     assert!(discord.wait_connected(true, Duration::from_secs(10)).await, "the daemon identified on the gateway");
     let state = api.get("/api/channels").await;
@@ -419,6 +431,37 @@ async fn channels_are_added_edited_and_removed_while_the_daemon_runs() {
     ])
     .await;
     until("the new channel polls", || !tg.calls_of("getUpdates").is_empty()).await;
+    // "Test connection": Telegram's `getMe` with the channel's token, from the CLI and for an
+    // API token; a webhook channel has no account to ask; a wrong token is the platform's own
+    // refusal, and the CLI exits 1.
+    let tested = home.cli_ok(&["channel", "test", "tg"]).await;
+    assert!(tested.contains("@kennel_test_bot (bot 123456)"), "{tested}");
+    let hook_test = api.post("/api/channels/hook/test", json!({})).await;
+    assert_eq!(hook_test.body["ok"], true, "{}", hook_test.text);
+    assert!(hook_test.body["answer"].as_str().unwrap().contains("no account to ask"), "{}", hook_test.text);
+    home.cli_ok(&[
+        "channel",
+        "set",
+        "wrong",
+        "--kind",
+        "telegram",
+        "--agent",
+        "helper",
+        "--token-env",
+        "KENNEL_TEST_SECRET",
+        "--base-url",
+        &tg.base_url(),
+        "--mode",
+        "webhook",
+        "--signing-secret-env",
+        "KENNEL_TEST_SECRET",
+    ])
+    .await;
+    let failed = home.cli(&["channel", "test", "wrong"]).await;
+    assert_eq!(failed.status.code(), Some(1), "{failed:?}");
+    assert!(String::from_utf8_lossy(&failed.stderr).contains("Unauthorized"), "{failed:?}");
+    assert_eq!(api.post("/api/channels/nobody/test", json!({})).await.status, 404);
+    home.cli_ok(&["channel", "remove", "wrong"]).await;
     let listed = home.cli_ok(&["channel", "list"]).await;
     assert!(listed.contains("tg") && listed.contains("telegram") && listed.contains("hook"), "{listed}");
     home.cli_ok(&["channel", "remove", "tg"]).await;
