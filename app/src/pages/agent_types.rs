@@ -109,7 +109,7 @@ pub struct Picker {
     /// The standings with the form's grants ([`kennel_kernel::tool::Registry::preview`]), or
     /// why those grants cannot be read.
     pub preview: Result<GrantPreview, String>,
-    /// Where the page asks for the standings again as the form changes (`/agent-types/preview?type=…`).
+    /// Where the page asks for the standings again as the form changes (`/agent-types-preview?type=…`).
     pub preview_url: String,
 }
 
@@ -543,7 +543,7 @@ mod tests {
             picker: Picker {
                 tools: Vec::new(),
                 preview: Err(hostile.into()),
-                preview_url: "/agent-types/preview?type=evil".into(),
+                preview_url: "/agent-types-preview?type=evil".into(),
             },
             toml_errors: Vec::new(),
             application: TypeApplication {

@@ -266,24 +266,25 @@ impl ChannelForm {
     /// The settings the form says, read as config.toml is read; what cannot be read is a
     /// field error. What the settings must hold together is the kernel's check, on saving.
     pub fn to_settings(&self) -> Result<ChannelConfig, Vec<FieldError>> {
-        let mut object = serde_json::Map::new();
-        object.insert("kind".into(), self.kind.clone().into());
-        for (key, value) in [
-            ("agent", &self.agent),
-            ("base_url", &self.base_url),
-            ("token_env", &self.token_env),
-            ("signing_secret_env", &self.signing_secret_env),
-            ("mode", &self.mode),
-            ("default_target", &self.default_target),
-        ] {
-            if !value.is_empty() {
-                object.insert(key.into(), value.clone().into());
-            }
-        }
-        object.insert("deliver_only".into(), self.deliver_only.into());
-        serde_json::from_value(object.into()).map_err(|e| {
-            let field = if e.to_string().contains("mode") { "mode" } else { "kind" };
-            vec![FieldError { field: field.into(), message: "choose one of the listed values".into() }]
+        let kind = serde_json::from_value(self.kind.clone().into()).map_err(|_| {
+            vec![FieldError { field: "kind".into(), message: "choose telegram, slack, discord or webhook".into() }]
+        })?;
+        let mode = match self.mode.as_str() {
+            "" => None,
+            mode => Some(serde_json::from_value(mode.into()).map_err(|_| {
+                vec![FieldError { field: "mode".into(), message: "choose poll, webhook or the kind's own".into() }]
+            })?),
+        };
+        let text = |value: &str| (!value.is_empty()).then(|| value.to_string());
+        Ok(ChannelConfig {
+            kind,
+            agent: text(&self.agent),
+            base_url: text(&self.base_url),
+            token_env: text(&self.token_env),
+            signing_secret_env: text(&self.signing_secret_env),
+            mode,
+            default_target: text(&self.default_target),
+            deliver_only: self.deliver_only,
         })
     }
 }

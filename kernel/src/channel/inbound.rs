@@ -16,8 +16,14 @@ impl Channels {
     /// Starts the poll-mode listeners and answers the messages a previous run stored but did
     /// not answer. Only the daemon calls this.
     pub(crate) fn start(self: &Arc<Self>) {
-        self.started.store(true, std::sync::atomic::Ordering::SeqCst);
-        for channel in self.now().values() {
+        // Set under the channels' lock, which `apply` reads it under: a channel added meanwhile
+        // is listened to here or there, never twice.
+        let channels: Vec<Arc<Channel>> = {
+            let map = self.channels.write().unwrap_or_else(|e| e.into_inner());
+            self.started.store(true, std::sync::atomic::Ordering::SeqCst);
+            map.values().cloned().collect()
+        };
+        for channel in &channels {
             self.listen(channel);
         }
         let channels = self.clone();
@@ -221,16 +227,21 @@ async fn poll_under_lease(
             () = channel.stop.cancelled() => false,
         };
         if !held {
-            return;
+            break;
         }
         let stop = channel.stop.child_token();
         let Some(listening) = platform.clone().listen(sink.clone(), state.clone(), stop.clone()) else { return };
         tokio::select! {
-            () = listening => return,
+            () = listening => break,
             () = cluster.lost(&lease) => {
                 tracing::warn!(channel = %channel.name, "this daemon lost the channel's lease: it stops polling");
                 stop.cancel();
             }
         }
+    }
+    // Removed here: another daemon that still has the channel may poll it at once. An edited
+    // channel's new listener holds the same lease, so it is kept.
+    if channels.named(&channel.name).is_none() {
+        cluster.give_up(&lease).await;
     }
 }

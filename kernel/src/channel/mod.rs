@@ -318,28 +318,35 @@ impl Channels {
     /// one is made again and its listener started again; a removed one stops listening. Its
     /// stored conversations and traffic stay, for a channel of that name added later.
     pub(crate) fn apply(self: &Arc<Self>, config: &ChannelsConfig) {
-        let mut started = Vec::new();
-        {
+        let mut made = Vec::new();
+        // Read under the lock `start` sets it under: a channel made here is listened to by
+        // exactly one of the two.
+        let listening = {
             let mut channels = self.channels.write().unwrap_or_else(|e| e.into_inner());
             let mut next = BTreeMap::new();
             for (name, c) in &config.channels {
-                let kept = channels
-                    .remove(name)
-                    .filter(|old| same_settings(&old.config, c) && old.hosts == config.allowed_hosts);
-                let channel = kept.unwrap_or_else(|| {
-                    let made = channel(name, c, config, &self.stop);
-                    started.push(made.clone());
-                    made
-                });
+                let channel = match channels.remove(name) {
+                    Some(old) if same_settings(&old.config, c) && old.hosts == config.allowed_hosts => old,
+                    old => {
+                        // Edited: the old listener stops before the new one starts.
+                        if let Some(old) = old {
+                            old.stop.cancel();
+                        }
+                        let new = channel(name, c, config, &self.stop);
+                        made.push(new.clone());
+                        new
+                    }
+                };
                 next.insert(name.clone(), channel);
             }
             for gone in channels.values() {
                 gone.stop.cancel();
             }
             *channels = next;
-        }
-        if self.started.load(Ordering::SeqCst) {
-            for channel in started {
+            self.started.load(Ordering::SeqCst)
+        };
+        if listening {
+            for channel in made {
                 self.listen(&channel);
             }
         }

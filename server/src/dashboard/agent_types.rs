@@ -22,7 +22,8 @@ use crate::routes::{Action, Pages, get, post};
 pub fn routes() -> Pages {
     Pages::new()
         .route("/agent-types", get(list).post(create, Action::named("type.create")))
-        .route("/agent-types/preview", get(preview_tools))
+        // Outside `/agent-types/{name}`: `preview` is a type name like any other.
+        .route("/agent-types-preview", get(preview_tools))
         .route("/agent-types/{name}", get(edit).post(save, Action::named("type.update")))
         .route("/agent-types/{name}/toml", get(to_editor).post(replace_toml, Action::named("type.update")))
         .route("/agent-types/{name}/delete", post(delete, Action::named("type.delete")))
@@ -106,7 +107,7 @@ fn picker(kernel: &Kernel, stored: Option<&Manifest>, form: &TypeForm) -> Picker
             true => e.message,
             false => e.fields.into_iter().map(|f| f.message).collect::<Vec<_>>().join("; "),
         }),
-        preview_url: format!("/agent-types/preview?{}", serde_urlencoded::to_string(query).unwrap_or_default()),
+        preview_url: format!("/agent-types-preview?{}", serde_urlencoded::to_string(query).unwrap_or_default()),
     }
 }
 

@@ -106,6 +106,7 @@ async fn save_channel(
         (status = 204, description = "Removed"),
         (status = 403, description = "An API token other than the CLI's"),
         (status = 404, description = "No such channel"),
+        (status = 422, description = "config.toml would not load without it (a deliver-only channel sends on to it): nothing is written"),
     ))]
 async fn remove_channel(
     State(kernel): State<Kernel>,

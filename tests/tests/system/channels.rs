@@ -464,11 +464,22 @@ async fn channels_are_added_edited_and_removed_while_the_daemon_runs() {
     home.cli_ok(&["channel", "remove", "wrong"]).await;
     let listed = home.cli_ok(&["channel", "list"]).await;
     assert!(listed.contains("tg") && listed.contains("telegram") && listed.contains("hook"), "{listed}");
+    // Edited, the channel is read by one listener: the old one stopped. Each listener waiting
+    // on getUpdates takes the pushed message and asks again, so the calls after it count them.
+    home.cli_ok(&["channel", "set", "tg", "--default-target", "42"]).await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let polls = tg.calls_of("getUpdates").len();
+    tg.private_message(42, "Ann", "hello after the edit");
+    until("the message answered on the edited channel", || !tg.calls_of("sendMessage").is_empty()).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(tg.calls_of("getUpdates").len() - polls, 1, "one listener after the edit, not two");
     home.cli_ok(&["channel", "remove", "tg"]).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let polls = tg.calls_of("getUpdates").len();
+    tg.private_message(42, "Ann", "anyone there?");
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert_eq!(tg.calls_of("getUpdates").len(), polls, "a removed channel polls no more");
+    assert_eq!(tg.calls_of("getUpdates").len(), polls, "a removed channel takes no message");
+    assert_eq!(tg.calls_of("sendMessage").len(), 1, "and answers none");
 
     // Removed: its address takes nothing; its conversation stays for a channel of its name.
     assert_eq!(cli.delete("/api/channels/hook").await.status, 204);

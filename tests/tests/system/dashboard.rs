@@ -278,11 +278,11 @@ async fn the_tool_picker_ticks_a_types_grants_and_previews_each_tools_standing_a
     assert_eq!(picker_standing(&page, "memory_store"), "allowed by memory_store");
     assert_eq!(picker_standing(&page, "system_time"), "not granted");
     assert!(page.contains("no tool on this daemon matches the grant <code>memry_*</code>"), "{page}");
-    assert!(page.contains(r#"data-preview="/agent-types/preview?type=picky""#), "{page}");
+    assert!(page.contains(r#"data-preview="/agent-types-preview?type=picky""#), "{page}");
 
     // What live.js asks as boxes are ticked: the same picker for the grants in the query,
     // against the stored type (its deny list still wins).
-    let asked = b.get("/agent-types/preview?type=picky&grant=system.*&grant=tasks.*&tools=").await;
+    let asked = b.get("/agent-types-preview?type=picky&grant=system.*&grant=tasks.*&tools=").await;
     assert_eq!(asked.status, 200, "{}", asked.text);
     assert!(!asked.text.contains("<html"), "a fragment: {}", asked.text);
     assert_eq!(picker_standing(&asked.text, "system_time"), "allowed by system.*");
@@ -295,11 +295,11 @@ async fn the_tool_picker_ticks_a_types_grants_and_previews_each_tools_standing_a
     assert!(counted.starts_with(&format!("{system} of {system} in<")), "every system tool in: {counted}");
     // A new type is previewed against a manifest of defaults; a grant that does not parse
     // says why instead of a standing.
-    let fresh = b.get("/agent-types/preview?type=&grant=system_time").await.text;
+    let fresh = b.get("/agent-types-preview?type=&grant=system_time").await.text;
     assert_eq!(picker_standing(&fresh, "system_time"), "allowed by system_time");
-    let bad = b.get("/agent-types/preview?type=&tools=Bad%20grant").await.text;
+    let bad = b.get("/agent-types-preview?type=&tools=Bad%20grant").await.text;
     assert!(bad.contains("The grants cannot be previewed:") && bad.contains("has <code> </code>"), "{bad}");
-    assert_eq!(b.get("/agent-types/preview?type=nobody").await.status, 404);
+    assert_eq!(b.get("/agent-types-preview?type=nobody").await.status, 404);
 
     // "Preview the tools" without script: the page with the form's grants, nothing saved,
     // nothing in the operator-action log.
