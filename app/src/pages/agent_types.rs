@@ -76,15 +76,9 @@ impl TypeForm {
         form
     }
 
-    /// Every grant of the form, ticked then typed, each once.
+    /// Every grant of the form, ticked then typed (the kernel keeps each once).
     pub fn grants(&self) -> Vec<String> {
-        let mut grants: Vec<String> = Vec::new();
-        for g in self.picked.iter().cloned().chain(form_list(&self.tools)) {
-            if !grants.contains(&g) {
-                grants.push(g);
-            }
-        }
-        grants
+        self.picked.iter().cloned().chain(form_list(&self.tools)).collect()
     }
 
     /// The form as the seven-field spec the kernel validates.

@@ -59,7 +59,7 @@ impl ChannelMode {
 }
 
 /// `[channels.NAME]`: one chat platform account bound to one agent.
-#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChannelConfig {
     pub kind: ChannelKind,

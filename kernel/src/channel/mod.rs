@@ -269,11 +269,6 @@ fn channel(name: &str, c: &ChannelConfig, all: &ChannelsConfig, stop: &Cancellat
     })
 }
 
-/// Whether two settings of a channel are the same (compared as config.toml would hold them).
-fn same_settings(a: &ChannelConfig, b: &ChannelConfig) -> bool {
-    serde_json::to_value(a).ok() == serde_json::to_value(b).ok()
-}
-
 /// The adapter for one configured channel.
 pub fn adapter(name: &str, c: &ChannelConfig, channels: &ChannelsConfig) -> Result<Arc<dyn Platform>> {
     let base_url = c.base_url.clone().or_else(|| default_base_url(c.kind).map(str::to_string)).unwrap_or_default();
@@ -326,7 +321,7 @@ impl Channels {
             let mut next = BTreeMap::new();
             for (name, c) in &config.channels {
                 let channel = match channels.remove(name) {
-                    Some(old) if same_settings(&old.config, c) && old.hosts == config.allowed_hosts => old,
+                    Some(old) if old.config == *c && old.hosts == config.allowed_hosts => old,
                     old => {
                         // Edited: the old listener stops before the new one starts.
                         if let Some(old) = old {
@@ -404,9 +399,10 @@ impl Channels {
         self.named(name).map(|c| c.config.clone())
     }
 
-    /// Whether no channel is configured now.
+    /// Whether no channel is configured now (asked for the channel tools in every turn's
+    /// offer: a look under the lock, no copy).
     pub fn is_empty(&self) -> bool {
-        self.now().is_empty()
+        self.channels.read().unwrap_or_else(|e| e.into_inner()).is_empty()
     }
 
     /// The channels as they are now (a clone of the map: edits replace it).

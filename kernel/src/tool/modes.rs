@@ -134,24 +134,11 @@ fn grouped_names<'a>(names: impl Iterator<Item = &'a str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::{AgentStatus, ManifestInput, validate};
+    use crate::agent::{ManifestInput, validate};
     use crate::config::Config;
 
     fn agent(manifest: serde_json::Value) -> Agent {
-        Agent {
-            id: uuid::Uuid::now_v7(),
-            name: "a".into(),
-            agent_type: "a".into(),
-            manifest: validate(crate::error::from_value::<ManifestInput>(manifest).unwrap()).unwrap(),
-            goal: None,
-            status: AgentStatus::Running,
-            parent_id: None,
-            ephemeral: false,
-            paused: None,
-            budget_lifted_at: None,
-            created_at: String::new(),
-            updated_at: String::new(),
-        }
+        Agent::planned(validate(crate::error::from_value::<ManifestInput>(manifest).unwrap()).unwrap())
     }
 
     fn names(offer: &Offer) -> Vec<&str> {

@@ -560,7 +560,7 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
         .submit(
             "/agent-types",
             "/agent-types",
-            &[("name", &corpus), ("description", &corpus), ("system_prompt", &corpus)],
+            &[("name", &corpus), ("description", &corpus), ("system_prompt", &corpus), ("tools", &corpus)],
         )
         .await;
     assert_eq!(typed_back.status, 422);
@@ -574,6 +574,17 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     assert_eq!(created.status, 303);
     let replaced = b.submit("/agent-types/tomled", "/agent-types/tomled/toml", &[("toml", &toml)]).await;
     assert_eq!(replaced.status, 303, "{}", replaced.text);
+
+    // A refused channel form shows back what was typed, the tool picker's typed grants too.
+    let channel_fields: Vec<(&str, &str)> =
+        ["name", "agent", "base_url", "token_env", "signing_secret_env", "default_target"]
+            .into_iter()
+            .map(|field| (field, corpus.as_str()))
+            .chain([("kind", "webhook")])
+            .collect();
+    let refused_channel = b.submit("/channels", "/channels", &channel_fields).await;
+    assert_eq!(refused_channel.status, 422, "{}", refused_channel.text);
+    check_reply("/channels typing a hostile form back", &refused_channel, Shows::All);
 
     // Agents: names are refused, goals are free text (API, form and goal_update).
     let bad_name = api.post("/api/agents", json!({"template": "evil", "name": corpus})).await;
