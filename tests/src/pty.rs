@@ -4,7 +4,7 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -71,6 +71,24 @@ impl Pty {
     /// Types `line` and Enter.
     pub fn type_line(&mut self, line: &str) {
         self.typing.write_all(format!("{line}\n").as_bytes()).expect("type into the terminal");
+    }
+
+    /// Types `keys` as the terminal sends them: `\r` is Enter, `\x1b[A` the up arrow,
+    /// `\x03` Ctrl-C (a byte, read by a program that has the terminal in raw mode).
+    pub fn type_keys(&mut self, keys: &str) {
+        self.typing.write_all(keys.as_bytes()).expect("type into the terminal");
+    }
+
+    /// Whether the terminal is in its usual line mode (echo, lines, signals), as a shell
+    /// expects to find it after a program leaves.
+    pub fn in_line_mode(&self) -> bool {
+        // SAFETY: termios is plain data that tcgetattr fills in whole on success.
+        let mut mode: libc::termios = unsafe { std::mem::zeroed() };
+        // SAFETY: the master is open; on Linux its settings are the terminal's.
+        let read = unsafe { libc::tcgetattr(self.typing.as_raw_fd(), &mut mode) };
+        assert_eq!(read, 0, "tcgetattr: {}", std::io::Error::last_os_error());
+        let line_mode = libc::ECHO | libc::ICANON | libc::ISIG;
+        mode.c_lflag & line_mode == line_mode
     }
 
     /// Presses Ctrl-C: the terminal sends SIGINT to the program in front (here, the child;

@@ -14,10 +14,10 @@ use kennel_kernel::session::TERMINAL_LABEL;
 use kennel_kernel::text::shorten;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::io::AsyncBufReadExt;
 use uuid::Uuid;
 
 use super::daemon::{Daemon, EventStream};
+use super::keyboard::{Keep, Keyboard, Typed};
 
 #[derive(Deserialize)]
 struct AgentInfo {
@@ -34,6 +34,9 @@ struct SessionInfo {
 
 /// How long events of a finished turn may trail its answer before the chat stops waiting.
 const TRAILING_EVENTS: Duration = Duration::from_millis(500);
+/// What the chat asks with: a message, or the answer to an agent's question.
+const PROMPT: &str = "you> ";
+const ANSWER_PROMPT: &str = "answer> ";
 /// Arguments and results are shown on one line, cut to this many characters.
 const SHOWN_CHARS: usize = 160;
 
@@ -69,6 +72,9 @@ const HELP: &str = "\
 /exit      leave (also /quit, Ctrl-D, or Ctrl-C at the prompt)
 //text     send a message that starts with /
 Ctrl-C while the agent works stops the turn; the agent goes on running.";
+
+/// The commands [`Line::of`] knows, for Tab to complete.
+pub(super) const COMMANDS: [&str; 5] = ["/help", "/session", "/new", "/exit", "/quit"];
 
 impl Line<'_> {
     fn of(typed: &str) -> Line<'_> {
@@ -118,24 +124,25 @@ pub async fn chat(home: &Path, agent: &str, session: Option<Uuid>, output: Outpu
     if interactive {
         banner(output, "/help lists the chat's commands; /exit or Ctrl-D leaves");
     }
-    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let mut keyboard = Keyboard::open(home);
     // One listener for the whole chat, so a Ctrl-C between two waits is not lost.
     let mut interrupts = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
     let (mut turns, mut failed) = (0, 0);
     loop {
-        if interactive {
-            prompt("you> ")?;
+        if keyboard.left_waiting_at(ANSWER_PROMPT) {
+            eprintln!("(the question is no longer waiting: what you type now goes to the agent)");
         }
         let typed = tokio::select! {
-            typed = lines.next_line() => typed?,
-            // At the prompt, Ctrl-C leaves as it always did (the read waiting on the terminal
-            // would keep a clean return from ending the process).
-            _ = interrupts.recv() => {
-                println!();
-                std::process::exit(130);
-            }
+            typed = keyboard.next(PROMPT, Keep::Remembered) => typed?,
+            // A signal at the prompt leaves as Ctrl-C always did (the read waiting on the
+            // terminal would keep a clean return from ending the process).
+            _ = interrupts.recv() => leave(&keyboard),
         };
-        let Some(typed) = typed else { break };
+        let typed = match typed {
+            Typed::Line(typed) => typed,
+            Typed::End => break,
+            Typed::Interrupted => leave(&keyboard),
+        };
         let message = match Line::of(&typed) {
             Line::Message("") => continue,
             Line::Message(message) => message,
@@ -173,7 +180,7 @@ pub async fn chat(home: &Path, agent: &str, session: Option<Uuid>, output: Outpu
                 *session.insert(id)
             }
         };
-        if !turn(&daemon, &agent, id, message, (&mut events, &mut lines, &mut interrupts), output).await? {
+        if !turn(&daemon, &agent, id, message, (&mut events, &mut keyboard, &mut interrupts), output).await? {
             failed += 1;
         }
     }
@@ -197,10 +204,11 @@ fn banner(output: Output, text: &str) {
     }
 }
 
-fn prompt(text: &str) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    out.flush()
+/// Leaves the chat as Ctrl-C does: the terminal as it was found, status 130.
+fn leave(keyboard: &Keyboard) -> ! {
+    keyboard.restore();
+    println!();
+    std::process::exit(130);
 }
 
 /// Runs one turn, showing its events until it ends; whether it succeeded. A turn that fails
@@ -211,7 +219,7 @@ async fn turn(
     agent: &AgentInfo,
     session: Uuid,
     message: &str,
-    (events, lines, interrupts): (&mut EventStream, &mut Lines, &mut tokio::signal::unix::Signal),
+    (events, keyboard, interrupts): (&mut EventStream, &mut Keyboard, &mut tokio::signal::unix::Signal),
     output: Output,
 ) -> anyhow::Result<bool> {
     let path = format!("/api/agents/{}/messages", agent.id);
@@ -223,27 +231,17 @@ async fn turn(
     let answer = loop {
         tokio::select! {
             answer = &mut answer => break answer,
-            _ = interrupts.recv() => {
-                if cancelling {
-                    println!();
-                    std::process::exit(130);
-                }
-                cancelling = true;
-                view.aside("(stopping the turn: Ctrl-C again leaves the chat)");
-                let cancel = format!("/api/agents/{}/sessions/{session}/cancel", agent.id);
-                if let Err(e) = daemon.post::<Value>(&cancel, &json!({})).await {
-                    view.aside(&format!("(the turn was not stopped: {e})"));
-                }
-            }
+            _ = interrupts.recv() => stop_turn(daemon, agent, session, &mut cancelling, keyboard, &mut view).await,
             event = events.next() => match event? {
                 Some((name, data)) => {
                     view.show(&name, &data);
                     let Some(asked) = view.asked(&name, &data) else { continue };
                     // The turn waits for the answer: the next line typed (or piped) is it.
                     tokio::select! {
-                        line = lines.next_line() => match line? {
-                            Some(line) => send_answer(daemon, &asked, &line, &mut view).await,
-                            None => view.aside("(no answer: the input ended; the turn goes on when it stops waiting)"),
+                        typed = keyboard.next(ANSWER_PROMPT, Keep::Forgotten) => match typed? {
+                            Typed::Line(line) => send_answer(daemon, &asked, &line, &mut view).await,
+                            Typed::End => view.aside("(no answer: the input ended; the turn goes on when it stops waiting)"),
+                            Typed::Interrupted => stop_turn(daemon, agent, session, &mut cancelling, keyboard, &mut view).await,
                         },
                         done = &mut answer => break done,
                     }
@@ -281,15 +279,32 @@ async fn turn(
     }
 }
 
+/// Ctrl-C during a turn: the first stops the turn, a second one (while it ends) leaves.
+async fn stop_turn(
+    daemon: &Daemon,
+    agent: &AgentInfo,
+    session: Uuid,
+    cancelling: &mut bool,
+    keyboard: &Keyboard,
+    view: &mut TurnView<'_>,
+) {
+    if *cancelling {
+        leave(keyboard);
+    }
+    *cancelling = true;
+    view.aside("(stopping the turn: Ctrl-C again leaves the chat)");
+    let cancel = format!("/api/agents/{}/sessions/{session}/cancel", agent.id);
+    if let Err(e) = daemon.post::<Value>(&cancel, &json!({})).await {
+        view.aside(&format!("(the turn was not stopped: {e})"));
+    }
+}
+
 /// A reply, whole, on its own line (`--quiet`).
 fn quiet_reply(reply: &str) {
     let mut out = std::io::stdout().lock();
     // A closed pipe ends the chat at the next read; nothing to do here.
     let _ = writeln!(out, "{}", super::terminal_safe(reply)).and_then(|()| out.flush());
 }
-
-/// The lines typed into the chat.
-type Lines = tokio::io::Lines<tokio::io::BufReader<tokio::io::Stdin>>;
 
 /// An `ask_user` question of the followed turn, by id.
 struct Asked(String);
@@ -383,7 +398,6 @@ impl<'a> TurnView<'a> {
                 for (i, choice) in data["choices"].as_array().into_iter().flatten().enumerate() {
                     self.aside(&format!("  {}. {}", i + 1, choice.as_str().unwrap_or_default()));
                 }
-                self.out("answer> ");
             }
             "reply_reset" => {
                 self.note("(the provider's stream broke off; the reply starts again)");

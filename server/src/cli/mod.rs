@@ -88,6 +88,7 @@ mod agents;
 mod channels;
 mod chat;
 pub mod daemon;
+mod keyboard;
 mod mcp;
 mod providers;
 mod status;

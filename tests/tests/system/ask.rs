@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use kennel_tests::fake_llm::{FakeLlm, Scripted};
 use kennel_tests::fake_webhook::{FakeWebhookReceiver, signed};
+use kennel_tests::pty::Pty;
 use kennel_tests::{Api, eventually};
 use serde_json::{Value, json};
 
@@ -104,6 +105,33 @@ async fn kennel_chat_takes_the_next_line_as_the_answer() {
     assert_eq!(
         tool_result(&llm, 1),
         json!({"answered": true, "answer": "2", "choice": "Coffee", "answered_by": "cli"})
+    );
+}
+
+#[tokio::test]
+async fn kennel_chat_on_a_terminal_asks_at_its_own_prompt_and_keeps_no_answer() {
+    let (home, _daemon, api, llm) = crate::daemon_with_llm("openai", "").await;
+    crate::agent_from(&api, json!({"name": "asker", "model": "m", "tools": ["ask_user"]})).await;
+    llm.push_all([
+        Scripted::call("ask_user", json!({"question": "Tea or coffee?", "choices": ["Tea", "Coffee"]})),
+        Scripted::text("Coffee coming."),
+    ]);
+    let mut chat = Pty::spawn(&mut home.command(&["chat", "asker"]));
+    let at = chat.expect_after(0, "you> ", Duration::from_secs(10)).await;
+    chat.type_keys("Make me a drink\r");
+    let at = chat.expect_after(at, "2. Coffee", Duration::from_secs(10)).await;
+    let at = chat.expect_after(at, "answer> ", Duration::from_secs(10)).await;
+    chat.type_keys("2\r");
+    let at = chat.expect_after(at, "asker> Coffee coming.", Duration::from_secs(10)).await;
+    assert_eq!(tool_result(&llm, 1)["choice"], "Coffee");
+    chat.expect_after(at, "you> ", Duration::from_secs(10)).await;
+    chat.type_keys("/exit\r");
+    assert!(chat.wait(Duration::from_secs(10)).await.success(), "{}", chat.output());
+    let kept = std::fs::read_to_string(home.path().join("chat-history")).unwrap();
+    assert_eq!(
+        kept.lines().filter(|l| !l.starts_with('#')).collect::<Vec<_>>(),
+        ["Make me a drink", "/exit"],
+        "{kept}"
     );
 }
 

@@ -1,6 +1,7 @@
 //! The terminal as a front: agent types from files, agents spawned and stopped, a chat on a
 //! real terminal (a pty) that streams, and status — the real binary against a real daemon.
 
+use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
 use kennel_tests::Home;
@@ -407,10 +408,72 @@ async fn ctrl_c_stops_the_running_turn_and_the_chat_goes_on() {
     assert_eq!(detail.body["failures"][0]["kind"], "Cancelled", "{}", detail.text);
     assert!(detail.body["failures"][0]["message"].as_str().unwrap().contains("by cli"), "{}", detail.text);
 
-    // At the prompt, Ctrl-C leaves.
-    chat.interrupt();
+    // At the prompt, where the line editor has the terminal in raw mode, Ctrl-C is a key
+    // (not a signal), and it leaves; the raw mode goes with it.
+    assert!(!chat.in_line_mode(), "the prompt is not being edited");
+    chat.type_keys("\x03");
     let left = chat.wait(Duration::from_secs(5)).await;
     assert_eq!(left.code(), Some(130), "{}", chat.output());
+    assert!(chat.in_line_mode(), "the chat left the terminal in raw mode");
+}
+
+/// The last message the provider was sent, as the person typed it.
+fn last_typed(llm: &FakeLlm) -> String {
+    let requests = llm.requests();
+    let messages = requests.last().expect("a request").body["messages"].as_array().cloned().unwrap_or_default();
+    let user = messages.iter().rev().find(|m| m["role"] == "user").expect("a user message");
+    user["content"].as_str().unwrap_or_default().to_string()
+}
+
+#[tokio::test]
+async fn a_chat_on_a_terminal_edits_lines_and_recalls_them_in_the_next_chat() {
+    const UP: &str = "\x1b[A";
+    const LEFT: &str = "\x1b[D";
+    let (llm, home, _daemon, _api) = with_helper().await;
+    llm.push_all(["One.", "Two.", "Three.", "Four."].map(Scripted::text));
+
+    let mut chat = Pty::spawn(&mut home.command(&["chat", "helper"]));
+    let at = chat.expect_after(0, "you> ", Duration::from_secs(10)).await;
+    // A typo mended in the middle of the line.
+    chat.type_keys(&format!("wrld{LEFT}{LEFT}{LEFT}o\r"));
+    let at = chat.expect_after(at, "helper> One.", Duration::from_secs(10)).await;
+    assert_eq!(last_typed(&llm), "world");
+    // The arrow brings the last line back.
+    let at = chat.expect_after(at, "you> ", Duration::from_secs(10)).await;
+    chat.type_keys(&format!("{UP}\r"));
+    let at = chat.expect_after(at, "helper> Two.", Duration::from_secs(10)).await;
+    assert_eq!(last_typed(&llm), "world");
+    // A line that starts with a space is sent but not kept, as in a shell.
+    let at = chat.expect_after(at, "you> ", Duration::from_secs(10)).await;
+    chat.type_keys(" my secret\r");
+    let at = chat.expect_after(at, "helper> Three.", Duration::from_secs(10)).await;
+    assert_eq!(last_typed(&llm), "my secret");
+    // Tab completes the chat's own commands.
+    let at = chat.expect_after(at, "you> ", Duration::from_secs(10)).await;
+    chat.type_keys("/ses\t\r");
+    chat.expect_after(at, "session ", Duration::from_secs(10)).await;
+    chat.type_keys("/exit\r");
+    assert!(chat.wait(Duration::from_secs(10)).await.success(), "{}", chat.output());
+    assert!(chat.in_line_mode(), "the chat left the terminal in raw mode");
+
+    let history = home.path().join("chat-history");
+    let mode = std::fs::metadata(&history).expect("the history file").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the history holds what was typed: private to its owner");
+    let kept = std::fs::read_to_string(&history).unwrap();
+    assert_eq!(kept.matches("world").count(), 1, "{kept}");
+    assert!(!kept.contains("secret"), "{kept}");
+
+    // The next chat recalls what the last one typed: /exit, /session, then world.
+    let mut chat = Pty::spawn(&mut home.command(&["chat", "helper"]));
+    let at = chat.expect_after(0, "you> ", Duration::from_secs(10)).await;
+    chat.type_keys(&format!("{UP}{UP}{UP}\r"));
+    let at = chat.expect_after(at, "helper> Four.", Duration::from_secs(10)).await;
+    assert_eq!(last_typed(&llm), "world");
+    // Ctrl-C typed at the prompt leaves, and the terminal is as it was.
+    chat.expect_after(at, "you> ", Duration::from_secs(10)).await;
+    chat.type_keys("\x03");
+    assert_eq!(chat.wait(Duration::from_secs(5)).await.code(), Some(130), "{}", chat.output());
+    assert!(chat.in_line_mode(), "the chat left the terminal in raw mode");
 }
 
 #[tokio::test]
