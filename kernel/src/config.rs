@@ -14,8 +14,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::text::line_and_column;
 use crate::{
-    a2a, ask, browser, canvas, channel, cluster, llm, location, mcp, media, memory, notify, process, retention,
-    schedule, skills, tasks, tool, usage, workspace,
+    a2a, approval, ask, browser, canvas, channel, cluster, llm, location, mcp, media, memory, notify, process,
+    retention, schedule, skills, tasks, tool, usage, workspace,
 };
 
 /// Declares [`Config`], one line per section: its field (doc comments pass through), its
@@ -61,6 +61,8 @@ sections! {
     /// `[retention]`: how long finished records are kept before the nightly sweep removes them.
     retention: retention::RetentionConfig, text: retention::config::DEFAULT_TEXT;
     ask: ask::AskConfig, text: ask::config::DEFAULT_TEXT;
+    /// `[approvals]`: calls that wait for a person's decision.
+    approvals: approval::ApprovalsConfig, text: approval::config::DEFAULT_TEXT, check: approval::config::check;
     /// `[mcp.servers.NAME]`: MCP servers whose tools agents may be granted.
     mcp: mcp::config::McpConfig, check: mcp::config::check;
     notify: notify::NotifyConfig, text: notify::config::DEFAULT_TEXT, check: notify::config::check;

@@ -6,6 +6,7 @@
 pub mod a2a;
 pub mod actions;
 pub mod agent;
+pub mod approval;
 pub mod artifact;
 pub mod ask;
 pub mod auth;
@@ -121,6 +122,7 @@ const FAMILIES: &[family::Family] = &[
     notify::FAMILY,
     location::FAMILY,
     ask::FAMILY,
+    approval::FAMILY,
     mcp::FAMILY,
 ];
 

@@ -1,4 +1,4 @@
--- The schema SQLite's migrations 0001–0041 make, laid at once on a fresh database
+-- The schema SQLite's migrations 0001–0042 make, laid at once on a fresh database
 -- (kernel/src/db/baseline.rs). Written by a test, never by hand: after a new migration,
 -- KENNEL_WRITE_BASELINE=1 cargo test -p kennel-kernel --lib db::baseline
 CREATE TABLE agent_types (
@@ -23,7 +23,7 @@ CREATE TABLE sessions (
     agent_id    TEXT NOT NULL REFERENCES agents(id),
     label       TEXT,
     created_at  TEXT NOT NULL
-);
+, provenance TEXT);
 CREATE INDEX sessions_agent ON sessions(agent_id, created_at);
 CREATE TABLE session_loaded_tools (
     session_id  TEXT NOT NULL REFERENCES sessions(id),
@@ -570,4 +570,30 @@ CREATE TRIGGER operator_sessions_deleted AFTER DELETE ON operator_sessions BEGIN
 CREATE TRIGGER task_changed AFTER UPDATE OF status, assignee ON tasks BEGIN
     INSERT INTO task_events (task_id, at, status, actor, retries) VALUES (NEW.id, NEW.updated_at, NEW.status, COALESCE(NEW.changed_by, NEW.claimed_by, NEW.assignee), NEW.retries);
 END;
+CREATE TABLE approvals (
+    id TEXT PRIMARY KEY,
+    agent_id TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    session_id TEXT,
+    turn_id TEXT,
+    -- The daemon whose turn waits: it is woken when another daemon takes the decision.
+    daemon_id TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    -- The exact arguments as JSON: what the person approves.
+    arguments TEXT NOT NULL,
+    -- The turn's provenance labels as JSON: why it counts as tainted.
+    provenance TEXT NOT NULL,
+    rule TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    requested_at TEXT NOT NULL,
+    expires_at TEXT NOT NULL,
+    -- pending, approved, denied, expired
+    status TEXT NOT NULL DEFAULT 'pending',
+    decided_by TEXT,
+    decided_at TEXT,
+    note TEXT,
+    allow_until TEXT
+);
+CREATE INDEX approvals_status ON approvals (status, agent_id);
+CREATE INDEX approvals_standing ON approvals (agent_id, tool, rule, allow_until);
 INSERT INTO "cached_tables_version" VALUES (1, 0);

@@ -263,6 +263,8 @@ impl A2aTasks {
             // Its events are followed by turn: another task's turn in the same context (waiting
             // for or holding the session) is not this one's.
             turn_id: Some(Uuid::now_v7()),
+            // A remote agent wrote the message: the turn starts tainted (issue 48).
+            taint: vec![crate::approval::Label::new("a2a", inbound.caller().audit_label())],
             ..TurnRequest::headless(text, inbound.caller())
         };
         tokio::spawn(run(self.clone(), agent, id, turn, events));

@@ -37,6 +37,9 @@ pub(crate) struct ForwardedTurn {
     chain: Vec<Uuid>,
     retry: bool,
     turn_id: Option<Uuid>,
+    /// Absent in a turn forwarded by a daemon from before approvals.
+    #[serde(default)]
+    taint: Vec<crate::approval::Label>,
 }
 
 impl ForwardedTurn {
@@ -52,6 +55,7 @@ impl ForwardedTurn {
             chain: req.chain,
             retry: req.retry,
             turn_id: req.turn_id,
+            taint: req.taint,
         }
     }
 
@@ -68,6 +72,7 @@ impl ForwardedTurn {
             cancel: Some(cancel),
             retry: self.retry || again,
             turn_id: self.turn_id,
+            taint: self.taint,
         }
     }
 }

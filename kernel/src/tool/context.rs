@@ -89,6 +89,8 @@ pub struct CallContext {
     /// In a turn: the tools this model call was offered. Anything else is refused with a
     /// pointer to how the mode reaches it (`tool_load`, `run_tool`).
     pub offered: Option<Arc<Offered>>,
+    /// In a turn: the untrusted sources its session has read; a result from outside adds one.
+    pub provenance: Option<crate::approval::Provenance>,
 }
 
 /// The tool names one model call was offered, and in which mode.
@@ -113,6 +115,7 @@ impl CallContext {
             headless: true,
             cancel: CancellationToken::new(),
             offered: None,
+            provenance: None,
         }
     }
 

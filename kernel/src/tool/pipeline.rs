@@ -19,7 +19,13 @@
 //! 4. **depth**: `ctx.depth` above `[kernel] max_agent_call_depth` → `ResourceExhausted`
 //!    (`turn::depth::check`, the same check and wording as `agent_send`, workflow steps and
 //!    triggers: "refused: … would run N agent calls deep, over … (chain: a → b → a)").
-//! 5. **run**, raced against the call's cancellation token.
+//!    Then **approve** (`crate::approval`), for calls in a turn: one that would send a
+//!    secret out of the daemon is refused (`Forbidden`, naming the rule); one an
+//!    `[approvals]` rule holds waits for a person's decision (denied or timed out →
+//!    `Forbidden` the model can act on). A call no rule covers pays one scan of the rules'
+//!    tool globs.
+//! 5. **run**, raced against the call's cancellation token; a result from outside (`browser_*`,
+//!    `mcp__*`, `a2a_*`) labels the turn's provenance.
 //! 6. **spill**: a result whose text exceeds `[tool_results] spill_threshold_bytes` is stored in
 //!    the artifact store, recorded as the calling agent's; the caller gets `{spilled,
 //!    artifact_id, size_bytes, preview, note}`. `read_artifact` pages it back by byte offset (its
@@ -70,6 +76,7 @@ use super::registry::{Entry, Standing};
 use super::{CallContext, Layer, Registry};
 use crate::Kernel;
 use crate::agent::ToolMode;
+use crate::approval::{Approvals, Label};
 use crate::artifact::ArtifactStore;
 use crate::error::{Error, Result};
 pub use crate::runtime::CallOutput;
@@ -157,8 +164,17 @@ async fn run_steps(
         return Err(not_offered(offered.mode, name));
     }
 
-    // 3. validate: the typed arguments are parsed here; nothing has run yet.
+    // 3. validate: the typed arguments are parsed here; nothing has run yet. The arguments
+    //    are kept only for a call a person may have to approve, or that sends them out.
+    let approvals = kernel.service::<Approvals>();
+    let kept = approvals.may_hold(&ctx, name).then(|| args.clone());
     let prepared = entry.tool.clone().prepare(args)?;
+
+    // 3. approve: a call a model chose that sends a secret out is refused; one a rule holds
+    //    waits for a person's decision.
+    if let Some(args) = &kept {
+        approvals.clear(&ctx, name, args).await?;
+    }
 
     // 4. depth
     crate::turn::depth::check(kernel, ctx.depth, &ctx.chain, || format!("calling `{name}`"))?;
@@ -166,11 +182,16 @@ async fn run_steps(
     // 5. run, unless the turn was cancelled meanwhile
     let cancel = ctx.cancel.clone();
     let agent = ctx.agent.id;
+    let provenance = ctx.provenance.clone();
     let value = tokio::select! {
         biased;
         _ = cancel.cancelled() => return Err(Error::failed("cancelled: the agent's turn was stopped")),
         value = prepared(ctx) => value?,
     };
+    // What came from outside is in the model's context from now on.
+    if let (Some(provenance), Some(label)) = (provenance, Label::of_result(name)) {
+        provenance.add(label);
+    }
 
     // 6. spill
     let threshold = kernel.config().tool_results.spill_threshold_bytes as usize;

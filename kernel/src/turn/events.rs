@@ -87,6 +87,18 @@ pub enum EventKind {
         question: String,
         choices: Vec<String>,
     },
+    /// A call waits for a person's approval (`GET /api/approvals/{approval_id}`).
+    Approval {
+        approval_id: Uuid,
+        tool: String,
+        rule: String,
+        reason: String,
+    },
+    /// The session's model has read something from these untrusted sources (all of them so
+    /// far): calls that rules hold for tainted turns now wait for approval.
+    Tainted {
+        labels: Vec<crate::approval::Label>,
+    },
     Reply {
         text: String,
     },
@@ -115,6 +127,8 @@ impl EventKind {
             EventKind::ToolCallStarted { .. } => "tool_call_started",
             EventKind::ToolCallFinished { .. } => "tool_call_finished",
             EventKind::Question { .. } => "question",
+            EventKind::Approval { .. } => "approval",
+            EventKind::Tainted { .. } => "tainted",
             EventKind::Reply { .. } => "reply",
             EventKind::TurnEnded { .. } => "turn_ended",
             EventKind::TurnFailed { .. } => "turn_failed",

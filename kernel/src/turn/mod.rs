@@ -105,6 +105,7 @@ pub use turns::Turns;
 
 use crate::Kernel;
 use crate::agent::Agent;
+use crate::approval::{Approvals, Provenance};
 use crate::error::{Error, Result};
 use crate::llm::{Message, Provider, Usage};
 use crate::memory::semantic::{self, SemanticMemory};
@@ -172,6 +173,18 @@ pub(crate) async fn run_here(kernel: &Kernel, agent: Arc<Agent>, req: TurnReques
     let emit =
         |kind: EventKind| turns.events.emit(AgentEvent { agent_id: agent.id, turn_id, session_id: session, kind });
     emit(EventKind::TurnStarted { message: req.message.clone() });
+    let stored = match is_new {
+        true => Vec::new(),
+        // Unreadable labels count as read: the turn is tainted rather than trusted.
+        false => kernel.service::<Approvals>().session_labels(session).await.unwrap_or_else(|e| {
+            tracing::warn!(session = %session, error = %e, "reading a session's provenance failed");
+            vec![crate::approval::Label::new("unknown", "the session's stored provenance is unreadable")]
+        }),
+    };
+    let provenance = Provenance::of(stored);
+    for label in &req.taint {
+        provenance.add(label.clone());
+    }
 
     let result = Loop {
         kernel,
@@ -186,6 +199,7 @@ pub(crate) async fn run_here(kernel: &Kernel, agent: Arc<Agent>, req: TurnReques
         moved: kernel.cluster().take_moved(agent.id),
         cancel: &cancel,
         emit: &emit,
+        provenance,
     }
     .run()
     .await;
@@ -250,6 +264,8 @@ struct Loop<'a, E: Fn(EventKind)> {
     moved: bool,
     cancel: &'a CancellationToken,
     emit: &'a E,
+    /// The untrusted sources the session's model has read ([`crate::approval`]).
+    provenance: Provenance,
 }
 
 impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
@@ -307,6 +323,8 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
             next_seq += 1;
         }
         let turn_start = history.last().map_or(1, |e| e.seq);
+        // A message from a stranger or a remote agent taints the turn from its start.
+        self.note_provenance().await;
         let recall = self.recall().await;
         // Read once a turn: an evolve during the turn shows from the next one.
         let max_skill_bytes = usize::try_from(self.kernel.config().skills.prompt_max_bytes).unwrap_or(usize::MAX);

@@ -35,6 +35,9 @@ pub struct TurnRequest {
     pub retry: bool,
     /// The turn's id, when the caller follows its events by it (an A2A task); else a new one.
     pub turn_id: Option<Uuid>,
+    /// Untrusted sources the message itself comes from (a stranger on a channel, a remote
+    /// agent): the turn starts tainted with them.
+    pub taint: Vec<crate::approval::Label>,
 }
 
 impl TurnRequest {
@@ -63,6 +66,7 @@ impl TurnRequest {
             cancel: None,
             retry: false,
             turn_id: None,
+            taint: Vec::new(),
         }
     }
 }

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::images;
 use super::{EventKind, Loop, TraceEntry};
+use crate::approval::Approvals;
 use crate::llm::{Message, ToolCall};
 use crate::tool::pipeline::result_text;
 use crate::tool::{CallContext, Offered};
@@ -67,6 +68,7 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         ctx.channel = self.req.channel.clone();
         ctx.cancel = self.cancel.clone();
         ctx.offered = Some(offered);
+        ctx.provenance = Some(self.provenance.clone());
         ctx.depth = self.req.depth;
         let mut chain = self.req.chain.clone();
         chain.push(self.agent.id);
@@ -83,7 +85,17 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
             }
         }
         outcomes.extend(join_all(batch.into_iter().map(|c| self.run_call(ctx.clone(), c))).await);
+        self.note_provenance().await;
         outcomes.into_iter().unzip()
+    }
+
+    /// Stores the session's provenance when the turn added to it, and tells the chat.
+    pub(super) async fn note_provenance(&self) {
+        let Some(labels) = self.provenance.take_unsaved() else { return };
+        if let Err(e) = self.kernel.service::<Approvals>().save_session_labels(self.session, &labels).await {
+            tracing::warn!(session = %self.session, error = %e, "storing a session's provenance failed");
+        }
+        (self.emit)(EventKind::Tainted { labels });
     }
 
     /// Whether a call of `name` may run at the same time as its read-only neighbours: it reads

@@ -399,6 +399,12 @@ impl<'a> TurnView<'a> {
                     self.aside(&format!("  {}. {}", i + 1, choice.as_str().unwrap_or_default()));
                 }
             }
+            "approval" => self.aside(&format!(
+                "(`{}` waits for approval: {}. Decide with `kennel approvals approve {}` or `deny`, or on the dashboard)",
+                s("tool"),
+                s("reason"),
+                s("approval_id")
+            )),
             "reply_reset" => {
                 self.note("(the provider's stream broke off; the reply starts again)");
                 self.text.clear();

@@ -85,6 +85,7 @@
 //! terminal chat; `mcp.rs` the stdio bridge of `kennel mcp`.
 
 mod agents;
+mod approvals;
 mod channels;
 mod chat;
 pub mod daemon;
@@ -218,6 +219,9 @@ leaves, as /exit and Ctrl-D do.")]
     /// Chat platform channels (`[channels.NAME]` in config.toml).
     #[command(subcommand)]
     Channel(ChannelCommand),
+    /// Calls waiting for a person's approval (`[approvals]` rules), decided from this machine.
+    #[command(subcommand)]
+    Approvals(ApprovalsCommand),
     /// Copy this home's SQLite database into an empty PostgreSQL database, every table, with
     /// the row counts checked; then point `[database] url` (or KENNEL_DATABASE_URL) at it.
     #[command(
@@ -381,6 +385,41 @@ enum OperatorCommand {
         /// Read the new password from standard input (required: passwords never go on the command line).
         #[arg(long)]
         password_stdin: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum ApprovalsCommand {
+    /// The calls waiting for a decision (with --all, decided ones too), newest first.
+    #[command(after_help = "Examples:
+  kennel approvals list
+  kennel approvals list --all --json")]
+    List {
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Lets a waiting call run: its turn goes on.
+    #[command(after_help = "Examples:
+  kennel approvals approve 0193…
+  kennel approvals approve 0193… --for-minutes 30 --note \"deploys are fine today\"")]
+    Approve {
+        id: String,
+        /// Also let this agent's calls of the same tool under the same rule through for this many minutes.
+        #[arg(long)]
+        for_minutes: Option<u32>,
+        /// Why: the agent is told.
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// Refuses a waiting call: the agent is told who denied it, and why.
+    #[command(after_help = "Examples:
+  kennel approvals deny 0193… --note \"not from a page you just read\"")]
+    Deny {
+        id: String,
+        #[arg(long)]
+        note: Option<String>,
     },
 }
 
@@ -556,6 +595,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Provider(ProviderCommand::Set { name, args, json }) => providers::set(&home, &name, args, json).await,
         Command::Provider(ProviderCommand::Remove { name }) => providers::remove(&home, &name).await,
         Command::Provider(ProviderCommand::Default { name }) => providers::make_default(&home, &name).await,
+        Command::Approvals(ApprovalsCommand::List { all, json }) => approvals::list(&home, all, json).await,
+        Command::Approvals(ApprovalsCommand::Approve { id, for_minutes, note }) => {
+            approvals::decide(&home, &id, true, for_minutes, note).await
+        }
+        Command::Approvals(ApprovalsCommand::Deny { id, note }) => {
+            approvals::decide(&home, &id, false, None, note).await
+        }
         Command::Channel(ChannelCommand::List { json }) => channels::list(&home, json).await,
         Command::Channel(ChannelCommand::Set { name, args, json }) => channels::set(&home, &name, args, json).await,
         Command::Channel(ChannelCommand::Remove { name }) => channels::remove(&home, &name).await,

@@ -92,6 +92,7 @@
 
 mod a2a;
 mod agents;
+mod approvals;
 mod auth;
 mod body;
 mod browser;
@@ -142,6 +143,7 @@ pub(crate) fn api_routes() -> Api {
         .merge(channels::routes())
         .merge(inbox::routes())
         .merge(questions::routes())
+        .merge(approvals::routes())
         .merge(browser::routes())
         .merge(processes::routes())
         .merge(providers::routes())

@@ -5,6 +5,7 @@ mod a2a_sdk;
 mod a2a_server;
 mod agents;
 mod agents_family;
+mod approvals;
 mod ask;
 mod auth;
 mod browser;

@@ -1,0 +1,364 @@
+//! Human approval for risky calls, decided by what the turn has read (issue 48).
+//!
+//! - **Provenance** ([`provenance`]): each session carries labels for the untrusted sources its
+//!   model has read: results of `browser_*`, `mcp__*` and `a2a_*` tools, a channel message from
+//!   anyone but the channel's `trusted_users`, a task sent by a remote agent. A label is added
+//!   in the pipeline the moment a result is read (so the next call of the same batch sees it),
+//!   stored on the session when the calls end, and shown in the chat (`tainted` event).
+//! - **Rules** ([`config`]): `[approvals]` in `config.toml`, the shipped defaults first. The
+//!   first rule covering a call (tool glob, argument globs) whose `when` holds (`always`, or
+//!   `tainted`: the session has a label) sends the call to a person.
+//! - **The decision is a person's**: the call becomes a row of `approvals` with its exact
+//!   arguments, the agent, the provenance and the rule; the turn waits (its chat shows an
+//!   `approval` event) until an operator (dashboard) or the CLI decides, or the rule's timeout
+//!   denies it. API tokens and tools read approvals and never decide them. "For N minutes"
+//!   lets the same agent's calls of the same tool under the same rule through until then.
+//! - **Secret egress** ([`egress`]): before a call whose arguments leave the daemon, they are
+//!   searched for the daemon's secrets and credential shapes; a match is refused, naming the
+//!   rule and never the secret.
+//!
+//! Calls made outside a turn (an operator's "try it", a token's direct call) are the caller's
+//! own acts: rules and the egress check apply to the calls a model chose.
+
+pub mod config;
+pub mod egress;
+pub mod provenance;
+mod store;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::clock::Clock;
+use crate::cluster::Cluster;
+use crate::db::Db;
+use crate::error::{Error, Result};
+use crate::family::{Family, Services};
+use crate::tool::{CallContext, Caller};
+use crate::turn::{AgentEvent, EventKind, Turns};
+pub use config::{ApprovalsConfig, Rule, When};
+use egress::SecretScan;
+pub use provenance::{Label, Provenance};
+
+/// The family's part in the kernel: a service, no tools.
+pub const FAMILY: Family = Family {
+    name: "approval",
+    open: |s| {
+        s.provide(Approvals::open(s));
+        Ok(())
+    },
+    register: |_, _| {},
+};
+
+/// How often a daemon sharing its database looks for a decision a notification did not bring.
+const LOOK_AGAIN: Duration = Duration::from_secs(1);
+/// The longest "calls like this for N minutes" may run: a day.
+pub const MAX_FOR_MINUTES: u32 = 1440;
+/// At most this many characters in a decision's note.
+pub const MAX_NOTE: usize = 500;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Pending,
+    Approved,
+    Denied,
+    /// Nobody decided in time (or the turn stopped waiting): the call was not made.
+    Expired,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Approved => "approved",
+            Status::Denied => "denied",
+            Status::Expired => "expired",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Status> {
+        [Status::Pending, Status::Approved, Status::Denied, Status::Expired].into_iter().find(|s| s.as_str() == text)
+    }
+}
+
+/// A call that waits, or waited, for a person's decision.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Approval {
+    pub id: Uuid,
+    pub agent_id: Uuid,
+    pub agent: String,
+    pub session_id: Option<Uuid>,
+    pub turn_id: Option<Uuid>,
+    pub tool: String,
+    /// The call's exact arguments: what is approved.
+    #[schema(value_type = Object)]
+    pub arguments: Value,
+    /// The untrusted sources the turn had read when it made the call.
+    pub provenance: Vec<Label>,
+    /// The rule that sent it here.
+    pub rule: String,
+    /// Why the rule applied, in words.
+    pub reason: String,
+    pub requested_at: String,
+    /// When an undecided approval is denied (RFC 3339).
+    pub expires_at: String,
+    pub status: Status,
+    /// `operator:NAME` or `cli`; `timeout` when nobody decided.
+    pub decided_by: Option<String>,
+    pub decided_at: Option<String>,
+    pub note: Option<String>,
+    /// An approval "for N minutes": the same agent's calls of the same tool under the same
+    /// rule go through until then.
+    pub allow_until: Option<String>,
+}
+
+/// A person's decision.
+#[derive(Debug, Clone, Default)]
+pub struct Decision {
+    pub approve: bool,
+    /// Approve calls like this one (same agent, tool and rule) for this many minutes.
+    pub for_minutes: Option<u32>,
+    pub note: Option<String>,
+}
+
+pub struct Approvals {
+    db: Db,
+    cluster: Arc<Cluster>,
+    clock: Clock,
+    turns: Arc<Turns>,
+    rules: Vec<Rule>,
+    scan: SecretScan,
+}
+
+impl Approvals {
+    fn open(services: &Services) -> Approvals {
+        let mut rules = services.config().approvals.in_force();
+        let shipped = if services.config().approvals.defaults { config::default_rules().len() } else { 0 };
+        for (i, rule) in rules.iter_mut().enumerate() {
+            if rule.name.trim().is_empty() {
+                rule.name = format!("approvals.rule[{}]", i - shipped);
+            }
+        }
+        Approvals {
+            db: services.get::<Db>().clone(),
+            cluster: services.need(),
+            clock: services.get::<Clock>().clone(),
+            turns: services.need(),
+            rules,
+            scan: SecretScan::from_env(),
+        }
+    }
+
+    /// The rules in force, shipped defaults first.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// Whether a call of `tool` in `ctx` may be held or refused by [`Approvals::clear`]: it
+    /// is made in a turn, and sends its arguments out or is covered by a rule. The cheap test
+    /// every call pays.
+    pub(crate) fn may_hold(&self, ctx: &CallContext, tool: &str) -> bool {
+        ctx.turn.is_some() && (SecretScan::is_sink(tool) || self.rules.iter().any(|r| r.covers_tool(tool)))
+    }
+
+    /// The pipeline's step between validation and running: whether a call a model chose may
+    /// run. Refuses a call that would send a secret out; waits for a person when a rule says
+    /// so. Calls outside a turn pass.
+    pub(crate) async fn clear(&self, ctx: &CallContext, tool: &str, args: &Value) -> Result<()> {
+        if ctx.turn.is_none() {
+            return Ok(());
+        }
+        if SecretScan::is_sink(tool)
+            && let Some(found) = self.scan.find(args)
+        {
+            return Err(Error::forbidden(format!(
+                "refused by the secret egress check: the arguments of `{tool}` hold {}; nothing was sent. \
+                 Secrets never leave the daemon through an agent: leave it out",
+                found.0
+            )));
+        }
+        let tainted = ctx.provenance.as_ref().is_some_and(Provenance::is_tainted);
+        let Some(rule) = self
+            .rules
+            .iter()
+            .find(|r| (r.when == When::Always || tainted) && r.covers_tool(tool) && r.covers(tool, args))
+        else {
+            return Ok(());
+        };
+        let now = crate::db::timestamp(self.clock.now());
+        if store::standing(&self.db, ctx.agent.id, tool, &rule.name, &now).await?.is_some() {
+            return Ok(());
+        }
+        self.wait_for_person(ctx, tool, args, rule).await
+    }
+
+    async fn wait_for_person(&self, ctx: &CallContext, tool: &str, args: &Value, rule: &Rule) -> Result<()> {
+        let labels = ctx.provenance.as_ref().map(Provenance::labels).unwrap_or_default();
+        let reason = match rule.when {
+            When::Always => format!("`{tool}` always needs approval under this rule"),
+            When::Tainted => {
+                format!("the turn has read {}", labels.iter().map(Label::to_string).collect::<Vec<_>>().join(", "))
+            }
+        };
+        let now = self.clock.now();
+        let timeout = Duration::from_secs(rule.timeout_secs);
+        let approval = Approval {
+            id: Uuid::now_v7(),
+            agent_id: ctx.agent.id,
+            agent: ctx.agent.name.clone(),
+            session_id: ctx.session,
+            turn_id: ctx.turn,
+            tool: tool.to_string(),
+            arguments: args.clone(),
+            provenance: labels,
+            rule: rule.name.clone(),
+            reason,
+            requested_at: crate::db::timestamp(now),
+            expires_at: crate::db::timestamp(now + chrono::Duration::seconds(rule.timeout_secs as i64)),
+            status: Status::Pending,
+            decided_by: None,
+            decided_at: None,
+            note: None,
+            allow_until: None,
+        };
+        let id = approval.id.to_string();
+        // Waiting starts before the row exists, so no decision's wake-up is missed.
+        let waiting = self.cluster.wait_for(&id);
+        store::insert(&self.db, &approval, self.cluster.id()).await?;
+        if let (Some(turn_id), Some(session_id)) = (ctx.turn, ctx.session) {
+            self.turns.emit(AgentEvent {
+                agent_id: ctx.agent.id,
+                turn_id,
+                session_id,
+                kind: EventKind::Approval {
+                    approval_id: approval.id,
+                    tool: tool.to_string(),
+                    rule: rule.name.clone(),
+                    reason: approval.reason.clone(),
+                },
+            });
+        }
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        let shared = self.db.is_shared();
+        let ended_by = loop {
+            tokio::select! {
+                () = waiting.woken.notified() => {}
+                () = tokio::time::sleep(LOOK_AGAIN), if shared => {}
+                () = &mut deadline => break "timeout",
+                () = ctx.cancel.cancelled() => break "turn stopped",
+            }
+            if let Some(decided) = store::get(&self.db, &id).await?.filter(|a| a.status != Status::Pending) {
+                return verdict(&decided);
+            }
+        };
+        // Nobody decided: the call is denied, unless a decision landed as the wait ended.
+        let at = crate::db::timestamp(self.clock.now());
+        if !store::decide(&self.db, &id, Status::Expired, ended_by, &at, None, None).await?
+            && let Some(decided) = store::get(&self.db, &id).await?
+            && ended_by == "timeout"
+        {
+            return verdict(&decided);
+        }
+        Err(match ended_by {
+            "timeout" => Error::forbidden(format!(
+                "nobody approved `{tool}` within {} s (rule: {}); the call was not made. Ask the operator, or do without it",
+                rule.timeout_secs, rule.name
+            )),
+            _ => Error::failed("the turn was stopped while the call waited for approval"),
+        })
+    }
+
+    /// Approvals newest first: those in `status` when given, `agent`'s when given.
+    pub async fn list(&self, status: Option<Status>, agent: Option<Uuid>, limit: u32) -> Result<Vec<Approval>> {
+        store::list(&self.db, status, agent.map(|a| a.to_string()).as_deref(), i64::from(limit.clamp(1, 500))).await
+    }
+
+    pub async fn get(&self, id: &str) -> Result<Approval> {
+        store::get(&self.db, id).await?.ok_or_else(|| Error::not_found(format!("no approval {id}")))
+    }
+
+    /// Decides a pending approval as `by`: an operator or the CLI, never a token, a tool or an
+    /// agent (like permanent deletion), and only a decider the rule names.
+    pub async fn decide(&self, id: &str, decision: &Decision, by: &Caller) -> Result<Approval> {
+        let decider = match by {
+            Caller::Operator(_) | Caller::Cli => by.audit_label(),
+            _ => {
+                return Err(Error::forbidden(
+                    "approvals are decided by a person: an operator on the dashboard, or `kennel approvals` on the daemon's machine",
+                ));
+            }
+        };
+        let note = decision.note.as_deref().map(str::trim).filter(|n| !n.is_empty());
+        if note.is_some_and(|n| crate::text::longer_than(n, MAX_NOTE)) {
+            return Err(Error::invalid(format!("a note is at most {MAX_NOTE} characters")).with_field("note"));
+        }
+        if let Some(minutes) = decision.for_minutes
+            && !(1..=MAX_FOR_MINUTES).contains(&minutes)
+        {
+            return Err(Error::invalid(format!("for_minutes is 1 to {MAX_FOR_MINUTES}")).with_field("for_minutes"));
+        }
+        let approval = self.get(id).await?;
+        if approval.status != Status::Pending {
+            return Err(Error::conflict(format!(
+                "approval {id} is {} already{}",
+                approval.status.as_str(),
+                approval.decided_by.as_deref().map(|b| format!(" (by {b})")).unwrap_or_default()
+            )));
+        }
+        if let Some(rule) = self.rules.iter().find(|r| r.name == approval.rule)
+            && !rule.may_decide(&decider)
+        {
+            return Err(Error::forbidden(format!(
+                "rule `{}` is decided by {}, not {decider}",
+                rule.name,
+                rule.deciders.join(", ")
+            )));
+        }
+        let now = self.clock.now();
+        let (status, allow_until) = match (decision.approve, decision.for_minutes) {
+            (false, _) => (Status::Denied, None),
+            (true, None) => (Status::Approved, None),
+            (true, Some(minutes)) => {
+                (Status::Approved, Some(crate::db::timestamp(now + chrono::Duration::minutes(i64::from(minutes)))))
+            }
+        };
+        let at = crate::db::timestamp(now);
+        if !store::decide(&self.db, id, status, &decider, &at, note, allow_until.as_deref()).await? {
+            return Err(Error::conflict(format!("approval {id} was decided or expired just now")));
+        }
+        self.cluster.wake(id).await?;
+        self.get(id).await
+    }
+
+    /// The labels stored for `session`.
+    pub async fn session_labels(&self, session: Uuid) -> Result<Vec<Label>> {
+        store::session_labels(&self.db, session).await
+    }
+
+    /// Stores `session`'s labels (all of them).
+    pub async fn save_session_labels(&self, session: Uuid, labels: &[Label]) -> Result<()> {
+        store::save_session_labels(&self.db, session, labels).await
+    }
+}
+
+/// What a decided approval means for its call.
+fn verdict(decided: &Approval) -> Result<()> {
+    let by = decided.decided_by.as_deref().unwrap_or("a person");
+    let note = decided.note.as_deref().map(|n| format!(": {n}")).unwrap_or_default();
+    match decided.status {
+        Status::Approved => Ok(()),
+        Status::Denied => Err(Error::forbidden(format!(
+            "{by} denied this call of `{}`{note}; it was not made. Do not try it again another way",
+            decided.tool
+        ))),
+        Status::Expired | Status::Pending => {
+            Err(Error::forbidden(format!("nobody approved this call of `{}`; it was not made", decided.tool)))
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! The `approvals` table, and the provenance column of `sessions`.
+
+use uuid::Uuid;
+
+use super::provenance::Label;
+use super::{Approval, Status};
+use crate::db::{self, Db};
+use crate::error::{Error, Result};
+
+/// The columns an [`Approval`] is read from, for `concat!` (queries are static text).
+macro_rules! columns {
+    () => {
+        "id, agent_id, agent, session_id, turn_id, tool, arguments, provenance, rule, reason, \
+         requested_at, expires_at, status, decided_by, decided_at, note, allow_until"
+    };
+}
+
+fn unreadable(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::internal(format_args!("a stored approval's {what} is unreadable: {e}"))
+}
+
+fn approval_from(row: &db::Row) -> Result<Approval> {
+    let id = |column: &str| -> Result<Option<Uuid>> {
+        let text: Option<String> = row.try_get(column)?;
+        text.map(|t| t.parse().map_err(|e| unreadable(column, e))).transpose()
+    };
+    let arguments: String = row.try_get("arguments")?;
+    let provenance: String = row.try_get("provenance")?;
+    let status: String = row.try_get("status")?;
+    Ok(Approval {
+        id: id("id")?.ok_or_else(|| unreadable("id", "empty"))?,
+        agent_id: id("agent_id")?.ok_or_else(|| unreadable("agent", "empty"))?,
+        agent: row.try_get("agent")?,
+        session_id: id("session_id")?,
+        turn_id: id("turn_id")?,
+        tool: row.try_get("tool")?,
+        arguments: serde_json::from_str(&arguments).map_err(|e| unreadable("arguments", e))?,
+        provenance: serde_json::from_str(&provenance).map_err(|e| unreadable("provenance", e))?,
+        rule: row.try_get("rule")?,
+        reason: row.try_get("reason")?,
+        requested_at: row.try_get("requested_at")?,
+        expires_at: row.try_get("expires_at")?,
+        status: Status::parse(&status).ok_or_else(|| unreadable("status", status))?,
+        decided_by: row.try_get("decided_by")?,
+        decided_at: row.try_get("decided_at")?,
+        note: row.try_get("note")?,
+        allow_until: row.try_get("allow_until")?,
+    })
+}
+
+pub(super) async fn insert(db: &Db, a: &Approval, daemon: &str) -> Result<()> {
+    db::query(
+        "INSERT INTO approvals (id, agent_id, agent, session_id, turn_id, daemon_id, tool, arguments, provenance,
+                                rule, reason, requested_at, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+    )
+    .bind(a.id.to_string())
+    .bind(a.agent_id.to_string())
+    .bind(&a.agent)
+    .bind(a.session_id.map(|s| s.to_string()))
+    .bind(a.turn_id.map(|t| t.to_string()))
+    .bind(daemon)
+    .bind(&a.tool)
+    .bind(a.arguments.to_string())
+    .bind(serde_json::to_string(&a.provenance).map_err(|e| Error::internal(e.to_string()))?)
+    .bind(&a.rule)
+    .bind(&a.reason)
+    .bind(&a.requested_at)
+    .bind(&a.expires_at)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+pub(super) async fn get(db: &Db, id: &str) -> Result<Option<Approval>> {
+    db::query(concat!("SELECT ", columns!(), " FROM approvals WHERE id = $1"))
+        .bind(id)
+        .fetch_optional(db)
+        .await?
+        .map(|row| approval_from(&row))
+        .transpose()
+}
+
+/// Approvals newest first: only those in `status` when given, at most `limit`.
+pub(super) async fn list(db: &Db, status: Option<Status>, agent: Option<&str>, limit: i64) -> Result<Vec<Approval>> {
+    let rows = db::query(concat!(
+        "SELECT ",
+        columns!(),
+        " FROM approvals WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR agent_id = $2)
+         ORDER BY id DESC LIMIT $3"
+    ))
+    .bind(status.map(Status::as_str))
+    .bind(agent)
+    .bind(limit)
+    .fetch_all(db)
+    .await?;
+    rows.iter().map(approval_from).collect()
+}
+
+/// Decides a pending approval; false when it was decided (or expired) first.
+pub(super) async fn decide(
+    db: &Db,
+    id: &str,
+    status: Status,
+    by: &str,
+    at: &str,
+    note: Option<&str>,
+    allow_until: Option<&str>,
+) -> Result<bool> {
+    let changed = db::query(
+        "UPDATE approvals SET status = $2, decided_by = $3, decided_at = $4, note = $5, allow_until = $6
+         WHERE id = $1 AND status = 'pending'",
+    )
+    .bind(id)
+    .bind(status.as_str())
+    .bind(by)
+    .bind(at)
+    .bind(note)
+    .bind(allow_until)
+    .execute(db)
+    .await?;
+    Ok(changed.rows_affected() == 1)
+}
+
+/// An approval for a while that lets this call through: same agent, tool and rule.
+pub(super) async fn standing(db: &Db, agent: Uuid, tool: &str, rule: &str, now: &str) -> Result<Option<String>> {
+    Ok(db::query_scalar(
+        "SELECT id FROM approvals WHERE agent_id = $1 AND tool = $2 AND rule = $3 AND status = 'approved'
+         AND allow_until > $4 ORDER BY allow_until DESC LIMIT 1",
+    )
+    .bind(agent.to_string())
+    .bind(tool)
+    .bind(rule)
+    .bind(now)
+    .fetch_optional(db)
+    .await?)
+}
+
+pub(super) async fn session_labels(db: &Db, session: Uuid) -> Result<Vec<Label>> {
+    let text: Option<Option<String>> = db::query_scalar("SELECT provenance FROM sessions WHERE id = $1")
+        .bind(session.to_string())
+        .fetch_optional(db)
+        .await?;
+    match text.flatten() {
+        Some(text) => serde_json::from_str(&text)
+            .map_err(|e| Error::internal(format_args!("a session's provenance is unreadable: {e}"))),
+        None => Ok(Vec::new()),
+    }
+}
+
+pub(super) async fn save_session_labels(db: &Db, session: Uuid, labels: &[Label]) -> Result<()> {
+    let text = serde_json::to_string(labels).map_err(|e| Error::internal(e.to_string()))?;
+    db::query("UPDATE sessions SET provenance = $2 WHERE id = $1")
+        .bind(session.to_string())
+        .bind(text)
+        .execute(db)
+        .await?;
+    Ok(())
+}
