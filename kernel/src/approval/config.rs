@@ -127,7 +127,7 @@ impl Rule {
 /// on the world, made by a turn that has read something an outsider wrote.
 pub fn default_rules() -> Vec<Rule> {
     vec![
-        Rule::shipped("a tainted turn runs a command", &["process_start", "docker_exec"]),
+        Rule::shipped("a tainted turn runs a command", &["process_start", "process_write", "docker_exec"]),
         // `channel_send` and `channel_dm` join when rules can tell a new target from the
         // conversation the turn answers: until then every channel turn is tainted, and a
         // channel agent could not send at all without a person.
@@ -139,8 +139,17 @@ pub fn default_rules() -> Vec<Rule> {
 
 /// Checked at load: every rule names tools, a timeout in range, and deciders the daemon knows.
 pub(crate) fn check(config: &crate::config::Config) -> Result<(), (String, String)> {
+    let shipped = default_rules();
     for (i, rule) in config.approvals.rules.iter().enumerate() {
         let at = |key: &str| format!("approvals.rule[{i}].{key}");
+        // A decision and an approval "for N minutes" name their rule: one name, one rule.
+        let named = rule.name.trim();
+        if !named.is_empty()
+            && (shipped.iter().any(|r| r.name == named)
+                || config.approvals.rules[..i].iter().any(|r| r.name.trim() == named))
+        {
+            return Err((at("name"), format!("`{named}` names another rule already: give each rule its own name")));
+        }
         if rule.tools.is_empty() || rule.tools.iter().any(|t| t.trim().is_empty()) {
             return Err((at("tools"), "name at least one tool or glob (`process_start`, `mcp__github__*`)".into()));
         }
@@ -190,6 +199,17 @@ mod tests {
         assert!(!rule.covers("process_start", &json!({})), "a missing argument does not match");
         assert!(!rule.covers("docker_exec", &json!({"command": "curl"})));
         assert_eq!((rule.when, rule.timeout_secs), (When::Always, 900));
+    }
+
+    #[test]
+    fn one_name_is_one_rule_shipped_names_included() {
+        let config = crate::config::parse_for_test;
+        let twice =
+            "[[approvals.rule]]\nname = \"x\"\ntools = [\"a\"]\n[[approvals.rule]]\nname = \"x\"\ntools = [\"b\"]\n";
+        assert!(config(twice).unwrap_err().to_string().contains("names another rule"));
+        let shipped = format!("[[approvals.rule]]\nname = \"{}\"\ntools = [\"a\"]\n", default_rules()[0].name);
+        assert!(config(&shipped).unwrap_err().to_string().contains("names another rule"));
+        assert!(config("[[approvals.rule]]\ntools = [\"a\"]\n[[approvals.rule]]\ntools = [\"b\"]\n").is_ok());
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! Human approval for risky calls, decided by what the turn has read (issue 48).
 //!
 //! - **Provenance** ([`provenance`]): each session carries labels for the untrusted sources its
-//!   model has read: results of `browser_*`, `mcp__*` and `a2a_*` tools, a channel message from
-//!   anyone but the channel's `trusted_users`, a task sent by a remote agent. A label is added
+//!   model has read: results (and errors) of the browser, MCP and A2A families' tools, a channel
+//!   message (from anyone: a channel has no owner identity yet), a task sent by a remote agent. A label is added
 //!   in the pipeline the moment a result is read (so the next call of the same batch sees it),
 //!   stored on the session when the calls end, and shown in the chat (`tainted` event).
 //! - **Rules** ([`config`]): `[approvals]` in `config.toml`, the shipped defaults first. The
@@ -10,8 +10,9 @@
 //!   `tainted`: the session has a label) sends the call to a person.
 //! - **The decision is a person's**: the call becomes a row of `approvals` with its exact
 //!   arguments, the agent, the provenance and the rule; the turn waits (its chat shows an
-//!   `approval` event) until an operator (dashboard) or the CLI decides, or the rule's timeout
-//!   denies it. API tokens and tools read approvals and never decide them. "For N minutes"
+//!   `approval` event) until a person decides (`kennel approvals` on the daemon's machine; the
+//!   dashboard's page is next), or the rule's timeout denies it. API tokens read approvals and
+//!   never decide them; no tool reaches them. "For N minutes"
 //!   lets the same agent's calls of the same tool under the same rule through until then.
 //! - **Secret egress** ([`egress`]): before a call whose arguments leave the daemon, they are
 //!   searched for the daemon's secrets and credential shapes; a match is refused, naming the
@@ -290,7 +291,7 @@ impl Approvals {
             Caller::Operator(_) | Caller::Cli => by.audit_label(),
             _ => {
                 return Err(Error::forbidden(
-                    "approvals are decided by a person: an operator on the dashboard, or `kennel approvals` on the daemon's machine",
+                    "approvals are decided by a person, never a token or an agent: `kennel approvals` on the daemon's machine",
                 ));
             }
         };
@@ -304,6 +305,15 @@ impl Approvals {
             return Err(Error::invalid(format!("for_minutes is 1 to {MAX_FOR_MINUTES}")).with_field("for_minutes"));
         }
         let approval = self.get(id).await?;
+        let now = self.clock.now();
+        // Its call was denied at its time, or its turn is gone: a late "yes" would run nothing
+        // (and, for N minutes, would let calls through that nobody looked at).
+        if approval.status == Status::Pending && approval.expires_at <= crate::db::timestamp(now) {
+            return Err(Error::conflict(format!(
+                "approval {id} expired at {}: its call was not made",
+                approval.expires_at
+            )));
+        }
         if approval.status != Status::Pending {
             return Err(Error::conflict(format!(
                 "approval {id} is {} already{}",
@@ -320,7 +330,6 @@ impl Approvals {
                 rule.deciders.join(", ")
             )));
         }
-        let now = self.clock.now();
         let (status, allow_until) = match (decision.approve, decision.for_minutes) {
             (false, _) => (Status::Denied, None),
             (true, None) => (Status::Approved, None),

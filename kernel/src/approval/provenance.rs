@@ -23,14 +23,15 @@ impl Label {
         Label { source: source.into(), via: via.into() }
     }
 
-    /// The label a successful call of `tool` puts on its turn, if its result comes from outside:
-    /// a web page, an MCP server, or a remote agent.
-    pub fn of_result(tool: &str) -> Option<Label> {
-        let source = if tool.starts_with("browser_") {
+    /// The label a call of `tool` (of `family`) puts on its turn, whatever its outcome, if
+    /// what it returns comes from outside: a web page, an MCP server (its tools, resources and
+    /// prompts), or a remote agent.
+    pub fn of_result(tool: &str, family: &str) -> Option<Label> {
+        let source = if tool.starts_with("browser_") || family == "browser" {
             "web"
-        } else if tool.starts_with("mcp__") {
+        } else if tool.starts_with("mcp__") || family == "mcp" {
             "mcp"
-        } else if tool.starts_with("a2a_") {
+        } else if tool.starts_with("a2a_") || family == "a2a" {
             "a2a"
         } else {
             return None;
@@ -91,10 +92,11 @@ mod tests {
 
     #[test]
     fn results_from_outside_label_their_turn() {
-        assert_eq!(Label::of_result("browser_read_page"), Some(Label::new("web", "browser_read_page")));
-        assert_eq!(Label::of_result("mcp__github__issues").unwrap().source, "mcp");
-        assert_eq!(Label::of_result("a2a_send").unwrap().source, "a2a");
-        assert_eq!(Label::of_result("memory_recall"), None);
+        assert_eq!(Label::of_result("browser_read_page", "browser"), Some(Label::new("web", "browser_read_page")));
+        assert_eq!(Label::of_result("mcp__github__issues", "mcp").unwrap().source, "mcp");
+        assert_eq!(Label::of_result("mcp_resources", "mcp").unwrap().source, "mcp");
+        assert_eq!(Label::of_result("a2a_send", "a2a").unwrap().source, "a2a");
+        assert_eq!(Label::of_result("memory_recall", "memory"), None);
     }
 
     #[test]

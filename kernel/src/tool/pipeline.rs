@@ -19,7 +19,7 @@
 //! 4. **depth**: `ctx.depth` above `[kernel] max_agent_call_depth` → `ResourceExhausted`
 //!    (`turn::depth::check`, the same check and wording as `agent_send`, workflow steps and
 //!    triggers: "refused: … would run N agent calls deep, over … (chain: a → b → a)").
-//!    Then **approve** (`crate::approval`), for calls in a turn: one that would send a
+//!    After the depth check (4), **approve** (`crate::approval`), for calls in a turn: one that would send a
 //!    secret out of the daemon is refused (`Forbidden`, naming the rule); one an
 //!    `[approvals]` rule holds waits for a person's decision (denied or timed out →
 //!    `Forbidden` the model can act on). A call no rule covers pays one scan of the rules'
@@ -170,14 +170,14 @@ async fn run_steps(
     let kept = approvals.may_hold(&ctx, name).then(|| args.clone());
     let prepared = entry.tool.clone().prepare(args)?;
 
-    // 3. approve: a call a model chose that sends a secret out is refused; one a rule holds
-    //    waits for a person's decision.
+    // 4. depth, before a person is asked about a call that would be refused anyway
+    crate::turn::depth::check(kernel, ctx.depth, &ctx.chain, || format!("calling `{name}`"))?;
+
+    // then approve: a call a model chose that sends a secret out is refused; one a rule holds
+    // waits for a person's decision.
     if let Some(args) = &kept {
         approvals.clear(&ctx, name, args).await?;
     }
-
-    // 4. depth
-    crate::turn::depth::check(kernel, ctx.depth, &ctx.chain, || format!("calling `{name}`"))?;
 
     // 5. run, unless the turn was cancelled meanwhile
     let cancel = ctx.cancel.clone();
@@ -186,12 +186,14 @@ async fn run_steps(
     let value = tokio::select! {
         biased;
         _ = cancel.cancelled() => return Err(Error::failed("cancelled: the agent's turn was stopped")),
-        value = prepared(ctx) => value?,
+        value = prepared(ctx) => value,
     };
-    // What came from outside is in the model's context from now on.
-    if let (Some(provenance), Some(label)) = (provenance, Label::of_result(name)) {
+    // What came from outside is in the model's context from now on, an error's text included
+    // (an MCP server's `isError` result, a page quoted in a browser error).
+    if let (Some(provenance), Some(label)) = (provenance, Label::of_result(name, &entry.def.family)) {
         provenance.add(label);
     }
+    let value = value?;
 
     // 6. spill
     let threshold = kernel.config().tool_results.spill_threshold_bytes as usize;

@@ -26,7 +26,8 @@ pub async fn list(home: &Path, all: bool, json_out: bool) -> anyhow::Result<()> 
             Some(by) => format!("{} by {by}", a.status.as_str()),
             None => format!("{} until {}", a.status.as_str(), a.expires_at),
         };
-        let arguments = kennel_kernel::text::shorten(&a.arguments.to_string(), 80);
+        // Whole: what is approved is all of it, not a prefix that hides `&& curl …|sh`.
+        let arguments = a.arguments.to_string();
         rows.push(vec![a.id.to_string(), a.agent, a.tool, state, a.reason, arguments]);
     }
     super::print_table(&rows);

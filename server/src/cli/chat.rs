@@ -400,7 +400,7 @@ impl<'a> TurnView<'a> {
                 }
             }
             "approval" => self.aside(&format!(
-                "(`{}` waits for approval: {}. Decide with `kennel approvals approve {}` or `deny`, or on the dashboard)",
+                "(`{}` waits for approval: {}. Decide with `kennel approvals approve {}` or `deny`)",
                 s("tool"),
                 s("reason"),
                 s("approval_id")
