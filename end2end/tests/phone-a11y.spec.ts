@@ -63,7 +63,7 @@ test.beforeAll(async ({ browser }) => {
   expect(started.ok(), await started.text()).toBeTruthy();
   pages = ['/', '/agents', `/agents/${agent}`, `/agents/${agent}/memory`, `/agents/${agent}/memory?q=parcels+floor`,
            `/agents/${agent}/knowledge`, `/agents/${agent}/knowledge?entity=parcel`, `/agents/${agent}/browser`, `/agents/${agent}/processes`, '/agent-types', '/agent-types/courier', '/tools', `/tools?agent=${agent}`,
-           '/tasks', '/schedules', '/canvas', '/usage', '/audit', '/audit/actions', '/agent-types/courier/apply', '/settings', '/skills', '/skills/deliveries', '/channels', '/channels/lobby', '/inbox', '/mcp', '/cluster', '/providers', '/providers/fake', '/api-reference', '/no/such/page'];
+           '/tasks', '/schedules', '/canvas', '/usage', '/audit', '/audit/actions', '/agent-types/courier/apply', '/settings', '/skills', '/skills/deliveries', '/channels', '/channels/lobby', '/inbox', '/approvals', '/approvals?status=all', '/mcp', '/cluster', '/providers', '/providers/fake', '/api-reference', '/no/such/page'];
 });
 
 test.afterAll(async () => {

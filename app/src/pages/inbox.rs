@@ -22,6 +22,8 @@ pub struct InboxPage {
     pub agent: String,
     pub urgency: Option<Urgency>,
     pub unread_only: bool,
+    /// Calls waiting for a person's approval (`/approvals`).
+    pub waiting_approvals: usize,
 }
 
 pub fn render(meta: PageMeta, page: InboxPage) -> String {
@@ -63,6 +65,13 @@ pub fn render(meta: PageMeta, page: InboxPage) -> String {
             <Shell meta>
                 <h1>"Inbox"</h1>
                 <p class="hint">"Notes for the operators — never part of a chat. Each operator's read marks are their own."</p>
+                <p id="waiting-approvals">
+                    <a href="/approvals">{match page.waiting_approvals {
+                        0 => "Approvals: no call is waiting".to_string(),
+                        1 => "Approvals: 1 call is waiting for a decision".to_string(),
+                        n => format!("Approvals: {n} calls are waiting for a decision"),
+                    }}</a>
+                </p>
                 <form method="get" action="/inbox" class="filters">
                     <label>"Agent" <select name="agent"><option value="">"any"</option>{agents}</select></label>
                     <label>"Urgency" <select name="urgency"><option value="">"any"</option>{urgencies}</select></label>

@@ -4,6 +4,7 @@
 pub mod agent_types;
 pub mod agents;
 pub mod api_reference;
+pub mod approvals;
 pub mod audit;
 pub mod browser;
 pub mod canvas;

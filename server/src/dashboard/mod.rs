@@ -275,6 +275,7 @@
 
 mod agent_types;
 mod agents;
+mod approvals;
 mod browser;
 mod canvas;
 mod channels;
@@ -360,6 +361,7 @@ pub(crate) fn signed_in(max_file_bytes: u64) -> Pages {
         .merge(usage::routes())
         .merge(providers::routes())
         .merge(inbox::routes())
+        .merge(approvals::routes())
         .merge(channels::routes())
         .merge(mcp::routes())
         .merge(skills::routes())

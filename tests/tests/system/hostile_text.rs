@@ -921,6 +921,51 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
     check_reply("an error page naming a hostile id", &missing, Shows::First);
 }
 
+/// An approval shows a stranger's and a model's words: the stranger's id in the turn's
+/// provenance, the arguments the model wrote, a decider's note. The Approvals page and the
+/// Inbox's link to it show them as text, waiting and decided.
+#[tokio::test]
+async fn hostile_text_in_an_approval_comes_back_as_text() {
+    let receiver = FakeWebhookReceiver::start(CHANNEL_SECRET).await;
+    let config = format!(
+        "[channels]\nallowed_hosts = [\"127.0.0.1:*\"]\n[channels.hook]\nkind = \"webhook\"\nagent = \"poster\"\n\
+         signing_secret_env = \"KENNEL_TEST_SECRET\"\nbase_url = \"{}\"\n[[approvals.rule]]\ntools = [\"task_post\"]\n",
+        receiver.url()
+    );
+    let (_home, d, api, llm) =
+        daemon_with_llm_and_env("openai", &config, &[("KENNEL_TEST_SECRET", CHANNEL_SECRET)]).await;
+    agent_from(&api, json!({"name": "poster", "model": "m", "tools": ["task_post"]})).await;
+    let b = d.browser();
+    assert_eq!(b.set_up("ada", "correct horse").await.status, 303);
+    let corpus = corpus();
+    llm.push_all([Scripted::call("task_post", json!({"title": "t", "body": corpus})), Scripted::text("ok")]);
+    let body = json!({"id": "h1", "chat_id": "room", "text": corpus, "user": {"id": PAYLOADS[0], "name": PAYLOADS[1]}});
+    let body = body.to_string();
+    let req = d
+        .anonymous()
+        .request(reqwest::Method::POST, "/channels/hook/inbound")
+        .header("content-type", "application/json")
+        .headers(signed(CHANNEL_SECRET, body.as_bytes()))
+        .body(body);
+    assert_eq!(kennel_tests::Api::send(req).await.status, 200);
+    let waiting = eventually(Duration::from_secs(10), || async {
+        api.get("/api/approvals?status=pending").await.body.as_array().is_some_and(|a| a.len() == 1)
+    })
+    .await;
+    assert!(waiting, "the call waits for approval");
+    // The arguments are JSON (quotes escaped), so the first payload is the one shown whole.
+    check(&b, "/approvals", Shows::First).await;
+    check(&b, "/inbox", Shows::Nothing).await;
+    let id = api.get("/api/approvals").await.body[0]["id"].as_str().unwrap().to_string();
+    let note = PAYLOADS[..6].join(" ");
+    let denied = b.submit("/approvals", &format!("/approvals/{id}/deny"), &[("note", &note)]).await;
+    assert_eq!(denied.status, 303, "{}", denied.text);
+    let page = check(&b, "/approvals?status=denied", Shows::First).await;
+    for payload in &PAYLOADS[..6] {
+        assert!(page.text.contains(payload), "the note shows {payload:?} as text");
+    }
+}
+
 /// What MCP servers and script manifests bring (tool names, descriptions, stderr, errors) is
 /// outside text too: the MCP page and the Tools inspector show it as text.
 #[tokio::test]
