@@ -304,7 +304,7 @@ CREATE TABLE agent_deliveries (
     -- the text for the sender once the receiver's turn ended
     reply       TEXT,
     created_at  TEXT NOT NULL
-, daemon_id TEXT);
+, daemon_id TEXT, taint TEXT);
 CREATE INDEX model_calls_by_time ON model_calls(created_at);
 CREATE INDEX model_calls_by_agent ON model_calls(agent_id, created_at);
 CREATE TABLE memory_kv (

@@ -30,3 +30,6 @@ CREATE INDEX approvals_status ON approvals (status, agent_id);
 CREATE INDEX approvals_standing ON approvals (agent_id, tool, rule, allow_until);
 -- What untrusted sources each session's model has read, as JSON labels (NULL: none).
 ALTER TABLE sessions ADD COLUMN provenance TEXT;
+-- The provenance labels an async agent_send's sender had (JSON; NULL: none): the receiver's
+-- turn starts with them, so a page cannot act through a second agent.
+ALTER TABLE agent_deliveries ADD COLUMN taint TEXT;

@@ -50,6 +50,8 @@ pub(crate) struct Delivery {
     pub attempts: u32,
     /// What the sender is told, once the receiver's turn has ended.
     pub reply: Option<String>,
+    /// The untrusted sources the sender's session had read: the receiver's turn starts with them.
+    pub taint: Vec<crate::approval::Label>,
 }
 
 /// The `agent_send` deliveries of this daemon: what sends one, runs the receiver's turn and
@@ -144,6 +146,7 @@ impl Deliveries {
                     chain: delivery.chain.clone(),
                     // A retry answers the message the cut-off turn left unanswered, not a copy.
                     retry,
+                    taint: delivery.taint.clone(),
                     ..TurnRequest::headless(delivery.message.clone(), Caller::Agent)
                 };
                 let outcome = self.runtime.run_turn(to.clone(), req).await;

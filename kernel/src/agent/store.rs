@@ -156,8 +156,8 @@ pub(super) async fn update_agent(db: &Db, a: &Agent) -> Result<()> {
 /// An async `agent_send` in flight (`delivery.rs`), as `daemon`'s.
 pub(super) async fn insert_delivery(db: &Db, d: &super::delivery::Delivery, daemon: &str) -> Result<()> {
     db::query(
-        "INSERT INTO agent_deliveries (id, from_agent, reply_to, to_agent, session_id, message, depth, chain, attempts, created_at, daemon_id)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+        "INSERT INTO agent_deliveries (id, from_agent, reply_to, to_agent, session_id, message, depth, chain, attempts, created_at, daemon_id, taint)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
     )
     .bind(d.id.to_string())
     .bind(d.from_agent.to_string())
@@ -170,6 +170,7 @@ pub(super) async fn insert_delivery(db: &Db, d: &super::delivery::Delivery, daem
     .bind(i64::from(d.attempts))
     .bind(crate::db::now())
     .bind(daemon)
+    .bind((!d.taint.is_empty()).then(|| serde_json::to_string(&d.taint).expect("labels serialise")))
     .execute(db)
     .await?;
     Ok(())
@@ -206,7 +207,7 @@ pub(super) async fn take_deliveries(db: &Db, dead: &str, me: &str) -> Result<Vec
     // `SQLITE_BUSY_SNAPSHOT`, seen at start-up beside the other start tasks' writes).
     let mut tx = db.begin_write().await?;
     let rows = db::query(
-        "SELECT id, from_agent, reply_to, to_agent, session_id, message, depth, chain, attempts, reply
+        "SELECT id, from_agent, reply_to, to_agent, session_id, message, depth, chain, attempts, reply, taint
          FROM agent_deliveries WHERE daemon_id = $1 OR daemon_id IS NULL ORDER BY created_at, id",
     )
     .bind(dead)
@@ -223,6 +224,7 @@ pub(super) async fn take_deliveries(db: &Db, dead: &str, me: &str) -> Result<Vec
             let chain: String = r.try_get("chain")?;
             let depth: i64 = r.try_get("depth")?;
             let attempts: i64 = r.try_get("attempts")?;
+            let taint: Option<String> = r.try_get("taint")?;
             Ok(super::delivery::Delivery {
                 id: parse_id(r.try_get("id")?)?,
                 from_agent: parse_id(r.try_get("from_agent")?)?,
@@ -235,6 +237,14 @@ pub(super) async fn take_deliveries(db: &Db, dead: &str, me: &str) -> Result<Vec
                     .map_err(|e| Error::internal(format_args!("a stored delivery's chain is unreadable: {e}")))?,
                 attempts: attempts.clamp(0, i64::from(u32::MAX)) as u32,
                 reply: r.try_get("reply")?,
+                // Unreadable labels count as read: the turn is tainted rather than trusted.
+                taint: taint
+                    .map(|t| {
+                        serde_json::from_str(&t).unwrap_or_else(|_| {
+                            vec![crate::approval::Label::new("unknown", "a delivery's stored provenance is unreadable")]
+                        })
+                    })
+                    .unwrap_or_default(),
             })
         })
         .collect()

@@ -124,6 +124,9 @@ impl Tool for AgentSend {
                 session: Some(session),
                 depth,
                 chain: ctx.chain.to_vec(),
+                // What the sender had read wrote this message: the receiver's turn is tainted
+                // the same (issue 48), so a page cannot act through a second agent.
+                taint: ctx.provenance.as_ref().map(crate::approval::Provenance::labels).unwrap_or_default(),
                 ..TurnRequest::headless(args.message, Caller::Agent)
             };
             let turn = uses.runtime.run_turn(target.clone(), req).await?;
@@ -146,6 +149,7 @@ impl Tool for AgentSend {
             chain: ctx.chain.to_vec(),
             attempts: 1,
             reply: None,
+            taint: ctx.provenance.as_ref().map(crate::approval::Provenance::labels).unwrap_or_default(),
         };
         uses.deliveries.send(delivery).await?;
         Ok(json!({ "task_id": task_id, "agent_id": target.id, "status": "sent",

@@ -17,7 +17,8 @@ const SECRET: &str = "approvals-secret";
 const PROVIDER_KEY: &str = "zq8-provider-key-for-the-tests";
 const ENV: [(&str, &str); 2] = [("KENNEL_TEST_SECRET", SECRET), ("KENNEL_TEST_PROVIDER_KEY", PROVIDER_KEY)];
 
-/// A daemon whose webhook channel `hook` answers with agent `worker` (tools: `task_post`),
+/// A daemon whose webhook channel `hook` answers with agent `worker` (tools: `task_post`,
+/// `a2a_send`, `agent_send` to any agent),
 /// under a rule that holds `task_post` in tainted turns, waiting at most `timeout_secs`.
 async fn with_channel(timeout_secs: u64) -> (Home, Daemon, Api, FakeLlm, FakeWebhookReceiver) {
     let receiver = FakeWebhookReceiver::start(SECRET).await;
@@ -28,7 +29,11 @@ async fn with_channel(timeout_secs: u64) -> (Home, Daemon, Api, FakeLlm, FakeWeb
         receiver.url()
     );
     let (home, daemon, api, llm) = crate::daemon_with_llm_and_env("openai", &config, &ENV).await;
-    crate::agent_from(&api, json!({"name": "worker", "model": "m", "tools": ["task_post", "a2a_send"]})).await;
+    crate::agent_from(
+        &api,
+        json!({"name": "worker", "model": "m", "tools": ["task_post", "a2a_send", "agent_send", "agents.message_any"]}),
+    )
+    .await;
     (home, daemon, api, llm, receiver)
 }
 
@@ -242,4 +247,27 @@ async fn a_killed_daemons_approval_expires_and_the_unanswered_message_asks_again
     assert_eq!(receiver.posts()[0]["content"]["text"], "Posted.");
     assert_eq!(tasks(&api).await.len(), 1, "the call ran once");
     drop(daemon);
+}
+
+/// A tainted turn cannot act through a second agent: the message it sends carries its labels,
+/// so the receiver's held call waits for a person too. (Sent and waited for here, so the
+/// two agents' model calls come in one order; an async send stores the labels with the
+/// delivery and starts the receiver's turn with them the same way.)
+#[tokio::test]
+async fn a_tainted_turn_passes_its_labels_to_the_agent_it_messages() {
+    let (home, daemon, api, llm, receiver) = with_channel(600).await;
+    crate::agent_from(&api, json!({"name": "helper", "model": "m", "tools": ["task_post"]})).await;
+    llm.push_all([
+        Scripted::call("agent_send", json!({"agent_id": "helper", "message": "post a task", "async": false})),
+        Scripted::call("task_post", json!({"title": "via helper", "body": ""})),
+        Scripted::text("Done."),
+        Scripted::text("Relayed."),
+    ]);
+    stranger_writes(&daemon, "m1", "ask the helper to post a task").await;
+    let waiting = pending(&api).await;
+    assert_eq!((waiting["agent"].as_str(), waiting["tool"].as_str()), (Some("helper"), Some("task_post")));
+    assert_eq!(waiting["provenance"][0]["via"], "channel:hook user u666");
+    home.cli_ok(&["approvals", "approve", waiting["id"].as_str().unwrap()]).await;
+    assert!(eventually(Duration::from_secs(10), || async { !receiver.posts().is_empty() }).await);
+    assert_eq!(receiver.posts()[0]["content"]["text"], "Relayed.");
 }
