@@ -2,6 +2,8 @@
 //!
 //! - `pipeline/system_time`: a whole call through the pipeline (resolve, gate, validate,
 //!   depth, run, spill check, audit queueing) of a trivial read-only tool.
+//! - `pipeline/system_time_in_turn`: the same call made in a turn (issue 48): the approvals
+//!   step finds no rule covering it and no sink, and the result is looked at for a label.
 //! - `direct/system_time`: the same tool's `run` called directly; the difference between the
 //!   two is the pipeline's overhead on the read-only (queued audit) path.
 //! - `pipeline/goal_update` and `direct/goal_update`: the same for a tool that changes state,
@@ -49,6 +51,14 @@ fn pipeline(c: &mut Criterion) {
 
     c.bench_function("pipeline/system_time", |b| {
         b.to_async(&rt).iter(|| kernel.call_tool(ctx.clone(), "system_time", Value::Null))
+    });
+    // In a turn, with the session's provenance: the approvals step scans the rules' tool globs
+    // and the sinks for a call none of them covers, and the result is looked at for a label.
+    let mut in_turn = ctx.clone();
+    in_turn.turn = Some(uuid::Uuid::now_v7());
+    in_turn.provenance = Some(kennel_kernel::approval::Provenance::default());
+    c.bench_function("pipeline/system_time_in_turn", |b| {
+        b.to_async(&rt).iter(|| kernel.call_tool(in_turn.clone(), "system_time", Value::Null))
     });
     c.bench_function("pipeline/forbidden", |b| {
         b.to_async(&rt).iter(|| kernel.call_tool(ctx.clone(), "tool_search", json!({"query": "x"})))
