@@ -32,13 +32,14 @@ struct ApprovalFilter {
     /// Only this agent's (its id or a running agent's name).
     agent: Option<String>,
     /// At most this many, newest first (1–500, default 100).
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<u32>,
 }
 
 /// Approvals, newest first.
 #[utoipa::path(get, path = "/api/approvals", tag = "approvals", params(ApprovalFilter),
     responses((status = 200, description = "Approvals", body = Vec<Approval>),
-        (status = 422, description = "No such agent, or a bad status")))]
+        (status = 422, description = "No such agent, a bad status, or a limit out of 1–500")))]
 async fn list_approvals(
     State(kernel): State<Kernel>,
     QueryParams(filter): QueryParams<ApprovalFilter>,
@@ -47,8 +48,12 @@ async fn list_approvals(
         Some(a) => Some(kernel.agents().get(&a).map_err(|e| e.on_field("agent"))?.id),
         None => None,
     };
+    let limit = filter.limit.unwrap_or(100);
+    if !(1..=500).contains(&limit) {
+        return Err(kennel_kernel::Error::invalid("limit is 1 to 500").with_field("limit").into());
+    }
     let approvals = kernel.service::<Approvals>();
-    Ok(Json(approvals.list(filter.status, agent, filter.limit.unwrap_or(100)).await?))
+    Ok(Json(approvals.list(filter.status, agent, limit).await?))
 }
 
 /// One approval: the call's exact arguments, the turn's provenance, the rule, the decision.

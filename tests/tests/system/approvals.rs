@@ -159,6 +159,10 @@ async fn a_turn_nothing_tainted_makes_the_call_at_once() {
     assert_eq!(turn.body["reply"], "Done.");
     assert_eq!(tasks(&api).await.len(), 1);
     assert_eq!(api.get("/api/approvals").await.body, json!([]));
+    for limit in ["0", "501", "2147483648"] {
+        let refused = api.get(&format!("/api/approvals?limit={limit}")).await;
+        assert_eq!(refused.status, 422, "limit={limit}: {}", refused.text);
+    }
 }
 
 #[tokio::test]
