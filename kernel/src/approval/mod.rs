@@ -10,10 +10,10 @@
 //!   `tainted`: the session has a label) sends the call to a person.
 //! - **The decision is a person's**: the call becomes a row of `approvals` with its exact
 //!   arguments, the agent, the provenance and the rule; the turn waits (its chat shows an
-//!   `approval` event) until a person decides (`kennel approvals` on the daemon's machine; the
-//!   dashboard's page is next), or the rule's timeout denies it. API tokens read approvals and
-//!   never decide them; no tool reaches them. "For N minutes"
-//!   lets the same agent's calls of the same tool under the same rule through until then.
+//!   `approval` event) until a person decides (an operator on the Approvals page, or
+//!   `kennel approvals` on the daemon's machine), or the rule's timeout denies it. API tokens
+//!   read approvals and never decide them; no tool reaches them. "For N minutes" lets the same
+//!   agent's calls of the same tool under the same rule through until then.
 //! - **Secret egress** ([`egress`]): before a call whose arguments leave the daemon, they are
 //!   searched for the daemon's secrets and credential shapes; a match is refused, naming the
 //!   rule and never the secret.

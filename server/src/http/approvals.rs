@@ -1,6 +1,6 @@
 //! `/api/approvals`: calls that wait, or waited, for a person's decision (issue 48). Any
 //! token reads them; only the CLI's token decides here (403 for API tokens, as for permanent
-//! deletion). The dashboard's page for operators is the next part of issue 48.
+//! deletion). Operators decide on the dashboard's Approvals page.
 
 use crate::routes::api;
 use axum::Json;
