@@ -23,7 +23,7 @@ pub struct InboxPage {
     pub urgency: Option<Urgency>,
     pub unread_only: bool,
     /// Calls waiting for a person's approval (`/approvals`).
-    pub waiting_approvals: usize,
+    pub waiting_approvals: u64,
 }
 
 pub fn render(meta: PageMeta, page: InboxPage) -> String {

@@ -59,6 +59,8 @@ pub const FAMILY: Family = Family {
 const LOOK_AGAIN: Duration = Duration::from_secs(1);
 /// The longest "calls like this for N minutes" may run: a day.
 pub const MAX_FOR_MINUTES: u32 = 1440;
+/// At most this many approvals in one list.
+pub const MAX_LISTED: u32 = 500;
 /// At most this many characters in a decision's note.
 pub const MAX_NOTE: usize = 500;
 
@@ -155,11 +157,6 @@ impl Approvals {
         }
     }
 
-    /// The rules in force, shipped defaults first.
-    pub fn rules(&self) -> &[Rule] {
-        &self.rules
-    }
-
     /// Whether a call of `tool` in `ctx` may be held or refused by [`Approvals::clear`]: it
     /// is made in a turn, and sends its arguments out or is covered by a rule. The cheap test
     /// every call pays.
@@ -184,11 +181,7 @@ impl Approvals {
             )));
         }
         let tainted = ctx.provenance.as_ref().is_some_and(Provenance::is_tainted);
-        let Some(rule) = self
-            .rules
-            .iter()
-            .find(|r| (r.when == When::Always || tainted) && r.covers_tool(tool) && r.covers(tool, args))
-        else {
+        let Some(rule) = self.rules.iter().find(|r| (r.when == When::Always || tainted) && r.covers(tool, args)) else {
             return Ok(());
         };
         let now = crate::db::timestamp(self.clock.now());
@@ -275,9 +268,18 @@ impl Approvals {
         })
     }
 
-    /// Approvals newest first: those in `status` when given, `agent`'s when given.
+    /// Approvals newest first: those in `status` when given, `agent`'s when given, at most
+    /// `limit` (1 to [`MAX_LISTED`]).
     pub async fn list(&self, status: Option<Status>, agent: Option<Uuid>, limit: u32) -> Result<Vec<Approval>> {
-        store::list(&self.db, status, agent.map(|a| a.to_string()).as_deref(), i64::from(limit.clamp(1, 500))).await
+        if !(1..=MAX_LISTED).contains(&limit) {
+            return Err(Error::invalid(format!("limit is 1 to {MAX_LISTED}")).with_field("limit"));
+        }
+        store::list(&self.db, status, agent.map(|a| a.to_string()).as_deref(), i64::from(limit)).await
+    }
+
+    /// How many calls wait for a decision now.
+    pub async fn waiting(&self) -> Result<u64> {
+        store::pending_count(&self.db).await
     }
 
     pub async fn get(&self, id: &str) -> Result<Approval> {

@@ -97,6 +97,11 @@ pub(super) async fn list(db: &Db, status: Option<Status>, agent: Option<&str>, l
     rows.iter().map(approval_from).collect()
 }
 
+pub(super) async fn pending_count(db: &Db) -> Result<u64> {
+    let n: i64 = db::query_scalar("SELECT count(*) FROM approvals WHERE status = 'pending'").fetch_one(db).await?;
+    Ok(n.max(0) as u64)
+}
+
 /// Decides a pending approval; false when it was decided (or expired) first.
 pub(super) async fn decide(
     db: &Db,

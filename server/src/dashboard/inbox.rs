@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use kennel_app::Paging;
 use kennel_app::pages::inbox::{self, InboxPage};
 use kennel_kernel::Kernel;
-use kennel_kernel::approval::{Approvals, Status};
+use kennel_kernel::approval::Approvals;
 use kennel_kernel::changes::Topic;
 use kennel_kernel::notify::Inbox;
 use kennel_kernel::notify::{NoteFilter, Urgency};
@@ -66,7 +66,7 @@ pub async fn page(
         agent: q.agent,
         urgency,
         unread_only,
-        waiting_approvals: kernel.service::<Approvals>().list(Some(Status::Pending), None, 500).await?.len(),
+        waiting_approvals: kernel.service::<Approvals>().waiting().await?,
     };
     let url = list_url("/inbox", &filters, q.cursor.cursor.as_deref());
     let meta = following(meta(&op, "Inbox", inbox::SECTION, n.flash()), &[Topic::Inbox], url);

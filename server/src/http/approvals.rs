@@ -48,12 +48,8 @@ async fn list_approvals(
         Some(a) => Some(kernel.agents().get(&a).map_err(|e| e.on_field("agent"))?.id),
         None => None,
     };
-    let limit = filter.limit.unwrap_or(100);
-    if !(1..=500).contains(&limit) {
-        return Err(kennel_kernel::Error::invalid("limit is 1 to 500").with_field("limit").into());
-    }
     let approvals = kernel.service::<Approvals>();
-    Ok(Json(approvals.list(filter.status, agent, limit).await?))
+    Ok(Json(approvals.list(filter.status, agent, filter.limit.unwrap_or(100)).await?))
 }
 
 /// One approval: the call's exact arguments, the turn's provenance, the rule, the decision.
