@@ -100,8 +100,22 @@ document.addEventListener('submit', (event) => {
     document.getElementById('questions').appendChild(asking);
     asking.querySelector('input[name=answer]').focus();
   });
+  // A call held for approval: the operator decides here, live, as on the Approvals page.
+  events.addEventListener('approval', (e) => {
+    const d = JSON.parse(e.data);
+    if (!ours(d)) return;
+    bubble = null;
+    line(`waiting for approval: ${d.tool} (${d.rule})`, 'bad');
+    document.getElementById('questions').appendChild(approvalForm(d, form.querySelector('input[name=csrf]')));
+  });
   events.addEventListener('tool_call_finished', (e) => {
     const d = JSON.parse(e.data);
+    if (d.name && ours(d)) {
+      // Decided (here or elsewhere) or timed out: the call's form goes.
+      for (const deciding of document.querySelectorAll('form.approval[data-approval]')) {
+        if (deciding.dataset.tool === d.name) deciding.remove();
+      }
+    }
     if (!ours(d) || d.name !== 'ask_user') return;
     // It waited too long: nobody can answer it now (an answered one says what was answered).
     for (const asking of asked.splice(0)) if (asking.dataset.question) asking.remove();
@@ -251,6 +265,44 @@ function questionForm(action, csrf, d) {
   asking.append(text, typed, choices);
   return asking;
 }
+
+// A held call's decision in the chat: approve once, or deny; the page stays (the turn goes on).
+function approvalForm(d, csrf) {
+  const el = (tag, props) => Object.assign(document.createElement(tag), props);
+  const deciding = el('form', { method: 'post', action: `/approvals/${encodeURIComponent(d.approval_id)}/approve`, className: 'approval question stack' });
+  deciding.dataset.approval = d.approval_id;
+  deciding.dataset.tool = d.tool;
+  if (csrf) deciding.appendChild(csrf.cloneNode());
+  const text = el('p', { className: 'question-text' });
+  text.append(el('strong', { textContent: `Approve ${d.tool}? ` }), d.reason, ` (rule: ${d.rule}). `);
+  const details = el('a', { href: `/approvals#approval-${d.approval_id}`, textContent: 'See its exact arguments' });
+  text.append(details);
+  const row = el('div', { className: 'row choices' });
+  const deny = el('button', { type: 'submit', textContent: 'Deny', className: 'danger', formNoValidate: true });
+  deny.formAction = `/approvals/${encodeURIComponent(d.approval_id)}/deny`;
+  row.append(el('button', { type: 'submit', textContent: 'Approve once' }), deny);
+  deciding.append(text, row);
+  return deciding;
+}
+
+document.addEventListener('submit', async (event) => {
+  const deciding = event.target;
+  if (!deciding.dataset || !deciding.dataset.approval) return;
+  event.preventDefault();
+  const action = (event.submitter && event.submitter.formAction) || deciding.action;
+  for (const button of deciding.querySelectorAll('button')) button.disabled = true;
+  let note;
+  try {
+    const response = await fetch(action, { method: 'POST', body: new URLSearchParams(new FormData(deciding)), redirect: 'manual' });
+    const done = response.type === 'opaqueredirect' || response.ok;
+    const what = action.endsWith('/deny') ? 'denied' : 'approved';
+    note = done ? `You ${what} this call.` : `Not decided (${response.status}): it was decided already, or it expired.`;
+  } catch (err) {
+    note = `Not decided: ${err}`;
+  }
+  deciding.replaceChildren(Object.assign(document.createElement('p'), { className: 'hint', textContent: note }));
+  deciding.removeAttribute('data-approval');
+});
 
 // Answering a question stays on the page (a chat turn may be running on it): the form says
 // what was answered, or why the answer was refused.

@@ -265,6 +265,7 @@ impl Kernel {
         cluster::Cluster::start(self, listen).await?;
         tasks::start_sweeper(self.services());
         schedule::runner::start(self.services());
+        approval::start_resuming(self.services());
         agent::start_ephemeral_sweeper(self.services());
         retention::start(self);
         process::start(self.services().need());

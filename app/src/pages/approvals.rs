@@ -45,7 +45,7 @@ pub fn render(meta: PageMeta, page: ApprovalsPage) -> String {
         view! {
             <Shell meta>
                 <h1>"Approvals"</h1>
-                <p class="hint">"A call here has not run. Approve it and its turn goes on; deny it and the agent is told who denied it and why. Nobody deciding in time denies it."</p>
+                <p class="hint">"A call here has not run. Approve it and its turn goes on (a parked turn, which had nobody in it, goes on in its session); deny it and the agent is told who denied it and why. Nobody deciding in time denies it."</p>
                 <form method="get" action="/approvals" class="filters">
                     <label>"State " <select name="status">{states}</select></label>
                     <button type="submit">"Show"</button>
@@ -70,6 +70,17 @@ fn card(a: Approval, csrf: String) -> impl IntoView + use<> {
     let labels = a.provenance.iter().map(|l| view! { <li>{l.to_string()}</li> }).collect::<Vec<_>>();
     let read = (!labels.is_empty()).then(|| view! { <p>"The turn had read:"</p><ul class="labels">{labels}</ul> });
     let note = a.note.clone().map(|n| view! { <p>"Note: "{n}</p> });
+    // A headless turn (a schedule, the API) did not wait: say where the call goes on.
+    let parked = match (a.parked, a.status, &a.resumed_at) {
+        (false, _, _) => None,
+        (true, Status::Pending, _) => Some(
+            "Parked: its turn had nobody in it and ended; the call runs, and the session goes on, once decided."
+                .to_string(),
+        ),
+        (true, _, Some(at)) => Some(format!("Its session went on {}.", short_time(at))),
+        (true, _, None) => Some("Its session goes on in a moment.".to_string()),
+    }
+    .map(|text| view! { <p class="hint">{text}</p> });
     let until = a
         .allow_until
         .clone()
@@ -109,6 +120,7 @@ fn card(a: Approval, csrf: String) -> impl IntoView + use<> {
                 <summary>"The exact arguments"</summary>
                 <pre class="arguments">{arguments}</pre>
             </details>
+            {parked}
             {note}
             {until}
             {decide}

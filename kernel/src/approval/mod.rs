@@ -9,9 +9,11 @@
 //!   first rule covering a call (tool glob, argument globs) whose `when` holds (`always`, or
 //!   `tainted`: the session has a label) sends the call to a person.
 //! - **The decision is a person's**: the call becomes a row of `approvals` with its exact
-//!   arguments, the agent, the provenance and the rule; the turn waits (its chat shows an
-//!   `approval` event) until a person decides (an operator on the Approvals page, or
-//!   `kennel approvals` on the daemon's machine), or the rule's timeout denies it. API tokens
+//!   arguments, the agent, the provenance and the rule; a turn with a person in it waits (its
+//!   chat shows an `approval` event) until a person decides (an operator on the Approvals page,
+//!   or `kennel approvals` on the daemon's machine), or the rule's timeout denies it. A turn
+//!   with nobody in it parks the call and ends; its session goes on once the call is decided
+//!   ([`resume`]). API tokens
 //!   read approvals and never decide them; no tool reaches them. "For N minutes" lets the same
 //!   agent's calls of the same tool under the same rule through until then.
 //! - **Secret egress** ([`egress`]): before a call whose arguments leave the daemon, they are
@@ -24,9 +26,10 @@
 pub mod config;
 pub mod egress;
 pub mod provenance;
+mod resume;
 mod store;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -39,11 +42,12 @@ use crate::cluster::Cluster;
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::family::{Family, Services};
-use crate::tool::{CallContext, Caller};
+use crate::tool::{CallContext, Caller, ChannelContext};
 use crate::turn::{AgentEvent, EventKind, Turns};
 pub use config::{ApprovalsConfig, Rule, When};
 use egress::SecretScan;
 pub use provenance::{Label, Provenance};
+pub(crate) use resume::start as start_resuming;
 
 /// The family's part in the kernel: a service, no tools.
 pub const FAMILY: Family = Family {
@@ -118,6 +122,55 @@ pub struct Approval {
     /// An approval "for N minutes": the same agent's calls of the same tool under the same
     /// rule go through until then.
     pub allow_until: Option<String>,
+    /// Asked by a turn with no person in it: that turn ended, and its session goes on when the
+    /// call is decided (or expires).
+    pub parked: bool,
+    /// When a parked call's session went on: the call ran (if approved) and the agent was told.
+    pub resumed_at: Option<String>,
+}
+
+/// Where a headless turn parks the call a rule holds: the pipeline sets it, and the turn then
+/// runs no more of the reply's calls and ends (`TurnEnd::Parked`).
+#[derive(Debug, Default)]
+pub struct Parking(Mutex<Option<Parked>>);
+
+/// The call a turn parked.
+#[derive(Debug, Clone)]
+pub struct Parked {
+    pub approval: Uuid,
+    pub tool: String,
+}
+
+impl Parking {
+    pub fn parked(&self) -> Option<Parked> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn park(&self, parked: Parked) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(parked);
+    }
+}
+
+/// What a parked call's session goes on with: the turn that parked it, as it was asked.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Resume {
+    caller: Caller,
+    channel: Option<ChannelContext>,
+    depth: u32,
+    /// The agents of the blocking chain before this one, outermost first.
+    chain: Vec<Uuid>,
+}
+
+impl Resume {
+    fn of(ctx: &CallContext) -> Resume {
+        let before = ctx.chain.len().saturating_sub(1);
+        Resume {
+            caller: ctx.caller.clone(),
+            channel: ctx.channel.clone(),
+            depth: ctx.depth,
+            chain: ctx.chain[..before].to_vec(),
+        }
+    }
 }
 
 /// A person's decision.
@@ -134,8 +187,13 @@ pub struct Approvals {
     cluster: Arc<Cluster>,
     clock: Clock,
     turns: Arc<Turns>,
+    agents: Arc<crate::agent::Agents>,
+    sessions: Arc<crate::session::Sessions>,
+    runtime: crate::runtime::Runtime,
     rules: Vec<Rule>,
     scan: SecretScan,
+    /// Wakes the loop that resumes parked calls: one was parked or decided here.
+    resumer: tokio::sync::Notify,
 }
 
 impl Approvals {
@@ -152,8 +210,12 @@ impl Approvals {
             cluster: services.need(),
             clock: services.get::<Clock>().clone(),
             turns: services.need(),
+            agents: services.need(),
+            sessions: services.need(),
+            runtime: services.get::<crate::runtime::Runtime>().clone(),
             rules,
             scan: SecretScan::from_env(),
+            resumer: tokio::sync::Notify::new(),
         }
     }
 
@@ -180,6 +242,9 @@ impl Approvals {
                 found.0
             )));
         }
+        if let Some(approval) = ctx.approved {
+            return self.resumed_call(approval, ctx, tool, args).await;
+        }
         let tainted = ctx.provenance.as_ref().is_some_and(Provenance::is_tainted);
         let Some(rule) = self.rules.iter().find(|r| (r.when == When::Always || tainted) && r.covers(tool, args)) else {
             return Ok(());
@@ -188,10 +253,30 @@ impl Approvals {
         if store::standing(&self.db, ctx.agent.id, tool, &rule.name, &now).await?.is_some() {
             return Ok(());
         }
-        self.wait_for_person(ctx, tool, args, rule).await
+        match &ctx.parking {
+            Some(parking) => self.park(ctx, tool, args, rule, parking).await,
+            None => self.wait_for_person(ctx, tool, args, rule).await,
+        }
     }
 
-    async fn wait_for_person(&self, ctx: &CallContext, tool: &str, args: &Value, rule: &Rule) -> Result<()> {
+    /// Lets a resumed call through: the one its approval names, exactly as approved.
+    async fn resumed_call(&self, approval: Uuid, ctx: &CallContext, tool: &str, args: &Value) -> Result<()> {
+        let approved = store::get(&self.db, &approval.to_string()).await?;
+        match approved {
+            Some(a)
+                if a.status == Status::Approved
+                    && a.agent_id == ctx.agent.id
+                    && a.tool == tool
+                    && a.arguments == *args =>
+            {
+                Ok(())
+            }
+            _ => Err(Error::forbidden(format!("approval {approval} does not approve this call of `{tool}`"))),
+        }
+    }
+
+    /// A new pending approval of this call under `rule`.
+    fn request(&self, ctx: &CallContext, tool: &str, args: &Value, rule: &Rule) -> Approval {
         let labels = ctx.provenance.as_ref().map(Provenance::labels).unwrap_or_default();
         let reason = match rule.when {
             When::Always => format!("`{tool}` always needs approval under this rule"),
@@ -200,8 +285,7 @@ impl Approvals {
             }
         };
         let now = self.clock.now();
-        let timeout = Duration::from_secs(rule.timeout_secs);
-        let approval = Approval {
+        Approval {
             id: Uuid::now_v7(),
             agent_id: ctx.agent.id,
             agent: ctx.agent.name.clone(),
@@ -219,11 +303,13 @@ impl Approvals {
             decided_at: None,
             note: None,
             allow_until: None,
-        };
-        let id = approval.id.to_string();
-        // Waiting starts before the row exists, so no decision's wake-up is missed.
-        let waiting = self.cluster.wait_for(&id);
-        store::insert(&self.db, &approval, self.cluster.id()).await?;
+            parked: ctx.parking.is_some(),
+            resumed_at: None,
+        }
+    }
+
+    /// Tells the turn's chat that its call waits for a person.
+    fn announce(&self, ctx: &CallContext, approval: &Approval) {
         if let (Some(turn_id), Some(session_id)) = (ctx.turn, ctx.session) {
             self.turns.emit(AgentEvent {
                 agent_id: ctx.agent.id,
@@ -231,12 +317,40 @@ impl Approvals {
                 session_id,
                 kind: EventKind::Approval {
                     approval_id: approval.id,
-                    tool: tool.to_string(),
-                    rule: rule.name.clone(),
+                    tool: approval.tool.clone(),
+                    rule: approval.rule.clone(),
                     reason: approval.reason.clone(),
                 },
             });
         }
+    }
+
+    /// Parks a headless turn's call: the approval is stored with how to resume the session,
+    /// and the model is told its turn ends here.
+    async fn park(&self, ctx: &CallContext, tool: &str, args: &Value, rule: &Rule, parking: &Parking) -> Result<()> {
+        let approval = self.request(ctx, tool, args, rule);
+        let resume = serde_json::to_string(&Resume::of(ctx)).map_err(|e| Error::internal(e.to_string()))?;
+        store::insert(&self.db, &approval, self.cluster.id(), Some(&resume)).await?;
+        self.announce(ctx, &approval);
+        parking.park(Parked { approval: approval.id, tool: tool.to_string() });
+        // Its expiry is the resuming loop's to keep.
+        self.resumer.notify_one();
+        Err(Error::unavailable(format!(
+            "`{tool}` needs a person's approval (approval {}, rule {}) and nobody is in this turn to give it, \
+             so the turn is parked and ends here. When someone decides, or nobody has in {} s, a message tells \
+             you how it went, with the call's result if it ran. Do not make the call again meanwhile",
+            approval.id, rule.name, rule.timeout_secs
+        )))
+    }
+
+    async fn wait_for_person(&self, ctx: &CallContext, tool: &str, args: &Value, rule: &Rule) -> Result<()> {
+        let timeout = Duration::from_secs(rule.timeout_secs);
+        let approval = self.request(ctx, tool, args, rule);
+        let id = approval.id.to_string();
+        // Waiting starts before the row exists, so no decision's wake-up is missed.
+        let waiting = self.cluster.wait_for(&id);
+        store::insert(&self.db, &approval, self.cluster.id(), None).await?;
+        self.announce(ctx, &approval);
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
         let shared = self.db.is_shared();
@@ -344,7 +458,11 @@ impl Approvals {
             return Err(Error::conflict(format!("approval {id} was decided or expired just now")));
         }
         self.cluster.wake(id).await?;
-        self.get(id).await
+        let decided = self.get(id).await?;
+        if decided.parked {
+            self.resumer.notify_one();
+        }
+        Ok(decided)
     }
 
     /// The labels stored for `session`.

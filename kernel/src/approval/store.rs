@@ -11,7 +11,8 @@ use crate::error::{Error, Result};
 macro_rules! columns {
     () => {
         "id, agent_id, agent, session_id, turn_id, tool, arguments, provenance, rule, reason, \
-         requested_at, expires_at, status, decided_by, decided_at, note, allow_until"
+         requested_at, expires_at, status, decided_by, decided_at, note, allow_until, parked IS NOT NULL AS is_parked, \
+         resumed_at"
     };
 }
 
@@ -45,14 +46,18 @@ fn approval_from(row: &db::Row) -> Result<Approval> {
         decided_at: row.try_get("decided_at")?,
         note: row.try_get("note")?,
         allow_until: row.try_get("allow_until")?,
+        parked: row.try_get("is_parked")?,
+        resumed_at: row.try_get("resumed_at")?,
     })
 }
 
-pub(super) async fn insert(db: &Db, a: &Approval, daemon: &str) -> Result<()> {
+/// Stores a pending approval; `parked` (how to resume its session, as JSON) when its turn did
+/// not wait.
+pub(super) async fn insert(db: &Db, a: &Approval, daemon: &str, parked: Option<&str>) -> Result<()> {
     db::query(
         "INSERT INTO approvals (id, agent_id, agent, session_id, turn_id, daemon_id, tool, arguments, provenance,
-                                rule, reason, requested_at, expires_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                                rule, reason, requested_at, expires_at, parked)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
     )
     .bind(a.id.to_string())
     .bind(a.agent_id.to_string())
@@ -67,6 +72,7 @@ pub(super) async fn insert(db: &Db, a: &Approval, daemon: &str) -> Result<()> {
     .bind(&a.reason)
     .bind(&a.requested_at)
     .bind(&a.expires_at)
+    .bind(parked)
     .execute(db)
     .await?;
     Ok(())
@@ -160,5 +166,77 @@ pub(super) async fn save_session_labels(db: &Db, session: Uuid, labels: &[Label]
         .bind(text)
         .execute(db)
         .await?;
+    Ok(())
+}
+
+/// A decided parked approval whose session has not gone on yet.
+pub(super) struct ToResume {
+    pub approval: Approval,
+    /// How to resume, as stored at parking.
+    pub resume: String,
+    /// What the resumed turn is told, once written (the call ran, or was not made).
+    pub outcome: Option<String>,
+}
+
+/// Parked approvals nobody decided by their time: expired, as a waiting turn's would be.
+pub(super) async fn expire_parked(db: &Db, now: &str) -> Result<u64> {
+    let expired = db::query(
+        "UPDATE approvals SET status = 'expired', decided_by = 'timeout', decided_at = $1
+         WHERE parked IS NOT NULL AND status = 'pending' AND expires_at <= $1",
+    )
+    .bind(now)
+    .execute(db)
+    .await?;
+    Ok(expired.rows_affected())
+}
+
+/// When the next parked approval expires, if one waits.
+pub(super) async fn next_parked_expiry(db: &Db) -> Result<Option<String>> {
+    Ok(db::query_scalar("SELECT min(expires_at) FROM approvals WHERE parked IS NOT NULL AND status = 'pending'")
+        .fetch_one(db)
+        .await?)
+}
+
+/// Decided parked approvals no daemon is resuming, oldest first.
+pub(super) async fn unresumed(db: &Db, limit: i64) -> Result<Vec<ToResume>> {
+    let rows = db::query(concat!(
+        "SELECT ",
+        columns!(),
+        ", parked, outcome FROM approvals
+         WHERE parked IS NOT NULL AND status <> 'pending' AND resumed_at IS NULL AND resumed_by IS NULL
+         ORDER BY id LIMIT $1"
+    ))
+    .bind(limit)
+    .fetch_all(db)
+    .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(ToResume {
+                approval: approval_from(row)?,
+                resume: row.try_get("parked")?,
+                outcome: row.try_get("outcome")?,
+            })
+        })
+        .collect()
+}
+
+/// Makes resuming `id` this daemon's; false when another daemon took it first.
+pub(super) async fn claim(db: &Db, id: Uuid, daemon: &str) -> Result<bool> {
+    let claimed =
+        db::query("UPDATE approvals SET resumed_by = $2 WHERE id = $1 AND resumed_by IS NULL AND resumed_at IS NULL")
+            .bind(id.to_string())
+            .bind(daemon)
+            .execute(db)
+            .await?;
+    Ok(claimed.rows_affected() == 1)
+}
+
+pub(super) async fn set_outcome(db: &Db, id: Uuid, outcome: &str) -> Result<()> {
+    db::query("UPDATE approvals SET outcome = $2 WHERE id = $1").bind(id.to_string()).bind(outcome).execute(db).await?;
+    Ok(())
+}
+
+pub(super) async fn set_resumed(db: &Db, id: Uuid, at: &str) -> Result<()> {
+    db::query("UPDATE approvals SET resumed_at = $2 WHERE id = $1").bind(id.to_string()).bind(at).execute(db).await?;
     Ok(())
 }

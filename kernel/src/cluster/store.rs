@@ -83,7 +83,7 @@ pub(super) async fn claim_dead(db: &Db, me: &str, now: &str, beat_before: &str) 
 
 /// Ends a dead daemon's leases, and puts its half-run forwarded turns back in the queue;
 /// those it was waiting for, and its turns' `ask_user` questions, have no one to answer and go;
-/// its turns' pending approvals expire.
+/// its turns' waiting approvals expire, and the parked ones it was resuming are let go.
 pub(super) async fn release_dead(db: &Db, dead: &str, cut_off: &str, at: &str) -> Result<()> {
     let mut tx = db.begin().await?;
     expire_leases(&mut tx, dead).await?;
@@ -95,15 +95,21 @@ pub(super) async fn release_dead(db: &Db, dead: &str, cut_off: &str, at: &str) -
     db::query("DELETE FROM cluster_calls WHERE asked_by = $1").bind(dead).execute(&mut tx).await?;
     // The turns waiting for these answers ended with their daemon.
     db::query("DELETE FROM questions WHERE daemon_id = $1").bind(dead).execute(&mut tx).await?;
-    // So did the calls waiting for approval: a late "yes" would run nothing (issue 48).
+    // So did the calls waiting for approval: a late "yes" would run nothing (issue 48). Parked
+    // calls wait in the database, not in a turn: they stay, and a session it was resuming is
+    // resumed again (its call is not run twice: `crate::approval`).
     db::query(
         "UPDATE approvals SET status = 'expired', decided_by = 'daemon stopped', decided_at = $2
-         WHERE daemon_id = $1 AND status = 'pending'",
+         WHERE daemon_id = $1 AND status = 'pending' AND parked IS NULL",
     )
     .bind(dead)
     .bind(at)
     .execute(&mut tx)
     .await?;
+    db::query("UPDATE approvals SET resumed_by = NULL WHERE resumed_by = $1 AND resumed_at IS NULL")
+        .bind(dead)
+        .execute(&mut tx)
+        .await?;
     // A call is not run twice: the one it was running ends with `cut_off` for its asker.
     let cut: Vec<String> = db::query_scalar(
         "UPDATE cluster_calls SET state = 'done', result = $2, finished_at = $3 WHERE run_by = $1 AND state = 'running'

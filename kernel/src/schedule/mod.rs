@@ -242,6 +242,9 @@ pub enum FireOutcome {
     Skipped,
     /// The daemon stopped during the turn.
     Interrupted,
+    /// A call of its turn waits for a person's approval: the turn parked, and goes on in its
+    /// session once someone decides (`crate::approval`).
+    Parked,
 }
 
 stored_enum!(Kind { Once = "once", Cron = "cron" });
@@ -253,6 +256,7 @@ stored_enum!(FireOutcome {
     Failed = "failed",
     Skipped = "skipped",
     Interrupted = "interrupted",
+    Parked = "parked",
 });
 
 #[derive(Debug, Clone, Serialize, ToSchema)]

@@ -260,6 +260,7 @@ async fn fire(uses: Uses, d: Dispatch, _permit: Option<tokio::sync::OwnedSemapho
                         (FireOutcome::Failed, format!("the reply was not delivered: {}", e.message), Some(r.session_id))
                     }
                 },
+                Ok(r) if r.ended == TurnEnd::Parked => (FireOutcome::Parked, r.reply, Some(r.session_id)),
                 Ok(r) => {
                     (FireOutcome::Failed, format!("the turn ended without a reply: {:?}", r.ended), Some(r.session_id))
                 }

@@ -91,6 +91,11 @@ pub struct CallContext {
     pub offered: Option<Arc<Offered>>,
     /// In a turn: the untrusted sources its session has read; a result from outside adds one.
     pub provenance: Option<crate::approval::Provenance>,
+    /// In a headless turn: where a call a rule holds is parked (the turn ends, and resumes when
+    /// a person decides) instead of waiting in memory.
+    pub parking: Option<Arc<crate::approval::Parking>>,
+    /// The approval a resumed call runs under: the pipeline lets exactly that call through.
+    pub approved: Option<Uuid>,
 }
 
 /// The tool names one model call was offered, and in which mode.
@@ -116,6 +121,8 @@ impl CallContext {
             cancel: CancellationToken::new(),
             offered: None,
             provenance: None,
+            parking: None,
+            approved: None,
         }
     }
 

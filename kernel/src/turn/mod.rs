@@ -105,7 +105,7 @@ pub use turns::Turns;
 
 use crate::Kernel;
 use crate::agent::Agent;
-use crate::approval::{Approvals, Provenance};
+use crate::approval::{Approvals, Parking, Provenance};
 use crate::error::{Error, Result};
 use crate::llm::{Message, Provider, Usage};
 use crate::memory::semantic::{self, SemanticMemory};
@@ -200,6 +200,8 @@ pub(crate) async fn run_here(kernel: &Kernel, agent: Arc<Agent>, req: TurnReques
         cancel: &cancel,
         emit: &emit,
         provenance,
+        // No person to wait with: a call a rule holds parks, and the turn ends there.
+        parking: req.headless.then(Default::default),
     }
     .run()
     .await;
@@ -266,6 +268,8 @@ struct Loop<'a, E: Fn(EventKind)> {
     emit: &'a E,
     /// The untrusted sources the session's model has read ([`crate::approval`]).
     provenance: Provenance,
+    /// In a headless turn: the call parked for a person's approval, once one is.
+    parking: Option<Arc<Parking>>,
 }
 
 impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
@@ -411,6 +415,16 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
             trace.extend(entries);
             if self.cancel.is_cancelled() {
                 return Ok(finish(String::new(), TurnEnd::Cancelled, iteration, trace, usage));
+            }
+            if let Some(parked) = self.parking.as_ref().and_then(|p| p.parked()) {
+                let note = format!(
+                    "The turn is parked: its call of `{}` waits for a person's approval (approval {}). It goes on here once someone decides.",
+                    parked.tool, parked.approval
+                );
+                if let Err(e) = sessions.record_note(self.session, "Parked", &note).await {
+                    tracing::warn!(error = %e, "noting a parked turn in the session failed");
+                }
+                return Ok(finish(note, TurnEnd::Parked, iteration, trace, usage));
             }
             if let Some(name) = repeated {
                 let note = format!(

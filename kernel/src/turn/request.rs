@@ -84,6 +84,10 @@ pub enum TurnEnd {
     /// The model made the same tool call with the same arguments `[kernel]
     /// max_repeated_calls` times in a row: the turn was stopped before running it again.
     RepeatedCall,
+    /// A call waits for a person's approval and no person is in the turn (a schedule, the API,
+    /// a trigger, another agent): the turn ended there, and goes on in its session when the
+    /// call is decided (`crate::approval`).
+    Parked,
 }
 
 impl TurnEnd {
@@ -93,6 +97,7 @@ impl TurnEnd {
             TurnEnd::IterationCap => "iteration_cap",
             TurnEnd::Cancelled => "cancelled",
             TurnEnd::RepeatedCall => "repeated_call",
+            TurnEnd::Parked => "parked",
         }
     }
 }

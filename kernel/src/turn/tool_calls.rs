@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::images;
 use super::{EventKind, Loop, TraceEntry};
-use crate::approval::Approvals;
+use crate::approval::{Approvals, Parked};
 use crate::llm::{Message, ToolCall};
 use crate::tool::pipeline::result_text;
 use crate::tool::{CallContext, Offered};
@@ -69,6 +69,7 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         ctx.cancel = self.cancel.clone();
         ctx.offered = Some(offered);
         ctx.provenance = Some(self.provenance.clone());
+        ctx.parking = self.parking.clone();
         ctx.depth = self.req.depth;
         let mut chain = self.req.chain.clone();
         chain.push(self.agent.id);
@@ -80,13 +81,26 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
             if self.runs_beside_others(&call.name) {
                 batch.push(call);
             } else {
-                outcomes.extend(join_all(batch.drain(..).map(|c| self.run_call(ctx.clone(), c))).await);
-                outcomes.push(self.run_call(ctx.clone(), call).await);
+                outcomes.extend(self.run_batch(&ctx, batch.drain(..)).await);
+                outcomes.extend(self.run_batch(&ctx, [call]).await);
             }
         }
-        outcomes.extend(join_all(batch.into_iter().map(|c| self.run_call(ctx.clone(), c))).await);
+        outcomes.extend(self.run_batch(&ctx, batch).await);
         self.note_provenance().await;
         outcomes.into_iter().unzip()
+    }
+
+    /// Runs `calls` side by side, unless a call before them parked the turn: then none runs,
+    /// since the model wrote them as steps after it.
+    async fn run_batch<'c>(
+        &self,
+        ctx: &CallContext,
+        calls: impl IntoIterator<Item = &'c ToolCall>,
+    ) -> Vec<(Message, TraceEntry)> {
+        match self.parking.as_ref().and_then(|p| p.parked()) {
+            Some(parked) => calls.into_iter().map(|call| not_run(call, &parked)).collect(),
+            None => join_all(calls.into_iter().map(|c| self.run_call(ctx.clone(), c))).await,
+        }
     }
 
     /// Stores the session's provenance when the turn added to it, and tells the chat.
@@ -144,4 +158,29 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         };
         (message, entry)
     }
+}
+
+/// The result of a call left unrun because one before it parked the turn.
+fn not_run(call: &ToolCall, parked: &Parked) -> (Message, TraceEntry) {
+    let content = format!(
+        "not run: `{}` before it waits for a person's approval (approval {}), and the turn is parked there",
+        parked.tool, parked.approval
+    );
+    let message = Message::Tool {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content: content.clone(),
+        is_error: true,
+        image: None,
+    };
+    let entry = TraceEntry {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        arguments: call.arguments.clone(),
+        outcome: "not_run".into(),
+        summary: content,
+        duration_us: 0,
+        artifact_id: None,
+    };
+    (message, entry)
 }

@@ -264,14 +264,125 @@ async fn a_tainted_turn_passes_its_labels_to_the_agent_it_messages() {
     llm.push_all([
         Scripted::call("agent_send", json!({"agent_id": "helper", "message": "post a task", "async": false})),
         Scripted::call("task_post", json!({"title": "via helper", "body": ""})),
-        Scripted::text("Done."),
-        Scripted::text("Relayed."),
+        Scripted::text("The helper waits for an operator."),
+        Scripted::text("Posted."),
     ]);
     stranger_writes(&daemon, "m1", "ask the helper to post a task").await;
     let waiting = pending(&api).await;
     assert_eq!((waiting["agent"].as_str(), waiting["tool"].as_str()), (Some("helper"), Some("task_post")));
     assert_eq!(waiting["provenance"][0]["via"], "channel:hook user u666");
-    home.cli_ok(&["approvals", "approve", waiting["id"].as_str().unwrap()]).await;
+    // Nobody is in the helper's turn: it parked, and the sender heard so at once.
+    assert_eq!(waiting["parked"], true);
     assert!(eventually(Duration::from_secs(10), || async { !receiver.posts().is_empty() }).await);
-    assert_eq!(receiver.posts()[0]["content"]["text"], "Relayed.");
+    assert_eq!(receiver.posts()[0]["content"]["text"], "The helper waits for an operator.");
+    assert!(tool_result(&llm, 2).contains("is parked"), "{}", tool_result(&llm, 2));
+    assert!(tasks(&api).await.is_empty());
+
+    let id = waiting["id"].as_str().unwrap();
+    home.cli_ok(&["approvals", "approve", id]).await;
+    assert!(eventually(Duration::from_secs(10), || async { tasks(&api).await.len() == 1 }).await, "the call ran");
+    assert!(resumed(&api, id).await, "{}", api.get(&format!("/api/approvals/{id}")).await.text);
+}
+
+/// Whether the parked approval `id`'s session went on, once it has.
+async fn resumed(api: &Api, id: &str) -> bool {
+    eventually(Duration::from_secs(10), || async {
+        api.get(&format!("/api/approvals/{id}")).await.body["resumed_at"].is_string()
+    })
+    .await
+}
+
+/// The last user message the model was sent, once `n` requests were made.
+async fn last_told(llm: &FakeLlm, n: usize) -> String {
+    assert!(eventually(Duration::from_secs(10), || async { llm.requests().len() >= n }).await, "{n} requests");
+    let request = &llm.requests()[n - 1];
+    let messages = request.body["messages"].as_array().cloned().unwrap_or_default();
+    let told = messages.iter().rev().find(|m| m["role"] == "user").expect("a user message");
+    told["content"].as_str().unwrap_or_default().to_string()
+}
+
+/// Issue 48's durable parking: a scheduled turn has no person to wait with, so the call its
+/// rule holds is parked and the turn ends. The daemon is killed; the approval outlives it, is
+/// decided on the daemon started again, and the call runs once and the session goes on.
+#[tokio::test]
+async fn a_scheduled_turn_parks_its_call_across_a_kill_and_goes_on_once_approved() {
+    let config = "[[approvals.rule]]\nname = \"every task post\"\ntools = [\"task_post\"]\nwhen = \"always\"\n";
+    let (home, daemon, api, llm) = crate::daemon_with_llm_and_env("openai", config, &ENV).await;
+    let worker =
+        crate::agent_from(&api, json!({"name": "worker", "model": "m", "tools": ["task_post", "schedule.*"]})).await;
+    let created =
+        api.invoke(&worker, "cron_create", json!({"expression": "0 6 1 1 *", "prompt": "post the report"})).await;
+    let cron = created.body["content"]["id"].as_str().unwrap_or_else(|| panic!("{}", created.text)).to_string();
+    // The second call of the reply is a step after the parked one: it is not run either.
+    llm.push_all([
+        Scripted::calls(&[
+            ("task_post", json!({"title": "the report", "body": "weekly"})),
+            ("task_post", json!({"title": "its follow-up", "body": ""})),
+        ]),
+        Scripted::text("Posted the report."),
+    ]);
+    assert_eq!(api.post(&format!("/api/schedules/{cron}/run"), json!({})).await.status, 202);
+    let waiting = pending(&api).await;
+    assert_eq!((waiting["tool"].as_str(), waiting["parked"].as_bool()), (Some("task_post"), Some(true)));
+    let fire = eventually(Duration::from_secs(10), || async {
+        api.get(&format!("/api/schedules/{cron}")).await.body["fires"][0]["outcome"] == "parked"
+    })
+    .await;
+    assert!(fire, "{}", api.get(&format!("/api/schedules/{cron}")).await.text);
+    assert_eq!(llm.requests().len(), 1, "the turn ended at the parked call");
+    assert_eq!(api.get("/api/approvals").await.body.as_array().map(Vec::len), Some(1), "the second call was not run");
+    daemon.kill().await;
+
+    let token = home.token("again").await;
+    let daemon = home.start_with_env(&ENV).await;
+    let api = daemon.api(&token);
+    let id = waiting["id"].as_str().unwrap();
+    let kept = api.get(&format!("/api/approvals/{id}")).await.body;
+    assert_eq!((kept["status"].as_str(), kept["parked"].as_bool()), (Some("pending"), Some(true)), "{kept}");
+    assert!(tasks(&api).await.is_empty(), "nothing ran before the decision");
+
+    home.cli_ok(&["approvals", "approve", id, "--note", "it is Friday"]).await;
+    assert!(resumed(&api, id).await, "{}", api.get(&format!("/api/approvals/{id}")).await.text);
+    let posted = tasks(&api).await;
+    assert_eq!(posted.len(), 1, "the approved call ran once");
+    assert_eq!(posted[0]["title"], "the report");
+    let told = last_told(&llm, 2).await;
+    assert!(told.starts_with("[Kennel] cli approved your parked call of `task_post`"), "{told}");
+    assert!(told.contains("(\"it is Friday\")") && told.contains("It ran; its result:"), "{told}");
+    drop(daemon);
+}
+
+/// A parked call nobody decides expires at its time, and the session goes on with a refusal
+/// the model can act on; a denied one is not made either.
+#[tokio::test]
+async fn a_parked_call_expires_or_is_denied_and_the_model_hears_it() {
+    let config = "[[approvals.rule]]\nname = \"every task post\"\ntools = [\"task_post\"]\nwhen = \"always\"\ntimeout_secs = 1\n";
+    let (home, _daemon, api, llm) = crate::daemon_with_llm_and_env("openai", config, &ENV).await;
+    let worker = crate::agent_from(&api, json!({"name": "worker", "model": "m", "tools": ["task_post"]})).await;
+    llm.push_all([Scripted::call("task_post", json!({"title": "late", "body": ""})), Scripted::text("Skipped it.")]);
+    let sent = api.post(&format!("/api/agents/{worker}/messages"), json!({"message": "post it"})).await;
+    assert_eq!(sent.body["ended"], "parked", "an API turn has nobody in it: {}", sent.text);
+    let id = api.get("/api/approvals").await.body[0]["id"].as_str().unwrap().to_string();
+    assert!(resumed(&api, &id).await);
+    let expired = api.get(&format!("/api/approvals/{id}")).await.body;
+    assert_eq!((expired["status"].as_str(), expired["decided_by"].as_str()), (Some("expired"), Some("timeout")));
+    let told = last_told(&llm, 2).await;
+    assert!(told.starts_with("[Kennel] Nobody approved your parked call of `task_post`"), "{told}");
+    assert!(tasks(&api).await.is_empty());
+
+    llm.push_all([Scripted::call("task_post", json!({"title": "no", "body": ""})), Scripted::text("Fine.")]);
+    let session = sent.body["session_id"].as_str().unwrap();
+    api.post(&format!("/api/agents/{worker}/messages"), json!({"message": "again", "session": session})).await;
+    let id = eventually(Duration::from_secs(10), || async {
+        api.get("/api/approvals?status=pending").await.body.as_array().is_some_and(|a| a.len() == 1)
+    })
+    .await
+    .then_some(())
+    .and(api.get("/api/approvals?status=pending").await.body[0]["id"].as_str().map(str::to_string))
+    .expect("a second parked call");
+    home.cli_ok(&["approvals", "deny", &id, "--note", "not today"]).await;
+    assert!(resumed(&api, &id).await);
+    let told = last_told(&llm, 4).await;
+    assert!(told.starts_with("[Kennel] cli denied your parked call of `task_post`"), "{told}");
+    assert!(told.contains("not today") && tasks(&api).await.is_empty(), "{told}");
 }
