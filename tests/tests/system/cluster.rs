@@ -346,6 +346,47 @@ async fn when_an_agents_daemon_is_killed_another_answers_it_and_a_fire_cut_off_i
     assert_eq!(database.scalar("SELECT count(*) FROM schedule_fires"), "1", "not fired again");
 }
 
+/// Issue 48: a call parked by a headless turn outlives the daemon holding its agent. That
+/// daemon is killed; the approval is decided on another, which takes the agent over, runs
+/// the call once and goes on in the session.
+#[tokio::test]
+async fn a_parked_call_is_resumed_by_the_daemon_that_takes_its_agent_over() {
+    let Some(database) = cluster_database("a_parked_call_is_resumed_by_the_daemon_that_takes_its_agent_over") else {
+        return;
+    };
+    let llm = FakeLlm::start().await;
+    let config = format!(
+        "{}\n[cluster]\nlease_ms = 1500\n[[approvals.rule]]\nname = \"every task post\"\ntools = [\"task_post\"]\nwhen = \"always\"\n",
+        llm.provider_config("fake", "openai")
+    );
+    let (homes, daemons, token) = start_cluster(&database, 2, &config).await;
+    let mut daemons: Vec<Option<Daemon>> = daemons.into_iter().map(Some).collect();
+    let first = daemons[0].as_ref().unwrap().api(&token);
+    let made = first.post("/api/templates", json!({"name": "poster", "model": "m", "tools": ["task_post"]})).await;
+    assert_eq!(made.status, 201, "{}", made.text);
+    let agent = first.post("/api/agents", json!({"template": "poster"})).await.body["id"].as_str().unwrap().to_string();
+    llm.push_all([Scripted::call("task_post", json!({"title": "failover", "body": ""})), Scripted::text("Posted.")]);
+    let sent = first.post(&format!("/api/agents/{agent}/messages"), json!({"message": "post it"})).await;
+    assert_eq!(sent.body["ended"], "parked", "{}", sent.text);
+    let approval = first.get("/api/approvals").await.body[0]["id"].as_str().unwrap().to_string();
+
+    let owner_id = holder(&first, &format!("agent:{agent}")).await.expect("the agent is held");
+    let owner = daemon_index(&daemons, &token, &owner_id).await;
+    daemons[owner].take().unwrap().kill().await;
+    let survivor = 1 - owner;
+    let api = daemons[survivor].as_ref().unwrap().api(&token);
+    homes[survivor].cli_ok(&["approvals", "approve", &approval]).await;
+    let resumed = eventually(Duration::from_secs(15), || async {
+        api.get(&format!("/api/approvals/{approval}")).await.body["resumed_at"].is_string()
+    })
+    .await;
+    assert!(resumed, "{}", api.get(&format!("/api/approvals/{approval}")).await.text);
+    let tasks = api.get("/api/tasks").await.body;
+    assert_eq!(tasks.as_array().map(Vec::len), Some(1), "the call ran once: {tasks}");
+    let last = llm.requests().last().unwrap().body.to_string();
+    assert!(last.contains("approved your parked call of `task_post`"), "{last}");
+}
+
 #[tokio::test]
 async fn a_type_changed_on_one_daemon_is_used_on_another_within_a_second_and_turn_events_cross() {
     let Some(database) =
