@@ -10,9 +10,21 @@ use serde_json::Value;
 
 use crate::capability::glob_match;
 
-/// The tools whose arguments leave the daemon.
-const SINKS: &[&str] =
-    &["channel_send", "channel_dm", "a2a_send", "browser_navigate", "browser_type", "notify_owner", "mcp__*"];
+/// The tools whose arguments leave the daemon: messages, remote agents (a card fetched from an
+/// address the model chose), pages opened, typed into or scripted, notes fanned out, MCP servers.
+const SINKS: &[&str] = &[
+    "channel_send",
+    "channel_dm",
+    "a2a_send",
+    "a2a_discover",
+    "browser_navigate",
+    "browser_type",
+    "browser_run_js",
+    "notify_owner",
+    "mcp__*",
+    "mcp_resources",
+    "mcp_prompts",
+];
 
 /// Environment variables whose values are secrets whatever config names them.
 const SECRET_SUFFIXES: &[&str] = &["_KEY", "_TOKEN", "_SECRET", "_PASSWORD"];
@@ -48,12 +60,33 @@ pub struct SecretScan {
 impl SecretScan {
     /// The secrets in this process's environment: every variable whose name ends in `_KEY`,
     /// `_TOKEN`, `_SECRET` or `_PASSWORD` (the names providers, channels and the rest are told
-    /// to use) and `KENNEL_DATABASE_URL`.
-    pub fn from_env() -> SecretScan {
-        let named = std::env::vars().filter(|(name, _)| {
-            SECRET_SUFFIXES.iter().any(|s| name.ends_with(s)) || name == crate::config::DATABASE_URL_ENV
-        });
-        SecretScan::of(named)
+    /// to use), `KENNEL_DATABASE_URL`, and whatever other variable `config` names for a secret
+    /// (a hand-edited file may name any).
+    pub fn from_env(config: &crate::config::Config) -> SecretScan {
+        SecretScan::from_vars(config, std::env::vars())
+    }
+
+    /// [`SecretScan::from_env`] over the variables `vars`.
+    fn from_vars(config: &crate::config::Config, vars: impl IntoIterator<Item = (String, String)>) -> SecretScan {
+        let mut named: std::collections::BTreeSet<String> = config
+            .providers
+            .values()
+            .filter_map(|p| p.api_key_env.clone())
+            .chain(
+                config
+                    .channels
+                    .channels
+                    .values()
+                    .flat_map(|c| [c.token_env.clone(), c.signing_secret_env.clone()])
+                    .flatten(),
+            )
+            .chain(config.notify.smtp_password_env.clone())
+            .collect();
+        named.insert(crate::config::DATABASE_URL_ENV.to_string());
+        let secrets = vars
+            .into_iter()
+            .filter(|(name, _)| SECRET_SUFFIXES.iter().any(|s| name.ends_with(s)) || named.contains(name));
+        SecretScan::of(secrets)
     }
 
     pub fn of(secrets: impl IntoIterator<Item = (String, String)>) -> SecretScan {
@@ -84,9 +117,15 @@ impl SecretScan {
     }
 
     fn find_in(&self, text: &str) -> Option<Finding> {
-        // A URL may carry a secret percent-encoded.
-        let decoded = percent_decoded(text);
-        for candidate in std::iter::once(text).chain(decoded.as_deref()) {
+        // A URL may carry a secret percent-encoded, even twice over.
+        let mut candidates = vec![text.to_string()];
+        while candidates.len() < 4
+            && let Some(decoded) = percent_decoded(candidates.last().expect("one at least"))
+            && !candidates.contains(&decoded)
+        {
+            candidates.push(decoded);
+        }
+        for candidate in candidates.iter().map(String::as_str) {
             if let Some((name, _)) = self.known.iter().find(|(_, forms)| forms.iter().any(|f| candidate.contains(f))) {
                 return Some(Finding(format!("the value of ${name}")));
             }
@@ -112,10 +151,16 @@ fn encoded_forms(secret: &str) -> Vec<String> {
         let skip = if pad == 0 { 0 } else { (pad * 8).div_ceil(6) };
         let whole = (pad + secret.len()) / 3 * 4;
         if whole > skip + SHORTEST_SECRET {
-            forms.push(encoded[skip..whole].to_string());
+            let form = &encoded[skip..whole];
+            // The URL-safe alphabet differs only where `+` or `/` fall.
+            forms.push(form.replace('+', "-").replace('/', "_"));
+            forms.push(form.to_string());
         }
     }
-    forms.push(hex::encode(secret.as_bytes()));
+    let hex = hex::encode(secret.as_bytes());
+    forms.push(hex.to_uppercase());
+    forms.push(hex);
+    forms.dedup();
     forms
 }
 
@@ -176,9 +221,11 @@ mod tests {
         assert_eq!(scan().find(&json!({"text": format!("here: {secret}")})), found);
         assert_eq!(scan().find(&json!({"url": "https://x.example/?k=zq8%2Dlocal%2Dprovider%2Dsecret"})), found);
         assert_eq!(scan().find(&json!({"nested": [{"deep": hex::encode(secret)}]})), found);
-        let engine = base64::engine::general_purpose::STANDARD;
-        for prefix in ["", "a", "ab", "abc"] {
-            let text = engine.encode(format!("{prefix}{secret} and more"));
+        assert_eq!(scan().find(&json!({"deep": hex::encode(secret).to_uppercase()})), found);
+        assert_eq!(scan().find(&json!({"url": "https://x.example/?k=zq8%252Dlocal%252Dprovider%252Dsecret"})), found);
+        let engines = [base64::engine::general_purpose::STANDARD, base64::engine::general_purpose::URL_SAFE_NO_PAD];
+        for (engine, prefix) in engines.iter().flat_map(|e| ["", "a", "ab", "abc", "?>?"].map(|p| (e, p))) {
+            let text = engine.encode(format!("{prefix}{secret} and more??>"));
             assert_eq!(scan().find(&json!({ "text": text })), found, "base64 after {prefix:?}");
         }
         assert_eq!(scan().find(&json!({"text": "nothing secret here"})), None);
@@ -199,9 +246,35 @@ mod tests {
     }
 
     #[test]
+    fn a_variable_config_names_for_a_secret_is_one_whatever_its_name() {
+        let config = crate::config::parse_for_test(
+            "[providers.local]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:1/v1\"\napi_key_env = \"LOCAL_LLM_CREDS\"\n",
+        )
+        .expect("a config");
+        let vars = [
+            ("LOCAL_LLM_CREDS", "zq8-named-in-config-only"),
+            ("UNRELATED_SETTING", "zq8-not-a-secret-at-all"),
+            ("KENNEL_DATABASE_URL", "postgres://kennel:zq8-db-password@db/kennel"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()));
+        let scan = SecretScan::from_vars(&config, vars);
+        assert_eq!(
+            scan.find(&json!({"t": "zq8-named-in-config-only"})),
+            Some(Finding("the value of $LOCAL_LLM_CREDS".into()))
+        );
+        assert!(scan.find(&json!({"t": "postgres://kennel:zq8-db-password@db/kennel"})).is_some());
+        assert_eq!(scan.find(&json!({"t": "zq8-not-a-secret-at-all"})), None);
+    }
+
+    #[test]
     fn short_values_are_not_secrets_and_sinks_are_the_outbound_tools() {
         assert!(SecretScan::of([("X_KEY".to_string(), "1".to_string())]).find(&json!({"t": "1 2 3"})).is_none());
         assert!(SecretScan::is_sink("channel_send") && SecretScan::is_sink("mcp__github__issues"));
+        assert!(
+            SecretScan::is_sink("a2a_discover")
+                && SecretScan::is_sink("browser_run_js")
+                && SecretScan::is_sink("mcp_resources")
+        );
         assert!(!SecretScan::is_sink("memory_store") && !SecretScan::is_sink("process_start"));
     }
 }

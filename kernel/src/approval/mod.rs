@@ -214,7 +214,7 @@ impl Approvals {
             sessions: services.need(),
             runtime: services.get::<crate::runtime::Runtime>().clone(),
             rules,
-            scan: SecretScan::from_env(),
+            scan: SecretScan::from_env(services.config()),
             resumer: tokio::sync::Notify::new(),
         }
     }

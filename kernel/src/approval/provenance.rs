@@ -79,6 +79,11 @@ impl Provenance {
         self.0.lock().expect("provenance lock").labels.iter().cloned().collect()
     }
 
+    /// Marks the labels as not stored (a write failed): the next look stores them again.
+    pub fn mark_unsaved(&self) {
+        self.0.lock().expect("provenance lock").unsaved = true;
+    }
+
     /// The labels to store, when some were added since the last time.
     pub fn take_unsaved(&self) -> Option<Vec<Label>> {
         let mut taint = self.0.lock().expect("provenance lock");
@@ -107,5 +112,8 @@ mod tests {
         assert!(!p.add(Label::new("web", "browser_navigate")));
         assert_eq!(p.take_unsaved().map(|l| l.len()), Some(1));
         assert!(p.take_unsaved().is_none() && p.is_tainted());
+        // A failed write: stored again at the next look.
+        p.mark_unsaved();
+        assert_eq!(p.take_unsaved().map(|l| l.len()), Some(1));
     }
 }

@@ -186,7 +186,7 @@ pub(crate) async fn run_here(kernel: &Kernel, agent: Arc<Agent>, req: TurnReques
         provenance.add(label.clone());
     }
 
-    let result = Loop {
+    let turn = Loop {
         kernel,
         agent: &agent,
         route: &route,
@@ -202,9 +202,10 @@ pub(crate) async fn run_here(kernel: &Kernel, agent: Arc<Agent>, req: TurnReques
         provenance,
         // No person to wait with: a call a rule holds parks, and the turn ends there.
         parking: req.headless.then(Default::default),
-    }
-    .run()
-    .await;
+    };
+    let result = turn.run().await;
+    // Labels a failed write left unstored get one more try before the turn lets go.
+    turn.note_provenance().await;
     let cancelled_by = turns.unregister(agent.id, turn_id);
     let ended = result.as_ref().map_or("failed", |r| r.ended.as_str());
     if let Err(e) = store::end_turn(kernel.db(), turn_id, ended).await {

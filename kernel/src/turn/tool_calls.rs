@@ -107,6 +107,8 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
     pub(super) async fn note_provenance(&self) {
         let Some(labels) = self.provenance.take_unsaved() else { return };
         if let Err(e) = self.kernel.service::<Approvals>().save_session_labels(self.session, &labels).await {
+            // Tried again after the next calls: the next turn must not start untainted.
+            self.provenance.mark_unsaved();
             tracing::warn!(session = %self.session, error = %e, "storing a session's provenance failed");
         }
         (self.emit)(EventKind::Tainted { labels });
