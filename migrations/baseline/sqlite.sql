@@ -1,4 +1,4 @@
--- The schema SQLite's migrations 0001–0043 make, laid at once on a fresh database
+-- The schema SQLite's migrations 0001–0044 make, laid at once on a fresh database
 -- (kernel/src/db/baseline.rs). Written by a test, never by hand: after a new migration,
 -- KENNEL_WRITE_BASELINE=1 cargo test -p kennel-kernel --lib db::baseline
 CREATE TABLE agent_types (
@@ -597,4 +597,10 @@ CREATE TABLE approvals (
 CREATE INDEX approvals_status ON approvals (status, agent_id);
 CREATE INDEX approvals_standing ON approvals (agent_id, tool, rule, allow_until);
 CREATE INDEX approvals_parked ON approvals (status, resumed_at) WHERE parked IS NOT NULL;
+CREATE TABLE approval_targets (
+    agent_id TEXT NOT NULL,
+    target TEXT NOT NULL,
+    first_at TEXT NOT NULL,
+    PRIMARY KEY (agent_id, target)
+);
 INSERT INTO "cached_tables_version" VALUES (1, 0);

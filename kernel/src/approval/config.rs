@@ -70,6 +70,10 @@ pub enum When {
     /// Only once the turn's context holds something from an untrusted source.
     #[default]
     Tainted,
+    /// A tainted turn's call to somewhere the agent has not sent before: a channel chat or
+    /// member, a remote agent, a web host (`approval::target`). The conversation a turn
+    /// answers is never new; an approved target is known from then on.
+    NewTarget,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
@@ -128,9 +132,11 @@ impl Rule {
 pub fn default_rules() -> Vec<Rule> {
     vec![
         Rule::shipped("a tainted turn runs a command", &["process_start", "process_write", "docker_exec"]),
-        // `channel_send` and `channel_dm` join when rules can tell a new target from the
-        // conversation the turn answers: until then every channel turn is tainted, and a
-        // channel agent could not send at all without a person.
+        // Every channel turn is tainted: a new target, not any send, is what a person looks at.
+        Rule {
+            when: When::NewTarget,
+            ..Rule::shipped("a tainted turn messages someone new", &["channel_send", "channel_dm"])
+        },
         Rule::shipped("a tainted turn sends to a remote agent", &["a2a_send"]),
         Rule::shipped("a tainted turn changes a skill", &["skill_evolve_*"]),
         Rule::shipped("a tainted turn creates an agent type", &["agent_type_create"]),
@@ -153,6 +159,17 @@ pub(crate) fn check(config: &crate::config::Config) -> Result<(), (String, Strin
         if rule.tools.is_empty() || rule.tools.iter().any(|t| t.trim().is_empty()) {
             return Err((at("tools"), "name at least one tool or glob (`process_start`, `mcp__github__*`)".into()));
         }
+        if rule.when == When::NewTarget
+            && let Some(other) = rule.tools.iter().find(|t| !super::target::TARGETED.contains(&t.as_str()))
+        {
+            return Err((
+                at("tools"),
+                format!(
+                    "`{other}` has no target for `when = \"new_target\"`: name {}",
+                    super::target::TARGETED.join(", ")
+                ),
+            ));
+        }
         if !(1..=MAX_TIMEOUT).contains(&rule.timeout_secs) {
             return Err((at("timeout_secs"), format!("between 1 and {MAX_TIMEOUT} seconds")));
         }
@@ -174,12 +191,14 @@ pub(crate) fn check(config: &crate::config::Config) -> Result<(), (String, Strin
 pub(crate) const DEFAULT_TEXT: &str = r#"# [approvals]                # calls that wait for a person's decision (README: Approvals)
 # defaults = true             # the shipped rules: a turn that read a web page, an MCP result, a
 #                             # remote agent or a channel message asks before it runs a command,
-#                             # sends to a remote agent, changes a skill or creates an agent type
+#                             # messages someone new on a channel, sends to a remote agent,
+#                             # changes a skill or creates an agent type
 # [[approvals.rule]]
 # name = "any deploy"
 # tools = ["process_start"]
 # arguments = { command = "*deploy*" }
-# when = "always"             # or "tainted" (the default)
+# when = "always"             # or "tainted" (the default), or "new_target" (channel_send,
+#                             # channel_dm, a2a_send, browser_navigate to somewhere new)
 # timeout_secs = 900          # then the call is denied
 # deciders = ["operator"]     # or "operator:NAME", "cli"; both kinds when empty
 "#;
@@ -210,6 +229,14 @@ mod tests {
         let shipped = format!("[[approvals.rule]]\nname = \"{}\"\ntools = [\"a\"]\n", default_rules()[0].name);
         assert!(config(&shipped).unwrap_err().to_string().contains("names another rule"));
         assert!(config("[[approvals.rule]]\ntools = [\"a\"]\n[[approvals.rule]]\ntools = [\"b\"]\n").is_ok());
+    }
+
+    #[test]
+    fn a_new_target_rule_names_tools_that_have_targets() {
+        let config = crate::config::parse_for_test;
+        let bad = "[[approvals.rule]]\ntools = [\"process_start\"]\nwhen = \"new_target\"\n";
+        assert!(config(bad).unwrap_err().to_string().contains("`process_start` has no target"));
+        assert!(config("[[approvals.rule]]\ntools = [\"browser_navigate\"]\nwhen = \"new_target\"\n").is_ok());
     }
 
     #[test]

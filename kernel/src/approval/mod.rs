@@ -28,6 +28,7 @@ pub mod egress;
 pub mod provenance;
 mod resume;
 mod store;
+pub mod target;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -246,17 +247,43 @@ impl Approvals {
             return self.resumed_call(approval, ctx, tool, args).await;
         }
         let tainted = ctx.provenance.as_ref().is_some_and(Provenance::is_tainted);
-        let Some(rule) = self.rules.iter().find(|r| (r.when == When::Always || tainted) && r.covers(tool, args)) else {
-            return Ok(());
+        let target = target::of(tool, args, ctx.channel.as_ref());
+        let mut held = None;
+        for rule in self.rules.iter().filter(|r| r.covers(tool, args)) {
+            let holds = match (rule.when, &target) {
+                (When::Always, _) => true,
+                (When::Tainted, _) => tainted,
+                (When::NewTarget, Some(target)) => {
+                    tainted && !store::knows_target(&self.db, ctx.agent.id, target).await?
+                }
+                (When::NewTarget, None) => false,
+            };
+            if holds {
+                held = Some(rule);
+                break;
+            }
+        }
+        let Some(rule) = held else {
+            return self.remember_target(ctx, tool, target).await;
         };
         let now = crate::db::timestamp(self.clock.now());
-        if store::standing(&self.db, ctx.agent.id, tool, &rule.name, &now).await?.is_some() {
+        if store::standing(&self.db, ctx.agent.id, tool, &rule.name, &now).await?.is_none() {
+            match &ctx.parking {
+                Some(parking) => return self.park(ctx, tool, args, rule, parking).await,
+                None => self.wait_for_person(ctx, tool, args, rule).await?,
+            }
+        }
+        self.remember_target(ctx, tool, target).await
+    }
+
+    /// Notes where a call let through goes, when a `new_target` rule covers its tool: a target
+    /// the agent has sent to is not new again.
+    async fn remember_target(&self, ctx: &CallContext, tool: &str, target: Option<String>) -> Result<()> {
+        let Some(target) = target else { return Ok(()) };
+        if !self.rules.iter().any(|r| r.when == When::NewTarget && r.covers_tool(tool)) {
             return Ok(());
         }
-        match &ctx.parking {
-            Some(parking) => self.park(ctx, tool, args, rule, parking).await,
-            None => self.wait_for_person(ctx, tool, args, rule).await,
-        }
+        store::know_target(&self.db, ctx.agent.id, &target, &crate::db::timestamp(self.clock.now())).await
     }
 
     /// Lets a resumed call through: the one its approval names, exactly as approved.
@@ -269,7 +296,7 @@ impl Approvals {
                     && a.tool == tool
                     && a.arguments == *args =>
             {
-                Ok(())
+                self.remember_target(ctx, tool, target::of(tool, args, ctx.channel.as_ref())).await
             }
             _ => Err(Error::forbidden(format!("approval {approval} does not approve this call of `{tool}`"))),
         }
@@ -280,9 +307,13 @@ impl Approvals {
         let labels = ctx.provenance.as_ref().map(Provenance::labels).unwrap_or_default();
         let reason = match rule.when {
             When::Always => format!("`{tool}` always needs approval under this rule"),
-            When::Tainted => {
-                format!("the turn has read {}", labels.iter().map(Label::to_string).collect::<Vec<_>>().join(", "))
-            }
+            When::Tainted => format!("the turn has read {}", read(&labels)),
+            When::NewTarget => format!(
+                "the turn has read {}, and `{tool}` goes to {}, where agent `{}` has not sent before",
+                read(&labels),
+                target::of(tool, args, ctx.channel.as_ref()).unwrap_or_default(),
+                ctx.agent.name
+            ),
         };
         let now = self.clock.now();
         Approval {
@@ -474,6 +505,11 @@ impl Approvals {
     pub async fn save_session_labels(&self, session: Uuid, labels: &[Label]) -> Result<()> {
         store::save_session_labels(&self.db, session, labels).await
     }
+}
+
+/// The labels a turn has read, in words.
+fn read(labels: &[Label]) -> String {
+    labels.iter().map(Label::to_string).collect::<Vec<_>>().join(", ")
 }
 
 /// What a decided approval means for its call.

@@ -240,3 +240,23 @@ pub(super) async fn set_resumed(db: &Db, id: Uuid, at: &str) -> Result<()> {
     db::query("UPDATE approvals SET resumed_at = $2 WHERE id = $1").bind(id.to_string()).bind(at).execute(db).await?;
     Ok(())
 }
+
+/// Whether `agent` has sent to `target` before (`when = "new_target"`).
+pub(super) async fn knows_target(db: &Db, agent: Uuid, target: &str) -> Result<bool> {
+    let known: Option<i64> = db::query_scalar("SELECT 1 FROM approval_targets WHERE agent_id = $1 AND target = $2")
+        .bind(agent.to_string())
+        .bind(target)
+        .fetch_optional(db)
+        .await?;
+    Ok(known.is_some())
+}
+
+pub(super) async fn know_target(db: &Db, agent: Uuid, target: &str, at: &str) -> Result<()> {
+    db::query("INSERT INTO approval_targets (agent_id, target, first_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
+        .bind(agent.to_string())
+        .bind(target)
+        .bind(at)
+        .execute(db)
+        .await?;
+    Ok(())
+}

@@ -31,7 +31,7 @@ async fn with_channel(timeout_secs: u64) -> (Home, Daemon, Api, FakeLlm, FakeWeb
     let (home, daemon, api, llm) = crate::daemon_with_llm_and_env("openai", &config, &ENV).await;
     crate::agent_from(
         &api,
-        json!({"name": "worker", "model": "m", "tools": ["task_post", "a2a_send", "agent_send", "agents.message_any"]}),
+        json!({"name": "worker", "model": "m", "tools": ["task_post", "a2a_send", "agent_send", "agents.message_any", "channel_dm"]}),
     )
     .await;
     (home, daemon, api, llm, receiver)
@@ -385,4 +385,49 @@ async fn a_parked_call_expires_or_is_denied_and_the_model_hears_it() {
     let told = last_told(&llm, 4).await;
     assert!(told.starts_with("[Kennel] cli denied your parked call of `task_post`"), "{told}");
     assert!(told.contains("not today") && tasks(&api).await.is_empty(), "{told}");
+}
+
+/// The shipped `new_target` rule: in a tainted turn, a direct message to a member the agent has
+/// never written to waits for a person; once approved, that member is known and the next one
+/// goes at once.
+#[tokio::test]
+async fn a_first_direct_message_to_someone_new_waits_and_the_next_does_not() {
+    let (home, daemon, api, llm, receiver) = with_channel(600).await;
+    let in_group = |id: &str, text: &str| {
+        json!({"id": id, "chat_id": "room", "group": true, "title": "Lobby", "text": text, "user": {"id": "u666", "name": "mallory"}})
+            .to_string()
+    };
+    let post = |body: String| {
+        let req = daemon
+            .anonymous()
+            .request(reqwest::Method::POST, "/channels/hook/inbound")
+            .header("content-type", "application/json")
+            .headers(signed(SECRET, body.as_bytes()))
+            .body(body);
+        async move { assert_eq!(Api::send(req).await.status, 200) }
+    };
+    llm.push_all([
+        Scripted::call("channel_dm", json!({"user_id": "u666", "message": "hello"})),
+        Scripted::text("Sent."),
+    ]);
+    post(in_group("m1", "write to me privately")).await;
+    let waiting = pending(&api).await;
+    assert_eq!(waiting["rule"], "a tainted turn messages someone new");
+    let reason = waiting["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("goes to channel:hook user u666, where agent `worker` has not sent before"), "{reason}");
+    home.cli_ok(&["approvals", "approve", waiting["id"].as_str().unwrap()]).await;
+    let dm = || receiver.posts().iter().filter(|p| p["chat_id"] == "u666").count();
+    assert!(eventually(Duration::from_secs(10), || async { dm() == 1 }).await, "{:?}", receiver.posts());
+
+    llm.push_all([
+        Scripted::call("channel_dm", json!({"user_id": "u666", "message": "again"})),
+        Scripted::text("Again."),
+    ]);
+    post(in_group("m2", "once more")).await;
+    assert!(
+        eventually(Duration::from_secs(10), || async { dm() == 2 }).await,
+        "a known member: {:?}",
+        receiver.posts()
+    );
+    assert_eq!(api.get("/api/approvals").await.body.as_array().map(Vec::len), Some(1), "asked once");
 }

@@ -73,7 +73,10 @@ fn telegram_channel(base_url: &str, extra: &str) -> String {
 #[tokio::test]
 async fn a_group_message_builds_the_roster_and_channel_dm_reaches_only_members_who_can_be_reached() {
     let tg = FakeTelegram::start(TG_TOKEN).await;
-    let (_home, _daemon, api, llm) = daemon_with_channels(&telegram_channel(&tg.base_url(), "")).await;
+    // Reach, not approval, is this test's subject: a first DM to a member would wait for a
+    // person under the shipped rules (approvals.rs tests that).
+    let config = format!("{}[approvals]\ndefaults = false\n", telegram_channel(&tg.base_url(), ""));
+    let (_home, _daemon, api, llm) = daemon_with_channels(&config).await;
     helper(&api).await;
 
     // Ann speaks in the group; the turn lists the members and answers the group.
