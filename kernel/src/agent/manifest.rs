@@ -163,6 +163,10 @@ pub struct Manifest {
     /// Where this type's agents are, for `location_get` (wins over IP geolocation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<Location>,
+    /// Approval rules for this type's agents, checked after `config.toml`'s: a type can hold
+    /// more calls for a person, never fewer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<crate::approval::Rule>,
 }
 
 /// A fixed place: an agent type's answer to `location_get`.
@@ -256,6 +260,9 @@ pub struct ManifestInput {
     pub canvas_network: Option<bool>,
     /// Where this type's agents are, for `location_get` (wins over IP geolocation).
     pub location: Option<Location>,
+    /// Approval rules for this type's agents, checked after `config.toml`'s (`[[approvals.rule]]`'s
+    /// fields; README: Approvals).
+    pub approvals: Option<Vec<crate::approval::Rule>>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
@@ -348,6 +355,7 @@ impl From<&Manifest> for ManifestInput {
             trigger: Some(m.trigger.clone()),
             canvas_network: Some(m.canvas_network),
             location: m.location.clone(),
+            approvals: Some(m.approvals.clone()),
         }
     }
 }
@@ -516,6 +524,25 @@ pub fn validate(input: ManifestInput) -> Result<Manifest> {
         }
     }
 
+    let mut approvals = input.approvals.unwrap_or_default();
+    let shipped = crate::approval::config::default_rules();
+    for i in 0..approvals.len() {
+        // Approvals and decisions name their rule: a type's unnamed rule is named by its place.
+        if approvals[i].name.trim().is_empty() {
+            approvals[i].name = format!("{name} approvals[{i}]");
+        }
+        let named = approvals[i].name.trim();
+        if shipped.iter().any(|r| r.name == named) || approvals[..i].iter().any(|r| r.name.trim() == named) {
+            err(
+                &format!("approvals[{i}].name"),
+                format!("`{named}` names another rule already: give each rule its own name"),
+            );
+        }
+        if let Err((key, message)) = crate::approval::config::check_rule(&approvals[i]) {
+            err(&format!("approvals[{i}].{key}"), message);
+        }
+    }
+
     if !errors.is_empty() {
         return Err(Error::invalid_fields(errors));
     }
@@ -534,6 +561,7 @@ pub fn validate(input: ManifestInput) -> Result<Manifest> {
         trigger,
         canvas_network: input.canvas_network.unwrap_or(false),
         location: input.location,
+        approvals,
     })
 }
 

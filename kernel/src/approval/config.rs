@@ -156,33 +156,35 @@ pub(crate) fn check(config: &crate::config::Config) -> Result<(), (String, Strin
         {
             return Err((at("name"), format!("`{named}` names another rule already: give each rule its own name")));
         }
-        if rule.tools.is_empty() || rule.tools.iter().any(|t| t.trim().is_empty()) {
-            return Err((at("tools"), "name at least one tool or glob (`process_start`, `mcp__github__*`)".into()));
-        }
-        if rule.when == When::NewTarget
-            && let Some(other) = rule.tools.iter().find(|t| !super::target::TARGETED.contains(&t.as_str()))
-        {
-            return Err((
-                at("tools"),
-                format!(
-                    "`{other}` has no target for `when = \"new_target\"`: name {}",
-                    super::target::TARGETED.join(", ")
-                ),
-            ));
-        }
-        if !(1..=MAX_TIMEOUT).contains(&rule.timeout_secs) {
-            return Err((at("timeout_secs"), format!("between 1 and {MAX_TIMEOUT} seconds")));
-        }
-        if let Some(bad) = rule
-            .deciders
-            .iter()
-            .find(|d| !(*d == "operator" || *d == "cli" || d.strip_prefix("operator:").is_some_and(|n| !n.is_empty())))
-        {
-            return Err((
-                at("deciders"),
-                format!("`{bad}` is not a decider: write `operator`, `operator:NAME` or `cli`"),
-            ));
-        }
+        check_rule(rule).map_err(|(key, message)| (at(&key), message))?;
+    }
+    Ok(())
+}
+
+/// One rule's own fields (where it is written aside): tools named, `new_target` tools that
+/// have targets, a timeout in range, deciders the daemon knows. The failing key and why.
+pub fn check_rule(rule: &Rule) -> Result<(), (String, String)> {
+    let at = |key: &str| key.to_string();
+    if rule.tools.is_empty() || rule.tools.iter().any(|t| t.trim().is_empty()) {
+        return Err((at("tools"), "name at least one tool or glob (`process_start`, `mcp__github__*`)".into()));
+    }
+    if rule.when == When::NewTarget
+        && let Some(other) = rule.tools.iter().find(|t| !super::target::TARGETED.contains(&t.as_str()))
+    {
+        return Err((
+            at("tools"),
+            format!("`{other}` has no target for `when = \"new_target\"`: name {}", super::target::TARGETED.join(", ")),
+        ));
+    }
+    if !(1..=MAX_TIMEOUT).contains(&rule.timeout_secs) {
+        return Err((at("timeout_secs"), format!("between 1 and {MAX_TIMEOUT} seconds")));
+    }
+    if let Some(bad) = rule
+        .deciders
+        .iter()
+        .find(|d| !(*d == "operator" || *d == "cli" || d.strip_prefix("operator:").is_some_and(|n| !n.is_empty())))
+    {
+        return Err((at("deciders"), format!("`{bad}` is not a decider: write `operator`, `operator:NAME` or `cli`")));
     }
     Ok(())
 }

@@ -224,7 +224,10 @@ impl Approvals {
     /// is made in a turn, and sends its arguments out or is covered by a rule. The cheap test
     /// every call pays.
     pub(crate) fn may_hold(&self, ctx: &CallContext, tool: &str) -> bool {
-        ctx.turn.is_some() && (SecretScan::is_sink(tool) || self.rules.iter().any(|r| r.covers_tool(tool)))
+        ctx.turn.is_some()
+            && (SecretScan::is_sink(tool)
+                || self.rules.iter().any(|r| r.covers_tool(tool))
+                || ctx.agent.manifest.approvals.iter().any(|r| r.covers_tool(tool)))
     }
 
     /// The pipeline's step between validation and running: whether a call a model chose may
@@ -249,7 +252,8 @@ impl Approvals {
         let tainted = ctx.provenance.as_ref().is_some_and(Provenance::is_tainted);
         let target = target::of(tool, args, ctx.channel.as_ref());
         let mut held = None;
-        for rule in self.rules.iter().filter(|r| r.covers(tool, args)) {
+        // The daemon's rules, then the agent type's: a type adds holds, never lifts one.
+        for rule in self.rules.iter().chain(&ctx.agent.manifest.approvals).filter(|r| r.covers(tool, args)) {
             let holds = match (rule.when, &target) {
                 (When::Always, _) => true,
                 (When::Tainted, _) => tainted,
@@ -280,7 +284,12 @@ impl Approvals {
     /// the agent has sent to is not new again.
     async fn remember_target(&self, ctx: &CallContext, tool: &str, target: Option<String>) -> Result<()> {
         let Some(target) = target else { return Ok(()) };
-        if !self.rules.iter().any(|r| r.when == When::NewTarget && r.covers_tool(tool)) {
+        if !self
+            .rules
+            .iter()
+            .chain(&ctx.agent.manifest.approvals)
+            .any(|r| r.when == When::NewTarget && r.covers_tool(tool))
+        {
             return Ok(());
         }
         store::know_target(&self.db, ctx.agent.id, &target, &crate::db::timestamp(self.clock.now())).await
@@ -468,7 +477,9 @@ impl Approvals {
                 approval.decided_by.as_deref().map(|b| format!(" (by {b})")).unwrap_or_default()
             )));
         }
-        if let Some(rule) = self.rules.iter().find(|r| r.name == approval.rule)
+        let of_type =
+            self.agents.get_by_id(approval.agent_id).map(|a| a.manifest.approvals.clone()).unwrap_or_default();
+        if let Some(rule) = self.rules.iter().chain(&of_type).find(|r| r.name == approval.rule)
             && !rule.may_decide(&decider)
         {
             return Err(Error::forbidden(format!(

@@ -431,3 +431,37 @@ async fn a_first_direct_message_to_someone_new_waits_and_the_next_does_not() {
     );
     assert_eq!(api.get("/api/approvals").await.body.as_array().map(Vec::len), Some(1), "asked once");
 }
+
+/// An agent type's own `approvals` hold its agents' calls besides the daemon's rules, named
+/// by their place when unnamed and decided by whom they say; a rule that cannot work is
+/// refused with its field.
+#[tokio::test]
+async fn an_agent_types_own_rule_holds_its_agents_calls_for_whom_it_names() {
+    let (home, daemon, api, llm) = crate::daemon_with_llm_and_env("openai", "", &ENV).await;
+    let bad = json!({"name": "careless", "model": "m", "approvals": [{"tools": ["process_start"], "when": "new_target"}]});
+    let refused = api.post("/api/templates", bad).await;
+    assert_eq!(refused.status, 422, "{}", refused.text);
+    assert!(refused.text.contains("approvals[0].tools") && refused.text.contains("has no target"), "{}", refused.text);
+
+    let careful = json!({"name": "careful", "model": "m", "tools": ["task_post"],
+        "approvals": [{"tools": ["task_*"], "when": "always", "deciders": ["cli"]}]});
+    let worker = crate::agent_from(&api, careful).await;
+    let stored = api.get("/api/templates/careful").await.body;
+    assert_eq!(stored["approvals"][0]["name"], "careful approvals[0]", "{stored}");
+    llm.push_all([Scripted::call("task_post", json!({"title": "held", "body": ""})), Scripted::text("Noted.")]);
+    let sent = api.post(&format!("/api/agents/{worker}/messages"), json!({"message": "post"})).await;
+    assert_eq!(sent.body["ended"], "parked", "{}", sent.text);
+    let waiting = pending(&api).await;
+    assert_eq!(waiting["rule"], "careful approvals[0]");
+    let id = waiting["id"].as_str().unwrap();
+
+    // Its deciders are the CLI alone: an operator is refused.
+    let b = daemon.browser();
+    assert_eq!(b.set_up("ada", "correct horse").await.status, 303);
+    let by_operator = b.submit("/approvals", &format!("/approvals/{id}/approve"), &[("for_minutes", "0")]).await;
+    assert_eq!(by_operator.status, 403, "{}", by_operator.text);
+    assert!(by_operator.text.contains("is decided by cli, not operator:ada"), "{}", by_operator.text);
+    home.cli_ok(&["approvals", "approve", id]).await;
+    assert!(resumed(&api, id).await);
+    assert_eq!(tasks(&api).await.len(), 1);
+}
