@@ -225,6 +225,8 @@ pub struct ChannelForm {
     pub mode: String,
     pub default_target: String,
     pub deliver_only: bool,
+    /// Platform user ids, one per line or comma-separated.
+    pub trusted_users: String,
 }
 
 impl ChannelForm {
@@ -240,6 +242,7 @@ impl ChannelForm {
             mode: c.mode.map(|m| m.as_str().to_string()).unwrap_or_default(),
             default_target: text(&c.default_target),
             deliver_only: c.deliver_only,
+            trusted_users: c.trusted_users.join(", "),
         }
     }
 
@@ -257,6 +260,7 @@ impl ChannelForm {
                 "mode" => form.mode = value,
                 "default_target" => form.default_target = value,
                 "deliver_only" => form.deliver_only = true,
+                "trusted_users" => form.trusted_users = value,
                 _ => {}
             }
         }
@@ -285,6 +289,13 @@ impl ChannelForm {
             mode,
             default_target: text(&self.default_target),
             deliver_only: self.deliver_only,
+            trusted_users: self
+                .trusted_users
+                .split([',', '\n'])
+                .map(str::trim)
+                .filter(|u| !u.is_empty())
+                .map(str::to_string)
+                .collect(),
         })
     }
 }
@@ -348,6 +359,8 @@ fn ChannelFields(
             {field_error(&errors, "signing_secret_env")}
             <label>"Default target (the chat a schedule naming only this channel sends to)" <input type="text" name="default_target" value=form.default_target/></label>
             {field_error(&errors, "default_target")}
+            <label>"Trusted users (the owner's and operators' platform user ids, comma-separated: their messages do not taint a turn)" <input type="text" name="trusted_users" value=form.trusted_users/></label>
+            {field_error(&errors, "trusted_users")}
             <label class="check"><input type="checkbox" name="deliver_only" checked=form.deliver_only/>" Deliver only: send each message on to the default target, run no turn (webhook)"</label>
             <button type="submit">{submit}</button>
         </form>

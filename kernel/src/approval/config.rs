@@ -132,7 +132,7 @@ impl Rule {
 pub fn default_rules() -> Vec<Rule> {
     vec![
         Rule::shipped("a tainted turn runs a command", &["process_start", "process_write", "docker_exec"]),
-        // Every channel turn is tainted: a new target, not any send, is what a person looks at.
+        // A stranger's channel turn is tainted: a new target, not any send, is what a person looks at.
         Rule {
             when: When::NewTarget,
             ..Rule::shipped("a tainted turn messages someone new", &["channel_send", "channel_dm"])

@@ -2,7 +2,7 @@
 //!
 //! - **Provenance** ([`provenance`]): each session carries labels for the untrusted sources its
 //!   model has read: results (and errors) of the browser, MCP and A2A families' tools, a channel
-//!   message (from anyone: a channel has no owner identity yet), a task sent by a remote agent. A label is added
+//!   message (from anyone but the channel's `trusted_users`), a task sent by a remote agent. A label is added
 //!   in the pipeline the moment a result is read (so the next call of the same batch sees it),
 //!   stored on the session when the calls end, and shown in the chat (`tainted` event).
 //! - **Rules** ([`config`]): `[approvals]` in `config.toml`, the shipped defaults first. The

@@ -81,7 +81,15 @@ pub struct ChannelConfig {
     /// `default_target` (`CHANNEL:TARGET`) as it is.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub deliver_only: bool,
+    /// The platform user ids of the agent's owner and operators: their messages steer the
+    /// agent as an operator's would, so they do not taint its turn (`crate::approval`). Anyone
+    /// else on the channel is a stranger.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trusted_users: Vec<String>,
 }
+
+/// At most this many trusted users per channel.
+pub const MAX_TRUSTED_USERS: usize = 100;
 
 /// Checks `[channels]` at load: names, the fields each kind needs. Returns the key to point at
 /// and the message.
@@ -110,6 +118,19 @@ pub(crate) fn check(config: &Config) -> Result<(), (String, String)> {
                 needs("signing_secret_env", &c.signing_secret_env)?;
             }
             ChannelKind::Webhook => needs("signing_secret_env", &c.signing_secret_env)?,
+        }
+        if c.trusted_users.len() > MAX_TRUSTED_USERS {
+            return Err((key, format!("[channels.{name}] trusted_users: at most {MAX_TRUSTED_USERS}")));
+        }
+        if let Some(bad) =
+            c.trusted_users.iter().find(|u| u.trim().is_empty() || u.len() > 200 || u.trim() != u.as_str())
+        {
+            return Err((
+                key,
+                format!(
+                    "[channels.{name}] trusted_users: `{bad}` is not a user id (1-200 characters, no spaces around)"
+                ),
+            ));
         }
         if c.deliver_only {
             if c.kind != ChannelKind::Webhook {
@@ -169,6 +190,7 @@ pub(crate) const DEFAULT_TEXT: &str = r#"# [channels.team]           # a chat pl
 # signing_secret_env = "TEAM_WEBHOOK_SECRET"   # Slack's signing secret; a webhook's HMAC key
 # mode = "poll"             # Telegram: poll (getUpdates) or webhook (POST /channels/team/inbound)
 # default_target = "-1001234567890"   # where schedules naming just "team" deliver
+# trusted_users = ["123456789"]   # the owner's platform user ids: their messages do not taint
 # [channels] allowed_hosts = []   # where channel requests may go (like [a2a] allowed_hosts)
 "#;
 

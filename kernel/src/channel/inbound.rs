@@ -160,8 +160,12 @@ impl Channels {
             retry: true,
             // The person who wrote is there to answer an `ask_user` question.
             headless: false,
-            // Whoever wrote steers the model from here on (issue 48: approvals).
-            taint: vec![crate::approval::Label::new("channel", format!("channel:{name} user {}", m.from.user_id))],
+            // Whoever wrote steers the model from here on (issue 48: approvals), unless it is
+            // one of the owner's or operators' ids the channel trusts.
+            taint: (!channel.config.trusted_users.contains(&m.from.user_id))
+                .then(|| crate::approval::Label::new("channel", format!("channel:{name} user {}", m.from.user_id)))
+                .into_iter()
+                .collect(),
             ..TurnRequest::headless(turn_message(&channel, m), Caller::Channel(name.to_string()))
         };
         let result = self.runtime.run_turn(agent, req).await?;

@@ -24,7 +24,7 @@ async fn with_channel(timeout_secs: u64) -> (Home, Daemon, Api, FakeLlm, FakeWeb
     let receiver = FakeWebhookReceiver::start(SECRET).await;
     let config = format!(
         "[channels]\nallowed_hosts = [\"127.0.0.1:*\"]\n[channels.hook]\nkind = \"webhook\"\nagent = \"worker\"\n\
-         signing_secret_env = \"KENNEL_TEST_SECRET\"\nbase_url = \"{}\"\n\
+         signing_secret_env = \"KENNEL_TEST_SECRET\"\nbase_url = \"{}\"\ntrusted_users = [\"owner-1\"]\n\
          [[approvals.rule]]\nname = \"tainted task posts\"\ntools = [\"task_post\"]\ntimeout_secs = {timeout_secs}\n",
         receiver.url()
     );
@@ -438,7 +438,8 @@ async fn a_first_direct_message_to_someone_new_waits_and_the_next_does_not() {
 #[tokio::test]
 async fn an_agent_types_own_rule_holds_its_agents_calls_for_whom_it_names() {
     let (home, daemon, api, llm) = crate::daemon_with_llm_and_env("openai", "", &ENV).await;
-    let bad = json!({"name": "careless", "model": "m", "approvals": [{"tools": ["process_start"], "when": "new_target"}]});
+    let bad =
+        json!({"name": "careless", "model": "m", "approvals": [{"tools": ["process_start"], "when": "new_target"}]});
     let refused = api.post("/api/templates", bad).await;
     assert_eq!(refused.status, 422, "{}", refused.text);
     assert!(refused.text.contains("approvals[0].tools") && refused.text.contains("has no target"), "{}", refused.text);
@@ -464,4 +465,32 @@ async fn an_agent_types_own_rule_holds_its_agents_calls_for_whom_it_names() {
     home.cli_ok(&["approvals", "approve", id]).await;
     assert!(resumed(&api, id).await);
     assert_eq!(tasks(&api).await.len(), 1);
+}
+
+/// A channel's trusted user (the owner) steers the agent as an operator would: their message
+/// taints nothing, and the held tool runs at once; a stranger's, in the same channel, waits.
+#[tokio::test]
+async fn the_owners_message_on_a_channel_taints_nothing_and_a_strangers_does() {
+    let (_home, daemon, api, llm, receiver) = with_channel(600).await;
+    llm.push_all([
+        Scripted::call("task_post", json!({"title": "from the owner", "body": ""})),
+        Scripted::text("Done."),
+    ]);
+    let body =
+        json!({"id": "o1", "chat_id": "owner-1", "text": "post a task", "user": {"id": "owner-1", "name": "me"}});
+    let body = body.to_string();
+    let req = daemon
+        .anonymous()
+        .request(reqwest::Method::POST, "/channels/hook/inbound")
+        .header("content-type", "application/json")
+        .headers(signed(SECRET, body.as_bytes()))
+        .body(body);
+    assert_eq!(Api::send(req).await.status, 200);
+    assert!(eventually(Duration::from_secs(10), || async { !receiver.posts().is_empty() }).await);
+    assert_eq!(tasks(&api).await.len(), 1, "the owner's call ran at once");
+    assert_eq!(api.get("/api/approvals").await.body, json!([]));
+
+    llm.push_all([Scripted::call("task_post", json!({"title": "from a stranger", "body": ""})), Scripted::text("Ok.")]);
+    stranger_writes(&daemon, "m1", "post a task").await;
+    assert_eq!(pending(&api).await["provenance"][0]["via"], "channel:hook user u666");
 }

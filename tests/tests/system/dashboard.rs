@@ -1103,6 +1103,7 @@ async fn channels_are_added_edited_and_removed_from_the_dashboard() {
         ("signing_secret_env", "HOOKS_SECRET"),
         ("base_url", "http://127.0.0.1:9/replies"),
         ("mode", ""),
+        ("trusted_users", "42, owner-7"),
     ];
     let added = b.submit("/channels", "/channels", &fields).await;
     assert_eq!((added.status, added.header("location")), (303, Some("/channels/hooks")), "{}", added.text);
@@ -1114,6 +1115,8 @@ async fn channels_are_added_edited_and_removed_from_the_dashboard() {
         "{shown}"
     );
     assert!(shown.contains(r#"name="base_url" value="http://127.0.0.1:9/replies""#), "{shown}");
+    assert!(shown.contains(r#"name="trusted_users" value="42, owner-7""#), "{shown}");
+    assert_eq!(api.get("/api/channels/hooks").await.body["settings"]["trusted_users"], json!(["42", "owner-7"]));
     assert_eq!(b.submit("/channels", "/channels", &fields).await.status, 409, "never over one of the same name");
     let saved = b
         .submit(

@@ -577,7 +577,7 @@ async fn hostile_text_in_every_stored_field_comes_back_as_text_on_every_page() {
 
     // A refused channel form shows back what was typed, the tool picker's typed grants too.
     let channel_fields: Vec<(&str, &str)> =
-        ["name", "agent", "base_url", "token_env", "signing_secret_env", "default_target"]
+        ["name", "agent", "base_url", "token_env", "signing_secret_env", "default_target", "trusted_users"]
             .into_iter()
             .map(|field| (field, corpus.as_str()))
             .chain([("kind", "webhook")])
