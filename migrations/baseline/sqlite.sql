@@ -1,4 +1,4 @@
--- The schema SQLite's migrations 0001–0044 make, laid at once on a fresh database
+-- The schema SQLite's migrations 0001–0046 make, laid at once on a fresh database
 -- (kernel/src/db/baseline.rs). Written by a test, never by hand: after a new migration,
 -- KENNEL_WRITE_BASELINE=1 cargo test -p kennel-kernel --lib db::baseline
 CREATE TABLE agent_types (
@@ -312,7 +312,7 @@ CREATE TABLE memory_kv (
     key        TEXT NOT NULL,
     value      TEXT NOT NULL,
     created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL, provenance TEXT,
     PRIMARY KEY (agent_id, key)
 );
 CREATE TABLE memories (
@@ -593,7 +593,7 @@ CREATE TABLE approvals (
     decided_at TEXT,
     note TEXT,
     allow_until TEXT
-, parked TEXT, resumed_by TEXT, outcome TEXT, resumed_at TEXT);
+, parked TEXT, resumed_by TEXT, outcome TEXT, resumed_at TEXT, owner_code TEXT);
 CREATE INDEX approvals_status ON approvals (status, agent_id);
 CREATE INDEX approvals_standing ON approvals (agent_id, tool, rule, allow_until);
 CREATE INDEX approvals_parked ON approvals (status, resumed_at) WHERE parked IS NOT NULL;

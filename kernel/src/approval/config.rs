@@ -56,7 +56,8 @@ pub struct Rule {
     #[serde(default)]
     pub on_timeout: OnTimeout,
     /// Who may decide: `operator` (any signed-in operator), `operator:NAME`, `cli` (the
-    /// `kennel` command on the daemon's machine). Empty: operators and the CLI.
+    /// `kennel` command on the daemon's machine), `owner` (a one-time code from the owner's
+    /// chat, `[notify] telegram_channel`). Empty: all of them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub deciders: Vec<String>,
 }
@@ -123,7 +124,11 @@ impl Rule {
     /// Whether `decider` (`operator:NAME` or `cli`) may decide this rule's approvals.
     pub fn may_decide(&self, decider: &str) -> bool {
         self.deciders.is_empty()
-            || self.deciders.iter().any(|d| d == decider || (d == "operator" && decider.starts_with("operator:")))
+            || self.deciders.iter().any(|d| {
+                d == decider
+                    || (d == "operator" && decider.starts_with("operator:"))
+                    || (d == "owner" && decider.starts_with("owner:"))
+            })
     }
 }
 
@@ -179,12 +184,16 @@ pub fn check_rule(rule: &Rule) -> Result<(), (String, String)> {
     if !(1..=MAX_TIMEOUT).contains(&rule.timeout_secs) {
         return Err((at("timeout_secs"), format!("between 1 and {MAX_TIMEOUT} seconds")));
     }
-    if let Some(bad) = rule
-        .deciders
-        .iter()
-        .find(|d| !(*d == "operator" || *d == "cli" || d.strip_prefix("operator:").is_some_and(|n| !n.is_empty())))
-    {
-        return Err((at("deciders"), format!("`{bad}` is not a decider: write `operator`, `operator:NAME` or `cli`")));
+    if let Some(bad) = rule.deciders.iter().find(|d| {
+        !(*d == "operator"
+            || *d == "cli"
+            || *d == "owner"
+            || d.strip_prefix("operator:").is_some_and(|n| !n.is_empty()))
+    }) {
+        return Err((
+            at("deciders"),
+            format!("`{bad}` is not a decider: write `operator`, `operator:NAME`, `cli` or `owner`"),
+        ));
     }
     Ok(())
 }
@@ -202,7 +211,7 @@ pub(crate) const DEFAULT_TEXT: &str = r#"# [approvals]                # calls th
 # when = "always"             # or "tainted" (the default), or "new_target" (channel_send,
 #                             # channel_dm, a2a_send, browser_navigate to somewhere new)
 # timeout_secs = 900          # then the call is denied
-# deciders = ["operator"]     # or "operator:NAME", "cli"; both kinds when empty
+# deciders = ["operator"]     # or "operator:NAME", "cli", "owner" (a code from [notify]'s chat); all when empty
 "#;
 
 #[cfg(test)]

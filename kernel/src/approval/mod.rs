@@ -11,7 +11,8 @@
 //! - **The decision is a person's**: the call becomes a row of `approvals` with its exact
 //!   arguments, the agent, the provenance and the rule; a turn with a person in it waits (its
 //!   chat shows an `approval` event) until a person decides (an operator on the Approvals page,
-//!   or `kennel approvals` on the daemon's machine), or the rule's timeout denies it. A turn
+//!   or `kennel approvals` on the daemon's machine, or the owner with a one-time code from their
+//!   chat: [`owner`]), or the rule's timeout denies it. A turn
 //!   with nobody in it parks the call and ends; its session goes on once the call is decided
 //!   ([`resume`]). API tokens
 //!   read approvals and never decide them; no tool reaches them. "For N minutes" lets the same
@@ -25,6 +26,7 @@
 
 pub mod config;
 pub mod egress;
+mod owner;
 pub mod provenance;
 mod resume;
 mod store;
@@ -54,7 +56,8 @@ pub(crate) use resume::start as start_resuming;
 pub const FAMILY: Family = Family {
     name: "approval",
     open: |s| {
-        s.provide(Approvals::open(s));
+        let approvals = s.provide(Approvals::open(s));
+        s.get::<crate::channel::Channels>().decisions_go_to(&approvals);
         Ok(())
     },
     register: |_, _| {},
@@ -191,6 +194,9 @@ pub struct Approvals {
     agents: Arc<crate::agent::Agents>,
     sessions: Arc<crate::session::Sessions>,
     runtime: crate::runtime::Runtime,
+    /// Where the owner's chat is (`[notify] telegram_channel`), for decisions by code.
+    channels: Arc<crate::channel::Channels>,
+    notify: crate::notify::config::NotifyConfig,
     rules: Vec<Rule>,
     scan: SecretScan,
     /// Wakes the loop that resumes parked calls: one was parked or decided here.
@@ -214,6 +220,8 @@ impl Approvals {
             agents: services.need(),
             sessions: services.need(),
             runtime: services.get::<crate::runtime::Runtime>().clone(),
+            channels: services.need(),
+            notify: services.config().notify.clone(),
             rules,
             scan: SecretScan::from_env(services.config()),
             resumer: tokio::sync::Notify::new(),
@@ -372,6 +380,7 @@ impl Approvals {
         let resume = serde_json::to_string(&Resume::of(ctx)).map_err(|e| Error::internal(e.to_string()))?;
         store::insert(&self.db, &approval, self.cluster.id(), Some(&resume)).await?;
         self.announce(ctx, &approval);
+        self.ask_owner(&approval).await;
         parking.park(Parked { approval: approval.id, tool: tool.to_string() });
         // Its expiry is the resuming loop's to keep.
         self.resumer.notify_one();
@@ -391,6 +400,7 @@ impl Approvals {
         let waiting = self.cluster.wait_for(&id);
         store::insert(&self.db, &approval, self.cluster.id(), None).await?;
         self.announce(ctx, &approval);
+        self.ask_owner(&approval).await;
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
         let shared = self.db.is_shared();
@@ -451,6 +461,12 @@ impl Approvals {
                 ));
             }
         };
+        self.decide_as(id, decision, &decider).await
+    }
+
+    /// Decides a pending approval as `decider` (`operator:NAME`, `cli`, `owner:channel:NAME`:
+    /// who the front made sure it is), if its rule lets them.
+    async fn decide_as(&self, id: &str, decision: &Decision, decider: &str) -> Result<Approval> {
         let note = decision.note.as_deref().map(str::trim).filter(|n| !n.is_empty());
         if note.is_some_and(|n| crate::text::longer_than(n, MAX_NOTE)) {
             return Err(Error::invalid(format!("a note is at most {MAX_NOTE} characters")).with_field("note"));
@@ -480,7 +496,7 @@ impl Approvals {
         let of_type =
             self.agents.get_by_id(approval.agent_id).map(|a| a.manifest.approvals.clone()).unwrap_or_default();
         if let Some(rule) = self.rules.iter().chain(&of_type).find(|r| r.name == approval.rule)
-            && !rule.may_decide(&decider)
+            && !rule.may_decide(decider)
         {
             return Err(Error::forbidden(format!(
                 "rule `{}` is decided by {}, not {decider}",
@@ -496,7 +512,7 @@ impl Approvals {
             }
         };
         let at = crate::db::timestamp(now);
-        if !store::decide(&self.db, id, status, &decider, &at, note, allow_until.as_deref()).await? {
+        if !store::decide(&self.db, id, status, decider, &at, note, allow_until.as_deref()).await? {
             return Err(Error::conflict(format!("approval {id} was decided or expired just now")));
         }
         self.cluster.wake(id).await?;

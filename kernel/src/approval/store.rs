@@ -260,3 +260,22 @@ pub(super) async fn know_target(db: &Db, agent: Uuid, target: &str, at: &str) ->
         .await?;
     Ok(())
 }
+
+/// Stores the hash of the one-time code sent to the owner's chat for `id`.
+pub(super) async fn set_owner_code(db: &Db, id: Uuid, hash: &str) -> Result<()> {
+    db::query("UPDATE approvals SET owner_code = $2 WHERE id = $1").bind(id.to_string()).bind(hash).execute(db).await?;
+    Ok(())
+}
+
+/// The waiting approvals with a code sent to the owner: their ids and codes' hashes.
+pub(super) async fn pending_owner_codes(db: &Db) -> Result<Vec<(Uuid, String)>> {
+    let rows = db::query("SELECT id, owner_code FROM approvals WHERE status = 'pending' AND owner_code IS NOT NULL")
+        .fetch_all(db)
+        .await?;
+    rows.iter()
+        .map(|row| {
+            let id: String = row.try_get("id")?;
+            Ok((id.parse().map_err(|e| unreadable("id", e))?, row.try_get("owner_code")?))
+        })
+        .collect()
+}

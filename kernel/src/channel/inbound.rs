@@ -100,8 +100,16 @@ impl Channels {
             }
             None => false,
         };
+        let decided = match (answered, self.owner_decisions.get().and_then(std::sync::Weak::upgrade)) {
+            (false, Some(approvals)) => approvals.decide_from_owner_chat(name, &m.chat_id, &m.text).await,
+            _ => None,
+        };
         if answered {
             store::finish(&self.db, name, &m.message_id, "answer", None).await?;
+        } else if let Some(said) = decided {
+            // An owner's "approve CODE": a decision, answered here; it starts no turn.
+            store::finish(&self.db, name, &m.message_id, "decision", None).await?;
+            self.deliver(name, &m.chat_id, Outgoing::Text(said), "approval").await?;
         } else {
             self.spawn_answer(m, name.to_string());
         }

@@ -225,6 +225,9 @@ pub struct Channels {
     /// The `ask_user` questions waiting on people, which a message may answer. The ask family
     /// opens after this one and holds it (to send questions), so it links itself here, weakly.
     questions: OnceLock<Weak<Questions>>,
+    /// The approvals the owner decides from their chat with a one-time code (`[notify]
+    /// telegram_channel`); the approval family links itself here, weakly, as the ask family does.
+    owner_decisions: OnceLock<Weak<crate::approval::Approvals>>,
 }
 
 /// How a channel hears of messages: `mode` when set, else the one its kind has (Telegram
@@ -305,6 +308,7 @@ impl Channels {
             runtime: services.get::<Runtime>().clone(),
             cluster: services.need(),
             questions: OnceLock::new(),
+            owner_decisions: OnceLock::new(),
         }
     }
 
@@ -350,6 +354,11 @@ impl Channels {
     /// Links the questions a message may answer (the ask family calls this when it opens).
     pub(crate) fn answers_go_to(&self, questions: &Arc<Questions>) {
         assert!(self.questions.set(Arc::downgrade(questions)).is_ok(), "the questions are linked once");
+    }
+
+    /// Links the approvals an owner's message may decide (the approval family calls this).
+    pub(crate) fn decisions_go_to(&self, approvals: &Arc<crate::approval::Approvals>) {
+        assert!(self.owner_decisions.set(Arc::downgrade(approvals)).is_ok(), "the approvals are linked once");
     }
 
     /// Stops the listeners.

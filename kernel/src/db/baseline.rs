@@ -34,7 +34,7 @@ pub(super) static SQLITE: Migrator = sqlx::migrate!("../migrations/sqlite");
 pub(super) static POSTGRES: Migrator = sqlx::migrate!("../migrations/postgres");
 
 /// The newest migration `migrations/baseline/sqlite.sql` contains.
-pub(super) const BASELINE_VERSION: i64 = 44;
+pub(super) const BASELINE_VERSION: i64 = 46;
 const SQLITE_BASELINE: &str = include_str!("../../../migrations/baseline/sqlite.sql");
 
 /// The database file the SQLite baseline makes, bookkeeping rows included, LZ4-compressed

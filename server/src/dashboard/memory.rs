@@ -127,7 +127,7 @@ pub async fn store_key(
     Form(f): Form<KeyForm>,
 ) -> PageResult {
     let agent = kernel.agents().get(&id)?;
-    let written = kernel.service::<KvStore>().store(agent.id, &f.key, &f.value).await?;
+    let written = kernel.service::<KvStore>().store(agent.id, &f.key, &f.value, &[]).await?;
     let verb = match written {
         KvWrite::Created => "Stored",
         KvWrite::Replaced => "Replaced",

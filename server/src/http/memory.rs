@@ -83,7 +83,7 @@ async fn put_kv(
     JsonBody(body): JsonBody<KvBody>,
 ) -> ApiResult<Json<KvWritten>> {
     let agent = kernel.agents().get(&id)?;
-    let written = kernel.service::<KvStore>().store(agent.id, &key, &body.value).await?;
+    let written = kernel.service::<KvStore>().store(agent.id, &key, &body.value, &[]).await?;
     Ok(Json(KvWritten { key, written }))
 }
 

@@ -28,6 +28,10 @@ pub struct KvEntry {
     pub value: String,
     pub created_at: String,
     pub updated_at: String,
+    /// Written by a turn that had read these untrusted sources (`crate::approval`): a turn
+    /// that recalls it reads them too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provenance: Vec<crate::approval::Label>,
 }
 
 /// What [`KvStore::store`] did.
@@ -50,8 +54,15 @@ impl KvStore {
         KvStore { db }
     }
 
-    /// Stores `value` under `key` for `agent`, replacing what the key held.
-    pub async fn store(&self, agent: AgentId, key: &str, value: &str) -> Result<KvWrite> {
+    /// Stores `value` under `key` for `agent`, replacing what the key held; `written_by`: the
+    /// untrusted sources the writing turn had read (none: an operator, or a clean turn).
+    pub async fn store(
+        &self,
+        agent: AgentId,
+        key: &str,
+        value: &str,
+        written_by: &[crate::approval::Label],
+    ) -> Result<KvWrite> {
         check_key(key)?;
         if value.len() > MAX_VALUE_BYTES {
             return Err(Error::invalid(format!(
@@ -60,7 +71,7 @@ impl KvStore {
             ))
             .with_field("value"));
         }
-        match store::upsert_within(&self.db, agent, key, value, MAX_KEYS_PER_AGENT).await? {
+        match store::upsert_within(&self.db, agent, key, value, written_by, MAX_KEYS_PER_AGENT).await? {
             Some(true) => Ok(KvWrite::Replaced),
             Some(false) => Ok(KvWrite::Created),
             None => Err(Error::new(

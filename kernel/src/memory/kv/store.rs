@@ -7,7 +7,18 @@ use crate::error::Result;
 
 /// Writes `value` under `key` unless the key is new and the agent already holds `limit`
 /// keys; the count and the write hold the write lock together. `Some(replaced)` when written.
-pub(super) async fn upsert_within(db: &Db, agent: AgentId, key: &str, value: &str, limit: u64) -> Result<Option<bool>> {
+pub(super) async fn upsert_within(
+    db: &Db,
+    agent: AgentId,
+    key: &str,
+    value: &str,
+    written_by: &[crate::approval::Label],
+    limit: u64,
+) -> Result<Option<bool>> {
+    let provenance = match written_by {
+        [] => None,
+        labels => Some(serde_json::to_string(labels).map_err(|e| crate::error::Error::internal(e.to_string()))?),
+    };
     let agent = agent.to_string();
     let mut tx = db.begin_write().await?;
     let exists = db::query("SELECT 1 FROM memory_kv WHERE agent_id = $1 AND key = $2")
@@ -27,13 +38,15 @@ pub(super) async fn upsert_within(db: &Db, agent: AgentId, key: &str, value: &st
     }
     let now = db::now();
     db::query(
-        "INSERT INTO memory_kv (agent_id, key, value, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
-         ON CONFLICT (agent_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+        "INSERT INTO memory_kv (agent_id, key, value, created_at, updated_at, provenance) VALUES ($1, $2, $3, $4, $4, $5)
+         ON CONFLICT (agent_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at,
+         provenance = excluded.provenance",
     )
     .bind(&agent)
     .bind(key)
     .bind(value)
     .bind(&now)
+    .bind(provenance)
     .execute(&mut tx)
     .await?;
     tx.commit().await?;
@@ -92,5 +105,12 @@ fn entry_from(row: &db::Row) -> Result<KvEntry> {
         value: row.try_get("value")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
+        provenance: match row.try_get::<Option<String>, _>("provenance")? {
+            Some(text) => serde_json::from_str(&text).unwrap_or_else(|_| {
+                // Unreadable labels count as read: the value is untrusted rather than trusted.
+                vec![crate::approval::Label::new("unknown", "a memory's stored provenance is unreadable")]
+            }),
+            None => Vec::new(),
+        },
     })
 }

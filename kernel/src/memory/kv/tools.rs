@@ -70,7 +70,9 @@ impl Tool for MemoryStoreTool {
 
     async fn run(&self, ctx: CallContext, args: MemoryStoreArgs) -> Result<Value> {
         check_key(&ctx.agent, MemoryAccess::Write, &args.key)?;
-        let written = self.0.kv.store(ctx.agent.id, &args.key, &args.value).await?;
+        // A value a tainted turn wrote carries what it had read, to whoever recalls it.
+        let written_by = ctx.provenance.as_ref().map(crate::approval::Provenance::labels).unwrap_or_default();
+        let written = self.0.kv.store(ctx.agent.id, &args.key, &args.value, &written_by).await?;
         Ok(json!({ "key": args.key, "written": written, "bytes": args.value.len() }))
     }
 }
@@ -104,7 +106,14 @@ impl Tool for MemoryRecall {
     async fn run(&self, ctx: CallContext, args: MemoryRecallArgs) -> Result<Value> {
         check_key(&ctx.agent, MemoryAccess::Read, &args.key)?;
         match self.0.kv.recall(ctx.agent.id, &args.key).await? {
-            Some(e) => Ok(json!({ "key": e.key, "value": e.value, "updated_at": e.updated_at })),
+            Some(e) => {
+                if !e.provenance.is_empty()
+                    && let Some(provenance) = &ctx.provenance
+                {
+                    provenance.add(crate::approval::Label::new("memory", format!("memory `{}`", e.key)));
+                }
+                Ok(json!({ "key": e.key, "value": e.value, "updated_at": e.updated_at }))
+            }
             None => Err(Error::not_found(format!(
                 "no value is stored under the key `{}` (keys match byte for byte; memory_list shows the names)",
                 crate::text::shorten(&args.key, 80)
