@@ -26,7 +26,7 @@
 
 pub mod config;
 pub mod egress;
-mod owner;
+pub mod owner;
 pub mod provenance;
 mod resume;
 mod store;
@@ -49,6 +49,7 @@ use crate::tool::{CallContext, Caller, ChannelContext};
 use crate::turn::{AgentEvent, EventKind, Turns};
 pub use config::{ApprovalsConfig, Rule, When};
 use egress::SecretScan;
+pub use owner::OwnerMessage;
 pub use provenance::{Label, Provenance};
 pub(crate) use resume::start as start_resuming;
 
@@ -201,6 +202,8 @@ pub struct Approvals {
     scan: SecretScan,
     /// Wakes the loop that resumes parked calls: one was parked or decided here.
     resumer: tokio::sync::Notify,
+    /// Wrong codes from the owner's chat lately ([`owner`]): past a few, codes are not read.
+    wrong_codes: Mutex<owner::WrongCodes>,
 }
 
 impl Approvals {
@@ -225,6 +228,7 @@ impl Approvals {
             rules,
             scan: SecretScan::from_env(services.config()),
             resumer: tokio::sync::Notify::new(),
+            wrong_codes: Mutex::default(),
         }
     }
 
@@ -279,13 +283,17 @@ impl Approvals {
             return self.remember_target(ctx, tool, target).await;
         };
         let now = crate::db::timestamp(self.clock.now());
-        if store::standing(&self.db, ctx.agent.id, tool, &rule.name, &now).await?.is_none() {
-            match &ctx.parking {
-                Some(parking) => return self.park(ctx, tool, args, rule, parking).await,
-                None => self.wait_for_person(ctx, tool, args, rule).await?,
+        // Let through for a while: not a person's look at this target, so it stays new.
+        if store::standing(&self.db, ctx.agent.id, tool, &rule.name, &now).await?.is_some() {
+            return Ok(());
+        }
+        match &ctx.parking {
+            Some(parking) => self.park(ctx, tool, args, rule, parking).await,
+            None => {
+                self.wait_for_person(ctx, tool, args, rule).await?;
+                self.remember_target(ctx, tool, target).await
             }
         }
-        self.remember_target(ctx, tool, target).await
     }
 
     /// Notes where a call let through goes, when a `new_target` rule covers its tool: a target
@@ -376,6 +384,13 @@ impl Approvals {
     /// Parks a headless turn's call: the approval is stored with how to resume the session,
     /// and the model is told its turn ends here.
     async fn park(&self, ctx: &CallContext, tool: &str, args: &Value, rule: &Rule, parking: &Parking) -> Result<()> {
+        // One parked call per turn: a second (run beside the first) waits for the first's turn.
+        if let Some(first) = parking.parked() {
+            return Err(Error::unavailable(format!(
+                "not run: `{}` before it waits for a person's approval (approval {}), and the turn is parked there",
+                first.tool, first.approval
+            )));
+        }
         let approval = self.request(ctx, tool, args, rule);
         let resume = serde_json::to_string(&Resume::of(ctx)).map_err(|e| Error::internal(e.to_string()))?;
         store::insert(&self.db, &approval, self.cluster.id(), Some(&resume)).await?;
@@ -493,9 +508,7 @@ impl Approvals {
                 approval.decided_by.as_deref().map(|b| format!(" (by {b})")).unwrap_or_default()
             )));
         }
-        let of_type =
-            self.agents.get_by_id(approval.agent_id).map(|a| a.manifest.approvals.clone()).unwrap_or_default();
-        if let Some(rule) = self.rules.iter().chain(&of_type).find(|r| r.name == approval.rule)
+        if let Some(rule) = self.rule_of(&approval)
             && !rule.may_decide(decider)
         {
             return Err(Error::forbidden(format!(
@@ -521,6 +534,13 @@ impl Approvals {
             self.resumer.notify_one();
         }
         Ok(decided)
+    }
+
+    /// The rule an approval was asked under: the daemon's, or its agent type's.
+    fn rule_of(&self, approval: &Approval) -> Option<Rule> {
+        let of_type =
+            self.agents.get_by_id(approval.agent_id).map(|a| a.manifest.approvals.clone()).unwrap_or_default();
+        self.rules.iter().chain(&of_type).find(|r| r.name == approval.rule).cloned()
     }
 
     /// The labels stored for `session`.

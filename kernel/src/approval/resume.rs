@@ -71,8 +71,8 @@ impl Approvals {
             if self.cluster.owner_elsewhere(parked.approval.agent_id).await?.is_some() {
                 continue;
             }
-            if store::claim(&self.db, parked.approval.id, self.cluster.id()).await? {
-                tokio::spawn(self.clone().resume(parked));
+            if let Some(outcome) = store::claim(&self.db, parked.approval.id, self.cluster.id()).await? {
+                tokio::spawn(self.clone().resume(parked, outcome));
             }
         }
         let next = store::next_parked_expiry(&self.db).await?;
@@ -84,8 +84,8 @@ impl Approvals {
 
     /// Runs the approved call (unless a resume before this one did), then the turn that tells
     /// the model how it went.
-    async fn resume(self: Arc<Self>, parked: ToResume) {
-        let ToResume { approval, resume, outcome } = parked;
+    async fn resume(self: Arc<Self>, parked: ToResume, outcome: Option<String>) {
+        let ToResume { approval, resume } = parked;
         let id = approval.id;
         let resume = match serde_json::from_str::<Resume>(&resume) {
             Ok(resume) => resume,
@@ -101,37 +101,52 @@ impl Approvals {
             None => match self.outcome(&approval, &resume, agent.clone()).await {
                 Ok(told) => told,
                 Err(e) => {
-                    // Claimed and not resumed: the next daemon to take this one's work over
-                    // tries again.
-                    tracing::warn!(approval = %id, error = %e.message, "a parked call could not be resumed");
+                    tracing::warn!(approval = %id, error = %e.message, "a parked call could not be resumed; trying again");
+                    self.unclaim(id).await;
                     return;
                 }
             },
         };
-        match (agent, approval.session_id) {
-            (Some(agent), Some(session)) => {
-                let req = TurnRequest {
-                    session: Some(session),
-                    channel: resume.channel,
-                    depth: resume.depth,
-                    chain: resume.chain,
-                    // A resume cut off and started again answers the same message, once.
-                    retry: true,
-                    ..TurnRequest::headless(told, resume.caller)
-                };
-                if let Err(e) = self.runtime.run_turn(agent, req).await {
-                    tracing::warn!(approval = %id, error = %e.message, "the turn resuming a parked call failed");
-                }
-            }
-            // Nobody to go on: the session keeps what happened, for its next turn.
-            (_, Some(session)) => {
-                if let Err(e) = self.turns.deliver(&self.sessions, session, &told).await {
-                    tracing::warn!(approval = %id, error = %e.message, "a parked call's outcome was not noted in its session");
-                }
-            }
-            (_, None) => {}
+        let Some(session) = approval.session_id else {
+            self.resumed(id).await;
+            return;
+        };
+        // What happened goes into the session first, once, and the session counts as resumed
+        // from then: a turn cut off after it is an interrupted turn like any other, never one
+        // started again from its first message.
+        if let Err(e) = self.tell(session, &told).await {
+            tracing::warn!(approval = %id, error = %e.message, "a parked call's outcome was not put in its session; trying again");
+            self.unclaim(id).await;
+            return;
         }
         self.resumed(id).await;
+        // Nobody to go on (the agent was stopped): the session keeps it for its next turn.
+        let Some(agent) = agent else { return };
+        let req = TurnRequest {
+            session: Some(session),
+            channel: resume.channel,
+            depth: resume.depth,
+            chain: resume.chain,
+            // The message is the session's last, unanswered: answered, not added again.
+            retry: true,
+            ..TurnRequest::headless(told, resume.caller)
+        };
+        if let Err(e) = self.runtime.run_turn(agent, req).await {
+            tracing::warn!(approval = %id, error = %e.message, "the turn resuming a parked call failed; its outcome is in the session");
+        }
+    }
+
+    /// Puts `told` in `session`, unless it is its last message already (a resume started again).
+    async fn tell(&self, session: Uuid, told: &str) -> crate::error::Result<()> {
+        let messages = self.sessions.messages(session).await?;
+        let there = matches!(messages.last().map(|m| &m.message), Some(crate::llm::Message::User { content }) if content == told);
+        if there { Ok(()) } else { self.turns.deliver(&self.sessions, session, told).await }
+    }
+
+    async fn unclaim(&self, id: Uuid) {
+        if let Err(e) = store::unclaim(&self.db, id, self.cluster.id()).await {
+            tracing::warn!(approval = %id, error = %e.message, "a resume this daemon could not start stays claimed");
+        }
     }
 
     async fn resumed(&self, id: Uuid) {

@@ -174,8 +174,6 @@ pub(super) struct ToResume {
     pub approval: Approval,
     /// How to resume, as stored at parking.
     pub resume: String,
-    /// What the resumed turn is told, once written (the call ran, or was not made).
-    pub outcome: Option<String>,
 }
 
 /// Parked approvals nobody decided by their time: expired, as a waiting turn's would be.
@@ -202,33 +200,39 @@ pub(super) async fn unresumed(db: &Db, limit: i64) -> Result<Vec<ToResume>> {
     let rows = db::query(concat!(
         "SELECT ",
         columns!(),
-        ", parked, outcome FROM approvals
+        ", parked FROM approvals
          WHERE parked IS NOT NULL AND status <> 'pending' AND resumed_at IS NULL AND resumed_by IS NULL
          ORDER BY id LIMIT $1"
     ))
     .bind(limit)
     .fetch_all(db)
     .await?;
-    rows.iter()
-        .map(|row| {
-            Ok(ToResume {
-                approval: approval_from(row)?,
-                resume: row.try_get("parked")?,
-                outcome: row.try_get("outcome")?,
-            })
-        })
-        .collect()
+    rows.iter().map(|row| Ok(ToResume { approval: approval_from(row)?, resume: row.try_get("parked")? })).collect()
 }
 
-/// Makes resuming `id` this daemon's; false when another daemon took it first.
-pub(super) async fn claim(db: &Db, id: Uuid, daemon: &str) -> Result<bool> {
-    let claimed =
-        db::query("UPDATE approvals SET resumed_by = $2 WHERE id = $1 AND resumed_by IS NULL AND resumed_at IS NULL")
-            .bind(id.to_string())
-            .bind(daemon)
-            .execute(db)
-            .await?;
-    Ok(claimed.rows_affected() == 1)
+/// Makes resuming `id` this daemon's: `Some` with the outcome written so far (read with the
+/// claim, so one a daemon wrote before it died is never missed); `None` when another daemon
+/// took it first.
+pub(super) async fn claim(db: &Db, id: Uuid, daemon: &str) -> Result<Option<Option<String>>> {
+    let claimed = db::query(
+        "UPDATE approvals SET resumed_by = $2 WHERE id = $1 AND resumed_by IS NULL AND resumed_at IS NULL
+         RETURNING outcome",
+    )
+    .bind(id.to_string())
+    .bind(daemon)
+    .fetch_optional(db)
+    .await?;
+    claimed.map(|row| Ok(row.try_get("outcome")?)).transpose()
+}
+
+/// Lets go of a resume this daemon claimed and could not go on with: the next pass tries again.
+pub(super) async fn unclaim(db: &Db, id: Uuid, daemon: &str) -> Result<()> {
+    db::query("UPDATE approvals SET resumed_by = NULL WHERE id = $1 AND resumed_by = $2 AND resumed_at IS NULL")
+        .bind(id.to_string())
+        .bind(daemon)
+        .execute(db)
+        .await?;
+    Ok(())
 }
 
 pub(super) async fn set_outcome(db: &Db, id: Uuid, outcome: &str) -> Result<()> {
@@ -243,7 +247,7 @@ pub(super) async fn set_resumed(db: &Db, id: Uuid, at: &str) -> Result<()> {
 
 /// Whether `agent` has sent to `target` before (`when = "new_target"`).
 pub(super) async fn knows_target(db: &Db, agent: Uuid, target: &str) -> Result<bool> {
-    let known: Option<i64> = db::query_scalar("SELECT 1 FROM approval_targets WHERE agent_id = $1 AND target = $2")
+    let known = db::query("SELECT agent_id FROM approval_targets WHERE agent_id = $1 AND target = $2")
         .bind(agent.to_string())
         .bind(target)
         .fetch_optional(db)

@@ -15,10 +15,16 @@ pub const TARGETED: &[&str] = &["channel_send", "channel_dm", "a2a_send", "brows
 pub fn of(tool: &str, args: &Value, conversation: Option<&ChannelContext>) -> Option<String> {
     let text = |name: &str| args.get(name).and_then(Value::as_str).map(str::trim).filter(|t| !t.is_empty());
     match tool {
-        // In a conversation turn the tool sends nowhere but the conversation; without a
-        // target it goes to the channel's configured default.
+        // In a conversation turn the tool sends nowhere but the conversation. Otherwise the
+        // chat is read as the tool reads it (`Channels::address`): `target`, or the part of
+        // `channel` after a `:`; neither is the channel's configured default target.
         "channel_send" if conversation.is_none() => {
-            Some(format!("channel:{} chat {}", text("channel")?, text("target")?))
+            let address = match text("target") {
+                Some(target) => format!("{}:{target}", text("channel")?),
+                None => text("channel")?.to_string(),
+            };
+            let (name, chat) = address.split_once(':')?;
+            (!chat.trim().is_empty()).then(|| format!("channel:{name} chat {chat}"))
         }
         "channel_dm" => {
             let channel = conversation?;
@@ -54,6 +60,12 @@ mod tests {
         assert_eq!(of("channel_send", &send, ctx(None).as_ref()).as_deref(), Some("channel:tg chat -2002"));
         assert_eq!(of("channel_send", &send, ctx(Some("tg")).as_ref()), None, "a conversation turn sends only there");
         assert_eq!(of("channel_send", &json!({"channel": "tg"}), ctx(None).as_ref()), None, "the channel's default");
+        let inline = json!({"channel": "tg:-2002", "content": {"type": "text", "text": "x"}});
+        assert_eq!(
+            of("channel_send", &inline, ctx(None).as_ref()).as_deref(),
+            Some("channel:tg chat -2002"),
+            "a chat written into `channel` is the same target"
+        );
         let dm = json!({"user_id": "42", "message": "psst"});
         assert_eq!(of("channel_dm", &dm, ctx(Some("tg")).as_ref()).as_deref(), Some("channel:tg user 42"));
         assert_eq!(of("a2a_send", &json!({"agent_id": "x1"}), ctx(None).as_ref()).as_deref(), Some("remote agent x1"));

@@ -101,7 +101,16 @@ impl Channels {
             None => false,
         };
         let decided = match (answered, self.owner_decisions.get().and_then(std::sync::Weak::upgrade)) {
-            (false, Some(approvals)) => approvals.decide_from_owner_chat(name, &m.chat_id, &m.text).await,
+            (false, Some(approvals)) => {
+                let from = crate::approval::OwnerMessage {
+                    channel: name,
+                    chat: &m.chat_id,
+                    user: &m.from.user_id,
+                    is_group: m.is_group,
+                    text: &m.text,
+                };
+                approvals.decide_from_owner_chat(&from).await
+            }
             _ => None,
         };
         if answered {

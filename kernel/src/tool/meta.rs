@@ -236,6 +236,9 @@ impl Tool for FindTools {
 /// so its grant, argument validation and audit apply to the real tool (spec §1b).
 pub struct RunTool(Uses);
 
+/// The tool that runs another by name (stable mode's way to every granted tool).
+pub const RUN_TOOL: &str = "run_tool";
+
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunToolArgs {
@@ -250,15 +253,11 @@ impl Tool for RunTool {
     type Args = RunToolArgs;
 
     fn def(&self) -> ToolDef {
-        ToolDef::new(
-            "run_tool",
-            "meta",
-            "Run a tool named in your context with its arguments (see find_tools for them).",
-        )
-        .tags(&["tools", "run", "stable"])
-        // Itself it only routes: the inner call is audited under the inner tool's name, and
-        // durably before run_tool returns if that tool changes state.
-        .read_only()
+        ToolDef::new(RUN_TOOL, "meta", "Run a tool named in your context with its arguments (see find_tools for them).")
+            .tags(&["tools", "run", "stable"])
+            // Itself it only routes: the inner call is audited under the inner tool's name, and
+            // durably before run_tool returns if that tool changes state.
+            .read_only()
     }
 
     async fn run(&self, ctx: CallContext, args: RunToolArgs) -> Result<Value> {

@@ -78,7 +78,7 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         let mut outcomes = Vec::with_capacity(calls.len());
         let mut batch: Vec<&ToolCall> = Vec::new();
         for call in calls {
-            if self.runs_beside_others(&call.name) {
+            if self.runs_beside_others(&ctx, call) {
                 batch.push(call);
             } else {
                 outcomes.extend(self.run_batch(&ctx, batch.drain(..)).await);
@@ -114,10 +114,19 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         (self.emit)(EventKind::Tainted { labels });
     }
 
-    /// Whether a call of `name` may run at the same time as its read-only neighbours: it reads
-    /// only, and is not exclusive. An unknown name runs alone (the pipeline refuses it).
-    fn runs_beside_others(&self, name: &str) -> bool {
-        self.kernel.tools().get(name).is_some_and(|(def, _)| def.read_only && !def.exclusive)
+    /// Whether `call` may run at the same time as its read-only neighbours: it reads only, is
+    /// not exclusive, and no approval rule may hold it (a held call parks a headless turn, and
+    /// the calls after it must not have run). `run_tool` is judged by the tool it runs. An
+    /// unknown name runs alone (the pipeline refuses it).
+    fn runs_beside_others(&self, ctx: &CallContext, call: &ToolCall) -> bool {
+        let name = match call.name.as_str() {
+            crate::tool::meta::RUN_TOOL => call.arguments.get("name").and_then(Value::as_str).unwrap_or_default(),
+            name => name,
+        };
+        let reads_only =
+            |name: &str| self.kernel.tools().get(name).is_some_and(|(def, _)| def.read_only && !def.exclusive);
+        let approvals = self.kernel.service::<Approvals>();
+        reads_only(&call.name) && reads_only(name) && !approvals.may_hold(ctx, name)
     }
 
     fn returns_image(&self, name: &str) -> bool {
