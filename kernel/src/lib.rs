@@ -265,13 +265,14 @@ impl Kernel {
         cluster::Cluster::start(self, listen).await?;
         tasks::start_sweeper(self.services());
         schedule::runner::start(self.services());
-        approval::start_resuming(self.services());
         agent::start_ephemeral_sweeper(self.services());
         retention::start(self);
         process::start(self.services().need());
         self.services().need::<channel::Channels>().start();
         script::start(self.services());
         self.services().need::<mcp::Mcp>().start(&self.0.config.mcp);
+        // After the tools that come and go (scripts, MCP): an approved call runs with them.
+        approval::start_resuming(self.services());
         Ok(())
     }
 

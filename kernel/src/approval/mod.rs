@@ -151,8 +151,20 @@ impl Parking {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    fn park(&self, parked: Parked) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(parked);
+    /// Parks `parked`, unless a call of the turn is parked already: then that one.
+    fn park(&self, parked: Parked) -> std::result::Result<(), Parked> {
+        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match &*slot {
+            Some(first) => Err(first.clone()),
+            None => {
+                *slot = Some(parked);
+                Ok(())
+            }
+        }
+    }
+
+    fn clear(&self) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 }
 
@@ -236,10 +248,17 @@ impl Approvals {
     /// is made in a turn, and sends its arguments out or is covered by a rule. The cheap test
     /// every call pays.
     pub(crate) fn may_hold(&self, ctx: &CallContext, tool: &str) -> bool {
-        ctx.turn.is_some()
-            && (SecretScan::is_sink(tool)
-                || self.rules.iter().any(|r| r.covers_tool(tool))
-                || ctx.agent.manifest.approvals.iter().any(|r| r.covers_tool(tool)))
+        ctx.turn.is_some() && (SecretScan::is_sink(tool) || self.covered(ctx, tool))
+    }
+
+    /// Whether a rule (the daemon's or the agent type's) covers `tool` in `ctx`'s turn: such a
+    /// call may wait for a person, or park the turn.
+    pub(crate) fn may_park(&self, ctx: &CallContext, tool: &str) -> bool {
+        ctx.turn.is_some() && self.covered(ctx, tool)
+    }
+
+    fn covered(&self, ctx: &CallContext, tool: &str) -> bool {
+        self.rules.iter().chain(&ctx.agent.manifest.approvals).any(|r| r.covers_tool(tool))
     }
 
     /// The pipeline's step between validation and running: whether a call a model chose may
@@ -384,19 +403,22 @@ impl Approvals {
     /// Parks a headless turn's call: the approval is stored with how to resume the session,
     /// and the model is told its turn ends here.
     async fn park(&self, ctx: &CallContext, tool: &str, args: &Value, rule: &Rule, parking: &Parking) -> Result<()> {
-        // One parked call per turn: a second (run beside the first) waits for the first's turn.
-        if let Some(first) = parking.parked() {
+        let approval = self.request(ctx, tool, args, rule);
+        let resume = serde_json::to_string(&Resume::of(ctx)).map_err(|e| Error::internal(e.to_string()))?;
+        // One parked call per turn, taken before anything is stored: a second, run beside the
+        // first, is not run.
+        if let Err(first) = parking.park(Parked { approval: approval.id, tool: tool.to_string() }) {
             return Err(Error::unavailable(format!(
                 "not run: `{}` before it waits for a person's approval (approval {}), and the turn is parked there",
                 first.tool, first.approval
             )));
         }
-        let approval = self.request(ctx, tool, args, rule);
-        let resume = serde_json::to_string(&Resume::of(ctx)).map_err(|e| Error::internal(e.to_string()))?;
-        store::insert(&self.db, &approval, self.cluster.id(), Some(&resume)).await?;
+        if let Err(e) = store::insert(&self.db, &approval, self.cluster.id(), Some(&resume)).await {
+            parking.clear();
+            return Err(e);
+        }
         self.announce(ctx, &approval);
         self.ask_owner(&approval).await;
-        parking.park(Parked { approval: approval.id, tool: tool.to_string() });
         // Its expiry is the resuming loop's to keep.
         self.resumer.notify_one();
         Err(Error::unavailable(format!(
@@ -572,5 +594,22 @@ fn verdict(decided: &Approval) -> Result<()> {
         Status::Expired | Status::Pending => {
             Err(Error::forbidden(format!("nobody approved this call of `{}`; it was not made", decided.tool)))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_turn_parks_one_call_and_a_failed_store_frees_the_place() {
+        let parking = Parking::default();
+        let first = Parked { approval: Uuid::now_v7(), tool: "process_start".into() };
+        assert!(parking.park(first.clone()).is_ok());
+        let second = Parked { approval: Uuid::now_v7(), tool: "docker_exec".into() };
+        assert_eq!(parking.park(second.clone()).map_err(|p| p.approval), Err(first.approval), "the first stays");
+        parking.clear();
+        assert!(parking.parked().is_none());
+        assert!(parking.park(second).is_ok());
     }
 }

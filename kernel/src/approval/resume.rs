@@ -194,7 +194,14 @@ impl Approvals {
                 approval.expires_at
             ),
         };
-        store::set_outcome(&self.db, id, &told).await?;
+        if let Err(e) = store::set_outcome(&self.db, id, &told).await {
+            if approval.status != Status::Approved {
+                return Err(e);
+            }
+            // The call may have run: go on with what it returned, which a resume started again
+            // would not know.
+            tracing::warn!(approval = %id, error = %e.message, "an approved call's outcome was not stored; going on with it");
+        }
         Ok(told)
     }
 

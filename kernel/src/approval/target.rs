@@ -13,15 +13,17 @@ pub const TARGETED: &[&str] = &["channel_send", "channel_dm", "a2a_send", "brows
 /// the conversation the turn answers (or the channel's own default target), and for a tool
 /// without targets.
 pub fn of(tool: &str, args: &Value, conversation: Option<&ChannelContext>) -> Option<String> {
-    let text = |name: &str| args.get(name).and_then(Value::as_str).map(str::trim).filter(|t| !t.is_empty());
+    // As the tool reads them: not trimmed, so the target checked is the one sent to.
+    let text = |name: &str| args.get(name).and_then(Value::as_str).filter(|t| !t.trim().is_empty());
     match tool {
         // In a conversation turn the tool sends nowhere but the conversation. Otherwise the
         // chat is read as the tool reads it (`Channels::address`): `target`, or the part of
         // `channel` after a `:`; neither is the channel's configured default target.
         "channel_send" if conversation.is_none() => {
-            let address = match text("target") {
-                Some(target) => format!("{}:{target}", text("channel")?),
-                None => text("channel")?.to_string(),
+            let channel = args.get("channel").and_then(Value::as_str)?;
+            let address = match args.get("target").and_then(Value::as_str) {
+                Some(target) => format!("{channel}:{target}"),
+                None => channel.to_string(),
             };
             let (name, chat) = address.split_once(':')?;
             (!chat.trim().is_empty()).then(|| format!("channel:{name} chat {chat}"))

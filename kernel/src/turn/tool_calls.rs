@@ -126,7 +126,10 @@ impl<E: Fn(EventKind) + Sync> Loop<'_, E> {
         let reads_only =
             |name: &str| self.kernel.tools().get(name).is_some_and(|(def, _)| def.read_only && !def.exclusive);
         let approvals = self.kernel.service::<Approvals>();
-        reads_only(&call.name) && reads_only(name) && !approvals.may_hold(ctx, name)
+        reads_only(&call.name)
+            && reads_only(name)
+            && !approvals.may_park(ctx, &call.name)
+            && !approvals.may_park(ctx, name)
     }
 
     fn returns_image(&self, name: &str) -> bool {
