@@ -26,9 +26,11 @@ use crate::family::Services;
 use crate::runtime::TurnRequest;
 use crate::tool::CallContext;
 
-/// How long the loop sleeps at most: on a database shared with other daemons, a decision taken
+/// How long the loop sleeps at most on a database shared with other daemons: a decision taken
 /// on another one is seen within this.
 const LOOK_AGAIN: Duration = Duration::from_secs(2);
+/// How long it sleeps at most on a database of its own, where every decision wakes it.
+const IDLE: Duration = Duration::from_secs(60);
 /// Sessions resumed per pass.
 const BATCH: i64 = 20;
 
@@ -62,7 +64,7 @@ async fn resume_parked(weak: Weak<Approvals>) {
 
 impl Approvals {
     /// Expires what is due, starts the resumes this daemon can run; how long until the next
-    /// expiry (at most [`LOOK_AGAIN`]).
+    /// expiry (at most [`LOOK_AGAIN`] on a shared database, [`IDLE`] on its own).
     async fn pass(self: &Arc<Self>) -> crate::error::Result<Duration> {
         let now = self.clock.now();
         store::expire_parked(&self.db, &crate::db::timestamp(now)).await?;
@@ -79,7 +81,8 @@ impl Approvals {
         let until = next
             .and_then(|at| chrono::DateTime::parse_from_rfc3339(&at).ok())
             .map(|at| (at.with_timezone(&chrono::Utc) - now).to_std().unwrap_or(Duration::ZERO));
-        Ok(until.map_or(LOOK_AGAIN, |u| u.min(LOOK_AGAIN)))
+        let most = if self.db.is_shared() { LOOK_AGAIN } else { IDLE };
+        Ok(until.map_or(most, |u| u.min(most)))
     }
 
     /// Runs the approved call (unless a resume before this one did), then the turn that tells

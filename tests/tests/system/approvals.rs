@@ -44,8 +44,16 @@ async fn with_channel_and(timeout_secs: u64, extra: &str) -> (Home, Daemon, Api,
 
 /// A stranger writes to the channel (`id`: the message's, new each time).
 async fn stranger_writes(daemon: &Daemon, id: &str, text: &str) {
-    let body = json!({"id": id, "chat_id": "room", "text": text, "user": {"id": "u666", "name": "mallory"}});
-    let body = body.to_string();
+    hook_receives(
+        daemon,
+        json!({"id": id, "chat_id": "room", "text": text, "user": {"id": "u666", "name": "mallory"}}),
+    )
+    .await;
+}
+
+/// The webhook channel `hook` receives `message`, signed.
+async fn hook_receives(daemon: &Daemon, message: Value) {
+    let body = message.to_string();
     let req = daemon
         .anonymous()
         .request(reqwest::Method::POST, "/channels/hook/inbound")
@@ -398,19 +406,8 @@ async fn a_parked_call_expires_or_is_denied_and_the_model_hears_it() {
 #[tokio::test]
 async fn a_first_direct_message_to_someone_new_waits_and_the_next_does_not() {
     let (home, daemon, api, llm, receiver) = with_channel(600).await;
-    let in_group = |id: &str, text: &str| {
-        json!({"id": id, "chat_id": "room", "group": true, "title": "Lobby", "text": text, "user": {"id": "u666", "name": "mallory"}})
-            .to_string()
-    };
-    let post = |body: String| {
-        let req = daemon
-            .anonymous()
-            .request(reqwest::Method::POST, "/channels/hook/inbound")
-            .header("content-type", "application/json")
-            .headers(signed(SECRET, body.as_bytes()))
-            .body(body);
-        async move { assert_eq!(Api::send(req).await.status, 200) }
-    };
+    let in_group = |id: &str, text: &str| json!({"id": id, "chat_id": "room", "group": true, "title": "Lobby", "text": text, "user": {"id": "u666", "name": "mallory"}});
+    let post = |message: Value| hook_receives(&daemon, message);
     llm.push_all([
         Scripted::call("channel_dm", json!({"user_id": "u666", "message": "hello"})),
         Scripted::text("Sent."),
@@ -481,16 +478,11 @@ async fn the_owners_message_on_a_channel_taints_nothing_and_a_strangers_does() {
         Scripted::call("task_post", json!({"title": "from the owner", "body": ""})),
         Scripted::text("Done."),
     ]);
-    let body =
-        json!({"id": "o1", "chat_id": "owner-1", "text": "post a task", "user": {"id": "owner-1", "name": "me"}});
-    let body = body.to_string();
-    let req = daemon
-        .anonymous()
-        .request(reqwest::Method::POST, "/channels/hook/inbound")
-        .header("content-type", "application/json")
-        .headers(signed(SECRET, body.as_bytes()))
-        .body(body);
-    assert_eq!(Api::send(req).await.status, 200);
+    hook_receives(
+        &daemon,
+        json!({"id": "o1", "chat_id": "owner-1", "text": "post a task", "user": {"id": "owner-1", "name": "me"}}),
+    )
+    .await;
     assert!(eventually(Duration::from_secs(10), || async { !receiver.posts().is_empty() }).await);
     assert_eq!(tasks(&api).await.len(), 1, "the owner's call ran at once");
     assert_eq!(api.get("/api/approvals").await.body, json!([]));
@@ -546,15 +538,10 @@ async fn the_owner_approves_from_their_chat_with_a_one_time_code() {
     assert!(code.bytes().all(|b| b.is_ascii_digit()), "{asked}");
 
     let owner_says = |message: &str, chat: &str, text: &str| {
-        let body =
-            json!({"id": message, "chat_id": chat, "text": text, "user": {"id": chat, "name": "someone"}}).to_string();
-        let req = daemon
-            .anonymous()
-            .request(reqwest::Method::POST, "/channels/hook/inbound")
-            .header("content-type", "application/json")
-            .headers(signed(SECRET, body.as_bytes()))
-            .body(body);
-        async move { assert_eq!(Api::send(req).await.status, 200) }
+        hook_receives(
+            &daemon,
+            json!({"id": message, "chat_id": chat, "text": text, "user": {"id": chat, "name": "someone"}}),
+        )
     };
     let wrong = if code == "000000" { "111111" } else { "000000" };
     owner_says("o1", "owner-1", &format!("approve {wrong}")).await;
