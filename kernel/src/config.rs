@@ -14,8 +14,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::text::line_and_column;
 use crate::{
-    a2a, approval, ask, browser, canvas, channel, cluster, llm, location, mcp, media, memory, notify, process,
-    retention, schedule, skills, tasks, tool, usage, workspace,
+    a2a, approval, ask, browser, canvas, channel, chat_api, cluster, llm, location, mcp, media, memory, notify,
+    process, retention, schedule, skills, tasks, tool, usage, workspace,
 };
 
 /// Declares [`Config`], one line per section: its field (doc comments pass through), its
@@ -70,6 +70,8 @@ sections! {
     schedules: schedule::SchedulesConfig, text: schedule::config::DEFAULT_TEXT;
     tool_results: tool::ToolResultsConfig, text: tool::config::DEFAULT_TEXT;
     a2a: a2a::A2aConfig, text: a2a::config::DEFAULT_TEXT;
+    /// `[openai]`: agents served as models of the OpenAI-compatible endpoint.
+    openai: chat_api::OpenAiConfig, text: chat_api::DEFAULT_TEXT;
     workspace: workspace::WorkspaceConfig, text: workspace::config::DEFAULT_TEXT;
     canvas: canvas::CanvasConfig, text: canvas::config::DEFAULT_TEXT;
     skills: skills::SkillsConfig, text: skills::config::DEFAULT_TEXT;

@@ -15,6 +15,7 @@ pub mod canvas;
 pub mod capability;
 pub mod changes;
 pub mod channel;
+pub mod chat_api;
 pub mod clock;
 pub mod cluster;
 pub mod config;

@@ -2,6 +2,7 @@
 //! needs none.
 
 use axum::extract::{Request, State};
+use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -22,28 +23,30 @@ pub async fn require_token(State(kernel): State<Kernel>, mut req: Request, next:
     if !req.uri().path().starts_with("/api/") {
         return next.run(req).await;
     }
-    let presented = req
-        .headers()
-        .get(AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
-    let Some(token) = presented else {
-        return ApiError::Unauthorized(
-            "send an API token: `Authorization: Bearer TOKEN` (create one with `kennel token create NAME`)",
-        )
-        .into_response();
-    };
-    let (caller, holder) = if kernel.auth().is_cli_token(token) {
-        (Caller::Cli, Holder::Cli)
-    } else if let Some(verified) = kernel.auth().verify_token(token) {
-        (Caller::Token(verified.name.clone()), Holder::Token(verified))
-    } else {
-        return ApiError::Unauthorized("the API token is not valid or has been revoked").into_response();
+    let (caller, holder) = match identify(&kernel, req.headers()) {
+        Ok(identified) => identified,
+        Err(why) => return ApiError::Unauthorized(why).into_response(),
     };
     req.extensions_mut().insert(Bearer(caller));
     req.extensions_mut().insert(holder);
     next.run(req).await
+}
+
+/// Who the request's `Authorization: Bearer TOKEN` names, or why it names nobody (for the
+/// 401's message).
+pub fn identify(kernel: &Kernel, headers: &HeaderMap) -> Result<(Caller, Holder), &'static str> {
+    let presented =
+        headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).map(str::trim);
+    let Some(token) = presented else {
+        return Err("send an API token: `Authorization: Bearer TOKEN` (create one with `kennel token create NAME`)");
+    };
+    if kernel.auth().is_cli_token(token) {
+        Ok((Caller::Cli, Holder::Cli))
+    } else if let Some(verified) = kernel.auth().verify_token(token) {
+        Ok((Caller::Token(verified.name.clone()), Holder::Token(verified)))
+    } else {
+        Err("the API token is not valid or has been revoked")
+    }
 }
 
 /// Refuses every caller but the CLI's token, saying `why`: for changes an API token must not

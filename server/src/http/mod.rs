@@ -105,6 +105,7 @@ mod knowledge;
 mod mcp;
 mod mcp_server;
 mod memory;
+mod openai;
 pub mod openapi;
 mod page;
 mod processes;
@@ -167,6 +168,7 @@ pub fn router(kernel: Kernel) -> (Router<Kernel>, openapi::Document) {
     let router = Router::new()
         .merge(api)
         .merge(a2a::router())
+        .merge(openai::router())
         .merge(channels::inbound_router())
         .layer(middleware::map_response(machine_headers));
     (router, document)

@@ -31,6 +31,7 @@ mod mcp;
 mod media;
 mod memory;
 mod model_calls;
+mod openai_compat;
 mod openapi;
 mod operator_actions;
 mod postgres;

@@ -1,0 +1,627 @@
+//! The OpenAI-compatible endpoint: `POST /v1/chat/completions`, `GET /v1/models` and
+//! `GET /v1/models/{model}`, so OpenAI client libraries and chat front ends talk to the agents
+//! `[openai] expose` names. Which agents are models and which session a conversation
+//! continues is the kernel's (`kennel_kernel::chat_api`); this module is the wire format.
+//!
+//! - **The key** is an API token (or the CLI's), as `Authorization: Bearer`; errors are
+//!   OpenAI's error object (`{"error": {"message", "type", "param", "code"}}`) with the status
+//!   the OpenAI API gives the same failure, so clients raise their usual exceptions.
+//! - **A turn per request.** The conversation's last message is a headless turn of the agent
+//!   (nobody there to answer `ask_user`; held calls park). The agent's own tools run inside
+//!   the turn and are not returned as `tool_calls`; a request's `tools` are not offered to it.
+//!   Sampling parameters (`temperature`, `max_tokens`, …) are the agent type's, not the
+//!   request's. The answer carries `X-Kennel-Session`, the session's id.
+//! - **Streaming** answers `chat.completion.chunk` events: the role first, then the reply's
+//!   text as the provider streams it (text the model writes before calling tools too, set
+//!   apart by a blank line), `finish_reason`, `usage` when `stream_options.include_usage`,
+//!   then `[DONE]`. The response starts with the turn's first text (or its end), so a turn
+//!   that fails before writing (no provider, a budget spent) is an ordinary HTTP error; a
+//!   failure after that is an `error` event. A client that goes away cancels its turn.
+
+use std::convert::Infallible;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::Json;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures_util::Stream;
+use kennel_kernel::chat_api::{self, Role, Said};
+use kennel_kernel::tool::Caller;
+use kennel_kernel::turn::{AgentEvent, EventKind, TurnRequest, TurnResult};
+use kennel_kernel::{Error, ErrorKind, Kernel};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::auth::identify;
+
+/// The header naming the session of a conversation (a session id or key); the answer carries
+/// the session's id in it.
+const SESSION_HEADER: &str = "x-kennel-session";
+
+/// Largest request body: a whole conversation, resent each time.
+const BODY_LIMIT: usize = 4 * 1024 * 1024;
+
+pub fn router() -> Router<Kernel> {
+    Router::new()
+        .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/models", get(list_models))
+        .route("/v1/models/{model}", get(get_model))
+}
+
+/// An error in OpenAI's shape.
+pub struct OpenAiError {
+    status: StatusCode,
+    body: Value,
+}
+
+impl OpenAiError {
+    fn unauthorized(message: &str) -> OpenAiError {
+        OpenAiError {
+            status: StatusCode::UNAUTHORIZED,
+            body: error_body(message, "invalid_request_error", None, Some("invalid_api_key")),
+        }
+    }
+}
+
+fn error_body(message: &str, kind: &str, param: Option<&str>, code: Option<&str>) -> Value {
+    json!({"error": {"message": message, "type": kind, "param": param, "code": code}})
+}
+
+impl From<Error> for OpenAiError {
+    /// The status and `type` the OpenAI API answers the same failure with.
+    fn from(e: Error) -> OpenAiError {
+        let param = e.fields.first().map(|f| f.field.as_str());
+        let message = match e.fields.first() {
+            Some(field) => format!("{}: {}", field.field, field.message),
+            None => e.message.clone(),
+        };
+        let (status, kind, code) = match e.kind {
+            ErrorKind::InvalidArguments => (StatusCode::BAD_REQUEST, "invalid_request_error", None),
+            ErrorKind::NotFound => (StatusCode::NOT_FOUND, "invalid_request_error", None),
+            ErrorKind::TooLarge => (StatusCode::BAD_REQUEST, "invalid_request_error", Some("context_length_exceeded")),
+            ErrorKind::Forbidden => (StatusCode::FORBIDDEN, "permission_error", None),
+            ErrorKind::Conflict => (StatusCode::CONFLICT, "invalid_request_error", None),
+            ErrorKind::ResourceExhausted => {
+                (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", Some("rate_limit_exceeded"))
+            }
+            ErrorKind::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "server_error", None),
+            ErrorKind::Failed => (StatusCode::BAD_GATEWAY, "server_error", None),
+            ErrorKind::Timeout => (StatusCode::GATEWAY_TIMEOUT, "server_error", Some("timeout")),
+            ErrorKind::Internal => (StatusCode::INTERNAL_SERVER_ERROR, "server_error", None),
+        };
+        OpenAiError { status, body: error_body(&message, kind, param, code) }
+    }
+}
+
+impl OpenAiError {
+    /// The request names no model served here.
+    fn model_not_found(e: Error) -> OpenAiError {
+        OpenAiError {
+            status: StatusCode::NOT_FOUND,
+            body: error_body(&e.message, "invalid_request_error", Some("model"), Some("model_not_found")),
+        }
+    }
+}
+
+impl IntoResponse for OpenAiError {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, Json(self.body)).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert("www-authenticate", HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+type OpenAiResult<T> = Result<T, OpenAiError>;
+
+fn caller_of(kernel: &Kernel, headers: &HeaderMap) -> OpenAiResult<Caller> {
+    identify(kernel, headers).map(|(caller, _)| caller).map_err(OpenAiError::unauthorized)
+}
+
+fn now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+fn model_object(name: &str, created_at: &str) -> Value {
+    let created = chrono::DateTime::parse_from_rfc3339(created_at).map_or(0, |t| t.timestamp());
+    json!({"id": name, "object": "model", "created": created, "owned_by": "kennel"})
+}
+
+async fn list_models(State(kernel): State<Kernel>, headers: HeaderMap) -> OpenAiResult<Json<Value>> {
+    caller_of(&kernel, &headers)?;
+    let exposed = chat_api::exposed(&kernel.config().openai, kernel.agents());
+    let data: Vec<Value> = exposed.iter().map(|a| model_object(&a.name, &a.created_at)).collect();
+    Ok(Json(json!({"object": "list", "data": data})))
+}
+
+async fn get_model(
+    State(kernel): State<Kernel>,
+    headers: HeaderMap,
+    Path(model): Path<String>,
+) -> OpenAiResult<Json<Value>> {
+    caller_of(&kernel, &headers)?;
+    let agent =
+        chat_api::model(&kernel.config().openai, kernel.agents(), &model).map_err(OpenAiError::model_not_found)?;
+    Ok(Json(model_object(&agent.name, &agent.created_at)))
+}
+
+/// The request, as far as Kennel reads it; other fields are accepted and not used.
+#[derive(Deserialize)]
+struct ChatRequest {
+    model: String,
+    messages: Vec<ChatMessage>,
+    #[serde(default)]
+    stream: Option<bool>,
+    #[serde(default)]
+    stream_options: Option<StreamOptions>,
+    #[serde(default)]
+    user: Option<String>,
+    #[serde(default)]
+    n: Option<u32>,
+}
+
+#[derive(Deserialize)]
+struct StreamOptions {
+    #[serde(default)]
+    include_usage: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct ChatMessage {
+    role: String,
+    #[serde(default)]
+    content: Option<Content>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Content {
+    Text(String),
+    Parts(Vec<Part>),
+}
+
+#[derive(Deserialize)]
+struct Part {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    text: Option<String>,
+}
+
+impl ChatMessage {
+    fn said(self, index: usize) -> Result<Said, Error> {
+        let field = format!("messages[{index}]");
+        let role = match self.role.as_str() {
+            "system" | "developer" => Role::System,
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "tool" | "function" => Role::Tool,
+            other => {
+                return Err(Error::invalid(format!(
+                    "`{other}` is not a role: system, developer, user, assistant or tool"
+                ))
+                .with_field(&format!("{field}.role")));
+            }
+        };
+        let text = match self.content {
+            None => String::new(),
+            Some(Content::Text(text)) => text,
+            Some(Content::Parts(parts)) => {
+                let mut text = String::new();
+                for (i, part) in parts.into_iter().enumerate() {
+                    match (part.kind.as_str(), part.text) {
+                        ("text", Some(piece)) => text.push_str(&piece),
+                        (kind, _) => {
+                            return Err(Error::invalid(format!(
+                                "a `{kind}` part: this endpoint reads text parts only (send files to the agent's workspace)"
+                            ))
+                            .with_field(&format!("{field}.content[{i}]")));
+                        }
+                    }
+                }
+                text
+            }
+        };
+        Ok(Said { role, text })
+    }
+}
+
+/// Reads the body as OpenAI's API does: JSON, any other field ignored.
+fn parse_request(body: &[u8]) -> Result<ChatRequest, Error> {
+    if body.len() > BODY_LIMIT {
+        return Err(Error::invalid(format!("the body is over {BODY_LIMIT} bytes")));
+    }
+    let request: ChatRequest =
+        serde_json::from_slice(body).map_err(|e| Error::invalid(format!("the body is not a chat request: {e}")))?;
+    if request.n.is_some_and(|n| n != 1) {
+        return Err(Error::invalid("an agent gives one answer: `n` must be 1").with_field("n"));
+    }
+    Ok(request)
+}
+
+/// What a request becomes: its agent's turn, and how to answer.
+struct Prepared {
+    model: String,
+    agent: Uuid,
+    turn: TurnRequest,
+    stream: bool,
+    include_usage: bool,
+}
+
+async fn prepare(kernel: &Kernel, headers: &HeaderMap, body: &[u8]) -> OpenAiResult<Prepared> {
+    let caller = caller_of(kernel, headers)?;
+    let request = parse_request(body)?;
+    let agent = chat_api::model(&kernel.config().openai, kernel.agents(), &request.model)
+        .map_err(OpenAiError::model_not_found)?;
+    let conversation =
+        request.messages.into_iter().enumerate().map(|(i, m)| m.said(i)).collect::<Result<Vec<_>, Error>>()?;
+    let named = headers
+        .get(SESSION_HEADER)
+        .map(|v| v.to_str().map_err(|_| Error::invalid("X-Kennel-Session is not text").with_field(SESSION_HEADER)));
+    let session = match named.transpose()? {
+        Some(named) => match Uuid::parse_str(named) {
+            Ok(id) => kernel.sessions().of_agent(&agent, id).await?,
+            Err(_) => kernel.sessions().keyed(agent.id, named).await?,
+        },
+        None => {
+            let key = chat_api::conversation_key(&caller, request.user.as_deref(), &conversation);
+            kernel.sessions().keyed(agent.id, &key).await?
+        }
+    };
+    let message = chat_api::turn_message(&conversation, session.preview.is_none())?;
+    let mut turn = TurnRequest::headless(message, caller);
+    turn.session = Some(session.id);
+    Ok(Prepared {
+        model: agent.name.clone(),
+        agent: agent.id,
+        turn,
+        stream: request.stream.unwrap_or(false),
+        include_usage: request.stream_options.and_then(|o| o.include_usage).unwrap_or(false),
+    })
+}
+
+async fn chat_completions(State(kernel): State<Kernel>, headers: HeaderMap, body: Bytes) -> Response {
+    let prepared = match prepare(&kernel, &headers, &body).await {
+        Ok(prepared) => prepared,
+        Err(e) => return e.into_response(),
+    };
+    let session = prepared.turn.session.expect("prepare names the session");
+    let mut response = if prepared.stream { stream(kernel, prepared).await } else { complete(kernel, prepared).await };
+    if let Ok(value) = HeaderValue::from_str(&session.to_string()) {
+        response.headers_mut().insert(SESSION_HEADER, value);
+    }
+    response
+}
+
+fn finish_reason(result: &TurnResult) -> &'static str {
+    if result.truncated { "length" } else { "stop" }
+}
+
+fn usage(result: &TurnResult) -> Value {
+    let (prompt, completion) = (result.usage.input_tokens, result.usage.output_tokens);
+    json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
+}
+
+fn completion_id(turn: Uuid) -> String {
+    format!("chatcmpl-{}", turn.simple())
+}
+
+async fn complete(kernel: Kernel, prepared: Prepared) -> Response {
+    let result = match kernel.send_message(&prepared.agent.to_string(), prepared.turn).await {
+        Ok(result) => result,
+        Err(e) => return OpenAiError::from(e).into_response(),
+    };
+    Json(json!({
+        "id": completion_id(result.turn_id),
+        "object": "chat.completion",
+        "created": now(),
+        "model": prepared.model,
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": result.reply, "refusal": null},
+            "logprobs": null,
+            "finish_reason": finish_reason(&result),
+        }],
+        "usage": usage(&result),
+        "system_fingerprint": null,
+    }))
+    .into_response()
+}
+
+/// What the turn's follower hands the response stream.
+enum Piece {
+    Text(String),
+    Done(Box<TurnResult>),
+    Failed(Error),
+}
+
+async fn stream(kernel: Kernel, mut prepared: Prepared) -> Response {
+    let turn_id = Uuid::new_v4();
+    let cancel = CancellationToken::new();
+    prepared.turn.turn_id = Some(turn_id);
+    prepared.turn.cancel = Some(cancel.clone());
+    // Subscribed before the turn starts, so no event of it is missed.
+    let events = kernel.turns().subscribe();
+    let agent = prepared.agent.to_string();
+    let turn = prepared.turn;
+    let running = tokio::spawn(async move { kernel.send_message(&agent, turn).await });
+    let (pieces, mut received) = mpsc::channel(64);
+    tokio::spawn(follow(turn_id, events, running, pieces));
+    let first = match received.recv().await {
+        Some(Piece::Failed(e)) => return OpenAiError::from(e).into_response(),
+        Some(first) => first,
+        None => return OpenAiError::from(Error::internal("the turn ended without an answer")).into_response(),
+    };
+    let chunks = Chunks {
+        id: completion_id(turn_id),
+        created: now(),
+        model: prepared.model,
+        include_usage: prepared.include_usage,
+        started: false,
+        first: Some(first),
+        received,
+        finished: Vec::new(),
+        _cancel: CancelOnDrop(cancel),
+    };
+    Sse::new(chunks.into_stream()).keep_alive(KeepAlive::default()).into_response()
+}
+
+/// Cancels the turn when the response is dropped: the client went away. (A finished turn
+/// ignores it.)
+struct CancelOnDrop(CancellationToken);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+/// The response stream's state: the pieces still to come, turned into chunks.
+struct Chunks {
+    id: String,
+    created: u64,
+    model: String,
+    include_usage: bool,
+    started: bool,
+    first: Option<Piece>,
+    received: mpsc::Receiver<Piece>,
+    /// Events still to send after the last piece.
+    finished: Vec<Event>,
+    _cancel: CancelOnDrop,
+}
+
+impl Chunks {
+    fn chunk(&self, delta: Value, finish_reason: Option<&str>) -> Event {
+        let mut chunk = json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "system_fingerprint": null,
+            "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish_reason}],
+        });
+        if self.include_usage {
+            chunk["usage"] = Value::Null;
+        }
+        Event::default().data(chunk.to_string())
+    }
+
+    /// The events that end the stream after the turn's result.
+    fn ending(&self, result: &TurnResult) -> Vec<Event> {
+        let mut events = vec![self.chunk(json!({}), Some(finish_reason(result)))];
+        if self.include_usage {
+            let chunk = json!({
+                "id": self.id,
+                "object": "chat.completion.chunk",
+                "created": self.created,
+                "model": self.model,
+                "system_fingerprint": null,
+                "choices": [],
+                "usage": usage(result),
+            });
+            events.push(Event::default().data(chunk.to_string()));
+        }
+        events.push(Event::default().data("[DONE]"));
+        events
+    }
+
+    /// The next events to send, or `None` at the end.
+    async fn next_events(&mut self) -> Option<Vec<Event>> {
+        if !self.started {
+            self.started = true;
+            return Some(vec![self.chunk(json!({"role": "assistant", "content": ""}), None)]);
+        }
+        if !self.finished.is_empty() {
+            return Some(std::mem::take(&mut self.finished));
+        }
+        let piece = match self.first.take() {
+            Some(piece) => piece,
+            None => self.received.recv().await?,
+        };
+        Some(match piece {
+            Piece::Text(text) => vec![self.chunk(json!({"content": text}), None)],
+            Piece::Done(result) => {
+                self.received.close();
+                self.ending(&result)
+            }
+            Piece::Failed(e) => {
+                self.received.close();
+                let body = OpenAiError::from(e).body;
+                vec![Event::default().data(body.to_string())]
+            }
+        })
+    }
+
+    fn into_stream(self) -> impl Stream<Item = Result<Event, Infallible>> {
+        use futures_util::StreamExt;
+        futures_util::stream::unfold(self, |mut chunks| async move {
+            let events = chunks.next_events().await?;
+            Some((futures_util::stream::iter(events.into_iter().map(Ok)), chunks))
+        })
+        .flatten()
+    }
+}
+
+/// Follows one turn's events and hands its text on as it is written, then its end.
+async fn follow(
+    turn_id: Uuid,
+    mut events: broadcast::Receiver<AgentEvent>,
+    mut running: tokio::task::JoinHandle<Result<TurnResult, Error>>,
+    pieces: mpsc::Sender<Piece>,
+) {
+    let mut text = StreamedText::default();
+    let ended = loop {
+        tokio::select! {
+            event = events.recv() => match event {
+                Ok(event) if event.turn_id == turn_id => {
+                    for piece in text.take(&event.kind) {
+                        if pieces.send(Piece::Text(piece)).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => break running.await,
+            },
+            ended = &mut running => break ended,
+        }
+    };
+    // Every event of the turn was sent before its end: the ones still queued come first.
+    while let Ok(event) = events.try_recv() {
+        if event.turn_id == turn_id {
+            for piece in text.take(&event.kind) {
+                let _ = pieces.send(Piece::Text(piece)).await;
+            }
+        }
+    }
+    let result = ended.unwrap_or_else(|e| Err(Error::internal(format!("a turn's task ended abnormally: {e}"))));
+    let last = match result {
+        Ok(result) => {
+            if let Some(rest) = text.rest_of(&result.reply) {
+                let _ = pieces.send(Piece::Text(rest)).await;
+            }
+            Piece::Done(Box::new(result))
+        }
+        Err(e) => Piece::Failed(e),
+    };
+    let _ = pieces.send(last).await;
+}
+
+/// The reply's text as streamed so far, iteration by iteration.
+#[derive(Default)]
+struct StreamedText {
+    /// The model call being streamed.
+    iteration: u32,
+    /// What was sent of this iteration's text.
+    sent: String,
+    /// Whether text of an earlier iteration was sent (the next one starts with a blank line).
+    earlier: bool,
+    /// After a broken stream is made again: the new attempt's text so far, sent only past
+    /// what the broken one sent.
+    retry: Option<String>,
+}
+
+impl StreamedText {
+    /// What to send for this event of the turn.
+    fn take(&mut self, kind: &EventKind) -> Vec<String> {
+        match kind {
+            EventKind::TextDelta { iteration, text } => self.delta(*iteration, text).into_iter().collect(),
+            EventKind::ReplyReset { iteration } if *iteration == self.iteration => {
+                self.retry = Some(String::new());
+                Vec::new()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn delta(&mut self, iteration: u32, text: &str) -> Option<String> {
+        if iteration != self.iteration {
+            self.earlier |= !self.sent.is_empty();
+            self.iteration = iteration;
+            self.sent.clear();
+            self.retry = None;
+        }
+        let new = match &mut self.retry {
+            None => text.to_string(),
+            Some(attempt) => {
+                attempt.push_str(text);
+                let new = attempt.get(self.sent.len()..).filter(|new| !new.is_empty())?.to_string();
+                self.retry = None;
+                new
+            }
+        };
+        Some(self.send(new))
+    }
+
+    fn send(&mut self, new: String) -> String {
+        let piece = if self.sent.is_empty() && self.earlier { format!("\n\n{new}") } else { new.clone() };
+        self.sent.push_str(&new);
+        piece
+    }
+
+    /// What the turn's reply adds to what was streamed of its last iteration (a note the
+    /// turn appended, or the whole reply when the provider streamed none of it).
+    fn rest_of(&mut self, reply: &str) -> Option<String> {
+        let rest = reply.strip_prefix(self.sent.as_str())?;
+        (!rest.is_empty()).then(|| self.send(rest.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delta(iteration: u32, text: &str) -> EventKind {
+        EventKind::TextDelta { iteration, text: text.to_string() }
+    }
+
+    #[test]
+    fn text_before_tool_calls_is_set_apart_and_the_reply_completed() {
+        let mut text = StreamedText::default();
+        assert_eq!(text.take(&delta(1, "Let me look.")), ["Let me look."]);
+        assert_eq!(text.take(&delta(2, "It is ")), ["\n\nIt is "]);
+        assert_eq!(text.take(&delta(2, "noon")), ["noon"]);
+        assert_eq!(text.rest_of("It is noon\n\n[the reply was cut]"), Some("\n\n[the reply was cut]".into()));
+        assert_eq!(text.rest_of("It is noon\n\n[the reply was cut]"), None);
+    }
+
+    #[test]
+    fn a_stream_made_again_sends_only_what_the_broken_one_did_not() {
+        let mut text = StreamedText::default();
+        assert_eq!(text.take(&delta(1, "Hel")), ["Hel"]);
+        assert!(text.take(&EventKind::ReplyReset { iteration: 1 }).is_empty());
+        assert!(text.take(&delta(1, "He")).is_empty());
+        assert_eq!(text.take(&delta(1, "llo")), ["lo"]);
+        assert_eq!(text.take(&delta(1, "!")), ["!"]);
+        assert_eq!(text.rest_of("Hello!"), None);
+    }
+
+    #[test]
+    fn a_reply_nothing_streamed_is_sent_whole() {
+        let mut text = StreamedText::default();
+        assert_eq!(text.rest_of("Done."), Some("Done.".into()));
+    }
+
+    #[test]
+    fn errors_have_the_status_and_type_openai_gives_them() {
+        let e = OpenAiError::model_not_found(Error::not_found("no model"));
+        assert_eq!(e.status, StatusCode::NOT_FOUND);
+        assert_eq!(e.body["error"]["code"], "model_not_found");
+        let e = OpenAiError::from(Error::invalid("bad").with_field("messages"));
+        assert_eq!((e.status, e.body["error"]["param"].as_str()), (StatusCode::BAD_REQUEST, Some("messages")));
+        let e = OpenAiError::from(Error::exhausted("budget"));
+        assert_eq!(
+            (e.status, e.body["error"]["type"].as_str()),
+            (StatusCode::TOO_MANY_REQUESTS, Some("rate_limit_error"))
+        );
+    }
+}

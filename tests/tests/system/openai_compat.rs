@@ -1,0 +1,139 @@
+//! The OpenAI-compatible endpoint (`/v1/chat/completions`, `/v1/models`) against the official
+//! `openai` Python package as a real client (`tests/peers/openai_client.py`): an exposed agent
+//! answers streamed and not, runs its own tools inside the turn, keeps a resent conversation
+//! in one session, and everything else is refused in OpenAI's shape.
+
+use std::path::PathBuf;
+
+use kennel_tests::fake_llm::Scripted;
+use serde_json::{Value, json};
+
+use crate::{agent_from, daemon_with_llm};
+
+/// The Python with the `openai` and `prometheus_client` packages (`./scripts/test` makes it).
+pub(crate) fn clients_python() -> String {
+    let python = std::env::var_os("KENNEL_CLIENTS_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/clients-venv/bin/python"));
+    assert!(python.exists(), "{} is missing: ./scripts/test makes the clients' environment", python.display());
+    python.display().to_string()
+}
+
+/// Runs a script of `tests/peers` with the clients' Python; its one line of JSON.
+pub(crate) async fn run_client(script: &str, args: &[&str]) -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("peers").join(script);
+    let output = tokio::process::Command::new(clients_python()).arg(path).args(args).output().await.unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{script} failed: {stderr}\n{stdout}");
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{script} printed no JSON ({e}): {stdout}\n{stderr}"))
+}
+
+#[tokio::test]
+async fn the_openai_client_talks_to_an_exposed_agent_and_is_refused_the_rest_in_openais_shape() {
+    let (_home, daemon, api, llm) = daemon_with_llm("openai", "[openai]\nexpose = [\"helper\"]\n").await;
+    for name in ["helper", "secret"] {
+        agent_from(&api, json!({"name": name, "model": "gpt-test", "tools": ["system_time"]})).await;
+    }
+    llm.push_all([
+        // The first conversation: the agent runs its tool inside the turn.
+        Scripted::call("system_time", json!({})),
+        Scripted::text("It is noon."),
+        // The streamed one: text before a tool call, then the answer a word at a time.
+        Scripted::ToolCalls { calls: vec![("system_time".into(), json!({}))], text: Some("Let me check.".into()) },
+        Scripted::SlowText { text: "Once upon a time it was noon.".into(), piece_millis: 20 },
+        // The first conversation again, resent with a new question.
+        Scripted::text("Tomorrow too."),
+    ]);
+    let base = format!("{}/v1", daemon.base);
+    let out = run_client("openai_client.py", &[&base, api.token(), "helper", "secret"]).await;
+
+    assert_eq!(out["models"], json!(["helper"]), "only exposed agents are models: {out:#}");
+
+    let plain = &out["plain"];
+    assert_eq!(plain["object"], "chat.completion");
+    assert_eq!((plain["model"].as_str(), plain["role"].as_str()), (Some("helper"), Some("assistant")));
+    assert_eq!(plain["content"], "It is noon.");
+    assert_eq!(plain["finish_reason"], "stop");
+    let usage = &plain["usage"];
+    assert!(usage["prompt_tokens"].as_u64().unwrap() > 0, "{usage}");
+    assert_eq!(
+        usage["total_tokens"].as_u64().unwrap(),
+        usage["prompt_tokens"].as_u64().unwrap() + usage["completion_tokens"].as_u64().unwrap()
+    );
+
+    let streamed = &out["streamed"];
+    assert_eq!(streamed["content"], "Let me check.\n\nOnce upon a time it was noon.", "{streamed:#}");
+    assert!(streamed["pieces"].as_u64().unwrap() >= 5, "streamed as written, not at once: {streamed:#}");
+    let roles = streamed["roles"].as_array().unwrap();
+    assert_eq!(roles[0], "assistant", "the role comes first: {streamed:#}");
+    assert!(roles[1..].iter().all(Value::is_null), "{streamed:#}");
+    let reasons = streamed["finish_reasons"].as_array().unwrap();
+    assert_eq!(reasons.last().unwrap(), "stop", "{streamed:#}");
+    assert!(reasons[..reasons.len() - 1].iter().all(Value::is_null), "{streamed:#}");
+    assert_eq!(streamed["usage"].as_array().unwrap().len(), 1, "one usage chunk at the end: {streamed:#}");
+    assert_eq!(streamed["objects"], json!(["chat.completion.chunk"]));
+    assert_eq!(streamed["ids"].as_array().unwrap().len(), 1, "one id for every chunk: {streamed:#}");
+
+    // The resent conversation continues the first one's session, and the model is shown the
+    // new question once, after the session's own history.
+    let session = plain["session"].as_str().expect("the session header");
+    assert_eq!(out["continued"]["session"].as_str(), Some(session));
+    assert_eq!(out["continued"]["content"], "Tomorrow too.");
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 5, "no model call for a refused request");
+    let last = requests.last().unwrap().body["messages"].to_string();
+    assert_eq!(last.matches("And tomorrow?").count(), 1, "{last}");
+    assert_eq!(last.matches("What time is it?").count(), 1, "{last}");
+    assert!(!last.contains("You are a helpful assistant."), "the client's system message is not sent: {last}");
+    let stored = api.get(&format!("/api/sessions/{session}/messages")).await;
+    assert_eq!(stored.status, 200, "{}", stored.text);
+    let stored = stored.text;
+    assert!(stored.contains("system_time") && stored.contains("Tomorrow too."), "{stored}");
+
+    for refused in ["hidden", "hidden_model"] {
+        let e = &out[refused];
+        assert_eq!((e["class"].as_str(), e["status"].as_u64()), (Some("NotFoundError"), Some(404)), "{e:#}");
+        assert_eq!(e["code"], "model_not_found", "{e:#}");
+        assert!(e["message"].as_str().unwrap().contains("`secret` does not exist"), "{e:#}");
+    }
+    let e = &out["wrong_key"];
+    assert_eq!((e["class"].as_str(), e["status"].as_u64()), (Some("AuthenticationError"), Some(401)), "{e:#}");
+    assert_eq!(e["code"], "invalid_api_key", "{e:#}");
+    let e = &out["no_user_message"];
+    assert_eq!((e["class"].as_str(), e["status"].as_u64()), (Some("BadRequestError"), Some(400)), "{e:#}");
+    assert_eq!(e["type"], "invalid_request_error", "{e:#}");
+}
+
+/// A turn that cannot start is an HTTP error before any chunk, and a streamed turn whose
+/// client goes away is cancelled.
+#[tokio::test]
+async fn a_streamed_turn_fails_as_an_http_error_and_stops_when_its_client_leaves() {
+    let (_home, _daemon, api, llm) = daemon_with_llm("openai", "[openai]\nexpose = [\"helper\", \"lonely\"]\n").await;
+    agent_from(&api, json!({"name": "helper", "model": "gpt-test"})).await;
+    agent_from(&api, json!({"name": "lonely"})).await;
+    let ask = |model: &str, stream: bool| {
+        api.request(reqwest::Method::POST, "/v1/chat/completions")
+            .json(&json!({"model": model, "stream": stream, "messages": [{"role": "user", "content": "hi"}]}))
+    };
+    let refused = ask("lonely", true).send().await.unwrap();
+    let status = refused.status();
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(status, 503, "{body:#}");
+    assert_eq!(body["error"]["type"], "server_error", "{body:#}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("has no model"), "{body:#}");
+
+    llm.push(Scripted::SlowText {
+        text: "one two three four five six seven eight nine ten".repeat(20),
+        piece_millis: 50,
+    });
+    let mut answer = ask("helper", true).send().await.unwrap();
+    assert_eq!(answer.status(), 200);
+    assert!(answer.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    let first = answer.chunk().await.unwrap().unwrap();
+    assert!(String::from_utf8_lossy(&first).contains("\"role\":\"assistant\""), "{first:?}");
+    drop(answer);
+    let cancelled =
+        kennel_tests::eventually(std::time::Duration::from_secs(10), || async { llm.cut_streams() == 1 }).await;
+    assert!(cancelled, "the turn goes on without its client");
+}
