@@ -236,6 +236,16 @@ impl Db {
         }
     }
 
+    /// The pool's connections: idle, and in use.
+    pub(crate) fn connections_in_use(&self) -> (u32, u32) {
+        let (size, idle) = match &self.pool {
+            Pool::Sqlite(pool) => (pool.size(), pool.num_idle()),
+            Pool::Postgres(pool) => (pool.size(), pool.num_idle()),
+        };
+        let idle = idle as u32;
+        (idle, size.saturating_sub(idle))
+    }
+
     /// The connections the pool holds (SQLite's, for tests of [`Db::one_connection`]).
     #[cfg(test)]
     pub(crate) fn connections(&self) -> u32 {

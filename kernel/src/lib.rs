@@ -31,6 +31,7 @@ pub mod location;
 pub mod mcp;
 pub mod media;
 pub mod memory;
+pub mod metrics;
 pub mod net;
 pub mod notify;
 pub mod page;

@@ -19,6 +19,7 @@ pub fn router(kernel: Kernel) -> Router {
         .merge(machine)
         .merge(crate::dashboard::router(kernel.clone()).layer(axum::Extension(document)))
         .fallback(crate::dashboard::not_found)
+        .layer(axum::middleware::from_fn(crate::http::metrics::count_request))
         // A line per request at DEBUG (`RUST_LOG=tower_http=debug`), not at the default INFO:
         // formatting and writing it was a fifth of `GET /api/templates`'s time. Server errors
         // are still logged (at ERROR), and every change is in the operator-action log.

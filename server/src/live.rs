@@ -104,7 +104,12 @@ fn live<S>(kernel: &Kernel, holder: Holder, events: S) -> Sse<impl Stream<Item =
 where
     S: Stream<Item = Result<Event, Infallible>> + Send + 'static,
 {
-    Sse::new(events.take_until(stream_ends(kernel, holder))).keep_alive(KeepAlive::default())
+    let open = kennel_kernel::metrics::metrics().live_stream();
+    let events = events.take_until(stream_ends(kernel, holder)).map(move |event| {
+        let _counted = &open;
+        event
+    });
+    Sse::new(events).keep_alive(KeepAlive::default())
 }
 
 /// The SSE stream of one agent's turn events.

@@ -304,6 +304,11 @@ impl Browsers {
         self.popups_closed.lock().unwrap_or_else(|e| e.into_inner()).get(&agent).copied().unwrap_or(0)
     }
 
+    /// How many agents have a browser context open.
+    pub fn contexts(&self) -> usize {
+        self.agents.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
     /// The open tabs of `agent`, for the dashboard.
     pub fn tabs(&self, agent: AgentId) -> Vec<TabView> {
         self.views.lock().unwrap_or_else(|e| e.into_inner()).get(&agent).cloned().unwrap_or_default()

@@ -92,6 +92,7 @@ impl Channels {
         if !store::receive(&self.db, name, &m, &at).await? {
             return Ok(());
         }
+        crate::metrics::metrics().channel_message(name, true);
         let by = format!("channel:{name}:{}", m.from.user_id);
         let questions = self.questions.get().and_then(std::sync::Weak::upgrade);
         let answered = match questions {

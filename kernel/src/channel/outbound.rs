@@ -16,6 +16,9 @@ impl Channels {
     pub async fn deliver(&self, name: &str, chat: &str, out: Outgoing, sent_by: &str) -> Result<()> {
         let channel = self.get(name)?;
         let outcome = self.send_parts(&channel, chat, &out).await;
+        if outcome.is_ok() {
+            crate::metrics::metrics().channel_message(name, false);
+        }
         let (kind, summary) = summary_of(&out);
         let at = crate::db::timestamp(self.clock.now());
         let result = match &outcome {

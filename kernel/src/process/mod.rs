@@ -953,6 +953,11 @@ impl Processes {
         self.children.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, c| c.agent != agent || c.exit().is_none());
     }
 
+    /// How many children run now, every agent's.
+    pub fn running(&self) -> usize {
+        self.children.lock().unwrap_or_else(|e| e.into_inner()).values().filter(|c| c.exit().is_none()).count()
+    }
+
     /// The agent's children: running ones and those ended recently, oldest first.
     pub fn list(&self, agent: AgentId) -> Vec<ProcessView> {
         self.forget_old();

@@ -280,6 +280,7 @@ async fn fire(uses: Uses, d: Dispatch, _permit: Option<tokio::sync::OwnedSemapho
             tracing::warn!(schedule = %d.schedule_id, error = %e.message, "could not pause the schedule of a stopped agent");
         }
     }
+    crate::metrics::metrics().schedule_fired(outcome.as_str());
     let duration_ms = started.elapsed().as_millis() as i64;
     let finished = store::Finished {
         fire_id: d.fire_id,
@@ -383,11 +384,16 @@ impl Schedules {
             store::take_fires(&mut tx, &self.daemon, &fired_at, &fires).await?
         };
         tx.commit().await?;
+        let late = |due: &str| parse_time(due).map_or(0.0, |at| (now - at).as_seconds_f64());
         Ok(planned
             .into_iter()
             .zip(fire_ids)
             // Not taken: paused or changed since the read.
-            .filter_map(|(p, id)| id.map(|fire_id| Dispatch { fire_id, ..p.dispatch }))
+            .filter_map(|(p, id)| id.map(|fire_id| (late(&p.due), Dispatch { fire_id, ..p.dispatch })))
+            .map(|(late, dispatch)| {
+                crate::metrics::metrics().schedule_late(late);
+                dispatch
+            })
             .collect())
     }
 

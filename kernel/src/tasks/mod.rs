@@ -372,6 +372,18 @@ impl TaskBoard {
         db::full_id(&self.db, db::ShortIds::Tasks, id).await?.ok_or_else(|| no_task(id))
     }
 
+    /// How many tasks are in each status, every status listed (for the metrics).
+    pub async fn counts_by_status(&self) -> Result<Vec<(String, u64)>> {
+        let counted = store::counts_by_status(&self.db).await?;
+        Ok(TaskStatus::ALL
+            .iter()
+            .map(|status| {
+                let name = status.as_str();
+                (name.to_string(), counted.iter().find(|(s, _)| s == name).map_or(0, |(_, n)| *n))
+            })
+            .collect())
+    }
+
     /// A page of the tasks matching the filter, best first (priority, then oldest).
     pub async fn list(&self, filter: &TaskFilter, page: &PageRequest) -> Result<Page<Task>> {
         if let Some(p) = filter.min_priority {

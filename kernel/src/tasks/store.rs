@@ -216,6 +216,12 @@ pub(super) async fn count(db: &Db, q: &Query<'_>) -> Result<u64> {
     Ok(n as u64)
 }
 
+/// How many tasks there are in each status (statuses with none are left out).
+pub(super) async fn counts_by_status(db: &Db) -> Result<Vec<(String, u64)>> {
+    let rows = db::query("SELECT status, count(*) AS n FROM tasks GROUP BY status").fetch_all(db).await?;
+    rows.iter().map(|r| Ok((r.try_get("status")?, r.try_get::<i64, _>("n")?.max(0) as u64))).collect()
+}
+
 /// Returns claims made before `cutoff` to pending, counting a retry; past `max_retries`
 /// (0 = unlimited) the task fails instead. How many claims were taken back.
 pub(super) async fn sweep(db: &Db, cutoff: &str, max_retries: i64) -> Result<u64> {

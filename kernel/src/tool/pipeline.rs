@@ -108,6 +108,7 @@ pub(crate) async fn call(kernel: &Kernel, ctx: CallContext, name: &str, args: Va
         Ok(out) => ("ok", None, out.artifact_id.clone()),
         Err(e) => (e.kind.as_str(), Some(e.message.clone()), None),
     };
+    crate::metrics::metrics().tool_called(name, outcome, duration_us);
     let audit_entry = AuditEntry {
         agent_id,
         session_id: session,

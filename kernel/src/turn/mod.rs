@@ -128,8 +128,16 @@ pub async fn run(kernel: &Kernel, agent: Arc<Agent>, req: TurnRequest) -> Result
     run_here(kernel, agent, req).await
 }
 
-/// Runs one turn of `agent` in this daemon.
+/// Runs one turn of `agent` in this daemon, counted in the metrics by how it ended.
 pub(crate) async fn run_here(kernel: &Kernel, agent: Arc<Agent>, req: TurnRequest) -> Result<TurnResult> {
+    let name = agent.name.clone();
+    let result = run_turn_here(kernel, agent, req).await;
+    let outcome = result.as_ref().map_or("failed", |r| r.ended.as_str());
+    crate::metrics::metrics().turn_ended(&name, outcome);
+    result
+}
+
+async fn run_turn_here(kernel: &Kernel, agent: Arc<Agent>, req: TurnRequest) -> Result<TurnResult> {
     agent.ensure_running()?;
     // Configuration problems are reported before anything is stored.
     let provider = kernel.provider_for(&agent)?;

@@ -257,6 +257,8 @@ impl Meter {
 
     /// Queues a call's record; the turn goes on at once.
     pub fn record(&self, call: ModelCall) {
+        let cost = self.prices(&call.provider, &call.model).map(|p| p.cost(&call.tokens));
+        crate::metrics::metrics().model_called(&call, cost);
         if self.queue.send(Queued::Call(Box::new(call))).is_err() {
             tracing::warn!("the meter's writer has stopped; a model call went unrecorded");
         }

@@ -105,6 +105,7 @@ mod knowledge;
 mod mcp;
 mod mcp_server;
 mod memory;
+pub mod metrics;
 mod openai;
 pub mod openapi;
 mod page;
@@ -169,6 +170,7 @@ pub fn router(kernel: Kernel) -> (Router<Kernel>, openapi::Document) {
         .merge(api)
         .merge(a2a::router())
         .merge(openai::router())
+        .route("/metrics", axum::routing::get(metrics::scrape))
         .merge(channels::inbound_router())
         .layer(middleware::map_response(machine_headers));
     (router, document)

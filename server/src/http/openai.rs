@@ -371,6 +371,7 @@ async fn stream(kernel: Kernel, mut prepared: Prepared) -> Response {
         received,
         finished: Vec::new(),
         _cancel: CancelOnDrop(cancel),
+        _counted: kennel_kernel::metrics::metrics().live_stream(),
     };
     Sse::new(chunks.into_stream()).keep_alive(KeepAlive::default()).into_response()
 }
@@ -397,6 +398,8 @@ struct Chunks {
     /// Events still to send after the last piece.
     finished: Vec<Event>,
     _cancel: CancelOnDrop,
+    /// Counted among the live streams while it is open.
+    _counted: kennel_kernel::metrics::LiveStream,
 }
 
 impl Chunks {

@@ -30,6 +30,7 @@ mod location;
 mod mcp;
 mod media;
 mod memory;
+mod metrics;
 mod model_calls;
 mod openai_compat;
 mod openapi;

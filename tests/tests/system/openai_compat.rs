@@ -19,10 +19,23 @@ pub(crate) fn clients_python() -> String {
     python.display().to_string()
 }
 
-/// Runs a script of `tests/peers` with the clients' Python; its one line of JSON.
-pub(crate) async fn run_client(script: &str, args: &[&str]) -> Value {
+/// Runs a script of `tests/peers` with the clients' Python, `stdin` as its input; its one
+/// line of JSON.
+pub(crate) async fn run_client(script: &str, args: &[&str], stdin: &str) -> Value {
+    use tokio::io::AsyncWriteExt;
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("peers").join(script);
-    let output = tokio::process::Command::new(clients_python()).arg(path).args(args).output().await.unwrap();
+    let mut child = tokio::process::Command::new(clients_python())
+        .arg(path)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.as_bytes()).await.unwrap();
+    drop(input);
+    let output = child.wait_with_output().await.unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{script} failed: {stderr}\n{stdout}");
@@ -46,7 +59,7 @@ async fn the_openai_client_talks_to_an_exposed_agent_and_is_refused_the_rest_in_
         Scripted::text("Tomorrow too."),
     ]);
     let base = format!("{}/v1", daemon.base);
-    let out = run_client("openai_client.py", &[&base, api.token(), "helper", "secret"]).await;
+    let out = run_client("openai_client.py", &[&base, api.token(), "helper", "secret"], "").await;
 
     assert_eq!(out["models"], json!(["helper"]), "only exposed agents are models: {out:#}");
 
