@@ -10,6 +10,7 @@ pub mod approval;
 pub mod artifact;
 pub mod ask;
 pub mod auth;
+pub mod backup;
 pub mod browser;
 pub mod canvas;
 pub mod capability;

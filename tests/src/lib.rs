@@ -94,6 +94,11 @@ impl Home {
         home
     }
 
+    /// An empty directory for a home on SQLite, nothing in it yet (`kennel restore`'s target).
+    pub fn empty_on_sqlite() -> Home {
+        Home { dir: tempfile::tempdir().expect("temp dir"), database: None, shared_database: None }
+    }
+
     /// A home whose state is in the PostgreSQL database `url`, which other homes share (the
     /// daemons of a cluster); the caller owns the database.
     pub fn sharing(url: &str, config: &str) -> Home {

@@ -86,6 +86,7 @@
 
 mod agents;
 mod approvals;
+mod backup;
 mod channels;
 mod chat;
 pub mod daemon;
@@ -237,6 +238,32 @@ as a backup). The database must be empty; its user must be able to create tables
     MigrateToPostgres {
         /// The empty PostgreSQL database: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE.
         url: String,
+    },
+    /// Back up the home into one archive (gzipped tar): a consistent copy of the SQLite
+    /// database and the home's files. The daemon may go on running meanwhile.
+    #[command(after_help = "Examples:
+  kennel backup kennel-$(date +%F).tar.gz
+  KENNEL_HOME=/srv/kennel kennel backup /backups/kennel.tar.gz
+
+The database is copied with SQLite's VACUUM INTO: the data as of one moment, while the
+daemon writes on. Workspaces, skills, artifacts, canvases and config.toml follow as they are
+when read. One run's files (daemon.json, cli.token, run/) and Chromium's profile are left out.
+The archive is written beside FILE and then renamed onto it, mode 0600: it holds the database.
+On PostgreSQL the archive holds the files only: back the database up with pg_dump.")]
+    Backup {
+        /// Where to write the archive (replaced if it exists).
+        file: PathBuf,
+    },
+    /// Restore a backup made by `kennel backup` into an empty (or new) home.
+    #[command(after_help = "Examples:
+  kennel --home /srv/kennel-restored restore kennel-2026-12-06.tar.gz
+  kennel --home /srv/kennel-restored start
+
+A home that is not empty is refused: a restore never merges into or overwrites a home. The
+database is checked after unpacking; on any failure what was unpacked is removed.")]
+    Restore {
+        /// The archive.
+        file: PathBuf,
     },
 }
 
@@ -608,6 +635,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Channel(ChannelCommand::Test { name, json }) => channels::test(&home, &name, json).await,
         Command::Token(cmd) => with_store(&home, async |kernel| tokens(kernel, cmd).await).await,
         Command::MigrateToPostgres { url } => migrate_to_postgres(&home, &url).await,
+        Command::Backup { file } => backup::backup(&home, &file).await,
+        Command::Restore { file } => backup::restore(&home, &file).await,
     }
 }
 

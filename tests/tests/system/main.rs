@@ -8,6 +8,7 @@ mod agents_family;
 mod approvals;
 mod ask;
 mod auth;
+mod backup;
 mod browser;
 mod channel_adapters;
 mod channels;

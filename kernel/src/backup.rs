@@ -1,0 +1,520 @@
+//! Backups of a home (`kennel backup FILE`, `kennel restore FILE`): one gzipped tar archive
+//! with a consistent copy of the SQLite database and the home's files.
+//!
+//! - **The database** is copied with SQLite's `VACUUM INTO` over a connection of its own, so a
+//!   running daemon goes on writing meanwhile: the copy is the database as of one moment (one
+//!   read transaction), never a file copy of a live WAL database. On PostgreSQL the archive
+//!   holds the files only, and says so: the database is `pg_dump`'s.
+//! - **The files** (workspaces, skills, artifacts, canvases, config.toml, …) follow, read as
+//!   they are then: a file an agent writes during the backup is in it as it was when read.
+//!   Left out: the database's own files (its copy stands for them), one run's files
+//!   (`daemon.json`, `daemon.lock`, `cli.token`, `run/`), Chromium's profile (`browser/`,
+//!   made again), and anything not a file, directory or symlink. Symlinks are kept as links,
+//!   never followed; a file is opened without following links and checked to be a regular
+//!   file, so a workspace's FIFO or a link swapped in meanwhile cannot stall or widen the copy.
+//! - **The archive** is written beside `FILE` and renamed onto it once complete (mode 0600:
+//!   it holds the database). Its first entry, `kennel-backup.json`, says what it is.
+//! - **Restoring** needs an empty (or absent) home: it never merges into or overwrites a home.
+//!   Entries that would land outside the home are refused, the database is checked
+//!   (`PRAGMA quick_check`), and on any failure what was unpacked is removed again.
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use sqlx::Connection;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
+
+use crate::error::{Error, Result};
+
+/// The archive's first entry.
+const MANIFEST: &str = "kennel-backup.json";
+/// The database's name in the home and in the archive.
+const DATABASE: &str = "kennel.db";
+/// The format [`Manifest::format`] this version writes and reads.
+const FORMAT: u32 = 1;
+
+/// Top-level entries of the home a backup leaves out (see the module's notes).
+const LEFT_OUT: &[&str] = &[
+    "kennel.db",
+    "kennel.db-wal",
+    "kennel.db-shm",
+    "kennel.db-journal",
+    "daemon.json",
+    "daemon.lock",
+    "cli.token",
+    "run",
+    "browser",
+];
+
+/// What an archive says of itself.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format: u32,
+    pub kennel_version: String,
+    pub created_at: String,
+    /// `sqlite` (the archive holds `kennel.db`) or `postgres` (it does not).
+    pub database: String,
+}
+
+/// What a backup or restore did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub manifest: Manifest,
+    /// Files, directories and links, the database included.
+    pub entries: u64,
+    /// Bytes of file content.
+    pub bytes: u64,
+    /// Entries left out because they are neither files, directories nor links.
+    pub skipped: u64,
+}
+
+/// Writes a backup of `home` to `out`. `postgres`: the home's database is on PostgreSQL.
+pub async fn backup(home: &Path, out: &Path, postgres: bool) -> Result<Report> {
+    if !home.join("config.toml").exists() && !home.join(DATABASE).exists() {
+        return Err(Error::not_found(format!("{} is not a Kennel home (no config.toml or kennel.db)", home.display())));
+    }
+    let out = absolute(out)?;
+    let dir = out.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let staging = Staging::new(dir)?;
+    let snapshot = staging.path().join(DATABASE);
+    let database = if postgres {
+        "postgres"
+    } else {
+        snapshot_sqlite(&home.join(DATABASE), &snapshot).await?;
+        "sqlite"
+    };
+    let manifest = Manifest {
+        format: FORMAT,
+        kennel_version: env!("CARGO_PKG_VERSION").to_string(),
+        created_at: crate::db::now(),
+        database: database.to_string(),
+    };
+    let (home, partial) = (home.to_path_buf(), staging.path().join("archive.tar.gz"));
+    let (written, archive) = (partial.clone(), out.clone());
+    let report = tokio::task::spawn_blocking(move || {
+        let snapshot = (!postgres).then_some(snapshot.as_path());
+        write_archive(&home, &written, &manifest, snapshot, &archive)
+    })
+    .await
+    .map_err(|e| Error::internal(format_args!("the backup's task ended abnormally: {e}")))??;
+    std::fs::rename(&partial, &out).map_err(|e| Error::unavailable(format!("cannot write {}: {e}", out.display())))?;
+    Ok(report)
+}
+
+/// A directory beside the archive for the database's copy and the archive being written,
+/// removed with what is left in it.
+struct Staging(PathBuf);
+
+impl Staging {
+    fn new(beside: &Path) -> Result<Staging> {
+        let path = beside.join(format!(".kennel-backup-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&path)
+            .map_err(|e| Error::unavailable(format!("cannot write in {}: {e}", beside.display())))?;
+        Ok(Staging(path))
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn absolute(path: &Path) -> Result<PathBuf> {
+    std::path::absolute(path).map_err(|e| Error::invalid(format!("{}: {e}", path.display())))
+}
+
+/// A consistent copy of the live database at `from` into `to` (`VACUUM INTO`).
+async fn snapshot_sqlite(from: &Path, to: &Path) -> Result<()> {
+    if !from.exists() {
+        return Err(Error::not_found(format!("there is no database at {}", from.display())));
+    }
+    let options = SqliteConnectOptions::from_str("sqlite://")
+        .map_err(Error::internal)?
+        .filename(from)
+        .create_if_missing(false)
+        // A busy daemon holds the write lock for moments; the copy only reads.
+        .busy_timeout(std::time::Duration::from_secs(30));
+    let mut conn = SqliteConnection::connect_with(&options)
+        .await
+        .map_err(|e| Error::unavailable(format!("cannot open {}: {e}", from.display())))?;
+    let copied = sqlx::query("VACUUM INTO ?").bind(to.to_string_lossy().into_owned()).execute(&mut conn).await;
+    let _ = conn.close().await;
+    copied.map_err(|e| Error::unavailable(format!("cannot copy the database {}: {e}", from.display())))?;
+    Ok(())
+}
+
+fn write_archive(
+    home: &Path,
+    partial: &Path,
+    manifest: &Manifest,
+    snapshot: Option<&Path>,
+    out: &Path,
+) -> Result<Report> {
+    let io = |e: std::io::Error| Error::unavailable(format!("cannot write {}: {e}", partial.display()));
+    let file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(partial).map_err(io)?;
+    let gz = flate2::write::GzEncoder::new(BufWriter::new(file), flate2::Compression::default());
+    let mut tar = tar::Builder::new(gz);
+    tar.follow_symlinks(false);
+    let mut report = Report { manifest: manifest.clone(), entries: 0, bytes: 0, skipped: 0 };
+
+    let text = serde_json::to_vec_pretty(manifest).map_err(Error::internal)?;
+    let mut header = file_header(text.len() as u64, 0o600);
+    tar.append_data(&mut header, MANIFEST, text.as_slice()).map_err(io)?;
+    if let Some(snapshot) = snapshot {
+        let db = File::open(snapshot).map_err(io)?;
+        let size = db.metadata().map_err(io)?.len();
+        tar.append_data(&mut file_header(size, 0o600), DATABASE, db).map_err(io)?;
+        report.entries += 1;
+        report.bytes += size;
+    }
+    let mut walk = Walk { tar: &mut tar, report: &mut report, out, staging: partial.parent() };
+    walk.dir(home, Path::new(""))?;
+    let gz = tar.into_inner().map_err(io)?;
+    let mut file = gz.finish().map_err(io)?.into_inner().map_err(|e| io(e.into_error()))?;
+    file.flush().map_err(io)?;
+    file.sync_all().map_err(io)?;
+    Ok(report)
+}
+
+fn file_header(size: u64, mode: u32) -> tar::Header {
+    let mut header = tar::Header::new_gnu();
+    header.set_entry_type(tar::EntryType::Regular);
+    header.set_size(size);
+    header.set_mode(mode);
+    header.set_mtime(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()));
+    header
+}
+
+/// Walks the home into the archive.
+struct Walk<'a, W: Write> {
+    tar: &'a mut tar::Builder<W>,
+    report: &'a mut Report,
+    /// The archive being written and its staging directory, if inside the home: not copied.
+    out: &'a Path,
+    staging: Option<&'a Path>,
+}
+
+impl<W: Write> Walk<'_, W> {
+    fn dir(&mut self, dir: &Path, name: &Path) -> Result<()> {
+        let unreadable = |e: std::io::Error| Error::unavailable(format!("cannot read {}: {e}", dir.display()));
+        let mut entries: Vec<_> =
+            std::fs::read_dir(dir).map_err(unreadable)?.collect::<std::io::Result<_>>().map_err(unreadable)?;
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            let path = entry.path();
+            let inner = name.join(entry.file_name());
+            let top = name.as_os_str().is_empty();
+            if top && LEFT_OUT.iter().any(|n| entry.file_name() == *n)
+                || path == self.out
+                || Some(path.as_path()) == self.staging
+            {
+                continue;
+            }
+            self.entry(&path, &inner)?;
+        }
+        Ok(())
+    }
+
+    fn entry(&mut self, path: &Path, name: &Path) -> Result<()> {
+        let io = |e: std::io::Error| Error::unavailable(format!("cannot back up {}: {e}", path.display()));
+        // Gone since the directory was read: an agent removed it meanwhile.
+        let Ok(meta) = std::fs::symlink_metadata(path) else { return Ok(()) };
+        let kind = meta.file_type();
+        if kind.is_dir() {
+            let mut header = tar::Header::new_gnu();
+            header.set_metadata(&meta);
+            header.set_size(0);
+            header.set_mode(meta.permissions().mode() & 0o777);
+            self.tar.append_data(&mut header, name, std::io::empty()).map_err(io)?;
+            self.report.entries += 1;
+            return self.dir(path, name);
+        }
+        if kind.is_symlink() {
+            let target = std::fs::read_link(path).map_err(io)?;
+            let mut header = tar::Header::new_gnu();
+            header.set_metadata(&meta);
+            header.set_size(0);
+            self.tar.append_link(&mut header, name, target).map_err(io)?;
+            self.report.entries += 1;
+            return Ok(());
+        }
+        if !kind.is_file() {
+            self.report.skipped += 1;
+            return Ok(());
+        }
+        // Opened without following a link swapped in meanwhile and without waiting on a FIFO,
+        // then checked again: only a regular file is read.
+        let opened =
+            std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path);
+        let Ok(file) = opened else {
+            self.report.skipped += 1;
+            return Ok(());
+        };
+        let meta = file.metadata().map_err(io)?;
+        if !meta.is_file() {
+            self.report.skipped += 1;
+            return Ok(());
+        }
+        let size = meta.len();
+        let mut header = file_header(size, meta.permissions().mode() & 0o777);
+        header.set_mtime(meta.mtime().max(0) as u64);
+        // Exactly `size` bytes, whatever the file does meanwhile: a file cut short is padded.
+        let content = file.take(size).chain(std::io::repeat(0)).take(size);
+        self.tar.append_data(&mut header, name, content).map_err(io)?;
+        self.report.entries += 1;
+        self.report.bytes += size;
+        Ok(())
+    }
+}
+
+/// Unpacks the backup `archive` into `home`, which must be empty or absent.
+pub async fn restore(archive: &Path, home: &Path) -> Result<Report> {
+    let (archive, home) = (absolute(archive)?, absolute(home)?);
+    refuse_unless_empty(&home)?;
+    let created = !home.exists();
+    std::fs::create_dir_all(&home).map_err(|e| Error::unavailable(format!("cannot make {}: {e}", home.display())))?;
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| Error::unavailable(format!("cannot set {}'s mode: {e}", home.display())))?;
+    let target = home.clone();
+    let unpacked = tokio::task::spawn_blocking(move || unpack(&archive, &target))
+        .await
+        .map_err(|e| Error::internal(format_args!("the restore's task ended abnormally: {e}")));
+    let checked = match unpacked {
+        Ok(Ok(report)) => check_database(&home, &report).await.map(|()| report),
+        Ok(Err(e)) | Err(e) => Err(e),
+    };
+    if checked.is_err() {
+        empty_again(&home, created);
+    }
+    checked
+}
+
+fn refuse_unless_empty(home: &Path) -> Result<()> {
+    match std::fs::read_dir(home).map(|mut entries| entries.next().is_none()) {
+        Ok(false) => Err(Error::conflict(format!(
+            "{} is not empty: a backup is restored into an empty (or new) home only, so nothing there is overwritten",
+            home.display()
+        ))),
+        Ok(true) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            Err(Error::conflict(format!("{} is a file, not a home", home.display())))
+        }
+        Err(e) => Err(Error::unavailable(format!("cannot read {}: {e}", home.display()))),
+    }
+}
+
+/// Removes what a failed restore unpacked (the home was empty, or did not exist).
+fn empty_again(home: &Path, created: bool) {
+    if created {
+        let _ = std::fs::remove_dir_all(home);
+        return;
+    }
+    if let Ok(entries) = std::fs::read_dir(home) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let removed = match entry.file_type() {
+                Ok(kind) if kind.is_dir() => std::fs::remove_dir_all(&path),
+                _ => std::fs::remove_file(&path),
+            };
+            if let Err(e) = removed {
+                tracing::warn!(path = %path.display(), error = %e, "could not remove what a failed restore unpacked");
+            }
+        }
+    }
+}
+
+fn unpack(archive: &Path, home: &Path) -> Result<Report> {
+    let not_a_backup = |why: String| Error::invalid(format!("{} is not a Kennel backup: {why}", archive.display()));
+    let file = File::open(archive).map_err(|e| Error::not_found(format!("cannot open {}: {e}", archive.display())))?;
+    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(std::io::BufReader::new(file)));
+    // Modes as archived, never set-id bits (an archive is read as untrusted).
+    tar.set_preserve_permissions(false);
+    tar.set_overwrite(false);
+    let mut entries = tar.entries().map_err(|e| not_a_backup(e.to_string()))?;
+    let mut first =
+        entries.next().ok_or_else(|| not_a_backup("it is empty".into()))?.map_err(|e| not_a_backup(e.to_string()))?;
+    if first.path().map_err(|e| not_a_backup(e.to_string()))?.as_os_str() != MANIFEST {
+        return Err(not_a_backup(format!("its first entry is not {MANIFEST}")));
+    }
+    let mut text = String::new();
+    first.by_ref().take(64 * 1024).read_to_string(&mut text).map_err(|e| not_a_backup(e.to_string()))?;
+    let manifest: Manifest = serde_json::from_str(&text).map_err(|e| not_a_backup(format!("{MANIFEST}: {e}")))?;
+    if manifest.format != FORMAT {
+        return Err(Error::invalid(format!(
+            "{} is a backup of format {}; this Kennel ({}) reads format {FORMAT}",
+            archive.display(),
+            manifest.format,
+            env!("CARGO_PKG_VERSION")
+        )));
+    }
+    let mut report = Report { manifest, entries: 0, bytes: 0, skipped: 0 };
+    for entry in entries {
+        let mut entry = entry.map_err(|e| not_a_backup(e.to_string()))?;
+        let name = entry.path().map_err(|e| not_a_backup(e.to_string()))?.into_owned();
+        let size = entry.size();
+        let inside =
+            entry.unpack_in(home).map_err(|e| Error::unavailable(format!("cannot restore {}: {e}", name.display())))?;
+        if !inside {
+            return Err(not_a_backup(format!("its entry {} would land outside the home", name.display())));
+        }
+        report.entries += 1;
+        report.bytes += size;
+    }
+    Ok(report)
+}
+
+/// The restored database opens and SQLite finds nothing wrong in it.
+async fn check_database(home: &Path, report: &Report) -> Result<()> {
+    let path = home.join(DATABASE);
+    if report.manifest.database != "sqlite" {
+        return Ok(());
+    }
+    if !path.exists() {
+        return Err(Error::invalid(format!("the backup says it holds {DATABASE}, and it does not")));
+    }
+    let options = SqliteConnectOptions::from_str("sqlite://").map_err(Error::internal)?.filename(&path).read_only(true);
+    let mut conn = SqliteConnection::connect_with(&options)
+        .await
+        .map_err(|e| Error::unavailable(format!("cannot open the restored {}: {e}", path.display())))?;
+    let verdict: std::result::Result<String, _> = sqlx::query_scalar("PRAGMA quick_check").fetch_one(&mut conn).await;
+    let _ = conn.close().await;
+    match verdict {
+        Ok(ok) if ok == "ok" => Ok(()),
+        Ok(problem) => Err(Error::invalid(format!("the restored database is damaged: {problem}"))),
+        Err(e) => Err(Error::unavailable(format!("cannot check the restored database: {e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    use super::*;
+
+    fn home_with(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let home = tempfile::tempdir().unwrap();
+        for (path, text) in files {
+            let path = home.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        home
+    }
+
+    /// The archive's entries (name, kind) and all its bytes, unzipped.
+    fn read_archive(path: &Path) -> (Vec<(String, tar::EntryType)>, Vec<u8>) {
+        let mut bytes = Vec::new();
+        flate2::read::GzDecoder::new(File::open(path).unwrap()).read_to_end(&mut bytes).unwrap();
+        let mut tar = tar::Archive::new(bytes.as_slice());
+        let entries = tar
+            .entries()
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (e.path().unwrap().display().to_string(), e.header().entry_type())
+            })
+            .collect();
+        (entries, bytes)
+    }
+
+    #[tokio::test]
+    async fn a_fifo_or_a_link_in_a_workspace_neither_stalls_nor_widens_a_backup() {
+        let outside = home_with(&[("secret.txt", "the operator's secret")]);
+        let home = home_with(&[("config.toml", ""), ("workspaces/a/notes.md", "mine")]);
+        let ws = home.path().join("workspaces/a");
+        std::os::unix::fs::symlink(outside.path().join("secret.txt"), ws.join("link")).unwrap();
+        let fifo = std::ffi::CString::new(ws.join("pipe").to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo reads a NUL-terminated path and creates a FIFO there.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        std::fs::write(home.path().join("cli.token"), "kn_of_this_run").unwrap();
+        let out = home.path().join("backup.tar.gz");
+
+        let report = tokio::time::timeout(std::time::Duration::from_secs(10), backup(home.path(), &out, true))
+            .await
+            .expect("a FIFO does not stall the backup")
+            .unwrap();
+        assert_eq!(report.skipped, 1, "the FIFO is left out");
+        let (entries, bytes) = read_archive(&out);
+        let names: Vec<&str> = entries.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [MANIFEST, "config.toml", "workspaces", "workspaces/a", "workspaces/a/link", "workspaces/a/notes.md"]
+        );
+        assert_eq!(entries[4].1, tar::EntryType::Symlink, "a link stays a link");
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains("the operator's secret"), "a link is never followed");
+        assert!(!text.contains("kn_of_this_run"), "one run's token is not kept");
+        let stale: Vec<_> = std::fs::read_dir(home.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(!stale.iter().any(|n| n.to_string_lossy().starts_with(".kennel-backup-")), "{stale:?}");
+    }
+
+    /// An archive that would write through a link it made, or above the home, is refused,
+    /// and the home is left empty again.
+    #[tokio::test]
+    async fn a_restore_that_would_write_outside_the_home_is_refused_and_undone() {
+        let outside = tempfile::tempdir().unwrap();
+        let manifest = Manifest {
+            format: FORMAT,
+            kennel_version: "0".into(),
+            created_at: "2026-12-06T00:00:00Z".into(),
+            database: "postgres".into(),
+        };
+        for attack in ["through a link", "above the home"] {
+            let dir = tempfile::tempdir().unwrap();
+            let archive = dir.path().join("evil.tar.gz");
+            let gz = flate2::write::GzEncoder::new(File::create(&archive).unwrap(), flate2::Compression::fast());
+            let mut tar = tar::Builder::new(gz);
+            let text = serde_json::to_vec(&manifest).unwrap();
+            tar.append_data(&mut file_header(text.len() as u64, 0o600), MANIFEST, text.as_slice()).unwrap();
+            tar.append_data(&mut file_header(2, 0o600), "config.toml", "#\n".as_bytes()).unwrap();
+            if attack == "through a link" {
+                let mut link = tar::Header::new_gnu();
+                link.set_entry_type(tar::EntryType::Symlink);
+                link.set_size(0);
+                tar.append_link(&mut link, "workspaces", outside.path()).unwrap();
+                tar.append_data(&mut file_header(4, 0o600), "workspaces/x", "evil".as_bytes()).unwrap();
+            } else {
+                let mut header = file_header(4, 0o600);
+                // `append_data` refuses `..` itself: the name is written into the header.
+                header.as_gnu_mut().unwrap().name[..7].copy_from_slice(b"../x.sh");
+                header.set_cksum();
+                tar.append(&header, "evil".as_bytes()).unwrap();
+            }
+            tar.into_inner().unwrap().finish().unwrap();
+
+            let home = dir.path().join("home");
+            let e = restore(&archive, &home).await.unwrap_err();
+            assert!(e.message.contains("outside the home") || e.message.contains("cannot restore"), "{attack}: {e:?}");
+            assert!(!home.exists(), "{attack}: what was unpacked is removed");
+            assert!(!outside.path().join("x").exists(), "{attack}: nothing written outside");
+            assert!(!dir.path().join("x.sh").exists(), "{attack}: nothing written above the home");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_home_that_is_not_empty_is_never_restored_into() {
+        let home = home_with(&[("config.toml", "# mine")]);
+        let source = home_with(&[("config.toml", "# theirs")]);
+        let out = source.path().join("b.tar.gz");
+        backup(source.path(), &out, true).await.unwrap();
+        let e = restore(&out, home.path()).await.unwrap_err();
+        assert_eq!(e.kind, crate::ErrorKind::Conflict);
+        assert_eq!(std::fs::read_to_string(home.path().join("config.toml")).unwrap(), "# mine");
+        let fresh = tempfile::tempdir().unwrap();
+        let report = restore(&out, &fresh.path().join("new")).await.unwrap();
+        assert_eq!((report.manifest.database.as_str(), report.entries), ("postgres", 1));
+        assert_eq!(std::fs::read_to_string(fresh.path().join("new/config.toml")).unwrap(), "# theirs");
+    }
+}
