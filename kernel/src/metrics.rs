@@ -13,6 +13,8 @@
 //!   by what the operator configured (agents, tools, providers and models, channels, routes
 //!   as declared, never a raw path).
 
+#[cfg(test)]
+use std::path::Path;
 use std::sync::LazyLock;
 use std::sync::atomic::AtomicU64;
 
@@ -326,5 +328,86 @@ pub struct LiveStream(());
 impl Drop for LiveStream {
     fn drop(&mut self) {
         metrics().live_streams.dec();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every series a metric of this set writes, each counted or set once.
+    fn exposition() -> String {
+        let m = Metrics::new();
+        m.turn_ended("helper", "reply");
+        let call = crate::usage::ModelCall {
+            turn: uuid::Uuid::nil(),
+            agent: uuid::Uuid::nil(),
+            session: uuid::Uuid::nil(),
+            provider: "p".into(),
+            model: "m".into(),
+            purpose: "reply",
+            compaction: None,
+            first_seq: None,
+            messages: 1,
+            estimated_tokens: 1,
+            tokens: crate::llm::Usage { input_tokens: 3, output_tokens: 2, cached_tokens: 1, ..Default::default() },
+            outcome: "ok".into(),
+            at: String::new(),
+        };
+        m.model_called(&call, Some(0.5));
+        m.tool_called("system_time", "ok", 1500);
+        m.schedule_fired("ok");
+        m.schedule_late(2.0);
+        m.channel_message("tg", true);
+        m.http_answered("/api/templates", "GET", 200, 0.0001);
+        m.provider_queue.get_or_create(&ProviderLabel { provider: "p".into() }).set(0);
+        m.tasks.get_or_create(&StatusLabel { status: "pending".into() }).set(0);
+        for family in [&m.agents, &m.db_connections, &m.cluster_daemons] {
+            family.get_or_create(&StateLabel { state: "x" }).set(0);
+        }
+        let mut text = String::new();
+        prometheus_client::encoding::prometheus_text::encode(&mut text, &m.registry).unwrap();
+        text
+    }
+
+    /// The metric names `text` mentions (`kennel_…`).
+    fn names_in(text: &str) -> std::collections::BTreeSet<String> {
+        let mut names = std::collections::BTreeSet::new();
+        let mut rest = text;
+        while let Some(at) = rest.find("kennel_") {
+            let name: String = rest[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            rest = &rest[at + name.len()..];
+            names.insert(name);
+        }
+        names
+    }
+
+    /// The Grafana dashboard and the README's table name only metrics Kennel writes, by the
+    /// names it writes them under (counters end in `_total`, durations in `_seconds`).
+    #[test]
+    fn the_dashboard_and_the_readme_name_metrics_that_exist() {
+        let written = exposition();
+        // Each series, and each family by its `# TYPE` (a histogram's name, without suffix).
+        let series: std::collections::BTreeSet<String> = written
+            .lines()
+            .filter_map(|l| match l.strip_prefix("# TYPE ") {
+                Some(family) => family.split(' ').next(),
+                None if l.starts_with('#') => None,
+                None => l.split(['{', ' ']).next(),
+            })
+            .map(String::from)
+            .collect();
+        assert!(series.contains("kennel_turns_total") && series.contains("kennel_tool_call_duration_seconds_bucket"));
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let dashboard = std::fs::read_to_string(root.join("docs/grafana-kennel.json")).unwrap();
+        let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+        let table = &readme[readme.find("## Metrics").unwrap()..readme.find("## Storage").unwrap()];
+        for (source, text) in [("docs/grafana-kennel.json", dashboard.as_str()), ("README.md", table)] {
+            let named = names_in(text);
+            assert!(named.len() > 10, "{source}: {named:?}");
+            for name in named {
+                assert!(series.contains(&name), "{source} names `{name}`, which Kennel does not write: {series:?}");
+            }
+        }
     }
 }
