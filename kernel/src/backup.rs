@@ -22,11 +22,8 @@ use std::fs::File;
 use std::io::{BufWriter, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
-use sqlx::Connection;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 
 use crate::error::{Error, Result};
 
@@ -84,7 +81,11 @@ pub async fn backup(home: &Path, out: &Path, postgres: bool) -> Result<Report> {
     let database = if postgres {
         "postgres"
     } else {
-        snapshot_sqlite(&home.join(DATABASE), &snapshot).await?;
+        let live = home.join(DATABASE);
+        if !live.exists() {
+            return Err(Error::not_found(format!("there is no database at {}", live.display())));
+        }
+        crate::db::snapshot::vacuum_into(&live, &snapshot).await?;
         "sqlite"
     };
     let manifest = Manifest {
@@ -132,26 +133,6 @@ impl Drop for Staging {
 
 fn absolute(path: &Path) -> Result<PathBuf> {
     std::path::absolute(path).map_err(|e| Error::invalid(format!("{}: {e}", path.display())))
-}
-
-/// A consistent copy of the live database at `from` into `to` (`VACUUM INTO`).
-async fn snapshot_sqlite(from: &Path, to: &Path) -> Result<()> {
-    if !from.exists() {
-        return Err(Error::not_found(format!("there is no database at {}", from.display())));
-    }
-    let options = SqliteConnectOptions::from_str("sqlite://")
-        .map_err(Error::internal)?
-        .filename(from)
-        .create_if_missing(false)
-        // A busy daemon holds the write lock for moments; the copy only reads.
-        .busy_timeout(std::time::Duration::from_secs(30));
-    let mut conn = SqliteConnection::connect_with(&options)
-        .await
-        .map_err(|e| Error::unavailable(format!("cannot open {}: {e}", from.display())))?;
-    let copied = sqlx::query("VACUUM INTO ?").bind(to.to_string_lossy().into_owned()).execute(&mut conn).await;
-    let _ = conn.close().await;
-    copied.map_err(|e| Error::unavailable(format!("cannot copy the database {}: {e}", from.display())))?;
-    Ok(())
 }
 
 fn write_archive(
@@ -384,16 +365,10 @@ async fn check_database(home: &Path, report: &Report) -> Result<()> {
     if !path.exists() {
         return Err(Error::invalid(format!("the backup says it holds {DATABASE}, and it does not")));
     }
-    let options = SqliteConnectOptions::from_str("sqlite://").map_err(Error::internal)?.filename(&path).read_only(true);
-    let mut conn = SqliteConnection::connect_with(&options)
-        .await
-        .map_err(|e| Error::unavailable(format!("cannot open the restored {}: {e}", path.display())))?;
-    let verdict: std::result::Result<String, _> = sqlx::query_scalar("PRAGMA quick_check").fetch_one(&mut conn).await;
-    let _ = conn.close().await;
-    match verdict {
-        Ok(ok) if ok == "ok" => Ok(()),
-        Ok(problem) => Err(Error::invalid(format!("the restored database is damaged: {problem}"))),
-        Err(e) => Err(Error::unavailable(format!("cannot check the restored database: {e}"))),
+    let verdict = crate::db::snapshot::quick_check(&path).await?;
+    match verdict.as_str() {
+        "ok" => Ok(()),
+        problem => Err(Error::invalid(format!("the restored database is damaged: {problem}"))),
     }
 }
 

@@ -139,6 +139,7 @@ use crate::error::Result;
 mod baseline;
 mod copy;
 mod query;
+pub(crate) mod snapshot;
 
 /// What a paged query binds where it has no cursor, so its condition stays one plain range
 /// the index serves (`id < $2`; `$2 IS NULL OR id < $2` keeps SQLite from the index): after
