@@ -28,7 +28,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use futures_util::Stream;
 use kennel_kernel::chat_api::{self, Role, Said};
 use kennel_kernel::tool::Caller;
@@ -54,6 +54,17 @@ pub fn router() -> Router<Kernel> {
         .route("/v1/chat/completions", post(chat_completions))
         .route("/v1/models", get(list_models))
         .route("/v1/models/{model}", get(get_model))
+        .route("/v1/{*rest}", any(not_served))
+}
+
+/// Any other OpenAI API path (`/v1/embeddings`, `/v1/responses`, …), answered in OpenAI's
+/// shape so a client says what is missing rather than choking on an HTML page.
+async fn not_served(uri: axum::http::Uri) -> OpenAiError {
+    let message = format!(
+        "{} is not served here: Kennel serves /v1/chat/completions and /v1/models of its exposed agents",
+        uri.path()
+    );
+    OpenAiError { status: StatusCode::NOT_FOUND, body: error_body(&message, "invalid_request_error", None, None) }
 }
 
 /// An error in OpenAI's shape.

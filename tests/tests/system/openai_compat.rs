@@ -136,6 +136,10 @@ async fn a_streamed_turn_fails_as_an_http_error_and_stops_when_its_client_leaves
     assert_eq!(body["error"]["type"], "server_error", "{body:#}");
     assert!(body["error"]["message"].as_str().unwrap().contains("has no model"), "{body:#}");
 
+    let elsewhere = kennel_tests::Api::send(api.request(reqwest::Method::POST, "/v1/embeddings")).await;
+    assert_eq!(elsewhere.status, 404, "{}", elsewhere.text);
+    assert_eq!(elsewhere.body["error"]["type"], "invalid_request_error", "{}", elsewhere.text);
+
     llm.push(Scripted::SlowText {
         text: "one two three four five six seven eight nine ten".repeat(20),
         piece_millis: 50,
