@@ -18,9 +18,14 @@
 //!   Entries that would land outside the home are refused, the database is checked
 //!   (`PRAGMA quick_check`), and on any failure what was unpacked is removed again.
 
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+
+use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, fstat, openat, readlinkat, statat};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -159,8 +164,12 @@ fn write_archive(
         report.entries += 1;
         report.bytes += size;
     }
-    let mut walk = Walk { tar: &mut tar, report: &mut report, out, staging: partial.parent() };
-    walk.dir(home, Path::new(""))?;
+    let home_dir = rustix::fs::open(home, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| Error::unavailable(format!("cannot read {}: {e}", home.display())))?;
+    let inode = |path: &Path| std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
+    let own = [partial.parent(), Some(out)].into_iter().flatten().filter_map(inode).collect();
+    let mut walk = Walk { tar: &mut tar, report: &mut report, own };
+    walk.dir(&home_dir, Path::new(""))?;
     let gz = tar.into_inner().map_err(io)?;
     let mut file = gz.finish().map_err(io)?.into_inner().map_err(|e| io(e.into_error()))?;
     file.flush().map_err(io)?;
@@ -177,85 +186,115 @@ fn file_header(size: u64, mode: u32) -> tar::Header {
     header
 }
 
-/// Walks the home into the archive.
+/// Walks the home into the archive by directory descriptor: each name is looked up in the
+/// directory already opened (`openat`, `statat` without following links), so an agent that
+/// swaps a folder of its workspace for a link meanwhile cannot lead the walk out of the home.
 struct Walk<'a, W: Write> {
     tar: &'a mut tar::Builder<W>,
     report: &'a mut Report,
-    /// The archive being written and its staging directory, if inside the home: not copied.
-    out: &'a Path,
-    staging: Option<&'a Path>,
+    /// Device and inode of what must not be copied: the staging directory (with the archive
+    /// being written) and an earlier archive at the same place, if inside the home.
+    own: Vec<(u64, u64)>,
+}
+
+/// Flags for opening a name in an opened directory: never through a link, never waiting on a
+/// FIFO.
+fn beneath() -> OFlags {
+    OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC
 }
 
 impl<W: Write> Walk<'_, W> {
-    fn dir(&mut self, dir: &Path, name: &Path) -> Result<()> {
-        let unreadable = |e: std::io::Error| Error::unavailable(format!("cannot read {}: {e}", dir.display()));
-        let mut entries: Vec<_> =
-            std::fs::read_dir(dir).map_err(unreadable)?.collect::<std::io::Result<_>>().map_err(unreadable)?;
-        entries.sort_by_key(|e| e.file_name());
-        for entry in entries {
-            let path = entry.path();
-            let inner = name.join(entry.file_name());
-            let top = name.as_os_str().is_empty();
-            if top && LEFT_OUT.iter().any(|n| entry.file_name() == *n)
-                || path == self.out
-                || Some(path.as_path()) == self.staging
-            {
+    fn dir(&mut self, dir: &OwnedFd, name: &Path) -> Result<()> {
+        let unreadable = |e: rustix::io::Errno| Error::unavailable(format!("cannot read {}: {e}", name.display()));
+        let mut names: Vec<OsString> = Vec::new();
+        for entry in Dir::read_from(dir).map_err(unreadable)? {
+            let entry = entry.map_err(unreadable)?;
+            let entry_name = OsStr::from_bytes(entry.file_name().to_bytes());
+            if entry_name != "." && entry_name != ".." {
+                names.push(entry_name.to_owned());
+            }
+        }
+        names.sort();
+        let top = name.as_os_str().is_empty();
+        for entry in names {
+            if top && LEFT_OUT.iter().any(|n| entry == *n) {
                 continue;
             }
-            self.entry(&path, &inner)?;
+            self.entry(dir, &entry, &name.join(&entry))?;
         }
         Ok(())
     }
 
-    fn entry(&mut self, path: &Path, name: &Path) -> Result<()> {
-        let io = |e: std::io::Error| Error::unavailable(format!("cannot back up {}: {e}", path.display()));
+    fn entry(&mut self, dir: &OwnedFd, entry: &OsStr, name: &Path) -> Result<()> {
+        let io = |e: std::io::Error| Error::unavailable(format!("cannot back up {}: {e}", name.display()));
         // Gone since the directory was read: an agent removed it meanwhile.
-        let Ok(meta) = std::fs::symlink_metadata(path) else { return Ok(()) };
-        let kind = meta.file_type();
-        if kind.is_dir() {
-            let mut header = tar::Header::new_gnu();
-            header.set_metadata(&meta);
-            header.set_size(0);
-            header.set_mode(meta.permissions().mode() & 0o777);
-            self.tar.append_data(&mut header, name, std::io::empty()).map_err(io)?;
-            self.report.entries += 1;
-            return self.dir(path, name);
-        }
-        if kind.is_symlink() {
-            let target = std::fs::read_link(path).map_err(io)?;
-            let mut header = tar::Header::new_gnu();
-            header.set_metadata(&meta);
-            header.set_size(0);
-            self.tar.append_link(&mut header, name, target).map_err(io)?;
-            self.report.entries += 1;
+        let Ok(seen) = statat(dir, entry, AtFlags::SYMLINK_NOFOLLOW) else { return Ok(()) };
+        if self.own.contains(&(seen.st_dev, seen.st_ino)) {
             return Ok(());
         }
-        if !kind.is_file() {
+        let mode = seen.st_mode & 0o777;
+        let mtime = seen.st_mtime.max(0) as u64;
+        match FileType::from_raw_mode(seen.st_mode) {
+            FileType::Directory => {
+                // Opened as a directory, never through a link: one swapped in since `statat`
+                // is refused here, and a different directory is skipped.
+                let Some(sub) = self.same(dir, entry, &seen, OFlags::DIRECTORY) else { return Ok(()) };
+                let mut header = tar::Header::new_gnu();
+                header.set_entry_type(tar::EntryType::Directory);
+                header.set_size(0);
+                header.set_mode(mode);
+                header.set_mtime(mtime);
+                self.tar.append_data(&mut header, name, std::io::empty()).map_err(io)?;
+                self.report.entries += 1;
+                self.dir(&sub, name)
+            }
+            FileType::Symlink => {
+                let Ok(target) = readlinkat(dir, entry, Vec::new()) else {
+                    self.report.skipped += 1;
+                    return Ok(());
+                };
+                let mut header = tar::Header::new_gnu();
+                header.set_entry_type(tar::EntryType::Symlink);
+                header.set_size(0);
+                header.set_mode(0o777);
+                header.set_mtime(mtime);
+                let target = PathBuf::from(OsStr::from_bytes(target.as_bytes()));
+                self.tar.append_link(&mut header, name, target).map_err(io)?;
+                self.report.entries += 1;
+                Ok(())
+            }
+            FileType::RegularFile => {
+                let Some(fd) = self.same(dir, entry, &seen, OFlags::empty()) else { return Ok(()) };
+                let file = File::from(fd);
+                let size = file.metadata().map_err(io)?.len();
+                let mut header = file_header(size, mode);
+                header.set_mtime(mtime);
+                // Exactly `size` bytes, whatever the file does meanwhile: one cut short is padded.
+                let content = file.take(size).chain(std::io::repeat(0)).take(size);
+                self.tar.append_data(&mut header, name, content).map_err(io)?;
+                self.report.entries += 1;
+                self.report.bytes += size;
+                Ok(())
+            }
+            // FIFOs, sockets, devices: nothing to copy, and opening one could wait or act.
+            _ => {
+                self.report.skipped += 1;
+                Ok(())
+            }
+        }
+    }
+
+    /// `entry` of `dir` opened (with `extra` flags) if it is still what `statat` saw: the same
+    /// inode, not a link. Anything else was swapped meanwhile, and is left out.
+    fn same(&mut self, dir: &OwnedFd, entry: &OsStr, seen: &rustix::fs::Stat, extra: OFlags) -> Option<OwnedFd> {
+        let opened = openat(dir, entry, beneath() | extra, Mode::empty()).ok();
+        let same = opened.filter(|fd| {
+            fstat(fd).is_ok_and(|now| (now.st_dev, now.st_ino, now.st_mode) == (seen.st_dev, seen.st_ino, seen.st_mode))
+        });
+        if same.is_none() {
             self.report.skipped += 1;
-            return Ok(());
         }
-        // Opened without following a link swapped in meanwhile and without waiting on a FIFO,
-        // then checked again: only a regular file is read.
-        let opened =
-            std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path);
-        let Ok(file) = opened else {
-            self.report.skipped += 1;
-            return Ok(());
-        };
-        let meta = file.metadata().map_err(io)?;
-        if !meta.is_file() {
-            self.report.skipped += 1;
-            return Ok(());
-        }
-        let size = meta.len();
-        let mut header = file_header(size, meta.permissions().mode() & 0o777);
-        header.set_mtime(meta.mtime().max(0) as u64);
-        // Exactly `size` bytes, whatever the file does meanwhile: a file cut short is padded.
-        let content = file.take(size).chain(std::io::repeat(0)).take(size);
-        self.tar.append_data(&mut header, name, content).map_err(io)?;
-        self.report.entries += 1;
-        self.report.bytes += size;
-        Ok(())
+        same
     }
 }
 
@@ -433,6 +472,48 @@ mod tests {
         assert!(!text.contains("kn_of_this_run"), "one run's token is not kept");
         let stale: Vec<_> = std::fs::read_dir(home.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert!(!stale.iter().any(|n| n.to_string_lossy().starts_with(".kennel-backup-")), "{stale:?}");
+    }
+
+    /// An agent swapping a folder of its workspace for a link to a secret, as fast as it can,
+    /// for a second and a half of backups: no archive ever holds what the link leads to.
+    #[tokio::test]
+    async fn a_folder_swapped_for_a_link_during_backups_never_leads_out_of_the_home() {
+        let outside = home_with(&[("d/secret.txt", "the operator's secret")]);
+        let home = home_with(&[("config.toml", ""), ("workspaces/a/d/mine.txt", "mine")]);
+        let ws = home.path().join("workspaces/a");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let swapper = {
+            let (ws, target, stop) = (ws.clone(), outside.path().join("d"), stop.clone());
+            std::thread::spawn(move || {
+                let mut swaps = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _ = std::fs::rename(ws.join("d"), ws.join("real"));
+                    let _ = std::os::unix::fs::symlink(&target, ws.join("link"));
+                    let _ = std::fs::rename(ws.join("link"), ws.join("d"));
+                    let _ = std::fs::remove_file(ws.join("d"));
+                    let _ = std::fs::rename(ws.join("real"), ws.join("d"));
+                    swaps += 1;
+                }
+                swaps
+            })
+        };
+        let out = tempfile::tempdir().unwrap();
+        let until = std::time::Instant::now() + std::time::Duration::from_millis(1500);
+        let mut backups = 0;
+        while std::time::Instant::now() < until {
+            let archive = out.path().join(format!("{backups}.tar.gz"));
+            backup(home.path(), &archive, true).await.unwrap();
+            let (_, bytes) = read_archive(&archive);
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains("the operator's secret"),
+                "backup {backups} followed the link"
+            );
+            std::fs::remove_file(&archive).unwrap();
+            backups += 1;
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let swaps = swapper.join().unwrap();
+        assert!(backups > 20 && swaps > 1000, "{backups} backups beside {swaps} swaps");
     }
 
     /// An archive that would write through a link it made, or above the home, is refused,

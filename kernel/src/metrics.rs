@@ -11,7 +11,8 @@
 //!   them: nothing is kept up to date between scrapes.
 //! - One set per process ([`metrics`]): the daemon runs one kernel. Label values are bounded
 //!   by what the operator configured (agents, tools, providers and models, channels, routes
-//!   as declared, never a raw path).
+//!   as declared, never a raw path); what callers or agents choose is folded: agents spawned
+//!   by agents are `spawned`, unknown tools `unknown`, other methods `other`.
 
 #[cfg(test)]
 use std::path::Path;
@@ -292,6 +293,8 @@ impl Metrics {
     }
 
     async fn read_gauges(&self, kernel: &Kernel) -> Result<()> {
+        // Providers come and go with `kennel provider set|remove`: a removed one's series goes.
+        self.provider_queue.clear();
         for provider in kernel.providers().iter() {
             let waiting = provider.queue().map_or(0, |(waiting, _)| waiting);
             self.provider_queue.get_or_create(&ProviderLabel { provider: provider.name().into() }).set(waiting as i64);

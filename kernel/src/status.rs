@@ -21,6 +21,8 @@ pub struct DaemonStatus {
     pub version: String,
     /// When this run of the daemon opened its home (RFC 3339, UTC).
     pub started_at: String,
+    /// Where it keeps its state: `sqlite` (in the home) or `postgres`.
+    pub database: String,
     pub uptime_secs: u64,
     pub agents: AgentCounts,
     pub agent_types: u64,
@@ -109,6 +111,7 @@ impl Kernel {
         Ok(DaemonStatus {
             version: env!("CARGO_PKG_VERSION").to_string(),
             started_at: self.started_at().to_string(),
+            database: if self.db().is_shared() { "postgres" } else { "sqlite" }.to_string(),
             uptime_secs: self.0.started.elapsed().as_secs(),
             agents,
             agent_types: self.agents().types().len() as u64,

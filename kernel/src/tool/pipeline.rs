@@ -97,6 +97,7 @@ pub(crate) async fn call(kernel: &Kernel, ctx: CallContext, name: &str, args: Va
     let registry = kernel.tools();
     let entry = registry.resolve(name);
     let durable = entry.is_some_and(|e| !e.def.read_only);
+    let resolved = entry.is_some();
     let result = match entry {
         Some(entry) => run_steps(kernel, ctx, &registry, entry, args, started).await,
         None => Err(unresolved(kernel.sessions(), &ctx, &registry, name).await),
@@ -108,7 +109,8 @@ pub(crate) async fn call(kernel: &Kernel, ctx: CallContext, name: &str, args: Va
         Ok(out) => ("ok", None, out.artifact_id.clone()),
         Err(e) => (e.kind.as_str(), Some(e.message.clone()), None),
     };
-    crate::metrics::metrics().tool_called(name, outcome, duration_us);
+    // A name no tool has is `unknown`: a caller cannot grow the series with made-up names.
+    crate::metrics::metrics().tool_called(if resolved { name } else { "unknown" }, outcome, duration_us);
     let audit_entry = AuditEntry {
         agent_id,
         session_id: session,

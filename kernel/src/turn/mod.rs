@@ -130,7 +130,9 @@ pub async fn run(kernel: &Kernel, agent: Arc<Agent>, req: TurnRequest) -> Result
 
 /// Runs one turn of `agent` in this daemon, counted in the metrics by how it ended.
 pub(crate) async fn run_here(kernel: &Kernel, agent: Arc<Agent>, req: TurnRequest) -> Result<TurnResult> {
-    let name = agent.name.clone();
+    // Agents other agents spawned (and workflow steps) are counted together: agents can make
+    // any number of them, and a series each would grow without end.
+    let name = if agent.parent_id.is_some() || agent.ephemeral { "spawned".to_string() } else { agent.name.clone() };
     let result = run_turn_here(kernel, agent, req).await;
     let outcome = result.as_ref().map_or("failed", |r| r.ended.as_str());
     crate::metrics::metrics().turn_ended(&name, outcome);

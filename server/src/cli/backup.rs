@@ -8,8 +8,7 @@ use kennel_kernel::backup::{self, Report};
 
 /// Backs up `home` (its daemon may be running) to `file`.
 pub async fn backup(home: &Path, file: &Path) -> anyhow::Result<()> {
-    let config = kennel_kernel::config::Config::load(&home.join("config.toml")).map_err(|e| anyhow!("{e}"))?;
-    let postgres = config.database.postgres_url().is_some();
+    let postgres = on_postgres(home).await?;
     let report = backup::backup(home, file, postgres).await.map_err(|e| anyhow!(e.message))?;
     println!("backed up {} to {}: {}", home.display(), file.display(), summary(&report));
     if postgres {
@@ -38,6 +37,18 @@ pub async fn restore(home: &Path, file: &Path) -> anyhow::Result<()> {
         println!("start it with: kennel --home {} start", home.display());
     }
     Ok(())
+}
+
+/// Whether the home's database is on PostgreSQL: as its running daemon says (the daemon's
+/// environment may name a database this command's does not, and a `kennel.db` left by
+/// `migrate-to-postgres` would be a stale copy), else as this command's settings say.
+async fn on_postgres(home: &Path) -> anyhow::Result<bool> {
+    if let Some(daemon) = super::daemon::Daemon::running(home).await? {
+        let status: kennel_kernel::status::DaemonStatus = daemon.get("/api/status").await?;
+        return Ok(status.database == "postgres");
+    }
+    let config = kennel_kernel::config::Config::load(&home.join("config.toml")).map_err(|e| anyhow!("{e}"))?;
+    Ok(config.database.postgres_url().is_some())
 }
 
 fn summary(report: &Report) -> String {

@@ -5,8 +5,8 @@
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::HeaderMap;
 use axum::http::header::CONTENT_TYPE;
+use axum::http::{HeaderMap, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use kennel_kernel::Kernel;
@@ -28,12 +28,29 @@ pub async fn scrape(State(kernel): State<Kernel>, headers: HeaderMap) -> Respons
 
 /// Counts a request under its route as declared (`/api/agents/{id}`), or `unmatched`: never
 /// the path itself, which would make a series of every id.
+/// HTTP's own methods by name, any other (a client may send any token) as `other`: a label's
+/// values stay few whatever clients send.
+fn method_label(method: &Method) -> &'static str {
+    const KNOWN: [Method; 9] = [
+        Method::GET,
+        Method::HEAD,
+        Method::POST,
+        Method::PUT,
+        Method::DELETE,
+        Method::PATCH,
+        Method::OPTIONS,
+        Method::CONNECT,
+        Method::TRACE,
+    ];
+    KNOWN.iter().find(|known| *known == method).map_or("other", |known| known.as_str())
+}
+
 pub async fn count_request(req: Request, next: Next) -> Response {
     let started = Instant::now();
     let route = req.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned());
     let method = req.method().clone();
     let response = next.run(req).await;
     let route = route.as_deref().unwrap_or("unmatched");
-    metrics().http_answered(route, method.as_str(), response.status().as_u16(), started.elapsed().as_secs_f64());
+    metrics().http_answered(route, method_label(&method), response.status().as_u16(), started.elapsed().as_secs_f64());
     response
 }

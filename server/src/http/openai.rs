@@ -51,7 +51,7 @@ const BODY_LIMIT: usize = 4 * 1024 * 1024;
 
 pub fn router() -> Router<Kernel> {
     Router::new()
-        .route("/v1/chat/completions", post(chat_completions))
+        .route("/v1/chat/completions", post(chat_completions).layer(axum::extract::DefaultBodyLimit::max(BODY_LIMIT)))
         .route("/v1/models", get(list_models))
         .route("/v1/models/{model}", get(get_model))
         .route("/v1/{*rest}", any(not_served))
@@ -261,6 +261,8 @@ fn parse_request(body: &[u8]) -> Result<ChatRequest, Error> {
 
 /// What a request becomes: its agent's turn, and how to answer.
 struct Prepared {
+    /// Whose token it is: revoking it ends a stream, as every live stream.
+    holder: crate::live::Holder,
     model: String,
     agent: Uuid,
     turn: TurnRequest,
@@ -269,12 +271,14 @@ struct Prepared {
 }
 
 async fn prepare(kernel: &Kernel, headers: &HeaderMap, body: &[u8]) -> OpenAiResult<Prepared> {
-    let caller = caller_of(kernel, headers)?;
+    let (caller, holder) = identify(kernel, headers).map_err(OpenAiError::unauthorized)?;
     let request = parse_request(body)?;
     let agent = chat_api::model(&kernel.config().openai, kernel.agents(), &request.model)
         .map_err(OpenAiError::model_not_found)?;
     let conversation =
         request.messages.into_iter().enumerate().map(|(i, m)| m.said(i)).collect::<Result<Vec<_>, Error>>()?;
+    // Refused before a session is opened for it.
+    chat_api::turn_message(&conversation, false)?;
     let named = headers
         .get(SESSION_HEADER)
         .map(|v| v.to_str().map_err(|_| Error::invalid("X-Kennel-Session is not text").with_field(SESSION_HEADER)));
@@ -292,6 +296,7 @@ async fn prepare(kernel: &Kernel, headers: &HeaderMap, body: &[u8]) -> OpenAiRes
     let mut turn = TurnRequest::headless(message, caller);
     turn.session = Some(session.id);
     Ok(Prepared {
+        holder,
         model: agent.name.clone(),
         agent: agent.id,
         turn,
@@ -300,7 +305,18 @@ async fn prepare(kernel: &Kernel, headers: &HeaderMap, body: &[u8]) -> OpenAiRes
     })
 }
 
-async fn chat_completions(State(kernel): State<Kernel>, headers: HeaderMap, body: Bytes) -> Response {
+async fn chat_completions(
+    State(kernel): State<Kernel>,
+    headers: HeaderMap,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        Err(e) => {
+            let message = format!("cannot read the body (at most {BODY_LIMIT} bytes): {e}");
+            return OpenAiError::from(Error::invalid(message)).into_response();
+        }
+    };
     let prepared = match prepare(&kernel, &headers, &body).await {
         Ok(prepared) => prepared,
         Err(e) => return e.into_response(),
@@ -362,11 +378,15 @@ async fn stream(kernel: Kernel, mut prepared: Prepared) -> Response {
     prepared.turn.cancel = Some(cancel.clone());
     // Subscribed before the turn starts, so no event of it is missed.
     let events = kernel.turns().subscribe();
-    let agent = prepared.agent.to_string();
-    let turn = prepared.turn;
+    let (agent, turn) = (prepared.agent.to_string(), prepared.turn);
+    let ends = crate::live::stream_ends(&kernel, prepared.holder);
     let running = tokio::spawn(async move { kernel.send_message(&agent, turn).await });
-    let (pieces, mut received) = mpsc::channel(64);
+    // Unbounded: the follower never waits on a slow client, so it never falls behind the
+    // event bus (what it holds is one reply's text).
+    let (pieces, mut received) = mpsc::unbounded_channel();
     tokio::spawn(follow(turn_id, events, running, pieces));
+    // From here a client that goes away cancels the turn, before its first text too.
+    let cancel = CancelOnDrop(cancel);
     let first = match received.recv().await {
         Some(Piece::Failed(e)) => return OpenAiError::from(e).into_response(),
         Some(first) => first,
@@ -381,10 +401,13 @@ async fn stream(kernel: Kernel, mut prepared: Prepared) -> Response {
         first: Some(first),
         received,
         finished: Vec::new(),
-        _cancel: CancelOnDrop(cancel),
+        _cancel: cancel,
         _counted: kennel_kernel::metrics::metrics().live_stream(),
     };
-    Sse::new(chunks.into_stream()).keep_alive(KeepAlive::default()).into_response()
+    // Revoking the token, the streams' lifetime cap and the daemon's shutdown end it, as they
+    // end every live stream.
+    let chunks = futures_util::StreamExt::take_until(chunks.into_stream(), ends);
+    Sse::new(chunks).keep_alive(KeepAlive::default()).into_response()
 }
 
 /// Cancels the turn when the response is dropped: the client went away. (A finished turn
@@ -405,7 +428,7 @@ struct Chunks {
     include_usage: bool,
     started: bool,
     first: Option<Piece>,
-    received: mpsc::Receiver<Piece>,
+    received: mpsc::UnboundedReceiver<Piece>,
     /// Events still to send after the last piece.
     finished: Vec<Event>,
     _cancel: CancelOnDrop,
@@ -490,7 +513,7 @@ async fn follow(
     turn_id: Uuid,
     mut events: broadcast::Receiver<AgentEvent>,
     mut running: tokio::task::JoinHandle<Result<TurnResult, Error>>,
-    pieces: mpsc::Sender<Piece>,
+    pieces: mpsc::UnboundedSender<Piece>,
 ) {
     let mut text = StreamedText::default();
     let ended = loop {
@@ -498,12 +521,15 @@ async fn follow(
             event = events.recv() => match event {
                 Ok(event) if event.turn_id == turn_id => {
                     for piece in text.take(&event.kind) {
-                        if pieces.send(Piece::Text(piece)).await.is_err() {
+                        if pieces.send(Piece::Text(piece)).is_err() {
                             return;
                         }
                     }
                 }
-                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Ok(_) => {}
+                // Pieces were missed: what was sent is not the reply any more, so nothing
+                // more is streamed, and the whole reply follows at the end.
+                Err(broadcast::error::RecvError::Lagged(_)) => text.lost(),
                 Err(broadcast::error::RecvError::Closed) => break running.await,
             },
             ended = &mut running => break ended,
@@ -513,7 +539,7 @@ async fn follow(
     while let Ok(event) = events.try_recv() {
         if event.turn_id == turn_id {
             for piece in text.take(&event.kind) {
-                let _ = pieces.send(Piece::Text(piece)).await;
+                let _ = pieces.send(Piece::Text(piece));
             }
         }
     }
@@ -521,13 +547,13 @@ async fn follow(
     let last = match result {
         Ok(result) => {
             if let Some(rest) = text.rest_of(&result.reply) {
-                let _ = pieces.send(Piece::Text(rest)).await;
+                let _ = pieces.send(Piece::Text(rest));
             }
             Piece::Done(Box::new(result))
         }
         Err(e) => Piece::Failed(e),
     };
-    let _ = pieces.send(last).await;
+    let _ = pieces.send(last);
 }
 
 /// The reply's text as streamed so far, iteration by iteration.
@@ -537,17 +563,20 @@ struct StreamedText {
     iteration: u32,
     /// What was sent of this iteration's text.
     sent: String,
-    /// Whether text of an earlier iteration was sent (the next one starts with a blank line).
-    earlier: bool,
+    /// Whether any text was sent (the next iteration's starts after a blank line).
+    any: bool,
     /// After a broken stream is made again: the new attempt's text so far, sent only past
-    /// what the broken one sent.
+    /// what the broken one sent while the two agree.
     retry: Option<String>,
+    /// Pieces were missed (the client fell behind the event bus): nothing more is streamed.
+    lost: bool,
 }
 
 impl StreamedText {
     /// What to send for this event of the turn.
     fn take(&mut self, kind: &EventKind) -> Vec<String> {
         match kind {
+            _ if self.lost => Vec::new(),
             EventKind::TextDelta { iteration, text } => self.delta(*iteration, text).into_iter().collect(),
             EventKind::ReplyReset { iteration } if *iteration == self.iteration => {
                 self.retry = Some(String::new());
@@ -557,36 +586,52 @@ impl StreamedText {
         }
     }
 
+    fn lost(&mut self) {
+        self.lost = true;
+    }
+
     fn delta(&mut self, iteration: u32, text: &str) -> Option<String> {
         if iteration != self.iteration {
-            self.earlier |= !self.sent.is_empty();
             self.iteration = iteration;
             self.sent.clear();
             self.retry = None;
         }
-        let new = match &mut self.retry {
-            None => text.to_string(),
-            Some(attempt) => {
-                attempt.push_str(text);
-                let new = attempt.get(self.sent.len()..).filter(|new| !new.is_empty())?.to_string();
-                self.retry = None;
-                new
+        let Some(attempt) = &mut self.retry else { return Some(self.send(text)) };
+        attempt.push_str(text);
+        if self.sent.starts_with(attempt.as_str()) {
+            return None; // the new attempt has not got past what was sent
+        }
+        let attempt = self.retry.take().unwrap_or_default();
+        match attempt.strip_prefix(self.sent.as_str()) {
+            Some(new) => Some(self.send(new)),
+            // Written differently this time: the new attempt follows, set apart.
+            None => {
+                self.sent.clear();
+                Some(self.send(&attempt))
             }
-        };
-        Some(self.send(new))
+        }
     }
 
-    fn send(&mut self, new: String) -> String {
-        let piece = if self.sent.is_empty() && self.earlier { format!("\n\n{new}") } else { new.clone() };
-        self.sent.push_str(&new);
+    fn send(&mut self, new: &str) -> String {
+        let piece = if self.sent.is_empty() && self.any { format!("\n\n{new}") } else { new.to_string() };
+        self.sent.push_str(new);
+        self.any = true;
         piece
     }
 
-    /// What the turn's reply adds to what was streamed of its last iteration (a note the
-    /// turn appended, or the whole reply when the provider streamed none of it).
+    /// What the turn's reply adds to what was streamed: the rest of its last iteration (a
+    /// note the turn appended, or all of it when the provider streamed none), or the whole
+    /// reply, set apart, when it does not go on from what was sent (a parked or capped
+    /// turn's note, pieces that were missed).
     fn rest_of(&mut self, reply: &str) -> Option<String> {
-        let rest = reply.strip_prefix(self.sent.as_str())?;
-        (!rest.is_empty()).then(|| self.send(rest.to_string()))
+        let rest = match reply.strip_prefix(self.sent.as_str()) {
+            Some(rest) if !self.lost => rest,
+            _ => {
+                self.sent.clear();
+                reply
+            }
+        };
+        (!rest.is_empty()).then(|| self.send(rest))
     }
 }
 
@@ -617,6 +662,30 @@ mod tests {
         assert_eq!(text.take(&delta(1, "llo")), ["lo"]);
         assert_eq!(text.take(&delta(1, "!")), ["!"]);
         assert_eq!(text.rest_of("Hello!"), None);
+    }
+
+    #[test]
+    fn a_stream_written_differently_the_second_time_follows_set_apart() {
+        let mut text = StreamedText::default();
+        assert_eq!(text.take(&delta(1, "Hello th")), ["Hello th"]);
+        assert!(text.take(&EventKind::ReplyReset { iteration: 1 }).is_empty());
+        assert!(text.take(&delta(1, "Hel")).is_empty());
+        assert_eq!(text.take(&delta(1, "p is here")), ["\n\nHelp is here"]);
+        assert_eq!(text.take(&delta(1, ".")), ["."]);
+        assert_eq!(text.rest_of("Help is here."), None);
+    }
+
+    #[test]
+    fn a_reply_that_does_not_go_on_from_the_stream_is_sent_whole() {
+        let mut text = StreamedText::default();
+        assert_eq!(text.take(&delta(1, "Let me check.")), ["Let me check."]);
+        let parked = "process_start waits for approval 1a2b";
+        assert_eq!(text.rest_of(parked), Some(format!("\n\n{parked}")));
+        let mut missed = StreamedText::default();
+        assert_eq!(missed.take(&delta(1, "It is")), ["It is"]);
+        missed.lost();
+        assert!(missed.take(&delta(1, " noon")).is_empty(), "nothing more is streamed once pieces were missed");
+        assert_eq!(missed.rest_of("It is noon"), Some("\n\nIt is noon".into()));
     }
 
     #[test]

@@ -56,7 +56,9 @@ async fn metrics_parse_with_the_official_parser_and_move_with_turns_tools_and_re
     }
     assert_eq!(sample(&before, "kennel_agents", "kennel_agents", &[("state", "running")]), 1.0);
     assert_eq!(sample(&before, "kennel_cluster_daemons", "kennel_cluster_daemons", &[("state", "alive")]), 1.0);
-    assert_eq!(sample(&before, "kennel_tasks", "kennel_tasks", &[("status", "pending")]), 0.0);
+    let pending =
+        before["kennel_tasks"]["samples"].as_array().unwrap().iter().find(|s| s["labels"]["status"] == "pending");
+    assert_eq!(pending.map(|s| s["value"].as_f64()), Some(Some(0.0)), "every status is listed, empty ones as 0");
 
     llm.set_usage(120, 0, 30);
     llm.push_all([Scripted::call("system_time", json!({})), Scripted::text("It is noon.")]);
@@ -65,7 +67,18 @@ async fn metrics_parse_with_the_official_parser_and_move_with_turns_tools_and_re
     let posted = api.post("/api/tasks", json!({"title": "count me"})).await;
     assert_eq!(posted.status, 201, "{}", posted.text);
 
+    // Made-up tool names and methods do not make series of their own.
+    let made_up = api.invoke(&agent, "no_such_tool_49", json!({})).await;
+    assert_eq!(made_up.status, 404, "{}", made_up.text);
+    let odd = reqwest::Method::from_bytes(b"FROB49").unwrap();
+    let _ = Api::send(api.request(odd, "/api/templates")).await;
+
     let after = scrape(&api).await;
+    assert!(!after.to_string().contains("no_such_tool_49") && !after.to_string().contains("FROB49"), "{after:#}");
+    let unknown = [("tool", "unknown"), ("outcome", "NotFound")];
+    assert_eq!(sample(&after, "kennel_tool_calls", "kennel_tool_calls_total", &unknown), 1.0);
+    let other = [("route", "/api/templates"), ("method", "other")];
+    assert_eq!(sample(&after, "kennel_http_requests", "kennel_http_requests_total", &other), 1.0);
     for (family, kind) in [
         ("kennel_turns", "counter"),
         ("kennel_model_calls", "counter"),

@@ -154,3 +154,27 @@ async fn a_streamed_turn_fails_as_an_http_error_and_stops_when_its_client_leaves
         kennel_tests::eventually(std::time::Duration::from_secs(10), || async { llm.cut_streams() == 1 }).await;
     assert!(cancelled, "the turn goes on without its client");
 }
+
+/// A streamed turn whose client leaves before its first text (the model is still thinking)
+/// is cancelled too: it shows in the metrics as `cancelled`, never as a reply.
+#[tokio::test]
+async fn a_client_that_leaves_before_the_first_text_cancels_its_turn() {
+    let (_home, _daemon, api, llm) = daemon_with_llm("openai", "[openai]\nexpose = [\"helper\"]\n").await;
+    agent_from(&api, json!({"name": "helper", "model": "gpt-test"})).await;
+    llm.push_all([Scripted::Delay { millis: 3000 }, Scripted::text("Too late.")]);
+    let ask = api.request(reqwest::Method::POST, "/v1/chat/completions").json(&json!({
+        "model": "helper", "stream": true, "messages": [{"role": "user", "content": "think hard"}]
+    }));
+    let waited = tokio::time::timeout(std::time::Duration::from_millis(500), ask.send()).await;
+    assert!(waited.is_err(), "no answer starts before the first text");
+    let turns = |outcome: &'static str| {
+        let api = api.clone();
+        async move {
+            let text = kennel_tests::Api::send(api.request(reqwest::Method::GET, "/metrics")).await.text;
+            text.lines().any(|l| l.starts_with("kennel_turns_total") && l.contains(&format!("outcome=\"{outcome}\"")))
+        }
+    };
+    let cancelled = kennel_tests::eventually(std::time::Duration::from_secs(10), || turns("cancelled")).await;
+    assert!(cancelled, "the turn went on without its client");
+    assert!(!turns("reply").await, "the cancelled turn still answered");
+}
