@@ -223,6 +223,16 @@ impl Sessions {
         }
     }
 
+    /// The agent's session a client names: its id (another agent's is not found), or a key of
+    /// the client's choosing ([`Sessions::keyed`], opened by the first message that uses it).
+    /// How the REST API's `session` and the OpenAI endpoint's `X-Kennel-Session` read.
+    pub async fn named(&self, agent: &Agent, id_or_key: &str) -> Result<Session> {
+        match Uuid::parse_str(id_or_key) {
+            Ok(id) => self.of_agent(agent, id).await,
+            Err(_) => self.keyed(agent.id, id_or_key).await,
+        }
+    }
+
     /// The agent's session of this origin, made if it does not exist yet (one conversation
     /// per sending agent, for instance).
     pub async fn labelled(&self, agent_id: AgentId, origin: &Origin) -> Result<Session> {

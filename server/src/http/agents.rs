@@ -260,10 +260,7 @@ async fn send_message(
     let mut req = TurnRequest::new(body.message, caller);
     req.session = match body.session {
         None => None,
-        Some(session) => match uuid::Uuid::parse_str(&session) {
-            Ok(id) => Some(id),
-            Err(_) => Some(kernel.sessions().keyed(kernel.agents().get(&id)?.id, &session).await?.id),
-        },
+        Some(session) => Some(kernel.sessions().named(&*kernel.agents().get(&id)?, &session).await?.id),
     };
     Ok(Json(kernel.send_message(&id, req).await?))
 }

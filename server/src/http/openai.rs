@@ -283,10 +283,7 @@ async fn prepare(kernel: &Kernel, headers: &HeaderMap, body: &[u8]) -> OpenAiRes
         .get(SESSION_HEADER)
         .map(|v| v.to_str().map_err(|_| Error::invalid("X-Kennel-Session is not text").with_field(SESSION_HEADER)));
     let session = match named.transpose()? {
-        Some(named) => match Uuid::parse_str(named) {
-            Ok(id) => kernel.sessions().of_agent(&agent, id).await?,
-            Err(_) => kernel.sessions().keyed(agent.id, named).await?,
-        },
+        Some(named) => kernel.sessions().named(&agent, named).await?,
         None => {
             let key = chat_api::conversation_key(&caller, request.user.as_deref(), &conversation);
             kernel.sessions().keyed(agent.id, &key).await?
@@ -437,35 +434,32 @@ struct Chunks {
 }
 
 impl Chunks {
-    fn chunk(&self, delta: Value, finish_reason: Option<&str>) -> Event {
+    /// A `chat.completion.chunk` with these `choices` (and `usage`, when asked for).
+    fn event(&self, choices: Value, usage: Value) -> Event {
         let mut chunk = json!({
             "id": self.id,
             "object": "chat.completion.chunk",
             "created": self.created,
             "model": self.model,
             "system_fingerprint": null,
-            "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish_reason}],
+            "choices": choices,
         });
         if self.include_usage {
-            chunk["usage"] = Value::Null;
+            chunk["usage"] = usage;
         }
         Event::default().data(chunk.to_string())
+    }
+
+    fn chunk(&self, delta: Value, finish_reason: Option<&str>) -> Event {
+        let choice = json!([{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish_reason}]);
+        self.event(choice, Value::Null)
     }
 
     /// The events that end the stream after the turn's result.
     fn ending(&self, result: &TurnResult) -> Vec<Event> {
         let mut events = vec![self.chunk(json!({}), Some(finish_reason(result)))];
         if self.include_usage {
-            let chunk = json!({
-                "id": self.id,
-                "object": "chat.completion.chunk",
-                "created": self.created,
-                "model": self.model,
-                "system_fingerprint": null,
-                "choices": [],
-                "usage": usage(result),
-            });
-            events.push(Event::default().data(chunk.to_string()));
+            events.push(self.event(json!([]), usage(result)));
         }
         events.push(Event::default().data("[DONE]"));
         events

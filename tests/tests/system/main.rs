@@ -81,6 +81,16 @@ pub async fn say(api: &Api, agent: &str, session: Option<&str>, message: &str) -
     api.post(&format!("/api/agents/{agent}/messages"), body).await
 }
 
+/// The Python of a virtual environment `./scripts/test` makes in `target/VENV` (or the one
+/// the variable `var` names).
+pub fn venv_python(var: &str, venv: &str) -> String {
+    let python = std::env::var_os(var).map(std::path::PathBuf::from).unwrap_or_else(|| {
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target").join(venv).join("bin/python")
+    });
+    assert!(python.exists(), "{} is missing: ./scripts/test makes it ({var})", python.display());
+    python.display().to_string()
+}
+
 /// Creates an agent type and spawns an agent from it with `grants`; returns the agent id.
 pub async fn agent_with(api: &Api, name: &str, grants: &[&str]) -> String {
     let t = api.post("/api/templates", serde_json::json!({ "name": name, "tools": grants })).await;

@@ -26,11 +26,7 @@ fn everything() -> String {
 
 /// The Python of the MCP SDK's virtual environment (`./scripts/test` makes it).
 pub(crate) fn python() -> String {
-    let python = std::env::var_os("KENNEL_MCP_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/mcp-venv/bin/python"));
-    assert!(python.exists(), "{} is missing: ./scripts/test makes the MCP SDK environment", python.display());
-    python.display().to_string()
+    crate::venv_python("KENNEL_MCP_PYTHON", "mcp-venv")
 }
 
 pub(crate) fn stdio_server(name: &str) -> String {
