@@ -383,8 +383,13 @@ async fn a_parked_call_is_resumed_by_the_daemon_that_takes_its_agent_over() {
     assert!(resumed, "{}", api.get(&format!("/api/approvals/{approval}")).await.text);
     let tasks = api.get("/api/tasks").await.body;
     assert_eq!(tasks.as_array().map(Vec::len), Some(1), "the call ran once: {tasks}");
-    let last = llm.requests().last().unwrap().body.to_string();
-    assert!(last.contains("approved your parked call of `task_post`"), "{last}");
+    // The approval counts as resumed once its outcome is in the session, before the turn
+    // that tells the model runs: that turn's request comes after.
+    let told = eventually(Duration::from_secs(10), || async {
+        llm.requests().last().is_some_and(|r| r.body.to_string().contains("approved your parked call of `task_post`"))
+    })
+    .await;
+    assert!(told, "{}", llm.requests().last().unwrap().body);
 }
 
 #[tokio::test]

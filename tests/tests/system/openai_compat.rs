@@ -1,7 +1,8 @@
 //! The OpenAI-compatible endpoint (`/v1/chat/completions`, `/v1/models`) against the official
-//! `openai` Python package as a real client (`tests/peers/openai_client.py`): an exposed agent
-//! answers streamed and not, runs its own tools inside the turn, keeps a resent conversation
-//! in one session, and everything else is refused in OpenAI's shape.
+//! `openai` packages as real clients, Python's (`tests/peers/openai_client.py`) and npm's
+//! (`tests/peers/openai_client.mjs`): an exposed agent answers streamed and not, runs its own
+//! tools inside the turn, keeps a resent conversation in one session, and everything else is
+//! refused in OpenAI's shape.
 
 use std::path::PathBuf;
 
@@ -15,19 +16,25 @@ pub(crate) fn clients_python() -> String {
     crate::venv_python("KENNEL_CLIENTS_PYTHON", "clients-venv")
 }
 
-/// Runs a script of `tests/peers` with the clients' Python, `stdin` as its input; its one
-/// line of JSON.
+/// Runs a Python script of `tests/peers` with the clients' Python, `stdin` as its input; its
+/// one line of JSON.
 pub(crate) async fn run_client(script: &str, args: &[&str], stdin: &str) -> Value {
+    run_peer(&clients_python(), script, args, stdin).await
+}
+
+/// Runs the script `script` of `tests/peers` with `program`, `stdin` as its input; its one
+/// line of JSON.
+async fn run_peer(program: &str, script: &str, args: &[&str], stdin: &str) -> Value {
     use tokio::io::AsyncWriteExt;
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("peers").join(script);
-    let mut child = tokio::process::Command::new(clients_python())
+    let mut child = tokio::process::Command::new(program)
         .arg(path)
         .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap_or_else(|e| panic!("{program} did not start: {e}"));
     let mut input = child.stdin.take().unwrap();
     input.write_all(stdin.as_bytes()).await.unwrap();
     drop(input);
@@ -39,7 +46,21 @@ pub(crate) async fn run_client(script: &str, args: &[&str], stdin: &str) -> Valu
 }
 
 #[tokio::test]
-async fn the_openai_client_talks_to_an_exposed_agent_and_is_refused_the_rest_in_openais_shape() {
+async fn the_python_openai_client_talks_to_an_exposed_agent_and_is_refused_the_rest_in_openais_shape() {
+    talks_to_an_exposed_agent(&clients_python(), "openai_client.py").await;
+}
+
+#[tokio::test]
+async fn the_npm_openai_client_talks_to_an_exposed_agent_and_is_refused_the_rest_in_openais_shape() {
+    let package = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("peers/node_modules/openai");
+    assert!(package.exists(), "{} is missing: ./scripts/test installs tests/peers with npm", package.display());
+    talks_to_an_exposed_agent("node", "openai_client.mjs").await;
+}
+
+/// The client script `script` (run by `program`) lists the models, asks an exposed agent
+/// unstreamed, streamed and again in the first conversation, and is refused the rest; each
+/// client prints what it made of the answers in the same JSON shape.
+async fn talks_to_an_exposed_agent(program: &str, script: &str) {
     let (_home, daemon, api, llm) = daemon_with_llm("openai", "[openai]\nexpose = [\"helper\"]\n").await;
     for name in ["helper", "secret"] {
         agent_from(&api, json!({"name": name, "model": "gpt-test", "tools": ["system_time"]})).await;
@@ -55,7 +76,7 @@ async fn the_openai_client_talks_to_an_exposed_agent_and_is_refused_the_rest_in_
         Scripted::text("Tomorrow too."),
     ]);
     let base = format!("{}/v1", daemon.base);
-    let out = run_client("openai_client.py", &[&base, api.token(), "helper", "secret"], "").await;
+    let out = run_peer(program, script, &[&base, api.token(), "helper", "secret"], "").await;
 
     assert_eq!(out["models"], json!(["helper"]), "only exposed agents are models: {out:#}");
 
