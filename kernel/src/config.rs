@@ -14,8 +14,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::text::line_and_column;
 use crate::{
-    a2a, approval, ask, browser, canvas, channel, chat_api, cluster, llm, location, mcp, media, memory, notify,
-    process, retention, schedule, skills, tasks, tool, usage, workspace,
+    a2a, approval, ask, browser, canvas, channel, chat_api, cluster, llm, location, mcp, media, memory, metrics,
+    notify, process, retention, schedule, skills, tasks, tool, usage, workspace,
 };
 
 /// Declares [`Config`], one line per section: its field (doc comments pass through), its
@@ -72,6 +72,8 @@ sections! {
     a2a: a2a::A2aConfig, text: a2a::config::DEFAULT_TEXT;
     /// `[openai]`: agents served as models of the OpenAI-compatible endpoint.
     openai: chat_api::OpenAiConfig, text: chat_api::DEFAULT_TEXT;
+    /// `[metrics]`: where `GET /metrics` answers without a token, if anywhere.
+    metrics: metrics::MetricsConfig, text: metrics::DEFAULT_TEXT;
     workspace: workspace::WorkspaceConfig, text: workspace::config::DEFAULT_TEXT;
     canvas: canvas::CanvasConfig, text: canvas::config::DEFAULT_TEXT;
     skills: skills::SkillsConfig, text: skills::config::DEFAULT_TEXT;

@@ -29,6 +29,24 @@ use prometheus_client::registry::{Registry, Unit};
 use crate::Kernel;
 use crate::error::{Error, Result};
 
+/// `[metrics]` of `config.toml`.
+#[derive(Debug, Clone, Default, serde::Deserialize, serde::Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// A second address serving `GET /metrics` alone, without a token (for a Prometheus
+    /// that scrapes without credentials). Nothing else answers there. Read at start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listen: Option<std::net::SocketAddr>,
+}
+
+/// `[metrics]`'s commented lines in the default `config.toml`.
+pub(crate) const DEFAULT_TEXT: &str = r#"# [metrics]
+# GET /metrics answers an API token on the daemon's own address. `listen` adds an address
+# that serves it without a token, and nothing else: bind it where only your Prometheus
+# reaches (it shows agents', tools' and models' names and counts).
+# listen = "127.0.0.1:9464"
+"#;
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct TurnLabels {
     agent: String,

@@ -36,6 +36,8 @@ pub fn router(kernel: Kernel) -> Router {
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Serves until SIGINT or SIGTERM, lets in-flight requests finish, then closes the kernel.
+/// `metrics_listener` (`[metrics] listen`) serves `GET /metrics` alone, without a token, with
+/// the same connection limits, until then.
 ///
 /// `GET /healthz` answers as soon as the socket is served; the background work (the cluster's
 /// row, sweepers, runners) then starts and the router is built, a few milliseconds during
@@ -46,12 +48,14 @@ const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 pub async fn serve(
     kernel: Kernel,
     listener: tokio::net::TcpListener,
+    metrics_listener: Option<tokio::net::TcpListener>,
     mut phases: kennel_kernel::startup::Phases,
     ready: impl FnOnce() + Send + 'static,
 ) -> anyhow::Result<()> {
     let addr: SocketAddr = listener.local_addr()?;
     let open_files = crate::edge::raise_open_file_limit();
     let limits = crate::edge::Limits::from_config(&kernel.config().server, open_files);
+    let metrics_server = metrics_listener.map(|listener| serve_metrics(kernel.clone(), listener, limits));
     let app = crate::edge::App::starting(crate::http::health_router(kernel.clone()), limits);
     reload_on_hangup(kernel.clone());
     let (stopping, stopped) = tokio::sync::oneshot::channel();
@@ -81,9 +85,35 @@ pub async fn serve(
     // Starting that fails (the cluster's row) stops serving too, and the daemon with its error.
     let started = async { starting.await? };
     let served = tokio::try_join!(serving, started).map(|_| ());
+    if let Some(metrics_server) = metrics_server {
+        metrics_server.abort();
+    }
     tracing::info!("shutting down: closing the database");
     kernel.close().await;
     served
+}
+
+/// Connections `[metrics] listen` serves at once: a Prometheus or two, never a share of the
+/// open files the daemon's own address needs.
+const METRICS_CONNECTIONS: usize = 64;
+
+/// Serves `GET /metrics` without a token on `listener` (`[metrics] listen`), behind the same
+/// edge as the daemon's own address (its timeouts; a cap of its own), until aborted.
+fn serve_metrics(
+    kernel: Kernel,
+    listener: tokio::net::TcpListener,
+    limits: crate::edge::Limits,
+) -> tokio::task::JoinHandle<()> {
+    let limits = crate::edge::Limits { max_connections: METRICS_CONNECTIONS.min(limits.max_connections), ..limits };
+    let router = crate::http::metrics::open_router(kernel);
+    let app = crate::edge::App::starting(router.clone(), limits);
+    app.finish(router);
+    tokio::spawn(async move {
+        let addr = listener.local_addr().ok();
+        if let Err(e) = crate::edge::serve(listener, app, std::future::pending()).await {
+            tracing::error!(?addr, error = %e, "[metrics] listen stopped serving");
+        }
+    })
 }
 
 /// What starting does once `/healthz` answers: the background work, then the whole router,

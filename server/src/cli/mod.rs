@@ -848,13 +848,21 @@ async fn start(home: PathBuf, bind: Option<SocketAddr>) -> anyhow::Result<()> {
     let addr = bind.unwrap_or(kernel.config().server.bind);
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr()?;
+    let metrics_listener = match kernel.config().metrics.listen {
+        Some(addr) => Some(
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr} ([metrics] listen in config.toml)"))?,
+        ),
+        None => None,
+    };
     phases.mark("socket");
     // Written before `/healthz` answers, so a script or CLI command that waits for the daemon
     // finds its address and token.
     let announced = daemon::announce(&home, local, kernel.started_at(), &kernel.auth().issue_cli_token())?;
     phases.mark("announce");
     let first_run = kernel.auth().operator_count().await? == 0;
-    let served = crate::app::serve(kernel, listener, phases, move || {
+    let served = crate::app::serve(kernel, listener, metrics_listener, phases, move || {
         // One line on stdout that scripts (and our tests) can wait for: every route answers
         // from here. Logs go to stderr. A closed stdout (nobody waits) is no reason to stop.
         let mut stdout = std::io::stdout();

@@ -12,7 +12,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Child;
 
 use crate::a2a_server::exposing_with_token as exposing;
-use crate::{agent_from, daemon_with_config};
+use crate::{agent_from, daemon_with_config, free_port};
 
 fn script(name: &str) -> String {
     format!("{}/a2a/{name}", env!("CARGO_MANIFEST_DIR"))
@@ -53,10 +53,6 @@ async fn sdk(args: &[&str]) -> Result<Value, Value> {
 /// The 0.3 SDK client.
 async fn sdk_0_3(args: &[&str]) -> Result<Value, Value> {
     run(python_0_3(), "peer03.py", args).await
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// Starts an SDK server (`serve PORT`) and waits until it listens.

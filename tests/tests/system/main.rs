@@ -81,6 +81,11 @@ pub async fn say(api: &Api, agent: &str, session: Option<&str>, message: &str) -
     api.post(&format!("/api/agents/{agent}/messages"), body).await
 }
 
+/// A loopback port free a moment ago (for a peer or setting that needs one named).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
 /// The Python of a virtual environment `./scripts/test` makes in `target/VENV` (or the one
 /// the variable `var` names).
 pub fn venv_python(var: &str, venv: &str) -> String {

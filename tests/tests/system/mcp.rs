@@ -11,7 +11,7 @@ use std::time::Duration;
 use kennel_tests::{Api, Home, eventually};
 use serde_json::{Value, json};
 
-use crate::agent_with;
+use crate::{agent_with, free_port};
 
 fn peers() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("peers")
@@ -161,11 +161,6 @@ async fn a_server_that_keeps_dying_is_given_up_on_until_an_operator_reconnects_i
     );
     let missing = api.post("/api/mcp/servers/nope/reconnect", json!({})).await;
     assert_eq!((missing.status, missing.error_kind()), (404, "NotFound"), "{}", missing.text);
-}
-
-/// A free loopback port.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 #[tokio::test]

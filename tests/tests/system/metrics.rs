@@ -7,7 +7,7 @@ use kennel_tests::fake_llm::Scripted;
 use serde_json::{Value, json};
 
 use crate::openai_compat::run_client;
-use crate::{agent_from, daemon_with_llm, say};
+use crate::{agent_from, daemon_with_llm, free_port, say};
 
 /// The metrics as the parser read them: families by name.
 async fn scrape(api: &Api) -> Value {
@@ -117,4 +117,45 @@ async fn metrics_parse_with_the_official_parser_and_move_with_turns_tools_and_re
     assert_eq!(sample(&after, "kennel_tasks", "kennel_tasks", &[("status", "pending")]), 1.0);
     let no_ids = after["kennel_http_requests"]["samples"].as_array().unwrap();
     assert!(no_ids.iter().all(|s| !s["labels"]["route"].as_str().unwrap().contains(&agent)), "a series per id");
+}
+
+/// `[metrics] listen`: a second address that serves `GET /metrics` without a token, and
+/// nothing else; the daemon's own `/metrics` still asks for one.
+#[tokio::test]
+async fn metrics_listen_serves_the_metrics_alone_without_a_token() {
+    let port = free_port();
+    let config = format!("[metrics]\nlisten = \"127.0.0.1:{port}\"\n");
+    let (_home, daemon, api, _llm) = daemon_with_llm("openai", &config).await;
+    let open = kennel_kernel::net::http_client().build().unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+
+    let r = open.get(format!("{base}/metrics")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["content-type"], "text/plain; version=0.0.4; charset=utf-8");
+    let families = run_client("parse_metrics.py", &[], &r.text().await.unwrap()).await;
+    assert_eq!(sample(&families, "kennel_cluster_daemons", "kennel_cluster_daemons", &[("state", "alive")]), 1.0);
+
+    // Nothing of the daemon's but the metrics answers there, with or without a token.
+    for path in ["/api/templates", "/api/agents", "/healthz", "/", "/login", "/v1/models", "/metrics/x"] {
+        let r = open.get(format!("{base}{path}")).bearer_auth(api.token()).send().await.unwrap();
+        assert_eq!(r.status(), 404, "{path}");
+        assert_eq!(r.text().await.unwrap(), "only GET /metrics is served here\n", "{path}");
+    }
+    let posted = open.post(format!("{base}/metrics")).send().await.unwrap();
+    assert_eq!(posted.status(), 405);
+
+    let refused = Api::send(daemon.anonymous().request(reqwest::Method::GET, "/metrics")).await;
+    assert_eq!(refused.status, 401, "the daemon's own address still asks for a token: {}", refused.text);
+}
+
+/// A `[metrics] listen` address that is taken stops start-up, saying which setting it is.
+#[tokio::test]
+async fn a_taken_metrics_address_is_a_clear_error() {
+    let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = holder.local_addr().unwrap();
+    let home = kennel_tests::Home::with_config(&format!("[metrics]\nlisten = \"{addr}\"\n"));
+    let out = home.cli(&["start", "--bind", "127.0.0.1:0"]).await;
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("cannot listen on {addr} ([metrics] listen in config.toml)")), "{stderr}");
 }
