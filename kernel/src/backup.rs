@@ -26,7 +26,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 
 use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, fstat, openat, readlinkat, statat};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -337,6 +337,7 @@ fn refuse_unless_empty(home: &Path) -> Result<()> {
 
 /// Removes what a failed restore unpacked (the home was empty, or did not exist).
 fn empty_again(home: &Path, created: bool) {
+    open_folders(home);
     if created {
         let _ = std::fs::remove_dir_all(home);
         return;
@@ -351,6 +352,17 @@ fn empty_again(home: &Path, created: bool) {
             if let Err(e) = removed {
                 tracing::warn!(path = %path.display(), error = %e, "could not remove what a failed restore unpacked");
             }
+        }
+    }
+}
+
+/// Gives the owner every right on `folder` and the folders under it (links not followed), so
+/// what a failed restore unpacked into a read-only folder can be removed.
+fn open_folders(folder: &Path) {
+    let _ = std::fs::set_permissions(folder, std::fs::Permissions::from_mode(0o700));
+    for entry in std::fs::read_dir(folder).into_iter().flatten().flatten() {
+        if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            open_folders(&entry.path());
         }
     }
 }
@@ -380,19 +392,68 @@ fn unpack(archive: &Path, home: &Path) -> Result<Report> {
         )));
     }
     let mut report = Report { manifest, entries: 0, bytes: 0, skipped: 0 };
+    // Folders stay open to their owner while the rest unpacks, and get their archived modes
+    // at the end, deepest first: one archived read-only (an agent's `chmod 555`, Go's module
+    // cache) would refuse its own files otherwise.
+    let mut folders = Vec::new();
     for entry in entries {
         let mut entry = entry.map_err(|e| not_a_backup(e.to_string()))?;
         let name = entry.path().map_err(|e| not_a_backup(e.to_string()))?.into_owned();
+        let kind = entry.header().entry_type();
+        never_written_by_a_backup(&name, kind).map_err(not_a_backup)?;
         let size = entry.size();
+        let folder_mode = match kind {
+            tar::EntryType::Directory => Some(entry.header().mode().map_err(|e| not_a_backup(e.to_string()))? & 0o777),
+            _ => None,
+        };
         let inside =
             entry.unpack_in(home).map_err(|e| Error::unavailable(format!("cannot restore {}: {e}", name.display())))?;
         if !inside {
             return Err(not_a_backup(format!("its entry {} would land outside the home", name.display())));
         }
+        if let Some(mode) = folder_mode {
+            // The path `unpack_in` used: the name's plain parts (it refused `..`).
+            let path = home.join(name.components().filter(|c| matches!(c, Component::Normal(_))).collect::<PathBuf>());
+            set_folder_mode(&path, 0o700)?;
+            folders.push((path, mode));
+        }
         report.entries += 1;
         report.bytes += size;
     }
+    for (path, mode) in folders.iter().rev() {
+        set_folder_mode(path, *mode)?;
+    }
     Ok(report)
+}
+
+/// Why an archive's entry `name` of kind `kind` is not one a backup writes, if it is not:
+/// anything but files, folders and links, and the names a backup leaves out (the database
+/// only as a file).
+fn never_written_by_a_backup(name: &Path, kind: tar::EntryType) -> std::result::Result<(), String> {
+    use tar::EntryType::{Directory, Regular, Symlink};
+    if !matches!(kind, Regular | Directory | Symlink) {
+        return Err(format!("its entry {} is a {kind:?}; backups hold files, folders and links only", name.display()));
+    }
+    let top = name.components().find_map(|c| match c {
+        Component::Normal(part) => Some(part),
+        _ => None,
+    });
+    let is_database = name.components().eq(Path::new(DATABASE).components()) && kind == Regular;
+    match top.and_then(OsStr::to_str) {
+        Some(top) if LEFT_OUT.contains(&top) && !is_database => {
+            Err(format!("its entry {} is one a backup never holds", name.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Sets the folder `path`'s permission bits, never through a link.
+fn set_folder_mode(path: &Path, mode: u32) -> Result<()> {
+    let cannot = |e: std::io::Error| Error::unavailable(format!("cannot set {}'s mode: {e}", path.display()));
+    if std::fs::symlink_metadata(path).map_err(cannot)?.is_dir() {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(cannot)?;
+    }
+    Ok(())
 }
 
 /// The restored database opens and SQLite finds nothing wrong in it.
@@ -556,6 +617,52 @@ mod tests {
             assert!(!home.exists(), "{attack}: what was unpacked is removed");
             assert!(!outside.path().join("x").exists(), "{attack}: nothing written outside");
             assert!(!dir.path().join("x.sh").exists(), "{attack}: nothing written above the home");
+        }
+    }
+
+    /// Entries a backup never writes (a FIFO, a device, the names it leaves out, the database
+    /// as a link) are refused, and nothing of the archive stays.
+    #[tokio::test]
+    async fn a_restore_refuses_what_a_backup_never_holds() {
+        let manifest = Manifest {
+            format: FORMAT,
+            kennel_version: "0".into(),
+            created_at: "2026-12-06T00:00:00Z".into(),
+            database: "postgres".into(),
+        };
+        let special = |kind: tar::EntryType| {
+            let mut header = file_header(0, 0o600);
+            header.set_entry_type(kind);
+            header
+        };
+        for (name, header, says) in [
+            ("workspaces/a/pipe", special(tar::EntryType::Fifo), "Fifo"),
+            ("workspaces/a/disk", special(tar::EntryType::Block), "Block"),
+            ("cli.token", file_header(0, 0o600), "never holds"),
+            ("daemon.json", file_header(0, 0o600), "never holds"),
+            ("run/x.sock", file_header(0, 0o600), "never holds"),
+            ("kennel.db-wal", file_header(0, 0o600), "never holds"),
+            ("kennel.db", special(tar::EntryType::Symlink), "never holds"),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let archive = dir.path().join("odd.tar.gz");
+            let gz = flate2::write::GzEncoder::new(File::create(&archive).unwrap(), flate2::Compression::fast());
+            let mut tar = tar::Builder::new(gz);
+            let text = serde_json::to_vec(&manifest).unwrap();
+            tar.append_data(&mut file_header(text.len() as u64, 0o600), MANIFEST, text.as_slice()).unwrap();
+            tar.append_data(&mut file_header(2, 0o600), "config.toml", "#\n".as_bytes()).unwrap();
+            let mut header = header;
+            if header.entry_type() == tar::EntryType::Symlink {
+                tar.append_link(&mut header, name, "/etc/passwd").unwrap();
+            } else {
+                tar.append_data(&mut header, name, std::io::empty()).unwrap();
+            }
+            tar.into_inner().unwrap().finish().unwrap();
+
+            let home = dir.path().join("home");
+            let e = restore(&archive, &home).await.unwrap_err();
+            assert!(e.message.contains(says) && e.message.contains(name), "{name}: {e:?}");
+            assert!(!home.exists(), "{name}: what was unpacked is removed");
         }
     }
 

@@ -91,3 +91,42 @@ async fn a_backup_taken_during_a_burst_of_writes_restores_to_a_daemon_with_the_s
     assert_eq!(read.status, 200, "{}", read.text);
     assert!(read.text.contains("the plan"), "the workspace came back: {}", read.text);
 }
+
+/// A folder an agent made read-only (`chmod 555`, as Go's module cache does) comes back with
+/// its files and then its mode, for a restore run by an unprivileged user (under root, CI,
+/// `nobody`: root writes into any folder whatever its mode, so it would not see the bug).
+#[tokio::test]
+async fn a_read_only_folder_restores_with_its_files_for_an_unprivileged_user() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = Home::on_sqlite("");
+    let daemon = home.start().await;
+    let folder = home.path().join("workspaces/builder/pkg/mod");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("go.mod"), "module example.com/m\n").unwrap();
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o555)).unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let archive = dir.path().join("kennel.tar.gz");
+    home.cli_ok(&["backup", archive.to_str().unwrap()]).await;
+    drop(daemon);
+    let target = dir.path().join("restored");
+    std::fs::create_dir(&target).unwrap();
+    let mut restore = tokio::process::Command::new(kennel_tests::kennel_bin());
+    if kennel_tests::is_root() {
+        for path in [&archive, &target] {
+            std::os::unix::fs::chown(path, Some(65534), Some(65534)).unwrap();
+        }
+        restore = tokio::process::Command::new("setpriv");
+        restore.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]).arg(kennel_tests::kennel_bin());
+    }
+    let out = restore.arg("--home").arg(&target).arg("restore").arg(&archive).output().await.unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let restored = target.join("workspaces/builder/pkg/mod");
+    assert_eq!(std::fs::read_to_string(restored.join("go.mod")).unwrap(), "module example.com/m\n");
+    let mode = std::fs::metadata(&restored).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o555, "the folder's own mode, set once its files were in");
+    std::fs::set_permissions(&restored, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
