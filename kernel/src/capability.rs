@@ -36,7 +36,8 @@ enum GrantKind {
 /// and stop freely; anyone else only with the exact grant (`agents.*` does not give it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Reach {
-    /// `agents.kill_any`: `agent_kill` any agent (never one bound to a channel or exposed over A2A).
+    /// `agents.kill_any`: `agent_kill` any agent (never one bound to a channel or exposed over
+    /// A2A or as an OpenAI model).
     KillAny,
     /// `agents.message_any`: `agent_send` to any agent.
     MessageAny,

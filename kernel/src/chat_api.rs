@@ -22,6 +22,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::agent::binding::Binding;
 use crate::agent::{Agent, Agents};
 use crate::error::{Error, Result};
 use crate::tool::Caller;
@@ -42,9 +43,16 @@ pub(crate) const DEFAULT_TEXT: &str = r#"# [openai]
 # expose = ["helper"]
 "#;
 
-/// The running agents `[openai] expose` names, in its order.
+/// The running agents `[openai] expose` names, in its order: each name bound, at its first
+/// use, to the operator-made agent of that name (`agent::binding`), so an agent that takes
+/// the name after it (one an agent spawned) never answers as that model.
 pub fn exposed(config: &OpenAiConfig, agents: &Agents) -> Vec<Arc<Agent>> {
-    config.expose.iter().filter_map(|name| agents.get(name).ok()).filter(|a| a.is_running()).collect()
+    config
+        .expose
+        .iter()
+        .filter_map(|name| agents.bound(&Binding::OpenAi(name.clone()), name).ok())
+        .filter(|a| a.is_running())
+        .collect()
 }
 
 /// The exposed agent a request names as its model; any other name is not found, whether an

@@ -1,5 +1,5 @@
 //! Bindings: which agent answers a channel (`[channels.NAME] agent`) or is exposed over A2A
-//! (`[a2a] expose`). Config names the agent; the first use resolves that name once, to the
+//! (`[a2a] expose`) or as an OpenAI model (`[openai] expose`). Config names the agent; the first use resolves that name once, to the
 //! id of the running agent an operator made with it (no parent, not a workflow step), and
 //! from then on the binding is that id. A new agent that takes the name after the bound one
 //! stopped inherits nothing: the channel answers nothing until the bound agent runs again, or
@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 pub enum Binding {
     Channel(String),
     A2a(String),
+    OpenAi(String),
 }
 
 impl Binding {
@@ -27,6 +28,7 @@ impl Binding {
         match self {
             Binding::Channel(name) => format!("channel:{name}"),
             Binding::A2a(name) => format!("a2a:{name}"),
+            Binding::OpenAi(name) => format!("openai:{name}"),
         }
     }
 
@@ -34,6 +36,7 @@ impl Binding {
         match self {
             Binding::Channel(name) => format!("channel `{name}`"),
             Binding::A2a(name) => format!("A2A exposure `{name}`"),
+            Binding::OpenAi(name) => format!("OpenAI model `{name}`"),
         }
     }
 }
@@ -98,7 +101,8 @@ impl Agents {
             .channels
             .iter()
             .filter_map(|(name, c)| c.agent.as_deref().map(|a| (Binding::Channel(name.clone()), a)))
-            .chain(config.a2a.expose.iter().map(|a| (Binding::A2a(a.clone()), a.as_str())));
+            .chain(config.a2a.expose.iter().map(|a| (Binding::A2a(a.clone()), a.as_str())))
+            .chain(config.openai.expose.iter().map(|a| (Binding::OpenAi(a.clone()), a.as_str())));
         let state = self.read();
         for (binding, name) in configured {
             let held = match state.bindings.get(&binding.key()).filter(|b| b.name == name) {

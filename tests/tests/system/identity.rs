@@ -210,3 +210,43 @@ async fn a_workflow_run_by_an_agent_reaches_no_further_than_the_agent() {
         api.post("/api/workflows", json!({"name": "n", "steps": [{"agent": "nobody", "prompt": "hi"}]})).await;
     assert_eq!(unknown.status, 422, "{}", unknown.text);
 }
+
+/// The channel attack against `[openai] expose`: the exposed agent cannot be killed by an
+/// agent holding `agents.kill_any`, and once an operator stops it, an impostor an agent
+/// spawns under its name is no model: clients get OpenAI's 404, its model is never called.
+#[tokio::test]
+async fn a_freed_openai_model_name_taken_by_an_agent_made_impostor_answers_nothing() {
+    let (_home, daemon, api, llm) = crate::daemon_with_llm("openai", "[openai]\nexpose = [\"helper\"]\n").await;
+    let helper =
+        named(&api, json!({"name": "assistant", "model": "m", "system_prompt": "You are helper."}), "helper").await;
+    let attacker = attacker(&api).await;
+    let ask = || async {
+        let body = json!({"model": "helper", "messages": [{"role": "user", "content": "hi"}]});
+        Api::send(daemon.api(api.token()).request(reqwest::Method::POST, "/v1/chat/completions").json(&body)).await
+    };
+    llm.set_fallback(Scripted::text("Hello from helper."));
+    assert_eq!(ask().await.status, 200, "the exposed agent answers");
+
+    assert_eq!(
+        api.put(&format!("/api/agents/{attacker}/capabilities"), json!({"tools": ["agents.*", "agents.kill_any"]}))
+            .await
+            .status,
+        200
+    );
+    let kill = api.invoke(&attacker, "agent_kill", json!({"agent_id": "helper"})).await;
+    assert_eq!(kill.status, 403, "{}", kill.text);
+    assert!(kill.text.contains("OpenAI model `helper`"), "{}", kill.text);
+
+    let evil = json!({"name": "evilbot3", "system_prompt": "EVIL PERSONA", "model": "m"});
+    assert_eq!(api.invoke(&attacker, "agent_type_create", evil).await.status, 200);
+    assert_eq!(api.post(&format!("/api/agents/{helper}/stop"), json!({})).await.status, 200);
+    let impostor = api.invoke(&attacker, "agent_spawn", json!({"template": "evilbot3", "name": "helper"})).await;
+    assert_eq!(impostor.status, 200, "{}", impostor.text);
+    let before = llm.requests().len();
+    let models = Api::send(daemon.api(api.token()).request(reqwest::Method::GET, "/v1/models")).await;
+    assert_eq!(models.body["data"], json!([]), "the impostor is no model: {}", models.text);
+    let refused = ask().await;
+    assert_eq!(refused.status, 404, "{}", refused.text);
+    assert_eq!(refused.body["error"]["code"], "model_not_found", "{}", refused.text);
+    assert_eq!(llm.requests().len(), before, "the impostor's model was never called");
+}
