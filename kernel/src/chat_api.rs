@@ -6,10 +6,14 @@
 //! every request and no id of it. The session is, in order:
 //! 1. the `X-Kennel-Session` header: a session id or a key, as `POST /api/agents/{id}/messages`
 //!    takes it (so a client can name its conversations exactly);
-//! 2. else a key derived from who asks (the token's name), the request's `user` and the
-//!    conversation's first user message: a client that resends its conversation lands in the
-//!    same session each time. Two conversations of one client and user that open with the
-//!    same words share a session; a client that cares sends the header.
+//! 2. else the session whose key is the hash of who asks (the token's name), the request's
+//!    `user` and every message before the last (system messages aside). After each answer
+//!    the session is keyed again by that conversation with the answer added, which is what
+//!    the client resends with its next question: a client resending its conversation stays
+//!    in one session, and two conversations share one only while they are the same word for
+//!    word (a front end's users who all open with "hi" each get their own once the answers
+//!    differ, and never see each other's). A conversation that starts here, or that the
+//!    client changed (an edited message, an answer it rewrote), opens a new session.
 //!
 //! Only the last message is the turn's: the earlier ones are already in the session. When
 //! the session is new and the request brings earlier messages (a conversation begun
@@ -22,9 +26,12 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use uuid::Uuid;
+
 use crate::agent::binding::Binding;
 use crate::agent::{Agent, Agents};
 use crate::error::{Error, Result};
+use crate::session::{Session, Sessions};
 use crate::tool::Caller;
 
 /// `[openai]` of `config.toml`.
@@ -90,13 +97,63 @@ impl Role {
     }
 }
 
-/// The session key of a conversation without `X-Kennel-Session` (see the module's notes).
-pub fn conversation_key(caller: &Caller, user: Option<&str>, conversation: &[Said]) -> String {
-    let first = conversation.iter().find(|m| m.role == Role::User).map_or("", |m| m.text.as_str());
+/// The session a conversation sent without `X-Kennel-Session` goes on in (see the module's
+/// notes), and what keys it again once it is answered.
+pub async fn conversation_session(
+    sessions: &Sessions,
+    agent: Uuid,
+    caller: &Caller,
+    user: Option<&str>,
+    conversation: &[Said],
+) -> Result<(Session, Continuation)> {
+    let earlier = conversation.split_last().map_or(&[][..], |(_, earlier)| earlier);
+    let session = if earlier.iter().all(|m| m.role == Role::System) {
+        sessions.keyed(agent, &format!("openai:new:{}", Uuid::new_v4().simple())).await?
+    } else {
+        sessions.keyed(agent, &key_of(caller, user, earlier.iter().map(|m| (m.role, m.text.as_str())))).await?
+    };
+    let continuation = Continuation {
+        session: session.id,
+        caller: caller.clone(),
+        user: user.map(str::to_string),
+        conversation: conversation.to_vec(),
+    };
+    Ok((session, continuation))
+}
+
+/// What finds a conversation's session again after its answer.
+pub struct Continuation {
+    session: Uuid,
+    caller: Caller,
+    user: Option<String>,
+    conversation: Vec<Said>,
+}
+
+impl Continuation {
+    /// Keys the session by the conversation with `reply` (the answer's text as the client got
+    /// it) added: the key the client's next request, which resends both, looks for. Failing,
+    /// it says so in the log, and that request opens a new session.
+    pub async fn answered(&self, sessions: &Sessions, reply: &str) {
+        let said = self.conversation.iter().map(|m| (m.role, m.text.as_str())).chain([(Role::Assistant, reply)]);
+        let key = key_of(&self.caller, self.user.as_deref(), said);
+        if let Err(e) = sessions.rekey(self.session, &key).await {
+            tracing::warn!(session = %self.session, error = %e.message, "an OpenAI conversation's session was not keyed again; its next request opens a new one");
+        }
+    }
+}
+
+/// The key of the messages `said` (system messages aside) sent by `caller` for `user`.
+fn key_of<'a>(caller: &Caller, user: Option<&str>, said: impl Iterator<Item = (Role, &'a str)>) -> String {
     let mut hash = Sha256::new();
-    for part in [caller.audit_label().as_str(), user.unwrap_or(""), first] {
-        hash.update(part.len().to_le_bytes());
-        hash.update(part.as_bytes());
+    let mut part = |text: &str| {
+        hash.update(text.len().to_le_bytes());
+        hash.update(text.as_bytes());
+    };
+    part(&caller.audit_label());
+    part(user.unwrap_or(""));
+    for (role, text) in said.filter(|(role, _)| *role != Role::System) {
+        part(role.as_str());
+        part(text);
     }
     let digest = hash.finalize();
     let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
@@ -140,22 +197,33 @@ mod tests {
         Said { role, text: text.to_string() }
     }
 
+    fn key(caller: &Caller, user: Option<&str>, said: &[Said]) -> String {
+        key_of(caller, user, said.iter().map(|m| (m.role, m.text.as_str())))
+    }
+
     #[test]
-    fn a_resent_conversation_keeps_its_key_and_others_do_not_share_it() {
+    fn a_resent_conversation_finds_the_key_its_answer_gave_and_others_do_not() {
         let token = Caller::Token("ci".into());
         let first = [said(Role::System, "be brief"), said(Role::User, "plan my week")];
-        let later = [
-            said(Role::System, "be brief"),
+        let answered = [said(Role::User, "plan my week"), said(Role::Assistant, "Monday: …")];
+        // What `Continuation::answered` keys the session by is what the next request, which
+        // resends the conversation and its answer (system messages may change), looks for.
+        let next = [
+            said(Role::System, "be brief, it is Tuesday"),
             said(Role::User, "plan my week"),
             said(Role::Assistant, "Monday: …"),
-            said(Role::User, "and Tuesday?"),
         ];
-        let key = conversation_key(&token, None, &first);
-        assert_eq!(key, conversation_key(&token, None, &later));
-        assert!(key.starts_with("openai:") && key.len() == 39, "{key}");
-        assert_ne!(key, conversation_key(&token, Some("ann"), &first));
-        assert_ne!(key, conversation_key(&Caller::Token("other".into()), None, &first));
-        assert_ne!(key, conversation_key(&token, None, &[said(Role::User, "plan my month")]));
+        let key_after = key(&token, None, &answered);
+        assert_eq!(key_after, key(&token, None, &next));
+        assert!(key_after.starts_with("openai:") && key_after.len() == 39, "{key_after}");
+        assert_ne!(key_after, key(&token, Some("ann"), &answered), "another user");
+        assert_ne!(key_after, key(&Caller::Token("other".into()), None, &answered), "another token");
+        let other_answer = [said(Role::User, "plan my week"), said(Role::Assistant, "Tuesday: …")];
+        assert_ne!(key_after, key(&token, None, &other_answer), "the same opening, answered otherwise");
+        assert_ne!(key(&token, None, &first), key_after, "the key moves on with each answer");
+        // The parts are length-prefixed: moving text between messages makes another key.
+        let moved = [said(Role::User, "plan my"), said(Role::Assistant, " weekMonday: …")];
+        assert_ne!(key_after, key(&token, None, &moved));
     }
 
     #[test]

@@ -255,6 +255,12 @@ impl Sessions {
         self.labelled(agent_id, &Origin::Key(key.to_string())).await
     }
 
+    /// Gives the session `id` the key `key` in place of the one it had: a client finds it by
+    /// the new key from now on (the OpenAI endpoint's conversations, `chat_api`).
+    pub async fn rekey(&self, id: Uuid, key: &str) -> Result<()> {
+        store::relabel(&self.db, id, &Origin::Key(key.to_string()).label().unwrap_or_default()).await
+    }
+
     /// The sessions opened for `origin` by any agent, oldest first (the wake-ups of a task).
     /// At most 100: a history, not an export.
     pub async fn of_origin(&self, origin: &Origin) -> Result<Vec<Session>> {

@@ -25,6 +25,11 @@ pub(super) async fn insert(db: &Db, session: &Session) -> Result<()> {
     Ok(())
 }
 
+pub(super) async fn relabel(db: &Db, id: Uuid, label: &str) -> Result<()> {
+    db::query("UPDATE sessions SET label = $2 WHERE id = $1").bind(id.to_string()).bind(label).execute(db).await?;
+    Ok(())
+}
+
 pub(super) async fn get(db: &Db, id: Uuid) -> Result<Option<Session>> {
     let row = db::query(sqlx::AssertSqlSafe(format!("{COLUMNS} WHERE id = $1")))
         .bind(id.to_string())

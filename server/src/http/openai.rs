@@ -268,6 +268,8 @@ struct Prepared {
     turn: TurnRequest,
     stream: bool,
     include_usage: bool,
+    /// A conversation sent without `X-Kennel-Session`: its session is keyed by its answer.
+    continuation: Option<chat_api::Continuation>,
 }
 
 async fn prepare(kernel: &Kernel, headers: &HeaderMap, body: &[u8]) -> OpenAiResult<Prepared> {
@@ -282,11 +284,13 @@ async fn prepare(kernel: &Kernel, headers: &HeaderMap, body: &[u8]) -> OpenAiRes
     let named = headers
         .get(SESSION_HEADER)
         .map(|v| v.to_str().map_err(|_| Error::invalid("X-Kennel-Session is not text").with_field(SESSION_HEADER)));
-    let session = match named.transpose()? {
-        Some(named) => kernel.sessions().named(&agent, named).await?,
+    let (session, continuation) = match named.transpose()? {
+        Some(named) => (kernel.sessions().named(&agent, named).await?, None),
         None => {
-            let key = chat_api::conversation_key(&caller, request.user.as_deref(), &conversation);
-            kernel.sessions().keyed(agent.id, &key).await?
+            let user = request.user.as_deref();
+            let (session, continuation) =
+                chat_api::conversation_session(kernel.sessions(), agent.id, &caller, user, &conversation).await?;
+            (session, Some(continuation))
         }
     };
     let message = chat_api::turn_message(&conversation, session.preview.is_none())?;
@@ -299,6 +303,7 @@ async fn prepare(kernel: &Kernel, headers: &HeaderMap, body: &[u8]) -> OpenAiRes
         turn,
         stream: request.stream.unwrap_or(false),
         include_usage: request.stream_options.and_then(|o| o.include_usage).unwrap_or(false),
+        continuation,
     })
 }
 
@@ -344,6 +349,9 @@ async fn complete(kernel: Kernel, prepared: Prepared) -> Response {
         Ok(result) => result,
         Err(e) => return OpenAiError::from(e).into_response(),
     };
+    if let Some(continuation) = &prepared.continuation {
+        continuation.answered(kernel.sessions(), &result.reply).await;
+    }
     Json(json!({
         "id": completion_id(result.turn_id),
         "object": "chat.completion",
@@ -377,6 +385,7 @@ async fn stream(kernel: Kernel, mut prepared: Prepared) -> Response {
     let events = kernel.turns().subscribe();
     let (agent, turn) = (prepared.agent.to_string(), prepared.turn);
     let ends = crate::live::stream_ends(&kernel, prepared.holder);
+    let kernel_for_chunks = kernel.clone();
     let running = tokio::spawn(async move { kernel.send_message(&agent, turn).await });
     // Unbounded: the follower never waits on a slow client, so it never falls behind the
     // event bus (what it holds is one reply's text).
@@ -390,6 +399,9 @@ async fn stream(kernel: Kernel, mut prepared: Prepared) -> Response {
         None => return OpenAiError::from(Error::internal("the turn ended without an answer")).into_response(),
     };
     let chunks = Chunks {
+        kernel: kernel_for_chunks,
+        continuation: prepared.continuation,
+        content: String::new(),
         id: completion_id(turn_id),
         created: now(),
         model: prepared.model,
@@ -419,6 +431,11 @@ impl Drop for CancelOnDrop {
 
 /// The response stream's state: the pieces still to come, turned into chunks.
 struct Chunks {
+    kernel: Kernel,
+    /// Keys the conversation's session by its answer, once the answer is whole.
+    continuation: Option<chat_api::Continuation>,
+    /// The answer's text as the client puts it together from the chunks.
+    content: String,
     id: String,
     created: u64,
     model: String,
@@ -479,9 +496,16 @@ impl Chunks {
             None => self.received.recv().await?,
         };
         Some(match piece {
-            Piece::Text(text) => vec![self.chunk(json!({"content": text}), None)],
+            Piece::Text(text) => {
+                self.content.push_str(&text);
+                vec![self.chunk(json!({"content": text}), None)]
+            }
             Piece::Done(result) => {
                 self.received.close();
+                // Before `[DONE]`: the client's next request may follow at once.
+                if let Some(continuation) = self.continuation.take() {
+                    continuation.answered(self.kernel.sessions(), &self.content).await;
+                }
                 self.ending(&result)
             }
             Piece::Failed(e) => {

@@ -197,3 +197,65 @@ async fn a_client_that_leaves_before_the_first_text_cancels_its_turn() {
     assert!(cancelled, "the turn went on without its client");
     assert!(!turns("reply").await, "the turn ended as a reply");
 }
+
+/// A front end that shares one token and sends no `user`: two people open with the same
+/// word. Each conversation opens its own session, goes on in it once answered (streamed or
+/// not), and neither's model call ever holds the other's words.
+#[tokio::test]
+async fn conversations_that_open_alike_stay_apart_and_each_goes_on_in_its_own_session() {
+    let (_home, _daemon, api, llm) = daemon_with_llm("openai", "[openai]\nexpose = [\"helper\"]\n").await;
+    agent_from(&api, json!({"name": "helper", "model": "gpt-test"})).await;
+    let chat = |messages: Value, stream: bool| {
+        let api = api.clone();
+        async move {
+            let body = json!({"model": "helper", "messages": messages, "stream": stream});
+            let r =
+                kennel_tests::Api::send(api.request(reqwest::Method::POST, "/v1/chat/completions").json(&body)).await;
+            assert_eq!(r.status, 200, "{}", r.text);
+            let session = r.header("x-kennel-session").unwrap().to_string();
+            let content = if stream {
+                r.text
+                    .lines()
+                    .filter_map(|line| line.strip_prefix("data: "))
+                    .filter_map(|data| serde_json::from_str::<Value>(data).ok())
+                    .filter_map(|chunk| chunk["choices"][0]["delta"]["content"].as_str().map(str::to_string))
+                    .collect::<String>()
+            } else {
+                r.body["choices"][0]["message"]["content"].as_str().unwrap().to_string()
+            };
+            (session, content)
+        }
+    };
+    let (user, assistant) =
+        (|t: &str| json!({"role": "user", "content": t}), |t: &str| json!({"role": "assistant", "content": t}));
+    llm.push_all([
+        Scripted::text("Hello, first."),
+        Scripted::text("Hello, second."),
+        Scripted::text("Noted."),
+        Scripted::text("You asked nothing yet."),
+        Scripted::text("You are welcome."),
+    ]);
+
+    let (ann, hello_ann) = chat(json!([user("hi")]), false).await;
+    let (bob, hello_bob) = chat(json!([user("hi")]), false).await;
+    assert_ne!(ann, bob, "a conversation that starts here opens a session of its own");
+
+    let (ann_again, _) = chat(json!([user("hi"), assistant(&hello_ann), user("my code is 1234")]), true).await;
+    assert_eq!(ann_again, ann, "the first conversation goes on in its session (streamed)");
+    let (bob_again, said) = chat(json!([user("hi"), assistant(&hello_bob), user("what did I say?")]), false).await;
+    assert_eq!(bob_again, bob, "the second goes on in its own");
+    assert_eq!(said, "You asked nothing yet.");
+    let to_bob = llm.requests().last().unwrap().body["messages"].to_string();
+    assert!(!to_bob.contains("1234") && !to_bob.contains("Hello, first."), "{to_bob}");
+
+    // The streamed answer keyed the first session too: resending it with the next question
+    // finds it.
+    let (ann_last, _) = chat(
+        json!([user("hi"), assistant(&hello_ann), user("my code is 1234"), assistant("Noted."), user("thanks")]),
+        false,
+    )
+    .await;
+    assert_eq!(ann_last, ann);
+    let to_ann = llm.requests().last().unwrap().body["messages"].to_string();
+    assert_eq!(to_ann.matches("my code is 1234").count(), 1, "sent once, from the session: {to_ann}");
+}
