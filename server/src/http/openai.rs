@@ -134,6 +134,15 @@ impl IntoResponse for OpenAiError {
 
 type OpenAiResult<T> = Result<T, OpenAiError>;
 
+/// The answer to a turn that failed once begun: its message is in the session and its tools
+/// may have run, so it says `x-should-retry: false`, which the OpenAI SDKs read before their
+/// own retries (of a 429 or a 5xx) would send the message again.
+fn turn_failed(e: Error) -> Response {
+    let mut response = OpenAiError::from(e).into_response();
+    response.headers_mut().insert("x-should-retry", HeaderValue::from_static("false"));
+    response
+}
+
 fn caller_of(kernel: &Kernel, headers: &HeaderMap) -> OpenAiResult<Caller> {
     identify(kernel, headers).map(|(caller, _)| caller).map_err(OpenAiError::unauthorized)
 }
@@ -344,10 +353,14 @@ fn completion_id(turn: Uuid) -> String {
     format!("chatcmpl-{}", turn.simple())
 }
 
-async fn complete(kernel: Kernel, prepared: Prepared) -> Response {
+async fn complete(kernel: Kernel, mut prepared: Prepared) -> Response {
+    let cancel = CancellationToken::new();
+    prepared.turn.cancel = Some(cancel.clone());
+    // The turn runs in a task of its own: a client that goes away cancels it.
+    let _cancel = CancelOnDrop(cancel);
     let result = match kernel.send_message(&prepared.agent.to_string(), prepared.turn).await {
         Ok(result) => result,
-        Err(e) => return OpenAiError::from(e).into_response(),
+        Err(e) => return turn_failed(e),
     };
     if let Some(continuation) = &prepared.continuation {
         continuation.answered(kernel.sessions(), &result.reply).await;
@@ -394,7 +407,7 @@ async fn stream(kernel: Kernel, mut prepared: Prepared) -> Response {
     // From here a client that goes away cancels the turn, before its first text too.
     let cancel = CancelOnDrop(cancel);
     let first = match received.recv().await {
-        Some(Piece::Failed(e)) => return OpenAiError::from(e).into_response(),
+        Some(Piece::Failed(e)) => return turn_failed(e),
         Some(first) => first,
         None => return OpenAiError::from(Error::internal("the turn ended without an answer")).into_response(),
     };
@@ -419,8 +432,8 @@ async fn stream(kernel: Kernel, mut prepared: Prepared) -> Response {
     Sse::new(chunks).keep_alive(KeepAlive::default()).into_response()
 }
 
-/// Cancels the turn when the response is dropped: the client went away. (A finished turn
-/// ignores it.)
+/// Cancels the turn when dropped with the response or the request's handler: the client went
+/// away. (A finished turn ignores it.)
 struct CancelOnDrop(CancellationToken);
 
 impl Drop for CancelOnDrop {

@@ -146,12 +146,16 @@ async fn a_streamed_turn_fails_as_an_http_error_and_stops_when_its_client_leaves
         api.request(reqwest::Method::POST, "/v1/chat/completions")
             .json(&json!({"model": model, "stream": stream, "messages": [{"role": "user", "content": "hi"}]}))
     };
-    let refused = ask("lonely", true).send().await.unwrap();
-    let status = refused.status();
-    let body: Value = refused.json().await.unwrap();
-    assert_eq!(status, 503, "{body:#}");
-    assert_eq!(body["error"]["type"], "server_error", "{body:#}");
-    assert!(body["error"]["message"].as_str().unwrap().contains("has no model"), "{body:#}");
+    // A failed turn tells the SDKs not to retry it: they would send its message again.
+    for stream in [true, false] {
+        let refused = ask("lonely", stream).send().await.unwrap();
+        let (status, retry) = (refused.status(), refused.headers().get("x-should-retry").cloned());
+        let body: Value = refused.json().await.unwrap();
+        assert_eq!(status, 503, "{body:#}");
+        assert_eq!(retry.as_ref().and_then(|v| v.to_str().ok()), Some("false"), "stream {stream}");
+        assert_eq!(body["error"]["type"], "server_error", "{body:#}");
+        assert!(body["error"]["message"].as_str().unwrap().contains("has no model"), "{body:#}");
+    }
 
     let elsewhere = kennel_tests::Api::send(api.request(reqwest::Method::POST, "/v1/embeddings")).await;
     assert_eq!(elsewhere.status, 404, "{}", elsewhere.text);
@@ -172,30 +176,33 @@ async fn a_streamed_turn_fails_as_an_http_error_and_stops_when_its_client_leaves
     assert!(cancelled, "the turn goes on without its client");
 }
 
-/// A streamed turn whose client leaves before its first text (the model is still thinking)
-/// is cancelled too: it shows in the metrics as `cancelled`, never as a reply.
+/// A turn whose client leaves before its answer (the model is still thinking) is cancelled,
+/// streamed or not: it shows in the metrics as `cancelled`, never as a reply.
 #[tokio::test]
-async fn a_client_that_leaves_before_the_first_text_cancels_its_turn() {
-    let (_home, _daemon, api, llm) = daemon_with_llm("openai", "[openai]\nexpose = [\"helper\"]\n").await;
-    agent_from(&api, json!({"name": "helper", "model": "gpt-test"})).await;
-    llm.push_all([Scripted::Delay { millis: 3000 }, Scripted::text("Too late.")]);
-    let ask = api.request(reqwest::Method::POST, "/v1/chat/completions").json(&json!({
-        "model": "helper", "stream": true, "messages": [{"role": "user", "content": "think hard"}]
-    }));
-    let waited = tokio::time::timeout(std::time::Duration::from_millis(500), ask.send()).await;
-    assert!(waited.is_err(), "no answer starts before the first text");
-    let turns = |outcome: &'static str| {
-        let api = api.clone();
-        async move {
-            let text = kennel_tests::Api::send(api.request(reqwest::Method::GET, "/metrics")).await.text;
-            text.lines().any(|l| l.starts_with("kennel_turns_total") && l.contains(&format!("outcome=\"{outcome}\"")))
-        }
-    };
-    // Cancelled within 10 s, while the model would answer after 3 s: a turn that went on
-    // would have ended `reply` instead (a turn ends once).
-    let cancelled = kennel_tests::eventually(std::time::Duration::from_secs(10), || turns("cancelled")).await;
-    assert!(cancelled, "the turn went on without its client");
-    assert!(!turns("reply").await, "the turn ended as a reply");
+async fn a_client_that_leaves_before_the_answer_cancels_its_turn_streamed_or_not() {
+    for stream in [true, false] {
+        let (_home, _daemon, api, llm) = daemon_with_llm("openai", "[openai]\nexpose = [\"helper\"]\n").await;
+        agent_from(&api, json!({"name": "helper", "model": "gpt-test"})).await;
+        llm.push_all([Scripted::Delay { millis: 3000 }, Scripted::text("Too late.")]);
+        let ask = api.request(reqwest::Method::POST, "/v1/chat/completions").json(&json!({
+            "model": "helper", "stream": stream, "messages": [{"role": "user", "content": "think hard"}]
+        }));
+        let waited = tokio::time::timeout(std::time::Duration::from_millis(500), ask.send()).await;
+        assert!(waited.is_err(), "stream {stream}: no answer starts before the first text");
+        let turns = |outcome: &'static str| {
+            let api = api.clone();
+            async move {
+                let text = kennel_tests::Api::send(api.request(reqwest::Method::GET, "/metrics")).await.text;
+                text.lines()
+                    .any(|l| l.starts_with("kennel_turns_total") && l.contains(&format!("outcome=\"{outcome}\"")))
+            }
+        };
+        // Cancelled within 10 s, while the model would answer after 3 s: a turn that went on
+        // would have ended `reply` instead (a turn ends once).
+        let cancelled = kennel_tests::eventually(std::time::Duration::from_secs(10), || turns("cancelled")).await;
+        assert!(cancelled, "stream {stream}: the turn went on without its client");
+        assert!(!turns("reply").await, "stream {stream}: the turn ended as a reply");
+    }
 }
 
 /// A front end that shares one token and sends no `user`: two people open with the same
