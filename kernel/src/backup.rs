@@ -52,6 +52,14 @@ const LEFT_OUT: &[&str] = &[
     "browser",
 ];
 
+/// How many folders deep the walk goes: an agent nesting folders without end neither
+/// exhausts the backup's stack or open files nor stops it; what is deeper is left out.
+const MAX_DEPTH: usize = 128;
+
+/// The staging folders of backups written into the home (this one's is left out by inode;
+/// another running at once, or one a killed backup left, holds a database copy).
+const STAGING_PREFIX: &str = ".kennel-backup-";
+
 /// What an archive says of itself.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Manifest {
@@ -70,7 +78,8 @@ pub struct Report {
     pub entries: u64,
     /// Bytes of file content.
     pub bytes: u64,
-    /// Entries left out because they are neither files, directories nor links.
+    /// Entries left out: neither files, directories nor links, changed while read, nested
+    /// deeper than [`MAX_DEPTH`] folders, or sparse files (see [`is_mostly_holes`]).
     pub skipped: u64,
 }
 
@@ -117,7 +126,7 @@ struct Staging(PathBuf);
 
 impl Staging {
     fn new(beside: &Path) -> Result<Staging> {
-        let path = beside.join(format!(".kennel-backup-{}", uuid::Uuid::new_v4().simple()));
+        let path = beside.join(format!("{STAGING_PREFIX}{}", uuid::Uuid::new_v4().simple()));
         std::fs::DirBuilder::new()
             .mode(0o700)
             .create(&path)
@@ -169,7 +178,7 @@ fn write_archive(
     let inode = |path: &Path| std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
     let own = [partial.parent(), Some(out)].into_iter().flatten().filter_map(inode).collect();
     let mut walk = Walk { tar: &mut tar, report: &mut report, own };
-    walk.dir(&home_dir, Path::new(""))?;
+    walk.dir(&home_dir, Path::new(""), 0)?;
     let gz = tar.into_inner().map_err(io)?;
     let mut file = gz.finish().map_err(io)?.into_inner().map_err(|e| io(e.into_error()))?;
     file.flush().map_err(io)?;
@@ -184,6 +193,14 @@ fn file_header(size: u64, mode: u32) -> tar::Header {
     header.set_mode(mode);
     header.set_mtime(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()));
     header
+}
+
+/// Whether the file `stat` describes is over 64 MiB and has less than an eighth of its size
+/// on disk: a sparse file (`truncate -s 10T`), which the archive would hold as terabytes of
+/// zeros, and reading them would keep the backup going for hours.
+fn is_mostly_holes(stat: &rustix::fs::Stat) -> bool {
+    let (size, on_disk) = (stat.st_size.max(0) as u64, (stat.st_blocks.max(0) as u64).saturating_mul(512));
+    size > 64 * 1024 * 1024 && on_disk < size / 8
 }
 
 /// Walks the home into the archive by directory descriptor: each name is looked up in the
@@ -204,7 +221,8 @@ fn beneath() -> OFlags {
 }
 
 impl<W: Write> Walk<'_, W> {
-    fn dir(&mut self, dir: &OwnedFd, name: &Path) -> Result<()> {
+    /// The folder `dir` (`name` in the home, `depth` folders down) and what is in it.
+    fn dir(&mut self, dir: &OwnedFd, name: &Path, depth: usize) -> Result<()> {
         let unreadable = |e: rustix::io::Errno| Error::unavailable(format!("cannot read {}: {e}", name.display()));
         let mut names: Vec<OsString> = Vec::new();
         for entry in Dir::read_from(dir).map_err(unreadable)? {
@@ -217,15 +235,16 @@ impl<W: Write> Walk<'_, W> {
         names.sort();
         let top = name.as_os_str().is_empty();
         for entry in names {
-            if top && LEFT_OUT.iter().any(|n| entry == *n) {
+            if top && (LEFT_OUT.iter().any(|n| entry == *n) || entry.as_bytes().starts_with(STAGING_PREFIX.as_bytes()))
+            {
                 continue;
             }
-            self.entry(dir, &entry, &name.join(&entry))?;
+            self.entry(dir, &entry, &name.join(&entry), depth)?;
         }
         Ok(())
     }
 
-    fn entry(&mut self, dir: &OwnedFd, entry: &OsStr, name: &Path) -> Result<()> {
+    fn entry(&mut self, dir: &OwnedFd, entry: &OsStr, name: &Path, depth: usize) -> Result<()> {
         let io = |e: std::io::Error| Error::unavailable(format!("cannot back up {}: {e}", name.display()));
         // Gone since the directory was read: an agent removed it meanwhile.
         let Ok(seen) = statat(dir, entry, AtFlags::SYMLINK_NOFOLLOW) else { return Ok(()) };
@@ -236,9 +255,13 @@ impl<W: Write> Walk<'_, W> {
         let mtime = seen.st_mtime.max(0) as u64;
         match FileType::from_raw_mode(seen.st_mode) {
             FileType::Directory => {
+                if depth >= MAX_DEPTH {
+                    self.leave_out(name, &format!("nested deeper than the {MAX_DEPTH} folders a backup goes down"));
+                    return Ok(());
+                }
                 // Opened as a directory, never through a link: one swapped in since `statat`
                 // is refused here, and a different directory is skipped.
-                let Some(sub) = self.same(dir, entry, &seen, OFlags::DIRECTORY) else { return Ok(()) };
+                let Some(sub) = self.same(dir, entry, name, &seen, OFlags::DIRECTORY) else { return Ok(()) };
                 let mut header = tar::Header::new_gnu();
                 header.set_entry_type(tar::EntryType::Directory);
                 header.set_size(0);
@@ -246,11 +269,11 @@ impl<W: Write> Walk<'_, W> {
                 header.set_mtime(mtime);
                 self.tar.append_data(&mut header, name, std::io::empty()).map_err(io)?;
                 self.report.entries += 1;
-                self.dir(&sub, name)
+                self.dir(&sub, name, depth + 1)
             }
             FileType::Symlink => {
                 let Ok(target) = readlinkat(dir, entry, Vec::new()) else {
-                    self.report.skipped += 1;
+                    self.leave_out(name, "a link removed while read");
                     return Ok(());
                 };
                 let mut header = tar::Header::new_gnu();
@@ -263,8 +286,12 @@ impl<W: Write> Walk<'_, W> {
                 self.report.entries += 1;
                 Ok(())
             }
+            FileType::RegularFile if is_mostly_holes(&seen) => {
+                self.leave_out(name, "a sparse file, mostly holes");
+                Ok(())
+            }
             FileType::RegularFile => {
-                let Some(fd) = self.same(dir, entry, &seen, OFlags::empty()) else { return Ok(()) };
+                let Some(fd) = self.same(dir, entry, name, &seen, OFlags::empty()) else { return Ok(()) };
                 let file = File::from(fd);
                 let size = file.metadata().map_err(io)?.len();
                 let mut header = file_header(size, mode);
@@ -278,7 +305,7 @@ impl<W: Write> Walk<'_, W> {
             }
             // FIFOs, sockets, devices: nothing to copy, and opening one could wait or act.
             _ => {
-                self.report.skipped += 1;
+                self.leave_out(name, "neither a file, a folder nor a link");
                 Ok(())
             }
         }
@@ -286,15 +313,28 @@ impl<W: Write> Walk<'_, W> {
 
     /// `entry` of `dir` opened (with `extra` flags) if it is still what `statat` saw: the same
     /// inode, not a link. Anything else was swapped meanwhile, and is left out.
-    fn same(&mut self, dir: &OwnedFd, entry: &OsStr, seen: &rustix::fs::Stat, extra: OFlags) -> Option<OwnedFd> {
+    fn same(
+        &mut self,
+        dir: &OwnedFd,
+        entry: &OsStr,
+        name: &Path,
+        seen: &rustix::fs::Stat,
+        extra: OFlags,
+    ) -> Option<OwnedFd> {
         let opened = openat(dir, entry, beneath() | extra, Mode::empty()).ok();
         let same = opened.filter(|fd| {
             fstat(fd).is_ok_and(|now| (now.st_dev, now.st_ino, now.st_mode) == (seen.st_dev, seen.st_ino, seen.st_mode))
         });
         if same.is_none() {
-            self.report.skipped += 1;
+            self.leave_out(name, "changed while read");
         }
         same
+    }
+
+    /// Counts `name` as left out, and says why in the log.
+    fn leave_out(&mut self, name: &Path, why: &str) {
+        tracing::warn!(entry = %name.display(), "left out of the backup: {why}");
+        self.report.skipped += 1;
     }
 }
 
@@ -533,6 +573,33 @@ mod tests {
         assert!(!text.contains("kn_of_this_run"), "one run's token is not kept");
         let stale: Vec<_> = std::fs::read_dir(home.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert!(!stale.iter().any(|n| n.to_string_lossy().starts_with(".kennel-backup-")), "{stale:?}");
+    }
+
+    /// What an agent can make to stop or stall backups (folders nested without end, a file of
+    /// a terabyte of holes) is left out, counted, and the backup finishes at once; another
+    /// backup's staging folder (a database copy) is not archived.
+    #[tokio::test]
+    async fn folders_nested_without_end_and_a_sparse_terabyte_are_left_out_and_the_backup_finishes() {
+        let home = home_with(&[("config.toml", ""), (".kennel-backup-old/kennel.db", "an old copy")]);
+        let mut deep = home.path().join("workspaces/a");
+        for _ in 0..200 {
+            deep.push("d");
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        let sparse = File::create(home.path().join("workspaces/a/huge.img")).unwrap();
+        sparse.set_len(1 << 40).unwrap();
+        let out = home.path().join("backup.tar.gz");
+
+        let report = tokio::time::timeout(std::time::Duration::from_secs(20), backup(home.path(), &out, true))
+            .await
+            .expect("the backup finishes")
+            .unwrap();
+        assert_eq!(report.skipped, 2, "the folder too deep and the sparse file: {report:?}");
+        let (entries, _) = read_archive(&out);
+        let depths: Vec<usize> = entries.iter().map(|(n, _)| Path::new(n).components().count()).collect();
+        assert_eq!(depths.iter().max(), Some(&MAX_DEPTH), "folders down to the cap, none below it");
+        assert!(!entries.iter().any(|(n, _)| n.contains("huge.img") || n.starts_with(STAGING_PREFIX)), "{entries:?}");
+        assert!(std::fs::metadata(&out).unwrap().len() < 1 << 20, "no terabyte of zeros");
     }
 
     /// An agent swapping a folder of its workspace for a link to a secret, as fast as it can,

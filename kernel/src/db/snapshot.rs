@@ -26,8 +26,12 @@ async fn connect(path: &Path, read_only: bool) -> Result<SqliteConnection> {
 /// A consistent copy of the database at `from` into the new file `to`: `VACUUM INTO`, the
 /// data as of one read transaction while others go on writing.
 pub async fn vacuum_into(from: &Path, to: &Path) -> Result<()> {
+    // SQLite takes the path as text: one that is not UTF-8 would name another file.
+    let Some(target) = to.to_str() else {
+        return Err(Error::invalid(format!("{} is not a UTF-8 path: back up to a folder whose path is", to.display())));
+    };
     let mut conn = connect(from, false).await?;
-    let copied = sqlx::query("VACUUM INTO ?").bind(to.to_string_lossy().into_owned()).execute(&mut conn).await;
+    let copied = sqlx::query("VACUUM INTO ?").bind(target.to_string()).execute(&mut conn).await;
     let _ = conn.close().await;
     copied.map_err(|e| Error::unavailable(format!("cannot copy the database {}: {e}", from.display())))?;
     Ok(())

@@ -54,7 +54,10 @@ async fn on_postgres(home: &Path) -> anyhow::Result<bool> {
 fn summary(report: &Report) -> String {
     let mut line = format!("{} entries, {} bytes of files", report.entries, report.bytes);
     if report.skipped > 0 {
-        line.push_str(&format!(" ({} left out: neither files, directories nor links)", report.skipped));
+        line.push_str(&format!(
+            " ({} left out, each named in the log: FIFOs, sockets and devices, what changed while read, folders nested too deep, sparse files)",
+            report.skipped
+        ));
     }
     line
 }
