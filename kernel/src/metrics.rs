@@ -158,6 +158,9 @@ pub struct Metrics {
     processes: Gauge,
     browser_contexts: Gauge,
     cluster_daemons: Family<StateLabel, Gauge>,
+    /// One scrape at a time: a scrape clears the providers' series before setting them again,
+    /// which another scrape's encoding must not see half done.
+    scraping: tokio::sync::Mutex<()>,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
@@ -191,6 +194,7 @@ impl Metrics {
             processes: Gauge::default(),
             browser_contexts: Gauge::default(),
             cluster_daemons: Family::default(),
+            scraping: tokio::sync::Mutex::new(()),
         };
         let r = &mut registry;
         r.register("turns", "Turns ended, by agent and how they ended (reply, parked, failed, …)", m.turns.clone());
@@ -303,22 +307,30 @@ impl Metrics {
     /// Reads the gauges from `kernel`'s services, then writes every metric in the text
     /// exposition format.
     pub async fn render(&self, kernel: &Kernel) -> Result<String> {
-        self.read_gauges(kernel).await?;
+        let _one_at_a_time = self.scraping.lock().await;
+        self.read_gauges(kernel).await;
         let mut text = String::new();
         prometheus_client::encoding::prometheus_text::encode(&mut text, &self.registry)
             .map_err(|e| Error::internal(format_args!("encoding the metrics failed: {e}")))?;
         Ok(text)
     }
 
-    async fn read_gauges(&self, kernel: &Kernel) -> Result<()> {
+    async fn read_gauges(&self, kernel: &Kernel) {
         // Providers come and go with `kennel provider set|remove`: a removed one's series goes.
         self.provider_queue.clear();
         for provider in kernel.providers().iter() {
             let waiting = provider.queue().map_or(0, |(waiting, _)| waiting);
             self.provider_queue.get_or_create(&ProviderLabel { provider: provider.name().into() }).set(waiting as i64);
         }
-        for (status, count) in kernel.service::<crate::tasks::TaskBoard>().counts_by_status().await? {
-            self.tasks.get_or_create(&StatusLabel { status }).set(count as i64);
+        // The two gauges read from the database: one that cannot be read keeps its last value
+        // and says so in the log, and the scrape goes on (its counters matter most then).
+        match kernel.service::<crate::tasks::TaskBoard>().counts_by_status().await {
+            Ok(counts) => {
+                for (status, count) in counts {
+                    self.tasks.get_or_create(&StatusLabel { status }).set(count as i64);
+                }
+            }
+            Err(e) => tracing::warn!(error = %e.message, "metrics: the task board's counts were not read"),
         }
         let counts = crate::status::AgentCounts::of(&kernel.agents().list(), &kernel.clock().now_text());
         for (state, n) in [
@@ -335,11 +347,15 @@ impl Metrics {
         self.processes.set(kernel.service::<crate::process::Processes>().running() as i64);
         let contexts = kernel.optional::<crate::browser::Browsers>().map_or(0, |b| b.contexts());
         self.browser_contexts.set(contexts as i64);
-        let daemons = kernel.cluster().overview().await?.daemons;
-        let alive = daemons.iter().filter(|d| d.alive).count();
-        self.cluster_daemons.get_or_create(&StateLabel { state: "alive" }).set(alive as i64);
-        self.cluster_daemons.get_or_create(&StateLabel { state: "dead" }).set((daemons.len() - alive) as i64);
-        Ok(())
+        match kernel.cluster().overview().await {
+            Ok(overview) => {
+                let alive = overview.daemons.iter().filter(|d| d.alive).count();
+                self.cluster_daemons.get_or_create(&StateLabel { state: "alive" }).set(alive as i64);
+                let dead = overview.daemons.len() - alive;
+                self.cluster_daemons.get_or_create(&StateLabel { state: "dead" }).set(dead as i64);
+            }
+            Err(e) => tracing::warn!(error = %e.message, "metrics: the cluster's daemons were not read"),
+        }
     }
 }
 
@@ -355,6 +371,21 @@ impl Drop for LiveStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A scrape while the database cannot be read (closed here; locked or down in life)
+    /// still answers, with the counters and the gauges it could read.
+    #[tokio::test]
+    async fn a_scrape_answers_when_the_database_does_not() {
+        let home = tempfile::tempdir().unwrap();
+        let kernel = crate::Kernel::open(home.path()).await.unwrap();
+        kernel.close().await;
+        let m = Metrics::new();
+        m.turn_ended("helper", "reply");
+        let text = m.render(&kernel).await.expect("a scrape without the database");
+        assert!(text.contains("kennel_turns_total{agent=\"helper\",outcome=\"reply\"} 1"), "{text}");
+        assert!(text.contains("kennel_agents{state=\"running\"} 0"), "{text}");
+        assert!(!text.contains("kennel_tasks{"), "no task counts were read: {text}");
+    }
 
     /// Every series a metric of this set writes, each counted or set once.
     fn exposition() -> String {
