@@ -23,7 +23,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::Json;
 use axum::Router;
-use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -51,7 +50,7 @@ const BODY_LIMIT: usize = 4 * 1024 * 1024;
 
 pub fn router() -> Router<Kernel> {
     Router::new()
-        .route("/v1/chat/completions", post(chat_completions).layer(axum::extract::DefaultBodyLimit::max(BODY_LIMIT)))
+        .route("/v1/chat/completions", post(chat_completions))
         .route("/v1/models", get(list_models))
         .route("/v1/models/{model}", get(get_model))
         .route("/v1/{*rest}", any(not_served))
@@ -281,8 +280,12 @@ struct Prepared {
     continuation: Option<chat_api::Continuation>,
 }
 
-async fn prepare(kernel: &Kernel, headers: &HeaderMap, body: &[u8]) -> OpenAiResult<Prepared> {
-    let (caller, holder) = identify(kernel, headers).map_err(OpenAiError::unauthorized)?;
+async fn prepare(
+    kernel: &Kernel,
+    headers: &HeaderMap,
+    (caller, holder): (Caller, crate::live::Holder),
+    body: &[u8],
+) -> OpenAiResult<Prepared> {
     let request = parse_request(body)?;
     let agent = chat_api::model(&kernel.config().openai, kernel.agents(), &request.model)
         .map_err(OpenAiError::model_not_found)?;
@@ -316,19 +319,22 @@ async fn prepare(kernel: &Kernel, headers: &HeaderMap, body: &[u8]) -> OpenAiRes
     })
 }
 
-async fn chat_completions(
-    State(kernel): State<Kernel>,
-    headers: HeaderMap,
-    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
-) -> Response {
-    let body = match body {
+async fn chat_completions(State(kernel): State<Kernel>, request: axum::extract::Request) -> Response {
+    let (parts, body) = request.into_parts();
+    // The key is checked before the body is read: a client without one never has the daemon
+    // hold its megabytes.
+    let identified = match identify(&kernel, &parts.headers) {
+        Ok(identified) => identified,
+        Err(why) => return OpenAiError::unauthorized(why).into_response(),
+    };
+    let body = match axum::body::to_bytes(body, BODY_LIMIT).await {
         Ok(body) => body,
         Err(e) => {
             let message = format!("cannot read the body (at most {BODY_LIMIT} bytes): {e}");
             return OpenAiError::from(Error::invalid(message)).into_response();
         }
     };
-    let prepared = match prepare(&kernel, &headers, &body).await {
+    let prepared = match prepare(&kernel, &parts.headers, identified, &body).await {
         Ok(prepared) => prepared,
         Err(e) => return e.into_response(),
     };

@@ -266,3 +266,30 @@ async fn conversations_that_open_alike_stay_apart_and_each_goes_on_in_its_own_se
     let to_ann = llm.requests().last().unwrap().body["messages"].to_string();
     assert_eq!(to_ann.matches("my code is 1234").count(), 1, "sent once, from the session: {to_ann}");
 }
+
+/// The key is checked before the body is read: a client without one that announces a body
+/// of megabytes and sends none is refused at once, never held waiting for it; a body over
+/// the limit from a client with a key is an OpenAI-shaped 400.
+#[tokio::test]
+async fn a_request_without_a_key_is_refused_before_its_body_is_read() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (_home, daemon, api, _llm) = daemon_with_llm("openai", "[openai]\nexpose = [\"helper\"]\n").await;
+    agent_from(&api, json!({"name": "helper", "model": "gpt-test"})).await;
+    let addr = daemon.base.strip_prefix("http://").unwrap().to_string();
+    let mut tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: 4000000\r\n\r\n"
+    );
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = vec![0; 512];
+    let read = tokio::time::timeout(std::time::Duration::from_secs(5), tcp.read(&mut answer)).await;
+    let n = read.expect("answered without the body").unwrap();
+    let answer = String::from_utf8_lossy(&answer[..n]);
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+
+    let huge = json!({"model": "helper", "messages": [{"role": "user", "content": "x".repeat(5 * 1024 * 1024)}]});
+    let refused = kennel_tests::Api::send(api.request(reqwest::Method::POST, "/v1/chat/completions").json(&huge)).await;
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    assert_eq!(refused.body["error"]["type"], "invalid_request_error", "{}", refused.text);
+    assert!(refused.body["error"]["message"].as_str().unwrap().contains("at most 4194304 bytes"), "{}", refused.text);
+}
