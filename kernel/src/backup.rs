@@ -56,6 +56,10 @@ const LEFT_OUT: &[&str] = &[
 /// exhausts the backup's stack or open files nor stops it; what is deeper is left out.
 const MAX_DEPTH: usize = 128;
 
+/// The longest path in the home a backup archives: a restore makes each by its whole path,
+/// which the system refuses past 4096 bytes with the home's own path in front.
+const MAX_NAME: usize = 3072;
+
 /// The staging folders of backups written into the home (this one's is left out by inode;
 /// another running at once, or one a killed backup left, holds a database copy).
 const STAGING_PREFIX: &str = ".kennel-backup-";
@@ -78,8 +82,9 @@ pub struct Report {
     pub entries: u64,
     /// Bytes of file content.
     pub bytes: u64,
-    /// Entries left out: neither files, directories nor links, changed while read, nested
-    /// deeper than [`MAX_DEPTH`] folders, or sparse files (see [`is_mostly_holes`]).
+    /// Entries left out, each named in the log: neither files, directories nor links,
+    /// unreadable or changed while read, nested deeper than [`MAX_DEPTH`] folders, paths over
+    /// [`MAX_NAME`] bytes, sparse files (see [`is_mostly_holes`]), other backups' staging.
     pub skipped: u64,
 }
 
@@ -195,12 +200,18 @@ fn file_header(size: u64, mode: u32) -> tar::Header {
     header
 }
 
-/// Whether the file `stat` describes is over 64 MiB and has less than an eighth of its size
-/// on disk: a sparse file (`truncate -s 10T`), which the archive would hold as terabytes of
-/// zeros, and reading them would keep the backup going for hours.
-fn is_mostly_holes(stat: &rustix::fs::Stat) -> bool {
-    let (size, on_disk) = (stat.st_size.max(0) as u64, (stat.st_blocks.max(0) as u64).saturating_mul(512));
-    size > 64 * 1024 * 1024 && on_disk < size / 8
+/// Whether `file` (`size` bytes, `blocks` of 512 on disk) is over 64 MiB with less than an
+/// eighth of it on disk, and has a hole: a sparse file (`truncate -s 10T`), which the archive
+/// would hold as terabytes of zeros, read for hours. (Few blocks alone can be compression.)
+/// The file is read from its start afterwards.
+fn is_mostly_holes(file: &File, size: u64, blocks: u64) -> std::io::Result<bool> {
+    use rustix::fs::{SeekFrom, seek};
+    if size <= 64 * 1024 * 1024 || blocks.saturating_mul(512) >= size / 8 {
+        return Ok(false);
+    }
+    let first_hole = seek(file, SeekFrom::Hole(0));
+    seek(file, SeekFrom::Start(0))?;
+    Ok(first_hole.is_ok_and(|at| at < size))
 }
 
 /// Walks the home into the archive by directory descriptor: each name is looked up in the
@@ -235,8 +246,7 @@ impl<W: Write> Walk<'_, W> {
         names.sort();
         let top = name.as_os_str().is_empty();
         for entry in names {
-            if top && (LEFT_OUT.iter().any(|n| entry == *n) || entry.as_bytes().starts_with(STAGING_PREFIX.as_bytes()))
-            {
+            if top && LEFT_OUT.iter().any(|n| entry == *n) {
                 continue;
             }
             self.entry(dir, &entry, &name.join(&entry), depth)?;
@@ -246,9 +256,25 @@ impl<W: Write> Walk<'_, W> {
 
     fn entry(&mut self, dir: &OwnedFd, entry: &OsStr, name: &Path, depth: usize) -> Result<()> {
         let io = |e: std::io::Error| Error::unavailable(format!("cannot back up {}: {e}", name.display()));
-        // Gone since the directory was read: an agent removed it meanwhile.
-        let Ok(seen) = statat(dir, entry, AtFlags::SYMLINK_NOFOLLOW) else { return Ok(()) };
+        let seen = match statat(dir, entry, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(seen) => seen,
+            // Gone since the directory was read: an agent removed it meanwhile.
+            Err(rustix::io::Errno::NOENT) => return Ok(()),
+            // A folder its agent made unsearchable (`chmod 600`), and the like.
+            Err(e) => {
+                self.leave_out(name, &format!("cannot be read ({e})"));
+                return Ok(());
+            }
+        };
         if self.own.contains(&(seen.st_dev, seen.st_ino)) {
+            return Ok(());
+        }
+        if name.as_os_str().len() > MAX_NAME {
+            self.leave_out(name, &format!("its path is over {MAX_NAME} bytes, more than a restore could make"));
+            return Ok(());
+        }
+        if name.components().count() == 1 && entry.as_bytes().starts_with(STAGING_PREFIX.as_bytes()) {
+            self.leave_out(name, "another backup's staging folder (a copy of the database)");
             return Ok(());
         }
         let mode = seen.st_mode & 0o777;
@@ -286,14 +312,17 @@ impl<W: Write> Walk<'_, W> {
                 self.report.entries += 1;
                 Ok(())
             }
-            FileType::RegularFile if is_mostly_holes(&seen) => {
-                self.leave_out(name, "a sparse file, mostly holes");
-                Ok(())
-            }
             FileType::RegularFile => {
                 let Some(fd) = self.same(dir, entry, name, &seen, OFlags::empty()) else { return Ok(()) };
                 let file = File::from(fd);
-                let size = file.metadata().map_err(io)?.len();
+                // The size read is the opened file's, checked for holes: what `statat` saw may
+                // have been truncated to a terabyte since.
+                let opened = file.metadata().map_err(io)?;
+                let size = opened.len();
+                if is_mostly_holes(&file, size, opened.blocks()).map_err(io)? {
+                    self.leave_out(name, "a sparse file, mostly holes");
+                    return Ok(());
+                }
                 let mut header = file_header(size, mode);
                 header.set_mtime(mtime);
                 // Exactly `size` bytes, whatever the file does meanwhile: one cut short is padded.
@@ -575,17 +604,24 @@ mod tests {
         assert!(!stale.iter().any(|n| n.to_string_lossy().starts_with(".kennel-backup-")), "{stale:?}");
     }
 
-    /// What an agent can make to stop or stall backups (folders nested without end, a file of
-    /// a terabyte of holes) is left out, counted, and the backup finishes at once; another
-    /// backup's staging folder (a database copy) is not archived.
+    /// What an agent can make to stop, stall or spoil backups (folders nested without end,
+    /// paths too long to restore, a file of a terabyte of holes) is left out, counted, and the
+    /// backup finishes at once; another backup's staging folder (a database copy) is not
+    /// archived.
     #[tokio::test]
-    async fn folders_nested_without_end_and_a_sparse_terabyte_are_left_out_and_the_backup_finishes() {
+    async fn folders_without_end_paths_too_long_and_a_sparse_terabyte_are_left_out_and_the_backup_finishes() {
         let home = home_with(&[("config.toml", ""), (".kennel-backup-old/kennel.db", "an old copy")]);
         let mut deep = home.path().join("workspaces/a");
         for _ in 0..200 {
             deep.push("d");
         }
         std::fs::create_dir_all(&deep).unwrap();
+        // Paths too long to unpack again: fifteen folders of 250-byte names.
+        let mut long = home.path().join("workspaces/b");
+        for i in 0..15 {
+            long.push(format!("{i:0>250}"));
+        }
+        std::fs::create_dir_all(&long).unwrap();
         let sparse = File::create(home.path().join("workspaces/a/huge.img")).unwrap();
         sparse.set_len(1 << 40).unwrap();
         let out = home.path().join("backup.tar.gz");
@@ -594,10 +630,12 @@ mod tests {
             .await
             .expect("the backup finishes")
             .unwrap();
-        assert_eq!(report.skipped, 2, "the folder too deep and the sparse file: {report:?}");
+        assert_eq!(report.skipped, 4, "too deep, too long, the sparse file, the staging folder: {report:?}");
         let (entries, _) = read_archive(&out);
         let depths: Vec<usize> = entries.iter().map(|(n, _)| Path::new(n).components().count()).collect();
         assert_eq!(depths.iter().max(), Some(&MAX_DEPTH), "folders down to the cap, none below it");
+        assert!(entries.iter().all(|(n, _)| n.len() <= MAX_NAME), "no path a restore could not make");
+        assert!(entries.iter().any(|(n, _)| n.len() > MAX_NAME - 251), "paths up to the cap are kept");
         assert!(!entries.iter().any(|(n, _)| n.contains("huge.img") || n.starts_with(STAGING_PREFIX)), "{entries:?}");
         assert!(std::fs::metadata(&out).unwrap().len() < 1 << 20, "no terabyte of zeros");
     }

@@ -10,10 +10,11 @@
 //!    `user` and every message before the last (system messages aside). After each answer
 //!    the session is keyed again by that conversation with the answer added, which is what
 //!    the client resends with its next question: a client resending its conversation stays
-//!    in one session, and two conversations share one only while they are the same word for
-//!    word (a front end's users who all open with "hi" each get their own once the answers
-//!    differ, and never see each other's). A conversation that starts here, or that the
-//!    client changed (an edited message, an answer it rewrote), opens a new session.
+//!    in one session. A conversation that starts here opens a new session, and so does one
+//!    the client changed (an edited message, an answer it rewrote; white space at the ends of
+//!    a message does not count). Two conversations that come to the same words (a front
+//!    end's users who each said "hi" and were greeted alike) never go on in one session:
+//!    neither keeps the key, and each one's next request opens a new session.
 //!
 //! Only the last message is the turn's: the earlier ones are already in the session. When
 //! the session is new and the request brings earlier messages (a conversation begun
@@ -107,12 +108,19 @@ pub async fn conversation_session(
     conversation: &[Said],
 ) -> Result<(Session, Continuation)> {
     let earlier = conversation.split_last().map_or(&[][..], |(_, earlier)| earlier);
-    let session = if earlier.iter().all(|m| m.role == Role::System) {
-        sessions.keyed(agent, &format!("openai:new:{}", Uuid::new_v4().simple())).await?
+    let found = if earlier.iter().all(|m| m.role == Role::System) {
+        None
     } else {
-        sessions.keyed(agent, &key_of(caller, user, earlier.iter().map(|m| (m.role, m.text.as_str())))).await?
+        sessions.find_keyed(agent, &key_of(caller, user, earlier.iter().map(|m| (m.role, m.text.as_str())))).await?
+    };
+    // A session opened here has a key nobody looks for until its answer gives it one: a
+    // request resending the same words meanwhile (another person's) opens its own.
+    let session = match found {
+        Some(session) => session,
+        None => sessions.keyed(agent, &format!("openai:new:{}", Uuid::new_v4().simple())).await?,
     };
     let continuation = Continuation {
+        agent,
         session: session.id,
         caller: caller.clone(),
         user: user.map(str::to_string),
@@ -123,6 +131,7 @@ pub async fn conversation_session(
 
 /// What finds a conversation's session again after its answer.
 pub struct Continuation {
+    agent: Uuid,
     session: Uuid,
     caller: Caller,
     user: Option<String>,
@@ -131,18 +140,28 @@ pub struct Continuation {
 
 impl Continuation {
     /// Keys the session by the conversation with `reply` (the answer's text as the client got
-    /// it) added: the key the client's next request, which resends both, looks for. Failing,
-    /// it says so in the log, and that request opens a new session.
+    /// it) added: the key the client's next request, which resends both, looks for. Should
+    /// another conversation have come to the same words (two people who said "hi" and were
+    /// greeted alike), neither session keeps the key, and each one's next request opens a new
+    /// session: two people never go on in one. Failing, it says so in the log, and the next
+    /// request opens a new session too.
     pub async fn answered(&self, sessions: &Sessions, reply: &str) {
         let said = self.conversation.iter().map(|m| (m.role, m.text.as_str())).chain([(Role::Assistant, reply)]);
         let key = key_of(&self.caller, self.user.as_deref(), said);
-        if let Err(e) = sessions.rekey(self.session, &key).await {
-            tracing::warn!(session = %self.session, error = %e.message, "an OpenAI conversation's session was not keyed again; its next request opens a new one");
+        match sessions.rekey_alone(self.agent, self.session, &key, "openai:parted:").await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::debug!(session = %self.session, "two OpenAI conversations came to the same words; each goes on in a new session")
+            }
+            Err(e) => {
+                tracing::warn!(session = %self.session, error = %e.message, "an OpenAI conversation's session was not keyed again; its next request opens a new one")
+            }
         }
     }
 }
 
-/// The key of the messages `said` (system messages aside) sent by `caller` for `user`.
+/// The key of the messages `said` (system messages aside) sent by `caller` for `user`. Texts
+/// count without the white space at their ends, which front ends trim or add.
 fn key_of<'a>(caller: &Caller, user: Option<&str>, said: impl Iterator<Item = (Role, &'a str)>) -> String {
     let mut hash = Sha256::new();
     let mut part = |text: &str| {
@@ -153,7 +172,7 @@ fn key_of<'a>(caller: &Caller, user: Option<&str>, said: impl Iterator<Item = (R
     part(user.unwrap_or(""));
     for (role, text) in said.filter(|(role, _)| *role != Role::System) {
         part(role.as_str());
-        part(text);
+        part(text.trim());
     }
     let digest = hash.finalize();
     let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
@@ -221,6 +240,8 @@ mod tests {
         let other_answer = [said(Role::User, "plan my week"), said(Role::Assistant, "Tuesday: …")];
         assert_ne!(key_after, key(&token, None, &other_answer), "the same opening, answered otherwise");
         assert_ne!(key(&token, None, &first), key_after, "the key moves on with each answer");
+        let trimmed = [said(Role::User, "plan my week\n"), said(Role::Assistant, " Monday: …")];
+        assert_eq!(key_after, key(&token, None, &trimmed), "white space at the ends does not count");
         // The parts are length-prefixed: moving text between messages makes another key.
         let moved = [said(Role::User, "plan my"), said(Role::Assistant, " weekMonday: …")];
         assert_ne!(key_after, key(&token, None, &moved));

@@ -255,10 +255,19 @@ impl Sessions {
         self.labelled(agent_id, &Origin::Key(key.to_string())).await
     }
 
-    /// Gives the session `id` the key `key` in place of the one it had: a client finds it by
-    /// the new key from now on (the OpenAI endpoint's conversations, `chat_api`).
-    pub async fn rekey(&self, id: Uuid, key: &str) -> Result<()> {
-        store::relabel(&self.db, id, &Origin::Key(key.to_string()).label().unwrap_or_default()).await
+    /// Gives the session `id` of `agent` the key `key` in place of the one it had, so a client
+    /// finds it by that key from now on (the OpenAI endpoint's conversations, `chat_api`) —
+    /// unless another session of the agent has the key too: then neither keeps it, and each
+    /// gets a key of its own (`{parted}{its id}`), so no client's next request lands in a
+    /// session it shares. Whether the session keeps `key`.
+    pub async fn rekey_alone(&self, agent: AgentId, id: Uuid, key: &str, parted: &str) -> Result<bool> {
+        let label = |key: &str| Origin::Key(key.to_string()).label().unwrap_or_default();
+        store::relabel_alone(&self.db, agent, id, &label(key), &label(parted)).await
+    }
+
+    /// The agent's session of the key `key`, if there is one (none is opened).
+    pub async fn find_keyed(&self, agent_id: AgentId, key: &str) -> Result<Option<Session>> {
+        store::labelled(&self.db, agent_id, &Origin::Key(key.to_string()).label().unwrap_or_default()).await
     }
 
     /// The sessions opened for `origin` by any agent, oldest first (the wake-ups of a task).

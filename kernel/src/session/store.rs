@@ -25,9 +25,27 @@ pub(super) async fn insert(db: &Db, session: &Session) -> Result<()> {
     Ok(())
 }
 
-pub(super) async fn relabel(db: &Db, id: Uuid, label: &str) -> Result<()> {
+/// Gives the session `id` of `agent` the label `label`, unless another session of the agent
+/// has it too by then: then none of them keeps it (each gets `parted` and its own id).
+/// Whether the session keeps it. Set first and counted after, each on its own, so of two
+/// sessions labelled alike at once, the later count sees both whatever the interleaving.
+pub(super) async fn relabel_alone(db: &Db, agent: AgentId, id: Uuid, label: &str, parted: &str) -> Result<bool> {
     db::query("UPDATE sessions SET label = $2 WHERE id = $1").bind(id.to_string()).bind(label).execute(db).await?;
-    Ok(())
+    let sharing: i64 = db::query_scalar("SELECT count(*) FROM sessions WHERE agent_id = $1 AND label = $2")
+        .bind(agent.to_string())
+        .bind(label)
+        .fetch_one(db)
+        .await?;
+    if sharing <= 1 {
+        return Ok(true);
+    }
+    db::query("UPDATE sessions SET label = $3 || id WHERE agent_id = $1 AND label = $2")
+        .bind(agent.to_string())
+        .bind(label)
+        .bind(parted)
+        .execute(db)
+        .await?;
+    Ok(false)
 }
 
 pub(super) async fn get(db: &Db, id: Uuid) -> Result<Option<Session>> {

@@ -265,6 +265,26 @@ async fn conversations_that_open_alike_stay_apart_and_each_goes_on_in_its_own_se
     assert_eq!(ann_last, ann);
     let to_ann = llm.requests().last().unwrap().body["messages"].to_string();
     assert_eq!(to_ann.matches("my code is 1234").count(), 1, "sent once, from the session: {to_ann}");
+
+    // Two people greeted alike come to the same words: neither session keeps them, so
+    // neither person goes on in a session the other can reach.
+    llm.push_all([
+        Scripted::text("Hello!"),
+        Scripted::text("Hello!"),
+        Scripted::text("Noted, Carol."),
+        Scripted::text("I do not know yet."),
+    ]);
+    let (carol, _) = chat(json!([user("hey")]), false).await;
+    let (dan, _) = chat(json!([user("hey")]), true).await;
+    let (carol_again, _) = chat(json!([user("hey"), assistant("Hello!"), user("I am Carol, code 777")]), false).await;
+    let (dan_again, said) = chat(json!([user("hey"), assistant("Hello!"), user("who am I?")]), false).await;
+    assert_eq!(said, "I do not know yet.");
+    let sessions = [&carol, &dan, &carol_again, &dan_again];
+    for (i, a) in sessions.iter().enumerate() {
+        assert!(sessions[i + 1..].iter().all(|b| a != b), "four sessions: {sessions:?}");
+    }
+    let to_dan = llm.requests().last().unwrap().body["messages"].to_string();
+    assert!(!to_dan.contains("777") && !to_dan.contains("Carol"), "{to_dan}");
 }
 
 /// The key is checked before the body is read: a client without one that announces a body
