@@ -294,3 +294,45 @@ fn compaction_from(row: &db::Row) -> Result<Compaction> {
         created_at: row.try_get("created_at")?,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two sessions of one agent given one key: the first keeps it while alone, and once the
+    /// second takes it too, neither does (on SQLite, and on PostgreSQL in the second pass).
+    #[tokio::test]
+    async fn sessions_relabelled_alike_both_part_and_a_lone_one_keeps_its_label() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db::open_for_test(dir.path()).await;
+        let agent = Uuid::now_v7();
+        db::query(
+            "INSERT INTO agents (id, name, agent_type, manifest, status, created_at, updated_at)
+             VALUES ($1, 'a', 't', '{}', 'running', $2, $2)",
+        )
+        .bind(agent.to_string())
+        .bind(db::now())
+        .execute(&db)
+        .await
+        .unwrap();
+        let session = |label: &str| Session {
+            id: Uuid::now_v7(),
+            agent_id: agent,
+            label: Some(label.into()),
+            created_at: db::now(),
+            preview: None,
+        };
+        let (a, b) = (session("key new:a"), session("key new:b"));
+        insert(&db, &a).await.unwrap();
+        insert(&db, &b).await.unwrap();
+
+        assert!(relabel_alone(&db, agent, a.id, "key k", "key parted:").await.unwrap(), "alone, it keeps the label");
+        assert_eq!(labelled(&db, agent, "key k").await.unwrap().map(|s| s.id), Some(a.id));
+        assert!(!relabel_alone(&db, agent, b.id, "key k", "key parted:").await.unwrap());
+        assert!(labelled(&db, agent, "key k").await.unwrap().is_none(), "neither keeps it");
+        for parted in [&a, &b] {
+            let label = get(&db, parted.id).await.unwrap().unwrap().label;
+            assert_eq!(label, Some(format!("key parted:{}", parted.id)));
+        }
+    }
+}
