@@ -203,15 +203,18 @@ fn file_header(size: u64, mode: u32) -> tar::Header {
 /// Whether `file` (`size` bytes, `blocks` of 512 on disk) is over 64 MiB with less than an
 /// eighth of it on disk, and has a hole: a sparse file (`truncate -s 10T`), which the archive
 /// would hold as terabytes of zeros, read for hours. (Few blocks alone can be compression.)
-/// The file is read from its start afterwards.
+/// A file cut shorter since `size` was read counts too: the archive has promised `size`
+/// bytes, and what the file no longer has would be written as zeros. The file is read from
+/// its start afterwards.
 fn is_mostly_holes(file: &File, size: u64, blocks: u64) -> std::io::Result<bool> {
     use rustix::fs::{SeekFrom, seek};
     if size <= 64 * 1024 * 1024 || blocks.saturating_mul(512) >= size / 8 {
         return Ok(false);
     }
+    // No hole past the end: ENXIO, when the file is now empty.
     let first_hole = seek(file, SeekFrom::Hole(0));
     seek(file, SeekFrom::Start(0))?;
-    Ok(first_hole.is_ok_and(|at| at < size))
+    Ok(first_hole.map_or(true, |at| at < size))
 }
 
 /// Walks the home into the archive by directory descriptor: each name is looked up in the
@@ -640,6 +643,42 @@ mod tests {
         assert!(std::fs::metadata(&out).unwrap().len() < 1 << 20, "no terabyte of zeros");
     }
 
+    /// An agent truncating a file to nothing and to a terabyte of holes, as fast as it can,
+    /// beside backups for a second: whichever size a backup finds on the file it opened, it
+    /// never reads the terabyte (checked on the opened file, not on what was seen before).
+    #[tokio::test]
+    async fn a_file_swinging_between_empty_and_a_sparse_terabyte_never_stalls_a_backup() {
+        let home = home_with(&[("config.toml", ""), ("workspaces/a/f.img", "")]);
+        let path = home.path().join("workspaces/a/f.img");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let truncater = {
+            let (file, stop) = (std::fs::OpenOptions::new().write(true).open(&path).unwrap(), stop.clone());
+            std::thread::spawn(move || {
+                let mut swings = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _ = file.set_len(0);
+                    let _ = file.set_len(1 << 40);
+                    swings += 1;
+                }
+                swings
+            })
+        };
+        let out = tempfile::tempdir().unwrap();
+        let until = std::time::Instant::now() + std::time::Duration::from_millis(1000);
+        let mut backups = 0;
+        while std::time::Instant::now() < until {
+            let archive = out.path().join(format!("{backups}.tar.gz"));
+            let took = tokio::time::timeout(std::time::Duration::from_secs(10), backup(home.path(), &archive, true));
+            took.await.expect("the backup never reads the terabyte").unwrap();
+            assert!(std::fs::metadata(&archive).unwrap().len() < 1 << 20, "backup {backups}");
+            std::fs::remove_file(&archive).unwrap();
+            backups += 1;
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let swings = truncater.join().unwrap();
+        assert!(backups > 10 && swings > 1000, "{backups} backups beside {swings} swings");
+    }
+
     /// An agent swapping a folder of its workspace for a link to a secret, as fast as it can,
     /// for a second and a half of backups: no archive ever holds what the link leads to.
     #[tokio::test]
@@ -682,39 +721,47 @@ mod tests {
         assert!(backups > 20 && swaps > 1000, "{backups} backups beside {swaps} swaps");
     }
 
-    /// An archive that would write through a link it made, or above the home, is refused,
-    /// and the home is left empty again.
-    #[tokio::test]
-    async fn a_restore_that_would_write_outside_the_home_is_refused_and_undone() {
-        let outside = tempfile::tempdir().unwrap();
+    /// A hand-made backup at `archive`: the manifest and a `config.toml`, then what `add`
+    /// writes (an attacker's entries).
+    fn hand_made_archive(archive: &Path, add: impl FnOnce(&mut tar::Builder<flate2::write::GzEncoder<File>>)) {
         let manifest = Manifest {
             format: FORMAT,
             kennel_version: "0".into(),
             created_at: "2026-12-06T00:00:00Z".into(),
             database: "postgres".into(),
         };
+        let gz = flate2::write::GzEncoder::new(File::create(archive).unwrap(), flate2::Compression::fast());
+        let mut tar = tar::Builder::new(gz);
+        let text = serde_json::to_vec(&manifest).unwrap();
+        tar.append_data(&mut file_header(text.len() as u64, 0o600), MANIFEST, text.as_slice()).unwrap();
+        tar.append_data(&mut file_header(2, 0o600), "config.toml", "#\n".as_bytes()).unwrap();
+        add(&mut tar);
+        tar.into_inner().unwrap().finish().unwrap();
+    }
+
+    /// An archive that would write through a link it made, or above the home, is refused,
+    /// and the home is left empty again.
+    #[tokio::test]
+    async fn a_restore_that_would_write_outside_the_home_is_refused_and_undone() {
+        let outside = tempfile::tempdir().unwrap();
         for attack in ["through a link", "above the home"] {
             let dir = tempfile::tempdir().unwrap();
             let archive = dir.path().join("evil.tar.gz");
-            let gz = flate2::write::GzEncoder::new(File::create(&archive).unwrap(), flate2::Compression::fast());
-            let mut tar = tar::Builder::new(gz);
-            let text = serde_json::to_vec(&manifest).unwrap();
-            tar.append_data(&mut file_header(text.len() as u64, 0o600), MANIFEST, text.as_slice()).unwrap();
-            tar.append_data(&mut file_header(2, 0o600), "config.toml", "#\n".as_bytes()).unwrap();
-            if attack == "through a link" {
-                let mut link = tar::Header::new_gnu();
-                link.set_entry_type(tar::EntryType::Symlink);
-                link.set_size(0);
-                tar.append_link(&mut link, "workspaces", outside.path()).unwrap();
-                tar.append_data(&mut file_header(4, 0o600), "workspaces/x", "evil".as_bytes()).unwrap();
-            } else {
-                let mut header = file_header(4, 0o600);
-                // `append_data` refuses `..` itself: the name is written into the header.
-                header.as_gnu_mut().unwrap().name[..7].copy_from_slice(b"../x.sh");
-                header.set_cksum();
-                tar.append(&header, "evil".as_bytes()).unwrap();
-            }
-            tar.into_inner().unwrap().finish().unwrap();
+            hand_made_archive(&archive, |tar| {
+                if attack == "through a link" {
+                    let mut link = tar::Header::new_gnu();
+                    link.set_entry_type(tar::EntryType::Symlink);
+                    link.set_size(0);
+                    tar.append_link(&mut link, "workspaces", outside.path()).unwrap();
+                    tar.append_data(&mut file_header(4, 0o600), "workspaces/x", "evil".as_bytes()).unwrap();
+                } else {
+                    let mut header = file_header(4, 0o600);
+                    // `append_data` refuses `..` itself: the name is written into the header.
+                    header.as_gnu_mut().unwrap().name[..7].copy_from_slice(b"../x.sh");
+                    header.set_cksum();
+                    tar.append(&header, "evil".as_bytes()).unwrap();
+                }
+            });
 
             let home = dir.path().join("home");
             let e = restore(&archive, &home).await.unwrap_err();
@@ -729,12 +776,6 @@ mod tests {
     /// as a link) are refused, and nothing of the archive stays.
     #[tokio::test]
     async fn a_restore_refuses_what_a_backup_never_holds() {
-        let manifest = Manifest {
-            format: FORMAT,
-            kennel_version: "0".into(),
-            created_at: "2026-12-06T00:00:00Z".into(),
-            database: "postgres".into(),
-        };
         let special = |kind: tar::EntryType| {
             let mut header = file_header(0, 0o600);
             header.set_entry_type(kind);
@@ -751,18 +792,14 @@ mod tests {
         ] {
             let dir = tempfile::tempdir().unwrap();
             let archive = dir.path().join("odd.tar.gz");
-            let gz = flate2::write::GzEncoder::new(File::create(&archive).unwrap(), flate2::Compression::fast());
-            let mut tar = tar::Builder::new(gz);
-            let text = serde_json::to_vec(&manifest).unwrap();
-            tar.append_data(&mut file_header(text.len() as u64, 0o600), MANIFEST, text.as_slice()).unwrap();
-            tar.append_data(&mut file_header(2, 0o600), "config.toml", "#\n".as_bytes()).unwrap();
-            let mut header = header;
-            if header.entry_type() == tar::EntryType::Symlink {
-                tar.append_link(&mut header, name, "/etc/passwd").unwrap();
-            } else {
-                tar.append_data(&mut header, name, std::io::empty()).unwrap();
-            }
-            tar.into_inner().unwrap().finish().unwrap();
+            hand_made_archive(&archive, |tar| {
+                let mut header = header;
+                if header.entry_type() == tar::EntryType::Symlink {
+                    tar.append_link(&mut header, name, "/etc/passwd").unwrap();
+                } else {
+                    tar.append_data(&mut header, name, std::io::empty()).unwrap();
+                }
+            });
 
             let home = dir.path().join("home");
             let e = restore(&archive, &home).await.unwrap_err();

@@ -117,7 +117,7 @@ pub async fn conversation_session(
     // request resending the same words meanwhile (another person's) opens its own.
     let session = match found {
         Some(session) => session,
-        None => sessions.keyed(agent, &format!("openai:new:{}", Uuid::new_v4().simple())).await?,
+        None => sessions.create_keyed(agent, &format!("openai:new:{}", Uuid::new_v4().simple())).await?,
     };
     let continuation = Continuation {
         agent,

@@ -261,13 +261,17 @@ impl Sessions {
     /// gets a key of its own (`{parted}{its id}`), so no client's next request lands in a
     /// session it shares. Whether the session keeps `key`.
     pub async fn rekey_alone(&self, agent: AgentId, id: Uuid, key: &str, parted: &str) -> Result<bool> {
-        let label = |key: &str| Origin::Key(key.to_string()).label().unwrap_or_default();
-        store::relabel_alone(&self.db, agent, id, &label(key), &label(parted)).await
+        store::relabel_alone(&self.db, agent, id, &key_label(key), &key_label(parted)).await
     }
 
     /// The agent's session of the key `key`, if there is one (none is opened).
     pub async fn find_keyed(&self, agent_id: AgentId, key: &str) -> Result<Option<Session>> {
-        store::labelled(&self.db, agent_id, &Origin::Key(key.to_string()).label().unwrap_or_default()).await
+        store::labelled(&self.db, agent_id, &key_label(key)).await
+    }
+
+    /// A new session of the agent under the key `key`, which the caller made unique.
+    pub async fn create_keyed(&self, agent_id: AgentId, key: &str) -> Result<Session> {
+        self.create(agent_id, Some(key_label(key))).await
     }
 
     /// The sessions opened for `origin` by any agent, oldest first (the wake-ups of a task).
@@ -360,6 +364,11 @@ impl Sessions {
         let total = store::message_count(&self.db, session).await?;
         Ok(Page::from_rows(rows, page, total, |m| m.seq.to_string()))
     }
+}
+
+/// The label of a session a client keys `key`.
+fn key_label(key: &str) -> String {
+    Origin::Key(key.to_string()).label().unwrap_or_default()
 }
 
 #[cfg(test)]
